@@ -1,0 +1,280 @@
+/**
+ * Constants of the `infrastructure.cluster.x-k8s.io/v1alpha1` API: the group and kinds,
+ * condition types and their reasons, event reasons, annotations, labels and finalizers.
+ * One source of truth for the manager, the runner and the docs.
+ */
+
+export const apiGroup = "infrastructure.cluster.x-k8s.io";
+export const apiVersion = "v1alpha1";
+export const groupVersion = `${apiGroup}/${apiVersion}`;
+
+export const kinds = {
+  cluster: "TerraformCluster",
+  clusterTemplate: "TerraformClusterTemplate",
+  machine: "TerraformMachine",
+  machineTemplate: "TerraformMachineTemplate",
+  machinePool: "TerraformMachinePool",
+  machinePoolTemplate: "TerraformMachinePoolTemplate",
+  clusterIdentity: "TerraformClusterIdentity",
+} as const;
+export type Kind = (typeof kinds)[keyof typeof kinds];
+
+/** Finalizers of the three kinds that run Jobs; the others carry none. */
+export const finalizers = {
+  TerraformCluster: "terraformcluster.infrastructure.cluster.x-k8s.io",
+  TerraformMachine: "terraformmachine.infrastructure.cluster.x-k8s.io",
+  TerraformMachinePool: "terraformmachinepool.infrastructure.cluster.x-k8s.io",
+} as const;
+
+type ConditionStatus = "True" | "False" | "Unknown";
+
+/** Allowed reasons of one condition type, by status. */
+export type ConditionReasonTable = { readonly [S in ConditionStatus]: readonly string[] };
+
+function reasons(t: readonly string[], f: readonly string[], u: readonly string[]): ConditionReasonTable {
+  return { True: t, False: f, Unknown: u };
+}
+
+/**
+ * Every condition type and the reasons it may carry per status (Cluster API v1beta2
+ * conventions: every status has a PascalCase reason; waiting is Unknown).
+ */
+export const conditionReasons = {
+  Ready: reasons(["Ready", "SecretFound"], ["NotReady", "SecretNotFound", "CredentialsIncomplete"], ["ReadyUnknown"]),
+  DependenciesReady: reasons(
+    ["DependenciesReady"],
+    ["OwnerNotFound", "WaitingForOwnerMachine", "WaitingForOwnerMachinePool", "ClusterNotTerraform", "OwnerMismatch", "VariablesSourceNotFound", "VariablesInvalid"],
+    ["WaitingForOwner", "WaitingForClusterInfrastructure", "WaitingForClusterExports", "WaitingForBootstrapData"],
+  ),
+  IdentityAllowed: reasons(
+    ["IdentityAllowed", "LocalSecret"],
+    ["IdentityNotFound", "NamespaceNotAllowed", "SecretNotFound", "CredentialsIncomplete"],
+    ["IdentityCheckFailed"],
+  ),
+  CredentialsMirrored: reasons(["Mirrored"], ["MirrorFailed"], ["MirrorPending"]),
+  RunnerRBACReady: reasons(["RBACReady"], ["RBACFailed", "ServiceAccountNotOptedIn"], []),
+  ApplyJobSucceeded: reasons(
+    ["ApplySucceeded", "DestroySucceeded"],
+    ["ApplyFailed", "DestroyFailed", "JobDeadlineExceeded", "IdentityNotAllowed", "ImageInvalid", "ImagePullFailed", "InputsTooLarge", "JobPolicyInvalid", "DestructivePlanBlocked"],
+    ["NoApplyYet", "WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "PlanAwaitingApproval", "PlanChanged", "WaitingForJobSlot"],
+  ),
+  StateReadable: reasons(
+    ["StateRead"],
+    ["StateEncrypted", "StateCorrupt", "StateInconsistent", "StateLost", "StateLocked", "StateTooLarge", "RetainedStateFound"],
+    ["StateNotFound"],
+  ),
+  RestoreJobSucceeded: reasons(
+    ["StateRestored"],
+    ["RestoreFailed", "RestoreBackupNotFound"],
+    ["WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "WaitingForJobSlot"],
+  ),
+  OutputsValid: reasons(
+    ["OutputsValid", "InstancesTruncated"],
+    ["OutputsMissing", "OutputsInvalid", "FailureDomainMismatch", "ProviderIDChanged"],
+    ["OutputsPending"],
+  ),
+  InfrastructureHealthy: reasons(
+    ["Healthy"],
+    ["Provisioning", "InstancePending", "InstanceUnhealthy", "InstanceDegraded", "InstanceStopped", "InstanceTerminated"],
+    ["WaitingForProvisioning", "HealthUnknown", "ProviderIDMissing"],
+  ),
+  InputsApplied: reasons(["InputsApplied"], ["ApplyPending", "AwaitingApproval", "ApplyRunning", "InputsApplyFailed"], ["InputsUnavailable"]),
+  DriftJobSucceeded: reasons(
+    ["DriftChecked"],
+    ["DriftJobFailed", "DriftJobDeadlineExceeded"],
+    ["DriftNotChecked", "DriftJobRunning", "WaitingForRunLease", "DurableInputsMissing", "WaitingForJobSlot"],
+  ),
+  DriftDetected: reasons(["DriftReported", "DriftPending", "DriftRemediating"], ["NoDrift"], ["DriftNotChecked"]),
+  DeletionBlocked: reasons(["DependentsExist"], ["NotBlocked"], []),
+  EndpointAvailable: reasons(["EndpointAvailable"], ["WaitingForEndpoint"], []),
+  AutoscalingActive: reasons(["ReplicasManagedByModule"], ["AutoscalingDisabled", "AutoscalingAnnotationsInvalid", "ReplicasManagedExternally"], []),
+  CapacityResolved: reasons(["CapacityResolved", "CapacityNotDeclared"], ["ImageInspectFailed", "CapacityLabelInvalid"], []),
+  VariablesValid: reasons(["VariablesValid", "VariablesSchemaNotDeclared"], ["VariablesRejected"], ["VariablesSourcePending", "VariablesSchemaUnavailable"]),
+  Paused: reasons(["Paused"], ["NotPaused"], []),
+  Deleting: reasons(["Deleting", "DeletionPolicyUnresolved"], ["NotDeleting"], []),
+} as const satisfies Record<string, ConditionReasonTable>;
+
+export type ConditionType = keyof typeof conditionReasons;
+export const conditionTypes = Object.keys(conditionReasons) as ConditionType[];
+
+/** Conditions whose True is the bad state. */
+export const negativePolarityConditions: readonly ConditionType[] = ["Deleting", "DriftDetected", "DeletionBlocked"];
+
+/** Conditions reported for information only: never inputs of the Ready summary. */
+export const conditionsNeverInReady: readonly ConditionType[] = [
+  "Paused",
+  "DriftDetected",
+  "DriftJobSucceeded",
+  "DeletionBlocked",
+  "EndpointAvailable",
+  "RestoreJobSucceeded",
+  "AutoscalingActive",
+  "InputsApplied",
+];
+
+/** A status may carry at most this many conditions. */
+export const maxConditions = 32;
+
+/** Event reasons the manager emits (recorder `captf-manager`), with their type. */
+export const managerEventReasons = {
+  Provisioned: "Normal",
+  InputsChanged: "Normal",
+  ControlPlaneEndpointSet: "Normal",
+  FailureDomainsChanged: "Normal",
+  ProviderIDSet: "Normal",
+  Paused: "Normal",
+  Resumed: "Normal",
+  OutputsInvalid: "Warning",
+  ExportsNotPublished: "Warning",
+  ConditionChanged: "Normal",
+  DigestPinned: "Normal",
+  DigestUnknown: "Warning",
+  JobCreated: "Normal",
+  JobSucceeded: "Normal",
+  JobFailed: "Warning",
+  JobDeadlineExceeded: "Warning",
+  JobInterrupted: "Warning",
+  StuckJobDeleted: "Warning",
+  WaitingForRunLease: "Normal",
+  WaitingForJobSlot: "Normal",
+  WaitingForClusterOperation: "Normal",
+  WaitingForMachineOperations: "Normal",
+  PlanReady: "Normal",
+  PlanApproved: "Normal",
+  PlanApplied: "Normal",
+  PlanChanged: "Warning",
+  PlanSuperseded: "Normal",
+  DestructivePlanBlocked: "Warning",
+  DestructivePlanApprovalConsumed: "Normal",
+  StateAdopted: "Normal",
+  StateBackedUp: "Normal",
+  StateRestored: "Normal",
+  StateRestoreFailed: "Warning",
+  StateLocked: "Warning",
+  ForceUnlocked: "Warning",
+  StateUnreadable: "Warning",
+  StateLost: "Warning",
+  OwnerReferencesRepaired: "Normal",
+  DriftDetected: "Warning",
+  DriftRemediationStarted: "Normal",
+  DriftResolved: "Normal",
+  InstanceHealthy: "Normal",
+  InstanceUnhealthy: "Warning",
+  RemediationRequested: "Warning",
+  RemediationWithdrawn: "Normal",
+  IdentityNotAllowed: "Warning",
+  IdentitySecretFound: "Normal",
+  IdentitySecretNotFound: "Warning",
+  MirrorCreated: "Normal",
+  MirrorRemoved: "Normal",
+  DeletionStarted: "Normal",
+  Destroyed: "Normal",
+  FinalizerRemoved: "Normal",
+  InfrastructureRetained: "Normal",
+  RetainedStateFound: "Warning",
+  RetainedStateAdopted: "Normal",
+  ReplicasWrittenBack: "Normal",
+  ReplicasManagedExternally: "Warning",
+  CapacityResolved: "Normal",
+  ImageInspectFailed: "Warning",
+} as const satisfies Record<string, "Normal" | "Warning">;
+export type ManagerEventReason = keyof typeof managerEventReasons;
+
+/** Event reasons the runner reports (reporting controller `captf.io/runner`). */
+export const runnerEventReasons = [
+  "RunStarted",
+  "StepStarted",
+  "StepSucceeded",
+  "StepFailed",
+  "PlanSummary",
+  "ResourcesChanged",
+  "RunFinished",
+] as const;
+export type RunnerEventReason = (typeof runnerEventReasons)[number];
+
+export const eventReporters = { manager: "captf-manager", runner: "captf.io/runner" } as const;
+
+/** Annotations captf reads or writes. */
+export const annotations = {
+  // set by users
+  restoreState: "captf.io/restore-state",
+  approvePlan: "captf.io/approve-plan",
+  approveDestructivePlan: "captf.io/approve-destructive-plan",
+  // on Terraform* objects and Machines
+  endpointSource: "captf.io/endpoint-source",
+  remediationRequested: "captf.io/remediation-requested",
+  // on state Secrets, durable inputs and Jobs
+  inputsHash: "captf.io/inputs-hash",
+  image: "captf.io/image",
+  imageDigest: "captf.io/image-digest",
+  identity: "captf.io/identity",
+  applied: "captf.io/applied",
+  interruptedApply: "captf.io/interrupted-apply",
+  pendingClusterOutputs: "captf.io/pending-cluster-outputs",
+  partialClusterOutputs: "captf.io/partial-cluster-outputs",
+  appliedClusterOutputsHash: "captf.io/applied-cluster-outputs-hash",
+  bookkept: "captf.io/bookkept",
+  interrupted: "captf.io/interrupted",
+  destructivePlanBlocked: "captf.io/destructive-plan-blocked",
+  planChanged: "captf.io/plan-changed",
+  planUnreadable: "captf.io/plan-unreadable",
+  driftRemediation: "captf.io/drift-remediation",
+  approvedPlan: "captf.io/approved-plan",
+  planHash: "captf.io/plan-hash",
+  afterFailedApply: "captf.io/after-failed-apply",
+  afterInterruptedApply: "captf.io/after-interrupted-apply",
+  restoreSerial: "captf.io/restore-serial",
+  approvalHash: "captf.io/approval-hash",
+  clusterOutputsHash: "captf.io/cluster-outputs-hash",
+  heldClusterOutputs: "captf.io/held-cluster-outputs",
+  imagePullFailed: "captf.io/image-pull-failed",
+  // state backups
+  stateBackupSerial: "captf.io/state-backup-serial",
+  stateBackupLineage: "captf.io/state-backup-lineage",
+  stateBackupTakenAt: "captf.io/state-backup-taken-at",
+  stateBackupSourceJob: "captf.io/state-backup-source-job",
+  stateBackupDigest: "captf.io/state-backup-digest",
+  stateBackupResources: "captf.io/state-backup-resources",
+  // leases and credential mirrors
+  lease: "captf.io/lease",
+  leaseOp: "captf.io/lease-op",
+  leaseAcquiredAt: "captf.io/lease-acquired-at",
+  mirrored: "captf.io/mirrored",
+  sourceHash: "captf.io/source-hash",
+  // Cluster API and clusterctl keys captf uses
+  clonedFromName: "cluster.x-k8s.io/cloned-from-name",
+  paused: "cluster.x-k8s.io/paused",
+  managedBy: "cluster.x-k8s.io/managed-by",
+  remediateMachine: "cluster.x-k8s.io/remediate-machine",
+  replicasManagedBy: "cluster.x-k8s.io/replicas-managed-by",
+  autoscalerMinSize: "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size",
+  autoscalerMaxSize: "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size",
+  blockMove: "clusterctl.cluster.x-k8s.io/block-move",
+  deleteForMove: "clusterctl.cluster.x-k8s.io/delete-for-move",
+  safeToEvict: "cluster-autoscaler.kubernetes.io/safe-to-evict",
+} as const;
+
+/** Labels captf reads or writes. */
+export const labels = {
+  variablesSource: "captf.io/variables",
+  runnerServiceAccount: "captf.io/runner",
+  managed: "captf.io/managed",
+  stateBackup: "captf.io/state-backup",
+  stateBackupSuffix: "captf.io/state-backup-suffix",
+  retainedFromUid: "captf.io/retained-from-uid",
+  ownerKind: "captf.infrastructure.cluster.x-k8s.io/owner-kind",
+  ownerName: "captf.infrastructure.cluster.x-k8s.io/owner-name",
+  op: "captf.infrastructure.cluster.x-k8s.io/op",
+  attempt: "captf.infrastructure.cluster.x-k8s.io/attempt",
+  clusterName: "cluster.x-k8s.io/cluster-name",
+  controlPlane: "cluster.x-k8s.io/control-plane",
+  watchFilter: "cluster.x-k8s.io/watch-filter",
+  move: "clusterctl.cluster.x-k8s.io/move",
+  moveHierarchy: "clusterctl.cluster.x-k8s.io/move-hierarchy",
+} as const;
+
+/** The values of `captf.io/endpoint-source`. */
+export const endpointSources = ["user", "module"] as const;
+
+/** The value captf writes to `cluster.x-k8s.io/replicas-managed-by`. */
+export const replicasManagedByValue = "captf";
