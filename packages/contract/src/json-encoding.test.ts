@@ -5,6 +5,7 @@ import {
   canonicalJson,
   compareCodePoints,
   encodeJson,
+  encodeJsonByWalking,
   JsonSyntaxError,
   NonIntegerNumberError,
   parseJsonExact,
@@ -103,6 +104,21 @@ describe("canonicalJson properties", () => {
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)), (d) => {
         expect(() => canonicalJson([d])).toThrow(NonIntegerNumberError);
       }),
+    );
+  });
+
+  it("writes the same bytes on the native fast path as the exact walker", () => {
+    const options = fc.record({ sortKeys: fc.boolean(), escapeHtml: fc.boolean(), indent: fc.constantFrom(0, 2), numbers: fc.constantFrom("integer" as const, "any" as const) });
+    const withSpecials = fc.oneof(jsonTree, fc.constantFrom({ "10": 1, "9": 2, a: "\u2028" }, ["\ud800", { "<b>": "&" }], { __proto__x: [undefined, 1] }, { z: 1, y: [new JsonNumber("1.50")] }));
+    fc.assert(
+      fc.property(withSpecials, options, (tree, opts) => {
+        let fast: string | Error;
+        let exact: string | Error;
+        try { fast = encodeJson(tree, opts); } catch (error) { fast = error as Error; }
+        try { exact = encodeJsonByWalking(tree, opts); } catch (error) { exact = error as Error; }
+        expect(fast).toEqual(exact);
+      }),
+      { numRuns: 500 },
     );
   });
 

@@ -39,74 +39,176 @@ export class UnencodableValueError extends Error {
 }
 
 export function encodeJson(value: unknown, options: JsonEncodingOptions): string {
-  const out: string[] = [];
-  const indent = options.indent ? " ".repeat(options.indent) : "";
-  const seen = new Set<object>();
-  write(value, "", "");
-  return out.join("");
+  const prepared = prepareForNativeStringify(value, options);
+  if (prepared !== notNative) {
+    let text = JSON.stringify(prepared, null, options.indent || undefined);
+    if (!nativeOutputNeedsGoEscaping.test(text)) {
+      if (options.escapeHtml) text = text.replace(/[<>&]/g, (c) => htmlEscapes[c]!);
+      return text;
+    }
+  }
+  return encodeJsonByWalking(value, options);
+}
 
-  function write(v: unknown, path: string, depthIndent: string): void {
-    if (v === null) return void out.push("null");
+const notNative = Symbol("notNative");
+const htmlEscapes: Record<string, string> = { "<": "\\u003c", ">": "\\u003e", "&": "\\u0026" };
+// Raw U+2028/U+2029, or a lone surrogate JSON.stringify escaped as \udXXX: Go writes those differently.
+const nativeOutputNeedsGoEscaping = /[\u2028\u2029]|\\ud[89a-f]/i;
+// JS objects list array-index keys first in numeric order, whatever their insertion order.
+const arrayIndexKey = /^(?:0|[1-9][0-9]{0,9})$/;
+
+/**
+ * The fast path: a copy of `value` with object keys in their output order, ready for the
+ * native JSON.stringify, or `notNative` when only the exact walker can write it (special
+ * numbers, refused values, index-like keys, cycles). It throws nothing itself.
+ */
+function prepareForNativeStringify(value: unknown, options: JsonEncodingOptions): unknown {
+  const integerOnly = options.numbers === "integer";
+  let depth = 0;
+  const visit = (v: unknown): unknown => {
+    if (v === null) return v;
     switch (typeof v) {
-      case "boolean":
-        return void out.push(v ? "true" : "false");
       case "string":
-        return void out.push(quoteJsonString(v, options.escapeHtml ?? false));
+      case "boolean":
+        return v;
       case "number":
-        return void out.push(numberText(v, path));
-      case "bigint":
-        return void out.push(v.toString());
+        if (!Number.isFinite(v) || (integerOnly && !Number.isSafeInteger(v))) return notNative;
+        return v;
       case "object":
         break;
       default:
-        throw new UnencodableValueError(path, `a ${typeof v}`);
+        return notNative;
+    }
+    if (v instanceof JsonNumber || ++depth > 1000) return notNative;
+    try {
+      if (Array.isArray(v)) {
+        let copy: unknown[] | undefined;
+        for (let i = 0; i < v.length; i++) {
+          const item: unknown = v[i];
+          const visited = item === undefined ? null : visit(item);
+          if (visited === notNative) return notNative;
+          if (visited !== item && !copy) copy = v.slice(0, i);
+          if (copy) copy.push(visited);
+        }
+        return copy ?? v;
+      }
+      const record = v as Record<string, unknown>;
+      const keys = Object.keys(record);
+      let sorted = keys;
+      if (options.sortKeys) {
+        for (let i = 1; i < keys.length; i++) {
+          if (keys[i - 1]! > keys[i]!) {
+            sorted = [...keys].sort();
+            break;
+          }
+        }
+      }
+      let copy: Record<string, unknown> | undefined = sorted === keys ? undefined : {};
+      for (let i = 0; i < sorted.length; i++) {
+        const key = sorted[i]!;
+        if (arrayIndexKey.test(key) || key === "__proto__" || surrogate.test(key)) return notNative;
+        const item = record[key];
+        const visited = item === undefined ? undefined : visit(item);
+        if (visited === notNative) return notNative;
+        if (visited !== item && !copy) {
+          copy = {};
+          for (let j = 0; j < i; j++) copy[sorted[j]!] = record[sorted[j]!];
+        }
+        if (copy && visited !== undefined) copy[key] = visited;
+      }
+      return copy ?? v;
+    } finally {
+      depth--;
+    }
+  };
+  return visit(value);
+}
+
+/**
+ * The exact encoder: walks the value itself. {@link encodeJson} uses it whenever the
+ * native fast path cannot produce Go's bytes; exported so tests can compare the two.
+ */
+export function encodeJsonByWalking(value: unknown, options: JsonEncodingOptions): string {
+  let out = "";
+  const indent = options.indent ? " ".repeat(options.indent) : "";
+  const escapeHtml = options.escapeHtml ?? false;
+  const integerOnly = options.numbers === "integer";
+  const seen = new Set<object>();
+  // The JSON pointer tokens down to the value being written; joined only for an error.
+  const path: (string | number)[] = [];
+  const pointer = (): string => path.map((token) => "/" + escapePointer(String(token))).join("");
+  write(value, "");
+  return out;
+
+  function write(v: unknown, depthIndent: string): void {
+    if (v === null) return void (out += "null");
+    switch (typeof v) {
+      case "boolean":
+        return void (out += v ? "true" : "false");
+      case "string":
+        return void (out += quoteJsonString(v, escapeHtml));
+      case "number":
+        return void (out += numberText(v));
+      case "bigint":
+        return void (out += v.toString());
+      case "object":
+        break;
+      default:
+        throw new UnencodableValueError(pointer(), `a ${typeof v}`);
     }
     if (v instanceof JsonNumber) {
-      if (options.numbers === "integer" && !v.isInteger) throw new NonIntegerNumberError(path);
-      return void out.push(v.literal);
+      if (integerOnly && !v.isInteger) throw new NonIntegerNumberError(pointer());
+      return void (out += v.literal);
     }
     const obj = v as object;
-    if (seen.has(obj)) throw new UnencodableValueError(path, "a cycle");
+    if (seen.has(obj)) throw new UnencodableValueError(pointer(), "a cycle");
     seen.add(obj);
     const inner = depthIndent + indent;
     if (Array.isArray(obj)) {
-      if (obj.length === 0) out.push("[]");
+      if (obj.length === 0) out += "[]";
       else {
-        out.push("[");
-        obj.forEach((item, index) => {
-          if (index > 0) out.push(",");
-          if (indent) out.push("\n", inner);
-          write(item === undefined ? null : item, `${path}/${index}`, inner);
-        });
-        if (indent) out.push("\n", depthIndent);
-        out.push("]");
+        out += "[";
+        for (let index = 0; index < obj.length; index++) {
+          if (index > 0) out += ",";
+          if (indent) out += "\n" + inner;
+          path.push(index);
+          const item: unknown = obj[index];
+          write(item === undefined ? null : item, inner);
+          path.pop();
+        }
+        if (indent) out += "\n" + depthIndent;
+        out += "]";
       }
     } else {
       const record = obj as Record<string, unknown>;
-      let keys = Object.keys(record).filter((key) => record[key] !== undefined);
-      if (options.sortKeys) keys = keys.sort(compareCodePoints);
-      if (keys.length === 0) out.push("{}");
+      let keys = Object.keys(record);
+      if (keys.some((key) => record[key] === undefined)) keys = keys.filter((key) => record[key] !== undefined);
+      if (options.sortKeys) keys = keys.some(hasSurrogate) ? keys.sort(compareCodePoints) : keys.sort();
+      if (keys.length === 0) out += "{}";
       else {
-        out.push("{");
-        keys.forEach((key, index) => {
-          if (index > 0) out.push(",");
-          if (indent) out.push("\n", inner);
-          out.push(quoteJsonString(key, options.escapeHtml ?? false), indent ? ": " : ":");
-          write(record[key], `${path}/${escapePointer(key)}`, inner);
-        });
-        if (indent) out.push("\n", depthIndent);
-        out.push("}");
+        out += "{";
+        for (let index = 0; index < keys.length; index++) {
+          const key = keys[index]!;
+          if (index > 0) out += ",";
+          if (indent) out += "\n" + inner;
+          out += quoteJsonString(key, escapeHtml) + (indent ? ": " : ":");
+          path.push(key);
+          write(record[key], inner);
+          path.pop();
+        }
+        if (indent) out += "\n" + depthIndent;
+        out += "}";
       }
     }
     seen.delete(obj);
   }
 
-  function numberText(n: number, path: string): string {
-    if (!Number.isFinite(n)) throw new UnencodableValueError(path, String(n));
-    if (options.numbers === "integer") {
-      if (!Number.isInteger(n)) throw new NonIntegerNumberError(path);
+  function numberText(n: number): string {
+    if (!Number.isFinite(n)) throw new UnencodableValueError(pointer(), String(n));
+    if (integerOnly) {
+      if (!Number.isInteger(n)) throw new NonIntegerNumberError(pointer());
       if (!Number.isSafeInteger(n)) {
-        throw new NonIntegerNumberError(path, "an integer beyond 2^53 (pass it as a bigint or JsonNumber to keep it exact)");
+        throw new NonIntegerNumberError(pointer(), "an integer beyond 2^53 (pass it as a bigint or JsonNumber to keep it exact)");
       }
       return Object.is(n, -0) ? "0" : String(n);
     }
@@ -135,13 +237,24 @@ export function compareCodePoints(a: string, b: string): number {
   return a.length - b.length;
 }
 
+// Without surrogates, UTF-16 order (the default sort) is code point order.
+const surrogate = /[\ud800-\udfff]/;
+function hasSurrogate(key: string): boolean {
+  return surrogate.test(key);
+}
+
 export function escapePointer(token: string): string {
   return token.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
 const hex = "0123456789abcdef";
 
+// JSON.stringify escapes strings exactly as Go does, except for U+2028/U+2029, lone surrogates and HTML.
+const needsGoEscaping = /[\u2028\u2029\ud800-\udfff]/;
+const needsHtmlEscaping = /[<>&]/;
+
 export function quoteJsonString(s: string, escapeHtml: boolean): string {
+  if (!needsGoEscaping.test(s) && !(escapeHtml && needsHtmlEscaping.test(s))) return JSON.stringify(s);
   let out = '"';
   let start = 0;
   for (let i = 0; i < s.length; i++) {

@@ -107,7 +107,7 @@ describe("inputsHash", () => {
     const h = inputsHash({ role: "machine", image, inputs: machineFixture(), variables });
     expect(h).not.toBe(referenceMachineHash);
     expect(inputsHash({ role: "machine", image, inputs: machineFixture(), variables: { ...variables, tags: { value: { a: [true, null], b: 1 }, sensitive: false } } })).toBe(h);
-    for (const edit of [
+    for (const edit of <UserVariables[]>[
       { ratio: { value: 0.25, sensitive: false } },
       { big: { value: new JsonNumber("12345678901234567891"), sensitive: false } },
       { db_password: { value: "s3cr3t", sensitive: false } },
