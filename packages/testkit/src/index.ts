@@ -1,2 +1,4 @@
-// Public surface of this package: filled in by its first feature.
-export {};
+// The public surface of @captf/testkit.
+export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool } from "./tools.js";
+export type { ToolName } from "./tools.js";
+export { describeWithTools, skippedSuitesFile } from "./integration.js";

@@ -1,0 +1,55 @@
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+/** The external programs tests run for real, and the environment variable naming each one's path. */
+export const toolVariables = {
+  tofu: "CAPTF_TOFU",
+  etcd: "CAPTF_ETCD",
+  "kube-apiserver": "CAPTF_KUBE_APISERVER",
+  "kube-controller-manager": "CAPTF_KUBE_CONTROLLER_MANAGER",
+} as const;
+export type ToolName = keyof typeof toolVariables;
+
+/** Set to 1 to let suites whose tools are missing be skipped (and listed in the summary) instead of failing. */
+export const skipMissingToolsVariable = "CAPTF_ALLOW_MISSING_TOOLS";
+
+export class MissingToolError extends Error {
+  constructor(readonly tool: ToolName) {
+    super(
+      `${tool} is not installed: run tools/install.sh (it builds ${tool} into the tools cache), or point ${toolVariables[tool]} at a binary. ` +
+        `Set ${skipMissingToolsVariable}=1 to skip the suites that need it instead.`,
+    );
+    this.name = "MissingToolError";
+  }
+}
+
+/** The tools cache that tools/install.sh fills. */
+export function toolsDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  return env.CAPTF_TOOLS_DIR || join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "captf", "tools");
+}
+
+function readToolsEnvFile(env: NodeJS.ProcessEnv): Record<string, string> {
+  const file = join(toolsDirectory(env), "env");
+  if (!existsSync(file)) return {};
+  const values: Record<string, string> = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const match = /^export ([A-Z_]+)=(.*)$/.exec(line.trim());
+    if (match) values[match[1]!] = match[2]!.replace(/^'(.*)'$/, "$1");
+  }
+  return values;
+}
+
+/** The absolute path of a tool: its environment variable first, then the tools cache's env file. */
+export function findTool(tool: ToolName, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const variable = toolVariables[tool];
+  const path = env[variable] || readToolsEnvFile(env)[variable];
+  return path && existsSync(path) ? path : undefined;
+}
+
+/** Like {@link findTool}, but throws {@link MissingToolError} with the fix when the tool is absent. */
+export function requireTool(tool: ToolName, env: NodeJS.ProcessEnv = process.env): string {
+  const path = findTool(tool, env);
+  if (!path) throw new MissingToolError(tool);
+  return path;
+}
