@@ -152,3 +152,24 @@ describe("exportsHash", () => {
     expect(exportsHash({ r: new JsonNumber("1.50") })).not.toBe(exportsHash({ r: 1.5 }));
   });
 });
+
+describe("the worked example of docs/inputs-hash.md", () => {
+  const inputs: ClusterInputs = {
+    captf_contract: "v1alpha1",
+    captf_cluster: { name: "demo", namespace: "default" },
+    captf_object: { kind: "TerraformCluster", name: "demo", namespace: "default" },
+    captf_tags: captfTags({ cluster: "demo", namespace: "default", kind: "TerraformCluster", name: "demo" }),
+    control_plane_endpoint: null,
+    kubernetes_version: "v1.36.2",
+    control_plane_initialized: false,
+    cluster_network: null,
+  };
+  const exampleImage = "ghcr.io/example/noop-cluster:v0.1.0";
+
+  it("hashes to the documented values", () => {
+    expect(inputsHash({ role: "cluster", image: exampleImage, inputs })).toBe("h2:b5271d9c16db44086c2c8a778931ba12344d81d13c012f718db62bd55f065b4f");
+    expect(inputsHash({ role: "cluster", image: exampleImage, inputs, variables: { size: { value: "small", sensitive: false } } })).toBe(
+      "h2:60709717fbf79c96209b44387ba04b5188a480abecc74ac773f2ac12ac25acf7",
+    );
+  });
+});
