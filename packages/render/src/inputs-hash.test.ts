@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
-import { captfTags, JsonNumber, type ClusterInputs, type MachineInputs, type MachinePoolInputs } from "@captf/contract";
+import { commonInputs, JsonNumber, type ClusterInputs, type MachineInputs, type MachinePoolInputs } from "@captf/contract";
 import { approvalHash, exportsHash, InputsHashError, inputsHash } from "./inputs-hash.js";
 import type { UserVariables } from "./user-variables.js";
 
@@ -11,10 +11,7 @@ const referenceMachineHash = "h2:e10a5fcbec6ca2745898f8cae279211c217179b1d90afa7
 
 function machineFixture(): MachineInputs {
   return {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "prod", namespace: "team-a" },
-    captf_object: { kind: "TerraformMachine", name: "prod-md-0-abcde", namespace: "team-a" },
-    captf_tags: captfTags({ cluster: "prod", namespace: "team-a", kind: "TerraformMachine", name: "prod-md-0-abcde", template: "prod-md-0" }),
+    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachine", name: "prod-md-0-abcde", namespace: "team-a", template: "prod-md-0" }),
     captf_cluster_outputs: { network_id: "net-1", subnets: ["a", "b"], mtu: 1500 },
     machine_name: "prod-md-0-abcde-xyz12",
     bootstrap_data: "I2Nsb3VkLWNvbmZpZw==",
@@ -27,10 +24,7 @@ function machineFixture(): MachineInputs {
 
 function clusterFixture(): ClusterInputs {
   return {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "prod", namespace: "team-a" },
-    captf_object: { kind: "TerraformCluster", name: "prod", namespace: "team-a" },
-    captf_tags: captfTags({ cluster: "prod", namespace: "team-a", kind: "TerraformCluster", name: "prod" }),
+    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformCluster", name: "prod", namespace: "team-a" }),
     control_plane_endpoint: { host: "api.prod.example.com", port: 6443 },
     kubernetes_version: "v1.36.2",
     control_plane_initialized: false,
@@ -40,10 +34,7 @@ function clusterFixture(): ClusterInputs {
 
 function poolFixture(): MachinePoolInputs {
   return {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "prod", namespace: "team-a" },
-    captf_object: { kind: "TerraformMachinePool", name: "prod-mp-0", namespace: "team-a" },
-    captf_tags: captfTags({ cluster: "prod", namespace: "team-a", kind: "TerraformMachinePool", name: "prod-mp-0" }),
+    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachinePool", name: "prod-mp-0", namespace: "team-a" }),
     captf_cluster_outputs: { network_id: "net-1", subnets: ["a", "b"], mtu: 1500 },
     machinepool_name: "prod-mp-0",
     replicas: 3,
@@ -155,10 +146,7 @@ describe("exportsHash", () => {
 
 describe("the worked example of docs/inputs-hash.md", () => {
   const inputs: ClusterInputs = {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "demo", namespace: "default" },
-    captf_object: { kind: "TerraformCluster", name: "demo", namespace: "default" },
-    captf_tags: captfTags({ cluster: "demo", namespace: "default", kind: "TerraformCluster", name: "demo" }),
+    ...commonInputs({ cluster: { name: "demo", namespace: "default" }, kind: "TerraformCluster", name: "demo", namespace: "default" }),
     control_plane_endpoint: null,
     kubernetes_version: "v1.36.2",
     control_plane_initialized: false,

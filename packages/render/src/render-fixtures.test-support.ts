@@ -1,15 +1,12 @@
 // Inputs shared by the render tests: the same objects the public reference's goldens render.
-import { captfTags, type ClusterInputs, type MachineInputs, type MachinePoolInputs } from "@captf/contract";
+import { commonInputs, type ClusterInputs, type MachineInputs, type MachinePoolInputs } from "@captf/contract";
 import type { UserVariables } from "./user-variables.js";
 
 export const bootstrapData = "I2Nsb3VkLWNvbmZpZwpydW5jbWQ6CiAgLSBlY2hvIDxyZWFkeT4gJiBkb25lCg==";
 
 export function clusterInputs(): ClusterInputs {
   return {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "prod", namespace: "team-a" },
-    captf_object: { kind: "TerraformCluster", name: "prod", namespace: "team-a" },
-    captf_tags: captfTags({ cluster: "prod", namespace: "team-a", kind: "TerraformCluster", name: "prod" }),
+    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformCluster", name: "prod", namespace: "team-a" }),
     control_plane_endpoint: { host: "api.prod.example.com", port: 6443 },
     kubernetes_version: "v1.36.2",
     control_plane_initialized: true,
@@ -19,10 +16,7 @@ export function clusterInputs(): ClusterInputs {
 
 export function machineInputs(): MachineInputs {
   return {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "prod", namespace: "team-a" },
-    captf_object: { kind: "TerraformMachine", name: "prod-md-0-abcde", namespace: "team-a" },
-    captf_tags: captfTags({ cluster: "prod", namespace: "team-a", kind: "TerraformMachine", name: "prod-md-0-abcde" }),
+    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachine", name: "prod-md-0-abcde", namespace: "team-a" }),
     captf_cluster_outputs: { network_id: "net-1", note: "a<b & c>d" },
     machine_name: "prod-md-0-abcde-xyz12",
     bootstrap_data: bootstrapData,
@@ -35,10 +29,7 @@ export function machineInputs(): MachineInputs {
 
 export function machinePoolInputs(): MachinePoolInputs {
   return {
-    captf_contract: "v1alpha1",
-    captf_cluster: { name: "prod", namespace: "team-a" },
-    captf_object: { kind: "TerraformMachinePool", name: "prod-mp-0", namespace: "team-a" },
-    captf_tags: captfTags({ cluster: "prod", namespace: "team-a", kind: "TerraformMachinePool", name: "prod-mp-0" }),
+    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachinePool", name: "prod-mp-0", namespace: "team-a" }),
     captf_cluster_outputs: { network_id: "net-1", note: "a<b & c>d" },
     machinepool_name: "prod-mp-0",
     replicas: 3,
