@@ -1,2 +1,7 @@
 import base from "../../jest.base.js";
-export default { ...base, displayName: "testkit" };
+export default {
+  ...base,
+  displayName: "testkit",
+  globalSetup: "<rootDir>/jest-global-setup.mjs",
+  globalTeardown: "<rootDir>/jest-global-teardown.mjs",
+};

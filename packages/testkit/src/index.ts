@@ -2,3 +2,6 @@
 export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool } from "./tools.js";
 export type { ToolName } from "./tools.js";
 export { describeWithTools, skippedSuitesFile } from "./integration.js";
+export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";
+export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "./control-plane.js";
+export { sharedControlPlane, controlPlaneVariable } from "./shared-control-plane.js";
