@@ -1,0 +1,2 @@
+// Public surface of this package: filled in by its first feature.
+export {};
