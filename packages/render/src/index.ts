@@ -19,3 +19,12 @@ export {
 } from "./user-variables.js";
 export type { UserVariable, UserVariables, VariablesSource } from "./user-variables.js";
 export { redactRenderedInputs, redactionFailed } from "./redact.js";
+export {
+  stateWorkspace,
+  stateSecretSuffix,
+  stateSecretName,
+  stateLockLeaseName,
+  stateSecretLabels,
+  backendConfigValues,
+} from "./backend.js";
+export type { StateOwner } from "./backend.js";
