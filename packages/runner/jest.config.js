@@ -1,2 +1,7 @@
 import base from "../../jest.base.js";
-export default { ...base, displayName: "runner" };
+export default {
+  ...base,
+  displayName: "runner",
+  globalSetup: "<rootDir>/../testkit/jest-global-setup.mjs",
+  globalTeardown: "<rootDir>/../testkit/jest-global-teardown.mjs",
+};
