@@ -19,4 +19,33 @@ fi
 export TURBO_TELEMETRY_DISABLED=1
 pnpm install --frozen-lockfile --reporter=silent
 
+# Debian programs the tests use: command → package.
+declare -A debian_packages=(
+  [openssl]=openssl [patchelf]=patchelf [chroot]=coreutils [mknod]=coreutils
+  [umoci]=umoci [skopeo]=skopeo [docker-registry]=docker-registry
+)
+missing=()
+for command in "${!debian_packages[@]}"; do
+  command -v "$command" >/dev/null 2>&1 || missing+=("${debian_packages[$command]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  packages=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
+  echo "test: installing Debian packages: $packages"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
+  elif [ "${CAPTF_ALLOW_MISSING_TOOLS:-}" != 1 ]; then
+    echo "test: cannot install $packages (needs root and apt-get); install them, or set CAPTF_ALLOW_MISSING_TOOLS=1" >&2
+    exit 1
+  fi
+fi
+
+# OpenTofu, etcd, kube-apiserver and kube-controller-manager, built once into ~/.cache/captf/tools.
+if ! tools/install.sh; then
+  if [ "${CAPTF_ALLOW_MISSING_TOOLS:-}" != 1 ]; then
+    echo "test: tools/install.sh failed; see above, or set CAPTF_ALLOW_MISSING_TOOLS=1 to run without those tools" >&2
+    exit 1
+  fi
+  echo "test: tools/install.sh failed; continuing because CAPTF_ALLOW_MISSING_TOOLS=1"
+fi
+
 exec node scripts/test.mjs "$@"

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# tools/install.sh - build the pinned external programs (etcd, OpenTofu, kube-apiserver,
+# kube-controller-manager) from the Go module proxy into a cache outside the repo.
+#
+# Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
+#
+#   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
+#   --only NAME    restrict to one tool (etcd, tofu, kube); may be repeated
+#   --list         print name, version, binary path and cached/missing; builds nothing
+#   --print-env    print the export lines of the env file to stdout; builds nothing
+#
+# Cache: $CAPTF_TOOLS_DIR (default $HOME/.cache/captf/tools)/<name>-<version>/bin/<binary>.
+# Versions: read from the require line of tools/<name>/go.mod (the one source of truth).
+# Progress messages go to stderr, so `eval "$(tools/install.sh --print-env)"` stays clean.
+set -euo pipefail
+shopt -s inherit_errexit
+
+TOOLS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CAPTF_TOOLS_DIR="${CAPTF_TOOLS_DIR:-$HOME/.cache/captf/tools}"
+
+# name | main module (whose require line gives the version) | binary=package ...
+TOOLS=(etcd tofu kube)
+declare -A TOOL_MODULE=(
+  [etcd]=go.etcd.io/etcd/server/v3
+  [tofu]=github.com/opentofu/opentofu
+  [kube]=k8s.io/kubernetes
+)
+declare -A TOOL_BINS=(
+  [etcd]="etcd=go.etcd.io/etcd/server/v3"
+  [tofu]="tofu=github.com/opentofu/opentofu/cmd/tofu"
+  [kube]="kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
+)
+
+# Never download another Go toolchain; never pick up a go.work from a parent directory.
+export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0
+
+log() { printf 'tools: %s\n' "$*" >&2; }
+die() { printf 'tools: error: %s\n' "$*" >&2; exit 1; }
+
+# Version of a tool = the version its go.mod requires the main module at.
+tool_version() {
+  local name=$1 mod=${TOOL_MODULE[$1]} gomod="$TOOLS_SRC/$1/go.mod" v
+  [[ -f $gomod ]] || die "$gomod not found"
+  v=$(awk -v m="$mod" '
+    $1 == "require" && $2 == m { print $3; exit }
+    $1 == m && $2 ~ /^v[0-9]/   { print $2; exit }' "$gomod")
+  [[ -n $v ]] || die "no 'require $mod vX.Y.Z' line in $gomod"
+  printf '%s\n' "$v"
+}
+
+tool_dir() { printf '%s/%s-%s\n' "$CAPTF_TOOLS_DIR" "$1" "$2"; }
+
+# Extra -ldflags per tool (version stamping as the upstream release builds do).
+tool_ldflags() {
+  local name=$1 version=$2
+  case $name in
+    tofu) printf '%s' "-X github.com/opentofu/opentofu/version.dev=no" ;;
+    kube)
+      local core=${version#v} major minor f=""
+      major=${core%%.*}; minor=${core#*.}; minor=${minor%%.*}
+      for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        f+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+      done
+      printf '%s' "${f# }" ;;
+    *) ;;
+  esac
+}
+
+env_var_for() { local b=${1^^}; printf 'CAPTF_%s\n' "${b//-/_}"; }
+
+is_cached() {
+  local dir bin pair
+  dir=$(tool_dir "$1" "$2")
+  for pair in ${TOOL_BINS[$1]}; do
+    bin=${pair%%=*}
+    [[ -f $dir/bin/$bin && -x $dir/bin/$bin ]] || return 1
+  done
+}
+
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+TMP_BUILD=""
+cleanup() { [[ -n $TMP_BUILD && -d $TMP_BUILD ]] && rm -rf "$TMP_BUILD"; return 0; }
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+
+run_or_die() { # run_or_die <what> <cmd...>: run quietly; on failure show the command and the end of its output
+  local what=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  if (( rc != 0 )); then
+    printf '%s\n' "$out" | tail -n 40 >&2
+    die "$what failed (exit $rc)
+  command: (cd $PWD && GOTOOLCHAIN=$GOTOOLCHAIN CGO_ENABLED=$CGO_ENABLED $(printf '%q ' "$@" | sed 's/ $//'))"
+  fi
+}
+
+build_tool() {
+  local name=$1 version=$2 mod=${TOOL_MODULE[$1]} final tmp start pair bin pkg ldflags bytes=0 secs
+  command -v go >/dev/null 2>&1 ||
+    die "'go' not found in PATH; it is needed to build $name ($mod@$version) - install Go >= the 'go' line of tools/$name/go.mod"
+  final=$(tool_dir "$name" "$version")
+  log "building $name $version ..."
+  start=$SECONDS
+  cd "$TOOLS_SRC/$name"
+
+  # Fetch every module first, so a proxy that cannot serve one fails here with its name.
+  run_or_die "downloading the modules of $name ($mod@$version) from GOPROXY=$(go env GOPROXY)" \
+    go mod download
+  local pkgs=()
+  for pair in ${TOOL_BINS[$name]}; do pkgs+=("${pair#*=}"); done
+  run_or_die "verifying the module graph of $name ($mod@$version)" \
+    go list -deps -f '' "${pkgs[@]}"
+
+  mkdir -p "$CAPTF_TOOLS_DIR"
+  TMP_BUILD=$(mktemp -d "$CAPTF_TOOLS_DIR/.tmp-$name-$version.XXXXXX")
+  tmp=$TMP_BUILD
+  chmod 755 "$tmp"
+  mkdir -p "$tmp/bin"
+  ldflags="-s -w $(tool_ldflags "$name" "$version")"
+  ldflags=${ldflags% }
+  for pair in ${TOOL_BINS[$name]}; do
+    bin=${pair%%=*} pkg=${pair#*=}
+    run_or_die "building $bin for $name ($mod@$version)" \
+      go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$bin" "$pkg"
+    bytes=$(( bytes + $(stat -c %s "$tmp/bin/$bin") ))
+  done
+  secs=$(( SECONDS - start ))
+  {
+    printf 'name=%s\nversion=%s\nmodule=%s\n' "$name" "$version" "$mod"
+    printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\nldflags=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$secs" "$ldflags"
+    printf 'go.sum-sha256=%s\n' "$(sha256sum go.sum | cut -d' ' -f1)"
+  } >"$tmp/BUILDINFO"
+
+  # Atomic publish: the final directory either does not exist or is complete.
+  [[ -e $final ]] && rm -rf "$final"   # an incomplete leftover (is_cached said no)
+  mv -T "$tmp" "$final"
+  TMP_BUILD=""
+  cd - >/dev/null
+  log "built $name $version in ${secs}s ($(mb "$bytes") MB)"
+}
+
+env_lines() {
+  local name version dir pair bin
+  printf '# generated by tools/install.sh - source it: . %q\n' "$CAPTF_TOOLS_DIR/env"
+  printf 'export CAPTF_TOOLS_DIR=%q\n' "$CAPTF_TOOLS_DIR"
+  for name in "${TOOLS[@]}"; do
+    version=$(tool_version "$name")
+    dir=$(tool_dir "$name" "$version")
+    for pair in ${TOOL_BINS[$name]}; do
+      bin=${pair%%=*}
+      if [[ -x $dir/bin/$bin ]]; then
+        printf 'export %s=%q\n' "$(env_var_for "$bin")" "$dir/bin/$bin"
+      else
+        printf '# %s: %s %s not built (tools/install.sh --only %s)\n' "$(env_var_for "$bin")" "$name" "$version" "$name"
+      fi
+    done
+  done
+}
+
+write_env() {
+  local f="$CAPTF_TOOLS_DIR/env" content tmp
+  content=$(env_lines)
+  mkdir -p "$CAPTF_TOOLS_DIR"
+  tmp=$(mktemp "$CAPTF_TOOLS_DIR/.env.XXXXXX")
+  printf '%s\n' "$content" >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "$f"
+  log "env written to $f"
+}
+
+list_tools() {
+  local name version dir pair bin status
+  printf '%-6s %-10s %-10s %s\n' NAME VERSION STATUS PATH
+  for name in "${SELECTED[@]}"; do
+    version=$(tool_version "$name")
+    dir=$(tool_dir "$name" "$version")
+    for pair in ${TOOL_BINS[$name]}; do
+      bin=${pair%%=*}
+      if [[ -x $dir/bin/$bin ]]; then status=cached; else status=missing; fi
+      printf '%-6s %-10s %-10s %s\n' "$name" "$version" "$status" "$dir/bin/$bin"
+    done
+  done
+}
+
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
+
+SELECTED=() MODE=build
+while (( $# )); do
+  case $1 in
+    --only) [[ $# -ge 2 ]] || die "--only needs a tool name (${TOOLS[*]})"
+            [[ -n ${TOOL_MODULE[$2]:-} ]] || die "unknown tool '$2' (known: ${TOOLS[*]})"
+            SELECTED+=("$2"); shift 2 ;;
+    --only=*) n=${1#--only=}; [[ -n ${TOOL_MODULE[$n]:-} ]] || die "unknown tool '$n' (known: ${TOOLS[*]})"
+            SELECTED+=("$n"); shift ;;
+    --list) MODE=list; shift ;;
+    --print-env) MODE=print-env; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+  esac
+done
+(( ${#SELECTED[@]} )) || SELECTED=("${TOOLS[@]}")
+
+case $MODE in
+  list) list_tools; exit 0 ;;
+  print-env) env_lines; exit 0 ;;
+esac
+
+mkdir -p "$CAPTF_TOOLS_DIR"
+# One installer at a time per cache; then leftovers of killed runs can be removed safely.
+exec 9>"$CAPTF_TOOLS_DIR/.lock"
+if command -v flock >/dev/null 2>&1; then
+  flock -n 9 || { log "waiting for another tools/install.sh holding $CAPTF_TOOLS_DIR/.lock ..."; flock 9; }
+fi
+rm -rf "$CAPTF_TOOLS_DIR"/.tmp-* "$CAPTF_TOOLS_DIR"/.env.* 2>/dev/null || true
+
+for name in "${SELECTED[@]}"; do
+  version=$(tool_version "$name")
+  if is_cached "$name" "$version"; then
+    log "$name $version cached"
+  else
+    build_tool "$name" "$version"
+  fi
+done
+write_env
