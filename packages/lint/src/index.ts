@@ -1,2 +1,15 @@
-// Public surface of this package: filled in by its first feature.
-export {};
+// The public surface of tfcapi-lint: the CLI entry point and the pieces other tools may reuse.
+export { main } from "./cli.js";
+export type { CliIo, OutputStream } from "./commands/io.js";
+export { exitCodes } from "./commands/io.js";
+export { lintModule } from "./lint-module.js";
+export type { ModuleLint, FileSetName } from "./lint-module.js";
+export { moduleChecks, checksFor } from "./checks/registry.js";
+export type { ModuleCheck, Scope } from "./checks/registry.js";
+export { ruleCatalog } from "./checks/catalog.js";
+export { checkIds } from "./checks/ids.js";
+export type { CheckId } from "./checks/ids.js";
+export type { Finding, Severity, Summary } from "./findings.js";
+export { parseType, accepts } from "./checks/type-match.js";
+export type { TypeExpr } from "./checks/type-match.js";
+export { variablesSchema, maxSchemaLabelBytes } from "./schema/variables-schema.js";

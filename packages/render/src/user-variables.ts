@@ -1,4 +1,6 @@
-import { moduleMetaArguments, parseJsonExact, reservedInputPrefix, roleTables, type JsonValue, type Role } from "@captf/contract";
+import { moduleMetaArguments, reservedInputPrefix, roleTables, type Role } from "@captf/contract/roles";
+import { parseJsonExact } from "@captf/contract/json";
+import type { JsonValue } from "@captf/contract";
 
 /** One user variable after merging: its value and whether it came from a Secret. */
 export interface UserVariable {

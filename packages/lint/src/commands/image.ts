@@ -1,0 +1,30 @@
+// `tfcapi-lint image <ref>`: lint a module image from a registry, an OCI layout or an OCI archive.
+import type { Role } from "@captf/contract/roles";
+import { ImageReferenceError } from "../image/source.js";
+import { lintImage } from "../image/lint-image.js";
+import { emitReport, type OutputFormat } from "./emit.js";
+import { exitCodes, UsageError, type CliIo } from "./io.js";
+
+export interface ImageCommandOptions {
+  readonly ref: string;
+  readonly role: Role;
+  readonly contract: string;
+  readonly strict: boolean;
+  readonly allowWarning: readonly string[];
+  readonly format: OutputFormat;
+  readonly platform: string | undefined;
+  readonly allPlatforms: boolean;
+  readonly insecure: boolean;
+}
+
+export async function runImageCommand(io: CliIo, o: ImageCommandOptions): Promise<number> {
+  let result;
+  try {
+    result = await lintImage({ ref: o.ref, role: o.role, contract: o.contract, platform: o.platform, allPlatforms: o.allPlatforms, insecure: o.insecure, env: io.env ?? process.env });
+  } catch (error) {
+    if (error instanceof ImageReferenceError) throw new UsageError(error.message);
+    io.stderr.write(`tfcapi-lint image: cannot read ${o.ref}: ${(error as Error).message}\n`);
+    return exitCodes.unreadable;
+  }
+  return emitReport(io, { target: { image: result.target }, contract: o.contract, role: o.role, fileSet: result.fileSet }, result.findings, { format: o.format, strict: o.strict, allowWarning: o.allowWarning });
+}

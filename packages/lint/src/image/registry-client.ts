@@ -1,0 +1,182 @@
+// A small OCI distribution client on Node's fetch: anonymous, basic and bearer-token auth, the
+// credentials of the docker and podman auth files, plain HTTP only for loopback or --insecure.
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { isLoopback, type RegistryReference } from "./reference.js";
+import {
+  documentMediaType,
+  ImageReadError,
+  mediaTypes,
+  sha256,
+  verifiedStream,
+  verifyDigest,
+  type Descriptor,
+  type Fetched,
+  type ImageSource,
+} from "./source.js";
+
+const manifestAccept = [mediaTypes.ociIndex, mediaTypes.ociManifest, mediaTypes.dockerList, mediaTypes.dockerManifest].join(", ");
+
+export interface RegistryOptions {
+  readonly insecure: boolean;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Manifest and token requests time out after this long. */
+  readonly timeoutMs?: number;
+}
+
+export interface Credentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** The first auth file that has an entry for `registry`: podman's, then docker's. */
+export function findCredentials(registry: string, env: Readonly<Record<string, string | undefined>>): Credentials | undefined {
+  const files = [
+    env.REGISTRY_AUTH_FILE,
+    env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "containers", "auth.json") : undefined,
+    join(env.DOCKER_CONFIG ?? join(env.HOME ?? homedir(), ".docker"), "config.json"),
+  ];
+  const keys = registry === "docker.io" ? ["docker.io", "index.docker.io", "https://index.docker.io/v1/", "registry-1.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
+  for (const file of files) {
+    if (!file || !existsSync(file)) continue;
+    let auths: Record<string, { auth?: string; username?: string; password?: string }> | undefined;
+    try {
+      auths = (JSON.parse(readFileSync(file, "utf8")) as { auths?: typeof auths }).auths;
+    } catch {
+      continue;
+    }
+    for (const key of keys) {
+      const entry = auths?.[key];
+      if (!entry) continue;
+      if (entry.username !== undefined && entry.password !== undefined) return { username: entry.username, password: entry.password };
+      if (entry.auth) {
+        const decoded = Buffer.from(entry.auth, "base64").toString("utf8");
+        const colon = decoded.indexOf(":");
+        if (colon > 0) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Parses `Bearer realm="…",service="…"` into its scheme and parameters. */
+export function parseChallenge(header: string): { scheme: string; params: Record<string, string> } {
+  const space = header.indexOf(" ");
+  const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
+  const params: Record<string, string> = {};
+  for (const m of header.slice(space + 1).matchAll(/([A-Za-z_]+)="([^"]*)"|([A-Za-z_]+)=([^,\s]+)/g)) {
+    params[(m[1] ?? m[3])!.toLowerCase()] = m[2] ?? m[4]!;
+  }
+  return { scheme, params };
+}
+
+export class RegistrySource implements ImageSource {
+  private authorization: string | undefined;
+  private scheme: "https" | "http";
+  private readonly credentials: Credentials | undefined;
+
+  constructor(
+    private readonly ref: RegistryReference,
+    private readonly options: RegistryOptions,
+  ) {
+    this.scheme = isLoopback(ref.apiHost) ? "http" : "https";
+    this.credentials = findCredentials(ref.registry, options.env);
+  }
+
+  private url(path: string): string {
+    return `${this.scheme}://${this.ref.apiHost}/v2/${this.ref.repository}/${path}`;
+  }
+
+  /** One request, with the auth dance on a 401 and the http fallback --insecure allows. */
+  private async request(path: string, accept: string | undefined, timeout: boolean): Promise<Response> {
+    const send = async (): Promise<Response> => {
+      const headers: Record<string, string> = {};
+      if (accept) headers.accept = accept;
+      if (this.authorization) headers.authorization = this.authorization;
+      const signal = timeout ? AbortSignal.timeout(this.options.timeoutMs ?? 30_000) : undefined;
+      try {
+        return await fetch(this.url(path), { headers, ...(signal ? { signal } : {}) });
+      } catch (error) {
+        if (this.options.insecure && this.scheme === "https") {
+          this.scheme = "http";
+          return fetch(this.url(path), { headers, ...(signal ? { signal } : {}) });
+        }
+        throw new ImageReadError(`cannot reach ${this.ref.apiHost}: ${describeFetchError(error)}`);
+      }
+    };
+    let response = await send();
+    if (response.status === 401 && !this.authorization) {
+      const challenge = response.headers.get("www-authenticate");
+      await response.body?.cancel();
+      if (!challenge) throw new ImageReadError(`${this.ref.registry} refused access (401) without saying how to authenticate`);
+      this.authorization = await this.authorize(challenge);
+      response = await send();
+    }
+    if (response.status === 401 || response.status === 403) {
+      await response.body?.cancel();
+      throw new ImageReadError(`${this.ref.registry} refused access to ${this.ref.repository} (${response.status})${this.credentials ? "" : ": no credentials found in the docker or podman auth files"}`);
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new ImageReadError(`${this.ref.registry}: GET ${path} answered ${response.status}`);
+    }
+    return response;
+  }
+
+  private async authorize(header: string): Promise<string> {
+    const { scheme, params } = parseChallenge(header);
+    const basic = this.credentials ? `Basic ${Buffer.from(`${this.credentials.username}:${this.credentials.password}`).toString("base64")}` : undefined;
+    if (scheme === "basic") {
+      if (!basic) throw new ImageReadError(`${this.ref.registry} needs a username and password: none found in the docker or podman auth files`);
+      return basic;
+    }
+    if (scheme !== "bearer" || !params.realm) throw new ImageReadError(`${this.ref.registry} asks for unsupported authentication ${scheme}`);
+    const url = new URL(params.realm);
+    if (params.service) url.searchParams.set("service", params.service);
+    url.searchParams.set("scope", params.scope ?? `repository:${this.ref.repository}:pull`);
+    if (url.protocol === "http:" && !isLoopback(url.host) && !this.options.insecure) throw new ImageReadError(`the token service ${url.host} is plain HTTP; pass --insecure to allow it`);
+    let response: Response;
+    try {
+      response = await fetch(url, { headers: basic ? { authorization: basic } : {}, signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000) });
+    } catch (error) {
+      throw new ImageReadError(`cannot reach the token service ${url.host}: ${describeFetchError(error)}`);
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new ImageReadError(`the token service ${url.host} answered ${response.status}`);
+    }
+    const body = (await response.json()) as { token?: string; access_token?: string };
+    const token = body.token ?? body.access_token;
+    if (!token) throw new ImageReadError(`the token service ${url.host} returned no token`);
+    return `Bearer ${token}`;
+  }
+
+  async root(): Promise<Fetched> {
+    const reference = this.ref.digest ?? this.ref.tag!;
+    const response = await this.request(`manifests/${reference}`, manifestAccept, true);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    const digest = this.ref.digest ?? response.headers.get("docker-content-digest") ?? sha256(bytes);
+    verifyDigest(bytes, digest, `manifest ${reference}`);
+    return { mediaType: documentMediaType(bytes, response.headers.get("content-type") ?? ""), digest, bytes };
+  }
+
+  async manifest(descriptor: Descriptor): Promise<Fetched> {
+    const response = await this.request(`manifests/${descriptor.digest}`, manifestAccept, true);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    verifyDigest(bytes, descriptor.digest, `manifest ${descriptor.digest}`);
+    return { mediaType: documentMediaType(bytes, descriptor.mediaType), digest: descriptor.digest, bytes };
+  }
+
+  async blob(descriptor: Descriptor): Promise<AsyncIterable<Uint8Array>> {
+    const response = await this.request(`blobs/${descriptor.digest}`, undefined, false);
+    if (!response.body) throw new ImageReadError(`blob ${descriptor.digest} has no body`);
+    return verifiedStream(Readable.fromWeb(response.body as import("node:stream/web").ReadableStream<Uint8Array>), descriptor.digest, `blob ${descriptor.digest}`);
+  }
+}
+
+function describeFetchError(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message;
+}

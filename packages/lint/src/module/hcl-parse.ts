@@ -1,0 +1,322 @@
+// Native HCL (.tf, .tofu) through web-tree-sitter and the Terraform grammar: positions for every
+// node, comments as nodes. The concrete syntax tree is turned into the plain model of model.ts.
+import { createRequire } from "node:module";
+import { Language, Parser, type Node } from "web-tree-sitter";
+import {
+  ModuleParseError,
+  type Attribute,
+  type Block,
+  type Body,
+  type Comment,
+  type Expr,
+  type ObjectItem,
+  type ParsedFile,
+  type Position,
+  type TraversalStep,
+} from "./model.js";
+
+let parserPromise: Promise<Parser> | undefined;
+
+/** The one tree-sitter parser of this process: the WASM runtime and grammar load once. */
+export function hclParser(): Promise<Parser> {
+  parserPromise ??= (async () => {
+    await Parser.init();
+    const wasm = createRequire(import.meta.url).resolve("@tree-sitter-grammars/tree-sitter-hcl/tree-sitter-terraform.wasm");
+    const language = await Language.load(wasm);
+    const parser = new Parser();
+    parser.setLanguage(language);
+    return parser;
+  })();
+  return parserPromise;
+}
+
+/** Parses one native-syntax file; throws {@link ModuleParseError} with the first error's position. */
+export async function parseHclFile(name: string, source: string): Promise<ParsedFile> {
+  const parser = await hclParser();
+  const tree = parser.parse(source);
+  if (!tree) throw new ModuleParseError({ file: name, line: 1, column: 1, message: "the parser returned no tree" });
+  try {
+    const root = tree.rootNode;
+    if (root.hasError) throw new ModuleParseError(describeSyntaxError(name, root));
+    const converter = new Converter(name);
+    let body: Body = { attributes: [], blocks: [] };
+    for (const child of root.namedChildren) {
+      if (child?.type === "body") body = converter.body(child);
+      else if (child?.type === "object") {
+        throw new ModuleParseError({ ...converter.pos(child), message: "a .tf file holds blocks and arguments, not a bare object" });
+      }
+    }
+    const comments: Comment[] = [];
+    // Comments matter only for suppressions; walking every node for them is the costliest step.
+    if (source.includes("tfcapi-lint:ignore")) {
+      for (const node of root.descendantsOfType("comment")) {
+        if (node) comments.push({ line: node.startPosition.row + 1, column: node.startPosition.column + 1, text: node.text });
+      }
+    }
+    return { name, body, comments, syntax: "native" };
+  } finally {
+    tree.delete();
+  }
+}
+
+function describeSyntaxError(file: string, root: Node): { file: string; line: number; column: number; message: string } {
+  const bad = firstError(root) ?? root;
+  const at = { file, line: bad.startPosition.row + 1, column: bad.startPosition.column + 1 };
+  if (bad.isMissing) return { ...at, message: `syntax error: missing ${describeToken(bad.type)}` };
+  const snippet = bad.text.split("\n")[0]!.trim().slice(0, 40);
+  return { ...at, message: snippet ? `syntax error: unexpected ${JSON.stringify(snippet)}` : "syntax error" };
+}
+
+function firstError(node: Node): Node | undefined {
+  if (node.isError || node.isMissing) return node;
+  for (const child of node.children) {
+    if (child && (child.hasError || child.isMissing || child.isError)) {
+      const found = firstError(child);
+      if (found) return found;
+    }
+  }
+  return node.isError ? node : undefined;
+}
+
+function describeToken(type: string): string {
+  const names: Record<string, string> = { block_end: '"}"', object_end: '"}"', tuple_end: '"]"', quoted_template_end: "a closing quote" };
+  return names[type] ?? (/^[a-z_]+$/.test(type) ? type.replace(/_/g, " ") : JSON.stringify(type));
+}
+
+const stepTypes = new Set(["get_attr", "index", "splat"]);
+
+/** Converts one file's syntax tree; holds the file name for positions. */
+class Converter {
+  constructor(private readonly file: string) {}
+
+  pos(node: Node): Position {
+    return { file: this.file, line: node.startPosition.row + 1, column: node.startPosition.column + 1 };
+  }
+
+  body(node: Node): Body {
+    const attributes: Attribute[] = [];
+    const blocks: Block[] = [];
+    const seen = new Set<string>();
+    for (const child of node.namedChildren) {
+      if (!child) continue;
+      if (child.type === "attribute") {
+        const attribute = this.attribute(child);
+        if (seen.has(attribute.name)) {
+          throw new ModuleParseError({ ...attribute.at, message: `argument ${attribute.name} is set twice in the same block` });
+        }
+        seen.add(attribute.name);
+        attributes.push(attribute);
+      } else if (child.type === "block") {
+        blocks.push(this.block(child));
+      }
+    }
+    return { attributes, blocks };
+  }
+
+  private attribute(node: Node): Attribute {
+    const name = node.namedChildren.find((c) => c?.type === "identifier")!;
+    const value = node.namedChildren.find((c) => c?.type === "expression")!;
+    return { name: name.text, at: this.pos(name), expr: this.expression(value) };
+  }
+
+  private block(node: Node): Block {
+    let type = "";
+    const labels: string[] = [];
+    let body: Body = { attributes: [], blocks: [] };
+    for (const child of node.namedChildren) {
+      if (!child) continue;
+      if (child.type === "identifier") {
+        if (type === "") type = child.text;
+        else labels.push(child.text);
+      } else if (child.type === "string_lit") {
+        labels.push(stringLiteralValue(child));
+      } else if (child.type === "body") {
+        body = this.body(child);
+      }
+    }
+    return { type, labels, at: this.pos(node), body, syntax: "native" };
+  }
+
+  expression(node: Node): Expr {
+    return this.sequence(node, node.children.filter((c): c is Node => c !== null));
+  }
+
+  /** A flat run of children (tree-sitter inlines terms): a head, then its traversal steps, or an operation. */
+  private sequence(owner: Node, children: Node[]): Expr {
+    const terms: { expr: Expr; start: number }[] = [];
+    const operators: string[] = [];
+    const slice = (start: number, end: number): string => owner.text.slice(start - owner.startIndex, end - owner.startIndex);
+    let i = 0;
+    while (i < children.length) {
+      const child = children[i]!;
+      if (!child.isNamed && child.type === "(") {
+        const inner = children[i + 1]!;
+        const close = children[i + 2] ?? inner;
+        const expr: Expr = { kind: "parens", inner: this.expression(inner), text: slice(child.startIndex, close.endIndex), at: this.pos(child), syntax: "native" };
+        terms.push({ expr, start: child.startIndex });
+        i += 3;
+      } else if (!child.isNamed) {
+        operators.push(child.type);
+        i += 1;
+      } else if (stepTypes.has(child.type) && terms.length > 0) {
+        const { expr: head, start } = terms.pop()!;
+        const steps: TraversalStep[] = [];
+        let end = child;
+        while (i < children.length && stepTypes.has(children[i]!.type)) {
+          end = children[i]!;
+          steps.push(...this.steps(end));
+          i += 1;
+        }
+        const text = slice(start, end.endIndex);
+        const expr: Expr =
+          head.kind === "traversal"
+            ? { ...head, steps: [...head.steps, ...steps], text }
+            : { kind: "relative", source: head, steps, text, at: head.at, syntax: "native" };
+        terms.push({ expr, start });
+      } else {
+        terms.push({ expr: this.term(child), start: child.startIndex });
+        i += 1;
+      }
+    }
+    if (terms.length === 1 && operators.length === 0) return terms[0]!.expr;
+    return { kind: "operation", operator: operators.join(" "), operands: terms.map((t) => t.expr), text: owner.text, at: this.pos(owner), syntax: "native" };
+  }
+
+  private steps(node: Node): TraversalStep[] {
+    switch (node.type) {
+      case "get_attr":
+        return [{ kind: "attr", name: node.namedChildren.find((c) => c?.type === "identifier")!.text }];
+      case "index": {
+        const index = node.namedChildren[0]!;
+        if (index.type === "legacy_index") {
+          const digits = index.text.replace(/^\./, "");
+          return [{ kind: "index", key: { kind: "literal", value: Number(digits), text: digits, at: this.pos(index), syntax: "native" } }];
+        }
+        const key = index.namedChildren.find((c) => c?.type === "expression")!;
+        return [{ kind: "index", key: this.expression(key) }];
+      }
+      default: {
+        const inner = node.namedChildren[0];
+        const rest = inner ? inner.namedChildren.filter((c): c is Node => c !== null).flatMap((c) => this.steps(c)) : [];
+        return [{ kind: "splat" }, ...rest];
+      }
+    }
+  }
+
+  private term(node: Node): Expr {
+    if (node.type === "expression") return this.expression(node);
+    const base = { text: node.text, at: this.pos(node), syntax: "native" as const };
+    switch (node.type) {
+      case "literal_value":
+        return { ...base, kind: "literal", value: literalValue(node.namedChildren[0]!) };
+      case "template_expr":
+        return { ...base, kind: "template", parts: this.templateParts(node.namedChildren[0]!) };
+      case "collection_value":
+        return this.collection(node.namedChildren[0]!);
+      case "variable_expr":
+        return { ...base, kind: "traversal", root: node.text, steps: [] };
+      case "function_call": {
+        const name = node.namedChildren.find((c) => c?.type === "identifier")!.text;
+        const args = node.namedChildren.find((c) => c?.type === "function_arguments");
+        const exprs = args ? args.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c)) : [];
+        return { ...base, kind: "call", name, args: exprs };
+      }
+      case "for_expr":
+        return this.forExpression(node.namedChildren[0]!);
+      case "operation": {
+        const op = node.namedChildren[0]!;
+        return { ...this.sequence(op, op.children.filter((c): c is Node => c !== null)), text: node.text, at: this.pos(node) };
+      }
+      case "conditional": {
+        const parts = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
+        return { ...base, kind: "conditional", condition: parts[0]!, whenTrue: parts[1]!, whenFalse: parts[2]! };
+      }
+      default:
+        return { ...base, kind: "unknown" };
+    }
+  }
+
+  private collection(node: Node): Expr {
+    const base = { text: node.text, at: this.pos(node), syntax: "native" as const };
+    if (node.type === "tuple") {
+      const items = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
+      return { ...base, kind: "tuple", items };
+    }
+    const items: ObjectItem[] = [];
+    for (const elem of node.namedChildren) {
+      if (elem?.type !== "object_elem") continue;
+      const key = this.expression(elem.childForFieldName("key")!);
+      const value = this.expression(elem.childForFieldName("val")!);
+      items.push({ key, keyName: keyName(key), value });
+    }
+    return { ...base, kind: "object", items };
+  }
+
+  private forExpression(node: Node): Expr {
+    const base = { text: node.text, at: this.pos(node), syntax: "native" as const };
+    const intro = node.namedChildren.find((c) => c?.type === "for_intro")!;
+    const collection = this.expression(intro.namedChildren.find((c) => c?.type === "expression")!);
+    const bodies = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
+    const cond = node.namedChildren.find((c) => c?.type === "for_cond");
+    const condition = cond ? this.expression(cond.namedChildren.find((c) => c?.type === "expression")!) : undefined;
+    const key = bodies.length > 1 ? bodies[0] : undefined;
+    const value = bodies[bodies.length - 1]!;
+    return { ...base, kind: "for", collection, ...(key ? { key } : {}), value, ...(condition ? { condition } : {}) };
+  }
+
+  private templateParts(node: Node): Expr[] {
+    const parts: Expr[] = [];
+    const visit = (n: Node): void => {
+      for (const child of n.namedChildren) {
+        if (!child) continue;
+        if (child.type === "template_literal") {
+          parts.push({ kind: "literal", value: unescapeTemplate(child.text), text: child.text, at: this.pos(child), syntax: "native" });
+        } else if (child.type === "expression") {
+          parts.push(this.expression(child));
+        } else {
+          visit(child);
+        }
+      }
+    };
+    visit(node);
+    return parts;
+  }
+}
+
+function keyName(key: Expr): string | undefined {
+  if (key.kind === "traversal" && key.steps.length === 0) return key.root;
+  if (key.kind === "literal" && typeof key.value === "string") return key.value;
+  if (key.kind === "parens") return keyName(key.inner);
+  return undefined;
+}
+
+function literalValue(node: Node): string | number | boolean | null {
+  switch (node.type) {
+    case "numeric_lit":
+      return Number(node.text);
+    case "bool_lit":
+      return node.text === "true";
+    case "null_lit":
+      return null;
+    default:
+      return stringLiteralValue(node);
+  }
+}
+
+function stringLiteralValue(node: Node): string {
+  const literal = node.namedChildren.find((c) => c?.type === "template_literal");
+  return literal ? unescapeTemplate(literal.text) : "";
+}
+
+const escapes: Record<string, string> = { n: "\n", r: "\r", t: "\t", '"': '"', "\\": "\\" };
+
+/** The value of a quoted string's literal chunk: HCL escapes and the `$${`/`%%{` doubling undone. */
+export function unescapeTemplate(raw: string): string {
+  return raw
+    .replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)/g, (whole, code: string) => {
+      if (code.length > 1) return String.fromCodePoint(parseInt(code.slice(1), 16));
+      return escapes[code] ?? whole;
+    })
+    .replace(/\$\$\{/g, "${")
+    .replace(/%%\{/g, "%{");
+}

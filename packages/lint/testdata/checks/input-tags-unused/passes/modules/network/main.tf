@@ -1,0 +1,7 @@
+variable "tags" {
+  type = map(string)
+}
+
+resource "terraform_data" "network" {
+  input = var.tags
+}

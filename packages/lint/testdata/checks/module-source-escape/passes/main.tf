@@ -1,0 +1,20 @@
+terraform {
+  required_version = ">= 1.5.0"
+}
+
+resource "terraform_data" "instance" {
+  input = {
+    name      = var.machine_name
+    user_data = var.bootstrap_data
+    tags      = var.captf_tags
+  }
+}
+
+module "inside" {
+  source = "./modules/inside"
+}
+
+module "registry" {
+  source  = "example.com/acme/thing/aws"
+  version = "1.0.0"
+}

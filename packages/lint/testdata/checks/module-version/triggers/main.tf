@@ -1,0 +1,7 @@
+resource "terraform_data" "instance" {
+  input = {
+    name      = var.machine_name
+    user_data = var.bootstrap_data
+    tags      = var.captf_tags
+  }
+}

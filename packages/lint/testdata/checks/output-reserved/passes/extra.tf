@@ -1,0 +1,3 @@
+output "debug_name" {
+  value = var.machine_name
+}

@@ -1,0 +1,3 @@
+output "captf_debug" {
+  value = var.machine_name
+}

@@ -1,0 +1,4 @@
+variable "captf_extra" {
+  type    = string
+  default = ""
+}
