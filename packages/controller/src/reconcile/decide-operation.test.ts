@@ -1,0 +1,100 @@
+import { describe, expect, it } from "@jest/globals";
+import { backoffMs, consecutiveFailures, decideOperation, jitterMs, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
+
+const minute = 60_000;
+const now = 1_000 * minute;
+
+function observed(overrides: Partial<Observed> = {}): Observed {
+  return {
+    role: "cluster",
+    uid: "uid-1",
+    now,
+    createdAt: now - 100 * minute,
+    deleting: false,
+    state: { kind: "present", inputsHash: "h2:a", health: "running" },
+    currentInputsHash: "h2:a",
+    jobs: [{ op: "apply", outcome: "succeeded", finishedAt: now - 5 * minute, inputsHash: "h2:a" }],
+    drift: { intervalSeconds: 1800, action: "Report", detected: false, lastCheckAt: now - 10 * minute },
+    health: { state: "running", pendingRefreshes: 0, lastRefreshAt: now - 4 * minute, appliedReadingDefinite: true },
+    ...overrides,
+  };
+}
+
+const failed = (op: FinishedJob["op"], minutesAgo: number, extra: Partial<FinishedJob> = {}): FinishedJob => ({ op, outcome: "failed", finishedAt: now - minutesAgo * minute, ...extra });
+
+const table: [string, Partial<Observed>, Partial<Decision>][] = [
+  ["a running Job is waited for", { activeJob: { name: "j", op: "apply" } }, { op: undefined, reason: "JobActive", requeueAfterMs: minute }],
+  ["a restore request comes first", { restoreRequested: true, currentInputsHash: "h2:b" }, { op: "restore", reason: "RestoreRequested" }],
+  ["deleting with unreadable state holds", { deleting: true, state: { kind: "unreadable" } }, { reason: "DeletionHeld", requeueAfterMs: minute }],
+  ["deleting without state drops the finalizer", { deleting: true, state: { kind: "absent" } }, { dropFinalizer: true, reason: "DeletingWithoutState" }],
+  ["deleting destroys", { deleting: true }, { op: "destroy", reason: "Deleting" }],
+  ["unreadable state runs nothing", { state: { kind: "unreadable" } }, { op: undefined, reason: "StateUnreadable" }],
+  ["no state applies", { state: { kind: "absent" }, jobs: [] }, { op: "apply", reason: "NoState" }],
+  ["state without a hash applies", { state: { kind: "present" } }, { op: "apply", reason: "StateWithoutInputsHash" }],
+  ["changed inputs re-apply a cluster, guarded", { currentInputsHash: "h2:b" }, { op: "apply", reason: "InputsChanged", guard: {} }],
+  ["changed inputs never re-apply a machine", { role: "machine", currentInputsHash: "h2:b" }, { op: undefined }],
+  ["changed inputs re-apply a pool, unguarded here", { role: "machinepool", currentInputsHash: "h2:b", pool: { membershipRefreshIntervalSeconds: 60, providerIDCount: 3, statusReplicas: 3 } }, { op: "apply", reason: "InputsChanged", guard: undefined }],
+  ["a failed apply is retried after its backoff", { jobs: [failed("apply", 2)] }, { op: "apply", reason: "LastApplyFailed" }],
+  ["a failed apply waits out its backoff", { jobs: [failed("apply", 0.5)] }, { op: undefined, reason: "LastApplyFailedBackoff", requeueAfterMs: minute / 2 }],
+  ["a blocked apply of the same inputs waits for approval", { currentInputsHash: "h2:b", jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b" }] }, { op: undefined, reason: "DestructivePlanBlocked" }],
+  ["an approved blocked apply runs with the approval", { currentInputsHash: "h2:b", approvedDestructiveHash: "h2:b", jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b" }] }, { op: "apply", reason: "InputsChanged", guard: { allowDeletesHash: "h2:b" } }],
+  ["Manual: changed inputs need a plan first", { applyPolicy: "Manual", currentInputsHash: "h2:b" }, { op: "plan", reason: "InputsChangedPlanNeeded" }],
+  ["Manual: an unapproved plan waits", { applyPolicy: "Manual", currentInputsHash: "h2:b", plan: { inputsHash: "h2:b", planHash: "p1:x", empty: false } }, { op: undefined, reason: "PlanAwaitingApproval" }],
+  ["Manual: an approved plan applies only that plan", { applyPolicy: "Manual", currentInputsHash: "h2:b", plan: { inputsHash: "h2:b", planHash: "p1:x", empty: false }, approvedPlanHash: "p1:x" }, { op: "apply", expectPlan: "p1:x" }],
+  ["Manual: an empty plan never waits", { applyPolicy: "Manual", currentInputsHash: "h2:b", plan: { inputsHash: "h2:b", planHash: "p1:e", empty: true } }, { op: "apply", expectPlan: "p1:e" }],
+  ["Manual: the first apply is not gated", { applyPolicy: "Manual", state: { kind: "absent" }, jobs: [] }, { op: "apply", reason: "NoState" }],
+  ["drift with Remediate re-applies", { drift: { intervalSeconds: 1800, action: "Remediate", detected: true, lastCheckAt: now - minute } }, { op: "apply", reason: "DriftRemediation", remediation: true }],
+  ["drift with Report only reports", { drift: { intervalSeconds: 1800, action: "Report", detected: true, lastCheckAt: now - minute } }, { op: undefined, reason: "UpToDate" }],
+  ["drift is checked one interval after the last check", { drift: { intervalSeconds: 1800, action: "Report", detected: false, lastCheckAt: now - 31 * minute } }, { op: "drift", reason: "DriftDue" }],
+  ["a machine is refreshed after an apply without a definite reading", { role: "machine", health: { state: "pending", pendingRefreshes: 0, appliedReadingDefinite: false } }, { op: "refresh", reason: "RefreshAfterApply" }],
+  ["pending health backs off", { role: "machine", health: { state: "pending", pendingRefreshes: 3, lastRefreshAt: now - 2 * minute } }, { op: undefined, reason: "UpToDate" }],
+  ["pending health is read again when due", { role: "machine", health: { state: "pending", pendingRefreshes: 0, lastRefreshAt: now - 2 * minute } }, { op: "refresh", reason: "HealthPending" }],
+  ["a converging pool is read every 30 s", { role: "machinepool", pool: { membershipRefreshIntervalSeconds: 60, providerIDCount: 1, statusReplicas: 3 }, health: { state: "running", pendingRefreshes: 0, lastRefreshAt: now - 31_000 } }, { op: "refresh", reason: "MembershipConverging" }],
+  ["a settled pool is read on its interval", { role: "machinepool", pool: { membershipRefreshIntervalSeconds: 60, providerIDCount: 3, statusReplicas: 3 }, health: { state: "running", pendingRefreshes: 0, lastRefreshAt: now - 2 * minute } }, { op: "refresh", reason: "MembershipRefreshDue" }],
+];
+
+describe("decideOperation", () => {
+  it.each(table)("%s", (_, overrides, expected) => {
+    const decision = decideOperation(observed(overrides));
+    for (const [key, value] of Object.entries(expected)) expect([key, decision[key as keyof Decision]]).toEqual([key, value]);
+  });
+
+  it("requeues an up-to-date object at its next deadline", () => {
+    const decision = decideOperation(observed());
+    expect(decision.op).toBeUndefined();
+    expect(decision.reason).toBe("UpToDate");
+    const driftDue = 20 * minute + jitterMs("uid-1", 30 * minute);
+    expect(decision.requeueAfterMs).toBe(driftDue);
+  });
+
+  it("is pure: the same observation gives the same decision", () => {
+    for (const [, overrides] of table) expect(decideOperation(observed(overrides))).toEqual(decideOperation(observed(overrides)));
+  });
+});
+
+describe("backoff", () => {
+  it("doubles from 1 m and caps at 10 m, straight 10 m at the failed limit", () => {
+    expect([1, 2, 3, 4].map((n) => backoffMs(n, 3) / minute)).toEqual([1, 2, 10, 10]);
+    expect([1, 2, 3, 4, 5, 6].map((n) => backoffMs(n, 5) / minute)).toEqual([1, 2, 4, 8, 10, 10]);
+    expect(backoffMs(0, 3)).toBe(0);
+  });
+
+  it("counts failures since the newest success, not interruptions, blocks or plan changes", () => {
+    const jobs: FinishedJob[] = [
+      failed("apply", 1),
+      { op: "apply", outcome: "interrupted", finishedAt: now - 2 * minute },
+      failed("apply", 3),
+      { op: "apply", outcome: "blocked", finishedAt: now - 4 * minute },
+      { op: "apply", outcome: "succeeded", finishedAt: now - 5 * minute },
+      failed("apply", 6),
+      failed("drift", 0.1),
+    ];
+    expect(consecutiveFailures(jobs, "apply")).toEqual({ count: 2, newestFinishedAt: now - minute });
+  });
+
+  it("spreads objects by a jitter below a tenth of the interval", () => {
+    const values = ["a", "b", "c", "d"].map((uid) => jitterMs(uid, 10 * minute));
+    for (const value of values) expect(value).toBeLessThan(minute);
+    expect(new Set(values).size).toBe(4);
+  });
+});

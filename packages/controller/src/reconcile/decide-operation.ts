@@ -1,0 +1,279 @@
+import { createHash } from "node:crypto";
+import type { HealthState, Role } from "@captf/contract";
+
+/**
+ * Deciding the next operation of a TerraformCluster, TerraformMachine or TerraformMachinePool:
+ * a pure function of what one reconcile pass observed. The reconciler does the I/O around
+ * it (reads before, Job creation and the one status patch after). Every branch is a row of
+ * a table test; new operations grow the table, not the I/O.
+ */
+
+export type Operation = "apply" | "plan" | "destroy" | "refresh" | "drift" | "restore";
+
+/** How a finished Job of this object ended, as bookkeeping recorded it. */
+export type JobOutcome =
+  | "succeeded"
+  | "failed" // a step failed, image-layout, image pull, deadline: counts toward backoff
+  | "interrupted" // stopped from outside (eviction, deletion): retried without backoff
+  | "blocked" // the destructive guard stopped it: waits for approval, not a failure
+  | "plan-changed"; // the approved plan no longer matched: waits for a new approval
+
+export interface FinishedJob {
+  op: Operation;
+  outcome: JobOutcome;
+  finishedAt: number;
+  /** The inputs hash the Job rendered (apply, plan, restore). */
+  inputsHash?: string;
+  /** A drift-remediation apply. */
+  remediation?: boolean;
+}
+
+export type ObservedState =
+  | { kind: "absent" }
+  /** Present but lost, corrupt, encrypted or too large: nothing may run on it but a restore. */
+  | { kind: "unreadable" }
+  | { kind: "present"; inputsHash?: string; health?: HealthState };
+
+export interface ObservedPlan {
+  /** The inputs hash the plan was made for. */
+  inputsHash: string;
+  planHash: string;
+  /** A plan without changes never waits for approval. */
+  empty: boolean;
+}
+
+/** Everything decideOperation needs, as one reconcile pass observed it. */
+export interface Observed {
+  role: Role;
+  uid: string;
+  now: number;
+  createdAt: number;
+  deleting: boolean;
+  /** A Job of this object is running (from the Job cache, confirmed live when in doubt). */
+  activeJob?: { name: string; op: Operation };
+  state: ObservedState;
+  /** The hash of the inputs rendered now; undefined when they cannot be built (machine past provisioning). */
+  currentInputsHash?: string;
+  /** Finished Jobs of this object, any order. */
+  jobs: readonly FinishedJob[];
+  /** `captf.io/restore-state` names a complete backup not restored yet. */
+  restoreRequested?: boolean;
+  /** Cluster only: Manual applies wait for a plan approval (`captf.io/approve-plan`). */
+  applyPolicy?: "Automatic" | "Manual";
+  /** `status.plan`: the newest plan of this object. */
+  plan?: ObservedPlan;
+  /** The plan hash the `captf.io/approve-plan` annotation names. */
+  approvedPlanHash?: string;
+  /** The inputs hash `captf.io/approve-destructive-plan` names (guarded cluster and pool applies). */
+  approvedDestructiveHash?: string;
+  drift: {
+    intervalSeconds: number;
+    /** Remediate re-applies current inputs on drift (cluster and pool); machines always report. */
+    action: "Report" | "Remediate";
+    detected: boolean;
+    lastCheckAt?: number;
+  };
+  health: {
+    /** The newest health reading; undefined before any. */
+    state?: HealthState;
+    /** Consecutive pending samples since the last other reading or apply. */
+    pendingRefreshes: number;
+    lastRefreshAt?: number;
+    /** The newest successful apply's own outputs gave a definite (not pending/unknown) health. */
+    appliedReadingDefinite?: boolean;
+    /** Machines with remediation.annotateMachine sample health at this interval. */
+    checkIntervalSeconds?: number;
+  };
+  pool?: {
+    membershipRefreshIntervalSeconds: number;
+    providerIDCount: number;
+    statusReplicas: number;
+  };
+  /** Failed Jobs before backoff reaches its ceiling (jobs.failedJobsLimit, at least 1). Default 3. */
+  failedLimit?: number;
+}
+
+export interface Decision {
+  /** The Job to start now, or none. */
+  op?: Operation;
+  /** Remove the finalizer: a deleting object with nothing to destroy. */
+  dropFinalizer?: boolean;
+  /** A PascalCase reason for conditions and logs, e.g. InputsChanged, InputsChangedBackoff, UpToDate. */
+  reason: string;
+  /** Look again after this long (the Job's watch may wake the object sooner). */
+  requeueAfterMs?: number;
+  /** Apply only: run the destructive guard with this approval (the inputs hash approved), if any. */
+  guard?: { allowDeletesHash?: string };
+  /** Apply only: apply only the approved plan with this hash (`--expect-plan`). */
+  expectPlan?: string;
+  /** Remediation apply after drift. */
+  remediation?: boolean;
+}
+
+const second = 1000;
+const minute = 60 * second;
+export const retryBaseMs = minute;
+export const retryMaxMs = 10 * minute;
+export const activeJobRequeueMs = minute;
+export const stateRequeueMs = minute;
+export const approvalRequeueMs = retryMaxMs;
+const pendingSteps = [30 * second, minute, 2 * minute, 4 * minute, 5 * minute];
+const membershipConvergingMs = 30 * second;
+
+const mutableRoles: readonly Role[] = ["cluster", "machinepool"];
+
+function newestFirst(jobs: readonly FinishedJob[], op?: Operation): FinishedJob[] {
+  return jobs.filter((job) => op === undefined || job.op === op).sort((a, b) => b.finishedAt - a.finishedAt);
+}
+
+/** Failures of `op` since its newest success; interruptions, blocks and plan changes do not count. */
+export function consecutiveFailures(jobs: readonly FinishedJob[], op: Operation): { count: number; newestFinishedAt?: number } {
+  let count = 0;
+  let newestFinishedAt: number | undefined;
+  for (const job of newestFirst(jobs, op)) {
+    if (job.outcome === "succeeded") break;
+    if (job.outcome !== "failed") continue;
+    count++;
+    newestFinishedAt ??= job.finishedAt;
+  }
+  return { count, newestFinishedAt };
+}
+
+/** The backoff after n consecutive failures: 1m·2^(n-1) capped at 10m, and 10m straight once n reaches the limit. */
+export function backoffMs(failures: number, failedLimit: number): number {
+  if (failures <= 0) return 0;
+  if (failures >= Math.max(1, failedLimit)) return retryMaxMs;
+  return Math.min(retryBaseMs * 2 ** (failures - 1), retryMaxMs);
+}
+
+/** A deterministic per-object jitter of up to a tenth of the interval, so objects created together spread out. */
+export function jitterMs(uid: string, intervalMs: number): number {
+  const fraction = createHash("sha256").update(uid).digest().readUInt32BE(0) / 0x1_0000_0000;
+  return Math.floor((intervalMs / 10) * fraction);
+}
+
+function lastSuccess(jobs: readonly FinishedJob[], op: Operation): FinishedJob | undefined {
+  return newestFirst(jobs, op).find((job) => job.outcome === "succeeded");
+}
+
+/** Decides the next operation. Pure: the same observation always gives the same decision. */
+export function decideOperation(observed: Observed): Decision {
+  const { now } = observed;
+  if (observed.activeJob) return { reason: "JobActive", requeueAfterMs: activeJobRequeueMs };
+
+  if (observed.restoreRequested && observed.state.kind !== "absent") {
+    return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
+  }
+
+  if (observed.deleting) {
+    if (observed.state.kind === "unreadable") return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
+    if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
+    return withBackoff(observed, { op: "destroy", reason: "Deleting" });
+  }
+
+  if (observed.state.kind === "unreadable") return { reason: "StateUnreadable", requeueAfterMs: stateRequeueMs };
+
+  const applyReason = dueApplyReason(observed);
+  if (applyReason) return decideApply(observed, applyReason);
+
+  return decideSchedule(observed);
+}
+
+function dueApplyReason(observed: Observed): { reason: string; remediation?: boolean } | undefined {
+  const { state } = observed;
+  if (state.kind === "absent") return { reason: "NoState" };
+  if (state.kind !== "present") return undefined;
+  if (!state.inputsHash) return { reason: "StateWithoutInputsHash" };
+  const mutable = mutableRoles.includes(observed.role);
+  if (!mutable) return undefined;
+  if (observed.currentInputsHash && observed.currentInputsHash !== state.inputsHash) return { reason: "InputsChanged" };
+  const newestApply = newestFirst(observed.jobs, "apply")[0];
+  if (newestApply?.outcome === "failed" && !newestApply.remediation) return { reason: "LastApplyFailed" };
+  if (observed.drift.detected && observed.drift.action === "Remediate") {
+    const failedSinceCheck = newestFirst(observed.jobs, "apply").filter(
+      (job) => job.remediation && job.outcome === "failed" && job.finishedAt > (observed.drift.lastCheckAt ?? 0),
+    ).length;
+    if (failedSinceCheck < Math.max(1, observed.failedLimit ?? 3)) return { reason: "DriftRemediation", remediation: true };
+  }
+  return undefined;
+}
+
+function decideApply(observed: Observed, due: { reason: string; remediation?: boolean }): Decision {
+  const inputsHash = observed.currentInputsHash;
+  const manual = observed.role === "cluster" && observed.applyPolicy === "Manual" && due.reason !== "NoState";
+  const extra = due.remediation ? { remediation: true } : {};
+  if (manual) {
+    if (!observed.plan || observed.plan.inputsHash !== inputsHash) return withBackoff(observed, { op: "plan", reason: `${due.reason}PlanNeeded`, ...extra }, "plan");
+    if (observed.plan.empty || observed.approvedPlanHash === observed.plan.planHash) {
+      return withBackoff(observed, { op: "apply", reason: due.reason, expectPlan: observed.plan.planHash, ...extra });
+    }
+    return { reason: "PlanAwaitingApproval", requeueAfterMs: approvalRequeueMs };
+  }
+  const guarded = observed.role === "cluster" || observed.role === "machinepool";
+  const newestApply = newestFirst(observed.jobs, "apply")[0];
+  const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === inputsHash;
+  if (newestApply?.outcome === "blocked" && newestApply.inputsHash === inputsHash && !approved) {
+    return { reason: "DestructivePlanBlocked", requeueAfterMs: approvalRequeueMs };
+  }
+  const decision: Decision = { op: "apply", reason: due.reason, ...extra };
+  if (guarded && observed.role === "cluster") decision.guard = approved ? { allowDeletesHash: inputsHash } : {};
+  return withBackoff(observed, decision);
+}
+
+function withBackoff(observed: Observed, decision: Decision, op: Operation = decision.op!): Decision {
+  const { count, newestFinishedAt } = consecutiveFailures(observed.jobs, op);
+  if (count === 0 || newestFinishedAt === undefined) return decision;
+  const due = newestFinishedAt + backoffMs(count, observed.failedLimit ?? 3);
+  if (observed.now >= due) return decision;
+  return { reason: `${decision.reason}Backoff`, requeueAfterMs: due - observed.now };
+}
+
+function decideSchedule(observed: Observed): Decision {
+  const { now, health, pool } = observed;
+  const lastApply = lastSuccess(observed.jobs, "apply");
+  const lastApplyAt = lastApply?.finishedAt;
+  const lastRefreshAt = health.lastRefreshAt ?? lastSuccess(observed.jobs, "refresh")?.finishedAt;
+  const candidates: { dueAt: number; op?: Operation; reason: string }[] = [];
+
+  // 1. Read health right after an apply whose own outputs did not give a definite reading.
+  if (observed.role !== "cluster" && lastApplyAt !== undefined && !(lastRefreshAt !== undefined && lastRefreshAt >= lastApplyAt) && !health.appliedReadingDefinite) {
+    candidates.push({ dueAt: lastApplyAt, op: "refresh", reason: "RefreshAfterApply" });
+  }
+  // 2. A pool whose members do not match its replicas yet is read every 30 s.
+  if (pool && pool.providerIDCount !== pool.statusReplicas) {
+    const interval = Math.min(membershipConvergingMs, pool.membershipRefreshIntervalSeconds * second);
+    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval, op: "refresh", reason: "MembershipConverging" });
+  }
+  // 3. Pending health backs off 30 s, 1 m, 2 m, 4 m, then every 5 m (pools: 30 s flat).
+  if (health.state === "pending") {
+    const step = pool ? pendingSteps[0]! : pendingSteps[Math.min(health.pendingRefreshes, pendingSteps.length - 1)]!;
+    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? now) + step + jitterMs(observed.uid, step), op: "refresh", reason: "HealthPending" });
+  }
+  // 4. Pool membership on its interval.
+  if (pool) {
+    const interval = pool.membershipRefreshIntervalSeconds * second;
+    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval + jitterMs(observed.uid, interval), op: "refresh", reason: "MembershipRefreshDue" });
+  }
+  // 5. Machine health sampling for remediation.
+  if (health.checkIntervalSeconds) {
+    const interval = health.checkIntervalSeconds * second;
+    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval + jitterMs(observed.uid, interval), op: "refresh", reason: "HealthCheckDue" });
+  }
+  // 6. Drift, one interval after the last check (or the last successful apply).
+  if (observed.drift.intervalSeconds > 0) {
+    const interval = observed.drift.intervalSeconds * second;
+    const base = observed.drift.lastCheckAt ?? lastApplyAt ?? observed.createdAt;
+    candidates.push({ dueAt: base + interval + jitterMs(observed.uid, interval), op: "drift", reason: "DriftDue" });
+  }
+
+  const due = candidates.filter((candidate) => candidate.dueAt <= now);
+  for (const candidate of due) {
+    const op = candidate.op!;
+    const backedOff = withBackoff(observed, { op, reason: candidate.reason });
+    if (backedOff.op) return backedOff;
+  }
+  const future = candidates.filter((candidate) => candidate.dueAt > now).map((candidate) => candidate.dueAt - now);
+  const backoffWaits = due.map((candidate) => withBackoff(observed, { op: candidate.op!, reason: candidate.reason }).requeueAfterMs ?? Infinity);
+  const soonest = Math.min(...future, ...backoffWaits);
+  return Number.isFinite(soonest) ? { reason: "UpToDate", requeueAfterMs: soonest } : { reason: "UpToDate" };
+}
