@@ -1,0 +1,85 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "@jest/globals";
+import { stringify } from "yaml";
+import { buildJob, jobName, maxJobNameLength, type JobRequest } from "./build-job.js";
+
+// UPDATE_GOLDEN=1 rewrites testdata/jobs/*.yaml from the current builder.
+const update = process.env.UPDATE_GOLDEN === "1";
+const goldenDir = fileURLToPath(new URL("../../testdata/jobs/", import.meta.url));
+
+const owner = { role: "cluster" as const, name: "prod", namespace: "team-a", uid: "0b7e2b1e-1111-4c1e-9a55-2f1f0e0c0001", clusterName: "prod" };
+const base: JobRequest = {
+  owner,
+  op: "apply",
+  attempt: 1,
+  image: "ghcr.io/acme/cluster-module:v1.2.0",
+  inputsHash: "h2:b5271d9c16db44086c2c8a778931ba12344d81d13c012f718db62bd55f065b4f",
+  credentialsSecret: "captf-creds-acme",
+};
+
+const cases: [string, JobRequest][] = [
+  ["cluster-apply-guarded", { ...base, guard: { approvalHash: base.inputsHash } }],
+  ["cluster-apply-approved-plan", { ...base, attempt: 2, expectPlan: "p1:0f3c", guard: { approvalHash: base.inputsHash } }],
+  ["cluster-plan", { ...base, op: "plan" }],
+  ["cluster-destroy", { ...base, op: "destroy", image: "ghcr.io/acme/cluster-module@sha256:" + "a".repeat(64) }],
+  ["machine-refresh", { ...base, owner: { ...owner, role: "machine", name: "prod-md-0-abcde" }, op: "refresh", tick: "2026-12-02T10:00:00Z" }],
+  ["machinepool-restore", { ...base, owner: { ...owner, role: "machinepool", name: "workers" }, op: "restore", restore: { chunks: 1, resources: 3 }, tick: "restore/captf-state-backup-x-7", forceUnlock: "4f2a" }],
+];
+
+describe("buildJob goldens", () => {
+  it.each(cases)("%s", (name, request) => {
+    const yaml = stringify(buildJob(request));
+    const path = `${goldenDir}${name}.yaml`;
+    if (update) {
+      mkdirSync(goldenDir, { recursive: true });
+      writeFileSync(path, yaml);
+    }
+    expect(yaml).toBe(readFileSync(path, "utf8"));
+  });
+});
+
+describe("buildJob", () => {
+  it("gives a retry and a new tick new names, and the same request the same name", () => {
+    expect(jobName(base)).toBe(jobName({ ...base }));
+    expect(jobName({ ...base, attempt: 2 })).not.toBe(jobName(base));
+    expect(jobName({ ...base, op: "refresh", tick: "t1" })).not.toBe(jobName({ ...base, op: "refresh", tick: "t2" }));
+    expect(jobName(base)).toMatch(/^captf-c-prod-apply-a1-[0-9a-f]{6}$/);
+  });
+
+  it("replaces a long object name by its hash so the pod name stays a valid hostname", () => {
+    const long = jobName({ ...base, owner: { ...owner, name: "a".repeat(60) }, attempt: 12 });
+    expect(long.length).toBeLessThanOrEqual(maxJobNameLength);
+    expect(long).toMatch(/^captf-c-[0-9a-f]{16}-apply-a12-[0-9a-f]{6}$/);
+  });
+
+  it("passes the Pod Security restricted profile", () => {
+    const pod = buildJob(base).spec!.template.spec!;
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+    for (const container of [...pod.initContainers!, ...pod.containers]) {
+      expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+      expect(container.securityContext?.privileged).toBeUndefined();
+    }
+    expect(pod.volumes!.every((volume) => volume.emptyDir || volume.secret)).toBe(true);
+  });
+
+  it("keeps the restricted settings over a policy's, drops TF_ and KUBE_ env, and takes the policy's deadline", () => {
+    const job = buildJob({
+      ...base,
+      policy: {
+        activeDeadlineSeconds: 1200,
+        lockTimeoutSeconds: 60,
+        env: [{ name: "TF_LOG", value: "TRACE" }, { name: "KUBE_X", value: "1" }, { name: "HTTPS_PROXY", value: "http://proxy:3128" }],
+        securityContext: { allowPrivilegeEscalation: true, runAsUser: 1000 },
+      },
+    });
+    const main = job.spec!.template.spec!.containers[0]!;
+    expect(job.spec!.activeDeadlineSeconds).toBe(1200);
+    expect(job.spec!.backoffLimit).toBe(0);
+    expect(main.args).toContain("--lock-timeout=60s");
+    expect(main.env!.map((entry) => entry.name)).not.toContain("TF_LOG");
+    expect(main.env!.map((entry) => entry.name)).not.toContain("KUBE_X");
+    expect(main.env!.map((entry) => entry.name)).toContain("HTTPS_PROXY");
+    expect(main.securityContext).toMatchObject({ allowPrivilegeEscalation: false, runAsUser: 1000 });
+  });
+});

@@ -1,0 +1,233 @@
+import { createHash } from "node:crypto";
+import type { V1Job, V1EnvVar, V1SecurityContext, V1ResourceRequirements, V1LocalObjectReference, V1PodSecurityContext } from "@kubernetes/client-node";
+import { kindOfRole, type Role } from "@captf/contract";
+import { annotations, groupVersion, labels } from "@captf/contract/api";
+import { backendConfigValues } from "@captf/render";
+import type { Operation } from "../reconcile/decide-operation.js";
+
+/**
+ * Building the Job that runs one operation of a Terraform* object: a pure function from
+ * what the reconciler decided to the Job object, so the whole Job is a golden file per op.
+ */
+
+export interface JobOwner {
+  role: Role;
+  name: string;
+  namespace: string;
+  uid: string;
+  clusterName: string;
+}
+
+/** The merged `spec.jobs` policy (object over cluster defaults) that shapes a Job. */
+export interface JobPolicy {
+  activeDeadlineSeconds?: number;
+  lockTimeoutSeconds?: number;
+  env?: V1EnvVar[];
+  imagePullSecrets?: V1LocalObjectReference[];
+  imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
+  resources?: V1ResourceRequirements;
+  securityContext?: V1SecurityContext;
+  podSecurityContext?: V1PodSecurityContext;
+  serviceAccountName?: string;
+}
+
+export interface JobRequest {
+  owner: JobOwner;
+  op: Operation;
+  /** Retained Jobs of this op + 1: part of the name, so a retry never collides with its predecessor. */
+  attempt: number;
+  /** The module image: `spec.source.image` for apply and plan, else the pinned digest. */
+  image: string;
+  /** Where the hash in the name comes from: see jobName(). */
+  inputsHash: string;
+  /** Distinguishes periodic runs of the same inputs (refresh/drift time, remediation, restore backup). */
+  tick?: string;
+  /** The identity's credential mirror Secret (`captf-creds-<identity>`), mounted and exported to the runtime. */
+  credentialsSecret?: string;
+  policy?: JobPolicy;
+  /** Runner flags decided by the reconciler. */
+  guard?: { approvalHash: string; allowDeletesHash?: string };
+  expectPlan?: string;
+  forceUnlock?: string;
+  restore?: { chunks: number; resources: number };
+  /** Report runner events on the object (`--runner-events`). */
+  runnerEvents?: boolean;
+}
+
+export interface JobEnvironment {
+  /** The image holding the runner bundle (the manager's own image). */
+  runnerImage: string;
+  /** The command that copies the bundle into /captf/bin from the runner image. */
+  runnerCopyCommand: string[];
+}
+
+export const defaultJobEnvironment: JobEnvironment = {
+  runnerImage: "ghcr.io/captf/captf-controller:latest",
+  runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"],
+};
+
+const kindShort: Record<Role, string> = { cluster: "c", machine: "m", machinepool: "mp" };
+/** Job names stay at or below 57 characters, so the pod name (`<job>-<5>`) is a valid 63-character hostname. */
+export const maxJobNameLength = 57;
+export const defaultActiveDeadlineSeconds = 3600;
+export const defaultLockTimeoutSeconds = 300;
+export const terminationGracePeriodSeconds = 600;
+/** The runner stops its child 30 s before the kubelet's SIGKILL. */
+export const runnerStopTimeoutSeconds = terminationGracePeriodSeconds - 30;
+export const runnerServiceAccount = "captf-runner";
+const nonRootUser = 65532;
+const secretFileMode = 0o440;
+
+function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/**
+ * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, hash6 over (inputs hash, op, attempt, tick);
+ * a name too long for that is replaced by the first 16 hex digits of its SHA-256.
+ */
+export function jobName(request: Pick<JobRequest, "owner" | "op" | "attempt" | "inputsHash" | "tick">): string {
+  const hash6 = sha256Hex([request.inputsHash, request.op, String(request.attempt), request.tick ?? ""].join("\n")).slice(0, 6);
+  const build = (name: string) => `captf-${kindShort[request.owner.role]}-${name}-${request.op}-a${request.attempt}-${hash6}`;
+  const full = build(request.owner.name);
+  return full.length <= maxJobNameLength ? full : build(sha256Hex(request.owner.name).slice(0, 16));
+}
+
+/** The per-run Secret holding the rendered root, mounted at /captf/config and owned by the Job. */
+export function runSecretName(job: string): string {
+  return `captf-run-${job}`;
+}
+
+function runnerArguments(request: JobRequest, job: string, lockTimeoutSeconds: number): string[] {
+  const { owner } = request;
+  const args = [
+    `--op=${request.op}`,
+    "--bin=/captf/runtime",
+    `--image=${request.image}`,
+    "--module=/captf/module",
+    "--providers=/captf/providers",
+    "--workdir=/captf/work",
+    "--config=/captf/config",
+    `--lock-timeout=${lockTimeoutSeconds}s`,
+    `--stop-timeout=${runnerStopTimeoutSeconds}s`,
+    "--result=/dev/termination-log",
+    ...backendConfigValues(owner).map((value) => `--backend-config=${value}`),
+  ];
+  if (request.forceUnlock) args.push(`--force-unlock=${request.forceUnlock}`);
+  if (request.guard) {
+    args.push("--guard-deletes", `--inputs-hash=${request.guard.approvalHash}`);
+    if (request.guard.allowDeletesHash) args.push(`--allow-deletes-hash=${request.guard.allowDeletesHash}`);
+  }
+  if (request.expectPlan) args.push(`--expect-plan=${request.expectPlan}`);
+  if (request.restore) args.push(`--restore-chunks=${request.restore.chunks}`, `--restore-resources=${request.restore.resources}`);
+  if (request.runnerEvents ?? true) {
+    args.push(`--event-object=${groupVersion}/${kindOfRole[owner.role]}/${owner.namespace}/${owner.name}/${owner.uid}`, `--job-name=${job}`);
+  }
+  return args;
+}
+
+/** Environment names a Job policy may not set: the runner owns every TF_ and KUBE_ variable. */
+export function isReservedEnvName(name: string): boolean {
+  return name.startsWith("TF_") || name.startsWith("KUBE_");
+}
+
+/** Builds the Job of one operation. Pure: the reconciler creates it (AlreadyExists = adopt). */
+export function buildJob(request: JobRequest, environment: JobEnvironment = defaultJobEnvironment): V1Job {
+  const { owner, policy = {} } = request;
+  const name = jobName(request);
+  const kind = kindOfRole[owner.role];
+  const jobLabels: Record<string, string> = {
+    [labels.op]: request.op,
+    [labels.attempt]: String(request.attempt),
+    [labels.ownerKind]: kind,
+    [labels.ownerName]: owner.name,
+    [labels.clusterName]: owner.clusterName,
+    [labels.managed]: "true",
+  };
+  const jobAnnotations: Record<string, string> = {};
+  if (request.op === "apply" || request.op === "plan" || request.op === "restore") jobAnnotations[annotations.inputsHash] = request.inputsHash;
+  if (request.expectPlan) jobAnnotations[annotations.approvedPlan] = request.expectPlan;
+
+  const env: V1EnvVar[] = [
+    { name: "TF_IN_AUTOMATION", value: "1" },
+    { name: "TF_INPUT", value: "0" },
+    { name: "HOME", value: "/captf/work" },
+    { name: "TMPDIR", value: "/tmp" },
+    { name: "KUBE_NAMESPACE", value: owner.namespace },
+    { name: "CHECKPOINT_DISABLE", value: "1" },
+    { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+    ...(policy.env ?? []).filter((entry) => !isReservedEnvName(entry.name)),
+  ];
+
+  // A function, so each container gets its own objects.
+  const restricted = (): V1SecurityContext => ({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true });
+  const volumes: NonNullable<NonNullable<V1Job["spec"]>["template"]["spec"]>["volumes"] = [
+    { name: "runner", emptyDir: {} },
+    { name: "work", emptyDir: {} },
+    { name: "tmp", emptyDir: {} },
+    { name: "config", secret: { secretName: runSecretName(name), defaultMode: secretFileMode } },
+  ];
+  const mounts = [
+    { name: "runner", mountPath: "/captf/bin", readOnly: true },
+    { name: "work", mountPath: "/captf/work" },
+    { name: "tmp", mountPath: "/tmp" },
+    { name: "config", mountPath: "/captf/config", readOnly: true },
+  ];
+  if (request.credentialsSecret) {
+    volumes.push({ name: "creds", secret: { secretName: request.credentialsSecret, defaultMode: secretFileMode } });
+    mounts.push({ name: "creds", mountPath: "/var/run/captf/credentials", readOnly: true });
+  }
+
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: {
+      name,
+      namespace: owner.namespace,
+      labels: jobLabels,
+      annotations: jobAnnotations,
+      ownerReferences: [{ apiVersion: groupVersion, kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: {
+      backoffLimit: 0,
+      activeDeadlineSeconds: policy.activeDeadlineSeconds || defaultActiveDeadlineSeconds,
+      template: {
+        metadata: { labels: { ...jobLabels }, annotations: { [annotations.safeToEvict]: "false" } },
+        spec: {
+          restartPolicy: "Never",
+          terminationGracePeriodSeconds,
+          serviceAccountName: policy.serviceAccountName ?? runnerServiceAccount,
+          imagePullSecrets: policy.imagePullSecrets,
+          securityContext: { runAsNonRoot: true, fsGroup: nonRootUser, seccompProfile: { type: "RuntimeDefault" }, ...policy.podSecurityContext },
+          initContainers: [
+            {
+              name: "runner",
+              image: environment.runnerImage,
+              command: environment.runnerCopyCommand,
+              volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
+              resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { cpu: "100m", memory: "64Mi" } },
+              securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
+            },
+          ],
+          containers: [
+            {
+              name: "source",
+              image: request.image,
+              imagePullPolicy: policy.imagePullPolicy ?? "IfNotPresent",
+              command: ["/captf/bin/node", "/captf/bin/runner.mjs", "run"],
+              args: runnerArguments(request, name, policy.lockTimeoutSeconds ?? defaultLockTimeoutSeconds),
+              env,
+              envFrom: request.credentialsSecret ? [{ secretRef: { name: request.credentialsSecret } }] : undefined,
+              volumeMounts: mounts,
+              resources: policy.resources ?? { requests: { cpu: "250m", memory: "512Mi" }, limits: { memory: "2Gi" } },
+              terminationMessagePath: "/dev/termination-log",
+              terminationMessagePolicy: "File",
+              securityContext: { ...policy.securityContext, ...restricted() },
+            },
+          ],
+          volumes,
+        },
+      },
+    },
+  };
+}
