@@ -1,0 +1,55 @@
+import { describe, expect, it } from "@jest/globals";
+import { decodeOutputs, type Health } from "@captf/contract";
+import { clusterContractFields, infrastructureHealthy, isProvisioned, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
+
+const health = (state: Health["state"], healthy = true, extra: Partial<Health> = {}): Health => ({ state, healthy, message: null, reasons: [], ...extra });
+
+describe("infrastructureHealthy", () => {
+  const provisioned = { applyStarted: true, provisioned: true };
+  it.each<[string, Health | undefined, { applyStarted: boolean; provisioned: boolean }, string, string]>([
+    ["no apply yet", undefined, { applyStarted: false, provisioned: false }, "Unknown", "WaitingForProvisioning"],
+    ["provisioning", undefined, { applyStarted: true, provisioned: false }, "False", "Provisioning"],
+    ["pending", health("pending", false), provisioned, "False", "InstancePending"],
+    ["running and healthy", health("running"), provisioned, "True", "Healthy"],
+    ["running but unhealthy", health("running", false), provisioned, "False", "InstanceUnhealthy"],
+    ["degraded", health("degraded"), provisioned, "False", "InstanceDegraded"],
+    ["stopped", health("stopped"), provisioned, "False", "InstanceStopped"],
+    ["terminated", health("terminated"), provisioned, "False", "InstanceTerminated"],
+    ["unknown", health("unknown"), provisioned, "Unknown", "HealthUnknown"],
+    ["absent after provisioning", undefined, provisioned, "Unknown", "HealthUnknown"],
+  ])("%s", (_, value, phase, status, reason) => {
+    expect(infrastructureHealthy(value, phase)).toMatchObject({ status, reason });
+  });
+
+  it("carries the module's message, else its reasons", () => {
+    expect(infrastructureHealthy(health("degraded", false, { reasons: ["InstanceRepairing:vm-1"] }), { applyStarted: true, provisioned: true }).message).toBe("InstanceRepairing:vm-1");
+    expect(infrastructureHealthy(health("stopped", false, { message: "scaled to zero" }), { applyStarted: true, provisioned: true }).message).toBe("scaled to zero");
+  });
+});
+
+describe("isProvisioned and the contract fields", () => {
+  const machine = { provider_id: "noop:///ns/m", addresses: [{ type: "Hostname", address: "m" }, { type: "InternalIP", address: "10.0.0.1" }], failure_domain: "fd1", interruptible: false, health: health("running") };
+
+  it("needs the inputs hash, valid outputs, health past pending and, for machines, a provider ID", () => {
+    expect(isProvisioned("machine", true, decodeOutputs("machine", machine))).toBe(true);
+    expect(isProvisioned("machine", false, decodeOutputs("machine", machine))).toBe(false);
+    expect(isProvisioned("machine", true, decodeOutputs("machine", { ...machine, provider_id: null }))).toBe(false);
+    expect(isProvisioned("machine", true, decodeOutputs("machine", { ...machine, health: health("pending") }))).toBe(false);
+    expect(isProvisioned("cluster", true, decodeOutputs("cluster", { control_plane_endpoint: null, failure_domains: null, exports: {}, health: health("running") }))).toBe(true);
+  });
+
+  it("maps outputs onto the Cluster API fields", () => {
+    expect(machineContractFields(decodeOutputs("machine", machine).outputs)).toEqual({
+      providerID: "noop:///ns/m",
+      addresses: [{ type: "InternalIP", address: "10.0.0.1" }, { type: "Hostname", address: "m" }],
+      failureDomain: "fd1",
+    });
+    const cluster = decodeOutputs("cluster", { control_plane_endpoint: { host: "lb", port: 6443 }, failure_domains: [{ name: "fd1" }, { name: "fd2", control_plane: false, attributes: { zone: "b" } }], exports: {}, health: health("running") });
+    expect(clusterContractFields(cluster.outputs)).toEqual({
+      failureDomains: [{ name: "fd1", controlPlane: true }, { name: "fd2", controlPlane: false, attributes: { zone: "b" } }],
+      moduleEndpoint: { host: "lb", port: 6443 },
+    });
+    const pool = decodeOutputs("machinepool", { provider_id: null, provider_id_list: ["b", "a"], replicas: 2, instances: [], health: health("running") });
+    expect(machinePoolContractFields(pool.outputs)).toEqual({ providerIDList: ["a", "b"], replicas: 2 });
+  });
+});
