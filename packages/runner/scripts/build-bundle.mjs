@@ -6,7 +6,8 @@
 // Copied into /captf/bin (by `runner copy`), it runs in any Linux root of the same architecture,
 // with or without a libc of its own; it never sets LD_LIBRARY_PATH, so the children it starts
 // (the image's /captf/runtime) see the image's own environment.
-// Usage: node scripts/build-bundle.mjs [--out <dir>] [--bin-dir /captf/bin]
+// Usage: node scripts/build-bundle.mjs [--out <dir>] [--bin-dir /captf/bin] [--js-only]
+// --js-only writes runner.mjs alone (for tests that run it with this machine's node).
 import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, realpathSync, rmSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
@@ -15,7 +16,11 @@ import { parseArgs } from "node:util";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 const { values } = parseArgs({
-  options: { out: { type: "string", default: join(packageDir, "bundle") }, "bin-dir": { type: "string", default: "/captf/bin" } },
+  options: {
+    out: { type: "string", default: join(packageDir, "bundle") },
+    "bin-dir": { type: "string", default: "/captf/bin" },
+    "js-only": { type: "boolean", default: false },
+  },
 });
 const out = resolve(values.out);
 const binDir = values["bin-dir"];
@@ -28,8 +33,10 @@ function need(command) {
     process.exit(1);
   }
 }
-need("patchelf");
-need("ldd");
+if (!values["js-only"]) {
+  need("patchelf");
+  need("ldd");
+}
 
 const started = Date.now();
 rmSync(out, { recursive: true, force: true });
@@ -49,6 +56,11 @@ await build({
   banner: { js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);' },
   logLevel: "warning",
 });
+
+if (values["js-only"]) {
+  console.log(`build-bundle: ${out}/runner.mjs in ${((Date.now() - started) / 1000).toFixed(1)}s (--js-only)`);
+  process.exit(0);
+}
 
 // 2. Node's shared libraries, as ldd resolves them on this machine, and the loader itself.
 const node = realpathSync(process.execPath);

@@ -1,0 +1,351 @@
+import { writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { contractVersion } from "@captf/contract/roles";
+import yargs from "yargs";
+import { copyBundle } from "./copy.js";
+import { DurationSyntaxError, parseDuration } from "./durations.js";
+import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveEventsEndpoint, type EventRecorder } from "./events.js";
+import { resultVersion, shrinkResult, type RunResult } from "./result.js";
+import { runOperation, type RunOptions } from "./run.js";
+import { operations, type Operation } from "./steps.js";
+import { runnerVersion } from "./version.js";
+
+/** Exit codes of every runner command. */
+export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const;
+
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Aborted when the runner is told to stop (SIGTERM); a run then ends `interrupted`. */
+  signal?: AbortSignal;
+  /** Where `copy` finds the bundle when --from is not given: the directory of the running runner.mjs. */
+  bundleDir?: string;
+}
+
+class UsageError extends Error {}
+
+const defaultResultPath = "/dev/termination-log";
+/** At most this long is spent delivering the last events after the result is written. */
+const eventsCloseTimeoutMs = 5000;
+
+const overview = `$0 <command> [options]
+
+The captf runner runs inside every captf Job. It prepares the generated root module the manager
+rendered into /captf/config, runs the module image's OpenTofu or Terraform runtime
+(/captf/runtime) step by step against the kubernetes state backend, and reports the outcome as
+the container's termination message: a JSON result document of at most 4096 bytes. Everything
+it prints or writes has the run's secrets replaced by "(sensitive)".`;
+
+const exitStatus = `EXIT STATUS
+  0  the operation succeeded (a checked apply whose plan has no changes included)
+  1  a step failed, the run was interrupted, blocked or found the plan changed, the image does
+     not follow the image contract, preparing failed, or the result could not be written
+  2  usage error: unknown command or operation, bad or extra arguments
+
+See docs/runner.md for the result document, the plan hash and the events.`;
+
+const runSummary = "Run one operation of a module: apply, destroy, plan, drift, refresh or restore";
+
+const runManual = `PREPARE
+  Preflight checks the image layout: a module under --module, an executable --bin. Prepare
+  copies the top-level files of --config into <workdir>/root (where every step runs) and
+  rewrites the environment: HOME and every TF_* and KUBE_* variable are dropped except
+  TF_IN_AUTOMATION, TF_INPUT and KUBE_NAMESPACE; TF_DATA_DIR=<workdir>/.terraform and
+  HOME=<workdir> are forced; TF_CLI_CONFIG_FILE names a filesystem-mirror config only when
+  --providers is a directory.
+
+STEPS
+  apply    init, validate, apply
+           with --guard-deletes or --expect-plan: init, validate, plan -out, show -json, and
+           the apply of that saved plan; a plan without changes ends the run without an apply
+  destroy  init, destroy
+  plan     init, validate, plan -out, show -json (applies nothing; reports the plan hash)
+  drift    init, apply -refresh-only, plan -refresh=false -out, show -json
+  refresh  init, apply -refresh-only
+  restore  init, state push -force of the backup in <config>/restore/0..N-1, state list
+  With --force-unlock, force-unlock runs right after init.
+
+SIGNALS
+  SIGTERM (or SIGINT) stops the running step: SIGTERM to the runtime, SIGKILL to its process
+  group after --stop-timeout. The run ends with error kind "interrupted".
+
+RESULT
+  The result document (JSON, at most 4096 bytes) goes to --result; a failure summary of at
+  most 512 bytes is in its error.summary.
+
+${exitStatus}`;
+
+function resultPathFromArgv(argv: readonly string[]): string {
+  for (const [index, arg] of argv.entries()) {
+    if (arg.startsWith("--result=")) return arg.slice("--result=".length);
+    if (arg === "--result" && argv[index + 1] !== undefined) return argv[index + 1]!;
+  }
+  return defaultResultPath;
+}
+
+function opFromArgv(argv: readonly string[]): string {
+  for (const [index, arg] of argv.entries()) {
+    if (arg.startsWith("--op=")) return arg.slice("--op=".length);
+    if (arg === "--op" && argv[index + 1] !== undefined) return argv[index + 1]!;
+  }
+  return "";
+}
+
+function flagsResult(op: string, summary: string): RunResult {
+  return {
+    version: resultVersion,
+    op,
+    image: { ref: "", providersMirror: false },
+    runtime: { command: [], version: "" },
+    steps: [],
+    drift: null,
+    error: { kind: "step", step: "flags", summary: summary.slice(0, 512) },
+  };
+}
+
+async function writeResult(path: string, result: RunResult, io: CliIo): Promise<boolean> {
+  try {
+    await writeFile(path, shrinkResult(result));
+    return true;
+  } catch (error) {
+    io.stderr(`runner: cannot write the result to ${path}: ${(error as Error).message}; pass --result with a writable path\n`);
+    return false;
+  }
+}
+
+/** Settings every parser shares: strict flags, errors thrown, nothing printed by yargs itself. */
+function base(argv: readonly string[]) {
+  return yargs([...argv])
+    .scriptName("runner")
+    .parserConfiguration({ "greedy-arrays": false })
+    .strict()
+    .version(false)
+    .help()
+    .wrap(100)
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw error ?? new UsageError(message);
+    });
+}
+
+const copySummary = "Copy the runner bundle (node, its libraries, runner.mjs) into <dest>";
+const versionSummary = "Print the runner's version";
+
+/** The top level only lists the commands: each command parses its own arguments (see {@link commandParsers}). */
+function topParser(argv: readonly string[]) {
+  return base(argv)
+    .usage(overview)
+    .epilog(exitStatus)
+    .command("run", runSummary)
+    .command("copy <dest>", copySummary)
+    .command("version", versionSummary)
+    .demandCommand(1, "name a command: run, copy or version");
+}
+
+// Parsers without yargs commands: a yargs command lays out its whole help text on every run.
+const commandParsers = {
+  run: (argv: readonly string[]) =>
+    base(argv)
+      .usage(`$0 run --op <operation> [options]\n\n${runSummary}.`)
+      .epilog(runManual)
+      .demandCommand(0, 0, "", "run takes no arguments besides its flags")
+      .option("op", { type: "string", choices: operations, demandOption: true, describe: "The operation to run" })
+      .option("bin", { type: "string", array: true, default: ["/captf/runtime"], describe: "The runtime command; repeat for each argument of it" })
+      .option("image", { type: "string", default: "", describe: "The module image reference, echoed in the result" })
+      .option("module", { type: "string", default: "/captf/module", describe: "The module directory (checked by preflight)" })
+      .option("providers", { type: "string", default: "/captf/providers", describe: "The provider mirror; used only when it is a directory" })
+      .option("workdir", { type: "string", default: "/captf/work", describe: "The writable work directory; steps run in <workdir>/root" })
+      .option("config", { type: "string", default: "/captf/config", describe: "The rendered root (main.tf.json, terraform.tfvars.json)" })
+      .option("backend-config", { type: "string", array: true, default: [] as string[], describe: "A key=value for init's -backend-config; repeatable" })
+      .option("lock-timeout", { type: "string", default: "5m0s", describe: "How long a step waits for the state lock (passed as -lock-timeout=<n>s)" })
+      .option("stop-timeout", { type: "string", default: "1m0s", describe: "After SIGTERM, how long a step may take before it is killed" })
+      .option("force-unlock", { type: "string", describe: "A stale lock ID to clear after init; an already released lock is fine" })
+      .option("guard-deletes", { type: "boolean", default: false, describe: "Stop an apply whose plan deletes or replaces resources (error kind blocked)" })
+      .option("inputs-hash", { type: "string", describe: "The inputs hash this Job renders" })
+      .option("allow-deletes-hash", { type: "string", describe: "The approved inputs hash; equal to --inputs-hash, it lets a guarded apply delete" })
+      .option("expect-plan", { type: "string", describe: "The approved plan hash (p1:…); any other plan stops with plan-changed" })
+      .option("restore-chunks", { type: "number", default: 0, describe: "The number of backup chunks under <config>/restore (restore)" })
+      .option("restore-resources", { type: "number", default: 0, describe: "The backup's managed resources; state list must find some when > 0" })
+      .option("event-object", { type: "string", describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid> the run's events are about; none without it" })
+      .option("job-name", { type: "string", describe: "The Job, the events' related object" })
+      .option("result", { type: "string", default: defaultResultPath, describe: "Where the result document is written" })
+      .option("events-server", { type: "string", hidden: true, describe: "API server URL for events instead of the in-cluster one" })
+      .option("service-account-dir", { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" }),
+  copy: (argv: readonly string[]) =>
+    base(argv)
+      .usage(`$0 copy <dest> [--from <dir>]\n\n${copySummary}, creating <dest> when missing. The Job's init container runs it to put the runner into the shared /captf/bin volume.`)
+      .epilog(exitStatus)
+      .demandCommand(1, 1, "copy needs the target directory <dest>", "copy takes one <dest>")
+      .option("from", { type: "string", describe: "The bundle directory (default: the directory of the running runner.mjs)" }),
+  version: (argv: readonly string[]) =>
+    base(argv)
+      .usage(`$0 version [--format text|json]\n\n${versionSummary}.`)
+      .demandCommand(0, 0, "", "version takes no arguments")
+      .option("format", { type: "string", choices: ["text", "json"], default: "text", describe: "Output format" }),
+} as const;
+
+function isCommand(name: string | undefined): name is keyof typeof commandParsers {
+  return name !== undefined && Object.hasOwn(commandParsers, name);
+}
+
+/** `run`'s flags as {@link RunOptions}; a bad value is a usage error. */
+function runOptions(args: Record<string, unknown>): RunOptions {
+  const duration = (flag: string) => {
+    try {
+      return parseDuration(String(args[flag]));
+    } catch (error) {
+      throw new UsageError(`--${flag}: ${(error as DurationSyntaxError).message}`);
+    }
+  };
+  const count = (flag: string) => {
+    const value = args[flag];
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw new UsageError(`--${flag} must be a whole number of at least 0`);
+    return value;
+  };
+  const optional = (flag: string) => (typeof args[flag] === "string" && args[flag] !== "" ? (args[flag] as string) : undefined);
+  const [command, ...commandArgs] = args.bin as string[];
+  if (!command) throw new UsageError("--bin must name the runtime command");
+  // Steps run in <workdir>/root: a relative path would point somewhere else there.
+  const absolute = (flag: string) => resolve(String(args[flag]));
+  return {
+    op: args.op as Operation,
+    bin: [command.includes("/") ? resolve(command) : command, ...commandArgs],
+    image: String(args.image),
+    moduleDir: absolute("module"),
+    providersDir: absolute("providers"),
+    workdir: absolute("workdir"),
+    configDir: absolute("config"),
+    backendConfig: args["backend-config"] as string[],
+    lockTimeoutMs: duration("lock-timeout"),
+    stopTimeoutMs: duration("stop-timeout"),
+    forceUnlock: optional("force-unlock"),
+    guardDeletes: Boolean(args["guard-deletes"]),
+    inputsHash: optional("inputs-hash"),
+    allowDeletesHash: optional("allow-deletes-hash"),
+    expectPlan: optional("expect-plan"),
+    restoreChunks: count("restore-chunks"),
+    restoreResources: count("restore-resources"),
+  };
+}
+
+function eventRecorder(args: Record<string, unknown>, io: CliIo): EventRecorder {
+  const object = args["event-object"];
+  if (typeof object !== "string" || object === "") return noEvents;
+  const log = (message: string) => io.stderr(JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: message }) + "\n");
+  try {
+    const regarding = parseObjectReference(object);
+    const endpoint = resolveEventsEndpoint({
+      server: typeof args["events-server"] === "string" ? args["events-server"] : undefined,
+      serviceAccountDir: String(args["service-account-dir"]),
+      env: io.env,
+    });
+    if (typeof endpoint === "string") {
+      log(`events disabled: ${endpoint}`);
+      return noEvents;
+    }
+    const instance = io.env.POD_NAME || io.env.HOSTNAME || "runner";
+    return createEventRecorder({ endpoint, regarding, jobName: args["job-name"] as string | undefined, instance, log });
+  } catch (error) {
+    log(`events disabled: ${(error as Error).message}`);
+    return noEvents;
+  }
+}
+
+async function closeEvents(events: EventRecorder): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([events.close(), new Promise((resolve) => (timer = setTimeout(resolve, eventsCloseTimeoutMs)))]);
+  clearTimeout(timer);
+}
+
+async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
+  const options = runOptions(args);
+  const events = eventRecorder(args, io);
+  const { result, exitCode } = await runOperation(options, {
+    stdout: io.stdout,
+    stderr: io.stderr,
+    env: io.env,
+    signal: io.signal ?? new AbortController().signal,
+    events,
+  });
+  const written = await writeResult(String(args.result), result, io);
+  await closeEvents(events);
+  return written ? exitCode : exitCodes.failure;
+}
+
+async function copy(args: Record<string, unknown>, io: CliIo): Promise<number> {
+  const from = typeof args.from === "string" ? args.from : (io.bundleDir ?? dirname(fileURLToPath(import.meta.url)));
+  try {
+    const { files, bytes } = await copyBundle(from, String(args.dest));
+    io.stdout(`copied the runner bundle from ${from} to ${String(args.dest)}: ${files} files, ${bytes} bytes\n`);
+    return exitCodes.ok;
+  } catch (error) {
+    io.stderr(`runner copy: ${(error as Error).message}\n`);
+    return exitCodes.failure;
+  }
+}
+
+async function version(args: Record<string, unknown>, io: CliIo): Promise<number> {
+  const fields = { runner: runnerVersion, contract: contractVersion, node: process.version };
+  io.stdout(args.format === "json" ? `${JSON.stringify(fields)}\n` : `runner ${runnerVersion} (contract ${contractVersion}, node ${process.version})\n`);
+  return exitCodes.ok;
+}
+
+/**
+ * The runner CLI, in-process: parses `argv` (without the node and script paths), runs the command
+ * and returns its exit code. A usage error of `run` still writes a result (step "flags").
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  // `runner --version` is `runner version`, as the reference CLI's global flag.
+  const [name, ...rest] = argv[0] === "--version" ? ["version", ...argv.slice(1)] : argv;
+  let help = "";
+  try {
+    const parser = isCommand(name) ? commandParsers[name](rest) : topParser(argv);
+    const parserArgv = isCommand(name) ? rest : argv;
+    // A parse callback captures the help text, but makes yargs lay it out on every parse: only for --help.
+    const wantsHelp = parserArgv.some((arg) => arg === "--help" || arg === "-h");
+    const args = (await (wantsHelp
+      ? parser.parseAsync([...parserArgv], {}, (_error, _args, output) => {
+          help = output;
+        })
+      : parser.parseAsync([...parserArgv]))) as Record<string, unknown>;
+    if (help || wantsHelp) {
+      io.stdout(`${help}\n`);
+      return exitCodes.ok;
+    }
+    if (name === "copy") return await copy({ ...args, dest: String((args._ as unknown[])[0]) }, io);
+    if (name === "version") return await version(args, io);
+    return await run(args, io);
+  } catch (error) {
+    if (!(error instanceof UsageError) && !(error instanceof Error && error.name === "YError")) {
+      io.stderr(`runner: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      return exitCodes.failure;
+    }
+    io.stderr(`runner: ${error.message}\nRun "runner --help" or "runner <command> --help" for usage.\n`);
+    if (name === "run") await writeResult(resultPathFromArgv(argv), flagsResult(opFromArgv(argv), error.message), io);
+    return exitCodes.usage;
+  }
+}
+
+/** Runs the CLI as the process: SIGTERM and SIGINT stop the run, the exit code becomes the process's. */
+export async function runFromProcess(argv: readonly string[] = process.argv.slice(2)): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: `received ${signal}; stopping the running step` })}\n`);
+    stop.abort();
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  try {
+    return await main(argv, {
+      stdout: (text) => process.stdout.write(text),
+      stderr: (text) => process.stderr.write(text),
+      env: process.env,
+      signal: stop.signal,
+    });
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
+}

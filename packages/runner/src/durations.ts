@@ -1,0 +1,40 @@
+/** Thrown for a duration flag that is not a Go-style duration. */
+export class DurationSyntaxError extends Error {
+  constructor(readonly text: string) {
+    super(`"${text}" is not a duration: write a number with a unit, for example 300s, 5m0s, 1m30s or 1h (units ns, us, ms, s, m, h)`);
+    this.name = "DurationSyntaxError";
+  }
+}
+
+const unitMilliseconds: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  "µs": 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/**
+ * Parses a Go `time.Duration` string ("5m0s", "300s", "1.5h", "0") into milliseconds: the
+ * form the manager writes into Job arguments, so both sides read the same flag the same way.
+ */
+export function parseDuration(text: string): number {
+  const trimmed = text.trim();
+  if (trimmed === "0") return 0;
+  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let match = part.exec(trimmed); match; match = part.exec(trimmed)) {
+    total += Number(match[1]) * unitMilliseconds[match[2]!]!;
+    consumed = part.lastIndex;
+  }
+  if (consumed === 0 || consumed !== trimmed.length) throw new DurationSyntaxError(text);
+  return total;
+}
+
+/** Whole seconds of a duration, as OpenTofu's `-lock-timeout=<n>s` takes them. */
+export function wholeSeconds(milliseconds: number): number {
+  return Math.floor(milliseconds / 1000);
+}

@@ -1,0 +1,128 @@
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { requireTool } from "@captf/testkit";
+import { main } from "./cli.js";
+import type { RunResult } from "./result.js";
+
+const testdata = join(dirname(fileURLToPath(import.meta.url)), "testdata");
+
+/** Makes tofu merge a local backend over the generated root's kubernetes one. */
+export const localBackendOverride = { terraform: { backend: { local: {} } } };
+
+export interface RunnerRun {
+  exitCode: number;
+  result: RunResult;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunnerCall {
+  /** Extra `runner run` flags after --op. */
+  args?: string[];
+  env?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Sees the runner's stdout as it is written. */
+  onStdout?: (text: string) => void;
+  /** Another config directory (a restore's backend root). */
+  configDir?: string;
+  /** Another work directory (a fresh Job). */
+  workdir?: string;
+}
+
+/**
+ * One module image's worth of directories (`module`, `config`, `work`) laid out as in a Job, so
+ * the root's `../../module` source resolves. State goes to one local file shared by every work
+ * directory of the fixture, through `--backend-config path=…`.
+ */
+export class RunnerFixture {
+  readonly tofu = requireTool("tofu");
+
+  private constructor(readonly base: string) {}
+
+  get moduleDir(): string {
+    return join(this.base, "module");
+  }
+  get configDir(): string {
+    return join(this.base, "config");
+  }
+  get workdir(): string {
+    return join(this.base, "work");
+  }
+  get statePath(): string {
+    return join(this.base, "terraform.tfstate");
+  }
+
+  /** A fixture for the testdata module `moduleName`, with a root passing `variables` through. */
+  static async create(moduleName: string, root: { variables: Record<string, { type: string; sensitive?: boolean }>; outputs?: string[] }): Promise<RunnerFixture> {
+    const fixture = new RunnerFixture(await mkdtemp(join(tmpdir(), `runner-${moduleName}-`)));
+    await cp(join(testdata, moduleName), fixture.moduleDir, { recursive: true });
+    await mkdir(fixture.configDir, { recursive: true });
+    const main = {
+      terraform: { backend: { kubernetes: {} } },
+      variable: root.variables,
+      module: { role: { source: "../../module", ...Object.fromEntries(Object.keys(root.variables).map((name) => [name, `\${var.${name}}`])) } },
+      ...(root.outputs ? { output: Object.fromEntries(root.outputs.map((name) => [name, { value: `\${module.role.${name}}`, sensitive: true }])) } : {}),
+    };
+    await fixture.writeConfig("main.tf.json", main);
+    await fixture.writeConfig("backend_override.tf.json", localBackendOverride);
+    return fixture;
+  }
+
+  async writeConfig(name: string, document: unknown, configDir = this.configDir): Promise<void> {
+    await mkdir(configDir, { recursive: true });
+    await writeFile(join(configDir, name), JSON.stringify(document, null, 2) + "\n");
+  }
+
+  async setInputs(values: Record<string, unknown>): Promise<void> {
+    await this.writeConfig("terraform.tfvars.json", values);
+  }
+
+  /** Runs `runner run --op <op>` in-process, as a Job would, and reads back its result. */
+  async run(op: string, call: RunnerCall = {}): Promise<RunnerRun> {
+    const resultPath = join(this.base, `result-${op}.json`);
+    let stdout = "";
+    let stderr = "";
+    const exitCode = await main(
+      [
+        "run",
+        `--op=${op}`,
+        `--bin=${this.tofu}`,
+        "--image=registry.example/noop:v1",
+        `--module=${this.moduleDir}`,
+        `--providers=${join(this.base, "no-providers")}`,
+        `--workdir=${call.workdir ?? this.workdir}`,
+        `--config=${call.configDir ?? this.configDir}`,
+        `--backend-config=path=${this.statePath}`,
+        `--result=${resultPath}`,
+        "--stop-timeout=5s",
+        ...(call.args ?? []),
+      ],
+      {
+        stdout: (text) => {
+          stdout += text;
+          call.onStdout?.(text);
+        },
+        stderr: (text) => (stderr += text),
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...call.env },
+        ...(call.signal ? { signal: call.signal } : {}),
+      },
+    );
+    const result = JSON.parse(await readFile(resultPath, "utf8")) as RunResult;
+    return { exitCode, result, stdout, stderr };
+  }
+
+  /** The local state file the runs share. */
+  async state(): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; resources: { module?: string; type: string; name: string }[] }> {
+    return JSON.parse(await readFile(this.statePath, "utf8"));
+  }
+
+  async remove(): Promise<void> {
+    await rm(this.base, { recursive: true, force: true });
+  }
+}
+
+export function stepNamesOf(run: RunnerRun): string[] {
+  return run.result.steps.map((step) => step.name);
+}
