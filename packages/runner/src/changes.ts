@@ -1,12 +1,6 @@
 import { stripAnsi } from "./text.js";
 
-/** What an apply or destroy step reported having changed. */
-export interface Changes {
-  add: number;
-  change: number;
-  destroy: number;
-  import?: number;
-}
+import type { Changes } from "@captf/contract/run-result";
 
 // Both runtimes end a successful run with one of these lines; later fields ("N forgotten") are ignored.
 const applyComplete = /^Apply complete! Resources: (?:(\d+) imported, )?(\d+) added, (\d+) changed, (\d+) destroyed/;

@@ -6,9 +6,10 @@ import yargs from "yargs";
 import { copyBundle } from "./copy.js";
 import { DurationSyntaxError, parseDuration } from "./durations.js";
 import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveEventsEndpoint, type EventRecorder } from "./events.js";
-import { resultVersion, shrinkResult, type RunResult } from "./result.js";
+import { shrinkResult } from "./result.js";
+import { resultVersion, type RunResult } from "@captf/contract/run-result";
 import { runOperation, type RunOptions } from "./run.js";
-import { operations, type Operation } from "./steps.js";
+import { operations, type Operation } from "@captf/contract/run-result";
 import { runnerVersion } from "./version.js";
 
 /** Exit codes of every runner command. */

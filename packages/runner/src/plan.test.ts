@@ -1,19 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
-import {
-  blockedSummary,
-  destructiveChanges,
-  emptyPlanHash,
-  maxPlanResources,
-  parsePlanDocument,
-  planChangedSummary,
-  planHash,
-  planHashLines,
-  planSensitiveValues,
-  PlanUnreadableError,
-  summarizeDrift,
-  summarizePlan,
-  type PlanDocument,
-} from "./plan.js";
+import { blockedSummary, destructiveChanges, parsePlanDocument, planChangedSummary, planHash, planHashLines, planSensitiveValues, PlanUnreadableError, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
+import { emptyPlanHash, maxPlanResources } from "@captf/contract/run-result";
 
 /** The worked example of docs/runner.md ("The plan hash"). */
 const example: PlanDocument = parsePlanDocument(

@@ -1,16 +1,7 @@
 import { createHash } from "node:crypto";
 import { truncateUtf8 } from "./text.js";
 
-/** Versions the plan hash the way h2: versions the inputs hash: a new encoding never matches an old approval. */
-export const planHashPrefix = "p1:";
-/** The hash of a plan that changes nothing: sha256 of zero lines. */
-export const emptyPlanHash = `${planHashPrefix}e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855`;
-/** At most this many "<address> (<action>)" entries in a plan summary (status.plan.resources). */
-export const maxPlanResources = 50;
-/** At most this many addresses in a drift summary. */
-export const maxDriftResources = 20;
-/** The failure summary's byte cap (status.lastRun.error.summary). */
-export const maxSummaryBytes = 512;
+import { emptyPlanHash, maxDriftResources, maxPlanResources, maxSummaryBytes, planHashPrefix, type DriftSummary, type PlanSummary } from "@captf/contract/run-result";
 
 /** The part of one `show -json` change the runner reads. Values only feed redaction, never a report. */
 export interface PlanChange {
@@ -143,18 +134,6 @@ export function planHash(plan: PlanDocument): string {
   return planHashPrefix + createHash("sha256").update(planHashLines(plan).join("\n"), "utf8").digest("hex");
 }
 
-/** What a plan Job reports and an approval names: counts, entries, never values. */
-export interface PlanSummary {
-  hash: string;
-  add: number;
-  change: number;
-  destroy: number;
-  /** Root outputs the plan changes; omitted when none. */
-  outputs?: number;
-  /** Sorted "<address> (<action>)" entries, at most {@link maxPlanResources}. */
-  resources: string[];
-  truncated: boolean;
-}
 
 interface Counts {
   add: number;
@@ -202,13 +181,6 @@ export function emptyPlanSummary(): PlanSummary {
   return { hash: emptyPlanHash, add: 0, change: 0, destroy: 0, resources: [], truncated: false };
 }
 
-export interface DriftSummary {
-  detected: boolean;
-  add: number;
-  change: number;
-  destroy: number;
-  resources: string[];
-}
 
 /** Drift is a resource to create, change or destroy; output changes, imports and moves come from the configuration. */
 export function summarizeDrift(plan: PlanDocument): DriftSummary {

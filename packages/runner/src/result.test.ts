@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
-import { maxResultBytes, shrinkResult, type RunResult } from "./result.js";
+import { shrinkResult } from "./result.js";
+import { maxResultBytes, type RunResult } from "@captf/contract/run-result";
 
 function base(): RunResult {
   return {

@@ -1,44 +1,6 @@
-import type { Changes } from "./changes.js";
-import type { DriftSummary, PlanSummary } from "./plan.js";
-import type { FailurePoint } from "./steps.js";
+import { maxResultBytes, resultVersion, type RunResult } from "@captf/contract/run-result";
 import { truncateUtf8 } from "./text.js";
 
-export const resultVersion = 1;
-/** The kubelet truncates a longer termination message. */
-export const maxResultBytes = 4096;
-
-/** The values of status.lastRun.error.kind. */
-export const errorKinds = ["image-layout", "step", "interrupted", "blocked", "plan-changed"] as const;
-export type ErrorKind = (typeof errorKinds)[number];
-
-export interface StepRecord {
-  name: string;
-  exit: number;
-  seconds: number;
-}
-
-export interface RunError {
-  kind: ErrorKind;
-  /** The failing step; null for image-layout, blocked and plan-changed. */
-  step: FailurePoint | null;
-  /** At most 512 bytes, redacted. */
-  summary: string;
-}
-
-/** The document the runner writes as the container's termination message. */
-export interface RunResult {
-  version: typeof resultVersion;
-  op: string;
-  image: { ref: string; providersMirror: boolean };
-  runtime: { command: string[]; version: string };
-  steps: StepRecord[];
-  drift: DriftSummary | null;
-  error: RunError | null;
-  /** From the apply or destroy step's closing line; zeros for a checked apply with an empty plan. */
-  changes?: Changes;
-  /** A plan run's plan, or the plan a blocked or plan-changed apply stopped before. */
-  plan?: PlanSummary;
-}
 
 function encode(result: RunResult): string {
   return JSON.stringify(result);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { renderBackendRoot } from "@captf/render";
 import { describeWithTools } from "@captf/testkit";
-import { emptyPlanHash } from "./plan.js";
+import { emptyPlanHash } from "@captf/contract/run-result";
 import { localBackendOverride, RunnerFixture, stepNamesOf } from "./runner-fixture.test-support.js";
 
 jest.setTimeout(60_000);

@@ -3,28 +3,18 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { RunnerEventReason } from "@captf/contract/api";
-import { ChangesScanner, type Changes } from "./changes.js";
+import { ChangesScanner } from "./changes.js";
+import { type Changes } from "@captf/contract/run-result";
 import { wholeSeconds } from "./durations.js";
 import type { EventRecorder, EventType } from "./events.js";
 import { runStep, type StepOutcome } from "./exec.js";
 import { createLogger } from "./log.js";
-import {
-  blockedSummary,
-  destructiveChanges,
-  emptyPlanSummary,
-  noDrift,
-  parsePlanDocument,
-  planChangedSummary,
-  planCounts,
-  planSensitiveValues,
-  summarizeDrift,
-  summarizePlan,
-  type PlanDocument,
-  type PlanSummary,
-} from "./plan.js";
+import { blockedSummary, destructiveChanges, emptyPlanSummary, noDrift, parsePlanDocument, planChangedSummary, planCounts, planSensitiveValues, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
+import { type PlanSummary } from "@captf/contract/run-result";
 import { environmentSecrets, planSecrets, RedactingLineWriter, redactor, variableSecrets, type Redactor, type Secret } from "./redact.js";
-import { resultVersion, type ErrorKind, type RunResult } from "./result.js";
-import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type FailurePoint, type Operation, type StepInvocation } from "./steps.js";
+import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/run-result";
+import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type StepInvocation } from "./steps.js";
+import { type FailurePoint, type Operation } from "@captf/contract/run-result";
 import { failureSummary } from "./summary.js";
 import { assembleRestoreState, checkImageLayout, countManagedAddresses, prepareWorkspace, type PreparedWorkspace } from "./workspace.js";
 

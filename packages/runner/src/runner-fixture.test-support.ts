@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { requireTool } from "@captf/testkit";
 import { main } from "./cli.js";
-import type { RunResult } from "./result.js";
+import type { RunResult } from "@captf/contract/run-result";
 
 const testdata = join(dirname(fileURLToPath(import.meta.url)), "testdata");
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
-import { checksPlanBeforeApply, isOperation, stepsFor, type Operation, type StepOptions } from "./steps.js";
+import { checksPlanBeforeApply, stepsFor, type StepOptions } from "./steps.js";
+import { isOperation, type Operation } from "@captf/contract/run-result";
 
 const options: StepOptions = {
   workdir: "/captf/work",

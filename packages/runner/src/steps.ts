@@ -1,30 +1,6 @@
 import { join } from "node:path";
 
-/** The operations a Job runs; the manager's Operation enum. */
-export const operations = ["apply", "destroy", "plan", "drift", "refresh", "restore"] as const;
-export type Operation = (typeof operations)[number];
-
-export function isOperation(value: unknown): value is Operation {
-  return typeof value === "string" && (operations as readonly string[]).includes(value);
-}
-
-/** Names of the runtime steps, as the result document and events carry them. */
-export const stepNames = [
-  "init",
-  "force-unlock",
-  "validate",
-  "plan",
-  "show-json",
-  "apply",
-  "destroy",
-  "apply-refresh-only",
-  "state-push",
-  "state-list",
-] as const;
-export type StepName = (typeof stepNames)[number];
-
-/** Pseudo-steps a failure can name when no runtime step ran. */
-export type FailurePoint = StepName | "flags" | "prepare";
+import { type FailurePoint, type Operation, type StepName } from "@captf/contract/run-result";
 
 /** The tfvars file of the generated root, relative to the root (the steps' working directory). */
 export const tfvarsFile = "terraform.tfvars.json";

@@ -1,4 +1,4 @@
-import { maxSummaryBytes } from "./plan.js";
+import { maxSummaryBytes } from "@captf/contract/run-result";
 import type { Redactor } from "./redact.js";
 import { stripAnsi, truncateUtf8 } from "./text.js";
 

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "@jest/globals";
+import { emptyPlanHash, maxResultBytes, parseRunResult, type RunResult } from "./run-result.js";
+
+const result: RunResult = {
+  version: 1,
+  op: "apply",
+  image: { ref: "registry.invalid/m:v1", providersMirror: false },
+  runtime: { command: ["/captf/runtime"], version: "1.12.6" },
+  steps: [{ name: "init", exit: 0, seconds: 1.2 }, { name: "plan", exit: 2, seconds: 3 }],
+  drift: null,
+  error: { kind: "blocked", step: null, summary: "the plan deletes or replaces 1 resource(s): terraform_data.x (replace)" },
+  plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1, resources: ["terraform_data.x (replace)"], truncated: false },
+};
+
+describe("parseRunResult", () => {
+  it("reads a result document and its shrunk minimal form", () => {
+    expect(parseRunResult(JSON.stringify(result))).toEqual({ ok: true, result });
+    const minimal = { version: 1, op: "plan", error: null, plan: { hash: emptyPlanHash, add: 0, change: 0, destroy: 0, truncated: false } };
+    expect(parseRunResult(JSON.stringify(minimal))).toEqual({ ok: true, result: minimal });
+  });
+
+  it.each([
+    ["nothing", undefined, /wrote no result/],
+    ["a blank message", "  \n", /wrote no result/],
+    ["a log line", "panic: CANARY-secret at main.go:1", /not a JSON result document/],
+    ["an array", "[1]", /not an object/],
+    ["another version", '{"version":2,"op":"apply"}', /version 2; this manager reads version 1/],
+    ["an unknown op", '{"version":1,"op":"explode"}', /no known operation/],
+    ["an unknown error kind", '{"version":1,"op":"apply","error":{"kind":"boom"}}', /error has no known kind/],
+    ["bad steps", '{"version":1,"op":"apply","error":null,"steps":[{"name":1}]}', /steps are malformed/],
+    ["a bad plan", '{"version":1,"op":"plan","error":null,"plan":{"hash":"p1:x","add":-1}}', /plan is malformed/],
+    ["an oversized message", JSON.stringify({ ...result, pad: "x".repeat(maxResultBytes) }), /larger than 4096 bytes/],
+  ])("refuses %s with a reason that does not quote it", (_, text, reason) => {
+    const reading = parseRunResult(text);
+    expect(reading).toMatchObject({ ok: false, reason: expect.stringMatching(reason) });
+    expect(JSON.stringify(reading)).not.toContain("CANARY");
+  });
+});
