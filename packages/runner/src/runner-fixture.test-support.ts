@@ -29,6 +29,8 @@ export interface RunnerCall {
   configDir?: string;
   /** Another work directory (a fresh Job). */
   workdir?: string;
+  /** The -backend-config values instead of the fixture's local state file. */
+  backendConfig?: string[];
 }
 
 /**
@@ -94,7 +96,7 @@ export class RunnerFixture {
         `--providers=${join(this.base, "no-providers")}`,
         `--workdir=${call.workdir ?? this.workdir}`,
         `--config=${call.configDir ?? this.configDir}`,
-        `--backend-config=path=${this.statePath}`,
+        ...(call.backendConfig ?? [`path=${this.statePath}`]).map((value) => `--backend-config=${value}`),
         `--result=${resultPath}`,
         "--stop-timeout=5s",
         ...(call.args ?? []),
