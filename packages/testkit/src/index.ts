@@ -5,3 +5,5 @@ export { describeWithTools, skippedSuitesFile } from "./integration.js";
 export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "./control-plane.js";
 export { sharedControlPlane, controlPlaneVariable } from "./shared-control-plane.js";
+export { runCommand, tofuEnvironment, runTofuTest } from "./tofu.js";
+export type { CommandRun, TofuTestRun } from "./tofu.js";
