@@ -252,6 +252,7 @@ export const annotations = {
   blockMove: "clusterctl.cluster.x-k8s.io/block-move",
   deleteForMove: "clusterctl.cluster.x-k8s.io/delete-for-move",
   safeToEvict: "cluster-autoscaler.kubernetes.io/safe-to-evict",
+  topologyDryRun: "topology.cluster.x-k8s.io/dry-run",
 } as const;
 
 /** Labels captf reads or writes. */
@@ -271,6 +272,8 @@ export const labels = {
   watchFilter: "cluster.x-k8s.io/watch-filter",
   move: "clusterctl.cluster.x-k8s.io/move",
   moveHierarchy: "clusterctl.cluster.x-k8s.io/move-hierarchy",
+  /** On a CRD: the Cluster API contract version it implements, mapped to its API version. */
+  capiContract: "cluster.x-k8s.io/v1beta2",
 } as const;
 
 /** The values of `captf.io/endpoint-source`. */

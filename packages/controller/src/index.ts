@@ -1,2 +1,3 @@
-// Public surface of this package: filled in by its first feature.
-export {};
+// Public surface of @captf/controller.
+export * from "./api/index.js";
+export * from "./webhooks/index.js";
