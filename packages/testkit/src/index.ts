@@ -7,3 +7,7 @@ export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "
 export { sharedControlPlane, controlPlaneVariable } from "./shared-control-plane.js";
 export { runCommand, tofuEnvironment, runTofuTest } from "./tofu.js";
 export type { CommandRun, TofuTestRun } from "./tofu.js";
+export { buildModuleImage, startLocalRegistry, pushImage, moduleImageUser } from "./oci.js";
+export type { ModuleImage, LocalRegistry } from "./oci.js";
+export { lintPublishedModuleImages } from "./module-image-lint.js";
+export type { LintMain, PublishedImageLint } from "./module-image-lint.js";

@@ -24,3 +24,12 @@ describe("tool lookup", () => {
     expect(() => requireTool("kube-apiserver", { CAPTF_TOOLS_DIR: "/nonexistent" })).toThrow(/run tools\/install\.sh.*CAPTF_KUBE_APISERVER.*CAPTF_ALLOW_MISSING_TOOLS=1/);
   });
 });
+
+describe("Debian tools", () => {
+  it("are found on PATH and named with their package when missing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "captf-path-"));
+    writeFileSync(join(dir, "umoci"), "");
+    expect(findTool("umoci", { PATH: `/nonexistent:${dir}` })).toBe(join(dir, "umoci"));
+    expect(() => requireTool("skopeo", { PATH: dir })).toThrow(/apt-get install -y skopeo/);
+  });
+});

@@ -9,7 +9,10 @@ export const toolVariables = {
   "kube-apiserver": "CAPTF_KUBE_APISERVER",
   "kube-controller-manager": "CAPTF_KUBE_CONTROLLER_MANAGER",
 } as const;
-export type ToolName = keyof typeof toolVariables;
+/** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
+export const debianTools = { umoci: "umoci", skopeo: "skopeo", "docker-registry": "docker-registry" } as const;
+
+export type ToolName = keyof typeof toolVariables | keyof typeof debianTools;
 
 /** Set to 1 to let suites whose tools are missing be skipped (and listed in the summary) instead of failing. */
 export const skipMissingToolsVariable = "CAPTF_ALLOW_MISSING_TOOLS";
@@ -17,7 +20,9 @@ export const skipMissingToolsVariable = "CAPTF_ALLOW_MISSING_TOOLS";
 export class MissingToolError extends Error {
   constructor(readonly tool: ToolName) {
     super(
-      `${tool} is not installed: run tools/install.sh (it builds ${tool} into the tools cache), or point ${toolVariables[tool]} at a binary. ` +
+      (tool in debianTools
+        ? `${tool} is not installed: apt-get install -y ${debianTools[tool as keyof typeof debianTools]} (scripts/test.sh does it). `
+        : `${tool} is not installed: run tools/install.sh (it builds ${tool} into the tools cache), or point ${toolVariables[tool as keyof typeof toolVariables]} at a binary. `) +
         `Set ${skipMissingToolsVariable}=1 to skip the suites that need it instead.`,
     );
     this.name = "MissingToolError";
@@ -42,9 +47,18 @@ function readToolsEnvFile(env: NodeJS.ProcessEnv): Record<string, string> {
 
 /** The absolute path of a tool: its environment variable first, then the tools cache's env file. */
 export function findTool(tool: ToolName, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const variable = toolVariables[tool];
+  if (tool in debianTools) return findOnPath(tool, env);
+  const variable = toolVariables[tool as keyof typeof toolVariables];
   const path = env[variable] || readToolsEnvFile(env)[variable];
   return path && existsSync(path) ? path : undefined;
+}
+
+function findOnPath(command: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const dir of (env.PATH ?? "").split(":")) {
+    const candidate = join(dir || ".", command);
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
 }
 
 /** Like {@link findTool}, but throws {@link MissingToolError} with the fix when the tool is absent. */

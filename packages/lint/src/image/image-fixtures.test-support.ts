@@ -1,10 +1,9 @@
 // Builds real OCI images for the image tests with umoci, and serves them with Debian's
 // docker-registry (or a small in-process registry that demands a bearer token).
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { appendFileSync, chmodSync, createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
-import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe } from "@jest/globals";
@@ -100,45 +99,8 @@ export function addIndex(layout: string, tag: string, members: readonly { tag: s
   writeFileSync(indexPath, JSON.stringify(index));
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
-/** Debian's docker-registry on a loopback port, storing in a temporary directory. */
-export async function startRegistry(): Promise<{ host: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "tfcapi-lint-registry-"));
-  const config = join(dir, "config.yml");
-  writeFileSync(config, `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n`);
-  const child: ChildProcess = spawn("docker-registry", ["serve", config], { stdio: "ignore" });
-  const host = `127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`http://${host}/v2/`)).ok) break;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return {
-    host,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGTERM");
-      }),
-  };
-}
-
-export function push(layout: string, tag: string, destination: string): void {
-  execFileSync("skopeo", ["copy", "--all", "--quiet", "--dest-tls-verify=false", `oci:${layout}:${tag}`, `docker://${destination}`], { stdio: ["ignore", "ignore", "pipe"] });
-}
+// The loopback registry and the push come from the testkit, shared with the module image tests.
+export { freeLoopbackPort as freePort, pushImage as push, startLocalRegistry as startRegistry } from "@captf/testkit";
 
 /** An in-process registry serving one OCI layout that demands a bearer token, itself behind basic auth. */
 export async function startTokenRegistry(layout: string, username: string, password: string): Promise<{ host: string; requests: string[]; stop: () => Promise<void> }> {
