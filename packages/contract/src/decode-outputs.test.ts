@@ -155,3 +155,23 @@ describe("outputValuesFromState", () => {
     expect(outputValuesFromState({ outputs: [] })).toEqual({});
   });
 });
+
+describe("decodeOutputs from state", () => {
+  it("reads an absent nullable output as null, since state never stores nulls", () => {
+    const fromState = decodeOutputs("machine", { provider_id: "p", health }, undefined, { fromState: true });
+    expect(fromState.outputs).toMatchObject({
+      addresses: { state: "ok", value: [] },
+      failure_domain: { state: "ok", value: null },
+      interruptible: { state: "ok", value: false },
+    });
+    expect(fromState.reason).toBe("OutputsValid");
+    expect(decodeOutputs("machine", { provider_id: "p" }, undefined, { fromState: true }).outputs.health).toEqual({ state: "missing" });
+    expect(decodeOutputs("machine", { provider_id: "p", health }).outputs.failure_domain).toEqual({ state: "missing" });
+  });
+
+  it("does not change the caller's object", () => {
+    const raw = { provider_id: "", health };
+    decodeOutputs("machine", raw, undefined, { fromState: true });
+    expect(raw).toEqual({ provider_id: "", health });
+  });
+});

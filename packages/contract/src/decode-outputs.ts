@@ -121,6 +121,14 @@ const idOutputs: Partial<Record<Role, readonly string[]>> = {
   machinepool: ["provider_id"],
 };
 
+export interface DecodeOptions {
+  /**
+   * The values come from a state document, which never holds a null output: an absent
+   * output whose null is meaningful is read as null, the others stay missing.
+   */
+  fromState?: boolean;
+}
+
 /**
  * Reads the plain output values (`{name: value}`) out of a Terraform/OpenTofu state document.
  * Note that Terraform does not persist null outputs: a null output reads as absent here.
@@ -147,22 +155,28 @@ export function decodeOutputs<R extends Role>(
   role: R,
   rawOutputs: unknown,
   requestedInputs?: Partial<RoleInputs[R]>,
+  options: DecodeOptions = {},
 ): OutputsDecoding<R> {
   const table = roleTables[role];
-  const raw: Record<string, unknown> =
-    rawOutputs && typeof rawOutputs === "object" && !Array.isArray(rawOutputs) ? (rawOutputs as Record<string, unknown>) : {};
+  const isObject = Boolean(rawOutputs) && typeof rawOutputs === "object" && !Array.isArray(rawOutputs);
+  // A copy: normalization below must not write into the caller's object.
+  const raw: Record<string, unknown> = isObject ? { ...(rawOutputs as Record<string, unknown>) } : {};
   const states: Record<string, OutputState<unknown>> = {};
   const problems: string[] = [];
-  if (raw !== rawOutputs) problems.push("the outputs are not an object");
+  if (!isObject) problems.push("the outputs are not an object");
 
   // Normalize: absent, null and "" first, so the schema only sees candidate values.
   const candidates: Record<string, unknown> = {};
   for (const spec of table.outputs) {
     const name = spec.name;
     if (!Object.prototype.hasOwnProperty.call(raw, name) || raw[name] === undefined) {
-      states[name] = { state: "missing" };
-      problems.push(`output ${name} is not declared by the module`);
-      continue;
+      if (options.fromState && spec.nullable) {
+        raw[name] = null; // Terraform drops null outputs from state: absent there is null
+      } else {
+        states[name] = { state: "missing" };
+        problems.push(`output ${name} is not declared by the module`);
+        continue;
+      }
     }
     let value = raw[name];
     if (idOutputs[role]?.includes(name) && value === "") value = null;
@@ -218,7 +232,7 @@ export function decodeOutputs<R extends Role>(
     else if (state.state === "pending") present.add("OutputsPending");
     else if (state.state === "invalid") present.add(state.conditionReason);
   }
-  if (raw !== rawOutputs) present.add("OutputsInvalid");
+  if (!isObject) present.add("OutputsInvalid");
   if (instancesTruncated) present.add("InstancesTruncated");
   const reason = reasonPrecedence.find((r) => present.has(r)) ?? "OutputsValid";
   const status = reason === "OutputsValid" || reason === "InstancesTruncated" ? "True" : reason === "OutputsPending" ? "Unknown" : "False";

@@ -44,6 +44,7 @@ export {
 export type {
   OutputState,
   OutputsDecoding,
+  DecodeOptions,
   OutputsReason,
   DecodedOutputs,
   Health,

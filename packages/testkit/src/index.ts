@@ -11,3 +11,4 @@ export { buildModuleImage, startLocalRegistry, pushImage, moduleImageUser } from
 export type { ModuleImage, LocalRegistry } from "./oci.js";
 export { lintPublishedModuleImages } from "./module-image-lint.js";
 export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
+export { clusterApiVersion, clusterApiCrdFiles, clusterApiCrdPaths } from "./capi.js";

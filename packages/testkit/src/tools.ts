@@ -10,7 +10,7 @@ export const toolVariables = {
   "kube-controller-manager": "CAPTF_KUBE_CONTROLLER_MANAGER",
 } as const;
 /** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
-export const debianTools = { umoci: "umoci", skopeo: "skopeo", "docker-registry": "docker-registry" } as const;
+export const debianTools = { umoci: "umoci", skopeo: "skopeo", "docker-registry": "docker-registry", go: "golang" } as const;
 
 export type ToolName = keyof typeof toolVariables | keyof typeof debianTools;
 

@@ -28,6 +28,8 @@ const table: [string, Partial<Observed>, Partial<Decision>][] = [
   ["deleting with unreadable state holds", { deleting: true, state: { kind: "unreadable" } }, { reason: "DeletionHeld", requeueAfterMs: minute }],
   ["deleting without state drops the finalizer", { deleting: true, state: { kind: "absent" } }, { dropFinalizer: true, reason: "DeletingWithoutState" }],
   ["deleting destroys", { deleting: true }, { op: "destroy", reason: "Deleting" }],
+  ["a successful destroy ends the deletion", { deleting: true, jobs: [{ op: "apply", outcome: "succeeded", finishedAt: now - 9 * minute }, { op: "destroy", outcome: "succeeded", finishedAt: now - minute }] }, { op: undefined, dropFinalizer: true, cleanupState: true, reason: "Destroyed" }],
+  ["a failed destroy is retried after its backoff", { deleting: true, jobs: [failed("destroy", 3)] }, { op: "destroy", reason: "Deleting" }],
   ["unreadable state runs nothing", { state: { kind: "unreadable" } }, { op: undefined, reason: "StateUnreadable" }],
   ["no state applies", { state: { kind: "absent" }, jobs: [] }, { op: "apply", reason: "NoState" }],
   ["state without a hash applies", { state: { kind: "present" } }, { op: "apply", reason: "StateWithoutInputsHash" }],

@@ -96,8 +96,10 @@ export interface Observed {
 export interface Decision {
   /** The Job to start now, or none. */
   op?: Operation;
-  /** Remove the finalizer: a deleting object with nothing to destroy. */
+  /** Remove the finalizer: a deleting object with nothing (left) to destroy. */
   dropFinalizer?: boolean;
+  /** Before dropping the finalizer, delete the (now empty) state Secrets: the destroy succeeded. */
+  cleanupState?: boolean;
   /** A PascalCase reason for conditions and logs, e.g. InputsChanged, InputsChangedBackoff, UpToDate. */
   reason: string;
   /** Look again after this long (the Job's watch may wake the object sooner). */
@@ -168,6 +170,9 @@ export function decideOperation(observed: Observed): Decision {
   if (observed.deleting) {
     if (observed.state.kind === "unreadable") return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
     if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
+    const destroyed = lastSuccess(observed.jobs, "destroy");
+    const newestApply = newestFirst(observed.jobs, "apply")[0];
+    if (destroyed && (!newestApply || destroyed.finishedAt >= newestApply.finishedAt)) return { dropFinalizer: true, cleanupState: true, reason: "Destroyed" };
     return withBackoff(observed, { op: "destroy", reason: "Deleting" });
   }
 

@@ -1,0 +1,114 @@
+// Runs the Jobs the manager creates, for tests: there is no kubelet on the test plane, so this
+// plays its part for captf's Jobs. For each Pod kube-controller-manager created, it runs the
+// runner (the esbuild bundle of packages/runner, as a child process) with the Job's own
+// arguments, the module the image names and the per-run Secret's files, then writes the Pod's
+// status (phase, exit code, termination message) so the Job controller completes the Job.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as k8s from "@kubernetes/client-node";
+import { requireTool } from "@captf/testkit";
+
+export interface JobExecutor {
+  /** Runs every pending Pod of the namespace once; returns how many it ran. */
+  runPending(): Promise<number>;
+  close(): void;
+}
+
+export function startJobExecutor(options: { kubeconfigPath: string; namespace: string; modules: Record<string, string> }): JobExecutor {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(options.kubeconfigPath);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const base = mkdtempSync(join(tmpdir(), "captf-executor-"));
+  const bundle = join(base, "bundle");
+  execFileSync(process.execPath, [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle], { stdio: "pipe" });
+  const tofu = requireTool("tofu");
+  const done = new Set<string>();
+
+  async function runPod(pod: k8s.V1Pod): Promise<void> {
+    const name = pod.metadata!.name!;
+    const container = pod.spec!.containers.find((c) => c.name === "source")!;
+    const moduleDir = options.modules[container.image!];
+    if (!moduleDir) throw new Error(`no module for image ${container.image}`);
+    const work = join(base, name);
+    const config = join(work, "config");
+    mkdirSync(config, { recursive: true });
+    // The generated root calls ../../module from <workdir>/root, as /captf/work/root reaches /captf/module.
+    symlinkSync(moduleDir, join(work, "module"));
+    const configVolume = pod.spec!.volumes!.find((v) => v.name === "config")!;
+    const secret = await core.readNamespacedSecret({ name: configVolume.secret!.secretName!, namespace: options.namespace });
+    for (const [file, value] of Object.entries(secret.data ?? {})) writeFileSync(join(config, file), Buffer.from(value, "base64"));
+    const resultPath = join(work, "result.json");
+    const args = (container.args ?? [])
+      .filter((arg) => !arg.startsWith("--event-object") && !arg.startsWith("--job-name"))
+      .map((arg) =>
+        arg === "--backend-config=in_cluster_config=true"
+          ? `--backend-config=config_path=${options.kubeconfigPath}`
+          : arg.startsWith("--bin=")
+            ? `--bin=${tofu}`
+            : arg.startsWith("--module=")
+              ? `--module=${moduleDir}`
+              : arg.startsWith("--workdir=")
+                ? `--workdir=${join(work, "work")}`
+                : arg.startsWith("--config=")
+                  ? `--config=${config}`
+                  : arg.startsWith("--providers=")
+                    ? `--providers=${join(work, "no-providers")}`
+                    : arg.startsWith("--result=")
+                      ? `--result=${resultPath}`
+                      : arg,
+      );
+    const exitCode = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: "ignore", env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
+      child.on("exit", (code) => resolve(code ?? 1));
+    });
+    let message = "";
+    try {
+      message = readFileSync(resultPath, "utf8");
+    } catch {
+      // The runner died before writing its result: the manager must cope with an empty message.
+    }
+    const now = new Date().toISOString();
+    await core.patchNamespacedPodStatus(
+      {
+        name,
+        namespace: options.namespace,
+        body: {
+          status: {
+            phase: exitCode === 0 ? "Succeeded" : "Failed",
+            containerStatuses: [
+              {
+                name: "source",
+                image: container.image!,
+                imageID: `${container.image}@sha256:${"0".repeat(64)}`,
+                ready: false,
+                restartCount: 0,
+                state: { terminated: { exitCode, reason: exitCode === 0 ? "Completed" : "Error", message, startedAt: now as never, finishedAt: now as never } },
+              },
+            ],
+          },
+        },
+      },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+  }
+
+  return {
+    async runPending() {
+      const pods = await core.listNamespacedPod({ namespace: options.namespace });
+      let ran = 0;
+      for (const pod of pods.items) {
+        if (done.has(pod.metadata!.uid!) || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") continue;
+        done.add(pod.metadata!.uid!);
+        await runPod(pod);
+        ran++;
+      }
+      return ran;
+    },
+    close() {
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+}

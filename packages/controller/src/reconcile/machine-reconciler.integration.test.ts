@@ -1,0 +1,121 @@
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import * as k8s from "@kubernetes/client-node";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { clusterApiCrdPaths, describeWithTools, sharedControlPlane } from "@captf/testkit";
+import { installCrds } from "../api/crds.test-support.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { reconcileTerraformMachine, type MachineReconcilerDeps } from "./machine-reconciler.js";
+
+const image = "registry.invalid/captf/noop-machine:v0.1.0";
+
+// A TerraformMachine from creation to provisioned and back to deleted, on the real API server with
+// real Cluster API CRDs, real Jobs (kube-controller-manager) and the real runner applying the
+// no-op machine module with its state in a Secret.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "the TerraformMachine reconciler", () => {
+  const namespace = `machine-${Date.now().toString(36)}`;
+  let deps: MachineReconcilerDeps;
+  let custom: k8s.CustomObjectsApi;
+  let batch: k8s.BatchV1Api;
+  let executor: JobExecutor;
+
+  beforeAll(async () => {
+    const plane = sharedControlPlane();
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    batch = kc.makeApiClient(k8s.BatchV1Api);
+    custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const extensions = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    await installCrds(extensions);
+    for (const path of clusterApiCrdPaths()) {
+      const body = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(path, "utf8"));
+      await extensions.createCustomResourceDefinition({ body }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+      await waitFor(async () => ((await extensions.readCustomResourceDefinition({ name: body.metadata!.name! })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ? true : undefined));
+    }
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    deps = { core, batch, custom };
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
+
+    const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
+    const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace };
+    // The cluster's infrastructure is externally managed here: its machines receive {} as exports.
+    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name: "demo", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "demo-identity" } },
+    } });
+    await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "demo" },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "demo" } },
+    } });
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\nruncmd: []\n", format: "cloud-config" } } });
+    const machine = await custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" } },
+      spec: { clusterName: "demo", bootstrap: { dataSecretName: "m-0-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" }, version: "v1.36.2" },
+    } }) as { metadata: { uid: string } };
+    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformmachines", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+      metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true }] },
+      spec: { source: { image } },
+    } });
+  }, 120_000);
+
+  afterAll(() => executor?.close());
+
+  async function drive(until: (machine: Record<string, any>) => boolean, maxPasses = 12): Promise<{ machine: Record<string, any>; actions: string[] }> {
+    const actions: string[] = [];
+    for (let pass = 0; pass < maxPasses; pass++) {
+      const result = await reconcileTerraformMachine(deps, namespace, "m-0");
+      actions.push(result.action);
+      if (result.action === "gone") return { machine: {}, actions };
+      const machine = (await custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" }).catch(() => ({}))) as Record<string, any>;
+      if (until(machine)) return { machine, actions };
+      if (await executor.runPending()) await waitForJobsToSettle();
+    }
+    const last = await custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" }).catch(() => ({}));
+    throw new Error(`not converged after ${maxPasses} passes: ${actions.join(" | ")}\nstatus: ${JSON.stringify((last as { status?: unknown }).status)}`);
+  }
+
+  async function waitForJobsToSettle(): Promise<void> {
+    await waitFor(async () => {
+      const jobs = (await batch.listNamespacedJob({ namespace })).items;
+      return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) ? true : undefined;
+    });
+  }
+
+  it("provisions the machine: one apply Job, providerID, addresses, Ready", async () => {
+    const { machine, actions } = await drive((m) => m.status?.initialization?.provisioned === true);
+    expect(machine.spec.providerID).toBe(`noop:///${namespace}/m-0`);
+    expect(machine.status.addresses).toEqual([{ type: "InternalIP", address: "10.0.0.1" }]);
+    expect(machine.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    expect(machine.status.lastRun).toMatchObject({ operation: "apply", steps: expect.any(Array) });
+    const jobs = (await batch.listNamespacedJob({ namespace })).items;
+    expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])).toEqual(["apply"]);
+    expect(jobs[0]!.metadata?.annotations?.["captf.io/bookkept"]).toBe("true");
+    expect(actions[0]).toBe("added finalizer");
+  }, 180_000);
+
+  it("settles: another pass starts no Job", async () => {
+    const result = await reconcileTerraformMachine(deps, namespace, "m-0");
+    expect(result.action).toBe("UpToDate");
+    expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
+  }, 60_000);
+
+  it("destroys on deletion, then removes its finalizer", async () => {
+    await custom.deleteNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" });
+    const { actions } = await drive((m) => !m.metadata, 12);
+    expect(actions.some((action) => action.startsWith("started destroy"))).toBe(true);
+    expect(actions).toContain("removed finalizer");
+  }, 180_000);
+});
+
+async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMillis = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMillis;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMillis / 1000}s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
