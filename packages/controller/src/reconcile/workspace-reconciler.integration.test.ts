@@ -1,11 +1,11 @@
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
-import { clusterApiCrdPaths, describeWithTools, sharedControlPlane } from "@captf/testkit";
-import { installCrds } from "../api/crds.test-support.js";
+import { describeWithTools } from "@captf/testkit";
+import { allJobsFinished, preparePlane } from "./plane.test-support.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { reconcileTerraformMachine, type MachineReconcilerDeps } from "./machine-reconciler.js";
+import { machineAdapter } from "../kinds/adapters.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 
@@ -14,26 +14,15 @@ const image = "registry.invalid/captf/noop-machine:v0.1.0";
 // no-op machine module with its state in a Secret.
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "the TerraformMachine reconciler", () => {
   const namespace = `machine-${Date.now().toString(36)}`;
-  let deps: MachineReconcilerDeps;
+  let deps: ReconcilerDeps;
   let custom: k8s.CustomObjectsApi;
   let batch: k8s.BatchV1Api;
   let executor: JobExecutor;
 
   beforeAll(async () => {
-    const plane = sharedControlPlane();
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    batch = kc.makeApiClient(k8s.BatchV1Api);
-    custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    const extensions = kc.makeApiClient(k8s.ApiextensionsV1Api);
-    await installCrds(extensions);
-    for (const path of clusterApiCrdPaths()) {
-      const body = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(path, "utf8"));
-      await extensions.createCustomResourceDefinition({ body }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
-      await waitFor(async () => ((await extensions.readCustomResourceDefinition({ name: body.metadata!.name! })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ? true : undefined));
-    }
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    const plane = await preparePlane(namespace);
+    const { core } = plane;
+    ({ batch, custom } = plane);
     deps = { core, batch, custom };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
 
@@ -66,22 +55,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   async function drive(until: (machine: Record<string, any>) => boolean, maxPasses = 12): Promise<{ machine: Record<string, any>; actions: string[] }> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
-      const result = await reconcileTerraformMachine(deps, namespace, "m-0");
+      const result = await reconcileWorkspace(deps, machineAdapter, namespace, "m-0");
       actions.push(result.action);
       if (result.action === "gone") return { machine: {}, actions };
       const machine = (await custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" }).catch(() => ({}))) as Record<string, any>;
       if (until(machine)) return { machine, actions };
-      if (await executor.runPending()) await waitForJobsToSettle();
+      if (await executor.runPending()) await allJobsFinished(batch, namespace);
     }
     const last = await custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" }).catch(() => ({}));
     throw new Error(`not converged after ${maxPasses} passes: ${actions.join(" | ")}\nstatus: ${JSON.stringify((last as { status?: unknown }).status)}`);
-  }
-
-  async function waitForJobsToSettle(): Promise<void> {
-    await waitFor(async () => {
-      const jobs = (await batch.listNamespacedJob({ namespace })).items;
-      return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) ? true : undefined;
-    });
   }
 
   it("provisions the machine: one apply Job, providerID, addresses, Ready", async () => {
@@ -97,7 +79,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }, 180_000);
 
   it("settles: another pass starts no Job", async () => {
-    const result = await reconcileTerraformMachine(deps, namespace, "m-0");
+    const result = await reconcileWorkspace(deps, machineAdapter, namespace, "m-0");
     expect(result.action).toBe("UpToDate");
     expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
   }, 60_000);
@@ -109,13 +91,3 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(actions).toContain("removed finalizer");
   }, 180_000);
 });
-
-async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMillis = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMillis;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMillis / 1000}s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -1,0 +1,96 @@
+import type { JsonValue } from "@captf/contract";
+import { annotations, apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { stateSecretSuffix } from "@captf/render";
+import { readState } from "../state/read-state.js";
+import { isNotFound, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { clusterContractFields, machineContractFields } from "./map-outputs.js";
+import { clusterInputs, machineInputs, type ObjectMeta } from "./render-inputs.js";
+
+/** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
+
+const capiGroup = "cluster.x-k8s.io";
+const capiVersion = "v1beta2";
+
+function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
+  return promise.then((value) => value as T).catch((error) => (isNotFound(error) ? undefined : Promise.reject(error)));
+}
+
+interface CapiCluster {
+  metadata: ObjectMeta;
+  spec?: { infrastructureRef?: { name?: string; kind?: string } };
+  status?: { initialization?: { controlPlaneInitialized?: boolean } };
+}
+
+function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: string, name: string): Promise<T | undefined> {
+  return orUndefined<T>(deps.custom.getNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace, plural, name }));
+}
+
+/** The cluster's `exports` as machines and pools receive it; undefined until the cluster has published them. */
+export async function clusterExports(deps: ReconcilerDeps, namespace: string, clusterName: string): Promise<JsonValue | undefined> {
+  if (!clusterName) return undefined;
+  const cluster = await getCapi<CapiCluster>(deps, namespace, "clusters", clusterName);
+  const infraName = cluster?.spec?.infrastructureRef?.name;
+  if (!infraName) return undefined;
+  const terraformCluster = await orUndefined<{ metadata: ObjectMeta }>(deps.custom.getNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: "terraformclusters", name: infraName }));
+  if (!terraformCluster) return undefined;
+  // An externally managed TerraformCluster runs no module: its machines get {}.
+  if (terraformCluster.metadata.annotations?.[annotations.managedBy] !== undefined) return {};
+  const state = await readState(deps.core, namespace, stateSecretSuffix({ role: "cluster", namespace, name: infraName }));
+  if (state.kind !== "ok" || !state.state.inputsHash) return undefined;
+  return (state.state.outputs.exports as JsonValue | undefined) ?? {};
+}
+
+export const machineAdapter: KindAdapter<"machine"> = {
+  role: "machine",
+  kind: "TerraformMachine",
+  plural: "terraformmachines",
+  async observeInputs(deps, object) {
+    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    if (!ownerRef) return undefined;
+    const namespace = object.metadata.namespace;
+    const machine = await getCapi<{ metadata: ObjectMeta; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string } } }>(deps, namespace, "machines", ownerRef.name);
+    if (!machine) return undefined;
+    const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
+    const exports = await clusterExports(deps, namespace, clusterName);
+    const secretName = machine.spec?.bootstrap?.dataSecretName;
+    const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
+    return { clusterName, inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap) };
+  },
+  contractFields(object, decoding) {
+    const fields = machineContractFields(decoding.outputs);
+    const status: Record<string, unknown> = {};
+    if (fields.addresses?.length) status.addresses = fields.addresses;
+    if (fields.failureDomain) status.failureDomain = fields.failureDomain;
+    // providerID is written once: a later different value is ProviderIDChanged, never an overwrite.
+    const spec = fields.providerID && !object.spec.providerID ? { providerID: fields.providerID } : undefined;
+    return { status, ...(spec ? { spec } : {}) };
+  },
+};
+
+export const clusterAdapter: KindAdapter<"cluster"> = {
+  role: "cluster",
+  kind: "TerraformCluster",
+  plural: "terraformclusters",
+  async observeInputs(deps, object: WorkspaceObject) {
+    const namespace = object.metadata.namespace;
+    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Cluster" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    const clusterName = ownerRef?.name ?? object.metadata.labels?.[labels.clusterName];
+    if (!clusterName) return undefined;
+    const cluster = await getCapi<CapiCluster & Parameters<typeof clusterInputs>[0]>(deps, namespace, "clusters", clusterName);
+    if (!cluster) return undefined;
+    return { clusterName, inputs: { pending: false, inputs: clusterInputs(cluster, object as Parameters<typeof clusterInputs>[1]) } };
+  },
+  contractFields(object, decoding) {
+    const fields = clusterContractFields(decoding.outputs);
+    const status: Record<string, unknown> = {};
+    if (fields.failureDomains) status.failureDomains = fields.failureDomains;
+    if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) status.exports = decoding.outputs.exports.value;
+    const current = (object.spec as { controlPlaneEndpoint?: { host?: string } }).controlPlaneEndpoint;
+    // The module's endpoint is copied once, only when nobody set one; from then on the module owns
+    // it (endpoint-source: module) and the input stays null, so the copy never re-applies the cluster.
+    if (fields.moduleEndpoint && !current?.host) {
+      return { status, spec: { controlPlaneEndpoint: fields.moduleEndpoint }, annotations: { [annotations.endpointSource]: "module" } };
+    }
+    return { status };
+  },
+};

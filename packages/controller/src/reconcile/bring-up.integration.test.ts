@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import type * as k8s from "@kubernetes/client-node";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { describeWithTools } from "@captf/testkit";
+import { clusterAdapter, machineAdapter } from "../kinds/adapters.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { allJobsFinished, preparePlane } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+
+const clusterImage = "registry.invalid/captf/noop-cluster:v0.1.0";
+const machineImage = "registry.invalid/captf/noop-machine:v0.1.0";
+const machines = ["cp-0", "cp-1", "cp-2", "md-0", "md-1", "md-2"];
+
+// The public reference's bring-up figure: one TerraformCluster, six TerraformMachines and the
+// cluster's no-change re-apply after control_plane_initialized flips take at most 8 Jobs.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "bring-up of a cluster and six machines", () => {
+  const namespace = `bringup-${Date.now().toString(36)}`;
+  let deps: ReconcilerDeps;
+  let custom: k8s.CustomObjectsApi;
+  let batch: k8s.BatchV1Api;
+  let executor: JobExecutor;
+  const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace };
+  const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
+
+  beforeAll(async () => {
+    const plane = await preparePlane(namespace);
+    ({ batch, custom } = plane);
+    deps = { core: plane.core, batch, custom };
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [clusterImage]: noopModuleDirectory("cluster"), [machineImage]: noopModuleDirectory("machine") } });
+    const cluster = (await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "c1" },
+      spec: {
+        clusterNetwork: { pods: { cidrBlocks: ["10.244.0.0/16"] }, services: { cidrBlocks: ["10.96.0.0/12"] } },
+        infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "c1" },
+      },
+    } })) as { metadata: { uid: string } };
+    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name: "c1", labels: { "cluster.x-k8s.io/cluster-name": "c1" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: "c1", uid: cluster.metadata.uid }] },
+      spec: { source: { image: clusterImage }, identityRef: { name: "demo-identity" } },
+    } });
+    for (const name of machines) {
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: `#cloud-config\nhostname: ${name}\n`, format: "cloud-config" } } });
+      const controlPlane = name.startsWith("cp-");
+      const machine = (await custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine",
+        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c1", ...(controlPlane ? { "cluster.x-k8s.io/control-plane": "" } : {}) } },
+        spec: { clusterName: "c1", version: "v1.36.2", bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name } },
+      } })) as { metadata: { uid: string } };
+      await custom.createNamespacedCustomObject({ ...infra, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c1" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
+        spec: { source: { image: machineImage } },
+      } });
+    }
+  }, 120_000);
+  afterAll(() => executor?.close());
+
+  async function settle(maxRounds = 10): Promise<void> {
+    for (let round = 0; round < maxRounds; round++) {
+      let started = 0;
+      const results = [await reconcileWorkspace(deps, clusterAdapter, namespace, "c1"), ...(await Promise.all(machines.map((name) => reconcileWorkspace(deps, machineAdapter, namespace, name))))];
+      for (const result of results) if (result.action.startsWith("started") || result.action === "added finalizer") started++;
+      const ran = await executor.runPending();
+      if (ran) await allJobsFinished(batch, namespace);
+      if (started === 0 && ran === 0) return;
+    }
+    throw new Error(`not settled after ${maxRounds} rounds`);
+  }
+
+  const get = (plural: string, name: string) => custom.getNamespacedCustomObject({ ...infra, plural, name }) as Promise<Record<string, any>>;
+
+  it("provisions the cluster and every machine, then re-applies the cluster once without changes, in at most 8 Jobs", async () => {
+    await settle();
+    const cluster = await get("terraformclusters", "c1");
+    expect(cluster.status.initialization).toEqual({ provisioned: true });
+    expect(cluster.spec.controlPlaneEndpoint).toEqual({ host: "noop-c1.invalid", port: 6443 });
+    expect(cluster.status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
+    for (const name of machines) {
+      const machine = await get("terraformmachines", name);
+      expect([name, machine.status?.initialization, machine.spec.providerID]).toEqual([name, { provisioned: true }, `noop:///${namespace}/${name}`]);
+    }
+
+    // The control plane comes up (as a control-plane provider would report): the cluster's
+    // control_plane_initialized input flips, so its inputs hash changes and it re-applies once,
+    // guarded (plan first), without destroying anything.
+    await custom.patchNamespacedCustomObjectStatus({ ...capi, plural: "clusters", name: "c1", body: { status: { initialization: { controlPlaneInitialized: true } } } }, (await import("./workspace-reconciler.js")).mergePatchOptions());
+    await settle();
+
+    const jobs = (await batch.listNamespacedJob({ namespace })).items;
+    const byOp = jobs.map((job) => `${job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/owner-kind"]}/${job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]}`).sort();
+    console.log(`bring-up: ${jobs.length} Jobs (${byOp.join(", ")})`);
+    expect(byOp).toEqual(["TerraformCluster/apply", "TerraformCluster/apply", ...machines.map(() => "TerraformMachine/apply")]);
+    expect(jobs.length).toBeLessThanOrEqual(8);
+    const reapply = (await get("terraformclusters", "c1")).status.lastRun;
+    expect(reapply.error).toBeUndefined();
+    expect(reapply.steps.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply"]);
+  }, 300_000);
+});
