@@ -1,0 +1,198 @@
+/**
+ * The `captf_*` metrics of the reference (stability ALPHA, so every HELP starts with `[ALPHA]`),
+ * with their label names and label value enums as types. The runtime registers all of them at
+ * start; reconcilers fill them in through the typed helpers below. Only the per-object gauges carry
+ * `namespace` and `name`, and {@link CaptfMetrics.forgetObject} deletes those series with the object.
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+export type MetricKind = "TerraformCluster" | "TerraformMachine" | "TerraformMachinePool";
+export type MetricOp = "apply" | "destroy" | "refresh" | "drift" | "plan" | "restore";
+export const metricOps: readonly MetricOp[] = ["apply", "destroy", "refresh", "drift", "plan", "restore"];
+export type JobResult = "succeeded" | "failed" | "deadline" | "interrupted" | "blocked" | "plan_changed";
+export type JobStep =
+  | "init"
+  | "force-unlock"
+  | "validate"
+  | "plan"
+  | "show-json"
+  | "apply"
+  | "apply-refresh-only"
+  | "destroy"
+  | "state-push"
+  | "state-list"
+  | "prepare"
+  | "other";
+export type JobErrorKind = "step" | "image-layout" | "interrupted" | "blocked" | "plan-changed" | "deadline" | "unknown";
+export type ResourceAction = "add" | "change" | "destroy" | "import";
+export type StateReadErrorReason = "inconsistent" | "encrypted" | "corrupt" | "lost" | "locked";
+export type StateBackupResult = "taken" | "pruned" | "skipped";
+export type StateRestoreResult = "succeeded" | "failed" | "not_found";
+export type LeaseWaitReason = "run_lease" | "cluster_operation" | "machine_operations";
+export type PlanApprovalResult = "created" | "approved" | "applied" | "superseded" | "failed" | "changed";
+export type IdentityDeniedReason = "notfound" | "namespace";
+export type RemediationAction = "requested" | "withdrawn";
+/** 1 true, 0 false, -1 unknown. */
+export type TriState = 1 | 0 | -1;
+
+const minute = 60;
+const hour = 3600;
+/** 15 s … 2 h. */
+export const jobDurationBuckets = [15, 30, minute, 2 * minute, 5 * minute, 10 * minute, 15 * minute, 30 * minute, hour, 2 * hour];
+/** 1 s … 2 h. */
+export const jobStepDurationBuckets = [1, 2, 5, 10, 30, minute, 2 * minute, 5 * minute, 10 * minute, 30 * minute, hour, 2 * hour];
+/** 5 s … 30 min, with the 300 s boundary the CAPTFJobQueueSlow alert reads. */
+export const jobQueueBuckets = [5, 10, 30, minute, 2 * minute, 5 * minute, 10 * minute, 20 * minute, 30 * minute];
+export const jobAttemptBuckets = [1, 2, 3, 4, 5, 6, 8, 10, 15, 20];
+
+const alpha = (help: string) => `[ALPHA] ${help}`;
+
+export interface BuildInfo {
+  version: string;
+  commit: string;
+  contract: string;
+}
+
+/** A source of active Job counts, read at scrape time (the reference reads its Job cache). */
+export type ActiveJobsSource = () => Iterable<{ kind: MetricKind; op: MetricOp; count: number }>;
+
+export class CaptfMetrics {
+  readonly jobs: Counter<"kind" | "op" | "result">;
+  readonly jobDuration: Histogram<"kind" | "op" | "result">;
+  readonly jobStepDuration: Histogram<"kind" | "op" | "step">;
+  readonly jobQueue: Histogram<"kind" | "op">;
+  readonly jobErrors: Counter<"kind" | "op" | "error_kind" | "step">;
+  readonly jobsActive: Gauge<"kind" | "op">;
+  readonly jobAttempts: Histogram<"kind" | "op">;
+  readonly resourcesChanged: Counter<"kind" | "op" | "action">;
+  readonly opDecisions: Counter<"kind" | "op" | "reason">;
+  readonly stateReadErrors: Counter<"kind" | "reason">;
+  readonly stateResources: Gauge<"kind" | "namespace" | "name">;
+  readonly stateBytes: Gauge<"kind" | "namespace" | "name">;
+  readonly inputsBytes: Gauge<"kind" | "namespace" | "name">;
+  readonly stateBackups: Counter<"kind" | "result">;
+  readonly stateRestores: Counter<"kind" | "result">;
+  readonly outputsInvalid: Counter<"kind" | "reason">;
+  readonly inputsHashChanges: Counter<"kind">;
+  readonly ready: Gauge<"kind" | "namespace" | "name">;
+  readonly infrastructureHealthy: Gauge<"kind" | "namespace" | "name">;
+  readonly driftDetected: Gauge<"kind" | "namespace" | "name">;
+  readonly driftResources: Counter<"kind" | "action">;
+  readonly lastSuccessTimestamp: Gauge<"kind" | "namespace" | "name" | "op">;
+  readonly unhealthySamples: Gauge<"namespace" | "name">;
+  readonly remediationRequests: Counter<"action">;
+  readonly lockForceUnlocks: Counter<"kind">;
+  readonly leaseWaits: Counter<"kind" | "reason">;
+  readonly planApprovals: Counter<"kind" | "result">;
+  readonly destructivePlanApprovalsConsumed: Counter<"kind">;
+  readonly identityDenied: Counter<"reason">;
+  readonly imageInspectErrors: Counter<"reason">;
+  readonly buildInfo: Gauge<"version" | "commit" | "contract">;
+  #activeJobs: ActiveJobsSource = () => [];
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter<L>({ name, help: alpha(help), labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Gauge<L>({ name, help: alpha(help), labelNames, registers });
+    const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+      new Histogram<L>({ name, help: alpha(help), labelNames, buckets, registers });
+    const object = ["kind", "namespace", "name"] as const;
+
+    this.jobs = counter("captf_jobs_total", "Finished Terraform Jobs by kind, operation and result", ["kind", "op", "result"]);
+    this.jobDuration = histogram("captf_job_duration_seconds", "Duration of finished Terraform Jobs", ["kind", "op", "result"], jobDurationBuckets);
+    this.jobStepDuration = histogram("captf_job_step_duration_seconds", "Duration of the runner's steps", ["kind", "op", "step"], jobStepDurationBuckets);
+    this.jobQueue = histogram("captf_job_queue_seconds", "Time from Job creation until its source container started", ["kind", "op"], jobQueueBuckets);
+    this.jobErrors = counter("captf_job_errors_total", "Failed Terraform Jobs by error kind and failed step (none if no step failed)", ["kind", "op", "error_kind", "step"]);
+    const activeJobs = () => this.#activeJobs();
+    this.jobsActive = new Gauge({
+      name: "captf_jobs_active",
+      help: alpha("Terraform Jobs running now, read from the Job cache at scrape time"),
+      labelNames: ["kind", "op"],
+      registers,
+      collect() {
+        this.reset();
+        for (const { kind, op, count } of activeJobs()) this.set({ kind, op }, count);
+      },
+    });
+    this.jobAttempts = histogram("captf_job_attempts", "Retry number of each succeeded Job (failures of that op since its last success, plus one)", ["kind", "op"], jobAttemptBuckets);
+    this.resourcesChanged = counter("captf_resources_changed_total", "Terraform resources changed by Jobs", ["kind", "op", "action"]);
+    this.opDecisions = counter("captf_reconcile_op_decisions_total", "Operations chosen by reconcile passes (op none if nothing), by reason", ["kind", "op", "reason"]);
+    this.stateReadErrors = counter("captf_state_read_errors_total", "Failures to read Terraform state", ["kind", "reason"]);
+    this.stateResources = gauge("captf_state_resources", "Resources in an object's Terraform state", object);
+    this.stateBytes = gauge("captf_state_bytes", "Size of an object's Terraform state", object);
+    this.inputsBytes = gauge("captf_inputs_bytes", "Size of an object's durable inputs", object);
+    this.stateBackups = counter("captf_state_backups_total", "State backups taken, pruned or skipped", ["kind", "result"]);
+    this.stateRestores = counter("captf_state_restores_total", "State restores by result", ["kind", "result"]);
+    this.outputsInvalid = counter("captf_outputs_invalid_total", "Module outputs that failed validation", ["kind", "reason"]);
+    this.inputsHashChanges = counter("captf_inputs_hash_changes_total", "Changes of an object's inputs hash", ["kind"]);
+    this.ready = gauge("captf_ready", "Ready condition of an object: 1 true, 0 false, -1 unknown", object);
+    this.infrastructureHealthy = gauge("captf_infrastructure_healthy", "InfrastructureHealthy condition: 1 true, 0 false, -1 unknown", object);
+    this.driftDetected = gauge("captf_drift_detected", "1 while drift is detected on an object", object);
+    this.driftResources = counter("captf_drift_resources_total", "Drifted resources found by drift Jobs", ["kind", "action"]);
+    this.lastSuccessTimestamp = gauge("captf_last_success_timestamp_seconds", "Time of an object's last successful Job of an operation (drift and refresh only while scheduled)", [
+      ...object,
+      "op",
+    ]);
+    this.unhealthySamples = gauge("captf_unhealthy_samples", "Consecutive unhealthy samples of a machine", ["namespace", "name"]);
+    this.remediationRequests = counter("captf_remediation_requests_total", "Machine remediation requests and withdrawals", ["action"]);
+    this.lockForceUnlocks = counter("captf_lock_force_unlocks_total", "State locks forcibly released", ["kind"]);
+    this.leaseWaits = counter("captf_lease_waits_total", "Waits for a run lease or the cluster operation gate", ["kind", "reason"]);
+    this.planApprovals = counter("captf_plan_approvals_total", "Plan approval transitions", ["kind", "result"]);
+    this.destructivePlanApprovalsConsumed = counter("captf_destructive_plan_approvals_consumed_total", "Destructive-plan approval annotations consumed (legacy flow)", ["kind"]);
+    this.identityDenied = counter("captf_identity_denied_total", "Identity resolutions denied", ["reason"]);
+    this.imageInspectErrors = counter("captf_image_inspect_errors_total", "Failures to inspect a module image", ["reason"]);
+    this.buildInfo = gauge("captf_build_info", "Build information of the manager, always 1", ["version", "commit", "contract"]);
+  }
+
+  setBuildInfo(info: BuildInfo): void {
+    this.buildInfo.reset();
+    this.buildInfo.set({ ...info }, 1);
+  }
+
+  /** Where `captf_jobs_active` reads its counts at scrape time. */
+  setActiveJobsSource(source: ActiveJobsSource): void {
+    this.#activeJobs = source;
+  }
+
+  /** One finished Job: counted, timed, and (when it succeeded) its attempt number recorded. */
+  jobFinished(job: { kind: MetricKind; op: MetricOp; result: JobResult; durationSeconds?: number; attempt?: number }): void {
+    this.jobs.inc({ kind: job.kind, op: job.op, result: job.result });
+    if (job.durationSeconds !== undefined) this.jobDuration.observe({ kind: job.kind, op: job.op, result: job.result }, job.durationSeconds);
+    if (job.result === "succeeded" && job.attempt !== undefined) this.jobAttempts.observe({ kind: job.kind, op: job.op }, job.attempt);
+  }
+
+  jobFailed(kind: MetricKind, op: MetricOp, errorKind: JobErrorKind, step: JobStep | "none" = "none"): void {
+    this.jobErrors.inc({ kind, op, error_kind: errorKind, step });
+  }
+
+  decided(kind: MetricKind, op: MetricOp | "none", reason: string): void {
+    this.opDecisions.inc({ kind, op, reason });
+  }
+
+  /** Sets an object's condition gauges; `undefined` leaves a gauge as it is. */
+  objectStatus(kind: MetricKind, namespace: string, name: string, status: { ready?: TriState; healthy?: TriState; drift?: 0 | 1 }): void {
+    const labels = { kind, namespace, name };
+    if (status.ready !== undefined) this.ready.set(labels, status.ready);
+    if (status.healthy !== undefined) this.infrastructureHealthy.set(labels, status.healthy);
+    if (status.drift !== undefined) this.driftDetected.set(labels, status.drift);
+  }
+
+  objectSizes(kind: MetricKind, namespace: string, name: string, sizes: { stateResources?: number; stateBytes?: number; inputsBytes?: number }): void {
+    const labels = { kind, namespace, name };
+    if (sizes.stateResources !== undefined) this.stateResources.set(labels, sizes.stateResources);
+    if (sizes.stateBytes !== undefined) this.stateBytes.set(labels, sizes.stateBytes);
+    if (sizes.inputsBytes !== undefined) this.inputsBytes.set(labels, sizes.inputsBytes);
+  }
+
+  lastSuccess(kind: MetricKind, namespace: string, name: string, op: MetricOp, atMillis: number): void {
+    this.lastSuccessTimestamp.set({ kind, namespace, name, op }, atMillis / 1000);
+  }
+
+  /** Deletes every per-object series of a deleted object (the 8 gauges carrying namespace and name). */
+  forgetObject(kind: MetricKind, namespace: string, name: string): void {
+    const labels = { kind, namespace, name };
+    for (const gauge of [this.stateResources, this.stateBytes, this.inputsBytes, this.ready, this.infrastructureHealthy, this.driftDetected]) gauge.remove(labels);
+    for (const op of metricOps) this.lastSuccessTimestamp.remove({ ...labels, op });
+    if (kind === "TerraformMachine") this.unhealthySamples.remove({ namespace, name });
+  }
+}

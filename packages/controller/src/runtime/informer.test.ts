@@ -1,0 +1,196 @@
+// The informer against the real kube-apiserver: cache, indexes and events, then each way a watch
+// breaks (a real 410 Gone, a cut connection, a silent connection) and the periodic relist.
+import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
+import { describeWithTools } from "@captf/testkit";
+import { builtinTypes } from "./builtin-types.js";
+import { Informer, labelIndex, objectKey, splitKey, type InformerOptions, type WatchRestartReason } from "./informer.js";
+import type { KubeObject, ResourceType } from "./kube-client.js";
+import { captureLogs, createTestNamespace, eventually, FaultyKubeClient } from "./runtime.test-support.js";
+
+jest.setTimeout(30_000);
+
+interface ConfigMap extends KubeObject {
+  data?: Record<string, string>;
+}
+
+describe("object keys", () => {
+  it("are namespace/name, or the name alone when cluster-scoped, and split back", () => {
+    expect(objectKey({ metadata: { namespace: "ns", name: "a" } })).toBe("ns/a");
+    expect(objectKey({ metadata: { name: "node-1" } })).toBe("node-1");
+    expect(splitKey("ns/a")).toEqual({ namespace: "ns", name: "a" });
+    expect(splitKey("node-1")).toEqual({ namespace: undefined, name: "node-1" });
+  });
+});
+
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the resilient informer on a real API server", () => {
+  let client: FaultyKubeClient;
+  let namespace: string;
+  const informers: Informer<KubeObject>[] = [];
+
+  beforeAll(async () => {
+    client = new FaultyKubeClient();
+    namespace = await createTestNamespace(client, "informer");
+  });
+
+  afterAll(async () => {
+    await Promise.all(informers.map((informer) => informer.stop()));
+    await client.delete(builtinTypes.namespace, undefined, namespace).catch(() => undefined);
+    client.close();
+  });
+
+  /** An informer on ConfigMaps (or `type`) of this suite's namespace recording what it saw. */
+  function startInformer<T extends KubeObject = ConfigMap>(overrides: Partial<InformerOptions<T>> = {}, type: ResourceType = builtinTypes.configMap) {
+    const logs = captureLogs();
+    const events: string[] = [];
+    const restarts: WatchRestartReason[] = [];
+    const lists: number[] = [];
+    const informer = new Informer<T>({
+      client,
+      type,
+      namespace,
+      logger: logs.logger,
+      backoffInitialMillis: 50,
+      backoffMaxMillis: 200,
+      metrics: { listed: (items) => void lists.push(items), watchRestarted: (reason) => void restarts.push(reason) },
+      ...overrides,
+    });
+    informer.addHandlers({
+      add: (o, { initialList }) => void events.push(`add ${o.metadata?.name}${initialList ? " (initial)" : ""}`),
+      update: (_old, o, { resync }) => void events.push(`${resync ? "resync" : "update"} ${o.metadata?.name}`),
+      delete: (o) => void events.push(`delete ${o.metadata?.name}`),
+    });
+    informer.start();
+    informers.push(informer as unknown as Informer<KubeObject>);
+    return { informer, events, restarts, logs, lists };
+  }
+
+  const configMap = (name: string, labels: Record<string, string> = {}, data: Record<string, string> = {}): ConfigMap => ({
+    metadata: { name, labels },
+    data,
+  });
+  const create = (body: ConfigMap) => client.create(builtinTypes.configMap, namespace, body);
+
+  it("fills its cache, then sees creates, updates and deletes, with label selection and an index", async () => {
+    await create(configMap("before", { app: "web" }));
+    const { informer, events } = startInformer<ConfigMap>({ indexes: { byApp: labelIndex("app") } });
+    expect(await informer.waitForSync(10_000)).toBe(true);
+    expect(events).toContain("add before (initial)");
+
+    await create(configMap("web-2", { app: "web", tier: "front" }));
+    await create(configMap("db-1", { app: "db" }));
+    await client.patch(builtinTypes.configMap, namespace, "web-2", { data: { changed: "yes" } });
+    await client.delete(builtinTypes.configMap, namespace, "db-1");
+    await eventually(() => events.includes("delete db-1"), 10_000, "the delete event");
+
+    expect(events).toEqual(expect.arrayContaining(["add web-2", "add db-1", "update web-2", "delete db-1"]));
+    expect(informer.get(namespace, "web-2")?.data).toEqual({ changed: "yes" });
+    expect(informer.get(`${namespace}/db-1`)).toBeUndefined();
+    expect(informer.list({ labelSelector: "app=web" }).map((o) => o.metadata?.name).sort()).toEqual(["before", "web-2"]);
+    expect(informer.list({ labelSelector: "app=web,tier" }).map((o) => o.metadata?.name)).toEqual(["web-2"]);
+    expect(informer.byIndex("byApp", "web").map((o) => o.metadata?.name).sort()).toEqual(["before", "web-2"]);
+    expect(informer.byIndex("byApp", "db")).toEqual([]);
+    // Cached objects are frozen: a reconciler must copy before changing one.
+    expect(() => {
+      (informer.get(namespace, "web-2")!.data as Record<string, string>).x = "y";
+    }).toThrow(TypeError);
+  });
+
+  it("relists after a real 410 Gone from the server and misses nothing", async () => {
+    // A CRD installed just now has a watch cache that starts now: resourceVersion "1" is too old for it.
+    const plural = `gadgets${Date.now().toString(36)}`;
+    const crdType: ResourceType = { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false };
+    const gadgetType: ResourceType = { group: "runtime-test.captf.io", version: "v1", kind: "Gadget", plural, namespaced: true };
+    await client.create(crdType, undefined, {
+      metadata: { name: `${plural}.runtime-test.captf.io` },
+      spec: {
+        group: "runtime-test.captf.io",
+        scope: "Namespaced",
+        names: { plural, singular: plural, kind: "Gadget" },
+        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+      },
+    } as KubeObject);
+    try {
+      await eventually(async () => {
+        const crd = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(crdType, undefined, `${plural}.runtime-test.captf.io`);
+        return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
+      });
+      await eventually(() => client.list(gadgetType, namespace).then(() => true), 10_000, "the new resource to be served");
+      const gadget = (name: string) => ({ apiVersion: "runtime-test.captf.io/v1", kind: "Gadget", metadata: { name } });
+      await client.create(gadgetType, namespace, gadget("g1"));
+
+      client.nextWatchResourceVersion = "1";
+      const { informer, events, restarts, logs } = startInformer<KubeObject>({}, gadgetType);
+      await eventually(() => restarts.includes("gone"), 10_000, "the 410");
+      await client.create(gadgetType, namespace, gadget("g2"));
+      await eventually(() => events.includes("add g2"), 10_000, "g2 after the relist");
+
+      expect(client.watchQueries.some((q) => q.resourceVersion === "1")).toBe(true);
+      expect(logs.messages()).toContain("resourceVersion expired (410 Gone), relisting");
+      expect(events.slice(0, 2)).toEqual(["add g1 (initial)", "resync g1"]);
+      expect(informer.list().map((o) => o.metadata?.name).sort()).toEqual(["g1", "g2"]);
+    } finally {
+      await client.delete(crdType, undefined, `${plural}.runtime-test.captf.io`).catch(() => undefined);
+    }
+  });
+
+  it("reconnects with backoff after the connection is cut and replays what happened meanwhile", async () => {
+    await create(configMap("cut-0", { suite: "cut" }));
+    const { informer, events, restarts, logs } = startInformer({ labelSelector: "suite=cut", backoffInitialMillis: 300 });
+    await informer.waitForSync(10_000);
+    await eventually(() => client.liveWatches > 0, 10_000, "a live watch");
+
+    client.cutWatches();
+    // Written while no watch is connected: the rewatch from the last resourceVersion must replay it.
+    await create(configMap("cut-1", { suite: "cut" }));
+    await eventually(() => events.includes("add cut-1"), 10_000, "cut-1 after the reconnect");
+
+    expect(restarts).toContain("error");
+    expect(restarts).not.toContain("gone");
+    expect(logs.messages()).toContain("list/watch failed, retrying");
+    expect(events.filter((e) => e.startsWith("add cut-0"))).toHaveLength(1);
+  });
+
+  it("reconnects when the watch goes silent for longer than the inactivity timeout", async () => {
+    const { informer, events, restarts } = startInformer({ labelSelector: "suite=silent", inactivityTimeoutMillis: 400 });
+    await informer.waitForSync(10_000);
+    client.swallowWatchEvents = true;
+    await create(configMap("silent-1", { suite: "silent" }));
+    await eventually(() => restarts.includes("inactive"), 5_000, "the inactivity restart");
+    client.swallowWatchEvents = false;
+    await eventually(() => events.includes("add silent-1"), 10_000, "the missed add, replayed");
+    expect(informer.get(namespace, "silent-1")).toBeDefined();
+  });
+
+  it("relists periodically, re-delivering unchanged objects as resyncs and repairing missed deletes", async () => {
+    await create(configMap("periodic-1", { suite: "periodic" }));
+    await create(configMap("periodic-2", { suite: "periodic" }));
+    const { informer, events, restarts } = startInformer({ labelSelector: "suite=periodic", relistPeriodMillis: 700 });
+    await informer.waitForSync(10_000);
+    client.swallowWatchEvents = true;
+    await client.delete(builtinTypes.configMap, namespace, "periodic-2");
+    await eventually(() => restarts.includes("relist"), 5_000, "the periodic relist");
+    await eventually(() => events.includes("delete periodic-2"), 5_000, "the missed delete, found by the relist");
+    client.swallowWatchEvents = false;
+    expect(events).toContain("resync periodic-1");
+    expect(informer.list().map((o) => o.metadata?.name)).toEqual(["periodic-1"]);
+  });
+
+  it("rewatches from its resourceVersion, without a relist, when the server ends a watch at its timeout", async () => {
+    const { informer, events, restarts, lists } = startInformer({ labelSelector: "suite=timeout", watchTimeoutSeconds: () => 1 });
+    await informer.waitForSync(10_000);
+    await eventually(() => restarts.includes("ended"), 5_000, "the server to end the watch");
+    await create(configMap("after-timeout", { suite: "timeout" }));
+    await eventually(() => events.includes("add after-timeout"), 5_000, "the add on the new watch");
+    expect(restarts).not.toContain("gone");
+    expect(lists).toHaveLength(1);
+  });
+
+  it("stops cleanly and can hand a late handler the cache as adds", async () => {
+    const { informer } = startInformer({ labelSelector: "suite=cut" });
+    await informer.waitForSync(10_000);
+    await informer.stop();
+    const late: string[] = [];
+    informer.addHandlers({ add: (o, { initialList }) => void late.push(`${o.metadata?.name}:${initialList}`) });
+    expect(late.sort()).toEqual(["cut-0:true", "cut-1:true"]);
+  });
+});
