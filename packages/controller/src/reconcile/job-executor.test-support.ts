@@ -27,7 +27,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
   const tofu = requireTool("tofu");
   const done = new Set<string>();
 
-  async function runPod(pod: k8s.V1Pod): Promise<void> {
+  async function runPod(pod: k8s.V1Pod): Promise<boolean> {
     const name = pod.metadata!.name!;
     const container = pod.spec!.containers.find((c) => c.name === "source")!;
     const moduleDir = options.modules[container.image!];
@@ -38,7 +38,13 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
     // The generated root calls ../../module from <workdir>/root, as /captf/work/root reaches /captf/module.
     symlinkSync(moduleDir, join(work, "module"));
     const configVolume = pod.spec!.volumes!.find((v) => v.name === "config")!;
-    const secret = await core.readNamespacedSecret({ name: configVolume.secret!.secretName!, namespace: options.namespace });
+    const secret = await core.readNamespacedSecret({ name: configVolume.secret!.secretName!, namespace: options.namespace }).catch(() => undefined);
+    // Like a kubelet, a pod whose Secret volume is missing waits for it.
+    if (!secret) {
+      done.delete(pod.metadata!.uid!);
+      rmSync(work, { recursive: true, force: true });
+      return false;
+    }
     for (const [file, value] of Object.entries(secret.data ?? {})) writeFileSync(join(config, file), Buffer.from(value, "base64"));
     const resultPath = join(work, "result.json");
     const args = (container.args ?? [])
@@ -93,6 +99,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
       },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
+    return true;
   }
 
   return {
@@ -102,8 +109,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
       for (const pod of pods.items) {
         if (done.has(pod.metadata!.uid!) || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") continue;
         done.add(pod.metadata!.uid!);
-        await runPod(pod);
-        ran++;
+        if (await runPod(pod)) ran++;
       }
       return ran;
     },

@@ -155,6 +155,23 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   const state = await readState(core, namespace, suffix);
   const currentHash = inputs && !inputs.pending ? inputsHash({ role: adapter.role, image: object.spec.source.image, inputs: inputs.inputs }) : undefined;
+
+  // A pass killed between creating a Job and its per-run Secret left the Job waiting for its
+  // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
+  if (activeJob) {
+    const job = jobs.find((candidate) => candidate.metadata?.name === activeJob!.name)!;
+    const secretName = runSecretName(activeJob.name);
+    const present = await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
+    if (!present) {
+      const jobHash = job.metadata?.annotations?.[annotations.inputsHash];
+      if (inputs && !inputs.pending && (jobHash === undefined || jobHash === currentHash)) {
+        await createRunSecret(core, namespace, job, { ...renderGeneratedRoot(adapter.role, inputs.inputs) });
+      } else {
+        await batch.deleteNamespacedJob({ name: activeJob.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
+        return { action: `deleted stuck Job ${activeJob.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
+      }
+    }
+  }
   const drift = object.spec.drift ?? {};
 
   // Decide.
@@ -209,15 +226,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         if ((error as { code?: number }).code === 409) return batch.readNamespacedJob({ name: job.metadata!.name!, namespace });
         throw error;
       });
-      await core
-        .createNamespacedSecret({
-          namespace,
-          body: {
-            metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: created.metadata!.name!, uid: created.metadata!.uid!, controller: true }] },
-            stringData: { ...root },
-          },
-        })
-        .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+      await createRunSecret(core, namespace, created, { ...root });
       action = `started ${decision.op} (${decision.reason}) as ${job.metadata!.name}`;
       activeJob = { name: job.metadata!.name!, op: decision.op };
       status.activeJob = { name: job.metadata!.name, operation: decision.op, attempt };
@@ -266,6 +275,19 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     await batch.patchNamespacedJob({ name: job.metadata!.name!, namespace, body: { metadata: { annotations: { [annotations.bookkept]: "true" } } } }, mergePatchOptions()).catch(ignoreNotFound);
   }
   return { action, ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}) };
+}
+
+/** The per-run Secret holding the rendered root, owned by its Job so it goes with it. */
+async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, files: Record<string, string>): Promise<void> {
+  await core
+    .createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
+        stringData: files,
+      },
+    })
+    .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
 }
 
 async function patchStatus(deps: ReconcilerDeps, adapter: { plural: string }, namespace: string, name: string, status: Record<string, unknown>): Promise<void> {

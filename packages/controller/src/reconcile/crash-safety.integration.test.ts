@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import type * as k8s from "@kubernetes/client-node";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { describeWithTools } from "@captf/testkit";
+import { machineAdapter } from "../kinds/adapters.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { allJobsFinished, preparePlane } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+
+const image = "registry.invalid/captf/noop-machine:v0.1.0";
+const writeVerbs = /^(create|patch|replace|delete)/;
+
+class ManagerKilled extends Error {}
+
+/** Clients that let `budget` writes through, then "kill the manager": the next write throws before it reaches the API server. */
+function killAfterWrites<T extends object>(client: T, counter: { writes: number; budget: number }): T {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== "function" || typeof property !== "string" || !writeVerbs.test(property)) return value;
+      return (...args: unknown[]) => {
+        if (counter.writes >= counter.budget) throw new ManagerKilled(`killed before write ${counter.writes + 1} (${property})`);
+        counter.writes++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+// A manager killed between any two of its writes converges on the next passes without a duplicate
+// Job or a lost result: every pass is cut after each possible number of writes in turn.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "crash safety of the reconcile pass", () => {
+  const namespace = `crash-${Date.now().toString(36)}`;
+  let plane: Awaited<ReturnType<typeof preparePlane>>;
+  let executor: JobExecutor;
+
+  beforeAll(async () => {
+    plane = await preparePlane(namespace);
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
+    const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
+    await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
+    } });
+    await plane.custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
+    } });
+  }, 120_000);
+  afterAll(() => executor?.close());
+
+  async function createMachine(name: string): Promise<void> {
+    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
+    const machine = (await plane.custom.createNamespacedCustomObject({ group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machines", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
+      spec: { clusterName: "ext", bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name } },
+    } })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+      metadata: { name, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
+      spec: { source: { image } },
+    } });
+  }
+
+  for (const budget of [0, 1, 2, 3, 4, 5, 6]) {
+    it(`converges with one apply Job when every pass is killed after ${budget} writes`, async () => {
+      const name = `m-${budget}`;
+      await createMachine(name);
+      let kills = 0;
+      for (let pass = 0; pass < 30; pass++) {
+        // Each pass is killed after `budget` writes while kills last, then the manager runs clean.
+        const counter = { writes: 0, budget: kills < 4 ? budget : Infinity };
+        const deps: ReconcilerDeps = { core: killAfterWrites(plane.core, counter), batch: killAfterWrites(plane.batch, counter), custom: killAfterWrites(plane.custom, counter) };
+        try {
+          await reconcileWorkspace(deps, machineAdapter, namespace, name);
+        } catch (error) {
+          if (!(error instanceof ManagerKilled)) throw error;
+          kills++;
+        }
+        if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+        const object = (await plane.custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name })) as Record<string, any>;
+        const jobs = (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+        if (object.status?.initialization?.provisioned && jobs.every((job) => job.metadata?.annotations?.["captf.io/bookkept"] === "true")) {
+          expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])).toEqual(["apply"]);
+          expect(object.status.lastRun).toMatchObject({ operation: "apply", job: jobs[0]!.metadata!.name });
+          expect(object.spec.providerID).toBe(`noop:///${namespace}/${name}`);
+          return;
+        }
+      }
+      throw new Error(`${name} did not converge after 30 passes`);
+    }, 120_000);
+  }
+});
