@@ -23,6 +23,7 @@ pnpm install --frozen-lockfile --reporter=silent
 declare -A debian_packages=(
   [openssl]=openssl [patchelf]=patchelf [chroot]=coreutils [mknod]=coreutils
   [umoci]=umoci [skopeo]=skopeo [docker-registry]=docker-registry
+  [unshare]=util-linux [mount]=mount [hostname]=hostname
 )
 missing=()
 for command in "${!debian_packages[@]}"; do

@@ -12,3 +12,5 @@ export type { ModuleImage, LocalRegistry } from "./oci.js";
 export { lintPublishedModuleImages } from "./module-image-lint.js";
 export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
 export { clusterApiVersion, clusterApiCrdFiles, clusterApiCrdPaths } from "./capi.js";
+export { startChrootKubelet, prepareRunnerImageRoot } from "./kubelet.js";
+export type { ChrootKubelet, ChrootKubeletOptions, ImageResolver, ResolvedImage } from "./kubelet.js";

@@ -1,0 +1,622 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import * as k8s from "@kubernetes/client-node";
+import { groupVersion, labels } from "@captf/contract/api";
+import { parseRunResult } from "@captf/contract/run-result";
+import { describeWithTools } from "./integration.js";
+import {
+  containerEnvironment,
+  expandReferences,
+  isLoopbackReference,
+  launchScript,
+  logTail,
+  PodWaiting,
+  prepareRunnerImageRoot,
+  projectKeys,
+  resolveContainerCommand,
+  resolveInRoot,
+  startChrootKubelet,
+  type ChrootKubelet,
+  type HostPrograms,
+  type ImageResolver,
+} from "./kubelet.js";
+import { buildModuleImage, pushImage, startLocalRegistry, type LocalRegistry } from "./oci.js";
+import { sharedControlPlane } from "./shared-control-plane.js";
+import { requireTool } from "./tools.js";
+
+describe("the chroot kubelet's pure parts", () => {
+  it("expands $(VAR) like Kubernetes: known names, $$ escapes, unknown names kept", () => {
+    const lookup = (name: string) => ({ A: "1", B: "two" })[name];
+    expect(expandReferences("x$(A)-$(B)-$$(A)-$(C)-$(A", lookup)).toBe("x1-two-$(A)-$(C)-$(A");
+    expect(expandReferences("$", lookup)).toBe("$");
+    expect(expandReferences("a$b", lookup)).toBe("a$b");
+  });
+
+  it("lets command replace the entrypoint and args the cmd", () => {
+    const image = { entrypoint: ["/entry"], cmd: ["default"] };
+    expect(resolveContainerCommand({}, image)).toEqual(["/entry", "default"]);
+    expect(resolveContainerCommand({ args: ["x"] }, image)).toEqual(["/entry", "x"]);
+    expect(resolveContainerCommand({ command: ["/bin/run"] }, image)).toEqual(["/bin/run"]);
+    expect(resolveContainerCommand({ command: ["/bin/run"], args: ["y"] }, image)).toEqual(["/bin/run", "y"]);
+  });
+
+  it("resolves paths inside a root without leaving it through symbolic links", () => {
+    const root = mkdtempSync(join(tmpdir(), "captf-resolve-"));
+    try {
+      mkdirSync(join(root, "real/dir"), { recursive: true });
+      symlinkSync("/real", join(root, "abs"));
+      symlinkSync("../../..", join(root, "real/dir/up"));
+      symlinkSync("real/dir", join(root, "rel"));
+      expect(resolveInRoot(root, "/abs/dir/x")).toBe("/real/dir/x");
+      expect(resolveInRoot(root, "/rel/up/etc/hosts")).toBe("/etc/hosts");
+      expect(resolveInRoot(root, "/missing/../real/./new/a")).toBe("/real/new/a");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("projects every key, or only the items, with their modes", () => {
+    const data = { b: Buffer.from("2"), a: Buffer.from("1") };
+    expect(projectKeys("secret s", data, undefined, 0o440, false).map((f) => [f.path, f.mode])).toEqual([
+      ["a", 0o440],
+      ["b", 0o440],
+    ]);
+    expect(projectKeys("secret s", data, [{ key: "a", path: "sub/a.txt", mode: 0o400 }], 0o644, false)).toEqual([{ path: "sub/a.txt", content: Buffer.from("1"), mode: 0o400 }]);
+    expect(() => projectKeys("secret s", data, [{ key: "c", path: "c" }], 0o644, false)).toThrow(PodWaiting);
+    expect(projectKeys("secret s", data, [{ key: "c", path: "c" }], 0o644, true)).toEqual([]);
+    expect(() => projectKeys("secret s", data, [{ key: "a", path: "../a" }], 0o644, false)).toThrow(/must be relative/);
+  });
+
+  it("builds a container's environment: envFrom, then env in order, then the service variables", () => {
+    const pod: k8s.V1Pod = { metadata: { name: "p", namespace: "ns", labels: { app: "x" } }, spec: { containers: [] } };
+    const container: k8s.V1Container = {
+      name: "main",
+      envFrom: [{ secretRef: { name: "s" }, prefix: "S_" }, { configMapRef: { name: "absent", optional: true } }],
+      env: [
+        { name: "POD", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+        { name: "APP", valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
+        { name: "GREETING", value: "$(POD) in $(KUBERNETES_SERVICE_HOST) $$(POD)" },
+        { name: "KEY", valueFrom: { secretKeyRef: { name: "s", key: "k" } } },
+      ],
+    };
+    const sources = { secrets: new Map([["s", { k: "v" }]]), configMaps: new Map([["absent", null]]) };
+    expect(containerEnvironment(pod, container, sources, [["KUBERNETES_SERVICE_HOST", "127.0.0.1"]])).toEqual([
+      ["S_k", "v"],
+      ["POD", "p"],
+      ["APP", "x"],
+      ["GREETING", "p in 127.0.0.1 $(POD)"],
+      ["KEY", "v"],
+      ["KUBERNETES_SERVICE_HOST", "127.0.0.1"],
+    ]);
+    const missing = { ...container, envFrom: [], env: [{ name: "X", valueFrom: { secretKeyRef: { name: "gone", key: "k" } } }] };
+    expect(() => containerEnvironment(pod, missing, { secrets: new Map([["gone", null]]), configMaps: new Map() }, [])).toThrow(/secret "gone" not found/);
+  });
+
+  it("pulls only from loopback registries", () => {
+    expect(isLoopbackReference("127.0.0.1:5000/captf/m:v1")).toBe(true);
+    expect(isLoopbackReference("localhost:5000/m@sha256:00")).toBe(true);
+    expect(isLoopbackReference("ghcr.io/captf/captf-controller:latest")).toBe(false);
+    expect(isLoopbackReference("busybox")).toBe(false);
+  });
+
+  it("quotes everything it puts into the launch script", () => {
+    const bin = Object.fromEntries(["sh", "env", "unshare", "mount", "mkdir", "mknod", "touch", "ln", "hostname"].map((name) => [name, `/bin/${name}`])) as unknown as HostPrograms;
+    const script = launchScript(
+      {
+        root: { dir: "/r" },
+        mounts: [{ source: "/v/it's", target: "/data", readOnly: true, file: false }],
+        readOnlyRoot: true,
+        hostname: "p",
+        workingDir: "/w",
+        workingDirInRoot: "/w",
+        env: [["A", "x'; rm -rf / #"]],
+        argv: ["/bin/echo", "$(HOME) `id`"],
+      },
+      bin,
+    );
+    expect(script).toContain(`/bin/mount --bind '/v/it'\\''s' "$R"'/data'`);
+    expect(script).toContain(`/bin/mount -o remount,bind,ro "$R"'/data'`);
+    expect(script).toContain(`exec /bin/env -i 'A=x'\\''; rm -rf / #' /bin/unshare --root="$R" --wd='/w' -- '/bin/echo' '$(HOME) \`id\`'`);
+    expect(script.indexOf(`remount,bind,ro "$R" ||`)).toBeGreaterThan(script.indexOf("--bind '/v/it"));
+  });
+
+  it("keeps the last 80 lines, at most 2048 bytes, of a log", () => {
+    const lines = Array.from({ length: 100 }, (_, i) => `line ${i}`).join("\n");
+    expect(logTail(`${lines}\n`).split("\n")).toHaveLength(80);
+    expect(Buffer.byteLength(logTail("x".repeat(5000)))).toBeLessThanOrEqual(2048);
+  });
+});
+
+// The kubelet on the shared plane: a loopback registry serves a module image (a static tofu at
+// /captf/runtime, a small module), the manager image's root is prepared in-process (this node
+// and the runner bundle), and Jobs and Pods in one namespace run to their end.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "umoci", "skopeo", "docker-registry"], "the chroot kubelet", () => {
+  const suffix = Date.now().toString(36);
+  const namespace = `kubelet-${suffix}`;
+  const work = mkdtempSync(join(tmpdir(), "captf-kubelet-test-"));
+  const runnerImage = "captf.invalid/captf-controller:kubelet-test";
+  const kubeletLog: string[] = [];
+  let moduleImage = "";
+  let registry: LocalRegistry | undefined;
+  let kubelet: ChrootKubelet | undefined;
+  let core: k8s.CoreV1Api;
+  let batch: k8s.BatchV1Api;
+  let rbac: k8s.RbacAuthorizationV1Api;
+  let kubeletImageResolver: ImageResolver = () => undefined;
+
+  /** Polls until check returns a value; on timeout, fails with the kubelet's recent log. */
+  async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMillis = 60_000): Promise<T> {
+    const deadline = Date.now() + timeoutMillis;
+    for (;;) {
+      const value = await check();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMillis / 1000}s; the kubelet's log ends:\n${kubeletLog.slice(-25).join("\n")}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  const jobCondition = (job: k8s.V1Job, type: string) => job.status?.conditions?.find((c) => c.type === type && c.status === "True");
+
+  async function finishedJob(name: string): Promise<{ job: k8s.V1Job; pod: k8s.V1Pod }> {
+    const job = await waitFor(`Job ${name} finishes`, async () => {
+      const current = await batch.readNamespacedJob({ name, namespace });
+      return jobCondition(current, "Complete") || jobCondition(current, "Failed") ? current : undefined;
+    }, 150_000);
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${name}` });
+    expect(pods.items).toHaveLength(1);
+    return { job, pod: pods.items[0]! };
+  }
+
+  async function podGone(name: string, timeoutMillis = 60_000): Promise<void> {
+    await waitFor(`Pod ${name} is deleted`, async () => (await core.readNamespacedPod({ name, namespace }).then(() => undefined, (error: unknown) => (error instanceof k8s.ApiException && error.code === 404 ? true : undefined))), timeoutMillis);
+  }
+
+  const terminated = (pod: k8s.V1Pod, container: string) => [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s) => s.name === container)?.state?.terminated;
+
+  beforeAll(async () => {
+    const plane = sharedControlPlane();
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    batch = kc.makeApiClient(k8s.BatchV1Api);
+    rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+
+    // The module image: a module whose only resource is built into tofu, so nothing is downloaded.
+    const moduleDir = join(work, "module");
+    mkdirSync(moduleDir);
+    writeFileSync(
+      join(moduleDir, "main.tf"),
+      ['variable "name" {\n  type = string\n}', 'resource "terraform_data" "this" {\n  input = var.name\n}', 'output "name" {\n  value = terraform_data.this.output\n}', ""].join("\n\n"),
+    );
+    const layout = join(work, "layout");
+    buildModuleImage(layout, "v1", { moduleDir, runtime: requireTool("tofu"), runtimeVersion: "1.12.6", role: "machine" });
+    registry = await startLocalRegistry();
+    moduleImage = `${registry.host}/captf/kubelet-module:v1`;
+    pushImage(layout, "v1", moduleImage);
+
+    // The manager image: node on PATH and the runner bundle at /opt/captf/runner.
+    const bundle = join(work, "bundle");
+    execFileSync(process.execPath, [fileURLToPath(new URL("../../runner/scripts/build-bundle.mjs", import.meta.url)), "--out", bundle], { stdio: "pipe" });
+    const runnerRoot = prepareRunnerImageRoot(join(work, "runner-image"), bundle);
+    kubeletImageResolver = (reference) => (reference === runnerImage ? runnerRoot : undefined);
+
+    kubelet = await startChrootKubelet({
+      kubeconfigPath: plane.kubeconfigPath,
+      nodeName: `chroot-${suffix}`,
+      namespaces: [namespace],
+      imageResolver: kubeletImageResolver,
+      log: (line) => kubeletLog.push(`${new Date().toISOString()} ${line}`),
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await kubelet?.stop();
+    await registry?.stop();
+    rmSync(work, { recursive: true, force: true });
+  }, 60_000);
+
+  it("registers a Ready node", async () => {
+    const node = await core.readNode({ name: kubelet!.nodeName });
+    expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    expect(node.metadata?.labels?.["kubernetes.io/hostname"]).toBe(kubelet!.nodeName);
+  });
+
+  it("runs a Job whose image it pulls from the loopback registry", async () => {
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: "tofu-version" },
+        spec: { backoffLimit: 0, template: { spec: { restartPolicy: "Never", containers: [{ name: "main", image: moduleImage, command: ["/captf/runtime", "version"] }] } } },
+      },
+    });
+    const { job, pod } = await finishedJob("tofu-version");
+    expect(jobCondition(job, "Complete")).toBeDefined();
+    expect(pod.spec?.nodeName).toBe(kubelet!.nodeName);
+    expect(pod.status?.phase).toBe("Succeeded");
+    const state = terminated(pod, "main");
+    expect(state).toMatchObject({ exitCode: 0, reason: "Completed" });
+    expect(state?.startedAt).toBeDefined();
+    expect(state?.finishedAt).toBeDefined();
+    expect(pod.status?.containerStatuses?.[0]?.imageID).toMatch(new RegExp(`^${registry!.host}/captf/kubelet-module@sha256:[0-9a-f]{64}$`));
+    expect(kubelet!.containerLog(namespace, pod.metadata!.name!, "main")).toMatch(/^OpenTofu v\d+\.\d+\.\d+/);
+  }, 180_000);
+
+  it("gives containers the Pod's volumes, environment, token, hostname and a read-only root", async () => {
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "env-secret" }, stringData: { a: "1", b: "2" } } });
+    const script = `
+      const fs = require("fs"), os = require("os"), https = require("https");
+      const e = process.env, sa = "/var/run/secrets/kubernetes.io/serviceaccount";
+      const file = (path) => ({ mode: (fs.statSync(path).mode & 0o777).toString(8), text: fs.readFileSync(path, "utf8") });
+      let rootWrite = "ok";
+      try { fs.writeFileSync("/probe", "x"); } catch (error) { rootWrite = error.code; }
+      const finish = (status, body) => fs.writeFileSync("/dev/termination-log", JSON.stringify({
+        env: { POD_NAME: e.POD_NAME, NS: e.NS, GREETING: e.GREETING, FROM_SECRET: e.FROM_SECRET, S_a: e.S_a, S_b: e.S_b, HOSTNAME: e.HOSTNAME, PATH: e.PATH },
+        argv: process.argv.slice(1), cwd: process.cwd(), hostname: os.hostname(), pid: process.pid, rootWrite,
+        fromInit: fs.readFileSync("/shared/from-init", "utf8"),
+        files: { a: file("/etc/conf/sub/a.txt"), b: file("/etc/conf/b.txt"), name: file("/etc/podinfo/name") },
+        saNamespace: fs.readFileSync(sa + "/namespace", "utf8"),
+        api: { status, asServiceAccount: body.includes("system:serviceaccount:" + e.NS + ":default") },
+      }));
+      https.get({ host: e.KUBERNETES_SERVICE_HOST, port: e.KUBERNETES_SERVICE_PORT, path: "/api/v1/namespaces/" + e.NS + "/pods/" + e.POD_NAME,
+        ca: fs.readFileSync(sa + "/ca.crt"), headers: { Authorization: "Bearer " + fs.readFileSync(sa + "/token", "utf8") } }, (res) => {
+        let body = ""; res.on("data", (chunk) => (body += chunk)); res.on("end", () => finish(res.statusCode, body));
+      }).on("error", (error) => finish(0, error.message));`;
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "environment", labels: { app: "kubelet-test" } },
+        spec: {
+          restartPolicy: "Never",
+          initContainers: [
+            { name: "init", image: runnerImage, command: ["node", "-e", `require("fs").writeFileSync("/shared/from-init", "hello from init")`], volumeMounts: [{ name: "shared", mountPath: "/shared" }] },
+          ],
+          containers: [
+            {
+              name: "main",
+              image: runnerImage,
+              command: ["node", "-e", script, "$(NS)"],
+              workingDir: "/shared",
+              env: [
+                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                { name: "NS", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+                { name: "GREETING", value: "hi $(POD_NAME) $$(POD_NAME) $(UNDEFINED)" },
+                { name: "FROM_SECRET", valueFrom: { secretKeyRef: { name: "env-secret", key: "b" } } },
+              ],
+              envFrom: [{ secretRef: { name: "env-secret" }, prefix: "S_" }],
+              volumeMounts: [
+                { name: "shared", mountPath: "/shared" },
+                { name: "conf", mountPath: "/etc/conf", readOnly: true },
+                { name: "podinfo", mountPath: "/etc/podinfo" },
+              ],
+              securityContext: { readOnlyRootFilesystem: true },
+            },
+          ],
+          volumes: [
+            { name: "shared", emptyDir: {} },
+            { name: "conf", secret: { secretName: "env-secret", defaultMode: 0o440, items: [{ key: "a", path: "sub/a.txt", mode: 0o400 }, { key: "b", path: "b.txt" }] } },
+            { name: "podinfo", downwardAPI: { items: [{ path: "name", fieldRef: { fieldPath: "metadata.name" } }] } },
+          ],
+        },
+      },
+    });
+    const pod = await waitFor("Pod environment ends", async () => {
+      const current = await core.readNamespacedPod({ name: "environment", namespace });
+      return current.status?.phase === "Succeeded" || current.status?.phase === "Failed" ? current : undefined;
+    });
+    expect({ phase: pod.status?.phase, init: terminated(pod, "init")?.exitCode, log: kubelet!.containerLog(namespace, "environment", "main") }).toEqual({ phase: "Succeeded", init: 0, log: "" });
+    const report = JSON.parse(terminated(pod, "main")?.message ?? "{}");
+    expect(report).toEqual({
+      env: { POD_NAME: "environment", NS: namespace, GREETING: "hi environment $(POD_NAME) $(UNDEFINED)", FROM_SECRET: "2", S_a: "1", S_b: "2", HOSTNAME: "environment", PATH: "/usr/local/bin:/usr/bin:/bin" },
+      argv: [namespace],
+      cwd: "/shared",
+      hostname: "environment",
+      pid: 1,
+      rootWrite: "EROFS",
+      fromInit: "hello from init",
+      files: { a: { mode: "400", text: "1" }, b: { mode: "440", text: "2" }, name: { mode: "644", text: "environment" } },
+      saNamespace: namespace,
+      api: { status: 403, asServiceAccount: true },
+    });
+  }, 120_000);
+
+  it("runs a captf Job end to end: the runner's init container, the module image, state in the cluster", async () => {
+    const owner = { name: "m-0", uid: "00000000-0000-4000-8000-000000000001", kind: "TerraformMachine" };
+    const jobName = `captf-m-${owner.name}-apply-a1-kubelet`;
+    const stateSuffix = `kubelet-${suffix}-m`;
+    // The ServiceAccount the Job runs as, allowed what the kubernetes backend and the runner's events need.
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "captf-runner" } } });
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: "captf-runner" },
+        rules: [
+          { apiGroups: [""], resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
+          { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
+          { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: "captf-runner" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "captf-runner" },
+        subjects: [{ kind: "ServiceAccount", name: "captf-runner", namespace }],
+      },
+    });
+    // The per-run Secret: the generated root, shaped like @captf/render's (a module "role" at ../../module).
+    const main = {
+      terraform: { backend: { kubernetes: {} } },
+      variable: { name: { type: "string" } },
+      module: { role: { name: "${var.name}", source: "../../module" } },
+      output: { name: { value: "${module.role.name}", sensitive: true } },
+    };
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `captf-run-${jobName}` }, stringData: { "main.tf.json": `${JSON.stringify(main, null, 2)}\n`, "terraform.tfvars.json": `${JSON.stringify({ name: owner.name })}\n` } },
+    });
+    const stateLabels = { [labels.managed]: "true", [labels.clusterName]: "demo" };
+    const labelMap = Object.entries(stateLabels)
+      .map(([key, value]) => `${JSON.stringify(key)}=${JSON.stringify(value)}`)
+      .join(",");
+    const restricted = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true };
+    // The Job as @captf/controller's buildJob makes it (testkit cannot import the controller).
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: jobName, labels: { [labels.managed]: "true" } },
+        spec: {
+          backoffLimit: 0,
+          activeDeadlineSeconds: 3600,
+          template: {
+            metadata: { labels: { [labels.managed]: "true" } },
+            spec: {
+              restartPolicy: "Never",
+              terminationGracePeriodSeconds: 600,
+              serviceAccountName: "captf-runner",
+              securityContext: { runAsNonRoot: true, fsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } },
+              initContainers: [
+                {
+                  name: "runner",
+                  image: runnerImage,
+                  command: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"],
+                  volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
+                  securityContext: { ...restricted, runAsNonRoot: true, runAsUser: 65532 },
+                },
+              ],
+              containers: [
+                {
+                  name: "source",
+                  image: moduleImage,
+                  imagePullPolicy: "IfNotPresent",
+                  command: ["/captf/bin/node", "/captf/bin/runner.mjs", "run"],
+                  args: [
+                    "--op=apply",
+                    "--bin=/captf/runtime",
+                    `--image=${moduleImage}`,
+                    "--module=/captf/module",
+                    "--providers=/captf/providers",
+                    "--workdir=/captf/work",
+                    "--config=/captf/config",
+                    "--lock-timeout=300s",
+                    "--stop-timeout=570s",
+                    "--result=/dev/termination-log",
+                    `--backend-config=secret_suffix=${stateSuffix}`,
+                    `--backend-config=namespace=${namespace}`,
+                    "--backend-config=in_cluster_config=true",
+                    `--backend-config=labels={${labelMap}}`,
+                    `--event-object=${groupVersion}/${owner.kind}/${namespace}/${owner.name}/${owner.uid}`,
+                    `--job-name=${jobName}`,
+                  ],
+                  env: [
+                    { name: "TF_IN_AUTOMATION", value: "1" },
+                    { name: "TF_INPUT", value: "0" },
+                    { name: "HOME", value: "/captf/work" },
+                    { name: "TMPDIR", value: "/tmp" },
+                    { name: "KUBE_NAMESPACE", value: namespace },
+                    { name: "CHECKPOINT_DISABLE", value: "1" },
+                    { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                  ],
+                  volumeMounts: [
+                    { name: "runner", mountPath: "/captf/bin", readOnly: true },
+                    { name: "work", mountPath: "/captf/work" },
+                    { name: "tmp", mountPath: "/tmp" },
+                    { name: "config", mountPath: "/captf/config", readOnly: true },
+                  ],
+                  terminationMessagePath: "/dev/termination-log",
+                  terminationMessagePolicy: "File",
+                  securityContext: restricted,
+                },
+              ],
+              volumes: [
+                { name: "runner", emptyDir: {} },
+                { name: "work", emptyDir: {} },
+                { name: "tmp", emptyDir: {} },
+                { name: "config", secret: { secretName: `captf-run-${jobName}`, defaultMode: 0o440 } },
+              ],
+            },
+          },
+        },
+      },
+    });
+    const { job, pod } = await finishedJob(jobName);
+    const message = terminated(pod, "source")?.message;
+    const reading = parseRunResult(message);
+    if (!reading.ok || !jobCondition(job, "Complete")) {
+      throw new Error(`the Job did not complete: ${JSON.stringify({ reading, init: terminated(pod, "runner"), log: kubelet!.containerLog(namespace, pod.metadata!.name!, "source").slice(-3000) })}`);
+    }
+    expect(terminated(pod, "runner")).toMatchObject({ exitCode: 0, reason: "Completed" });
+    expect(kubelet!.containerLog(namespace, pod.metadata!.name!, "runner")).toMatch(/^copied the runner bundle from \/opt\/captf\/runner to \/captf\/bin/);
+    expect(terminated(pod, "source")).toMatchObject({ exitCode: 0, reason: "Completed" });
+    const result = reading.result;
+    expect({ op: result.op, error: result.error }).toEqual({ op: "apply", error: null });
+    expect("steps" in result ? result.steps.map((step) => step.name) : []).toEqual(["init", "validate", "apply"]);
+    const state = await core.readNamespacedSecret({ name: `tfstate-default-${stateSuffix}`, namespace });
+    expect(state.metadata?.labels).toMatchObject(stateLabels);
+    expect(state.data?.tfstate).toBeDefined();
+  }, 240_000);
+
+  it("fails a Pod whose container exits non-zero, and its Job (backoffLimit 0)", async () => {
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: "fails" },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            spec: {
+              restartPolicy: "Never",
+              containers: [{ name: "main", image: runnerImage, command: ["node", "-e", `require("fs").writeFileSync("/dev/termination-log", "it broke"); process.exit(3)`] }],
+            },
+          },
+        },
+      },
+    });
+    const { job, pod } = await finishedJob("fails");
+    expect(jobCondition(job, "Failed")?.reason).toBe("BackoffLimitExceeded");
+    expect(pod.status?.phase).toBe("Failed");
+    expect(terminated(pod, "main")).toMatchObject({ exitCode: 3, reason: "Error", message: "it broke" });
+  }, 120_000);
+
+  it("restarts a failed container in place under restartPolicy OnFailure, its log as the message", async () => {
+    const out = join(work, "restart-out");
+    const script = `const fs = require("fs"); if (!fs.existsSync("/out/tried")) { fs.writeFileSync("/out/tried", "1"); console.error("first try fails"); process.exit(1); }`;
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "restarts" },
+        spec: {
+          restartPolicy: "OnFailure",
+          containers: [{ name: "main", image: runnerImage, command: ["node", "-e", script], terminationMessagePolicy: "FallbackToLogsOnError", volumeMounts: [{ name: "out", mountPath: "/out" }] }],
+          volumes: [{ name: "out", hostPath: { path: out, type: "DirectoryOrCreate" } }],
+        },
+      },
+    });
+    const pod = await waitFor("the restarting Pod succeeds", async () => {
+      const current = await core.readNamespacedPod({ name: "restarts", namespace });
+      return current.status?.phase === "Succeeded" || current.status?.phase === "Failed" ? current : undefined;
+    });
+    const status = pod.status?.containerStatuses?.[0];
+    expect({ phase: pod.status?.phase, restarts: status?.restartCount, exit: status?.state?.terminated?.exitCode }).toEqual({ phase: "Succeeded", restarts: 1, exit: 0 });
+    expect(status?.lastState?.terminated).toMatchObject({ exitCode: 1, reason: "Error", message: "first try fails" });
+  }, 120_000);
+
+  it("stops a Pod deleted while it runs: SIGTERM, SIGKILL after the grace period, then deletes it", async () => {
+    const out = join(work, "stop-out");
+    const marker = `stubborn-${suffix}`;
+    const script = `const fs = require("fs"); process.on("SIGTERM", () => fs.writeFileSync("/out/term", "SIGTERM")); fs.writeFileSync("/out/started", "yes"); setInterval(() => {}, 1000);`;
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "stubborn" },
+        spec: {
+          restartPolicy: "Never",
+          terminationGracePeriodSeconds: 2,
+          containers: [{ name: "main", image: runnerImage, command: ["node", "-e", script, marker], volumeMounts: [{ name: "out", mountPath: "/out" }] }],
+          volumes: [{ name: "out", hostPath: { path: out, type: "DirectoryOrCreate" } }],
+        },
+      },
+    });
+    await waitFor("the stubborn container starts", async () => (existsSync(join(out, "started")) ? true : undefined));
+    const withMarker = () =>
+      readdirSync("/proc")
+        .filter((entry) => /^\d+$/.test(entry))
+        .filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker);
+          } catch {
+            return false;
+          }
+        });
+    expect(withMarker().length).toBeGreaterThan(0);
+    await core.deleteNamespacedPod({ name: "stubborn", namespace });
+    await podGone("stubborn");
+    expect(readFileSync(join(out, "term"), "utf8")).toBe("SIGTERM");
+    expect(withMarker()).toEqual([]);
+  }, 120_000);
+
+  it("fails a Pod that outlives its activeDeadlineSeconds", async () => {
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "deadline" },
+        spec: { restartPolicy: "Never", activeDeadlineSeconds: 2, terminationGracePeriodSeconds: 1, containers: [{ name: "main", image: runnerImage, command: ["node", "-e", "setInterval(() => {}, 1000)"] }] },
+      },
+    });
+    const pod = await waitFor("the deadline Pod fails", async () => {
+      const current = await core.readNamespacedPod({ name: "deadline", namespace });
+      return current.status?.phase === "Failed" ? current : undefined;
+    });
+    expect({ reason: pod.status?.reason, main: terminated(pod, "main")?.exitCode }).toEqual({ reason: "DeadlineExceeded", main: 137 });
+  }, 120_000);
+
+  it("runs up to maxParallel Pods at once (a second kubelet: its own namespace, copied roots)", async () => {
+    const parallelNamespace = `${namespace}-parallel`;
+    await core.createNamespace({ body: { metadata: { name: parallelNamespace } } });
+    const second = await startChrootKubelet({
+      kubeconfigPath: sharedControlPlane().kubeconfigPath,
+      nodeName: `chroot-${suffix}-parallel`,
+      namespaces: [parallelNamespace],
+      maxParallel: 2,
+      serviceAccountTokens: false,
+      rootfs: "copy",
+      imageResolver: kubeletImageResolver,
+      log: (line) => kubeletLog.push(`${new Date().toISOString()} [parallel] ${line}`),
+    });
+    try {
+      // Each Pod waits for the other's file: both succeed only if they run at the same time.
+      const out = join(work, "parallel-out");
+      const rendezvous = (me: string, other: string) =>
+        `const fs = require("fs"); fs.writeFileSync("/out/${me}", "here"); const until = Date.now() + 30000;` +
+        `const poll = () => fs.existsSync("/out/${other}") ? process.exit(0) : Date.now() > until ? process.exit(1) : setTimeout(poll, 100); poll();`;
+      for (const [me, other] of [
+        ["left", "right"],
+        ["right", "left"],
+      ] as const) {
+        await core.createNamespacedPod({
+          namespace: parallelNamespace,
+          body: {
+            metadata: { name: me },
+            spec: {
+              restartPolicy: "Never",
+              containers: [{ name: "main", image: runnerImage, command: ["node", "-e", rendezvous(me, other)], volumeMounts: [{ name: "out", mountPath: "/out" }] }],
+              volumes: [{ name: "out", hostPath: { path: out, type: "DirectoryOrCreate" } }],
+            },
+          },
+        });
+      }
+      const phases = await waitFor("both Pods end", async () => {
+        const pods = await core.listNamespacedPod({ namespace: parallelNamespace });
+        const ended = pods.items.filter((pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed");
+        return ended.length === 2 ? Object.fromEntries(ended.map((pod) => [pod.metadata?.name, [pod.spec?.nodeName, pod.status?.phase]])) : undefined;
+      });
+      expect(second.rootfsMode).toBe("copy");
+      expect(phases).toEqual({ left: [second.nodeName, "Succeeded"], right: [second.nodeName, "Succeeded"] });
+    } finally {
+      await core.deleteNamespace({ name: parallelNamespace }).catch(() => undefined);
+      await second.stop();
+    }
+  }, 120_000);
+
+  it("keeps a Pod whose image cannot be pulled Pending with ErrImagePull, and deletes it on request", async () => {
+    await core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: "no-image" }, spec: { restartPolicy: "Never", containers: [{ name: "main", image: `${registry!.host}/captf/missing:v1` }] } },
+    });
+    const waiting = await waitFor("the Pod waits for its image", async () => {
+      const current = await core.readNamespacedPod({ name: "no-image", namespace });
+      const state = current.status?.containerStatuses?.[0]?.state?.waiting;
+      return state?.reason === "ErrImagePull" ? { phase: current.status?.phase, state } : undefined;
+    });
+    expect(waiting.phase).toBe("Pending");
+    expect(waiting.state.message).toContain("captf/missing:v1");
+    await core.deleteNamespacedPod({ name: "no-image", namespace });
+    await podGone("no-image");
+  }, 120_000);
+});
