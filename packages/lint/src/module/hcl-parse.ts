@@ -145,7 +145,8 @@ class Converter {
   private sequence(owner: Node, children: Node[]): Expr {
     const terms: { expr: Expr; start: number }[] = [];
     const operators: string[] = [];
-    const slice = (start: number, end: number): string => owner.text.slice(start - owner.startIndex, end - owner.startIndex);
+    const ownerText = owner.text; // one copy out of the parse tree, not one per slice
+    const slice = (start: number, end: number): string => ownerText.slice(start - owner.startIndex, end - owner.startIndex);
     let i = 0;
     while (i < children.length) {
       const child = children[i]!;
@@ -179,7 +180,7 @@ class Converter {
       }
     }
     if (terms.length === 1 && operators.length === 0) return terms[0]!.expr;
-    return { kind: "operation", operator: operators.join(" "), operands: terms.map((t) => t.expr), text: owner.text, at: this.pos(owner), syntax: "native" };
+    return { kind: "operation", operator: operators.join(" "), operands: terms.map((t) => t.expr), text: ownerText, at: this.pos(owner), syntax: "native" };
   }
 
   private steps(node: Node): TraversalStep[] {
