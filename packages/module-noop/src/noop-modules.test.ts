@@ -2,7 +2,6 @@
 // file, then the generated root that calls it as the runner would (with a
 // local backend in place of the kubernetes one), applied and decoded against
 // the contract.
-import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, sep } from "node:path";
@@ -19,37 +18,15 @@ import {
   type RoleInputs,
 } from "@captf/contract";
 import { renderGeneratedRoot } from "@captf/render";
-import { describeWithTools, requireTool } from "@captf/testkit";
+import { describeWithTools, requireTool, runCommand, tofuEnvironment, type CommandRun } from "@captf/testkit";
 import { noopModuleDirectory, noopModuleTestFile } from "./index.js";
 
 const timeout = 120_000;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = CommandRun;
 
-/** A Terraform/OpenTofu environment free of the caller's TF_* settings, with an empty CLI config. */
-function tofuEnvironment(cliConfig: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("TF_") && key !== "CHECKPOINT_DISABLE") env[key] = value;
-  }
-  return { ...env, TF_CLI_CONFIG_FILE: cliConfig, CHECKPOINT_DISABLE: "1", TF_IN_AUTOMATION: "1", TF_INPUT: "0" };
-}
-
-function run(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Runs a tofu command in `cwd` with `env` (the testkit's runner, shaped for this suite's calls). */
+const run = (command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> => runCommand(command, args, { cwd, env });
 
 /** Copies a role's module to `dest`, without any `.terraform` directory and, unless asked, without its tests. */
 function copyModule(role: Role, dest: string, withTests: boolean): void {

@@ -2,6 +2,7 @@ import { describe, expect, it, beforeAll } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { describeWithTools } from "./integration.js";
 import { sharedControlPlane } from "./shared-control-plane.js";
+import { waitFor } from "./tools.js";
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the local control plane", () => {
   let core: k8s.CoreV1Api;
@@ -38,13 +39,3 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the lo
     await waitFor(async () => ((await core.listNamespacedPod({ namespace, labelSelector: "job-name=probe" })).items.length === 0 ? true : undefined));
   });
 });
-
-async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMillis = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMillis;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMillis / 1000}s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

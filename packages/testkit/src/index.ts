@@ -1,5 +1,5 @@
 // The public surface of @captf/testkit.
-export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool } from "./tools.js";
+export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool, waitFor } from "./tools.js";
 export type { ToolName } from "./tools.js";
 export { describeWithTools, skippedSuitesFile } from "./integration.js";
 export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";

@@ -67,3 +67,14 @@ export function requireTool(tool: ToolName, env: NodeJS.ProcessEnv = process.env
   if (!path) throw new MissingToolError(tool);
   return path;
 }
+
+/** Polls `check` until it returns a value, or fails after `timeoutMillis` with what was awaited. */
+export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMillis = 60_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMillis;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMillis / 1000}s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

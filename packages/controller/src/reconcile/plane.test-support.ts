@@ -1,7 +1,7 @@
 // The real API server prepared for reconciler tests: captf's CRDs and the real Cluster API CRDs.
 import { readFileSync } from "node:fs";
 import * as k8s from "@kubernetes/client-node";
-import { clusterApiCrdPaths, sharedControlPlane } from "@captf/testkit";
+import { clusterApiCrdPaths, sharedControlPlane, waitFor } from "@captf/testkit";
 import { installCrds } from "../api/crds.test-support.js";
 
 export interface PlaneClients {
@@ -9,16 +9,6 @@ export interface PlaneClients {
   core: k8s.CoreV1Api;
   batch: k8s.BatchV1Api;
   custom: k8s.CustomObjectsApi;
-}
-
-export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMillis = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMillis;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMillis / 1000}s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** Clients of the shared plane, with every CRD installed and established, and a fresh namespace. */
