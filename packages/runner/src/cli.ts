@@ -2,7 +2,8 @@ import { writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { contractVersion } from "@captf/contract/roles";
-import yargs from "yargs";
+import { parseArgs } from "node:util";
+import type { Options } from "yargs";
 import { copyBundle } from "./copy.js";
 import { DurationSyntaxError, parseDuration } from "./durations.js";
 import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveEventsEndpoint, type EventRecorder } from "./events.js";
@@ -116,8 +117,16 @@ async function writeResult(path: string, result: RunResult, io: CliIo): Promise<
   }
 }
 
+type Yargs = typeof import("yargs").default;
+let yargsModule: Yargs | undefined;
+/** yargs loads only when a parse needs it: `run` in a Job takes the fast path below and never pays for it. */
+async function loadYargs(): Promise<Yargs> {
+  yargsModule ??= (await import("yargs")).default;
+  return yargsModule;
+}
+
 /** Settings every parser shares: strict flags, errors thrown, nothing printed by yargs itself. */
-function base(argv: readonly string[]) {
+function base(yargs: Yargs, argv: readonly string[]) {
   return yargs([...argv])
     .scriptName("runner")
     .parserConfiguration({ "greedy-arrays": false })
@@ -131,12 +140,38 @@ function base(argv: readonly string[]) {
     });
 }
 
+/** `run`'s flags, once: the yargs parser (help, errors) and the fast path both read this table. */
+const runFlags = {
+  "op": { type: "string", choices: operations, demandOption: true, describe: "The operation to run" },
+  "bin": { type: "string", array: true, default: ["/captf/runtime"], describe: "The runtime command; repeat for each argument of it" },
+  "image": { type: "string", default: "", describe: "The module image reference, echoed in the result" },
+  "module": { type: "string", default: "/captf/module", describe: "The module directory (checked by preflight)" },
+  "providers": { type: "string", default: "/captf/providers", describe: "The provider mirror; used only when it is a directory" },
+  "workdir": { type: "string", default: "/captf/work", describe: "The writable work directory; steps run in <workdir>/root" },
+  "config": { type: "string", default: "/captf/config", describe: "The rendered root (main.tf.json, terraform.tfvars.json)" },
+  "backend-config": { type: "string", array: true, default: [] as string[], describe: "A key=value for init's -backend-config; repeatable" },
+  "lock-timeout": { type: "string", default: "5m0s", describe: "How long a step waits for the state lock (passed as -lock-timeout=<n>s)" },
+  "stop-timeout": { type: "string", default: "1m0s", describe: "After SIGTERM, how long a step may take before it is killed" },
+  "force-unlock": { type: "string", describe: "A stale lock ID to clear after init; an already released lock is fine" },
+  "guard-deletes": { type: "boolean", default: false, describe: "Stop an apply whose plan deletes or replaces resources (error kind blocked)" },
+  "inputs-hash": { type: "string", describe: "The inputs hash this Job renders" },
+  "allow-deletes-hash": { type: "string", describe: "The approved inputs hash; equal to --inputs-hash, it lets a guarded apply delete" },
+  "expect-plan": { type: "string", describe: "The approved plan hash (p1:…); any other plan stops with plan-changed" },
+  "restore-chunks": { type: "number", default: 0, describe: "The number of backup chunks under <config>/restore (restore)" },
+  "restore-resources": { type: "number", default: 0, describe: "The backup's managed resources; state list must find some when > 0" },
+  "event-object": { type: "string", describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid> the run's events are about; none without it" },
+  "job-name": { type: "string", describe: "The Job, the events' related object" },
+  "result": { type: "string", default: defaultResultPath, describe: "Where the result document is written" },
+  "events-server": { type: "string", hidden: true, describe: "API server URL for events instead of the in-cluster one" },
+  "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" },
+} satisfies Record<string, Options>;
+
 const copySummary = "Copy the runner bundle (node, its libraries, runner.mjs) into <dest>";
 const versionSummary = "Print the runner's version";
 
 /** The top level only lists the commands: each command parses its own arguments (see {@link commandParsers}). */
-function topParser(argv: readonly string[]) {
-  return base(argv)
+function topParser(yargs: Yargs, argv: readonly string[]) {
+  return base(yargs, argv)
     .usage(overview)
     .epilog(exitStatus)
     .command("run", runSummary)
@@ -147,45 +182,71 @@ function topParser(argv: readonly string[]) {
 
 // Parsers without yargs commands: a yargs command lays out its whole help text on every run.
 const commandParsers = {
-  run: (argv: readonly string[]) =>
-    base(argv)
+  run: (yargs: Yargs, argv: readonly string[]) =>
+    base(yargs, argv)
       .usage(`$0 run --op <operation> [options]\n\n${runSummary}.`)
       .epilog(runManual)
       .demandCommand(0, 0, "", "run takes no arguments besides its flags")
-      .option("op", { type: "string", choices: operations, demandOption: true, describe: "The operation to run" })
-      .option("bin", { type: "string", array: true, default: ["/captf/runtime"], describe: "The runtime command; repeat for each argument of it" })
-      .option("image", { type: "string", default: "", describe: "The module image reference, echoed in the result" })
-      .option("module", { type: "string", default: "/captf/module", describe: "The module directory (checked by preflight)" })
-      .option("providers", { type: "string", default: "/captf/providers", describe: "The provider mirror; used only when it is a directory" })
-      .option("workdir", { type: "string", default: "/captf/work", describe: "The writable work directory; steps run in <workdir>/root" })
-      .option("config", { type: "string", default: "/captf/config", describe: "The rendered root (main.tf.json, terraform.tfvars.json)" })
-      .option("backend-config", { type: "string", array: true, default: [] as string[], describe: "A key=value for init's -backend-config; repeatable" })
-      .option("lock-timeout", { type: "string", default: "5m0s", describe: "How long a step waits for the state lock (passed as -lock-timeout=<n>s)" })
-      .option("stop-timeout", { type: "string", default: "1m0s", describe: "After SIGTERM, how long a step may take before it is killed" })
-      .option("force-unlock", { type: "string", describe: "A stale lock ID to clear after init; an already released lock is fine" })
-      .option("guard-deletes", { type: "boolean", default: false, describe: "Stop an apply whose plan deletes or replaces resources (error kind blocked)" })
-      .option("inputs-hash", { type: "string", describe: "The inputs hash this Job renders" })
-      .option("allow-deletes-hash", { type: "string", describe: "The approved inputs hash; equal to --inputs-hash, it lets a guarded apply delete" })
-      .option("expect-plan", { type: "string", describe: "The approved plan hash (p1:…); any other plan stops with plan-changed" })
-      .option("restore-chunks", { type: "number", default: 0, describe: "The number of backup chunks under <config>/restore (restore)" })
-      .option("restore-resources", { type: "number", default: 0, describe: "The backup's managed resources; state list must find some when > 0" })
-      .option("event-object", { type: "string", describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid> the run's events are about; none without it" })
-      .option("job-name", { type: "string", describe: "The Job, the events' related object" })
-      .option("result", { type: "string", default: defaultResultPath, describe: "Where the result document is written" })
-      .option("events-server", { type: "string", hidden: true, describe: "API server URL for events instead of the in-cluster one" })
-      .option("service-account-dir", { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" }),
-  copy: (argv: readonly string[]) =>
-    base(argv)
+      .options(runFlags),
+  copy: (yargs: Yargs, argv: readonly string[]) =>
+    base(yargs, argv)
       .usage(`$0 copy <dest> [--from <dir>]\n\n${copySummary}, creating <dest> when missing. The Job's init container runs it to put the runner into the shared /captf/bin volume.`)
       .epilog(exitStatus)
       .demandCommand(1, 1, "copy needs the target directory <dest>", "copy takes one <dest>")
       .option("from", { type: "string", describe: "The bundle directory (default: the directory of the running runner.mjs)" }),
-  version: (argv: readonly string[]) =>
-    base(argv)
+  version: (yargs: Yargs, argv: readonly string[]) =>
+    base(yargs, argv)
       .usage(`$0 version [--format text|json]\n\n${versionSummary}.`)
       .demandCommand(0, 0, "", "version takes no arguments")
       .option("format", { type: "string", choices: ["text", "json"], default: "text", describe: "Output format" }),
 } as const;
+
+/**
+ * `run`'s flags through node:util's parser, for the common case only: long flags of the table,
+ * values that need no coercion beyond whole numbers. Anything else (help, an unknown or negated
+ * flag, a bad choice, a missing --op) returns undefined and yargs parses it, errors included.
+ */
+export function parseRunFast(argv: readonly string[]): Record<string, unknown> | undefined {
+  if (argv.some((arg) => arg === "--help" || arg === "-h" || arg.startsWith("--no-"))) return undefined;
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
+  for (const [flag, spec] of Object.entries(runFlags)) {
+    options[flag] = { type: spec.type === "boolean" ? "boolean" : "string", ...("array" in spec && spec.array ? { multiple: true } : {}) };
+  }
+  // yargs turns a repeated single-value flag into an array; leave that case to yargs.
+  for (const [flag, spec] of Object.entries(runFlags)) {
+    if ("array" in spec && spec.array) continue;
+    if (argv.filter((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`)).length > 1) return undefined;
+  }
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  try {
+    values = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+  } catch {
+    return undefined;
+  }
+  const args: Record<string, unknown> = {};
+  for (const [flag, spec] of Object.entries(runFlags)) {
+    const value = values[flag];
+    if (value === undefined) {
+      if ("demandOption" in spec && spec.demandOption) return undefined;
+      if ("default" in spec) args[flag] = Array.isArray(spec.default) ? [...spec.default] : spec.default;
+      continue;
+    }
+    if (spec.type === "number") {
+      if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,8})$/.test(value)) return undefined;
+      args[flag] = Number(value);
+    } else if ("choices" in spec && spec.choices && !(spec.choices as readonly unknown[]).includes(value)) {
+      return undefined;
+    } else {
+      args[flag] = value;
+    }
+  }
+  return args;
+}
+
+/** `run`'s flags through yargs, as {@link main} parses anything the fast path declines. */
+export async function parseRunWithYargs(argv: readonly string[]): Promise<Record<string, unknown>> {
+  return (await commandParsers.run(await loadYargs(), argv).parseAsync([...argv])) as Record<string, unknown>;
+}
 
 function isCommand(name: string | undefined): name is keyof typeof commandParsers {
   return name !== undefined && Object.hasOwn(commandParsers, name);
@@ -302,7 +363,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const [name, ...rest] = argv[0] === "--version" ? ["version", ...argv.slice(1)] : argv;
   let help = "";
   try {
-    const parser = isCommand(name) ? commandParsers[name](rest) : topParser(argv);
+    // A Job's well-formed `run` is parsed without yargs; anything unusual goes through yargs for its exact errors and help.
+    const fast = name === "run" ? parseRunFast(rest) : undefined;
+    if (fast) return await run(fast, io);
+    const yargs = await loadYargs();
+    const parser = isCommand(name) ? commandParsers[name](yargs, rest) : topParser(yargs, argv);
     const parserArgv = isCommand(name) ? rest : argv;
     // A parse callback captures the help text, but makes yargs lay it out on every parse: only for --help.
     const wantsHelp = parserArgv.some((arg) => arg === "--help" || arg === "-h");

@@ -142,7 +142,7 @@ export async function prepareWorkspace(options: {
   const providersMirror = await isDirectory(options.providersDir);
   if (providersMirror) {
     // Loaded only here: most images without a mirror never pay for it.
-    const { renderCliConfig } = await import("@captf/render");
+    const { renderCliConfig } = await import("@captf/render/cli-config");
     cliConfigFile = join(options.workdir, "cli.tfrc");
     await writeFile(cliConfigFile, renderCliConfig({ providersDir: options.providersDir }), { mode: 0o600 });
   }
