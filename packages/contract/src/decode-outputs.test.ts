@@ -175,3 +175,19 @@ describe("decodeOutputs from state", () => {
     expect(raw).toEqual({ provider_id: "", health });
   });
 });
+
+describe("optional attributes Terraform renders as null", () => {
+  it("are accepted in pool instances, failure domains and health, and default as when absent", () => {
+    const pool = decodeOutputs("machinepool", {
+      provider_id: null,
+      provider_id_list: ["p/0"],
+      replicas: 1,
+      instances: [{ provider_id: "p/0", instance_id: null, addresses: null, failure_domain: null, state: null }],
+      health: { state: "running", healthy: true, message: null, reasons: null },
+    });
+    expect(pool.reason).toBe("OutputsValid");
+    expect(pool.outputs.instances).toEqual({ state: "ok", value: [{ provider_id: "p/0", instance_id: null, addresses: [], failure_domain: null, state: null }] });
+    const cluster = decodeOutputs("cluster", { control_plane_endpoint: null, failure_domains: [{ name: "fd1", control_plane: null, attributes: null }], exports: {}, health: { state: "running", healthy: true } });
+    expect(cluster.outputs.failure_domains).toEqual({ state: "ok", value: [{ name: "fd1", control_plane: true, attributes: {} }] });
+  });
+});

@@ -3,8 +3,8 @@ import { annotations, apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { isNotFound, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
-import { clusterContractFields, machineContractFields } from "./map-outputs.js";
-import { clusterInputs, machineInputs, type ObjectMeta } from "./render-inputs.js";
+import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
+import { clusterInputs, machineInputs, machinePoolInputs, type ObjectMeta } from "./render-inputs.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
 
@@ -92,5 +92,54 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
       return { status, spec: { controlPlaneEndpoint: fields.moduleEndpoint }, annotations: { [annotations.endpointSource]: "module" } };
     }
     return { status };
+  },
+};
+
+/** Names of the cluster's failure domains (its TerraformCluster's status.failureDomains); [] until published. */
+async function clusterFailureDomains(deps: ReconcilerDeps, namespace: string, clusterName: string): Promise<string[]> {
+  if (!clusterName) return [];
+  const cluster = await getCapi<CapiCluster>(deps, namespace, "clusters", clusterName);
+  const infraName = cluster?.spec?.infrastructureRef?.name;
+  if (!infraName) return [];
+  const terraformCluster = await orUndefined<{ status?: { failureDomains?: { name?: string }[] } }>(
+    deps.custom.getNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: "terraformclusters", name: infraName }),
+  );
+  return (terraformCluster?.status?.failureDomains ?? []).map((domain) => domain.name).filter((name): name is string => Boolean(name));
+}
+
+type CapiMachinePool = Parameters<typeof machinePoolInputs>[0]["machinePool"] & {
+  spec?: { clusterName?: string; template?: { spec?: { bootstrap?: { dataSecretName?: string } } } };
+};
+
+export const poolAdapter: KindAdapter<"machinepool"> = {
+  role: "machinepool",
+  kind: "TerraformMachinePool",
+  plural: "terraformmachinepools",
+  publishesReady: true,
+  async observeInputs(deps, object) {
+    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    if (!ownerRef) return undefined;
+    const namespace = object.metadata.namespace;
+    const machinePool = await getCapi<CapiMachinePool>(deps, namespace, "machinepools", ownerRef.name);
+    if (!machinePool) return undefined;
+    const clusterName = machinePool.spec?.clusterName ?? machinePool.metadata.labels?.[labels.clusterName] ?? "";
+    const exports = await clusterExports(deps, namespace, clusterName);
+    const failureDomains = await clusterFailureDomains(deps, namespace, clusterName);
+    const secretName = machinePool.spec?.template?.spec?.bootstrap?.dataSecretName;
+    const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
+    const terraformMachinePool = object as WorkspaceObject & { status?: { replicas?: number } };
+    return { clusterName, inputs: machinePoolInputs({ cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool }, exports, failureDomains, bootstrap) };
+  },
+  contractFields(object, decoding) {
+    const fields = machinePoolContractFields(decoding.outputs);
+    const status: Record<string, unknown> = {};
+    if (fields.replicas !== undefined) status.replicas = fields.replicas;
+    // providerIDList lives in spec (Cluster API copies it to MachinePool.spec.providerIDList);
+    // it follows the module's members, sorted and de-duplicated, and is written only when it changes.
+    if (!fields.providerIDList) return { status };
+    const providerIDList = [...new Set(fields.providerIDList)].sort();
+    const current = (object.spec as { providerIDList?: string[] }).providerIDList;
+    const same = current !== undefined && current.length === providerIDList.length && current.every((id, index) => id === providerIDList[index]);
+    return same ? { status } : { status, spec: { providerIDList } };
   },
 };

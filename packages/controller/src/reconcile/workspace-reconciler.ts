@@ -52,6 +52,8 @@ export interface KindAdapter<R extends Role> {
   plural: string;
   /** The Cluster API owner and the inputs, or why they cannot be built yet. Undefined owner: not owned yet. */
   observeInputs(deps: ReconcilerDeps, object: WorkspaceObject): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
+  /** Also publish provisioning as the v1beta1 `status.ready` flag Cluster API still reads for this kind. */
+  publishesReady?: boolean;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
   contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown> };
 }
@@ -267,6 +269,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     }
   }
   if (provisioned) status.initialization = { provisioned: true };
+  if (adapter.publishesReady) status.ready = provisioned;
   conditions.push(condition("Ready", provisioned ? { status: "True", reason: "Ready" } : { status: "False", reason: "NotReady", message: action }, now));
   await patchStatus(deps, adapter, namespace, name, { ...status, conditions });
 
