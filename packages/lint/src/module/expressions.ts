@@ -1,5 +1,7 @@
 // Walking the expression model: every sub-expression, every reference, every attribute of a body.
-import type { Attribute, Body, Expr, Traversal } from "./model.js";
+import type { Attribute, Body, Expr, Traversal, TraversalStep } from "./model.js";
+
+const noExprs: readonly Expr[] = [];
 
 /** Calls `visit` on `expr` and each expression inside it, depth first. */
 export function walkExpr(expr: Expr, visit: (e: Expr) => void): void {
@@ -12,15 +14,18 @@ function childExprs(expr: Expr): readonly Expr[] {
     case "template":
       return expr.parts;
     case "traversal":
-      return expr.steps.flatMap((s) => (s.kind === "index" ? [s.key] : []));
+      return indexKeys(expr.steps);
     case "relative":
-      return [expr.source, ...expr.steps.flatMap((s) => (s.kind === "index" ? [s.key] : []))];
+      return [expr.source, ...indexKeys(expr.steps)];
     case "call":
       return expr.args;
     case "tuple":
       return expr.items;
-    case "object":
-      return expr.items.flatMap((i) => [i.key, i.value]);
+    case "object": {
+      const keysAndValues: Expr[] = [];
+      for (const item of expr.items) keysAndValues.push(item.key, item.value);
+      return keysAndValues;
+    }
     case "for":
       return [expr.collection, ...(expr.key ? [expr.key] : []), expr.value, ...(expr.condition ? [expr.condition] : [])];
     case "conditional":
@@ -30,8 +35,15 @@ function childExprs(expr: Expr): readonly Expr[] {
     case "operation":
       return expr.operands;
     default:
-      return [];
+      return noExprs;
   }
+}
+
+/** The keys of a traversal's index steps; most traversals have none, and share one empty array. */
+function indexKeys(steps: readonly TraversalStep[]): readonly Expr[] {
+  let keys: Expr[] | undefined;
+  for (const step of steps) if (step.kind === "index") (keys ??= []).push(step.key);
+  return keys ?? noExprs;
 }
 
 /** Every reference (`var.x`, `local.y`, …) `expr` makes. */

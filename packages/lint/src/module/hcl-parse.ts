@@ -38,7 +38,7 @@ export async function parseHclFile(name: string, source: string): Promise<Parsed
   try {
     const root = tree.rootNode;
     if (root.hasError) throw new ModuleParseError(describeSyntaxError(name, root));
-    const converter = new Converter(name);
+    const converter = new Converter(name, source);
     let body: Body = { attributes: [], blocks: [] };
     for (const child of root.namedChildren) {
       if (child?.type === "body") body = converter.body(child);
@@ -85,9 +85,22 @@ function describeToken(type: string): string {
 
 const stepTypes = new Set(["get_attr", "index", "splat"]);
 
-/** Converts one file's syntax tree; holds the file name for positions. */
+/**
+ * Converts one file's syntax tree; holds the file name and source for positions and text.
+ * Every `type`, `isNamed` and `endIndex` read of a web-tree-sitter node is a call into WASM:
+ * each is read once per node into a local. Expressions are built as plain object literals, not
+ * `{ ...base, … }`: V8's object spread is many times slower, and there is one per expression.
+ */
 class Converter {
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    private readonly source: string,
+  ) {}
+
+  /** The node's source; its indexes are UTF-16 code units (web-tree-sitter parses JS strings as UTF-16). */
+  private text(node: Node): string {
+    return this.source.slice(node.startIndex, node.endIndex);
+  }
 
   pos(node: Node): Position {
     return { file: this.file, line: node.startPosition.row + 1, column: node.startPosition.column + 1 };
@@ -99,14 +112,15 @@ class Converter {
     const seen = new Set<string>();
     for (const child of node.namedChildren) {
       if (!child) continue;
-      if (child.type === "attribute") {
+      const type = child.type;
+      if (type === "attribute") {
         const attribute = this.attribute(child);
         if (seen.has(attribute.name)) {
           throw new ModuleParseError({ ...attribute.at, message: `argument ${attribute.name} is set twice in the same block` });
         }
         seen.add(attribute.name);
         attributes.push(attribute);
-      } else if (child.type === "block") {
+      } else if (type === "block") {
         blocks.push(this.block(child));
       }
     }
@@ -116,7 +130,7 @@ class Converter {
   private attribute(node: Node): Attribute {
     const name = node.namedChildren.find((c) => c?.type === "identifier")!;
     const value = node.namedChildren.find((c) => c?.type === "expression")!;
-    return { name: name.text, at: this.pos(name), expr: this.expression(value) };
+    return { name: this.text(name), at: this.pos(name), expr: this.expression(value) };
   }
 
   private block(node: Node): Block {
@@ -125,12 +139,13 @@ class Converter {
     let body: Body = { attributes: [], blocks: [] };
     for (const child of node.namedChildren) {
       if (!child) continue;
-      if (child.type === "identifier") {
-        if (type === "") type = child.text;
-        else labels.push(child.text);
-      } else if (child.type === "string_lit") {
+      const childType = child.type;
+      if (childType === "identifier") {
+        if (type === "") type = this.text(child);
+        else labels.push(this.text(child));
+      } else if (childType === "string_lit") {
         labels.push(stringLiteralValue(child));
-      } else if (child.type === "body") {
+      } else if (childType === "body") {
         body = this.body(child);
       }
     }
@@ -145,52 +160,53 @@ class Converter {
   private sequence(owner: Node, children: Node[]): Expr {
     const terms: { expr: Expr; start: number }[] = [];
     const operators: string[] = [];
-    const ownerText = owner.text; // one copy out of the parse tree, not one per slice
-    const slice = (start: number, end: number): string => ownerText.slice(start - owner.startIndex, end - owner.startIndex);
+    const slice = (start: number, end: number): string => this.source.slice(start, end);
+    const types = children.map((c) => c.type);
+    const named = children.map((c) => c.isNamed);
     let i = 0;
     while (i < children.length) {
       const child = children[i]!;
-      if (!child.isNamed && child.type === "(") {
+      if (!named[i] && types[i] === "(") {
         const inner = children[i + 1]!;
         const close = children[i + 2] ?? inner;
         const expr: Expr = { kind: "parens", inner: this.expression(inner), text: slice(child.startIndex, close.endIndex), at: this.pos(child), syntax: "native" };
         terms.push({ expr, start: child.startIndex });
         i += 3;
-      } else if (!child.isNamed) {
-        operators.push(child.type);
+      } else if (!named[i]) {
+        operators.push(types[i]!);
         i += 1;
-      } else if (stepTypes.has(child.type) && terms.length > 0) {
+      } else if (stepTypes.has(types[i]!) && terms.length > 0) {
         const { expr: head, start } = terms.pop()!;
         const steps: TraversalStep[] = [];
         let end = child;
-        while (i < children.length && stepTypes.has(children[i]!.type)) {
+        while (i < children.length && stepTypes.has(types[i]!)) {
           end = children[i]!;
-          steps.push(...this.steps(end));
+          steps.push(...this.steps(end, types[i]!));
           i += 1;
         }
         const text = slice(start, end.endIndex);
         const expr: Expr =
           head.kind === "traversal"
-            ? { ...head, steps: [...head.steps, ...steps], text }
+            ? { text, at: head.at, syntax: head.syntax, kind: "traversal", root: head.root, steps: [...head.steps, ...steps] }
             : { kind: "relative", source: head, steps, text, at: head.at, syntax: "native" };
         terms.push({ expr, start });
       } else {
-        terms.push({ expr: this.term(child), start: child.startIndex });
+        terms.push({ expr: this.term(child, types[i]!), start: child.startIndex });
         i += 1;
       }
     }
     if (terms.length === 1 && operators.length === 0) return terms[0]!.expr;
-    return { kind: "operation", operator: operators.join(" "), operands: terms.map((t) => t.expr), text: ownerText, at: this.pos(owner), syntax: "native" };
+    return { kind: "operation", operator: operators.join(" "), operands: terms.map((t) => t.expr), text: this.text(owner), at: this.pos(owner), syntax: "native" };
   }
 
-  private steps(node: Node): TraversalStep[] {
-    switch (node.type) {
+  private steps(node: Node, type: string): TraversalStep[] {
+    switch (type) {
       case "get_attr":
-        return [{ kind: "attr", name: node.namedChildren.find((c) => c?.type === "identifier")!.text }];
+        return [{ kind: "attr", name: this.text(node.namedChildren.find((c) => c?.type === "identifier")!) }];
       case "index": {
         const index = node.namedChildren[0]!;
         if (index.type === "legacy_index") {
-          const digits = index.text.replace(/^\./, "");
+          const digits = this.text(index).replace(/^\./, "");
           return [{ kind: "index", key: { kind: "literal", value: Number(digits), text: digits, at: this.pos(index), syntax: "native" } }];
         }
         const key = index.namedChildren.find((c) => c?.type === "expression")!;
@@ -198,50 +214,52 @@ class Converter {
       }
       default: {
         const inner = node.namedChildren[0];
-        const rest = inner ? inner.namedChildren.filter((c): c is Node => c !== null).flatMap((c) => this.steps(c)) : [];
+        const rest = inner ? inner.namedChildren.filter((c): c is Node => c !== null).flatMap((c) => this.steps(c, c.type)) : [];
         return [{ kind: "splat" }, ...rest];
       }
     }
   }
 
-  private term(node: Node): Expr {
-    if (node.type === "expression") return this.expression(node);
-    const base = { text: node.text, at: this.pos(node), syntax: "native" as const };
-    switch (node.type) {
+  private term(node: Node, type: string): Expr {
+    if (type === "expression") return this.expression(node);
+    const text = this.text(node);
+    const at = this.pos(node);
+    switch (type) {
       case "literal_value":
-        return { ...base, kind: "literal", value: literalValue(node.namedChildren[0]!) };
+        return { text, at, syntax: "native", kind: "literal", value: literalValue(node.namedChildren[0]!) };
       case "template_expr":
-        return { ...base, kind: "template", parts: this.templateParts(node.namedChildren[0]!) };
+        return { text, at, syntax: "native", kind: "template", parts: this.templateParts(node.namedChildren[0]!) };
       case "collection_value":
         return this.collection(node.namedChildren[0]!);
       case "variable_expr":
-        return { ...base, kind: "traversal", root: node.text, steps: [] };
+        return { text, at, syntax: "native", kind: "traversal", root: text, steps: [] };
       case "function_call": {
-        const name = node.namedChildren.find((c) => c?.type === "identifier")!.text;
+        const name = this.text(node.namedChildren.find((c) => c?.type === "identifier")!);
         const args = node.namedChildren.find((c) => c?.type === "function_arguments");
         const exprs = args ? args.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c)) : [];
-        return { ...base, kind: "call", name, args: exprs };
+        return { text, at, syntax: "native", kind: "call", name, args: exprs };
       }
       case "for_expr":
         return this.forExpression(node.namedChildren[0]!);
       case "operation": {
         const op = node.namedChildren[0]!;
-        return { ...this.sequence(op, op.children.filter((c): c is Node => c !== null)), text: node.text, at: this.pos(node) };
+        return { ...this.sequence(op, op.children.filter((c): c is Node => c !== null)), text, at };
       }
       case "conditional": {
         const parts = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
-        return { ...base, kind: "conditional", condition: parts[0]!, whenTrue: parts[1]!, whenFalse: parts[2]! };
+        return { text, at, syntax: "native", kind: "conditional", condition: parts[0]!, whenTrue: parts[1]!, whenFalse: parts[2]! };
       }
       default:
-        return { ...base, kind: "unknown" };
+        return { text, at, syntax: "native", kind: "unknown" };
     }
   }
 
   private collection(node: Node): Expr {
-    const base = { text: node.text, at: this.pos(node), syntax: "native" as const };
+    const text = this.text(node);
+    const at = this.pos(node);
     if (node.type === "tuple") {
       const items = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
-      return { ...base, kind: "tuple", items };
+      return { text, at, syntax: "native", kind: "tuple", items };
     }
     const items: ObjectItem[] = [];
     for (const elem of node.namedChildren) {
@@ -250,11 +268,10 @@ class Converter {
       const value = this.expression(elem.childForFieldName("val")!);
       items.push({ key, keyName: keyName(key), value });
     }
-    return { ...base, kind: "object", items };
+    return { text, at, syntax: "native", kind: "object", items };
   }
 
   private forExpression(node: Node): Expr {
-    const base = { text: node.text, at: this.pos(node), syntax: "native" as const };
     const intro = node.namedChildren.find((c) => c?.type === "for_intro")!;
     const collection = this.expression(intro.namedChildren.find((c) => c?.type === "expression")!);
     const bodies = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
@@ -262,7 +279,7 @@ class Converter {
     const condition = cond ? this.expression(cond.namedChildren.find((c) => c?.type === "expression")!) : undefined;
     const key = bodies.length > 1 ? bodies[0] : undefined;
     const value = bodies[bodies.length - 1]!;
-    return { ...base, kind: "for", collection, ...(key ? { key } : {}), value, ...(condition ? { condition } : {}) };
+    return { text: this.text(node), at: this.pos(node), syntax: "native", kind: "for", collection, ...(key ? { key } : {}), value, ...(condition ? { condition } : {}) };
   }
 
   private templateParts(node: Node): Expr[] {
@@ -270,9 +287,11 @@ class Converter {
     const visit = (n: Node): void => {
       for (const child of n.namedChildren) {
         if (!child) continue;
-        if (child.type === "template_literal") {
-          parts.push({ kind: "literal", value: unescapeTemplate(child.text), text: child.text, at: this.pos(child), syntax: "native" });
-        } else if (child.type === "expression") {
+        const type = child.type;
+        if (type === "template_literal") {
+          const text = this.text(child);
+          parts.push({ kind: "literal", value: unescapeTemplate(text), text, at: this.pos(child), syntax: "native" });
+        } else if (type === "expression") {
           parts.push(this.expression(child));
         } else {
           visit(child);
