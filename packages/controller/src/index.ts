@@ -26,6 +26,7 @@ export type { ManagerSettings, ParsedFlags } from "./flags.js";
 export { decideOperation, backoffMs, consecutiveFailures, jitterMs } from "./reconcile/decide-operation.js";
 export type { Observed, Decision, FinishedJob, JobOutcome } from "./reconcile/decide-operation.js";
 export { reconcileWorkspace } from "./reconcile/workspace-reconciler.js";
+export { workspaceController, workspaceResourceType } from "./reconcile/workspace-controller.js";
 export type { ReconcilerDeps, KindAdapter, PassResult, WorkspaceObject } from "./reconcile/workspace-reconciler.js";
 export { machineAdapter, clusterAdapter, poolAdapter } from "./kinds/adapters.js";
 export { buildJob, jobName, runSecretName } from "./jobs/build-job.js";
