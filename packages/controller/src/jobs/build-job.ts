@@ -4,6 +4,7 @@ import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import { backendConfigValues } from "@captf/render";
 import type { Operation } from "../reconcile/decide-operation.js";
+import { reservedEnvPrefixes } from "../webhooks/job-policy.js";
 
 /**
  * Building the Job that runs one operation of a Terraform* object: a pure function from
@@ -126,9 +127,9 @@ function runnerArguments(request: JobRequest, job: string, lockTimeoutSeconds: n
   return args;
 }
 
-/** Environment names a Job policy may not set: the runner owns every TF_ and KUBE_ variable. */
+/** Environment names a Job policy may not set: the runner owns every TF_ and KUBE_ variable (the webhook refuses them too). */
 export function isReservedEnvName(name: string): boolean {
-  return name.startsWith("TF_") || name.startsWith("KUBE_");
+  return reservedEnvPrefixes.some((prefix) => name.startsWith(prefix));
 }
 
 /** Builds the Job of one operation. Pure: the reconciler creates it (AlreadyExists = adopt). */

@@ -64,6 +64,10 @@ export function isNotFound(error: unknown): boolean {
   return (error as { code?: number }).code === 404;
 }
 
+function isAlreadyExists(error: unknown): boolean {
+  return (error as { code?: number }).code === 409;
+}
+
 function ignoreNotFound(error: unknown): undefined {
   if (isNotFound(error)) return undefined;
   throw error;
@@ -225,7 +229,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         deps.jobEnvironment ?? defaultJobEnvironment,
       );
       const created = await batch.createNamespacedJob({ namespace, body: job }).catch(async (error) => {
-        if ((error as { code?: number }).code === 409) return batch.readNamespacedJob({ name: job.metadata!.name!, namespace });
+        if (isAlreadyExists(error)) return batch.readNamespacedJob({ name: job.metadata!.name!, namespace });
         throw error;
       });
       await createRunSecret(core, namespace, created, { ...root });
@@ -290,7 +294,7 @@ async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, f
         stringData: files,
       },
     })
-    .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+    .catch((error) => (isAlreadyExists(error) ? undefined : Promise.reject(error)));
 }
 
 async function patchStatus(deps: ReconcilerDeps, adapter: { plural: string }, namespace: string, name: string, status: Record<string, unknown>): Promise<void> {
