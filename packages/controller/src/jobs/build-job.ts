@@ -67,7 +67,7 @@ export const defaultJobEnvironment: JobEnvironment = {
   runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"],
 };
 
-const kindShort: Record<Role, string> = { cluster: "c", machine: "m", machinepool: "mp" };
+export const kindShort: Record<Role, string> = { cluster: "c", machine: "m", machinepool: "mp" };
 /** Job names stay at or below 57 characters, so the pod name (`<job>-<5>`) is a valid 63-character hostname. */
 export const maxJobNameLength = 57;
 export const defaultActiveDeadlineSeconds = 3600;

@@ -1,24 +1,16 @@
 import type { JsonValue } from "@captf/contract";
-import { annotations, apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { annotations, labels } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
+import { capiGroup, capiVersion, type PassReads } from "../reconcile/pass-reads.js";
 import { isNotFound, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
 import { clusterInputs, machineInputs, machinePoolInputs, type ObjectMeta } from "./render-inputs.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
 
-const capiGroup = "cluster.x-k8s.io";
-const capiVersion = "v1beta2";
-
 function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
   return promise.then((value) => value as T).catch((error) => (isNotFound(error) ? undefined : Promise.reject(error)));
-}
-
-interface CapiCluster {
-  metadata: ObjectMeta;
-  spec?: { infrastructureRef?: { name?: string; kind?: string } };
-  status?: { initialization?: { controlPlaneInitialized?: boolean } };
 }
 
 function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: string, name: string): Promise<T | undefined> {
@@ -26,16 +18,13 @@ function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: string, nam
 }
 
 /** The cluster's `exports` as machines and pools receive it; undefined until the cluster has published them. */
-export async function clusterExports(deps: ReconcilerDeps, namespace: string, clusterName: string): Promise<JsonValue | undefined> {
+export async function clusterExports(deps: ReconcilerDeps, reads: PassReads, namespace: string, clusterName: string): Promise<JsonValue | undefined> {
   if (!clusterName) return undefined;
-  const cluster = await getCapi<CapiCluster>(deps, namespace, "clusters", clusterName);
-  const infraName = cluster?.spec?.infrastructureRef?.name;
-  if (!infraName) return undefined;
-  const terraformCluster = await orUndefined<{ metadata: ObjectMeta }>(deps.custom.getNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: "terraformclusters", name: infraName }));
+  const terraformCluster = await reads.terraformCluster(clusterName);
   if (!terraformCluster) return undefined;
   // An externally managed TerraformCluster runs no module: its machines get {}.
   if (terraformCluster.metadata.annotations?.[annotations.managedBy] !== undefined) return {};
-  const state = await readState(deps.core, namespace, stateSecretSuffix({ role: "cluster", namespace, name: infraName }));
+  const state = await readState(deps.core, namespace, stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }));
   if (state.kind !== "ok" || !state.state.inputsHash) return undefined;
   return (state.state.outputs.exports as JsonValue | undefined) ?? {};
 }
@@ -44,14 +33,14 @@ export const machineAdapter: KindAdapter<"machine"> = {
   role: "machine",
   kind: "TerraformMachine",
   plural: "terraformmachines",
-  async observeInputs(deps, object) {
+  async observeInputs(deps, object, { reads }) {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return undefined;
     const namespace = object.metadata.namespace;
     const machine = await getCapi<{ metadata: ObjectMeta; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string } } }>(deps, namespace, "machines", ownerRef.name);
     if (!machine) return undefined;
     const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
-    const exports = await clusterExports(deps, namespace, clusterName);
+    const exports = await clusterExports(deps, reads, namespace, clusterName);
     const secretName = machine.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
     return { clusterName, inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap) };
@@ -71,14 +60,15 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
   role: "cluster",
   kind: "TerraformCluster",
   plural: "terraformclusters",
-  async observeInputs(deps, object: WorkspaceObject) {
-    const namespace = object.metadata.namespace;
+  async observeInputs(_deps, object: WorkspaceObject, { reads, durable }) {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Cluster" && ref.apiVersion.startsWith(`${capiGroup}/`));
     const clusterName = ownerRef?.name ?? object.metadata.labels?.[labels.clusterName];
     if (!clusterName) return undefined;
-    const cluster = await getCapi<CapiCluster & Parameters<typeof clusterInputs>[0]>(deps, namespace, "clusters", clusterName);
+    const cluster = await reads.capiCluster(clusterName);
     if (!cluster) return undefined;
-    return { clusterName, inputs: { pending: false, inputs: clusterInputs(cluster, object as Parameters<typeof clusterInputs>[1]) } };
+    // control_plane_initialized latches: once an apply started with it true, it stays true.
+    const latched = durable?.variables.control_plane_initialized === true;
+    return { clusterName, inputs: { pending: false, inputs: clusterInputs(cluster as Parameters<typeof clusterInputs>[0], object as Parameters<typeof clusterInputs>[1], latched) } };
   },
   contractFields(object, decoding) {
     const fields = clusterContractFields(decoding.outputs);
@@ -96,14 +86,9 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
 };
 
 /** Names of the cluster's failure domains (its TerraformCluster's status.failureDomains); [] until published. */
-async function clusterFailureDomains(deps: ReconcilerDeps, namespace: string, clusterName: string): Promise<string[]> {
+async function clusterFailureDomains(reads: PassReads, clusterName: string): Promise<string[]> {
   if (!clusterName) return [];
-  const cluster = await getCapi<CapiCluster>(deps, namespace, "clusters", clusterName);
-  const infraName = cluster?.spec?.infrastructureRef?.name;
-  if (!infraName) return [];
-  const terraformCluster = await orUndefined<{ status?: { failureDomains?: { name?: string }[] } }>(
-    deps.custom.getNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: "terraformclusters", name: infraName }),
-  );
+  const terraformCluster = await reads.terraformCluster(clusterName);
   return (terraformCluster?.status?.failureDomains ?? []).map((domain) => domain.name).filter((name): name is string => Boolean(name));
 }
 
@@ -116,15 +101,15 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
   kind: "TerraformMachinePool",
   plural: "terraformmachinepools",
   publishesReady: true,
-  async observeInputs(deps, object) {
+  async observeInputs(deps, object, { reads }) {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return undefined;
     const namespace = object.metadata.namespace;
     const machinePool = await getCapi<CapiMachinePool>(deps, namespace, "machinepools", ownerRef.name);
     if (!machinePool) return undefined;
     const clusterName = machinePool.spec?.clusterName ?? machinePool.metadata.labels?.[labels.clusterName] ?? "";
-    const exports = await clusterExports(deps, namespace, clusterName);
-    const failureDomains = await clusterFailureDomains(deps, namespace, clusterName);
+    const exports = await clusterExports(deps, reads, namespace, clusterName);
+    const failureDomains = await clusterFailureDomains(reads, clusterName);
     const secretName = machinePool.spec?.template?.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
     const terraformMachinePool = object as WorkspaceObject & { status?: { replicas?: number } };

@@ -25,7 +25,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
     ({ batch, custom } = plane);
-    deps = { core: plane.core, batch, custom };
+    deps = { core: plane.core, batch, custom, coordination: plane.coordination };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [clusterImage]: noopModuleDirectory("cluster"), [machineImage]: noopModuleDirectory("machine") } });
     const cluster = (await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
       apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "c1" },

@@ -63,7 +63,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     } });
   }
 
-  for (const budget of [0, 1, 2, 3, 4, 5, 6]) {
+  for (const budget of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]) {
     it(`converges with one apply Job when every pass is killed after ${budget} writes`, async () => {
       const name = `m-${budget}`;
       await createMachine(name);
@@ -71,7 +71,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       for (let pass = 0; pass < 30; pass++) {
         // Each pass is killed after `budget` writes while kills last, then the manager runs clean.
         const counter = { writes: 0, budget: kills < 4 ? budget : Infinity };
-        const deps: ReconcilerDeps = { core: killAfterWrites(plane.core, counter), batch: killAfterWrites(plane.batch, counter), custom: killAfterWrites(plane.custom, counter) };
+        const deps: ReconcilerDeps = { core: killAfterWrites(plane.core, counter), batch: killAfterWrites(plane.batch, counter), custom: killAfterWrites(plane.custom, counter), coordination: killAfterWrites(plane.coordination, counter) };
         try {
           await reconcileWorkspace(deps, machineAdapter, namespace, name);
         } catch (error) {

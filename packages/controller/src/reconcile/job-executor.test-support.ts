@@ -30,7 +30,9 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
   async function runPod(pod: k8s.V1Pod): Promise<boolean> {
     const name = pod.metadata!.name!;
     const container = pod.spec!.containers.find((c) => c.name === "source")!;
-    const moduleDir = options.modules[container.image!];
+    // A pinned image runs by digest: its module is the one of the same repository.
+    const repository = (reference: string) => reference.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w][\w.-]*$/, "");
+    const moduleDir = options.modules[container.image!] ?? Object.entries(options.modules).find(([reference]) => repository(reference) === repository(container.image!))?.[1];
     if (!moduleDir) throw new Error(`no module for image ${container.image}`);
     const work = join(base, name);
     const config = join(work, "config");

@@ -9,6 +9,7 @@ export interface PlaneClients {
   core: k8s.CoreV1Api;
   batch: k8s.BatchV1Api;
   custom: k8s.CustomObjectsApi;
+  coordination: k8s.CoordinationV1Api;
 }
 
 /** Clients of the shared plane, with every CRD installed and established, and a fresh namespace. */
@@ -25,7 +26,7 @@ export async function preparePlane(namespace: string): Promise<PlaneClients> {
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  return { kubeconfigPath: plane.kubeconfigPath, core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi) };
+  return { kubeconfigPath: plane.kubeconfigPath, core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };
 }
 
 export async function allJobsFinished(batch: k8s.BatchV1Api, namespace: string): Promise<void> {

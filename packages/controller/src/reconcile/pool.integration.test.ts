@@ -24,7 +24,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
     ({ batch, custom } = plane);
-    deps = { core: plane.core, batch, custom };
+    deps = { core: plane.core, batch, custom, coordination: plane.coordination };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machinepool") } });
 
     // The cluster's infrastructure is externally managed here: its pools receive {} as exports.
@@ -78,16 +78,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(pool.status.conditions.find((c: { type: string }) => c.type === "OutputsValid")).toMatchObject({ status: "True" });
     expect(pool.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
     expect(pool.status.ready).toBe(true);
+    // The pass that saw the apply succeed starts the membership refresh due right after every apply.
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
-    expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])).toEqual(["apply"]);
+    expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]).sort()).toEqual(["apply", "refresh"]);
     expect(actions[0]).toBe("added finalizer");
+    expect(actions.at(-1)).toMatch(/^started refresh \(RefreshAfterApply\)/);
   }, 180_000);
 
-  it("settles: another pass starts no Job and leaves providerIDList alone", async () => {
+  it("settles after its membership refresh: the next passes start no Job and leave providerIDList alone", async () => {
+    await executor.runPending();
+    await allJobsFinished(batch, namespace);
+    const first = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
+    expect(first.action).toBe("UpToDate");
+    // The next membership refresh is due one interval (60 s, plus up to 10% jitter) after this one.
+    expect(first.requeueAfterMs).toBeGreaterThan(50_000);
+    expect(first.requeueAfterMs).toBeLessThanOrEqual(66_000);
     const before = await get();
-    const result = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
-    expect(result.action).toBe("UpToDate");
-    expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
+    const second = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
+    expect(second.action).toBe("UpToDate");
+    expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(2);
     expect((await get()).metadata.generation).toBe(before.metadata.generation);
+    expect((await get()).spec.providerIDList).toEqual(before.spec.providerIDList);
   }, 60_000);
 });

@@ -23,7 +23,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const plane = await preparePlane(namespace);
     const { core } = plane;
     ({ batch, custom } = plane);
-    deps = { core, batch, custom };
+    deps = { core, batch, custom, coordination: plane.coordination };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
 
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };

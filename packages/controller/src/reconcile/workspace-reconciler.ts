@@ -1,27 +1,67 @@
-import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job, type V1Pod } from "@kubernetes/client-node";
-import { decodeOutputs, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
-import { annotations, apiGroup, apiVersion, finalizers, labels } from "@captf/contract/api";
-import { parseRunResult, type RunResult } from "@captf/contract/run-result";
-import { inputsHash, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix } from "@captf/render";
-import { buildJob, defaultJobEnvironment, runSecretName, type JobEnvironment } from "../jobs/build-job.js";
+import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
+import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
+import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
+import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import type { Logger } from "pino";
+import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
+import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
+import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
+import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
 import { readState } from "../state/read-state.js";
-import { decideOperation, type Decision, type FinishedJob, type Operation } from "./decide-operation.js";
+import { ConditionSet, previousReason, type Condition } from "./conditions.js";
+import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
+import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
+import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
+import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
+import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 
 /**
- * One reconcile pass of a Terraform* object, shared by every kind: observe (live reads), decide
- * (decideOperation), act (at most one Job and its per-run Secret), record (one status patch,
- * then mark the finished Jobs bookkept). A kind adapter says how to build its inputs and how its
- * outputs map onto Cluster API fields. Every write is idempotent, so a pass cut short anywhere
- * converges on the next: Job names are deterministic and an existing Job is adopted.
+ * One reconcile pass of a Terraform* object, shared by every kind:
+ * 1. observe: the object, its Cluster API owners (through the kind adapter), its Jobs, its durable
+ *    inputs and its state, all read live;
+ * 2. bookkeep the finished Jobs (adopt the state, pin the digest, release the run lease);
+ * 3. decide (decideOperation, pure);
+ * 4. act: take the run lease (and the cluster operation gate), write the durable inputs of an
+ *    apply, create the Job and its per-run Secret; or drop the finalizer;
+ * 5. record: one status patch, then mark the finished Jobs bookkept.
+ * Every write is idempotent, so a pass cut short anywhere converges on the next: Job names are
+ * deterministic, an existing Job is adopted and a lease already held by that Job is ours.
  */
+
+/** Credentials for an object's Jobs (identity resolution and the mirror Secret), when wired. */
+export interface CredentialsOutcome {
+  /** IdentityAllowed, CredentialsMirrored, RunnerRBACReady as computed. */
+  conditions: { type: string; value: ConditionValue }[];
+  /** Jobs may start: the mirror is in place (or no identity is needed). */
+  ready: boolean;
+  /** The mirror Secret to mount in Jobs. */
+  secretName?: string;
+  identity?: string;
+  requeueAfterMs?: number;
+}
+
+export type CredentialsResolver = (request: {
+  role: Role;
+  object: WorkspaceObject;
+  terraformCluster: TerraformClusterObject | undefined;
+}) => Promise<CredentialsOutcome>;
 
 export interface ReconcilerDeps {
   core: CoreV1Api;
   batch: BatchV1Api;
   custom: CustomObjectsApi;
+  coordination: CoordinationV1Api;
   jobEnvironment?: JobEnvironment;
+  /** Identity resolution and credential mirroring; without it Jobs carry no credentials. */
+  credentials?: CredentialsResolver;
+  events?: EventRecorder;
+  metrics?: CaptfMetrics;
+  logger?: Logger;
+  /** `--cluster-operation-gate` (default true). */
+  clusterOperationGate?: boolean;
   now?: () => number;
 }
 
@@ -35,14 +75,31 @@ export interface PassResult {
 export interface WorkspaceObject {
   metadata: ObjectMeta & {
     uid: string;
+    generation?: number;
     resourceVersion?: string;
     deletionTimestamp?: string;
     finalizers?: string[];
-    ownerReferences?: { kind: string; name: string; apiVersion: string }[];
+    ownerReferences?: { kind: string; name: string; apiVersion: string; uid?: string }[];
     creationTimestamp?: string;
   };
-  spec: { source: { image: string }; drift?: { intervalSeconds?: number; action?: "Report" | "Remediate" }; applyPolicy?: "Automatic" | "Manual"; [key: string]: unknown };
-  status?: { initialization?: { provisioned?: boolean }; [key: string]: unknown };
+  spec: {
+    source: { image: string; imagePullPolicy?: "Always" | "IfNotPresent" | "Never" };
+    drift?: { intervalSeconds?: number; action?: "Report" | "Remediate" };
+    applyPolicy?: "Automatic" | "Manual";
+    jobs?: StoredJobPolicy;
+    variables?: Record<string, JsonValue>;
+    variablesFrom?: VariablesFromEntry[];
+    identityRef?: { name?: string };
+    membershipRefreshIntervalSeconds?: number;
+    [key: string]: unknown;
+  };
+  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; [key: string]: unknown };
+}
+
+/** What a kind adapter sees of the pass when it builds inputs. */
+export interface InputsContext {
+  reads: PassReads;
+  durable: DurableInputs | undefined;
 }
 
 /** What a kind adds to the shared pass. */
@@ -50,8 +107,8 @@ export interface KindAdapter<R extends Role> {
   role: R;
   kind: keyof typeof finalizers;
   plural: string;
-  /** The Cluster API owner and the inputs, or why they cannot be built yet. Undefined owner: not owned yet. */
-  observeInputs(deps: ReconcilerDeps, object: WorkspaceObject): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
+  /** The cluster name and the inputs, or undefined when the Cluster API owner is not there yet. */
+  observeInputs(deps: ReconcilerDeps, object: WorkspaceObject, context: InputsContext): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
   /** Also publish provisioning as the v1beta1 `status.ready` flag Cluster API still reads for this kind. */
   publishesReady?: boolean;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
@@ -59,6 +116,8 @@ export interface KindAdapter<R extends Role> {
 }
 
 const gateRequeueMs = 30_000;
+const longRequeueMs = 10 * 60_000;
+const defaultMembershipRefreshSeconds = 60;
 
 export function isNotFound(error: unknown): boolean {
   return (error as { code?: number }).code === 404;
@@ -73,36 +132,49 @@ function ignoreNotFound(error: unknown): undefined {
   throw error;
 }
 
-function condition(type: string, value: ConditionValue, now: number) {
-  return { type, status: value.status, reason: value.reason, message: value.message ?? "", lastTransitionTime: new Date(now).toISOString().replace(/\.\d+Z$/, "Z") };
-}
-
-function jobOutcome(job: V1Job, result: RunResult | undefined): FinishedJob["outcome"] | undefined {
-  const done = job.status?.conditions?.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
-  if (!done) return undefined;
-  if (done.type === "Complete") return "succeeded";
-  const kind = result?.error?.kind;
-  if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted") return kind;
-  return "failed";
-}
-
-async function terminationMessage(core: CoreV1Api, namespace: string, job: string): Promise<string | undefined> {
-  const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` });
-  const pod: V1Pod | undefined = pods.items[0];
-  return pod?.status?.containerStatuses?.find((status) => status.name === "source")?.state?.terminated?.message;
-}
-
 export function mergePatchOptions() {
   return setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+}
+
+/** Inputs that can run an apply: rendered root, hash and the user variables in them. */
+interface RenderedInputs {
+  root: GeneratedRoot;
+  hash: string;
+}
+
+type InputsOutcome = { kind: "ready"; rendered: RenderedInputs } | { kind: "pending"; reason: string; message: string; condition: "DependenciesReady" | "ApplyJobSucceeded"; status: "Unknown" | "False" } | { kind: "none" };
+
+function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs[R], variables: UserVariables): InputsOutcome {
+  try {
+    const root = renderGeneratedRoot(role, inputs, variables);
+    return { kind: "ready", rendered: { root, hash: inputsHash({ role, image, inputs, variables }) } };
+  } catch (error) {
+    if (error instanceof InputsTooLargeError) return { kind: "pending", reason: "InputsTooLarge", message: error.message, condition: "ApplyJobSucceeded", status: "False" };
+    throw error;
+  }
+}
+
+function metricResult(job: ObservedJob): JobResult {
+  if (job.deadlineExceeded) return "deadline";
+  return job.outcome === "plan-changed" ? "plan_changed" : (job.outcome as JobResult);
 }
 
 /** Runs one pass for the object namespace/name of the adapter's kind. */
 export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, adapter: KindAdapter<R>, namespace: string, name: string): Promise<PassResult> {
   const now = (deps.now ?? Date.now)();
   const { core, batch, custom } = deps;
+  const events = deps.events ?? discardEvents;
+  const metricKind = adapter.kind as MetricKind;
   const objectApi = { group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name };
   const object = (await custom.getNamespacedCustomObject(objectApi).catch(ignoreNotFound)) as WorkspaceObject | undefined;
-  if (!object) return { action: "gone" };
+  if (!object) {
+    deps.metrics?.forgetObject(metricKind, namespace, name);
+    return { action: "gone" };
+  }
+  // Another controller owns this infrastructure (Cluster API's managed-by contract): hands off.
+  if (object.metadata.annotations?.[annotations.managedBy] !== undefined) return { action: "externally managed" };
+
+  const subject: EventSubject = { apiVersion: groupVersion, kind: adapter.kind, namespace, name, uid: object.metadata.uid };
   const mergePatch = (body: unknown) => custom.patchNamespacedCustomObject({ ...objectApi, body }, mergePatchOptions());
   const finalizer = finalizers[adapter.kind];
   const deleting = Boolean(object.metadata.deletionTimestamp);
@@ -113,185 +185,382 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     return { action: "added finalizer", requeueAfterMs: 0 };
   }
 
-  const conditions: ReturnType<typeof condition>[] = [];
+  const conditions = new ConditionSet();
+  const previous = object.status?.conditions;
   const status: Record<string, unknown> = {};
   const suffix = stateSecretSuffix({ role: adapter.role, namespace, name });
   status.stateSecretSuffix = suffix;
+  const reads = passReads(custom, namespace);
+  const durable = await readDurableInputs(core, adapter.role, namespace, name);
+  const wasProvisioned = object.status?.initialization?.provisioned === true;
 
-  // Observe: owners and inputs.
-  const observedInputs = await adapter.observeInputs(deps, object);
-  if (!observedInputs && !deleting) {
-    conditions.push(condition("DependenciesReady", { status: "Unknown", reason: "WaitingForOwner", message: `waiting for a Cluster API owner of this ${adapter.kind}` }, now));
-    await patchStatus(deps, adapter, namespace, name, { ...status, conditions });
-    return { action: "waiting for owner", requeueAfterMs: gateRequeueMs };
-  }
-  const inputs = observedInputs?.inputs;
+  // Observe: owners and inputs. A provisioned machine's inputs are pinned in its durable inputs.
+  const pinned = adapter.role === "machine" && wasProvisioned && durable !== undefined;
+  const observedInputs = pinned ? undefined : await adapter.observeInputs(deps, object, { reads, durable });
   const clusterName = observedInputs?.clusterName ?? object.metadata.labels?.[labels.clusterName] ?? "";
-  if (inputs?.pending) conditions.push(condition("DependenciesReady", { status: "Unknown", reason: inputs.reason, message: inputs.message }, now));
-  else if (inputs) conditions.push(condition("DependenciesReady", { status: "True", reason: "DependenciesReady" }, now));
+  const capiCluster = await reads.capiCluster(clusterName);
+  const terraformCluster = adapter.role === "cluster" ? (object as unknown as TerraformClusterObject) : await reads.terraformCluster(clusterName);
+  const paused = capiCluster?.spec?.paused === true || object.metadata.annotations?.[annotations.paused] !== undefined;
+  conditions.set("Paused", paused ? { status: "True", reason: "Paused" } : { status: "False", reason: "NotPaused" });
 
-  // Observe: Jobs and their results; bookkeeping of the finished ones.
-  const jobs = (await batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=${adapter.kind},${labels.ownerName}=${name}` })).items;
-  const finished: FinishedJob[] = [];
-  const toMark: V1Job[] = [];
-  let newestResult: { job: V1Job; result: RunResult; finishedAt: number } | undefined;
-  let activeJob: { name: string; op: Operation } | undefined;
-  for (const job of jobs) {
-    const op = job.metadata?.labels?.[labels.op] as Operation;
-    const reading = parseRunResult(await terminationMessage(core, namespace, job.metadata!.name!));
-    const result = reading.ok && "steps" in reading.result ? (reading.result as RunResult) : undefined;
-    const outcome = jobOutcome(job, result);
-    if (!outcome) {
-      activeJob = { name: job.metadata!.name!, op };
-      continue;
-    }
-    const finishedAt = Date.parse(String(job.status?.completionTime ?? job.status?.conditions?.at(-1)?.lastTransitionTime ?? now));
-    const jobHash = job.metadata?.annotations?.[annotations.inputsHash];
-    finished.push({ op, outcome, finishedAt, ...(jobHash ? { inputsHash: jobHash } : {}) });
-    if (result && (!newestResult || finishedAt >= newestResult.finishedAt)) newestResult = { job, result, finishedAt };
-    if (job.metadata?.annotations?.[annotations.bookkept] !== "true") {
-      toMark.push(job);
-      // A successful apply adopts the state: its inputs hash goes on the state Secret.
-      if (op === "apply" && outcome === "succeeded" && jobHash) {
-        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: jobHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
-      }
-      await core.deleteNamespacedSecret({ name: runSecretName(job.metadata!.name!), namespace }).catch(ignoreNotFound);
+  let inputs: InputsOutcome = { kind: "none" };
+  if (pinned) {
+    conditions.set("DependenciesReady", { status: "True", reason: "DependenciesReady" });
+  } else if (!observedInputs) {
+    if (!deleting) conditions.set("DependenciesReady", { status: "Unknown", reason: "WaitingForOwner", message: `waiting for a Cluster API owner of this ${adapter.kind}` });
+  } else if (observedInputs.inputs.pending) {
+    const pending = observedInputs.inputs;
+    inputs = { kind: "pending", reason: pending.reason, message: pending.message, condition: "DependenciesReady", status: "Unknown" };
+    conditions.set("DependenciesReady", { status: "Unknown", reason: pending.reason, message: pending.message });
+  } else {
+    const variables = await readUserVariables(core, adapter.role, namespace, object.spec);
+    if (!variables.ok) {
+      inputs = { kind: "pending", reason: variables.reason, message: variables.message, condition: "DependenciesReady", status: "False" };
+      conditions.set("DependenciesReady", { status: "False", reason: variables.reason, message: variables.message });
+    } else {
+      conditions.set("DependenciesReady", { status: "True", reason: "DependenciesReady" });
+      inputs = renderInputs(adapter.role, object.spec.source.image, observedInputs.inputs.inputs, variables.variables);
+      if (inputs.kind === "pending") conditions.set(inputs.condition, { status: inputs.status, reason: inputs.reason, message: inputs.message });
     }
   }
+  const currentHash = inputs.kind === "ready" ? inputs.rendered.hash : undefined;
 
+  // Credentials: identity, mirror and runner RBAC, for objects that may start a Job.
+  let credentials: CredentialsOutcome | undefined;
+  if (deps.credentials && !paused) {
+    credentials = await deps.credentials({ role: adapter.role, object, terraformCluster });
+    for (const { type, value } of credentials.conditions) conditions.set(type, value);
+  }
+
+  // Observe Jobs; bookkeep the finished ones not recorded yet.
+  const jobs = await observeJobs({ core, batch }, namespace, adapter.kind, name, now);
+  const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
+  let durableNotes: Record<string, string> = {};
+  for (const job of toMark) {
+    if (job.op === "apply" && job.outcome === "succeeded") {
+      // A successful apply adopts the state: its inputs hash goes on the state Secret.
+      if (job.inputsHash) {
+        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
+      }
+      durableNotes[annotations.applied] = "true";
+      const imageReference = durable?.image ?? object.spec.source.image;
+      const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
+      if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
+        durableNotes[annotations.imageDigest] = pinnedDigest;
+        void events.record(subject, "DigestPinned", `pinned ${imageReference} to ${pinnedDigest} after Job ${job.name} succeeded`);
+      }
+    }
+    await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
+    await releaseLease(deps.coordination, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
+    if (adapter.role === "cluster" && clusterName) {
+      await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
+    }
+    const summary = job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
+    if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
+    else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
+    else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
+    else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
+    else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
+    deps.metrics?.jobFinished({
+      kind: metricKind,
+      op: job.op,
+      result: metricResult(job),
+      ...(job.job.status?.startTime ? { durationSeconds: Math.max(0, (job.finishedAt! - Date.parse(String(job.job.status.startTime))) / 1000) } : {}),
+      attempt: job.attempt,
+    });
+    if (job.outcome === "succeeded") deps.metrics?.lastSuccess(metricKind, namespace, name, job.op, job.finishedAt!);
+  }
+  if (Object.keys(durableNotes).length > 0 && durable) {
+    await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions());
+    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest];
+  }
+  if (durable?.imageDigest) status.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
+
+  let active = jobs.find((job) => job.outcome === undefined);
   const state = await readState(core, namespace, suffix);
-  const currentHash = inputs && !inputs.pending ? inputsHash({ role: adapter.role, image: object.spec.source.image, inputs: inputs.inputs }) : undefined;
+  if (state.kind === "unreadable") conditions.set("StateReadable", { status: "False", reason: state.reason, message: state.message });
+  else if (state.kind === "ok") conditions.set("StateReadable", { status: "True", reason: "StateRead" });
+  else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
 
   // A pass killed between creating a Job and its per-run Secret left the Job waiting for its
   // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
-  if (activeJob) {
-    const job = jobs.find((candidate) => candidate.metadata?.name === activeJob!.name)!;
-    const secretName = runSecretName(activeJob.name);
+  if (active) {
+    const secretName = runSecretName(active.name);
     const present = await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
     if (!present) {
-      const jobHash = job.metadata?.annotations?.[annotations.inputsHash];
-      if (inputs && !inputs.pending && (jobHash === undefined || jobHash === currentHash)) {
-        await createRunSecret(core, namespace, job, { ...renderGeneratedRoot(adapter.role, inputs.inputs) });
+      const root = rootForOperation(active.op, inputs, durable, adapter.role);
+      const hashMatches = active.inputsHash === undefined || active.inputsHash === currentHash || active.op !== "apply";
+      if (root && hashMatches) {
+        await createRunSecret(core, namespace, active.job, root);
       } else {
-        await batch.deleteNamespacedJob({ name: activeJob.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
-        return { action: `deleted stuck Job ${activeJob.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
+        await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
+        await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+        void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
+        return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
       }
     }
   }
-  const drift = object.spec.drift ?? {};
 
   // Decide.
-  const decision: Decision = decideOperation({
-    role: adapter.role,
-    uid: object.metadata.uid,
-    now,
-    createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
-    deleting,
-    ...(activeJob ? { activeJob } : {}),
-    state: state.kind === "absent" ? { kind: "absent" } : state.kind === "unreadable" ? { kind: "unreadable" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
-    ...(currentHash ? { currentInputsHash: currentHash } : {}),
-    ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
-    jobs: finished,
-    drift: { intervalSeconds: drift.intervalSeconds ?? 0, action: drift.action ?? "Report", detected: false },
-    health: { pendingRefreshes: 0, appliedReadingDefinite: true },
-  });
-  if (state.kind === "unreadable") conditions.push(condition("StateReadable", { status: "False", reason: state.reason, message: state.message }, now));
+  const drift = object.spec.drift ?? {};
+  const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  const poolStatus = object.status as { replicas?: number } | undefined;
+  const decision: Decision = paused
+    ? { reason: "Paused" }
+    : decideOperation({
+        role: adapter.role,
+        uid: object.metadata.uid,
+        now,
+        createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
+        deleting,
+        ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
+        state: state.kind === "absent" ? { kind: "absent" } : state.kind === "unreadable" ? { kind: "unreadable" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
+        ...(currentHash ? { currentInputsHash: currentHash } : {}),
+        ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
+        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}) })),
+        drift: { intervalSeconds: drift.intervalSeconds ?? 0, action: drift.action ?? "Report", detected: false },
+        health: { pendingRefreshes: 0, appliedReadingDefinite: adapter.role !== "machinepool", ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}) },
+        ...(adapter.role === "machinepool"
+          ? {
+              pool: {
+                membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
+                providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
+                statusReplicas: poolStatus?.replicas ?? 0,
+              },
+            }
+          : {}),
+        ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
+      });
+  deps.metrics?.decided(metricKind, decision.op ?? "none", decision.reason);
 
   // Act.
   let action = decision.reason;
+  let requeueAfterMs = decision.requeueAfterMs;
   if (decision.dropFinalizer) {
     if (decision.cleanupState) {
       const secrets = await core.listNamespacedSecret({ namespace, labelSelector: `tfstateSecretSuffix=${suffix}` });
       for (const secret of secrets.items) await core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace }).catch(ignoreNotFound);
+      void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
+    await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
     await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+    void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
+    deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "removed finalizer" };
   }
+  let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const needsInputs = decision.op === "apply" || decision.op === "plan";
-    if (needsInputs && (!inputs || inputs.pending)) {
-      action = `waiting: ${inputs?.pending ? inputs.reason : "WaitingForOwner"}`;
-    } else {
-      const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.metadata?.labels?.[labels.op] === decision.op).map((job) => Number(job.metadata?.labels?.[labels.attempt] ?? 0)));
-      // Every op but restore runs in the generated root of the current inputs, when they can be built.
-      const root = inputs && !inputs.pending ? renderGeneratedRoot(adapter.role, inputs.inputs) : renderBackendRoot();
-      const hash = currentHash ?? (state.kind === "ok" ? state.state.inputsHash : undefined) ?? "h2:none";
-      const job = buildJob(
-        {
-          owner: { role: adapter.role, name, namespace, uid: object.metadata.uid, clusterName },
-          op: decision.op,
-          attempt,
-          image: object.spec.source.image,
-          inputsHash: hash,
-          ...(decision.guard ? { guard: { approvalHash: hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
-          ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
-        },
-        deps.jobEnvironment ?? defaultJobEnvironment,
-      );
-      const created = await batch.createNamespacedJob({ namespace, body: job }).catch(async (error) => {
-        if (isAlreadyExists(error)) return batch.readNamespacedJob({ name: job.metadata!.name!, namespace });
-        throw error;
-      });
-      await createRunSecret(core, namespace, created, { ...root });
-      action = `started ${decision.op} (${decision.reason}) as ${job.metadata!.name}`;
-      activeJob = { name: job.metadata!.name!, op: decision.op };
-      status.activeJob = { name: job.metadata!.name, operation: decision.op, attempt };
-    }
+    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject });
+    action = started.action;
+    if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
+    if (started.wait) waitCondition = started.wait;
+    if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false };
   }
-  if (!status.activeJob) status.activeJob = activeJob ? { name: activeJob.name, operation: activeJob.op, attempt: 1 } : null; // a merge patch keeps a field unless nulled
+  status.activeJob = active ? { name: active.name, operation: active.op, attempt: active.attempt } : null; // a merge patch keeps a field unless nulled
 
   // Record: outputs onto the contract fields, conditions, one status patch.
-  let provisioned = object.status?.initialization?.provisioned === true;
+  let provisioned = wasProvisioned;
   if (state.kind === "ok") {
-    const decoding = decodeOutputs(adapter.role, state.state.outputs, inputs && !inputs.pending ? inputs.inputs : undefined, { fromState: true });
+    const decoding = decodeOutputs(adapter.role, state.state.outputs, observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined, { fromState: true });
     provisioned ||= isProvisioned(adapter.role, Boolean(state.state.inputsHash), decoding);
     const fields = adapter.contractFields(object, decoding);
     Object.assign(status, fields.status);
-    if (fields.spec && Object.keys(fields.spec).length > 0) await mergePatch({ spec: fields.spec, ...(fields.annotations ? { metadata: { annotations: fields.annotations } } : {}) });
+    if (fields.spec && Object.keys(fields.spec).length > 0) {
+      await mergePatch({ spec: fields.spec, ...(fields.annotations ? { metadata: { annotations: fields.annotations } } : {}) });
+      if ("providerID" in fields.spec) void events.record(subject, "ProviderIDSet", `providerID set to ${String(fields.spec.providerID)}`);
+      if ("controlPlaneEndpoint" in fields.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
+    }
     if (state.state.serial >= 1) status.observedStateSerial = state.state.serial;
-    conditions.push(condition("OutputsValid", { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) }, now));
+    conditions.set("OutputsValid", { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) });
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
-    conditions.push(condition("InfrastructureHealthy", infrastructureHealthy(health, { applyStarted: true, provisioned }), now));
+    conditions.set("InfrastructureHealthy", infrastructureHealthy(health, { applyStarted: true, provisioned }));
   }
-  if (newestResult) {
-    const { job, result } = newestResult;
+  const newest = jobs.filter((job) => job.result).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  if (newest?.result) {
+    const { result } = newest;
     status.lastRun = {
-      job: job.metadata!.name,
-      operation: job.metadata?.labels?.[labels.op],
+      job: newest.name,
+      operation: newest.op,
       ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
       ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
     };
-    const op = job.metadata?.labels?.[labels.op];
-    if (op === "apply" || op === "destroy" || op === "plan") {
-      const verb = op === "destroy" ? "Destroy" : "Apply";
-      const value: ConditionValue = !result.error
-        ? { status: "True", reason: `${verb}Succeeded` }
-        : result.error.kind === "blocked"
-          ? { status: "False", reason: "DestructivePlanBlocked", message: result.error.summary }
-          : { status: "False", reason: `${verb}Failed`, message: result.error.summary };
-      conditions.push(condition("ApplyJobSucceeded", value, now));
+    if (newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") {
+      const verb = newest.op === "destroy" ? "Destroy" : "Apply";
+      conditions.set(
+        "ApplyJobSucceeded",
+        newest.deadlineExceeded
+          ? { status: "False", reason: "JobDeadlineExceeded", message: `Job ${newest.name} reached its deadline` }
+          : !result.error
+            ? { status: "True", reason: `${verb}Succeeded` }
+            : result.error.kind === "blocked"
+              ? { status: "False", reason: "DestructivePlanBlocked", ...(result.error.summary ? { message: result.error.summary } : {}) }
+              : { status: "False", reason: `${verb}Failed`, ...(result.error.summary ? { message: result.error.summary } : {}) },
+      );
     }
   }
+  if (waitCondition) conditions.set(waitCondition.type, waitCondition.value);
   if (provisioned) status.initialization = { provisioned: true };
   if (adapter.publishesReady) status.ready = provisioned;
-  conditions.push(condition("Ready", provisioned ? { status: "True", reason: "Ready" } : { status: "False", reason: "NotReady", message: action }, now));
-  await patchStatus(deps, adapter, namespace, name, { ...status, conditions });
+  conditions.set("Ready", provisioned ? { status: "True", reason: "Ready" } : { status: "False", reason: "NotReady", message: action });
+  status.conditions = conditions.toStatus(previous, now, object.metadata.generation);
+  await patchStatus(deps, adapter, namespace, name, status);
+
+  // Events on transitions, after the status they describe is written.
+  if (provisioned && !wasProvisioned) void events.record(subject, "Provisioned", `the ${adapter.role} module's infrastructure is provisioned`);
+  if (paused && previousReason(previous, "Paused") !== "Paused") void events.record(subject, "Paused", "reconciliation paused: no Job starts until it resumes");
+  if (!paused && previousReason(previous, "Paused") === "Paused") void events.record(subject, "Resumed", "reconciliation resumed");
+  deps.metrics?.objectStatus(metricKind, namespace, name, { ready: provisioned ? 1 : 0 });
 
   // Only after the status patch: the finished Jobs are recorded.
   for (const job of toMark) {
-    await batch.patchNamespacedJob({ name: job.metadata!.name!, namespace, body: { metadata: { annotations: { [annotations.bookkept]: "true" } } } }, mergePatchOptions()).catch(ignoreNotFound);
+    await batch.patchNamespacedJob({ name: job.name, namespace, body: { metadata: { annotations: bookkeepingAnnotations(job.outcome!) } } }, mergePatchOptions()).catch(ignoreNotFound);
   }
-  return { action, ...(decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {}) };
+  const credentialsRequeue = credentials?.requeueAfterMs;
+  const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
+  return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
+}
+
+/** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
+function rootForOperation(op: Operation, inputs: InputsOutcome, durable: DurableInputs | undefined, role: Role): GeneratedRoot | undefined {
+  if (op === "apply" || op === "plan") return inputs.kind === "ready" ? inputs.rendered.root : undefined;
+  if (op === "restore") return renderBackendRoot();
+  if (durable) return durable.root;
+  // Clusters and pools may fall back to fresh inputs; a machine's destroy must use what it applied.
+  return role !== "machine" && inputs.kind === "ready" ? inputs.rendered.root : undefined;
+}
+
+interface StartRequest<R extends Role> {
+  deps: ReconcilerDeps;
+  adapter: KindAdapter<R>;
+  object: WorkspaceObject;
+  namespace: string;
+  name: string;
+  suffix: string;
+  clusterName: string;
+  decision: Decision;
+  jobs: ObservedJob[];
+  inputs: InputsOutcome;
+  durable: DurableInputs | undefined;
+  currentHash: string | undefined;
+  state: Awaited<ReturnType<typeof readState>>;
+  credentials: CredentialsOutcome | undefined;
+  terraformCluster: TerraformClusterObject | undefined;
+  now: number;
+  subject: EventSubject;
+}
+
+interface StartOutcome {
+  action: string;
+  requeueAfterMs?: number;
+  /** The condition explaining why no Job started. */
+  wait?: { type: string; value: ConditionValue };
+  job?: { name: string; op: Operation; attempt: number; job: V1Job };
+}
+
+/** The condition a wait of this operation is reported on. */
+function waitConditionType(op: Operation): string {
+  if (op === "refresh" || op === "drift") return "DriftJobSucceeded";
+  if (op === "restore") return "RestoreJobSucceeded";
+  return "ApplyJobSucceeded";
+}
+
+/** Takes the leases and creates the Job (with the durable inputs of an apply and its per-run Secret). */
+async function startOperation<R extends Role>(request: StartRequest<R>): Promise<StartOutcome> {
+  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, now, subject } = request;
+  const events = deps.events ?? discardEvents;
+  const op = decision.op!;
+  const conditionType = waitConditionType(op);
+  const wait = (reason: string, message: string, requeueAfterMs = gateRequeueMs): StartOutcome => ({
+    action: `waiting: ${reason}`,
+    requeueAfterMs,
+    wait: { type: conditionType, value: { status: reason === "InputsTooLarge" || reason === "DestroyFailed" ? "False" : "Unknown", reason, message } },
+  });
+
+  if ((op === "apply" || op === "plan") && inputs.kind !== "ready") {
+    if (inputs.kind === "pending") return { action: `waiting: ${inputs.reason}`, requeueAfterMs: inputs.reason === "InputsTooLarge" ? longRequeueMs : gateRequeueMs };
+    return { action: "waiting: WaitingForOwner", requeueAfterMs: gateRequeueMs };
+  }
+  if (credentials && !credentials.ready) return { action: "waiting: credentials", requeueAfterMs: credentials.requeueAfterMs ?? gateRequeueMs };
+  const root = rootForOperation(op, inputs, durable, adapter.role);
+  if (!root) {
+    if (op === "destroy") return wait("DestroyFailed", `the durable inputs Secret of this ${adapter.kind} is missing: restore it (or its state) before it can be destroyed`, longRequeueMs);
+    return wait("DurableInputsMissing", `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`, longRequeueMs);
+  }
+
+  const policy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (request.terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
+  const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
+  const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (currentHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
+  const tick = op === "refresh" || op === "drift" ? String(Math.max(0, ...jobs.filter((job) => job.op === op && job.outcome === "succeeded").map((job) => job.finishedAt!))) : undefined;
+  // Every operation but apply and plan runs the image that was applied, pinned by digest when known.
+  let image = object.spec.source.image;
+  if (op !== "apply" && op !== "plan") {
+    image = durable?.imageDigest ?? durable?.image ?? image;
+    if (!durable?.imageDigest) void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
+  }
+  const jobRequest: JobRequest = {
+    owner: { role: adapter.role, name, namespace, uid: object.metadata.uid, clusterName },
+    op,
+    attempt,
+    image,
+    inputsHash: hash,
+    ...(tick ? { tick } : {}),
+    ...(credentials?.secretName ? { credentialsSecret: credentials.secretName } : {}),
+    policy: { ...policy, ...(object.spec.source.imagePullPolicy ? { imagePullPolicy: object.spec.source.imagePullPolicy } : {}) },
+    ...(decision.guard ? { guard: { approvalHash: hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
+    ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
+  };
+  const holder = jobName(jobRequest);
+  const owner = { kind: adapter.kind, name, clusterName };
+  const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
+  const leaseClients = { coordination: deps.coordination, batch: deps.batch };
+  const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, op, owner, backstopSeconds, now });
+  if (!runLease.acquired) {
+    deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "run_lease" });
+    return wait("WaitingForRunLease", `the run lease ${runLeaseName(suffix)} is ${runLease.message}`);
+  }
+  const gate = (deps.clusterOperationGate ?? true) && gatedOperations.includes(op) && clusterName !== "";
+  if (gate && adapter.role === "cluster") {
+    const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, op, owner, backstopSeconds, now });
+    if (!clusterLease.acquired) return wait("WaitingForRunLease", `the cluster lease is ${clusterLease.message}`);
+    const members = await liveMemberOperations(leaseClients, namespace, clusterName, now);
+    if (members.length > 0) {
+      deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "machine_operations" });
+      const named = members.slice(0, 5).join(", ") + (members.length > 5 ? ` and ${members.length - 5} more` : "");
+      return wait("WaitingForMachineOperations", `waiting for ${members.length} machine or pool Job(s) to finish: ${named}`);
+    }
+  } else if (gate) {
+    const clusterJob = await liveClusterOperation(leaseClients, namespace, clusterName, now);
+    if (clusterJob) {
+      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder);
+      deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "cluster_operation" });
+      return wait("WaitingForClusterOperation", `the cluster's Job ${clusterJob} is changing the cluster; this ${op} starts after it`);
+    }
+  }
+
+  if (op === "apply") {
+    await writeDurableInputs(deps.core, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
+  }
+  const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
+  const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
+    if (isAlreadyExists(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
+    // A refused create proves no Job exists: the lease goes back at once.
+    const code = (error as { code?: number }).code;
+    if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder).catch(() => undefined);
+    throw error;
+  });
+  await createRunSecret(deps.core, namespace, created, root);
+  void events.record(subject, "JobCreated", `started ${op} (${decision.reason}) as Job ${holder}`);
+  return { action: `started ${op} (${decision.reason}) as ${holder}`, job: { name: holder, op, attempt, job: created } };
 }
 
 /** The per-run Secret holding the rendered root, owned by its Job so it goes with it. */
-async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, files: Record<string, string>): Promise<void> {
+async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, files: GeneratedRoot): Promise<void> {
   await core
     .createNamespacedSecret({
       namespace,
       body: {
         metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
-        stringData: files,
+        stringData: { ...files },
       },
     })
     .catch((error) => (isAlreadyExists(error) ? undefined : Promise.reject(error)));

@@ -1,0 +1,56 @@
+import { randomBytes } from "node:crypto";
+import { V1MicroTime, type EventsV1Api } from "@kubernetes/client-node";
+import { eventReporters, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
+import type { Logger } from "pino";
+
+/**
+ * The manager's events (`events.k8s.io/v1`, reporting controller `captf-manager`). Recording is
+ * best effort: a failed write is logged and never fails a reconcile pass.
+ */
+
+export interface EventSubject {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export interface EventRecorder {
+  /** `note` is shown to users: it names objects and reasons, never secret values. */
+  record(subject: EventSubject, reason: ManagerEventReason, note: string, action?: string): Promise<void>;
+}
+
+/** Events API notes are capped at 1 KiB. */
+const maxNoteLength = 1024;
+
+export function kubeEventRecorder(events: EventsV1Api, options: { instance: string; logger?: Logger; now?: () => number }): EventRecorder {
+  const now = options.now ?? Date.now;
+  return {
+    async record(subject, reason, note, action = reason) {
+      const name = `${subject.name}.${Date.now().toString(16)}${randomBytes(3).toString("hex")}`;
+      await events
+        .createNamespacedEvent({
+          namespace: subject.namespace,
+          body: {
+            metadata: { name, namespace: subject.namespace },
+            eventTime: new V1MicroTime(now()),
+            reportingController: eventReporters.manager,
+            reportingInstance: options.instance,
+            action,
+            reason,
+            type: managerEventReasons[reason],
+            note: note.length > maxNoteLength ? `${note.slice(0, maxNoteLength - 1)}…` : note,
+            regarding: { apiVersion: subject.apiVersion, kind: subject.kind, namespace: subject.namespace, name: subject.name, uid: subject.uid },
+          },
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => options.logger?.warn({ reason, object: `${subject.namespace}/${subject.name}`, error: (error as Error).message }, "could not record an event"),
+        );
+    },
+  };
+}
+
+/** Records nothing: for passes run without a recorder (unit tests, tools). */
+export const discardEvents: EventRecorder = { record: async () => undefined };

@@ -1,0 +1,63 @@
+import type { CoreV1Api } from "@kubernetes/client-node";
+import type { JsonValue, Role } from "@captf/contract";
+import { labels } from "@captf/contract/api";
+import { mergeUserVariables, UserVariablesError, type UserVariables, type VariablesSource } from "@captf/render";
+
+/**
+ * An object's user variables: `spec.variablesFrom` sources read live (only ConfigMaps and Secrets
+ * labelled `captf.io/variables=true` count), merged under the inline `spec.variables`.
+ */
+
+export interface VariablesFromEntry {
+  configMapRef?: { name: string };
+  secretRef?: { name: string };
+  optional?: boolean;
+  format?: "String" | "JSON";
+}
+
+export type VariablesReading =
+  | { ok: true; variables: UserVariables }
+  | { ok: false; reason: "VariablesSourceNotFound" | "VariablesInvalid"; message: string };
+
+function code(error: unknown): number | undefined {
+  return (error as { code?: number }).code;
+}
+
+async function readSource(core: CoreV1Api, namespace: string, entry: VariablesFromEntry): Promise<VariablesSource | undefined> {
+  const notFound = (error: unknown) => (code(error) === 404 ? undefined : Promise.reject(error));
+  if (entry.configMapRef) {
+    const map = await core.readNamespacedConfigMap({ name: entry.configMapRef.name, namespace }).catch(notFound);
+    if (!map || map.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
+    return { kind: "ConfigMap", name: entry.configMapRef.name, format: entry.format ?? "String", data: map.data ?? {} };
+  }
+  if (entry.secretRef) {
+    const secret = await core.readNamespacedSecret({ name: entry.secretRef.name, namespace }).catch(notFound);
+    if (!secret || secret.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
+    const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]));
+    return { kind: "Secret", name: entry.secretRef.name, format: entry.format ?? "String", data };
+  }
+  return undefined;
+}
+
+export async function readUserVariables(
+  core: CoreV1Api,
+  role: Role,
+  namespace: string,
+  spec: { variables?: Record<string, JsonValue>; variablesFrom?: VariablesFromEntry[] },
+): Promise<VariablesReading> {
+  const sources: VariablesSource[] = [];
+  for (const entry of spec.variablesFrom ?? []) {
+    const source = await readSource(core, namespace, entry);
+    if (source) sources.push(source);
+    else if (!entry.optional) {
+      const what = entry.configMapRef ? `ConfigMap ${entry.configMapRef.name}` : `Secret ${entry.secretRef?.name ?? ""}`;
+      return { ok: false, reason: "VariablesSourceNotFound", message: `${what} listed in spec.variablesFrom does not exist or is not labelled ${labels.variablesSource}=true` };
+    }
+  }
+  try {
+    return { ok: true, variables: mergeUserVariables(role, spec.variables, sources) };
+  } catch (error) {
+    if (error instanceof UserVariablesError) return { ok: false, reason: "VariablesInvalid", message: error.message };
+    throw error;
+  }
+}

@@ -1,0 +1,112 @@
+import { createHash } from "node:crypto";
+import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
+import { kindOfRole, type Role } from "@captf/contract";
+import { annotations, groupVersion, labels } from "@captf/contract/api";
+import type { GeneratedRoot } from "@captf/render";
+import { kindShort } from "../jobs/build-job.js";
+
+/**
+ * The durable inputs Secret `captf-inputs-<c|m|mp>-<name>`: the rendered root of the newest apply
+ * that started, kept for the operations that must run on what was applied (destroy, refresh,
+ * drift) and for what later renders latch (`control_plane_initialized`). Written when an apply Job
+ * starts; owned by the object, so it goes with it.
+ */
+
+export interface DurableInputs {
+  root: GeneratedRoot;
+  inputsHash?: string;
+  /** `spec.source.image` the apply ran with. */
+  image?: string;
+  /** The image digest pinned after a successful apply (`repo@sha256:…`). */
+  imageDigest?: string;
+  identity?: string;
+  /** A successful apply happened (or state with an inputs hash was read). */
+  applied: boolean;
+  /** The parsed `terraform.tfvars.json`, for latched inputs. */
+  variables: Record<string, unknown>;
+}
+
+const maxSecretNameLength = 253;
+
+export function durableInputsSecretName(role: Role, name: string): string {
+  const prefix = `captf-inputs-${kindShort[role]}-`;
+  const full = prefix + name;
+  return full.length <= maxSecretNameLength ? full : prefix + createHash("sha256").update(name).digest("hex").slice(0, 16);
+}
+
+function decodeData(secret: V1Secret, key: string): string {
+  const data = secret.data?.[key];
+  return data === undefined ? "" : Buffer.from(data, "base64").toString("utf8");
+}
+
+/** Reads the durable inputs live (a pass may have just written them); undefined when absent. */
+export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string): Promise<DurableInputs | undefined> {
+  const secret = await core.readNamespacedSecret({ name: durableInputsSecretName(role, name), namespace }).catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+  if (!secret) return undefined;
+  const root: GeneratedRoot = { "main.tf.json": decodeData(secret, "main.tf.json"), "terraform.tfvars.json": decodeData(secret, "terraform.tfvars.json") };
+  let variables: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(root["terraform.tfvars.json"] || "{}");
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) variables = parsed as Record<string, unknown>;
+  } catch {
+    // A damaged tfvars file latches nothing; the next apply rewrites it.
+  }
+  const notes = secret.metadata?.annotations ?? {};
+  return {
+    root,
+    variables,
+    applied: notes[annotations.applied] === "true",
+    ...(notes[annotations.inputsHash] ? { inputsHash: notes[annotations.inputsHash] } : {}),
+    ...(notes[annotations.image] ? { image: notes[annotations.image] } : {}),
+    ...(notes[annotations.imageDigest] ? { imageDigest: notes[annotations.imageDigest] } : {}),
+    ...(notes[annotations.identity] ? { identity: notes[annotations.identity] } : {}),
+  };
+}
+
+export interface DurableInputsOwner {
+  role: Role;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/**
+ * Writes the inputs an apply starts with. The pinned digest survives only while the image is the
+ * same, and `applied` is never taken back (only deletion removes the Secret).
+ */
+export async function writeDurableInputs(
+  core: CoreV1Api,
+  owner: DurableInputsOwner,
+  inputs: { root: GeneratedRoot; inputsHash: string; image: string; identity?: string },
+  previous: DurableInputs | undefined,
+): Promise<void> {
+  const notes: Record<string, string> = { [annotations.inputsHash]: inputs.inputsHash, [annotations.image]: inputs.image };
+  if (inputs.identity) notes[annotations.identity] = inputs.identity;
+  if (previous?.imageDigest && previous.image === inputs.image) notes[annotations.imageDigest] = previous.imageDigest;
+  if (previous?.applied) notes[annotations.applied] = "true";
+  const kind = kindOfRole[owner.role];
+  const body: V1Secret = {
+    metadata: {
+      name: durableInputsSecretName(owner.role, owner.name),
+      namespace: owner.namespace,
+      labels: { [labels.managed]: "true", [labels.ownerKind]: kind, [labels.ownerName]: owner.name },
+      annotations: notes,
+      ownerReferences: [{ apiVersion: groupVersion, kind, name: owner.name, uid: owner.uid, controller: true }],
+    },
+    type: "Opaque",
+    stringData: { ...inputs.root },
+  };
+  if (previous) await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
+  else
+    await core.createNamespacedSecret({ namespace: owner.namespace, body }).catch(async (error) => {
+      if ((error as { code?: number }).code !== 409) throw error;
+      await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
+    });
+}
+
+/** Sets annotations on an existing durable inputs Secret (applied, the pinned digest); absent is fine. */
+export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string>, patchOptions: unknown): Promise<void> {
+  await core
+    .patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values } } }, patchOptions as never)
+    .catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+}

@@ -1,0 +1,234 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import * as k8s from "@kubernetes/client-node";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { stateSecretSuffix } from "@captf/render";
+import { describeWithTools } from "@captf/testkit";
+import { kubeEventRecorder } from "../events/event-recorder.js";
+import { machineAdapter } from "../kinds/adapters.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { clusterLeaseName, runLeaseName } from "./run-lease.js";
+import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+
+const image = "registry.invalid/captf/noop-machine:v0.1.0";
+const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
+const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
+
+type Json = Record<string, any>;
+
+// The parts of a pass around the Job, on the real API server: user variables, the durable inputs
+// Secret and digest pinning, run leases and the cluster operation gate, pause, hands-off for
+// externally managed objects, and the events a pass records.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "the reconcile pass around its Jobs", () => {
+  const namespace = `lifecycle-${Date.now().toString(36)}`;
+  let plane: PlaneClients;
+  let deps: ReconcilerDeps;
+  let executor: JobExecutor;
+  let clock = Date.now();
+  let moduleDir = "";
+
+  beforeAll(async () => {
+    plane = await preparePlane(namespace);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    deps = {
+      core: plane.core,
+      batch: plane.batch,
+      custom: plane.custom,
+      coordination: plane.coordination,
+      events: kubeEventRecorder(kc.makeApiClient(k8s.EventsV1Api), { instance: "lifecycle-test" }),
+      now: () => clock,
+    };
+    // The no-op machine module plus the two user variables the tests set.
+    moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
+    cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
+    writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type = string\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
+    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name: "c", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
+    } });
+    await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "c" },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "c" } },
+    } });
+  }, 120_000);
+  afterAll(() => {
+    executor?.close();
+    if (moduleDir) rmSync(moduleDir, { recursive: true, force: true });
+  });
+
+  async function createMachine(name: string, spec: Json = {}, metadata: Json = {}): Promise<void> {
+    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
+    const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c" } },
+      spec: { clusterName: "c", bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name } },
+    } })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c" }, ...metadata, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
+      spec: { source: { image }, ...spec },
+    } });
+  }
+
+  const getMachine = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }).catch(() => ({})) as Promise<Json>;
+  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+  const jobsOf = async (name: string) => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+
+  async function drive(name: string, until: (machine: Json) => boolean, maxPasses = 12): Promise<string[]> {
+    const actions: string[] = [];
+    for (let pass = 0; pass < maxPasses; pass++) {
+      actions.push((await reconcileWorkspace(deps, machineAdapter, namespace, name)).action);
+      if (until(await getMachine(name))) return actions;
+      if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+    }
+    throw new Error(`${name} did not converge: ${actions.join(" | ")}`);
+  }
+
+  describe("user variables, durable inputs and the pinned digest", () => {
+    it("renders spec.variables over labelled variablesFrom sources into the Job's inputs", async () => {
+      await plane.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "vars", labels: { "captf.io/variables": "true" } }, data: { size: "small", zone: "a" } } });
+      await createMachine("vars", { variables: { size: "large" }, variablesFrom: [{ configMapRef: { name: "vars" } }] });
+      await drive("vars", (m) => m.status?.initialization?.provisioned === true);
+
+      const durable = await plane.core.readNamespacedSecret({ name: "captf-inputs-m-vars", namespace });
+      const tfvars = JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString("utf8"));
+      expect(tfvars).toMatchObject({ size: "large", zone: "a" });
+      const job = (await jobsOf("vars"))[0]!;
+      expect(durable.metadata?.annotations).toMatchObject({
+        "captf.io/inputs-hash": job.metadata!.annotations!["captf.io/inputs-hash"],
+        "captf.io/image": image,
+        "captf.io/applied": "true",
+        "captf.io/image-digest": `registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`,
+      });
+      expect(durable.metadata?.ownerReferences?.[0]).toMatchObject({ kind: "TerraformMachine", name: "vars", controller: true });
+      const machine = await getMachine("vars");
+      expect(machine.status.source).toEqual({ imageDigest: `sha256:${"0".repeat(64)}` });
+    }, 120_000);
+
+    it("destroys with the pinned digest and the inputs it applied", async () => {
+      // The ConfigMap goes first: a destroy runs on the durable inputs, not on what renders now.
+      await plane.core.deleteNamespacedConfigMap({ name: "vars", namespace });
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "vars" });
+      const actions = await drive("vars", (m) => !m.metadata);
+      expect(actions).toContain("removed finalizer");
+      const destroy = (await jobsOf("vars")).find((job) => job.metadata?.labels?.[opLabel] === "destroy");
+      // The Jobs go with the object; the executor saw the destroy run by digest.
+      if (destroy) expect(destroy.spec?.template.spec?.containers[0]?.image).toBe(`registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`);
+      expect(actions.some((action) => action.startsWith("started destroy"))).toBe(true);
+    }, 120_000);
+
+    it("waits with VariablesSourceNotFound for a source that is missing or not labelled, and starts no Job", async () => {
+      await plane.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "unlabelled" }, data: { size: "small" } } });
+      await createMachine("novars", { variablesFrom: [{ configMapRef: { name: "unlabelled" } }] });
+      await reconcileWorkspace(deps, machineAdapter, namespace, "novars");
+      const result = await reconcileWorkspace(deps, machineAdapter, namespace, "novars");
+      expect(result.action).toBe("waiting: VariablesSourceNotFound");
+      const machine = await getMachine("novars");
+      expect(condition(machine, "DependenciesReady")).toMatchObject({ status: "False", reason: "VariablesSourceNotFound" });
+      expect(condition(machine, "DependenciesReady").message).toContain("ConfigMap unlabelled");
+      expect(await jobsOf("novars")).toHaveLength(0);
+    }, 60_000);
+  });
+
+  describe("run leases and the cluster operation gate", () => {
+    it("waits while another Job holds the run lease, and takes it once the holder never appeared for a minute", async () => {
+      await createMachine("leased");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("added finalizer");
+      const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "leased" }));
+      await plane.coordination.createNamespacedLease({ namespace, body: {
+        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(clock).toISOString() } },
+        spec: { holderIdentity: "captf-m-leased-apply-a9-000000", leaseDurationSeconds: 4500 },
+      } });
+      const waiting = await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
+      expect(waiting).toMatchObject({ action: "waiting: WaitingForRunLease", requeueAfterMs: 30_000 });
+      expect(condition(await getMachine("leased"), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForRunLease" });
+      expect(await jobsOf("leased")).toHaveLength(0);
+
+      clock += 61_000;
+      try {
+        const started = await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
+        expect(started.action).toMatch(/^started apply/);
+        const lease = await plane.coordination.readNamespacedLease({ name: leaseName, namespace });
+        const [job] = await jobsOf("leased");
+        expect(lease.spec?.holderIdentity).toBe(job!.metadata!.name);
+        expect(lease.metadata?.labels).toMatchObject({ "captf.io/lease": "run", "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine", "cluster.x-k8s.io/cluster-name": "c" });
+        // Bookkeeping the finished Job gives the lease back.
+        await executor.runPending();
+        await allJobsFinished(plane.batch, namespace);
+        await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
+        await expect(plane.coordination.readNamespacedLease({ name: leaseName, namespace })).rejects.toMatchObject({ code: 404 });
+      } finally {
+        clock -= 61_000;
+      }
+    }, 120_000);
+
+    it("starts no machine apply while a cluster Job holds the cluster lease, and gives its run lease back", async () => {
+      const holder = await plane.batch.createNamespacedJob({ namespace, body: {
+        metadata: { name: "captf-c-c-apply-a1-abcdef" },
+        spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "registry.invalid/x:v1" }] } } },
+      } });
+      await plane.coordination.createNamespacedLease({ namespace, body: {
+        metadata: { name: clusterLeaseName(namespace, "c"), labels: { "captf.io/lease": "cluster" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(clock).toISOString() } },
+        spec: { holderIdentity: holder.metadata!.name!, leaseDurationSeconds: 4500 },
+      } });
+      try {
+        await createMachine("gated");
+        await reconcileWorkspace(deps, machineAdapter, namespace, "gated");
+        const result = await reconcileWorkspace(deps, machineAdapter, namespace, "gated");
+        expect(result.action).toBe("waiting: WaitingForClusterOperation");
+        const machine = await getMachine("gated");
+        expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterOperation" });
+        expect(condition(machine, "ApplyJobSucceeded").message).toContain(holder.metadata!.name);
+        expect(await jobsOf("gated")).toHaveLength(0);
+        await expect(plane.coordination.readNamespacedLease({ name: `captf-run-${machine.status.stateSecretSuffix}`, namespace })).rejects.toMatchObject({ code: 404 });
+      } finally {
+        await plane.coordination.deleteNamespacedLease({ name: clusterLeaseName(namespace, "c"), namespace });
+      }
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "gated")).action).toMatch(/^started apply/);
+    }, 120_000);
+  });
+
+  describe("pause and hands-off", () => {
+    it("starts nothing while the Cluster is paused, says so, and resumes", async () => {
+      await createMachine("paused");
+      await reconcileWorkspace(deps, machineAdapter, namespace, "paused");
+      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "clusters", name: "c", body: { spec: { paused: true } } }, mergePatchOptions());
+      try {
+        const result = await reconcileWorkspace(deps, machineAdapter, namespace, "paused");
+        expect(result.action).toBe("Paused");
+        expect(condition(await getMachine("paused"), "Paused")).toMatchObject({ status: "True", reason: "Paused" });
+        expect(await jobsOf("paused")).toHaveLength(0);
+      } finally {
+        await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "clusters", name: "c", body: { spec: { paused: false } } }, mergePatchOptions());
+      }
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "paused")).action).toMatch(/^started apply/);
+      expect(condition(await getMachine("paused"), "Paused")).toMatchObject({ status: "False", reason: "NotPaused" });
+    }, 60_000);
+
+    it("leaves an externally managed TerraformMachine alone: no finalizer, no status, no Job", async () => {
+      await createMachine("external", {}, { annotations: { "cluster.x-k8s.io/managed-by": "someone-else" } });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "external")).action).toBe("externally managed");
+      const machine = await getMachine("external");
+      expect(machine.metadata.finalizers).toBeUndefined();
+      expect(machine.status).toBeUndefined();
+      expect(await jobsOf("external")).toHaveLength(0);
+    }, 60_000);
+  });
+
+  it("records events from captf-manager about the object: Job created and succeeded, digest pinned, paused and resumed", async () => {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
+    const reasonsFor = async (name: string) =>
+      (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reportingController === "captf-manager").map((event) => event.reason);
+    const vars = await reasonsFor("vars");
+    expect(vars).toEqual(expect.arrayContaining(["JobCreated", "JobSucceeded", "DigestPinned", "Provisioned", "ProviderIDSet", "Destroyed", "FinalizerRemoved"]));
+    expect(await reasonsFor("paused")).toEqual(expect.arrayContaining(["Paused", "Resumed", "JobCreated"]));
+  }, 60_000);
+});

@@ -1,0 +1,121 @@
+import type { BatchV1Api, CoreV1Api, V1Job, V1Pod } from "@kubernetes/client-node";
+import { annotations, labels } from "@captf/contract/api";
+import { parseRunResult, type RunResult } from "@captf/contract/run-result";
+import type { JobOutcome, Operation } from "./decide-operation.js";
+
+/**
+ * What one pass knows about an object's Jobs. A finished Job not bookkept yet has its Pod read
+ * (termination message, image ID); a bookkept one is described by the annotations bookkeeping
+ * left on it, so settled objects cost one Job list per pass and no Pod reads.
+ */
+
+export interface ObservedJob {
+  job: V1Job;
+  name: string;
+  op: Operation;
+  attempt: number;
+  /** Undefined while the Job runs. */
+  outcome?: JobOutcome;
+  finishedAt?: number;
+  inputsHash?: string;
+  bookkept: boolean;
+  /** Only for a finished Job not bookkept yet. */
+  result?: RunResult;
+  /** The `source` container's image ID, only for a finished Job not bookkept yet. */
+  imageId?: string;
+  /** A deadline kill (reported as its own result in metrics and conditions). */
+  deadlineExceeded: boolean;
+}
+
+/** The Job annotations that record an outcome other than succeeded/failed at bookkeeping. */
+const outcomeMarks: Partial<Record<JobOutcome, string>> = {
+  interrupted: annotations.interrupted,
+  blocked: annotations.destructivePlanBlocked,
+  "plan-changed": annotations.planChanged,
+};
+
+/** The annotations bookkeeping writes on a finished Job (always `captf.io/bookkept`). */
+export function bookkeepingAnnotations(outcome: JobOutcome): Record<string, string> {
+  const mark = outcomeMarks[outcome];
+  return { [annotations.bookkept]: "true", ...(mark ? { [mark]: "true" } : {}) };
+}
+
+function finishedCondition(job: V1Job) {
+  return job.status?.conditions?.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+}
+
+function outcomeOf(job: V1Job, result: RunResult | undefined): JobOutcome {
+  const done = finishedCondition(job)!;
+  if (done.type === "Complete") return "succeeded";
+  // A deadline kill counts toward backoff even when the runner reported an interruption.
+  if (done.reason === "DeadlineExceeded") return "failed";
+  const kind = result?.error?.kind;
+  if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted") return kind;
+  return "failed";
+}
+
+function bookkeptOutcome(job: V1Job): JobOutcome {
+  if (finishedCondition(job)!.type === "Complete") return "succeeded";
+  const notes = job.metadata?.annotations ?? {};
+  for (const [outcome, mark] of Object.entries(outcomeMarks)) if (notes[mark] === "true") return outcome as JobOutcome;
+  return "failed";
+}
+
+async function sourcePod(core: CoreV1Api, namespace: string, job: string): Promise<V1Pod | undefined> {
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` });
+  return pods.items[0];
+}
+
+export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api }, namespace: string, ownerKind: string, ownerName: string, now: number): Promise<ObservedJob[]> {
+  const jobs = (await clients.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=${ownerKind},${labels.ownerName}=${ownerName}` })).items;
+  const observed: ObservedJob[] = [];
+  for (const job of jobs) {
+    const name = job.metadata!.name!;
+    const notes = job.metadata?.annotations ?? {};
+    const base = {
+      job,
+      name,
+      op: job.metadata?.labels?.[labels.op] as Operation,
+      attempt: Number(job.metadata?.labels?.[labels.attempt] ?? 1),
+      bookkept: notes[annotations.bookkept] === "true",
+      ...(notes[annotations.inputsHash] ? { inputsHash: notes[annotations.inputsHash] } : {}),
+    };
+    const done = finishedCondition(job);
+    if (!done) {
+      observed.push({ ...base, deadlineExceeded: false });
+      continue;
+    }
+    const finishedAt = Date.parse(String(job.status?.completionTime ?? done.lastTransitionTime ?? new Date(now).toISOString()));
+    const deadlineExceeded = done.type === "Failed" && done.reason === "DeadlineExceeded";
+    if (base.bookkept) {
+      observed.push({ ...base, outcome: bookkeptOutcome(job), finishedAt, deadlineExceeded });
+      continue;
+    }
+    const pod = await sourcePod(clients.core, namespace, name);
+    const status = pod?.status?.containerStatuses?.find((container) => container.name === "source");
+    const reading = parseRunResult(status?.state?.terminated?.message);
+    const result = reading.ok && "steps" in reading.result ? (reading.result as RunResult) : undefined;
+    observed.push({
+      ...base,
+      outcome: outcomeOf(job, result),
+      finishedAt,
+      deadlineExceeded,
+      ...(result ? { result } : {}),
+      ...(status?.imageID ? { imageId: status.imageID } : {}),
+    });
+  }
+  return observed;
+}
+
+/**
+ * The digest reference to pin from a Pod's image ID (`repo@sha256:…`, with or without a
+ * `docker-pullable://` scheme; a bare `sha256:…` is joined to the image's repository).
+ * Undefined when the ID names no digest.
+ */
+export function pinnedImageReference(image: string, imageId: string): string | undefined {
+  const id = imageId.replace(/^[a-z-]+:\/\//, "");
+  const digest = /@?(sha256:[0-9a-f]{64})$/.exec(id)?.[1];
+  if (!digest) return undefined;
+  const repository = image.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w][\w.-]{0,127}$/, (tag, offset: number) => (image.lastIndexOf("/") < offset ? "" : tag));
+  return `${repository}@${digest}`;
+}

@@ -1,0 +1,108 @@
+import { describe, expect, it } from "@jest/globals";
+import type { V1Job, V1Lease } from "@kubernetes/client-node";
+import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
+import { ConditionSet } from "./conditions.js";
+import { durableInputsSecretName } from "./durable-inputs.js";
+import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
+import { clusterLeaseName, leaseBackstopSeconds, leaseIsFree, runLeaseName } from "./run-lease.js";
+
+const digest = `sha256:${"ab".repeat(32)}`;
+
+describe("pinnedImageReference", () => {
+  it.each([
+    ["registry.example/captf/m:v1", `registry.example/captf/m@${digest}`, `registry.example/captf/m@${digest}`],
+    ["registry.example/captf/m:v1", `docker-pullable://registry.example/captf/m@${digest}`, `registry.example/captf/m@${digest}`],
+    ["registry.example:5000/m:v1", digest, `registry.example:5000/m@${digest}`],
+    ["registry.example:5000/m", digest, `registry.example:5000/m@${digest}`],
+    [`registry.example/m@${"sha256:" + "cd".repeat(32)}`, digest, `registry.example/m@${digest}`],
+  ])("pins %s with image ID %s", (image, imageId, pinned) => {
+    expect(pinnedImageReference(image, imageId)).toBe(pinned);
+  });
+
+  it("pins nothing from an image ID without a digest", () => {
+    expect(pinnedImageReference("m:v1", "resolver://m:v1")).toBeUndefined();
+    expect(pinnedImageReference("m:v1", "")).toBeUndefined();
+  });
+});
+
+describe("bookkeepingAnnotations", () => {
+  it("marks every finished Job bookkept, and the outcomes that are not plain success or failure", () => {
+    expect(bookkeepingAnnotations("succeeded")).toEqual({ "captf.io/bookkept": "true" });
+    expect(bookkeepingAnnotations("failed")).toEqual({ "captf.io/bookkept": "true" });
+    expect(bookkeepingAnnotations("blocked")).toEqual({ "captf.io/bookkept": "true", "captf.io/destructive-plan-blocked": "true" });
+    expect(bookkeepingAnnotations("interrupted")).toEqual({ "captf.io/bookkept": "true", "captf.io/interrupted": "true" });
+    expect(bookkeepingAnnotations("plan-changed")).toEqual({ "captf.io/bookkept": "true", "captf.io/plan-changed": "true" });
+  });
+});
+
+describe("run leases", () => {
+  const now = Date.parse("2026-12-02T12:00:00Z");
+  const lease = (holder: string | undefined, acquiredSecondsAgo: number, durationSeconds = leaseBackstopSeconds(3600)): V1Lease => ({
+    metadata: { name: "captf-run-x", annotations: { "captf.io/lease-acquired-at": new Date(now - acquiredSecondsAgo * 1000).toISOString() } },
+    spec: { ...(holder ? { holderIdentity: holder } : {}), leaseDurationSeconds: durationSeconds },
+  });
+  const running: V1Job = { status: { active: 1 } };
+  const finished: V1Job = { status: { conditions: [{ type: "Complete", status: "True" }] } };
+
+  it.each([
+    ["no holder", true, lease(undefined, 0), undefined],
+    ["a running holder Job", false, lease("job-a", 10), running],
+    ["a finished holder Job", true, lease("job-a", 10), finished],
+    ["a holder Job not created yet, within the grace minute", false, lease("job-a", 30), undefined],
+    ["a holder Job that never appeared, past the grace minute", true, lease("job-a", 61), undefined],
+    ["a running holder past the backstop", true, lease("job-a", 4600), running],
+  ])("%s: free is %s", (_what, free, value, holderJob) => {
+    expect(leaseIsFree(value, { holderJob, now })).toBe(free);
+  });
+
+  it("names the run lease after the state suffix and the cluster lease after a hash of namespace/cluster", () => {
+    expect(runLeaseName("m-ns-m0-abc")).toBe("captf-run-m-ns-m0-abc");
+    expect(clusterLeaseName("ns", "c1")).toMatch(/^captf-cluster-[0-9a-f]{16}$/);
+    expect(clusterLeaseName("ns", "c1")).not.toBe(clusterLeaseName("ns", "c2"));
+    expect(leaseBackstopSeconds(3600)).toBe(4500);
+  });
+});
+
+describe("durableInputsSecretName", () => {
+  it("is captf-inputs-<kind>-<name>, hashed when longer than 253 characters", () => {
+    expect(durableInputsSecretName("machine", "m-0")).toBe("captf-inputs-m-m-0");
+    expect(durableInputsSecretName("machinepool", "p")).toBe("captf-inputs-mp-p");
+    const long = durableInputsSecretName("cluster", "c".repeat(250));
+    expect(long).toMatch(/^captf-inputs-c-[0-9a-f]{16}$/);
+  });
+});
+
+describe("mergeJobPolicy", () => {
+  it("takes the object's fields over the cluster defaults, merges env by name and unions pull secrets", () => {
+    const merged = mergeJobPolicy(
+      { activeDeadlineSeconds: 1800, env: [{ name: "A", value: "own" }], imagePullSecrets: [{ name: "own" }, { name: "shared" }] },
+      { activeDeadlineSeconds: 900, lockTimeoutSeconds: 60, env: [{ name: "A", value: "cluster" }, { name: "B", value: "cluster" }], imagePullSecrets: [{ name: "shared" }] },
+    );
+    expect(merged).toEqual({
+      activeDeadlineSeconds: 1800,
+      lockTimeoutSeconds: 60,
+      env: [{ name: "A", value: "own" }, { name: "B", value: "cluster" }],
+      imagePullSecrets: [{ name: "shared" }, { name: "own" }],
+    });
+    expect(mergeJobPolicy(undefined, undefined)).toEqual({});
+  });
+});
+
+describe("ConditionSet", () => {
+  it("keeps lastTransitionTime while the status stays, moves it when the status changes, keeps conditions not computed", () => {
+    const set = new ConditionSet();
+    set.set("Ready", { status: "False", reason: "NotReady", message: "still applying" });
+    set.set("Paused", { status: "False", reason: "NotPaused" });
+    const previous = [
+      { type: "Ready", status: "False" as const, reason: "NotReady", message: "", lastTransitionTime: "2026-12-01T00:00:00Z" },
+      { type: "Paused", status: "True" as const, reason: "Paused", message: "", lastTransitionTime: "2026-12-01T00:00:00Z" },
+      { type: "DriftDetected", status: "False" as const, reason: "NoDrift", message: "", lastTransitionTime: "2026-12-01T00:00:00Z" },
+    ];
+    const written = set.toStatus(previous, Date.parse("2026-12-02T10:00:00.123Z"), 4);
+    expect(written).toEqual([
+      { type: "Ready", status: "False", reason: "NotReady", message: "still applying", lastTransitionTime: "2026-12-01T00:00:00Z", observedGeneration: 4 },
+      { type: "Paused", status: "False", reason: "NotPaused", message: "", lastTransitionTime: "2026-12-02T10:00:00Z", observedGeneration: 4 },
+      previous[2],
+    ]);
+  });
+});

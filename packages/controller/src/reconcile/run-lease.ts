@@ -1,0 +1,148 @@
+import { createHash } from "node:crypto";
+import type { BatchV1Api, CoordinationV1Api, V1Job, V1Lease } from "@kubernetes/client-node";
+import { annotations, labels } from "@captf/contract/api";
+import type { Operation } from "./decide-operation.js";
+
+/**
+ * Run leases: a `coordination.k8s.io` Lease per object (`captf-run-<suffix>`), held by the name
+ * of the Job about to be created, so two managers (or a manager and its own stale cache) never
+ * start two Jobs on one state. The cluster write lease (`captf-cluster-<hash>`) is the cluster
+ * operation gate: while a TerraformCluster applies, destroys or restores, its machines and pools
+ * start none of those, and the cluster waits for theirs to finish (writer preference).
+ * Leases are always read live and written with the resourceVersion just read.
+ */
+
+export type LeaseKind = "run" | "cluster";
+
+/** A holder Job absent this long after the lease was taken never started: the lease is free. */
+export const leaseGraceMs = 60_000;
+/** Past the holder's deadline plus the kill grace plus slack, a lease is free whatever it says. */
+export function leaseBackstopSeconds(activeDeadlineSeconds: number): number {
+  return activeDeadlineSeconds + 600 + 300;
+}
+
+export function runLeaseName(stateSuffix: string): string {
+  return `captf-run-${stateSuffix}`;
+}
+
+export function clusterLeaseName(namespace: string, clusterName: string): string {
+  return `captf-cluster-${createHash("sha256").update(`${namespace}/${clusterName}`).digest("hex").slice(0, 16)}`;
+}
+
+/** Operations that write the state: these take the cluster operation gate. */
+export const gatedOperations: readonly Operation[] = ["apply", "destroy", "restore"];
+
+export interface LeaseHolderFacts {
+  /** The holder Job as read live: undefined when it does not exist. */
+  holderJob: V1Job | undefined;
+  now: number;
+}
+
+export function jobFinished(job: V1Job): boolean {
+  return Boolean(job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True"));
+}
+
+/** Whether a lease held by someone else may be taken over. Pure. */
+export function leaseIsFree(lease: V1Lease, facts: LeaseHolderFacts): boolean {
+  const holder = lease.spec?.holderIdentity;
+  if (!holder) return true;
+  const acquiredAt = Date.parse(lease.metadata?.annotations?.[annotations.leaseAcquiredAt] ?? "") || Date.parse(String(lease.metadata?.creationTimestamp ?? "")) || 0;
+  const backstopMs = (lease.spec?.leaseDurationSeconds ?? leaseBackstopSeconds(3600)) * 1000;
+  if (facts.now - acquiredAt >= backstopMs) return true;
+  if (facts.holderJob) return jobFinished(facts.holderJob);
+  return facts.now - acquiredAt >= leaseGraceMs;
+}
+
+export interface LeaseRequest {
+  kind: LeaseKind;
+  name: string;
+  namespace: string;
+  /** The Job about to be created. */
+  holder: string;
+  op: Operation;
+  owner: { kind: string; name: string; clusterName: string };
+  backstopSeconds: number;
+  now: number;
+}
+
+export type LeaseOutcome = { acquired: true } | { acquired: false; holder: string; message: string };
+
+function leaseBody(request: LeaseRequest, resourceVersion?: string): V1Lease {
+  return {
+    metadata: {
+      name: request.name,
+      namespace: request.namespace,
+      ...(resourceVersion ? { resourceVersion } : {}),
+      labels: {
+        [annotations.lease]: request.kind,
+        [labels.managed]: "true",
+        [labels.ownerKind]: request.owner.kind,
+        [labels.ownerName]: request.owner.name,
+        [labels.clusterName]: request.owner.clusterName,
+      },
+      annotations: { [annotations.leaseOp]: request.op, [annotations.leaseAcquiredAt]: new Date(request.now).toISOString() },
+    },
+    spec: { holderIdentity: request.holder, leaseDurationSeconds: request.backstopSeconds },
+  };
+}
+
+function code(error: unknown): number | undefined {
+  return (error as { code?: number }).code;
+}
+
+async function readJob(batch: BatchV1Api, namespace: string, name: string): Promise<V1Job | undefined> {
+  return batch.readNamespacedJob({ name, namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+}
+
+/** Takes the lease for `holder`: created, already ours, or taken over from a finished or vanished holder. */
+export async function acquireLease(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, request: LeaseRequest): Promise<LeaseOutcome> {
+  const { coordination, batch } = clients;
+  const existing = await coordination.readNamespacedLease({ name: request.name, namespace: request.namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  if (!existing) {
+    return coordination.createNamespacedLease({ namespace: request.namespace, body: leaseBody(request) }).then(
+      () => ({ acquired: true as const }),
+      (error) => (code(error) === 409 ? { acquired: false as const, holder: "", message: "another manager took it first" } : Promise.reject(error)),
+    );
+  }
+  const holder = existing.spec?.holderIdentity ?? "";
+  if (holder === request.holder) return { acquired: true };
+  const holderJob = holder ? await readJob(batch, request.namespace, holder) : undefined;
+  if (!leaseIsFree(existing, { holderJob, now: request.now })) {
+    return { acquired: false, holder, message: `held by Job ${holder} (${existing.metadata?.annotations?.[annotations.leaseOp] ?? "unknown op"})` };
+  }
+  return coordination.replaceNamespacedLease({ name: request.name, namespace: request.namespace, body: leaseBody(request, existing.metadata?.resourceVersion) }).then(
+    () => ({ acquired: true as const }),
+    (error) => (code(error) === 409 ? { acquired: false as const, holder, message: "another manager took it first" } : Promise.reject(error)),
+  );
+}
+
+/** Gives a lease back if `holder` still holds it; failures are the caller's to log, never fatal. */
+export async function releaseLease(coordination: CoordinationV1Api, namespace: string, name: string, holder: string): Promise<void> {
+  const lease = await coordination.readNamespacedLease({ name, namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  if (!lease || lease.spec?.holderIdentity !== holder) return;
+  await coordination
+    .deleteNamespacedLease({ name, namespace, body: { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } } })
+    .catch((error) => (code(error) === 404 || code(error) === 409 ? undefined : Promise.reject(error)));
+}
+
+/** The cluster write lease, when a live cluster operation holds it: the Job name. */
+export async function liveClusterOperation(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, namespace: string, clusterName: string, now: number): Promise<string | undefined> {
+  const lease = await clients.coordination.readNamespacedLease({ name: clusterLeaseName(namespace, clusterName), namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  if (!lease?.spec?.holderIdentity) return undefined;
+  const holderJob = await readJob(clients.batch, namespace, lease.spec.holderIdentity);
+  return leaseIsFree(lease, { holderJob, now }) ? undefined : lease.spec.holderIdentity;
+}
+
+/** Machine and pool Jobs of the cluster holding run leases for state-writing operations, live. */
+export async function liveMemberOperations(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, namespace: string, clusterName: string, now: number): Promise<string[]> {
+  const leases = await clients.coordination.listNamespacedLease({ namespace, labelSelector: `${annotations.lease}=run,${labels.clusterName}=${clusterName}` });
+  const live: string[] = [];
+  for (const lease of leases.items) {
+    if (lease.metadata?.labels?.[labels.ownerKind] === "TerraformCluster") continue;
+    if (!gatedOperations.includes(lease.metadata?.annotations?.[annotations.leaseOp] as Operation)) continue;
+    const holder = lease.spec?.holderIdentity;
+    if (!holder) continue;
+    if (!leaseIsFree(lease, { holderJob: await readJob(clients.batch, namespace, holder), now })) live.push(holder);
+  }
+  return live.sort();
+}
