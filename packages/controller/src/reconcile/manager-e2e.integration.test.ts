@@ -69,7 +69,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       leaderElection: { namespace, leaseName: "captf-manager", leaseDurationMillis: 6_000, renewDeadlineMillis: 5_000, retryPeriodMillis: 250 },
     });
     const deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
-    manager.addController(workspaceController(machineAdapter, deps, 2));
+    manager.addController(workspaceController(machineAdapter, deps, { concurrency: 2, manager }));
     running = manager.run(stop.signal);
 
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
@@ -85,7 +85,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
     const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
       apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
-      spec: { clusterName: "ext", bootstrap: { dataSecretName: "m-0-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" } },
+      spec: { clusterName: "ext", bootstrap: {}, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" } },
     } })) as { metadata: { uid: string } };
     await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
@@ -102,6 +102,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await registry?.stop();
     rmSync(work, { recursive: true, force: true });
   }, 60_000);
+
+  it("waits for bootstrap data, and starts its apply as soon as the Machine names it (the Machine watch, not the 30 s requeue)", async () => {
+    const getObject = async () => (await plane.custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" })) as Record<string, any>;
+    await waitFor(async () => ((await getObject()).status?.conditions ?? []).find((c: { type: string; reason: string }) => c.type === "DependenciesReady" && c.reason === "WaitingForBootstrapData"), 30_000, "DependenciesReady=WaitingForBootstrapData");
+    await plane.custom.patchNamespacedCustomObject(
+      { group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machines", name: "m-0", body: { spec: { bootstrap: { dataSecretName: "m-0-bootstrap" } } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    const patchedAt = Date.now();
+    await waitFor(async () => ((await plane.batch.listNamespacedJob({ namespace })).items.length > 0 ? true : undefined), 30_000, "an apply Job");
+    // The pass that waited asked to be requeued after 30 s; only the Machine watch starts it sooner.
+    expect(Date.now() - patchedAt).toBeLessThan(20_000);
+  }, 90_000);
 
   it("provisions it, bookkeeps its one Job, and settles", async () => {
     const object = await waitFor(async () => {

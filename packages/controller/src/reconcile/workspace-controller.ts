@@ -1,8 +1,11 @@
 import type { Role } from "@captf/contract";
-import { apiGroup, apiVersion } from "@captf/contract/api";
+import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { watchControllerOwner, watchSelf, type Controller } from "../runtime/controller.js";
-import type { ResourceType } from "../runtime/kube-client.js";
+import { generationOrMetadataChanged, watchControllerOwner, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import { labelIndex, objectKey } from "../runtime/informer.js";
+import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
+import type { Manager } from "../runtime/manager.js";
+import { capiGroup, capiVersion } from "./pass-reads.js";
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 /** The resource type of a kind adapter's objects, for the manager's informers. */
@@ -10,18 +13,78 @@ export function workspaceResourceType<R extends Role>(adapter: KindAdapter<R>): 
   return { group: apiGroup, version: apiVersion, plural: adapter.plural, kind: adapter.kind, namespaced: true };
 }
 
+const capiType = (kind: string, plural: string): ResourceType => ({ group: capiGroup, version: capiVersion, kind, plural, namespaced: true });
+export const capiTypes = {
+  cluster: capiType("Cluster", "clusters"),
+  machine: capiType("Machine", "machines"),
+  machinePool: capiType("MachinePool", "machinepools"),
+} as const;
+const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
+
+/** The Cluster API object whose `infrastructureRef` points at objects of each kind. */
+const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }> = {
+  // A Cluster's status carries controlPlaneInitialized, an input of its TerraformCluster.
+  cluster: { type: capiTypes.cluster, infrastructureRef: (o) => (o as { spec?: { infrastructureRef?: { kind?: string; name?: string } } }).spec?.infrastructureRef, statusMatters: true },
+  machine: { type: capiTypes.machine, infrastructureRef: (o) => (o as { spec?: { infrastructureRef?: { kind?: string; name?: string } } }).spec?.infrastructureRef, statusMatters: false },
+  machinepool: {
+    type: capiTypes.machinePool,
+    infrastructureRef: (o) => (o as { spec?: { template?: { spec?: { infrastructureRef?: { kind?: string; name?: string } } } } }).spec?.template?.spec?.infrastructureRef,
+    statusMatters: false,
+  },
+};
+
+/** Index of a kind's objects by the cluster they belong to. */
+export const clusterNameIndex = "cluster-name";
+
+/** The Cluster API cluster a TerraformCluster belongs to: its owner Cluster, else its label, else its own name. */
+function clusterNameOfTerraformCluster(object: KubeObject): string {
+  return object.metadata?.ownerReferences?.find((ref) => ref.kind === "Cluster")?.name ?? object.metadata?.labels?.[labels.clusterName] ?? object.metadata?.name ?? "";
+}
+
+export interface WorkspaceControllerOptions {
+  /** Workers (the `--<kind>-concurrency` flag). Default 10. */
+  concurrency?: number;
+  /** The manager whose informer cache finds a cluster's machines and pools when the cluster changes. */
+  manager?: Pick<Manager, "informer">;
+}
+
 /**
- * A kind as a manager controller: a pass runs on every change of the object and of its Jobs
- * (a finished Job is bookkept at once), and again at the time the decision asks for.
+ * A kind as a manager controller: a pass runs on every change of the object, of its Jobs (a
+ * finished Job is bookkept at once), of the Cluster API object that owns it, and, for machines
+ * and pools, of their cluster's TerraformCluster (its exports and failure domains are their
+ * inputs); and again at the time the decision asks for.
  */
-export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, concurrency = 10): Controller {
+export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
+  const owner = ownerTypes[adapter.role];
+  const watches: WatchSpec[] = [
+    watchSelf(workspaceResourceType(adapter)),
+    watchControllerOwner(builtinTypes.job, adapter.kind),
+    {
+      type: owner.type,
+      map: (object) => {
+        const ref = owner.infrastructureRef(object);
+        return ref?.name && ref.kind === adapter.kind ? [`${object.metadata!.namespace}/${ref.name}`] : [];
+      },
+      ...(owner.statusMatters ? {} : { predicate: generationOrMetadataChanged }),
+    },
+  ];
+  if (adapter.role !== "cluster" && options.manager) {
+    const members = options.manager.informer(workspaceResourceType(adapter), { indexes: { [clusterNameIndex]: labelIndex(labels.clusterName) } });
+    watches.push({
+      type: terraformClusterType,
+      map: (object) => {
+        const namespace = object.metadata?.namespace;
+        return members.byIndex(clusterNameIndex, clusterNameOfTerraformCluster(object)).filter((member) => member.metadata?.namespace === namespace).map((member) => objectKey(member));
+      },
+    });
+  }
   return {
     name: adapter.kind.toLowerCase(),
     kind: adapter.kind,
-    concurrency,
-    watches: [watchSelf(workspaceResourceType(adapter)), watchControllerOwner(builtinTypes.job, adapter.kind)],
+    concurrency: options.concurrency ?? 10,
+    watches,
     async reconcile(_key, context) {
-      const result = await reconcileWorkspace(deps, adapter, context.namespace!, context.name);
+      const result = await reconcileWorkspace({ ...deps, logger: deps.logger ?? context.logger }, adapter, context.namespace!, context.name);
       context.logger.info({ action: result.action }, "reconciled");
       return result.requeueAfterMs !== undefined ? { requeueAfterMillis: result.requeueAfterMs } : {};
     },
