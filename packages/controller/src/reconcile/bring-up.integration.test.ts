@@ -96,4 +96,28 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(reapply.error).toBeUndefined();
     expect(reapply.steps.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply"]);
   }, 300_000);
+
+  it("tears down machines first: the deleting cluster reports DeletionBlocked until they are destroyed, then destroys itself", async () => {
+    await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: "c1" });
+    for (const name of machines) await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformmachines", name });
+    const blocked = await reconcileWorkspace(deps, clusterAdapter, namespace, "c1");
+    expect(blocked).toMatchObject({ action: "DependentsExist", requeueAfterMs: 30_000 });
+    const deletionBlocked = (await get("terraformclusters", "c1")).status.conditions.find((c: { type: string }) => c.type === "DeletionBlocked");
+    expect(deletionBlocked).toMatchObject({ status: "True", reason: "DependentsExist" });
+    expect(deletionBlocked.message).toContain("6 TerraformMachine");
+
+    const actions: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      const results = [await reconcileWorkspace(deps, clusterAdapter, namespace, "c1"), ...(await Promise.all(machines.map((name) => reconcileWorkspace(deps, machineAdapter, namespace, name))))];
+      actions.push(...results.map((result) => result.action));
+      if (results.every((result) => result.action === "gone")) break;
+      if (await executor.runPending()) await allJobsFinished(batch, namespace);
+    }
+    expect(actions.filter((action) => action.startsWith("started destroy"))).toHaveLength(7);
+    // The cluster's destroy starts only after every machine dropped its finalizer.
+    const clusterDestroy = actions.findIndex((action) => /^started destroy .* as captf-c-/.test(action));
+    const lastMachineGone = actions.lastIndexOf("removed finalizer", clusterDestroy);
+    expect(clusterDestroy).toBeGreaterThan(lastMachineGone);
+    expect(actions.filter((action) => action === "removed finalizer")).toHaveLength(7);
+  }, 300_000);
 });

@@ -89,6 +89,8 @@ export interface Observed {
     providerIDCount: number;
     statusReplicas: number;
   };
+  /** Cluster only: machines and pools of the cluster that still exist; a deleting cluster waits for them. */
+  dependents?: number;
   /** Failed Jobs before backoff reaches its ceiling (jobs.failedJobsLimit, at least 1). Default 3. */
   failedLimit?: number;
 }
@@ -121,6 +123,7 @@ export const stateRequeueMs = minute;
 export const approvalRequeueMs = retryMaxMs;
 const pendingSteps = [30 * second, minute, 2 * minute, 4 * minute, 5 * minute];
 const membershipConvergingMs = 30 * second;
+export const dependentsRequeueMs = 30 * second;
 
 const mutableRoles: readonly Role[] = ["cluster", "machinepool"];
 
@@ -169,6 +172,8 @@ export function decideOperation(observed: Observed): Decision {
 
   if (observed.deleting) {
     if (observed.state.kind === "unreadable") return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
+    // A cluster's infrastructure outlives its machines and pools: they are destroyed first.
+    if (observed.role === "cluster" && (observed.dependents ?? 0) > 0) return { reason: "DependentsExist", requeueAfterMs: dependentsRequeueMs };
     if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
     const destroyed = lastSuccess(observed.jobs, "destroy");
     const newestApply = newestFirst(observed.jobs, "apply")[0];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
+import { jobsToPrune } from "./job-history.js";
 import { ConditionSet } from "./conditions.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
@@ -104,5 +105,33 @@ describe("ConditionSet", () => {
       { type: "Paused", status: "False", reason: "NotPaused", message: "", lastTransitionTime: "2026-12-02T10:00:00Z", observedGeneration: 4 },
       previous[2],
     ]);
+  });
+});
+
+describe("jobsToPrune", () => {
+  const job = (name: string, op: "apply" | "refresh", succeeded: boolean, finishedAt: number) => ({ name, op, succeeded, finishedAt });
+
+  it("keeps the newest successes and failures of each operation up to the limits, deleting oldest first", () => {
+    const jobs = [
+      job("apply-1", "apply", true, 1),
+      job("apply-2", "apply", false, 2),
+      job("apply-3", "apply", true, 3),
+      job("apply-4", "apply", true, 4),
+      job("refresh-1", "refresh", true, 1),
+      job("refresh-2", "refresh", true, 2),
+    ];
+    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 0 }).sort()).toEqual(["apply-1", "apply-2", "apply-3", "refresh-1"]);
+    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 })).toEqual([]);
+  });
+
+  it("keeps the newest success and the newest failure after it even at limits of 0", () => {
+    const jobs = [job("a1", "apply", true, 1), job("a2", "apply", true, 2), job("a3", "apply", false, 3), job("a4", "apply", false, 4)];
+    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 0, failedJobsHistoryLimit: 0 }).sort()).toEqual(["a1", "a3"]);
+  });
+
+  it("drops a failure older than the newest success once the failed limit is reached", () => {
+    const jobs = [job("a1", "apply", false, 1), job("a2", "apply", true, 2)];
+    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 0 })).toEqual(["a1"]);
+    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1 })).toEqual([]);
   });
 });

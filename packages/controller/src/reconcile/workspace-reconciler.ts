@@ -12,7 +12,9 @@ import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
 import { readState } from "../state/read-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
+import { jobPolicyDefaults } from "../api/defaults.js";
 import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
+import { jobsToPrune } from "./job-history.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
 import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
@@ -301,6 +303,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     }
   }
 
+  // A deleting cluster waits for its machines and pools: they run on its infrastructure.
+  const dependents = deleting && adapter.role === "cluster" && clusterName ? await countDependents(custom, namespace, clusterName) : 0;
+  if (deleting && adapter.role === "cluster") {
+    conditions.set("DeletionBlocked", dependents > 0 ? { status: "True", reason: "DependentsExist", message: `${dependents} TerraformMachine(s) or TerraformMachinePool(s) of cluster ${clusterName} still exist` } : { status: "False", reason: "NotBlocked" });
+  }
+
   // Decide.
   const drift = object.spec.drift ?? {};
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
@@ -330,6 +338,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
             }
           : {}),
         ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
+        dependents,
       });
   deps.metrics?.decided(metricKind, decision.op ?? "none", decision.reason);
 
@@ -415,9 +424,24 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   for (const job of toMark) {
     await batch.patchNamespacedJob({ name: job.name, namespace, body: { metadata: { annotations: bookkeepingAnnotations(job.outcome!) } } }, mergePatchOptions()).catch(ignoreNotFound);
   }
+  const history = jobs.filter((job) => job.outcome !== undefined).map((job) => ({ name: job.name, op: job.op, succeeded: job.outcome === "succeeded", finishedAt: job.finishedAt! }));
+  const limits = {
+    successfulJobsHistoryLimit: object.spec.jobs?.successfulJobsHistoryLimit ?? jobPolicyDefaults.successfulJobsHistoryLimit,
+    failedJobsHistoryLimit: object.spec.jobs?.failedJobsHistoryLimit ?? jobPolicyDefaults.failedJobsHistoryLimit,
+  };
+  for (const old of jobsToPrune(history, limits)) await batch.deleteNamespacedJob({ name: old, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
+}
+
+async function countDependents(custom: CustomObjectsApi, namespace: string, clusterName: string): Promise<number> {
+  let count = 0;
+  for (const plural of ["terraformmachines", "terraformmachinepools"]) {
+    const list = (await custom.listNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural, labelSelector: `${labels.clusterName}=${clusterName}` })) as { items: unknown[] };
+    count += list.items.length;
+  }
+  return count;
 }
 
 /** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
