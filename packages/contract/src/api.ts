@@ -260,6 +260,8 @@ export const labels = {
   variablesSource: "captf.io/variables",
   runnerServiceAccount: "captf.io/runner",
   managed: "captf.io/managed",
+  /** On a credentials mirror Secret (`captf-creds-<identity>`), with {@link labels.managed}. */
+  mirrored: "captf.io/mirrored",
   stateBackup: "captf.io/state-backup",
   stateBackupSuffix: "captf.io/state-backup-suffix",
   retainedFromUid: "captf.io/retained-from-uid",

@@ -7,6 +7,7 @@ import { noopModuleDirectory } from "@captf/module-noop";
 import { stateSecretSuffix } from "@captf/render";
 import { describeWithTools } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
+import { identityCredentials } from "../identity/job-credentials.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
@@ -219,6 +220,52 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(machine.status).toBeUndefined();
       expect(await jobsOf("external")).toHaveLength(0);
     }, 60_000);
+  });
+
+  describe("credentials", () => {
+    const identity = `${namespace}-id`;
+    const canary = "canary-9f3b7c1e-secret-value";
+
+    it("mirrors the identity's Secret into the namespace, creates the runner's RBAC and mounts the mirror in the Job", async () => {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "cloud-creds" }, stringData: { TOKEN: canary } } });
+      await plane.custom.createClusterCustomObject({ ...infra, plural: "terraformclusteridentities", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformClusterIdentity", metadata: { name: identity },
+        spec: { secretRef: { name: "cloud-creds", namespace }, allowedNamespaces: { list: [namespace] } },
+      } });
+      try {
+        await createMachine("creds", { identityRef: { name: identity } });
+        await createMachine("nocreds", { identityRef: { name: `${identity}-missing` } });
+        for (let pass = 0; pass < 3; pass++) {
+          await reconcileWorkspace(withCredentials, machineAdapter, namespace, "creds");
+          await reconcileWorkspace(withCredentials, machineAdapter, namespace, "nocreds");
+        }
+        const [job] = await jobsOf("creds");
+        const mirror = `captf-creds-${identity}`;
+        expect(job!.spec?.template.spec?.containers[0]?.envFrom).toEqual([{ secretRef: { name: mirror } }]);
+        expect(job!.spec?.template.spec?.volumes?.find((volume) => volume.name === "creds")?.secret?.secretName).toBe(mirror);
+        const mirrored = await plane.core.readNamespacedSecret({ name: mirror, namespace });
+        expect(Buffer.from(mirrored.data!.TOKEN!, "base64").toString("utf8")).toBe(canary);
+        await plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace });
+        const machine = await getMachine("creds");
+        for (const type of ["IdentityAllowed", "CredentialsMirrored", "RunnerRBACReady"]) expect(condition(machine, type)).toMatchObject({ status: "True" });
+
+        const denied = await getMachine("nocreds");
+        expect(condition(denied, "IdentityAllowed")).toMatchObject({ status: "False", reason: "IdentityNotFound" });
+        expect(condition(denied, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "IdentityNotAllowed" });
+        expect(await jobsOf("nocreds")).toHaveLength(0);
+
+        // The credential never shows in status or events.
+        const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
+        const everything = JSON.stringify([machine.status, denied.status, (await eventsApi.listNamespacedEvent({ namespace })).items]);
+        expect(everything).not.toContain(canary);
+        expect(everything).not.toContain(Buffer.from(canary).toString("base64"));
+      } finally {
+        await plane.custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identity }).catch(() => undefined);
+      }
+    }, 120_000);
   });
 
   it("records events from captf-manager about the object: Job created and succeeded, digest pinned, paused and resumed", async () => {

@@ -34,7 +34,7 @@ import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, 
  */
 
 /** Credentials for an object's Jobs (identity resolution and the mirror Secret), when wired. */
-export interface CredentialsOutcome {
+export interface JobCredentials {
   /** IdentityAllowed, CredentialsMirrored, RunnerRBACReady as computed. */
   conditions: { type: string; value: ConditionValue }[];
   /** Jobs may start: the mirror is in place (or no identity is needed). */
@@ -49,7 +49,7 @@ export type CredentialsResolver = (request: {
   role: Role;
   object: WorkspaceObject;
   terraformCluster: TerraformClusterObject | undefined;
-}) => Promise<CredentialsOutcome>;
+}) => Promise<JobCredentials>;
 
 export interface ReconcilerDeps {
   core: CoreV1Api;
@@ -228,7 +228,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const currentHash = inputs.kind === "ready" ? inputs.rendered.hash : undefined;
 
   // Credentials: identity, mirror and runner RBAC, for objects that may start a Job.
-  let credentials: CredentialsOutcome | undefined;
+  let credentials: JobCredentials | undefined;
   if (deps.credentials && !paused) {
     credentials = await deps.credentials({ role: adapter.role, object, terraformCluster });
     for (const { type, value } of credentials.conditions) conditions.set(type, value);
@@ -418,6 +418,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (provisioned && !wasProvisioned) void events.record(subject, "Provisioned", `the ${adapter.role} module's infrastructure is provisioned`);
   if (paused && previousReason(previous, "Paused") !== "Paused") void events.record(subject, "Paused", "reconciliation paused: no Job starts until it resumes");
   if (!paused && previousReason(previous, "Paused") === "Paused") void events.record(subject, "Resumed", "reconciliation resumed");
+  const identity = conditions.get("IdentityAllowed");
+  if (identity?.status === "False" && previousReason(previous, "IdentityAllowed") !== identity.reason) void events.record(subject, "IdentityNotAllowed", identity.message ?? identity.reason);
   deps.metrics?.objectStatus(metricKind, namespace, name, { ready: provisioned ? 1 : 0 });
 
   // Only after the status patch: the finished Jobs are recorded.
@@ -467,7 +469,7 @@ interface StartRequest<R extends Role> {
   durable: DurableInputs | undefined;
   currentHash: string | undefined;
   state: Awaited<ReturnType<typeof readState>>;
-  credentials: CredentialsOutcome | undefined;
+  credentials: JobCredentials | undefined;
   terraformCluster: TerraformClusterObject | undefined;
   now: number;
   subject: EventSubject;
@@ -480,6 +482,9 @@ interface StartOutcome {
   wait?: { type: string; value: ConditionValue };
   job?: { name: string; op: Operation; attempt: number; job: V1Job };
 }
+
+/** Waits that need someone to act (False); the others resolve on their own (Unknown). */
+const terminalWaits = ["InputsTooLarge", "DestroyFailed", "IdentityNotAllowed"];
 
 /** The condition a wait of this operation is reported on. */
 function waitConditionType(op: Operation): string {
@@ -497,14 +502,17 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const wait = (reason: string, message: string, requeueAfterMs = gateRequeueMs): StartOutcome => ({
     action: `waiting: ${reason}`,
     requeueAfterMs,
-    wait: { type: conditionType, value: { status: reason === "InputsTooLarge" || reason === "DestroyFailed" ? "False" : "Unknown", reason, message } },
+    wait: { type: conditionType, value: { status: terminalWaits.includes(reason) ? "False" : "Unknown", reason, message } },
   });
 
   if ((op === "apply" || op === "plan") && inputs.kind !== "ready") {
     if (inputs.kind === "pending") return { action: `waiting: ${inputs.reason}`, requeueAfterMs: inputs.reason === "InputsTooLarge" ? longRequeueMs : gateRequeueMs };
     return { action: "waiting: WaitingForOwner", requeueAfterMs: gateRequeueMs };
   }
-  if (credentials && !credentials.ready) return { action: "waiting: credentials", requeueAfterMs: credentials.requeueAfterMs ?? gateRequeueMs };
+  if (credentials && !credentials.ready) {
+    const why = credentials.conditions.find(({ value }) => value.status !== "True");
+    return wait("IdentityNotAllowed", why?.value.message ?? "the object's credentials are not ready", credentials.requeueAfterMs ?? gateRequeueMs);
+  }
   const root = rootForOperation(op, inputs, durable, adapter.role);
   if (!root) {
     if (op === "destroy") return wait("DestroyFailed", `the durable inputs Secret of this ${adapter.kind} is missing: restore it (or its state) before it can be destroyed`, longRequeueMs);

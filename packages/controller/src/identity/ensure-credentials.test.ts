@@ -1,0 +1,66 @@
+import { describe, expect, it } from "@jest/globals";
+import { ApiException, type CoreV1Api, type CustomObjectsApi, type RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { ensureCredentials } from "./ensure-credentials.js";
+import { ensureRunnerRbac } from "./runner-rbac.js";
+
+// The paths a real API server rarely takes: reads and writes that fail. Happy paths and the
+// server's own behaviour are in identity.integration.test.ts.
+
+const user = { kind: "TerraformCluster", namespace: "team-a", name: "c", uid: "u", identity: "aws" };
+const identity = { spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { selector: { matchLabels: { team: "a" } } } } };
+
+function apiError(code: number, message: string): ApiException<string> {
+  return new ApiException(code, "failed", JSON.stringify({ kind: "Status", message }), {});
+}
+
+function stubs(overrides: { identity?: () => Promise<unknown>; namespace?: () => Promise<unknown>; secret?: (name: string) => Promise<unknown>; create?: () => Promise<unknown> }) {
+  const custom = { getClusterCustomObject: overrides.identity ?? (async () => identity) } as unknown as CustomObjectsApi;
+  const core = {
+    readNamespace: overrides.namespace ?? (async () => ({ metadata: { name: "team-a", labels: { team: "a" } } })),
+    readNamespacedSecret: async ({ name }: { name: string }) =>
+      overrides.secret ? overrides.secret(name) : name === "aws-creds" ? { data: { KEY: Buffer.from("canary-value").toString("base64") } } : Promise.reject(apiError(404, "not found")),
+    createNamespacedSecret: overrides.create ?? (async () => ({})),
+  } as unknown as CoreV1Api;
+  return { core, custom };
+}
+
+describe("ensureCredentials when the API fails", () => {
+  it.each<[string, Parameters<typeof stubs>[0], string]>([
+    ["the identity cannot be read", { identity: () => Promise.reject(apiError(500, "etcdserver: request timed out")) }, "reading TerraformClusterIdentity aws failed: HTTP 500: etcdserver: request timed out"],
+    ["the namespace cannot be read", { namespace: () => Promise.reject(apiError(403, "namespaces is forbidden")) }, "reading namespace team-a for TerraformClusterIdentity aws failed: HTTP 403: namespaces is forbidden"],
+    [
+      "the source Secret cannot be read",
+      { secret: () => Promise.reject(apiError(403, 'secrets "aws-creds" is forbidden')) },
+      'reading Secret captf-system/aws-creds of TerraformClusterIdentity aws failed: HTTP 403: secrets "aws-creds" is forbidden',
+    ],
+  ])("%s: IdentityAllowed=Unknown/IdentityCheckFailed", async (_title, overrides, message) => {
+    const outcome = await ensureCredentials(stubs(overrides), user);
+    expect(outcome.identityAllowed).toEqual({ type: "IdentityAllowed", status: "Unknown", reason: "IdentityCheckFailed", message });
+    expect(outcome.credentialsMirrored).toMatchObject({ status: "Unknown", reason: "MirrorPending" });
+    expect(outcome.credentialsSecret).toBeUndefined();
+  });
+
+  it("denies a selector-allowed namespace that does not exist", async () => {
+    const outcome = await ensureCredentials(stubs({ namespace: () => Promise.reject(apiError(404, "not found")) }), user);
+    expect(outcome.identityAllowed).toMatchObject({ status: "False", reason: "NamespaceNotAllowed", message: expect.stringContaining("namespace team-a does not exist") });
+  });
+
+  it("a failed write of the mirror: CredentialsMirrored=False/MirrorFailed; a lost race: MirrorPending", async () => {
+    const failed = await ensureCredentials(stubs({ create: () => Promise.reject(apiError(422, "Secret is invalid")) }), user);
+    expect(failed.identityAllowed).toMatchObject({ status: "True", reason: "IdentityAllowed" });
+    expect(failed.credentialsMirrored).toEqual({ type: "CredentialsMirrored", status: "False", reason: "MirrorFailed", message: "writing Secret team-a/captf-creds-aws failed: HTTP 422: Secret is invalid" });
+    const raced = await ensureCredentials(stubs({ create: () => Promise.reject(apiError(409, "already exists")) }), user);
+    expect(raced.credentialsMirrored).toMatchObject({ status: "Unknown", reason: "MirrorPending" });
+    expect(JSON.stringify([failed, raced])).not.toContain(Buffer.from("canary-value").toString("base64"));
+  });
+});
+
+describe("ensureRunnerRbac when the API fails", () => {
+  it("RunnerRBACReady=False/RBACFailed, never Unknown", async () => {
+    const core = { readNamespacedServiceAccount: async () => ({}) } as unknown as CoreV1Api;
+    const rbac = { readNamespacedRoleBinding: () => Promise.reject(apiError(500, "boom")) } as unknown as RbacAuthorizationV1Api;
+    expect(await ensureRunnerRbac({ core, rbac }, "team-a")).toEqual({ type: "RunnerRBACReady", status: "False", reason: "RBACFailed", message: "RoleBinding team-a/captf-runner: HTTP 500: boom" });
+    const deniedCore = { readNamespacedServiceAccount: () => Promise.reject(apiError(403, "forbidden")) } as unknown as CoreV1Api;
+    expect(await ensureRunnerRbac({ core: deniedCore, rbac }, "team-a")).toMatchObject({ status: "False", reason: "RBACFailed", message: "ServiceAccount team-a/captf-runner: HTTP 403: forbidden" });
+  });
+});

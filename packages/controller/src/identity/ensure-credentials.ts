@@ -1,0 +1,169 @@
+/**
+ * Credentials for one object's Jobs: read its TerraformClusterIdentity, its namespace and the
+ * identity's Secret live (never a cache), decide IdentityAllowed, then make the namespace's
+ * mirror of the Secret current (CredentialsMirrored), or take it back when the namespace is no
+ * longer allowed. Nothing here puts a Secret value into a message: messages name objects and keys.
+ */
+import type { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, V1Namespace, V1Secret } from "@kubernetes/client-node";
+import { apiGroup, apiVersion, kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
+import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
+import { allowanceNeedsLabels, namespaceAllowance } from "./allowed-namespaces.js";
+import { apiErrorMessage, isConflict, isNotFound } from "./api-error.js";
+import { conditionReport, type ConditionReport } from "./condition-report.js";
+import { credentialsMirrorName, planMirror, planRevocation, type CredentialsUser } from "./credentials-mirror.js";
+
+export interface IdentityClients {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  rbac: RbacAuthorizationV1Api;
+}
+
+/** An occurrence the caller records as an event on the using object (once: these happen once). */
+export interface CredentialsEvent {
+  reason: ManagerEventReason;
+  type: "Normal" | "Warning";
+  note: string;
+}
+
+export interface CredentialsOutcome {
+  identityAllowed: ConditionReport;
+  credentialsMirrored: ConditionReport;
+  /** The mirror Secret to mount in the user's Jobs; set only when both conditions are True. */
+  credentialsSecret?: string;
+  events: CredentialsEvent[];
+}
+
+type ReadResult<T> = { found: true; value: T } | { found: false } | { failed: string };
+
+async function readLive<T>(read: () => Promise<T>): Promise<ReadResult<T>> {
+  try {
+    return { found: true, value: await read() };
+  } catch (error) {
+    if (isNotFound(error)) return { found: false };
+    return { failed: apiErrorMessage(error) };
+  }
+}
+
+function event(reason: ManagerEventReason, note: string): CredentialsEvent {
+  return { reason, type: managerEventReasons[reason], note };
+}
+
+export function readIdentity(custom: CustomObjectsApi, name: string): Promise<TerraformClusterIdentity> {
+  return custom.getClusterCustomObject({ group: apiGroup, version: apiVersion, plural: terraformClusterIdentityDefinition.plural, name }) as Promise<TerraformClusterIdentity>;
+}
+
+/** Brings the user's credentials in order; never throws for an API failure, which becomes a condition instead. */
+export async function ensureCredentials(clients: Pick<IdentityClients, "core" | "custom">, user: CredentialsUser): Promise<CredentialsOutcome> {
+  const { core, custom } = clients;
+  const identityName = user.identity;
+  const identityLabel = `${kinds.clusterIdentity} ${identityName}`;
+  const mirrorName = credentialsMirrorName(identityName);
+  const pending = (message: string) => conditionReport("CredentialsMirrored", "Unknown", "MirrorPending", message);
+  const checkFailed = (message: string): CredentialsOutcome => ({
+    identityAllowed: conditionReport("IdentityAllowed", "Unknown", "IdentityCheckFailed", message),
+    credentialsMirrored: pending(`waiting for the check of ${identityLabel}`),
+    events: [],
+  });
+
+  const identity = await readLive(() => readIdentity(custom, identityName));
+  if ("failed" in identity) return checkFailed(`reading ${identityLabel} failed: ${identity.failed}`);
+  if (!identity.found) {
+    return {
+      identityAllowed: conditionReport("IdentityAllowed", "False", "IdentityNotFound", `${identityLabel} does not exist; create it or reference another identity`),
+      credentialsMirrored: pending(`waiting for ${identityLabel} to exist`),
+      events: [],
+    };
+  }
+  const spec = identity.value.spec;
+
+  let namespace: V1Namespace | undefined;
+  if (allowanceNeedsLabels(spec.allowedNamespaces, user.namespace)) {
+    const read = await readLive(() => core.readNamespace({ name: user.namespace }));
+    if ("failed" in read) return checkFailed(`reading namespace ${user.namespace} for ${identityLabel} failed: ${read.failed}`);
+    namespace = read.found ? read.value : undefined;
+  }
+  const allowance = namespaceAllowance(spec.allowedNamespaces, user.namespace, namespace?.metadata);
+  if (!allowance.allowed) return revoke(core, user, mirrorName, `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`);
+
+  const { name: secretName, namespace: secretNamespace } = spec.secretRef;
+  const secretLabel = `Secret ${secretNamespace}/${secretName} of ${identityLabel}`;
+  const source = await readLive(() => core.readNamespacedSecret({ namespace: secretNamespace, name: secretName }));
+  if ("failed" in source) return checkFailed(`reading ${secretLabel} failed: ${source.failed}`);
+  if (!source.found) {
+    return {
+      identityAllowed: conditionReport("IdentityAllowed", "False", "SecretNotFound", `${secretLabel} does not exist`),
+      credentialsMirrored: pending(`waiting for ${secretLabel}`),
+      events: [],
+    };
+  }
+  const sourceData = source.value.data ?? {};
+  const missingKeys = (spec.requiredKeys ?? []).filter((key) => !(key in sourceData));
+  if (missingKeys.length > 0) {
+    return {
+      identityAllowed: conditionReport("IdentityAllowed", "False", "CredentialsIncomplete", `${secretLabel} lacks required keys: ${missingKeys.join(", ")}`),
+      credentialsMirrored: pending(`waiting for ${secretLabel} to hold every required key`),
+      events: [],
+    };
+  }
+
+  const identityAllowed = conditionReport("IdentityAllowed", "True", "IdentityAllowed", `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`);
+  const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
+  const existing = await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+  if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
+  const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
+  const mirrored = (message: string, events: CredentialsEvent[] = []): CredentialsOutcome => ({
+    identityAllowed,
+    credentialsMirrored: conditionReport("CredentialsMirrored", "True", "Mirrored", message),
+    credentialsSecret: mirrorName,
+    events,
+  });
+  const failed = (message: string): CredentialsOutcome => ({ identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", message), events: [] });
+  try {
+    switch (plan.action) {
+      case "foreign":
+        return failed(plan.why);
+      case "keep":
+        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
+      case "create":
+        await core.createNamespacedSecret({ namespace: user.namespace, body: plan.secret });
+        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
+      case "replace":
+        await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
+        return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);
+    }
+  } catch (error) {
+    // Someone else wrote the Secret between our read and write: the next pass reads it again.
+    if (isConflict(error)) return { identityAllowed, credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`), events: [] };
+    return failed(`writing ${mirrorLabel} failed: ${apiErrorMessage(error)}`);
+  }
+}
+
+/** The namespace may no longer use the identity: give up the user's claim on the mirror, and remove it once nobody claims it. */
+async function revoke(core: CoreV1Api, user: CredentialsUser, mirrorName: string, why: string): Promise<CredentialsOutcome> {
+  const identityAllowed = conditionReport("IdentityAllowed", "False", "NamespaceNotAllowed", why);
+  const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
+  const notMirrored = conditionReport("CredentialsMirrored", "Unknown", "MirrorPending", `not mirrored while namespace ${user.namespace} is not allowed`);
+  const existing = await readLive<V1Secret>(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+  if ("failed" in existing) return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `reading ${mirrorLabel} to remove it failed: ${existing.failed}`), events: [] };
+  const plan = planRevocation(existing.found ? existing.value : undefined, user);
+  try {
+    switch (plan.action) {
+      case "none":
+        return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
+      case "replace":
+        await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
+        return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
+      case "delete":
+        await core.deleteNamespacedSecret({
+          namespace: user.namespace,
+          name: mirrorName,
+          ...(plan.resourceVersion ? { body: { preconditions: { resourceVersion: plan.resourceVersion } } } : {}),
+        });
+        return { identityAllowed, credentialsMirrored: notMirrored, events: [event("MirrorRemoved", `removed ${mirrorLabel}: ${why}`)] };
+    }
+  } catch (error) {
+    if (isNotFound(error)) return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
+    if (isConflict(error)) return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `${mirrorLabel} changed while it was being removed, will retry`), events: [] };
+    return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `removing ${mirrorLabel} failed: ${apiErrorMessage(error)}`), events: [] };
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The TerraformClusterIdentity controller (cluster-scoped): each pass reads the identity's Secret
+ * live and lists the credential mirrors, then writes Ready and status.namespaces in one status
+ * patch (none when nothing changed). The Secret is not watched, so a pass asks to run again in
+ * 5 minutes when Ready is True and in 30 seconds otherwise; mirrors are watched, so a mirror
+ * appearing or going wakes the identity it names.
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { CoreV1Api, CustomObjectsApi, EventsV1Api, V1Secret } from "@kubernetes/client-node";
+import { annotations, apiGroup, apiVersion, eventReporters, groupVersion, kinds, labels } from "@captf/contract/api";
+import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
+import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import { generationOrMetadataChanged, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
+import { apiErrorMessage, isNotFound } from "./api-error.js";
+import { readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
+import { decideIdentityStatus, type SourceSecretReading } from "./identity-status.js";
+
+export const identityResourceType: ResourceType = {
+  group: apiGroup,
+  version: apiVersion,
+  plural: terraformClusterIdentityDefinition.plural,
+  kind: kinds.clusterIdentity,
+  namespaced: false,
+};
+
+export const mirrorLabelSelector = `${labels.mirrored}=true,${labels.managed}=true`;
+
+/** Identity events land here: the identity itself has no namespace. */
+const identityEventNamespace = "default";
+
+export interface IdentityControllerClients {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  /** Where IdentitySecretFound / IdentitySecretNotFound are recorded; without it, none are. */
+  events?: EventsV1Api;
+}
+
+export interface IdentityControllerOptions {
+  concurrency?: number;
+  now?: () => number;
+  /** The events' reportingInstance: the manager pod's name. */
+  instance?: string;
+}
+
+/** A mirror Secret wakes the identity its `captf.io/identity` annotation names. */
+const watchMirrors: WatchSpec = {
+  type: builtinTypes.secret,
+  labelSelector: mirrorLabelSelector,
+  map: (secret: KubeObject) => {
+    const identity = secret.metadata?.annotations?.[annotations.identity];
+    return identity ? [identity] : [];
+  },
+};
+
+async function listMirrors(core: CoreV1Api): Promise<V1Secret[]> {
+  const mirrors: V1Secret[] = [];
+  let token: string | undefined;
+  do {
+    const page = await core.listSecretForAllNamespaces({ labelSelector: mirrorLabelSelector, limit: 500, ...(token ? { _continue: token } : {}) });
+    mirrors.push(...page.items);
+    token = page.metadata?._continue || undefined;
+  } while (token);
+  return mirrors;
+}
+
+async function readSource(core: CoreV1Api, identity: TerraformClusterIdentity): Promise<SourceSecretReading> {
+  try {
+    const secret = await core.readNamespacedSecret({ namespace: identity.spec.secretRef.namespace, name: identity.spec.secretRef.name });
+    return { found: true, keys: Object.keys(secret.data ?? {}) };
+  } catch (error) {
+    return isNotFound(error) ? { found: false } : { failed: apiErrorMessage(error) };
+  }
+}
+
+/** MicroTime's wire form, six fractional digits; the client passes the string through as is. */
+function microTime(millis: number): Date {
+  return new Date(millis).toISOString().replace(/Z$/, "000Z") as unknown as Date;
+}
+
+async function recordIdentityEvent(events: EventsV1Api, identity: TerraformClusterIdentity, event: CredentialsEvent, now: number, instance: string): Promise<void> {
+  const name = identity.metadata?.name ?? "";
+  await events.createNamespacedEvent({
+    namespace: identityEventNamespace,
+    body: {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      // client-go's naming: <object>.<event time in hex nanoseconds>, plus a random part against a same-millisecond twin.
+      metadata: { name: `${name.slice(0, 200).replace(/[-.]+$/, "")}.${(BigInt(now) * 1_000_000n).toString(16)}${randomBytes(2).toString("hex")}`, namespace: identityEventNamespace },
+      eventTime: microTime(now),
+      reportingController: eventReporters.manager,
+      reportingInstance: instance.slice(0, 128),
+      action: "CheckSecret",
+      reason: event.reason,
+      type: event.type,
+      note: event.note.slice(0, 1024),
+      regarding: { apiVersion: groupVersion, kind: kinds.clusterIdentity, name, ...(identity.metadata?.uid ? { uid: identity.metadata.uid } : {}) },
+    },
+  });
+}
+
+export function identityController(clients: IdentityControllerClients, options: IdentityControllerOptions = {}): Controller {
+  const { core, custom } = clients;
+  const now = options.now ?? Date.now;
+  const instance = options.instance ?? hostname();
+  return {
+    name: kinds.clusterIdentity.toLowerCase(),
+    kind: kinds.clusterIdentity,
+    concurrency: options.concurrency ?? 1,
+    watches: [watchSelf(identityResourceType, generationOrMetadataChanged), watchMirrors],
+    async reconcile(_key, context) {
+      let identity: TerraformClusterIdentity;
+      try {
+        identity = await readIdentity(custom, context.name);
+      } catch (error) {
+        if (isNotFound(error)) return {};
+        throw error;
+      }
+      const [source, mirrors] = await Promise.all([readSource(core, identity), listMirrors(core)]);
+      const decision = decideIdentityStatus({ identity, source, mirrors, now: now() });
+      if (decision.changed) {
+        const { conditions, namespaces } = decision.status;
+        await custom.patchClusterCustomObjectStatus(
+          { group: apiGroup, version: apiVersion, plural: identityResourceType.plural, name: context.name, body: { status: { conditions, namespaces: namespaces.length > 0 ? namespaces : null } } },
+          mergePatchOptions(),
+        );
+      }
+      if (decision.event && clients.events) {
+        await recordIdentityEvent(clients.events, identity, decision.event, now(), instance).catch((error: unknown) =>
+          context.logger.warn({ reason: decision.event?.reason, error: apiErrorMessage(error) }, "recording an identity event failed"),
+        );
+      }
+      const ready = decision.status.conditions.find((condition) => condition.type === "Ready");
+      context.logger.info({ ready: ready?.reason, namespaces: decision.status.namespaces.length, patched: decision.changed }, "reconciled");
+      return { requeueAfterMillis: decision.requeueAfterMillis };
+    },
+  };
+}
