@@ -1,9 +1,10 @@
 import type { JsonValue } from "@captf/contract";
-import { annotations, labels } from "@captf/contract/api";
+import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiVersion, type PassReads } from "../reconcile/pass-reads.js";
-import { isNotFound, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { isNotFound, mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
 import { clusterInputs, machineInputs, machinePoolInputs, type ObjectMeta } from "./render-inputs.js";
 
@@ -114,6 +115,25 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
     const terraformMachinePool = object as WorkspaceObject & { status?: { replicas?: number } };
     return { clusterName, inputs: machinePoolInputs({ cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool }, exports, failureDomains, bootstrap) };
+  },
+  async ownerWriteBack(deps, object, { status, events, subject }) {
+    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    if (!ownerRef) return [];
+    const namespace = object.metadata.namespace;
+    const machinePool = await getCapi<MachinePoolReplicas>(deps, namespace, "machinepools", ownerRef.name);
+    if (!machinePool) return [];
+    const observedReplicas = typeof status.replicas === "number" ? status.replicas : (object.status as { replicas?: number } | undefined)?.replicas;
+    const plan = decideReplicasWriteBack(machinePool, observedReplicas);
+    const patch: { metadata?: { annotations: Record<string, string | null> }; spec?: { replicas: number } } = {};
+    if (plan.claim !== undefined) patch.metadata = { annotations: { [annotations.replicasManagedBy]: plan.claim ? replicasManagedByValue : null } };
+    if (plan.replicas !== undefined) patch.spec = { replicas: plan.replicas };
+    if (patch.metadata || patch.spec) {
+      await deps.custom.patchNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace, plural: "machinepools", name: ownerRef.name, body: patch }, mergePatchOptions());
+    }
+    if (plan.replicas !== undefined) void events.record(subject, "ReplicasWrittenBack", `MachinePool ${ownerRef.name} spec.replicas ${machinePool.spec?.replicas ?? "unset"} -> ${plan.replicas}, as the module observed`);
+    const previous = (object.status?.conditions ?? []).find((condition) => condition.type === "AutoscalingActive");
+    if (plan.foreignManager && previous?.reason !== "ReplicasManagedExternally") void events.record(subject, "ReplicasManagedExternally", plan.condition.message ?? "");
+    return [{ type: "AutoscalingActive", value: plan.condition }];
   },
   contractFields(object, decoding) {
     const fields = machinePoolContractFields(decoding.outputs);

@@ -100,4 +100,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect((await get()).metadata.generation).toBe(before.metadata.generation);
     expect((await get()).spec.providerIDList).toEqual(before.spec.providerIDList);
   }, 60_000);
+
+  it("with autoscaler bounds on the MachinePool, claims its replicas and writes the observed count back", async () => {
+    const machinePools = { group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machinepools", name: "mp-0" };
+    await custom.patchNamespacedCustomObject({ ...machinePools, body: { metadata: { annotations: {
+      "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1",
+      "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "5",
+    } }, spec: { replicas: 2 } } }, mergePatchOptions());
+    await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
+    const machinePool = (await custom.getNamespacedCustomObject(machinePools)) as Record<string, any>;
+    expect(machinePool.metadata.annotations["cluster.x-k8s.io/replicas-managed-by"]).toBe("captf");
+    // The module observed 3 members; the autoscaler's 2 is overwritten by what exists.
+    expect(machinePool.spec.replicas).toBe(3);
+    const pool = await get();
+    expect(pool.status.conditions.find((c: { type: string }) => c.type === "AutoscalingActive")).toMatchObject({ status: "True", reason: "ReplicasManagedByModule" });
+  }, 60_000);
 });

@@ -113,6 +113,11 @@ export interface KindAdapter<R extends Role> {
   observeInputs(deps: ReconcilerDeps, object: WorkspaceObject, context: InputsContext): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
   /** Also publish provisioning as the v1beta1 `status.ready` flag Cluster API still reads for this kind. */
   publishesReady?: boolean;
+  /**
+   * Kind-specific writes to the owner after the outputs are known (pool replicas write-back);
+   * not while paused or deleting. Returns conditions for the status patch.
+   */
+  ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: { status: Record<string, unknown>; events: EventRecorder; subject: EventSubject }): Promise<{ type: string; value: ConditionValue }[]>;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
   contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown> };
 }
@@ -408,6 +413,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     }
   }
   if (waitCondition) conditions.set(waitCondition.type, waitCondition.value);
+  if (adapter.ownerWriteBack && !paused && !deleting) {
+    for (const { type, value } of await adapter.ownerWriteBack(deps, object, { status, events, subject })) conditions.set(type, value);
+  }
   if (provisioned) status.initialization = { provisioned: true };
   if (adapter.publishesReady) status.ready = provisioned;
   conditions.set("Ready", provisioned ? { status: "True", reason: "Ready" } : { status: "False", reason: "NotReady", message: action });
