@@ -29,7 +29,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let plane: PlaneClients;
   let deps: ReconcilerDeps;
   let executor: JobExecutor;
-  let clock = Date.now();
+  // Tests move time forward by skewing the pass clock.
+  let skew = 0;
   let moduleDir = "";
 
   beforeAll(async () => {
@@ -42,12 +43,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       custom: plane.custom,
       coordination: plane.coordination,
       events: kubeEventRecorder(kc.makeApiClient(k8s.EventsV1Api), { instance: "lifecycle-test" }),
-      now: () => clock,
+      now: () => Date.now() + skew,
     };
     // The no-op machine module plus the two user variables the tests set.
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
-    writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type = string\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
+    writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type    = string\n  default = ""\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
     await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
@@ -137,13 +138,46 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 60_000);
   });
 
+  describe("drift", () => {
+    it("checks for drift one interval after the apply and records what it found", async () => {
+      await createMachine("drifty", { drift: { intervalSeconds: 60 } });
+      await drive("drifty", (m) => m.status?.initialization?.provisioned === true);
+      const settled = await reconcileWorkspace(deps, machineAdapter, namespace, "drifty");
+      expect(settled.action).toBe("UpToDate");
+      // Due one interval after the apply, plus at most a tenth of it as jitter.
+      expect(settled.requeueAfterMs).toBeLessThanOrEqual(66_000);
+      skew += 70_000;
+      try {
+        const started = await reconcileWorkspace(deps, machineAdapter, namespace, "drifty");
+        expect(started.action).toMatch(/^started drift \(DriftDue\)/);
+      } finally {
+        skew -= 70_000;
+      }
+      {
+        await executor.runPending();
+        await allJobsFinished(plane.batch, namespace);
+        const checked = await reconcileWorkspace(deps, machineAdapter, namespace, "drifty");
+        expect(checked.action).toBe("UpToDate");
+        const machine = await getMachine("drifty");
+        expect(condition(machine, "DriftJobSucceeded")).toMatchObject({ status: "True", reason: "DriftChecked" });
+        expect(condition(machine, "DriftDetected")).toMatchObject({ status: "False", reason: "NoDrift" });
+        const drift = (await jobsOf("drifty")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!;
+        // A drift check runs on what was applied: the pinned image.
+        expect(drift.spec?.template.spec?.containers[0]?.image).toBe(`registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`);
+        // The next check is one interval after this one.
+        expect(checked.requeueAfterMs).toBeGreaterThan(50_000);
+        expect(checked.requeueAfterMs).toBeLessThanOrEqual(66_000);
+      }
+    }, 120_000);
+  });
+
   describe("run leases and the cluster operation gate", () => {
     it("waits while another Job holds the run lease, and takes it once the holder never appeared for a minute", async () => {
       await createMachine("leased");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("added finalizer");
       const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "leased" }));
       await plane.coordination.createNamespacedLease({ namespace, body: {
-        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(clock).toISOString() } },
+        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
         spec: { holderIdentity: "captf-m-leased-apply-a9-000000", leaseDurationSeconds: 4500 },
       } });
       const waiting = await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
@@ -151,7 +185,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getMachine("leased"), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForRunLease" });
       expect(await jobsOf("leased")).toHaveLength(0);
 
-      clock += 61_000;
+      skew += 61_000;
       try {
         const started = await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
         expect(started.action).toMatch(/^started apply/);
@@ -165,7 +199,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
         await expect(plane.coordination.readNamespacedLease({ name: leaseName, namespace })).rejects.toMatchObject({ code: 404 });
       } finally {
-        clock -= 61_000;
+        skew -= 61_000;
       }
     }, 120_000);
 
@@ -175,7 +209,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "registry.invalid/x:v1" }] } } },
       } });
       await plane.coordination.createNamespacedLease({ namespace, body: {
-        metadata: { name: clusterLeaseName(namespace, "c"), labels: { "captf.io/lease": "cluster" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(clock).toISOString() } },
+        metadata: { name: clusterLeaseName(namespace, "c"), labels: { "captf.io/lease": "cluster" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
         spec: { holderIdentity: holder.metadata!.name!, leaseDurationSeconds: 4500 },
       } });
       try {

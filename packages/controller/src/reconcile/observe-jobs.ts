@@ -25,6 +25,8 @@ export interface ObservedJob {
   imageId?: string;
   /** A deadline kill (reported as its own result in metrics and conditions). */
   deadlineExceeded: boolean;
+  /** An apply started to revert drift (`captf.io/drift-remediation`). */
+  remediation: boolean;
 }
 
 /** The Job annotations that record an outcome other than succeeded/failed at bookkeeping. */
@@ -78,6 +80,7 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api 
       op: job.metadata?.labels?.[labels.op] as Operation,
       attempt: Number(job.metadata?.labels?.[labels.attempt] ?? 1),
       bookkept: notes[annotations.bookkept] === "true",
+      remediation: notes[annotations.driftRemediation] === "true",
       ...(notes[annotations.inputsHash] ? { inputsHash: notes[annotations.inputsHash] } : {}),
     };
     const done = finishedCondition(job);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
+import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { ConditionSet } from "./conditions.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
@@ -133,5 +134,29 @@ describe("jobsToPrune", () => {
     const jobs = [job("a1", "apply", false, 1), job("a2", "apply", true, 2)];
     expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 0 })).toEqual(["a1"]);
     expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 1 })).toEqual([]);
+  });
+});
+
+describe("effectiveDriftPolicy", () => {
+  it.each([
+    ["a cluster uses its own policy", "cluster", { intervalSeconds: 600, action: "Remediate" }, { intervalSeconds: 60 }, { intervalSeconds: 600, action: "Remediate" }],
+    ["a cluster without one uses the manager default", "cluster", undefined, { intervalSeconds: 60 }, { intervalSeconds: 1800, action: "Report" }],
+    ["a machine inherits the cluster's interval and always reports", "machine", { action: "Remediate" }, { intervalSeconds: 60, action: "Remediate" }, { intervalSeconds: 60, action: "Report" }],
+    ["a machine may turn drift off", "machine", { intervalSeconds: 0 }, undefined, { intervalSeconds: 0, action: "Report" }],
+    ["a pool ignores an inherited 0", "machinepool", undefined, { intervalSeconds: 0, action: "Remediate" }, { intervalSeconds: 1800, action: "Remediate" }],
+    ["a pool's own policy wins", "machinepool", { intervalSeconds: 120, action: "Report" }, { intervalSeconds: 60, action: "Remediate" }, { intervalSeconds: 120, action: "Report" }],
+  ] as const)("%s", (_what, role, own, defaults, expected) => {
+    expect(effectiveDriftPolicy(role, own, defaults, 1800)).toEqual(expected);
+  });
+});
+
+describe("driftDetectedCondition", () => {
+  const found = { detected: true, add: 0, change: 1, destroy: 0, resources: ["terraform_data.machine (update)"] };
+  it("reports drift, or remediates it on clusters and pools with Remediate", () => {
+    expect(driftDetectedCondition(found, "Report", "cluster")).toMatchObject({ status: "True", reason: "DriftReported" });
+    expect(driftDetectedCondition(found, "Remediate", "machinepool")).toMatchObject({ status: "True", reason: "DriftRemediating" });
+    expect(driftDetectedCondition(found, "Remediate", "machine")).toMatchObject({ status: "True", reason: "DriftReported" });
+    expect(driftDetectedCondition(found, "Report", "cluster").message).toBe("the infrastructure differs from the state (0 to add, 1 to change, 0 to destroy): terraform_data.machine (update)");
+    expect(driftDetectedCondition({ ...found, detected: false }, "Report", "cluster")).toEqual({ status: "False", reason: "NoDrift" });
   });
 });

@@ -14,6 +14,7 @@ import { readState } from "../state/read-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
+import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
@@ -62,6 +63,8 @@ export interface ReconcilerDeps {
   events?: EventRecorder;
   metrics?: CaptfMetrics;
   logger?: Logger;
+  /** `--drift-default-interval` in seconds (default 30 minutes). */
+  driftDefaultIntervalSeconds?: number;
   /** `--cluster-operation-gate` (default true). */
   clusterOperationGate?: boolean;
   now?: () => number;
@@ -86,7 +89,7 @@ export interface WorkspaceObject {
   };
   spec: {
     source: { image: string; imagePullPolicy?: "Always" | "IfNotPresent" | "Never" };
-    drift?: { intervalSeconds?: number; action?: "Report" | "Remediate" };
+    drift?: StoredDriftPolicy;
     applyPolicy?: "Automatic" | "Manual";
     jobs?: StoredJobPolicy;
     variables?: Record<string, JsonValue>;
@@ -314,8 +317,28 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     conditions.set("DeletionBlocked", dependents > 0 ? { status: "True", reason: "DependentsExist", message: `${dependents} TerraformMachine(s) or TerraformMachinePool(s) of cluster ${clusterName} still exist` } : { status: "False", reason: "NotBlocked" });
   }
 
+  // Drift: the newest check's finding, else what the status says from an earlier pass.
+  const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
+  const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  const lastDriftCheckAt = driftChecks.length ? Math.max(...driftChecks) : undefined;
+  let driftDetected = previous?.find((c) => c.type === "DriftDetected")?.status === "True";
+  const newestCheck = toMark.filter((job) => job.op === "drift" || job.op === "refresh").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  if (newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" && newestCheck.result?.drift) {
+    const finding = newestCheck.result.drift;
+    conditions.set("DriftJobSucceeded", { status: "True", reason: "DriftChecked" });
+    conditions.set("DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role));
+    if (finding.detected && !driftDetected) void events.record(subject, "DriftDetected", conditions.get("DriftDetected")!.message ?? "drift detected");
+    if (!finding.detected && driftDetected) void events.record(subject, "DriftResolved", "the infrastructure matches the state again");
+    if (finding.detected) {
+      for (const [action, count] of [["add", finding.add], ["change", finding.change], ["destroy", finding.destroy]] as const) if (count > 0) deps.metrics?.driftResources.inc({ kind: metricKind, action }, count);
+    }
+    driftDetected = finding.detected;
+  } else if (newestCheck && newestCheck.outcome !== "succeeded" && newestCheck.outcome !== "interrupted") {
+    conditions.set("DriftJobSucceeded", newestCheck.deadlineExceeded ? { status: "False", reason: "DriftJobDeadlineExceeded", message: `Job ${newestCheck.name} reached its deadline` } : { status: "False", reason: "DriftJobFailed", message: `Job ${newestCheck.name} (${newestCheck.op}) failed${newestCheck.result?.error?.summary ? `: ${newestCheck.result.error.summary}` : ""}` });
+  }
+  deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
+
   // Decide.
-  const drift = object.spec.drift ?? {};
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   const poolStatus = object.status as { replicas?: number } | undefined;
   const decision: Decision = paused
@@ -330,8 +353,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         state: state.kind === "absent" ? { kind: "absent" } : state.kind === "unreadable" ? { kind: "unreadable" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
         ...(currentHash ? { currentInputsHash: currentHash } : {}),
         ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
-        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}) })),
-        drift: { intervalSeconds: drift.intervalSeconds ?? 0, action: drift.action ?? "Report", detected: false },
+        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
+        drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
         health: { pendingRefreshes: 0, appliedReadingDefinite: adapter.role !== "machinepool", ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}) },
         ...(adapter.role === "machinepool"
           ? {
@@ -368,7 +391,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
-    if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false };
+    if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }
   status.activeJob = active ? { name: active.name, operation: active.op, attempt: active.attempt } : null; // a merge patch keeps a field unless nulled
 
@@ -530,7 +553,8 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const policy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (request.terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
   const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
   const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (currentHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
-  const tick = op === "refresh" || op === "drift" ? String(Math.max(0, ...jobs.filter((job) => job.op === op && job.outcome === "succeeded").map((job) => job.finishedAt!))) : undefined;
+  const lastSuccessAt = (of: Operation) => String(Math.max(0, ...jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
+  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : undefined;
   // Every operation but apply and plan runs the image that was applied, pinned by digest when known.
   let image = object.spec.source.image;
   if (op !== "apply" && op !== "plan") {
@@ -581,6 +605,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     await writeDurableInputs(deps.core, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
+  if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isAlreadyExists(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.
