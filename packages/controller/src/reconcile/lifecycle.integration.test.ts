@@ -80,7 +80,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   const getMachine = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }).catch(() => ({})) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
-  const jobsOf = async (name: string) => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+  // The Jobs of the current object of that name (an earlier one's may still wait for the garbage collector).
+  const jobsOf = async (name: string) => {
+    const uid = (await getMachine(name)).metadata?.uid;
+    const jobs = (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+    return uid ? jobs.filter((job) => job.metadata?.ownerReferences?.[0]?.uid === uid) : jobs;
+  };
 
   async function drive(name: string, until: (machine: Json) => boolean, maxPasses = 12): Promise<string[]> {
     const actions: string[] = [];
@@ -136,6 +141,47 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(machine, "DependenciesReady").message).toContain("ConfigMap unlabelled");
       expect(await jobsOf("novars")).toHaveLength(0);
     }, 60_000);
+  });
+
+  describe("deletionPolicy Retain", () => {
+    it("leaves the infrastructure: no destroy, the state and inputs kept unowned and labelled with the deleted UID", async () => {
+      await createMachine("kept", { deletionPolicy: "Retain" });
+      await drive("kept", (m) => m.status?.initialization?.provisioned === true);
+      const uid = (await getMachine("kept")).metadata.uid;
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "kept" });
+      const result = await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
+      expect(result.action).toBe("retained infrastructure, removed finalizer");
+      expect((await jobsOf("kept")).filter((job) => job.metadata?.labels?.[opLabel] === "destroy")).toHaveLength(0);
+      const state = await plane.core.listNamespacedSecret({ namespace, labelSelector: `tfstateSecretSuffix=${stateSecretSuffix({ role: "machine", namespace, name: "kept" })}` });
+      expect(state.items.length).toBeGreaterThan(0);
+      for (const secret of state.items) expect(secret.metadata?.labels?.["captf.io/retained-from-uid"]).toBe(uid);
+      const durable = await plane.core.readNamespacedSecret({ name: "captf-inputs-m-kept", namespace });
+      expect(durable.metadata?.labels?.["captf.io/retained-from-uid"]).toBe(uid);
+      expect(durable.metadata?.ownerReferences ?? []).toEqual([]);
+    }, 120_000);
+
+    it("holds a new object of that name with RetainedStateFound, and adopts the state when told to, without applying", async () => {
+      const machine = (await plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name: "kept" })) as Json;
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name: "kept", labels: { "cluster.x-k8s.io/cluster-name": "c" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "kept", uid: machine.metadata.uid, controller: true }] },
+        spec: { source: { image } },
+      } });
+      await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "kept")).action).toBe("RetainedStateFound");
+      expect(condition(await getMachine("kept"), "StateReadable")).toMatchObject({ status: "False", reason: "RetainedStateFound" });
+      expect(await jobsOf("kept")).toHaveLength(0);
+
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "kept", body: { spec: { adoptRetainedState: true } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "kept")).action).toBe("adopted retained state");
+      await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
+      const adopted = await getMachine("kept");
+      expect(adopted.status.initialization).toEqual({ provisioned: true });
+      expect(adopted.spec.providerID).toBe(`noop:///${namespace}/kept`);
+      expect(await jobsOf("kept")).toHaveLength(0);
+      const durable = await plane.core.readNamespacedSecret({ name: "captf-inputs-m-kept", namespace });
+      expect(durable.metadata?.ownerReferences?.[0]).toMatchObject({ kind: "TerraformMachine", uid: adopted.metadata.uid });
+    }, 120_000);
   });
 
   describe("drift", () => {

@@ -68,10 +68,12 @@ async function sourcePod(core: CoreV1Api, namespace: string, job: string): Promi
   return pods.items[0];
 }
 
-export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api }, namespace: string, ownerKind: string, ownerName: string, now: number): Promise<ObservedJob[]> {
-  const jobs = (await clients.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=${ownerKind},${labels.ownerName}=${ownerName}` })).items;
+export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
+  const jobs = (await clients.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${owner.name}` })).items;
   const observed: ObservedJob[] = [];
   for (const job of jobs) {
+    // Jobs of an earlier object of the same name wait for the garbage collector; they are not ours.
+    if (job.metadata?.ownerReferences?.some((ref) => ref.controller && ref.uid !== owner.uid)) continue;
     const name = job.metadata!.name!;
     const notes = job.metadata?.annotations ?? {};
     const base = {

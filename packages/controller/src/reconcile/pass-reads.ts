@@ -27,7 +27,14 @@ export interface TerraformClusterObject {
   metadata: ObjectMeta & { uid?: string };
   spec?: {
     identityRef?: { name?: string };
-    defaults?: { identityRef?: { name?: string }; jobs?: Record<string, unknown>; membershipRefreshIntervalSeconds?: number; drift?: { intervalSeconds?: number; action?: "Report" | "Remediate" } };
+    deletionPolicy?: "Destroy" | "Retain";
+    defaults?: {
+      identityRef?: { name?: string };
+      jobs?: Record<string, unknown>;
+      membershipRefreshIntervalSeconds?: number;
+      drift?: { intervalSeconds?: number; action?: "Report" | "Remediate" };
+      deletionPolicy?: "Destroy" | "Retain";
+    };
     controlPlaneEndpoint?: { host?: string; port?: number };
   };
   status?: { failureDomains?: { name?: string }[] };

@@ -10,12 +10,14 @@ import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../ki
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
-import { readState } from "../state/read-state.js";
+import { observeState } from "../state/read-state.js";
+import type { StateReading } from "../state/decode-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
+import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
 import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
@@ -89,6 +91,8 @@ export interface WorkspaceObject {
   };
   spec: {
     source: { image: string; imagePullPolicy?: "Always" | "IfNotPresent" | "Never" };
+    deletionPolicy?: DeletionPolicy;
+    adoptRetainedState?: boolean;
     drift?: StoredDriftPolicy;
     applyPolicy?: "Automatic" | "Manual";
     jobs?: StoredJobPolicy;
@@ -243,7 +247,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
 
   // Observe Jobs; bookkeep the finished ones not recorded yet.
-  const jobs = await observeJobs({ core, batch }, namespace, adapter.kind, name, now);
+  const jobs = await observeJobs({ core, batch }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
   let durableNotes: Record<string, string> = {};
   for (const job of toMark) {
@@ -287,7 +291,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (durable?.imageDigest) status.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
 
   let active = jobs.find((job) => job.outcome === undefined);
-  const state = await readState(core, namespace, suffix);
+  const stateObservation = await observeState(core, namespace, suffix);
+  const state = stateObservation.reading;
+  const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
   if (state.kind === "unreadable") conditions.set("StateReadable", { status: "False", reason: state.reason, message: state.message });
   else if (state.kind === "ok") conditions.set("StateReadable", { status: "True", reason: "StateRead" });
   else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
@@ -309,6 +315,24 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
       }
     }
+  }
+
+  // State another (deleted) object retained: held until adopted or deleted by someone.
+  const ownerReference = { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid, controller: true };
+  if (retainedBy.length > 0) {
+    const retainer = retainedBy.join(", ");
+    if (deleting) {
+      await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+      void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}; the state retained by deleted object ${retainer} is left as it is`);
+      return { action: "removed finalizer" };
+    }
+    if (object.spec.adoptRetainedState) {
+      await adoptRetainedState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix, ownerReference });
+      void events.record(subject, "RetainedStateAdopted", `adopted the state and inputs retained by deleted object ${retainer}`);
+      return { action: "adopted retained state", requeueAfterMs: 0 };
+    }
+    conditions.set("StateReadable", { status: "False", reason: "RetainedStateFound", message: `state retained by deleted object ${retainer} is in the way: set spec.adoptRetainedState: true to take it over, or delete the Secrets labelled ${labels.retainedFromUid}=${retainer}` });
+    if (previousReason(previous, "StateReadable") !== "RetainedStateFound") void events.record(subject, "RetainedStateFound", `state retained by deleted object ${retainer} found; nothing runs until it is adopted or deleted`);
   }
 
   // A deleting cluster waits for its machines and pools: they run on its infrastructure.
@@ -341,9 +365,26 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // Decide.
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   const poolStatus = object.status as { replicas?: number } | undefined;
+  // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
+  const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
+  conditions.set("Deleting", !deleting ? { status: "False", reason: "NotDeleting" } : deletionPolicy ? { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` } : { status: "True", reason: "DeletionPolicyUnresolved", message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy" });
+  if (deleting && previousReason(previous, "Deleting") === undefined) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
+  if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
+    const kept = await retainState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
+    await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
+    await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+    void events.record(subject, "InfrastructureRetained", `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`);
+    deps.metrics?.forgetObject(metricKind, namespace, name);
+    return { action: "retained infrastructure, removed finalizer" };
+  }
+
   const decision: Decision = paused
     ? { reason: "Paused" }
-    : decideOperation({
+    : retainedBy.length > 0
+      ? { reason: "RetainedStateFound", requeueAfterMs: 60_000 }
+      : deleting && !deletionPolicy
+        ? { reason: "DeletionPolicyUnresolved", requeueAfterMs: gateRequeueMs }
+        : decideOperation({
         role: adapter.role,
         uid: object.metadata.uid,
         now,
@@ -499,7 +540,7 @@ interface StartRequest<R extends Role> {
   inputs: InputsOutcome;
   durable: DurableInputs | undefined;
   currentHash: string | undefined;
-  state: Awaited<ReturnType<typeof readState>>;
+  state: StateReading;
   credentials: JobCredentials | undefined;
   terraformCluster: TerraformClusterObject | undefined;
   now: number;

@@ -1,19 +1,32 @@
 import type { CoreV1Api } from "@kubernetes/client-node";
+import { labels } from "@captf/contract/api";
 import { decodeStateSecrets, defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
 
 /** The label the kubernetes backend puts on every Secret of one state. */
 export const backendSuffixLabel = "tfstateSecretSuffix";
 
+export interface StateObservation {
+  reading: StateReading;
+  /** UIDs of deleted objects that retained these Secrets (`captf.io/retained-from-uid`), sorted. */
+  retainedFromUids: string[];
+}
+
 /**
  * Reads one object's state live from the API server (never from a cache: a Job may have just
- * written it) and decodes it. API errors propagate; the reconciler retries them.
+ * written it), decodes it, and notes whether a deleted object retained it. API errors propagate;
+ * the reconciler retries them.
  */
-export async function readState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateReading> {
+export async function observeState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateObservation> {
   const list = await core.listNamespacedSecret({ namespace, labelSelector: `${backendSuffixLabel}=${suffix}` });
   const secrets = list.items.map((item) => ({
     name: item.metadata?.name ?? "",
     data: item.data,
     annotations: item.metadata?.annotations,
   }));
-  return decodeStateSecrets(suffix, secrets, limits);
+  const retained = new Set(list.items.map((item) => item.metadata?.labels?.[labels.retainedFromUid]).filter((uid): uid is string => Boolean(uid)));
+  return { reading: decodeStateSecrets(suffix, secrets, limits), retainedFromUids: [...retained].sort() };
+}
+
+export async function readState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateReading> {
+  return (await observeState(core, namespace, suffix, limits)).reading;
 }
