@@ -1,0 +1,120 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "@jest/globals";
+import type { V1Deployment } from "@kubernetes/client-node";
+import { parse, parseAllDocuments } from "yaml";
+import { renderCrdFiles } from "../api/crds.js";
+import { parseManagerFlags } from "../flags.js";
+import { webhookPath } from "../webhooks/configuration.js";
+import { kinds } from "@captf/contract/api";
+import { defaultInstallOptions, installNames, installPath, renderInstallFiles, servingCertificateDnsNames, staleInstallFiles, webhookCertDir } from "./manifests.js";
+import { managerPermissions, renderPermissionTable, runnerPermissions } from "./permissions.js";
+
+const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
+type AnyObject = Record<string, any>;
+
+function installObjects(options = defaultInstallOptions): AnyObject[] {
+  const file = renderInstallFiles(options).find((candidate) => candidate.path === installPath)!;
+  return parseAllDocuments(file.content).map((document) => document.toJS() as AnyObject);
+}
+
+const deploymentOf = (objects: AnyObject[]) => objects.find((object) => object.kind === "Deployment") as V1Deployment;
+
+describe("the install manifests", () => {
+  it("config/ matches src/install (run `pnpm --filter @captf/controller gen` when this fails)", () => {
+    expect(staleInstallFiles(packageRoot)).toEqual([]);
+  });
+
+  it("lists every object once in apply order: the namespace, the CRDs, RBAC, Services, the Deployment, the certificate, the webhooks", () => {
+    const objects = installObjects();
+    expect(objects.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual([
+      "Namespace/captf-system",
+      ...renderCrdFiles().map((file) => `CustomResourceDefinition/${parse(file.content).metadata.name}`),
+      "ServiceAccount/captf-controller-manager",
+      "ClusterRole/captf-manager-role",
+      "ClusterRoleBinding/captf-manager-rolebinding",
+      "ClusterRole/captf-runner",
+      "ClusterRole/captf-metrics-reader",
+      "Service/captf-webhook-service",
+      "Service/captf-controller-manager-metrics-service",
+      "Deployment/captf-controller-manager",
+      "Issuer/captf-selfsigned-issuer",
+      "Certificate/captf-serving-cert",
+      "ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
+    ]);
+    for (const object of objects.filter((candidate) => candidate.metadata.namespace !== undefined)) expect(object.metadata.namespace).toBe("captf-system");
+  });
+
+  it("runs the Deployment's arguments and environment through the manager's own flag parser", async () => {
+    const deployment = deploymentOf(installObjects());
+    const container = deployment.spec!.template.spec!.containers[0]!;
+    const env = Object.fromEntries(container.env!.map((variable) => [variable.name, variable.value ?? `<${variable.valueFrom!.fieldRef!.fieldPath}>`]));
+    expect(env).toEqual({ POD_NAMESPACE: "<metadata.namespace>", SERVICE_ACCOUNT_NAME: "<spec.serviceAccountName>", CAPTF_MANAGER_IMAGE: container.image });
+    const parsed = await parseManagerFlags(container.args!, { ...env, POD_NAMESPACE: "captf-system", SERVICE_ACCOUNT_NAME: "captf-controller-manager" });
+    if (parsed.kind !== "run") throw new Error(JSON.stringify(parsed));
+    const settings = parsed.options;
+    expect(settings.leaderElection.enabled).toBe(true);
+    expect(settings.logging.format).toBe("json");
+    expect(settings.runnerImage).toBe(container.image);
+    expect(settings.diagnostics.insecure).toBe(false);
+    expect(settings.managerUser).toBe("system:serviceaccount:captf-system:captf-controller-manager");
+    const portOf = (name: string) => container.ports!.find((port) => port.name === name)!.containerPort;
+    expect(settings.webhook.port).toBe(portOf("webhook-server"));
+    expect(settings.healthAddr).toBe(`:${portOf("healthz")}`);
+    expect(settings.diagnostics.address).toBe(`:${portOf("metrics")}`);
+    expect(settings.webhook.certDir).toBe(webhookCertDir);
+    expect(container.volumeMounts).toEqual([{ name: "cert", mountPath: webhookCertDir, readOnly: true }]);
+    expect(deployment.spec!.template.spec!.volumes).toEqual([{ name: "cert", secret: { secretName: installNames.certificateSecret } }]);
+    expect(container.livenessProbe!.httpGet).toEqual({ path: "/healthz", port: "healthz" });
+    expect(container.readinessProbe!.httpGet).toEqual({ path: "/readyz", port: "healthz" });
+  });
+
+  it("runs the manager as 65532 without privileges, on a read-only root", () => {
+    const spec = deploymentOf(installObjects()).spec!.template.spec!;
+    expect(spec.serviceAccountName).toBe(installNames.serviceAccount);
+    expect(spec.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } });
+    expect(spec.containers[0]!.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true, runAsNonRoot: true });
+  });
+
+  it("points the webhooks at the Service in front of the webhook port, with cert-manager's CA for a certificate naming that Service", () => {
+    const objects = installObjects();
+    const service = objects.find((object) => object.kind === "Service" && object.metadata.name === installNames.webhookService)!;
+    expect(service.spec.ports).toEqual([{ name: "https", port: 443, targetPort: "webhook-server", protocol: "TCP" }]);
+    expect(service.spec.selector).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
+    const configuration = objects.find((object) => object.kind === "ValidatingWebhookConfiguration")!;
+    expect(configuration.metadata.annotations).toEqual({ "cert-manager.io/inject-ca-from": `captf-system/${installNames.certificate}` });
+    expect(configuration.webhooks).toHaveLength(7);
+    expect(configuration.webhooks[0].clientConfig).toEqual({ service: { namespace: "captf-system", name: installNames.webhookService, path: webhookPath(kinds.cluster) } });
+    const certificate = objects.find((object) => object.kind === "Certificate")!;
+    expect(certificate.spec.secretName).toBe(installNames.certificateSecret);
+    expect(certificate.spec.dnsNames).toContain(`${installNames.webhookService}.captf-system.svc`);
+    expect(certificate.spec.dnsNames).toEqual(servingCertificateDnsNames(defaultInstallOptions));
+    // The shipped webhook configuration is the one the webhook tests keep as a golden file.
+    const golden = readFileSync(new URL("../../testdata/webhooks/validating-webhook-configuration.yaml", import.meta.url), "utf8");
+    expect(configuration).toEqual(parse(golden));
+  });
+
+  it("renders another image into the Deployment and CAPTF_MANAGER_IMAGE, and another namespace everywhere", () => {
+    const objects = installObjects({ namespace: "ops", image: "registry.example/captf-controller:dev" });
+    const container = deploymentOf(objects).spec!.template.spec!.containers[0]!;
+    expect(container.image).toBe("registry.example/captf-controller:dev");
+    expect(container.env).toContainEqual({ name: "CAPTF_MANAGER_IMAGE", value: "registry.example/captf-controller:dev" });
+    expect(objects[0]!.metadata.name).toBe("ops");
+    expect(objects.filter((object) => object.metadata.namespace !== undefined).every((object) => object.metadata.namespace === "ops")).toBe(true);
+    expect(objects.find((object) => object.kind === "ClusterRoleBinding")!.subjects).toEqual([{ kind: "ServiceAccount", name: "captf-controller-manager", namespace: "ops" }]);
+  });
+});
+
+describe("docs/installation.md", () => {
+  const page = readFileSync(new URL("../../../../docs/installation.md", import.meta.url), "utf8");
+
+  it("lists the manager's and the runner's permissions as the manifests grant them", () => {
+    expect(page).toContain(renderPermissionTable(managerPermissions));
+    expect(page).toContain(renderPermissionTable(runnerPermissions));
+  });
+
+  it("names the Secret and the mount path the Deployment expects", () => {
+    expect(page).toContain(`\`${installNames.certificateSecret}\``);
+    expect(page).toContain(`\`${webhookCertDir}\``);
+  });
+});

@@ -1,0 +1,224 @@
+/**
+ * The install manifests, rendered from code so that they follow the flags, the webhook paths, the
+ * RBAC tables and the CRDs: one file per component under config/ and all of them, in apply
+ * order, in config/install.yaml. `scripts/generate-install.mjs` writes what
+ * {@link renderInstallFiles} returns; a test fails when the files on disk differ.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { renderCrdFiles, type GeneratedFile } from "../api/crds.js";
+import { buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
+import { defaultManagerNamespace, managerServiceAccount, managerVersion } from "../manager-main.js";
+import { managerPermissions, policyRules, runnerPermissions } from "./permissions.js";
+
+export interface InstallOptions {
+  namespace: string;
+  /** The manager image; also every Job's runner image (CAPTF_MANAGER_IMAGE). */
+  image: string;
+}
+
+export const defaultManagerImage = `ghcr.io/captf-io/captf-controller:v${managerVersion}`;
+export const defaultInstallOptions: InstallOptions = { namespace: defaultManagerNamespace, image: defaultManagerImage };
+
+/** The names the manifests, the docs and the runbooks share. */
+export const installNames = {
+  deployment: "captf-controller-manager",
+  serviceAccount: managerServiceAccount,
+  managerRole: "captf-manager-role",
+  managerRoleBinding: "captf-manager-rolebinding",
+  runnerRole: "captf-runner",
+  metricsReaderRole: "captf-metrics-reader",
+  webhookService: "captf-webhook-service",
+  metricsService: "captf-controller-manager-metrics-service",
+  issuer: "captf-selfsigned-issuer",
+  certificate: "captf-serving-cert",
+  /** The kubernetes.io/tls Secret the Deployment mounts at the webhook cert dir (cert-manager writes it, or you do). */
+  certificateSecret: "captf-webhook-service-cert",
+} as const;
+
+export const ports = { webhook: 9443, health: 9440, metrics: 8443 } as const;
+export const webhookCertDir = "/tmp/k8s-webhook-server/serving-certs";
+/** The runtime user of the image and the Pod. */
+export const managerUser = 65532;
+
+const partOf = { "app.kubernetes.io/name": "captf", "app.kubernetes.io/part-of": "captf" };
+const managerSelector = { "app.kubernetes.io/name": "captf", "app.kubernetes.io/component": "controller-manager" };
+
+/** The manager's arguments in the shipped Deployment. */
+export function deploymentArgs(): string[] {
+  return [
+    "--leader-elect",
+    `--health-addr=:${ports.health}`,
+    `--diagnostics-address=:${ports.metrics}`,
+    "--insecure-diagnostics=false",
+    `--webhook-port=${ports.webhook}`,
+    `--webhook-cert-dir=${webhookCertDir}`,
+    "--logging-format=json",
+  ];
+}
+
+export function namespaceObject(options: InstallOptions): V1Namespace {
+  // The manager's Pod meets the restricted Pod Security Standard; enforce it.
+  return {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: options.namespace, labels: { ...partOf, "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" } },
+  };
+}
+
+export function deploymentObject(options: InstallOptions): V1Deployment {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: installNames.deployment, namespace: options.namespace, labels: { ...partOf, ...managerSelector } },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: managerSelector },
+      template: {
+        metadata: { labels: { ...partOf, ...managerSelector }, annotations: { "kubectl.kubernetes.io/default-container": "manager" } },
+        spec: {
+          serviceAccountName: installNames.serviceAccount,
+          // The manager drains for 20 s after SIGTERM; the preStop sleep lets endpoints drop it first.
+          terminationGracePeriodSeconds: 30,
+          securityContext: { runAsNonRoot: true, runAsUser: managerUser, runAsGroup: managerUser, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              name: "manager",
+              image: options.image,
+              imagePullPolicy: "IfNotPresent",
+              args: deploymentArgs(),
+              env: [
+                { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+                { name: "SERVICE_ACCOUNT_NAME", valueFrom: { fieldRef: { fieldPath: "spec.serviceAccountName" } } },
+                { name: "CAPTF_MANAGER_IMAGE", value: options.image },
+              ],
+              ports: [
+                { name: "webhook-server", containerPort: ports.webhook, protocol: "TCP" },
+                { name: "healthz", containerPort: ports.health, protocol: "TCP" },
+                { name: "metrics", containerPort: ports.metrics, protocol: "TCP" },
+              ],
+              livenessProbe: { httpGet: { path: "/healthz", port: "healthz" }, initialDelaySeconds: 15, periodSeconds: 20 },
+              readinessProbe: { httpGet: { path: "/readyz", port: "healthz" }, initialDelaySeconds: 5, periodSeconds: 10 },
+              lifecycle: { preStop: { sleep: { seconds: 5 } } },
+              resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } },
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
+              terminationMessagePolicy: "FallbackToLogsOnError",
+              volumeMounts: [{ name: "cert", mountPath: webhookCertDir, readOnly: true }],
+            },
+          ],
+          volumes: [{ name: "cert", secret: { secretName: installNames.certificateSecret } }],
+          tolerations: [{ key: "node-role.kubernetes.io/control-plane", effect: "NoSchedule" }],
+        },
+      },
+    },
+  };
+}
+
+export function serviceAccountObject(options: InstallOptions): V1ServiceAccount {
+  return { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: installNames.serviceAccount, namespace: options.namespace, labels: partOf } };
+}
+
+function clusterRole(name: string, rules: V1ClusterRole["rules"]): V1ClusterRole {
+  return { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels: partOf }, rules };
+}
+
+export function rbacObjects(options: InstallOptions): { serviceAccount: V1ServiceAccount; managerRole: V1ClusterRole; managerRoleBinding: V1ClusterRoleBinding; runnerRole: V1ClusterRole; metricsReaderRole: V1ClusterRole } {
+  return {
+    serviceAccount: serviceAccountObject(options),
+    managerRole: clusterRole(installNames.managerRole, policyRules(managerPermissions)),
+    managerRoleBinding: {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: installNames.managerRoleBinding, labels: partOf },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: installNames.managerRole },
+      subjects: [{ kind: "ServiceAccount", name: installNames.serviceAccount, namespace: options.namespace }],
+    },
+    runnerRole: clusterRole(installNames.runnerRole, policyRules(runnerPermissions)),
+    // Bind it to whatever scrapes /metrics (Prometheus' ServiceAccount).
+    metricsReaderRole: clusterRole(installNames.metricsReaderRole, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]),
+  };
+}
+
+function service(options: InstallOptions, name: string, port: number, targetPort: string): V1Service {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace: options.namespace, labels: partOf },
+    spec: { selector: managerSelector, ports: [{ name: "https", port, targetPort, protocol: "TCP" }] },
+  };
+}
+
+export function webhookServiceObject(options: InstallOptions): V1Service {
+  return service(options, installNames.webhookService, 443, "webhook-server");
+}
+
+export function metricsServiceObject(options: InstallOptions): V1Service {
+  return service(options, installNames.metricsService, ports.metrics, "metrics");
+}
+
+/** The DNS names the serving certificate must carry: the webhook Service's and the metrics Service's. */
+export function servingCertificateDnsNames(options: InstallOptions): string[] {
+  return [installNames.webhookService, installNames.metricsService].flatMap((name) => [`${name}.${options.namespace}.svc`, `${name}.${options.namespace}.svc.cluster.local`]);
+}
+
+/** cert-manager's self-signed Issuer and the Certificate it writes into the Secret the Deployment mounts. */
+export function certManagerObjects(options: InstallOptions): Record<string, unknown>[] {
+  return [
+    { apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata: { name: installNames.issuer, namespace: options.namespace, labels: partOf }, spec: { selfSigned: {} } },
+    {
+      apiVersion: "cert-manager.io/v1",
+      kind: "Certificate",
+      metadata: { name: installNames.certificate, namespace: options.namespace, labels: partOf },
+      spec: { dnsNames: servingCertificateDnsNames(options), issuerRef: { kind: "Issuer", name: installNames.issuer }, secretName: installNames.certificateSecret },
+    },
+  ];
+}
+
+export function validatingWebhookConfigurationObject(options: InstallOptions) {
+  return buildValidatingWebhookConfiguration({
+    service: { namespace: options.namespace, name: installNames.webhookService },
+    injectCaFrom: `${options.namespace}/${installNames.certificate}`,
+  });
+}
+
+const header = "# Generated from packages/controller/src/install by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
+
+function yamlDocuments(objects: readonly unknown[]): string {
+  return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
+}
+
+/** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment, certificate, webhooks). */
+export const installPath = "config/install.yaml";
+
+/** The component files under config/ and config/install.yaml, paths relative to the package root. */
+export function renderInstallFiles(options: InstallOptions = defaultInstallOptions): GeneratedFile[] {
+  const rbac = rbacObjects(options);
+  const components: GeneratedFile[] = [
+    { path: "config/manager/namespace.yaml", content: yamlDocuments([namespaceObject(options)]) },
+    { path: "config/rbac/service_account.yaml", content: yamlDocuments([rbac.serviceAccount]) },
+    { path: "config/rbac/role.yaml", content: yamlDocuments([rbac.managerRole]) },
+    { path: "config/rbac/role_binding.yaml", content: yamlDocuments([rbac.managerRoleBinding]) },
+    { path: "config/rbac/runner_role.yaml", content: yamlDocuments([rbac.runnerRole]) },
+    { path: "config/rbac/metrics_reader_role.yaml", content: yamlDocuments([rbac.metricsReaderRole]) },
+    { path: "config/webhook/service.yaml", content: yamlDocuments([webhookServiceObject(options)]) },
+    { path: "config/manager/metrics_service.yaml", content: yamlDocuments([metricsServiceObject(options)]) },
+    { path: "config/manager/manager.yaml", content: yamlDocuments([deploymentObject(options)]) },
+    { path: "config/certmanager/certificate.yaml", content: yamlDocuments(certManagerObjects(options)) },
+    { path: "config/webhook/manifests.yaml", content: yamlDocuments([validatingWebhookConfigurationObject(options)]) },
+  ];
+  const [namespace, ...rest] = components;
+  const ordered = [namespace!.content, ...renderCrdFiles().map((file) => file.content), ...rest.map((file) => file.content)];
+  return [...components.map((file) => ({ path: file.path, content: header + file.content })), { path: installPath, content: header + ordered.join("---\n") }];
+}
+
+/** Install files whose content on disk differs from the rendering, or which are missing. */
+export function staleInstallFiles(packageRoot: string): string[] {
+  return renderInstallFiles()
+    .filter((file) => {
+      const target = join(packageRoot, file.path);
+      return !existsSync(target) || readFileSync(target, "utf8") !== file.content;
+    })
+    .map((file) => file.path);
+}

@@ -1,0 +1,70 @@
+/**
+ * What the manager and the runner may do, each rule with the reason it exists: the ClusterRoles
+ * of the install manifests are rendered from these tables, and
+ * docs/installation.md lists them (a test keeps the page in step).
+ */
+import type { V1PolicyRule } from "@kubernetes/client-node";
+import { apiGroup } from "@captf/contract/api";
+import { kindDefinitions } from "../api/kinds.js";
+import { clusterApiCoordinates } from "../webhooks/facts.js";
+
+export interface Permission {
+  apiGroup: string;
+  resources: readonly string[];
+  verbs: readonly string[];
+  resourceNames?: readonly string[];
+  /** Who uses it, for the docs. */
+  why: string;
+}
+
+const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
+const allPlurals = kindDefinitions.map((definition) => definition.plural);
+/** The kinds whose status a controller writes. */
+const statusPlurals = [...workspacePlurals, "terraformclusteridentities"].map((plural) => `${plural}/status`);
+
+/** The manager's ClusterRole: every namespace it reconciles in, and its own for the leader election Lease. */
+export const managerPermissions: readonly Permission[] = [
+  { apiGroup, resources: allPlurals, verbs: ["get", "list", "watch"], why: "informers, live reads in a reconcile pass, the webhooks' lookups of an identity's users" },
+  { apiGroup, resources: workspacePlurals, verbs: ["patch"], why: "the finalizer, and the providerID a TerraformMachine gets once" },
+  { apiGroup, resources: statusPlurals, verbs: ["patch"], why: "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces" },
+  { apiGroup, resources: workspacePlurals.map((plural) => `${plural}/finalizers`), verbs: ["update"], why: "Jobs owned with blockOwnerDeletion (OwnerReferencesPermissionEnforcement)" },
+  { apiGroup: clusterApiCoordinates.group, resources: ["clusters", "machines", "machinepools"], verbs: ["get", "list", "watch"], why: "the Cluster API owners an object's inputs come from; the Machines a TerraformMachine deletion is checked against" },
+  { apiGroup: "batch", resources: ["jobs"], verbs: ["get", "list", "watch", "create", "patch", "delete"], why: "the Jobs that run modules: created, adopted, marked bookkept, deleted when stuck" },
+  { apiGroup: "", resources: ["pods"], verbs: ["list"], why: "the termination message (run result) of a Job's Pod; never logs" },
+  { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"], why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom, identity Secrets and their credential mirrors (watched)" },
+  { apiGroup: "", resources: ["configmaps"], verbs: ["get"], why: "variablesFrom ConfigMaps" },
+  { apiGroup: "", resources: ["namespaces"], verbs: ["get"], why: "a namespace's labels against an identity's allowedNamespaces" },
+  { apiGroup: "coordination.k8s.io", resources: ["leases"], verbs: ["get", "list", "create", "update", "delete"], why: "run leases and the cluster operation gate in each namespace; the leader election Lease controller-leader-election-captf in its own" },
+  { apiGroup: "", resources: ["serviceaccounts"], verbs: ["get", "create"], why: "the captf-runner ServiceAccount of each namespace with objects" },
+  { apiGroup: "rbac.authorization.k8s.io", resources: ["rolebindings"], verbs: ["get", "create", "update", "delete"], why: "the captf-runner RoleBinding of each namespace with objects" },
+  { apiGroup: "rbac.authorization.k8s.io", resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["captf-runner"], why: "binding captf-runner without holding its permissions everywhere" },
+  { apiGroup: "events.k8s.io", resources: ["events"], verbs: ["create"], why: "events on the objects it reconciles" },
+  { apiGroup: "authentication.k8s.io", resources: ["tokenreviews"], verbs: ["create"], why: "authenticating /metrics scrapers" },
+  { apiGroup: "authorization.k8s.io", resources: ["subjectaccessreviews"], verbs: ["create"], why: "authorizing /metrics scrapers; the identity webhook asks whether an author may read a Secret" },
+];
+
+/** The ClusterRole `captf-runner`, bound in each namespace to the runner's ServiceAccount. */
+export const runnerPermissions: readonly Permission[] = [
+  { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "create", "update", "delete"], why: "OpenTofu's kubernetes backend: the state Secrets" },
+  { apiGroup: "coordination.k8s.io", resources: ["leases"], verbs: ["get", "create", "update"], why: "OpenTofu's kubernetes backend: the state lock" },
+  { apiGroup: "events.k8s.io", resources: ["events"], verbs: ["create"], why: "the runner's progress events (--runner-events)" },
+];
+
+export function policyRules(permissions: readonly Permission[]): V1PolicyRule[] {
+  return permissions.map((permission) => ({
+    apiGroups: [permission.apiGroup],
+    resources: [...permission.resources],
+    ...(permission.resourceNames ? { resourceNames: [...permission.resourceNames] } : {}),
+    verbs: [...permission.verbs],
+  }));
+}
+
+/** The Markdown table of one role's rules. */
+export function renderPermissionTable(permissions: readonly Permission[]): string {
+  const rows = permissions.map((permission) => {
+    const resources = permission.resources.map((resource) => `\`${resource}\``).join(", ");
+    const names = permission.resourceNames ? ` (only ${permission.resourceNames.map((name) => `\`${name}\``).join(", ")})` : "";
+    return `| ${permission.apiGroup === "" ? "core" : `\`${permission.apiGroup}\``} | ${resources}${names} | ${permission.verbs.join(", ")} | ${permission.why} |`;
+  });
+  return ["| API group | Resources | Verbs | Why |", "| --- | --- | --- | --- |", ...rows].join("\n");
+}

@@ -1,0 +1,205 @@
+/**
+ * The manager program: flags → {@link bootstrapManager} → the admission server and the
+ * controllers → `Manager.run` until SIGTERM/SIGINT. `bin/captf-manager.js` (from dist/) and the
+ * image's bundle (`scripts/build-manager-bundle.mjs`) both call {@link runManagerProcess}.
+ *
+ * Exit codes: 0 after `--help`, `--version` or a graceful stop; 2 for invalid flags; 1 when the
+ * manager cannot start (kubeconfig, serving certificate, ports), loses its leadership or its caches
+ * never sync, so that the kubelet restarts it as a standby.
+ */
+import { hostname } from "node:os";
+import { BatchV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { contractVersion } from "@captf/contract";
+import { kubeEventRecorder } from "./events/event-recorder.js";
+import { parseManagerFlags, type ManagerSettings } from "./flags.js";
+import { identityController } from "./identity/identity-controller.js";
+import { identityCredentials } from "./identity/job-credentials.js";
+import { defaultJobEnvironment, type JobEnvironment } from "./jobs/build-job.js";
+import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js";
+import type { BuildInfo } from "./metrics/captf-metrics.js";
+import type { ManagerMetrics } from "./metrics/manager-metrics.js";
+import { workspaceController } from "./reconcile/workspace-controller.js";
+import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
+import { bootstrapManager } from "./runtime/bootstrap.js";
+import type { Controller } from "./runtime/controller.js";
+import { tlsServerOptions } from "./runtime/http-endpoints.js";
+import { shutdownSignal, type Manager, type ManagerExit } from "./runtime/manager.js";
+import { kubernetesAdmissionFacts } from "./webhooks/facts.js";
+import { startAdmissionServer, type AdmissionServer, type AdmissionServerOptions } from "./webhooks/server.js";
+
+/** The manager's version; a test keeps it equal to package.json's. */
+export const managerVersion = "0.1.0";
+
+/** The ServiceAccount the shipped manifests run the manager as. */
+export const managerServiceAccount = "captf-controller-manager";
+export const defaultManagerNamespace = "captf-system";
+
+// Set by the bundle (esbuild `define`); absent when running from dist/.
+declare const CAPTF_BUILD_COMMIT: string | undefined;
+
+export function managerBuildInfo(): BuildInfo {
+  return { version: managerVersion, commit: typeof CAPTF_BUILD_COMMIT === "string" ? CAPTF_BUILD_COMMIT : "unknown", contract: contractVersion };
+}
+
+export function versionLine(build: BuildInfo = managerBuildInfo()): string {
+  return `manager ${build.version} (commit ${build.commit}, contract ${build.contract}, node ${process.version})\n`;
+}
+
+export interface ManagerIo {
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+  /** Stops the manager; default: SIGTERM or SIGINT (a second signal exits at once). */
+  signal?: AbortSignal;
+}
+
+/** The API clients the controllers call (live reads and writes, never the informers' caches). */
+export interface ManagerApiClients {
+  core: CoreV1Api;
+  batch: BatchV1Api;
+  custom: CustomObjectsApi;
+  coordination: CoordinationV1Api;
+  events: EventsV1Api;
+  rbac: RbacAuthorizationV1Api;
+}
+
+export function managerApiClients(kubeConfig: KubeConfig): ManagerApiClients {
+  return {
+    core: kubeConfig.makeApiClient(CoreV1Api),
+    batch: kubeConfig.makeApiClient(BatchV1Api),
+    custom: kubeConfig.makeApiClient(CustomObjectsApi),
+    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
+    events: kubeConfig.makeApiClient(EventsV1Api),
+    rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api),
+  };
+}
+
+export interface ManagerControllerDeps {
+  clients: ManagerApiClients;
+  logger: Logger;
+  metrics: ManagerMetrics;
+  /** The events' reportingInstance: the Pod's name. */
+  instance: string;
+  /** Whose informer caches the controllers' watches share. */
+  manager: Pick<Manager, "informer">;
+}
+
+/** Every Job's init container copies the runner bundle out of `--runner-image`. */
+export function managerJobEnvironment(settings: Pick<ManagerSettings, "runnerImage">): JobEnvironment {
+  return { ...defaultJobEnvironment, runnerImage: settings.runnerImage };
+}
+
+/** Every controller the manager runs, in the order they are added. */
+export function createManagerControllers(deps: ManagerControllerDeps, settings: ManagerSettings): Controller[] {
+  const { clients, logger } = deps;
+  const events = kubeEventRecorder(clients.events, { instance: deps.instance, logger });
+  const reconcilerDeps: ReconcilerDeps = {
+    core: clients.core,
+    batch: clients.batch,
+    custom: clients.custom,
+    coordination: clients.coordination,
+    jobEnvironment: managerJobEnvironment(settings),
+    credentials: identityCredentials({ core: clients.core, custom: clients.custom, rbac: clients.rbac }, events),
+    events,
+    metrics: deps.metrics.captf,
+    logger,
+    driftDefaultIntervalSeconds: Math.round(settings.driftDefaultIntervalMillis / 1000),
+    clusterOperationGate: settings.clusterOperationGate,
+  };
+  return [
+    workspaceController(clusterAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformCluster, manager: deps.manager }),
+    workspaceController(machineAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformMachine, manager: deps.manager }),
+    workspaceController(poolAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformMachinePool, manager: deps.manager }),
+    identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance }),
+  ];
+}
+
+/** The user the webhooks let write a providerID: the flags' `system:serviceaccount:…`, else the shipped ServiceAccount's. */
+export function managerUsername(settings: Pick<ManagerSettings, "managerUser" | "podNamespace">): string {
+  return settings.managerUser ?? `system:serviceaccount:${settings.podNamespace ?? defaultManagerNamespace}:${managerServiceAccount}`;
+}
+
+/** The admission server's certificate files and TLS settings, from the webhook and `--tls-*` flags. */
+export function admissionServing(settings: ManagerSettings): Pick<AdmissionServerOptions, "port" | "certFile" | "keyFile" | "tls"> {
+  const certFile = `${settings.webhook.certDir.replace(/\/+$/, "")}/${settings.webhook.certName}`;
+  const keyFile = `${settings.webhook.certDir.replace(/\/+$/, "")}/${settings.webhook.keyName}`;
+  // The same protocol options as the diagnostics server; reading the pair here also fails fast when it is missing.
+  const { minVersion, ciphers, ecdhCurve } = tlsServerOptions({
+    certFile,
+    keyFile,
+    authorize: async () => false,
+    minVersion: settings.diagnostics.tlsMinVersion,
+    ciphers: settings.diagnostics.tlsCipherSuites,
+    curves: settings.diagnostics.tlsCurvePreferences,
+  });
+  return { port: settings.webhook.port, certFile, keyFile, tls: { minVersion, ...(ciphers ? { ciphers } : {}), ...(ecdhCurve ? { ecdhCurve } : {}) } };
+}
+
+/** 0 for a graceful stop; 1 when the process must restart (leadership lost, caches never synced). */
+export function exitCodeOf(exit: ManagerExit): number {
+  return exit.reason === "stopped" ? 0 : 1;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Runs the manager with `argv` (without node and the script) and resolves its exit code. */
+export async function runManager(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, io: ManagerIo): Promise<number> {
+  const parsed = await parseManagerFlags(argv, env);
+  if (parsed.kind === "help") {
+    io.stdout.write(`${parsed.text}\n`);
+    return 0;
+  }
+  if (parsed.kind === "version") {
+    io.stdout.write(versionLine());
+    return 0;
+  }
+  if (parsed.kind === "invalid") {
+    io.stderr.write(`${parsed.message}\n`);
+    return 2;
+  }
+  const settings = parsed.options;
+  let bootstrapped: ReturnType<typeof bootstrapManager>;
+  try {
+    bootstrapped = bootstrapManager(settings, { buildInfo: managerBuildInfo(), flagLines: parsed.flagLines, stdout: io.stdout, stderr: io.stderr });
+  } catch (error) {
+    io.stderr.write(`manager: cannot start: ${messageOf(error)}\n`);
+    return 1;
+  }
+  const { logger, kubeConfig, client, metrics, manager } = bootstrapped;
+  logger.info({ ...managerBuildInfo(), node: process.version }, "captf manager starting");
+  const signal = io.signal ?? shutdownSignal(logger);
+  let admission: AdmissionServer | undefined;
+  try {
+    const deps = { clients: managerApiClients(kubeConfig), logger, metrics, instance: hostname(), manager };
+    for (const controller of createManagerControllers(deps, settings)) manager.addController(controller);
+    admission = await startAdmissionServer({
+      ...admissionServing(settings),
+      logger,
+      managerUsername: managerUsername(settings),
+      facts: kubernetesAdmissionFacts(kubeConfig),
+    });
+    const exit = await manager.run(signal);
+    logExit(logger, exit);
+    return exitCodeOf(exit);
+  } catch (error) {
+    logger.error({ err: error }, "manager failed");
+    return 1;
+  } finally {
+    await admission?.close();
+    client.close();
+  }
+}
+
+function logExit(logger: Logger, exit: ManagerExit): void {
+  if (exit.reason === "stopped") logger.info({ drained: exit.drained }, "manager exiting");
+  else logger.error({ reason: exit.reason, ...(exit.reason === "cache-sync-timeout" ? { unsynced: exit.unsynced } : {}) }, "manager exiting for a restart");
+}
+
+/** The process entry point: this process's arguments, environment and signals; exits with the code. */
+export async function runManagerProcess(): Promise<never> {
+  const code = await runManager(process.argv.slice(2), process.env, { stdout: process.stdout, stderr: process.stderr });
+  // Exit explicitly: idle keep-alive sockets of the API clients must not hold the process open.
+  process.exit(code);
+}
