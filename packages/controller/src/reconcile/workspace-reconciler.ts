@@ -14,9 +14,11 @@ import { observeState } from "../state/read-state.js";
 import type { StateReading } from "../state/decode-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
+import type { PlanPreview } from "../api/workspace.js";
 import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
+import { bookkeepPlans, observedPlan } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
@@ -341,6 +343,20 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     conditions.set("DeletionBlocked", dependents > 0 ? { status: "True", reason: "DependentsExist", message: `${dependents} TerraformMachine(s) or TerraformMachinePool(s) of cluster ${clusterName} still exist` } : { status: "False", reason: "NotBlocked" });
   }
 
+  // Plans: a finished plan Job's plan is shown for approval; an approved apply consumes it.
+  const plans = bookkeepPlans(toMark);
+  let planShown = (object.status as { plan?: PlanPreview } | undefined)?.plan;
+  if (plans.plan !== undefined) {
+    status.plan = plans.plan;
+    planShown = plans.plan ?? undefined;
+  }
+  for (const event of plans.events) void events.record(subject, event.reason, event.note);
+  for (const result of plans.approvals) deps.metrics?.planApprovals.inc({ kind: adapter.kind, result });
+  if (plans.removeAnnotations.length > 0) {
+    await mergePatch({ metadata: { annotations: Object.fromEntries(plans.removeAnnotations.map((key) => [key, null])) } });
+    for (const key of plans.removeAnnotations) delete object.metadata.annotations?.[key];
+  }
+
   // Drift: the newest check's finding, else what the status says from an earlier pass.
   const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
   const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
@@ -394,6 +410,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         state: state.kind === "absent" ? { kind: "absent" } : state.kind === "unreadable" ? { kind: "unreadable" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
         ...(currentHash ? { currentInputsHash: currentHash } : {}),
         ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
+        ...(planShown ? { plan: observedPlan(planShown)! } : {}),
+        ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
+        ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
         jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
         drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
         health: { pendingRefreshes: 0, appliedReadingDefinite: adapter.role !== "machinepool", ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}) },
@@ -462,7 +481,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
       ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
     };
-    if (newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") {
+    const planShownOnly = newest.op === "plan" && !result.error;
+    if (newest.outcome === "plan-changed") {
+      conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanChanged", message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval` });
+    } else if ((newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly) {
       const verb = newest.op === "destroy" ? "Destroy" : "Apply";
       conditions.set(
         "ApplyJobSucceeded",
@@ -475,6 +497,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
               : { status: "False", reason: `${verb}Failed`, ...(result.error.summary ? { message: result.error.summary } : {}) },
       );
     }
+  }
+  if (decision.reason === "PlanAwaitingApproval" && planShown) {
+    conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${planShown.add ?? 0} to add, ${planShown.change ?? 0} to change, ${planShown.destroy ?? 0} to destroy) waits for ${annotations.approvePlan}=${planShown.planHash}` });
+  }
+  if (decision.op === "apply" && decision.expectPlan && action.startsWith("started")) {
+    void events.record(subject, "PlanApproved", `plan ${decision.expectPlan} approved: applying it`);
+    deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
   if (waitCondition) conditions.set(waitCondition.type, waitCondition.value);
   if (adapter.ownerWriteBack && !paused && !deleting) {

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import * as k8s from "@kubernetes/client-node";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { describeWithTools } from "@captf/testkit";
+import { kubeEventRecorder } from "../events/event-recorder.js";
+import { clusterAdapter } from "../kinds/adapters.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+
+const image = "registry.invalid/captf/noop-cluster:v0.1.0";
+const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
+const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+type Json = Record<string, any>;
+
+// applyPolicy Manual on the real API server: the first apply runs at once; a later change is
+// planned, shown in status.plan, waits for captf.io/approve-plan, and is applied only as approved.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "plan preview and approval", () => {
+  const namespace = `approval-${Date.now().toString(36)}`;
+  let plane: PlaneClients;
+  let deps: ReconcilerDeps;
+  let executor: JobExecutor;
+  let eventsApi: k8s.EventsV1Api;
+
+  beforeAll(async () => {
+    plane = await preparePlane(namespace);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(plane.kubeconfigPath);
+    eventsApi = kc.makeApiClient(k8s.EventsV1Api);
+    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance: "approval-test" }) };
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster") } });
+    const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "manual" },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "manual" } },
+    } })) as Json;
+    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name: "manual", labels: { "cluster.x-k8s.io/cluster-name": "manual" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: "manual", uid: cluster.metadata.uid }] },
+      spec: { source: { image }, identityRef: { name: "id" }, applyPolicy: "Manual" },
+    } });
+  }, 120_000);
+  afterAll(() => executor?.close());
+
+  const get = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual" }) as Promise<Json>;
+  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+  const ops = async () => (await plane.batch.listNamespacedJob({ namespace })).items.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]).sort();
+  async function pass(): Promise<string> {
+    return (await reconcileWorkspace(deps, clusterAdapter, namespace, "manual")).action;
+  }
+  async function runJobs(): Promise<void> {
+    await executor.runPending();
+    await allJobsFinished(plane.batch, namespace);
+  }
+
+  it("applies the first time without a plan", async () => {
+    expect(await pass()).toBe("added finalizer");
+    expect(await pass()).toMatch(/^started apply \(NoState\)/);
+    await runJobs();
+    await pass();
+    expect((await get()).status.initialization).toEqual({ provisioned: true });
+    expect(await ops()).toEqual(["apply"]);
+  }, 120_000);
+
+  it("plans a later change, shows the plan and waits for its approval", async () => {
+    await plane.custom.patchNamespacedCustomObjectStatus({ ...capi, namespace, plural: "clusters", name: "manual", body: { status: { initialization: { controlPlaneInitialized: true } } } }, mergePatchOptions());
+    expect(await pass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    await runJobs();
+    expect(await pass()).toBe("PlanAwaitingApproval");
+    const cluster = await get();
+    expect(cluster.status.plan).toMatchObject({ planHash: expect.stringMatching(/^p1:[0-9a-f]{64}$/), change: 1, add: 0, destroy: 0, resources: ["module.role.terraform_data.load_balancer (update)"] });
+    expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "PlanAwaitingApproval" });
+    expect(condition(cluster, "ApplyJobSucceeded").message).toContain(cluster.status.plan.planHash);
+    expect(await pass()).toBe("PlanAwaitingApproval");
+    expect(await ops()).toEqual(["apply", "plan"]);
+  }, 120_000);
+
+  it("ignores an approval of another hash, applies exactly the approved plan, then clears the plan and the approval", async () => {
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual", body: { metadata: { annotations: { "captf.io/approve-plan": "p1:not-this-one" } } } }, mergePatchOptions());
+    expect(await pass()).toBe("PlanAwaitingApproval");
+
+    const { planHash } = (await get()).status.plan;
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual", body: { metadata: { annotations: { "captf.io/approve-plan": planHash } } } }, mergePatchOptions());
+    expect(await pass()).toMatch(/^started apply \(InputsChanged\)/);
+    const apply = (await plane.batch.listNamespacedJob({ namespace })).items.find((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "apply" && job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"] === "2")!;
+    expect(apply.spec?.template.spec?.containers[0]?.args).toContain(`--expect-plan=${planHash}`);
+    expect(apply.metadata?.annotations?.["captf.io/approved-plan"]).toBe(planHash);
+    await runJobs();
+    expect(await pass()).toBe("UpToDate");
+    const cluster = await get();
+    expect(cluster.status.plan).toBeUndefined();
+    expect(cluster.metadata.annotations?.["captf.io/approve-plan"]).toBeUndefined();
+    expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+    const reasons = (await eventsApi.listNamespacedEvent({ namespace })).items.map((event) => event.reason);
+    expect(reasons).toEqual(expect.arrayContaining(["PlanReady", "PlanApproved", "PlanApplied"]));
+  }, 120_000);
+});

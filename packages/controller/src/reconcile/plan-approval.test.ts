@@ -1,0 +1,62 @@
+import { describe, expect, it } from "@jest/globals";
+import type { RunResult } from "@captf/contract/run-result";
+import type { ObservedJob } from "./observe-jobs.js";
+import { bookkeepPlans, observedPlan } from "./plan-approval.js";
+
+const plan = { hash: "p1:aa", add: 1, change: 2, destroy: 0, resources: ["module.role.x (create)"], truncated: false };
+function job(op: "plan" | "apply", outcome: ObservedJob["outcome"], extra: { annotations?: Record<string, string>; args?: string[]; plan?: typeof plan; finishedAt?: number } = {}): ObservedJob {
+  const result = { version: 1, op, image: { ref: "i", providersMirror: false }, runtime: { command: [], version: "1" }, steps: [], drift: null, error: null, ...(extra.plan ? { plan: extra.plan } : {}) } as unknown as RunResult;
+  return {
+    job: { metadata: { annotations: extra.annotations ?? {} }, spec: { template: { spec: { containers: [{ name: "source", args: extra.args ?? [] }] } } } },
+    name: `${op}-job`,
+    op,
+    attempt: 1,
+    outcome,
+    finishedAt: extra.finishedAt ?? Date.parse("2026-12-02T10:00:00Z"),
+    inputsHash: "h2:in",
+    bookkept: false,
+    result,
+    deadlineExceeded: false,
+    remediation: false,
+  };
+}
+
+describe("bookkeepPlans", () => {
+  it("shows a finished plan Job's plan for approval", () => {
+    const outcome = bookkeepPlans([job("plan", "succeeded", { plan })]);
+    expect(outcome.plan).toEqual({ inputsHash: "h2:in", job: "plan-job", planHash: "p1:aa", add: 1, change: 2, destroy: 0, resources: ["module.role.x (create)"], createdAt: "2026-12-02T10:00:00Z" });
+    expect(outcome.events.map((event) => event.reason)).toEqual(["PlanReady"]);
+    expect(outcome.approvals).toEqual(["created"]);
+  });
+
+  it("clears the plan and consumes the approval once the approved apply succeeds", () => {
+    const outcome = bookkeepPlans([job("plan", "succeeded", { plan, finishedAt: 1 }), job("apply", "succeeded", { annotations: { "captf.io/approved-plan": "p1:aa" }, finishedAt: 2 })]);
+    expect(outcome.plan).toBeNull();
+    expect(outcome.removeAnnotations).toEqual(["captf.io/approve-plan"]);
+    expect(outcome.events.map((event) => event.reason)).toEqual(["PlanApplied"]);
+  });
+
+  it("shows the new plan of an apply that planned differently", () => {
+    const outcome = bookkeepPlans([job("apply", "plan-changed", { annotations: { "captf.io/approved-plan": "p1:aa" }, plan: { ...plan, hash: "p1:bb" } })]);
+    expect(outcome.plan).toMatchObject({ planHash: "p1:bb", job: "apply-job" });
+    expect(outcome.approvals).toEqual(["changed"]);
+  });
+
+  it("consumes a destructive-plan approval once an apply allowed to delete succeeds", () => {
+    const outcome = bookkeepPlans([job("apply", "succeeded", { args: ["--guard-deletes", "--allow-deletes-hash=h2:in"] })]);
+    expect(outcome.plan).toBeUndefined();
+    expect(outcome.removeAnnotations).toEqual(["captf.io/approve-destructive-plan"]);
+  });
+
+  it("changes nothing for an ordinary apply", () => {
+    expect(bookkeepPlans([job("apply", "succeeded")])).toEqual({ removeAnnotations: [], events: [], approvals: [] });
+  });
+});
+
+describe("observedPlan", () => {
+  it("is empty only when the plan changes nothing", () => {
+    expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0 })).toEqual({ inputsHash: "h", planHash: "p1:x", empty: true });
+    expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0, outputChanges: 1 })?.empty).toBe(false);
+    expect(observedPlan(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,76 @@
+import { annotations } from "@captf/contract/api";
+import type { PlanSummary } from "@captf/contract/run-result";
+import type { PlanPreview } from "../api/workspace.js";
+import type { ObservedPlan } from "./decide-operation.js";
+import type { ObservedJob } from "./observe-jobs.js";
+
+/**
+ * Plan preview and approval (`applyPolicy: Manual`): a plan Job's plan becomes `status.plan`; the
+ * apply waits until `captf.io/approve-plan` names its hash, then runs with `--expect-plan`; a
+ * success clears both, a plan-changed apply shows its new plan for a new approval. Pure: the
+ * reconciler writes what this returns.
+ */
+
+export interface PlanBookkeeping {
+  /** The new status.plan: a preview, null to clear it, undefined to leave it. */
+  plan?: PlanPreview | null;
+  /** Remove these annotations from the object (consumed approvals). */
+  removeAnnotations: string[];
+  events: { reason: "PlanReady" | "PlanApplied" | "PlanChanged" | "DestructivePlanApprovalConsumed"; note: string }[];
+  approvals: ("created" | "applied" | "changed")[];
+}
+
+function preview(plan: PlanSummary, job: ObservedJob): PlanPreview {
+  return {
+    inputsHash: job.inputsHash ?? "",
+    job: job.name,
+    planHash: plan.hash,
+    add: plan.add,
+    change: plan.change,
+    destroy: plan.destroy,
+    ...(plan.outputs ? { outputChanges: plan.outputs } : {}),
+    ...(plan.resources.length ? { resources: plan.resources } : {}),
+    ...(plan.truncated ? { truncated: true } : {}),
+    createdAt: new Date(job.finishedAt!).toISOString().replace(/\.\d+Z$/, "Z"),
+  };
+}
+
+function counts(plan: PlanSummary): string {
+  return `${plan.add} to add, ${plan.change} to change, ${plan.destroy} to destroy`;
+}
+
+/** What the newly finished plan and apply Jobs change about the plan shown and the approvals given. */
+export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping {
+  const outcome: PlanBookkeeping = { removeAnnotations: [], events: [], approvals: [] };
+  const newestFirst = [...finished].filter((job) => job.op === "plan" || job.op === "apply").sort((a, b) => b.finishedAt! - a.finishedAt!);
+  const newest = newestFirst[0];
+  if (!newest) return outcome;
+  const approvedPlan = newest.job.metadata?.annotations?.[annotations.approvedPlan];
+  if (newest.op === "plan" && newest.outcome === "succeeded" && newest.result?.plan) {
+    outcome.plan = preview(newest.result.plan, newest);
+    outcome.events.push({ reason: "PlanReady", note: `plan ${newest.result.plan.hash} (${counts(newest.result.plan)}) is ready: approve it with ${annotations.approvePlan}=${newest.result.plan.hash}` });
+    outcome.approvals.push("created");
+  } else if (newest.op === "apply" && newest.outcome === "plan-changed" && newest.result?.plan) {
+    outcome.plan = preview(newest.result.plan, newest);
+    outcome.events.push({ reason: "PlanChanged", note: `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} (${counts(newest.result.plan)}) waits for its own approval` });
+    outcome.approvals.push("changed");
+  } else if (newest.op === "apply" && newest.outcome === "succeeded") {
+    if (approvedPlan) {
+      outcome.plan = null;
+      outcome.removeAnnotations.push(annotations.approvePlan);
+      outcome.events.push({ reason: "PlanApplied", note: `applied the approved plan ${approvedPlan}` });
+      outcome.approvals.push("applied");
+    }
+    if (newest.job.spec?.template.spec?.containers[0]?.args?.some((arg) => arg.startsWith("--allow-deletes-hash="))) {
+      outcome.removeAnnotations.push(annotations.approveDestructivePlan);
+      outcome.events.push({ reason: "DestructivePlanApprovalConsumed", note: `the approved destructive apply succeeded; ${annotations.approveDestructivePlan} removed` });
+    }
+  }
+  return outcome;
+}
+
+/** The plan decideOperation compares the inputs and the approval with. */
+export function observedPlan(plan: PlanPreview | undefined): ObservedPlan | undefined {
+  if (!plan) return undefined;
+  return { inputsHash: plan.inputsHash, planHash: plan.planHash, empty: (plan.add ?? 0) + (plan.change ?? 0) + (plan.destroy ?? 0) + (plan.outputChanges ?? 0) === 0 };
+}
