@@ -21,7 +21,9 @@ import type { BuildInfo } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { workspaceController } from "./reconcile/workspace-controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
+import { activeJobCounts } from "./metrics/active-jobs.js";
 import { bootstrapManager } from "./runtime/bootstrap.js";
+import { builtinTypes } from "./runtime/builtin-types.js";
 import type { Controller } from "./runtime/controller.js";
 import { tlsServerOptions } from "./runtime/http-endpoints.js";
 import { shutdownSignal, type Manager, type ManagerExit } from "./runtime/manager.js";
@@ -106,6 +108,9 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     driftDefaultIntervalSeconds: Math.round(settings.driftDefaultIntervalMillis / 1000),
     clusterOperationGate: settings.clusterOperationGate,
   };
+  // captf_jobs_active is read from the Job cache the controllers' Job watches fill.
+  const jobCache = deps.manager.informer(builtinTypes.job);
+  deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   return [
     workspaceController(clusterAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformCluster, manager: deps.manager }),
     workspaceController(machineAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformMachine, manager: deps.manager }),

@@ -8,7 +8,7 @@ import type { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, V1Namespace, 
 import { apiGroup, apiVersion, kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
 import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { allowanceNeedsLabels, namespaceAllowance } from "./allowed-namespaces.js";
-import { apiErrorMessage, isConflict, isNotFound } from "./api-error.js";
+import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 import { credentialsMirrorName, planMirror, planRevocation, type CredentialsUser } from "./credentials-mirror.js";
 

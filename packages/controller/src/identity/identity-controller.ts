@@ -14,7 +14,7 @@ import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { generationOrMetadataChanged, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
-import { apiErrorMessage, isNotFound } from "./api-error.js";
+import { apiErrorMessage, isNotFound } from "../runtime/client-node-errors.js";
 import { readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
 import { decideIdentityStatus, type SourceSecretReading } from "./identity-status.js";
 

@@ -7,7 +7,7 @@
 import type { CoreV1Api, RbacAuthorizationV1Api, RbacV1Subject, V1RoleBinding, V1RoleRef } from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
 import { runnerServiceAccount } from "../jobs/build-job.js";
-import { apiErrorMessage, isConflict, isNotFound } from "./api-error.js";
+import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 
 // The ServiceAccount, the RoleBinding and the ClusterRole share the one name.

@@ -134,6 +134,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the in
     // A scrape makes the manager ask a TokenReview and a SubjectAccessReview, as its ServiceAccount.
     const metrics = await httpsRequest(`https://127.0.0.1:${running.ports.metrics}/metrics`, readFileSync(running.certificate.caFile, "utf8"), { token: controlPlane.token });
     expect(metrics.status).toBe(200);
+    // The reconcile pass reports what it decided, and the Job cache what runs.
+    expect(metrics.body).toContain('captf_jobs_active{kind="TerraformMachine",op="apply"} 1');
+    expect(metrics.body).toMatch(/captf_reconcile_op_decisions_total\{kind="TerraformMachine",op="apply",reason="NoState"\} [1-9]/);
 
     running.child.kill("SIGTERM");
     expect(await running.exited).toEqual({ code: 0, signal: null });

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
+import { activeJobCounts } from "./active-jobs.js";
 import { createManagerMetrics } from "./manager-metrics.js";
 
 /** The reference's `captf_*` table: name, type, labels. */
@@ -131,5 +132,20 @@ describe("the manager's metrics", () => {
       expect(row).toContain(`| ${metric.type} |`);
       for (const label of metric.labelNames) expect(row).toContain(`\`${label}\``);
     }
+  });
+});
+
+describe("activeJobCounts", () => {
+  it("counts running captf Jobs by kind and operation, not finished or foreign ones", () => {
+    const job = (kind: string, op: string, finished?: "Complete" | "Failed") => ({
+      metadata: { labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": kind, "captf.infrastructure.cluster.x-k8s.io/op": op } },
+      status: finished ? { conditions: [{ type: finished, status: "True" }] } : {},
+    });
+    expect(
+      activeJobCounts([job("TerraformMachine", "apply"), job("TerraformMachine", "apply"), job("TerraformMachine", "apply", "Complete"), job("TerraformCluster", "drift"), job("TerraformCluster", "plan", "Failed"), { metadata: { labels: {} } }]),
+    ).toEqual([
+      { kind: "TerraformMachine", op: "apply", count: 2 },
+      { kind: "TerraformCluster", op: "drift", count: 1 },
+    ]);
   });
 });

@@ -11,6 +11,7 @@ import { annotations, apiGroup, apiVersion, kinds, labels } from "@captf/contrac
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { IdentityUser, SecretAccess } from "./terraformclusteridentity.js";
 import type { MachineDeletionFacts } from "./terraformmachine.js";
+import { apiErrorMessage } from "../runtime/client-node-errors.js";
 
 /** The requester as the AdmissionReview describes it; a SubjectAccessReview asks as exactly this user. */
 export interface AdmissionUserInfo {
@@ -77,24 +78,9 @@ export function identityUsersFrom(identityName: string, listed: Readonly<Partial
 
 export class FactLookupError extends Error {
   constructor(what: string, cause: unknown) {
-    super(`${what}: ${describeError(cause)}`, { cause });
+    super(`${what}: ${apiErrorMessage(cause)}`, { cause });
     this.name = "FactLookupError";
   }
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof k8s.ApiException) {
-    const body = typeof error.body === "string" ? error.body : JSON.stringify(error.body);
-    const message = (() => {
-      try {
-        return String((JSON.parse(body) as { message?: unknown }).message ?? body);
-      } catch {
-        return body;
-      }
-    })();
-    return `HTTP ${error.code}: ${message}`.slice(0, 500);
-  }
-  return error instanceof Error ? error.message : String(error);
 }
 
 function isNotFound(error: unknown): boolean {

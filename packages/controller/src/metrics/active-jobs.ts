@@ -1,0 +1,27 @@
+import { labels } from "@captf/contract/api";
+import type { MetricKind, MetricOp } from "./captf-metrics.js";
+import { metricOps } from "./captf-metrics.js";
+
+/** The fields of a Job `captf_jobs_active` reads. */
+export interface JobLike {
+  metadata?: { labels?: Record<string, string> };
+  status?: { conditions?: { type?: string; status?: string }[] };
+}
+
+const kinds: readonly string[] = ["TerraformCluster", "TerraformMachine", "TerraformMachinePool"];
+
+/** Running captf Jobs by kind and operation, from the manager's Job cache. Pure. */
+export function activeJobCounts(jobs: Iterable<JobLike>): { kind: MetricKind; op: MetricOp; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const job of jobs) {
+    const kind = job.metadata?.labels?.[labels.ownerKind];
+    const op = job.metadata?.labels?.[labels.op];
+    if (!kind || !kinds.includes(kind) || !op || !(metricOps as readonly string[]).includes(op)) continue;
+    if (job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) continue;
+    counts.set(`${kind}/${op}`, (counts.get(`${kind}/${op}`) ?? 0) + 1);
+  }
+  return [...counts].map(([key, count]) => {
+    const [kind, op] = key.split("/") as [MetricKind, MetricOp];
+    return { kind, op, count };
+  });
+}
