@@ -4,6 +4,7 @@ import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiVersion, type PassReads } from "../reconcile/pass-reads.js";
 import { isNotFound, mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
 import { clusterInputs, machineInputs, machinePoolInputs, type ObjectMeta } from "./render-inputs.js";
@@ -38,9 +39,11 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return undefined;
     const namespace = object.metadata.namespace;
-    const machine = await getCapi<{ metadata: ObjectMeta; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string } } }>(deps, namespace, "machines", ownerRef.name);
+    const machine = await getCapi<{ metadata: ObjectMeta & { uid?: string }; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } }>(deps, namespace, "machines", ownerRef.name);
     if (!machine) return undefined;
     const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
+    const mismatch = ownerMismatch({ owner: { kind: "Machine", metadata: machine.metadata, infrastructureRef: machine.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachine", metadata: object.metadata } });
+    if (mismatch) return { clusterName, inputs: mismatch };
     const exports = await clusterExports(deps, reads, namespace, clusterName);
     const secretName = machine.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
@@ -67,6 +70,12 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     if (!clusterName) return undefined;
     const cluster = await reads.capiCluster(clusterName);
     if (!cluster) return undefined;
+    const ref = cluster.spec?.infrastructureRef;
+    if (ref?.kind && ref.kind !== "TerraformCluster") {
+      return { clusterName, inputs: { pending: true, reason: "ClusterNotTerraform", message: `Cluster ${clusterName}'s infrastructure is a ${ref.kind}, not a TerraformCluster: nothing runs for this one` } };
+    }
+    const mismatch = ownerMismatch({ owner: { kind: "Cluster", metadata: cluster.metadata, infrastructureRef: ref, clusterName }, ...(ownerRef?.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformCluster", metadata: object.metadata } });
+    if (mismatch) return { clusterName, inputs: mismatch };
     // control_plane_initialized latches: once an apply started with it true, it stays true.
     const latched = durable?.variables.control_plane_initialized === true;
     return { clusterName, inputs: { pending: false, inputs: clusterInputs(cluster as Parameters<typeof clusterInputs>[0], object as Parameters<typeof clusterInputs>[1], latched) } };
@@ -94,7 +103,8 @@ async function clusterFailureDomains(reads: PassReads, clusterName: string): Pro
 }
 
 type CapiMachinePool = Parameters<typeof machinePoolInputs>[0]["machinePool"] & {
-  spec?: { clusterName?: string; template?: { spec?: { bootstrap?: { dataSecretName?: string } } } };
+  metadata: ObjectMeta & { uid?: string };
+  spec?: { clusterName?: string; template?: { spec?: { bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } } };
 };
 
 export const poolAdapter: KindAdapter<"machinepool"> = {
@@ -109,6 +119,8 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     const machinePool = await getCapi<CapiMachinePool>(deps, namespace, "machinepools", ownerRef.name);
     if (!machinePool) return undefined;
     const clusterName = machinePool.spec?.clusterName ?? machinePool.metadata.labels?.[labels.clusterName] ?? "";
+    const mismatch = ownerMismatch({ owner: { kind: "MachinePool", metadata: machinePool.metadata, infrastructureRef: machinePool.spec?.template?.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachinePool", metadata: object.metadata } });
+    if (mismatch) return { clusterName, inputs: mismatch };
     const exports = await clusterExports(deps, reads, namespace, clusterName);
     const failureDomains = await clusterFailureDomains(reads, clusterName);
     const secretName = machinePool.spec?.template?.spec?.bootstrap?.dataSecretName;

@@ -292,6 +292,21 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getMachine("paused"), "Paused")).toMatchObject({ status: "False", reason: "NotPaused" });
     }, 60_000);
 
+    it("runs nothing for a TerraformMachine whose Machine points at another infrastructure object (OwnerMismatch)", async () => {
+      const machine = (await plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name: "paused" })) as Json;
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name: "claimer", labels: { "cluster.x-k8s.io/cluster-name": "c" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "paused", uid: machine.metadata.uid }] },
+        spec: { source: { image } },
+      } });
+      await reconcileWorkspace(deps, machineAdapter, namespace, "claimer");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "claimer")).action).toBe("waiting: OwnerMismatch");
+      const claimer = await getMachine("claimer");
+      expect(condition(claimer, "DependenciesReady")).toMatchObject({ status: "False", reason: "OwnerMismatch" });
+      expect(condition(claimer, "DependenciesReady").message).toContain("Machine paused does not reference this TerraformMachine");
+      expect(await jobsOf("claimer")).toHaveLength(0);
+    }, 60_000);
+
     it("leaves an externally managed TerraformMachine alone: no finalizer, no status, no Job", async () => {
       await createMachine("external", {}, { annotations: { "cluster.x-k8s.io/managed-by": "someone-else" } });
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "external")).action).toBe("externally managed");

@@ -226,8 +226,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (!deleting) conditions.set("DependenciesReady", { status: "Unknown", reason: "WaitingForOwner", message: `waiting for a Cluster API owner of this ${adapter.kind}` });
   } else if (observedInputs.inputs.pending) {
     const pending = observedInputs.inputs;
-    inputs = { kind: "pending", reason: pending.reason, message: pending.message, condition: "DependenciesReady", status: "Unknown" };
-    conditions.set("DependenciesReady", { status: "Unknown", reason: pending.reason, message: pending.message });
+    // A mismatch needs someone to fix the objects; the other waits end on their own.
+    const status = pending.reason === "OwnerMismatch" || pending.reason === "ClusterNotTerraform" || pending.reason === "VariablesInvalid" ? "False" : "Unknown";
+    inputs = { kind: "pending", reason: pending.reason, message: pending.message, condition: "DependenciesReady", status };
+    conditions.set("DependenciesReady", { status, reason: pending.reason, message: pending.message });
   } else {
     const variables = await readUserVariables(core, adapter.role, namespace, object.spec);
     if (!variables.ok) {
