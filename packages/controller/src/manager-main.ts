@@ -21,7 +21,7 @@ import type { BuildInfo } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { workspaceController } from "./reconcile/workspace-controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
-import { activeJobCounts } from "./metrics/active-jobs.js";
+import { activeJobCounts, runningJobs } from "./metrics/active-jobs.js";
 import { bootstrapManager } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
 import type { Controller } from "./runtime/controller.js";
@@ -107,14 +107,19 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     logger,
     driftDefaultIntervalSeconds: Math.round(settings.driftDefaultIntervalMillis / 1000),
     clusterOperationGate: settings.clusterOperationGate,
+    runnerEvents: settings.runnerEvents,
+    ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.
   const jobCache = deps.manager.informer(builtinTypes.job);
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
+  // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
+  reconcilerDeps.jobSlots = { usage: (namespace, clusterName) => runningJobs(jobCache.list(), namespace, clusterName), managerLimit: settings.maxActiveJobs, clusterDefaultLimit: settings.clusterMaxActiveJobs };
+  const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });
   return [
-    workspaceController(clusterAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformCluster, manager: deps.manager }),
-    workspaceController(machineAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformMachine, manager: deps.manager }),
-    workspaceController(poolAdapter, reconcilerDeps, { concurrency: settings.concurrency.terraformMachinePool, manager: deps.manager }),
+    workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
+    workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
+    workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
     identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance }),
   ];
 }

@@ -25,3 +25,16 @@ export function activeJobCounts(jobs: Iterable<JobLike>): { kind: MetricKind; op
     return { kind, op, count };
   });
 }
+
+/** Running captf Jobs in all and of one cluster, for Job slots. Pure. */
+export function runningJobs(jobs: Iterable<JobLike & { metadata?: { namespace?: string } }>, namespace: string, clusterName: string): { total: number; cluster: number } {
+  let total = 0;
+  let cluster = 0;
+  for (const job of jobs) {
+    if (!job.metadata?.labels?.[labels.ownerKind]) continue;
+    if (job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) continue;
+    total++;
+    if (job.metadata.namespace === namespace && job.metadata.labels[labels.clusterName] === clusterName) cluster++;
+  }
+  return { total, cluster };
+}

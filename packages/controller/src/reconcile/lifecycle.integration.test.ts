@@ -307,6 +307,21 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(await jobsOf("claimer")).toHaveLength(0);
     }, 60_000);
 
+    it("waits for a Job slot when the manager's limit is reached, and leaves objects outside its watch filter alone", async () => {
+      await createMachine("slotted");
+      const limited: ReconcilerDeps = { ...deps, jobSlots: { usage: () => ({ total: 3, cluster: 1 }), managerLimit: 3, clusterDefaultLimit: 0 } };
+      await reconcileWorkspace(limited, machineAdapter, namespace, "slotted");
+      expect(await reconcileWorkspace(limited, machineAdapter, namespace, "slotted")).toEqual({ action: "waiting: WaitingForJobSlot", requeueAfterMs: 15_000 });
+      const machine = await getMachine("slotted");
+      expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForJobSlot" });
+      expect(condition(machine, "ApplyJobSucceeded").message).toContain("--max-active-jobs is 3");
+      expect(await jobsOf("slotted")).toHaveLength(0);
+
+      const filtered: ReconcilerDeps = { ...deps, watchFilter: "team-a" };
+      expect(await reconcileWorkspace(filtered, machineAdapter, namespace, "slotted")).toEqual({ action: "not in this manager's watch filter" });
+      expect(await jobsOf("slotted")).toHaveLength(0);
+    }, 60_000);
+
     it("leaves an externally managed TerraformMachine alone: no finalizer, no status, no Job", async () => {
       await createMachine("external", {}, { annotations: { "cluster.x-k8s.io/managed-by": "someone-else" } });
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "external")).action).toBe("externally managed");

@@ -3,6 +3,7 @@ import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
 import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
+import { jobSlotWait } from "./job-slots.js";
 import { ConditionSet } from "./conditions.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
@@ -158,5 +159,20 @@ describe("driftDetectedCondition", () => {
     expect(driftDetectedCondition(found, "Remediate", "machine")).toMatchObject({ status: "True", reason: "DriftReported" });
     expect(driftDetectedCondition(found, "Report", "cluster").message).toBe("the infrastructure differs from the state (0 to add, 1 to change, 0 to destroy): terraform_data.machine (update)");
     expect(driftDetectedCondition({ ...found, detected: false }, "Report", "cluster")).toEqual({ status: "False", reason: "NoDrift" });
+  });
+});
+
+describe("jobSlotWait", () => {
+  it.each([
+    ["no limits", "apply", { total: 99, cluster: 99 }, { manager: 0, cluster: 0 }, undefined],
+    ["an apply below the manager's limit", "apply", { total: 9, cluster: 0 }, { manager: 10, cluster: 0 }, undefined],
+    ["an apply at the manager's limit", "apply", { total: 10, cluster: 0 }, { manager: 10, cluster: 0 }, "--max-active-jobs is 10"],
+    ["a drift at 80% of the manager's limit", "drift", { total: 8, cluster: 0 }, { manager: 10, cluster: 0 }, "at most 80%"],
+    ["a refresh below 80%", "refresh", { total: 7, cluster: 0 }, { manager: 10, cluster: 0 }, undefined],
+    ["an apply at the cluster's limit", "destroy", { total: 1, cluster: 2 }, { manager: 0, cluster: 2 }, "its limit is 2"],
+  ] as const)("%s", (_what, op, usage, limits, message) => {
+    const wait = jobSlotWait(op, usage, limits);
+    if (message === undefined) expect(wait).toBeUndefined();
+    else expect(wait).toContain(message);
   });
 });

@@ -1,7 +1,7 @@
 import type { Role } from "@captf/contract";
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { generationOrMetadataChanged, watchControllerOwner, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import { generationOrMetadataChanged, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
@@ -46,6 +46,8 @@ export interface WorkspaceControllerOptions {
   concurrency?: number;
   /** The manager whose informer cache finds a cluster's machines and pools when the cluster changes. */
   manager?: Pick<Manager, "informer">;
+  /** `--watch-filter`: watch only objects carrying `cluster.x-k8s.io/watch-filter=<value>`. */
+  watchFilter?: string;
 }
 
 /**
@@ -57,7 +59,7 @@ export interface WorkspaceControllerOptions {
 export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
   const owner = ownerTypes[adapter.role];
   const watches: WatchSpec[] = [
-    watchSelf(workspaceResourceType(adapter)),
+    { ...watchSelf(workspaceResourceType(adapter)), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
     watchControllerOwner(builtinTypes.job, adapter.kind),
     {
       type: owner.type,
@@ -69,7 +71,8 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
     },
   ];
   if (adapter.role !== "cluster" && options.manager) {
-    const members = options.manager.informer(workspaceResourceType(adapter), { indexes: { [clusterNameIndex]: labelIndex(labels.clusterName) } });
+    const selector = options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined;
+    const members = options.manager.informer(workspaceResourceType(adapter), { ...(selector ? { labelSelector: selector } : {}), indexes: { [clusterNameIndex]: labelIndex(labels.clusterName) } });
     watches.push({
       type: terraformClusterType,
       map: (object) => {

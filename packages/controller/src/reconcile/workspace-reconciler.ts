@@ -10,6 +10,7 @@ import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../ki
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
+import { watchFilterLabel } from "../runtime/controller.js";
 import { observeState } from "../state/read-state.js";
 import type { StateReading } from "../state/decode-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
@@ -18,6 +19,7 @@ import type { PlanPreview } from "../api/workspace.js";
 import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
+import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
 import { bookkeepPlans, observedPlan } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
@@ -69,6 +71,12 @@ export interface ReconcilerDeps {
   logger?: Logger;
   /** `--drift-default-interval` in seconds (default 30 minutes). */
   driftDefaultIntervalSeconds?: number;
+  /** `--runner-events` (default true): Jobs report their steps as events on the object. */
+  runnerEvents?: boolean;
+  /** `--watch-filter`: only objects labelled `cluster.x-k8s.io/watch-filter=<value>` are reconciled. */
+  watchFilter?: string;
+  /** Running Jobs, for `--max-active-jobs` and a cluster's `spec.maxActiveJobs` (from the Job cache). */
+  jobSlots?: { usage(namespace: string, clusterName: string): JobSlotUsage; managerLimit: number; clusterDefaultLimit: number };
   /** `--cluster-operation-gate` (default true). */
   clusterOperationGate?: boolean;
   now?: () => number;
@@ -187,6 +195,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "gone" };
   }
+  if (deps.watchFilter && object.metadata.labels?.[watchFilterLabel] !== deps.watchFilter) return { action: "not in this manager's watch filter" };
   // Another controller owns this infrastructure (Cluster API's managed-by contract): hands off.
   if (object.metadata.annotations?.[annotations.managedBy] !== undefined) return { action: "externally managed" };
 
@@ -644,8 +653,14 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     policy: { ...policy, ...(object.spec.source.imagePullPolicy ? { imagePullPolicy: object.spec.source.imagePullPolicy } : {}) },
     ...(decision.guard ? { guard: { approvalHash: hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
+    runnerEvents: deps.runnerEvents ?? true,
   };
   const holder = jobName(jobRequest);
+  if (deps.jobSlots) {
+    const clusterLimit = (request.terraformCluster?.spec as { maxActiveJobs?: number } | undefined)?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
+    const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
+    if (slotWait) return wait("WaitingForJobSlot", slotWait, 15_000);
+  }
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
   const leaseClients = { coordination: deps.coordination, batch: deps.batch };
