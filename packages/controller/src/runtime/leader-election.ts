@@ -234,20 +234,29 @@ export class LeaderElector {
 
   /** Gives the Lease up so a standby takes over at its next retry, not after the lease expires. */
   async #release(): Promise<void> {
-    const observed = this.#observed?.lease;
-    if (!observed || observed.spec?.holderIdentity !== this.identity) return;
-    const now = microTime(this.#clock.now());
-    try {
-      await this.#o.client.replace<Lease>(
-        builtinTypes.lease,
-        this.#o.namespace,
-        this.#leaseName,
-        { ...observed, spec: { holderIdentity: "", leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: observed.spec?.leaseTransitions ?? 0 } },
-        { timeoutMillis: Math.max(this.#renewDeadline / 2, 1000) },
-      );
-      this.#log.info("released the leader lease");
-    } catch (error) {
-      this.#log.warn({ err: error }, "failed to release the leader lease; a standby takes over once it expires");
+    let observed = this.#observed?.lease;
+    // A renewal racing the release makes the first write conflict: re-read once and try again.
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      if (!observed || observed.spec?.holderIdentity !== this.identity) return;
+      const now = microTime(this.#clock.now());
+      try {
+        await this.#o.client.replace<Lease>(
+          builtinTypes.lease,
+          this.#o.namespace,
+          this.#leaseName,
+          { ...observed, spec: { holderIdentity: "", leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: observed.spec?.leaseTransitions ?? 0 } },
+          { timeoutMillis: Math.max(this.#renewDeadline, 2000) },
+        );
+        this.#log.info("released the leader lease");
+        return;
+      } catch (error) {
+        if (attempt === 1 && isConflict(error)) {
+          observed = await this.#o.client.get<Lease>(builtinTypes.lease, this.#o.namespace, this.#leaseName).catch(() => undefined);
+          continue;
+        }
+        this.#log.warn({ err: error }, "failed to release the leader lease; a standby takes over once it expires");
+        return;
+      }
     }
   }
 
