@@ -235,6 +235,8 @@ export const annotations = {
   stateBackupSourceJob: "captf.io/state-backup-source-job",
   stateBackupDigest: "captf.io/state-backup-digest",
   stateBackupResources: "captf.io/state-backup-resources",
+  stateBackupChunk: "captf.io/state-backup-chunk",
+  stateBackupChunks: "captf.io/state-backup-chunks",
   // leases and credential mirrors
   lease: "captf.io/lease",
   leaseOp: "captf.io/lease-op",

@@ -108,6 +108,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     driftDefaultIntervalSeconds: Math.round(settings.driftDefaultIntervalMillis / 1000),
     clusterOperationGate: settings.clusterOperationGate,
     runnerEvents: settings.runnerEvents,
+    stateBackups: settings.stateBackups,
     ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.

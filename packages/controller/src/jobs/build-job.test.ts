@@ -24,7 +24,7 @@ const cases: [string, JobRequest][] = [
   ["cluster-plan", { ...base, op: "plan" }],
   ["cluster-destroy", { ...base, op: "destroy", image: "ghcr.io/acme/cluster-module@sha256:" + "a".repeat(64) }],
   ["machine-refresh", { ...base, owner: { ...owner, role: "machine", name: "prod-md-0-abcde" }, op: "refresh", tick: "2026-12-02T10:00:00Z" }],
-  ["machinepool-restore", { ...base, owner: { ...owner, role: "machinepool", name: "workers" }, op: "restore", restore: { chunks: 1, resources: 3 }, tick: "restore/captf-state-backup-x-7", forceUnlock: "4f2a" }],
+  ["machinepool-restore", { ...base, owner: { ...owner, role: "machinepool", name: "workers" }, op: "restore", restore: { chunks: 2, resources: 3, backupSecrets: ["captf-state-backup-x-7", "captf-state-backup-x-7-part-1"], serial: 7 }, tick: "restore/captf-state-backup-x-7", forceUnlock: "4f2a" }],
 ];
 
 describe("buildJob goldens", () => {

@@ -50,7 +50,8 @@ export interface JobRequest {
   guard?: { approvalHash: string; allowDeletesHash?: string };
   expectPlan?: string;
   forceUnlock?: string;
-  restore?: { chunks: number; resources: number };
+  /** Restore: the backup set's Secrets in chunk order, projected into the config volume as restore/<i>. */
+  restore?: { chunks: number; resources: number; backupSecrets?: readonly string[]; serial?: number };
   /** Report runner events on the object (`--runner-events`). */
   runnerEvents?: boolean;
 }
@@ -148,6 +149,7 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
   const jobAnnotations: Record<string, string> = {};
   if (request.op === "apply" || request.op === "plan" || request.op === "restore") jobAnnotations[annotations.inputsHash] = request.inputsHash;
   if (request.expectPlan) jobAnnotations[annotations.approvedPlan] = request.expectPlan;
+  if (request.restore?.serial !== undefined) jobAnnotations[annotations.restoreSerial] = String(request.restore.serial);
 
   const env: V1EnvVar[] = [
     { name: "TF_IN_AUTOMATION", value: "1" },
@@ -166,7 +168,18 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     { name: "runner", emptyDir: {} },
     { name: "work", emptyDir: {} },
     { name: "tmp", emptyDir: {} },
-    { name: "config", secret: { secretName: runSecretName(name), defaultMode: secretFileMode } },
+    request.restore?.backupSecrets
+      ? {
+          name: "config",
+          projected: {
+            defaultMode: secretFileMode,
+            sources: [
+              { secret: { name: runSecretName(name) } },
+              ...request.restore.backupSecrets.map((secret, index) => ({ secret: { name: secret, items: [{ key: "tfstate", path: `restore/${index}` }] } })),
+            ],
+          },
+        }
+      : { name: "config", secret: { secretName: runSecretName(name), defaultMode: secretFileMode } },
   ];
   const mounts = [
     { name: "runner", mountPath: "/captf/bin", readOnly: true },

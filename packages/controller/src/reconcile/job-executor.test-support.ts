@@ -6,7 +6,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { requireTool } from "@captf/testkit";
@@ -40,14 +40,24 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
     // The generated root calls ../../module from <workdir>/root, as /captf/work/root reaches /captf/module.
     symlinkSync(moduleDir, join(work, "module"));
     const configVolume = pod.spec!.volumes!.find((v) => v.name === "config")!;
-    const secret = await core.readNamespacedSecret({ name: configVolume.secret!.secretName!, namespace: options.namespace }).catch(() => undefined);
-    // Like a kubelet, a pod whose Secret volume is missing waits for it.
-    if (!secret) {
-      done.delete(pod.metadata!.uid!);
-      rmSync(work, { recursive: true, force: true });
-      return false;
+    // A Secret volume, or (restore) a projection of the run Secret and the backup chunks.
+    const sources = configVolume.projected
+      ? configVolume.projected.sources!.map((source) => ({ name: source.secret!.name!, items: source.secret!.items }))
+      : [{ name: configVolume.secret!.secretName!, items: undefined }];
+    for (const source of sources) {
+      const secret = await core.readNamespacedSecret({ name: source.name, namespace: options.namespace }).catch(() => undefined);
+      // Like a kubelet, a pod whose Secret volume is missing waits for it.
+      if (!secret) {
+        done.delete(pod.metadata!.uid!);
+        rmSync(work, { recursive: true, force: true });
+        return false;
+      }
+      const files = source.items ? source.items.map((item) => [item.path, secret.data?.[item.key] ?? ""] as const) : Object.entries(secret.data ?? {});
+      for (const [file, value] of files) {
+        mkdirSync(dirname(join(config, file)), { recursive: true });
+        writeFileSync(join(config, file), Buffer.from(value, "base64"));
+      }
     }
-    for (const [file, value] of Object.entries(secret.data ?? {})) writeFileSync(join(config, file), Buffer.from(value, "base64"));
     const resultPath = join(work, "result.json");
     const args = (container.args ?? [])
       .filter((arg) => !arg.startsWith("--event-object") && !arg.startsWith("--job-name"))

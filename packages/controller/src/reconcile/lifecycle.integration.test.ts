@@ -143,6 +143,50 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 60_000);
   });
 
+  describe("state backups and restore", () => {
+    it("backs up each state serial it reads, holds a lost state instead of applying again, and restores a backup on request", async () => {
+      await createMachine("backed");
+      await drive("backed", (m) => m.status?.initialization?.provisioned === true);
+      const suffix = stateSecretSuffix({ role: "machine", namespace, name: "backed" });
+      const machine = await getMachine("backed");
+      const [backup] = machine.status.stateBackups;
+      expect(backup).toMatchObject({ serial: expect.any(Number), takenAt: expect.any(String), bytes: expect.any(Number) });
+      const copy = await plane.core.readNamespacedSecret({ name: `captf-state-backup-${suffix}-${backup.serial}`, namespace });
+      expect(copy.metadata?.labels).toMatchObject({ "captf.io/state-backup": "true", "captf.io/state-backup-suffix": suffix });
+      expect(copy.metadata?.labels?.tfstateSecretSuffix).toBeUndefined();
+      const state = await plane.core.readNamespacedSecret({ name: `tfstate-default-${suffix}`, namespace });
+      expect(copy.data?.tfstate).toBe(state.data?.tfstate);
+
+      // The state is lost: no new apply over infrastructure that exists.
+      await plane.core.deleteNamespacedSecret({ name: `tfstate-default-${suffix}`, namespace });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "backed")).action).toBe("StateUnreadable");
+      expect(condition(await getMachine("backed"), "StateReadable")).toMatchObject({ status: "False", reason: "StateLost" });
+      expect(await jobsOf("backed")).toHaveLength(1);
+
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "backed", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "backed")).action).toMatch(/^started restore \(RestoreRequested\)/);
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      await reconcileWorkspace(deps, machineAdapter, namespace, "backed");
+      const restored = await getMachine("backed");
+      expect(condition(restored, "RestoreJobSucceeded")).toMatchObject({ status: "True", reason: "StateRestored" });
+      expect(restored.status.lastRestoredSerial).toBe(backup.serial);
+      expect(restored.metadata.annotations?.["captf.io/restore-state"]).toBeUndefined();
+      expect(condition(restored, "StateReadable")).toMatchObject({ status: "True" });
+      const back = await plane.core.readNamespacedSecret({ name: `tfstate-default-${suffix}`, namespace });
+      expect(back.metadata?.annotations?.["captf.io/inputs-hash"]).toBe(copy.metadata?.annotations?.["captf.io/inputs-hash"]);
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "backed")).action).toBe("UpToDate");
+      expect((await jobsOf("backed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
+    }, 120_000);
+
+    it("says when a restore names no backup", async () => {
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "backed", body: { metadata: { annotations: { "captf.io/restore-state": "999" } } } }, mergePatchOptions());
+      await reconcileWorkspace(deps, machineAdapter, namespace, "backed");
+      expect(condition(await getMachine("backed"), "RestoreJobSucceeded")).toMatchObject({ status: "False", reason: "RestoreBackupNotFound" });
+      expect((await jobsOf("backed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
+    }, 60_000);
+  });
+
   describe("deletionPolicy Retain", () => {
     it("leaves the infrastructure: no destroy, the state and inputs kept unowned and labelled with the deleted UID", async () => {
       await createMachine("kept", { deletionPolicy: "Retain" });

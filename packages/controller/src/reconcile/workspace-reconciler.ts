@@ -12,6 +12,7 @@ import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
 import { watchFilterLabel } from "../runtime/controller.js";
 import { observeState } from "../state/read-state.js";
+import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
@@ -77,6 +78,8 @@ export interface ReconcilerDeps {
   watchFilter?: string;
   /** Running Jobs, for `--max-active-jobs` and a cluster's `spec.maxActiveJobs` (from the Job cache). */
   jobSlots?: { usage(namespace: string, clusterName: string): JobSlotUsage; managerLimit: number; clusterDefaultLimit: number };
+  /** `--state-backups`: complete backup sets kept per object (default 5; 0 takes none). */
+  stateBackups?: number;
   /** `--cluster-operation-gate` (default true). */
   clusterOperationGate?: boolean;
   now?: () => number;
@@ -112,7 +115,7 @@ export interface WorkspaceObject {
     membershipRefreshIntervalSeconds?: number;
     [key: string]: unknown;
   };
-  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; [key: string]: unknown };
+  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; lastRestoredSerial?: number; [key: string]: unknown };
 }
 
 /** What a kind adapter sees of the pass when it builds inputs. */
@@ -140,6 +143,7 @@ export interface KindAdapter<R extends Role> {
 }
 
 const gateRequeueMs = 30_000;
+const defaultStateBackups = 5;
 const longRequeueMs = 10 * 60_000;
 const defaultMembershipRefreshSeconds = 60;
 
@@ -277,6 +281,23 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         void events.record(subject, "DigestPinned", `pinned ${imageReference} to ${pinnedDigest} after Job ${job.name} succeeded`);
       }
     }
+    if (job.op === "restore") {
+      const serial = Number(job.job.metadata?.annotations?.[annotations.restoreSerial]);
+      if (Number.isSafeInteger(serial)) status.lastRestoredSerial = serial;
+      if (job.outcome === "succeeded") {
+        // The restored state is adopted with the inputs hash its backup recorded (none: an apply is due).
+        const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
+        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: hash } } } }, mergePatchOptions()).catch(ignoreNotFound);
+        await mergePatch({ metadata: { annotations: { [annotations.restoreState]: null } } });
+        delete object.metadata.annotations?.[annotations.restoreState];
+        conditions.set("RestoreJobSucceeded", { status: "True", reason: "StateRestored", message: `backup serial ${serial} restored by Job ${job.name}` });
+        void events.record(subject, "StateRestored", `state restored from backup serial ${serial} by Job ${job.name}`);
+      } else {
+        conditions.set("RestoreJobSucceeded", { status: "False", reason: "RestoreFailed", message: `Job ${job.name} could not restore backup serial ${serial}${job.result?.error?.summary ? `: ${job.result.error.summary}` : ""}` });
+        void events.record(subject, "StateRestoreFailed", `Job ${job.name} could not restore backup serial ${serial}`);
+      }
+      deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
+    }
     await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
     await releaseLease(deps.coordination, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
     if (adapter.role === "cluster" && clusterName) {
@@ -307,9 +328,53 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const stateObservation = await observeState(core, namespace, suffix);
   const state = stateObservation.reading;
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
+  // Backups: each serial read for the first time is copied; a restore names one by its serial.
+  const keepBackups = deps.stateBackups ?? defaultStateBackups;
+  let backups = backupSets(await listBackupSecrets(core, namespace, suffix));
+  const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
+  const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
+  let restoreSet: BackupSet | undefined;
+  const lastRestoredSerial = (status.lastRestoredSerial as number | undefined) ?? object.status?.lastRestoredSerial;
+  if (restoreAnnotation !== undefined && (restoreSerial === undefined || restoreSerial !== lastRestoredSerial)) {
+    restoreSet = backups.find((set) => set.serial === restoreSerial && set.complete);
+    if (!restoreSet) {
+      conditions.set("RestoreJobSucceeded", { status: "False", reason: "RestoreBackupNotFound", message: `${annotations.restoreState}=${restoreAnnotation} names no complete backup; status.stateBackups lists the serials kept` });
+      deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: "not_found" });
+    }
+  }
+  if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0 && !backups.some((set) => set.serial === state.state.serial)) {
+    const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+    const bytes = await takeStateBackup(core, {
+      namespace,
+      suffix,
+      owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
+      stateSecrets: stateObservation.secrets,
+      serial: state.state.serial,
+      lineage: state.state.lineage,
+      resources: state.state.managedResources,
+      ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}),
+      ...(source ? { sourceJob: source.name } : {}),
+      now,
+    });
+    deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
+    void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
+    backups = backupSets(await listBackupSecrets(core, namespace, suffix));
+  }
+  const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
+  for (const secret of pruned) await core.deleteNamespacedSecret({ name: secret, namespace }).catch(ignoreNotFound);
+  if (pruned.size > 0) deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "pruned" });
+  const keptBackups = backups.filter((set) => set.complete && !set.names.some((secret) => pruned.has(secret)));
+  if (keptBackups.length > 0) status.stateBackups = keptBackups.slice(0, 16).map(({ serial, takenAt, bytes }) => ({ serial, takenAt, bytes: Math.max(1, bytes) }));
+
+  // State that was there and is gone is lost, not new: nothing but a restore (or Retain) runs on it.
+  const everApplied = wasProvisioned || durable?.applied === true || durable?.imageDigest !== undefined || backups.length > 0;
+  const stateLost = state.kind === "absent" && everApplied;
   if (state.kind === "unreadable") conditions.set("StateReadable", { status: "False", reason: state.reason, message: state.message });
   else if (state.kind === "ok") conditions.set("StateReadable", { status: "True", reason: "StateRead" });
-  else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
+  else if (stateLost) {
+    conditions.set("StateReadable", { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${adapter.kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` });
+    if (previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
+  } else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
 
   // A pass killed between creating a Job and its per-run Secret left the Job waiting for its
   // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
@@ -418,7 +483,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
         deleting,
         ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
-        state: state.kind === "absent" ? { kind: "absent" } : state.kind === "unreadable" ? { kind: "unreadable" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
+        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
+        ...(restoreSet ? { restoreRequested: true } : {}),
         ...(currentHash ? { currentInputsHash: currentHash } : {}),
         ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
         ...(planShown ? { plan: observedPlan(planShown)! } : {}),
@@ -458,7 +524,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject });
+    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
@@ -585,6 +651,7 @@ interface StartRequest<R extends Role> {
   terraformCluster: TerraformClusterObject | undefined;
   now: number;
   subject: EventSubject;
+  restoreSet: BackupSet | undefined;
 }
 
 interface StartOutcome {
@@ -633,9 +700,10 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
 
   const policy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (request.terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
   const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
-  const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (currentHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
+  const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (request.restoreSet?.inputsHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
   const lastSuccessAt = (of: Operation) => String(Math.max(0, ...jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
-  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : undefined;
+  const restoreSet = op === "restore" ? request.restoreSet : undefined;
+  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : restoreSet ? `restore/${restoreSet.names[0]}` : undefined;
   // Every operation but apply and plan runs the image that was applied, pinned by digest when known.
   let image = object.spec.source.image;
   if (op !== "apply" && op !== "plan") {
@@ -654,6 +722,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     ...(decision.guard ? { guard: { approvalHash: hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
     runnerEvents: deps.runnerEvents ?? true,
+    ...(restoreSet ? { restore: { chunks: restoreSet.names.length, resources: restoreSet.resources, backupSecrets: restoreSet.names, serial: restoreSet.serial } } : {}),
   };
   const holder = jobName(jobRequest);
   if (deps.jobSlots) {

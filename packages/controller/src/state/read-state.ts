@@ -1,4 +1,4 @@
-import type { CoreV1Api } from "@kubernetes/client-node";
+import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
 import { decodeStateSecrets, defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
 
@@ -9,6 +9,8 @@ export interface StateObservation {
   reading: StateReading;
   /** UIDs of deleted objects that retained these Secrets (`captf.io/retained-from-uid`), sorted. */
   retainedFromUids: string[];
+  /** The state Secrets as listed, for backups. */
+  secrets: V1Secret[];
 }
 
 /**
@@ -24,7 +26,7 @@ export async function observeState(core: CoreV1Api, namespace: string, suffix: s
     annotations: item.metadata?.annotations,
   }));
   const retained = new Set(list.items.map((item) => item.metadata?.labels?.[labels.retainedFromUid]).filter((uid): uid is string => Boolean(uid)));
-  return { reading: decodeStateSecrets(suffix, secrets, limits), retainedFromUids: [...retained].sort() };
+  return { reading: decodeStateSecrets(suffix, secrets, limits), retainedFromUids: [...retained].sort(), secrets: list.items };
 }
 
 export async function readState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateReading> {
