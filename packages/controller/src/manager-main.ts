@@ -24,6 +24,7 @@ import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
 import { activeJobCounts, runningJobs } from "./metrics/active-jobs.js";
 import { bootstrapManager } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
+import { openProfiler } from "./runtime/profiler.js";
 import type { Controller } from "./runtime/controller.js";
 import { tlsServerOptions } from "./runtime/http-endpoints.js";
 import { shutdownSignal, type Manager, type ManagerExit } from "./runtime/manager.js";
@@ -180,6 +181,13 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
   }
   const { logger, kubeConfig, client, metrics, manager } = bootstrapped;
   logger.info({ ...managerBuildInfo(), node: process.version }, "captf manager starting");
+  try {
+    const profiler = openProfiler(settings.profilerAddress);
+    if (profiler) logger.info({ url: profiler }, "profiler (Node inspector) listening");
+  } catch (error) {
+    io.stderr.write(`manager: cannot open the profiler on ${settings.profilerAddress}: ${messageOf(error)}\n`);
+    return 1;
+  }
   const signal = io.signal ?? shutdownSignal(logger);
   let admission: AdmissionServer | undefined;
   try {
