@@ -4,6 +4,7 @@ import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiVersion, type PassReads } from "../reconcile/pass-reads.js";
 import { isNotFound, mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
@@ -48,6 +49,31 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const secretName = machine.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
     return { clusterName, inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap) };
+  },
+  async ownerWriteBack(deps, object, { status, events, subject, health, sampled, provisioned, terraformCluster }) {
+    if (!health || !provisioned) return [];
+    const previous = (object.status as { unhealthySamples?: number } | undefined)?.unhealthySamples ?? 0;
+    const samples = sampled ? nextUnhealthySamples(previous, health.reason) : previous;
+    status.unhealthySamples = samples > 0 ? samples : null;
+    deps.metrics?.unhealthySamples.set({ namespace: object.metadata.namespace, name: object.metadata.name }, samples);
+    const policy = effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation);
+    if (!policy.annotateMachine && previous === 0) return [];
+    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    if (!ownerRef) return [];
+    const machine = await getCapi<{ metadata: ObjectMeta & { deletionTimestamp?: string } }>(deps, object.metadata.namespace, "machines", ownerRef.name);
+    if (!machine || machine.metadata.deletionTimestamp) return [];
+    const change = decideRemediation(policy, samples, health.reason, machine.metadata.annotations);
+    if (!change) return [];
+    const machineAnnotations = "request" in change ? { [annotations.remediateMachine]: "", [annotations.remediationRequested]: change.request } : { [annotations.remediateMachine]: null, [annotations.remediationRequested]: null };
+    await deps.custom.patchNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace: object.metadata.namespace, plural: "machines", name: ownerRef.name, body: { metadata: { annotations: machineAnnotations } } }, mergePatchOptions());
+    if ("request" in change) {
+      void events.record(subject, "RemediationRequested", `asked Cluster API to replace Machine ${ownerRef.name}: ${change.request} after ${samples} unhealthy sample(s)`);
+      deps.metrics?.remediationRequests.inc({ action: "requested" });
+    } else {
+      void events.record(subject, "RemediationWithdrawn", `the instance is healthy again: withdrew the remediation request on Machine ${ownerRef.name}`);
+      deps.metrics?.remediationRequests.inc({ action: "withdrawn" });
+    }
+    return [];
   },
   contractFields(object, decoding) {
     const fields = machineContractFields(decoding.outputs);

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -49,6 +49,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
     writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type    = string\n  default = ""\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
+    // Health follows a marker file, so a test can make an instance unhealthy between refreshes.
+    const outputs = join(moduleDir, "outputs.tf");
+    writeFileSync(outputs, readFileSync(outputs, "utf8").replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")'));
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
     await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
@@ -141,6 +144,49 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(machine, "DependenciesReady").message).toContain("ConfigMap unlabelled");
       expect(await jobsOf("novars")).toHaveLength(0);
     }, 60_000);
+  });
+
+  describe("health samples and machine remediation", () => {
+    async function refreshNow(name: string): Promise<void> {
+      skew = 70_000;
+      try {
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, name)).action).toMatch(/^started refresh \(HealthCheckDue\)/);
+      } finally {
+        skew = 0;
+      }
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      await reconcileWorkspace(deps, machineAdapter, namespace, name);
+    }
+    const getOwner = (name: string) => plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name }) as Promise<Json>;
+
+    it("counts unhealthy samples, asks Cluster API to replace the Machine at the threshold, and withdraws once healthy", async () => {
+      await createMachine("sick", { remediation: { annotateMachine: true, unhealthyThreshold: 2, healthCheckIntervalSeconds: 60 } });
+      await drive("sick", (m) => m.status?.initialization?.provisioned === true);
+      const marker = join(moduleDir, "..", `unhealthy-${namespace}-sick`);
+      writeFileSync(marker, "");
+      try {
+        await refreshNow("sick");
+        let machine = await getMachine("sick");
+        expect(machine.status.unhealthySamples).toBe(1);
+        expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "False", reason: "InstanceUnhealthy" });
+        expect((await getOwner("sick")).metadata.annotations?.["cluster.x-k8s.io/remediate-machine"]).toBeUndefined();
+
+        await refreshNow("sick");
+        machine = await getMachine("sick");
+        expect(machine.status.unhealthySamples).toBe(2);
+        expect((await getOwner("sick")).metadata.annotations).toMatchObject({ "cluster.x-k8s.io/remediate-machine": "", "captf.io/remediation-requested": "InstanceUnhealthy" });
+      } finally {
+        rmSync(marker, { force: true });
+      }
+      await refreshNow("sick");
+      const healed = await getMachine("sick");
+      expect(healed.status.unhealthySamples).toBeUndefined();
+      expect(condition(healed, "InfrastructureHealthy")).toMatchObject({ status: "True", reason: "Healthy" });
+      const owner = await getOwner("sick");
+      expect(owner.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"]).toBeUndefined();
+      expect(owner.metadata.annotations?.["captf.io/remediation-requested"]).toBeUndefined();
+    }, 180_000);
   });
 
   describe("state backups and restore", () => {

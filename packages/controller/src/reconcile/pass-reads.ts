@@ -34,6 +34,7 @@ export interface TerraformClusterObject {
       membershipRefreshIntervalSeconds?: number;
       drift?: { intervalSeconds?: number; action?: "Report" | "Remediate" };
       deletionPolicy?: "Destroy" | "Retain";
+      remediation?: { annotateMachine?: boolean; unhealthyThreshold?: number; healthCheckIntervalSeconds?: number };
     };
     controlPlaneEndpoint?: { host?: string; port?: number };
   };

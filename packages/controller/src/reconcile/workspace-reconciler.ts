@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
+import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
@@ -124,6 +125,20 @@ export interface InputsContext {
   durable: DurableInputs | undefined;
 }
 
+/** What the pass knows when a kind writes back to its owner. */
+export interface OwnerWriteBackContext {
+  /** The status this pass writes; a kind may add fields. */
+  status: Record<string, unknown>;
+  events: EventRecorder;
+  subject: EventSubject;
+  /** InfrastructureHealthy as computed this pass, when the state was read. */
+  health: ConditionValue | undefined;
+  /** A refresh, drift or apply finished this pass: its health reading is a new sample. */
+  sampled: boolean;
+  provisioned: boolean;
+  terraformCluster: TerraformClusterObject | undefined;
+}
+
 /** What a kind adds to the shared pass. */
 export interface KindAdapter<R extends Role> {
   role: R;
@@ -137,7 +152,7 @@ export interface KindAdapter<R extends Role> {
    * Kind-specific writes to the owner after the outputs are known (pool replicas write-back);
    * not while paused or deleting. Returns conditions for the status patch.
    */
-  ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: { status: Record<string, unknown>; events: EventRecorder; subject: EventSubject }): Promise<{ type: string; value: ConditionValue }[]>;
+  ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: OwnerWriteBackContext): Promise<{ type: string; value: ConditionValue }[]>;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
   contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown> };
 }
@@ -454,6 +469,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
 
+  // Machines that may ask for remediation sample their health on its own interval.
+  const remediation = adapter.role === "machine" ? effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation) : undefined;
+  const healthCheckIntervalSeconds = remediation?.annotateMachine && wasProvisioned ? remediation.healthCheckIntervalSeconds : undefined;
+
   // Decide.
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   const poolStatus = object.status as { replicas?: number } | undefined;
@@ -492,7 +511,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
         jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
         drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
-        health: { pendingRefreshes: 0, appliedReadingDefinite: adapter.role !== "machinepool", ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}) },
+        health: {
+          pendingRefreshes: 0,
+          appliedReadingDefinite: adapter.role !== "machinepool",
+          ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
+          ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
+        },
         ...(adapter.role === "machinepool"
           ? {
               pool: {
@@ -584,7 +608,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   if (waitCondition) conditions.set(waitCondition.type, waitCondition.value);
   if (adapter.ownerWriteBack && !paused && !deleting) {
-    for (const { type, value } of await adapter.ownerWriteBack(deps, object, { status, events, subject })) conditions.set(type, value);
+    const sampled = toMark.some((job) => job.outcome === "succeeded" && (job.op === "refresh" || job.op === "drift" || job.op === "apply"));
+    const context: OwnerWriteBackContext = { status, events, subject, health: conditions.get("InfrastructureHealthy"), sampled, provisioned, terraformCluster };
+    for (const { type, value } of await adapter.ownerWriteBack(deps, object, context)) conditions.set(type, value);
   }
   if (provisioned) status.initialization = { provisioned: true };
   if (adapter.publishesReady) status.ready = provisioned;
