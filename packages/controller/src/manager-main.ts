@@ -24,6 +24,7 @@ import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
 import { activeJobCounts, runningJobs } from "./metrics/active-jobs.js";
 import { bootstrapManager } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
+import { withKeepAlive } from "./runtime/keep-alive.js";
 import { openProfiler } from "./runtime/profiler.js";
 import type { Controller } from "./runtime/controller.js";
 import { tlsServerOptions } from "./runtime/http-endpoints.js";
@@ -67,6 +68,7 @@ export interface ManagerApiClients {
 }
 
 export function managerApiClients(kubeConfig: KubeConfig): ManagerApiClients {
+  withKeepAlive(kubeConfig);
   return {
     core: kubeConfig.makeApiClient(CoreV1Api),
     batch: kubeConfig.makeApiClient(BatchV1Api),

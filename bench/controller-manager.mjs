@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+// The manager process bench/controller.mjs measures, alone in its process so its RSS is its own.
+// It is the shipped manager program minus its admission server: the manager's own flags
+// (parseManagerFlags), bootstrapManager (logger, client, metrics, Manager) and
+// createManagerControllers (every controller and the reconciler's dependencies exactly as
+// manager-main wires them: identity credentials, events, leases, job slots, …), so the bench
+// follows whatever the manager grows. No leader election.
+//
+//   node bench/controller-manager.mjs --kubeconfig <path> [--concurrency 10] [--mode manager|informers]
+//
+// --mode informers is the baseline: the same Manager, controllers and watches (so the same
+// informer caches), each reconcile replaced by one that returns at once. Prints one JSON line on
+// stdout once serving ({"pid","metricsPort","healthPort","controllers"}); the manager's log
+// (text, --v=2 as shipped) goes to stderr. Stops on SIGTERM/SIGINT, or when its stdin closes
+// (the bench that started it is gone). SIGUSR2 runs a full garbage collection (needs --expose-gc).
+import { parseArgs } from "node:util";
+import { loadController, loadControllerFile } from "./controller-packages.mjs";
+
+const { values: flags } = parseArgs({
+  options: {
+    kubeconfig: { type: "string" },
+    concurrency: { type: "string", default: "10" },
+    mode: { type: "string", default: "manager" },
+  },
+});
+if (!flags.kubeconfig) throw new Error("--kubeconfig is required");
+if (flags.mode !== "manager" && flags.mode !== "informers") throw new Error(`--mode ${flags.mode}: manager or informers`);
+
+const { parseManagerFlags, bootstrapManager, shutdownSignal } = await loadController();
+const { createManagerControllers, managerApiClients, managerBuildInfo } = await loadControllerFile("manager-main.js");
+
+const parsed = await parseManagerFlags(
+  [
+    `--kubeconfig=${flags.kubeconfig}`,
+    "--leader-elect=false",
+    "--health-addr=127.0.0.1:0",
+    "--diagnostics-address=127.0.0.1:0",
+    "--insecure-diagnostics",
+    `--terraformmachine-concurrency=${flags.concurrency}`,
+    "--runner-image=registry.invalid/captf/captf-controller:bench",
+  ],
+  {},
+);
+if (parsed.kind !== "run") throw new Error(`the manager's flags: ${parsed.message ?? parsed.kind}`);
+const settings = parsed.options;
+const { logger, kubeConfig, client, metrics, manager } = bootstrapManager(settings, { buildInfo: managerBuildInfo(), stdout: process.stderr, stderr: process.stderr });
+
+const controllers = createManagerControllers({ clients: managerApiClients(kubeConfig), logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
+for (const controller of controllers) {
+  // The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.
+  manager.addController(flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} });
+}
+
+process.on("SIGUSR2", () => globalThis.gc?.());
+const signal = shutdownSignal(logger);
+// The bench holds our stdin: when it goes away (killed, crashed), stop as on SIGTERM.
+const orphaned = new AbortController();
+process.stdin.on("end", () => orphaned.abort()).on("error", () => orphaned.abort()).resume();
+const running = manager.run(AbortSignal.any([signal, orphaned.signal]));
+for (;;) {
+  const { health, metrics: metricsPort } = manager.ports;
+  if (health !== undefined && metricsPort !== undefined) {
+    process.stdout.write(`${JSON.stringify({ pid: process.pid, metricsPort, healthPort: health, controllers: controllers.map((c) => `${c.name}:${c.concurrency}`) })}\n`);
+    break;
+  }
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+const exit = await running;
+client.close();
+// As manager-main: exit explicitly, idle sockets (and the stdin pipe) must not hold the process.
+process.exit(exit.reason === "stopped" ? 0 : 1);
