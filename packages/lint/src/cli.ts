@@ -166,10 +166,6 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
 export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   let exitCode: number = exitCodes.ok;
   try {
-    // The grammar's WASM compiles off the main thread while the rest of the CLI loads.
-    if (argv[0] === "module" || argv[0] === "image" || argv[0] === "schema") {
-      void import("./module/hcl-parse.js").then((m) => m.hclParser()).catch(() => undefined);
-    }
     const fast = fastModuleArgs(argv);
     if (fast) {
       const { runModuleCommand } = await import("./commands/module.js");

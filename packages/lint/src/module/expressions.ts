@@ -49,19 +49,39 @@ function indexKeys(steps: readonly TraversalStep[]): readonly Expr[] {
 /** Every reference (`var.x`, `local.y`, …) `expr` makes. */
 export function referencesOf(expr: Expr): Traversal[] {
   const out: Traversal[] = [];
-  walkExpr(expr, (e) => {
-    if (e.kind === "traversal") {
+  collectReferences(expr, out);
+  return out;
+}
+
+/** Pushes the references of `expr` onto `out` in {@link walkExpr}'s order, without its per-node arrays: the loader does this for every argument. */
+export function collectReferences(expr: Expr, out: Traversal[]): void {
+  switch (expr.kind) {
+    case "traversal": {
       const attrs: string[] = [];
-      for (const step of e.steps) {
+      for (const step of expr.steps) {
         if (step.kind !== "attr") break;
         attrs.push(step.name);
       }
-      out.push({ root: e.root, attrs, at: e.at });
-    } else if (e.kind === "json-template") {
-      out.push(...e.references);
+      out.push({ root: expr.root, attrs, at: expr.at });
+      for (const step of expr.steps) if (step.kind === "index") collectReferences(step.key, out);
+      return;
     }
-  });
-  return out;
+    case "json-template":
+      for (const r of expr.references) out.push(r);
+      return;
+    case "relative":
+      collectReferences(expr.source, out);
+      for (const step of expr.steps) if (step.kind === "index") collectReferences(step.key, out);
+      return;
+    case "object":
+      for (const item of expr.items) {
+        collectReferences(item.key, out);
+        collectReferences(item.value, out);
+      }
+      return;
+    default:
+      for (const child of childExprs(expr)) collectReferences(child, out);
+  }
 }
 
 /** Every attribute of `body` and of its nested blocks, depth first. */

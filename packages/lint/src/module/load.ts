@@ -4,9 +4,9 @@ import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { checkIds } from "../checks/ids.js";
 import { at, type Finding } from "../findings.js";
-import { parseHclFile } from "./hcl-parse.js";
+import { parseHclFile } from "./hcl-parser.js";
 import { parseJsonFile } from "./json-parse.js";
-import { bodySignature, collapseWhitespace, literalString, referencesOf } from "./expressions.js";
+import { bodySignature, collapseWhitespace, collectReferences, literalString } from "./expressions.js";
 import { ModuleParseError, type Attribute, type Block, type Expr, type ParsedFile, type Position, type Traversal } from "./model.js";
 
 const moduleSuffixes = [".tf", ".tf.json", ".tofu", ".tofu.json"];
@@ -58,7 +58,7 @@ export interface ModuleCall {
   readonly args: readonly Attribute[];
 }
 
-/** A declaration module/tofu-shadow compares: where it is and a whitespace-insensitive signature. */
+/** A declaration module/tofu-shadow compares: where it is and a whitespace-insensitive signature (computed when read). */
 export interface Declaration {
   readonly at: Position;
   readonly signature: string;
@@ -187,19 +187,19 @@ async function loadTree(root: string, rootReal: string, dir: string, visiting: S
   }
   const sets = fileSets(files);
   const parsed = new Map<string, ParsedFile>();
-  const parse = async (name: string): Promise<ParsedFile> => {
+  const parse = (name: string): ParsedFile => {
     let file = parsed.get(name);
     if (!file) {
       const text = sources.get(name)!;
-      file = name.endsWith(".json") ? parseJsonFile(prefix + name, text) : await parseHclFile(prefix + name, text);
+      file = name.endsWith(".json") ? parseJsonFile(prefix + name, text) : parseHclFile(prefix + name, text);
       validateBlocks(file);
       parsed.set(name, file);
     }
     return file;
   };
-  const tf = buildSet(await Promise.all(sets.tf.map(parse)));
+  const tf = buildSet(sets.tf.map(parse));
   const hasTofu = files.some((f) => f.endsWith(".tofu") || f.endsWith(".tofu.json"));
-  const tofu = hasTofu ? buildSet(await Promise.all(sets.tofu.map(parse))) : undefined;
+  const tofu = hasTofu ? buildSet(sets.tofu.map(parse)) : undefined;
   const hasTf = sets.tf.length > 0;
   const module: Omit<LoadedModule, "nested"> & { nested: NestedModule[] } = { dir, rel, files, tf, tofu, hasTf, escapes, nested: [] };
 
@@ -278,7 +278,14 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
   const references: Traversal[] = [];
   let requiredVersion: Attribute | undefined;
 
-  const declare = (key: string, d: Declaration, unique: boolean): void => {
+  // Only module/tofu-shadow reads a signature, and only for a module with .tofu files: computed when read.
+  const declare = (key: string, at: Position, signature: () => string, unique: boolean): void => {
+    const d: Declaration = {
+      at,
+      get signature() {
+        return signature();
+      },
+    };
     const previous = declarations.get(key);
     if (previous && unique) {
       throw new ModuleParseError({ ...d.at, message: `${key} is declared twice (first at ${previous.at.file}:${previous.at.line})` });
@@ -289,13 +296,13 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
   for (const file of files) {
     for (const block of file.body.blocks) {
       if (block.type !== "module") {
-        for (const a of allAttrs(block)) references.push(...referencesOf(a.expr));
+        for (const a of allAttrs(block)) collectReferences(a.expr, references);
       }
-      const signature = bodySignature(block.body);
+      const signature = (): string => bodySignature(block.body);
       switch (block.type) {
         case "variable": {
           const name = block.labels[0]!;
-          declare(`variable.${name}`, { at: block.at, signature }, true);
+          declare(`variable.${name}`, block.at, signature, true);
           const sensitive = attr(block, "sensitive")?.expr;
           variables.set(name, {
             name,
@@ -309,30 +316,30 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
         }
         case "output": {
           const name = block.labels[0]!;
-          declare(`output.${name}`, { at: block.at, signature }, true);
+          declare(`output.${name}`, block.at, signature, true);
           outputs.set(name, { name, at: block.at, value: attr(block, "value")?.expr });
           break;
         }
         case "provider": {
           const alias = attr(block, "alias");
-          declare(`provider.${block.labels[0]}${alias ? `.${collapseWhitespace(alias.expr.text)}` : ""}`, { at: block.at, signature }, true);
+          declare(`provider.${block.labels[0]}${alias ? `.${collapseWhitespace(alias.expr.text)}` : ""}`, block.at, signature, true);
           providers.push(block);
           break;
         }
         case "resource":
-          declare(`resource.${block.labels[0]}.${block.labels[1]}`, { at: block.at, signature }, true);
+          declare(`resource.${block.labels[0]}.${block.labels[1]}`, block.at, signature, true);
           resources.push(block);
           break;
         case "data":
-          declare(`data.${block.labels[0]}.${block.labels[1]}`, { at: block.at, signature }, true);
+          declare(`data.${block.labels[0]}.${block.labels[1]}`, block.at, signature, true);
           dataSources.push(block);
           break;
         case "locals":
-          for (const a of block.body.attributes) declare(`local.${a.name}`, { at: a.at, signature: collapseWhitespace(a.expr.text) }, true);
+          for (const a of block.body.attributes) declare(`local.${a.name}`, a.at, () => collapseWhitespace(a.expr.text), true);
           break;
         case "module": {
           const name = block.labels[0]!;
-          declare(`module.${name}`, { at: block.at, signature }, true);
+          declare(`module.${name}`, block.at, signature, true);
           moduleCalls.set(name, { name, at: block.at, source: literalString(attr(block, "source")?.expr), args: block.body.attributes });
           break;
         }
@@ -340,21 +347,21 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
           for (const a of block.body.attributes) {
             if (a.name === "required_version") {
               requiredVersion = a;
-              declare("required_version", { at: a.at, signature: collapseWhitespace(a.expr.text) }, false);
+              declare("required_version", a.at, () => collapseWhitespace(a.expr.text), false);
             }
           }
           for (const nested of block.body.blocks) {
             if (nested.type === "backend") {
               backends.push(nested);
-              declare(`backend.${nested.labels[0] ?? ""}`, { at: nested.at, signature: bodySignature(nested.body) }, false);
+              declare(`backend.${nested.labels[0] ?? ""}`, nested.at, () => bodySignature(nested.body), false);
             } else if (nested.type === "cloud") {
               clouds.push(nested);
-              declare("cloud", { at: nested.at, signature: bodySignature(nested.body) }, false);
+              declare("cloud", nested.at, () => bodySignature(nested.body), false);
             } else if (nested.type === "required_providers") {
               for (const a of nested.body.attributes) {
                 const source = a.expr.kind === "object" ? literalString(a.expr.items.find((i) => i.keyName === "source")?.value) : literalString(a.expr);
                 requiredProviders.set(a.name, { source, at: a.at });
-                declare(`required_providers.${a.name}`, { at: a.at, signature: collapseWhitespace(a.expr.text) }, false);
+                declare(`required_providers.${a.name}`, a.at, () => collapseWhitespace(a.expr.text), false);
               }
             }
           }

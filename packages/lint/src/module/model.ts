@@ -1,4 +1,4 @@
-// The syntax-neutral model of a module's files: native HCL (read with tree-sitter) and JSON syntax
+// The syntax-neutral model of a module's files: native HCL (read by hcl-parser.ts) and JSON syntax
 // both become these plain objects, so every check is a pure function over data.
 
 /** A 1-based position in a module file, relative to the module root. */

@@ -1,5 +1,5 @@
-// Native HCL (.tf, .tofu) through web-tree-sitter and the Terraform grammar: positions for every
-// node, comments as nodes. The concrete syntax tree is turned into the plain model of model.ts.
+// The tree-sitter reader tfcapi-lint used before hcl-parser.ts, kept as the reference the
+// differential test holds the hand-written parser to. Not part of the build.
 import { createRequire } from "node:module";
 import { Language, Parser, type Node } from "web-tree-sitter";
 import {
@@ -18,7 +18,7 @@ import {
 let parserPromise: Promise<Parser> | undefined;
 
 /** The one tree-sitter parser of this process: the WASM runtime and grammar load once. */
-export function hclParser(): Promise<Parser> {
+function hclParser(): Promise<Parser> {
   parserPromise ??= (async () => {
     await Parser.init();
     const wasm = createRequire(import.meta.url).resolve("@tree-sitter-grammars/tree-sitter-hcl/tree-sitter-terraform.wasm");
@@ -31,7 +31,7 @@ export function hclParser(): Promise<Parser> {
 }
 
 /** Parses one native-syntax file; throws {@link ModuleParseError} with the first error's position. */
-export async function parseHclFile(name: string, source: string): Promise<ParsedFile> {
+export async function parseWithTreeSitter(name: string, source: string): Promise<ParsedFile> {
   const parser = await hclParser();
   const tree = parser.parse(source);
   if (!tree) throw new ModuleParseError({ file: name, line: 1, column: 1, message: "the parser returned no tree" });
@@ -331,7 +331,7 @@ function stringLiteralValue(node: Node): string {
 const escapes: Record<string, string> = { n: "\n", r: "\r", t: "\t", '"': '"', "\\": "\\" };
 
 /** The value of a quoted string's literal chunk: HCL escapes and the `$${`/`%%{` doubling undone. */
-export function unescapeTemplate(raw: string): string {
+function unescapeTemplate(raw: string): string {
   return raw
     .replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)/g, (whole, code: string) => {
       if (code.length > 1) return String.fromCodePoint(parseInt(code.slice(1), 16));
