@@ -3,17 +3,18 @@ import { annotations, labels, replicasManagedByValue } from "@captf/contract/api
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiVersion, type PassReads } from "../reconcile/pass-reads.js";
-import { isNotFound, mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
 import { clusterInputs, machineInputs, machinePoolInputs, type ObjectMeta } from "./render-inputs.js";
+import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
 
 function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
-  return promise.then((value) => value as T).catch((error) => (isNotFound(error) ? undefined : Promise.reject(error)));
+  return undefinedIfNotFound(promise) as Promise<T | undefined>;
 }
 
 function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: string, name: string): Promise<T | undefined> {
@@ -160,7 +161,7 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     const namespace = object.metadata.namespace;
     const machinePool = await getCapi<MachinePoolReplicas>(deps, namespace, "machinepools", ownerRef.name);
     if (!machinePool) return [];
-    const observedReplicas = typeof status.replicas === "number" ? status.replicas : (object.status as { replicas?: number } | undefined)?.replicas;
+    const observedReplicas = typeof status.replicas === "number" ? status.replicas : object.status?.replicas;
     const plan = decideReplicasWriteBack(machinePool, observedReplicas);
     const patch: { metadata?: { annotations: Record<string, string | null> }; spec?: { replicas: number } } = {};
     if (plan.claim !== undefined) patch.metadata = { annotations: { [annotations.replicasManagedBy]: plan.claim ? replicasManagedByValue : null } };

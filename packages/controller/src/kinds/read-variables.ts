@@ -2,6 +2,7 @@ import type { CoreV1Api } from "@kubernetes/client-node";
 import type { JsonValue, Role } from "@captf/contract";
 import { labels } from "@captf/contract/api";
 import { mergeUserVariables, UserVariablesError, type UserVariables, type VariablesSource } from "@captf/render";
+import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /**
  * An object's user variables: `spec.variablesFrom` sources read live (only ConfigMaps and Secrets
@@ -19,19 +20,14 @@ export type VariablesReading =
   | { ok: true; variables: UserVariables }
   | { ok: false; reason: "VariablesSourceNotFound" | "VariablesInvalid"; message: string };
 
-function code(error: unknown): number | undefined {
-  return (error as { code?: number }).code;
-}
-
 async function readSource(core: CoreV1Api, namespace: string, entry: VariablesFromEntry): Promise<VariablesSource | undefined> {
-  const notFound = (error: unknown) => (code(error) === 404 ? undefined : Promise.reject(error));
   if (entry.configMapRef) {
-    const map = await core.readNamespacedConfigMap({ name: entry.configMapRef.name, namespace }).catch(notFound);
+    const map = await undefinedIfNotFound(core.readNamespacedConfigMap({ name: entry.configMapRef.name, namespace }));
     if (!map || map.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
     return { kind: "ConfigMap", name: entry.configMapRef.name, format: entry.format ?? "String", data: map.data ?? {} };
   }
   if (entry.secretRef) {
-    const secret = await core.readNamespacedSecret({ name: entry.secretRef.name, namespace }).catch(notFound);
+    const secret = await undefinedIfNotFound(core.readNamespacedSecret({ name: entry.secretRef.name, namespace }));
     if (!secret || secret.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
     const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]));
     return { kind: "Secret", name: entry.secretRef.name, format: entry.format ?? "String", data };

@@ -1,11 +1,11 @@
 import { labels } from "@captf/contract/api";
+import { finishedCondition, type JobConditions } from "../reconcile/observe-jobs.js";
 import type { MetricKind, MetricOp } from "./captf-metrics.js";
 import { metricOps } from "./captf-metrics.js";
 
 /** The fields of a Job `captf_jobs_active` reads. */
-export interface JobLike {
+export interface JobLike extends JobConditions {
   metadata?: { labels?: Record<string, string> };
-  status?: { conditions?: { type?: string; status?: string }[] };
 }
 
 const kinds: readonly string[] = ["TerraformCluster", "TerraformMachine", "TerraformMachinePool"];
@@ -17,7 +17,7 @@ export function activeJobCounts(jobs: Iterable<JobLike>): { kind: MetricKind; op
     const kind = job.metadata?.labels?.[labels.ownerKind];
     const op = job.metadata?.labels?.[labels.op];
     if (!kind || !kinds.includes(kind) || !op || !(metricOps as readonly string[]).includes(op)) continue;
-    if (job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) continue;
+    if (finishedCondition(job)) continue;
     counts.set(`${kind}/${op}`, (counts.get(`${kind}/${op}`) ?? 0) + 1);
   }
   return [...counts].map(([key, count]) => {
@@ -32,7 +32,7 @@ export function runningJobs(jobs: Iterable<JobLike & { metadata?: { namespace?: 
   let cluster = 0;
   for (const job of jobs) {
     if (!job.metadata?.labels?.[labels.ownerKind]) continue;
-    if (job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) continue;
+    if (finishedCondition(job)) continue;
     total++;
     if (job.metadata.namespace === namespace && job.metadata.labels[labels.clusterName] === clusterName) cluster++;
   }

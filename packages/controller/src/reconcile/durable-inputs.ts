@@ -4,6 +4,7 @@ import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import type { GeneratedRoot } from "@captf/render";
 import { kindShort } from "../jobs/build-job.js";
+import { isConflict, undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /**
  * The durable inputs Secret `captf-inputs-<c|m|mp>-<name>`: the rendered root of the newest apply
@@ -41,7 +42,7 @@ function decodeData(secret: V1Secret, key: string): string {
 
 /** Reads the durable inputs live (a pass may have just written them); undefined when absent. */
 export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string): Promise<DurableInputs | undefined> {
-  const secret = await core.readNamespacedSecret({ name: durableInputsSecretName(role, name), namespace }).catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+  const secret = await undefinedIfNotFound(core.readNamespacedSecret({ name: durableInputsSecretName(role, name), namespace }));
   if (!secret) return undefined;
   const root: GeneratedRoot = { "main.tf.json": decodeData(secret, "main.tf.json"), "terraform.tfvars.json": decodeData(secret, "terraform.tfvars.json") };
   let variables: Record<string, unknown> = {};
@@ -99,14 +100,12 @@ export async function writeDurableInputs(
   if (previous) await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
   else
     await core.createNamespacedSecret({ namespace: owner.namespace, body }).catch(async (error) => {
-      if ((error as { code?: number }).code !== 409) throw error;
+      if (!isConflict(error)) throw error;
       await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
     });
 }
 
 /** Sets annotations on an existing durable inputs Secret (applied, the pinned digest); absent is fine. */
 export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string>, patchOptions: unknown): Promise<void> {
-  await core
-    .patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values } } }, patchOptions as never)
-    .catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+  await undefinedIfNotFound(core.patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values } } }, patchOptions as never));
 }

@@ -42,7 +42,13 @@ export function bookkeepingAnnotations(outcome: JobOutcome): Record<string, stri
   return { [annotations.bookkept]: "true", ...(mark ? { [mark]: "true" } : {}) };
 }
 
-function finishedCondition(job: V1Job) {
+/** The fields of a Job that say whether it finished. */
+export interface JobConditions {
+  status?: { conditions?: { type?: string; status?: string; reason?: string; lastTransitionTime?: Date | string }[] };
+}
+
+/** The Job's Complete or Failed condition once it finished, else undefined (it runs). */
+export function finishedCondition<J extends JobConditions>(job: J) {
   return job.status?.conditions?.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
 }
 

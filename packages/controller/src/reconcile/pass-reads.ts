@@ -1,6 +1,7 @@
 import type { CustomObjectsApi } from "@kubernetes/client-node";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import type { ObjectMeta } from "../kinds/render-inputs.js";
+import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /**
  * Reads of the objects around a Terraform* object, memoised for one reconcile pass: the owner's
@@ -48,7 +49,7 @@ export interface PassReads {
 }
 
 function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
-  return promise.then((value) => value as T).catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+  return undefinedIfNotFound(promise) as Promise<T | undefined>;
 }
 
 export function passReads(custom: CustomObjectsApi, namespace: string): PassReads {

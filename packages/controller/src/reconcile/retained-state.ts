@@ -3,6 +3,7 @@ import type { Role } from "@captf/contract";
 import { labels } from "@captf/contract/api";
 import { backendSuffixLabel } from "../state/read-state.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
+import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /**
  * `spec.deletionPolicy: Retain`: deleting the object leaves its infrastructure, and its state and
@@ -34,7 +35,7 @@ function withoutOwner(references: V1OwnerReference[] | undefined, uid: string): 
 /** Leaves the state Secrets and the durable inputs behind for a later adoption; returns how many Secrets. */
 export async function retainState(core: CoreV1Api, patchOptions: unknown, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string }): Promise<number> {
   const state = await core.listNamespacedSecret({ namespace: owner.namespace, labelSelector: `${backendSuffixLabel}=${owner.suffix}` });
-  const durable = await core.readNamespacedSecret({ name: durableInputsSecretName(owner.role, owner.name), namespace: owner.namespace }).catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+  const durable = await undefinedIfNotFound(core.readNamespacedSecret({ name: durableInputsSecretName(owner.role, owner.name), namespace: owner.namespace }));
   const secrets = [...state.items, ...(durable ? [durable] : [])];
   for (const secret of secrets) {
     await core.patchNamespacedSecret(
@@ -51,10 +52,10 @@ export async function adoptRetainedState(core: CoreV1Api, patchOptions: unknown,
   for (const secret of state.items) {
     await core.patchNamespacedSecret({ name: secret.metadata!.name!, namespace: owner.namespace, body: { metadata: { labels: { [labels.retainedFromUid]: null } } } }, patchOptions as never);
   }
-  await core
-    .patchNamespacedSecret(
+  await undefinedIfNotFound(
+    core.patchNamespacedSecret(
       { name: durableInputsSecretName(owner.role, owner.name), namespace: owner.namespace, body: { metadata: { labels: { [labels.retainedFromUid]: null }, ownerReferences: [owner.ownerReference] } } },
       patchOptions as never,
-    )
-    .catch((error) => ((error as { code?: number }).code === 404 ? undefined : Promise.reject(error)));
+    ),
+  );
 }

@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import type { BatchV1Api, CoordinationV1Api, V1Job, V1Lease } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import type { Operation } from "./decide-operation.js";
+import { finishedCondition } from "./observe-jobs.js";
+import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /**
  * Run leases: a `coordination.k8s.io` Lease per object (`captf-run-<suffix>`), held by the name
@@ -38,10 +40,6 @@ export interface LeaseHolderFacts {
   now: number;
 }
 
-export function jobFinished(job: V1Job): boolean {
-  return Boolean(job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True"));
-}
-
 /** Whether a lease held by someone else may be taken over. Pure. */
 export function leaseIsFree(lease: V1Lease, facts: LeaseHolderFacts): boolean {
   const holder = lease.spec?.holderIdentity;
@@ -49,7 +47,7 @@ export function leaseIsFree(lease: V1Lease, facts: LeaseHolderFacts): boolean {
   const acquiredAt = Date.parse(lease.metadata?.annotations?.[annotations.leaseAcquiredAt] ?? "") || Date.parse(String(lease.metadata?.creationTimestamp ?? "")) || 0;
   const backstopMs = (lease.spec?.leaseDurationSeconds ?? leaseBackstopSeconds(3600)) * 1000;
   if (facts.now - acquiredAt >= backstopMs) return true;
-  if (facts.holderJob) return jobFinished(facts.holderJob);
+  if (facts.holderJob) return finishedCondition(facts.holderJob) !== undefined;
   return facts.now - acquiredAt >= leaseGraceMs;
 }
 
@@ -86,22 +84,18 @@ function leaseBody(request: LeaseRequest, resourceVersion?: string): V1Lease {
   };
 }
 
-function code(error: unknown): number | undefined {
-  return (error as { code?: number }).code;
-}
-
 async function readJob(batch: BatchV1Api, namespace: string, name: string): Promise<V1Job | undefined> {
-  return batch.readNamespacedJob({ name, namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  return undefinedIfNotFound(batch.readNamespacedJob({ name, namespace }));
 }
 
 /** Takes the lease for `holder`: created, already ours, or taken over from a finished or vanished holder. */
 export async function acquireLease(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, request: LeaseRequest): Promise<LeaseOutcome> {
   const { coordination, batch } = clients;
-  const existing = await coordination.readNamespacedLease({ name: request.name, namespace: request.namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  const existing = await undefinedIfNotFound(coordination.readNamespacedLease({ name: request.name, namespace: request.namespace }));
   if (!existing) {
     return coordination.createNamespacedLease({ namespace: request.namespace, body: leaseBody(request) }).then(
       () => ({ acquired: true as const }),
-      (error) => (code(error) === 409 ? { acquired: false as const, holder: "", message: "another manager took it first" } : Promise.reject(error)),
+      (error) => (isConflict(error) ? { acquired: false as const, holder: "", message: "another manager took it first" } : Promise.reject(error)),
     );
   }
   const holder = existing.spec?.holderIdentity ?? "";
@@ -112,22 +106,22 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
   }
   return coordination.replaceNamespacedLease({ name: request.name, namespace: request.namespace, body: leaseBody(request, existing.metadata?.resourceVersion) }).then(
     () => ({ acquired: true as const }),
-    (error) => (code(error) === 409 ? { acquired: false as const, holder, message: "another manager took it first" } : Promise.reject(error)),
+    (error) => (isConflict(error) ? { acquired: false as const, holder, message: "another manager took it first" } : Promise.reject(error)),
   );
 }
 
 /** Gives a lease back if `holder` still holds it; failures are the caller's to log, never fatal. */
 export async function releaseLease(coordination: CoordinationV1Api, namespace: string, name: string, holder: string): Promise<void> {
-  const lease = await coordination.readNamespacedLease({ name, namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  const lease = await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
   if (!lease || lease.spec?.holderIdentity !== holder) return;
   await coordination
     .deleteNamespacedLease({ name, namespace, body: { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } } })
-    .catch((error) => (code(error) === 404 || code(error) === 409 ? undefined : Promise.reject(error)));
+    .catch((error) => (isNotFound(error) || isConflict(error) ? undefined : Promise.reject(error)));
 }
 
 /** The cluster write lease, when a live cluster operation holds it: the Job name. */
 export async function liveClusterOperation(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, namespace: string, clusterName: string, now: number): Promise<string | undefined> {
-  const lease = await clients.coordination.readNamespacedLease({ name: clusterLeaseName(namespace, clusterName), namespace }).catch((error) => (code(error) === 404 ? undefined : Promise.reject(error)));
+  const lease = await undefinedIfNotFound(clients.coordination.readNamespacedLease({ name: clusterLeaseName(namespace, clusterName), namespace }));
   if (!lease?.spec?.holderIdentity) return undefined;
   const holderJob = await readJob(clients.batch, namespace, lease.spec.holderIdentity);
   return leaseIsFree(lease, { holderJob, now }) ? undefined : lease.spec.holderIdentity;

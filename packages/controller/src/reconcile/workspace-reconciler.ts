@@ -28,6 +28,7 @@ import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type Dura
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
 import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
+import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
 
 /**
  * One reconcile pass of a Terraform* object, shared by every kind:
@@ -162,19 +163,6 @@ const defaultStateBackups = 5;
 const longRequeueMs = 10 * 60_000;
 const defaultMembershipRefreshSeconds = 60;
 
-export function isNotFound(error: unknown): boolean {
-  return (error as { code?: number }).code === 404;
-}
-
-function isAlreadyExists(error: unknown): boolean {
-  return (error as { code?: number }).code === 409;
-}
-
-function ignoreNotFound(error: unknown): undefined {
-  if (isNotFound(error)) return undefined;
-  throw error;
-}
-
 export function mergePatchOptions() {
   return setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 }
@@ -221,6 +209,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const subject: EventSubject = { apiVersion: groupVersion, kind: adapter.kind, namespace, name, uid: object.metadata.uid };
   const mergePatch = (body: unknown) => custom.patchNamespacedCustomObject({ ...objectApi, body }, mergePatchOptions());
   const finalizer = finalizers[adapter.kind];
+  // With the resourceVersion read: a finalizer list changed meanwhile makes this a conflict, not a loss.
+  const removeFinalizer = () => mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
   const deleting = Boolean(object.metadata.deletionTimestamp);
 
   // The finalizer goes on first, in its own write, so a destroy can never be skipped.
@@ -281,7 +271,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // Observe Jobs; bookkeep the finished ones not recorded yet.
   const jobs = await observeJobs({ core, batch }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
-  let durableNotes: Record<string, string> = {};
+  const durableNotes: Record<string, string> = {};
   for (const job of toMark) {
     if (job.op === "apply" && job.outcome === "succeeded") {
       // A successful apply adopts the state: its inputs hash goes on the state Secret.
@@ -415,7 +405,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (retainedBy.length > 0) {
     const retainer = retainedBy.join(", ");
     if (deleting) {
-      await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+      await removeFinalizer();
       void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}; the state retained by deleted object ${retainer} is left as it is`);
       return { action: "removed finalizer" };
     }
@@ -475,7 +465,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Decide.
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
-  const poolStatus = object.status as { replicas?: number } | undefined;
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
   const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
   conditions.set("Deleting", !deleting ? { status: "False", reason: "NotDeleting" } : deletionPolicy ? { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` } : { status: "True", reason: "DeletionPolicyUnresolved", message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy" });
@@ -483,7 +472,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
     const kept = await retainState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+    await removeFinalizer();
     void events.record(subject, "InfrastructureRetained", `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "retained infrastructure, removed finalizer" };
@@ -522,7 +511,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
               pool: {
                 membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
                 providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
-                statusReplicas: poolStatus?.replicas ?? 0,
+                statusReplicas: object.status?.replicas ?? 0,
               },
             }
           : {}),
@@ -541,7 +530,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+    await removeFinalizer();
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "removed finalizer" };
@@ -789,7 +778,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
-    if (isAlreadyExists(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
+    if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.
     const code = (error as { code?: number }).code;
     if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder).catch(() => undefined);
@@ -810,7 +799,7 @@ async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, f
         stringData: { ...files },
       },
     })
-    .catch((error) => (isAlreadyExists(error) ? undefined : Promise.reject(error)));
+    .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
 }
 
 async function patchStatus(deps: ReconcilerDeps, adapter: { plural: string }, namespace: string, name: string, status: Record<string, unknown>): Promise<void> {

@@ -31,3 +31,14 @@ export function apiErrorMessage(error: unknown): string {
   }
   return (error instanceof Error ? error.message : String(error)).slice(0, 500);
 }
+
+/** A `.catch` handler: NotFound becomes undefined, anything else is thrown again. */
+export function ignoreNotFound(error: unknown): undefined {
+  if (isNotFound(error)) return undefined;
+  throw error;
+}
+
+/** The value, or undefined when the API says the object does not exist; other errors propagate. */
+export function undefinedIfNotFound<T>(request: Promise<T>): Promise<T | undefined> {
+  return request.catch(ignoreNotFound);
+}

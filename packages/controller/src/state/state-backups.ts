@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { CoreV1Api, V1OwnerReference, V1Secret } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import { backendSuffixLabel } from "./read-state.js";
+import { isConflict } from "../runtime/client-node-errors.js";
 
 /**
  * State backups: each serial of an object's state the manager reads for the first time is copied,
@@ -121,7 +122,7 @@ export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): 
       type: "Opaque",
       data: { tfstate: chunk.data?.tfstate ?? "" },
     };
-    await core.createNamespacedSecret({ namespace: request.namespace, body }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+    await core.createNamespacedSecret({ namespace: request.namespace, body }).catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
     bytes += Buffer.from(chunk.data?.tfstate ?? "", "base64").length;
   }
   return bytes;

@@ -11,7 +11,7 @@ import { annotations, apiGroup, apiVersion, kinds, labels } from "@captf/contrac
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { IdentityUser, SecretAccess } from "./terraformclusteridentity.js";
 import type { MachineDeletionFacts } from "./terraformmachine.js";
-import { apiErrorMessage } from "../runtime/client-node-errors.js";
+import { apiErrorMessage, isNotFound } from "../runtime/client-node-errors.js";
 
 /** The requester as the AdmissionReview describes it; a SubjectAccessReview asks as exactly this user. */
 export interface AdmissionUserInfo {
@@ -81,10 +81,6 @@ export class FactLookupError extends Error {
     super(`${what}: ${apiErrorMessage(cause)}`, { cause });
     this.name = "FactLookupError";
   }
-}
-
-function isNotFound(error: unknown): boolean {
-  return error instanceof k8s.ApiException && error.code === 404;
 }
 
 function withTimeout<T>(what: string, timeoutMillis: number, work: Promise<T>): Promise<T> {
