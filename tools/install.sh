@@ -5,7 +5,7 @@
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
 #   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
-#   --only NAME    restrict to one tool (etcd, tofu, kube); may be repeated
+#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
 #   --print-env    print the export lines of the env file to stdout; builds nothing
 #
@@ -19,16 +19,20 @@ TOOLS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CAPTF_TOOLS_DIR="${CAPTF_TOOLS_DIR:-$HOME/.cache/captf/tools}"
 
 # name | main module (whose require line gives the version) | binary=package ...
-TOOLS=(etcd tofu kube)
+TOOLS=(etcd tofu terraform kube capi)
 declare -A TOOL_MODULE=(
   [etcd]=go.etcd.io/etcd/server/v3
   [tofu]=github.com/opentofu/opentofu
+  [terraform]=github.com/hashicorp/terraform
   [kube]=k8s.io/kubernetes
+  [capi]=sigs.k8s.io/cluster-api
 )
 declare -A TOOL_BINS=(
   [etcd]="etcd=go.etcd.io/etcd/server/v3"
   [tofu]="tofu=github.com/opentofu/opentofu/cmd/tofu"
+  [terraform]="terraform=github.com/hashicorp/terraform"
   [kube]="kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
+  [capi]="capi-manager=sigs.k8s.io/cluster-api/core clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl"
 )
 
 # Never download another Go toolchain; never pick up a go.work from a parent directory.
@@ -62,6 +66,7 @@ tool_ldflags() {
         f+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
       done
       printf '%s' "${f# }" ;;
+    capi) printf '%s' "-X sigs.k8s.io/cluster-api/version.gitVersion=$version -X sigs.k8s.io/cluster-api/version.gitTreeState=clean" ;;
     *) ;;
   esac
 }
@@ -172,14 +177,14 @@ write_env() {
 
 list_tools() {
   local name version dir pair bin status
-  printf '%-6s %-10s %-10s %s\n' NAME VERSION STATUS PATH
+  printf '%-9s %-10s %-10s %s\n' NAME VERSION STATUS PATH
   for name in "${SELECTED[@]}"; do
     version=$(tool_version "$name")
     dir=$(tool_dir "$name" "$version")
     for pair in ${TOOL_BINS[$name]}; do
       bin=${pair%%=*}
       if [[ -x $dir/bin/$bin ]]; then status=cached; else status=missing; fi
-      printf '%-6s %-10s %-10s %s\n' "$name" "$version" "$status" "$dir/bin/$bin"
+      printf '%-9s %-10s %-10s %s\n' "$name" "$version" "$status" "$dir/bin/$bin"
     done
   done
 }

@@ -24,6 +24,9 @@ describe("tools/install.sh", () => {
     expect(run.stdout).toMatch(/^etcd\s+v3\.6\.\d+\s+missing/m);
     expect(run.stdout).toMatch(/^tofu\s+v1\.12\.\d+\s+missing/m);
     expect(run.stdout).toMatch(/^kube\s+v1\.36\.\d+\s+missing\s+\S+kube-apiserver/m);
+    expect(run.stdout).toMatch(/^terraform\s+v1\.5\.7\s+missing\s+\S+\/bin\/terraform$/m);
+    expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/capi-manager$/m);
+    expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/clusterctl$/m);
   });
 
   it("fails, naming the module and version, when Go is missing", () => {

@@ -5,9 +5,12 @@ import { join } from "node:path";
 /** The external programs tests run for real, and the environment variable naming each one's path. */
 export const toolVariables = {
   tofu: "CAPTF_TOFU",
+  terraform: "CAPTF_TERRAFORM",
   etcd: "CAPTF_ETCD",
   "kube-apiserver": "CAPTF_KUBE_APISERVER",
   "kube-controller-manager": "CAPTF_KUBE_CONTROLLER_MANAGER",
+  "capi-manager": "CAPTF_CAPI_MANAGER",
+  clusterctl: "CAPTF_CLUSTERCTL",
 } as const;
 /** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
 export const debianTools = { umoci: "umoci", skopeo: "skopeo", "docker-registry": "docker-registry", go: "golang" } as const;
