@@ -26,11 +26,11 @@ const skippedSuitesFile = ".test-results/skipped-suites.txt";
 rmSync(skippedSuitesFile, { force: true });
 process.env.CAPTF_REPO_ROOT = process.cwd();
 
-const packages = readdirSync("packages").filter((name) => existsSync(`packages/${name}/tsconfig.test.json`));
+const packages = [...readdirSync("packages").map((name) => `packages/${name}`), "e2e"].filter((dir) => existsSync(`${dir}/tsconfig.test.json`));
 
 step("build (tsc -b)", "node", ["node_modules/typescript/bin/tsc", "-b"]);
-for (const name of packages) {
-  step(`typecheck tests of ${name}`, "node", ["node_modules/typescript/bin/tsc", "-p", `packages/${name}/tsconfig.test.json`]);
+for (const dir of packages) {
+  step(`typecheck tests of ${dir.replace(/^packages\//, "")}`, "node", ["node_modules/typescript/bin/tsc", "-p", `${dir}/tsconfig.test.json`]);
 }
 
 mkdirSync(".test-results", { recursive: true });

@@ -78,3 +78,10 @@ variable "cluster_network" {
   })
   default = null
 }
+
+variable "api_token" {
+  description = "Stands in for a credential a real module takes as a variable (from a labelled Secret): sensitive, and only its presence is recorded."
+  type        = string
+  default     = null
+  sensitive   = true
+}

@@ -14,6 +14,14 @@ export const clusterApiCrdFiles = ["cluster.x-k8s.io_clusters.yaml", "cluster.x-
  * module cache through the module proxy; later calls read the cache).
  */
 export function clusterApiCrdPaths(): string[] {
+  const moduleDir = clusterApiModuleDirectory();
+  const paths = clusterApiCrdFiles.map((file) => join(moduleDir, "core", "config", "crd", "bases", file));
+  for (const path of paths) if (!existsSync(path)) throw new Error(`the Cluster API module has no ${path}`);
+  return paths;
+}
+
+/** The Cluster API module's source tree (CRDs, webhook manifests), from the Go module cache. */
+export function clusterApiModuleDirectory(): string {
   const go = requireTool("go");
   const output = execFileSync(go, ["mod", "download", "-json", `sigs.k8s.io/cluster-api@${clusterApiVersion}`], {
     encoding: "utf8",
@@ -22,7 +30,5 @@ export function clusterApiCrdPaths(): string[] {
   });
   const download = JSON.parse(output) as { Dir?: string; Error?: string };
   if (!download.Dir) throw new Error(`go mod download sigs.k8s.io/cluster-api@${clusterApiVersion} failed: ${download.Error ?? "no directory"}`);
-  const paths = clusterApiCrdFiles.map((file) => join(download.Dir!, "core", "config", "crd", "bases", file));
-  for (const path of paths) if (!existsSync(path)) throw new Error(`the Cluster API module has no ${path}`);
-  return paths;
+  return download.Dir;
 }

@@ -1,16 +1,3 @@
-// The public surface of @captf/testkit.
-export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool, waitFor } from "./tools.js";
-export type { ToolName } from "./tools.js";
+// The public surface of @captf/testkit: the plane (./plane) and jest's describeWithTools.
+export * from "./plane.js";
 export { describeWithTools, skippedSuitesFile } from "./integration.js";
-export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";
-export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "./control-plane.js";
-export { sharedControlPlane, controlPlaneVariable } from "./shared-control-plane.js";
-export { runCommand, tofuEnvironment, runTofuTest } from "./tofu.js";
-export type { CommandRun, TofuTestRun } from "./tofu.js";
-export { buildModuleImage, startLocalRegistry, pushImage, moduleImageUser } from "./oci.js";
-export type { ModuleImage, LocalRegistry } from "./oci.js";
-export { lintPublishedModuleImages } from "./module-image-lint.js";
-export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
-export { clusterApiVersion, clusterApiCrdFiles, clusterApiCrdPaths } from "./capi.js";
-export { startChrootKubelet, prepareRunnerImageRoot } from "./kubelet.js";
-export type { ChrootKubelet, ChrootKubeletOptions, ImageResolver, ResolvedImage } from "./kubelet.js";

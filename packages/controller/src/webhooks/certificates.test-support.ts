@@ -1,39 +1,9 @@
-// Serving certificates for the admission server's tests, made with openssl: a throwaway CA and a
-// leaf for 127.0.0.1 (the API server checks the IP SAN; it ignores the CN).
-import { execFileSync } from "node:child_process";
-import { X509Certificate } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+// Serving certificates for the admission server's tests: made by the testkit (one home), plus a
+// rotation that renames a new pair into place as cert-manager does.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import type { ServingCertificate } from "@captf/testkit";
 
-export interface ServingCertificate {
-  caFile: string;
-  certFile: string;
-  keyFile: string;
-  caPem: string;
-  fingerprint256: string;
-}
-
-function openssl(args: string[], cwd: string): void {
-  execFileSync("openssl", args, { cwd, stdio: ["ignore", "ignore", "pipe"] });
-}
-
-/** Writes ca.crt, tls.crt and tls.key into `dir` (created if missing). */
-export function generateServingCertificate(dir: string, ip = "127.0.0.1"): ServingCertificate {
-  mkdirSync(dir, { recursive: true });
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  openssl(["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=captf-webhook-test-ca", "-addext", "keyUsage=critical,keyCertSign,cRLSign"], dir);
-  openssl(["req", ...ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", `/CN=${ip}`], dir);
-  writeFileSync(join(dir, "leaf.ext"), `subjectAltName=IP:${ip}\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n`);
-  openssl(["x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "tls.crt", "-days", "2", "-extfile", "leaf.ext"], dir);
-  const certFile = join(dir, "tls.crt");
-  return {
-    caFile: join(dir, "ca.crt"),
-    certFile,
-    keyFile: join(dir, "tls.key"),
-    caPem: readFileSync(join(dir, "ca.crt"), "utf8"),
-    fingerprint256: new X509Certificate(readFileSync(certFile)).fingerprint256,
-  };
-}
+export { generateServingCertificate, type ServingCertificate } from "@captf/testkit";
 
 /** Replaces the pair at `target` by the one at `source` the way a rotation does: each file renamed into place. */
 export function rotateInto(source: ServingCertificate, target: { certFile: string; keyFile: string }): void {

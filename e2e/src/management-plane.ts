@@ -1,0 +1,125 @@
+// A management plane on this machine, as a user would have one: etcd, kube-apiserver and
+// kube-controller-manager (the testkit's), Cluster API's core manager, the stand-ins for a control
+// plane provider and for kubelets joining, a loopback registry holding captf's images, the chroot
+// kubelet that runs Pods, and captf installed from config/install.yaml. Nothing on captf's path
+// holds admin credentials: its manager runs as its Deployment's ServiceAccount, its Jobs as the
+// runner ServiceAccount it binds.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { startChrootKubelet, startControlPlane, startLocalRegistry, waitFor, type ChrootKubelet, type ControlPlane, type LocalRegistry } from "@captf/testkit/plane";
+import { applyObjects, errorText, makeApplier, type Applier } from "./apply.js";
+import { buildAndPushImages, installCaptf, installObjects, managerNamespace, type CaptfImages, type CaptfInstall } from "./captf-install.js";
+import { startClusterApi, type ClusterApiManager } from "./cluster-api.js";
+import { standInControlPlaneCrd, startStandIns, type StandIns } from "./stand-ins.js";
+
+export interface ManagementPlane {
+  readonly kubeconfigPath: string;
+  readonly kubeConfig: k8s.KubeConfig;
+  readonly applier: Applier;
+  readonly images: CaptfImages;
+  readonly install: CaptfInstall;
+  readonly kubelet: ChrootKubelet;
+  readonly standIns: StandIns;
+  readonly clusterApi: ClusterApiManager;
+  readonly workDir: string;
+  /** Seconds each step of the start took, in order. */
+  readonly startSteps: readonly { step: string; seconds: number }[];
+  /** What every manager Pod of the plane wrote (all its restarts), as the chroot kubelet captured it. */
+  managerLog(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export interface ManagementPlaneOptions {
+  log?: (line: string) => void;
+  /** Pods the chroot kubelet runs at once. Default 2. */
+  maxParallelPods?: number;
+}
+
+export async function startManagementPlane(options: ManagementPlaneOptions = {}): Promise<ManagementPlane> {
+  const log = options.log ?? (() => undefined);
+  if (process.getuid?.() !== 0) throw new Error("the management plane's chroot kubelet needs root");
+  const workDir = mkdtempSync(join(tmpdir(), "captf-e2e-plane-"));
+  const steps: { step: string; seconds: number }[] = [];
+  const stops: (() => Promise<void>)[] = [];
+  const timed = async <T>(step: string, run: () => Promise<T> | T): Promise<T> => {
+    const started = Date.now();
+    const value = await run();
+    steps.push({ step, seconds: (Date.now() - started) / 1000 });
+    log(`${step}: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return value;
+  };
+  const stop = async () => {
+    for (const step of stops.reverse()) await step().catch((error) => log(`stopping: ${errorText(error)}`));
+    rmSync(workDir, { recursive: true, force: true });
+  };
+
+  try {
+    const controlPlane: ControlPlane = await timed("control plane (etcd, kube-apiserver, kube-controller-manager)", () => startControlPlane());
+    stops.push(() => controlPlane.stop());
+    const kubeConfig = new k8s.KubeConfig();
+    kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
+    const applier = makeApplier(kubeConfig);
+
+    const registry: LocalRegistry = await timed("loopback registry", () => startLocalRegistry());
+    stops.push(() => registry.stop());
+    const images = await timed("images (captf-controller, no-op modules)", () => buildAndPushImages(registry, workDir, log));
+
+    const clusterApi = await timed("Cluster API core manager", () => startClusterApi({ kubeconfigPath: controlPlane.kubeconfigPath, workDir, applier, log }));
+    stops.push(() => clusterApi.stop());
+
+    await applyObjects(applier, [standInControlPlaneCrd()]);
+    const standIns = startStandIns({ kubeConfig, workloadKubeconfig: readFileSync(controlPlane.kubeconfigPath, "utf8"), log });
+    stops.push(() => standIns.stop());
+
+    const install = await installObjects({ managerImage: images.manager, workDir });
+    await timed("captf installed from config/install.yaml", () => installCaptf(applier, install));
+    stops.push(async () => {
+      for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
+    });
+
+    const kubelet = await timed("chroot kubelet", () =>
+      startChrootKubelet({ kubeconfigPath: controlPlane.kubeconfigPath, nodeName: "e2e-kubelet", workDir: join(workDir, "kubelet"), maxParallel: options.maxParallelPods ?? 2, log: (line) => log(`kubelet: ${line}`) }),
+    );
+    stops.unshift(() => kubelet.stop()); // stopped first: no Pod outlives the plane
+    const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+    const managerPod = async () => (await core.listNamespacedPod({ namespace: managerNamespace, labelSelector: "app.kubernetes.io/component=controller-manager" })).items.find((pod) => pod.status?.phase === "Running");
+    const managerPods = new Set<string>();
+    const managerLog = async () => {
+      for (const pod of (await core.listNamespacedPod({ namespace: managerNamespace })).items) managerPods.add(pod.metadata!.name!);
+      return [...managerPods].map((pod) => kubelet.containerLog(managerNamespace, pod, "manager")).join("\n");
+    };
+    await timed("captf manager running and admitting", async () => {
+      await waitFor(managerPod, 180_000, "the captf manager Pod running");
+      // The manager leads and its webhook admits through the API server: a dry-run create is allowed.
+      const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+      await waitFor(async () => {
+        try {
+          await custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace: "default", plural: "terraformmachines", dryRun: "All", body: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", metadata: { name: "probe" }, spec: { source: { image: images.modules.machine } } } });
+          return true;
+        } catch {
+          return undefined;
+        }
+      }, 120_000, "captf's webhook admitting through the API server");
+    });
+
+    return {
+      kubeconfigPath: controlPlane.kubeconfigPath,
+      kubeConfig,
+      applier,
+      images,
+      install,
+      kubelet,
+      standIns,
+      clusterApi,
+      workDir,
+      startSteps: steps,
+      managerLog,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,173 @@
+// What the e2e plane stands in for, because captf is only an infrastructure provider:
+// - a control plane provider (StandInControlPlane): once the Cluster's infrastructure is
+//   provisioned it reports the control plane initialized and available and writes the
+//   `<cluster>-kubeconfig` Secret, as KubeadmControlPlane would; the workload cluster is the
+//   management plane itself;
+// - kubelets joining: for every providerID Cluster API learns from captf (a Machine's
+//   spec.providerID, a MachinePool's spec.providerIDList) a Node with that providerID is
+//   registered, and its Ready condition renewed, as a kubelet on the new instance would.
+import * as k8s from "@kubernetes/client-node";
+import { errorText } from "./apply.js";
+
+export const standInGroup = "controlplane.e2e.captf.io";
+export const standInKind = "StandInControlPlane";
+/** Nodes registered by the stand-in kubelets carry this label. */
+export const standInNodeLabel = "e2e.captf.io/stand-in-kubelet";
+
+const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+
+/** The stand-in control plane's CRD, labelled with the Cluster API contract it implements. */
+export function standInControlPlaneCrd(): k8s.KubernetesObject {
+  const preserve = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `standincontrolplanes.${standInGroup}`, labels: { "cluster.x-k8s.io/v1beta2": "v1alpha1" } },
+    spec: {
+      group: standInGroup,
+      scope: "Namespaced",
+      names: { kind: standInKind, listKind: `${standInKind}List`, plural: "standincontrolplanes", singular: "standincontrolplane" },
+      versions: [{ name: "v1alpha1", served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: "object", properties: { spec: preserve, status: preserve } } } }],
+    },
+  } as k8s.KubernetesObject;
+}
+
+/** The node name a stand-in kubelet registers for a providerID: its path, as a DNS label sequence. */
+export function nodeNameFor(providerId: string): string {
+  return providerId
+    .replace(/^[a-z0-9-]+:\/\/\/?/, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]+/g, "-")
+    .replace(/^[-.]+|[-.]+$/g, "")
+    .slice(0, 253);
+}
+
+export interface StandIns {
+  /** Providers IDs whose stand-in kubelet reports NotReady (the health scenario's broken instance). */
+  readonly notReady: Set<string>;
+  stop(): Promise<void>;
+}
+
+type AnyObject = Record<string, any>;
+
+/** Starts both stand-ins; they act once a second and renew Node heartbeats every 10 s. */
+export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKubeconfig: string; log: (line: string) => void }): StandIns {
+  const custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const core = options.kubeConfig.makeApiClient(k8s.CoreV1Api);
+  const notReady = new Set<string>();
+  const heartbeats = new Map<string, number>();
+  let stopped = false;
+  let lastError = "";
+
+  const tick = async () => {
+    await reconcileControlPlanes();
+    await reconcileNodes();
+  };
+
+  const reconcileControlPlanes = async () => {
+    const planes = (await custom.listClusterCustomObject({ group: standInGroup, version: "v1alpha1", plural: "standincontrolplanes" })) as { items: AnyObject[] };
+    for (const plane of planes.items) {
+      const { namespace, name } = plane.metadata;
+      if (plane.metadata.deletionTimestamp || plane.status?.initialization?.controlPlaneInitialized) continue;
+      const clusters = (await custom.listNamespacedCustomObject({ ...capi, namespace, plural: "clusters" })) as { items: AnyObject[] };
+      const cluster = clusters.items.find((candidate) => candidate.spec?.controlPlaneRef?.name === name && candidate.spec?.controlPlaneRef?.kind === standInKind);
+      if (!cluster?.status?.initialization?.infrastructureProvisioned) continue;
+      const owner = { apiVersion: `${capi.group}/${capi.version}`, kind: "Cluster", name: cluster.metadata.name, uid: cluster.metadata.uid };
+      await core
+        .createNamespacedSecret({
+          namespace,
+          body: {
+            metadata: { name: `${cluster.metadata.name}-kubeconfig`, labels: { "cluster.x-k8s.io/cluster-name": cluster.metadata.name }, ownerReferences: [owner] },
+            type: "cluster.x-k8s.io/secret",
+            stringData: { value: options.workloadKubeconfig },
+          },
+        })
+        .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+      const now = new Date().toISOString();
+      await custom.patchNamespacedCustomObjectStatus(
+        {
+          group: standInGroup,
+          version: "v1alpha1",
+          namespace,
+          plural: "standincontrolplanes",
+          name,
+          body: {
+            status: {
+              initialization: { controlPlaneInitialized: true },
+              version: plane.spec?.version,
+              conditions: [{ type: "Available", status: "True", reason: "Available", message: "", lastTransitionTime: now, observedGeneration: plane.metadata.generation }],
+            },
+          },
+        },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
+      options.log(`stand-in control plane ${namespace}/${name}: initialized, ${cluster.metadata.name}-kubeconfig written`);
+    }
+  };
+
+  const reconcileNodes = async () => {
+    const wanted = new Set<string>();
+    const machines = (await custom.listClusterCustomObject({ ...capi, plural: "machines" })) as { items: AnyObject[] };
+    for (const machine of machines.items) if (machine.spec?.providerID && !machine.metadata.deletionTimestamp) wanted.add(machine.spec.providerID);
+    const pools = (await custom.listClusterCustomObject({ ...capi, plural: "machinepools" })) as { items: AnyObject[] };
+    for (const pool of pools.items) if (!pool.metadata.deletionTimestamp) for (const id of pool.spec?.providerIDList ?? []) wanted.add(id);
+
+    const nodes = await core.listNode({ labelSelector: standInNodeLabel });
+    const existing = new Map(nodes.items.map((node) => [node.spec?.providerID ?? "", node]));
+    const now = Date.now();
+    for (const providerId of wanted) {
+      const name = nodeNameFor(providerId);
+      if (!existing.has(providerId)) {
+        await core.createNode({ body: { metadata: { name, labels: { [standInNodeLabel]: "true" } }, spec: { providerID: providerId } } }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+        options.log(`stand-in kubelet: node ${name} joined (${providerId})`);
+        heartbeats.delete(name);
+      }
+      const ready = !notReady.has(providerId);
+      const last = heartbeats.get(name);
+      const reported = existing.get(providerId)?.status?.conditions?.find((condition) => condition.type === "Ready")?.status;
+      if (last !== undefined && now - last < 10_000 && reported === (ready ? "True" : "False")) continue;
+      await patchNodeReady(core, name, ready);
+      heartbeats.set(name, now);
+    }
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        await tick();
+        lastError = "";
+      } catch (error) {
+        const text = errorText(error);
+        if (text !== lastError) options.log(`stand-ins: ${text}`);
+        lastError = text;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+
+  return {
+    notReady,
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+async function patchNodeReady(core: k8s.CoreV1Api, name: string, ready: boolean): Promise<void> {
+  const now = new Date().toISOString();
+  await core.patchNodeStatus(
+    {
+      name,
+      body: {
+        status: {
+          conditions: [
+            { type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady", message: ready ? "stand-in kubelet is posting ready status" : "stand-in kubelet reports the instance unhealthy", lastHeartbeatTime: now, lastTransitionTime: now },
+          ],
+          nodeInfo: { architecture: "amd64", bootID: "", containerRuntimeVersion: "stand-in://1", kernelVersion: "", kubeProxyVersion: "", kubeletVersion: "v1.36.3", machineID: "", operatingSystem: "linux", osImage: "captf e2e stand-in", systemUUID: "" },
+        },
+      },
+    },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch),
+  );
+}
