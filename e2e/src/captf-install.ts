@@ -36,8 +36,7 @@ export function buildAndPushImages(registry: LocalRegistry, workDir: string, log
   pushImage(layout, "e2e", manager);
   log(`images: captf-controller built and pushed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const tofu = requireTool("tofu");
-  const tofuVersion = execFileSync(tofu, ["version", "-json"], { encoding: "utf8" });
-  const runtimeVersion = (JSON.parse(tofuVersion) as { terraform_version: string }).terraform_version;
+  const runtimeVersion = /^OpenTofu v(\S+)/m.exec(execFileSync(tofu, ["version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }))?.[1] ?? "unknown";
   const modules = {} as Record<Role, string>;
   for (const role of ["cluster", "machine", "machinepool"] as const) {
     const tag = `${role}-${moduleTag}`;

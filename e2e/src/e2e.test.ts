@@ -18,6 +18,7 @@ type AnyObject = Record<string, any>;
 
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: demoNamespace };
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace: demoNamespace };
+const scenarioTimeout = 600_000;
 const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
 
 describeWithTools(
@@ -34,6 +35,7 @@ describeWithTools(
     let custom: k8s.CustomObjectsApi;
     let core: k8s.CoreV1Api;
     let batch: k8s.BatchV1Api;
+    let events: k8s.EventsV1Api;
 
     const progressTable = async () => formatProgress((await readProgress(plane.kubeConfig, demoNamespace, demoClusterName)).rows);
     const waitReady = async (what: string, extra: () => Promise<boolean> = async () => true, timeoutMillis = 300_000) => {
@@ -49,6 +51,7 @@ describeWithTools(
       custom = plane.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
       core = plane.kubeConfig.makeApiClient(k8s.CoreV1Api);
       batch = plane.kubeConfig.makeApiClient(k8s.BatchV1Api);
+      events = plane.kubeConfig.makeApiClient(k8s.EventsV1Api);
     }, 900_000);
 
     afterAll(async () => {
@@ -75,15 +78,19 @@ describeWithTools(
       expect(pool.spec.providerIDList).toHaveLength(3);
       expect(pool.status.readyReplicas).toBe(3);
 
-      // One Job per object, plus at most the cluster's re-apply once its control plane is initialized.
+      // One apply per object, plus at most the cluster's re-apply once its control plane is
+      // initialized; besides, the pool's membership refresh that follows every pool apply (reference 2.16).
       const jobs = await captfJobs();
-      expect(jobs.length).toBeGreaterThanOrEqual(5);
-      expect(jobs.length).toBeLessThanOrEqual(6);
+      const byOp = (op: string) => jobs.filter((job) => job.metadata!.labels![labels.op] === op);
+      expect(byOp("apply").length).toBeGreaterThanOrEqual(5);
+      expect(byOp("apply").length).toBeLessThanOrEqual(6);
+      expect(byOp("refresh").map((job) => job.metadata!.labels![labels.ownerKind])).toEqual(["TerraformMachinePool"]);
+      expect(jobs).toHaveLength(byOp("apply").length + 1);
       // The manager ran with its own ServiceAccount and was never refused.
       const managerPod = (await core.listNamespacedPod({ namespace: managerNamespace })).items[0]!;
       expect(managerPod.spec!.serviceAccountName).toBe("captf-controller-manager");
       expect(await plane.managerLog()).not.toMatch(/forbidden/i);
-    });
+    }, scenarioTimeout);
 
     it("scales a MachineDeployment 3 → 5 → 2 and a MachinePool 3 → 1 through Cluster API", async () => {
       const scale = (plural: string, name: string, replicas: number) => custom.patchNamespacedCustomObject({ ...capi, plural, name, body: { spec: { replicas } } }, mergePatch);
@@ -93,15 +100,52 @@ describeWithTools(
 
       await scale("machinedeployments", "demo-md-0", 2);
       await waitReady("2 machines", async () => (await list(capi, "machines")).length === 2 && (await list(infra, "terraformmachines")).length === 2);
-      const destroys = (await captfJobs()).filter((job) => job.metadata!.labels![labels.op] === "destroy");
-      expect(destroys.length).toBeGreaterThanOrEqual(3);
+      // The three removed machines were destroyed (their Jobs went with them: the events stay).
+      const remaining = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
+      const destroyed = (await events.listNamespacedEvent({ namespace: demoNamespace })).items.filter((event) => event.reason === "Destroyed" && event.regarding?.kind === "TerraformMachine" && !remaining.has(event.regarding.name!));
+      expect(new Set(destroyed.map((event) => event.regarding!.name)).size).toBe(3);
 
       await scale("machinepools", "demo-mp-0", 1);
       await waitReady("a pool of 1", async () => {
         const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as AnyObject;
         return pool.spec.providerIDList?.length === 1 && pool.status?.readyReplicas === 1;
       });
-    });
+    }, scenarioTimeout);
+
+    it("rolls the MachineDeployment to a new version with new TerraformMachines", async () => {
+      const before = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
+      await custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { template: { spec: { version: "v1.36.4" } } } } }, mergePatch);
+      await waitReady("the roll to v1.36.4", async () => {
+        const machines = await list(capi, "machines");
+        return machines.length === 2 && machines.every((machine) => machine.spec.version === "v1.36.4");
+      });
+      const after = (await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string);
+      expect(after).toHaveLength(2);
+      for (const name of after) expect(before.has(name)).toBe(false);
+    }, scenarioTimeout);
+
+    it("holds a cluster input change under applyPolicy Manual until its plan is approved", async () => {
+      const clusterJobs = async (op: string) => (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerKind] === "TerraformCluster" && job.metadata!.labels![labels.op] === op).length;
+      const appliesBefore = await clusterJobs("apply");
+      await custom.patchNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: demoClusterName, body: { spec: { applyPolicy: "Manual", variables: { notes: "resized by the e2e" } } } }, mergePatch);
+      const planned = await waitFor(async () => {
+        const cluster = (await custom.getNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: demoClusterName })) as AnyObject;
+        const waiting = (cluster.status?.conditions ?? []).some((condition: AnyObject) => condition.type === "ApplyJobSucceeded" && condition.reason === "PlanAwaitingApproval");
+        return waiting && cluster.status?.plan?.planHash ? cluster : undefined;
+      }, 180_000, "the plan shown in status.plan, awaiting approval");
+      expect(planned.status.plan.planHash).toMatch(/^p1:[0-9a-f]{64}$/);
+      expect(JSON.stringify(planned.status.plan)).toMatch(/terraform_data\.load_balancer/);
+      expect(await clusterJobs("apply")).toBe(appliesBefore);
+
+      await custom.patchNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: demoClusterName, body: { metadata: { annotations: { "captf.io/approve-plan": planned.status.plan.planHash } } } }, mergePatch);
+      await waitFor(async () => {
+        const cluster = (await custom.getNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: demoClusterName })) as AnyObject;
+        const applied = !cluster.status?.plan && !cluster.metadata.annotations?.["captf.io/approve-plan"] && (cluster.status?.conditions ?? []).some((condition: AnyObject) => condition.type === "Ready" && condition.status === "True");
+        return applied ? true : undefined;
+      }, 180_000, "the approved plan applied, status.plan and the approval cleared");
+      expect(await clusterJobs("apply")).toBe(appliesBefore + 1);
+      await waitReady("the demo Ready after the approved apply");
+    }, scenarioTimeout);
 
     it("lets no secret value reach a log, an event, a status, a Job or a termination message", async () => {
       const haystacks: [string, string][] = [];
@@ -122,7 +166,7 @@ describeWithTools(
       // The canaries are really in play: each sits in the Secret it was put in.
       const mirror = (await core.listNamespacedSecret({ namespace: demoNamespace, labelSelector: labels.mirrored })).items;
       expect(mirror.map((secret) => Buffer.from(secret.data?.NOOP_API_TOKEN ?? "", "base64").toString())).toContain(secrets.credential);
-    });
+    }, scenarioTimeout);
 
     it("removes everything of captf when the Cluster is deleted", async () => {
       await custom.deleteNamespacedCustomObject({ ...capi, plural: "clusters", name: demoClusterName });
@@ -143,6 +187,6 @@ describeWithTools(
       const rbac = plane.kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
       for (const binding of (await rbac.listNamespacedRoleBinding({ namespace: demoNamespace })).items) if (binding.metadata!.name!.startsWith("captf")) leftovers.push(`RoleBinding/${binding.metadata!.name}`);
       expect(leftovers).toEqual([]);
-    });
+    }, scenarioTimeout);
   },
 );

@@ -69,7 +69,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     const clusterApi = await timed("Cluster API core manager", () => startClusterApi({ kubeconfigPath: controlPlane.kubeconfigPath, workDir, applier, log }));
     stops.push(() => clusterApi.stop());
 
-    await applyObjects(applier, [standInControlPlaneCrd()]);
+    await applyObjects(applier, standInControlPlaneCrd());
     const standIns = startStandIns({ kubeConfig, workloadKubeconfig: readFileSync(controlPlane.kubeconfigPath, "utf8"), log });
     stops.push(() => standIns.stop());
 

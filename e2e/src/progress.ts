@@ -45,9 +45,9 @@ export async function readProgress(kubeConfig: k8s.KubeConfig, namespace: string
   for (const object of terraformClusters) rows.push(captfRow("TerraformCluster", object));
   for (const deployment of deployments) {
     const desired = deployment.spec?.replicas ?? 0;
-    rows.push(capiRow("MachineDeployment", deployment, (deployment.status?.readyReplicas ?? 0) === desired && (deployment.status?.replicas ?? 0) === desired));
+    rows.push(capiRow("MachineDeployment", deployment, (deployment.status?.availableReplicas ?? 0) === desired && (deployment.status?.replicas ?? 0) === desired && isTrue(deployment, "Available")));
   }
-  for (const machine of machines) rows.push(capiRow("Machine", machine, machine.status?.phase === "Running" && Boolean(machine.status?.nodeRef?.name)));
+  for (const machine of machines) rows.push(capiRow("Machine", machine, machine.status?.phase === "Running" && Boolean(machine.status?.nodeRef?.name) && isTrue(machine, "Ready")));
   for (const object of terraformMachines) rows.push(captfRow("TerraformMachine", object));
   for (const pool of pools) {
     const desired = pool.spec?.replicas ?? 0;

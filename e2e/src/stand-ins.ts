@@ -7,7 +7,8 @@
 //   spec.providerID, a MachinePool's spec.providerIDList) a Node with that providerID is
 //   registered, and its Ready condition renewed, as a kubelet on the new instance would.
 import * as k8s from "@kubernetes/client-node";
-import { errorText } from "./apply.js";
+import { fileURLToPath } from "node:url";
+import { errorText, loadManifest } from "./apply.js";
 
 export const standInGroup = "controlplane.e2e.captf.io";
 export const standInKind = "StandInControlPlane";
@@ -16,20 +17,9 @@ export const standInNodeLabel = "e2e.captf.io/stand-in-kubelet";
 
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 
-/** The stand-in control plane's CRD, labelled with the Cluster API contract it implements. */
-export function standInControlPlaneCrd(): k8s.KubernetesObject {
-  const preserve = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `standincontrolplanes.${standInGroup}`, labels: { "cluster.x-k8s.io/v1beta2": "v1alpha1" } },
-    spec: {
-      group: standInGroup,
-      scope: "Namespaced",
-      names: { kind: standInKind, listKind: `${standInKind}List`, plural: "standincontrolplanes", singular: "standincontrolplane" },
-      versions: [{ name: "v1alpha1", served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: "object", properties: { spec: preserve, status: preserve } } } }],
-    },
-  } as k8s.KubernetesObject;
+/** The stand-in control plane's CRD (a manifest of the e2e), labelled with the Cluster API contract it implements. */
+export function standInControlPlaneCrd(): k8s.KubernetesObject[] {
+  return loadManifest(fileURLToPath(new URL("../manifests/stand-ins/standincontrolplane-crd.yaml", import.meta.url)), {});
 }
 
 /** The node name a stand-in kubelet registers for a providerID: its path, as a DNS label sequence. */
@@ -163,6 +153,7 @@ async function patchNodeReady(core: k8s.CoreV1Api, name: string, ready: boolean)
         status: {
           conditions: [
             { type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady", message: ready ? "stand-in kubelet is posting ready status" : "stand-in kubelet reports the instance unhealthy", lastHeartbeatTime: now, lastTransitionTime: now },
+            ...(["MemoryPressure", "DiskPressure", "PIDPressure"] as const).map((type) => ({ type, status: "False", reason: `KubeletHasNo${type}`, message: `stand-in kubelet has no ${type}`, lastHeartbeatTime: now, lastTransitionTime: now })),
           ],
           nodeInfo: { architecture: "amd64", bootID: "", containerRuntimeVersion: "stand-in://1", kernelVersion: "", kubeProxyVersion: "", kubeletVersion: "v1.36.3", machineID: "", operatingSystem: "linux", osImage: "captf e2e stand-in", systemUUID: "" },
         },

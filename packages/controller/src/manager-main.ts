@@ -15,6 +15,8 @@ import { kubeEventRecorder } from "./events/event-recorder.js";
 import { parseManagerFlags, type ManagerSettings } from "./flags.js";
 import { identityController } from "./identity/identity-controller.js";
 import { identityCredentials } from "./identity/job-credentials.js";
+import { sweepNamespace } from "./identity/namespace-sweep.js";
+import { apiErrorMessage } from "./runtime/client-node-errors.js";
 import { defaultJobEnvironment, type JobEnvironment } from "./jobs/build-job.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js";
 import type { BuildInfo } from "./metrics/captf-metrics.js";
@@ -112,6 +114,13 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     clusterOperationGate: settings.clusterOperationGate,
     runnerEvents: settings.runnerEvents,
     stateBackups: settings.stateBackups,
+    sweepNamespace: async (namespace) => {
+      const result = await sweepNamespace({ core: clients.core, rbac: clients.rbac, custom: clients.custom, coordination: clients.coordination }, namespace).catch((error: unknown) => {
+        logger.warn({ namespace, err: apiErrorMessage(error) }, "namespace sweep failed; the next finalizer removal tries again");
+        return undefined;
+      });
+      if (result?.swept && result.removed.length > 0) logger.info({ namespace, removed: result.removed }, "no captf objects left in the namespace: removed what captf made there");
+    },
     ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.

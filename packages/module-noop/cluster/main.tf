@@ -28,5 +28,6 @@ resource "terraform_data" "load_balancer" {
     control_plane_initialized = var.control_plane_initialized
     cluster_network           = var.cluster_network
     api_token_given           = var.api_token != null
+    notes                     = var.notes
   }
 }

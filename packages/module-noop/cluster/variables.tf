@@ -85,3 +85,9 @@ variable "api_token" {
   default     = null
   sensitive   = true
 }
+
+variable "notes" {
+  description = "A free-form note recorded on the stand-in load balancer: a user input whose change plans an in-place update (the demo's approval example)."
+  type        = string
+  default     = null
+}

@@ -84,6 +84,8 @@ export interface ReconcilerDeps {
   stateBackups?: number;
   /** `--cluster-operation-gate` (default true). */
   clusterOperationGate?: boolean;
+  /** Runs after a finalizer is removed: clears what captf made in a namespace left without objects. */
+  sweepNamespace?: (namespace: string) => Promise<void>;
   now?: () => number;
 }
 
@@ -210,7 +212,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const mergePatch = (body: unknown) => custom.patchNamespacedCustomObject({ ...objectApi, body }, mergePatchOptions());
   const finalizer = finalizers[adapter.kind];
   // With the resourceVersion read: a finalizer list changed meanwhile makes this a conflict, not a loss.
-  const removeFinalizer = () => mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+  const removeFinalizer = async () => {
+    await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+    await deps.sweepNamespace?.(namespace);
+  };
   const deleting = Boolean(object.metadata.deletionTimestamp);
 
   // The finalizer goes on first, in its own write, so a destroy can never be skipped.

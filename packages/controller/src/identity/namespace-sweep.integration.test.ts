@@ -1,0 +1,48 @@
+// The namespace sweep on the real API server: nothing is removed while a captf object remains;
+// once the last one is gone, captf's ServiceAccount, RoleBinding and Leases go, and what captf did
+// not make (no captf.io/managed label) stays.
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import * as k8s from "@kubernetes/client-node";
+import { describeWithTools } from "@captf/testkit";
+import { apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { minimalMachine } from "../api/examples.test-support.js";
+import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
+import { ensureRunnerRbac } from "./runner-rbac.js";
+import { sweepNamespace } from "./namespace-sweep.js";
+
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the namespace sweep", () => {
+  const namespace = `sweep-${Date.now().toString(36)}`;
+  let plane: PlaneClients;
+  let rbac: k8s.RbacAuthorizationV1Api;
+
+  beforeAll(async () => {
+    plane = await preparePlane(namespace);
+    const kubeConfig = new k8s.KubeConfig();
+    kubeConfig.loadFromFile(plane.kubeconfigPath);
+    rbac = kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
+  });
+  afterAll(async () => {
+    await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  });
+
+  it("keeps everything while an object remains, then removes only what captf made", async () => {
+    const clients = { core: plane.core, rbac, custom: plane.custom, coordination: plane.coordination };
+    expect((await ensureRunnerRbac(clients, namespace)).status).toBe("True");
+    await plane.coordination.createNamespacedLease({ namespace, body: { metadata: { name: "captf-run-test", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } } });
+    await plane.coordination.createNamespacedLease({ namespace, body: { metadata: { name: "someone-elses" }, spec: { holderIdentity: "them" } } });
+    await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "team-runner" } } });
+    const machines = { group: apiGroup, version: apiVersion, namespace, plural: "terraformmachines" };
+    await plane.custom.createNamespacedCustomObject({ ...machines, body: minimalMachine("m-0") });
+
+    expect(await sweepNamespace(clients, namespace)).toEqual({ swept: false });
+    expect((await rbac.listNamespacedRoleBinding({ namespace })).items.map((binding) => binding.metadata!.name)).toEqual(["captf-runner"]);
+
+    await plane.custom.deleteNamespacedCustomObject({ ...machines, name: "m-0" });
+    const result = await sweepNamespace(clients, namespace);
+    expect(result).toEqual({ swept: true, removed: ["ServiceAccount/captf-runner", "RoleBinding/captf-runner", "Lease/captf-run-test"] });
+    expect((await rbac.listNamespacedRoleBinding({ namespace })).items).toEqual([]);
+    expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name).sort()).toEqual(expect.not.arrayContaining(["captf-runner"]));
+    expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name)).toContain("team-runner");
+    expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).toEqual(["someone-elses"]);
+  });
+});
