@@ -1,0 +1,104 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { describeWithTools } from "@captf/testkit";
+import type { EventRecorder } from "../events/event-recorder.js";
+import { clusterAdapter } from "../kinds/adapters.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+
+type Json = Record<string, any>;
+
+const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
+const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
+
+// TerraformClusters whose modules publish what the contract allows at its edges, on the real API
+// server with real Jobs and the real runner: the no-op cluster module, each test changing one output.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "cluster modules at the contract's edges", () => {
+  const namespace = `clustermod-${Date.now().toString(36)}`;
+  const work = mkdtempSync(join(tmpdir(), "captf-cluster-modules-"));
+  const modules: Record<string, string> = {};
+  const recorded: { name: string; reason: string; note: string }[] = [];
+  const events: EventRecorder = {
+    async record(subject, reason, note) {
+      recorded.push({ name: subject.name, reason, note });
+    },
+  };
+  let plane: PlaneClients;
+  let deps: ReconcilerDeps;
+  let executor: JobExecutor;
+
+  /** A no-op module of the role with output values replaced and files added. */
+  function noopVariant(name: string, role: "cluster" | "machinepool", change: { outputs?: Record<string, string>; files?: Record<string, string> }): string {
+    const dir = join(work, name);
+    cpSync(noopModuleDirectory(role), dir, { recursive: true });
+    const outputsFile = join(dir, "outputs.tf");
+    let outputs = readFileSync(outputsFile, "utf8");
+    for (const [output, value] of Object.entries(change.outputs ?? {})) {
+      const pattern = new RegExp(`(output "${output}" \\{[^]*?value\\s*=\\s*)(\\[[^]*?\\]|\\{[^]*?\\n  \\}|[^\\n]*)\\n`);
+      const replaced = outputs.replace(pattern, `$1${value}\n`);
+      if (replaced === outputs) throw new Error(`output ${output} not found in the no-op ${role} module`);
+      outputs = replaced;
+    }
+    writeFileSync(outputsFile, outputs);
+    for (const [file, content] of Object.entries(change.files ?? {})) writeFileSync(join(dir, file), content);
+    return dir;
+  }
+
+  beforeAll(async () => {
+    plane = await preparePlane(namespace);
+    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events };
+    modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
+  }, 120_000);
+  afterAll(() => {
+    executor?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  async function createCluster(name: string, image: string, spec: Json = {}): Promise<void> {
+    const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
+    } })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
+      spec: { source: { image }, identityRef: { name: "unused" }, ...spec },
+    } });
+  }
+
+  const getCluster = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+  const jobsOf = async (name: string) => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+
+  async function drive(name: string, until: (cluster: Json) => boolean, maxPasses = 10): Promise<string[]> {
+    const actions: string[] = [];
+    for (let pass = 0; pass < maxPasses; pass++) {
+      actions.push((await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action);
+      if (until(await getCluster(name))) return actions;
+      if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+    }
+    throw new Error(`${name} did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await getCluster(name)).status)}`);
+  }
+
+  describe("failure_domains", () => {
+    it("a module that publishes [] provisions the cluster without status.failureDomains, and its apply is recorded once", async () => {
+      await createCluster("nofd", "registry.invalid/captf/no-domains:v1");
+      await drive("nofd", (c) => c.status?.initialization?.provisioned === true);
+      const cluster = await getCluster("nofd");
+      expect(cluster.status.failureDomains).toBeUndefined();
+      expect(condition(cluster, "Ready")).toMatchObject({ status: "True" });
+      expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+      // Settled: further passes start nothing and record nothing again.
+      for (let pass = 0; pass < 2; pass++) expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "nofd")).action).toBe("UpToDate");
+      const applies = (await jobsOf("nofd")).filter((job) => job.metadata?.labels?.[opLabel] === "apply");
+      expect(applies).toHaveLength(1);
+      expect(recorded.filter((event) => event.name === "nofd" && event.reason === "JobSucceeded")).toHaveLength(1);
+    }, 120_000);
+  });
+});
