@@ -159,6 +159,8 @@ export interface KindAdapter<R extends Role> {
 }
 
 const gateRequeueMs = 30_000;
+/** A write lost a race with another writer, or a cache lags: look again soon. */
+const lagRequeueMs = 5_000;
 const defaultStateBackups = 5;
 const longRequeueMs = 10 * 60_000;
 const defaultMembershipRefreshSeconds = 60;
@@ -210,12 +212,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const mergePatch = (body: unknown) => custom.patchNamespacedCustomObject({ ...objectApi, body }, mergePatchOptions());
   const finalizer = finalizers[adapter.kind];
   // With the resourceVersion read: a finalizer list changed meanwhile makes this a conflict, not a loss.
-  const removeFinalizer = () => mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
+  // A conflict is an expected lost race (Cluster API writes an object it just created): false, and the pass requeues.
+  const writeFinalizers = (list: string[]) => mergePatch({ metadata: { finalizers: list, resourceVersion: object.metadata.resourceVersion } }).then(() => true, (error) => (isConflict(error) ? false : Promise.reject(error)));
+  const removeFinalizer = () => writeFinalizers((object.metadata.finalizers ?? []).filter((f) => f !== finalizer));
+  const finalizerConflict: PassResult = { action: "finalizer write conflicted: the object changed meanwhile; requeued", requeueAfterMs: lagRequeueMs };
   const deleting = Boolean(object.metadata.deletionTimestamp);
 
   // The finalizer goes on first, in its own write, so a destroy can never be skipped.
   if (!deleting && !object.metadata.finalizers?.includes(finalizer)) {
-    await mergePatch({ metadata: { finalizers: [...(object.metadata.finalizers ?? []), finalizer], resourceVersion: object.metadata.resourceVersion } });
+    if (!(await writeFinalizers([...(object.metadata.finalizers ?? []), finalizer]))) return finalizerConflict;
     return { action: "added finalizer", requeueAfterMs: 0 };
   }
 
@@ -405,7 +410,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (retainedBy.length > 0) {
     const retainer = retainedBy.join(", ");
     if (deleting) {
-      await removeFinalizer();
+      if (!(await removeFinalizer())) return finalizerConflict;
       void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}; the state retained by deleted object ${retainer} is left as it is`);
       return { action: "removed finalizer" };
     }
@@ -472,7 +477,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
     const kept = await retainState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    await removeFinalizer();
+    if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "InfrastructureRetained", `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "retained infrastructure, removed finalizer" };
@@ -530,7 +535,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    await removeFinalizer();
+    if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "removed finalizer" };
