@@ -233,6 +233,24 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 60_000);
   });
 
+  describe("spec.jobs.serviceAccountName", () => {
+    it("runs no Job as a ServiceAccount that is not opted in (ServiceAccountNotOptedIn), and runs it once labelled captf.io/runner=true", async () => {
+      await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "own-runner" } } });
+      await createMachine("own-sa", { jobs: { serviceAccountName: "own-runner" } });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("added finalizer");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("waiting: ServiceAccountNotOptedIn");
+      expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn", message: expect.stringContaining("captf.io/runner=true") });
+      expect(await jobsOf("own-sa")).toHaveLength(0);
+
+      await plane.core.patchNamespacedServiceAccount({ namespace, name: "own-runner", body: { metadata: { labels: { "captf.io/runner": "true" } } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toMatch(/^started apply \(NoState\)/);
+      expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({ status: "True", reason: "RBACReady" });
+      const [job] = await jobsOf("own-sa");
+      expect(job!.spec!.template.spec!.serviceAccountName).toBe("own-runner");
+      await drive("own-sa", (m) => m.status?.initialization?.provisioned === true);
+    }, 120_000);
+  });
+
   describe("deletionPolicy Retain", () => {
     it("leaves the infrastructure: no destroy, the state and inputs kept unowned and labelled with the deleted UID", async () => {
       await createMachine("kept", { deletionPolicy: "Retain" });

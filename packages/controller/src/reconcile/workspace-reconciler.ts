@@ -4,7 +4,8 @@ import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } f
 import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
-import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
@@ -271,6 +272,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (deps.credentials && !paused) {
     credentials = await deps.credentials({ role: adapter.role, object, terraformCluster });
     for (const { type, value } of credentials.conditions) conditions.set(type, value);
+  }
+  const jobPolicy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
+  // A ServiceAccount other than captf-runner runs Jobs only once opted in.
+  let serviceAccountRefusal: ConditionValue | undefined;
+  if (jobPolicy.serviceAccountName && jobPolicy.serviceAccountName !== runnerServiceAccount && !paused) {
+    const account = await core.readNamespacedServiceAccount({ name: jobPolicy.serviceAccountName, namespace }).catch(ignoreNotFound);
+    const runnerAccount = serviceAccountOverrideCondition(jobPolicy.serviceAccountName, namespace, account);
+    conditions.set("RunnerRBACReady", runnerAccount);
+    if (runnerAccount.status !== "True") serviceAccountRefusal = runnerAccount;
   }
 
   // Observe Jobs; bookkeep the finished ones not recorded yet.
@@ -542,7 +552,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet });
+    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
@@ -672,6 +682,9 @@ interface StartRequest<R extends Role> {
   now: number;
   subject: EventSubject;
   restoreSet: BackupSet | undefined;
+  jobPolicy: StoredJobPolicy;
+  /** RunnerRBACReady=False when the Job policy names a ServiceAccount not opted in. */
+  serviceAccountRefusal: ConditionValue | undefined;
 }
 
 interface StartOutcome {
@@ -718,7 +731,8 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     return wait("DurableInputsMissing", `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`, longRequeueMs);
   }
 
-  const policy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (request.terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
+  if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
+  const policy = request.jobPolicy;
   const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
   const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (request.restoreSet?.inputsHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
   const lastSuccessAt = (of: Operation) => String(Math.max(0, ...jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
