@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
 import type { EventRecorder } from "../events/event-recorder.js";
-import { clusterAdapter } from "../kinds/adapters.js";
+import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
@@ -53,6 +53,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     plane = await preparePlane(namespace);
     deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events };
     modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
+    modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
   afterAll(() => {
@@ -85,6 +86,43 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }
     throw new Error(`${name} did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await getCluster(name)).status)}`);
   }
+
+  describe("exports", () => {
+    it("a fraction in exports: the cluster's OutputsValid is False, its machines and pools wait with WaitingForClusterExports and start no Job", async () => {
+      await createCluster("frac", "registry.invalid/captf/fractional-exports:v1");
+      await drive("frac", (c) => condition(c, "OutputsValid")?.status === "False");
+      expect(condition(await getCluster("frac"), "OutputsValid")).toMatchObject({ reason: "OutputsInvalid", message: expect.stringContaining("fractional or exponent number at /ratio") });
+
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "frac-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
+      const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
+        spec: { clusterName: "frac", bootstrap: { dataSecretName: "frac-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "frac-m" } },
+      } })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "frac-m", uid: machine.metadata.uid, controller: true }] },
+        spec: { source: { image: "registry.invalid/captf/noop-machine:v1" } },
+      } });
+      const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
+        spec: { clusterName: "frac", replicas: 1, template: { spec: { clusterName: "frac", bootstrap: { dataSecretName: "frac-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "frac-p" } } } },
+      } })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachinepools", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
+        metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "frac-p", uid: machinePool.metadata.uid, controller: true }] },
+        spec: { source: { image: "registry.invalid/captf/noop-machinepool:v1" } },
+      } });
+
+      for (const [adapter, plural, name] of [[machineAdapter, "terraformmachines", "frac-m"], [poolAdapter, "terraformmachinepools", "frac-p"]] as const) {
+        expect((await reconcileWorkspace(deps, adapter, namespace, name)).action).toBe("added finalizer");
+        const waiting = await reconcileWorkspace(deps, adapter, namespace, name);
+        expect(waiting.action).toBe("waiting: WaitingForClusterExports");
+        const object = (await plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural, name })) as Json;
+        expect(condition(object, "DependenciesReady")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterExports", message: expect.stringContaining("exports contains a fractional or exponent number at /ratio") });
+        expect(await jobsOf(name)).toHaveLength(0);
+      }
+    }, 120_000);
+  });
 
   describe("failure_domains", () => {
     it("a module that publishes [] provisions the cluster without status.failureDomains, and its apply is recorded once", async () => {

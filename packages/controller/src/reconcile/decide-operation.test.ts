@@ -24,7 +24,10 @@ const failed = (op: FinishedJob["op"], minutesAgo: number, extra: Partial<Finish
 
 const table: [string, Partial<Observed>, Partial<Decision>][] = [
   ["a running Job is waited for", { activeJob: { name: "j", op: "apply" } }, { op: undefined, reason: "JobActive", requeueAfterMs: minute }],
-  ["a restore request comes first", { restoreRequested: true, currentInputsHash: "h2:b" }, { op: "restore", reason: "RestoreRequested" }],
+  ["a restore request comes before an apply", { restoreRequested: true, currentInputsHash: "h2:b" }, { op: "restore", reason: "RestoreRequested" }],
+  ["a restore request restores a lost state", { restoreRequested: true, state: { kind: "unreadable" } }, { op: "restore", reason: "RestoreRequested" }],
+  ["deletion wins over a restore request", { restoreRequested: true, deleting: true }, { op: "destroy", reason: "Deleting" }],
+  ["a deletion held by a lost state runs the restore asked for", { restoreRequested: true, deleting: true, state: { kind: "unreadable" } }, { op: "restore", reason: "RestoreRequested" }],
   ["deleting with unreadable state holds", { deleting: true, state: { kind: "unreadable" } }, { reason: "DeletionHeld", requeueAfterMs: minute }],
   ["deleting without state drops the finalizer", { deleting: true, state: { kind: "absent" } }, { dropFinalizer: true, reason: "DeletingWithoutState" }],
   ["deleting destroys", { deleting: true }, { op: "destroy", reason: "Deleting" }],

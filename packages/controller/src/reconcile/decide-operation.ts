@@ -166,12 +166,12 @@ export function decideOperation(observed: Observed): Decision {
   const { now } = observed;
   if (observed.activeJob) return { reason: "JobActive", requeueAfterMs: activeJobRequeueMs };
 
-  if (observed.restoreRequested && observed.state.kind !== "absent") {
-    return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
-  }
-
   if (observed.deleting) {
-    if (observed.state.kind === "unreadable") return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
+    if (observed.state.kind === "unreadable") {
+      // A restore may bring back the state a held deletion needs; otherwise deletion wins over a restore.
+      if (observed.restoreRequested) return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
+      return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
+    }
     // A cluster's infrastructure outlives its machines and pools: they are destroyed first.
     if (observed.role === "cluster" && (observed.dependents ?? 0) > 0) return { reason: "DependentsExist", requeueAfterMs: dependentsRequeueMs };
     if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
@@ -179,6 +179,11 @@ export function decideOperation(observed: Observed): Decision {
     const newestApply = newestFirst(observed.jobs, "apply")[0];
     if (destroyed && (!newestApply || destroyed.finishedAt >= newestApply.finishedAt)) return { dropFinalizer: true, cleanupState: true, reason: "Destroyed" };
     return withBackoff(observed, { op: "destroy", reason: "Deleting" });
+  }
+
+  // A restore precedes apply, drift and refresh, but never deletion.
+  if (observed.restoreRequested && observed.state.kind !== "absent") {
+    return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
   }
 
   if (observed.state.kind === "unreadable") return { reason: "StateUnreadable", requeueAfterMs: stateRequeueMs };

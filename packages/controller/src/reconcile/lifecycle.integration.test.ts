@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { stateSecretSuffix } from "@captf/render";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { machineAdapter } from "../kinds/adapters.js";
@@ -248,6 +248,27 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const [job] = await jobsOf("own-sa");
       expect(job!.spec!.template.spec!.serviceAccountName).toBe("own-runner");
       await drive("own-sa", (m) => m.status?.initialization?.provisioned === true);
+    }, 120_000);
+  });
+
+  describe("deletion", () => {
+    it("wins over a restore request: the destroy runs, and DeletionStarted is recorded once", async () => {
+      await createMachine("doomed");
+      await drive("doomed", (m) => m.status?.initialization?.provisioned === true);
+      const [backup] = (await getMachine("doomed")).status.stateBackups;
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "doomed", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "doomed" });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toMatch(/^started destroy \(Deleting\)/);
+      expect(condition(await getMachine("doomed"), "Deleting")).toMatchObject({ status: "True", reason: "Deleting" });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toBe("JobActive");
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
+      const reasons = async () => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "doomed" && event.reportingController === "captf-manager").map((event) => event.reason);
+      await waitFor(async () => ((await reasons()).includes("DeletionStarted") ? true : undefined), 10_000, "the DeletionStarted event");
+      expect((await reasons()).filter((reason) => reason === "DeletionStarted")).toHaveLength(1);
+      expect((await jobsOf("doomed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "destroy"]);
+      await drive("doomed", (m) => !m.metadata);
     }, 120_000);
   });
 

@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
-import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
@@ -184,6 +184,10 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
     return { kind: "ready", rendered: { root, hash: inputsHash({ role, image, inputs, variables }) } };
   } catch (error) {
     if (error instanceof InputsTooLargeError) return { kind: "pending", reason: "InputsTooLarge", message: error.message, condition: "ApplyJobSucceeded", status: "False" };
+    // The cluster's exports are unhashable (a fraction or exponent): its machines and pools wait for a fixed export.
+    if (error instanceof InputsHashError && error.path?.startsWith("/inputs/captf_cluster_outputs")) {
+      return { kind: "pending", reason: "WaitingForClusterExports", message: error.message, condition: "DependenciesReady", status: "Unknown" };
+    }
     throw error;
   }
 }
@@ -483,7 +487,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
   const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
   conditions.set("Deleting", !deleting ? { status: "False", reason: "NotDeleting" } : deletionPolicy ? { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` } : { status: "True", reason: "DeletionPolicyUnresolved", message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy" });
-  if (deleting && previousReason(previous, "Deleting") === undefined) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
+  // Once, on the first pass that sees the deletion (the condition read NotDeleting, or nothing yet).
+  const deletionSeen = ["Deleting", "DeletionPolicyUnresolved"].includes(previousReason(previous, "Deleting") ?? "");
+  if (deleting && !deletionSeen) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
     const kept = await retainState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
