@@ -31,6 +31,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let plane: PlaneClients;
   let deps: ReconcilerDeps;
   let executor: JobExecutor;
+  let skew = 0;
 
   /** A no-op module of the role with output values replaced and files added. */
   function noopVariant(name: string, role: "cluster" | "machinepool", change: { outputs?: Record<string, string>; files?: Record<string, string> }): string {
@@ -51,9 +52,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events };
+    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events, now: () => Date.now() + skew };
     modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
     modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
+    // Its configuration follows a marker file: the state differs from it (drift) once the marker is there.
+    modules["registry.invalid/captf/drifting:v1"] = noopVariant("drifting", "cluster", { files: { "drifting.tf": 'resource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n' } });
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
   afterAll(() => {
@@ -122,6 +125,35 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(await jobsOf(name)).toHaveLength(0);
       }
     }, 120_000);
+  });
+
+  describe("drift with action Remediate", () => {
+    it("applies the current inputs once over the drift found, and DriftDetected is False again after that apply", async () => {
+      await createCluster("remedy", "registry.invalid/captf/drifting:v1", { drift: { intervalSeconds: 60, action: "Remediate" } });
+      await drive("remedy", (c) => c.status?.initialization?.provisioned === true);
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
+      writeFileSync(join(work, "drift-remedy"), "");
+      skew = 70_000;
+      try {
+        expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started drift \(DriftDue\)/);
+      } finally {
+        skew = 0;
+      }
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started apply \(DriftRemediation\)/);
+      expect(condition(await getCluster("remedy"), "DriftDetected")).toMatchObject({ status: "True" });
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+
+      const after = await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
+      expect(after.action).toBe("UpToDate");
+      expect(condition(await getCluster("remedy"), "DriftDetected")).toMatchObject({ status: "False", reason: "NoDrift" });
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
+      const ops = (await jobsOf("remedy")).map((job) => job.metadata?.labels?.[opLabel]).sort();
+      expect(ops).toEqual(["apply", "apply", "drift"]);
+      expect(recorded.filter((event) => event.name === "remedy" && event.reason === "DriftResolved")).toHaveLength(1);
+    }, 180_000);
   });
 
   describe("failure_domains", () => {

@@ -476,6 +476,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   } else if (newestCheck && newestCheck.outcome !== "succeeded" && newestCheck.outcome !== "interrupted") {
     conditions.set("DriftJobSucceeded", newestCheck.deadlineExceeded ? { status: "False", reason: "DriftJobDeadlineExceeded", message: `Job ${newestCheck.name} reached its deadline` } : { status: "False", reason: "DriftJobFailed", message: `Job ${newestCheck.name} (${newestCheck.op}) failed${newestCheck.result?.error?.summary ? `: ${newestCheck.result.error.summary}` : ""}` });
   }
+  // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
+  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
+  if (driftDetected && remediated) {
+    conditions.set("DriftDetected", { status: "False", reason: "NoDrift", message: `remediation apply Job ${remediated.name} applied the current inputs over the drift` });
+    void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
+    driftDetected = false;
+  }
   deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
 
   // Machines that may ask for remediation sample their health on its own interval.
