@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { backoffMs, consecutiveFailures, decideOperation, jitterMs, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
+import { backoffMs, consecutiveFailures, decideOperation, jitterMs, nextPendingRefreshes, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
 
 const minute = 60_000;
 const now = 1_000 * minute;
@@ -104,5 +104,24 @@ describe("backoff", () => {
     const values = ["a", "b", "c", "d"].map((uid) => jitterMs(uid, 10 * minute));
     for (const value of values) expect(value).toBeLessThan(minute);
     expect(new Set(values).size).toBe(4);
+  });
+});
+
+describe("pending health", () => {
+  it("counts consecutive pending samples, restarts on an apply and clears on another reading", () => {
+    expect(nextPendingRefreshes(0, "pending", { applied: true, sampled: false })).toBe(0);
+    expect(nextPendingRefreshes(0, "pending", { applied: false, sampled: true })).toBe(1);
+    expect(nextPendingRefreshes(3, "pending", { applied: false, sampled: true })).toBe(4);
+    expect(nextPendingRefreshes(3, "pending", { applied: false, sampled: false })).toBe(3);
+    expect(nextPendingRefreshes(3, "pending", { applied: true, sampled: false })).toBe(0);
+    expect(nextPendingRefreshes(3, "running", { applied: false, sampled: true })).toBe(0);
+  });
+
+  it("refreshes 30 s, 1 m, 2 m, 4 m, then every 5 m after each pending refresh (plus the jitter)", () => {
+    const steps = [30_000, 60_000, 120_000, 240_000, 300_000, 300_000];
+    [1, 2, 3, 4, 5, 9].forEach((pendingRefreshes, index) => {
+      const decision = decideOperation(observed({ role: "machine", drift: { intervalSeconds: 0, action: "Report", detected: false }, health: { state: "pending", pendingRefreshes, lastRefreshAt: now } }));
+      expect(decision).toEqual({ reason: "UpToDate", requeueAfterMs: steps[index]! + jitterMs("uid-1", steps[index]!) });
+    });
   });
 });

@@ -157,6 +157,16 @@ export function jitterMs(uid: string, intervalMs: number): number {
   return Math.floor((intervalMs / 10) * fraction);
 }
 
+/**
+ * `status.pendingRefreshes` after this pass: consecutive refresh or drift samples that read pending
+ * since the last apply or other reading. A new apply restarts it; a reading that is not pending clears it.
+ */
+export function nextPendingRefreshes(previous: number, reading: HealthState | undefined, finished: { applied: boolean; sampled: boolean }): number {
+  if (reading !== "pending") return 0;
+  if (finished.sampled) return (finished.applied ? 0 : previous) + 1;
+  return finished.applied ? 0 : previous;
+}
+
 function lastSuccess(jobs: readonly FinishedJob[], op: Operation): FinishedJob | undefined {
   return newestFirst(jobs, op).find((job) => job.outcome === "succeeded");
 }
@@ -259,9 +269,9 @@ function decideSchedule(observed: Observed): Decision {
     const interval = Math.min(membershipConvergingMs, pool.membershipRefreshIntervalSeconds * second);
     candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval, op: "refresh", reason: "MembershipConverging" });
   }
-  // 3. Pending health backs off 30 s, 1 m, 2 m, 4 m, then every 5 m (pools: 30 s flat).
+  // 3. Pending health backs off 30 s, 1 m, 2 m, 4 m, then every 5 m after the first pending refresh (pools: 30 s flat).
   if (health.state === "pending") {
-    const step = pool ? pendingSteps[0]! : pendingSteps[Math.min(health.pendingRefreshes, pendingSteps.length - 1)]!;
+    const step = pool ? pendingSteps[0]! : pendingSteps[Math.min(Math.max(0, health.pendingRefreshes - 1), pendingSteps.length - 1)]!;
     candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? now) + step + jitterMs(observed.uid, step), op: "refresh", reason: "HealthPending" });
   }
   // 4. Pool membership on its interval.

@@ -49,9 +49,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
     writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type    = string\n  default = ""\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
-    // Health follows a marker file, so a test can make an instance unhealthy between refreshes.
+    // Health follows marker files, so a test can make an instance unhealthy or pending between refreshes.
     const outputs = join(moduleDir, "outputs.tf");
-    writeFileSync(outputs, readFileSync(outputs, "utf8").replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")'));
+    writeFileSync(
+      outputs,
+      readFileSync(outputs, "utf8")
+        .replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")')
+        .replace('state   = "running"', 'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" : "running"'),
+    );
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
     await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
@@ -186,6 +191,64 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const owner = await getOwner("sick");
       expect(owner.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"]).toBeUndefined();
       expect(owner.metadata.annotations?.["captf.io/remediation-requested"]).toBeUndefined();
+    }, 180_000);
+  });
+
+  describe("pending health", () => {
+    const runJobs = async () => {
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+    };
+    async function passAt(name: string, ahead: number) {
+      skew = ahead;
+      try {
+        return await reconcileWorkspace(deps, machineAdapter, namespace, name);
+      } finally {
+        skew = 0;
+      }
+    }
+
+    it("refreshes a machine whose apply reads pending right away, then backs off 30 s, 1 m, … counting status.pendingRefreshes, until it reads running", async () => {
+      const marker = join(moduleDir, "..", `pending-${namespace}-slow`);
+      writeFileSync(marker, "");
+      let machine: Json;
+      try {
+        await createMachine("slow");
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toBe("added finalizer");
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(/^started apply \(NoState\)/);
+        await runJobs();
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(/^started refresh \(RefreshAfterApply\)/);
+        machine = await getMachine("slow");
+        expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "False", reason: "InstancePending" });
+        expect(machine.status.initialization?.provisioned).toBeUndefined();
+        await runJobs();
+
+        // The first pending refresh: the next one is due 30 s later (plus up to 3 s of jitter).
+        const first = await reconcileWorkspace(deps, machineAdapter, namespace, "slow");
+        expect(first.action).toBe("UpToDate");
+        expect(first.requeueAfterMs).toBeLessThanOrEqual(33_000);
+        expect((await getMachine("slow")).status.pendingRefreshes).toBe(1);
+        expect((await passAt("slow", 34_000)).action).toMatch(/^started refresh \(HealthPending\)/);
+        await runJobs();
+
+        // The second: 1 m.
+        const second = await reconcileWorkspace(deps, machineAdapter, namespace, "slow");
+        expect(second.action).toBe("UpToDate");
+        expect(second.requeueAfterMs).toBeGreaterThan(34_000);
+        expect(second.requeueAfterMs).toBeLessThanOrEqual(66_000);
+        expect((await getMachine("slow")).status.pendingRefreshes).toBe(2);
+        expect((await passAt("slow", 34_000)).action).toBe("UpToDate");
+        expect((await passAt("slow", 67_000)).action).toMatch(/^started refresh \(HealthPending\)/);
+      } finally {
+        rmSync(marker, { force: true });
+      }
+      await runJobs();
+      await reconcileWorkspace(deps, machineAdapter, namespace, "slow");
+      machine = await getMachine("slow");
+      expect(machine.status.initialization).toEqual({ provisioned: true });
+      expect(machine.status.pendingRefreshes).toBeUndefined();
+      expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "True", reason: "Healthy" });
+      expect((await jobsOf("slow")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "refresh", "refresh", "refresh"]);
     }, 180_000);
   });
 

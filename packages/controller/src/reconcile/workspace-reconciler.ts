@@ -19,7 +19,7 @@ import type { StateReading } from "../state/decode-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import type { PlanPreview } from "../api/workspace.js";
-import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
+import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
@@ -489,6 +489,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const remediation = adapter.role === "machine" ? effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation) : undefined;
   const healthCheckIntervalSeconds = remediation?.annotateMachine && wasProvisioned ? remediation.healthCheckIntervalSeconds : undefined;
 
+  // The outputs as the state holds them: the contract fields below, and the health reading that schedules refreshes.
+  const decoding = state.kind === "ok" ? decodeOutputs(adapter.role, state.state.outputs, observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined, { fromState: true }) : undefined;
+  const healthReading = decoding?.outputs.health.state === "ok" ? decoding.outputs.health.value.state : undefined;
+  const finishedSucceeded = (ops: Operation[]) => toMark.some((job) => job.outcome === "succeeded" && ops.includes(job.op));
+  const pendingRefreshes = nextPendingRefreshes((object.status?.pendingRefreshes as number | undefined) ?? 0, healthReading, { applied: finishedSucceeded(["apply"]), sampled: finishedSucceeded(["refresh", "drift"]) });
+  if (decoding) status.pendingRefreshes = pendingRefreshes > 0 ? pendingRefreshes : null;
+
   // Decide.
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
@@ -529,8 +536,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
         drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
         health: {
-          pendingRefreshes: 0,
-          appliedReadingDefinite: adapter.role !== "machinepool",
+          ...(healthReading ? { state: healthReading } : {}),
+          pendingRefreshes,
+          // Until a refresh follows the newest apply, the state's reading is that apply's own.
+          appliedReadingDefinite: adapter.role !== "machinepool" && healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown",
           ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
           ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
         },
@@ -575,8 +584,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
-  if (state.kind === "ok") {
-    const decoding = decodeOutputs(adapter.role, state.state.outputs, observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined, { fromState: true });
+  if (state.kind === "ok" && decoding) {
     provisioned ||= isProvisioned(adapter.role, Boolean(state.state.inputsHash), decoding);
     const fields = adapter.contractFields(object, decoding);
     Object.assign(status, fields.status);
