@@ -8,7 +8,7 @@ import type { EventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
-import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 type Json = Record<string, any>;
 
@@ -57,6 +57,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
     // Its configuration follows a marker file: the state differs from it (drift) once the marker is there.
     modules["registry.invalid/captf/drifting:v1"] = noopVariant("drifting", "cluster", { files: { "drifting.tf": 'resource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n' } });
+    // A cluster exporting a user variable, and a pool that replaces a resource whenever the exports change.
+    modules["registry.invalid/captf/exporting:v1"] = noopVariant("exporting", "cluster", { outputs: { exports: "{ generation = var.generation }" }, files: { "generation.tf": 'variable "generation" {\n  type    = string\n  default = "1"\n}\n' } });
+    modules["registry.invalid/captf/export-bound-pool:v1"] = noopVariant("export-bound-pool", "machinepool", { files: { "bound.tf": 'resource "terraform_data" "bound" {\n  triggers_replace = var.captf_cluster_outputs\n}\n' } });
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
   afterAll(() => {
@@ -125,6 +128,64 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(await jobsOf(name)).toHaveLength(0);
       }
     }, 120_000);
+  });
+
+  describe("a pool whose apply renders changed cluster exports", () => {
+    const pools = { ...infra, namespace, plural: "terraformmachinepools", name: "ex-p" };
+    const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Json>;
+    async function drivePool(until: (pool: Json) => boolean, maxPasses = 8): Promise<string[]> {
+      const actions: string[] = [];
+      for (let pass = 0; pass < maxPasses; pass++) {
+        actions.push((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action);
+        if (until(await getPool())) return actions;
+        if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+      }
+      throw new Error(`ex-p did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await getPool()).status)}`);
+    }
+    const newestApply = async () => (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+    const args = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) => job.spec!.template.spec!.containers[0]!.args ?? [];
+
+    it("is held when its plan replaces a resource, applies once approved, and applies unguarded while the exports stay the same", async () => {
+      await createCluster("ex", "registry.invalid/captf/exporting:v1");
+      await drive("ex", (c) => c.status?.initialization?.provisioned === true);
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "ex-p-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
+      const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "ex-p", labels: { "cluster.x-k8s.io/cluster-name": "ex" } },
+        spec: { clusterName: "ex", replicas: 1, template: { spec: { clusterName: "ex", bootstrap: { dataSecretName: "ex-p-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "ex-p" } } } },
+      } })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({ ...pools, body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
+        metadata: { name: "ex-p", labels: { "cluster.x-k8s.io/cluster-name": "ex" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "ex-p", uid: machinePool.metadata.uid, controller: true }] },
+        spec: { source: { image: "registry.invalid/captf/export-bound-pool:v1" } },
+      } });
+      await drivePool((p) => p.status?.initialization?.provisioned === true);
+      expect(args(await newestApply())).not.toContain("--guard-deletes");
+
+      // The cluster exports generation 2: the pool's next apply would replace terraform_data.bound.
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } }, mergePatchOptions());
+      await drive("ex", (c) => c.status?.exports?.generation === "2");
+      await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "DestructivePlanBlocked");
+      const blocked = await newestApply();
+      expect(args(blocked)).toContain("--guard-deletes");
+      expect(blocked.metadata?.annotations?.["captf.io/bookkept"]).toBe("true");
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", message: expect.stringContaining("terraform_data.bound") });
+      expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("DestructivePlanBlocked");
+      const applies = (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").length;
+
+      // Approving the hash the blocked Job guarded applies the replacement, once.
+      const approval = args(blocked).find((arg) => arg.startsWith("--inputs-hash="))!.slice("--inputs-hash=".length);
+      expect((await getPool()).status.conditions.find((c: Json) => c.type === "ApplyJobSucceeded").message).toContain(`captf.io/approve-destructive-plan=${approval}`);
+      await plane.custom.patchNamespacedCustomObject({ ...pools, body: { metadata: { annotations: { "captf.io/approve-destructive-plan": approval } } } }, mergePatchOptions());
+      await drivePool((p) => condition(p, "ApplyJobSucceeded")?.status === "True");
+      expect(args(await newestApply())).toContain(`--allow-deletes-hash=${approval}`);
+      expect((await getPool()).metadata.annotations?.["captf.io/approve-destructive-plan"]).toBeUndefined();
+      expect((await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply")).toHaveLength(applies + 1);
+
+      // Another change of the pool's inputs, the exports as applied: not guarded.
+      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
+      await drivePool((p) => p.status?.replicas === 2);
+      expect(args(await newestApply())).not.toContain("--guard-deletes");
+    }, 240_000);
   });
 
   describe("drift with action Remediate", () => {

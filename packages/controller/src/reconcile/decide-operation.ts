@@ -64,8 +64,12 @@ export interface Observed {
   plan?: ObservedPlan;
   /** The plan hash the `captf.io/approve-plan` annotation names. */
   approvedPlanHash?: string;
-  /** The inputs hash `captf.io/approve-destructive-plan` names (guarded cluster and pool applies). */
+  /** The hash `captf.io/approve-destructive-plan` names (guarded cluster and pool applies). */
   approvedDestructiveHash?: string;
+  /** The hash a destructive-plan approval must name: the inputs hash, for a pool without its bootstrap data. Default currentInputsHash. */
+  approvalHash?: string;
+  /** Pool only: the cluster exports it renders differ from those of its last successful apply (its apply is guarded). */
+  exportsChanged?: boolean;
   drift: {
     intervalSeconds: number;
     /** Remediate re-applies current inputs on drift (cluster and pool); machines always report. */
@@ -234,14 +238,16 @@ function decideApply(observed: Observed, due: { reason: string; remediation?: bo
     }
     return { reason: "PlanAwaitingApproval", requeueAfterMs: approvalRequeueMs };
   }
-  const guarded = observed.role === "cluster" || observed.role === "machinepool";
+  // Every cluster apply is guarded; a pool's only while it renders changed cluster exports.
+  const guarded = observed.role === "cluster" || (observed.role === "machinepool" && observed.exportsChanged === true);
   const newestApply = newestFirst(observed.jobs, "apply")[0];
-  const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === inputsHash;
+  const approvalHash = observed.approvalHash ?? inputsHash;
+  const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === approvalHash;
   if (newestApply?.outcome === "blocked" && newestApply.inputsHash === inputsHash && !approved) {
     return { reason: "DestructivePlanBlocked", requeueAfterMs: approvalRequeueMs };
   }
   const decision: Decision = { op: "apply", reason: due.reason, ...extra };
-  if (guarded && observed.role === "cluster") decision.guard = approved ? { allowDeletesHash: inputsHash } : {};
+  if (guarded) decision.guard = approved ? { allowDeletesHash: approvalHash } : {};
   return withBackoff(observed, decision);
 }
 

@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
-import { inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
@@ -174,6 +174,10 @@ export function mergePatchOptions() {
 interface RenderedInputs {
   root: GeneratedRoot;
   hash: string;
+  /** What a destructive-plan approval names: the hash, for a pool without its (rotating) bootstrap data. */
+  approvalHash: string;
+  /** Pool only: the hash of the cluster exports it renders. */
+  exportsHash?: string;
 }
 
 type InputsOutcome = { kind: "ready"; rendered: RenderedInputs } | { kind: "pending"; reason: string; message: string; condition: "DependenciesReady" | "ApplyJobSucceeded"; status: "Unknown" | "False" } | { kind: "none" };
@@ -181,7 +185,11 @@ type InputsOutcome = { kind: "ready"; rendered: RenderedInputs } | { kind: "pend
 function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs[R], variables: UserVariables): InputsOutcome {
   try {
     const root = renderGeneratedRoot(role, inputs, variables);
-    return { kind: "ready", rendered: { root, hash: inputsHash({ role, image, inputs, variables }) } };
+    const hashable = { role, image, inputs, variables };
+    const hash = inputsHash(hashable);
+    if (role !== "machinepool") return { kind: "ready", rendered: { root, hash, approvalHash: hash } };
+    const exports = (inputs as RoleInputs["machinepool"]).captf_cluster_outputs as JsonValue | undefined;
+    return { kind: "ready", rendered: { root, hash, approvalHash: approvalHash(hashable), exportsHash: exportsHash(exports) } };
   } catch (error) {
     if (error instanceof InputsTooLargeError) return { kind: "pending", reason: "InputsTooLarge", message: error.message, condition: "ApplyJobSucceeded", status: "False" };
     // The cluster's exports are unhashable (a fraction or exponent): its machines and pools wait for a fixed export.
@@ -298,6 +306,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
       }
       durableNotes[annotations.applied] = "true";
+      // A pool's apply is guarded while its cluster exports differ from those its last successful apply rendered.
+      const appliedExports = job.job.metadata?.annotations?.[annotations.clusterOutputsHash];
+      if (appliedExports) durableNotes[annotations.appliedClusterOutputsHash] = appliedExports;
       const imageReference = durable?.image ?? object.spec.source.image;
       const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
       if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
@@ -533,6 +544,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         ...(planShown ? { plan: observedPlan(planShown)! } : {}),
         ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
         ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
+        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
+        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
         jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
         drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
         health: {
@@ -619,7 +632,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
           : !result.error
             ? { status: "True", reason: `${verb}Succeeded` }
             : result.error.kind === "blocked"
-              ? { status: "False", reason: "DestructivePlanBlocked", ...(result.error.summary ? { message: result.error.summary } : {}) }
+              ? { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(newest.job, result.error.summary) }
               : { status: "False", reason: `${verb}Failed`, ...(result.error.summary ? { message: result.error.summary } : {}) },
       );
     }
@@ -664,6 +677,17 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
+}
+
+/** What a blocked apply stopped before, and the approval that lets it through (the hash its guard compared). */
+function blockedMessage(job: V1Job, summary: string | undefined): string {
+  const guarded = job.spec?.template.spec?.containers[0]?.args?.find((arg) => arg.startsWith("--inputs-hash="))?.slice("--inputs-hash=".length);
+  return [summary ?? "the plan deletes or replaces resources", ...(guarded ? [`approve it with ${annotations.approveDestructivePlan}=${guarded}`] : [])].join("; ");
+}
+
+/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
+function appliedExportsHash(durable: DurableInputs): string {
+  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
 }
 
 async function countDependents(custom: CustomObjectsApi, namespace: string, clusterName: string): Promise<number> {
@@ -774,7 +798,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     ...(tick ? { tick } : {}),
     ...(credentials?.secretName ? { credentialsSecret: credentials.secretName } : {}),
     policy: { ...policy, ...(object.spec.source.imagePullPolicy ? { imagePullPolicy: object.spec.source.imagePullPolicy } : {}) },
-    ...(decision.guard ? { guard: { approvalHash: hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
+    ...(decision.guard ? { guard: { approvalHash: inputs.kind === "ready" ? inputs.rendered.approvalHash : hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
     runnerEvents: deps.runnerEvents ?? true,
     ...(restoreSet ? { restore: { chunks: restoreSet.names.length, resources: restoreSet.resources, backupSecrets: restoreSet.names, serial: restoreSet.serial } } : {}),
@@ -817,6 +841,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
+  if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.
