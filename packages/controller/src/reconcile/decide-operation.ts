@@ -26,6 +26,8 @@ export interface FinishedJob {
   inputsHash?: string;
   /** A drift-remediation apply. */
   remediation?: boolean;
+  /** A guarded apply: the approval hash its guard compared (a pool's survives bootstrap rotations). */
+  approvalHash?: string;
 }
 
 export type ObservedState =
@@ -243,7 +245,9 @@ function decideApply(observed: Observed, due: { reason: string; remediation?: bo
   const newestApply = newestFirst(observed.jobs, "apply")[0];
   const approvalHash = observed.approvalHash ?? inputsHash;
   const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === approvalHash;
-  if (newestApply?.outcome === "blocked" && newestApply.inputsHash === inputsHash && !approved) {
+  // A blocked apply waits for its approval; a pool's rotated bootstrap data does not make it new inputs.
+  const blockedHash = newestApply?.approvalHash ?? newestApply?.inputsHash;
+  if (newestApply?.outcome === "blocked" && (blockedHash === approvalHash || newestApply.inputsHash === inputsHash) && !approved) {
     return { reason: "DestructivePlanBlocked", requeueAfterMs: approvalRequeueMs };
   }
   const decision: Decision = { op: "apply", reason: due.reason, ...extra };

@@ -546,7 +546,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
         ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
         ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
-        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
+        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
+          const guardedHash = guardedApprovalHash(job.job);
+          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
+        }),
         drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
         health: {
           ...(healthReading ? { state: healthReading } : {}),
@@ -679,9 +682,14 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
 }
 
+/** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
+function guardedApprovalHash(job: V1Job): string | undefined {
+  return job.spec?.template.spec?.containers[0]?.args?.find((arg) => arg.startsWith("--inputs-hash="))?.slice("--inputs-hash=".length);
+}
+
 /** What a blocked apply stopped before, and the approval that lets it through (the hash its guard compared). */
 function blockedMessage(job: V1Job, summary: string | undefined): string {
-  const guarded = job.spec?.template.spec?.containers[0]?.args?.find((arg) => arg.startsWith("--inputs-hash="))?.slice("--inputs-hash=".length);
+  const guarded = guardedApprovalHash(job);
   return [summary ?? "the plan deletes or replaces resources", ...(guarded ? [`approve it with ${annotations.approveDestructivePlan}=${guarded}`] : [])].join("; ");
 }
 
