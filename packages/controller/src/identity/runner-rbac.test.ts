@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import type { V1RoleBinding } from "@kubernetes/client-node";
-import { planRunnerRoleBinding, runnerRoleRef } from "./runner-rbac.js";
+import { planRunnerRoleBinding, runnerRoleRef, serviceAccountOverrideCondition } from "./runner-rbac.js";
 
 const runner = { kind: "ServiceAccount", name: "captf-runner", namespace: "team-a" };
 const managed = { "captf.io/managed": "true" };
@@ -56,5 +56,13 @@ describe("planRunnerRoleBinding", () => {
     expect(plan.action === "conflict" && plan.why).toBe(
       "RoleBinding team-a/captf-runner exists, was not made by captf and binds ClusterRole admin rather than ClusterRole captf-runner to ServiceAccount captf-runner; captf never takes it over: delete or rename it",
     );
+  });
+});
+
+describe("serviceAccountOverrideCondition", () => {
+  it("lets Jobs run only as a ServiceAccount that exists and is labelled captf.io/runner=true", () => {
+    expect(serviceAccountOverrideCondition("own", "ns", undefined)).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn", message: expect.stringContaining("does not exist") });
+    expect(serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "false" } } })).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn" });
+    expect(serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "true" } } })).toMatchObject({ status: "True", reason: "RBACReady" });
   });
 });

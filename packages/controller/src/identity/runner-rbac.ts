@@ -4,7 +4,7 @@
  * both labelled `captf.io/managed=true`. A RoleBinding of that name captf did not make is never
  * taken over: if it binds something else, RunnerRBACReady=False/RBACFailed.
  */
-import type { CoreV1Api, RbacAuthorizationV1Api, RbacV1Subject, V1RoleBinding, V1RoleRef } from "@kubernetes/client-node";
+import type { CoreV1Api, RbacAuthorizationV1Api, RbacV1Subject, V1RoleBinding, V1RoleRef, V1ServiceAccount } from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
 import { runnerServiceAccount } from "../jobs/build-job.js";
 import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
@@ -110,4 +110,18 @@ export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAut
     return failed(`${what}: ${apiErrorMessage(error)}`);
   }
   return conditionReport("RunnerRBACReady", "True", "RBACReady", `ServiceAccount ${runnerServiceAccount} is bound to ClusterRole ${runnerRbacName} in namespace ${namespace}`);
+}
+
+/**
+ * RunnerRBACReady for a Job policy's `serviceAccountName` override: Jobs run as another
+ * ServiceAccount of the namespace only when it exists and is opted in with `captf.io/runner=true`,
+ * so an object's author cannot borrow whatever a ServiceAccount of the namespace may do. Pure.
+ */
+export function serviceAccountOverrideCondition(name: string, namespace: string, account: V1ServiceAccount | undefined): ConditionReport {
+  const optIn = `${labels.runnerServiceAccount}=true`;
+  if (!account) return conditionReport("RunnerRBACReady", "False", "ServiceAccountNotOptedIn", `spec.jobs.serviceAccountName names ServiceAccount ${namespace}/${name}, which does not exist: create it labelled ${optIn}, or drop the override`);
+  if (account.metadata?.labels?.[labels.runnerServiceAccount] !== "true") {
+    return conditionReport("RunnerRBACReady", "False", "ServiceAccountNotOptedIn", `ServiceAccount ${namespace}/${name} (spec.jobs.serviceAccountName) is not labelled ${optIn}: no Job runs as it until it is`);
+  }
+  return conditionReport("RunnerRBACReady", "True", "RBACReady", `Jobs run as ServiceAccount ${namespace}/${name}, opted in with ${optIn}; its permissions are its owner's`);
 }

@@ -5,16 +5,21 @@
 // the Deployment's template is dry-run created in the namespace, which enforces the restricted
 // Pod Security Standard. Then the manager bundle runs with a token of its ServiceAccount (the
 // TokenRequest API) and takes a TerraformMachine to its first Job without one Forbidden: on the way
-// it mirrors the identity's Secret and binds the runner's ServiceAccount in the namespace.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+// it mirrors the identity's Secret and binds the runner's ServiceAccount in the namespace. The Jobs
+// then run (the real runner and the no-op modules), so the manager also makes the writes that follow
+// an apply: it asks Cluster API to replace the unhealthy Machine, and writes an autoscaled pool's
+// replicas back to its MachinePool.
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
+import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, sharedControlPlane, waitFor, writeKubeconfig } from "@captf/testkit";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import { rejection } from "../api/crds.test-support.js";
 import { buildManagerBundle, httpsRequest, killManagerProcess, startManagerProcess, type ManagerProcess } from "../manager-process.test-support.js";
+import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
 import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
 import { installNames } from "./manifests.js";
@@ -26,8 +31,10 @@ const managerNamespace = "captf-system";
 const managerUser = `system:serviceaccount:${managerNamespace}:${installNames.serviceAccount}`;
 /** Applied as a dry run only: shared with other suites, or effective for the whole plane. */
 const dryRunKinds = new Set(["CustomResourceDefinition", "Deployment", "ValidatingWebhookConfiguration"]);
+const machineImage = "registry.invalid/noop-machine:v1";
+const poolImage = "registry.invalid/noop-machinepool:v1";
 
-describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the install manifests on the real API server", () => {
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"], "the install manifests on the real API server", () => {
   const workload = `install-${Date.now().toString(36)}`;
   const identityName = workload;
   const work = mkdtempSync(join(tmpdir(), "captf-install-"));
@@ -38,6 +45,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the in
   let objectApi: k8s.KubernetesObjectApi;
   let bundle: string;
   let manager: ManagerProcess | undefined;
+  let executor: JobExecutor;
 
   beforeAll(async () => {
     plane = await preparePlane(workload);
@@ -45,12 +53,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the in
     kubeConfig.loadFromFile(plane.kubeconfigPath);
     objectApi = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
     bundle = buildManagerBundle(join(work, "bundle"));
-  }, 60_000);
+    // The no-op machine module, reporting its instance running but unhealthy.
+    const unhealthyMachine = join(work, "unhealthy-machine");
+    cpSync(noopModuleDirectory("machine"), unhealthyMachine, { recursive: true });
+    const outputs = join(unhealthyMachine, "outputs.tf");
+    writeFileSync(outputs, readFileSync(outputs, "utf8").replace("healthy = true", "healthy = false"));
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace: workload, modules: { [machineImage]: unhealthyMachine, [poolImage]: noopModuleDirectory("machinepool") } });
+  }, 120_000);
 
   afterAll(async () => {
     await killManagerProcess(manager);
+    executor?.close();
     // The manager is gone: take its finalizers off so the namespace can go.
-    for (const plural of ["terraformmachines", "terraformclusters"]) {
+    for (const plural of ["terraformmachines", "terraformmachinepools", "terraformclusters"]) {
       const list = (await plane?.custom.listNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace: workload, plural }).catch(() => ({ items: [] }))) as { items: AnyObject[] };
       for (const item of list.items) {
         await plane.custom.patchNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace: workload, plural, name: item.metadata.name, body: { metadata: { finalizers: null } } }, mergePatchOptions()).catch(() => undefined);
@@ -87,7 +102,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the in
     expect(refused).toEqual({ code: 403, message: expect.stringContaining('violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false') });
   }, 60_000);
 
-  it("runs the manager with its ServiceAccount's token: it leads, mirrors credentials, binds the runner, starts a TerraformMachine's first Job, serves metrics, never forbidden", async () => {
+  it("runs the manager with its ServiceAccount's token: it leads, mirrors credentials, binds the runner, starts a TerraformMachine's first Job, serves metrics, requests remediation, writes pool replicas back, never forbidden", async () => {
     const controlPlane = sharedControlPlane();
     const authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
     // RBAC objects reach the authorizer's cache shortly after they are written.
@@ -102,6 +117,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the in
     writeKubeconfig(kubeconfigPath, { server: controlPlane.server, caFile: controlPlane.caFile, token: token.status!.token });
 
     await createMachineFixture(plane, workload, identityName);
+    await createPoolFixture(plane, workload);
     manager = await startManagerProcess({
       bundle,
       kubeconfigPath,
@@ -138,11 +154,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the in
     expect(metrics.body).toContain('captf_jobs_active{kind="TerraformMachine",op="apply"} 1');
     expect(metrics.body).toMatch(/captf_reconcile_op_decisions_total\{kind="TerraformMachine",op="apply",reason="NoState"\} [1-9]/);
 
+    // The applies run: the Machine's instance reads unhealthy (threshold 1), the pool observes its clamped count.
+    const machines = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: workload, plural: "machines", name: "m-0" };
+    const machinePools = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: workload, plural: "machinepools", name: "mp-0" };
+    const written = await waitFor(async () => {
+      await executor.runPending();
+      const machine = (await plane.custom.getNamespacedCustomObject(machines)) as AnyObject;
+      const machinePool = (await plane.custom.getNamespacedCustomObject(machinePools)) as AnyObject;
+      const requested = machine.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined;
+      const claimed = machinePool.metadata.annotations?.["cluster.x-k8s.io/replicas-managed-by"] === "captf" && machinePool.spec.replicas === 5;
+      return requested && claimed ? { machine, machinePool } : undefined;
+    }, 150_000, `the remediation request and the replicas write-back (manager output:\n${running.output()})`);
+    expect(written.machine.metadata.annotations).toMatchObject({ "cluster.x-k8s.io/remediate-machine": "", "captf.io/remediation-requested": "InstanceUnhealthy" });
+    expect(written.machinePool.spec.replicas).toBe(5);
+
     running.child.kill("SIGTERM");
     expect(await running.exited).toEqual({ code: 0, signal: null });
     const forbidden = running.records().filter((record) => /forbidden|\b403\b/i.test(JSON.stringify(record)));
     expect(forbidden).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 });
 
 /** An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to start an apply. */
@@ -189,7 +219,43 @@ async function createMachineFixture(plane: PlaneClients, namespace: string, iden
       apiVersion: `${apiGroup}/${apiVersion}`,
       kind: "TerraformMachine",
       metadata: { name: "m-0", ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true }] },
-      spec: { source: { image: "registry.invalid/noop-machine:v1" } },
+      spec: { source: { image: machineImage }, remediation: { annotateMachine: true, unhealthyThreshold: 1 } },
+    },
+  });
+}
+
+/** An autoscaled MachinePool (bounds 1..5, spec.replicas 7) of the same cluster and its TerraformMachinePool. */
+async function createPoolFixture(plane: PlaneClients, namespace: string): Promise<void> {
+  const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
+  await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "mp-0-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
+  const machinePool = (await plane.custom.createNamespacedCustomObject({
+    ...capi,
+    plural: "machinepools",
+    body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2",
+      kind: "MachinePool",
+      metadata: {
+        name: "mp-0",
+        labels: { "cluster.x-k8s.io/cluster-name": "ext" },
+        annotations: { "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1", "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "5" },
+      },
+      spec: {
+        clusterName: "ext",
+        replicas: 7,
+        template: { spec: { clusterName: "ext", version: "v1.36.2", bootstrap: { dataSecretName: "mp-0-bootstrap" }, infrastructureRef: { apiGroup, kind: "TerraformMachinePool", name: "mp-0" } } },
+      },
+    },
+  })) as { metadata: { uid: string } };
+  await plane.custom.createNamespacedCustomObject({
+    group: apiGroup,
+    version: apiVersion,
+    namespace,
+    plural: "terraformmachinepools",
+    body: {
+      apiVersion: `${apiGroup}/${apiVersion}`,
+      kind: "TerraformMachinePool",
+      metadata: { name: "mp-0", labels: { "cluster.x-k8s.io/cluster-name": "ext" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "mp-0", uid: machinePool.metadata.uid, controller: true }] },
+      spec: { source: { image: poolImage } },
     },
   });
 }

@@ -110,7 +110,8 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
   contractFields(object, decoding) {
     const fields = clusterContractFields(decoding.outputs);
     const status: Record<string, unknown> = {};
-    if (fields.failureDomains) status.failureDomains = fields.failureDomains;
+    // Cluster API's failureDomains holds 1-100 entries: none (null or [], or no outputs yet) removes the field.
+    if (fields.failureDomains) status.failureDomains = fields.failureDomains.length > 0 ? fields.failureDomains : null;
     if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) status.exports = decoding.outputs.exports.value;
     const current = (object.spec as { controlPlaneEndpoint?: { host?: string } }).controlPlaneEndpoint;
     // The module's endpoint is copied once, only when nobody set one; from then on the module owns

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { backoffMs, consecutiveFailures, decideOperation, jitterMs, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
+import { backoffMs, consecutiveFailures, decideOperation, jitterMs, nextPendingRefreshes, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
 
 const minute = 60_000;
 const now = 1_000 * minute;
@@ -24,7 +24,10 @@ const failed = (op: FinishedJob["op"], minutesAgo: number, extra: Partial<Finish
 
 const table: [string, Partial<Observed>, Partial<Decision>][] = [
   ["a running Job is waited for", { activeJob: { name: "j", op: "apply" } }, { op: undefined, reason: "JobActive", requeueAfterMs: minute }],
-  ["a restore request comes first", { restoreRequested: true, currentInputsHash: "h2:b" }, { op: "restore", reason: "RestoreRequested" }],
+  ["a restore request comes before an apply", { restoreRequested: true, currentInputsHash: "h2:b" }, { op: "restore", reason: "RestoreRequested" }],
+  ["a restore request restores a lost state", { restoreRequested: true, state: { kind: "unreadable" } }, { op: "restore", reason: "RestoreRequested" }],
+  ["deletion wins over a restore request", { restoreRequested: true, deleting: true }, { op: "destroy", reason: "Deleting" }],
+  ["a deletion held by a lost state runs the restore asked for", { restoreRequested: true, deleting: true, state: { kind: "unreadable" } }, { op: "restore", reason: "RestoreRequested" }],
   ["deleting with unreadable state holds", { deleting: true, state: { kind: "unreadable" } }, { reason: "DeletionHeld", requeueAfterMs: minute }],
   ["deleting without state drops the finalizer", { deleting: true, state: { kind: "absent" } }, { dropFinalizer: true, reason: "DeletingWithoutState" }],
   ["deleting destroys", { deleting: true }, { op: "destroy", reason: "Deleting" }],
@@ -38,6 +41,12 @@ const table: [string, Partial<Observed>, Partial<Decision>][] = [
   ["state without a hash applies", { state: { kind: "present" } }, { op: "apply", reason: "StateWithoutInputsHash" }],
   ["changed inputs re-apply a cluster, guarded", { currentInputsHash: "h2:b" }, { op: "apply", reason: "InputsChanged", guard: {} }],
   ["changed inputs never re-apply a machine", { role: "machine", currentInputsHash: "h2:b" }, { op: undefined }],
+  ["a pool applies changed inputs unguarded while its cluster exports are unchanged", { role: "machinepool", currentInputsHash: "h2:b" }, { op: "apply", reason: "InputsChanged", guard: undefined }],
+  ["a pool rendering changed cluster exports applies guarded", { role: "machinepool", currentInputsHash: "h2:b", approvalHash: "h2:pb", exportsChanged: true }, { op: "apply", reason: "InputsChanged", guard: {} }],
+  ["a pool's approval names its approval hash", { role: "machinepool", currentInputsHash: "h2:b", approvalHash: "h2:pb", approvedDestructiveHash: "h2:pb", exportsChanged: true }, { op: "apply", guard: { allowDeletesHash: "h2:pb" } }],
+  ["a blocked pool apply waits for approval", { role: "machinepool", currentInputsHash: "h2:b", approvalHash: "h2:pb", exportsChanged: true, jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b" }] }, { op: undefined, reason: "DestructivePlanBlocked" }],
+  ["a blocked pool apply still waits after its bootstrap data rotated", { role: "machinepool", currentInputsHash: "h2:c", approvalHash: "h2:pb", exportsChanged: true, jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b", approvalHash: "h2:pb" }] }, { op: undefined, reason: "DestructivePlanBlocked" }],
+  ["a blocked pool apply is retried for other inputs", { role: "machinepool", currentInputsHash: "h2:c", approvalHash: "h2:pc", exportsChanged: true, jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b", approvalHash: "h2:pb" }] }, { op: "apply", reason: "InputsChanged", guard: {} }],
   ["changed inputs re-apply a pool, unguarded here", { role: "machinepool", currentInputsHash: "h2:b", pool: { membershipRefreshIntervalSeconds: 60, providerIDCount: 3, statusReplicas: 3 } }, { op: "apply", reason: "InputsChanged", guard: undefined }],
   ["a failed apply is retried after its backoff", { jobs: [failed("apply", 2)] }, { op: "apply", reason: "LastApplyFailed" }],
   ["a failed apply waits out its backoff", { jobs: [failed("apply", 0.5)] }, { op: undefined, reason: "LastApplyFailedBackoff", requeueAfterMs: minute / 2 }],
@@ -101,5 +110,24 @@ describe("backoff", () => {
     const values = ["a", "b", "c", "d"].map((uid) => jitterMs(uid, 10 * minute));
     for (const value of values) expect(value).toBeLessThan(minute);
     expect(new Set(values).size).toBe(4);
+  });
+});
+
+describe("pending health", () => {
+  it("counts consecutive pending samples, restarts on an apply and clears on another reading", () => {
+    expect(nextPendingRefreshes(0, "pending", { applied: true, sampled: false })).toBe(0);
+    expect(nextPendingRefreshes(0, "pending", { applied: false, sampled: true })).toBe(1);
+    expect(nextPendingRefreshes(3, "pending", { applied: false, sampled: true })).toBe(4);
+    expect(nextPendingRefreshes(3, "pending", { applied: false, sampled: false })).toBe(3);
+    expect(nextPendingRefreshes(3, "pending", { applied: true, sampled: false })).toBe(0);
+    expect(nextPendingRefreshes(3, "running", { applied: false, sampled: true })).toBe(0);
+  });
+
+  it("refreshes 30 s, 1 m, 2 m, 4 m, then every 5 m after each pending refresh (plus the jitter)", () => {
+    const steps = [30_000, 60_000, 120_000, 240_000, 300_000, 300_000];
+    [1, 2, 3, 4, 5, 9].forEach((pendingRefreshes, index) => {
+      const decision = decideOperation(observed({ role: "machine", drift: { intervalSeconds: 0, action: "Report", detected: false }, health: { state: "pending", pendingRefreshes, lastRefreshAt: now } }));
+      expect(decision).toEqual({ reason: "UpToDate", requeueAfterMs: steps[index]! + jitterMs("uid-1", steps[index]!) });
+    });
   });
 });

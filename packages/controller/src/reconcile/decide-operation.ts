@@ -26,6 +26,8 @@ export interface FinishedJob {
   inputsHash?: string;
   /** A drift-remediation apply. */
   remediation?: boolean;
+  /** A guarded apply: the approval hash its guard compared (a pool's survives bootstrap rotations). */
+  approvalHash?: string;
 }
 
 export type ObservedState =
@@ -64,8 +66,12 @@ export interface Observed {
   plan?: ObservedPlan;
   /** The plan hash the `captf.io/approve-plan` annotation names. */
   approvedPlanHash?: string;
-  /** The inputs hash `captf.io/approve-destructive-plan` names (guarded cluster and pool applies). */
+  /** The hash `captf.io/approve-destructive-plan` names (guarded cluster and pool applies). */
   approvedDestructiveHash?: string;
+  /** The hash a destructive-plan approval must name: the inputs hash, for a pool without its bootstrap data. Default currentInputsHash. */
+  approvalHash?: string;
+  /** Pool only: the cluster exports it renders differ from those of its last successful apply (its apply is guarded). */
+  exportsChanged?: boolean;
   drift: {
     intervalSeconds: number;
     /** Remediate re-applies current inputs on drift (cluster and pool); machines always report. */
@@ -157,6 +163,16 @@ export function jitterMs(uid: string, intervalMs: number): number {
   return Math.floor((intervalMs / 10) * fraction);
 }
 
+/**
+ * `status.pendingRefreshes` after this pass: consecutive refresh or drift samples that read pending
+ * since the last apply or other reading. A new apply restarts it; a reading that is not pending clears it.
+ */
+export function nextPendingRefreshes(previous: number, reading: HealthState | undefined, finished: { applied: boolean; sampled: boolean }): number {
+  if (reading !== "pending") return 0;
+  if (finished.sampled) return (finished.applied ? 0 : previous) + 1;
+  return finished.applied ? 0 : previous;
+}
+
 function lastSuccess(jobs: readonly FinishedJob[], op: Operation): FinishedJob | undefined {
   return newestFirst(jobs, op).find((job) => job.outcome === "succeeded");
 }
@@ -166,12 +182,12 @@ export function decideOperation(observed: Observed): Decision {
   const { now } = observed;
   if (observed.activeJob) return { reason: "JobActive", requeueAfterMs: activeJobRequeueMs };
 
-  if (observed.restoreRequested && observed.state.kind !== "absent") {
-    return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
-  }
-
   if (observed.deleting) {
-    if (observed.state.kind === "unreadable") return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
+    if (observed.state.kind === "unreadable") {
+      // A restore may bring back the state a held deletion needs; otherwise deletion wins over a restore.
+      if (observed.restoreRequested) return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
+      return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
+    }
     // A cluster's infrastructure outlives its machines and pools: they are destroyed first.
     if (observed.role === "cluster" && (observed.dependents ?? 0) > 0) return { reason: "DependentsExist", requeueAfterMs: dependentsRequeueMs };
     if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
@@ -179,6 +195,11 @@ export function decideOperation(observed: Observed): Decision {
     const newestApply = newestFirst(observed.jobs, "apply")[0];
     if (destroyed && (!newestApply || destroyed.finishedAt >= newestApply.finishedAt)) return { dropFinalizer: true, cleanupState: true, reason: "Destroyed" };
     return withBackoff(observed, { op: "destroy", reason: "Deleting" });
+  }
+
+  // A restore precedes apply, drift and refresh, but never deletion.
+  if (observed.restoreRequested && observed.state.kind !== "absent") {
+    return withBackoff(observed, { op: "restore", reason: "RestoreRequested" });
   }
 
   if (observed.state.kind === "unreadable") return { reason: "StateUnreadable", requeueAfterMs: stateRequeueMs };
@@ -219,14 +240,18 @@ function decideApply(observed: Observed, due: { reason: string; remediation?: bo
     }
     return { reason: "PlanAwaitingApproval", requeueAfterMs: approvalRequeueMs };
   }
-  const guarded = observed.role === "cluster" || observed.role === "machinepool";
+  // Every cluster apply is guarded; a pool's only while it renders changed cluster exports.
+  const guarded = observed.role === "cluster" || (observed.role === "machinepool" && observed.exportsChanged === true);
   const newestApply = newestFirst(observed.jobs, "apply")[0];
-  const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === inputsHash;
-  if (newestApply?.outcome === "blocked" && newestApply.inputsHash === inputsHash && !approved) {
+  const approvalHash = observed.approvalHash ?? inputsHash;
+  const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === approvalHash;
+  // A blocked apply waits for its approval; a pool's rotated bootstrap data does not make it new inputs.
+  const blockedHash = newestApply?.approvalHash ?? newestApply?.inputsHash;
+  if (newestApply?.outcome === "blocked" && (blockedHash === approvalHash || newestApply.inputsHash === inputsHash) && !approved) {
     return { reason: "DestructivePlanBlocked", requeueAfterMs: approvalRequeueMs };
   }
   const decision: Decision = { op: "apply", reason: due.reason, ...extra };
-  if (guarded && observed.role === "cluster") decision.guard = approved ? { allowDeletesHash: inputsHash } : {};
+  if (guarded) decision.guard = approved ? { allowDeletesHash: approvalHash } : {};
   return withBackoff(observed, decision);
 }
 
@@ -254,9 +279,9 @@ function decideSchedule(observed: Observed): Decision {
     const interval = Math.min(membershipConvergingMs, pool.membershipRefreshIntervalSeconds * second);
     candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval, op: "refresh", reason: "MembershipConverging" });
   }
-  // 3. Pending health backs off 30 s, 1 m, 2 m, 4 m, then every 5 m (pools: 30 s flat).
+  // 3. Pending health backs off 30 s, 1 m, 2 m, 4 m, then every 5 m after the first pending refresh (pools: 30 s flat).
   if (health.state === "pending") {
-    const step = pool ? pendingSteps[0]! : pendingSteps[Math.min(health.pendingRefreshes, pendingSteps.length - 1)]!;
+    const step = pool ? pendingSteps[0]! : pendingSteps[Math.min(Math.max(0, health.pendingRefreshes - 1), pendingSteps.length - 1)]!;
     candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? now) + step + jitterMs(observed.uid, step), op: "refresh", reason: "HealthPending" });
   }
   // 4. Pool membership on its interval.

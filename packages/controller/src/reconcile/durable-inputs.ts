@@ -25,6 +25,8 @@ export interface DurableInputs {
   applied: boolean;
   /** The parsed `terraform.tfvars.json`, for latched inputs. */
   variables: Record<string, unknown>;
+  /** Pool only: the hash of the cluster exports its last successful apply rendered. */
+  appliedClusterOutputsHash?: string;
 }
 
 const maxSecretNameLength = 253;
@@ -61,6 +63,7 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
     ...(notes[annotations.image] ? { image: notes[annotations.image] } : {}),
     ...(notes[annotations.imageDigest] ? { imageDigest: notes[annotations.imageDigest] } : {}),
     ...(notes[annotations.identity] ? { identity: notes[annotations.identity] } : {}),
+    ...(notes[annotations.appliedClusterOutputsHash] ? { appliedClusterOutputsHash: notes[annotations.appliedClusterOutputsHash] } : {}),
   };
 }
 
@@ -85,6 +88,8 @@ export async function writeDurableInputs(
   if (inputs.identity) notes[annotations.identity] = inputs.identity;
   if (previous?.imageDigest && previous.image === inputs.image) notes[annotations.imageDigest] = previous.imageDigest;
   if (previous?.applied) notes[annotations.applied] = "true";
+  // What the last successful apply rendered stays until another succeeds: a started apply may yet be blocked or fail.
+  if (previous?.appliedClusterOutputsHash) notes[annotations.appliedClusterOutputsHash] = previous.appliedClusterOutputsHash;
   const kind = kindOfRole[owner.role];
   const body: V1Secret = {
     metadata: {

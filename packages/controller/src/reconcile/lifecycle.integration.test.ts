@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { stateSecretSuffix } from "@captf/render";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { machineAdapter } from "../kinds/adapters.js";
@@ -49,9 +49,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
     writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type    = string\n  default = ""\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
-    // Health follows a marker file, so a test can make an instance unhealthy between refreshes.
+    // Health follows marker files, so a test can make an instance unhealthy or pending between refreshes.
     const outputs = join(moduleDir, "outputs.tf");
-    writeFileSync(outputs, readFileSync(outputs, "utf8").replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")'));
+    writeFileSync(
+      outputs,
+      readFileSync(outputs, "utf8")
+        .replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")')
+        .replace('state   = "running"', 'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" : "running"'),
+    );
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
     await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
@@ -189,6 +194,64 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 180_000);
   });
 
+  describe("pending health", () => {
+    const runJobs = async () => {
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+    };
+    async function passAt(name: string, ahead: number) {
+      skew = ahead;
+      try {
+        return await reconcileWorkspace(deps, machineAdapter, namespace, name);
+      } finally {
+        skew = 0;
+      }
+    }
+
+    it("refreshes a machine whose apply reads pending right away, then backs off 30 s, 1 m, … counting status.pendingRefreshes, until it reads running", async () => {
+      const marker = join(moduleDir, "..", `pending-${namespace}-slow`);
+      writeFileSync(marker, "");
+      let machine: Json;
+      try {
+        await createMachine("slow");
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toBe("added finalizer");
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(/^started apply \(NoState\)/);
+        await runJobs();
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(/^started refresh \(RefreshAfterApply\)/);
+        machine = await getMachine("slow");
+        expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "False", reason: "InstancePending" });
+        expect(machine.status.initialization?.provisioned).toBeUndefined();
+        await runJobs();
+
+        // The first pending refresh: the next one is due 30 s later (plus up to 3 s of jitter).
+        const first = await reconcileWorkspace(deps, machineAdapter, namespace, "slow");
+        expect(first.action).toBe("UpToDate");
+        expect(first.requeueAfterMs).toBeLessThanOrEqual(33_000);
+        expect((await getMachine("slow")).status.pendingRefreshes).toBe(1);
+        expect((await passAt("slow", 34_000)).action).toMatch(/^started refresh \(HealthPending\)/);
+        await runJobs();
+
+        // The second: 1 m.
+        const second = await reconcileWorkspace(deps, machineAdapter, namespace, "slow");
+        expect(second.action).toBe("UpToDate");
+        expect(second.requeueAfterMs).toBeGreaterThan(34_000);
+        expect(second.requeueAfterMs).toBeLessThanOrEqual(66_000);
+        expect((await getMachine("slow")).status.pendingRefreshes).toBe(2);
+        expect((await passAt("slow", 34_000)).action).toBe("UpToDate");
+        expect((await passAt("slow", 67_000)).action).toMatch(/^started refresh \(HealthPending\)/);
+      } finally {
+        rmSync(marker, { force: true });
+      }
+      await runJobs();
+      await reconcileWorkspace(deps, machineAdapter, namespace, "slow");
+      machine = await getMachine("slow");
+      expect(machine.status.initialization).toEqual({ provisioned: true });
+      expect(machine.status.pendingRefreshes).toBeUndefined();
+      expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "True", reason: "Healthy" });
+      expect((await jobsOf("slow")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "refresh", "refresh", "refresh"]);
+    }, 180_000);
+  });
+
   describe("state backups and restore", () => {
     it("backs up each state serial it reads, holds a lost state instead of applying again, and restores a backup on request", async () => {
       await createMachine("backed");
@@ -231,6 +294,45 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getMachine("backed"), "RestoreJobSucceeded")).toMatchObject({ status: "False", reason: "RestoreBackupNotFound" });
       expect((await jobsOf("backed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
     }, 60_000);
+  });
+
+  describe("spec.jobs.serviceAccountName", () => {
+    it("runs no Job as a ServiceAccount that is not opted in (ServiceAccountNotOptedIn), and runs it once labelled captf.io/runner=true", async () => {
+      await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "own-runner" } } });
+      await createMachine("own-sa", { jobs: { serviceAccountName: "own-runner" } });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("added finalizer");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("waiting: ServiceAccountNotOptedIn");
+      expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn", message: expect.stringContaining("captf.io/runner=true") });
+      expect(await jobsOf("own-sa")).toHaveLength(0);
+
+      await plane.core.patchNamespacedServiceAccount({ namespace, name: "own-runner", body: { metadata: { labels: { "captf.io/runner": "true" } } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toMatch(/^started apply \(NoState\)/);
+      expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({ status: "True", reason: "RBACReady" });
+      const [job] = await jobsOf("own-sa");
+      expect(job!.spec!.template.spec!.serviceAccountName).toBe("own-runner");
+      await drive("own-sa", (m) => m.status?.initialization?.provisioned === true);
+    }, 120_000);
+  });
+
+  describe("deletion", () => {
+    it("wins over a restore request: the destroy runs, and DeletionStarted is recorded once", async () => {
+      await createMachine("doomed");
+      await drive("doomed", (m) => m.status?.initialization?.provisioned === true);
+      const [backup] = (await getMachine("doomed")).status.stateBackups;
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "doomed", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "doomed" });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toMatch(/^started destroy \(Deleting\)/);
+      expect(condition(await getMachine("doomed"), "Deleting")).toMatchObject({ status: "True", reason: "Deleting" });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toBe("JobActive");
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
+      const reasons = async () => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "doomed" && event.reportingController === "captf-manager").map((event) => event.reason);
+      await waitFor(async () => ((await reasons()).includes("DeletionStarted") ? true : undefined), 10_000, "the DeletionStarted event");
+      expect((await reasons()).filter((reason) => reason === "DeletionStarted")).toHaveLength(1);
+      expect((await jobsOf("doomed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "destroy"]);
+      await drive("doomed", (m) => !m.metadata);
+    }, 120_000);
   });
 
   describe("deletionPolicy Retain", () => {

@@ -5,7 +5,7 @@ import { describeWithTools } from "@captf/testkit";
 import { allJobsFinished, preparePlane } from "./plane.test-support.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { machineAdapter } from "../kinds/adapters.js";
-import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 
@@ -82,6 +82,37 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const result = await reconcileWorkspace(deps, machineAdapter, namespace, "m-0");
     expect(result.action).toBe("UpToDate");
     expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
+  }, 60_000);
+
+  it("requeues quietly when its finalizer write loses a race with another writer, and adds it on the next pass", async () => {
+    const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines" };
+    await custom.createNamespacedCustomObject({ ...infra, body: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", metadata: { name: "race" }, spec: { source: { image } } } });
+    // Another writer (Cluster API, on an object it just created) changes the object between the pass's read and its finalizer write.
+    let raced = false;
+    const racing = new Proxy(custom, {
+      get(target, property) {
+        if (property === "getNamespacedCustomObject") {
+          return async (request: Parameters<k8s.CustomObjectsApi["getNamespacedCustomObject"]>[0]) => {
+            const read = await target.getNamespacedCustomObject(request);
+            if (!raced && request.name === "race") {
+              raced = true;
+              await target.patchNamespacedCustomObject({ ...request, body: { metadata: { labels: { "cluster.x-k8s.io/cluster-name": "demo" } } } }, mergePatchOptions());
+            }
+            return read;
+          };
+        }
+        const value = Reflect.get(target, property);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const lost = await reconcileWorkspace({ ...deps, custom: racing }, machineAdapter, namespace, "race");
+    expect(raced).toBe(true);
+    expect(lost).toEqual({ action: expect.stringContaining("conflict"), requeueAfterMs: 5_000 });
+    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toBeUndefined();
+    expect((await reconcileWorkspace(deps, machineAdapter, namespace, "race")).action).toBe("added finalizer");
+    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toEqual(["terraformmachine.infrastructure.cluster.x-k8s.io"]);
+    await custom.patchNamespacedCustomObject({ ...infra, name: "race", body: { metadata: { finalizers: null } } }, mergePatchOptions());
+    await custom.deleteNamespacedCustomObject({ ...infra, name: "race" });
   }, 60_000);
 
   it("destroys on deletion, then removes its finalizer", async () => {

@@ -1,10 +1,11 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
-import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
-import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
@@ -18,7 +19,7 @@ import type { StateReading } from "../state/decode-state.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import type { PlanPreview } from "../api/workspace.js";
-import { decideOperation, type Decision, type Operation } from "./decide-operation.js";
+import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
@@ -161,6 +162,8 @@ export interface KindAdapter<R extends Role> {
 }
 
 const gateRequeueMs = 30_000;
+/** A write lost a race with another writer, or a cache lags: look again soon. */
+const lagRequeueMs = 5_000;
 const defaultStateBackups = 5;
 const longRequeueMs = 10 * 60_000;
 const defaultMembershipRefreshSeconds = 60;
@@ -173,6 +176,10 @@ export function mergePatchOptions() {
 interface RenderedInputs {
   root: GeneratedRoot;
   hash: string;
+  /** What a destructive-plan approval names: the hash, for a pool without its (rotating) bootstrap data. */
+  approvalHash: string;
+  /** Pool only: the hash of the cluster exports it renders. */
+  exportsHash?: string;
 }
 
 type InputsOutcome = { kind: "ready"; rendered: RenderedInputs } | { kind: "pending"; reason: string; message: string; condition: "DependenciesReady" | "ApplyJobSucceeded"; status: "Unknown" | "False" } | { kind: "none" };
@@ -180,9 +187,17 @@ type InputsOutcome = { kind: "ready"; rendered: RenderedInputs } | { kind: "pend
 function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs[R], variables: UserVariables): InputsOutcome {
   try {
     const root = renderGeneratedRoot(role, inputs, variables);
-    return { kind: "ready", rendered: { root, hash: inputsHash({ role, image, inputs, variables }) } };
+    const hashable = { role, image, inputs, variables };
+    const hash = inputsHash(hashable);
+    if (role !== "machinepool") return { kind: "ready", rendered: { root, hash, approvalHash: hash } };
+    const exports = (inputs as RoleInputs["machinepool"]).captf_cluster_outputs as JsonValue | undefined;
+    return { kind: "ready", rendered: { root, hash, approvalHash: approvalHash(hashable), exportsHash: exportsHash(exports) } };
   } catch (error) {
     if (error instanceof InputsTooLargeError) return { kind: "pending", reason: "InputsTooLarge", message: error.message, condition: "ApplyJobSucceeded", status: "False" };
+    // The cluster's exports are unhashable (a fraction or exponent): its machines and pools wait for a fixed export.
+    if (error instanceof InputsHashError && error.path?.startsWith("/inputs/captf_cluster_outputs")) {
+      return { kind: "pending", reason: "WaitingForClusterExports", message: error.message, condition: "DependenciesReady", status: "Unknown" };
+    }
     throw error;
   }
 }
@@ -212,15 +227,16 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const mergePatch = (body: unknown) => custom.patchNamespacedCustomObject({ ...objectApi, body }, mergePatchOptions());
   const finalizer = finalizers[adapter.kind];
   // With the resourceVersion read: a finalizer list changed meanwhile makes this a conflict, not a loss.
-  const removeFinalizer = async () => {
-    await mergePatch({ metadata: { finalizers: (object.metadata.finalizers ?? []).filter((f) => f !== finalizer), resourceVersion: object.metadata.resourceVersion } });
-    await deps.sweepNamespace?.(namespace);
-  };
+  // A conflict is an expected lost race (Cluster API writes an object it just created): false, and the pass requeues.
+  const writeFinalizers = (list: string[]) => mergePatch({ metadata: { finalizers: list, resourceVersion: object.metadata.resourceVersion } }).then(() => true, (error) => (isConflict(error) ? false : Promise.reject(error)));
+  // Once the finalizer is gone, what captf made in a namespace left without objects goes too.
+  const removeFinalizer = async () => (await writeFinalizers((object.metadata.finalizers ?? []).filter((f) => f !== finalizer))) && (await deps.sweepNamespace?.(namespace), true);
+  const finalizerConflict: PassResult = { action: "finalizer write conflicted: the object changed meanwhile; requeued", requeueAfterMs: lagRequeueMs };
   const deleting = Boolean(object.metadata.deletionTimestamp);
 
   // The finalizer goes on first, in its own write, so a destroy can never be skipped.
   if (!deleting && !object.metadata.finalizers?.includes(finalizer)) {
-    await mergePatch({ metadata: { finalizers: [...(object.metadata.finalizers ?? []), finalizer], resourceVersion: object.metadata.resourceVersion } });
+    if (!(await writeFinalizers([...(object.metadata.finalizers ?? []), finalizer]))) return finalizerConflict;
     return { action: "added finalizer", requeueAfterMs: 0 };
   }
 
@@ -272,6 +288,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     credentials = await deps.credentials({ role: adapter.role, object, terraformCluster });
     for (const { type, value } of credentials.conditions) conditions.set(type, value);
   }
+  const jobPolicy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
+  // A ServiceAccount other than captf-runner runs Jobs only once opted in.
+  let serviceAccountRefusal: ConditionValue | undefined;
+  if (jobPolicy.serviceAccountName && jobPolicy.serviceAccountName !== runnerServiceAccount && !paused) {
+    const account = await core.readNamespacedServiceAccount({ name: jobPolicy.serviceAccountName, namespace }).catch(ignoreNotFound);
+    const runnerAccount = serviceAccountOverrideCondition(jobPolicy.serviceAccountName, namespace, account);
+    conditions.set("RunnerRBACReady", runnerAccount);
+    if (runnerAccount.status !== "True") serviceAccountRefusal = runnerAccount;
+  }
 
   // Observe Jobs; bookkeep the finished ones not recorded yet.
   const jobs = await observeJobs({ core, batch }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
@@ -284,6 +309,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
       }
       durableNotes[annotations.applied] = "true";
+      // A pool's apply is guarded while its cluster exports differ from those its last successful apply rendered.
+      const appliedExports = job.job.metadata?.annotations?.[annotations.clusterOutputsHash];
+      if (appliedExports) durableNotes[annotations.appliedClusterOutputsHash] = appliedExports;
       const imageReference = durable?.image ?? object.spec.source.image;
       const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
       if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
@@ -410,7 +438,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (retainedBy.length > 0) {
     const retainer = retainedBy.join(", ");
     if (deleting) {
-      await removeFinalizer();
+      if (!(await removeFinalizer())) return finalizerConflict;
       void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}; the state retained by deleted object ${retainer} is left as it is`);
       return { action: "removed finalizer" };
     }
@@ -462,22 +490,38 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   } else if (newestCheck && newestCheck.outcome !== "succeeded" && newestCheck.outcome !== "interrupted") {
     conditions.set("DriftJobSucceeded", newestCheck.deadlineExceeded ? { status: "False", reason: "DriftJobDeadlineExceeded", message: `Job ${newestCheck.name} reached its deadline` } : { status: "False", reason: "DriftJobFailed", message: `Job ${newestCheck.name} (${newestCheck.op}) failed${newestCheck.result?.error?.summary ? `: ${newestCheck.result.error.summary}` : ""}` });
   }
+  // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
+  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
+  if (driftDetected && remediated) {
+    conditions.set("DriftDetected", { status: "False", reason: "NoDrift", message: `remediation apply Job ${remediated.name} applied the current inputs over the drift` });
+    void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
+    driftDetected = false;
+  }
   deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
 
   // Machines that may ask for remediation sample their health on its own interval.
   const remediation = adapter.role === "machine" ? effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation) : undefined;
   const healthCheckIntervalSeconds = remediation?.annotateMachine && wasProvisioned ? remediation.healthCheckIntervalSeconds : undefined;
 
+  // The outputs as the state holds them: the contract fields below, and the health reading that schedules refreshes.
+  const decoding = state.kind === "ok" ? decodeOutputs(adapter.role, state.state.outputs, observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined, { fromState: true }) : undefined;
+  const healthReading = decoding?.outputs.health.state === "ok" ? decoding.outputs.health.value.state : undefined;
+  const finishedSucceeded = (ops: Operation[]) => toMark.some((job) => job.outcome === "succeeded" && ops.includes(job.op));
+  const pendingRefreshes = nextPendingRefreshes((object.status?.pendingRefreshes as number | undefined) ?? 0, healthReading, { applied: finishedSucceeded(["apply"]), sampled: finishedSucceeded(["refresh", "drift"]) });
+  if (decoding) status.pendingRefreshes = pendingRefreshes > 0 ? pendingRefreshes : null;
+
   // Decide.
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
   const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
   conditions.set("Deleting", !deleting ? { status: "False", reason: "NotDeleting" } : deletionPolicy ? { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` } : { status: "True", reason: "DeletionPolicyUnresolved", message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy" });
-  if (deleting && previousReason(previous, "Deleting") === undefined) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
+  // Once, on the first pass that sees the deletion (the condition read NotDeleting, or nothing yet).
+  const deletionSeen = ["Deleting", "DeletionPolicyUnresolved"].includes(previousReason(previous, "Deleting") ?? "");
+  if (deleting && !deletionSeen) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
     const kept = await retainState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    await removeFinalizer();
+    if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "InfrastructureRetained", `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "retained infrastructure, removed finalizer" };
@@ -503,11 +547,18 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         ...(planShown ? { plan: observedPlan(planShown)! } : {}),
         ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
         ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
-        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => ({ op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(job.remediation ? { remediation: true } : {}) })),
+        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
+        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
+        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
+          const guardedHash = guardedApprovalHash(job.job);
+          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
+        }),
         drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
         health: {
-          pendingRefreshes: 0,
-          appliedReadingDefinite: adapter.role !== "machinepool",
+          ...(healthReading ? { state: healthReading } : {}),
+          pendingRefreshes,
+          // Until a refresh follows the newest apply, the state's reading is that apply's own.
+          appliedReadingDefinite: adapter.role !== "machinepool" && healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown",
           ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
           ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
         },
@@ -535,14 +586,14 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    await removeFinalizer();
+    if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "removed finalizer" };
   }
   let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet });
+    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
@@ -552,8 +603,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
-  if (state.kind === "ok") {
-    const decoding = decodeOutputs(adapter.role, state.state.outputs, observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined, { fromState: true });
+  if (state.kind === "ok" && decoding) {
     provisioned ||= isProvisioned(adapter.role, Boolean(state.state.inputsHash), decoding);
     const fields = adapter.contractFields(object, decoding);
     Object.assign(status, fields.status);
@@ -588,7 +638,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
           : !result.error
             ? { status: "True", reason: `${verb}Succeeded` }
             : result.error.kind === "blocked"
-              ? { status: "False", reason: "DestructivePlanBlocked", ...(result.error.summary ? { message: result.error.summary } : {}) }
+              ? { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(newest.job, result.error.summary) }
               : { status: "False", reason: `${verb}Failed`, ...(result.error.summary ? { message: result.error.summary } : {}) },
       );
     }
@@ -635,6 +685,22 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
 }
 
+/** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
+function guardedApprovalHash(job: V1Job): string | undefined {
+  return job.spec?.template.spec?.containers[0]?.args?.find((arg) => arg.startsWith("--inputs-hash="))?.slice("--inputs-hash=".length);
+}
+
+/** What a blocked apply stopped before, and the approval that lets it through (the hash its guard compared). */
+function blockedMessage(job: V1Job, summary: string | undefined): string {
+  const guarded = guardedApprovalHash(job);
+  return [summary ?? "the plan deletes or replaces resources", ...(guarded ? [`approve it with ${annotations.approveDestructivePlan}=${guarded}`] : [])].join("; ");
+}
+
+/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
+function appliedExportsHash(durable: DurableInputs): string {
+  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
+}
+
 async function countDependents(custom: CustomObjectsApi, namespace: string, clusterName: string): Promise<number> {
   let count = 0;
   for (const plural of ["terraformmachines", "terraformmachinepools"]) {
@@ -672,6 +738,9 @@ interface StartRequest<R extends Role> {
   now: number;
   subject: EventSubject;
   restoreSet: BackupSet | undefined;
+  jobPolicy: StoredJobPolicy;
+  /** RunnerRBACReady=False when the Job policy names a ServiceAccount not opted in. */
+  serviceAccountRefusal: ConditionValue | undefined;
 }
 
 interface StartOutcome {
@@ -718,7 +787,8 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     return wait("DurableInputsMissing", `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`, longRequeueMs);
   }
 
-  const policy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (request.terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
+  if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
+  const policy = request.jobPolicy;
   const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
   const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (request.restoreSet?.inputsHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
   const lastSuccessAt = (of: Operation) => String(Math.max(0, ...jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
@@ -739,7 +809,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     ...(tick ? { tick } : {}),
     ...(credentials?.secretName ? { credentialsSecret: credentials.secretName } : {}),
     policy: { ...policy, ...(object.spec.source.imagePullPolicy ? { imagePullPolicy: object.spec.source.imagePullPolicy } : {}) },
-    ...(decision.guard ? { guard: { approvalHash: hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
+    ...(decision.guard ? { guard: { approvalHash: inputs.kind === "ready" ? inputs.rendered.approvalHash : hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
     runnerEvents: deps.runnerEvents ?? true,
     ...(restoreSet ? { restore: { chunks: restoreSet.names.length, resources: restoreSet.resources, backupSecrets: restoreSet.names, serial: restoreSet.serial } } : {}),
@@ -782,6 +852,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
+  if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.

@@ -109,6 +109,16 @@ describe("ControllerRunner", () => {
     expect(runner.queue.numRequeues("k")).toBe(0);
   });
 
+  it("runs a pass that asks for a requeue after 0 ms again at once", async () => {
+    const { runner, calls } = scriptedRunner(1);
+    runner.queue.add("k");
+    await flushPromises();
+    calls[0]!.finish({ requeueAfterMillis: 0 });
+    await flushPromises();
+    expect(calls).toHaveLength(2);
+    expect(runner.queue.numRequeues("k")).toBe(0);
+  });
+
   it("drains on stop: no new keys, the pass in flight finishes", async () => {
     const { runner, calls } = scriptedRunner(1);
     runner.queue.add("a");

@@ -6,7 +6,7 @@
  * | --- | --- |
  * | throws a {@link TerminalError} | counted and logged, not retried; `forget` |
  * | throws anything else | rate-limited re-add (per-key backoff 5 ms … 1000 s) |
- * | returns `{ requeueAfterMillis }` | `forget`, then re-add after the delay |
+ * | returns `{ requeueAfterMillis }` | `forget`, then re-add after the delay (0: at once) |
  * | returns nothing | `forget` |
  *
  * Each pass gets a `reconcileId` in its logger; a key is never reconciled by two workers at once.
@@ -224,7 +224,8 @@ export class ControllerRunner {
     }
     this.#metrics?.reconcileTime.observe({ controller }, (this.#clock.now() - started) / 1000);
     const after = outcome?.requeueAfterMillis;
-    if (after !== undefined && after > 0) {
+    // 0 asks for another pass now (controller-runtime's Requeue), not for nothing.
+    if (after !== undefined && after >= 0) {
       this.queue.forget(key);
       this.queue.addAfter(key, after);
       this.#metrics?.reconcileTotal.inc({ controller, result: "requeue_after" });

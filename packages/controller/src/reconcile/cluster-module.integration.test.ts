@@ -1,0 +1,235 @@
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { noopModuleDirectory } from "@captf/module-noop";
+import { describeWithTools } from "@captf/testkit";
+import type { EventRecorder } from "../events/event-recorder.js";
+import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
+import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+
+type Json = Record<string, any>;
+
+const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
+const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
+
+// TerraformClusters whose modules publish what the contract allows at its edges, on the real API
+// server with real Jobs and the real runner: the no-op cluster module, each test changing one output.
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "cluster modules at the contract's edges", () => {
+  const namespace = `clustermod-${Date.now().toString(36)}`;
+  const work = mkdtempSync(join(tmpdir(), "captf-cluster-modules-"));
+  const modules: Record<string, string> = {};
+  const recorded: { name: string; reason: string; note: string }[] = [];
+  const events: EventRecorder = {
+    async record(subject, reason, note) {
+      recorded.push({ name: subject.name, reason, note });
+    },
+  };
+  let plane: PlaneClients;
+  let deps: ReconcilerDeps;
+  let executor: JobExecutor;
+  let skew = 0;
+
+  /** A no-op module of the role with output values replaced and files added. */
+  function noopVariant(name: string, role: "cluster" | "machinepool", change: { outputs?: Record<string, string>; files?: Record<string, string> }): string {
+    const dir = join(work, name);
+    cpSync(noopModuleDirectory(role), dir, { recursive: true });
+    const outputsFile = join(dir, "outputs.tf");
+    let outputs = readFileSync(outputsFile, "utf8");
+    for (const [output, value] of Object.entries(change.outputs ?? {})) {
+      const pattern = new RegExp(`(output "${output}" \\{[^]*?value\\s*=\\s*)(\\[[^]*?\\]|\\{[^]*?\\n  \\}|[^\\n]*)\\n`);
+      const replaced = outputs.replace(pattern, `$1${value}\n`);
+      if (replaced === outputs) throw new Error(`output ${output} not found in the no-op ${role} module`);
+      outputs = replaced;
+    }
+    writeFileSync(outputsFile, outputs);
+    for (const [file, content] of Object.entries(change.files ?? {})) writeFileSync(join(dir, file), content);
+    return dir;
+  }
+
+  beforeAll(async () => {
+    plane = await preparePlane(namespace);
+    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events, now: () => Date.now() + skew };
+    modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
+    modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
+    // Its configuration follows a marker file: the state differs from it (drift) once the marker is there.
+    modules["registry.invalid/captf/drifting:v1"] = noopVariant("drifting", "cluster", { files: { "drifting.tf": 'resource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n' } });
+    // A cluster exporting a user variable, and a pool that replaces a resource whenever the exports change.
+    modules["registry.invalid/captf/exporting:v1"] = noopVariant("exporting", "cluster", { outputs: { exports: "{ generation = var.generation }" }, files: { "generation.tf": 'variable "generation" {\n  type    = string\n  default = "1"\n}\n' } });
+    modules["registry.invalid/captf/export-bound-pool:v1"] = noopVariant("export-bound-pool", "machinepool", { files: { "bound.tf": 'resource "terraform_data" "bound" {\n  triggers_replace = var.captf_cluster_outputs\n}\n' } });
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
+  }, 120_000);
+  afterAll(() => {
+    executor?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  async function createCluster(name: string, image: string, spec: Json = {}): Promise<void> {
+    const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
+    } })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
+      spec: { source: { image }, identityRef: { name: "unused" }, ...spec },
+    } });
+  }
+
+  const getCluster = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+  const jobsOf = async (name: string) => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+
+  async function drive(name: string, until: (cluster: Json) => boolean, maxPasses = 10): Promise<string[]> {
+    const actions: string[] = [];
+    for (let pass = 0; pass < maxPasses; pass++) {
+      actions.push((await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action);
+      if (until(await getCluster(name))) return actions;
+      if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+    }
+    throw new Error(`${name} did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await getCluster(name)).status)}`);
+  }
+
+  describe("exports", () => {
+    it("a fraction in exports: the cluster's OutputsValid is False, its machines and pools wait with WaitingForClusterExports and start no Job", async () => {
+      await createCluster("frac", "registry.invalid/captf/fractional-exports:v1");
+      await drive("frac", (c) => condition(c, "OutputsValid")?.status === "False");
+      expect(condition(await getCluster("frac"), "OutputsValid")).toMatchObject({ reason: "OutputsInvalid", message: expect.stringContaining("fractional or exponent number at /ratio") });
+
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "frac-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
+      const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
+        spec: { clusterName: "frac", bootstrap: { dataSecretName: "frac-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "frac-m" } },
+      } })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "frac-m", uid: machine.metadata.uid, controller: true }] },
+        spec: { source: { image: "registry.invalid/captf/noop-machine:v1" } },
+      } });
+      const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
+        spec: { clusterName: "frac", replicas: 1, template: { spec: { clusterName: "frac", bootstrap: { dataSecretName: "frac-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "frac-p" } } } },
+      } })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachinepools", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
+        metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "frac-p", uid: machinePool.metadata.uid, controller: true }] },
+        spec: { source: { image: "registry.invalid/captf/noop-machinepool:v1" } },
+      } });
+
+      for (const [adapter, plural, name] of [[machineAdapter, "terraformmachines", "frac-m"], [poolAdapter, "terraformmachinepools", "frac-p"]] as const) {
+        expect((await reconcileWorkspace(deps, adapter, namespace, name)).action).toBe("added finalizer");
+        const waiting = await reconcileWorkspace(deps, adapter, namespace, name);
+        expect(waiting.action).toBe("waiting: WaitingForClusterExports");
+        const object = (await plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural, name })) as Json;
+        expect(condition(object, "DependenciesReady")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterExports", message: expect.stringContaining("exports contains a fractional or exponent number at /ratio") });
+        expect(await jobsOf(name)).toHaveLength(0);
+      }
+    }, 120_000);
+  });
+
+  describe("a pool whose apply renders changed cluster exports", () => {
+    const pools = { ...infra, namespace, plural: "terraformmachinepools", name: "ex-p" };
+    const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Json>;
+    async function drivePool(until: (pool: Json) => boolean, maxPasses = 8): Promise<string[]> {
+      const actions: string[] = [];
+      for (let pass = 0; pass < maxPasses; pass++) {
+        actions.push((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action);
+        if (until(await getPool())) return actions;
+        if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+      }
+      throw new Error(`ex-p did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await getPool()).status)}`);
+    }
+    const newestApply = async () => (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+    const args = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) => job.spec!.template.spec!.containers[0]!.args ?? [];
+
+    it("is held when its plan replaces a resource, applies once approved, and applies unguarded while the exports stay the same", async () => {
+      await createCluster("ex", "registry.invalid/captf/exporting:v1");
+      await drive("ex", (c) => c.status?.initialization?.provisioned === true);
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "ex-p-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
+      const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "ex-p", labels: { "cluster.x-k8s.io/cluster-name": "ex" } },
+        spec: { clusterName: "ex", replicas: 1, template: { spec: { clusterName: "ex", bootstrap: { dataSecretName: "ex-p-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "ex-p" } } } },
+      } })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({ ...pools, body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
+        metadata: { name: "ex-p", labels: { "cluster.x-k8s.io/cluster-name": "ex" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "ex-p", uid: machinePool.metadata.uid, controller: true }] },
+        spec: { source: { image: "registry.invalid/captf/export-bound-pool:v1" } },
+      } });
+      await drivePool((p) => p.status?.initialization?.provisioned === true);
+      expect(args(await newestApply())).not.toContain("--guard-deletes");
+
+      // The cluster exports generation 2: the pool's next apply would replace terraform_data.bound.
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } }, mergePatchOptions());
+      await drive("ex", (c) => c.status?.exports?.generation === "2");
+      await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "DestructivePlanBlocked");
+      const blocked = await newestApply();
+      expect(args(blocked)).toContain("--guard-deletes");
+      expect(blocked.metadata?.annotations?.["captf.io/bookkept"]).toBe("true");
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", message: expect.stringContaining("terraform_data.bound") });
+      expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("DestructivePlanBlocked");
+      const applies = (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").length;
+
+      // Approving the hash the blocked Job guarded applies the replacement, once.
+      const approval = args(blocked).find((arg) => arg.startsWith("--inputs-hash="))!.slice("--inputs-hash=".length);
+      expect((await getPool()).status.conditions.find((c: Json) => c.type === "ApplyJobSucceeded").message).toContain(`captf.io/approve-destructive-plan=${approval}`);
+      await plane.custom.patchNamespacedCustomObject({ ...pools, body: { metadata: { annotations: { "captf.io/approve-destructive-plan": approval } } } }, mergePatchOptions());
+      await drivePool((p) => condition(p, "ApplyJobSucceeded")?.status === "True");
+      expect(args(await newestApply())).toContain(`--allow-deletes-hash=${approval}`);
+      expect((await getPool()).metadata.annotations?.["captf.io/approve-destructive-plan"]).toBeUndefined();
+      expect((await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply")).toHaveLength(applies + 1);
+
+      // Another change of the pool's inputs, the exports as applied: not guarded.
+      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
+      await drivePool((p) => p.status?.replicas === 2);
+      expect(args(await newestApply())).not.toContain("--guard-deletes");
+    }, 240_000);
+  });
+
+  describe("drift with action Remediate", () => {
+    it("applies the current inputs once over the drift found, and DriftDetected is False again after that apply", async () => {
+      await createCluster("remedy", "registry.invalid/captf/drifting:v1", { drift: { intervalSeconds: 60, action: "Remediate" } });
+      await drive("remedy", (c) => c.status?.initialization?.provisioned === true);
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
+      writeFileSync(join(work, "drift-remedy"), "");
+      skew = 70_000;
+      try {
+        expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started drift \(DriftDue\)/);
+      } finally {
+        skew = 0;
+      }
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started apply \(DriftRemediation\)/);
+      expect(condition(await getCluster("remedy"), "DriftDetected")).toMatchObject({ status: "True" });
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+
+      const after = await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
+      expect(after.action).toBe("UpToDate");
+      expect(condition(await getCluster("remedy"), "DriftDetected")).toMatchObject({ status: "False", reason: "NoDrift" });
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
+      const ops = (await jobsOf("remedy")).map((job) => job.metadata?.labels?.[opLabel]).sort();
+      expect(ops).toEqual(["apply", "apply", "drift"]);
+      expect(recorded.filter((event) => event.name === "remedy" && event.reason === "DriftResolved")).toHaveLength(1);
+    }, 180_000);
+  });
+
+  describe("failure_domains", () => {
+    it("a module that publishes [] provisions the cluster without status.failureDomains, and its apply is recorded once", async () => {
+      await createCluster("nofd", "registry.invalid/captf/no-domains:v1");
+      await drive("nofd", (c) => c.status?.initialization?.provisioned === true);
+      const cluster = await getCluster("nofd");
+      expect(cluster.status.failureDomains).toBeUndefined();
+      expect(condition(cluster, "Ready")).toMatchObject({ status: "True" });
+      expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+      // Settled: further passes start nothing and record nothing again.
+      for (let pass = 0; pass < 2; pass++) expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "nofd")).action).toBe("UpToDate");
+      const applies = (await jobsOf("nofd")).filter((job) => job.metadata?.labels?.[opLabel] === "apply");
+      expect(applies).toHaveLength(1);
+      expect(recorded.filter((event) => event.name === "nofd" && event.reason === "JobSucceeded")).toHaveLength(1);
+    }, 120_000);
+  });
+});
