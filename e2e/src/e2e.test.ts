@@ -147,6 +147,83 @@ describeWithTools(
       await waitReady("the demo Ready after the approved apply");
     }, scenarioTimeout);
 
+    it("reports a module whose apply fails, and recovers when the MachineDeployment rolls to a fixed template", async () => {
+      const template = (name: string, variables?: Record<string, unknown>) => ({
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachineTemplate",
+        metadata: { name, namespace: demoNamespace },
+        spec: { template: { spec: { source: { image: plane.images.modules.machine }, ...(variables ? { variables } : {}) } } },
+      });
+      // The module declares no such variable: its Job fails as any broken module's would.
+      await applyObjects(plane.applier, [
+        template("demo-md-fail", { no_such_variable: "x" }),
+        {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "MachineDeployment",
+          metadata: { name: "demo-md-fail", namespace: demoNamespace },
+          spec: {
+            clusterName: demoClusterName,
+            replicas: 1,
+            selector: { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-fail" } },
+            template: {
+              metadata: { labels: { "cluster.x-k8s.io/deployment-name": "demo-md-fail" } },
+              spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name: "demo-md-fail" } },
+            },
+          },
+        },
+      ] as k8s.KubernetesObject[]);
+      const failed = await waitFor(async () => {
+        const machine = (await list(infra, "terraformmachines")).find((candidate) => candidate.metadata.name.startsWith("demo-md-fail-"));
+        const condition = machine?.status?.conditions?.find((candidate: AnyObject) => candidate.type === "ApplyJobSucceeded");
+        return machine && condition?.status === "False" ? { machine, condition } : undefined;
+      }, 240_000, "the failing machine's ApplyJobSucceeded=False");
+      expect(failed.condition.reason).toBe("ApplyFailed");
+      expect(failed.condition.message).toMatch(/no_such_variable/);
+      expect(failed.machine.status.conditions.find((condition: AnyObject) => condition.type === "Ready").status).toBe("False");
+
+      await applyObjects(plane.applier, [template("demo-md-fail-fixed") as k8s.KubernetesObject]);
+      await custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-fail", body: { spec: { template: { spec: { infrastructureRef: { name: "demo-md-fail-fixed" } } } } } }, mergePatch);
+      await waitReady("the fixed machine Ready, the broken one gone", async () => {
+        const machines = (await list(infra, "terraformmachines")).filter((candidate) => candidate.metadata.name.startsWith("demo-md-fail-"));
+        return machines.length === 1 && machines[0]!.metadata.name !== failed.machine.metadata.name;
+      });
+      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-fail" });
+      await waitFor(async () => ((await list(capi, "machines")).some((machine) => machine.metadata.name.startsWith("demo-md-fail-")) ? undefined : true), 180_000, "demo-md-fail's machines gone");
+    }, scenarioTimeout);
+
+    it("retries an apply whose Pod is deleted mid-run, and loses nothing when the manager's Pod is deleted mid-run", async () => {
+      const scaleTo = (replicas: number) => custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas } } }, mergePatch);
+      const newMachine = async (known: Set<string>) => (await list(infra, "terraformmachines")).find((machine) => machine.metadata.name.startsWith("demo-md-0-") && !known.has(machine.metadata.name));
+      const applyPodOf = async (machine: string) =>
+        (await core.listNamespacedPod({ namespace: demoNamespace })).items.find((pod) => pod.status?.phase === "Running" && pod.metadata?.labels?.[labels.ownerName] === machine && pod.metadata?.labels?.[labels.op] === "apply");
+
+      // A Job's Pod deleted while it applies: the runner is stopped from outside and the apply runs again.
+      let known = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
+      await scaleTo(3);
+      const interruptedMachine = (await waitFor(() => newMachine(known), 120_000, "the third TerraformMachine")).metadata.name as string;
+      const pod = await waitFor(() => applyPodOf(interruptedMachine), 120_000, `the apply Pod of ${interruptedMachine} running`);
+      await core.deleteNamespacedPod({ namespace: demoNamespace, name: pod.metadata!.name! });
+      await waitReady("3 machines after the interrupted apply", async () => (await list(capi, "machines")).length === 3);
+      const interrupted = (await events.listNamespacedEvent({ namespace: demoNamespace })).items.filter((event) => event.reason === "JobInterrupted" && event.regarding?.name === interruptedMachine);
+      expect(interrupted.length).toBeGreaterThanOrEqual(1);
+
+      // The manager's Pod deleted while a machine's Job runs: its Deployment replaces it; one Job per run, none lost.
+      known = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
+      const managerPods = async () => (await core.listNamespacedPod({ namespace: managerNamespace })).items;
+      const firstManager = (await managerPods())[0]!.metadata!.name!;
+      await scaleTo(4);
+      const fourth = (await waitFor(() => newMachine(known), 120_000, "the fourth TerraformMachine")).metadata.name as string;
+      await waitFor(async () => ((await list(infra, "terraformmachines")).find((machine) => machine.metadata.name === fourth)?.status?.activeJob ? true : undefined), 120_000, `${fourth}'s apply Job started`);
+      await core.deleteNamespacedPod({ namespace: managerNamespace, name: firstManager });
+      await waitFor(async () => ((await managerPods()).some((candidate) => candidate.metadata!.name !== firstManager && candidate.status?.phase === "Running") ? true : undefined), 180_000, "a new manager Pod running");
+      await waitReady("4 machines after the manager's replacement", async () => (await list(capi, "machines")).length === 4);
+      const fourthApplies = (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerName] === fourth && job.metadata!.labels![labels.op] === "apply");
+      expect(fourthApplies).toHaveLength(1);
+      expect(fourthApplies[0]!.status?.succeeded).toBe(1);
+      await scaleTo(2);
+      await waitReady("back to 2 machines", async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-0-")).length === 2);
+    }, scenarioTimeout);
+
     it("lets no secret value reach a log, an event, a status, a Job or a termination message", async () => {
       const haystacks: [string, string][] = [];
       haystacks.push(["manager log", await plane.managerLog()]);
