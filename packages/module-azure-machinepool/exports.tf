@@ -9,6 +9,7 @@ locals {
   # Without exports nothing can be placed: the scale set and the autoscale
   # setting are not created, and the listing's precondition says why.
   exports_usable = local.exports != null
+  exports_schema_matches = local.externally_managed || try(var.captf_cluster_outputs.schema == "captf.io/azure-cluster/v1", false)
 
   subscription_id     = try(local.exports.subscription_id, null)
   location            = try(local.exports.region, null)
