@@ -40,6 +40,8 @@ export function buildModuleImage(layout: string, tag: string, image: ModuleImage
     const root = join(staging, "captf");
     cpSync(image.moduleDir, join(root, "module"), {
       recursive: true,
+      // A sub-module shared between modules is a link in the checkout (modules/bootstrap of the pools): the image holds its files.
+      dereference: true,
       filter: (path) => !/(^|\/)(\.terraform|\.terraform\.lock\.hcl|node_modules|src|package\.json|tsconfig[^/]*\.json|jest\.config\.js)$/.test(path.slice(image.moduleDir.length)),
     });
     cpSync(image.runtime, join(root, "runtime"));
