@@ -46,7 +46,7 @@ describeWithTools(["tofu"], "the bundled runner as a process", () => {
       [
         "run",
         "--op=apply",
-        `--bin=${fixture.tofu}`,
+        `--bin=${fixture.runtime}`,
         `--module=${fixture.moduleDir}`,
         `--config=${fixture.configDir}`,
         `--workdir=${fixture.workdir}`,

@@ -2,6 +2,8 @@
 export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool, waitFor } from "./tools.js";
 export type { ToolName } from "./tools.js";
 export { describeWithTools, skippedSuitesFile } from "./integration.js";
+export { moduleRuntimes, runtimeNames, runtimeVersion } from "./runtimes.js";
+export type { RuntimeName } from "./runtimes.js";
 export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "./control-plane.js";
 export { sharedControlPlane, controlPlaneVariable } from "./shared-control-plane.js";
