@@ -1,7 +1,9 @@
 // The public surface of @captf/testkit.
 export { toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool, waitFor } from "./tools.js";
 export type { ToolName } from "./tools.js";
-export { describeWithTools, skippedSuitesFile } from "./integration.js";
+export { describeWithTools, recordSkippedSuite, skippedSuitesFile } from "./integration.js";
+export { describeModuleRootSuites, describeWithProviders, findProviders, providerCliConfig, providerMirrorVariable, providerRegistryHost } from "./providers.js";
+export type { ProviderSource } from "./providers.js";
 export { moduleRuntimes, runtimeNames, runtimeVersion } from "./runtimes.js";
 export type { RuntimeName } from "./runtimes.js";
 export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";
