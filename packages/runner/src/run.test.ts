@@ -225,3 +225,25 @@ for (const runtime of runtimeNames) {
     });
   });
 }
+
+// A plan hash an operator approved must mean the same change whichever runtime the image ships.
+describeWithTools(runtimeNames, "runner plan hashes under OpenTofu and Terraform", () => {
+  const fixtures: RunnerFixture[] = [];
+  afterAll(async () => {
+    for (const fixture of fixtures) await fixture.remove();
+  });
+
+  it("are the same for the same change", async () => {
+    const hashes: Record<string, string> = {};
+    for (const runtime of runtimeNames) {
+      const fixture = await RunnerFixture.create("module", root, runtime);
+      fixtures.push(fixture);
+      await fixture.setInputs({ name: "delta", generation: 1, sleep_seconds: 0 });
+      expect((await fixture.run("apply")).result.error).toBeNull();
+      await fixture.setInputs({ name: "delta", generation: 2, sleep_seconds: 0 });
+      hashes[runtime] = (await fixture.run("plan")).result.plan!.hash;
+    }
+    expect(hashes.terraform).toBe(hashes.tofu);
+    expect(hashes.tofu).toMatch(/^p1:[0-9a-f]{64}$/);
+  });
+});
