@@ -8,7 +8,8 @@ locals {
   exports = [var.captf_cluster_outputs, var.external_cluster_exports][local.externally_managed ? 1 : 0]
   # Without exports nothing can be placed: the scale set and the autoscale
   # setting are not created, and the listing's precondition says why.
-  exports_usable = local.exports != null
+  exports_usable         = local.exports != null
+  exports_schema_matches = local.externally_managed || try(var.captf_cluster_outputs.schema == "captf.io/azure-cluster/v1", false)
 
   subscription_id     = try(local.exports.subscription_id, null)
   location            = try(local.exports.region, null)

@@ -17,6 +17,15 @@ data "azurerm_resources" "pool_scale_set_listing" {
       condition     = local.exports_usable
       error_message = "The TerraformCluster is externally managed (captf_cluster_outputs is {}): set spec.variables.external_cluster_exports on the TerraformMachinePool to exports of schema captf.io/azure-cluster/v1."
     }
+    # The contract inputs (inputs.tf) are generated; this module's own rules on them are these.
+    precondition {
+      condition     = local.exports_schema_matches
+      error_message = "captf_cluster_outputs must be {} or exports of schema captf.io/azure-cluster/v1: the TerraformCluster runs a module other than azure-cluster."
+    }
+    precondition {
+      condition     = var.replicas <= 1000 && (!var.autoscaling.enabled || var.autoscaling.max <= 1000)
+      error_message = "A scale set holds at most 1000 instances: lower the MachinePool's replicas (${var.replicas}) or its cluster-api-autoscaler-node-group-max-size annotation."
+    }
   }
 }
 

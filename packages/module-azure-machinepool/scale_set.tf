@@ -7,7 +7,7 @@ resource "azurerm_linux_virtual_machine_scale_set" "pool_scale_set" {
 
   admin_username                  = local.admin_username
   computer_name_prefix            = local.scale_set_name
-  custom_data                     = module.bootstrap.custom_data
+  custom_data                     = module.bootstrap.user_data
   disable_password_authentication = true
   encryption_at_host_enabled      = var.encryption_at_host
   # An evicted Spot instance is deleted, so it leaves the membership, and
@@ -109,8 +109,8 @@ resource "azurerm_linux_virtual_machine_scale_set" "pool_scale_set" {
       error_message = "Gzipped Ignition bootstrap data is not supported. Turn off gzip of the bootstrap data."
     }
     precondition {
-      condition     = module.bootstrap.custom_data_length <= module.bootstrap.custom_data_limit
-      error_message = "The custom data is ${module.bootstrap.custom_data_length} base64 characters, over Azure's ${module.bootstrap.custom_data_limit} (65,535 bytes): gzip the bootstrap data or make it smaller."
+      condition     = module.bootstrap.user_data_bytes <= local.custom_data_limit
+      error_message = "The custom data is ${module.bootstrap.user_data_bytes} base64 characters, over Azure's ${local.custom_data_limit} (65,535 bytes): gzip the bootstrap data or make it smaller."
     }
   }
 }

@@ -7,6 +7,8 @@ locals {
   # different shapes, which a conditional's two results may not.
   exports        = [var.captf_cluster_outputs, var.external_cluster_exports][local.externally_managed ? 1 : 0]
   exports_usable = local.exports != null
+  # The contract inputs (inputs.tf) are generated; this module's own rule on them is a precondition.
+  exports_schema_matches = local.externally_managed || try(var.captf_cluster_outputs.schema == "captf.io/gcp-cluster/v1", false)
 
   # Null (or empty) until there are exports: the group's first precondition
   # then says what is missing, instead of an attribute error.

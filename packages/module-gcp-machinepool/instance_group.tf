@@ -25,7 +25,7 @@ resource "google_compute_region_instance_group_manager" "pool_instance_group_man
 
   all_instances_config {
     labels   = local.labels
-    metadata = module.bootstrap.metadata
+    metadata = local.bootstrap_metadata
   }
 
   # Proactive, refresh at least: a metadata or label change refreshes the
@@ -68,8 +68,8 @@ resource "google_compute_region_instance_group_manager" "pool_instance_group_man
       error_message = "Gzipped Ignition bootstrap data is not supported: Ignition reads GCE user-data uncompressed. Turn off gzip of the bootstrap data."
     }
     precondition {
-      condition     = module.bootstrap.user_data_bytes <= module.bootstrap.user_data_limit_bytes
-      error_message = "The pool's user-data is ${module.bootstrap.user_data_bytes} bytes, over the ${module.bootstrap.user_data_limit_bytes}-byte (256 KB) limit of an instance metadata value: gzip the bootstrap data or make it smaller."
+      condition     = module.bootstrap.user_data_bytes <= local.user_data_limit_bytes
+      error_message = "The pool's user-data is ${module.bootstrap.user_data_bytes} bytes, over the ${local.user_data_limit_bytes}-byte (256 KB) limit of an instance metadata value: gzip the bootstrap data or make it smaller."
     }
   }
 }

@@ -82,6 +82,10 @@ resource "google_compute_region_instance_template" "pool_instance_template" {
       error_message = "The TerraformCluster is externally managed (captf_cluster_outputs is {}): set spec.variables.external_cluster_exports on the TerraformMachinePool to exports of schema captf.io/gcp-cluster/v1."
     }
     precondition {
+      condition     = local.exports_schema_matches
+      error_message = "captf_cluster_outputs must be {} or exports of schema captf.io/gcp-cluster/v1: the TerraformCluster runs a module other than gcp-cluster."
+    }
+    precondition {
       condition     = !module.image.placeholder_missing
       error_message = "image \"${coalesce(var.image, "-")}\" has no {version}, {semver}, {slug} or {fullslug} placeholder, but the MachinePool sets kubernetes_version ${coalesce(var.kubernetes_version, "-")}: a version change rolls the pool only through the image name, so name the image with a placeholder, such as capi-ubuntu-2404-{slug}."
     }

@@ -1,4 +1,4 @@
-import type { Role } from "./version.js";
+import { contractVersion, type Role } from "./version.js";
 
 /** One contract input of a role: how the generated root declares it and what a module must accept. */
 export interface InputSpec {
@@ -15,6 +15,16 @@ export interface InputSpec {
   readonly alwaysSet: boolean;
   /** Declared `sensitive = true` in the generated root. */
   readonly sensitive: boolean;
+  /** What the value is, as a module's declaration describes it (`tfcapi-lint inputs`). */
+  readonly description: string;
+  /** What every value the controller sends satisfies: a module's validation blocks (`tfcapi-lint inputs`). */
+  readonly validations: readonly InputValidation[];
+}
+
+/** One validation block of a contract input: a Terraform condition on `var.<name>` and its message. */
+export interface InputValidation {
+  readonly condition: string;
+  readonly errorMessage: string;
 }
 
 /** One contract output of a role. */
@@ -47,7 +57,8 @@ const typeHealth =
 function input(
   name: string,
   type: string,
-  options: { rootType?: string; nullable?: boolean; sensitive?: boolean } = {},
+  description: string,
+  options: { rootType?: string; nullable?: boolean; sensitive?: boolean; validations?: readonly InputValidation[] } = {},
 ): InputSpec {
   return {
     name,
@@ -57,21 +68,63 @@ function input(
     required: true,
     alwaysSet: true,
     sensitive: options.sensitive ?? false,
+    description,
+    validations: options.validations ?? [],
   };
 }
+
+// Kubernetes label syntax: keys [prefix/]name, values a name or empty (they may reach shell scripts).
+const labelKey = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$";
+const labelValue = "^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$";
+
+const validations = {
+  contract: [{ condition: `var.captf_contract == "${contractVersion}"`, errorMessage: `captf_contract must be \"${contractVersion}\": this module implements contract ${contractVersion} only.` }],
+  bootstrapData: [
+    {
+      condition: 'can(regex("^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", var.bootstrap_data))',
+      errorMessage: "bootstrap_data must be standard padded base64.",
+    },
+  ],
+  bootstrapFormat: [{ condition: 'contains(["cloud-config", "ignition"], var.bootstrap_format)', errorMessage: "bootstrap_format must be cloud-config or ignition." }],
+  replicas: [{ condition: "var.replicas >= 0 && floor(var.replicas) == var.replicas", errorMessage: "replicas must be a whole number of at least 0." }],
+  nodeLabels: [
+    {
+      condition: `alltrue([for k, v in var.node_labels : can(regex("${labelKey}", k)) && can(regex("${labelValue}", v))])`,
+      errorMessage: "node_labels must be Kubernetes labels: keys [prefix/]name with a name of at most 63 characters of [A-Za-z0-9-_.], and values likewise or empty.",
+    },
+  ],
+  autoscaling: [
+    {
+      condition:
+        "!var.autoscaling.enabled || (var.autoscaling.min >= 0 && var.autoscaling.min <= var.autoscaling.max && floor(var.autoscaling.min) == var.autoscaling.min && floor(var.autoscaling.max) == var.autoscaling.max)",
+      errorMessage: "With autoscaling enabled, min and max must be whole numbers with 0 <= min <= max.",
+    },
+  ],
+  endpoint: [
+    {
+      condition:
+        "var.control_plane_endpoint == null || try(length(var.control_plane_endpoint.host) > 0 && var.control_plane_endpoint.port >= 1 && var.control_plane_endpoint.port <= 65535 && floor(var.control_plane_endpoint.port) == var.control_plane_endpoint.port, false)",
+      errorMessage: "control_plane_endpoint needs a non-empty host and a whole port between 1 and 65535.",
+    },
+  ],
+} as const;
 
 function output(name: string, type: string, nullable: boolean): OutputSpec {
   return { name, type, nullable, required: true };
 }
 
 const commonInputs: readonly InputSpec[] = [
-  input("captf_contract", "string"),
-  input("captf_cluster", "object({name=string, namespace=string})", { rootType: "any" }),
-  input("captf_object", "object({kind=string, name=string, namespace=string})", { rootType: "any" }),
-  input("captf_tags", "map(string)"),
+  input("captf_contract", "string", "The contract version the controller rendered the root for.", { validations: validations.contract }),
+  input("captf_cluster", "object({name=string, namespace=string})", "The owning Cluster API Cluster.", { rootType: "any" }),
+  input("captf_object", "object({kind=string, name=string, namespace=string})", "The Terraform* object this module runs for.", { rootType: "any" }),
+  input("captf_tags", "map(string)", "Tags for every taggable resource: the six captf.io/ keys."),
 ];
 
-const clusterOutputsInput = input("captf_cluster_outputs", "any");
+const clusterOutputsInput = input("captf_cluster_outputs", "any", "The cluster module's exports, verbatim, or {} when the TerraformCluster is externally managed.");
+const bootstrapInputs: readonly InputSpec[] = [
+  input("bootstrap_data", "string", "Standard padded base64 of the bootstrap data (cloud-config or Ignition, maybe gzipped). It rotates.", { sensitive: true, validations: validations.bootstrapData }),
+  input("bootstrap_format", "string", "The bootstrap data's format: cloud-config or ignition.", { validations: validations.bootstrapFormat }),
+];
 
 /** The single table of every role's inputs and outputs; the renderer and the linter both read it. */
 export const roleTables: { readonly [R in Role]: RoleTable } = {
@@ -79,10 +132,10 @@ export const roleTables: { readonly [R in Role]: RoleTable } = {
     role: "cluster",
     inputs: [
       ...commonInputs,
-      input("control_plane_endpoint", typeEndpoint, { nullable: true }),
-      input("kubernetes_version", "string", { nullable: true }),
-      input("control_plane_initialized", "bool"),
-      input("cluster_network", typeClusterNetwork, { nullable: true }),
+      input("control_plane_endpoint", typeEndpoint, "The endpoint the user set, or null when the module must provide one.", { nullable: true, validations: validations.endpoint }),
+      input("kubernetes_version", "string", "The ClusterClass topology version, verbatim, or null.", { nullable: true }),
+      input("control_plane_initialized", "bool", "Whether the control plane has been initialized (latched once true)."),
+      input("cluster_network", typeClusterNetwork, "Cluster.spec.clusterNetwork, or null when none is set. Unset lists are [], unset scalars null.", { nullable: true }),
     ],
     outputs: [
       output("control_plane_endpoint", typeEndpoint, true),
@@ -100,12 +153,11 @@ export const roleTables: { readonly [R in Role]: RoleTable } = {
     inputs: [
       ...commonInputs,
       clusterOutputsInput,
-      input("machine_name", "string"),
-      input("bootstrap_data", "string", { sensitive: true }),
-      input("bootstrap_format", "string"),
-      input("failure_domain", "string", { nullable: true }),
-      input("kubernetes_version", "string", { nullable: true }),
-      input("control_plane", "bool"),
+      input("machine_name", "string", "The owning Machine's name."),
+      ...bootstrapInputs,
+      input("failure_domain", "string", "The failure domain the Machine asks for, or null.", { nullable: true }),
+      input("kubernetes_version", "string", "The Machine's Kubernetes version, verbatim, or null.", { nullable: true }),
+      input("control_plane", "bool", "Whether the Machine is a control-plane machine."),
     ],
     outputs: [
       output("provider_id", "string", true),
@@ -120,15 +172,14 @@ export const roleTables: { readonly [R in Role]: RoleTable } = {
     inputs: [
       ...commonInputs,
       clusterOutputsInput,
-      input("machinepool_name", "string"),
-      input("replicas", "number"),
-      input("bootstrap_data", "string", { sensitive: true }),
-      input("bootstrap_format", "string"),
-      input("failure_domains", "list(string)"),
-      input("cluster_failure_domains", "list(string)"),
-      input("kubernetes_version", "string", { nullable: true }),
-      input("node_labels", "map(string)"),
-      input("autoscaling", typeAutoscaling),
+      input("machinepool_name", "string", "The owning MachinePool's name."),
+      input("replicas", "number", "The desired member count; with autoscaling on, the observed count clamped into [min, max].", { validations: validations.replicas }),
+      ...bootstrapInputs,
+      input("failure_domains", "list(string)", "MachinePool.spec.failureDomains: the failure domains to spread over, or [] to let the module choose."),
+      input("cluster_failure_domains", "list(string)", "The failure domain names the cluster module reported."),
+      input("kubernetes_version", "string", "The pool's Kubernetes version, verbatim (a +rke2rN suffix included), or null.", { nullable: true }),
+      input("node_labels", "map(string)", "Labels every member's Node registers with.", { validations: validations.nodeLabels }),
+      input("autoscaling", typeAutoscaling, "The MachinePool's autoscaler annotations: {enabled=false, min=0, max=0} when off.", { validations: validations.autoscaling }),
     ],
     outputs: [
       output("provider_id", "string", true),

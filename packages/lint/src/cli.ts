@@ -6,6 +6,7 @@ import type { OutputFormat } from "./commands/emit.js";
 import { fastModuleArgs } from "./commands/fast-path.js";
 import { exitCodes, UsageError, type CliIo } from "./commands/io.js";
 import { runVersion, supportedContracts, toolVersion } from "./commands/version.js";
+import { renderContractInputs, runtimes, type Runtime } from "./inputs/contract-inputs.js";
 
 const formats = ["text", "json", "sarif"] as const;
 
@@ -145,12 +146,32 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
       },
     )
     .command(
+      "inputs",
+      "Print the contract input declarations of a role: the variable blocks every module of the role keeps verbatim",
+      (y) =>
+        y
+          .option("role", { choices: roles, demandOption: true, describe: "the role whose contract inputs to print" })
+          .option("runtime", { choices: runtimes, default: "tofu" as Runtime, describe: "the runtime the module targets: tofu (OpenTofu) or terraform" })
+          .usage(
+            "Usage: $0 inputs --role <role> [--runtime tofu|terraform]\n\n" +
+              "Prints the variable blocks of the role's contract inputs (type, description, null default, sensitivity and the " +
+              "contract's validations) from the role table of @captf/contract, formatted as tofu fmt lays them out. Keep the " +
+              "output as a module's inputs file; a module's own limits on an input belong in preconditions.\n\n" +
+              "Exit codes: 0 printed, 3 a usage error.",
+          )
+          .example("$0 inputs --role machinepool > inputs.tf", "write a pool module's contract inputs"),
+      (a) => {
+        io.stdout.write(renderContractInputs(a.role as Role, a.runtime as Runtime));
+        setExit(exitCodes.ok);
+      },
+    )
+    .command(
       "version",
       "Print the version and the contract versions this linter checks against",
       (y) => y.option("json", { type: "boolean", default: false, describe: "print {version, contract: [...]} as JSON" }),
       (a) => setExit(runVersion(io, a.json as boolean)),
     )
-    .demandCommand(1, "name a command: module, image, validate, schema or version")
+    .demandCommand(1, "name a command: module, image, validate, schema, inputs or version")
     .epilogue(exitCodeHelp)
     .strict()
     .version(toolVersion)

@@ -637,7 +637,7 @@ run "invalid_captf_cluster_outputs" {
   variables {
     captf_cluster_outputs = { schema = "captf.io/gcp-cluster/v1" }
   }
-  expect_failures = [var.captf_cluster_outputs]
+  expect_failures = [data.azurerm_resources.pool_scale_set_listing]
 }
 
 run "invalid_replicas" {
@@ -645,7 +645,7 @@ run "invalid_replicas" {
   variables {
     replicas = 1001
   }
-  expect_failures = [var.replicas]
+  expect_failures = [data.azurerm_resources.pool_scale_set_listing]
 }
 
 run "invalid_bootstrap_data" {

@@ -856,7 +856,7 @@ run "invalid_captf_cluster_outputs" {
   variables {
     captf_cluster_outputs = { schema = "captf.io/azure-cluster/v1" }
   }
-  expect_failures = [var.captf_cluster_outputs]
+  expect_failures = [google_compute_region_instance_template.pool_instance_template]
 }
 
 run "invalid_replicas" {

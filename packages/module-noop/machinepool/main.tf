@@ -33,6 +33,14 @@ resource "terraform_data" "group" {
     bootstrap_format = var.bootstrap_format
     user_data_sha256 = sha256(base64decode(var.bootstrap_data))
   }
+
+  lifecycle {
+    # range() lists at most 1024 elements, so this module models at most 1024 members.
+    precondition {
+      condition     = var.replicas <= 1024 && (!var.autoscaling.enabled || var.autoscaling.min <= 1024)
+      error_message = "The no-op pool models at most 1024 members: replicas (${var.replicas}) and, with autoscaling on, its min must be at most 1024."
+    }
+  }
 }
 
 # Autoscaling on: the stand-in for the count a cloud autoscaler owns. It is

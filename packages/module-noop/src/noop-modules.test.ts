@@ -1,7 +1,7 @@
-// The no-op modules under the real OpenTofu: each module's own `tofu test`
-// file, then the generated root that calls it as the runner would (with a
-// local backend in place of the kubernetes one), applied and decoded against
-// the contract.
+// The no-op modules under the real runtimes: each module's own `tofu test`
+// file (OpenTofu), then, under OpenTofu and Terraform, the generated root that
+// calls it as the runner would (with a local backend in place of the
+// kubernetes one), applied and decoded against the contract.
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, sep } from "node:path";
@@ -18,7 +18,7 @@ import {
   type RoleInputs,
 } from "@captf/contract";
 import { renderGeneratedRoot } from "@captf/render";
-import { describeWithTools, requireTool, runCommand, tofuEnvironment, type CommandRun } from "@captf/testkit";
+import { describeWithTools, moduleRuntimes, requireTool, runCommand, runtimeNames, tofuEnvironment, type CommandRun } from "@captf/testkit";
 import { noopModuleDirectory, noopModuleTestFile } from "./index.js";
 
 const timeout = 120_000;
@@ -149,27 +149,31 @@ const cases: RoleCase<Role>[] = [
 
 const roles: readonly Role[] = ["cluster", "machine", "machinepool"];
 
-describeWithTools(["tofu"], "no-op modules under OpenTofu", () => {
-  let tofu: string;
-  let base: string;
-
+/** A temp base directory for a suite, and one directory per case holding `cli.tfrc` (empty) and its runs. */
+function caseDirectories(prefix: string): (name: string) => { dir: string; env: NodeJS.ProcessEnv } {
+  let base = "";
   beforeAll(() => {
-    tofu = requireTool("tofu");
-    base = mkdtempSync(join(tmpdir(), "captf-module-noop-"));
+    base = mkdtempSync(join(tmpdir(), prefix));
   });
-
   afterAll(() => {
     if (base) rmSync(base, { recursive: true, force: true });
   });
-
-  /** One temp dir per role or case, holding `cli.tfrc` (empty) and the files of its tofu runs. */
-  function caseDirectory(name: string): { dir: string; env: NodeJS.ProcessEnv } {
+  return (name) => {
     const dir = join(base, name);
     mkdirSync(dir, { recursive: true });
     const cliConfig = join(dir, "cli.tfrc");
     writeFileSync(cliConfig, "");
     return { dir, env: tofuEnvironment(cliConfig) };
-  }
+  };
+}
+
+// Each module's own tests: `tofu test` is OpenTofu's (Terraform 1.5.7 has no `terraform test`).
+describeWithTools(["tofu"], "no-op modules under OpenTofu", () => {
+  let tofu = "";
+  beforeAll(() => {
+    tofu = requireTool("tofu");
+  });
+  const caseDirectory = caseDirectories("captf-module-noop-");
 
   for (const role of roles) {
     it(
@@ -192,60 +196,71 @@ describeWithTools(["tofu"], "no-op modules under OpenTofu", () => {
       timeout,
     );
   }
-
-  for (const { name, role, inputs, expected } of cases) {
-    it(
-      `${name}: the generated root applies, its outputs decode as OutputsValid, and a second plan changes nothing`,
-      async () => {
-        const values = inputs();
-        const validation = validateDocument(role, "inputs", values);
-        expect(validation.errors).toEqual([]);
-
-        // The image layout: the module at <dir>/module, the generated root at <dir>/work/root.
-        const { dir, env } = caseDirectory(name);
-        const moduleDir = join(dir, "module");
-        const root = join(dir, "work", "root");
-        copyModule(role, moduleDir, false);
-        mkdirSync(root, { recursive: true });
-        const generated = renderGeneratedRoot(role, values);
-        writeFileSync(join(root, "main.tf.json"), generated["main.tf.json"]);
-        writeFileSync(join(root, "terraform.tfvars.json"), generated["terraform.tfvars.json"]);
-        // The runner's kubernetes backend is out of scope here: an _override file swaps in a local one.
-        writeFileSync(join(root, "backend_override.tf.json"), JSON.stringify({ terraform: { backend: { local: {} } } }) + "\n");
-
-        expectExit(await run(tofu, ["init", "-input=false", "-no-color"], root, env), 0, "tofu init");
-        const apply = await run(tofu, ["apply", "-auto-approve", "-input=false", "-no-color"], root, env);
-        expectExit(apply, 0, "tofu apply");
-
-        const output = await run(tofu, ["output", "-json", "-no-color"], root, env);
-        expectExit(output, 0, "tofu output");
-        const outputs = JSON.parse(output.stdout) as Record<string, { value: unknown; sensitive: boolean }>;
-        const plain = Object.fromEntries(Object.entries(outputs).map(([outputName, entry]) => [outputName, entry.value]));
-
-        const decoded = decodeOutputs(role, plain, values);
-        expect(decoded.problems).toEqual([]);
-        expect(decoded.reason).toBe("OutputsValid");
-        for (const [outputName, value] of Object.entries(expected)) {
-          expect({ [outputName]: plain[outputName] }).toEqual({ [outputName]: value });
-        }
-        if (role === "cluster") {
-          expect(plain.exports).toEqual({ backend_id: expect.stringMatching(/^noop-backend-[0-9a-f-]{36}$/) });
-        }
-        if (role === "machinepool") {
-          expect(plain.instances).toHaveLength((expected.provider_id_list as unknown[]).length);
-        }
-
-        // The join token stays out of the state and the apply's output.
-        const state = readFileSync(join(root, "terraform.tfstate"), "utf8");
-        for (const secret of ["captf-canary-5f0c2a", bootstrapData]) {
-          expect(state.includes(secret)).toBe(false);
-          expect(apply.stdout.includes(secret) || apply.stderr.includes(secret)).toBe(false);
-        }
-
-        const plan = await run(tofu, ["plan", "-detailed-exitcode", "-input=false", "-no-color"], root, env);
-        expectExit(plan, 0, "tofu plan -detailed-exitcode (a second plan must find no changes)");
-      },
-      timeout,
-    );
-  }
 });
+
+// The generated root that calls each module as the runner would, under each runtime.
+for (const runtime of runtimeNames) {
+  describeWithTools([runtime], `no-op modules' generated roots under ${moduleRuntimes[runtime].displayName}`, () => {
+    let binary = "";
+    beforeAll(() => {
+      binary = requireTool(runtime);
+    });
+    const caseDirectory = caseDirectories(`captf-module-noop-${runtime}-`);
+
+    for (const { name, role, inputs, expected } of cases) {
+      it(
+        `${name}: the generated root applies, its outputs decode as OutputsValid, and a second plan changes nothing`,
+        async () => {
+          const values = inputs();
+          const validation = validateDocument(role, "inputs", values);
+          expect(validation.errors).toEqual([]);
+
+          // The image layout: the module at <dir>/module, the generated root at <dir>/work/root.
+          const { dir, env } = caseDirectory(name);
+          const moduleDir = join(dir, "module");
+          const root = join(dir, "work", "root");
+          copyModule(role, moduleDir, false);
+          mkdirSync(root, { recursive: true });
+          const generated = renderGeneratedRoot(role, values);
+          writeFileSync(join(root, "main.tf.json"), generated["main.tf.json"]);
+          writeFileSync(join(root, "terraform.tfvars.json"), generated["terraform.tfvars.json"]);
+          // The runner's kubernetes backend is out of scope here: an _override file swaps in a local one.
+          writeFileSync(join(root, "backend_override.tf.json"), JSON.stringify({ terraform: { backend: { local: {} } } }) + "\n");
+
+          expectExit(await run(binary, ["init", "-input=false", "-no-color"], root, env), 0, `${runtime} init`);
+          const apply = await run(binary, ["apply", "-auto-approve", "-input=false", "-no-color"], root, env);
+          expectExit(apply, 0, `${runtime} apply`);
+
+          const output = await run(binary, ["output", "-json", "-no-color"], root, env);
+          expectExit(output, 0, `${runtime} output`);
+          const outputs = JSON.parse(output.stdout) as Record<string, { value: unknown; sensitive: boolean }>;
+          const plain = Object.fromEntries(Object.entries(outputs).map(([outputName, entry]) => [outputName, entry.value]));
+
+          const decoded = decodeOutputs(role, plain, values);
+          expect(decoded.problems).toEqual([]);
+          expect(decoded.reason).toBe("OutputsValid");
+          for (const [outputName, value] of Object.entries(expected)) {
+            expect({ [outputName]: plain[outputName] }).toEqual({ [outputName]: value });
+          }
+          if (role === "cluster") {
+            expect(plain.exports).toEqual({ backend_id: expect.stringMatching(/^noop-backend-[0-9a-f-]{36}$/) });
+          }
+          if (role === "machinepool") {
+            expect(plain.instances).toHaveLength((expected.provider_id_list as unknown[]).length);
+          }
+
+          // The join token stays out of the state and the apply's output.
+          const state = readFileSync(join(root, "terraform.tfstate"), "utf8");
+          for (const secret of ["captf-canary-5f0c2a", bootstrapData]) {
+            expect(state.includes(secret)).toBe(false);
+            expect(apply.stdout.includes(secret) || apply.stderr.includes(secret)).toBe(false);
+          }
+
+          const plan = await run(binary, ["plan", "-detailed-exitcode", "-input=false", "-no-color"], root, env);
+          expectExit(plan, 0, `${runtime} plan -detailed-exitcode (a second plan must find no changes)`);
+        },
+        timeout,
+      );
+    }
+  });
+}

@@ -2,14 +2,15 @@
 // Builds the relocatable runner bundle for this machine's architecture:
 //   <out>/node        this Node binary, its interpreter set to /captf/bin/lib/<ld.so> and its rpath to /captf/bin/lib
 //   <out>/lib/        the shared libraries `ldd node` lists, the dynamic loader included
-//   <out>/runner.mjs  the runner and every dependency as one ESM file (esbuild)
+//   <out>/runner.mjs  the runner and every dependency a run needs as one ESM file (esbuild)
+//   <out>/runner-*.mjs what only help and usage errors load (yargs), split off so a run never parses it
 // Copied into /captf/bin (by `runner copy`), it runs in any Linux root of the same architecture,
 // with or without a libc of its own; it never sets LD_LIBRARY_PATH, so the children it starts
 // (the image's /captf/runtime) see the image's own environment.
 // Usage: node scripts/build-bundle.mjs [--out <dir>] [--bin-dir /captf/bin] [--js-only]
-// --js-only writes runner.mjs alone (for tests that run it with this machine's node).
+// --js-only writes the .mjs files alone (for tests that run them with this machine's node).
 import { execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, realpathSync, rmSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, realpathSync, rmSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -42,11 +43,15 @@ const started = Date.now();
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, "lib"), { recursive: true });
 
-// 1. The runner as one ESM file. CommonJS dependencies still call require(): give them one.
+// 1. The runner as ESM: runner.mjs, and beside it the chunks it imports only on demand (splitting).
+// CommonJS dependencies still call require(): give them one.
 const { build } = await import("esbuild");
 await build({
-  entryPoints: [join(packageDir, "src", "entry.ts")],
-  outfile: join(out, "runner.mjs"),
+  entryPoints: { runner: join(packageDir, "src", "entry.ts") },
+  outdir: out,
+  outExtension: { ".js": ".mjs" },
+  chunkNames: "runner-[name]-[hash]",
+  splitting: true,
   bundle: true,
   format: "esm",
   platform: "node",
@@ -58,7 +63,7 @@ await build({
 });
 
 if (values["js-only"]) {
-  console.log(`build-bundle: ${out}/runner.mjs in ${((Date.now() - started) / 1000).toFixed(1)}s (--js-only)`);
+  console.log(`build-bundle: ${out}/runner*.mjs in ${((Date.now() - started) / 1000).toFixed(1)}s (--js-only)`);
   process.exit(0);
 }
 
@@ -86,8 +91,9 @@ execFileSync("patchelf", ["--set-interpreter", `${binDir}/lib/${interpreter}`, "
 
 const size = (path) => statSync(path).size;
 const libs = execFileSync("ls", [join(out, "lib")], { encoding: "utf8" }).trim().split("\n");
-const totalBytes = size(join(out, "node")) + size(join(out, "runner.mjs")) + libs.reduce((sum, lib) => sum + size(join(out, "lib", lib)), 0);
+const scripts = readdirSync(out).filter((name) => name.endsWith(".mjs"));
+const totalBytes = size(join(out, "node")) + [...scripts, ...libs.map((lib) => join("lib", lib))].reduce((sum, file) => sum + size(join(out, file)), 0);
 console.log(
   `build-bundle: ${out} for ${binDir} in ${((Date.now() - started) / 1000).toFixed(1)}s: node ${process.version}, ` +
-    `${libs.length} libraries, runner.mjs ${(size(join(out, "runner.mjs")) / 1024).toFixed(0)} KiB, ${(totalBytes / 1048576).toFixed(1)} MiB in all`,
+    `${libs.length} libraries, runner.mjs ${(size(join(out, "runner.mjs")) / 1024).toFixed(0)} KiB (+${scripts.length - 1} on-demand chunks), ${(totalBytes / 1048576).toFixed(1)} MiB in all`,
 );

@@ -1,6 +1,4 @@
 import { readFileSync } from "node:fs";
-import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { eventReporters, type RunnerEventReason } from "@captf/contract/api";
 import { truncateUtf8 } from "./text.js";
@@ -110,7 +108,9 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   const maxFailures = options.maxConsecutiveFailures ?? 3;
   const url = new URL(`/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`, options.endpoint.server);
   const secure = url.protocol === "https:";
-  const agent = secure ? new HttpsAgent({ keepAlive: true, ca: options.endpoint.ca }) : new HttpAgent({ keepAlive: true });
+  // Loaded here, not at start: a run without --event-object never pays for TLS.
+  const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
+  const agent = secure ? new http.Agent({ keepAlive: true, ca: options.endpoint.ca }) : new http.Agent({ keepAlive: true });
   const prefix = options.regarding.name.slice(0, maxNamePrefix).replace(/[-.]+$/, "");
   const related = options.jobName ? { apiVersion: "batch/v1", kind: "Job", namespace: options.regarding.namespace, name: options.jobName } : undefined;
   let queue: Promise<void> = Promise.resolve();
@@ -124,8 +124,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
       const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/json" };
       const token = options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined;
       if (token) headers.Authorization = `Bearer ${token}`;
-      const send = secure ? httpsRequest : httpRequest;
-      const request = send(url, { method: "POST", headers, agent }, (response) => {
+      const request = http.request(url, { method: "POST", headers, agent }, (response) => {
         response.resume();
         response.on("end", () => {
           const status = response.statusCode ?? 0;

@@ -5,98 +5,100 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { gunzipSync } from "node:zlib";
 import { renderBackendRoot, stateLockLeaseName, stateSecretName } from "@captf/render";
-import { describeWithTools, sharedControlPlane } from "@captf/testkit";
+import { describeWithTools, moduleRuntimes, runtimeNames, sharedControlPlane } from "@captf/testkit";
 import { RunnerFixture } from "./runner-fixture.test-support.js";
 
-// The runner against OpenTofu's kubernetes backend on the real API server: state in a Secret,
+// The runner against each runtime's kubernetes backend on the real API server: state in a Secret,
 // a stale lock left by a killed apply, and a restore of an earlier serial.
-describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"], "the runner with state in Kubernetes", () => {
-  const namespace = `backend-${Date.now().toString(36)}`;
-  const suffix = "00c0ffee00c0ffee-m";
-  let fixture: RunnerFixture;
-  let core: k8s.CoreV1Api;
-  let coordination: k8s.CoordinationV1Api;
-  let backendConfig: string[];
+for (const runtime of runtimeNames) {
+  describeWithTools([runtime, "etcd", "kube-apiserver", "kube-controller-manager"], `the runner with state in Kubernetes, under ${moduleRuntimes[runtime].displayName}`, () => {
+    const namespace = `backend-${runtime}-${Date.now().toString(36)}`;
+    const suffix = "00c0ffee00c0ffee-m";
+    let fixture: RunnerFixture;
+    let core: k8s.CoreV1Api;
+    let coordination: k8s.CoordinationV1Api;
+    let backendConfig: string[];
 
-  beforeAll(async () => {
-    const plane = sharedControlPlane();
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    core = kc.makeApiClient(k8s.CoreV1Api);
-    coordination = kc.makeApiClient(k8s.CoordinationV1Api);
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
-    backendConfig = [`config_path=${plane.kubeconfigPath}`, `namespace=${namespace}`, `secret_suffix=${suffix}`];
-    fixture = await RunnerFixture.create("module", { variables: { name: { type: "string" }, generation: { type: "number" }, sleep_seconds: { type: "number" } }, outputs: ["provider_id", "generation"] });
-    await rm(join(fixture.configDir, "backend_override.tf.json"));
-  });
-  afterAll(async () => {
-    await fixture?.remove();
-    await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
-  });
-
-  async function stateInSecret(): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; gzip: Buffer }> {
-    const secret = await core.readNamespacedSecret({ name: stateSecretName(suffix), namespace });
-    const gzip = Buffer.from(secret.data!.tfstate!, "base64");
-    return { ...JSON.parse(gunzipSync(gzip).toString("utf8")), gzip };
-  }
-
-  it("applies with the state in a Secret", async () => {
-    await fixture.setInputs({ name: "one", generation: 1, sleep_seconds: 0 });
-    const run = await fixture.run("apply", { backendConfig });
-    expect(run.result.error).toBeNull();
-    expect((await stateInSecret()).outputs.provider_id?.value).toBe("noop:///one");
-  }, 60_000);
-
-  it("gets past a stale lock left by a killed apply only with --force-unlock", async () => {
-    // A real OpenTofu apply takes the lock, then dies without releasing it.
-    await fixture.setInputs({ name: "one", generation: 1, sleep_seconds: 30 });
-    const work = join(fixture.base, "killed");
-    await mkdir(join(work, "root"), { recursive: true });
-    for (const file of ["main.tf.json", "terraform.tfvars.json"]) await writeFile(join(work, "root", file), await readFile(join(fixture.configDir, file)));
-    await writeFile(join(work, "cli.tfrc"), "");
-    const env = { PATH: process.env.PATH ?? "", HOME: work, TF_CLI_CONFIG_FILE: join(work, "cli.tfrc"), TF_DATA_DIR: join(work, ".terraform"), TF_IN_AUTOMATION: "1" };
-    // The root's module source is ../../module: from <base>/killed/root it resolves to the fixture's module.
-    await new Promise<void>((resolve, reject) => {
-      const init = spawn(fixture.tofu, ["init", "-input=false", ...backendConfig.map((value) => `-backend-config=${value}`)], { cwd: join(work, "root"), env, stdio: "ignore" });
-      init.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`tofu init exited ${code}`))));
+    beforeAll(async () => {
+      const plane = sharedControlPlane();
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      core = kc.makeApiClient(k8s.CoreV1Api);
+      coordination = kc.makeApiClient(k8s.CoordinationV1Api);
+      await core.createNamespace({ body: { metadata: { name: namespace } } });
+      backendConfig = [`config_path=${plane.kubeconfigPath}`, `namespace=${namespace}`, `secret_suffix=${suffix}`];
+      fixture = await RunnerFixture.create("module", { variables: { name: { type: "string" }, generation: { type: "number" }, sleep_seconds: { type: "number" } }, outputs: ["provider_id", "generation"] }, runtime);
+      await rm(join(fixture.configDir, "backend_override.tf.json"));
     });
-    const apply = spawn(fixture.tofu, ["apply", "-auto-approve", "-input=false"], { cwd: join(work, "root"), env, stdio: "ignore", detached: true });
-    const lockName = stateLockLeaseName(suffix);
-    let holder: string | undefined;
-    for (let i = 0; i < 150 && !holder; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      holder = (await coordination.readNamespacedLease({ name: lockName, namespace }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
+    afterAll(async () => {
+      await fixture?.remove();
+      await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
+    });
+
+    async function stateInSecret(): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; gzip: Buffer }> {
+      const secret = await core.readNamespacedSecret({ name: stateSecretName(suffix), namespace });
+      const gzip = Buffer.from(secret.data!.tfstate!, "base64");
+      return { ...JSON.parse(gunzipSync(gzip).toString("utf8")), gzip };
     }
-    expect(holder).toBeTruthy();
-    process.kill(-apply.pid!, "SIGKILL");
-    await new Promise((r) => apply.once("exit", r));
 
-    await fixture.setInputs({ name: "two", generation: 1, sleep_seconds: 0 });
-    const blocked = await fixture.run("apply", { backendConfig, args: ["--lock-timeout=1s"] });
-    expect(blocked.exitCode).toBe(1);
-    expect(blocked.result.error).toMatchObject({ kind: "step" });
-    expect(blocked.result.error?.summary).toMatch(/lock/i);
+    it("applies with the state in a Secret", async () => {
+      await fixture.setInputs({ name: "one", generation: 1, sleep_seconds: 0 });
+      const run = await fixture.run("apply", { backendConfig });
+      expect(run.result.error).toBeNull();
+      expect((await stateInSecret()).outputs.provider_id?.value).toBe("noop:///one");
+    }, 60_000);
 
-    const unlocked = await fixture.run("apply", { backendConfig, args: ["--lock-timeout=1s", `--force-unlock=${holder}`] });
-    expect(unlocked.result.error).toBeNull();
-    expect(unlocked.result.steps.map((step) => step.name)).toEqual(["init", "force-unlock", "validate", "apply"]);
-    expect((await stateInSecret()).outputs.provider_id?.value).toBe("noop:///two");
-  }, 90_000);
+    it("gets past a stale lock left by a killed apply only with --force-unlock", async () => {
+      // A real apply of the runtime takes the lock, then dies without releasing it.
+      await fixture.setInputs({ name: "one", generation: 1, sleep_seconds: 30 });
+      const work = join(fixture.base, "killed");
+      await mkdir(join(work, "root"), { recursive: true });
+      for (const file of ["main.tf.json", "terraform.tfvars.json"]) await writeFile(join(work, "root", file), await readFile(join(fixture.configDir, file)));
+      await writeFile(join(work, "cli.tfrc"), "");
+      const env = { PATH: process.env.PATH ?? "", HOME: work, TF_CLI_CONFIG_FILE: join(work, "cli.tfrc"), TF_DATA_DIR: join(work, ".terraform"), TF_IN_AUTOMATION: "1" };
+      // The root's module source is ../../module: from <base>/killed/root it resolves to the fixture's module.
+      await new Promise<void>((resolve, reject) => {
+        const init = spawn(fixture.runtime, ["init", "-input=false", ...backendConfig.map((value) => `-backend-config=${value}`)], { cwd: join(work, "root"), env, stdio: "ignore" });
+        init.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${runtime} init exited ${code}`))));
+      });
+      const apply = spawn(fixture.runtime, ["apply", "-auto-approve", "-input=false"], { cwd: join(work, "root"), env, stdio: "ignore", detached: true });
+      const lockName = stateLockLeaseName(suffix);
+      let holder: string | undefined;
+      for (let i = 0; i < 150 && !holder; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        holder = (await coordination.readNamespacedLease({ name: lockName, namespace }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
+      }
+      expect(holder).toBeTruthy();
+      process.kill(-apply.pid!, "SIGKILL");
+      await new Promise((r) => apply.once("exit", r));
 
-  it("restores an earlier serial from its backup chunks", async () => {
-    const backup = await stateInSecret();
-    await fixture.setInputs({ name: "three", generation: 1, sleep_seconds: 0 });
-    expect((await fixture.run("apply", { backendConfig })).result.error).toBeNull();
-    const newer = await stateInSecret();
-    expect(newer.serial).toBeGreaterThan(backup.serial);
+      await fixture.setInputs({ name: "two", generation: 1, sleep_seconds: 0 });
+      const blocked = await fixture.run("apply", { backendConfig, args: ["--lock-timeout=1s"] });
+      expect(blocked.exitCode).toBe(1);
+      expect(blocked.result.error).toMatchObject({ kind: "step" });
+      expect(blocked.result.error?.summary).toMatch(/lock/i);
 
-    const restoreConfig = join(fixture.base, "restore-config");
-    await mkdir(join(restoreConfig, "restore"), { recursive: true });
-    for (const [file, text] of Object.entries(renderBackendRoot())) await writeFile(join(restoreConfig, file), text);
-    await writeFile(join(restoreConfig, "restore", "0"), backup.gzip);
-    const restored = await fixture.run("restore", { backendConfig, configDir: restoreConfig, workdir: join(fixture.base, "restore-work"), args: ["--restore-chunks=1", "--restore-resources=2"] });
-    expect(restored.result.error).toBeNull();
-    expect(restored.result.steps.map((step) => step.name)).toEqual(["init", "state-push", "state-list"]);
-    expect((await stateInSecret()).outputs.provider_id?.value).toBe("noop:///two");
-  }, 60_000);
-});
+      const unlocked = await fixture.run("apply", { backendConfig, args: ["--lock-timeout=1s", `--force-unlock=${holder}`] });
+      expect(unlocked.result.error).toBeNull();
+      expect(unlocked.result.steps.map((step) => step.name)).toEqual(["init", "force-unlock", "validate", "apply"]);
+      expect((await stateInSecret()).outputs.provider_id?.value).toBe("noop:///two");
+    }, 90_000);
+
+    it("restores an earlier serial from its backup chunks", async () => {
+      const backup = await stateInSecret();
+      await fixture.setInputs({ name: "three", generation: 1, sleep_seconds: 0 });
+      expect((await fixture.run("apply", { backendConfig })).result.error).toBeNull();
+      const newer = await stateInSecret();
+      expect(newer.serial).toBeGreaterThan(backup.serial);
+
+      const restoreConfig = join(fixture.base, "restore-config");
+      await mkdir(join(restoreConfig, "restore"), { recursive: true });
+      for (const [file, text] of Object.entries(renderBackendRoot())) await writeFile(join(restoreConfig, file), text);
+      await writeFile(join(restoreConfig, "restore", "0"), backup.gzip);
+      const restored = await fixture.run("restore", { backendConfig, configDir: restoreConfig, workdir: join(fixture.base, "restore-work"), args: ["--restore-chunks=1", "--restore-resources=2"] });
+      expect(restored.result.error).toBeNull();
+      expect(restored.result.steps.map((step) => step.name)).toEqual(["init", "state-push", "state-list"]);
+      expect((await stateInSecret()).outputs.provider_id?.value).toBe("noop:///two");
+    }, 60_000);
+  });
+}

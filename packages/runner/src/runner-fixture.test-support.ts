@@ -2,13 +2,13 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { requireTool } from "@captf/testkit";
+import { requireTool, type RuntimeName } from "@captf/testkit";
 import { main } from "./cli.js";
 import type { RunResult } from "@captf/contract/run-result";
 
 const testdata = join(dirname(fileURLToPath(import.meta.url)), "testdata");
 
-/** Makes tofu merge a local backend over the generated root's kubernetes one. */
+/** Makes the runtime merge a local backend over the generated root's kubernetes one. */
 export const localBackendOverride = { terraform: { backend: { local: {} } } };
 
 export interface RunnerRun {
@@ -39,9 +39,15 @@ export interface RunnerCall {
  * directory of the fixture, through `--backend-config path=…`.
  */
 export class RunnerFixture {
-  readonly tofu = requireTool("tofu");
+  /** The runtime binary the runs use (`--bin`). */
+  readonly runtime: string;
 
-  private constructor(readonly base: string) {}
+  private constructor(
+    readonly base: string,
+    readonly runtimeName: RuntimeName,
+  ) {
+    this.runtime = requireTool(runtimeName);
+  }
 
   get moduleDir(): string {
     return join(this.base, "module");
@@ -56,9 +62,9 @@ export class RunnerFixture {
     return join(this.base, "terraform.tfstate");
   }
 
-  /** A fixture for the testdata module `moduleName`, with a root passing `variables` through. */
-  static async create(moduleName: string, root: { variables: Record<string, { type: string; sensitive?: boolean }>; outputs?: string[] }): Promise<RunnerFixture> {
-    const fixture = new RunnerFixture(await mkdtemp(join(tmpdir(), `runner-${moduleName}-`)));
+  /** A fixture for the testdata module `moduleName` under `runtime`, with a root passing `variables` through. */
+  static async create(moduleName: string, root: { variables: Record<string, { type: string; sensitive?: boolean }>; outputs?: string[] }, runtime: RuntimeName = "tofu"): Promise<RunnerFixture> {
+    const fixture = new RunnerFixture(await mkdtemp(join(tmpdir(), `runner-${runtime}-${moduleName}-`)), runtime);
     await cp(join(testdata, moduleName), fixture.moduleDir, { recursive: true });
     await mkdir(fixture.configDir, { recursive: true });
     const main = {
@@ -90,7 +96,7 @@ export class RunnerFixture {
       [
         "run",
         `--op=${op}`,
-        `--bin=${this.tofu}`,
+        `--bin=${this.runtime}`,
         "--image=registry.example/noop:v1",
         `--module=${this.moduleDir}`,
         `--providers=${join(this.base, "no-providers")}`,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it, jest } from "@jest/globals";
 import { execFileSync, spawn } from "node:child_process";
-import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describeWithTools } from "@captf/testkit";
@@ -46,7 +46,7 @@ describeWithTools(["tofu"], "the bundled runner as a process", () => {
       [
         "run",
         "--op=apply",
-        `--bin=${fixture.tofu}`,
+        `--bin=${fixture.runtime}`,
         `--module=${fixture.moduleDir}`,
         `--config=${fixture.configDir}`,
         `--workdir=${fixture.workdir}`,
@@ -71,11 +71,13 @@ describeWithTools(["tofu"], "the bundled runner as a process", () => {
     await mkdir(join(bundle, "lib"), { recursive: true });
     await writeFile(join(bundle, "lib", "libc.so.6"), "not really");
     const dest = join(fixture.base, "captf-bin");
+    const scripts = (await readdir(bundle)).filter((name) => name.endsWith(".mjs"));
+    expect(scripts.length).toBeGreaterThan(1); // runner.mjs and the chunks it loads on demand
     const run = await runBundle(bundle, ["copy", dest]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(new RegExp(`^copied the runner bundle from ${bundle} to ${dest}: 3 files, \\d+ bytes\\n$`));
+    expect(run.stdout).toMatch(new RegExp(`^copied the runner bundle from ${bundle} to ${dest}: ${scripts.length + 2} files, \\d+ bytes\\n$`));
     expect((await stat(join(dest, "node"))).mode & 0o777).toBe(0o755);
     expect(await readFile(join(dest, "lib", "libc.so.6"), "utf8")).toBe("not really");
-    expect(await readFile(join(dest, "runner.mjs"), "utf8")).toBe(await readFile(join(bundle, "runner.mjs"), "utf8"));
+    for (const script of scripts) expect(await readFile(join(dest, script), "utf8")).toBe(await readFile(join(bundle, script), "utf8"));
   });
 });

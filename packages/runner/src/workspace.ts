@@ -1,7 +1,6 @@
 import { constants as fsConstants } from "node:fs";
 import { access, chmod, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { gunzipSync } from "node:zlib";
 import { restoreStateFile } from "./steps.js";
 
 /** The image does not follow the image contract; the message names what is missing and where. */
@@ -175,7 +174,8 @@ export async function assembleRestoreState(options: { configDir: string; workdir
   }
   let state: Buffer;
   try {
-    state = gunzipSync(Buffer.concat(parts), { maxOutputLength: maxBytes });
+    // zlib only for a restore: the other operations start without it.
+    state = process.getBuiltinModule("node:zlib").gunzipSync(Buffer.concat(parts), { maxOutputLength: maxBytes });
   } catch (error) {
     const tooLarge = error instanceof RangeError || /larger than|maxOutputLength/i.test((error as Error).message);
     throw new Error(tooLarge ? `the backup decompresses to more than ${maxBytes} bytes` : `the backup is not gzip data (${(error as Error).message})`);

@@ -13,9 +13,15 @@ export function describeWithTools(tools: readonly ToolName[], name: string, body
   const missing = tools.filter((tool) => !findTool(tool));
   if (missing.length === 0) return describe(name, body);
   if (process.env[skipMissingToolsVariable] === "1") {
-    mkdirSync(".test-results", { recursive: true });
-    appendFileSync(`${process.env.CAPTF_REPO_ROOT ?? "."}/${skippedSuitesFile}`, `${name} (missing: ${missing.join(", ")})\n`);
+    recordSkippedSuite(name, `missing: ${missing.join(", ")}`);
     return describe.skip(name, body);
   }
   throw new MissingToolError(missing[0]!);
+}
+
+/** Adds a skipped suite and why to the list the test command prints under "did not run". */
+export function recordSkippedSuite(name: string, why: string): void {
+  const root = process.env.CAPTF_REPO_ROOT ?? ".";
+  mkdirSync(`${root}/.test-results`, { recursive: true });
+  appendFileSync(`${root}/${skippedSuitesFile}`, `${name} (${why})\n`);
 }

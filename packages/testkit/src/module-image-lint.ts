@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildModuleImage, pushImage, startLocalRegistry } from "./oci.js";
+import { moduleRuntimes, runtimeNames, runtimeVersion, type RuntimeName } from "./runtimes.js";
 import { requireTool } from "./tools.js";
 
 /** The in-process linter entry point (tfcapi-lint's `main`), passed in: testkit does not depend on the linter. */
@@ -15,18 +16,22 @@ export interface PublishedImageLint {
 }
 
 /**
- * Builds each module into an image (umoci), pushes it to a fresh loopback registry (skopeo,
- * docker-registry) and runs `tfcapi-lint image <ref> --role <role> --strict --format json` on it.
+ * Builds each module into an image per runtime (umoci), tagged `v0.1.0-opentofu` and
+ * `v0.1.0-terraform`, pushes them to a fresh loopback registry (skopeo, docker-registry) and runs
+ * `tfcapi-lint image <ref> --role <role> --strict --format json` on each.
  */
-export async function lintPublishedModuleImages(lint: LintMain, modules: readonly { name: string; dir: string; role: string }[]): Promise<PublishedImageLint[]> {
-  const tofu = requireTool("tofu");
+export async function lintPublishedModuleImages(
+  lint: LintMain,
+  modules: readonly { name: string; dir: string; role: string }[],
+  runtimes: readonly RuntimeName[] = runtimeNames,
+): Promise<PublishedImageLint[]> {
   const layout = mkdtempSync(join(tmpdir(), "captf-layout-"));
   const registry = await startLocalRegistry();
   try {
     const results: PublishedImageLint[] = [];
-    for (const module of modules) {
-      const tag = "v0.1.0";
-      buildModuleImage(join(layout, module.name), tag, { moduleDir: module.dir, runtime: tofu, runtimeVersion: "1.12.6", role: module.role });
+    for (const module of modules) for (const runtimeName of runtimes) {
+      const tag = `v0.1.0-${moduleRuntimes[runtimeName].imageTagSuffix}`;
+      buildModuleImage(join(layout, module.name), tag, { moduleDir: module.dir, runtime: requireTool(runtimeName), runtimeVersion: runtimeVersion(runtimeName), runtimeName, role: module.role });
       const reference = `${registry.host}/captf/${module.name}:${tag}`;
       pushImage(join(layout, module.name), tag, reference);
       let stdout = "";

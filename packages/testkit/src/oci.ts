@@ -12,9 +12,11 @@ import { freeLoopbackPort } from "./control-plane.js";
 export interface ModuleImage {
   /** The module directory, copied to /captf/module. */
   moduleDir: string;
-  /** The OpenTofu binary, copied to /captf/runtime. */
+  /** The OpenTofu or Terraform binary, copied to /captf/runtime. */
   runtime: string;
   runtimeVersion: string;
+  /** The io.captf.runtime label: which runtime `runtime` is (default tofu). */
+  runtimeName?: "tofu" | "terraform";
   role: string;
   /** Extra labels (io.captf.variables-schema, org.opencontainers.image.*). */
   labels?: Record<string, string>;
@@ -40,6 +42,8 @@ export function buildModuleImage(layout: string, tag: string, image: ModuleImage
     const root = join(staging, "captf");
     cpSync(image.moduleDir, join(root, "module"), {
       recursive: true,
+      // A sub-module shared between modules is a link in the checkout (modules/bootstrap of the pools): the image holds its files.
+      dereference: true,
       filter: (path) => !/(^|\/)(\.terraform|\.terraform\.lock\.hcl|node_modules|src|package\.json|tsconfig[^/]*\.json|jest\.config\.js)$/.test(path.slice(image.moduleDir.length)),
     });
     cpSync(image.runtime, join(root, "runtime"));
@@ -51,7 +55,7 @@ export function buildModuleImage(layout: string, tag: string, image: ModuleImage
   const labels: Record<string, string> = {
     "io.captf.contract": "v1alpha1",
     "io.captf.role": image.role,
-    "io.captf.runtime": "tofu",
+    "io.captf.runtime": image.runtimeName ?? "tofu",
     "io.captf.runtime.version": image.runtimeVersion,
     "org.opencontainers.image.version": tag,
     ...image.labels,

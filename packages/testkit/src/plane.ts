@@ -15,3 +15,5 @@ export { startChrootKubelet, prepareRunnerImageRoot } from "./kubelet.js";
 export type { ChrootKubelet, ChrootKubeletOptions, ImageResolver, ResolvedImage } from "./kubelet.js";
 export { generateServingCertificate } from "./certificates.js";
 export type { ServingCertificate } from "./certificates.js";
+export { moduleRuntimes, runtimeNames, runtimeVersion } from "./runtimes.js";
+export type { RuntimeName } from "./runtimes.js";

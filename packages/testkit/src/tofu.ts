@@ -36,19 +36,25 @@ export interface TofuTestRun extends CommandRun {
 }
 
 /**
- * Copies a module (without .terraform) to a temp dir and runs `tofu init` then `tofu test` there
- * with the real OpenTofu; returns the pass and fail counts of tofu's closing line.
+ * Copies a module (without .terraform, its links' targets copied in) to a temp dir and runs `tofu
+ * init`, with `validate` also `tofu validate`, then `tofu test` there with the real OpenTofu;
+ * returns the pass and fail counts of tofu's closing line, or the first failing step's output.
+ * `cliConfig` is the CLI configuration (empty by default: no provider installation settings).
  */
-export async function runTofuTest(moduleDir: string): Promise<TofuTestRun> {
+export async function runTofuTest(moduleDir: string, options: { cliConfig?: string; validate?: boolean } = {}): Promise<TofuTestRun> {
   const tofu = requireTool("tofu");
   const dir = mkdtempSync(join(tmpdir(), "captf-tofu-test-"));
   try {
     const copy = join(dir, "module");
-    cpSync(moduleDir, copy, { recursive: true, filter: (path) => !relative(moduleDir, path).split(sep).some((part) => part === ".terraform" || part === ".terraform.lock.hcl") });
-    writeFileSync(join(dir, "cli.tfrc"), "");
+    cpSync(moduleDir, copy, { recursive: true, dereference: true, filter: (path) => !relative(moduleDir, path).split(sep).some((part) => part === ".terraform" || part === ".terraform.lock.hcl") });
+    writeFileSync(join(dir, "cli.tfrc"), options.cliConfig ?? "");
     const env = tofuEnvironment(join(dir, "cli.tfrc"));
     const init = await runCommand(tofu, ["init", "-input=false", "-no-color"], { cwd: copy, env });
     if (init.code !== 0) return { ...init, passed: 0, failed: 0 };
+    if (options.validate) {
+      const validate = await runCommand(tofu, ["validate", "-no-color"], { cwd: copy, env });
+      if (validate.code !== 0) return { ...validate, passed: 0, failed: 0 };
+    }
     const test = await runCommand(tofu, ["test", "-no-color"], { cwd: copy, env });
     const counts = /(\d+) passed, (\d+) failed/.exec(test.stdout);
     return { ...test, passed: counts ? Number(counts[1]) : 0, failed: counts ? Number(counts[2]) : 0 };

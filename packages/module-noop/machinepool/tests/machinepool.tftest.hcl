@@ -204,7 +204,7 @@ run "rejects_more_replicas_than_modelled" {
   variables {
     replicas = 1025
   }
-  expect_failures = [var.replicas]
+  expect_failures = [terraform_data.group]
 }
 
 run "rejects_autoscaling_min_above_max" {

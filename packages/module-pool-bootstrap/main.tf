@@ -1,18 +1,20 @@
-# The scale set's custom data, and whether the pool can deliver the
-# bootstrap data at all. Pure expressions, no provider, so tests/ runs
-# anywhere with `tofu test`.
+# What a pool's instances boot with, for every cloud captf ships a pool
+# module for (GCP and Azure include this one module): the user data, and
+# whether the pool can deliver the bootstrap data at all. Pure expressions,
+# no provider, so tests/ runs anywhere with `tofu test`.
 #
-# | bootstrap_format | labels to register | custom data                                        |
-# |------------------|--------------------|----------------------------------------------------|
-# | cloud-config     | any                | base64 of a MIME multipart: boothook, then data    |
-# | ignition         | none               | bootstrap_data unchanged (gzipped data is refused) |
-# | ignition         | some               | refused: Ignition runs no boothook                 |
+# | bootstrap_format | labels to register | user_data                                        |
+# |------------------|--------------------|--------------------------------------------------|
+# | cloud-config     | none               | bootstrap_data as it is, unless always_boothook  |
+# | cloud-config     | some               | base64 of a MIME multipart: boothook, then data  |
+# | ignition         | none               | the data; decoded with decode_ignition           |
+# | ignition         | some               | refused: Ignition runs no boothook               |
 #
-# cloud-config always gets the boothook: it writes /etc/kubernetes/azure.json
-# for the worker identity, and with no labels the node-labels fragment
-# clears what an earlier boot registered. Custom data, not user data: Azure
-# serves user data to every process on the node through the instance
-# metadata service.
+# Gzipped Ignition is refused either way. A cloud passes what differs:
+# boothook_files (Azure: azure.json for the worker identity), always_boothook
+# (Azure: the files must be written on every boot), decode_ignition (GCP:
+# Ignition reads GCE user-data as it is, while cloud-config goes with
+# user-data-encoding=base64).
 
 terraform {
   required_version = ">= 1.5.0"
@@ -61,8 +63,9 @@ locals {
     node_labels = join(",", [for k in sort(keys(local.registered_labels)) : "${k}=${local.registered_labels[k]}"])
   })
   boothook = templatefile("${path.module}/templates/boothook.sh.tftpl", {
-    cloud_provider_config = var.cloud_provider_config
-    node_labels_fragment  = local.node_labels_fragment
+    module_name          = var.module_name
+    files                = var.boothook_files
+    node_labels_fragment = local.node_labels_fragment
   })
 
   # The bootstrap data is never parsed: it travels as an opaque base64 part.
@@ -75,6 +78,21 @@ locals {
     payload_base64       = join("\n", regexall(".{1,76}", var.bootstrap_data))
   })
 
-  # Custom data is base64 either way.
-  custom_data = local.cloud_config ? base64encode(local.multipart) : var.bootstrap_data
+  multipart_needed = local.has_labels || var.always_boothook
+  decoded          = !local.cloud_config && var.decode_ignition
+  # Only the selected branch of a conditional reports errors, so gzipped
+  # Ignition, which is refused, never reaches base64decode().
+  user_data = (
+    local.cloud_config ? (local.multipart_needed ? base64encode(local.multipart) : var.bootstrap_data) :
+    !var.decode_ignition ? var.bootstrap_data :
+    local.gzipped ? "" : base64decode(var.bootstrap_data)
+  )
+
+  # Bytes of the user data. base64 is ASCII, so its length is its size;
+  # decoded Ignition may hold multi-byte characters, so its size comes from
+  # the base64 it was decoded from.
+  decoded_bytes = floor(length(var.bootstrap_data) / 4) * 3 - (
+    endswith(var.bootstrap_data, "==") ? 2 : endswith(var.bootstrap_data, "=") ? 1 : 0
+  )
+  user_data_bytes = nonsensitive(local.decoded ? local.decoded_bytes : length(local.user_data))
 }

@@ -1,21 +1,24 @@
-# The pool's user-data for every bootstrap format, with and without node
-# labels, and the refusals. No provider: `tofu init && tofu test` here.
+# GCE metadata (the GCP pool): user data for every bootstrap format, with
+# and without node labels, and the refusals. Ignition is decoded; the GCP
+# module sends base64 user data with user-data-encoding=base64.
 
 variables {
   # "## template: jinja\n#cloud-config\nruncmd: [kubeadm join]\n"
   bootstrap_data   = "IyMgdGVtcGxhdGU6IGppbmphCiNjbG91ZC1jb25maWcKcnVuY21kOiBba3ViZWFkbSBqb2luXQo="
   bootstrap_format = "cloud-config"
   node_labels      = {}
+  module_name      = "gcp-machinepool"
   boundary         = "captf-test-0a1b2c3d"
+  decode_ignition  = true
 }
 
 run "cloud_config_without_labels_is_sent_as_is" {
   assert {
-    condition     = nonsensitive(output.metadata["user-data"]) == var.bootstrap_data
+    condition     = nonsensitive(output.user_data) == var.bootstrap_data
     error_message = "Without labels to register the bootstrap data goes unchanged."
   }
   assert {
-    condition     = output.metadata["user-data-encoding"] == "base64"
+    condition     = output.user_data_base64
     error_message = "cloud-config goes with user-data-encoding=base64."
   }
   assert {
@@ -39,15 +42,15 @@ run "cloud_config_with_labels_is_a_multipart_message" {
   }
 
   assert {
-    condition     = startswith(base64decode(nonsensitive(output.metadata["user-data"])), "Content-Type: multipart/mixed; boundary=\"captf-test-0a1b2c3d\"\nMIME-Version: 1.0\n\n--captf-test-0a1b2c3d\nContent-Type: text/cloud-boothook; charset=\"utf-8\"\n")
+    condition     = startswith(base64decode(nonsensitive(output.user_data)), "Content-Type: multipart/mixed; boundary=\"captf-test-0a1b2c3d\"\nMIME-Version: 1.0\n\n--captf-test-0a1b2c3d\nContent-Type: text/cloud-boothook; charset=\"utf-8\"\n")
     error_message = "With labels the user-data is a MIME multipart message that opens with the boothook."
   }
   assert {
-    condition     = strcontains(base64decode(nonsensitive(output.metadata["user-data"])), "filename=\"captf-boothook.sh\"\n\n#!/bin/sh\n")
+    condition     = strcontains(base64decode(nonsensitive(output.user_data)), "filename=\"captf-boothook.sh\"\n\n#!/bin/sh\n")
     error_message = "The boothook part is a shell script."
   }
   assert {
-    condition     = strcontains(base64decode(nonsensitive(output.metadata["user-data"])), "captf_node_labels='kubernetes.io/hostname=pinned,node.kubernetes.io/pool=workers,sub.kubelet.kubernetes.io/x=y,team.example.com/owner=platform,tier=batch,topology.kubernetes.io/zone=us-central1-a'\n")
+    condition     = strcontains(base64decode(nonsensitive(output.user_data)), "captf_node_labels='kubernetes.io/hostname=pinned,node.kubernetes.io/pool=workers,sub.kubelet.kubernetes.io/x=y,team.example.com/owner=platform,tier=batch,topology.kubernetes.io/zone=us-central1-a'\n")
     error_message = "The boothook gets the labels the kubelet may set, sorted and comma-joined."
   }
   assert {
@@ -55,15 +58,15 @@ run "cloud_config_with_labels_is_a_multipart_message" {
     error_message = "Labels the kubelet may not set are dropped and reported, sorted."
   }
   assert {
-    condition     = strcontains(base64decode(nonsensitive(output.metadata["user-data"])), "--captf-test-0a1b2c3d\nContent-Type: text/plain; charset=\"utf-8\"\nMIME-Version: 1.0\nContent-Transfer-Encoding: base64\nContent-Disposition: attachment; filename=\"captf-bootstrap-data\"\n\n${var.bootstrap_data}\n--captf-test-0a1b2c3d--\n")
+    condition     = strcontains(base64decode(nonsensitive(output.user_data)), "--captf-test-0a1b2c3d\nContent-Type: text/plain; charset=\"utf-8\"\nMIME-Version: 1.0\nContent-Transfer-Encoding: base64\nContent-Disposition: attachment; filename=\"captf-bootstrap-data\"\n\n${var.bootstrap_data}\n--captf-test-0a1b2c3d--\n")
     error_message = "The bootstrap data follows unchanged as the last, base64, part."
   }
   assert {
-    condition     = endswith(base64decode(nonsensitive(output.metadata["user-data"])), "\n--captf-test-0a1b2c3d--\n")
+    condition     = endswith(base64decode(nonsensitive(output.user_data)), "\n--captf-test-0a1b2c3d--\n")
     error_message = "The message ends with the closing boundary."
   }
   assert {
-    condition     = output.metadata["user-data-encoding"] == "base64" && output.user_data_bytes == length(nonsensitive(output.metadata["user-data"]))
+    condition     = output.user_data_base64 && output.user_data_bytes == length(nonsensitive(output.user_data))
     error_message = "The message goes base64, and its size is that of the base64."
   }
   assert {
@@ -80,7 +83,7 @@ run "cloud_config_payload_lines_are_wrapped" {
   }
 
   assert {
-    condition = strcontains(base64decode(nonsensitive(output.metadata["user-data"])), join("\n", [
+    condition = strcontains(base64decode(nonsensitive(output.user_data)), join("\n", [
       join("", [for i in range(19) : "QUJD"]),
       join("", [for i in range(19) : "QUJD"]),
       join("", [for i in range(12) : "QUJD"]),
@@ -97,7 +100,7 @@ run "gzipped_cloud_config_with_labels_is_a_gzip_part" {
   }
 
   assert {
-    condition     = strcontains(base64decode(nonsensitive(output.metadata["user-data"])), "Content-Type: application/x-gzip\nMIME-Version: 1.0\nContent-Transfer-Encoding: base64\n")
+    condition     = strcontains(base64decode(nonsensitive(output.user_data)), "Content-Type: application/x-gzip\nMIME-Version: 1.0\nContent-Transfer-Encoding: base64\n")
     error_message = "Gzipped data is an application/x-gzip part, which cloud-init decompresses."
   }
   assert {
@@ -112,7 +115,7 @@ run "gzipped_cloud_config_without_labels_is_sent_as_is" {
   }
 
   assert {
-    condition     = nonsensitive(output.metadata["user-data"]) == var.bootstrap_data && output.metadata["user-data-encoding"] == "base64"
+    condition     = nonsensitive(output.user_data) == var.bootstrap_data && output.user_data_base64
     error_message = "Gzipped cloud-config without labels goes unchanged; cloud-init decompresses it."
   }
 }
@@ -125,11 +128,11 @@ run "ignition_is_decoded" {
   }
 
   assert {
-    condition     = nonsensitive(output.metadata["user-data"]) == "{\"ignition\":{\"version\":\"3.4.0\"},\"x\":\"é\"}"
+    condition     = nonsensitive(output.user_data) == "{\"ignition\":{\"version\":\"3.4.0\"},\"x\":\"é\"}"
     error_message = "Ignition reads user-data as it is, so the data goes decoded."
   }
   assert {
-    condition     = keys(output.metadata) == tolist(["user-data"])
+    condition     = !output.user_data_base64
     error_message = "Ignition user-data has no user-data-encoding."
   }
   assert {
@@ -150,7 +153,7 @@ run "ignition_with_only_forbidden_labels_is_accepted" {
   }
 
   assert {
-    condition     = !output.ignition_with_labels && nonsensitive(output.metadata["user-data"]) == "{\"ignition\":{\"version\":\"3.4.0\"}}"
+    condition     = !output.ignition_with_labels && nonsensitive(output.user_data) == "{\"ignition\":{\"version\":\"3.4.0\"}}"
     error_message = "Labels the kubelet may not set are dropped, so there is nothing to register."
   }
   assert {
@@ -180,7 +183,7 @@ run "gzipped_ignition_is_refused" {
   }
 
   assert {
-    condition     = output.gzipped_ignition && nonsensitive(output.metadata["user-data"]) == ""
+    condition     = output.gzipped_ignition && nonsensitive(output.user_data) == ""
     error_message = "Gzipped Ignition is flagged for refusal and never decoded."
   }
 }
@@ -192,7 +195,7 @@ run "oversized_user_data_is_measured" {
   }
 
   assert {
-    condition     = output.user_data_bytes == 262148 && output.user_data_bytes > output.user_data_limit_bytes
+    condition     = output.user_data_bytes == 262148 && output.user_data_bytes > 262144
     error_message = "user-data over 256 KB is measured over the limit."
   }
 }
@@ -203,7 +206,7 @@ run "user_data_at_the_limit_fits" {
   }
 
   assert {
-    condition     = output.user_data_bytes == output.user_data_limit_bytes
+    condition     = output.user_data_bytes == 262144
     error_message = "Exactly 256 KB fits."
   }
 }

@@ -1,7 +1,17 @@
-output "custom_data" {
-  description = "The scale set's custom data, base64."
-  value       = local.custom_data
+output "user_data" {
+  description = "What the instances boot with: base64 (user_data_base64), or decoded Ignition."
+  value       = local.user_data
   sensitive   = true
+}
+
+output "user_data_base64" {
+  description = "Whether user_data is base64: always for cloud-config, and for Ignition unless decode_ignition."
+  value       = !local.decoded
+}
+
+output "user_data_bytes" {
+  description = "Size of user_data in bytes."
+  value       = local.user_data_bytes
 }
 
 output "registered_node_labels" {
@@ -25,16 +35,6 @@ output "ignition_with_labels" {
 }
 
 output "gzipped_ignition" {
-  description = "Gzipped Ignition data, which the pool refuses."
+  description = "Gzipped Ignition data, which the pool refuses: Ignition reads user data uncompressed."
   value       = !local.cloud_config && local.gzipped
-}
-
-output "custom_data_length" {
-  description = "Length of the custom data in base64 characters."
-  value       = nonsensitive(length(local.custom_data))
-}
-
-output "custom_data_limit" {
-  description = "The most custom data Azure takes: 65,535 bytes, which is 87,380 base64 characters."
-  value       = 87380
 }
