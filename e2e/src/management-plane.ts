@@ -82,7 +82,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     const kubelet = await timed("chroot kubelet", () =>
       startChrootKubelet({ kubeconfigPath: controlPlane.kubeconfigPath, nodeName: "e2e-kubelet", workDir: join(workDir, "kubelet"), maxParallel: options.maxParallelPods ?? 2, log: (line) => log(`kubelet: ${line}`) }),
     );
-    stops.unshift(() => kubelet.stop()); // stopped first: no Pod outlives the plane
+    stops.push(() => kubelet.stop()); // started last, stopped first: no Pod outlives the plane
     const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
     const managerPod = async () => (await core.listNamespacedPod({ namespace: managerNamespace, labelSelector: "app.kubernetes.io/component=controller-manager" })).items.find((pod) => pod.status?.phase === "Running");
     const managerPods = new Set<string>();
