@@ -84,12 +84,24 @@ function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
+type JobNameParts = Pick<JobRequest, "owner" | "op" | "attempt" | "inputsHash" | "tick">;
+
 /**
- * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, hash6 over (inputs hash, op, attempt, tick);
+ * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, hash6 over (inputs hash, op, attempt, tick)
+ * joined by NUL bytes as the public reference joins them, so both name the same Job alike;
  * a name too long for that is replaced by the first 16 hex digits of its SHA-256.
  */
-export function jobName(request: Pick<JobRequest, "owner" | "op" | "attempt" | "inputsHash" | "tick">): string {
-  const hash6 = sha256Hex([request.inputsHash, request.op, String(request.attempt), request.tick ?? ""].join("\n")).slice(0, 6);
+export function jobName(request: JobNameParts): string {
+  return nameWithSeparator(request, "\u0000");
+}
+
+/** The name captf gave the same Job before it joined the parts as the reference does (newlines). */
+export function previousSchemeJobName(request: JobNameParts): string {
+  return nameWithSeparator(request, "\n");
+}
+
+function nameWithSeparator(request: JobNameParts, separator: string): string {
+  const hash6 = sha256Hex([request.inputsHash, request.op, String(request.attempt), request.tick ?? ""].join(separator)).slice(0, 6);
   const build = (name: string) => `captf-${kindShort[request.owner.role]}-${name}-${request.op}-a${request.attempt}-${hash6}`;
   const full = build(request.owner.name);
   return full.length <= maxJobNameLength ? full : build(sha256Hex(request.owner.name).slice(0, 16));

@@ -8,6 +8,7 @@ import { stateSecretSuffix } from "@captf/render";
 import { describeWithTools } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
+import { previousSchemeJobName } from "../jobs/build-job.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
@@ -337,6 +338,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew -= 61_000;
       }
+    }, 120_000);
+
+    it("takes at once a run lease an older captf took under its newline-joined name for the same Job, never created", async () => {
+      await createMachine("upgraded");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toBe("added finalizer");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toMatch(/^started apply/);
+      const [first] = await jobsOf("upgraded");
+      const jobName = first!.metadata!.name!;
+      const inputsHash = first!.metadata!.annotations!["captf.io/inputs-hash"]!;
+      // What an older captf leaves when killed between taking the lease and creating the Job.
+      await plane.batch.deleteNamespacedJob({ name: jobName, namespace, propagationPolicy: "Background" });
+      await plane.core.deleteNamespacedSecret({ name: `captf-run-${jobName}`, namespace });
+      const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "upgraded" }));
+      await plane.coordination.deleteNamespacedLease({ name: leaseName, namespace });
+      const former = previousSchemeJobName({ owner: { role: "machine", name: "upgraded", namespace, uid: "", clusterName: "c" }, op: "apply", attempt: 1, inputsHash });
+      expect(former).not.toBe(jobName);
+      await plane.coordination.createNamespacedLease({ namespace, body: {
+        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
+        spec: { holderIdentity: former, leaseDurationSeconds: 4500 },
+      } });
+
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toMatch(/^started apply/);
+      expect((await jobsOf("upgraded")).map((job) => job.metadata!.name)).toEqual([jobName]);
+      expect((await plane.coordination.readNamespacedLease({ name: leaseName, namespace })).spec?.holderIdentity).toBe(jobName);
     }, 120_000);
 
     it("starts no machine apply while a cluster Job holds the cluster lease, and gives its run lease back", async () => {

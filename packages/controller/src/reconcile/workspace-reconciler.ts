@@ -4,7 +4,7 @@ import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } f
 import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
-import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
@@ -748,14 +748,15 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
   const leaseClients = { coordination: deps.coordination, batch: deps.batch };
-  const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, op, owner, backstopSeconds, now });
+  const formerHolder = previousSchemeJobName(jobRequest);
+  const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
   if (!runLease.acquired) {
     deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "run_lease" });
     return wait("WaitingForRunLease", `the run lease ${runLeaseName(suffix)} is ${runLease.message}`);
   }
   const gate = (deps.clusterOperationGate ?? true) && gatedOperations.includes(op) && clusterName !== "";
   if (gate && adapter.role === "cluster") {
-    const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, op, owner, backstopSeconds, now });
+    const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
     if (!clusterLease.acquired) return wait("WaitingForRunLease", `the cluster lease is ${clusterLease.message}`);
     const members = await liveMemberOperations(leaseClients, namespace, clusterName, now);
     if (members.length > 0) {
