@@ -22,7 +22,7 @@ import { decideOperation, type Decision, type Operation } from "./decide-operati
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
-import { bookkeepPlans, observedPlan } from "./plan-approval.js";
+import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
@@ -589,7 +589,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     }
   }
   if (decision.reason === "PlanAwaitingApproval" && planShown) {
-    conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${planShown.add ?? 0} to add, ${planShown.change ?? 0} to change, ${planShown.destroy ?? 0} to destroy) waits for ${annotations.approvePlan}=${planShown.planHash}` });
+    conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` });
   }
   if (decision.op === "apply" && decision.expectPlan && action.startsWith("started")) {
     void events.record(subject, "PlanApproved", `plan ${decision.expectPlan} approved: applying it`);
