@@ -34,7 +34,7 @@ export const managerPermissions: readonly Permission[] = [
   { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"], why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom, identity Secrets and their credential mirrors (watched)" },
   { apiGroup: "", resources: ["configmaps"], verbs: ["get"], why: "variablesFrom ConfigMaps" },
   { apiGroup: "", resources: ["namespaces"], verbs: ["get"], why: "a namespace's labels against an identity's allowedNamespaces" },
-  { apiGroup: "coordination.k8s.io", resources: ["leases"], verbs: ["get", "list", "create", "update", "delete"], why: "run leases and the cluster operation gate in each namespace; the leader election Lease controller-leader-election-captf in its own" },
+  { apiGroup: "coordination.k8s.io", resources: ["leases"], verbs: ["get", "list", "create", "update", "delete"], why: "run leases and the cluster operation gate in each namespace; the leader election Lease controller-leader-election-captf in its own; deleting the backend's free state lock Lease lock-tfstate-default-<suffix> once the state is gone" },
   { apiGroup: "", resources: ["serviceaccounts"], verbs: ["get", "create"], why: "the captf-runner ServiceAccount of each namespace with objects" },
   { apiGroup: "rbac.authorization.k8s.io", resources: ["rolebindings"], verbs: ["get", "create", "update", "delete"], why: "the captf-runner RoleBinding of each namespace with objects" },
   { apiGroup: "rbac.authorization.k8s.io", resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["captf-runner"], why: "binding captf-runner without holding its permissions everywhere" },

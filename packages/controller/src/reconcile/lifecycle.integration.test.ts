@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
-import { stateSecretSuffix } from "@captf/render";
+import { stateLockLeaseName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
@@ -125,9 +125,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("destroys with the pinned digest and the inputs it applied", async () => {
       // The ConfigMap goes first: a destroy runs on the durable inputs, not on what renders now.
       await plane.core.deleteNamespacedConfigMap({ name: "vars", namespace });
+      // OpenTofu's kubernetes backend locked the state through a Lease it leaves behind, free.
+      const lockLease = stateLockLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "vars" }));
+      expect((await plane.coordination.readNamespacedLease({ name: lockLease, namespace })).spec?.holderIdentity).toBeFalsy();
       await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "vars" });
       const actions = await drive("vars", (m) => !m.metadata);
       expect(actions).toContain("removed finalizer");
+      // The destroy took and gave back the lock too; with the state gone, its Lease is gone.
+      const leases = (await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name);
+      expect(leases).not.toContain(lockLease);
       const destroy = (await jobsOf("vars")).find((job) => job.metadata?.labels?.[opLabel] === "destroy");
       // The Jobs go with the object; the executor saw the destroy run by digest.
       if (destroy) expect(destroy.spec?.template.spec?.containers[0]?.image).toBe(`registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`);

@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
-import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { inputsHash, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateLockLeaseName, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
@@ -15,6 +15,7 @@ import { watchFilterLabel } from "../runtime/controller.js";
 import { observeState } from "../state/read-state.js";
 import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
+import { deleteFreeStateLock } from "../state/state-lock.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import type { PlanPreview } from "../api/workspace.js";
@@ -530,6 +531,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
+    // No state is left (destroyed or never written): its lock Lease goes too, unless someone holds it.
+    const lock = await deleteFreeStateLock(deps.coordination, namespace, suffix);
+    if (!lock.removed) deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lock.holder }, "the state lock Lease stays: someone holds it");
     await removeFinalizer();
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
