@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { stateLockLeaseName, stateSecretSuffix } from "@captf/render";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { previousSchemeJobName } from "../jobs/build-job.js";
@@ -355,7 +355,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const inputsHash = first!.metadata!.annotations!["captf.io/inputs-hash"]!;
       // What an older captf leaves when killed between taking the lease and creating the Job.
       await plane.batch.deleteNamespacedJob({ name: jobName, namespace, propagationPolicy: "Background" });
-      await plane.core.deleteNamespacedSecret({ name: `captf-run-${jobName}`, namespace });
+      await plane.core.deleteNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined);
+      await waitFor(async () => ((await jobsOf("upgraded")).length === 0 && !(await plane.core.readNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined)) ? true : undefined));
       const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "upgraded" }));
       await plane.coordination.deleteNamespacedLease({ name: leaseName, namespace });
       const former = previousSchemeJobName({ owner: { role: "machine", name: "upgraded", namespace, uid: "", clusterName: "c" }, op: "apply", attempt: 1, inputsHash });
