@@ -15,7 +15,7 @@ import { watchFilterLabel } from "../runtime/controller.js";
 import { observeState } from "../state/read-state.js";
 import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
-import { deleteFreeStateLock } from "../state/state-lock.js";
+import { deleteFreeStateLock, observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import type { PlanPreview } from "../api/workspace.js";
@@ -381,6 +381,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     conditions.set("StateReadable", { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${adapter.kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` });
     if (previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
   } else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
+  // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
+  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
+  if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
+    conditions.set("StateReadable", { status: "False", reason: "StateLocked", message: stateLockedMessage(lock) });
+    if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
+  }
 
   // A pass killed between creating a Job and its per-run Secret left the Job waiting for its
   // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
@@ -541,7 +547,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet });
+    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
@@ -671,6 +677,8 @@ interface StartRequest<R extends Role> {
   now: number;
   subject: EventSubject;
   restoreSet: BackupSet | undefined;
+  /** The lock ID of a stale state lock this object's own dead runner left: the Job force-unlocks it first. */
+  forceUnlock: string | undefined;
 }
 
 interface StartOutcome {
@@ -742,6 +750,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
     runnerEvents: deps.runnerEvents ?? true,
     ...(restoreSet ? { restore: { chunks: restoreSet.names.length, resources: restoreSet.resources, backupSecrets: restoreSet.names, serial: restoreSet.serial } } : {}),
+    ...(request.forceUnlock ? { forceUnlock: request.forceUnlock } : {}),
   };
   const holder = jobName(jobRequest);
   if (deps.jobSlots) {
@@ -791,6 +800,10 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   });
   await createRunSecret(deps.core, namespace, created, root);
   void events.record(subject, "JobCreated", `started ${op} (${decision.reason}) as Job ${holder}`);
+  if (request.forceUnlock) {
+    void events.record(subject, "ForceUnlocked", `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`);
+    deps.metrics?.lockForceUnlocks.inc({ kind: adapter.kind });
+  }
   return { action: `started ${op} (${decision.reason}) as ${holder}`, job: { name: holder, op, attempt, job: created } };
 }
 
