@@ -30,7 +30,7 @@ export const managerPermissions: readonly Permission[] = [
   { apiGroup, resources: workspacePlurals.map((plural) => `${plural}/finalizers`), verbs: ["update"], why: "Jobs owned with blockOwnerDeletion (OwnerReferencesPermissionEnforcement)" },
   { apiGroup: clusterApiCoordinates.group, resources: ["clusters", "machines", "machinepools"], verbs: ["get", "list", "watch"], why: "the Cluster API owners an object's inputs come from; the Machines a TerraformMachine deletion is checked against" },
   { apiGroup: "batch", resources: ["jobs"], verbs: ["get", "list", "watch", "create", "patch", "delete"], why: "the Jobs that run modules: created, adopted, marked bookkept, deleted when stuck" },
-  { apiGroup: "", resources: ["pods"], verbs: ["list"], why: "the termination message (run result) of a Job's Pod; never logs" },
+  { apiGroup: "", resources: ["pods"], verbs: ["list"], why: "the termination message (run result) of a Job's Pod; never logs; whether the runner pod holding a state lock is gone" },
   { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"], why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom, identity Secrets and their credential mirrors (watched)" },
   { apiGroup: "", resources: ["configmaps"], verbs: ["get"], why: "variablesFrom ConfigMaps" },
   { apiGroup: "", resources: ["namespaces"], verbs: ["get"], why: "a namespace's labels against an identity's allowedNamespaces" },

@@ -87,11 +87,12 @@ export function judgeStateLock(lease: V1Lease | undefined, owner: { role: Role; 
   return ended ? { kind: "stale", unlockId: info?.ID || holder, pod } : { kind: "alive", pod };
 }
 
-/** Reads the lock Lease and, when its holder is this object's runner, that pod; both live. */
+/** Reads the lock Lease and, when its holder is this object's runner, that pod; both live (never cached). */
 export async function observeStateLock(clients: { coordination: CoordinationV1Api; core: CoreV1Api }, namespace: string, suffix: string, owner: { role: Role; name: string }): Promise<StateLockFinding> {
   const lease = await undefinedIfNotFound(clients.coordination.readNamespacedLease({ name: stateLockLeaseName(suffix), namespace }));
   const pod = lockHoldingRunnerPod(lease, owner);
-  const runnerPod = pod ? await undefinedIfNotFound(clients.core.readNamespacedPod({ name: pod, namespace })) : undefined;
+  // Listed by name: the manager's ClusterRole lists pods and never gets them.
+  const runnerPod = pod ? (await clients.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod}` })).items[0] : undefined;
   return judgeStateLock(lease, owner, runnerPod);
 }
 
