@@ -316,6 +316,66 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
   });
 
+  describe("state locks", () => {
+    const lockOf = (name: string) => stateLockLeaseName(stateSecretSuffix({ role: "machine", namespace, name }));
+    // Locks the state as OpenTofu's kubernetes backend does: the lock ID as holder, the details in lock-info.
+    const lock = (name: string, id: string, who: string) =>
+      plane.coordination.patchNamespacedLease({ name: lockOf(name), namespace, body: {
+        metadata: { annotations: { "app.terraform.io/lock-info": JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: who, Version: "1.12.6", Created: "2026-12-03T08:00:00Z", Path: "" }) } },
+        spec: { holderIdentity: id },
+      } }, mergePatchOptions());
+    const eventsFor = async (name: string, reason: string) => {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      return (await kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reason === reason);
+    };
+
+    it("reports a lock held by anything but the object's own runner as StateLocked with its holder, and never releases it", async () => {
+      await createMachine("foreignlock");
+      await drive("foreignlock", (m) => m.status?.initialization?.provisioned === true);
+      await lock("foreignlock", "lock-foreign", "alice@laptop");
+      await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
+      const locked = condition(await getMachine("foreignlock"), "StateReadable");
+      expect(locked).toMatchObject({ status: "False", reason: "StateLocked" });
+      expect(locked.message).toContain("alice@laptop (OperationTypeApply, since 2026-12-03T08:00:00Z)");
+      await waitFor(async () => ((await eventsFor("foreignlock", "StateLocked")).length > 0 ? true : undefined));
+      expect((await eventsFor("foreignlock", "StateLocked"))[0]!.note).toContain("alice@laptop");
+      expect((await plane.coordination.readNamespacedLease({ name: lockOf("foreignlock"), namespace })).spec?.holderIdentity).toBe("lock-foreign");
+
+      // The holder releases it: the state reads again.
+      await plane.coordination.patchNamespacedLease({ name: lockOf("foreignlock"), namespace, body: { metadata: { annotations: { "app.terraform.io/lock-info": null } }, spec: { holderIdentity: null } } }, mergePatchOptions());
+      await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
+      expect(condition(await getMachine("foreignlock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
+    }, 120_000);
+
+    it("hands a stale lock of its own dead runner to the next Job's force-unlock, which clears it for the destroy", async () => {
+      const metrics = new CaptfMetrics(new Registry());
+      const withMetrics = { ...deps, metrics };
+      await createMachine("stalelock");
+      await drive("stalelock", (m) => m.status?.initialization?.provisioned === true);
+      // The apply's runner pod, killed holding the lock: its pod is gone.
+      const deadPod = `${(await jobsOf("stalelock"))[0]!.metadata!.name}-zq7x2`;
+      await lock("stalelock", "lock-stale", `runner@${deadPod}`);
+      await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock");
+      expect(condition(await getMachine("stalelock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
+
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "stalelock" });
+      expect((await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock")).action).toMatch(/^started destroy/);
+      const destroy = (await jobsOf("stalelock")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
+      expect(destroy.spec?.template.spec?.containers[0]?.args).toContain("--force-unlock=lock-stale");
+      expect((await metrics.lockForceUnlocks.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 })]);
+      await waitFor(async () => ((await eventsFor("stalelock", "ForceUnlocked")).length > 0 ? true : undefined));
+      expect((await eventsFor("stalelock", "ForceUnlocked"))[0]!.note).toContain(destroy.metadata!.name!);
+
+      // The real runner force-unlocks through the kubernetes backend, destroys, and the object goes.
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      const actions = await drive("stalelock", (m) => !m.metadata);
+      expect(actions).toContain("removed finalizer");
+      expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).not.toContain(lockOf("stalelock"));
+    }, 180_000);
+  });
+
   describe("run leases and the cluster operation gate", () => {
     it("waits while another Job holds the run lease, and takes it once the holder never appeared for a minute", async () => {
       await createMachine("leased");
@@ -397,66 +457,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       }
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "gated")).action).toMatch(/^started apply/);
     }, 120_000);
-  });
-
-  describe("state locks", () => {
-    const lockOf = (name: string) => stateLockLeaseName(stateSecretSuffix({ role: "machine", namespace, name }));
-    // Locks the state as OpenTofu's kubernetes backend does: the lock ID as holder, the details in lock-info.
-    const lock = (name: string, id: string, who: string) =>
-      plane.coordination.patchNamespacedLease({ name: lockOf(name), namespace, body: {
-        metadata: { annotations: { "app.terraform.io/lock-info": JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: who, Version: "1.12.6", Created: "2026-12-03T08:00:00Z", Path: "" }) } },
-        spec: { holderIdentity: id },
-      } }, mergePatchOptions());
-    const eventsFor = async (name: string, reason: string) => {
-      const kc = new k8s.KubeConfig();
-      kc.loadFromFile(plane.kubeconfigPath);
-      return (await kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reason === reason);
-    };
-
-    it("reports a lock held by anything but the object's own runner as StateLocked with its holder, and never releases it", async () => {
-      await createMachine("foreignlock");
-      await drive("foreignlock", (m) => m.status?.initialization?.provisioned === true);
-      await lock("foreignlock", "lock-foreign", "alice@laptop");
-      await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
-      const locked = condition(await getMachine("foreignlock"), "StateReadable");
-      expect(locked).toMatchObject({ status: "False", reason: "StateLocked" });
-      expect(locked.message).toContain("alice@laptop (OperationTypeApply, since 2026-12-03T08:00:00Z)");
-      await waitFor(async () => ((await eventsFor("foreignlock", "StateLocked")).length > 0 ? true : undefined));
-      expect((await eventsFor("foreignlock", "StateLocked"))[0]!.note).toContain("alice@laptop");
-      expect((await plane.coordination.readNamespacedLease({ name: lockOf("foreignlock"), namespace })).spec?.holderIdentity).toBe("lock-foreign");
-
-      // The holder releases it: the state reads again.
-      await plane.coordination.patchNamespacedLease({ name: lockOf("foreignlock"), namespace, body: { metadata: { annotations: { "app.terraform.io/lock-info": null } }, spec: { holderIdentity: null } } }, mergePatchOptions());
-      await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
-      expect(condition(await getMachine("foreignlock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
-    }, 120_000);
-
-    it("hands a stale lock of its own dead runner to the next Job's force-unlock, which clears it for the destroy", async () => {
-      const metrics = new CaptfMetrics(new Registry());
-      const withMetrics = { ...deps, metrics };
-      await createMachine("stalelock");
-      await drive("stalelock", (m) => m.status?.initialization?.provisioned === true);
-      // The apply's runner pod, killed holding the lock: its pod is gone.
-      const deadPod = `${(await jobsOf("stalelock"))[0]!.metadata!.name}-zq7x2`;
-      await lock("stalelock", "lock-stale", `runner@${deadPod}`);
-      await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock");
-      expect(condition(await getMachine("stalelock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
-
-      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "stalelock" });
-      expect((await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock")).action).toMatch(/^started destroy/);
-      const destroy = (await jobsOf("stalelock")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
-      expect(destroy.spec?.template.spec?.containers[0]?.args).toContain("--force-unlock=lock-stale");
-      expect((await metrics.lockForceUnlocks.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 })]);
-      await waitFor(async () => ((await eventsFor("stalelock", "ForceUnlocked")).length > 0 ? true : undefined));
-      expect((await eventsFor("stalelock", "ForceUnlocked"))[0]!.note).toContain(destroy.metadata!.name!);
-
-      // The real runner force-unlocks through the kubernetes backend, destroys, and the object goes.
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
-      const actions = await drive("stalelock", (m) => !m.metadata);
-      expect(actions).toContain("removed finalizer");
-      expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).not.toContain(lockOf("stalelock"));
-    }, 180_000);
   });
 
   describe("pause and hands-off", () => {
