@@ -537,9 +537,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
-    // No state is left (destroyed or never written): its lock Lease goes too, unless someone holds it.
-    const lock = await deleteFreeStateLock(deps.coordination, namespace, suffix);
-    if (!lock.removed) deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lock.holder }, "the state lock Lease stays: someone holds it");
+    // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
+    const lockRemoval = await deleteFreeStateLock(deps.coordination, namespace, suffix, lock.kind === "stale" ? lock.unlockId : undefined);
+    if (!lockRemoval.removed) deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lockRemoval.holder }, "the state lock Lease stays: someone holds it");
     await removeFinalizer();
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);

@@ -32,4 +32,11 @@ describeWithTools(["etcd", "kube-apiserver"], "deleting the state lock Lease", (
     expect(await deleteFreeStateLock(coordination, namespace, "held-m")).toEqual({ removed: false, holder: "alice@laptop" });
     expect(await names()).toContain(stateLockLeaseName("held-m"));
   });
+
+  it("deletes a lock held by the object's own dead runner when told its ID, and only that one", async () => {
+    await createLock("stale-m", "lock-7");
+    expect(await deleteFreeStateLock(coordination, namespace, "stale-m", "lock-8")).toEqual({ removed: false, holder: "lock-7" });
+    expect(await deleteFreeStateLock(coordination, namespace, "stale-m", "lock-7")).toEqual({ removed: true });
+    expect(await names()).not.toContain(stateLockLeaseName("stale-m"));
+  });
 });

@@ -13,15 +13,16 @@ export type StateLockRemoval = { removed: true } | { removed: false; holder: str
 
 /**
  * Deletes the state lock Lease of a state that is gone (destroyed, or never written). A lock someone
- * still holds stays: deleting it would break their lock. Read live, deleted with its uid and
- * resourceVersion, so a lock taken in between is never deleted.
+ * still holds stays, deleting it would break their lock, unless it is the stale lock `staleLockId` of
+ * the object's own dead runner. Read live, deleted with its uid and resourceVersion, so a lock taken
+ * in between is never deleted.
  */
-export async function deleteFreeStateLock(coordination: CoordinationV1Api, namespace: string, suffix: string): Promise<StateLockRemoval> {
+export async function deleteFreeStateLock(coordination: CoordinationV1Api, namespace: string, suffix: string, staleLockId?: string): Promise<StateLockRemoval> {
   const name = stateLockLeaseName(suffix);
   const lease = await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
   if (!lease) return { removed: true };
   const holder = lease.spec?.holderIdentity;
-  if (holder) return { removed: false, holder };
+  if (holder && holder !== staleLockId) return { removed: false, holder };
   const preconditions = { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion };
   return coordination.deleteNamespacedLease({ name, namespace, body: { preconditions } }).then(
     () => ({ removed: true as const }),
