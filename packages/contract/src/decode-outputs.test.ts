@@ -101,6 +101,24 @@ describe("decodeOutputs", () => {
     });
   });
 
+  it("drops duplicate addresses before it counts them against the limit of 256", () => {
+    const unique = Array.from({ length: 200 }, (_, i) => ({ type: "InternalIP", address: `10.0.${Math.floor(i / 250)}.${i % 250}` }));
+    const addresses = [...unique, ...unique.slice(0, 100)];
+    expect(addresses).toHaveLength(300);
+    const result = decodeOutputs("machine", { ...machine, addresses });
+    expect(result.reason).toBe("OutputsValid");
+    expect(result.outputs.addresses.state === "ok" && result.outputs.addresses.value).toHaveLength(200);
+    const instances = [{ provider_id: "p/0", addresses }];
+    const pooled = decodeOutputs("machinepool", { ...pool, provider_id_list: ["p/0"], replicas: 1, instances });
+    expect(pooled.reason).toBe("OutputsValid");
+    expect(pooled.outputs.instances.state === "ok" && pooled.outputs.instances.value[0]!.addresses).toHaveLength(200);
+  });
+
+  it("still refuses more than 256 distinct addresses", () => {
+    const addresses = Array.from({ length: 257 }, (_, i) => ({ type: "InternalIP", address: `10.1.${Math.floor(i / 250)}.${i % 250}` }));
+    expect(decodeOutputs("machine", { ...machine, addresses }).outputs.addresses).toMatchObject({ state: "invalid" });
+  });
+
   it("checks a machine's failure domain against the requested one", () => {
     expect(decodeOutputs("machine", { ...machine, failure_domain: "fd2" }, { failure_domain: "fd1" })).toMatchObject({
       reason: "FailureDomainMismatch",

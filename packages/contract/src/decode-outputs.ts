@@ -195,7 +195,7 @@ export function decodeOutputs<R extends Role>(
         continue;
       }
     }
-    candidates[name] = value;
+    candidates[name] = withoutDuplicateAddresses(role, name, value);
   }
 
   // Shapes and limits: the outputs schema, restricted to the candidate outputs.
@@ -260,7 +260,7 @@ function checkOutput(role: Role, name: string, value: unknown, requested: Record
     }
     return { value };
   }
-  if (role === "machine" && name === "addresses") return checkAddresses("addresses", value as MachineAddress[]);
+  if (role === "machine" && name === "addresses") return { value: canonicalAddresses(value as MachineAddress[]) };
   if (role === "machine" && name === "failure_domain") {
     const wanted = requested?.failure_domain;
     if (typeof wanted === "string" && value !== wanted) {
@@ -282,13 +282,11 @@ function checkOutput(role: Role, name: string, value: unknown, requested: Record
   if (role === "machinepool" && name === "instances") {
     const raw = value as Record<string, unknown>[];
     const instances: PoolInstance[] = [];
-    for (const [index, entry] of raw.entries()) {
-      const addresses = checkAddresses(`instances[${index}].addresses`, (entry.addresses as MachineAddress[] | undefined) ?? []);
-      if ("invalid" in addresses) return addresses;
+    for (const entry of raw) {
       instances.push({
         provider_id: entry.provider_id as string,
         instance_id: (entry.instance_id as string | undefined) ?? null,
-        addresses: addresses.value as MachineAddress[],
+        addresses: canonicalAddresses((entry.addresses as MachineAddress[] | undefined) ?? []),
         failure_domain: (entry.failure_domain as string | undefined) ?? null,
         state: (entry.state as HealthState | undefined) ?? null,
       });
@@ -334,16 +332,38 @@ function checkFailureDomains(list: Record<string, unknown>[]): Checked {
   return { value: domains };
 }
 
-function checkAddresses(label: string, list: MachineAddress[]): Checked {
-  const unique = new Map<string, MachineAddress>();
-  for (const address of list) unique.set(`${address.type}\u0000${address.address}`, { type: address.type, address: address.address });
-  if (unique.size > maxAddresses) {
-    return { invalid: `output ${label} has ${unique.size} distinct addresses; at most ${maxAddresses} are allowed` };
+/** The contract drops duplicate addresses before the schema counts them (at most 256 after de-duplication). */
+function withoutDuplicateAddresses(role: Role, name: string, value: unknown): unknown {
+  if (role === "machine" && name === "addresses") return distinctAddresses(value);
+  if (role === "machinepool" && name === "instances" && Array.isArray(value)) {
+    return value.map((instance: unknown) =>
+      instance && typeof instance === "object" && !Array.isArray(instance) && "addresses" in instance
+        ? { ...instance, addresses: distinctAddresses((instance as { addresses: unknown }).addresses) }
+        : instance,
+    );
   }
-  const sorted = [...unique.values()].sort(
-    (a, b) => addressTypeOrder.indexOf(a.type) - addressTypeOrder.indexOf(b.type) || compareCodePoints(a.address, b.address),
-  );
-  return { value: sorted };
+  return value;
+}
+
+/** The first of each (type, address) pair; entries of any other shape stay for the schema to reject. */
+function distinctAddresses(list: unknown): unknown {
+  if (!Array.isArray(list)) return list;
+  const seen = new Set<string>();
+  return list.filter((entry: unknown) => {
+    const { type, address } = (entry ?? {}) as Record<string, unknown>;
+    if (typeof type !== "string" || typeof address !== "string") return true;
+    const key = `${type}\u0000${address}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** Addresses arrive distinct and within the schema's 256; only the canonical order and shape remain. */
+function canonicalAddresses(list: MachineAddress[]): MachineAddress[] {
+  return list
+    .map((entry) => ({ type: entry.type, address: entry.address }))
+    .sort((a, b) => addressTypeOrder.indexOf(a.type) - addressTypeOrder.indexOf(b.type) || compareCodePoints(a.address, b.address));
 }
 
 function isEmptyEndpoint(value: unknown): boolean {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { emptyPlanHash, maxResultBytes, parseRunResult, type RunResult } from "./run-result.js";
+import { emptyPlanHash, maxResultBytes, parseRunResult, planCounts, type RunResult } from "./run-result.js";
 
 const result: RunResult = {
   version: 1,
@@ -34,5 +34,18 @@ describe("parseRunResult", () => {
     const reading = parseRunResult(text);
     expect(reading).toMatchObject({ ok: false, reason: expect.stringMatching(reason) });
     expect(JSON.stringify(reading)).not.toContain("CANARY");
+  });
+});
+
+describe("planCounts", () => {
+  it("shows imports, moves and output changes apart from adds, changes and destroys, each only when there are some", () => {
+    expect(planCounts({ add: 1, change: 0, destroy: 1 })).toBe("1 to add, 0 to change, 1 to destroy");
+    expect(planCounts({ add: 0, change: 0, destroy: 0, import: 1, move: 2, outputs: 3 })).toBe("0 to add, 0 to change, 0 to destroy, 1 to import, 2 to move, 3 output(s) to change");
+  });
+
+  it("reads back a plan's import and move counts, and refuses a malformed one", () => {
+    const counted = { ...result, plan: { ...result.plan!, import: 1, move: 2 } };
+    expect(parseRunResult(JSON.stringify(counted))).toEqual({ ok: true, result: counted });
+    expect(parseRunResult(JSON.stringify({ ...result, plan: { ...result.plan!, move: -1 } })).ok).toBe(false);
   });
 });

@@ -37,14 +37,34 @@ export const emptyPlanHash = `${planHashPrefix}e3b0c44298fc1c149afbf4c8996fb9242
 export const errorKinds = ["image-layout", "step", "interrupted", "blocked", "plan-changed"] as const;
 export type ErrorKind = (typeof errorKinds)[number];
 
-/** What a plan Job reports and an approval names: counts, entries, never values. */
-export interface PlanSummary {
-  hash: string;
+/**
+ * A plan's counts: adds, changes and destroys as the CLI's "Plan:" line counts them, and apart from
+ * them the imports, moves and output changes, each of which is a change that needs approval too.
+ */
+export interface PlanCounts {
   add: number;
   change: number;
   destroy: number;
+  /** Resources the plan imports (an `import` block); omitted when none. */
+  import?: number;
+  /** Resources the plan moves from a previous address (a `moved` block); omitted when none. */
+  move?: number;
   /** Root outputs the plan changes; omitted when none. */
   outputs?: number;
+}
+
+/** "N to add, N to change, N to destroy[, N to import][, N to move][, N output(s) to change]" */
+export function planCounts(counts: PlanCounts): string {
+  const parts = [`${counts.add} to add`, `${counts.change} to change`, `${counts.destroy} to destroy`];
+  if (counts.import) parts.push(`${counts.import} to import`);
+  if (counts.move) parts.push(`${counts.move} to move`);
+  if (counts.outputs) parts.push(`${counts.outputs} output(s) to change`);
+  return parts.join(", ");
+}
+
+/** What a plan Job reports and an approval names: counts, entries, never values. */
+export interface PlanSummary extends PlanCounts {
+  hash: string;
   /** Sorted "<address> (<action>)" entries, at most {@link maxPlanResources}. */
   resources: string[];
   truncated: boolean;
@@ -96,7 +116,7 @@ export interface RunResult {
 }
 
 /** The shrunk form the runner falls back to when nothing else fits in {@link maxResultBytes}. */
-export type MinimalRunResult = Pick<RunResult, "version" | "op"> & { error: { kind: ErrorKind } | null; plan?: Pick<PlanSummary, "hash" | "add" | "change" | "destroy" | "truncated"> };
+export type MinimalRunResult = Pick<RunResult, "version" | "op"> & { error: { kind: ErrorKind } | null; plan?: Omit<PlanSummary, "resources"> };
 
 export type RunResultReading = { ok: true; result: RunResult | MinimalRunResult } | { ok: false; reason: string };
 
@@ -127,7 +147,8 @@ export function parseRunResult(text: string | undefined): RunResultReading {
     return { ok: false, reason: "the result document's steps are malformed" };
   }
   const plan = document.plan;
-  if (plan !== undefined && !(isRecord(plan) && typeof plan.hash === "string" && isCount(plan.add) && isCount(plan.change) && isCount(plan.destroy))) {
+  const optionalCount = (value: unknown) => value === undefined || isCount(value);
+  if (plan !== undefined && !(isRecord(plan) && typeof plan.hash === "string" && isCount(plan.add) && isCount(plan.change) && isCount(plan.destroy) && optionalCount(plan.import) && optionalCount(plan.move) && optionalCount(plan.outputs))) {
     return { ok: false, reason: "the result document's plan is malformed" };
   }
   return { ok: true, result: document as unknown as RunResult };

@@ -52,6 +52,14 @@ describe("planHash", () => {
     expect(summarizePlan(plan).resources).toEqual(["a.imported (import)", "a.moved (update, move)"]);
   });
 
+  it("gives a plan that only imports or moves a hash of its own, never the empty one", () => {
+    const importOnly = parsePlanDocument(JSON.stringify({ resource_changes: [{ address: "a.i", change: { actions: ["no-op"], importing: { id: "i-1" } } }] }));
+    const moveOnly = parsePlanDocument(JSON.stringify({ resource_changes: [{ address: "a.m", previous_address: "a.old", change: { actions: ["no-op"] } }] }));
+    expect(planHash(importOnly)).not.toBe(emptyPlanHash);
+    expect(planHash(moveOnly)).not.toBe(emptyPlanHash);
+    expect(planHash(importOnly)).not.toBe(planHash(moveOnly));
+  });
+
   it("gives the empty hash to a plan that changes nothing", () => {
     expect(planHash({ resource_changes: [{ address: "a.b", change: { actions: ["no-op"] } }], output_changes: {} })).toBe(emptyPlanHash);
   });
@@ -70,6 +78,21 @@ describe("summarizePlan", () => {
       truncated: false,
     });
     expect(JSON.stringify(summary)).not.toContain('"b"');
+  });
+
+  it("counts imports and moves apart from adds, changes and destroys", () => {
+    const plan = parsePlanDocument(
+      JSON.stringify({
+        resource_changes: [
+          { address: "a.imported", change: { actions: ["no-op"], importing: { id: "i-1" } } },
+          { address: "a.imported_changed", change: { actions: ["update"], importing: { id: "i-2" } } },
+          { address: "a.moved", previous_address: "a.old", change: { actions: ["no-op"] } },
+        ],
+      }),
+    );
+    expect(summarizePlan(plan)).toMatchObject({ add: 0, change: 1, destroy: 0, import: 2, move: 1 });
+    expect(summarizePlan(example)).not.toHaveProperty("import");
+    expect(summarizePlan(example)).not.toHaveProperty("move");
   });
 
   it(`keeps at most ${maxPlanResources} entries and says it truncated`, () => {
@@ -96,6 +119,19 @@ describe("summarizeDrift", () => {
     };
     expect(summarizeDrift(plan)).toEqual({ detected: true, add: 0, change: 0, destroy: 1, resources: ["a.gone"] });
     expect(summarizeDrift({ resource_changes: [], output_changes: { x: { actions: ["update"] } } }).detected).toBe(false);
+  });
+
+  it("does not count imports and moves: they come from the configuration", () => {
+    const plan = parsePlanDocument(
+      JSON.stringify({
+        resource_changes: [
+          { address: "a.imported", change: { actions: ["no-op"], importing: { id: "i-1" } } },
+          { address: "a.moved", previous_address: "a.old", change: { actions: ["no-op"] } },
+        ],
+      }),
+    );
+    expect(summarizeDrift(plan)).toEqual({ detected: false, add: 0, change: 0, destroy: 0, resources: [] });
+    expect(destructiveChanges(plan)).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { truncateUtf8 } from "./text.js";
 
-import { emptyPlanHash, maxDriftResources, maxPlanResources, maxSummaryBytes, planHashPrefix, type DriftSummary, type PlanSummary } from "@captf/contract/run-result";
+import { emptyPlanHash, maxDriftResources, maxPlanResources, maxSummaryBytes, planCounts, planHashPrefix, type DriftSummary, type PlanSummary } from "@captf/contract/run-result";
 
 /** The part of one `show -json` change the runner reads. Values only feed redaction, never a report. */
 export interface PlanChange {
@@ -158,6 +158,8 @@ function countChanges(plan: PlanDocument): Counts & { changed: string[] } {
 
 export function summarizePlan(plan: PlanDocument): PlanSummary {
   const { add, change, destroy } = countChanges(plan);
+  const imported = plan.resource_changes.filter((resource) => imports(resource.change)).length;
+  const moved = plan.resource_changes.filter((resource) => resource.previous_address).length;
   const entries = plan.resource_changes
     .map((resource) => ({ address: resource.address, labels: changeLabels(resource) }))
     .filter((entry) => entry.labels.length > 0)
@@ -172,6 +174,8 @@ export function summarizePlan(plan: PlanDocument): PlanSummary {
     resources: entries.slice(0, maxPlanResources),
     truncated: entries.length > maxPlanResources,
   };
+  if (imported > 0) summary.import = imported;
+  if (moved > 0) summary.move = moved;
   if (outputs > 0) summary.outputs = outputs;
   return summary;
 }
@@ -240,12 +244,6 @@ export function planSensitiveValues(plan: PlanDocument): string[] {
   }
   collectDataSources(plan.prior_state?.values?.root_module, values);
   return [...values].filter((value) => value !== "");
-}
-
-/** "N to add, N to change, N to destroy[, N output(s) to change]" */
-export function planCounts(summary: Counts & { outputs?: number }): string {
-  const counts = `${summary.add} to add, ${summary.change} to change, ${summary.destroy} to destroy`;
-  return summary.outputs ? `${counts}, ${summary.outputs} output(s) to change` : counts;
 }
 
 /** The failure summary of an apply stopped by the destructive-plan guard: as many entries as fit in 512 bytes. */

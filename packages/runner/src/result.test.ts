@@ -83,4 +83,18 @@ describe("shrinkResult", () => {
       plan: { hash: "p1:abc", add: 0, change: 0, destroy: 1, truncated: true },
     });
   });
+
+  it("keeps a plan's import, move and output counts in the shrunk form too", () => {
+    const result: RunResult = {
+      ...base(),
+      runtime: { command: ["x".repeat(5000)], version: "1.12.6" },
+      plan: { hash: "p1:def", add: 0, change: 0, destroy: 0, import: 1, move: 2, outputs: 3, resources: ["a.b (import)"], truncated: false },
+    };
+    expect(parse(shrinkResult(result))).toEqual({
+      version: 1,
+      op: "plan",
+      error: null,
+      plan: { hash: "p1:def", add: 0, change: 0, destroy: 0, import: 1, move: 2, outputs: 3, truncated: true },
+    });
+  });
 });

@@ -50,8 +50,8 @@ export function shrinkResult(result: RunResult): string {
     error: document.error ? { kind: document.error.kind } : null,
   };
   if (plan) {
-    const { hash, add, change, destroy, outputs, truncated } = plan;
-    minimal.plan = { hash, add, change, destroy, ...(outputs ? { outputs } : {}), truncated };
+    const { resources: _dropped, ...counts } = plan;
+    minimal.plan = counts;
   }
   return JSON.stringify(minimal);
 }

@@ -9,8 +9,8 @@ import { wholeSeconds } from "./durations.js";
 import type { EventRecorder, EventType } from "./events.js";
 import { runStep, type StepOutcome } from "./exec.js";
 import { createLogger } from "./log.js";
-import { blockedSummary, destructiveChanges, emptyPlanSummary, noDrift, parsePlanDocument, planChangedSummary, planCounts, planSensitiveValues, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
-import { type PlanSummary } from "@captf/contract/run-result";
+import { blockedSummary, destructiveChanges, emptyPlanSummary, noDrift, parsePlanDocument, planChangedSummary, planSensitiveValues, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
+import { planCounts, type PlanSummary } from "@captf/contract/run-result";
 import { environmentSecrets, planSecrets, RedactingLineWriter, redactor, variableSecrets, type Redactor, type Secret } from "./redact.js";
 import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/run-result";
 import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type StepInvocation } from "./steps.js";
@@ -293,7 +293,7 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     }
     const summary: PlanSummary = summarizePlan(plan);
     emit("Normal", "PlanSummary", "show-json", `plan: ${planCounts(summary)}`);
-    log.info("plan computed", { hash: summary.hash, add: summary.add, change: summary.change, destroy: summary.destroy });
+    log.info("plan computed", { hash: summary.hash, add: summary.add, change: summary.change, destroy: summary.destroy, import: summary.import ?? 0, move: summary.move ?? 0 });
     if (options.op === "plan") {
       result.plan = summary;
       return undefined;

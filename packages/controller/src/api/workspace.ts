@@ -386,6 +386,8 @@ export const PlanPreviewSchema = Type.Object(
     add: Type.Optional(Int32({ description: "Resources the plan creates.", minimum: 0 })),
     change: Type.Optional(Int32({ description: "Resources the plan updates in place.", minimum: 0 })),
     destroy: Type.Optional(Int32({ description: "Resources the plan destroys, replacements included.", minimum: 0 })),
+    import: Type.Optional(Int32({ description: "Resources the plan imports (import blocks), counted apart from add, change and destroy; an import alone needs approval.", minimum: 0 })),
+    move: Type.Optional(Int32({ description: "Resources the plan moves to a new address (moved blocks), counted apart from add, change and destroy; a move alone needs approval.", minimum: 0 })),
     outputChanges: Type.Optional(Int32({ description: "Root outputs the plan changes; an output change alone needs approval, since exports feed every machine and pool.", minimum: 0 })),
     resources: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: maxPlanResourceLength }), {

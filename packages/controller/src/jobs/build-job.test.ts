@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
@@ -45,6 +46,18 @@ describe("buildJob", () => {
     expect(jobName({ ...base, attempt: 2 })).not.toBe(jobName(base));
     expect(jobName({ ...base, op: "refresh", tick: "t1" })).not.toBe(jobName({ ...base, op: "refresh", tick: "t2" }));
     expect(jobName(base)).toMatch(/^captf-c-prod-apply-a1-[0-9a-f]{6}$/);
+  });
+
+  // The public reference (captf-io/cluster-api-provider-terraform, internal/jobs/name.go Hash6, and
+  // reference-controller.md 2.2) hashes sha256(inputsHash NUL op NUL attempt NUL tick), tick "" when
+  // none: the same object must get the same Job name under either implementation.
+  it("hashes the name parts joined by NUL bytes, as the reference does", () => {
+    const referenceHash6 = (parts: string[]) => createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 6);
+    expect(jobName(base)).toBe(`captf-c-prod-apply-a1-${referenceHash6([base.inputsHash, "apply", "1", ""])}`);
+    expect(jobName(base)).toBe("captf-c-prod-apply-a1-792673");
+    const refresh = { ...base, owner: { ...owner, role: "machine" as const, name: "prod-md-0-abcde" }, op: "refresh" as const, attempt: 3, tick: "2026-12-02T10:00:00Z" };
+    expect(jobName(refresh)).toBe(`captf-m-prod-md-0-abcde-refresh-a3-${referenceHash6([base.inputsHash, "refresh", "3", refresh.tick])}`);
+    expect(jobName(refresh)).toBe("captf-m-prod-md-0-abcde-refresh-a3-104201");
   });
 
   it("replaces a long object name by its hash so the pod name stays a valid hostname", () => {

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { V1Job, V1EnvVar, V1SecurityContext, V1ResourceRequirements, V1LocalObjectReference, V1PodSecurityContext } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
+import { isOperation } from "@captf/contract/run-result";
 import { backendConfigValues } from "@captf/render";
 import type { Operation } from "../reconcile/decide-operation.js";
 import { reservedEnvPrefixes } from "../webhooks/job-policy.js";
@@ -84,15 +85,43 @@ function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
+type JobNameParts = Pick<JobRequest, "owner" | "op" | "attempt" | "inputsHash" | "tick">;
+
 /**
- * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, hash6 over (inputs hash, op, attempt, tick);
+ * `captf-<c|m|mp>-<name>-<op>-a<attempt>-<hash6>`, hash6 over (inputs hash, op, attempt, tick)
+ * joined by NUL bytes as the public reference joins them, so both name the same Job alike;
  * a name too long for that is replaced by the first 16 hex digits of its SHA-256.
  */
-export function jobName(request: Pick<JobRequest, "owner" | "op" | "attempt" | "inputsHash" | "tick">): string {
-  const hash6 = sha256Hex([request.inputsHash, request.op, String(request.attempt), request.tick ?? ""].join("\n")).slice(0, 6);
-  const build = (name: string) => `captf-${kindShort[request.owner.role]}-${name}-${request.op}-a${request.attempt}-${hash6}`;
-  const full = build(request.owner.name);
-  return full.length <= maxJobNameLength ? full : build(sha256Hex(request.owner.name).slice(0, 16));
+export function jobName(request: JobNameParts): string {
+  return nameWithSeparator(request, "\u0000");
+}
+
+/** The name captf gave the same Job before it joined the parts as the reference does (newlines). */
+export function previousSchemeJobName(request: JobNameParts): string {
+  return nameWithSeparator(request, "\n");
+}
+
+function nameWithSeparator(request: JobNameParts, separator: string): string {
+  const hash6 = sha256Hex([request.inputsHash, request.op, String(request.attempt), request.tick ?? ""].join(separator)).slice(0, 6);
+  return composeJobName(request.owner, request.op, request.attempt, hash6);
+}
+
+/** The Job name of these parts, the object's name replaced by its hash when the whole would pass 57 characters. */
+function composeJobName(owner: { role: Role; name: string }, op: Operation, attempt: number, hash6: string): string {
+  const build = (name: string) => `captf-${kindShort[owner.role]}-${name}-${op}-a${attempt}-${hash6}`;
+  const full = build(owner.name);
+  return full.length <= maxJobNameLength ? full : build(sha256Hex(owner.name).slice(0, 16));
+}
+
+/**
+ * Whether `pod` is named like a pod of one of this object's Jobs, any op and attempt, either hash
+ * scheme: `<job>-<5 characters>`. Stale-lock detection tells the object's own runner apart by it.
+ */
+export function isOwnRunnerPod(owner: { role: Role; name: string }, pod: string): boolean {
+  const match = /^(.+)-([a-z]+)-a([1-9][0-9]*)-([0-9a-f]{6})-[a-z0-9]{5}$/.exec(pod);
+  if (!match || !isOperation(match[2])) return false;
+  const [, , op, attempt, hash6] = match;
+  return `${composeJobName(owner, op as Operation, Number(attempt), hash6!)}-` === pod.slice(0, -5);
 }
 
 /** The per-run Secret holding the rendered root, mounted at /captf/config and owned by the Job. */

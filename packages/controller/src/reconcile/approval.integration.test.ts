@@ -1,6 +1,10 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
+import { emptyPlanHash } from "@captf/contract/run-result";
 import { describeWithTools } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter } from "../kinds/adapters.js";
@@ -9,6 +13,8 @@ import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-s
 import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
+// The no-op cluster module with one more resource, renamed by a moved block during the test.
+const movingImage = "registry.invalid/captf/moving-cluster:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 type Json = Record<string, any>;
@@ -21,6 +27,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let deps: ReconcilerDeps;
   let executor: JobExecutor;
   let eventsApi: k8s.EventsV1Api;
+  let movingModule = "";
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
@@ -28,18 +35,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     kc.loadFromFile(plane.kubeconfigPath);
     eventsApi = kc.makeApiClient(k8s.EventsV1Api);
     deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance: "approval-test" }) };
-    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster") } });
+    movingModule = mkdtempSync(join(tmpdir(), "captf-moving-module-"));
+    cpSync(noopModuleDirectory("cluster"), movingModule, { recursive: true });
+    writeFileSync(join(movingModule, "user-variables.tf"), 'variable "note" {\n  type    = string\n  default = ""\n}\n');
+    writeFileSync(join(movingModule, "marker.tf"), 'resource "terraform_data" "marker" {\n  input = "m"\n}\n');
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule } });
+    await createManualCluster("manual", { source: { image } });
+  }, 120_000);
+  afterAll(() => {
+    executor?.close();
+    if (movingModule) rmSync(movingModule, { recursive: true, force: true });
+  });
+
+  /** A Cluster and its TerraformCluster under applyPolicy Manual. */
+  async function createManualCluster(name: string, spec: Json): Promise<void> {
     const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "manual" },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "manual" } },
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
     } })) as Json;
     await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name: "manual", labels: { "cluster.x-k8s.io/cluster-name": "manual" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name: "manual", uid: cluster.metadata.uid }] },
-      spec: { source: { image }, identityRef: { name: "id" }, applyPolicy: "Manual" },
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
+      spec: { identityRef: { name: "id" }, applyPolicy: "Manual", ...spec },
     } });
-  }, 120_000);
-  afterAll(() => executor?.close());
+  }
 
   const get = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual" }) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
@@ -93,4 +112,39 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const reasons = (await eventsApi.listNamespacedEvent({ namespace })).items.map((event) => event.reason);
     expect(reasons).toEqual(expect.arrayContaining(["PlanReady", "PlanApproved", "PlanApplied"]));
   }, 120_000);
+
+  it("holds a plan that only moves a resource for approval like any change, shows the move and applies it once approved", async () => {
+    await createManualCluster("moving", { source: { image: movingImage }, variables: { note: "a" } });
+    const movingPass = async () => (await reconcileWorkspace(deps, clusterAdapter, namespace, "moving")).action;
+    const getMoving = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving" }) as Promise<Json>;
+    expect(await movingPass()).toBe("added finalizer");
+    expect(await movingPass()).toMatch(/^started apply \(NoState\)/);
+    await runJobs();
+    await movingPass();
+    expect((await getMoving()).status.initialization).toEqual({ provisioned: true });
+
+    // The next version of the module renames the marker; an unused variable's new value makes the apply due.
+    writeFileSync(join(movingModule, "marker.tf"), 'resource "terraform_data" "marker_renamed" {\n  input = "m"\n}\n\nmoved {\n  from = terraform_data.marker\n  to   = terraform_data.marker_renamed\n}\n');
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving", body: { spec: { variables: { note: "b" } } } }, mergePatchOptions());
+    expect(await movingPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    await runJobs();
+    expect(await movingPass()).toBe("PlanAwaitingApproval");
+    const waiting = await getMoving();
+    expect(waiting.status.plan).toMatchObject({ add: 0, change: 0, destroy: 0, move: 1, resources: ["module.role.terraform_data.marker_renamed (move)"] });
+    expect(waiting.status.plan.planHash).not.toBe(emptyPlanHash);
+    expect(waiting.status.plan.import).toBeUndefined();
+    expect(condition(waiting, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "PlanAwaitingApproval" });
+    expect(condition(waiting, "ApplyJobSucceeded").message).toContain("0 to add, 0 to change, 0 to destroy, 1 to move");
+    const ready = (await eventsApi.listNamespacedEvent({ namespace })).items.find((event) => event.reason === "PlanReady" && event.regarding?.name === "moving");
+    expect(ready?.note).toContain("1 to move");
+    expect(await movingPass()).toBe("PlanAwaitingApproval");
+
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving", body: { metadata: { annotations: { "captf.io/approve-plan": waiting.status.plan.planHash } } } }, mergePatchOptions());
+    expect(await movingPass()).toMatch(/^started apply \(InputsChanged\)/);
+    await runJobs();
+    expect(await movingPass()).toBe("UpToDate");
+    const applied = await getMoving();
+    expect(applied.status.plan).toBeUndefined();
+    expect(condition(applied, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+  }, 180_000);
 });

@@ -4,10 +4,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
-import { stateSecretSuffix } from "@captf/render";
+import { stateLockLeaseName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
+import { Registry } from "prom-client";
+import { previousSchemeJobName } from "../jobs/build-job.js";
+import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
@@ -129,9 +132,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("destroys with the pinned digest and the inputs it applied", async () => {
       // The ConfigMap goes first: a destroy runs on the durable inputs, not on what renders now.
       await plane.core.deleteNamespacedConfigMap({ name: "vars", namespace });
+      // OpenTofu's kubernetes backend locked the state through a Lease it leaves behind, free.
+      const lockLease = stateLockLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "vars" }));
+      expect((await plane.coordination.readNamespacedLease({ name: lockLease, namespace })).spec?.holderIdentity).toBeFalsy();
       await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "vars" });
       const actions = await drive("vars", (m) => !m.metadata);
       expect(actions).toContain("removed finalizer");
+      // The destroy took and gave back the lock too; with the state gone, its Lease is gone.
+      const leases = (await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name);
+      expect(leases).not.toContain(lockLease);
       const destroy = (await jobsOf("vars")).find((job) => job.metadata?.labels?.[opLabel] === "destroy");
       // The Jobs go with the object; the executor saw the destroy run by digest.
       if (destroy) expect(destroy.spec?.template.spec?.containers[0]?.image).toBe(`registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`);
@@ -409,6 +418,66 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
   });
 
+  describe("state locks", () => {
+    const lockOf = (name: string) => stateLockLeaseName(stateSecretSuffix({ role: "machine", namespace, name }));
+    // Locks the state as OpenTofu's kubernetes backend does: the lock ID as holder, the details in lock-info.
+    const lock = (name: string, id: string, who: string) =>
+      plane.coordination.patchNamespacedLease({ name: lockOf(name), namespace, body: {
+        metadata: { annotations: { "app.terraform.io/lock-info": JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: who, Version: "1.12.6", Created: "2026-12-03T08:00:00Z", Path: "" }) } },
+        spec: { holderIdentity: id },
+      } }, mergePatchOptions());
+    const eventsFor = async (name: string, reason: string) => {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      return (await kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reason === reason);
+    };
+
+    it("reports a lock held by anything but the object's own runner as StateLocked with its holder, and never releases it", async () => {
+      await createMachine("foreignlock");
+      await drive("foreignlock", (m) => m.status?.initialization?.provisioned === true);
+      await lock("foreignlock", "lock-foreign", "alice@laptop");
+      await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
+      const locked = condition(await getMachine("foreignlock"), "StateReadable");
+      expect(locked).toMatchObject({ status: "False", reason: "StateLocked" });
+      expect(locked.message).toContain("alice@laptop (OperationTypeApply, since 2026-12-03T08:00:00Z)");
+      await waitFor(async () => ((await eventsFor("foreignlock", "StateLocked")).length > 0 ? true : undefined));
+      expect((await eventsFor("foreignlock", "StateLocked"))[0]!.note).toContain("alice@laptop");
+      expect((await plane.coordination.readNamespacedLease({ name: lockOf("foreignlock"), namespace })).spec?.holderIdentity).toBe("lock-foreign");
+
+      // The holder releases it: the state reads again.
+      await plane.coordination.patchNamespacedLease({ name: lockOf("foreignlock"), namespace, body: { metadata: { annotations: { "app.terraform.io/lock-info": null } }, spec: { holderIdentity: null } } }, mergePatchOptions());
+      await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
+      expect(condition(await getMachine("foreignlock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
+    }, 120_000);
+
+    it("hands a stale lock of its own dead runner to the next Job's force-unlock, which clears it for the destroy", async () => {
+      const metrics = new CaptfMetrics(new Registry());
+      const withMetrics = { ...deps, metrics };
+      await createMachine("stalelock");
+      await drive("stalelock", (m) => m.status?.initialization?.provisioned === true);
+      // The apply's runner pod, killed holding the lock: its pod is gone.
+      const deadPod = `${(await jobsOf("stalelock"))[0]!.metadata!.name}-zq7x2`;
+      await lock("stalelock", "lock-stale", `runner@${deadPod}`);
+      await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock");
+      expect(condition(await getMachine("stalelock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
+
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "stalelock" });
+      expect((await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock")).action).toMatch(/^started destroy/);
+      const destroy = (await jobsOf("stalelock")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
+      expect(destroy.spec?.template.spec?.containers[0]?.args).toContain("--force-unlock=lock-stale");
+      expect((await metrics.lockForceUnlocks.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 })]);
+      await waitFor(async () => ((await eventsFor("stalelock", "ForceUnlocked")).length > 0 ? true : undefined));
+      expect((await eventsFor("stalelock", "ForceUnlocked"))[0]!.note).toContain(destroy.metadata!.name!);
+
+      // The real runner force-unlocks through the kubernetes backend, destroys, and the object goes.
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      const actions = await drive("stalelock", (m) => !m.metadata);
+      expect(actions).toContain("removed finalizer");
+      expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).not.toContain(lockOf("stalelock"));
+    }, 180_000);
+  });
+
   describe("run leases and the cluster operation gate", () => {
     it("waits while another Job holds the run lease, and takes it once the holder never appeared for a minute", async () => {
       await createMachine("leased");
@@ -439,6 +508,31 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew -= 61_000;
       }
+    }, 120_000);
+
+    it("takes at once a run lease an older captf took under its newline-joined name for the same Job, never created", async () => {
+      await createMachine("upgraded");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toBe("added finalizer");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toMatch(/^started apply/);
+      const [first] = await jobsOf("upgraded");
+      const jobName = first!.metadata!.name!;
+      const inputsHash = first!.metadata!.annotations!["captf.io/inputs-hash"]!;
+      // What an older captf leaves when killed between taking the lease and creating the Job.
+      await plane.batch.deleteNamespacedJob({ name: jobName, namespace, propagationPolicy: "Background" });
+      await plane.core.deleteNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined);
+      await waitFor(async () => ((await jobsOf("upgraded")).length === 0 && !(await plane.core.readNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined)) ? true : undefined));
+      const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "upgraded" }));
+      await plane.coordination.deleteNamespacedLease({ name: leaseName, namespace });
+      const former = previousSchemeJobName({ owner: { role: "machine", name: "upgraded", namespace, uid: "", clusterName: "c" }, op: "apply", attempt: 1, inputsHash });
+      expect(former).not.toBe(jobName);
+      await plane.coordination.createNamespacedLease({ namespace, body: {
+        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
+        spec: { holderIdentity: former, leaseDurationSeconds: 4500 },
+      } });
+
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toMatch(/^started apply/);
+      expect((await jobsOf("upgraded")).map((job) => job.metadata!.name)).toEqual([jobName]);
+      expect((await plane.coordination.readNamespacedLease({ name: leaseName, namespace })).spec?.holderIdentity).toBe(jobName);
     }, 120_000);
 
     it("starts no machine apply while a cluster Job holds the cluster lease, and gives its run lease back", async () => {

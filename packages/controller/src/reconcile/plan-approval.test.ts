@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@jest/globals";
-import type { RunResult } from "@captf/contract/run-result";
+import { emptyPlanHash, type PlanSummary, type RunResult } from "@captf/contract/run-result";
 import type { ObservedJob } from "./observe-jobs.js";
-import { bookkeepPlans, observedPlan } from "./plan-approval.js";
+import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 
-const plan = { hash: "p1:aa", add: 1, change: 2, destroy: 0, resources: ["module.role.x (create)"], truncated: false };
+const plan: PlanSummary = { hash: "p1:aa", add: 1, change: 2, destroy: 0, resources: ["module.role.x (create)"], truncated: false };
 function job(op: "plan" | "apply", outcome: ObservedJob["outcome"], extra: { annotations?: Record<string, string>; args?: string[]; plan?: typeof plan; finishedAt?: number } = {}): ObservedJob {
   const result = { version: 1, op, image: { ref: "i", providersMirror: false }, runtime: { command: [], version: "1" }, steps: [], drift: null, error: null, ...(extra.plan ? { plan: extra.plan } : {}) } as unknown as RunResult;
   return {
@@ -55,8 +55,24 @@ describe("bookkeepPlans", () => {
 
 describe("observedPlan", () => {
   it("is empty only when the plan changes nothing", () => {
-    expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0 })).toEqual({ inputsHash: "h", planHash: "p1:x", empty: true });
+    expect(observedPlan({ inputsHash: "h", job: "j", planHash: emptyPlanHash, add: 0, change: 0, destroy: 0 })).toEqual({ inputsHash: "h", planHash: emptyPlanHash, empty: true });
     expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0, outputChanges: 1 })?.empty).toBe(false);
     expect(observedPlan(undefined)).toBeUndefined();
+  });
+
+  it("is not empty when the plan only imports or moves, nor when its hash says it changes something its counts do not show", () => {
+    expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0, import: 1 })?.empty).toBe(false);
+    expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0, move: 1 })?.empty).toBe(false);
+    // A status.plan an older manager wrote, without the import and move counts.
+    expect(observedPlan({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0 })?.empty).toBe(false);
+  });
+});
+
+describe("previewCounts and the plan events", () => {
+  it("show imports and moves apart from adds, changes and destroys", () => {
+    expect(previewCounts({ inputsHash: "h", job: "j", planHash: "p1:x", add: 0, change: 0, destroy: 0, import: 1, move: 2 })).toBe("0 to add, 0 to change, 0 to destroy, 1 to import, 2 to move");
+    const outcome = bookkeepPlans([job("plan", "succeeded", { plan: { ...plan, add: 0, change: 0, import: 1, move: 2 } })]);
+    expect(outcome.plan).toMatchObject({ add: 0, change: 0, destroy: 0, import: 1, move: 2 });
+    expect(outcome.events[0]!.note).toContain("(0 to add, 0 to change, 0 to destroy, 1 to import, 2 to move)");
   });
 });

@@ -1,5 +1,5 @@
 import { annotations } from "@captf/contract/api";
-import type { PlanSummary } from "@captf/contract/run-result";
+import { emptyPlanHash, planCounts, type PlanSummary } from "@captf/contract/run-result";
 import type { PlanPreview } from "../api/workspace.js";
 import type { ObservedPlan } from "./decide-operation.js";
 import type { ObservedJob } from "./observe-jobs.js";
@@ -28,6 +28,8 @@ function preview(plan: PlanSummary, job: ObservedJob): PlanPreview {
     add: plan.add,
     change: plan.change,
     destroy: plan.destroy,
+    ...(plan.import ? { import: plan.import } : {}),
+    ...(plan.move ? { move: plan.move } : {}),
     ...(plan.outputs ? { outputChanges: plan.outputs } : {}),
     ...(plan.resources.length ? { resources: plan.resources } : {}),
     ...(plan.truncated ? { truncated: true } : {}),
@@ -35,8 +37,9 @@ function preview(plan: PlanSummary, job: ObservedJob): PlanPreview {
   };
 }
 
-function counts(plan: PlanSummary): string {
-  return `${plan.add} to add, ${plan.change} to change, ${plan.destroy} to destroy`;
+/** The counts of the plan shown in status.plan, as the runner words them. */
+export function previewCounts(plan: PlanPreview): string {
+  return planCounts({ add: plan.add ?? 0, change: plan.change ?? 0, destroy: plan.destroy ?? 0, ...(plan.import ? { import: plan.import } : {}), ...(plan.move ? { move: plan.move } : {}), ...(plan.outputChanges ? { outputs: plan.outputChanges } : {}) });
 }
 
 /** What the newly finished plan and apply Jobs change about the plan shown and the approvals given. */
@@ -48,11 +51,11 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
   const approvedPlan = newest.job.metadata?.annotations?.[annotations.approvedPlan];
   if (newest.op === "plan" && newest.outcome === "succeeded" && newest.result?.plan) {
     outcome.plan = preview(newest.result.plan, newest);
-    outcome.events.push({ reason: "PlanReady", note: `plan ${newest.result.plan.hash} (${counts(newest.result.plan)}) is ready: approve it with ${annotations.approvePlan}=${newest.result.plan.hash}` });
+    outcome.events.push({ reason: "PlanReady", note: `plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) is ready: approve it with ${annotations.approvePlan}=${newest.result.plan.hash}` });
     outcome.approvals.push("created");
   } else if (newest.op === "apply" && newest.outcome === "plan-changed" && newest.result?.plan) {
     outcome.plan = preview(newest.result.plan, newest);
-    outcome.events.push({ reason: "PlanChanged", note: `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} (${counts(newest.result.plan)}) waits for its own approval` });
+    outcome.events.push({ reason: "PlanChanged", note: `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) waits for its own approval` });
     outcome.approvals.push("changed");
   } else if (newest.op === "apply" && newest.outcome === "succeeded") {
     if (approvedPlan) {
@@ -72,5 +75,6 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
 /** The plan decideOperation compares the inputs and the approval with. */
 export function observedPlan(plan: PlanPreview | undefined): ObservedPlan | undefined {
   if (!plan) return undefined;
-  return { inputsHash: plan.inputsHash, planHash: plan.planHash, empty: (plan.add ?? 0) + (plan.change ?? 0) + (plan.destroy ?? 0) + (plan.outputChanges ?? 0) === 0 };
+  // The hash covers every change, imports and moves included: only the empty plan's hash is no change.
+  return { inputsHash: plan.inputsHash, planHash: plan.planHash, empty: plan.planHash === emptyPlanHash };
 }

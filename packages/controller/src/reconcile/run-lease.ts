@@ -57,6 +57,8 @@ export interface LeaseRequest {
   namespace: string;
   /** The Job about to be created. */
   holder: string;
+  /** The name an older captf gave that same Job (newline-joined hash): its lease, left without a Job, is ours. */
+  formerHolder?: string;
   op: Operation;
   owner: { kind: string; name: string; clusterName: string };
   backstopSeconds: number;
@@ -101,7 +103,8 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
   const holder = existing.spec?.holderIdentity ?? "";
   if (holder === request.holder) return { acquired: true };
   const holderJob = holder ? await readJob(batch, request.namespace, holder) : undefined;
-  if (!leaseIsFree(existing, { holderJob, now: request.now })) {
+  const ourOwnNeverCreated = holder === request.formerHolder && holderJob === undefined;
+  if (!ourOwnNeverCreated && !leaseIsFree(existing, { holderJob, now: request.now })) {
     return { acquired: false, holder, message: `held by Job ${holder} (${existing.metadata?.annotations?.[annotations.leaseOp] ?? "unknown op"})` };
   }
   return coordination.replaceNamespacedLease({ name: request.name, namespace: request.namespace, body: leaseBody(request, existing.metadata?.resourceVersion) }).then(

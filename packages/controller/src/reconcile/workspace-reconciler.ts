@@ -1,10 +1,10 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
-import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateLockLeaseName, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
-import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
@@ -16,6 +16,7 @@ import { watchFilterLabel } from "../runtime/controller.js";
 import { observeState } from "../state/read-state.js";
 import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
+import { deleteFreeStateLock, observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import type { PlanPreview } from "../api/workspace.js";
@@ -23,7 +24,7 @@ import { decideOperation, nextPendingRefreshes, type Decision, type Operation } 
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
-import { bookkeepPlans, observedPlan } from "./plan-approval.js";
+import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
@@ -413,6 +414,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     conditions.set("StateReadable", { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${adapter.kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` });
     if (previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
   } else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
+  // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
+  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
+  if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
+    conditions.set("StateReadable", { status: "False", reason: "StateLocked", message: stateLockedMessage(lock) });
+    if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
+  }
 
   // A pass killed between creating a Job and its per-run Secret left the Job waiting for its
   // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
@@ -586,6 +593,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
+    // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
+    const lockRemoval = await deleteFreeStateLock(deps.coordination, namespace, suffix, lock.kind === "stale" ? lock.unlockId : undefined);
+    if (!lockRemoval.removed) deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lockRemoval.holder }, "the state lock Lease stays: someone holds it");
     if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
@@ -593,7 +603,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal });
+    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
@@ -644,7 +654,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     }
   }
   if (decision.reason === "PlanAwaitingApproval" && planShown) {
-    conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${planShown.add ?? 0} to add, ${planShown.change ?? 0} to change, ${planShown.destroy ?? 0} to destroy) waits for ${annotations.approvePlan}=${planShown.planHash}` });
+    conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` });
   }
   if (decision.op === "apply" && decision.expectPlan && action.startsWith("started")) {
     void events.record(subject, "PlanApproved", `plan ${decision.expectPlan} approved: applying it`);
@@ -741,6 +751,8 @@ interface StartRequest<R extends Role> {
   jobPolicy: StoredJobPolicy;
   /** RunnerRBACReady=False when the Job policy names a ServiceAccount not opted in. */
   serviceAccountRefusal: ConditionValue | undefined;
+  /** The lock ID of a stale state lock this object's own dead runner left: the Job force-unlocks it first. */
+  forceUnlock: string | undefined;
 }
 
 interface StartOutcome {
@@ -813,6 +825,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
     runnerEvents: deps.runnerEvents ?? true,
     ...(restoreSet ? { restore: { chunks: restoreSet.names.length, resources: restoreSet.resources, backupSecrets: restoreSet.names, serial: restoreSet.serial } } : {}),
+    ...(request.forceUnlock ? { forceUnlock: request.forceUnlock } : {}),
   };
   const holder = jobName(jobRequest);
   if (deps.jobSlots) {
@@ -823,14 +836,15 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
   const leaseClients = { coordination: deps.coordination, batch: deps.batch };
-  const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, op, owner, backstopSeconds, now });
+  const formerHolder = previousSchemeJobName(jobRequest);
+  const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
   if (!runLease.acquired) {
     deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "run_lease" });
     return wait("WaitingForRunLease", `the run lease ${runLeaseName(suffix)} is ${runLease.message}`);
   }
   const gate = (deps.clusterOperationGate ?? true) && gatedOperations.includes(op) && clusterName !== "";
   if (gate && adapter.role === "cluster") {
-    const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, op, owner, backstopSeconds, now });
+    const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
     if (!clusterLease.acquired) return wait("WaitingForRunLease", `the cluster lease is ${clusterLease.message}`);
     const members = await liveMemberOperations(leaseClients, namespace, clusterName, now);
     if (members.length > 0) {
@@ -862,6 +876,10 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   });
   await createRunSecret(deps.core, namespace, created, root);
   void events.record(subject, "JobCreated", `started ${op} (${decision.reason}) as Job ${holder}`);
+  if (request.forceUnlock) {
+    void events.record(subject, "ForceUnlocked", `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`);
+    deps.metrics?.lockForceUnlocks.inc({ kind: adapter.kind });
+  }
   return { action: `started ${op} (${decision.reason}) as ${holder}`, job: { name: holder, op, attempt, job: created } };
 }
 
