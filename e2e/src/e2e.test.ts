@@ -2,6 +2,7 @@
 // it, captf runs as installed from config/install.yaml (its Deployment, its ServiceAccount, its
 // RBAC), and the user's objects come from e2e/manifests/demo. Scenarios run in order on one plane.
 import { randomBytes } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
@@ -224,6 +225,50 @@ describeWithTools(
       await waitReady("back to 2 machines", async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-0-")).length === 2);
     }, scenarioTimeout);
 
+    it("remediates a machine its module reports unhealthy, through Cluster API's MachineHealthCheck, and a replacement comes up", async () => {
+      const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-health" } };
+      await applyObjects(plane.applier, [
+        {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachineTemplate",
+          metadata: { name: "demo-md-health", namespace: demoNamespace },
+          spec: { template: { spec: { source: { image: plane.images.modules.machine }, variables: { health_state_suffix: "e2e-health" }, remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 } } } },
+        },
+        {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "MachineDeployment",
+          metadata: { name: "demo-md-health", namespace: demoNamespace },
+          spec: {
+            clusterName: demoClusterName,
+            replicas: 1,
+            selector,
+            template: { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name: "demo-md-health" } } },
+          },
+        },
+        { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineHealthCheck", metadata: { name: "demo-md-health", namespace: demoNamespace }, spec: { clusterName: demoClusterName, selector } },
+      ] as unknown as k8s.KubernetesObject[]);
+      const healthMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
+      await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
+      const victim = (await healthMachines())[0]!.metadata.name as string;
+
+      // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_suffix).
+      await core.createNamespacedSecret({ namespace: demoNamespace, body: observedHealthState(`e2e-health-${victim}`, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] }) });
+      let annotated = false;
+      await waitFor(async () => {
+        const machine = (await list(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
+        if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
+        const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
+        return !machine && replacements.length === 1 ? true : undefined;
+      }, 300_000, `${victim} remediated and replaced`);
+      await waitReady("the replacement Ready", async () => (await healthMachines()).length === 1);
+      expect(annotated || (await events.listNamespacedEvent({ namespace: demoNamespace })).items.some((event) => event.regarding?.name === victim && /remediat/i.test(event.reason ?? ""))).toBe(true);
+
+      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinehealthchecks", name: "demo-md-health" });
+      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-health" });
+      await core.deleteNamespacedSecret({ namespace: demoNamespace, name: `tfstate-default-e2e-health-${victim}` });
+      await waitFor(async () => ((await healthMachines()).length === 0 ? true : undefined), 180_000, "demo-md-health's machines gone");
+    }, scenarioTimeout);
+
     it("lets no secret value reach a log, an event, a status, a Job or a termination message", async () => {
       const haystacks: [string, string][] = [];
       haystacks.push(["manager log", await plane.managerLog()]);
@@ -267,3 +312,19 @@ describeWithTools(
     }, scenarioTimeout);
   },
 );
+
+/** A state Secret of the kubernetes backend whose only output is `health` (what the no-op machine reads back). */
+function observedHealthState(suffix: string, health: { state: string; healthy: boolean; message: string; reasons: string[] }): k8s.V1Secret {
+  const state = {
+    version: 4,
+    terraform_version: "1.12.6",
+    serial: 1,
+    lineage: "e2e-observed-health",
+    outputs: { health: { value: health, type: ["object", { state: "string", healthy: "bool", message: "string", reasons: ["list", "string"] }] } },
+    resources: [],
+  };
+  return {
+    metadata: { name: `tfstate-default-${suffix}`, annotations: { encoding: "gzip" }, labels: { tfstate: "true", tfstateSecretSuffix: suffix, tfstateWorkspace: "default" } },
+    data: { tfstate: gzipSync(JSON.stringify(state)).toString("base64") },
+  };
+}

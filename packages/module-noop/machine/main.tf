@@ -18,3 +18,21 @@ resource "terraform_data" "instance" {
     user_data_sha256 = sha256(base64decode(var.bootstrap_data))
   }
 }
+
+# What a real module would observe of its instance (see var.health_state_suffix).
+data "terraform_remote_state" "observed" {
+  count   = var.health_state_suffix == null ? 0 : 1
+  backend = "kubernetes"
+  config = {
+    secret_suffix     = "${var.health_state_suffix}-${var.captf_object.name}"
+    namespace         = var.captf_object.namespace
+    in_cluster_config = true
+  }
+  defaults = {
+    health = null
+  }
+}
+
+locals {
+  observed_health = try(data.terraform_remote_state.observed[0].outputs.health, null)
+}

@@ -24,8 +24,8 @@ output "interruptible" {
 }
 
 output "health" {
-  description = "Always running and healthy: there is nothing to observe."
-  value = {
+  description = "Running and healthy, unless var.health_state_suffix names an observed state that says otherwise."
+  value = local.observed_health != null ? local.observed_health : {
     state   = "running"
     healthy = true
     message = null

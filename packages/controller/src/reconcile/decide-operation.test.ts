@@ -30,6 +30,8 @@ const table: [string, Partial<Observed>, Partial<Decision>][] = [
   ["a deletion held by a lost state runs the restore asked for", { restoreRequested: true, deleting: true, state: { kind: "unreadable" } }, { op: "restore", reason: "RestoreRequested" }],
   ["deleting with unreadable state holds", { deleting: true, state: { kind: "unreadable" } }, { reason: "DeletionHeld", requeueAfterMs: minute }],
   ["deleting without state drops the finalizer", { deleting: true, state: { kind: "absent" } }, { dropFinalizer: true, reason: "DeletingWithoutState" }],
+  ["deleting with a state of no resources drops the finalizer and the empty state, without a destroy", { deleting: true, state: { kind: "present", managedResources: 0 } }, { dropFinalizer: true, cleanupState: true, reason: "DeletingWithoutState" }],
+  ["deleting with a state of resources destroys them", { deleting: true, state: { kind: "present", managedResources: 2 } }, { op: "destroy", reason: "Deleting" }],
   ["deleting destroys", { deleting: true }, { op: "destroy", reason: "Deleting" }],
   ["a deleting cluster waits for its machines and pools", { deleting: true, dependents: 2 }, { op: undefined, reason: "DependentsExist", requeueAfterMs: minute / 2 }],
   ["a deleting cluster without dependents destroys", { deleting: true, dependents: 0 }, { op: "destroy", reason: "Deleting" }],

@@ -34,7 +34,7 @@ export type ObservedState =
   | { kind: "absent" }
   /** Present but lost, corrupt, encrypted or too large: nothing may run on it but a restore. */
   | { kind: "unreadable" }
-  | { kind: "present"; inputsHash?: string; health?: HealthState };
+  | { kind: "present"; inputsHash?: string; health?: HealthState; /** Managed resources in the state; 0: nothing a destroy could remove. */ managedResources?: number };
 
 export interface ObservedPlan {
   /** The inputs hash the plan was made for. */
@@ -191,6 +191,9 @@ export function decideOperation(observed: Observed): Decision {
     // A cluster's infrastructure outlives its machines and pools: they are destroyed first.
     if (observed.role === "cluster" && (observed.dependents ?? 0) > 0) return { reason: "DependentsExist", requeueAfterMs: dependentsRequeueMs };
     if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
+    // A state without resources (an apply that failed before creating any) has nothing to destroy:
+    // a destroy of it could only fail the same way, and would hold the deletion forever.
+    if (observed.state.managedResources === 0) return { dropFinalizer: true, cleanupState: true, reason: "DeletingWithoutState" };
     const destroyed = lastSuccess(observed.jobs, "destroy");
     const newestApply = newestFirst(observed.jobs, "apply")[0];
     if (destroyed && (!newestApply || destroyed.finishedAt >= newestApply.finishedAt)) return { dropFinalizer: true, cleanupState: true, reason: "Destroyed" };

@@ -547,7 +547,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
         deleting,
         ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
-        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
+        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", managedResources: state.state.managedResources, ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
         ...(restoreSet ? { restoreRequested: true } : {}),
         ...(currentHash ? { currentInputsHash: currentHash } : {}),
         ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
@@ -590,7 +590,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (decision.cleanupState) {
       const secrets = await core.listNamespacedSecret({ namespace, labelSelector: `tfstateSecretSuffix=${suffix}` });
       for (const secret of secrets.items) await core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace }).catch(ignoreNotFound);
-      void events.record(subject, "Destroyed", `the ${adapter.role} module destroyed its infrastructure; state deleted`);
+      void events.record(subject, "Destroyed", decision.reason === "Destroyed" ? `the ${adapter.role} module destroyed its infrastructure; state deleted` : "the state held no resources, so there was nothing to destroy; state deleted");
     }
     await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
     // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
