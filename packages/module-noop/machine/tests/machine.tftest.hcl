@@ -58,6 +58,25 @@ run "defaults" {
   }
 }
 
+run "observed_health" {
+  command = plan
+  variables {
+    health_state_suffix = "e2e-health"
+  }
+  override_data {
+    target = data.terraform_remote_state.observed
+    values = {
+      outputs = {
+        health = { state = "running", healthy = false, message = "broken", reasons = ["E2EBroken"] }
+      }
+    }
+  }
+  assert {
+    condition     = output.health.healthy == false && output.health.reasons[0] == "E2EBroken"
+    error_message = "health must be what the observed state says when health_state_suffix is set."
+  }
+}
+
 run "bootstrap_rotation_keeps_provider_id" {
   variables {
     # "#cloud-config\nruncmd: []\n"
