@@ -26,7 +26,7 @@ import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
 import { bookkeepPlans, observedPlan } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
+import { bookkeepingAnnotations, imagePullDeadlineMs, jobPod, observeJobs, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
@@ -341,7 +341,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (adapter.role === "cluster" && clusterName) {
       await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
     }
-    const summary = job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
+    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
     if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
     else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
     else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
@@ -430,6 +430,19 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
         return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
       }
+    }
+  }
+
+  // A Job whose image cannot be pulled would wait out its whole deadline: after the pull deadline
+  // it is marked, then its Pod deleted, so the Job fails (backoffLimit 0) and counts toward backoff.
+  if (active) {
+    const pod = await jobPod(core, namespace, active.name);
+    const stalled = pod ? stalledImagePull(pod, now) : undefined;
+    if (pod && stalled) {
+      await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());
+      await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace }).catch(ignoreNotFound);
+      deps.logger?.info({ job: active.name, container: stalled.container, reason: stalled.reason }, "failing a Job whose image was not pulled");
+      return { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs };
     }
   }
 
@@ -617,30 +630,23 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
     conditions.set("InfrastructureHealthy", infrastructureHealthy(health, { applyStarted: true, provisioned }));
   }
-  const newest = jobs.filter((job) => job.result).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-  if (newest?.result) {
+  // The newest Job finished this pass: a run result, or a Job failed for an image it could not pull.
+  const newest = jobs.filter((job) => job.result || (job.imagePullFailed && !job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  if (newest) {
     const { result } = newest;
-    status.lastRun = {
-      job: newest.name,
-      operation: newest.op,
-      ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
-      ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
-    };
-    const planShownOnly = newest.op === "plan" && !result.error;
+    if (result) {
+      status.lastRun = {
+        job: newest.name,
+        operation: newest.op,
+        ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
+        ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
+      };
+    }
+    const planShownOnly = newest.op === "plan" && result !== undefined && !result.error;
     if (newest.outcome === "plan-changed") {
       conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanChanged", message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval` });
     } else if ((newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly) {
-      const verb = newest.op === "destroy" ? "Destroy" : "Apply";
-      conditions.set(
-        "ApplyJobSucceeded",
-        newest.deadlineExceeded
-          ? { status: "False", reason: "JobDeadlineExceeded", message: `Job ${newest.name} reached its deadline` }
-          : !result.error
-            ? { status: "True", reason: `${verb}Succeeded` }
-            : result.error.kind === "blocked"
-              ? { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(newest.job, result.error.summary) }
-              : { status: "False", reason: `${verb}Failed`, ...(result.error.summary ? { message: result.error.summary } : {}) },
-      );
+      conditions.set("ApplyJobSucceeded", applyJobCondition(newest));
     }
   }
   if (decision.reason === "PlanAwaitingApproval" && planShown) {
@@ -683,6 +689,26 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
+}
+
+/** Why a Job's image was not pulled, for its condition and event. */
+function imagePullMessage(stalled: { container: string; image: string; reason: string }): string {
+  return `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} minutes (${stalled.reason})`;
+}
+
+/** The outcome of a finished apply, plan or destroy Job on ApplyJobSucceeded; a pull failure and the deadline before the runner's result. */
+function applyJobCondition(job: ObservedJob): ConditionValue {
+  const verb = job.op === "destroy" ? "Destroy" : "Apply";
+  if (job.imagePullFailed) {
+    const images = [...(job.job.spec?.template.spec?.initContainers ?? []), ...(job.job.spec?.template.spec?.containers ?? [])].map((container) => container.image).join(", ");
+    return { status: "False", reason: "ImagePullFailed", message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff` };
+  }
+  if (job.deadlineExceeded) return { status: "False", reason: "JobDeadlineExceeded", message: `Job ${job.name} reached its deadline` };
+  const error = job.result?.error;
+  if (!error) return { status: "True", reason: `${verb}Succeeded` };
+  if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
+  if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
+  return { status: "False", reason: `${verb}Failed`, ...(error.summary ? { message: error.summary } : {}) };
 }
 
 /** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
