@@ -7,41 +7,11 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { condition, createMachine, readMachine } from "./machine-fixture.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const unpullable = "registry.invalid/captf/missing-machine:v0.1.0";
 const noModule = "registry.invalid/captf/empty-machine:v0.1.0";
-const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
-const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
-
-type Machine = { metadata: { annotations?: Record<string, string> }; status?: { conditions?: { type: string; status: string; reason: string; message: string }[]; activeJob?: { name: string } | null } };
-const condition = (machine: Machine, type: string) => machine.status?.conditions?.find((c) => c.type === type);
-
-/** A TerraformMachine of an externally managed cluster, with its Machine and bootstrap data. */
-async function createMachine(plane: PlaneClients, namespace: string, name: string, image: string): Promise<void> {
-  await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
-    apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-    metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-    spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
-  } });
-  await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
-    apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
-    spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
-  } });
-  await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
-  const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
-    apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
-    spec: { clusterName: "ext", bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name } },
-  } })) as { metadata: { uid: string } };
-  await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
-    apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-    metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
-    spec: { source: { image } },
-  } });
-}
-
-const readMachine = (plane: PlaneClients, namespace: string, name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }) as Promise<Machine>;
-
 // A module image that cannot be pulled, or that breaks the image contract, fails its Job with its
 // own reason and is retried with backoff; it never waits out the one-hour deadline.
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "module images that cannot run", () => {

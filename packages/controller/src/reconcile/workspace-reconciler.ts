@@ -613,6 +613,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }
   status.activeJob = active ? { name: active.name, operation: active.op, attempt: active.attempt } : null; // a merge patch keeps a field unless nulled
+  // No Job runs (the Job list is read live, so no cache lag): clusterctl move may proceed.
+  if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) await mergePatch({ metadata: { annotations: { [annotations.blockMove]: null } } });
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
@@ -873,6 +875,10 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     }
   }
 
+  // clusterctl move must not copy an object while its Job runs: blocked (persisted) before the Job exists.
+  if (object.metadata.annotations?.[annotations.blockMove] === undefined) {
+    await deps.custom.patchNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body: { metadata: { annotations: { [annotations.blockMove]: "true" } } } }, mergePatchOptions());
+  }
   if (op === "apply") {
     await writeDurableInputs(deps.core, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
   }
