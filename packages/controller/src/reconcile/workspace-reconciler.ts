@@ -301,9 +301,11 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // Observe Jobs; bookkeep the finished ones not recorded yet.
   const jobs = await observeJobs({ core, batch }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
-  const durableNotes: Record<string, string> = {};
+  const durableNotes: Record<string, string | null> = {};
   for (const job of toMark) {
     if (job.op === "apply" && job.outcome === "succeeded") {
+      // The change an interrupted apply may have left half-done is now applied in full.
+      if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
       // A successful apply adopts the state: its inputs hash goes on the state Secret.
       if (job.inputsHash) {
         await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
@@ -358,9 +360,27 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   if (Object.keys(durableNotes).length > 0 && durable) {
     await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions());
-    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest];
+    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
+    if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
   }
   if (durable?.imageDigest) status.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
+
+  // A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the
+  // durable inputs (so it survives this pass) and the current inputs applied again, without backoff.
+  const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
+  if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
+    const vanished = recordedJob.name;
+    const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
+    if (gone && durable.interruptedApply !== vanished) {
+      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
+      durable.interruptedApply = vanished;
+      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
+      if (adapter.role === "cluster" && clusterName) await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
+      const message = `Job ${vanished}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`;
+      conditions.set("ApplyJobSucceeded", { status: "False", reason: "ApplyFailed", message });
+      void events.record(subject, "JobInterrupted", message);
+    }
+  }
 
   let active = jobs.find((job) => job.outcome === undefined);
   const stateObservation = await observeState(core, namespace, suffix);
@@ -427,6 +447,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       } else {
         await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
         await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+        // Deleted by captf before it could start: not an interrupted apply.
+        await patchStatus(deps, adapter, namespace, name, { activeJob: null });
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
         return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
       }
@@ -584,6 +606,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
               },
             }
           : {}),
+        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
         ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
         dependents,
       });
@@ -884,6 +907,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
+  if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
   if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
