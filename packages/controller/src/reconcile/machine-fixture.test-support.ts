@@ -7,17 +7,20 @@ const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 export type Machine = { metadata: { annotations?: Record<string, string> }; status?: { conditions?: { type: string; status: string; reason: string; message: string }[]; activeJob?: { name: string } | null } };
 export const condition = (machine: Machine, type: string) => machine.status?.conditions?.find((c) => c.type === type);
 
-/** A TerraformMachine of an externally managed cluster, with its Machine and bootstrap data. */
+/** Creating what an earlier machine of the namespace already created is fine. */
+const existingIsFine = (error: unknown) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error));
+
+/** A TerraformMachine of an externally managed cluster (shared by the namespace's machines), with its Machine and bootstrap data. */
 export async function createMachine(plane: PlaneClients, namespace: string, name: string, image: string): Promise<void> {
   await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
     apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
     metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
     spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
-  } });
+  } }).catch(existingIsFine);
   await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
     apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
     spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
-  } });
+  } }).catch(existingIsFine);
   await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
   const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
     apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },

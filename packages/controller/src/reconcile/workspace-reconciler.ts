@@ -8,7 +8,7 @@ import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName,
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
-import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
+import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
@@ -651,9 +651,19 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       if ("controlPlaneEndpoint" in fields.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
     }
     if (state.state.serial >= 1) status.observedStateSerial = state.state.serial;
-    conditions.set("OutputsValid", { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) });
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
-    conditions.set("InfrastructureHealthy", infrastructureHealthy(health, { applyStarted: true, provisioned }));
+    let outputsValid: ConditionValue | undefined = { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) };
+    let healthValue = infrastructureHealthy(health, { applyStarted: true, provisioned });
+    const latchedProviderID = (object.spec as { providerID?: string }).providerID;
+    if (adapter.role === "machine" && wasProvisioned && latchedProviderID) {
+      const sampled = finishedSucceeded(["refresh", "drift", "apply"]);
+      const providerID = providerIDConditions((decoding as OutputsDecoding<"machine">).outputs.provider_id, { latched: latchedProviderID, sampled, previousHealthReason: previousReason(previous, "InfrastructureHealthy"), outputsReason: decoding.reason });
+      if (providerID.keepOutputsValid) outputsValid = undefined;
+      if (providerID.outputsValid) outputsValid = providerID.outputsValid;
+      if (providerID.health) healthValue = providerID.health;
+    }
+    if (outputsValid) conditions.set("OutputsValid", outputsValid);
+    conditions.set("InfrastructureHealthy", healthValue);
   }
   // The newest Job finished this pass: a run result, or a Job failed for an image it could not pull.
   const newest = jobs.filter((job) => job.result || (job.imagePullFailed && !job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
