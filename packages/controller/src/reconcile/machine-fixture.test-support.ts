@@ -11,11 +11,11 @@ export const condition = (machine: Machine, type: string) => machine.status?.con
 const existingIsFine = (error: unknown) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error));
 
 /** A TerraformMachine of an externally managed cluster (shared by the namespace's machines), with its Machine and bootstrap data. */
-export async function createMachine(plane: PlaneClients, namespace: string, name: string, image: string): Promise<void> {
+export async function createMachine(plane: PlaneClients, namespace: string, name: string, image: string, extra: { clusterSpec?: Record<string, unknown>; machineSpec?: Record<string, unknown> } = {}): Promise<void> {
   await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
     apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
     metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-    spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
+    spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" }, ...extra.clusterSpec },
   } }).catch(existingIsFine);
   await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
     apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
@@ -29,7 +29,7 @@ export async function createMachine(plane: PlaneClients, namespace: string, name
   await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
     apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
     metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
-    spec: { source: { image } },
+    spec: { source: { image }, ...extra.machineSpec },
   } });
 }
 

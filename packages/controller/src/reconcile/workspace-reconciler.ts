@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
+import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
@@ -848,6 +849,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     return wait("DurableInputsMissing", `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`, longRequeueMs);
   }
 
+  // The webhook checks each policy alone; the merge of a machine's or pool's with its cluster's defaults is checked here.
+  const policyProblem = op !== "destroy" && op !== "restore" ? mergedDeadlineProblem(request.jobPolicy) : undefined;
+  if (policyProblem) return { action: "waiting: JobPolicyInvalid", requeueAfterMs: longRequeueMs, wait: { type: "ApplyJobSucceeded", value: { status: "False", reason: "JobPolicyInvalid", message: policyProblem } } };
   if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
   const policy = request.jobPolicy;
   const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
