@@ -727,7 +727,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
 }
 
-/** Why a Job's image was not pulled, for its condition and event. */
+/** Why a Job's image was not pulled, for the pass's action and log. */
 function imagePullMessage(stalled: { container: string; image: string; reason: string }): string {
   return `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} minutes (${stalled.reason})`;
 }
