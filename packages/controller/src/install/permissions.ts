@@ -31,7 +31,7 @@ export const managerPermissions: readonly Permission[] = [
   { apiGroup: clusterApiCoordinates.group, resources: ["clusters"], verbs: ["get", "list", "watch"], why: "the Cluster API owners an object's inputs come from" },
   { apiGroup: clusterApiCoordinates.group, resources: ["machines", "machinepools"], verbs: ["get", "list", "watch", "patch"], why: "the owners of machines and pools; the remediate-machine annotation on a Machine, the replicas write-back and its replicas-managed-by claim on an autoscaled MachinePool" },
   { apiGroup: "batch", resources: ["jobs"], verbs: ["get", "list", "watch", "create", "patch", "delete"], why: "the Jobs that run modules: created, adopted, marked bookkept, deleted when stuck" },
-  { apiGroup: "", resources: ["pods"], verbs: ["list"], why: "the termination message (run result) of a Job's Pod; never logs; whether the runner pod holding a state lock is gone" },
+  { apiGroup: "", resources: ["pods"], verbs: ["list", "delete"], why: "the termination message (run result) of a Job's Pod, never logged; whether the runner pod holding a state lock is gone; a Pod whose image was not pulled for 2 minutes is deleted so its Job fails" },
   { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"], why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom, identity Secrets and their credential mirrors (watched)" },
   { apiGroup: "", resources: ["configmaps"], verbs: ["get"], why: "variablesFrom ConfigMaps" },
   { apiGroup: "", resources: ["namespaces"], verbs: ["get"], why: "a namespace's labels against an identity's allowedNamespaces" },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { decodeOutputs, type Health } from "@captf/contract";
-import { clusterContractFields, infrastructureHealthy, isProvisioned, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
+import { clusterContractFields, infrastructureHealthy, isProvisioned, machineContractFields, machinePoolContractFields, providerIDConditions } from "./map-outputs.js";
 
 const health = (state: Health["state"], healthy = true, extra: Partial<Health> = {}): Health => ({ state, healthy, message: null, reasons: [], ...extra });
 
@@ -51,5 +51,29 @@ describe("isProvisioned and the contract fields", () => {
     });
     const pool = decodeOutputs("machinepool", { provider_id: null, provider_id_list: ["b", "a"], replicas: 2, instances: [], health: health("running") });
     expect(machinePoolContractFields(pool.outputs)).toEqual({ providerIDList: ["a", "b"], replicas: 2 });
+  });
+});
+
+describe("providerIDConditions (the two-sample rule, ProviderIDChanged)", () => {
+  const latched = "aws:///i-1";
+  const observed = (overrides: Partial<Parameters<typeof providerIDConditions>[1]> = {}) => ({ latched, sampled: true, previousHealthReason: "Healthy", outputsReason: "OutputsValid", ...overrides });
+  const missing = { state: "pending" } as const;
+
+  it("leaves an unchanged provider_id alone", () => {
+    expect(providerIDConditions({ state: "ok", value: latched }, observed())).toEqual({});
+  });
+  it("a different one is ProviderIDChanged, below the reasons that take precedence", () => {
+    expect(providerIDConditions({ state: "ok", value: "aws:///i-2" }, observed()).outputsValid).toMatchObject({ status: "False", reason: "ProviderIDChanged" });
+    expect(providerIDConditions({ state: "ok", value: "aws:///i-2" }, observed({ outputsReason: "FailureDomainMismatch" }))).toEqual({});
+  });
+  it("the first null sample is ProviderIDMissing and keeps OutputsValid", () => {
+    expect(providerIDConditions(missing, observed())).toMatchObject({ keepOutputsValid: true, health: { status: "Unknown", reason: "ProviderIDMissing" } });
+  });
+  it("the same reading reconciled again is not a second sample", () => {
+    expect(providerIDConditions(missing, observed({ previousHealthReason: "ProviderIDMissing", sampled: false })).health?.reason).toBe("ProviderIDMissing");
+  });
+  it("a second null sample is InstanceTerminated, and it stays so while null", () => {
+    expect(providerIDConditions(missing, observed({ previousHealthReason: "ProviderIDMissing" })).health).toMatchObject({ status: "False", reason: "InstanceTerminated" });
+    expect(providerIDConditions(missing, observed({ previousHealthReason: "InstanceTerminated", sampled: false })).health?.reason).toBe("InstanceTerminated");
   });
 });

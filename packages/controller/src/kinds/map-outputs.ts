@@ -33,6 +33,30 @@ export function infrastructureHealthy(health: Health | undefined, phase: { apply
   }
 }
 
+/** OutputsValid reasons that take precedence over ProviderIDChanged. */
+const beforeProviderIDChanged = ["OutputsMissing", "OutputsInvalid", "FailureDomainMismatch"];
+
+/**
+ * A provisioned machine's provider_id against the providerID it was given once. Pure.
+ * - A different non-null value: `OutputsValid=False/ProviderIDChanged` (the old one is kept), unless a
+ *   reason of higher precedence holds.
+ * - Null (the two-sample rule, so a transient read never remediates a healthy machine): the first
+ *   sample gives `InfrastructureHealthy=Unknown/ProviderIDMissing` and leaves OutputsValid as it was;
+ *   a later sample still null is the instance gone (`InstanceTerminated`), and stays so while null.
+ *   Reconciling the same outputs again is not a sample.
+ * Undefined fields: nothing to override.
+ */
+export function providerIDConditions(reading: DecodedOutputs["machine"]["provider_id"], observed: { latched: string; sampled: boolean; previousHealthReason: string | undefined; outputsReason: string }): { outputsValid?: ConditionValue; keepOutputsValid?: boolean; health?: ConditionValue } {
+  if (reading.state === "ok" && reading.value) {
+    if (reading.value === observed.latched || beforeProviderIDChanged.includes(observed.outputsReason)) return {};
+    return { outputsValid: { status: "False", reason: "ProviderIDChanged", message: `provider_id changed from ${observed.latched} to ${reading.value}; providerID keeps ${observed.latched}` } };
+  }
+  if (reading.state !== "pending" && !(reading.state === "ok" && !reading.value)) return {};
+  const terminated = observed.previousHealthReason === "InstanceTerminated" || (observed.previousHealthReason === "ProviderIDMissing" && observed.sampled);
+  if (terminated) return { keepOutputsValid: true, health: { status: "False", reason: "InstanceTerminated", message: `provider_id is null on a second sample: the instance of ${observed.latched} is gone` } };
+  return { keepOutputsValid: true, health: { status: "Unknown", reason: "ProviderIDMissing", message: `provider_id is null after provisioning (was ${observed.latched}); a second null sample means the instance is gone` } };
+}
+
 /**
  * Provisioned latches once the state records a successful apply (its inputs hash), the outputs
  * are valid and health is past pending; a machine also needs its provider ID.

@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { noopModuleDirectory } from "@captf/module-noop";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
 import type { EventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { durableInputsSecretName } from "./durable-inputs.js";
 import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 type Json = Record<string, any>;
@@ -60,6 +61,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     // A cluster exporting a user variable, and a pool that replaces a resource whenever the exports change.
     modules["registry.invalid/captf/exporting:v1"] = noopVariant("exporting", "cluster", { outputs: { exports: "{ generation = var.generation }" }, files: { "generation.tf": 'variable "generation" {\n  type    = string\n  default = "1"\n}\n' } });
     modules["registry.invalid/captf/export-bound-pool:v1"] = noopVariant("export-bound-pool", "machinepool", { files: { "bound.tf": 'resource "terraform_data" "bound" {\n  triggers_replace = var.captf_cluster_outputs\n}\n' } });
+    modules["registry.invalid/captf/noop-cluster:v1"] = noopModuleDirectory("cluster");
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
   afterAll(() => {
@@ -230,6 +232,32 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const applies = (await jobsOf("nofd")).filter((job) => job.metadata?.labels?.[opLabel] === "apply");
       expect(applies).toHaveLength(1);
       expect(recorded.filter((event) => event.name === "nofd" && event.reason === "JobSucceeded")).toHaveLength(1);
+    }, 120_000);
+  });
+  describe("an apply Job deleted while it ran", () => {
+    it("is recorded as captf.io/interrupted-apply with ApplyFailed, the current inputs applied again at once, and cleared by that apply's success", async () => {
+      await createCluster("cut", "registry.invalid/captf/noop-cluster:v1");
+      let cluster = await getCluster("cut");
+      for (let pass = 0; pass < 4 && !cluster.status?.activeJob; pass++) {
+        await reconcileWorkspace(deps, clusterAdapter, namespace, "cut");
+        cluster = await getCluster("cut");
+      }
+      const interrupted = cluster.status.activeJob.name as string;
+      // Someone deletes the running Job (its Pod never ran here: no executor pass).
+      await plane.batch.deleteNamespacedJob({ name: interrupted, namespace, propagationPolicy: "Background" });
+      await waitFor(async () => ((await jobsOf("cut")).length === 0 ? true : undefined));
+
+      const next = await reconcileWorkspace(deps, clusterAdapter, namespace, "cut");
+      expect(next.action).toMatch(/^started apply/);
+      const durableName = durableInputsSecretName("cluster", "cut");
+      expect((await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/interrupted-apply"]).toBe(interrupted);
+      expect(condition(await getCluster("cut"), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "ApplyFailed", message: `Job ${interrupted}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due` });
+      expect(recorded).toContainEqual({ name: "cut", reason: "JobInterrupted", note: expect.stringContaining(interrupted) });
+      const [retry] = await jobsOf("cut");
+      expect(retry!.metadata?.annotations?.["captf.io/after-interrupted-apply"]).toBe(interrupted);
+
+      await drive("cut", (c) => condition(c, "ApplyJobSucceeded")?.reason === "ApplySucceeded");
+      expect((await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/interrupted-apply"]).toBeUndefined();
     }, 120_000);
   });
 });

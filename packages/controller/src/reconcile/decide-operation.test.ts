@@ -51,6 +51,8 @@ const table: [string, Partial<Observed>, Partial<Decision>][] = [
   ["a blocked pool apply is retried for other inputs", { role: "machinepool", currentInputsHash: "h2:c", approvalHash: "h2:pc", exportsChanged: true, jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b", approvalHash: "h2:pb" }] }, { op: "apply", reason: "InputsChanged", guard: {} }],
   ["changed inputs re-apply a pool, unguarded here", { role: "machinepool", currentInputsHash: "h2:b", pool: { membershipRefreshIntervalSeconds: 60, providerIDCount: 3, statusReplicas: 3 } }, { op: "apply", reason: "InputsChanged", guard: undefined }],
   ["a failed apply is retried after its backoff", { jobs: [failed("apply", 2)] }, { op: "apply", reason: "LastApplyFailed" }],
+  ["an apply that vanished while it ran leaves the current inputs due, guarded", { interruptedApply: true }, { op: "apply", reason: "ApplyInterrupted", guard: {} }],
+  ["a machine has no interrupted applies", { role: "machine", interruptedApply: true }, { op: undefined }],
   ["a failed apply waits out its backoff", { jobs: [failed("apply", 0.5)] }, { op: undefined, reason: "LastApplyFailedBackoff", requeueAfterMs: minute / 2 }],
   ["a blocked apply of the same inputs waits for approval", { currentInputsHash: "h2:b", jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b" }] }, { op: undefined, reason: "DestructivePlanBlocked" }],
   ["an approved blocked apply runs with the approval", { currentInputsHash: "h2:b", approvedDestructiveHash: "h2:b", jobs: [{ op: "apply", outcome: "blocked", finishedAt: now - minute, inputsHash: "h2:b" }] }, { op: "apply", reason: "InputsChanged", guard: { allowDeletesHash: "h2:b" } }],

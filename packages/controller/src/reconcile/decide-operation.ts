@@ -97,6 +97,8 @@ export interface Observed {
   };
   /** Cluster only: machines and pools of the cluster that still exist; a deleting cluster waits for them. */
   dependents?: number;
+  /** Cluster and pool: an apply Job vanished while it ran (`captf.io/interrupted-apply`); an apply of the current inputs stays due. */
+  interruptedApply?: boolean;
   /** Failed Jobs before backoff reaches its ceiling (jobs.failedJobsLimit, at least 1). Default 3. */
   failedLimit?: number;
 }
@@ -223,6 +225,7 @@ function dueApplyReason(observed: Observed): { reason: string; remediation?: boo
   if (observed.currentInputsHash && observed.currentInputsHash !== state.inputsHash) return { reason: "InputsChanged" };
   const newestApply = newestFirst(observed.jobs, "apply")[0];
   if (newestApply?.outcome === "failed" && !newestApply.remediation) return { reason: "LastApplyFailed" };
+  if (observed.interruptedApply) return { reason: "ApplyInterrupted" };
   if (observed.drift.detected && observed.drift.action === "Remediate") {
     const failedSinceCheck = newestFirst(observed.jobs, "apply").filter(
       (job) => job.remediation && job.outcome === "failed" && job.finishedAt > (observed.drift.lastCheckAt ?? 0),

@@ -27,6 +27,8 @@ export interface DurableInputs {
   variables: Record<string, unknown>;
   /** Pool only: the hash of the cluster exports its last successful apply rendered. */
   appliedClusterOutputsHash?: string;
+  /** Cluster and pool: the apply Job that vanished while it ran (`captf.io/interrupted-apply`), until an apply after it succeeds. */
+  interruptedApply?: string;
 }
 
 const maxSecretNameLength = 253;
@@ -64,6 +66,7 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
     ...(notes[annotations.imageDigest] ? { imageDigest: notes[annotations.imageDigest] } : {}),
     ...(notes[annotations.identity] ? { identity: notes[annotations.identity] } : {}),
     ...(notes[annotations.appliedClusterOutputsHash] ? { appliedClusterOutputsHash: notes[annotations.appliedClusterOutputsHash] } : {}),
+    ...(notes[annotations.interruptedApply] ? { interruptedApply: notes[annotations.interruptedApply] } : {}),
   };
 }
 
@@ -90,6 +93,7 @@ export async function writeDurableInputs(
   if (previous?.applied) notes[annotations.applied] = "true";
   // What the last successful apply rendered stays until another succeeds: a started apply may yet be blocked or fail.
   if (previous?.appliedClusterOutputsHash) notes[annotations.appliedClusterOutputsHash] = previous.appliedClusterOutputsHash;
+  if (previous?.interruptedApply) notes[annotations.interruptedApply] = previous.interruptedApply;
   const kind = kindOfRole[owner.role];
   const body: V1Secret = {
     metadata: {
@@ -110,7 +114,7 @@ export async function writeDurableInputs(
     });
 }
 
-/** Sets annotations on an existing durable inputs Secret (applied, the pinned digest); absent is fine. */
-export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string>, patchOptions: unknown): Promise<void> {
+/** Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest); absent is fine. */
+export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string | null>, patchOptions: unknown): Promise<void> {
   await undefinedIfNotFound(core.patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values } } }, patchOptions as never));
 }

@@ -27,6 +27,8 @@ export interface ObservedJob {
   deadlineExceeded: boolean;
   /** An apply started to revert drift (`captf.io/drift-remediation`). */
   remediation: boolean;
+  /** Its module image was not pulled within {@link imagePullDeadlineMs} (`captf.io/image-pull-failed`): a failure. */
+  imagePullFailed?: boolean;
 }
 
 /** The Job annotations that record an outcome other than succeeded/failed at bookkeeping. */
@@ -69,7 +71,25 @@ function bookkeptOutcome(job: V1Job): JobOutcome {
   return "failed";
 }
 
-async function sourcePod(core: CoreV1Api, namespace: string, job: string): Promise<V1Pod | undefined> {
+/** How long a Job's Pod may wait on an image it cannot pull before the Job is failed. */
+export const imagePullDeadlineMs = 2 * 60_000;
+const pullErrors = ["ErrImagePull", "ImagePullBackOff"];
+
+/**
+ * The container whose image the Pod could not pull, once the Pod has waited on it for
+ * {@link imagePullDeadlineMs} since it started (the kubelet never started a container, so the
+ * Pod's start is when pulling began); else undefined. Pure.
+ */
+export function stalledImagePull(pod: V1Pod, now: number): { container: string; image: string; reason: string } | undefined {
+  const since = Date.parse(String(pod.status?.startTime ?? pod.metadata?.creationTimestamp));
+  if (!(now - since >= imagePullDeadlineMs)) return undefined;
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const stuck = statuses.find((status) => pullErrors.includes(status.state?.waiting?.reason ?? ""));
+  return stuck ? { container: stuck.name, image: stuck.image, reason: stuck.state!.waiting!.reason! } : undefined;
+}
+
+/** The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0), read live. */
+export async function jobPod(core: CoreV1Api, namespace: string, job: string): Promise<V1Pod | undefined> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` });
   return pods.items[0];
 }
@@ -89,6 +109,7 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api 
       attempt: Number(job.metadata?.labels?.[labels.attempt] ?? 1),
       bookkept: notes[annotations.bookkept] === "true",
       remediation: notes[annotations.driftRemediation] === "true",
+      imagePullFailed: notes[annotations.imagePullFailed] === "true",
       ...(notes[annotations.inputsHash] ? { inputsHash: notes[annotations.inputsHash] } : {}),
     };
     const done = finishedCondition(job);
@@ -102,7 +123,7 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api 
       observed.push({ ...base, outcome: bookkeptOutcome(job), finishedAt, deadlineExceeded });
       continue;
     }
-    const pod = await sourcePod(clients.core, namespace, name);
+    const pod = await jobPod(clients.core, namespace, name);
     const status = pod?.status?.containerStatuses?.find((container) => container.name === "source");
     const reading = parseRunResult(status?.state?.terminated?.message);
     const result = reading.ok && "steps" in reading.result ? (reading.result as RunResult) : undefined;

@@ -6,9 +6,10 @@ import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
+import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
-import { infrastructureHealthy, isProvisioned, type ConditionValue } from "../kinds/map-outputs.js";
+import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
@@ -27,7 +28,7 @@ import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
 import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { bookkeepingAnnotations, observeJobs, pinnedImageReference, type ObservedJob } from "./observe-jobs.js";
+import { bookkeepingAnnotations, imagePullDeadlineMs, jobPod, observeJobs, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
@@ -302,9 +303,11 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // Observe Jobs; bookkeep the finished ones not recorded yet.
   const jobs = await observeJobs({ core, batch }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
-  const durableNotes: Record<string, string> = {};
+  const durableNotes: Record<string, string | null> = {};
   for (const job of toMark) {
     if (job.op === "apply" && job.outcome === "succeeded") {
+      // The change an interrupted apply may have left half-done is now applied in full.
+      if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
       // A successful apply adopts the state: its inputs hash goes on the state Secret.
       if (job.inputsHash) {
         await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
@@ -342,7 +345,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (adapter.role === "cluster" && clusterName) {
       await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
     }
-    const summary = job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
+    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
     if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
     else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
     else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
@@ -359,9 +362,27 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   if (Object.keys(durableNotes).length > 0 && durable) {
     await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions());
-    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest];
+    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
+    if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
   }
   if (durable?.imageDigest) status.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
+
+  // A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the
+  // durable inputs (so it survives this pass) and the current inputs applied again, without backoff.
+  const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
+  if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
+    const vanished = recordedJob.name;
+    const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
+    if (gone && durable.interruptedApply !== vanished) {
+      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
+      durable.interruptedApply = vanished;
+      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
+      if (adapter.role === "cluster" && clusterName) await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
+      const message = `Job ${vanished}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`;
+      conditions.set("ApplyJobSucceeded", { status: "False", reason: "ApplyFailed", message });
+      void events.record(subject, "JobInterrupted", message);
+    }
+  }
 
   let active = jobs.find((job) => job.outcome === undefined);
   const stateObservation = await observeState(core, namespace, suffix);
@@ -434,9 +455,24 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       } else {
         await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
         await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+        // Deleted by captf before it could start: not an interrupted apply.
+        await patchStatus(deps, adapter, namespace, name, { activeJob: null });
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
         return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
       }
+    }
+  }
+
+  // A Job whose image cannot be pulled would wait out its whole deadline: after the pull deadline
+  // it is marked, then its Pod deleted, so the Job fails (backoffLimit 0) and counts toward backoff.
+  if (active) {
+    const pod = await jobPod(core, namespace, active.name);
+    const stalled = pod ? stalledImagePull(pod, now) : undefined;
+    if (pod && stalled) {
+      await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());
+      await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace }).catch(ignoreNotFound);
+      deps.logger?.info({ job: active.name, container: stalled.container, reason: stalled.reason }, "failing a Job whose image was not pulled");
+      return { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs };
     }
   }
 
@@ -578,6 +614,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
               },
             }
           : {}),
+        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
         ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
         dependents,
       });
@@ -610,6 +647,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }
   status.activeJob = active ? { name: active.name, operation: active.op, attempt: active.attempt } : null; // a merge patch keeps a field unless nulled
+  // No Job runs (the Job list is read live, so no cache lag): clusterctl move may proceed.
+  if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) await mergePatch({ metadata: { annotations: { [annotations.blockMove]: null } } });
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
@@ -623,34 +662,37 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       if ("controlPlaneEndpoint" in fields.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
     }
     if (state.state.serial >= 1) status.observedStateSerial = state.state.serial;
-    conditions.set("OutputsValid", { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) });
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
-    conditions.set("InfrastructureHealthy", infrastructureHealthy(health, { applyStarted: true, provisioned }));
+    let outputsValid: ConditionValue | undefined = { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) };
+    let healthValue = infrastructureHealthy(health, { applyStarted: true, provisioned });
+    const latchedProviderID = (object.spec as { providerID?: string }).providerID;
+    if (adapter.role === "machine" && wasProvisioned && latchedProviderID) {
+      const sampled = finishedSucceeded(["refresh", "drift", "apply"]);
+      const providerID = providerIDConditions((decoding as OutputsDecoding<"machine">).outputs.provider_id, { latched: latchedProviderID, sampled, previousHealthReason: previousReason(previous, "InfrastructureHealthy"), outputsReason: decoding.reason });
+      if (providerID.keepOutputsValid) outputsValid = undefined;
+      if (providerID.outputsValid) outputsValid = providerID.outputsValid;
+      if (providerID.health) healthValue = providerID.health;
+    }
+    if (outputsValid) conditions.set("OutputsValid", outputsValid);
+    conditions.set("InfrastructureHealthy", healthValue);
   }
-  const newest = jobs.filter((job) => job.result).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-  if (newest?.result) {
+  // The newest Job finished this pass: a run result, or a Job failed for an image it could not pull.
+  const newest = jobs.filter((job) => job.result || (job.imagePullFailed && !job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  if (newest) {
     const { result } = newest;
-    status.lastRun = {
-      job: newest.name,
-      operation: newest.op,
-      ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
-      ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
-    };
-    const planShownOnly = newest.op === "plan" && !result.error;
+    if (result) {
+      status.lastRun = {
+        job: newest.name,
+        operation: newest.op,
+        ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
+        ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
+      };
+    }
+    const planShownOnly = newest.op === "plan" && result !== undefined && !result.error;
     if (newest.outcome === "plan-changed") {
       conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanChanged", message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval` });
     } else if ((newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly) {
-      const verb = newest.op === "destroy" ? "Destroy" : "Apply";
-      conditions.set(
-        "ApplyJobSucceeded",
-        newest.deadlineExceeded
-          ? { status: "False", reason: "JobDeadlineExceeded", message: `Job ${newest.name} reached its deadline` }
-          : !result.error
-            ? { status: "True", reason: `${verb}Succeeded` }
-            : result.error.kind === "blocked"
-              ? { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(newest.job, result.error.summary) }
-              : { status: "False", reason: `${verb}Failed`, ...(result.error.summary ? { message: result.error.summary } : {}) },
-      );
+      conditions.set("ApplyJobSucceeded", applyJobCondition(newest));
     }
   }
   if (decision.reason === "PlanAwaitingApproval" && planShown) {
@@ -693,6 +735,26 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
+}
+
+/** Why a Job's image was not pulled, for the pass's action and log. */
+function imagePullMessage(stalled: { container: string; image: string; reason: string }): string {
+  return `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} minutes (${stalled.reason})`;
+}
+
+/** The outcome of a finished apply, plan or destroy Job on ApplyJobSucceeded; a pull failure and the deadline before the runner's result. */
+function applyJobCondition(job: ObservedJob): ConditionValue {
+  const verb = job.op === "destroy" ? "Destroy" : "Apply";
+  if (job.imagePullFailed) {
+    const images = [...(job.job.spec?.template.spec?.initContainers ?? []), ...(job.job.spec?.template.spec?.containers ?? [])].map((container) => container.image).join(", ");
+    return { status: "False", reason: "ImagePullFailed", message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff` };
+  }
+  if (job.deadlineExceeded) return { status: "False", reason: "JobDeadlineExceeded", message: `Job ${job.name} reached its deadline` };
+  const error = job.result?.error;
+  if (!error) return { status: "True", reason: `${verb}Succeeded` };
+  if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
+  if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
+  return { status: "False", reason: `${verb}Failed`, ...(error.summary ? { message: error.summary } : {}) };
 }
 
 /** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
@@ -799,6 +861,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     return wait("DurableInputsMissing", `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`, longRequeueMs);
   }
 
+  // The webhook checks each policy alone; the merge of a machine's or pool's with its cluster's defaults is checked here.
+  const policyProblem = op !== "destroy" && op !== "restore" ? mergedDeadlineProblem(request.jobPolicy) : undefined;
+  if (policyProblem) return { action: "waiting: JobPolicyInvalid", requeueAfterMs: longRequeueMs, wait: { type: "ApplyJobSucceeded", value: { status: "False", reason: "JobPolicyInvalid", message: policyProblem } } };
   if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
   const policy = request.jobPolicy;
   const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
@@ -861,11 +926,16 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     }
   }
 
+  // clusterctl move must not copy an object while its Job runs: blocked (persisted) before the Job exists.
+  if (object.metadata.annotations?.[annotations.blockMove] === undefined) {
+    await deps.custom.patchNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body: { metadata: { annotations: { [annotations.blockMove]: "true" } } } }, mergePatchOptions());
+  }
   if (op === "apply") {
     await writeDurableInputs(deps.core, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
+  if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
   if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { fullJobPolicy } from "../api/examples.test-support.js";
 import type { JobPolicy } from "../api/workspace.js";
-import { jobPolicyProblems } from "./job-policy.js";
+import { jobPolicyProblems, mergedDeadlineProblem } from "./job-policy.js";
 
 describe("jobPolicyProblems", () => {
   it("accepts a hardened policy touching every field, and no policy", () => {
@@ -50,5 +50,17 @@ describe("jobPolicyProblems", () => {
     const problems = jobPolicyProblems("spec.defaults.jobs", { lockTimeoutSeconds: 900, activeDeadlineSeconds: 600, env: [{ name: "TF_X" }], securityContext: { privileged: true, runAsUser: 0 } });
     expect(problems).toHaveLength(4);
     expect(problems.every((problem) => problem.startsWith("spec.defaults.jobs."))).toBe(true);
+  });
+});
+
+describe("mergedDeadlineProblem", () => {
+  it("accepts a lock timeout below the deadline, each configured or built-in", () => {
+    expect(mergedDeadlineProblem({})).toBeUndefined();
+    expect(mergedDeadlineProblem({ lockTimeoutSeconds: 600, activeDeadlineSeconds: 601 })).toBeUndefined();
+  });
+  it("names both effective values and where each comes from", () => {
+    expect(mergedDeadlineProblem({ lockTimeoutSeconds: 600, activeDeadlineSeconds: 500 })).toContain("lockTimeoutSeconds 600 (configured) must be less than the effective activeDeadlineSeconds 500 (configured)");
+    expect(mergedDeadlineProblem({ activeDeadlineSeconds: 300 })).toContain("lockTimeoutSeconds 300 (built-in) must be less than the effective activeDeadlineSeconds 300 (configured)");
+    expect(mergedDeadlineProblem({ lockTimeoutSeconds: 3600 })).toContain("activeDeadlineSeconds 3600 (built-in)");
   });
 });

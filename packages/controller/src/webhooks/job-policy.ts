@@ -54,6 +54,18 @@ function deadlineProblems(path: string, { lockTimeoutSeconds: lock, activeDeadli
   return [];
 }
 
+/**
+ * The merged policy a Job would run with (a machine's or pool's own over its cluster's defaults): its
+ * lock timeout against its deadline, each configured or built-in. Undefined when consistent. Pure.
+ */
+export function mergedDeadlineProblem(policy: Pick<JobPolicy, "lockTimeoutSeconds" | "activeDeadlineSeconds">): string | undefined {
+  const lock = policy.lockTimeoutSeconds ?? jobPolicyDefaults.lockTimeoutSeconds;
+  const deadline = policy.activeDeadlineSeconds ?? jobPolicyDefaults.activeDeadlineSeconds;
+  if (lock < deadline) return undefined;
+  const origin = (value: number | undefined) => (value === undefined ? "built-in" : "configured");
+  return `the effective lockTimeoutSeconds ${lock} (${origin(policy.lockTimeoutSeconds)}) must be less than the effective activeDeadlineSeconds ${deadline} (${origin(policy.activeDeadlineSeconds)}), or the Job ends while it still waits for the state lock: lower the lock timeout or raise the deadline (spec.jobs, or the cluster's spec.defaults.jobs)`;
+}
+
 function envProblems(path: string, policy: JobPolicy): string[] {
   return (policy.env ?? []).flatMap((variable, index) => {
     const prefix = reservedEnvPrefixes.find((candidate) => variable.name.startsWith(candidate));
