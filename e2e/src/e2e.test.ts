@@ -205,6 +205,38 @@ describeWithTools(
       await waitFor(async () => ((await list(capi, "machines")).some((machine) => machine.metadata.name.startsWith("demo-md-fail-")) ? undefined : true), 180_000, "demo-md-fail's machines gone");
     }, scenarioTimeout);
 
+    it("reports a module image that cannot be pulled as ImagePullFailed, and recovers when the template names one that can", async () => {
+      const missing = plane.images.modules.machine.replace(/:[^:/]+$/, ":does-not-exist");
+      const template = (name: string, image: string) => ({ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachineTemplate", metadata: { name, namespace: demoNamespace }, spec: { template: { spec: { source: { image } } } } });
+      const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-noimage" } };
+      await applyObjects(plane.applier, [
+        template("demo-md-noimage", missing),
+        {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "MachineDeployment",
+          metadata: { name: "demo-md-noimage", namespace: demoNamespace },
+          spec: { clusterName: demoClusterName, replicas: 1, selector, template: { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name: "demo-md-noimage" } } } },
+        },
+      ] as unknown as k8s.KubernetesObject[]);
+      const noImageMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-noimage-"));
+      const failed = await waitFor(async () => {
+        const machine = (await noImageMachines())[0];
+        const condition = machine?.status?.conditions?.find((candidate: AnyObject) => candidate.type === "ApplyJobSucceeded");
+        return machine && condition?.reason === "ImagePullFailed" ? { machine, condition } : undefined;
+      }, 360_000, "ApplyJobSucceeded=False/ImagePullFailed on the machine whose image does not exist");
+      expect(failed.condition.status).toBe("False");
+      expect(failed.condition.message).toContain("does-not-exist");
+
+      await applyObjects(plane.applier, [template("demo-md-noimage-fixed", plane.images.modules.machine) as unknown as k8s.KubernetesObject]);
+      await custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-noimage", body: { spec: { template: { spec: { infrastructureRef: { name: "demo-md-noimage-fixed" } } } } } }, mergePatch);
+      await waitReady("the machine of the fixed template Ready, the one without an image gone", async () => {
+        const machines = await noImageMachines();
+        return machines.length === 1 && machines[0]!.metadata.name !== failed.machine.metadata.name;
+      });
+      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-noimage" });
+      await waitFor(async () => ((await noImageMachines()).length === 0 ? true : undefined), 180_000, "demo-md-noimage's machines gone");
+    }, scenarioTimeout);
+
     it("runs again an apply whose Pod is deleted mid-run, and loses nothing when the manager's Pod is deleted mid-run", async () => {
       const scaleTo = (replicas: number) => custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas } } }, mergePatch);
       const newMachine = async (known: Set<string>) => (await list(infra, "terraformmachines")).find((machine) => machine.metadata.name.startsWith("demo-md-0-") && !known.has(machine.metadata.name));
