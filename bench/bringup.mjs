@@ -13,11 +13,10 @@
 //
 // Needs root (the chroot kubelet) and the tools of tools/install.sh (etcd, tofu, kube, capi).
 import { parseArgs } from "node:util";
-import * as k8s from "@kubernetes/client-node";
 import { applyObjects } from "../e2e/dist/apply.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables } from "../e2e/dist/demo-objects.js";
 import { startManagementPlane } from "../e2e/dist/management-plane.js";
-import { readProgress } from "../e2e/dist/progress.js";
+import { listCaptfJobs, readProgress } from "../e2e/dist/progress.js";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "1" } } });
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
@@ -39,8 +38,7 @@ for (let run = 1; run <= Number(values.runs); run++) {
     }
     const seconds = (Date.now() - started) / 1000;
 
-    const batch = plane.kubeConfig.makeApiClient(k8s.BatchV1Api);
-    const jobs = (await batch.listNamespacedJob({ namespace: demoNamespace, labelSelector: opLabel })).items;
+    const jobs = await listCaptfJobs(plane.kubeConfig, demoNamespace);
     const perObject = new Map();
     const durations = { cluster: [], other: [] };
     for (const job of jobs) {

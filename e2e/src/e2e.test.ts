@@ -13,7 +13,7 @@ import { applyObjects } from "./apply.js";
 import { managerNamespace } from "./captf-install.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables, type DemoSecrets } from "./demo-objects.js";
 import { startManagementPlane, type ManagementPlane } from "./management-plane.js";
-import { formatProgress, readProgress } from "./progress.js";
+import { formatProgress, listCaptfJobs, readProgress } from "./progress.js";
 
 type AnyObject = Record<string, any>;
 
@@ -44,7 +44,7 @@ describeWithTools(
         throw new Error(`${(error as Error).message}\nnow:\n${await progressTable()}\nplane:\n${planeLog.slice(-40).join("\n")}\nmanager:\n${(await plane.managerLog()).split("\n").slice(-40).join("\n")}`);
       });
     };
-    const captfJobs = async () => (await batch.listNamespacedJob({ namespace: demoNamespace, labelSelector: labels.op })).items;
+    const captfJobs = () => listCaptfJobs(plane.kubeConfig, demoNamespace);
     const list = async (api: typeof capi, plural: string) => ((await custom.listNamespacedCustomObject({ ...api, plural })) as { items: AnyObject[] }).items;
 
     beforeAll(async () => {

@@ -84,3 +84,8 @@ export function formatProgress(rows: readonly ProgressRow[]): string {
   const [objectWidth, phaseWidth, jobWidth] = [width("object"), width("phase"), width("activeJob")];
   return all.map((row) => `${row.object.padEnd(objectWidth)}  ${row.phase.padEnd(phaseWidth)}  ${row.activeJob.padEnd(jobWidth)}  ${row.conditions}`.trimEnd()).join("\n");
 }
+
+/** The Jobs captf made in the namespace (labelled with their operation). */
+export async function listCaptfJobs(kubeConfig: k8s.KubeConfig, namespace: string): Promise<k8s.V1Job[]> {
+  return (await kubeConfig.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace, labelSelector: "captf.infrastructure.cluster.x-k8s.io/op" })).items;
+}
