@@ -20,6 +20,18 @@ describe("findProviders with a filesystem mirror", () => {
     expect(findProviders(["hashicorp/google", "hashicorp/azurerm"], { CAPTF_PROVIDER_MIRROR: mirror })).toEqual({ kind: "none", reason: `CAPTF_PROVIDER_MIRROR=${mirror} lacks hashicorp/azurerm` });
   });
 
+  it("uses the default mirror beside the tools cache when CAPTF_PROVIDER_MIRROR is unset", () => {
+    const cache = mkdtempSync(join(tmpdir(), "captf-cache-"));
+    try {
+      const fallback = join(cache, "captf", "provider-mirror");
+      mkdirSync(join(fallback, "registry.opentofu.org", "hashicorp", "google", "8.0.0"), { recursive: true });
+      expect(findProviders(["hashicorp/google"], { XDG_CACHE_HOME: cache })).toEqual({ kind: "mirror", dir: fallback });
+      expect(findProviders(["hashicorp/google", "hashicorp/azurerm"], { XDG_CACHE_HOME: cache })).toEqual({ kind: "none", reason: `the provider mirror ${fallback} lacks hashicorp/azurerm` });
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
   it("leaves the registry's installation as it is without a mirror", () => {
     expect(providerCliConfig({ kind: "registry" })).toBe("");
   });

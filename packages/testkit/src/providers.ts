@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "@jest/globals";
 import { recordSkippedSuite } from "./integration.js";
@@ -7,6 +8,10 @@ import { runTofuTest } from "./tofu.js";
 
 /** A filesystem provider mirror (`tofu providers mirror <dir>`) the provider suites install from. */
 export const providerMirrorVariable = "CAPTF_PROVIDER_MIRROR";
+/** Where the provider suites look for a mirror when CAPTF_PROVIDER_MIRROR is unset, beside the tools cache. */
+export function defaultProviderMirror(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "captf", "provider-mirror");
+}
 /** The registry the provider suites install from when no mirror is named (OpenTofu's default). */
 export const providerRegistryHost = "registry.opentofu.org";
 
@@ -22,14 +27,16 @@ function registryServes(provider: string): boolean {
 
 /**
  * Where `providers` (namespace/type, e.g. hashicorp/google) can be installed from: the mirror
- * named by CAPTF_PROVIDER_MIRROR when it holds every one, else the registry when it answers.
+ * named by CAPTF_PROVIDER_MIRROR (else the default mirror, when it exists) when it holds every
+ * one, else the registry when it answers.
  */
 export function findProviders(providers: readonly string[], env: NodeJS.ProcessEnv = process.env): ProviderSource | { kind: "none"; reason: string } {
-  const mirror = env[providerMirrorVariable];
+  const named = env[providerMirrorVariable];
+  const mirror = named || (existsSync(defaultProviderMirror(env)) ? defaultProviderMirror(env) : undefined);
   if (mirror) {
     const missing = providers.filter((provider) => !["registry.opentofu.org", "registry.terraform.io"].some((host) => existsSync(join(mirror, host, provider))));
     if (missing.length === 0) return { kind: "mirror", dir: mirror };
-    return { kind: "none", reason: `${providerMirrorVariable}=${mirror} lacks ${missing.join(", ")}` };
+    return { kind: "none", reason: `${named ? `${providerMirrorVariable}=${mirror}` : `the provider mirror ${mirror}`} lacks ${missing.join(", ")}` };
   }
   const unserved = providers.filter((provider) => !registryServes(provider));
   if (unserved.length === 0) return { kind: "registry" };
