@@ -20,6 +20,8 @@ export interface ModuleImage {
   role: string;
   /** Extra labels (io.captf.variables-schema, org.opencontainers.image.*). */
   labels?: Record<string, string>;
+  /** A provider mirror directory (as `providers mirror` writes it), shipped as /captf/providers. */
+  providersDir?: string;
 }
 
 /** The user module images run as, and owner of /captf. */
@@ -49,6 +51,7 @@ export function buildModuleImage(layout: string, tag: string, image: ModuleImage
     cpSync(image.runtime, join(root, "runtime"));
     chmodSync(join(root, "runtime"), 0o755);
     umoci("insert", "--image", ref, root, "/captf");
+    if (image.providersDir) umoci("insert", "--image", ref, image.providersDir, "/captf/providers");
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "@jest/globals";
-import { findProviders, providerCliConfig } from "./providers.js";
+import { findProviders, providerCliConfig } from "./provider-sources.js";
 
 describe("findProviders with a filesystem mirror", () => {
   const mirror = mkdtempSync(join(tmpdir(), "captf-mirror-"));

@@ -1,52 +1,10 @@
-import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "@jest/globals";
-import { recordSkippedSuite } from "./integration.js";
+import { describeWithTools, recordSkippedSuite } from "./integration.js";
+import { lintPublishedModuleImages, type LintMain } from "./module-image-lint.js";
+import { findProviders, providerCliConfig, type ProviderSource } from "./provider-sources.js";
 import { runTofuTest } from "./tofu.js";
-
-/** A filesystem provider mirror (`tofu providers mirror <dir>`) the provider suites install from. */
-export const providerMirrorVariable = "CAPTF_PROVIDER_MIRROR";
-/** Where the provider suites look for a mirror when CAPTF_PROVIDER_MIRROR is unset, beside the tools cache. */
-export function defaultProviderMirror(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "captf", "provider-mirror");
-}
-/** The registry the provider suites install from when no mirror is named (OpenTofu's default). */
-export const providerRegistryHost = "registry.opentofu.org";
-
-/** Where a suite's providers come from: a mirror directory, or the registry (direct installation). */
-export type ProviderSource = { kind: "mirror"; dir: string } | { kind: "registry" };
-
-/** Whether the registry answers for `provider` (namespace/type) within a few seconds. */
-function registryServes(provider: string): boolean {
-  const url = `https://${providerRegistryHost}/v1/providers/${provider}/versions`;
-  const probe = spawnSync(process.execPath, ["-e", `fetch(${JSON.stringify(url)}, { signal: AbortSignal.timeout(5000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`], { stdio: "ignore", timeout: 10_000 });
-  return probe.status === 0;
-}
-
-/**
- * Where `providers` (namespace/type, e.g. hashicorp/google) can be installed from: the mirror
- * named by CAPTF_PROVIDER_MIRROR (else the default mirror, when it exists) when it holds every
- * one, else the registry when it answers.
- */
-export function findProviders(providers: readonly string[], env: NodeJS.ProcessEnv = process.env): ProviderSource | { kind: "none"; reason: string } {
-  const named = env[providerMirrorVariable];
-  const mirror = named || (existsSync(defaultProviderMirror(env)) ? defaultProviderMirror(env) : undefined);
-  if (mirror) {
-    const missing = providers.filter((provider) => !["registry.opentofu.org", "registry.terraform.io"].some((host) => existsSync(join(mirror, host, provider))));
-    if (missing.length === 0) return { kind: "mirror", dir: mirror };
-    return { kind: "none", reason: `${named ? `${providerMirrorVariable}=${mirror}` : `the provider mirror ${mirror}`} lacks ${missing.join(", ")}` };
-  }
-  const unserved = providers.filter((provider) => !registryServes(provider));
-  if (unserved.length === 0) return { kind: "registry" };
-  return { kind: "none", reason: `no provider mirror (${providerMirrorVariable}) and ${providerRegistryHost} cannot be reached or does not serve ${unserved.join(", ")}` };
-}
-
-/** The CLI configuration that installs from the source: the mirror only, or the registry as usual. */
-export function providerCliConfig(source: ProviderSource): string {
-  return source.kind === "mirror" ? `provider_installation {\n  filesystem_mirror {\n    path = ${JSON.stringify(source.dir)}\n  }\n}\n` : "";
-}
 
 /**
  * `describe` for a suite that needs real providers, an optional extra: it runs when they can be
@@ -73,5 +31,27 @@ export function describeModuleRootSuites(moduleDir: string, providers: readonly 
       if (run.code !== 0) throw new Error(`tofu init, validate or test exited ${run.code}\n${run.stdout}\n${run.stderr}`);
       expect({ passed: run.passed, failed: run.failed }).toEqual({ passed: runs, failed: 0 });
     }, 900_000);
+  });
+}
+
+/**
+ * A cloud module's images, one per runtime, passing `tfcapi-lint image --strict` from a registry:
+ * with its providers in /captf/providers when they can be installed here, else without a mirror
+ * (an info finding, and `init` in a Job needs registry egress).
+ */
+export function describeModuleImages(lint: LintMain, module: { name: string; dir: string; role: string }, providers: readonly string[], name: string): void {
+  describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], name, () => {
+    const found = findProviders(providers);
+    const source = found.kind === "none" ? undefined : found;
+    it(source ? `passes tfcapi-lint image --strict with ${providers.join(", ")} in /captf/providers` : `passes tfcapi-lint image --strict without a provider mirror (${found.kind === "none" ? found.reason : ""})`, async () => {
+      const results = await lintPublishedModuleImages(lint, [{ ...module, providers: source }]);
+      expect(results.map((result) => result.reference.replace(/^.*:/, ""))).toEqual(["v0.1.0-opentofu", "v0.1.0-terraform"]);
+      for (const result of results) {
+        expect({ exitCode: result.exitCode, stderr: result.stderr, errors: result.report.findings?.filter((f) => f.severity !== "info") }).toEqual({ exitCode: 0, stderr: "", errors: [] });
+        const ids = result.report.findings?.map((f) => f.id) ?? [];
+        if (source) expect(ids).not.toContain("image/providers-absent");
+        else expect(ids).toContain("image/providers-absent");
+      }
+    }, 600_000);
   });
 }
