@@ -91,7 +91,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       if (!dryRun) applied.push(object);
     }
     expect(skipped).toEqual([`Issuer/${installNames.issuer}`, `Certificate/${installNames.certificate}`]);
-    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "Service", "Service"]);
+    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "Service", "Service", "PodDisruptionBudget"]);
 
     const deployment = objects.find((object) => object.kind === "Deployment") as k8s.V1Deployment;
     const template = deployment.spec!.template;
@@ -173,7 +173,73 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     const forbidden = running.records().filter((record) => /forbidden|\b403\b/i.test(JSON.stringify(record)));
     expect(forbidden).toEqual([]);
   }, 300_000);
+
+  it("lets a user bound to the built-in view role read captf objects and not write them, edit write them, and a plan approver only approve", async () => {
+    const authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
+    const viewer = await clientBoundTo(plane, kubeConfig, workload, "view", join(work, "viewer.kubeconfig"));
+    const editor = await clientBoundTo(plane, kubeConfig, workload, "edit", join(work, "editor.kubeconfig"));
+    const approver = await clientBoundTo(plane, kubeConfig, workload, installNames.planApproverRole, join(work, "approver.kubeconfig"));
+    // The aggregation controller copies captf-view and captf-edit into view and edit, and the authorizer's cache follows.
+    for (const [user, verb] of [
+      [viewer.user, "list"],
+      [editor.user, "create"],
+    ] as const) {
+      await waitFor(async () => {
+        const review = await authorization.createSubjectAccessReview({
+          body: { spec: { user, groups: ["system:serviceaccounts", "system:authenticated"], resourceAttributes: { namespace: workload, verb, group: apiGroup, resource: "terraformmachines" } } },
+        });
+        return review.status?.allowed ? true : undefined;
+      }, 30_000, `${verb} terraformmachines for ${user} through the aggregated role`);
+    }
+    // admin aggregates captf-edit directly (aggregate-to-admin).
+    const rbac = kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
+    await waitFor(async () => ((await rbac.readClusterRole({ name: "admin" })).rules ?? []).some((rule) => rule.apiGroups?.includes(apiGroup) && rule.verbs.includes("deletecollection")) || undefined, 30_000, "captf-edit in admin");
+    const machine = { group: apiGroup, version: apiVersion, namespace: workload, plural: "terraformmachines", name: "m-0" };
+    const label = (value: string) => ({ metadata: { labels: { "team.example/owner": value } } });
+    const approval = { metadata: { annotations: { "captf.io/approve-plan": "p1:0000" } } };
+    const copy = (object: AnyObject) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: "m-copy" }, spec: object.spec });
+
+    // view: reads captf objects and their status, writes nothing, reads no Secret.
+    const seen = (await viewer.custom.getNamespacedCustomObject(machine)) as AnyObject;
+    expect(seen.status?.conditions?.length).toBeGreaterThan(0);
+    const listed = (await viewer.custom.listNamespacedCustomObject({ ...machine, plural: "terraformclusters" })) as { items: AnyObject[] };
+    expect(listed.items.map((item) => item.metadata.name)).toEqual(["ext"]);
+    expect((await rejection(viewer.custom.patchNamespacedCustomObject({ ...machine, body: label("viewer") }, mergePatchOptions()))).code).toBe(403);
+    expect((await rejection(viewer.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions()))).code).toBe(403);
+    expect((await rejection(viewer.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
+    expect((await rejection(viewer.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
+    expect((await rejection(viewer.core.listNamespacedSecret({ namespace: workload }))).code).toBe(403);
+
+    // edit: writes the objects, not their status.
+    await editor.custom.patchNamespacedCustomObject({ ...machine, body: label("editor") }, mergePatchOptions());
+    expect((await rejection(editor.custom.patchNamespacedCustomObjectStatus({ ...machine, body: { status: { ready: true } } }, mergePatchOptions()))).code).toBe(403);
+
+    // plan approver: reads and approves the three kinds that run plans; creates, deletes and reads Secrets not.
+    await approver.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions());
+    const approved = (await approver.custom.getNamespacedCustomObject(machine)) as AnyObject;
+    expect(approved.metadata.annotations["captf.io/approve-plan"]).toBe("p1:0000");
+    expect((await rejection(approver.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
+    expect((await rejection(approver.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
+    expect((await rejection(approver.custom.listNamespacedCustomObject({ ...machine, plural: "terraformmachinetemplates" }))).code).toBe(403);
+    expect((await rejection(approver.core.listNamespacedSecret({ namespace: workload }))).code).toBe(403);
+  }, 60_000);
 });
+
+/** A client acting as a new ServiceAccount of the namespace bound (RoleBinding) to a ClusterRole, with a token from the TokenRequest API. */
+async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, namespace: string, clusterRole: string, path: string): Promise<{ custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; user: string }> {
+  const name = `as-${clusterRole}`;
+  await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  await kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole }, subjects: [{ kind: "ServiceAccount", name, namespace }] },
+  });
+  const token = await plane.core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+  const controlPlane = sharedControlPlane();
+  writeKubeconfig(path, { server: controlPlane.server, caFile: controlPlane.caFile, token: token.status!.token });
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(path);
+  return { custom: config.makeApiClient(k8s.CustomObjectsApi), core: config.makeApiClient(k8s.CoreV1Api), user: `system:serviceaccount:${namespace}:${name}` };
+}
 
 /** An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to start an apply. */
 async function createMachineFixture(plane: PlaneClients, namespace: string, identity: string): Promise<void> {
