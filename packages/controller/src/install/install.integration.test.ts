@@ -22,7 +22,7 @@ import { buildManagerBundle, httpsRequest, killManagerProcess, startManagerProce
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
 import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
-import { installNames } from "./manifests.js";
+import { deploymentObject, installNames, podDisruptionBudgetObject } from "./manifests.js";
 
 type AnyObject = Record<string, any>;
 
@@ -75,7 +75,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await plane?.custom.deleteClusterCustomObject({ group: apiGroup, version: apiVersion, plural: "terraformclusteridentities", name: identityName }).catch(() => undefined);
     for (const object of applied.filter((candidate) => candidate.metadata?.namespace === undefined).reverse()) await objectApi.delete(object).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it("applies: RBAC and Services for real, the CRDs, the Deployment and the webhook configuration as a dry run, the Pod within the restricted standard", async () => {
     const skipped: string[] = [];
@@ -222,6 +222,36 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect((await rejection(approver.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
     expect((await rejection(approver.custom.listNamespacedCustomObject({ ...machine, plural: "terraformmachinetemplates" }))).code).toBe(403);
     expect((await rejection(approver.core.listNamespacedSecret({ namespace: workload }))).code).toBe(403);
+  }, 60_000);
+
+  it("keeps one of two Ready manager Pods through evictions with the shipped PodDisruptionBudget", async () => {
+    // The shipped Deployment (2 replicas) and budget, rendered for the test namespace; no kubelet runs
+    // them, so the test marks the ReplicaSet's Pods Running and Ready the way a kubelet would.
+    const options = { namespace: workload, image: "registry.invalid/captf-controller:test" };
+    const deployment = deploymentObject(options);
+    deployment.spec!.replicas = 2;
+    const apps = kubeConfig.makeApiClient(k8s.AppsV1Api);
+    const policy = kubeConfig.makeApiClient(k8s.PolicyV1Api);
+    await apps.createNamespacedDeployment({ namespace: workload, body: deployment });
+    await policy.createNamespacedPodDisruptionBudget({ namespace: workload, body: podDisruptionBudgetObject(options) });
+    const selector = Object.entries(deployment.spec!.selector.matchLabels!).map(([key, value]) => `${key}=${value}`).join(",");
+    const managerPods = async () => (await plane.core.listNamespacedPod({ namespace: workload, labelSelector: selector })).items.filter((pod) => !pod.metadata!.deletionTimestamp);
+    const pods = await waitFor(async () => ((await managerPods()).length === 2 ? managerPods() : undefined), 30_000, "the Deployment's two Pods");
+    const now = new Date();
+    for (const pod of pods) {
+      await plane.core.replaceNamespacedPodStatus({
+        namespace: workload,
+        name: pod.metadata!.name!,
+        body: { ...pod, status: { phase: "Running", startTime: now, conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }] } },
+      });
+    }
+    await waitFor(async () => ((await policy.readNamespacedPodDisruptionBudget({ namespace: workload, name: installNames.podDisruptionBudget })).status?.disruptionsAllowed === 1 ? true : undefined), 30_000, "disruptionsAllowed 1");
+    const evict = (name: string) => plane.core.createNamespacedPodEviction({ namespace: workload, name, body: { metadata: { name, namespace: workload } } });
+    await evict(pods[0]!.metadata!.name!);
+    // The ReplicaSet's replacement is not Ready: the last Ready Pod stays.
+    await waitFor(async () => ((await policy.readNamespacedPodDisruptionBudget({ namespace: workload, name: installNames.podDisruptionBudget })).status?.disruptionsAllowed === 0 ? true : undefined), 30_000, "disruptionsAllowed 0");
+    expect(await rejection(evict(pods[1]!.metadata!.name!))).toEqual({ code: 429, message: expect.stringContaining("disruption budget") });
+    await apps.deleteNamespacedDeployment({ namespace: workload, name: deployment.metadata!.name! });
   }, 60_000);
 });
 
