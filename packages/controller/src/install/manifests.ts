@@ -224,7 +224,7 @@ function yamlDocuments(objects: readonly unknown[]): string {
   return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
 }
 
-/** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment, certificate, webhooks). */
+/** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment and its budget, certificate, webhooks). */
 export const installPath = "config/install.yaml";
 
 /** The component files under config/, config/install.yaml and the opt-in config/monitoring files, paths relative to the package root. */
