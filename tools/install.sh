@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# tools/install.sh - build the pinned external programs (etcd, OpenTofu, kube-apiserver,
-# kube-controller-manager) from the Go module proxy into a cache outside the repo.
+# tools/install.sh - build the pinned external programs (etcd, OpenTofu, Terraform, kube-apiserver,
+# kube-controller-manager, Cluster API, promtool) from the Go module proxy into a cache outside the repo.
 #
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
 #   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
-#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi); may be repeated
+#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
 #   --print-env    print the export lines of the env file to stdout; builds nothing
 #
@@ -19,13 +19,14 @@ TOOLS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CAPTF_TOOLS_DIR="${CAPTF_TOOLS_DIR:-$HOME/.cache/captf/tools}"
 
 # name | main module (whose require line gives the version) | binary=package ...
-TOOLS=(etcd tofu terraform kube capi)
+TOOLS=(etcd tofu terraform kube capi promtool)
 declare -A TOOL_MODULE=(
   [etcd]=go.etcd.io/etcd/server/v3
   [tofu]=github.com/opentofu/opentofu
   [terraform]=github.com/hashicorp/terraform
   [kube]=k8s.io/kubernetes
   [capi]=sigs.k8s.io/cluster-api
+  [promtool]=github.com/prometheus/prometheus
 )
 declare -A TOOL_BINS=(
   [etcd]="etcd=go.etcd.io/etcd/server/v3"
@@ -33,6 +34,7 @@ declare -A TOOL_BINS=(
   [terraform]="terraform=github.com/hashicorp/terraform"
   [kube]="kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
   [capi]="capi-manager=sigs.k8s.io/cluster-api/core clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl"
+  [promtool]="promtool=github.com/prometheus/prometheus/cmd/promtool"
 )
 
 # Never download another Go toolchain; never pick up a go.work from a parent directory.
@@ -67,6 +69,7 @@ tool_ldflags() {
       done
       printf '%s' "${f# }" ;;
     capi) printf '%s' "-X sigs.k8s.io/cluster-api/version.gitVersion=$version -X sigs.k8s.io/cluster-api/version.gitTreeState=clean" ;;
+    promtool) printf '%s' "-X github.com/prometheus/common/version.Version=${version#v}" ;;
     *) ;;
   esac
 }

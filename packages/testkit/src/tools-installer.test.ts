@@ -27,12 +27,20 @@ describe("tools/install.sh", () => {
     expect(run.stdout).toMatch(/^terraform\s+v1\.5\.7\s+missing\s+\S+\/bin\/terraform$/m);
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/capi-manager$/m);
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/clusterctl$/m);
+    expect(run.stdout).toMatch(/^promtool\s+v0\.316\.0\s+missing\s+\S+\/promtool-v0\.316\.0\/bin\/promtool$/m);
   });
 
   it("fails, naming the module and version, when Go is missing", () => {
     const run = install(["--only", "etcd"], { CAPTF_TOOLS_DIR: join(scratch, "no-go"), PATH: "/usr/bin:/bin" });
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/'go' not found in PATH; it is needed to build etcd \(go\.etcd\.io\/etcd\/server\/v3@v3\.6\.\d+\)/);
+  });
+
+  it("fails for promtool as for the others, naming its module, version and command", () => {
+    const run = install(["--only", "promtool"], { CAPTF_TOOLS_DIR: join(scratch, "no-proxy-promtool"), GOPROXY: "off", GOMODCACHE: join(scratch, "modcache"), GOFLAGS: "-mod=mod" });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/downloading the modules of promtool \(github\.com\/prometheus\/prometheus@v0\.316\.0\) from GOPROXY=off failed/);
+    expect(run.stderr).toMatch(/command: \(cd .*tools\/promtool && .*go mod download\)/);
   });
 
   it("fails, naming the module, version and command, when the proxy cannot serve it", () => {

@@ -11,6 +11,7 @@ export const toolVariables = {
   "kube-controller-manager": "CAPTF_KUBE_CONTROLLER_MANAGER",
   "capi-manager": "CAPTF_CAPI_MANAGER",
   clusterctl: "CAPTF_CLUSTERCTL",
+  promtool: "CAPTF_PROMTOOL",
 } as const;
 /** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
 export const debianTools = { umoci: "umoci", skopeo: "skopeo", "docker-registry": "docker-registry", go: "golang" } as const;

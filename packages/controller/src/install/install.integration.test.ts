@@ -22,7 +22,7 @@ import { buildManagerBundle, httpsRequest, killManagerProcess, startManagerProce
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
 import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
-import { installNames } from "./manifests.js";
+import { deploymentObject, installNames, podDisruptionBudgetObject } from "./manifests.js";
 
 type AnyObject = Record<string, any>;
 
@@ -75,7 +75,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await plane?.custom.deleteClusterCustomObject({ group: apiGroup, version: apiVersion, plural: "terraformclusteridentities", name: identityName }).catch(() => undefined);
     for (const object of applied.filter((candidate) => candidate.metadata?.namespace === undefined).reverse()) await objectApi.delete(object).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it("applies: RBAC and Services for real, the CRDs, the Deployment and the webhook configuration as a dry run, the Pod within the restricted standard", async () => {
     const skipped: string[] = [];
@@ -91,7 +91,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       if (!dryRun) applied.push(object);
     }
     expect(skipped).toEqual([`Issuer/${installNames.issuer}`, `Certificate/${installNames.certificate}`]);
-    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "Service", "Service"]);
+    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "Service", "Service", "PodDisruptionBudget"]);
 
     const deployment = objects.find((object) => object.kind === "Deployment") as k8s.V1Deployment;
     const template = deployment.spec!.template;
@@ -173,7 +173,103 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     const forbidden = running.records().filter((record) => /forbidden|\b403\b/i.test(JSON.stringify(record)));
     expect(forbidden).toEqual([]);
   }, 300_000);
+
+  it("lets a user bound to the built-in view role read captf objects and not write them, edit write them, and a plan approver only approve", async () => {
+    const authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
+    const viewer = await clientBoundTo(plane, kubeConfig, workload, "view", join(work, "viewer.kubeconfig"));
+    const editor = await clientBoundTo(plane, kubeConfig, workload, "edit", join(work, "editor.kubeconfig"));
+    const approver = await clientBoundTo(plane, kubeConfig, workload, installNames.planApproverRole, join(work, "approver.kubeconfig"));
+    // The aggregation controller copies captf-view and captf-edit into view and edit, and the authorizer's cache follows.
+    for (const [user, verb] of [
+      [viewer.user, "list"],
+      [editor.user, "create"],
+    ] as const) {
+      await waitFor(async () => {
+        const review = await authorization.createSubjectAccessReview({
+          body: { spec: { user, groups: ["system:serviceaccounts", "system:authenticated"], resourceAttributes: { namespace: workload, verb, group: apiGroup, resource: "terraformmachines" } } },
+        });
+        return review.status?.allowed ? true : undefined;
+      }, 30_000, `${verb} terraformmachines for ${user} through the aggregated role`);
+    }
+    // admin aggregates captf-edit directly (aggregate-to-admin).
+    const rbac = kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
+    await waitFor(async () => ((await rbac.readClusterRole({ name: "admin" })).rules ?? []).some((rule) => rule.apiGroups?.includes(apiGroup) && rule.verbs.includes("deletecollection")) || undefined, 30_000, "captf-edit in admin");
+    const machine = { group: apiGroup, version: apiVersion, namespace: workload, plural: "terraformmachines", name: "m-0" };
+    const label = (value: string) => ({ metadata: { labels: { "team.example/owner": value } } });
+    const approval = { metadata: { annotations: { "captf.io/approve-plan": "p1:0000" } } };
+    const copy = (object: AnyObject) => ({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: "m-copy" }, spec: object.spec });
+
+    // view: reads captf objects and their status, writes nothing, reads no Secret.
+    const seen = (await viewer.custom.getNamespacedCustomObject(machine)) as AnyObject;
+    expect(seen.status?.conditions?.length).toBeGreaterThan(0);
+    const listed = (await viewer.custom.listNamespacedCustomObject({ ...machine, plural: "terraformclusters" })) as { items: AnyObject[] };
+    expect(listed.items.map((item) => item.metadata.name)).toEqual(["ext"]);
+    expect((await rejection(viewer.custom.patchNamespacedCustomObject({ ...machine, body: label("viewer") }, mergePatchOptions()))).code).toBe(403);
+    expect((await rejection(viewer.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions()))).code).toBe(403);
+    expect((await rejection(viewer.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
+    expect((await rejection(viewer.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
+    expect((await rejection(viewer.core.listNamespacedSecret({ namespace: workload }))).code).toBe(403);
+
+    // edit: writes the objects, not their status.
+    await editor.custom.patchNamespacedCustomObject({ ...machine, body: label("editor") }, mergePatchOptions());
+    expect((await rejection(editor.custom.patchNamespacedCustomObjectStatus({ ...machine, body: { status: { ready: true } } }, mergePatchOptions()))).code).toBe(403);
+
+    // plan approver: reads and approves the three kinds that run plans; creates, deletes and reads Secrets not.
+    await approver.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions());
+    const approved = (await approver.custom.getNamespacedCustomObject(machine)) as AnyObject;
+    expect(approved.metadata.annotations["captf.io/approve-plan"]).toBe("p1:0000");
+    expect((await rejection(approver.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
+    expect((await rejection(approver.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
+    expect((await rejection(approver.custom.listNamespacedCustomObject({ ...machine, plural: "terraformmachinetemplates" }))).code).toBe(403);
+    expect((await rejection(approver.core.listNamespacedSecret({ namespace: workload }))).code).toBe(403);
+  }, 60_000);
+
+  it("keeps one of two Ready manager Pods through evictions with the shipped PodDisruptionBudget", async () => {
+    // The shipped Deployment (2 replicas) and budget, rendered for the test namespace; no kubelet runs
+    // them, so the test marks the ReplicaSet's Pods Running and Ready the way a kubelet would.
+    const options = { namespace: workload, image: "registry.invalid/captf-controller:test" };
+    const deployment = deploymentObject(options);
+    deployment.spec!.replicas = 2;
+    const apps = kubeConfig.makeApiClient(k8s.AppsV1Api);
+    const policy = kubeConfig.makeApiClient(k8s.PolicyV1Api);
+    await apps.createNamespacedDeployment({ namespace: workload, body: deployment });
+    await policy.createNamespacedPodDisruptionBudget({ namespace: workload, body: podDisruptionBudgetObject(options) });
+    const selector = Object.entries(deployment.spec!.selector.matchLabels!).map(([key, value]) => `${key}=${value}`).join(",");
+    const managerPods = async () => (await plane.core.listNamespacedPod({ namespace: workload, labelSelector: selector })).items.filter((pod) => !pod.metadata!.deletionTimestamp);
+    const pods = await waitFor(async () => ((await managerPods()).length === 2 ? managerPods() : undefined), 30_000, "the Deployment's two Pods");
+    const now = new Date();
+    for (const pod of pods) {
+      await plane.core.replaceNamespacedPodStatus({
+        namespace: workload,
+        name: pod.metadata!.name!,
+        body: { ...pod, status: { phase: "Running", startTime: now, conditions: [{ type: "Ready", status: "True", lastTransitionTime: now }] } },
+      });
+    }
+    await waitFor(async () => ((await policy.readNamespacedPodDisruptionBudget({ namespace: workload, name: installNames.podDisruptionBudget })).status?.disruptionsAllowed === 1 ? true : undefined), 30_000, "disruptionsAllowed 1");
+    const evict = (name: string) => plane.core.createNamespacedPodEviction({ namespace: workload, name, body: { metadata: { name, namespace: workload } } });
+    await evict(pods[0]!.metadata!.name!);
+    // The ReplicaSet's replacement is not Ready: the last Ready Pod stays.
+    await waitFor(async () => ((await policy.readNamespacedPodDisruptionBudget({ namespace: workload, name: installNames.podDisruptionBudget })).status?.disruptionsAllowed === 0 ? true : undefined), 30_000, "disruptionsAllowed 0");
+    expect(await rejection(evict(pods[1]!.metadata!.name!))).toEqual({ code: 429, message: expect.stringContaining("disruption budget") });
+    await apps.deleteNamespacedDeployment({ namespace: workload, name: deployment.metadata!.name! });
+  }, 60_000);
 });
+
+/** A client acting as a new ServiceAccount of the namespace bound (RoleBinding) to a ClusterRole, with a token from the TokenRequest API. */
+async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, namespace: string, clusterRole: string, path: string): Promise<{ custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; user: string }> {
+  const name = `as-${clusterRole}`;
+  await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  await kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole }, subjects: [{ kind: "ServiceAccount", name, namespace }] },
+  });
+  const token = await plane.core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+  const controlPlane = sharedControlPlane();
+  writeKubeconfig(path, { server: controlPlane.server, caFile: controlPlane.caFile, token: token.status!.token });
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(path);
+  return { custom: config.makeApiClient(k8s.CustomObjectsApi), core: config.makeApiClient(k8s.CoreV1Api), user: `system:serviceaccount:${namespace}:${name}` };
+}
 
 /** An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to start an apply. */
 async function createMachineFixture(plane: PlaneClients, namespace: string, identity: string): Promise<void> {

@@ -7,8 +7,8 @@ import { renderCrdFiles } from "../api/crds.js";
 import { parseManagerFlags } from "../flags.js";
 import { webhookPath } from "../webhooks/configuration.js";
 import { kinds } from "@captf/contract/api";
-import { defaultInstallOptions, installNames, installPath, renderInstallFiles, servingCertificateDnsNames, staleInstallFiles, webhookCertDir } from "./manifests.js";
-import { managerPermissions, renderPermissionTable, runnerPermissions } from "./permissions.js";
+import { defaultInstallOptions, installNames, installPath, podDisruptionBudgetObject, renderInstallFiles, servingCertificateDnsNames, staleInstallFiles, userRoleObjects, webhookCertDir } from "./manifests.js";
+import { editPermissions, managerPermissions, planApproverPermissions, renderPermissionTable, runnerPermissions, viewPermissions } from "./permissions.js";
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
 type AnyObject = Record<string, any>;
@@ -35,9 +35,13 @@ describe("the install manifests", () => {
       "ClusterRoleBinding/captf-manager-rolebinding",
       "ClusterRole/captf-runner",
       "ClusterRole/captf-metrics-reader",
+      "ClusterRole/captf-view",
+      "ClusterRole/captf-edit",
+      "ClusterRole/captf-plan-approver",
       "Service/captf-webhook-service",
       "Service/captf-controller-manager-metrics-service",
       "Deployment/captf-controller-manager",
+      "PodDisruptionBudget/captf-controller-manager",
       "Issuer/captf-selfsigned-issuer",
       "Certificate/captf-serving-cert",
       "ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
@@ -94,6 +98,31 @@ describe("the install manifests", () => {
     expect(configuration).toEqual(parse(golden));
   });
 
+  it("aggregates captf-view into view, captf-edit into edit and admin, and leaves captf-plan-approver to be bound on its own", () => {
+    const roles = Object.fromEntries(userRoleObjects().map((role) => [role.metadata!.name!, role]));
+    const aggregation = (name: string) => Object.keys(roles[name]!.metadata!.labels!).filter((label) => label.startsWith("rbac.authorization.k8s.io/aggregate-to-"));
+    expect(aggregation(installNames.viewRole)).toEqual(["rbac.authorization.k8s.io/aggregate-to-view"]);
+    expect(aggregation(installNames.editRole)).toEqual(["rbac.authorization.k8s.io/aggregate-to-edit", "rbac.authorization.k8s.io/aggregate-to-admin"]);
+    expect(aggregation(installNames.planApproverRole)).toEqual([]);
+    const verbs = (name: string) => new Set(roles[name]!.rules!.flatMap((rule) => rule.verbs));
+    expect([...verbs(installNames.viewRole)]).toEqual(["get", "list", "watch"]);
+    expect([...verbs(installNames.planApproverRole)]).toEqual(["get", "list", "watch", "patch"]);
+    expect(roles[installNames.planApproverRole]!.rules!.flatMap((rule) => rule.resources)).toEqual(["terraformclusters", "terraformmachines", "terraformmachinepools"]);
+    // Identities hold the keys to cloud credentials: cluster administrators' alone.
+    expect(roles[installNames.editRole]!.rules!.flatMap((rule) => rule.resources)).not.toContain("terraformclusteridentities");
+    for (const role of Object.values(roles)) expect(role.rules!.every((rule) => rule.apiGroups!.length === 1 && rule.apiGroups![0] === "infrastructure.cluster.x-k8s.io")).toBe(true);
+  });
+
+  it("keeps at most one manager Pod away at a time with a PodDisruptionBudget that selects the Deployment's Pods", () => {
+    const objects = installObjects();
+    const budget = objects.find((object) => object.kind === "PodDisruptionBudget")!;
+    expect(budget).toEqual(podDisruptionBudgetObject(defaultInstallOptions));
+    expect(budget.spec.maxUnavailable).toBe(1);
+    const podLabels = deploymentOf(objects).spec!.template.metadata!.labels!;
+    expect(Object.entries(budget.spec.selector.matchLabels).every(([key, value]) => podLabels[key] === value)).toBe(true);
+    expect(budget.spec.selector.matchLabels).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
+  });
+
   it("renders another image into the Deployment and CAPTF_MANAGER_IMAGE, and another namespace everywhere", () => {
     const objects = installObjects({ namespace: "ops", image: "registry.example/captf-controller:dev" });
     const container = deploymentOf(objects).spec!.template.spec!.containers[0]!;
@@ -111,6 +140,10 @@ describe("docs/installation.md", () => {
   it("lists the manager's and the runner's permissions as the manifests grant them", () => {
     expect(page).toContain(renderPermissionTable(managerPermissions));
     expect(page).toContain(renderPermissionTable(runnerPermissions));
+  });
+
+  it("lists the permissions of the roles for people", () => {
+    for (const permissions of [viewPermissions, editPermissions, planApproverPermissions]) expect(page).toContain(renderPermissionTable(permissions));
   });
 
   it("names the Secret and the mount path the Deployment expects", () => {

@@ -6,12 +6,13 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
+import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1PodDisruptionBudget, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { renderCrdFiles, type GeneratedFile } from "../api/crds.js";
 import { buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
 import { defaultManagerNamespace, managerServiceAccount, managerVersion } from "../manager-main.js";
-import { managerPermissions, policyRules, runnerPermissions } from "./permissions.js";
+import { renderMonitoringFiles } from "../monitoring/monitoring-files.js";
+import { editPermissions, managerPermissions, planApproverPermissions, policyRules, runnerPermissions, viewPermissions } from "./permissions.js";
 
 export interface InstallOptions {
   namespace: string;
@@ -36,6 +37,10 @@ export const installNames = {
   certificate: "captf-serving-cert",
   /** The kubernetes.io/tls Secret the Deployment mounts at the webhook cert dir (cert-manager writes it, or you do). */
   certificateSecret: "captf-webhook-service-cert",
+  viewRole: "captf-view",
+  editRole: "captf-edit",
+  planApproverRole: "captf-plan-approver",
+  podDisruptionBudget: "captf-controller-manager",
 } as const;
 
 export const ports = { webhook: 9443, health: 9440, metrics: 8443 } as const;
@@ -141,11 +146,40 @@ export function rbacObjects(options: InstallOptions): { serviceAccount: V1Servic
   };
 }
 
-function service(options: InstallOptions, name: string, port: number, targetPort: string): V1Service {
+const aggregateTo = (role: "view" | "edit" | "admin") => ({ [`rbac.authorization.k8s.io/aggregate-to-${role}`]: "true" });
+
+/**
+ * Roles for people: `captf-view` joins the built-in `view` role (the built-in `edit` and `admin`
+ * include `view`), `captf-edit` joins `edit` and `admin`, and `captf-plan-approver` is bound on its own.
+ */
+export function userRoleObjects(): V1ClusterRole[] {
+  const withLabels = (role: V1ClusterRole, labels: Record<string, string>): V1ClusterRole => ({ ...role, metadata: { ...role.metadata, labels: { ...partOf, ...labels } } });
+  return [
+    withLabels(clusterRole(installNames.viewRole, policyRules(viewPermissions)), aggregateTo("view")),
+    withLabels(clusterRole(installNames.editRole, policyRules(editPermissions)), { ...aggregateTo("edit"), ...aggregateTo("admin") }),
+    clusterRole(installNames.planApproverRole, policyRules(planApproverPermissions)),
+  ];
+}
+
+/**
+ * At most one manager Pod evicted at a time: with the shipped single replica a drain still evicts it
+ * (the webhooks are down until it is rescheduled); with two replicas a standby keeps serving. A Pod
+ * that is not Ready may always be evicted, so a crash-looping manager never blocks a drain.
+ */
+export function podDisruptionBudgetObject(options: InstallOptions): V1PodDisruptionBudget {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name: installNames.podDisruptionBudget, namespace: options.namespace, labels: partOf },
+    spec: { maxUnavailable: 1, selector: { matchLabels: managerSelector }, unhealthyPodEvictionPolicy: "AlwaysAllow" },
+  };
+}
+
+function service(options: InstallOptions, name: string, port: number, targetPort: string, labels: Record<string, string> = {}): V1Service {
   return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name, namespace: options.namespace, labels: partOf },
+    metadata: { name, namespace: options.namespace, labels: { ...partOf, ...labels } },
     spec: { selector: managerSelector, ports: [{ name: "https", port, targetPort, protocol: "TCP" }] },
   };
 }
@@ -155,7 +189,8 @@ export function webhookServiceObject(options: InstallOptions): V1Service {
 }
 
 export function metricsServiceObject(options: InstallOptions): V1Service {
-  return service(options, installNames.metricsService, ports.metrics, "metrics");
+  // Its own component label, so that the ServiceMonitor selects it and not the webhook Service.
+  return service(options, installNames.metricsService, ports.metrics, "metrics", { "app.kubernetes.io/component": "metrics" });
 }
 
 /** The DNS names the serving certificate must carry: the webhook Service's and the metrics Service's. */
@@ -189,10 +224,10 @@ function yamlDocuments(objects: readonly unknown[]): string {
   return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
 }
 
-/** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment, certificate, webhooks). */
+/** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment and its budget, certificate, webhooks). */
 export const installPath = "config/install.yaml";
 
-/** The component files under config/ and config/install.yaml, paths relative to the package root. */
+/** The component files under config/, config/install.yaml and the opt-in config/monitoring files, paths relative to the package root. */
 export function renderInstallFiles(options: InstallOptions = defaultInstallOptions): GeneratedFile[] {
   const rbac = rbacObjects(options);
   const components: GeneratedFile[] = [
@@ -202,15 +237,18 @@ export function renderInstallFiles(options: InstallOptions = defaultInstallOptio
     { path: "config/rbac/role_binding.yaml", content: yamlDocuments([rbac.managerRoleBinding]) },
     { path: "config/rbac/runner_role.yaml", content: yamlDocuments([rbac.runnerRole]) },
     { path: "config/rbac/metrics_reader_role.yaml", content: yamlDocuments([rbac.metricsReaderRole]) },
+    { path: "config/rbac/user_roles.yaml", content: yamlDocuments(userRoleObjects()) },
     { path: "config/webhook/service.yaml", content: yamlDocuments([webhookServiceObject(options)]) },
     { path: "config/manager/metrics_service.yaml", content: yamlDocuments([metricsServiceObject(options)]) },
     { path: "config/manager/manager.yaml", content: yamlDocuments([deploymentObject(options)]) },
+    { path: "config/manager/pdb.yaml", content: yamlDocuments([podDisruptionBudgetObject(options)]) },
     { path: "config/certmanager/certificate.yaml", content: yamlDocuments(certManagerObjects(options)) },
     { path: "config/webhook/manifests.yaml", content: yamlDocuments([validatingWebhookConfigurationObject(options)]) },
   ];
   const [namespace, ...rest] = components;
   const ordered = [namespace!.content, ...renderCrdFiles().map((file) => file.content), ...rest.map((file) => file.content)];
-  return [...components.map((file) => ({ path: file.path, content: header + file.content })), { path: installPath, content: header + ordered.join("---\n") }];
+  const monitoring = renderMonitoringFiles({ namespace: options.namespace, metricsService: metricsServiceObject(options), servingCertificateSecret: installNames.certificateSecret });
+  return [...components.map((file) => ({ path: file.path, content: header + file.content })), { path: installPath, content: header + ordered.join("---\n") }, ...monitoring];
 }
 
 /** Install files whose content on disk differs from the rendering, or which are missing. */

@@ -51,6 +51,27 @@ export const runnerPermissions: readonly Permission[] = [
   { apiGroup: "events.k8s.io", resources: ["events"], verbs: ["create"], why: "the runner's progress events (--runner-events)" },
 ];
 
+/** The namespaced kinds users write; identities are cluster-scoped credentials, left to cluster administrators. */
+const namespacedPlurals = kindDefinitions.filter((definition) => definition.scope === "Namespaced").map((definition) => definition.plural);
+
+/** `captf-view`, aggregated into the built-in `view` (and so `edit` and `admin`): read every captf object. */
+export const viewPermissions: readonly Permission[] = [
+  { apiGroup, resources: [...allPlurals, ...statusPlurals], verbs: ["get", "list", "watch"], why: "reading captf objects and their status" },
+];
+
+/** `captf-edit`, aggregated into the built-in `edit` and `admin`: write the namespaced captf objects, not their status. */
+export const editPermissions: readonly Permission[] = [
+  { apiGroup, resources: namespacedPlurals, verbs: ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"], why: "creating, changing and deleting clusters, machines, pools and their templates" },
+];
+
+/**
+ * `captf-plan-approver`, aggregated into nothing: bind it to whoever approves plans. RBAC cannot narrow a
+ * patch to one annotation, so it grants `patch` on the three kinds that run plans and nothing else.
+ */
+export const planApproverPermissions: readonly Permission[] = [
+  { apiGroup, resources: workspacePlurals, verbs: ["get", "list", "watch", "patch"], why: "reading a pending plan (status.plan) and setting captf.io/approve-plan to its hash" },
+];
+
 export function policyRules(permissions: readonly Permission[]): V1PolicyRule[] {
   return permissions.map((permission) => ({
     apiGroups: [permission.apiGroup],
