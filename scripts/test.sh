@@ -19,15 +19,21 @@ fi
 export TURBO_TELEMETRY_DISABLED=1
 pnpm install --frozen-lockfile --reporter=silent
 
-# Debian programs the tests use: command → package.
+# Debian programs the tests use: command (or, for libraries, absolute path) → package.
+# The image is built for arm64 too: its libraries come from the *-arm64-cross packages, and
+# qemu-user-static runs its node.
 declare -A debian_packages=(
   [openssl]=openssl [patchelf]=patchelf [chroot]=coreutils [mknod]=coreutils
   [umoci]=umoci [skopeo]=skopeo [docker-registry]=docker-registry
   [unshare]=util-linux [mount]=mount [hostname]=hostname
+  [qemu-aarch64-static]=qemu-user-static
+  [/usr/aarch64-linux-gnu/lib/libc.so.6]=libc6-arm64-cross
+  [/usr/aarch64-linux-gnu/lib/libstdc++.so.6]=libstdc++6-arm64-cross
+  [/usr/aarch64-linux-gnu/lib/libgcc_s.so.1]=libgcc-s1-arm64-cross
 )
 missing=()
 for command in "${!debian_packages[@]}"; do
-  command -v "$command" >/dev/null 2>&1 || missing+=("${debian_packages[$command]}")
+  [ -e "$command" ] || command -v "$command" >/dev/null 2>&1 || missing+=("${debian_packages[$command]}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   packages=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')

@@ -1,22 +1,28 @@
 #!/usr/bin/env node
-// Builds the captf-controller image into an OCI layout with umoci (no Docker): three layers,
-//   1. this machine's node at /usr/local/bin/node with the libraries `ldd node` names, at their paths;
-//      /etc/passwd and /etc/group naming the user 65532; /tmp
-//   2. the runner bundle (packages/runner/scripts/build-bundle.mjs) at /opt/captf/runner: every Job's
-//      init container runs `node /opt/captf/runner/runner.mjs copy /captf/bin` from this image
+// Builds the captf-controller image for linux/amd64 and linux/arm64 into an OCI layout with umoci
+// (no Docker): <tag> names an OCI index of both, <tag>-<arch> each image. Three layers each:
+//   1. /etc/passwd and /etc/group naming the user 65532, /home/nonroot, /tmp, /usr/local/bin/node
+//      (a link to the runner bundle's node: the image's only node), node's LICENSE and the SBOM
+//      (CycloneDX, scripts/sbom.mjs) at /usr/share/doc/captf/sbom.cdx.json
+//   2. the runner bundle (packages/runner/scripts/build-bundle.mjs --bin-dir /opt/captf/runner):
+//      the pinned Node LTS with its libraries; every Job's init container runs
+//      `node /opt/captf/runner/runner.mjs copy /captf/bin` from this image, which relocates it
 //   3. the manager bundle (scripts/build-manager-bundle.mjs) at /opt/captf/manager/manager.mjs
 // and the config: user 65532:65532, entrypoint `node /opt/captf/manager/manager.mjs`, the
-// org.opencontainers.image.* labels. The runner bundle carries its own node, patched to load its
-// libraries from /captf/bin/lib where Jobs copy it; that one cannot run here, so layer 1 has a plain one.
-// Usage: node scripts/build-manager-image.mjs --out <oci-layout> --tag <tag> [--commit <id>] [--source <url>]
-// Then, e.g.: skopeo copy oci:<oci-layout>:<tag> docker://<registry>/captf-controller:<tag>
+// org.opencontainers.image.* labels. Every time in it is the commit's (or SOURCE_DATE_EPOCH), so
+// two builds of one commit give one index digest.
+// Usage: node scripts/build-manager-image.mjs --out <oci-layout> --tag <tag> [--commit <id>] [--source <url>] [--arch amd64,arm64]
+// Then, e.g.: skopeo copy --all oci:<oci-layout>:<tag> docker://<registry>/captf-controller:<tag>
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, cpSync, existsSync, lutimesSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { architectures, nodeRelease, pinnedNodeDir, sharedLibraries } from "../../runner/scripts/pinned-node.mjs";
 import { gitCommit } from "./build-info.mjs";
+import { cycloneDxDocument, imageLockfileComponents } from "./sbom.mjs";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 const { values } = parseArgs({
@@ -25,22 +31,19 @@ const { values } = parseArgs({
     tag: { type: "string" },
     commit: { type: "string" },
     source: { type: "string", default: "https://github.com/captf-io/captf" },
+    arch: { type: "string", default: architectures.join(",") },
   },
 });
 if (!values.out || !values.tag) {
-  console.error("usage: build-manager-image.mjs --out <oci-layout-dir> --tag <tag> [--commit <id>] [--source <url>]");
+  console.error("usage: build-manager-image.mjs --out <oci-layout-dir> --tag <tag> [--commit <id>] [--source <url>] [--arch amd64,arm64]");
   process.exit(2);
 }
 const layout = resolve(values.out);
-const ref = `${layout}:${values.tag}`;
 const version = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")).version;
-const architectures = { x64: "amd64", arm64: "arm64" };
-const architecture = architectures[process.arch];
-if (!architecture) {
-  console.error(`build-manager-image: no OCI architecture for ${process.arch}`);
-  process.exit(1);
-}
 const commit = values.commit ?? gitCommit();
+const platforms = values.arch.split(",");
+const runnerDir = "/opt/captf/runner";
+const imageUser = "65532:65532";
 
 function run(command, args) {
   try {
@@ -54,19 +57,54 @@ function run(command, args) {
 const rootless = process.getuid?.() !== 0 ? ["--rootless"] : [];
 const umoci = (...args) => run("umoci", args);
 
-/** node and its libraries where `ldd` finds them on this machine, so the image's loader finds them at the same paths. */
-function layOutNodeRoot(root) {
-  const node = realpathSync(process.execPath);
-  const place = (from, to) => {
-    mkdirSync(dirname(to), { recursive: true });
-    cpSync(from, to);
-  };
-  place(node, join(root, "usr/local/bin/node"));
-  chmodSync(join(root, "usr/local/bin/node"), 0o755);
-  for (const line of run("ldd", [node]).split("\n")) {
-    const path = /=>\s+(\/\S+)/.exec(line)?.[1] ?? /^\s*(\/\S+)\s+\(/.exec(line)?.[1];
-    if (path) place(realpathSync(path), join(root, path));
+/** The build's one time: SOURCE_DATE_EPOCH, else the commit's, else the epoch. */
+function sourceDate() {
+  const fromEnv = process.env.SOURCE_DATE_EPOCH;
+  if (fromEnv) return new Date(Number(fromEnv) * 1000);
+  try {
+    return new Date(Number(execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: packageDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()) * 1000);
+  } catch {
+    return new Date(0);
   }
+}
+const created = sourceDate();
+const createdIso = created.toISOString();
+
+/** Every file under `dir` (and `dir` itself) gets the build's time, so the layer's tar is the same on every build. */
+function stampTimes(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) stampTimes(join(dir, entry.name));
+    else lutimesSync(join(dir, entry.name), created, created);
+  }
+  lutimesSync(dir, created, created);
+}
+
+const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
+
+/** The SBOM of one platform's image: the bundles' npm packages from the lockfile, node and its libraries. */
+function sbomOf(arch, npmComponents) {
+  const node = join(pinnedNodeDir(arch), "node");
+  const nodeComponent = {
+    type: "application",
+    "bom-ref": `pkg:generic/node@${nodeRelease.version}?arch=${arch}`,
+    name: "node",
+    version: nodeRelease.version,
+    purl: `pkg:npm/${nodeRelease.builds[arch].package}@${nodeRelease.version}`,
+    licenses: [{ license: { id: "MIT" } }],
+    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(node)) }],
+  };
+  const libraries = sharedLibraries(node, arch).libraries.map((library) => ({
+    type: "file",
+    "bom-ref": `file:${runnerDir}/lib/${library.name}`,
+    name: `${runnerDir}/lib/${library.name}`,
+    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(library.path)) }],
+  }));
+  const subject = { type: "container", name: "captf-controller", version, properties: [{ name: "oci:architecture", value: arch }] };
+  return cycloneDxDocument({ subject, created: createdIso, components: [nodeComponent, ...libraries, ...npmComponents] });
+}
+
+/** Layer 1: the user, the writable-looking directories, the node on PATH, node's licence and the SBOM. */
+function layOutBase(root, arch, sbom) {
   mkdirSync(join(root, "etc"), { recursive: true });
   writeFileSync(join(root, "etc/passwd"), "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n");
   writeFileSync(join(root, "etc/group"), "root:x:0:\nnonroot:x:65532:\n");
@@ -74,40 +112,52 @@ function layOutNodeRoot(root) {
   chmodSync(join(root, "home/nonroot"), 0o755);
   mkdirSync(join(root, "tmp"), { recursive: true });
   chmodSync(join(root, "tmp"), 0o1777);
+  mkdirSync(join(root, "usr/local/bin"), { recursive: true });
+  symlinkSync(`${runnerDir}/node`, join(root, "usr/local/bin/node"));
+  mkdirSync(join(root, "usr/share/doc/node"), { recursive: true });
+  cpSync(join(pinnedNodeDir(arch), "LICENSE"), join(root, "usr/share/doc/node/LICENSE"));
+  mkdirSync(join(root, "usr/share/doc/captf"), { recursive: true });
+  writeFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), `${JSON.stringify(sbom, null, 2)}\n`);
 }
 
-const started = Date.now();
-const work = mkdtempSync(join(tmpdir(), "captf-manager-image-"));
-try {
-  const runnerBundle = join(work, "runner");
-  const managerBundle = join(work, "manager");
-  const nodeRoot = join(work, "node-root");
-  process.stdout.write(run(process.execPath, [join(packageDir, "../runner/scripts/build-bundle.mjs"), "--out", runnerBundle]));
-  process.stdout.write(run(process.execPath, [join(packageDir, "scripts/build-manager-bundle.mjs"), "--out", managerBundle, "--commit", commit]));
-  layOutNodeRoot(nodeRoot);
-
-  if (!existsSync(join(layout, "index.json"))) umoci("init", "--layout", layout);
-  umoci("new", "--image", ref);
-  const insert = (source, target, createdBy) => umoci("insert", ...rootless, "--image", ref, "--history.created_by", createdBy, source, target);
-  insert(nodeRoot, "/", `node ${process.version} and its libraries`);
-  insert(runnerBundle, "/opt/captf/runner", "runner bundle (packages/runner/scripts/build-bundle.mjs)");
-  insert(managerBundle, "/opt/captf/manager", "manager bundle (packages/controller/scripts/build-manager-bundle.mjs)");
-  const labels = {
+function labels() {
+  return {
     "org.opencontainers.image.title": "captf-controller",
     "org.opencontainers.image.description": "The captf manager and the runner bundle every captf Job copies",
     "org.opencontainers.image.version": version,
     "org.opencontainers.image.revision": commit,
     "org.opencontainers.image.source": values.source,
     "org.opencontainers.image.licenses": "Apache-2.0",
-    "org.opencontainers.image.created": new Date().toISOString(),
+    "org.opencontainers.image.created": createdIso,
+    "org.opencontainers.image.base.name": "scratch",
   };
+}
+
+/** Builds `<tag>-<arch>` into the layout and returns its manifest descriptor. */
+function buildPlatform(work, arch, managerBundle, npmComponents) {
+  const ref = `${layout}:${values.tag}-${arch}`;
+  const runnerBundle = join(work, `runner-${arch}`);
+  const base = join(work, `base-${arch}`);
+  process.stdout.write(run(process.execPath, [join(packageDir, "../runner/scripts/build-bundle.mjs"), "--out", runnerBundle, "--bin-dir", runnerDir, "--arch", arch]));
+  layOutBase(base, arch, sbomOf(arch, npmComponents));
+  for (const dir of [base, runnerBundle, managerBundle]) stampTimes(dir);
+
+  const history = ["--history.created", createdIso];
+  umoci("new", "--image", ref);
+  const insert = (source, target, createdBy) => umoci("insert", ...rootless, "--image", ref, ...history, "--history.created_by", createdBy, source, target);
+  insert(base, "/", "user 65532, /tmp, node on PATH, node's licence, the SBOM");
+  insert(runnerBundle, runnerDir, `runner bundle with node v${nodeRelease.version} (packages/runner/scripts/build-bundle.mjs)`);
+  insert(managerBundle, "/opt/captf/manager", "manager bundle (packages/controller/scripts/build-manager-bundle.mjs)");
   umoci(
     "config",
     ...rootless,
     "--image",
     ref,
+    "--no-history",
+    "--created",
+    createdIso,
     "--config.user",
-    "65532:65532",
+    imageUser,
     "--config.env",
     "PATH=/usr/local/bin:/usr/bin:/bin",
     "--config.entrypoint",
@@ -117,18 +167,48 @@ try {
     "--config.workingdir",
     "/",
     "--architecture",
-    architecture,
+    arch,
     "--os",
     "linux",
-    ...Object.entries(labels).flatMap(([key, value]) => ["--config.label", `${key}=${value}`]),
+    ...Object.entries(labels()).flatMap(([key, value]) => ["--config.label", `${key}=${value}`]),
   );
+  const entry = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")).manifests.find((manifest) => manifest.annotations?.["org.opencontainers.image.ref.name"] === `${values.tag}-${arch}`);
+  return { mediaType: entry.mediaType, digest: entry.digest, size: entry.size, platform: { architecture: arch, os: "linux" } };
+}
+
+/** Writes the OCI index of `manifests` as a blob and names it `tag` in the layout's index.json. */
+function tagIndex(manifests) {
+  const index = `${JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests, annotations: { "org.opencontainers.image.created": createdIso } })}`;
+  const digest = sha256(index);
+  writeFileSync(join(layout, "blobs/sha256", digest), index);
+  const top = JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
+  top.manifests = top.manifests.filter((manifest) => manifest.annotations?.["org.opencontainers.image.ref.name"] !== values.tag);
+  top.manifests.push({ mediaType: "application/vnd.oci.image.index.v1+json", digest: `sha256:${digest}`, size: Buffer.byteLength(index), annotations: { "org.opencontainers.image.ref.name": values.tag } });
+  writeFileSync(join(layout, "index.json"), JSON.stringify(top));
+  return `sha256:${digest}`;
+}
+
+const started = Date.now();
+const work = mkdtempSync(join(tmpdir(), "captf-manager-image-"));
+let digest;
+try {
+  const managerBundle = join(work, "manager");
+  process.stdout.write(run(process.execPath, [join(packageDir, "scripts/build-manager-bundle.mjs"), "--out", managerBundle, "--commit", commit]));
+  if (!existsSync(join(layout, "index.json"))) umoci("init", "--layout", layout);
+  const npmComponents = imageLockfileComponents();
+  const manifests = platforms.map((arch) => buildPlatform(work, arch, managerBundle, npmComponents));
+  digest = tagIndex(manifests);
+  umoci("gc", "--layout", layout);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
 
-const manifest = JSON.parse(run("skopeo", ["inspect", "--raw", `oci:${ref}`]));
-const compressedBytes = manifest.layers.reduce((sum, layer) => sum + layer.size, 0);
+const sizes = platforms.map((arch) => {
+  const manifest = JSON.parse(run("skopeo", ["inspect", "--raw", `oci:${layout}:${values.tag}-${arch}`]));
+  return `${arch} ${(manifest.layers.reduce((sum, layer) => sum + layer.size, 0) / 1048576).toFixed(1)} MiB`;
+});
 console.log(
-  `build-manager-image: ${ref} (${architecture}, version ${version}, commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
-    `${manifest.layers.length} layers, ${(compressedBytes / 1048576).toFixed(1)} MiB compressed`,
+  `build-manager-image: ${layout}:${values.tag} = ${digest} (version ${version}, commit ${commit}, node v${nodeRelease.version}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
+    `${platforms.join(" and ")}, 3 layers each, compressed ${sizes.join(", ")}`,
 );
+

@@ -1,5 +1,6 @@
 import { chmod, copyFile, lstat, mkdir, readdir, readlink, stat, symlink } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { relocateNode } from "./relocate.js";
 
 /** The files every runner bundle holds: the patched interpreter-relocated node, and the runner itself. */
 export const bundleEntryFiles = ["node", "runner.mjs"] as const;
@@ -33,8 +34,9 @@ async function copyTree(from: string, to: string, totals: { files: number; bytes
 }
 
 /**
- * Copies the runner bundle (node, its libraries under lib/, runner.mjs) into `dest`: how the
- * Job's init container puts the runner into the shared /captf/bin volume.
+ * Copies the runner bundle (node, its libraries under lib/, runner.mjs) into `dest`, and points
+ * the copied node at the loader and libraries in `dest`/lib: how the Job's init container puts the
+ * runner into the shared /captf/bin volume from wherever its image keeps the bundle.
  */
 export async function copyBundle(from: string, dest: string): Promise<{ files: number; bytes: number }> {
   for (const name of bundleEntryFiles) {
@@ -43,5 +45,6 @@ export async function copyBundle(from: string, dest: string): Promise<{ files: n
   }
   const totals = { files: 0, bytes: 0 };
   await copyTree(from, dest, totals);
+  await relocateNode(join(dest, "node"), resolve(dest));
   return totals;
 }

@@ -14,7 +14,14 @@ export const toolVariables = {
   promtool: "CAPTF_PROMTOOL",
 } as const;
 /** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
-export const debianTools = { umoci: "umoci", skopeo: "skopeo", "docker-registry": "docker-registry", go: "golang" } as const;
+export const debianTools = {
+  umoci: "umoci",
+  skopeo: "skopeo",
+  "docker-registry": "docker-registry",
+  go: "golang",
+  patchelf: "patchelf",
+  "qemu-aarch64-static": "qemu-user-static",
+} as const;
 
 export type ToolName = keyof typeof toolVariables | keyof typeof debianTools;
 

@@ -1,17 +1,20 @@
-// The captf-controller image as scripts/build-manager-image.mjs builds it: its config read back with
-// skopeo, its root unpacked with umoci and run under chroot: the entrypoint answers --version as the
-// image's user, the runner bundle answers too, and the init container's copy command puts a
-// bundle into /captf/bin that runs in a root holding nothing else (as in a module image). Then the
-// shipped Deployment runs the image from a loopback registry on the chroot kubelet: in-cluster
-// configuration, the serving certificate Secret mounted, a read-only root, SIGTERM on deletion.
+// The captf-controller image as scripts/build-manager-image.mjs builds it: an OCI index of
+// linux/amd64 and linux/arm64, each config read back with skopeo and each root unpacked with umoci:
+// this machine's runs under chroot (the entrypoint answers --version as the image's user on the
+// pinned Node LTS, the runner bundle answers too, and the init container's copy command puts a
+// bundle into /captf/bin that runs in a root holding nothing else, as in a module image), the arm64
+// one's node runs under qemu-aarch64-static. One node in each, the SBOM beside it, and a second
+// build of the same commit gives the same image. Then the shipped Deployment runs the image from a
+// loopback registry on the chroot kubelet: in-cluster configuration, the serving certificate
+// Secret mounted, a read-only root as a non-root user, SIGTERM on deletion.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { describeWithTools, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, type ChrootKubelet, type LocalRegistry } from "@captf/testkit";
+import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, type ChrootKubelet, type LocalRegistry } from "@captf/testkit";
 import { contractVersion } from "@captf/contract";
 import { apiGroup, apiVersion, finalizers } from "@captf/contract/api";
 import { minimalMachine } from "../api/examples.test-support.js";
@@ -23,9 +26,14 @@ import { generateServingCertificate } from "../webhooks/certificates.test-suppor
 import { deploymentObject, installNames, managerUser } from "./manifests.js";
 
 const imageScript = fileURLToPath(new URL("../../scripts/build-manager-image.mjs", import.meta.url));
+const nodeRelease = JSON.parse(readFileSync(fileURLToPath(new URL("../../../runner/node-release.json", import.meta.url)), "utf8")) as { version: string; lts: string };
+const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { dependencies: Record<string, string> };
+const hostArch = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch]!;
+const otherArch = hostArch === "amd64" ? "arm64" : "amd64";
 const chroot = ["/usr/sbin/chroot", "/sbin/chroot", "/usr/bin/chroot"].find((path) => existsSync(path)) ?? "chroot";
 
-const runnerVersionLine = new RegExp(`^runner \\S+ \\(contract ${contractVersion}, node ${process.version.replaceAll(".", "\\.")}\\)\n$`);
+const pinnedNode = `v${nodeRelease.version}`;
+const runnerVersionLine = new RegExp(`^runner \\S+ \\(contract ${contractVersion}, node ${pinnedNode.replaceAll(".", "\\.")}\\)\n$`);
 
 interface ImageConfig {
   config: { User: string; Env: string[]; Entrypoint: string[]; Cmd?: string[]; WorkingDir: string; Labels: Record<string, string> };
@@ -47,12 +55,15 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
   const inRoot = (rootDir: string, command: string[], user = `${managerUser}:${managerUser}`) =>
     execFileSync(chroot, [`--userspec=${user}`, rootDir, ...command], { env: Object.fromEntries(config.config.Env.map((line) => line.split("=", 2) as [string, string])), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
+  const configOf = (ref: string) => JSON.parse(execFileSync("skopeo", ["inspect", "--config", `oci:${ref}`], { encoding: "utf8" })) as ImageConfig;
+  const rawOf = (ref: string) => JSON.parse(execFileSync("skopeo", ["inspect", "--raw", `oci:${ref}`], { encoding: "utf8" })) as { manifests: { digest: string; platform: { architecture: string; os: string } }[] };
+
   beforeAll(() => {
     if (process.getuid?.() !== 0) throw new Error("this suite runs the image's root under chroot, which needs root");
     execFileSync(process.execPath, [imageScript, "--out", layout, "--tag", "test", "--commit", "c0ffee"], { stdio: "pipe" });
-    config = JSON.parse(execFileSync("skopeo", ["inspect", "--config", `oci:${layout}:test`], { encoding: "utf8" })) as ImageConfig;
-    execFileSync("umoci", ["raw", "unpack", "--image", `${layout}:test`, root], { stdio: "pipe" });
-  }, 180_000);
+    config = configOf(`${layout}:test-${hostArch}`);
+    execFileSync("umoci", ["raw", "unpack", "--image", `${layout}:test-${hostArch}`, root], { stdio: "pipe" });
+  }, 400_000);
 
   afterAll(async () => {
     await kubelet?.stop();
@@ -62,6 +73,17 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
   }, 60_000);
+
+  it("is an OCI index of linux/amd64 and linux/arm64, each with the same config but its architecture", () => {
+    expect(rawOf(`${layout}:test`).manifests.map((manifest) => manifest.platform)).toEqual([
+      { architecture: "amd64", os: "linux" },
+      { architecture: "arm64", os: "linux" },
+    ]);
+    const other = configOf(`${layout}:test-${otherArch}`);
+    expect(other.architecture).toBe(otherArch);
+    expect(config.architecture).toBe(hostArch);
+    expect(other.config).toEqual(config.config);
+  });
 
   it("runs node /opt/captf/manager/manager.mjs as 65532, with the OCI labels", () => {
     expect(config.config.User).toBe("65532:65532");
@@ -74,11 +96,55 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
       "org.opencontainers.image.version": managerVersion,
       "org.opencontainers.image.revision": "c0ffee",
       "org.opencontainers.image.source": expect.stringMatching(/^https:\/\//),
+      "org.opencontainers.image.created": expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
   });
 
+  it("carries one node, the pinned LTS, linked onto PATH from the runner bundle", () => {
+    const nodes: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory()) walk(join(dir, entry.name));
+        else if (entry.isFile() && entry.name === "node") nodes.push(join(dir, entry.name).slice(root.length));
+      }
+    };
+    walk(root);
+    expect(nodes).toEqual(["/opt/captf/runner/node"]);
+    expect(lstatSync(join(root, "usr/local/bin/node")).isSymbolicLink()).toBe(true);
+    expect(inRoot(root, ["node", "-p", "`${process.version} ${process.release.lts}`"])).toBe(`${pinnedNode} ${nodeRelease.lts}\n`);
+  });
+
+  describeWithTools(["qemu-aarch64-static"], "its other platform", () => {
+    it("runs the other architecture's node from that image's root under qemu user emulation", () => {
+      // qemu-user-static runs the binary itself (no kernel binfmt): copied into the root, it runs under chroot there.
+      const otherRoot = join(work, `root-${otherArch}`);
+      execFileSync("umoci", ["raw", "unpack", "--image", `${layout}:test-${otherArch}`, otherRoot], { stdio: "pipe" });
+      const qemu = otherArch === "arm64" ? requireTool("qemu-aarch64-static") : "/usr/bin/qemu-x86_64-static";
+      copyFileSync(qemu, join(otherRoot, "qemu"));
+      expect(inRoot(otherRoot, ["/qemu", "/usr/local/bin/node", "-p", "`${process.version} ${process.arch} ${process.release.lts}`"])).toBe(`${pinnedNode} ${otherArch === "amd64" ? "x64" : "arm64"} ${nodeRelease.lts}\n`);
+    }, 60_000);
+  });
+
+  it("holds a CycloneDX SBOM naming node and every runtime dependency of the manager at its locked version", () => {
+    const sbom = JSON.parse(readFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as { bomFormat: string; specVersion: string; components: { name: string; version?: string; purl?: string }[] };
+    expect({ format: sbom.bomFormat, spec: sbom.specVersion }).toEqual({ format: "CycloneDX", spec: "1.5" });
+    expect(sbom.components).toContainEqual(expect.objectContaining({ name: "node", version: nodeRelease.version }));
+    const named = new Map(sbom.components.map((component) => [component.name, component.version]));
+    for (const [name, specifier] of Object.entries(controllerManifest.dependencies)) {
+      expect([name, named.get(name)]).toEqual([name, specifier.startsWith("workspace:") ? expect.any(String) : specifier]);
+    }
+  });
+
+  it("gives the same image when built again from the same commit", () => {
+    // The host's platform alone: its manifest digest covers its config and every layer byte for byte.
+    const again = join(work, "again");
+    execFileSync(process.execPath, [imageScript, "--out", again, "--tag", "test", "--commit", "c0ffee", "--arch", hostArch], { stdio: "pipe" });
+    const digestOf = (ref: string) => JSON.parse(readFileSync(join(ref, "index.json"), "utf8")).manifests.find((entry: { annotations?: Record<string, string> }) => entry.annotations?.["org.opencontainers.image.ref.name"] === `test-${hostArch}`).digest;
+    expect(digestOf(again)).toBe(digestOf(layout));
+  }, 300_000);
+
   it("answers --version through its entrypoint and runner version from the runner bundle, in its own root", () => {
-    expect(inRoot(root, [...config.config.Entrypoint, "--version"])).toBe(`manager ${managerVersion} (commit c0ffee, contract ${contractVersion}, node ${process.version})\n`);
+    expect(inRoot(root, [...config.config.Entrypoint, "--version"])).toBe(`manager ${managerVersion} (commit c0ffee, contract ${contractVersion}, node ${pinnedNode})\n`);
     expect(inRoot(root, ["node", "/opt/captf/runner/runner.mjs", "version"])).toMatch(runnerVersionLine);
   });
 
