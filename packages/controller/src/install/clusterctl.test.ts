@@ -38,7 +38,7 @@ describe("the clusterctl assets", () => {
       const text = files.find((file) => file.path.endsWith(`/${flavorFileName(flavor)}`))!.content;
       const substituted = text.replace(/\$\{([A-Z0-9_]+)(?::=([^}]*))?\}/g, (_, name: string, fallback?: string) => fallback ?? (name === "KUBERNETES_VERSION" ? "v1.36.3" : "x"));
       const objects = parseAllDocuments(substituted).map((document) => document.toJS() as AnyObject);
-      expect(objects.length).toBeGreaterThan(2);
+      expect(objects.length).toBeGreaterThan(0);
       for (const object of objects) expect(object.metadata.namespace).toBe("x");
       for (const match of substituted.matchAll(/replicas: (.*)/g)) expect(match[1]).toMatch(/^\d+$/);
     }

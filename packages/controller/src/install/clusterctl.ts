@@ -54,7 +54,8 @@ export function infrastructureComponentObjects(): AnyObject[] {
 }
 
 // The no-op flavor: the demo's Cluster, MachineDeployment and MachinePool (e2e/manifests/demo),
-// renamed after ${CLUSTER_NAME} in ${NAMESPACE}; the demo's identity and canary Secrets stay there.
+// renamed after ${CLUSTER_NAME} in ${NAMESPACE}, under the identity ${CAPTF_IDENTITY_NAME}; the demo's
+// identity and canary Secrets stay there.
 const demoFiles = ["10-cluster.yaml", "20-machinedeployment.yaml", "30-machinepool.yaml"];
 const demoName = "demo";
 
@@ -77,7 +78,7 @@ export function noopFlavorObjects(demoDirectory: string): AnyObject[] {
     .map((object) => {
       const copy = templatedDemo(object) as AnyObject;
       if (copy.kind === "TerraformCluster") {
-        delete copy.spec.identityRef;
+        copy.spec.identityRef = { name: "${CAPTF_IDENTITY_NAME}" };
         delete copy.spec.variablesFrom;
       }
       return copy;
@@ -116,7 +117,7 @@ function cloudClusterObjects(): AnyObject[] {
         replicas: "${CONTROL_PLANE_MACHINE_COUNT:=3}",
         version: "${KUBERNETES_VERSION}",
         machineTemplate: { spec: { infrastructureRef: { apiGroup: infraGroup, kind: "TerraformMachineTemplate", name: "${CLUSTER_NAME}-control-plane" } } },
-        kubeadmConfigSpec: {},
+        kubeadmConfigSpec: { format: "cloud-config" },
       },
     },
     {
@@ -149,7 +150,7 @@ function cloudPoolObjects(module: "gcp-machinepool" | "azure-machinepool", varia
         },
       },
     },
-    { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2", kind: "KubeadmConfig", metadata: meta(name), spec: { joinConfiguration: { nodeRegistration: {} } } },
+    { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2", kind: "KubeadmConfig", metadata: meta(name), spec: { format: "cloud-config" } },
     {
       apiVersion: `${infraGroup}/v1alpha1`,
       kind: "TerraformMachinePool",
@@ -159,11 +160,15 @@ function cloudPoolObjects(module: "gcp-machinepool" | "azure-machinepool", varia
   ];
 }
 
-/** A ClusterClass on the no-op modules (cluster, MachineDeployment and MachinePool classes) and a Cluster of it. */
+/** The ClusterClass of the `clusterclass` flavor; clusterctl reads it from `clusterclass-<name>.yaml` beside the templates. */
+export const clusterClassName = "captf-noop";
+
+/** A ClusterClass on the no-op modules (cluster, MachineDeployment and MachinePool classes) with its templates. */
 function clusterClassObjects(): AnyObject[] {
-  const className = "${CLUSTER_CLASS_NAME:=captf-noop}";
+  const className = clusterClassName;
   const ref = (kind: string, name: string, group = infraGroup, version = "v1alpha1") => ({ templateRef: { apiVersion: `${group}/${version}`, kind, name } });
-  const noopImage = (role: string) => `\${CAPTF_MODULE_REGISTRY:=ghcr.io/captf-io}/noop-${role}:${moduleTag}`;
+  // As the default flavor's: the no-op module images are the e2e's (<registry>/captf/noop-<role>).
+  const noopImage = (role: string) => `\${CAPTF_MODULE_REGISTRY}/captf/noop-${role}:${moduleTag}`;
   const bootstrap = ref("KubeadmConfigTemplate", `${className}-worker`, "bootstrap.cluster.x-k8s.io", "v1beta2");
   return [
     {
@@ -179,12 +184,18 @@ function clusterClassObjects(): AnyObject[] {
         },
       },
     },
-    { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformClusterTemplate", metadata: meta(className), spec: { template: { spec: { source: { image: noopImage("cluster") } } } } },
-    { apiVersion: "controlplane.cluster.x-k8s.io/v1beta2", kind: "KubeadmControlPlaneTemplate", metadata: meta(className), spec: { template: { spec: { kubeadmConfigSpec: {} } } } },
+    { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformClusterTemplate", metadata: meta(className), spec: { template: { spec: { source: { image: noopImage("cluster") }, identityRef: { name: "${CAPTF_IDENTITY_NAME}" } } } } },
+    { apiVersion: "controlplane.cluster.x-k8s.io/v1beta2", kind: "KubeadmControlPlaneTemplate", metadata: meta(className), spec: { template: { spec: { kubeadmConfigSpec: { format: "cloud-config" } } } } },
     { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformMachineTemplate", metadata: meta(`${className}-control-plane`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
     { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformMachineTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
     { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformMachinePoolTemplate", metadata: meta(`${className}-pool`), spec: { template: { spec: { source: { image: noopImage("machinepool") } } } } },
-    { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2", kind: "KubeadmConfigTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { joinConfiguration: { nodeRegistration: {} } } } } },
+    { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2", kind: "KubeadmConfigTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { format: "cloud-config" } } } },
+  ];
+}
+
+/** The `clusterclass` flavor: a Cluster of the ClusterClass (clusterctl adds the class to its output unless the namespace has it). */
+function clusterOfClassObjects(): AnyObject[] {
+  return [
     {
       apiVersion: `${capiGroup}/v1beta2`,
       kind: "Cluster",
@@ -192,7 +203,7 @@ function clusterClassObjects(): AnyObject[] {
       spec: {
         clusterNetwork: { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] } },
         topology: {
-          classRef: { name: className },
+          classRef: { name: clusterClassName },
           version: "${KUBERNETES_VERSION}",
           controlPlane: { replicas: "${CONTROL_PLANE_MACHINE_COUNT:=1}" },
           workers: {
@@ -218,7 +229,7 @@ function flavorObjects(flavor: ClusterctlFlavor, demoDirectory: string): AnyObje
     case "azure-machinepool":
       return [...cloudClusterObjects(), ...cloudPoolObjects("azure-machinepool", { image_id: "${AZURE_NODE_IMAGE_ID}", vm_size: "${AZURE_VM_SIZE:=Standard_D4s_v5}" })];
     case "clusterclass":
-      return clusterClassObjects();
+      return clusterOfClassObjects();
   }
 }
 
@@ -230,6 +241,7 @@ export function renderClusterctlFiles(demoDirectory: string): GeneratedFile[] {
   return [
     { path: `${clusterctlDirectory}/metadata.yaml`, content: header("packages/controller/src/manager-main.ts") + documents([metadataObject()]) },
     { path: `${clusterctlDirectory}/infrastructure-components.yaml`, content: header("packages/controller/src/install") + documents(infrastructureComponentObjects()) },
+    { path: `${clusterctlDirectory}/clusterclass-${clusterClassName}.yaml`, content: header("packages/controller/src/install/clusterctl.ts") + documents(clusterClassObjects()) },
     ...clusterctlFlavors.map((flavor) => ({
       path: `${clusterctlDirectory}/${flavorFileName(flavor)}`,
       content: header(flavor === "" ? "e2e/manifests/demo" : "packages/controller/src/install/clusterctl.ts") + documents(flavorObjects(flavor, demoDirectory)).replace(numericVariable, "$1$3"),
