@@ -37,13 +37,19 @@ export async function applyObjects(applier: Applier, objects: readonly k8s.Kuber
   }
 }
 
+/** Deletes, then applies each object: for what another field manager made in a shape a merge cannot change (a webhook's URL beside its Service). */
+export async function replaceObjects(applier: Applier, objects: readonly k8s.KubernetesObject[]): Promise<void> {
+  for (const object of objects) await applier.delete(object).catch(() => undefined);
+  await applyObjects(applier, objects);
+}
+
 /**
- * The objects of a YAML file with every `${NAME}` replaced from `variables` (as `clusterctl generate`
- * does); a name without a value is an error naming the file and the variable.
+ * The objects of a YAML file with every `${NAME}` (or `${NAME:=default}`) replaced from `variables`,
+ * as clusterctl does; a name without a value or default is an error naming the file and the variable.
  */
 export function loadManifest(file: string, variables: Readonly<Record<string, string>>): k8s.KubernetesObject[] {
-  const text = readFileSync(file, "utf8").replace(/\$\{([A-Z0-9_]+)\}/g, (_, name: string) => {
-    const value = variables[name];
+  const text = readFileSync(file, "utf8").replace(/\$\{([A-Z0-9_]+)(?::=([^}]*))?\}/g, (_, name: string, fallback: string | undefined) => {
+    const value = variables[name] ?? fallback;
     if (value === undefined) throw new Error(`${file}: no value for \${${name}}`);
     return value;
   });

@@ -1,9 +1,11 @@
 // captf installed as a user installs it: the captf-controller image and the no-op module images
-// built here and pushed to a loopback registry, then config/install.yaml applied with the image
-// named, and the manager running as its Deployment under its own ServiceAccount on the chroot
-// kubelet. Two things are stood in for the plane's missing pieces: cert-manager (a serving
-// certificate Secret and the CA injected into the webhook configuration) and the Service network
-// (the webhooks point at the Pod's port on loopback, as the chroot kubelet's Pods share the host's).
+// built here and pushed to a loopback registry, then `clusterctl init --infrastructure terraform`
+// from captf's shipped clusterctl assets (e2e/src/clusterctl.ts; the same objects as
+// config/install.yaml) with the image named through `${CAPTF_IMAGE}`, and the manager running as its
+// Deployment under its own ServiceAccount on the chroot kubelet. Two things are stood in for the
+// plane's missing pieces: cert-manager (a serving certificate Secret and the CA injected into the
+// webhook configuration) and the Service network (the webhooks point at the Pod's port on
+// loopback, as the chroot kubelet's Pods share the host's).
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,11 +14,12 @@ import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { buildModuleImage, freeLoopbackPort, generateServingCertificate, pushImage, requireTool, type LocalRegistry } from "@captf/testkit/plane";
 import type { Role } from "@captf/contract";
-import { applyObjects, type Applier } from "./apply.js";
+import { loadManifest } from "./apply.js";
 import { pointWebhooksAt } from "./cluster-api.js";
+import { captfAssetsDirectory } from "./clusterctl.js";
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
-const installFile = join(repoRoot, "packages/controller/config/install.yaml");
+const componentsFile = join(captfAssetsDirectory, "infrastructure-components.yaml");
 const imageScript = join(repoRoot, "packages/controller/scripts/build-manager-image.mjs");
 
 export const managerNamespace = "captf-system";
@@ -52,55 +55,43 @@ export interface CaptfInstall {
   /** The admission server's port on loopback. */
   webhookPort: number;
   healthPort: number;
-  /** Every object applied, in order (for teardown). */
+  /** The CA of the admission server's certificate. */
+  webhookCaPem: string;
+  /** What this plane changes after `clusterctl init` (see the file's header): the certificate Secret, the Deployment's ports, the webhooks' URLs. */
   objects: k8s.KubernetesObject[];
 }
 
-/** The objects of config/install.yaml as this plane runs them (see the file's header). */
+/** The objects of captf's components as this plane runs them (see the file's header). */
 export async function installObjects(options: { managerImage: string; workDir: string }): Promise<CaptfInstall> {
-  const shipped = k8s.loadAllYaml(readFileSync(installFile, "utf8")) as k8s.KubernetesObject[];
+  const shipped = loadManifest(componentsFile, { CAPTF_IMAGE: options.managerImage });
   const certificate = shipped.find((object) => object.kind === "Certificate") as (k8s.KubernetesObject & { spec: { dnsNames: string[]; secretName: string } }) | undefined;
-  if (!certificate) throw new Error(`${installFile} has no cert-manager Certificate`);
+  if (!certificate) throw new Error(`${componentsFile} has no cert-manager Certificate`);
   const serving = generateServingCertificate(join(options.workDir, "captf-webhook-certs"), "127.0.0.1", certificate.spec.dnsNames);
   const webhookPort = await freeLoopbackPort();
   const healthPort = await freeLoopbackPort();
   const diagnosticsPort = await freeLoopbackPort();
 
-  const objects: k8s.KubernetesObject[] = [];
+  const objects: k8s.KubernetesObject[] = [
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: certificate.spec.secretName, namespace: certificate.metadata!.namespace },
+      type: "kubernetes.io/tls",
+      data: { "tls.crt": readFileSync(serving.certFile).toString("base64"), "tls.key": readFileSync(serving.keyFile).toString("base64"), "ca.crt": Buffer.from(serving.caPem).toString("base64") },
+    } as k8s.KubernetesObject,
+  ];
   for (const object of shipped) {
-    if (object.apiVersion!.startsWith("cert-manager.io/")) continue;
-    if (object.kind === "Deployment") {
-      objects.push(withImageAndPorts(object as k8s.V1Deployment, options.managerImage, { webhookPort, healthPort, diagnosticsPort }));
-    } else if (object.kind === "ValidatingWebhookConfiguration" || object.kind === "MutatingWebhookConfiguration") {
-      objects.push(pointWebhooksAt(object, `https://127.0.0.1:${webhookPort}`, serving.caPem));
-    } else {
-      objects.push(object);
-    }
-    if (object.kind === "Namespace") {
-      objects.push({
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: certificate.spec.secretName, namespace: certificate.metadata!.namespace },
-        type: "kubernetes.io/tls",
-        data: { "tls.crt": readFileSync(serving.certFile).toString("base64"), "tls.key": readFileSync(serving.keyFile).toString("base64"), "ca.crt": Buffer.from(serving.caPem).toString("base64") },
-      } as k8s.KubernetesObject);
-    }
+    if (object.kind === "Deployment") objects.push(withPorts(object as k8s.V1Deployment, { webhookPort, healthPort, diagnosticsPort }));
+    if (object.kind === "ValidatingWebhookConfiguration" || object.kind === "MutatingWebhookConfiguration") objects.push(pointWebhooksAt(object, `https://127.0.0.1:${webhookPort}`, serving.caPem));
   }
-  return { webhookPort, healthPort, objects };
+  return { webhookPort, healthPort, webhookCaPem: serving.caPem, objects };
 }
 
-/** The shipped Deployment naming `image`, on free loopback ports (the chroot kubelet's Pods share the host's network). */
-function withImageAndPorts(deployment: k8s.V1Deployment, image: string, ports: { webhookPort: number; healthPort: number; diagnosticsPort: number }): k8s.V1Deployment {
+/** The shipped Deployment on free loopback ports (the chroot kubelet's Pods share the host's network). */
+function withPorts(deployment: k8s.V1Deployment, ports: { webhookPort: number; healthPort: number; diagnosticsPort: number }): k8s.V1Deployment {
   const copy = structuredClone(deployment);
   const container = copy.spec!.template.spec!.containers.find((candidate) => candidate.name === "manager")!;
-  container.image = image;
-  for (const variable of container.env ?? []) if (variable.name === "CAPTF_MANAGER_IMAGE") variable.value = image;
   // A repeated flag's last value wins.
   container.args = [...(container.args ?? []), `--webhook-port=${ports.webhookPort}`, `--health-addr=127.0.0.1:${ports.healthPort}`, `--diagnostics-address=127.0.0.1:${ports.diagnosticsPort}`];
   return copy;
-}
-
-/** Applies the install and waits until the manager's webhooks answer through the API server. */
-export async function installCaptf(applier: Applier, install: CaptfInstall): Promise<void> {
-  await applyObjects(applier, install.objects);
 }

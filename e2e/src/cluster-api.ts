@@ -18,12 +18,11 @@ export interface ClusterApiManager {
   stop(): Promise<void>;
 }
 
-/** Installs Cluster API's CRDs and webhooks and starts its core manager against the plane's admin kubeconfig. */
+/** Starts Cluster API's core manager against the plane's admin kubeconfig and installs its webhooks; its CRDs are `clusterctl init`'s (e2e/src/clusterctl.ts). */
 export async function startClusterApi(options: { kubeconfigPath: string; workDir: string; applier: Applier; log: (line: string) => void }): Promise<ClusterApiManager> {
   const { kubeconfigPath, workDir, applier, log } = options;
   const moduleDir = clusterApiModuleDirectory();
   const crds = readdirYaml(join(moduleDir, coreCrdDirectory));
-  await applyObjects(applier, crds);
   await waitForCrdsEstablished(applier, crds);
   log(`cluster-api: ${crds.length} CRDs established`);
 
@@ -42,6 +41,8 @@ export async function startClusterApi(options: { kubeconfigPath: string; workDir
       // Faster than the defaults, so a demo converges in seconds rather than a minute.
       "--remote-connection-grace-period=20s",
       "--sync-period=60s",
+      // ClusterClass objects are refused without it (the clusterclass flavor, e2e/src/clusterctl-scenarios.test-support.ts).
+      "--feature-gates=ClusterTopology=true",
     ],
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KUBECONFIG: kubeconfigPath } },
   );

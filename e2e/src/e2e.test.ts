@@ -1,6 +1,7 @@
 // captf as a Cluster API infrastructure provider, end to end: Cluster API's own core manager drives
-// it, captf runs as installed from config/install.yaml (its Deployment, its ServiceAccount, its
-// RBAC), and the user's objects come from e2e/manifests/demo. Scenarios run in order on one plane.
+// it, captf runs as `clusterctl init` installs it from its clusterctl assets (config/install.yaml's
+// objects: its Deployment, its ServiceAccount, its RBAC), and the user's objects come from
+// e2e/manifests/demo. Scenarios run in order on one plane.
 import { randomBytes } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { readdirSync, readFileSync } from "node:fs";
@@ -10,6 +11,7 @@ import * as k8s from "@kubernetes/client-node";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { annotations, labels } from "@captf/contract/api";
 import { applyObjects } from "./apply.js";
+import { clusterctlScenarios } from "./clusterctl-scenarios.test-support.js";
 import { managerNamespace } from "./captf-install.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables, type DemoSecrets } from "./demo-objects.js";
 import { startManagementPlane, type ManagementPlane } from "./management-plane.js";
@@ -23,7 +25,7 @@ const scenarioTimeout = 600_000;
 const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
 
 describeWithTools(
-  ["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "capi-manager", "go", "umoci", "skopeo", "docker-registry"],
+  ["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "capi-manager", "clusterctl", "go", "umoci", "skopeo", "docker-registry"],
   "captf under Cluster API, installed from its manifests",
   () => {
     const secrets: DemoSecrets = {
@@ -350,6 +352,9 @@ describeWithTools(
       const mirror = (await core.listNamespacedSecret({ namespace: demoNamespace, labelSelector: labels.mirrored })).items;
       expect(mirror.map((secret) => Buffer.from(secret.data?.NOOP_API_TOKEN ?? "", "base64").toString())).toContain(secrets.credential);
     }, scenarioTimeout);
+
+    // clusterctl generate, describe and move (on their own namespaces).
+    clusterctlScenarios(() => ({ plane, planeLog }));
 
     it("removes everything of captf when the Cluster is deleted", async () => {
       await custom.deleteNamespacedCustomObject({ ...capi, plural: "clusters", name: demoClusterName });

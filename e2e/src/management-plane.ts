@@ -1,7 +1,8 @@
 // A management plane on this machine, as a user would have one: etcd, kube-apiserver and
 // kube-controller-manager (the testkit's), Cluster API's core manager, the stand-ins for a control
 // plane provider and for kubelets joining, a loopback registry holding captf's images, the chroot
-// kubelet that runs Pods, and captf installed from config/install.yaml. Nothing on captf's path
+// kubelet that runs Pods, and captf installed by `clusterctl init` from its shipped clusterctl
+// assets (the objects of config/install.yaml, labelled for clusterctl). Nothing on captf's path
 // holds admin credentials: its manager runs as its Deployment's ServiceAccount, its Jobs as the
 // runner ServiceAccount it binds.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -9,9 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { startChrootKubelet, startControlPlane, startLocalRegistry, waitFor, type ChrootKubelet, type ControlPlane, type LocalRegistry } from "@captf/testkit/plane";
-import { applyObjects, errorText, makeApplier, type Applier } from "./apply.js";
-import { buildAndPushImages, installCaptf, installObjects, managerNamespace, type CaptfImages, type CaptfInstall } from "./captf-install.js";
+import { applyObjects, errorText, makeApplier, replaceObjects, type Applier } from "./apply.js";
+import { buildAndPushImages, installObjects, managerNamespace, type CaptfImages, type CaptfInstall } from "./captf-install.js";
 import { startClusterApi, type ClusterApiManager } from "./cluster-api.js";
+import { certManagerStandInCrds, clusterctlInit, writeClusterctlRepository, type ClusterctlRepository } from "./clusterctl.js";
 import { standInControlPlaneCrd, startStandIns, type StandIns } from "./stand-ins.js";
 
 export interface ManagementPlane {
@@ -23,6 +25,8 @@ export interface ManagementPlane {
   readonly kubelet: ChrootKubelet;
   readonly standIns: StandIns;
   readonly clusterApi: ClusterApiManager;
+  /** The local provider repository and clusterctl config the plane was initialized from. */
+  readonly clusterctlRepository: ClusterctlRepository;
   readonly workDir: string;
   /** Seconds each step of the start took, in order. */
   readonly startSteps: readonly { step: string; seconds: number }[];
@@ -66,6 +70,12 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     stops.push(() => registry.stop());
     const images = await timed("images (captf-controller, no-op modules)", () => buildAndPushImages(registry, workDir, log));
 
+    // clusterctl init installs Cluster API's CRDs (its stand-in providers) and captf's components.
+    await applyObjects(applier, certManagerStandInCrds());
+    const clusterctlRepository = writeClusterctlRepository(workDir);
+    const install = await installObjects({ managerImage: images.manager, workDir });
+    await timed("clusterctl init --infrastructure terraform", () => clusterctlInit(clusterctlRepository, controlPlane.kubeconfigPath, images.manager));
+
     const clusterApi = await timed("Cluster API core manager", () => startClusterApi({ kubeconfigPath: controlPlane.kubeconfigPath, workDir, applier, log }));
     stops.push(() => clusterApi.stop());
 
@@ -73,8 +83,17 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     const standIns = startStandIns({ kubeConfig, workloadKubeconfig: readFileSync(controlPlane.kubeconfigPath, "utf8"), log });
     stops.push(() => standIns.stop());
 
-    const install = await installObjects({ managerImage: images.manager, workDir });
-    await timed("captf installed from config/install.yaml", () => installCaptf(applier, install));
+    await timed("captf's certificate, ports and webhook URLs on this plane", async () => {
+      // The port change would roll the Deployment, whose old Pod (default ports) stays until the new one is
+      // available: scale to none first, so the kubelet only ever sees Pods with this plane's ports.
+      const deployment = install.objects.find((object) => object.kind === "Deployment") as k8s.V1Deployment;
+      const webhooks = install.objects.filter((object) => object.kind!.endsWith("WebhookConfiguration"));
+      await applyObjects(applier, install.objects.filter((object) => !webhooks.includes(object)).map((object) => (object === deployment ? { ...deployment, spec: { ...deployment.spec!, replicas: 0 } } : object)));
+      await replaceObjects(applier, webhooks);
+      const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+      await waitFor(async () => ((await core.listNamespacedPod({ namespace: managerNamespace })).items.length === 0 ? true : undefined), 60_000, "the manager's first Pod gone");
+      await applyObjects(applier, [deployment]);
+    });
     stops.push(async () => {
       for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
     });
@@ -113,6 +132,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
       kubelet,
       standIns,
       clusterApi,
+      clusterctlRepository,
       workDir,
       startSteps: steps,
       managerLog,
