@@ -12,6 +12,8 @@ import type { KindDefinition } from "./resource.js";
 
 /** The Cluster API contract label: CAPI v1beta2 reads this provider's objects at v1alpha1. */
 export const capiContractLabel = labels.capiContract;
+/** The label `clusterctl move` finds the kinds to move by. */
+export const clusterctlMoveLabel = "clusterctl.cluster.x-k8s.io";
 
 /** Keywords a structural schema may carry, in the order the YAML lists them. */
 const structuralKeys = [
@@ -126,7 +128,8 @@ export function renderCrd(definition: KindDefinition): Record<string, unknown> {
     kind: "CustomResourceDefinition",
     metadata: {
       name: `${definition.plural}.${apiGroup}`,
-      labels: { [capiContractLabel]: apiVersion, ...definition.extraLabels },
+      // clusterctl move moves the kinds of CRDs with this label, however captf was installed.
+      labels: { [capiContractLabel]: apiVersion, [clusterctlMoveLabel]: "", ...definition.extraLabels },
     },
     spec: {
       group: apiGroup,

@@ -4,7 +4,7 @@ import { Type } from "@sinclair/typebox";
 import { parse } from "yaml";
 import { kinds } from "@captf/contract/api";
 import { renderApiReference } from "./api-reference.js";
-import { SchemaNotStructuralError, capiContractLabel, renderCrd, renderCrdFiles, toStructuralSchema } from "./crds.js";
+import { SchemaNotStructuralError, capiContractLabel, clusterctlMoveLabel, renderCrd, renderCrdFiles, toStructuralSchema } from "./crds.js";
 import { staleGeneratedFiles } from "./generate.js";
 import { kindDefinitions } from "./kinds.js";
 import { JsonObject, Quantity, StringEnum, described } from "./schema.js";
@@ -31,9 +31,10 @@ describe("generated files", () => {
 });
 
 describe("the CRDs", () => {
-  it.each(kindDefinitions.map((definition) => [definition.kind, definition] as const))("%s is a structural v1 CRD with the contract label and category", (_kind, definition) => {
+  it.each(kindDefinitions.map((definition) => [definition.kind, definition] as const))("%s is a structural v1 CRD with the contract and clusterctl move labels and category", (_kind, definition) => {
     const crd = renderCrd(definition) as AnyObject;
     expect(crd.metadata.labels[capiContractLabel]).toBe("v1alpha1");
+    expect(crd.metadata.labels[clusterctlMoveLabel]).toBe("");
     expect(crd.spec.preserveUnknownFields).toBe(false);
     expect(crd.spec.names.categories).toEqual(["cluster-api"]);
     expect(crd.spec.versions).toHaveLength(1);

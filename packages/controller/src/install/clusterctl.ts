@@ -25,9 +25,8 @@ export const componentVariables = { image: "CAPTF_IMAGE", namespace: "CAPTF_NAME
 export const clusterctlFlavors = ["", "gcp-machinepool", "azure-machinepool", "clusterclass"] as const;
 export type ClusterctlFlavor = (typeof clusterctlFlavors)[number];
 
-/** The contract label clusterctl puts on every object of a provider; the CRDs carry it too, so `clusterctl move` finds their kinds on any install. */
+/** The label clusterctl puts on every object of a provider (the CRDs carry clusterctl's move label from api/crds.ts). */
 const providerLabel = "cluster.x-k8s.io/provider";
-const clusterctlLabel = "clusterctl.cluster.x-k8s.io";
 const moduleTag = `v${managerVersion}-opentofu`;
 
 const header = (source: string) => `# Generated from ${source} by packages/controller/scripts/generate-clusterctl.mjs. Do not edit: run \`pnpm --filter @captf/controller gen\`.\n`;
@@ -47,8 +46,7 @@ export function infrastructureComponentObjects(): AnyObject[] {
   const install = renderInstallFiles(options).find((file) => file.path === installPath)!;
   return parseAllDocuments(install.content).map((document) => {
     const object = document.toJS() as AnyObject;
-    const crd = object.kind === "CustomResourceDefinition" ? { [clusterctlLabel]: "" } : {};
-    object.metadata.labels = { ...object.metadata.labels, [providerLabel]: clusterctlProvider.label, ...crd };
+    object.metadata.labels = { ...object.metadata.labels, [providerLabel]: clusterctlProvider.label };
     return object;
   });
 }
