@@ -34,7 +34,9 @@ export interface CaptfImages {
 export function buildAndPushImages(registry: LocalRegistry, workDir: string, log: (line: string) => void): CaptfImages {
   const layout = join(workDir, "oci");
   const started = Date.now();
-  execFileSync(process.execPath, [imageScript, "--out", layout, "--tag", "e2e"], { stdio: ["ignore", "ignore", "pipe"] });
+  // This machine's architecture only: the published two-architecture index is the image test's subject.
+  const arch = process.arch === "arm64" ? "arm64" : "amd64";
+  execFileSync(process.execPath, [imageScript, "--out", layout, "--tag", "e2e", "--arch", arch], { stdio: ["ignore", "ignore", "pipe"] });
   const manager = `${registry.host}/captf/captf-controller:e2e`;
   pushImage(layout, "e2e", manager);
   log(`images: captf-controller built and pushed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
