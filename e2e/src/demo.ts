@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { findTool, type ToolName } from "@captf/testkit/plane";
+import { debianTools, findTool } from "@captf/testkit/plane";
 import { randomBytes } from "node:crypto";
 import { applyObjects } from "./apply.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables } from "./demo-objects.js";
@@ -27,11 +27,12 @@ Options:
 
 Needs root (the chroot kubelet mounts and chroots), Go (tools are built from the Go
 module proxy into ~/.cache/captf/tools on first use), and Debian's umoci, skopeo and
-docker-registry. Exit codes: 0 ready (or stopped by Ctrl-C), 1 failed, 2 cannot start here.`;
+docker-registry and patchelf. Exit codes: 0 ready (or stopped by Ctrl-C), 1 failed, 2 cannot start here.`;
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 const demoTools = ["etcd", "tofu", "kube", "capi"] as const;
-const debianTools: readonly ToolName[] = ["umoci", "skopeo", "docker-registry"];
+/** The Debian programs the images are built and served with (patchelf: the runner bundle's node). */
+const imageTools = ["umoci", "skopeo", "docker-registry", "patchelf"] as const;
 
 export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream = process.stdout): Promise<number> {
   let options;
@@ -54,9 +55,9 @@ export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream =
     console.error("demo: needs root: the chroot kubelet that runs captf's Pods mounts and chroots (run it with sudo)");
     return 2;
   }
-  const missingDebian = debianTools.filter((tool) => !findTool(tool));
+  const missingDebian = imageTools.filter((tool) => !findTool(tool));
   if (missingDebian.length > 0) {
-    console.error(`demo: missing ${missingDebian.join(", ")}: apt-get install -y ${missingDebian.join(" ")}`);
+    console.error(`demo: missing ${missingDebian.join(", ")}: apt-get install -y ${missingDebian.map((tool) => debianTools[tool]).join(" ")}`);
     return 2;
   }
 
