@@ -26,7 +26,7 @@ Options:
   -h, --help          this text
 
 Needs root (the chroot kubelet mounts and chroots), Go (tools are built from the Go
-module proxy into ~/.cache/captf/tools on first use), and Debian's umoci, skopeo and
+module proxy into ~/.cache/captf/tools on first use), and Debian's umoci, skopeo,
 docker-registry and patchelf. Exit codes: 0 ready (or stopped by Ctrl-C), 1 failed, 2 cannot start here.`;
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
