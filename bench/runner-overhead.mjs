@@ -9,7 +9,8 @@
 //   npx tsc -b && node bench/runner-overhead.mjs [--rounds 8]
 //
 // The runner is measured as Jobs run it: the bundle that packages/runner/scripts/build-bundle.mjs
-// writes (its runner.mjs and on-demand chunks), started by this node.
+// writes (the pinned Node LTS with its libraries, runner.mjs and its on-demand chunks), laid out
+// for the directory it is built into, started by its own node.
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,8 +30,10 @@ const { requireTool, findTool } = await import(testkitDist);
 const runtimes = { tofu: requireTool("tofu"), ...(findTool("terraform") ? { terraform: findTool("terraform") } : {}) };
 
 const base = mkdtempSync(join(tmpdir(), "runner-overhead-"));
-const bundle = join(base, "bundle", "runner.mjs");
-execFileSync(process.execPath, [join(repo, "packages/runner/scripts/build-bundle.mjs"), "--js-only", "--out", join(base, "bundle")], { stdio: "ignore" });
+const bundleDir = join(base, "bundle");
+const bundle = join(bundleDir, "runner.mjs");
+const bundleNode = join(bundleDir, "node");
+execFileSync(process.execPath, [join(repo, "packages/runner/scripts/build-bundle.mjs"), "--out", bundleDir, "--bin-dir", bundleDir], { stdio: "ignore" });
 
 const root = {
   terraform: { backend: { kubernetes: {} } },
@@ -65,7 +68,7 @@ function timed(command, args, options = {}) {
 const env = { PATH: process.env.PATH };
 function runnerApply(runtime, dir) {
   return () =>
-    timed(process.execPath, [
+    timed(bundleNode, [
       bundle, "run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`,
       `--workdir=${join(dir, "work")}`, `--providers=${join(dir, "none")}`, `--result=${join(dir, "result.json")}`,
     ], { env });
@@ -113,7 +116,7 @@ for (const name of Object.keys(runtimes)) {
 }
 if (!runtimes.terraform) console.log("terraform: not installed (tools/install.sh builds it; or set CAPTF_TERRAFORM), not measured");
 
-const coldStarts = { "node -e 0": [process.execPath, ["-e", "0"]], "node runner.mjs version": [process.execPath, [bundle, "version"]] };
+const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], "node runner.mjs version": [bundleNode, [bundle, "version"]] };
 const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]));
 for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args));
 console.log("cold start, median of 10:");
