@@ -58,6 +58,11 @@ describe("decodeStateSecrets", () => {
     expect(JSON.stringify(reading)).not.toContain("SECRET");
   });
 
+  it("counts only object resources: a null or scalar entry is skipped, never a throw", () => {
+    const odd = state({ resources: [null, 7, "x", [], { mode: "managed" }] });
+    expect(decodeStateSecrets(suffix, [secret(base, gzipSync(JSON.stringify(odd)))])).toMatchObject({ kind: "ok", state: { managedResources: 1 } });
+  });
+
   it("refuses more Secrets or more bytes than its limits", () => {
     expect(decodeStateSecrets(suffix, chunked(state(), 5), { maxSecrets: 4, maxDecompressedBytes: 1e9 })).toMatchObject({ kind: "unreadable", reason: "StateTooLarge" });
     const big = state({ outputs: { blob: { value: "x".repeat(200_000) } } });
