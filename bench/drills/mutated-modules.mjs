@@ -82,14 +82,17 @@ export function writeMutatedModule(dir, seeds, { role, mutations }) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const files = { ...seeds[role] };
-  let neverParses = false;
+  // Per file: whether its mutations leave it never parsing. Only a lone unclosing mutation counts:
+  // a second one may undo it (a cut that drops a block's opening line rebalances the braces).
+  const unclosed = new Map();
   for (const [pick, mutation] of mutations) {
     const names = Object.keys(files).sort();
     const name = names[pick % names.length];
     const mutated = applyMutation(name, files[name], mutation);
     files[name] = mutated.bytes;
-    neverParses ||= mutated.neverParses && !name.endsWith(".json");
+    unclosed.set(name, !unclosed.has(name) && mutated.neverParses && !name.endsWith(".json"));
   }
+  const neverParses = [...unclosed.values()].some(Boolean);
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(dir, name), bytes);
   return { files, neverParses };
 }
