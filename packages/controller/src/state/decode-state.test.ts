@@ -48,6 +48,8 @@ describe("decodeStateSecrets", () => {
     ["a strange chunk name", [...chunked(state(), 1), secret(`${base}-part-01`, Buffer.from("x"))], "StateInconsistent", /unexpected state Secret name/],
     ["no tfstate key", [{ name: base, data: {} }], "StateInconsistent", /has no tfstate key/],
     ["not gzip", [secret(base, Buffer.from("plain"))], "StateCorrupt", /not valid gzip/],
+    ["a truncated gzip", [secret(base, gzipSync(JSON.stringify(state())).subarray(0, 40))], "StateCorrupt", /not valid gzip/],
+    ["a corrupted chunk", chunked(state(), 2).map((s, i) => (i === 1 ? secret(s.name, Buffer.from(Buffer.from(s.data!.tfstate!, "base64").map((b) => b ^ 0x5a))) : s)), "StateCorrupt", /not valid gzip/],
     ["not JSON", [secret(base, gzipSync("{oops"))], "StateCorrupt", /not a JSON object/],
     ["an old format", [secret(base, gzipSync(JSON.stringify(state({ version: 3 }))))], "StateCorrupt", /format version 3/],
     ["encryption", [secret(base, gzipSync(JSON.stringify({ encryption_version: "v0", encrypted_data: "SECRET" })))], "StateEncrypted", /encrypted/],
@@ -56,6 +58,11 @@ describe("decodeStateSecrets", () => {
     expect(reading).toMatchObject({ kind: "unreadable", reason });
     expect(reading.kind === "unreadable" && reading.message).toMatch(message);
     expect(JSON.stringify(reading)).not.toContain("SECRET");
+  });
+
+  it("counts only object resources: a null or scalar entry is skipped, never a throw", () => {
+    const odd = state({ resources: [null, 7, "x", [], { mode: "managed" }] });
+    expect(decodeStateSecrets(suffix, [secret(base, gzipSync(JSON.stringify(odd)))])).toMatchObject({ kind: "ok", state: { managedResources: 1 } });
   });
 
   it("refuses more Secrets or more bytes than its limits", () => {

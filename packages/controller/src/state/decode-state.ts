@@ -109,7 +109,8 @@ export function decodeStateSecrets(suffix: string, secrets: readonly StateSecret
       if (entry && typeof entry === "object" && "value" in entry) outputs[name] = (entry as { value: unknown }).value;
     }
   }
-  const resources = Array.isArray(document.resources) ? (document.resources as { mode?: unknown }[]) : [];
+  // Entries are whatever the document holds (null included): only objects with mode "managed" count.
+  const resources: unknown[] = Array.isArray(document.resources) ? document.resources : [];
   const inputsHash = base.annotations?.[annotations.inputsHash];
   return {
     kind: "ok",
@@ -118,7 +119,7 @@ export function decodeStateSecrets(suffix: string, secrets: readonly StateSecret
       lineage: typeof document.lineage === "string" ? document.lineage : "",
       terraformVersion: typeof document.terraform_version === "string" ? document.terraform_version : "",
       outputs,
-      managedResources: resources.filter((resource) => resource.mode === "managed").length,
+      managedResources: resources.filter((resource) => (resource as { mode?: unknown } | null)?.mode === "managed").length,
       ...(inputsHash ? { inputsHash } : {}),
       bytes: json.length,
       compressedBytes: compressed.length,

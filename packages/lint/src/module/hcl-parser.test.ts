@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { parseHclFile } from "./hcl-parser.js";
-import { ModuleParseError, type Expr, type ParseFailure } from "./model.js";
+import { parseJsonFile } from "./json-parse.js";
+import { maxNesting, ModuleParseError, type Expr, type ParseFailure } from "./model.js";
 
 /** The expression of the first argument of `source`. */
 function expr(source: string): Expr {
@@ -24,6 +25,32 @@ function parts(e: Expr): [string, unknown][] {
 }
 
 describe("parseHclFile", () => {
+  it.each<[string, string, string]>([
+    ["lists", "[", "]"],
+    ["objects", "{ a = ", " }"],
+    ["parentheses", "(", ")"],
+    ["templates", '"${', '}"'],
+    ["calls", "max(", ")"],
+    ["unary minus", "-", ""],
+  ])("reads %s nested to the limit, and refuses deeper ones as a parse error instead of overflowing the stack", (_, open, close) => {
+    const nested = (depth: number) => `a = ${open.repeat(depth)}1${close.repeat(depth)}\n`;
+    expect(() => parseHclFile("m.tf", nested(maxNesting - 1))).not.toThrow();
+    expect(failure(nested(maxNesting)).message).toContain("nested more than");
+    expect(failure(nested(100_000))).toMatchObject({ file: "m.tf", line: 1, message: `syntax error: nested more than ${maxNesting} levels deep; tfcapi-lint reads at most ${maxNesting}` });
+  });
+
+  it("refuses blocks nested past the limit at the block that crosses it", () => {
+    expect(() => parseHclFile("m.tf", "b {\n".repeat(maxNesting) + "}\n".repeat(maxNesting))).not.toThrow();
+    expect(failure("b {\n".repeat(100_000))).toMatchObject({ line: maxNesting + 1, column: 3, message: expect.stringContaining("nested more than") });
+  });
+
+  it("refuses JSON nested past the limit as a parse error", () => {
+    const deep = (depth: number) => `{"locals": {"a": ${"[".repeat(depth)}1${"]".repeat(depth)}}}`;
+    expect(() => parseJsonFile("m.tf.json", deep(maxNesting - 2))).not.toThrow();
+    expect(() => parseJsonFile("m.tf.json", deep(maxNesting - 1))).toThrow(/invalid JSON: nested more than/);
+    expect(() => parseJsonFile("m.tf.json", deep(100_000))).toThrow(/invalid JSON: nested more than/);
+  });
+
   it("chains conditionals to the right, as HCL does (tree-sitter-hcl chained them to the left)", () => {
     const e = expr("a = x ? 1 : y ? 2 : 3\n");
     expect(e).toMatchObject({ kind: "conditional", condition: { text: "x" }, whenTrue: { text: "1" }, whenFalse: { kind: "conditional", text: "y ? 2 : 3" } });

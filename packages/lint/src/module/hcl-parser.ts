@@ -2,7 +2,7 @@
 // plain model of model.ts: blocks, attributes, every expression with its source text and position.
 // It replaced tree-sitter, whose WASM start-up and node copying cost more than the whole lint.
 import { HclScanner, unescapeTemplate, type TokenKind } from "./hcl-scanner.js";
-import { ModuleParseError, type Attribute, type Block, type Body, type Comment, type Expr, type ParsedFile, type ParseFailure, type Position, type TraversalStep } from "./model.js";
+import { maxNesting, ModuleParseError, tooDeepMessage, type Attribute, type Block, type Body, type Comment, type Expr, type ParsedFile, type ParseFailure, type Position, type TraversalStep } from "./model.js";
 
 /** Parses one native-syntax file; throws {@link ModuleParseError} at the first error's position. */
 export function parseHclFile(name: string, source: string): ParsedFile {
@@ -52,6 +52,8 @@ class HclParser {
   private prevEnd = 0;
   /** A load error (a repeated argument) found while parsing; a syntax error later in the file wins, as before. */
   private pending: ParseFailure | undefined;
+  /** Blocks, expressions and unary operators open right now: recursion stops at maxNesting. */
+  private depth = 0;
 
   constructor(
     private readonly fileName: string,
@@ -147,22 +149,35 @@ class HclParser {
       } else break;
     }
     if (this.kind() !== "{") this.unexpected(labels.length > 0 ? '"{"' : '"=" or "{"');
+    this.enter();
     this.advance();
     const body = this.body(true);
+    this.depth--;
     this.advance();
     return { type, labels, at, body, syntax: "native" };
   }
 
   /** An expression: operations, then HCL's right-associative `? :`. */
   expression(): Expr {
+    this.enter();
     const start = this.s.start;
     const condition = this.binary(1);
-    if (this.kind() !== "?") return condition;
+    if (this.kind() !== "?") return this.leave(condition);
     this.advance();
     const whenTrue = this.expression();
     this.expect(":");
     const whenFalse = this.expression();
-    return { kind: "conditional", condition, whenTrue, whenFalse, text: this.textFrom(start), at: condition.at, syntax: "native" };
+    return this.leave({ kind: "conditional", condition, whenTrue, whenFalse, text: this.textFrom(start), at: condition.at, syntax: "native" });
+  }
+
+  /** One level deeper; a parse error past maxNesting, where the input would overflow the stack. */
+  private enter(): void {
+    if (++this.depth > maxNesting) this.s.fail(`syntax error: ${tooDeepMessage}`);
+  }
+
+  private leave<T>(value: T): T {
+    this.depth--;
+    return value;
   }
 
   /** Binary operations binding at least as tightly as `min`, left-associative. */
@@ -185,8 +200,9 @@ class HclParser {
     const start = this.s.start;
     const at = this.at();
     this.advance();
+    this.enter();
     const operand = this.unary();
-    return { kind: "operation", operator, operands: [operand], text: this.textFrom(start), at, syntax: "native" };
+    return this.leave({ kind: "operation", operator, operands: [operand], text: this.textFrom(start), at, syntax: "native" });
   }
 
   /** A term and its traversal steps: `.name`, `.0`, `[key]`, `.*`, `[*]`. */

@@ -1,6 +1,6 @@
 // JSON syntax (.tf.json, .tofu.json): a small JSON reader that keeps positions, then Terraform's
 // JSON conventions (block types as object keys, labels as nested keys) mapped onto model.ts.
-import { ModuleParseError, type Attribute, type Block, type Body, type Expr, type ParsedFile, type Position, type Traversal } from "./model.js";
+import { maxNesting, ModuleParseError, tooDeepMessage, type Attribute, type Block, type Body, type Expr, type ParsedFile, type Position, type Traversal } from "./model.js";
 
 type JsonNode =
   | { type: "object"; entries: { key: string; keyStart: number; value: JsonNode }[]; start: number; end: number }
@@ -13,6 +13,8 @@ type JsonNode =
 /** Reads JSON text into nodes that remember their offsets; errors carry the offset. */
 class JsonReader {
   private i = 0;
+  /** Objects and arrays open right now: recursion stops at maxNesting. */
+  private depth = 0;
   constructor(private readonly text: string) {}
 
   document(): JsonNode {
@@ -34,8 +36,12 @@ class JsonReader {
   private value(): JsonNode {
     const c = this.text[this.i];
     const start = this.i;
-    if (c === "{") return this.object();
-    if (c === "[") return this.array();
+    if (c === "{" || c === "[") {
+      if (++this.depth > maxNesting) this.fail(tooDeepMessage);
+      const node = c === "{" ? this.object() : this.array();
+      this.depth--;
+      return node;
+    }
     if (c === '"') return { type: "string", value: this.string(), start, end: this.i };
     if (c === "t" && this.text.startsWith("true", this.i)) return (this.i += 4), { type: "boolean", value: true, start, end: this.i };
     if (c === "f" && this.text.startsWith("false", this.i)) return (this.i += 5), { type: "boolean", value: false, start, end: this.i };

@@ -93,6 +93,16 @@ export interface ParseFailure {
   readonly message: string;
 }
 
+/**
+ * Deepest nesting of blocks, expressions and JSON values the parsers read: deeper input is a
+ * parse error at the level that crosses it, never a stack overflow (a
+ * level costs the parser and the checks several frames). Real modules nest a few dozen at most.
+ */
+export const maxNesting = 256;
+
+/** The parse error of input nested deeper than {@link maxNesting}. */
+export const tooDeepMessage = `nested more than ${maxNesting} levels deep; tfcapi-lint reads at most ${maxNesting}`;
+
 export class ModuleParseError extends Error {
   constructor(readonly failure: ParseFailure) {
     super(`${failure.file}:${failure.line}:${failure.column}: ${failure.message}`);
