@@ -76,7 +76,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     const install = await installObjects({ managerImage: images.manager, workDir });
     await timed("captf installed from config/install.yaml", () => installCaptf(applier, install));
     stops.push(async () => {
-      for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
+      for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration" || candidate.kind === "MutatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
     });
 
     const kubelet = await timed("chroot kubelet", () =>
