@@ -8,7 +8,7 @@ import * as k8s from "@kubernetes/client-node";
 import { annotations, eventReporters, groupVersion, kinds, labels, pluginEventReasons, type PluginEventReason } from "@captf/contract/api";
 import { buildClusterTree, formatClusterTree, type ClusterTree, type JobSummary } from "./describe.js";
 import { approvalDecision, formatPlan, lastJob, lastPod, pendingPlan, restoreDecision, type Decision } from "./decisions.js";
-import { isStatus, type Connection } from "./kube.js";
+import { isObjectNotFound, isStatus, type Connection } from "./kube.js";
 import { describeObject, Refusal, resourceOf, type CaptfObject, type ObjectReference } from "./objects.js";
 
 export type OutputFormat = "text" | "json";
@@ -34,7 +34,7 @@ async function readObject(connection: Connection, reference: ObjectReference): P
   try {
     return (await connection.objects.getNamespacedCustomObject({ ...resourceOf(reference.kind), namespace: connection.namespace, name: reference.name })) as CaptfObject;
   } catch (error) {
-    if (isStatus(error, 404)) throw new Refusal(`${reference.kind} ${connection.namespace}/${reference.name} not found`);
+    if (isObjectNotFound(error)) throw new Refusal(`${reference.kind} ${connection.namespace}/${reference.name} not found`);
     throw error;
   }
 }
@@ -152,7 +152,7 @@ export async function describeClusterTree(connection: Connection, cluster: strin
     identity = await connection.objects
       .getClusterCustomObject({ ...resourceOf(kinds.clusterIdentity), name: identityName })
       .then((found) => ({ ...(found as Omit<CaptfObject, "kind">), kind: kinds.clusterIdentity }))
-      .catch((error: unknown) => (isStatus(error, 404) ? undefined : Promise.reject(error)));
+      .catch((error: unknown) => (isObjectNotFound(error) ? undefined : Promise.reject(error)));
   }
   return buildClusterTree({ cluster, namespace: connection.namespace, terraformCluster, ...(identityName ? { identityName } : {}), ...(identity ? { identity } : {}), machines, pools, jobs });
 }

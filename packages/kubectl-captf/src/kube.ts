@@ -67,6 +67,17 @@ export function isStatus(error: unknown, code: number): boolean {
   return error instanceof k8s.ApiException && error.code === code;
 }
 
+/** A 404 for the object, not for the resource: the API server answers a resource it does not serve with plain text, not a Status. */
+export function isObjectNotFound(error: unknown): boolean {
+  if (!isStatus(error, 404)) return false;
+  try {
+    const body: unknown = typeof (error as k8s.ApiException<unknown>).body === "string" ? JSON.parse((error as k8s.ApiException<string>).body) : (error as k8s.ApiException<unknown>).body;
+    return (body as { kind?: unknown } | undefined)?.kind === "Status";
+  } catch {
+    return false;
+  }
+}
+
 /** The API server's message of a failed call (its Status body), else the error's. */
 export function apiMessage(error: unknown): string {
   if (error instanceof k8s.ApiException) {
@@ -77,7 +88,7 @@ export function apiMessage(error: unknown): string {
     } catch {
       // fall through to the exception's own text
     }
-    return `HTTP ${error.code}`;
+    return error.code === 404 ? "the API server does not serve captf's kinds (HTTP 404): are captf's CRDs installed?" : `HTTP ${error.code}`;
   }
   return error instanceof Error ? error.message : String(error);
 }

@@ -27,7 +27,7 @@ export interface ObjectReference {
 
 /** The plural resource name of a kind, as the CRDs name it. */
 export function pluralOf(kind: string): string {
-  return `${kind.toLowerCase()}s`;
+  return `${kind.toLowerCase().replace(/y$/, "ie")}s`;
 }
 
 /** Coordinates of a kind for the CustomObjectsApi. */
