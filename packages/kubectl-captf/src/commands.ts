@@ -32,7 +32,8 @@ function unwrap<T>(decision: Decision<T>): T {
 
 async function readObject(connection: Connection, reference: ObjectReference): Promise<CaptfObject> {
   try {
-    return (await connection.objects.getNamespacedCustomObject({ ...resourceOf(reference.kind), namespace: connection.namespace, name: reference.name })) as CaptfObject;
+    const found = (await connection.objects.getNamespacedCustomObject({ ...resourceOf(reference.kind), namespace: connection.namespace, name: reference.name })) as Omit<CaptfObject, "kind">;
+    return { ...found, kind: reference.kind };
   } catch (error) {
     if (isObjectNotFound(error)) throw new Refusal(`${reference.kind} ${connection.namespace}/${reference.name} not found`);
     throw error;
