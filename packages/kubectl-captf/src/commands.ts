@@ -149,13 +149,30 @@ export async function describeClusterTree(connection: Connection, cluster: strin
   ]);
   const identityName = terraformCluster.spec?.identityRef?.name;
   let identity: CaptfObject | undefined;
+  let identityUnreadable: string | undefined;
   if (identityName) {
+    // Identities are cluster-scoped: a user of one namespace may not read them, which leaves the rest of the tree worth showing.
     identity = await connection.objects
       .getClusterCustomObject({ ...resourceOf(kinds.clusterIdentity), name: identityName })
       .then((found) => ({ ...(found as Omit<CaptfObject, "kind">), kind: kinds.clusterIdentity }))
-      .catch((error: unknown) => (isObjectNotFound(error) ? undefined : Promise.reject(error)));
+      .catch((error: unknown) => {
+        if (isObjectNotFound(error)) identityUnreadable = "not found";
+        else if (isStatus(error, 403)) identityUnreadable = "not readable: forbidden";
+        else return Promise.reject(error);
+        return undefined;
+      });
   }
-  return buildClusterTree({ cluster, namespace: connection.namespace, terraformCluster, ...(identityName ? { identityName } : {}), ...(identity ? { identity } : {}), machines, pools, jobs });
+  return buildClusterTree({
+    cluster,
+    namespace: connection.namespace,
+    terraformCluster,
+    ...(identityName ? { identityName } : {}),
+    ...(identity ? { identity } : {}),
+    ...(identityUnreadable ? { identityUnreadable } : {}),
+    machines,
+    pools,
+    jobs,
+  });
 }
 
 export async function describeCluster(connection: Connection, cluster: string, format: OutputFormat, out: Output, now = Date.now()): Promise<void> {

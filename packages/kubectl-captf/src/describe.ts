@@ -30,8 +30,8 @@ export interface TreeNode {
   /** Jobs of the object that have not finished, as the API lists them. */
   runningJobs: JobSummary[];
   lastRun?: LastRun;
-  /** Set when the node stands for an object that was named but not found. */
-  missing?: true;
+  /** Set when the node stands for an object that was named but could not be read: why. */
+  unreadable?: string;
   children: TreeNode[];
 }
 
@@ -68,13 +68,15 @@ export function buildClusterTree(input: {
   terraformCluster: CaptfObject;
   identityName?: string;
   identity?: CaptfObject;
+  /** Why the named identity could not be read (not found, forbidden). */
+  identityUnreadable?: string;
   machines: readonly CaptfObject[];
   pools: readonly CaptfObject[];
   jobs: readonly JobSummary[];
 }): ClusterTree {
   const children: TreeNode[] = [];
   if (input.identity) children.push(nodeOf(input.identity, []));
-  else if (input.identityName) children.push({ kind: kinds.clusterIdentity, name: input.identityName, conditions: [], runningJobs: [], missing: true, children: [] });
+  else if (input.identityName) children.push({ kind: kinds.clusterIdentity, name: input.identityName, conditions: [], runningJobs: [], unreadable: input.identityUnreadable ?? "not found", children: [] });
   for (const pool of [...input.pools].sort(byName)) children.push(nodeOf(pool, input.jobs));
   for (const machine of [...input.machines].sort(byName)) children.push(nodeOf(machine, input.jobs));
   return { cluster: input.cluster, namespace: input.namespace, root: nodeOf(input.terraformCluster, input.jobs, children) };
@@ -100,7 +102,7 @@ export function describeLastRun(run: LastRun): string {
 }
 
 function nodeLines(node: TreeNode, now: number): string[] {
-  if (node.missing) return ["not found"];
+  if (node.unreadable) return [node.unreadable];
   const lines: string[] = [];
   if (node.conditions.length === 0) lines.push("no conditions yet");
   const width = Math.max(...node.conditions.map((c) => c.type.length), 0);

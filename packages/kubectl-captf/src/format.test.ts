@@ -31,8 +31,8 @@ describe("the cluster tree", () => {
 
   it("puts Ready first, the identity before pools before machines, each sorted, and a missing identity as not found", () => {
     expect(tree.root.conditions.map((c) => c.type)).toEqual(["Ready", "ApplyJobSucceeded"]);
-    expect(tree.root.children.map((child) => `${child.kind}/${child.name}${child.missing ? " (missing)" : ""}`)).toEqual([
-      "TerraformClusterIdentity/aws (missing)",
+    expect(tree.root.children.map((child) => `${child.kind}/${child.name}${child.unreadable ? ` (${child.unreadable})` : ""}`)).toEqual([
+      "TerraformClusterIdentity/aws (not found)",
       "TerraformMachinePool/demo-mp",
       "TerraformMachine/demo-md-a",
       "TerraformMachine/demo-md-b",
@@ -67,6 +67,8 @@ describe("the cluster tree", () => {
     expect([age("2026-12-03T11:59:59Z", now), age("2026-12-03T11:00:00Z", now), age("2026-12-03T06:00:00Z", now), age("2026-11-29T12:00:00Z", now), age(undefined, now), age("garbage", now)]).toEqual(["1s", "60m", "6h", "4d", "", ""]);
     expect(describeLastRun({ job: "j", operation: "destroy", error: { kind: "interrupted" } })).toBe("destroy failed (interrupted) (Job j)");
     expect(readyFirst(undefined)).toEqual([]);
+    const forbidden = buildClusterTree({ cluster: "demo", namespace: "team-a", terraformCluster: object(kinds.cluster, "demo"), identityName: "aws", identityUnreadable: "not readable: forbidden", machines: [], pools: [], jobs: [] });
+    expect(formatClusterTree(forbidden, now)).toContain("└─ TerraformClusterIdentity/aws\n      not readable: forbidden\n");
   });
 });
 
