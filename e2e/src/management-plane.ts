@@ -95,7 +95,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
       await applyObjects(applier, [deployment]);
     });
     stops.push(async () => {
-      for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
+      for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration" || candidate.kind === "MutatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
     });
 
     const kubelet = await timed("chroot kubelet", () =>

@@ -192,7 +192,14 @@ export const runnerEventReasons = [
 ] as const;
 export type RunnerEventReason = (typeof runnerEventReasons)[number];
 
-export const eventReporters = { manager: "captf-manager", runner: "captf.io/runner" } as const;
+export const eventReporters = { manager: "captf-manager", runner: "captf.io/runner", plugin: "kubectl-captf" } as const;
+
+/** Event reasons `kubectl captf` records on the object it asks something of (reporting controller `kubectl-captf`). */
+export const pluginEventReasons = {
+  PlanApprovalRequested: "Normal",
+  StateRestoreRequested: "Normal",
+} as const satisfies Record<string, "Normal" | "Warning">;
+export type PluginEventReason = keyof typeof pluginEventReasons;
 
 /** Annotations captf reads or writes. */
 export const annotations = {
@@ -200,6 +207,8 @@ export const annotations = {
   restoreState: "captf.io/restore-state",
   approvePlan: "captf.io/approve-plan",
   approveDestructivePlan: "captf.io/approve-destructive-plan",
+  // set by captf's mutating webhook from the request's user, never by users
+  planApprovedBy: "captf.io/plan-approved-by",
   // on Terraform* objects and Machines
   endpointSource: "captf.io/endpoint-source",
   remediationRequested: "captf.io/remediation-requested",

@@ -30,7 +30,7 @@ const installFile = new URL("../../config/install.yaml", import.meta.url);
 const managerNamespace = "captf-system";
 const managerUser = `system:serviceaccount:${managerNamespace}:${installNames.serviceAccount}`;
 /** Applied as a dry run only: shared with other suites, or effective for the whole plane. */
-const dryRunKinds = new Set(["CustomResourceDefinition", "Deployment", "ValidatingWebhookConfiguration"]);
+const dryRunKinds = new Set(["CustomResourceDefinition", "Deployment", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"]);
 const machineImage = "registry.invalid/noop-machine:v1";
 const poolImage = "registry.invalid/noop-machinepool:v1";
 

@@ -45,6 +45,7 @@ describe("the install manifests", () => {
       "Issuer/captf-selfsigned-issuer",
       "Certificate/captf-serving-cert",
       "ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
+      "MutatingWebhookConfiguration/captf-mutating-webhook-configuration",
     ]);
     for (const object of objects.filter((candidate) => candidate.metadata.namespace !== undefined)) expect(object.metadata.namespace).toBe("captf-system");
   });

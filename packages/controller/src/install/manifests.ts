@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1PodDisruptionBudget, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { renderCrdFiles, type GeneratedFile } from "../api/crds.js";
-import { buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
+import { buildMutatingWebhookConfiguration, buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
 import { defaultManagerNamespace, managerServiceAccount, managerVersion } from "../manager-main.js";
 import { renderMonitoringFiles } from "../monitoring/monitoring-files.js";
 import { editPermissions, managerPermissions, planApproverPermissions, policyRules, runnerPermissions, viewPermissions } from "./permissions.js";
@@ -218,6 +218,13 @@ export function validatingWebhookConfigurationObject(options: InstallOptions) {
   });
 }
 
+export function mutatingWebhookConfigurationObject(options: InstallOptions) {
+  return buildMutatingWebhookConfiguration({
+    service: { namespace: options.namespace, name: installNames.webhookService },
+    injectCaFrom: `${options.namespace}/${installNames.certificate}`,
+  });
+}
+
 const header = "# Generated from packages/controller/src/install by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
 
 function yamlDocuments(objects: readonly unknown[]): string {
@@ -243,7 +250,7 @@ export function renderInstallFiles(options: InstallOptions = defaultInstallOptio
     { path: "config/manager/manager.yaml", content: yamlDocuments([deploymentObject(options)]) },
     { path: "config/manager/pdb.yaml", content: yamlDocuments([podDisruptionBudgetObject(options)]) },
     { path: "config/certmanager/certificate.yaml", content: yamlDocuments(certManagerObjects(options)) },
-    { path: "config/webhook/manifests.yaml", content: yamlDocuments([validatingWebhookConfigurationObject(options)]) },
+    { path: "config/webhook/manifests.yaml", content: yamlDocuments([validatingWebhookConfigurationObject(options), mutatingWebhookConfigurationObject(options)]) },
   ];
   const [namespace, ...rest] = components;
   const ordered = [namespace!.content, ...renderCrdFiles().map((file) => file.content), ...rest.map((file) => file.content)];

@@ -1,10 +1,11 @@
 /**
  * The validating webhooks as the API server sees them: one per kind, at the path the admission
  * server serves it, and the ValidatingWebhookConfiguration that registers them (pure; the
- * shipped manifest and the integration test both build theirs here). Validating only, every
- * webhook `failurePolicy: Fail` and `sideEffects: None`; the status subresource is not covered.
+ * shipped manifest and the integration test both build theirs here), plus the one mutating
+ * webhook, which records a plan's approver. Every webhook `failurePolicy: Fail` and
+ * `sideEffects: None`; the status subresource is not covered.
  */
-import type { V1LabelSelector, V1ValidatingWebhook, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
+import type { V1LabelSelector, V1MutatingWebhookConfiguration, V1ValidatingWebhook, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, kinds, type Kind } from "@captf/contract/api";
 import { kindDefinitions } from "../api/kinds.js";
 
@@ -83,7 +84,27 @@ export class WebhookConfigurationError extends Error {
   }
 }
 
-export function buildValidatingWebhookConfiguration(options: WebhookConfigurationOptions): V1ValidatingWebhookConfiguration {
+/** The mutating webhook: only the approver record of a TerraformCluster's plan approval (./approver.ts). */
+export const approverWebhook = {
+  kind: kinds.cluster,
+  plural: "terraformclusters",
+  scope: "Namespaced",
+  operations: ["CREATE", "UPDATE"],
+  path: `/mutate-${apiGroup.replaceAll(".", "-")}-${apiVersion}-terraformcluster`,
+  name: `approver.terraformcluster.${apiGroup}`,
+} as const satisfies ValidatingWebhookDefinition;
+
+export const defaultMutatingWebhookConfigurationName = "captf-mutating-webhook-configuration";
+
+/** Where the API server calls a webhook: the Service (with its path) or the URL, and the CA. */
+function clientConfigOf(options: WebhookConfigurationOptions, path: string) {
+  const caBundle = options.caBundle === undefined ? {} : { caBundle: Buffer.from(options.caBundle).toString("base64") };
+  return options.service
+    ? { service: { namespace: options.service.namespace, name: options.service.name, path, ...(options.service.port === undefined ? {} : { port: options.service.port }) }, ...caBundle }
+    : { url: `${options.url}${path}`, ...caBundle };
+}
+
+function checkWebhookOptions(options: WebhookConfigurationOptions): void {
   if ((options.service === undefined) === (options.url === undefined)) {
     throw new WebhookConfigurationError("webhook configuration: set exactly one of service (in-cluster Service) and url (https://host:port)");
   }
@@ -93,32 +114,50 @@ export function buildValidatingWebhookConfiguration(options: WebhookConfiguratio
   if (options.caBundle === undefined && options.injectCaFrom === undefined) {
     throw new WebhookConfigurationError("webhook configuration: set caBundle (PEM of the serving certificate's CA) or injectCaFrom (<namespace>/<cert-manager Certificate>)");
   }
-  const caBundle = options.caBundle === undefined ? {} : { caBundle: Buffer.from(options.caBundle).toString("base64") };
-  const webhooks = validatingWebhooks.map((webhook): V1ValidatingWebhook => {
-    const clientConfig = options.service
-      ? { service: { namespace: options.service.namespace, name: options.service.name, path: webhook.path, ...(options.service.port === undefined ? {} : { port: options.service.port }) }, ...caBundle }
-      : { url: `${options.url}${webhook.path}`, ...caBundle };
-    return {
-      name: webhook.name,
-      admissionReviewVersions: ["v1"],
-      clientConfig,
-      rules: [{ apiGroups: [apiGroup], apiVersions: [apiVersion], operations: [...webhook.operations], resources: [webhook.plural], scope: webhook.scope }],
-      failurePolicy: "Fail",
-      matchPolicy: "Equivalent",
-      sideEffects: "None",
-      timeoutSeconds: options.timeoutSeconds ?? defaultWebhookTimeoutSeconds,
-      ...(options.namespaceSelector && webhook.scope === "Namespaced" ? { namespaceSelector: options.namespaceSelector } : {}),
-      ...(options.objectSelector ? { objectSelector: options.objectSelector } : {}),
-    };
-  });
+}
+
+/** A webhook's entry in either configuration: where it is called, what it matches, how it fails. */
+function webhookEntry(options: WebhookConfigurationOptions, webhook: ValidatingWebhookDefinition): V1ValidatingWebhook {
+  return {
+    name: webhook.name,
+    admissionReviewVersions: ["v1"],
+    clientConfig: clientConfigOf(options, webhook.path),
+    rules: [{ apiGroups: [apiGroup], apiVersions: [apiVersion], operations: [...webhook.operations], resources: [webhook.plural], scope: webhook.scope }],
+    failurePolicy: "Fail",
+    matchPolicy: "Equivalent",
+    sideEffects: "None",
+    timeoutSeconds: options.timeoutSeconds ?? defaultWebhookTimeoutSeconds,
+    ...(options.namespaceSelector && webhook.scope === "Namespaced" ? { namespaceSelector: options.namespaceSelector } : {}),
+    ...(options.objectSelector ? { objectSelector: options.objectSelector } : {}),
+  };
+}
+
+function configurationMetadata(options: WebhookConfigurationOptions, defaultName: string) {
+  return {
+    name: options.name ?? defaultName,
+    ...(options.injectCaFrom ? { annotations: { "cert-manager.io/inject-ca-from": options.injectCaFrom } } : {}),
+  };
+}
+
+export function buildValidatingWebhookConfiguration(options: WebhookConfigurationOptions): V1ValidatingWebhookConfiguration {
+  checkWebhookOptions(options);
   return {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "ValidatingWebhookConfiguration",
-    metadata: {
-      name: options.name ?? defaultWebhookConfigurationName,
-      ...(options.injectCaFrom ? { annotations: { "cert-manager.io/inject-ca-from": options.injectCaFrom } } : {}),
-    },
-    webhooks,
+    metadata: configurationMetadata(options, defaultWebhookConfigurationName),
+    webhooks: validatingWebhooks.map((webhook) => webhookEntry(options, webhook)),
+  };
+}
+
+/** The MutatingWebhookConfiguration of the approver webhook; `name` defaults to captf's own. Status writes are not covered. */
+export function buildMutatingWebhookConfiguration(options: WebhookConfigurationOptions): V1MutatingWebhookConfiguration {
+  checkWebhookOptions(options);
+  return {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "MutatingWebhookConfiguration",
+    metadata: configurationMetadata(options, defaultMutatingWebhookConfigurationName),
+    // Another mutating webhook may rewrite the annotations after this one: run again if so.
+    webhooks: [{ ...webhookEntry(options, approverWebhook), reinvocationPolicy: "IfNeeded" }],
   };
 }
 

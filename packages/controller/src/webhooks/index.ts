@@ -12,9 +12,11 @@ export { validateTerraformMachinePool, poolSpecProblems } from "./terraformmachi
 export { validateTerraformClusterTemplate, validateTerraformMachineTemplate, validateTerraformMachinePoolTemplate, topologyDryRunAnnotation } from "./templates.js";
 export { validateTerraformClusterIdentity, validateTerraformClusterIdentityDeletion, identityNeedsAccessReview } from "./terraformclusteridentity.js";
 export type { IdentityAdmissionContext, SecretAccess, IdentityUser } from "./terraformclusteridentity.js";
-export { buildValidatingWebhookConfiguration, validatingWebhooks, webhookPath, webhookName, renderWebhookTable, defaultWebhookConfigurationName, defaultWebhookTimeoutSeconds, WebhookConfigurationError } from "./configuration.js";
+export { approverPatch, recordedApprover } from "./approver.js";
+export type { JsonPatchOperation } from "./approver.js";
+export { buildMutatingWebhookConfiguration, approverWebhook, defaultMutatingWebhookConfigurationName, buildValidatingWebhookConfiguration, validatingWebhooks, webhookPath, webhookName, renderWebhookTable, defaultWebhookConfigurationName, defaultWebhookTimeoutSeconds, WebhookConfigurationError } from "./configuration.js";
 export type { ValidatingWebhookDefinition, WebhookConfigurationOptions, WebhookEndpoint, WebhookService, AdmissionOperation } from "./configuration.js";
-export { startAdmissionServer, reviewAdmissionRequest, decodeAdmissionReview, WebhookCertificateError, defaultMaxBodyBytes, defaultCertificatePollMillis, admissionReviewApiVersion } from "./server.js";
+export { startAdmissionServer, reviewAdmissionRequest, reviewApproverRequest, decodeAdmissionReview, WebhookCertificateError, defaultMaxBodyBytes, defaultCertificatePollMillis, admissionReviewApiVersion } from "./server.js";
 export type { AdmissionServer, AdmissionServerOptions, AdmissionRequest, AdmissionResponse, ReviewDependencies } from "./server.js";
 export { kubernetesAdmissionFacts, machineDeletionFactsFrom, identityUsersFrom, FactLookupError, clusterApiCoordinates } from "./facts.js";
 export type { AdmissionFacts, AdmissionUserInfo, KubernetesAdmissionFactsOptions } from "./facts.js";

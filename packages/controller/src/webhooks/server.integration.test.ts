@@ -8,15 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { pino } from "pino";
-import { clusterApiCrdPaths, describeWithTools, freeLoopbackPort, sharedControlPlane } from "@captf/testkit";
+import { clusterApiCrdPaths, describeWithTools, sharedControlPlane } from "@captf/testkit";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import { clusterTemplate, identity, minimalCluster, minimalMachine } from "../api/examples.test-support.js";
 import { installCrds, namespaced, planeClients, rejection, waitFor, type PlaneClients } from "../api/crds.test-support.js";
-import { generateServingCertificate } from "./certificates.test-support.js";
+import { startLoopbackAdmissionServer } from "./admission-server.test-support.js";
 import { buildValidatingWebhookConfiguration } from "./configuration.js";
-import { clusterApiCoordinates, kubernetesAdmissionFacts } from "./facts.js";
-import { startAdmissionServer, type AdmissionServer } from "./server.js";
+import { clusterApiCoordinates } from "./facts.js";
+import type { AdmissionServer } from "./server.js";
 
 type AnyObject = Record<string, any>;
 
@@ -78,20 +77,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
     await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
 
     dir = mkdtempSync(join(tmpdir(), "captf-webhook-it-"));
-    const certificate = generateServingCertificate(dir, "127.0.0.1");
-    server = await startAdmissionServer({
-      port: await freeLoopbackPort(),
-      host: "127.0.0.1",
-      certFile: certificate.certFile,
-      keyFile: certificate.keyFile,
-      logger: pino({ level: process.env.CAPTF_TEST_LOG_LEVEL ?? "silent" }),
-      managerUsername: "system:serviceaccount:captf-system:captf-controller-manager",
-      facts: kubernetesAdmissionFacts(clients.kubeConfig),
-    });
+    const started = await startLoopbackAdmissionServer(clients.kubeConfig, dir);
+    server = started.server;
     const configuration = buildValidatingWebhookConfiguration({
       name: configurationName,
-      url: `https://127.0.0.1:${server.port}`,
-      caBundle: certificate.caPem,
+      url: started.url,
+      caBundle: started.caPem,
       namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
       objectSelector: { matchLabels: { [selectorLabel]: suffix } },
     });

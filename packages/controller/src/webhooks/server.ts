@@ -27,7 +27,8 @@ import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.j
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { TerraformMachinePool } from "../api/terraformmachinepool.js";
 import type { TerraformClusterTemplate, TerraformMachinePoolTemplate, TerraformMachineTemplate } from "../api/templates.js";
-import { validatingWebhooks, type ValidatingWebhookDefinition } from "./configuration.js";
+import { approverPatch } from "./approver.js";
+import { approverWebhook, validatingWebhooks, type ValidatingWebhookDefinition } from "./configuration.js";
 import type { AdmissionFacts, AdmissionUserInfo } from "./facts.js";
 import { validateTerraformCluster } from "./terraformcluster.js";
 import { identityNeedsAccessReview, validateTerraformClusterIdentity, validateTerraformClusterIdentityDeletion, type SecretAccess } from "./terraformclusteridentity.js";
@@ -60,6 +61,9 @@ export interface AdmissionRequest {
 export interface AdmissionResponse {
   uid: string;
   allowed: boolean;
+  /** base64 of a JSON Patch, from the mutating webhook only. */
+  patch?: string;
+  patchType?: "JSONPatch";
   status?: { code: number; reason?: string; message: string };
   warnings?: string[];
 }
@@ -209,6 +213,15 @@ export async function reviewAdmissionRequest(webhook: ValidatingWebhookDefinitio
   }
 }
 
+/** The approver webhook's answer: always admitted, with the patch that records the requester as approver when the write approves a plan. */
+export function reviewApproverRequest(request: AdmissionRequest): AdmissionResponse {
+  const { uid } = request;
+  if (request.kind.group !== apiGroup || request.kind.kind !== approverWebhook.kind || request.subResource || (request.operation !== "CREATE" && request.operation !== "UPDATE")) return { uid, allowed: true };
+  const patch = approverPatch(request.oldObject as never, request.object as never, request.userInfo.username ?? "");
+  if (patch.length === 0) return { uid, allowed: true };
+  return { uid, allowed: true, patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") };
+}
+
 const writeValidators: Record<Exclude<(typeof kinds)[keyof typeof kinds], "TerraformClusterIdentity">, Validator<never>> = {
   [kinds.cluster]: validateTerraformCluster as Validator<TerraformCluster>,
   [kinds.clusterTemplate]: validateTerraformClusterTemplate as Validator<TerraformClusterTemplate>,
@@ -339,7 +352,7 @@ function badRequest(response: ServerResponse, status: number, message: string, h
 export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
   const log = options.logger.child({ component: "webhook-server" });
   const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes;
-  const webhooksByPath = new Map(validatingWebhooks.map((webhook) => [webhook.path, webhook]));
+  const webhooksByPath = new Map<string, ValidatingWebhookDefinition>([...validatingWebhooks, approverWebhook].map((webhook) => [webhook.path, webhook]));
   let pair = await readPair(options.certFile, options.keyFile, options.tls);
 
   let stopping = false;
@@ -391,7 +404,7 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
       return;
     }
     const admission = decoded.request;
-    const result = await reviewAdmissionRequest(webhook, admission, { ...options, logger: log });
+    const result = path === approverWebhook.path ? reviewApproverRequest(admission) : await reviewAdmissionRequest(webhook, admission, { ...options, logger: log });
     answer(response, 200, reviewAnswer(result));
     const fields = {
       uid: admission.uid,
@@ -405,6 +418,7 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       ...(result.status ? { code: result.status.code, reasons: result.status.message } : {}),
       ...(result.warnings ? { warnings: result.warnings } : {}),
+      ...(result.patch ? { patched: true } : {}),
     };
     if (result.allowed) log.debug(fields, "admitted");
     else log.info(fields, "denied");

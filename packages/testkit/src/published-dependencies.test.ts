@@ -1,0 +1,64 @@
+// Each published package depends only on what it uses: every entry of its package.json
+// `dependencies` is imported by a source file that ships (src/, not a test or test support) or by
+// one of its bin scripts. A dependency only tests use belongs in devDependencies.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "@jest/globals";
+
+const repoDir = new URL("../../..", import.meta.url).pathname;
+
+interface Manifest {
+  name: string;
+  private?: boolean;
+  dependencies?: Record<string, string>;
+}
+
+function shippedSources(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && /\.(ts|js|mjs|cjs)$/.test(entry.name) && !/\.test(-support)?\.ts$|\.test\.|\.test-support\./.test(entry.name))
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+/** The packages a module's text imports: static imports and exports, dynamic import() and require() of a literal. */
+export function importedPackages(text: string): Set<string> {
+  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)["']([^"'./][^"']*)["']/gm)].map((match) => match[1]!);
+  return new Set(specifiers.filter((specifier) => !specifier.startsWith("node:")).map((specifier) => specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")));
+}
+
+/** The runtime dependencies a package lists that nothing it ships imports. */
+export function unusedDependencies(manifest: Manifest, sources: readonly string[]): string[] {
+  const imported = new Set(sources.flatMap((text) => [...importedPackages(text)]));
+  return Object.keys(manifest.dependencies ?? {}).filter((name) => !imported.has(name) && !imported.has(name.replace(/^@types\//, "")));
+}
+
+const published = readdirSync(join(repoDir, "packages"))
+  .map((dir) => join(repoDir, "packages", dir))
+  .filter((dir) => existsSync(join(dir, "package.json")))
+  .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest }))
+  .filter(({ manifest }) => !manifest.private);
+
+describe("published packages' runtime dependencies", () => {
+  it("finds the published packages", () => {
+    expect(published.map(({ manifest }) => manifest.name)).toEqual(expect.arrayContaining(["@captf/contract", "@captf/render", "tfcapi-lint", "kubectl-captf"]));
+  });
+
+  it.each(published.map(({ dir, manifest }) => [manifest.name, dir, manifest] as const))("%s imports every package it lists in dependencies", (_name, dir, manifest) => {
+    const sources = [...shippedSources(join(dir, "src")), ...shippedSources(join(dir, "bin"))].map((file) => readFileSync(file, "utf8"));
+    expect(unusedDependencies(manifest, sources)).toEqual([]);
+  });
+
+  it("reads imports of every form and only the package part of a specifier", () => {
+    const text = [
+      'import { a } from "yargs";',
+      'import type { Argv } from "yargs/helpers";',
+      'export { b } from "@captf/contract/api";',
+      'const c = await import("@kubernetes/client-node");',
+      'import "pino";',
+      'import { join } from "node:path";',
+      'import { d } from "./local.js";',
+    ].join("\n");
+    expect([...importedPackages(text)].sort()).toEqual(["@captf/contract", "@kubernetes/client-node", "pino", "yargs"]);
+    expect(unusedDependencies({ name: "x", dependencies: { yargs: "1", "@cdktf/hcl2json": "0.21.0" } }, [text])).toEqual(["@cdktf/hcl2json"]);
+  });
+});
