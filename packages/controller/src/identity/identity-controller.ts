@@ -15,16 +15,10 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import { generationOrMetadataChanged, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import { apiErrorMessage, isNotFound } from "../runtime/client-node-errors.js";
-import { readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
+import { identityResourceType, readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
 import { decideIdentityStatus, type SourceSecretReading } from "./identity-status.js";
 
-export const identityResourceType: ResourceType = {
-  group: apiGroup,
-  version: apiVersion,
-  plural: terraformClusterIdentityDefinition.plural,
-  kind: kinds.clusterIdentity,
-  namespaced: false,
-};
+export { identityResourceType };
 
 export const mirrorLabelSelector = `${labels.mirrored}=true,${labels.managed}=true`;
 

@@ -1,25 +1,14 @@
 import type { Role } from "@captf/contract";
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { generationOrMetadataChanged, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import { changedOrResync, generationOrMetadataChanged, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
-import { capiGroup, capiVersion } from "./pass-reads.js";
+import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+
+export { capiTypes, workspaceResourceType };
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
-
-/** The resource type of a kind adapter's objects, for the manager's informers. */
-export function workspaceResourceType<R extends Role>(adapter: KindAdapter<R>): ResourceType {
-  return { group: apiGroup, version: apiVersion, plural: adapter.plural, kind: adapter.kind, namespaced: true };
-}
-
-const capiType = (kind: string, plural: string): ResourceType => ({ group: capiGroup, version: capiVersion, kind, plural, namespaced: true });
-export const capiTypes = {
-  cluster: capiType("Cluster", "clusters"),
-  machine: capiType("Machine", "machines"),
-  machinePool: capiType("MachinePool", "machinepools"),
-} as const;
-const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
 
 /** The Cluster API object whose `infrastructureRef` points at objects of each kind. */
 const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }> = {
@@ -59,7 +48,8 @@ export interface WorkspaceControllerOptions {
 export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
   const owner = ownerTypes[adapter.role];
   const watches: WatchSpec[] = [
-    { ...watchSelf(workspaceResourceType(adapter)), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
+    // Its own status patches start no pass: each pass asks for the next one it needs.
+    { ...watchSelf(workspaceResourceType(adapter), changedOrResync), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
     watchControllerOwner(builtinTypes.job, adapter.kind),
     {
       type: owner.type,
