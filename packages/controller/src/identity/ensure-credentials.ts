@@ -4,7 +4,7 @@
  * mirror of the Secret current (CredentialsMirrored), or take it back when the namespace is no
  * longer allowed. Nothing here puts a Secret value into a message: messages name objects and keys.
  */
-import type { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, V1Namespace, V1Secret } from "@kubernetes/client-node";
+import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type RbacAuthorizationV1Api, type V1Namespace, type V1Secret } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
 import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { allowanceNeedsLabels, namespaceAllowance } from "./allowed-namespaces.js";
@@ -148,6 +148,10 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
       case "create":
         await core.createNamespacedSecret({ namespace: user.namespace, body: plan.secret });
         return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
+      case "addOwner":
+        // Appended after the refs as read; refs other users added meanwhile are kept (merged by uid).
+        await core.patchNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch));
+        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
       case "replace":
         await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
         return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);

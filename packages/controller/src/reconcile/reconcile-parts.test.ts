@@ -7,6 +7,7 @@ import { jobSlotWait } from "./job-slots.js";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
 import { mergePatchChanges } from "./workspace-reconciler.js";
+import { changedBeyondOwnMarks, jobStartedFinishedOrGone } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
 import { clusterLeaseName, leaseBackstopSeconds, leaseIsFree, runLeaseName } from "./run-lease.js";
@@ -204,5 +205,24 @@ describe("the self watch", () => {
     expect(changedOrResync(object("2", 2), "update", object("1"))).toBe(true);
     expect(changedOrResync(object("2", 1, { a: "b" }), "update", object("1"))).toBe(true);
     expect(changedOrResync(object("2"), "add")).toBe(true);
+  });
+});
+
+describe("the watches of a kind's controller", () => {
+  const job = (resourceVersion: string, finished: boolean, active = 0) => ({ metadata: { name: "j", resourceVersion }, status: { active, ...(finished ? { conditions: [{ type: "Complete", status: "True" }] } : {}) } });
+  it("start a pass for a Job that appears, finishes or goes, and on a resync, not for a running Job's progress or its bookkeeping mark", () => {
+    expect(jobStartedFinishedOrGone(job("1", false), "add")).toBe(true);
+    expect(jobStartedFinishedOrGone(job("2", false, 1), "update", job("1", false))).toBe(false);
+    expect(jobStartedFinishedOrGone(job("3", true), "update", job("2", false, 1))).toBe(true);
+    expect(jobStartedFinishedOrGone(job("4", true), "update", job("3", true))).toBe(false);
+    expect(jobStartedFinishedOrGone(job("4", true), "update", job("4", true))).toBe(true);
+    expect(jobStartedFinishedOrGone(job("4", true), "delete")).toBe(true);
+  });
+
+  it("start no pass for the object's own block-move annotation, but for any other annotation", () => {
+    const object = (resourceVersion: string, annotations: Record<string, string>) => ({ metadata: { name: "m", resourceVersion, generation: 1, annotations } });
+    expect(changedBeyondOwnMarks(object("2", { "clusterctl.cluster.x-k8s.io/block-move": "true" }), "update", object("1", {}))).toBe(false);
+    expect(changedBeyondOwnMarks(object("2", { "captf.io/restore-state": "3" }), "update", object("1", {}))).toBe(true);
+    expect(changedBeyondOwnMarks(object("1", {}), "update", object("1", {}))).toBe(true);
   });
 });

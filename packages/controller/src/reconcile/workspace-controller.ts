@@ -1,7 +1,8 @@
 import type { Role } from "@captf/contract";
-import { apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { annotations, labels } from "@captf/contract/api";
+import { finishedCondition, type JobConditions } from "./observe-jobs.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { changedOrResync, generationOrMetadataChanged, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
@@ -21,6 +22,21 @@ const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object:
     statusMatters: false,
   },
 };
+
+/** A change of the object beyond its status and its block-move annotation (both written by the pass itself), or a periodic resync. */
+export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType, oldObject?: KubeObject): boolean {
+  const withoutMark = (o: KubeObject): KubeObject => {
+    const { [annotations.blockMove]: _mark, ...rest } = o.metadata?.annotations ?? {};
+    return { ...o, metadata: { ...o.metadata, annotations: rest } };
+  };
+  return changedOrResync(withoutMark(object), event, oldObject && withoutMark(oldObject));
+}
+
+/** A Job matters to its owner's pass when it appears, finishes or goes (a running Job's progress does not: its pass requeues itself), and on a resync. */
+export function jobStartedFinishedOrGone(job: KubeObject, event: WatchEventType, oldJob?: KubeObject): boolean {
+  if (event !== "update" || !oldJob || oldJob.metadata?.resourceVersion === job.metadata?.resourceVersion) return true;
+  return (finishedCondition(oldJob as JobConditions) === undefined) !== (finishedCondition(job as JobConditions) === undefined);
+}
 
 /** Index of a kind's objects by the cluster they belong to. */
 export const clusterNameIndex = "cluster-name";
@@ -48,9 +64,9 @@ export interface WorkspaceControllerOptions {
 export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
   const owner = ownerTypes[adapter.role];
   const watches: WatchSpec[] = [
-    // Its own status patches start no pass: each pass asks for the next one it needs.
-    { ...watchSelf(workspaceResourceType(adapter), changedOrResync), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
-    watchControllerOwner(builtinTypes.job, adapter.kind),
+    // Its own status patches and block-move annotation start no pass: each pass asks for the next one it needs.
+    { ...watchSelf(workspaceResourceType(adapter), changedBeyondOwnMarks), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
+    watchControllerOwner(builtinTypes.job, adapter.kind, jobStartedFinishedOrGone),
     {
       type: owner.type,
       map: (object) => {
