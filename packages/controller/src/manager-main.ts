@@ -8,12 +8,12 @@
  * never sync, so that the kubelet restarts it as a standby.
  */
 import { hostname } from "node:os";
-import { BatchV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { BatchV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { contractVersion } from "@captf/contract";
 import { kubeEventRecorder } from "./events/event-recorder.js";
 import { parseManagerFlags, type ManagerSettings } from "./flags.js";
-import { identityController } from "./identity/identity-controller.js";
+import { identityController, mirrorLabelSelector } from "./identity/identity-controller.js";
 import { identityCredentials } from "./identity/job-credentials.js";
 import { sweepNamespace } from "./identity/namespace-sweep.js";
 import { apiErrorMessage } from "./runtime/client-node-errors.js";
@@ -148,12 +148,14 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
   reconcilerDeps.jobSlots = { usage: (namespace, clusterName) => runningJobs(jobCache.list(), namespace, clusterName), managerLimit: settings.maxActiveJobs, clusterDefaultLimit: settings.clusterMaxActiveJobs };
+  // The identity controller's mirror watch fills this cache.
+  const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
   const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });
   return [
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
-    identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance }),
+    identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
   ];
 }
 
