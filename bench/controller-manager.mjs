@@ -6,7 +6,7 @@
 // manager-main wires them: identity credentials, events, leases, job slots, …), so the bench
 // follows whatever the manager grows. No leader election.
 //
-//   node bench/controller-manager.mjs --kubeconfig <path> [--concurrency 10] [--mode manager|informers]
+//   node bench/controller-manager.mjs --kubeconfig <path> [--concurrency 10] [--mode manager|informers] [--sync-period 10m]
 //
 // --mode informers is the baseline: the same Manager, controllers and watches (so the same
 // informer caches), each reconcile replaced by one that returns at once. Prints one JSON line on
@@ -21,6 +21,7 @@ const { values: flags } = parseArgs({
     kubeconfig: { type: "string" },
     concurrency: { type: "string", default: "10" },
     mode: { type: "string", default: "manager" },
+    "sync-period": { type: "string", default: "10m" },
   },
 });
 if (!flags.kubeconfig) throw new Error("--kubeconfig is required");
@@ -37,6 +38,7 @@ const parsed = await parseManagerFlags(
     "--diagnostics-address=127.0.0.1:0",
     "--insecure-diagnostics",
     `--terraformmachine-concurrency=${flags.concurrency}`,
+    `--sync-period=${flags["sync-period"]}`,
     "--runner-image=registry.invalid/captf/captf-controller:bench",
   ],
   {},

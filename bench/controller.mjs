@@ -17,6 +17,13 @@
 //
 //   npx tsc -b && node bench/controller.mjs [--machines 1000] [--concurrency 10] [--job-seconds 0]
 //                                           [--settle-seconds 20] [--timeout-seconds S] [--cpu-prof-dir <dir>]
+//                                           [--resync-seconds 30]
+//
+// Then, over the settled objects: a manager restart (its Jobs and writes until quiet: both must be
+// 0) and, in that restarted manager (`--sync-period` = --resync-seconds), one full resync (its writes:
+// must be 0). Targets (issue 12) are printed next to the figures; the last line is one JSON object
+// {"machines","seconds","machinesPerSecond","requestsPerMachine","writesPerMachine",
+// "reconcilesPerMachine","jobs","peakRssMiB","baselinePeakRssMiB","restartJobs","restartWrites","resyncWrites"}.
 //
 // --machines 20 is the smoke run (about a minute here, most of it the manager's passes). The
 // fixtures exist before the manager starts, so it meets N new TerraformMachines at once (a restart,
@@ -41,6 +48,7 @@ const { values: flags } = parseArgs({
     "timeout-seconds": { type: "string" },
     "settle-seconds": { type: "string", default: "20" },
     "cpu-prof-dir": { type: "string" },
+    "resync-seconds": { type: "string", default: "30" },
   },
 });
 const N = Number(flags.machines);
@@ -48,6 +56,7 @@ const concurrency = Number(flags.concurrency);
 const jobSeconds = Number(flags["job-seconds"]);
 const timeoutMillis = 1000 * Number(flags["timeout-seconds"] ?? 120 + 2 * N + jobSeconds);
 const settleMillis = 1000 * Number(flags["settle-seconds"]);
+const resyncSeconds = Number(flags["resync-seconds"]);
 if (!Number.isInteger(N) || N < 1 || !Number.isInteger(concurrency) || concurrency < 1) {
   console.error("bench: --machines and --concurrency take positive integers");
   process.exit(2);
@@ -149,11 +158,11 @@ function planeProcesses(dir) {
 const cpuSnapshot = (pids) => Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuOf(pid) ?? NaN]));
 
 /** The manager child: spawned, its ports read, ready once /readyz answers 200 (caches synced). */
-async function startManager(mode, kubeconfig) {
+async function startManager(mode, kubeconfig, syncPeriodSeconds) {
   const logFile = join(work, `manager-${mode}.log`);
   const fd = openSync(logFile, "a");
   const started = Date.now();
-  const child = spawn(process.execPath, ["--expose-gc", ...(flags["cpu-prof-dir"] && mode === "manager" ? ["--cpu-prof", `--cpu-prof-dir=${flags["cpu-prof-dir"]}`] : []), join(repo, "bench/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), "--mode", mode], {
+  const child = spawn(process.execPath, ["--expose-gc", ...(flags["cpu-prof-dir"] && mode === "manager" ? ["--cpu-prof", `--cpu-prof-dir=${flags["cpu-prof-dir"]}`] : []), join(repo, "bench/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), "--mode", mode, ...(syncPeriodSeconds ? ["--sync-period", `${syncPeriodSeconds}s`] : [])], {
     stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
   });
   closeSync(fd);
@@ -345,7 +354,23 @@ try {
   const atSettle = { counts: proxy.counts.snapshot(), metrics: await manager.metrics().catch(() => undefined), memory: manager.memory() };
   const steady = await steadyMemory(manager);
   const managerExit = await manager.stop();
-  step("manager stopped; measuring the baseline");
+
+  // ---- restart over the settled objects, then one full resync in the restarted manager ----------
+  step("manager stopped; restarting it over the settled objects");
+  const jobsBeforeRestart = completer.stats.jobs.size;
+  const restartStart = proxy.counts.snapshot();
+  const restarted = await startManager("manager", managerKubeconfig, resyncSeconds);
+  const restartQuiet = await quiet(proxy.counts, 3000, settleMillis + 2 * N * 100);
+  const atRestart = { counts: proxy.counts.snapshot(), metrics: await restarted.metrics().catch(() => undefined) };
+  const restartJobs = completer.stats.jobs.size - jobsBeforeRestart;
+  step(`restarted manager quiet${restartQuiet ? "" : " (NOT quiet)"}: ${atRestart.metrics?.reconciles ?? "?"} reconciles; waiting for its --sync-period ${resyncSeconds} s resync`);
+  const resyncDeadline = Date.now() + 1000 * (3 * resyncSeconds + 60) + 200 * N;
+  while (Date.now() < resyncDeadline && ((await restarted.metrics().catch(() => undefined))?.reconciles ?? 0) < (atRestart.metrics?.reconciles ?? 0) + N) await sleep(500);
+  const resyncReconciles = ((await restarted.metrics().catch(() => undefined))?.reconciles ?? 0) - (atRestart.metrics?.reconciles ?? 0);
+  await quiet(proxy.counts, 3000, settleMillis);
+  const atResync = proxy.counts.snapshot();
+  await restarted.stop();
+  step("restart and resync measured; measuring the baseline");
 
   // ---- the baseline: the same Manager and watches, no reconciler, over the same objects ---------
   const baselineCountsStart = proxy.counts.snapshot();
@@ -377,6 +402,11 @@ try {
   const writesDone = requestsOf(toDone, isWrite);
   const peak = Math.max(steady.peak, atSettle.memory?.hwm ?? 0, ...manager.samples.map((s) => s.hwm));
   const latencies = [...provisionedAt.values()].map((at) => at - manager.readyAt);
+  const restartDiff = difference(atRestart.counts, restartStart);
+  const resyncDiff = difference(atResync, atRestart.counts);
+  const restartWrites = requestsOf(restartDiff, isWrite);
+  const resyncWrites = requestsOf(resyncDiff, isWrite);
+  const topOf = (diff) => [...diff.byKey].filter(([k]) => !k.startsWith("watch ")).sort((a, b) => b[1].count - a[1].count).slice(0, 6).map(([k, e]) => `${k} ${e.count}`).join(", ");
 
   console.log(`controller bench: ${N} TerraformMachines, concurrency ${concurrency}, job run ${jobSeconds} s, kube ${plane.server}`);
   console.log(`  manager: the shipped wiring (createManagerControllers) without leader election or webhooks; controllers ${manager.controllers.join(", ")}`);
@@ -407,6 +437,34 @@ try {
   console.log(`  manager RSS: peak (VmHWM) ${mib(peak)}; once quiet ${mib(steady.asIs)}, after a full GC ${mib(steady.afterGc)} (heap used ${mib(steady.heapUsed)}, external ${mib(steady.external)}); exit ${JSON.stringify(managerExit)}`);
   console.log(`  RSS baseline (the same Manager, controllers and watches, each reconcile a no-op, over the same ${N} TerraformMachines and Jobs): peak ${mib(baselineMemory.peak)}; after a full GC ${mib(baselineMemory.afterGc)} (heap used ${mib(baselineMemory.heapUsed)}, external ${mib(baselineMemory.external)}); its list+watch ${requestsOf(baselineRequests)} requests`);
   console.log(`  manager / baseline: peak ${(peak / baselineMemory.peak).toFixed(2)}x, after GC ${(steady.afterGc / baselineMemory.afterGc).toFixed(2)}x, heap used ${(steady.heapUsed / baselineMemory.heapUsed).toFixed(2)}x`);
+  console.log(`  restart over ${N} settled machines: ${restartJobs} Jobs, ${restartWrites} writes, ${requestsOf(restartDiff)} requests (${topOf(restartDiff) || "none"}); ${atRestart.metrics?.reconciles ?? "?"} reconciles`);
+  console.log(`  --sync-period resync (${resyncSeconds} s) of ${N} settled machines: ${resyncReconciles} reconciles, ${resyncWrites} writes, ${requestsOf(resyncDiff)} requests (${topOf(resyncDiff) || "none"})`);
+  const perMachine = (value) => Number((value / N).toFixed(2));
+  const figures = {
+    machines: N,
+    seconds: Number((wall / 1000).toFixed(1)),
+    machinesPerSecond: Number((provisionedAt.size / (active / 1000)).toFixed(2)),
+    requestsPerMachine: perMachine(totalDone),
+    writesPerMachine: perMachine(writesDone),
+    reconcilesPerMachine: perMachine(reconcilesDone),
+    jobs: jobs.length,
+    peakRssMiB: Math.round(peak),
+    baselinePeakRssMiB: Math.round(baselineMemory.peak),
+    restartJobs,
+    restartWrites,
+    resyncWrites,
+  };
+  const targets = [
+    ["writes per machine <= 20", figures.writesPerMachine <= 20],
+    ["requests <= 1.15x writes", totalDone <= 1.15 * writesDone],
+    ["reconciles per machine <= 3", figures.reconcilesPerMachine <= 3],
+    ["machines per second >= 10", figures.machinesPerSecond >= 10],
+    ["peak RSS <= 1.25x baseline", peak <= 1.25 * baselineMemory.peak],
+    ["restart: 0 Jobs, 0 writes", restartJobs === 0 && restartWrites === 0],
+    ["resync: 0 writes", resyncWrites === 0],
+  ];
+  console.log(`  targets (issue 12): ${targets.map(([name, met]) => `${name} ${met ? "met" : "MISSED"}`).join("; ")}`);
+  console.log(JSON.stringify(figures));
   if (!finished || extra > 0 || complete < jobs.length) exitCode = 1;
 } catch (error) {
   if (!interrupted) console.error(`bench: ${error.stack ?? error}`);

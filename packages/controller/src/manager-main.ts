@@ -8,12 +8,12 @@
  * never sync, so that the kubelet restarts it as a standby.
  */
 import { hostname } from "node:os";
-import { BatchV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { BatchV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { contractVersion } from "@captf/contract";
 import { kubeEventRecorder } from "./events/event-recorder.js";
 import { parseManagerFlags, type ManagerSettings } from "./flags.js";
-import { identityController } from "./identity/identity-controller.js";
+import { identityController, mirrorLabelSelector } from "./identity/identity-controller.js";
 import { identityCredentials } from "./identity/job-credentials.js";
 import { sweepNamespace } from "./identity/namespace-sweep.js";
 import { apiErrorMessage } from "./runtime/client-node-errors.js";
@@ -22,6 +22,10 @@ import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js
 import type { BuildInfo } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { workspaceController } from "./reconcile/workspace-controller.js";
+import { managerReadCache } from "./reconcile/manager-cache.js";
+import type { ReadCache } from "./runtime/read-cache.js";
+import { recordingWrites } from "./runtime/recorded-writes.js";
+import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
 import { activeJobCounts, runningJobs } from "./metrics/active-jobs.js";
 import { bootstrapManager } from "./runtime/bootstrap.js";
@@ -81,14 +85,26 @@ export function managerApiClients(kubeConfig: KubeConfig): ManagerApiClients {
   };
 }
 
+/** The clients with their writes recorded as expectations of the read cache. */
+function recordingClients(clients: ManagerApiClients, cache: ReadCache): ManagerApiClients {
+  return {
+    core: recordingWrites(clients.core, "", cache),
+    batch: recordingWrites(clients.batch, "batch", cache),
+    custom: recordingWrites(clients.custom, "", cache),
+    coordination: recordingWrites(clients.coordination, "coordination.k8s.io", cache),
+    events: clients.events,
+    rbac: recordingWrites(clients.rbac, "rbac.authorization.k8s.io", cache),
+  };
+}
+
 export interface ManagerControllerDeps {
   clients: ManagerApiClients;
   logger: Logger;
   metrics: ManagerMetrics;
   /** The events' reportingInstance: the Pod's name. */
   instance: string;
-  /** Whose informer caches the controllers' watches share. */
-  manager: Pick<Manager, "informer">;
+  /** Whose informer caches the controllers' watches share and the passes read from. */
+  manager: Pick<Manager, "informer" | "client">;
 }
 
 /** Every Job's init container copies the runner bundle out of `--runner-image`. */
@@ -98,7 +114,10 @@ export function managerJobEnvironment(settings: Pick<ManagerSettings, "runnerIma
 
 /** Every controller the manager runs, in the order they are added. */
 export function createManagerControllers(deps: ManagerControllerDeps, settings: ManagerSettings): Controller[] {
-  const { clients, logger } = deps;
+  const { logger } = deps;
+  // First: the cache's informers strip managedFields, which only their first request can ask for.
+  const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {});
+  const clients = recordingClients(deps.clients, cache);
   const events = kubeEventRecorder(clients.events, { instance: deps.instance, logger });
   const reconcilerDeps: ReconcilerDeps = {
     core: clients.core,
@@ -106,7 +125,8 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     custom: clients.custom,
     coordination: clients.coordination,
     jobEnvironment: managerJobEnvironment(settings),
-    credentials: identityCredentials({ core: clients.core, custom: clients.custom, rbac: clients.rbac }, events),
+    cache,
+    credentials: identityCredentials({ core: clients.core, custom: clients.custom, rbac: clients.rbac, cache }, events),
     events,
     metrics: deps.metrics.captf,
     logger,
@@ -128,12 +148,14 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
   reconcilerDeps.jobSlots = { usage: (namespace, clusterName) => runningJobs(jobCache.list(), namespace, clusterName), managerLimit: settings.maxActiveJobs, clusterDefaultLimit: settings.clusterMaxActiveJobs };
+  // The identity controller's mirror watch fills this cache.
+  const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
   const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });
   return [
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
-    identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance }),
+    identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
   ];
 }
 

@@ -60,6 +60,8 @@ export function ownerReferencesWithoutUser(refs: readonly V1OwnerReference[], us
 export type MirrorPlan =
   | { action: "create"; secret: V1Secret }
   | { action: "replace"; secret: V1Secret; rewritesData: boolean }
+  /** Only the user's ref is missing: added by a strategic merge patch (merged by uid), which never conflicts with other users adding theirs. */
+  | { action: "addOwner"; ownerReference: V1OwnerReference; order: string[] }
   | { action: "keep" }
   | { action: "foreign"; why: string };
 
@@ -93,6 +95,7 @@ export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<
   const ownedAlready = refs.some((ref) => ref.uid === user.uid && ref.controller !== true && ref.blockOwnerDeletion !== true) && refs.filter((ref) => refersToUser(ref, user)).length === 1;
   const current = meta.annotations ?? {};
   if (!rewritesData && ownedAlready && current[annotations.sourceHash] === hash) return { action: "keep" };
+  if (!rewritesData && current[annotations.sourceHash] === hash && !refs.some((ref) => refersToUser(ref, user))) return { action: "addOwner", ownerReference: userOwnerReference(user), order: [...refs.map((ref) => ref.uid), user.uid] };
   const { managedFields: _managedFields, ...kept } = meta;
   return {
     action: "replace",

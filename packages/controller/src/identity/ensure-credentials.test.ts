@@ -51,6 +51,9 @@ describe("ensureCredentials when the API fails", () => {
     expect(failed.credentialsMirrored).toEqual({ type: "CredentialsMirrored", status: "False", reason: "MirrorFailed", message: "writing Secret team-a/captf-creds-aws failed: HTTP 422: Secret is invalid" });
     const raced = await ensureCredentials(stubs({ create: () => Promise.reject(apiError(409, "already exists")) }), user);
     expect(raced.credentialsMirrored).toMatchObject({ status: "Unknown", reason: "MirrorPending" });
+    // A lost race is retried at once (many users of one identity add their ownerReferences together), a failure later.
+    expect(raced.lostRace).toBe(true);
+    expect(failed.lostRace).toBeUndefined();
     expect(JSON.stringify([failed, raced])).not.toContain(Buffer.from("canary-value").toString("base64"));
   });
 });

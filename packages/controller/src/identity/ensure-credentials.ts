@@ -4,18 +4,26 @@
  * mirror of the Secret current (CredentialsMirrored), or take it back when the namespace is no
  * longer allowed. Nothing here puts a Secret value into a message: messages name objects and keys.
  */
-import type { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, V1Namespace, V1Secret } from "@kubernetes/client-node";
+import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type RbacAuthorizationV1Api, type V1Namespace, type V1Secret } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
 import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { allowanceNeedsLabels, namespaceAllowance } from "./allowed-namespaces.js";
 import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ResourceType } from "../runtime/kube-client.js";
+import type { ReadCache } from "../runtime/read-cache.js";
+
+/** What a cache read reports for a missing object, as a live read would. */
+const notFound = { code: 404 };
 import { credentialsMirrorName, planMirror, planRevocation, type CredentialsUser } from "./credentials-mirror.js";
 
 export interface IdentityClients {
   core: CoreV1Api;
   custom: CustomObjectsApi;
   rbac: RbacAuthorizationV1Api;
+  /** The manager's caches; without them every read is live. */
+  cache?: ReadCache;
 }
 
 /** An occurrence the caller records as an event on the using object (once: these happen once). */
@@ -31,6 +39,8 @@ export interface CredentialsOutcome {
   /** The mirror Secret to mount in the user's Jobs; set only when both conditions are True. */
   credentialsSecret?: string;
   events: CredentialsEvent[];
+  /** The mirror write lost a race with another writer (other users of the identity add their ownerReferences): worth retrying at once. */
+  lostRace?: boolean;
 }
 
 type ReadResult<T> = { found: true; value: T } | { found: false } | { failed: string };
@@ -48,13 +58,21 @@ function event(reason: ManagerEventReason, note: string): CredentialsEvent {
   return { reason, type: managerEventReasons[reason], note };
 }
 
+export const identityResourceType: ResourceType = {
+  group: apiGroup,
+  version: apiVersion,
+  plural: terraformClusterIdentityDefinition.plural,
+  kind: kinds.clusterIdentity,
+  namespaced: false,
+};
+
 export function readIdentity(custom: CustomObjectsApi, name: string): Promise<TerraformClusterIdentity> {
   return custom.getClusterCustomObject({ group: apiGroup, version: apiVersion, plural: terraformClusterIdentityDefinition.plural, name }) as Promise<TerraformClusterIdentity>;
 }
 
 /** Brings the user's credentials in order; never throws for an API failure, which becomes a condition instead. */
-export async function ensureCredentials(clients: Pick<IdentityClients, "core" | "custom">, user: CredentialsUser): Promise<CredentialsOutcome> {
-  const { core, custom } = clients;
+export async function ensureCredentials(clients: Pick<IdentityClients, "core" | "custom" | "cache">, user: CredentialsUser): Promise<CredentialsOutcome> {
+  const { core, custom, cache } = clients;
   const identityName = user.identity;
   const identityLabel = `${kinds.clusterIdentity} ${identityName}`;
   const mirrorName = credentialsMirrorName(identityName);
@@ -65,7 +83,7 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
     events: [],
   });
 
-  const identity = await readLive(() => readIdentity(custom, identityName));
+  const identity = await readLive(() => (cache ? cache.get<TerraformClusterIdentity>(identityResourceType, undefined, identityName).then((found) => found ?? Promise.reject(notFound)) : readIdentity(custom, identityName)));
   if ("failed" in identity) return checkFailed(`reading ${identityLabel} failed: ${identity.failed}`);
   if (!identity.found) {
     return {
@@ -108,7 +126,10 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
 
   const identityAllowed = conditionReport("IdentityAllowed", "True", "IdentityAllowed", `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`);
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
-  const existing = await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+  // The cached mirror decides only "keep"; any write is planned on a live read (a stale or foreign Secret is not in the cache's view).
+  const cachedMirror = cache ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true })) : undefined;
+  const cachedKeep = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined && planMirror(cachedMirror.value, sourceData, user).action === "keep";
+  const existing = cachedKeep ? cachedMirror : await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
   if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
   const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
   const mirrored = (message: string, events: CredentialsEvent[] = []): CredentialsOutcome => ({
@@ -127,13 +148,17 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
       case "create":
         await core.createNamespacedSecret({ namespace: user.namespace, body: plan.secret });
         return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
+      case "addOwner":
+        // Appended after the refs as read; refs other users added meanwhile are kept (merged by uid).
+        await core.patchNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch));
+        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
       case "replace":
         await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
         return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);
     }
   } catch (error) {
     // Someone else wrote the Secret between our read and write: the next pass reads it again.
-    if (isConflict(error)) return { identityAllowed, credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`), events: [] };
+    if (isConflict(error)) return { identityAllowed, credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`), events: [], lostRace: true };
     return failed(`writing ${mirrorLabel} failed: ${apiErrorMessage(error)}`);
   }
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
 import type { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { identityController } from "./identity-controller.js";
+import { pino } from "pino";
+import { ReadCache } from "../runtime/read-cache.js";
+import { identityController, identityResourceType } from "./identity-controller.js";
 
 describe("identityController", () => {
   const controller = identityController({ core: {} as CoreV1Api, custom: {} as CustomObjectsApi });
@@ -21,5 +23,23 @@ describe("identityController", () => {
     expect(mirrors.labelSelector).toBe("captf.io/mirrored=true,captf.io/managed=true");
     expect(mirrors.map({ metadata: { namespace: "team-a", name: "captf-creds-aws", annotations: { "captf.io/identity": "aws" } } }, "delete")).toEqual(["aws"]);
     expect(mirrors.map({ metadata: { namespace: "team-a", name: "captf-creds-x" } }, "add")).toEqual([]);
+  });
+});
+
+describe("identityController with the manager's caches", () => {
+  it("reads the identity from the cache and the mirrors from the mirror watch's cache: only the source Secret is read live", async () => {
+    const identity = { metadata: { name: "aws", resourceVersion: "3" }, spec: { secretRef: { name: "creds", namespace: "captf-system" }, allowedNamespaces: { list: ["team-a"] } } };
+    const informer = { hasSynced: () => true, resourceVersion: "3", get: (key: string | undefined, name?: string) => ((name ?? key) === "aws" ? identity : undefined), list: () => [] };
+    const live = { get: async () => Promise.reject(new Error("read live")), list: async () => Promise.reject(new Error("listed live")) };
+    const reads = new ReadCache(live).add(identityResourceType, { informer });
+    const calls: string[] = [];
+    const core = { readNamespacedSecret: async ({ name }: { name: string }) => (calls.push(`read ${name}`), { data: { KEY: "dg==" } }), listSecretForAllNamespaces: async () => Promise.reject(new Error("listed live")) } as unknown as CoreV1Api;
+    const custom = { patchClusterCustomObjectStatus: async () => (calls.push("patch status"), {}), getClusterCustomObject: async () => Promise.reject(new Error("read live")) } as unknown as CustomObjectsApi;
+    const mirror = { metadata: { namespace: "team-a", name: "captf-creds-aws", annotations: { "captf.io/identity": "aws" } } };
+    const controller = identityController({ core, custom }, { cache: { reads, mirrors: () => [mirror] }, now: () => 0 });
+    const context = { namespace: undefined, name: "aws", reconcileId: "r", logger: pino({ level: "silent" }), signal: new AbortController().signal };
+    await controller.reconcile("aws", context);
+    expect(calls).toEqual(["read creds", "patch status"]);
+    expect(await controller.reconcile("gone", { ...context, name: "gone" })).toEqual({});
   });
 });

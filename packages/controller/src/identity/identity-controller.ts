@@ -15,16 +15,11 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import { generationOrMetadataChanged, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import { apiErrorMessage, isNotFound } from "../runtime/client-node-errors.js";
-import { readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
+import { identityResourceType, readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
 import { decideIdentityStatus, type SourceSecretReading } from "./identity-status.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 
-export const identityResourceType: ResourceType = {
-  group: apiGroup,
-  version: apiVersion,
-  plural: terraformClusterIdentityDefinition.plural,
-  kind: kinds.clusterIdentity,
-  namespaced: false,
-};
+export { identityResourceType };
 
 export const mirrorLabelSelector = `${labels.mirrored}=true,${labels.managed}=true`;
 
@@ -43,6 +38,8 @@ export interface IdentityControllerOptions {
   now?: () => number;
   /** The events' reportingInstance: the manager pod's name. */
   instance?: string;
+  /** The manager's caches: the identity is read from them, and the mirrors are the mirror watch's cache; without them both are read live. */
+  cache?: { reads: ReadCache; mirrors: () => readonly V1Secret[] };
 }
 
 /** A mirror Secret wakes the identity its `captf.io/identity` annotation names. */
@@ -113,12 +110,15 @@ export function identityController(clients: IdentityControllerClients, options: 
     async reconcile(_key, context) {
       let identity: TerraformClusterIdentity;
       try {
-        identity = await readIdentity(custom, context.name);
+        const cached = options.cache ? await options.cache.reads.get<TerraformClusterIdentity>(identityResourceType, undefined, context.name) : undefined;
+        if (options.cache && !cached) return {};
+        identity = cached ?? (await readIdentity(custom, context.name));
       } catch (error) {
         if (isNotFound(error)) return {};
         throw error;
       }
-      const [source, mirrors] = await Promise.all([readSource(core, identity), listMirrors(core)]);
+      // The source Secret is the user's, outside the managed-Secret cache: read live.
+      const [source, mirrors] = await Promise.all([readSource(core, identity), options.cache ? [...options.cache.mirrors()] : listMirrors(core)]);
       const decision = decideIdentityStatus({ identity, source, mirrors, now: now() });
       if (decision.changed) {
         const { conditions, namespaces } = decision.status;

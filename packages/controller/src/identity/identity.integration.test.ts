@@ -141,6 +141,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect(shared.metadata?.ownerReferences?.some((ref) => ref.controller || ref.blockOwnerDeletion)).toBe(false);
     });
 
+    it("adds the refs of many users starting at once without a conflict", async () => {
+      const identity = await createIdentity("many", { secretRef: sourceRef(), allowedNamespaces: { list: [namespace] } });
+      const users = await Promise.all(["p1", "p2", "p3", "p4", "p5", "p6"].map((name) => createUser("TerraformMachine", namespace, name, identity)));
+      await ensure(users[0]!);
+      const outcomes = await Promise.all(users.slice(1).map((user) => ensure(user)));
+      expect(outcomes.map((outcome) => outcome.credentialsMirrored.reason)).toEqual(users.slice(1).map(() => "Mirrored"));
+      const refs = (await readMirror(namespace, `captf-creds-${identity}`))!.metadata?.ownerReferences ?? [];
+      expect(users.every((user) => refs.filter((ref) => ref.uid === user.uid).length === 1)).toBe(true);
+      for (const user of users) await custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: user.name });
+    });
+
     it("replaces the ref of an earlier object of the same name", async () => {
       await custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "m1" });
       const reborn = await createUser("TerraformMachine", namespace, "m1", identity);

@@ -15,6 +15,8 @@ import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /** Credentials not in order are looked at again this soon (identity edits are not watched). */
 export const credentialsRetryMs = 30_000;
+/** A mirror write that lost a race (many users of one identity start at once) is tried again this soon. */
+export const lostRaceRetryMs = 1_000;
 
 export function identityCredentials(clients: IdentityClients, events?: EventRecorder): CredentialsResolver {
   return async ({ role, object, terraformCluster }): Promise<JobCredentials> => {
@@ -47,7 +49,7 @@ export function identityCredentials(clients: IdentityClients, events?: EventReco
       ready,
       identity: resolution.name,
       ...(outcome.credentialsSecret ? { secretName: outcome.credentialsSecret } : {}),
-      ...(ready ? {} : { requeueAfterMs: credentialsRetryMs }),
+      ...(ready ? {} : { requeueAfterMs: outcome.lostRace ? lostRaceRetryMs : credentialsRetryMs }),
     };
   };
 }

@@ -20,7 +20,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(plane.kubeconfigPath);
     rbac = kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
-  });
+    // The first suite on the shared plane installs and waits for the CRDs: longer than jest's 5 s default on a busy machine.
+  }, 120_000);
   afterAll(async () => {
     await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
   });

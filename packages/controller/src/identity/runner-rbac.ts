@@ -9,6 +9,8 @@ import { labels } from "@captf/contract/api";
 import { runnerServiceAccount } from "../jobs/build-job.js";
 import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 
 // The ServiceAccount, the RoleBinding and the ClusterRole share the one name.
 export const runnerRbacName = runnerServiceAccount;
@@ -72,9 +74,16 @@ export function planRunnerRoleBinding(existing: V1RoleBinding | undefined, names
 }
 
 /** Makes the runner's ServiceAccount and RoleBinding exist in the namespace; never throws for an API failure. */
-export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAuthorizationV1Api }, namespace: string): Promise<ConditionReport> {
-  const { core, rbac } = clients;
+export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAuthorizationV1Api; cache?: ReadCache | undefined }, namespace: string): Promise<ConditionReport> {
+  const { core, rbac, cache } = clients;
   const failed = (message: string) => conditionReport("RunnerRBACReady", "False", "RBACFailed", message);
+  const ready = conditionReport("RunnerRBACReady", "True", "RBACReady", `ServiceAccount ${runnerServiceAccount} is bound to ClusterRole ${runnerRbacName} in namespace ${namespace}`);
+  // Settled (both in the caches as planned): no request at all. Anything else is planned on live reads.
+  if (cache) {
+    const inScope = { inScope: true };
+    const [account, binding] = await Promise.all([cache.get(builtinTypes.serviceAccount, namespace, runnerServiceAccount, inScope), cache.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName, inScope)]).catch(() => [undefined, undefined]);
+    if (account && binding && planRunnerRoleBinding(binding, namespace).action === "keep") return ready;
+  }
   try {
     await core.readNamespacedServiceAccount({ namespace, name: runnerServiceAccount }).catch(async (error: unknown) => {
       if (!isNotFound(error)) throw error;
@@ -109,7 +118,7 @@ export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAut
     if (isConflict(error)) return failed(`${what} changed while it was being written, will retry`);
     return failed(`${what}: ${apiErrorMessage(error)}`);
   }
-  return conditionReport("RunnerRBACReady", "True", "RBACReady", `ServiceAccount ${runnerServiceAccount} is bound to ClusterRole ${runnerRbacName} in namespace ${namespace}`);
+  return ready;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { JsonValue } from "@captf/contract";
 import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
-import { capiGroup, capiVersion, type PassReads } from "../reconcile/pass-reads.js";
+import { capiGroup, capiTypes, capiVersion, readObject, type PassReads } from "../reconcile/pass-reads.js";
 import { mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
@@ -17,8 +17,8 @@ function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
   return undefinedIfNotFound(promise) as Promise<T | undefined>;
 }
 
-function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: string, name: string): Promise<T | undefined> {
-  return orUndefined<T>(deps.custom.getNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace, plural, name }));
+function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: "machines" | "machinepools", name: string): Promise<T | undefined> {
+  return readObject<T>(deps.cache, deps.custom, plural === "machines" ? capiTypes.machine : capiTypes.machinePool, namespace, name);
 }
 
 /** The cluster's `exports` as machines and pools receive it; undefined until the cluster has published them. */

@@ -6,6 +6,14 @@ import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { pino } from "pino";
+import { waitFor } from "@captf/testkit";
+import { Informer } from "../runtime/informer.js";
+import { KubeClient, type KubeObject, type ResourceType } from "../runtime/kube-client.js";
+import type { ReadCache } from "../runtime/read-cache.js";
+import { recordingWrites } from "../runtime/recorded-writes.js";
+import { planeKubeConfig } from "../runtime/runtime.test-support.js";
+import { managerReadCache } from "./manager-cache.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 const writeVerbs = /^(create|patch|replace|delete)/;
@@ -63,15 +71,50 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     } });
   }
 
-  for (const budget of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]) {
-    it(`converges with one apply Job when every pass is killed after ${budget} writes`, async () => {
-      const name = `m-${budget}`;
+  /** The manager's read cache over this namespace's informers (started here), or none: every read live. */
+  let cache: ReadCache | undefined;
+  const informers: Informer<KubeObject>[] = [];
+  afterAll(async () => {
+    await Promise.all(informers.map((informer) => informer.stop()));
+    client?.close();
+  });
+  let client: KubeClient | undefined;
+  function startCache(): ReadCache {
+    client = new KubeClient(planeKubeConfig());
+    const logger = pino({ level: "silent" });
+    const started = managerReadCache({
+      client,
+      informer: <T extends KubeObject>(type: ResourceType, request: { labelSelector?: string; fieldSelector?: string; transform?: (object: T) => T } = {}) => {
+        const informer = new Informer<T>({ client: client!, type, logger, ...(type.namespaced ? { namespace } : {}), ...request });
+        informer.start();
+        informers.push(informer as unknown as Informer<KubeObject>);
+        return informer;
+      },
+    } as unknown as Parameters<typeof managerReadCache>[0], [machineAdapter]);
+    return started;
+  }
+
+  // Without a cache (every read live), and with the manager's cache: its reads lag its own writes, which are expectations.
+  for (const [budget, cached] of [[0, false], [1, false], [2, false], [3, false], [4, false], [5, false], [6, false], [7, false], [8, false], [9, false], [2, true], [5, true], [8, true]] as const) {
+    it(`converges with one apply Job when every pass is killed after ${budget} writes${cached ? ", reading from the manager's caches" : ""}`, async () => {
+      const name = `m-${budget}${cached ? "-cached" : ""}`;
+      if (cached && !cache) {
+        cache = startCache();
+        await waitFor(async () => (informers.every((informer) => informer.hasSynced()) ? true : undefined));
+      }
       await createMachine(name);
       let kills = 0;
       for (let pass = 0; pass < 30; pass++) {
         // Each pass is killed after `budget` writes while kills last, then the manager runs clean.
         const counter = { writes: 0, budget: kills < 4 ? budget : Infinity };
-        const deps: ReconcilerDeps = { core: killAfterWrites(plane.core, counter), batch: killAfterWrites(plane.batch, counter), custom: killAfterWrites(plane.custom, counter), coordination: killAfterWrites(plane.coordination, counter) };
+        const recorded = <T extends object>(api: T, group: string): T => (cached ? recordingWrites(api, group, cache!) : api);
+        const deps: ReconcilerDeps = {
+          core: recorded(killAfterWrites(plane.core, counter), ""),
+          batch: recorded(killAfterWrites(plane.batch, counter), "batch"),
+          custom: recorded(killAfterWrites(plane.custom, counter), ""),
+          coordination: recorded(killAfterWrites(plane.coordination, counter), "coordination.k8s.io"),
+          ...(cached ? { cache: cache! } : {}),
+        };
         try {
           await reconcileWorkspace(deps, machineAdapter, namespace, name);
         } catch (error) {
@@ -85,6 +128,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])).toEqual(["apply"]);
           expect(object.status.lastRun).toMatchObject({ operation: "apply", job: jobs[0]!.metadata!.name });
           expect(object.spec.providerID).toBe(`noop:///${namespace}/${name}`);
+          if (cached) expect(cache!.counts.cached).toBeGreaterThan(0);
           return;
         }
       }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { HealthState, Role } from "@captf/contract";
+import type { Operation } from "@captf/contract/run-result";
 
 /**
  * Deciding the next operation of a TerraformCluster, TerraformMachine or TerraformMachinePool:
@@ -8,7 +9,8 @@ import type { HealthState, Role } from "@captf/contract";
  * a table test; new operations grow the table, not the I/O.
  */
 
-export type Operation = "apply" | "plan" | "destroy" | "refresh" | "drift" | "restore";
+/** The operations a Job runs: the contract's. */
+export type { Operation };
 
 /** How a finished Job of this object ended, as bookkeeping recorded it. */
 export type JobOutcome =

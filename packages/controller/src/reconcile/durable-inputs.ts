@@ -4,6 +4,8 @@ import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import type { GeneratedRoot } from "@captf/render";
 import { kindShort } from "../jobs/build-job.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 import { isConflict, undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /**
@@ -44,9 +46,11 @@ function decodeData(secret: V1Secret, key: string): string {
   return data === undefined ? "" : Buffer.from(data, "base64").toString("utf8");
 }
 
-/** Reads the durable inputs live (a pass may have just written them); undefined when absent. */
-export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string): Promise<DurableInputs | undefined> {
-  const secret = await undefinedIfNotFound(core.readNamespacedSecret({ name: durableInputsSecretName(role, name), namespace }));
+/** Reads the durable inputs (from the cache, where a pass's own write is an expectation); undefined when absent. */
+export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, cache?: ReadCache): Promise<DurableInputs | undefined> {
+  const secretName = durableInputsSecretName(role, name);
+  // captf labels the durable inputs captf.io/managed: the managed-Secret cache holds them.
+  const secret = cache ? await cache.get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true }) : await undefinedIfNotFound(core.readNamespacedSecret({ name: secretName, namespace }));
   if (!secret) return undefined;
   const root: GeneratedRoot = { "main.tf.json": decodeData(secret, "main.tf.json"), "terraform.tfvars.json": decodeData(secret, "terraform.tfvars.json") };
   let variables: Record<string, unknown> = {};

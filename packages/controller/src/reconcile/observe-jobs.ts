@@ -2,6 +2,8 @@ import type { BatchV1Api, CoreV1Api, V1Job, V1Pod } from "@kubernetes/client-nod
 import { annotations, labels } from "@captf/contract/api";
 import { parseRunResult, type RunResult } from "@captf/contract/run-result";
 import type { JobOutcome, Operation } from "./decide-operation.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
  * What one pass knows about an object's Jobs. A finished Job not bookkept yet has its Pod read
@@ -88,14 +90,16 @@ export function stalledImagePull(pod: V1Pod, now: number): { container: string; 
   return stuck ? { container: stuck.name, image: stuck.image, reason: stuck.state!.waiting!.reason! } : undefined;
 }
 
-/** The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0), read live. */
+/** The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0), read live: Pods are not cached, and are read only while a Job runs or once when it finished. */
 export async function jobPod(core: CoreV1Api, namespace: string, job: string): Promise<V1Pod | undefined> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` });
   return pods.items[0];
 }
 
-export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
-  const jobs = (await clients.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${owner.name}` })).items;
+export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api; cache?: ReadCache | undefined }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
+  const labelSelector = `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${owner.name}`;
+  // From the Job cache: the Jobs this manager created or bookkept are expectations, read live until the cache shows them.
+  const jobs = clients.cache ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector) : (await clients.batch.listNamespacedJob({ namespace, labelSelector })).items;
   const observed: ObservedJob[] = [];
   for (const job of jobs) {
     // Jobs of an earlier object of the same name wait for the garbage collector; they are not ours.

@@ -1,7 +1,11 @@
 import type { CustomObjectsApi } from "@kubernetes/client-node";
+import type { Role } from "@captf/contract";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import type { ObjectMeta } from "../kinds/render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import type { ResourceType } from "../runtime/kube-client.js";
+import type { ReadCache } from "../runtime/read-cache.js";
+import type { KindAdapter } from "./workspace-reconciler.js";
 
 /**
  * Reads of the objects around a Terraform* object, memoised for one reconcile pass: the owner's
@@ -11,6 +15,25 @@ import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 export const capiGroup = "cluster.x-k8s.io";
 export const capiVersion = "v1beta2";
+
+/** The resource type of a kind adapter's objects, for the manager's informers and cached reads. */
+export function workspaceResourceType<R extends Role>(adapter: Pick<KindAdapter<R>, "kind" | "plural">): ResourceType {
+  return { group: apiGroup, version: apiVersion, plural: adapter.plural, kind: adapter.kind, namespaced: true };
+}
+
+const capiType = (kind: string, plural: string): ResourceType => ({ group: capiGroup, version: capiVersion, kind, plural, namespaced: true });
+export const capiTypes = {
+  cluster: capiType("Cluster", "clusters"),
+  machine: capiType("Machine", "machines"),
+  machinePool: capiType("MachinePool", "machinepools"),
+} as const;
+export const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
+
+/** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */
+export function readObject<T>(cache: ReadCache | undefined, custom: CustomObjectsApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
+  if (cache) return cache.get<T>(type, namespace, name);
+  return orUndefined<T>(custom.getNamespacedCustomObject({ group: type.group, version: type.version, namespace, plural: type.plural, name }));
+}
 
 export interface CapiCluster {
   metadata: ObjectMeta & { uid?: string };
@@ -52,13 +75,13 @@ function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
   return undefinedIfNotFound(promise) as Promise<T | undefined>;
 }
 
-export function passReads(custom: CustomObjectsApi, namespace: string): PassReads {
+export function passReads(custom: CustomObjectsApi, namespace: string, cache?: ReadCache): PassReads {
   const clusters = new Map<string, Promise<CapiCluster | undefined>>();
   const terraformClusters = new Map<string, Promise<TerraformClusterObject | undefined>>();
   const capiCluster = (name: string) => {
     if (!name) return Promise.resolve(undefined);
     let read = clusters.get(name);
-    if (!read) clusters.set(name, (read = orUndefined<CapiCluster>(custom.getNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace, plural: "clusters", name }))));
+    if (!read) clusters.set(name, (read = readObject<CapiCluster>(cache, custom, capiTypes.cluster, namespace, name)));
     return read;
   };
   return {
@@ -69,7 +92,7 @@ export function passReads(custom: CustomObjectsApi, namespace: string): PassRead
         read = capiCluster(clusterName).then((cluster) => {
           const ref = cluster?.spec?.infrastructureRef;
           if (!ref?.name || (ref.kind && ref.kind !== "TerraformCluster")) return undefined;
-          return orUndefined<TerraformClusterObject>(custom.getNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: "terraformclusters", name: ref.name }));
+          return readObject<TerraformClusterObject>(cache, custom, terraformClusterType, namespace, ref.name);
         });
         terraformClusters.set(clusterName, read);
       }

@@ -5,6 +5,9 @@ import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js"
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait } from "./job-slots.js";
 import { ConditionSet } from "./conditions.js";
+import { changedOrResync } from "../runtime/controller.js";
+import { mergePatchChanges } from "./workspace-reconciler.js";
+import { changedBeyondOwnMarks, jobStartedFinishedOrGone } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
 import { clusterLeaseName, leaseBackstopSeconds, leaseIsFree, runLeaseName } from "./run-lease.js";
@@ -174,5 +177,52 @@ describe("jobSlotWait", () => {
     const wait = jobSlotWait(op, usage, limits);
     if (message === undefined) expect(wait).toBeUndefined();
     else expect(wait).toContain(message);
+  });
+});
+
+describe("the status patch is sent only when it changes the status", () => {
+  it("tells a merge patch that changes nothing from one that does", () => {
+    const current = { activeJob: { name: "j", attempt: 1 }, conditions: [{ type: "Ready", status: "True" }], replicas: 2 };
+    expect(mergePatchChanges(current, { activeJob: { name: "j" }, conditions: [{ type: "Ready", status: "True" }] })).toBe(false);
+    expect(mergePatchChanges(current, { unset: null, skipped: undefined })).toBe(false);
+    expect(mergePatchChanges(current, { replicas: null })).toBe(true);
+    expect(mergePatchChanges(current, { replicas: 3 })).toBe(true);
+    expect(mergePatchChanges(current, { activeJob: { attempt: 2 } })).toBe(true);
+    expect(mergePatchChanges(current, { conditions: [{ type: "Ready", status: "False" }] })).toBe(true);
+    expect(mergePatchChanges(current, { newField: [] })).toBe(true);
+    // The API server returns keys in its own (sorted) order.
+    expect(mergePatchChanges({ conditions: [{ reason: "R", status: "True", type: "Ready" }] }, { conditions: [{ type: "Ready", status: "True", reason: "R", message: undefined }] })).toBe(false);
+    expect(mergePatchChanges(current, { activeJob: null })).toBe(true);
+    expect(mergePatchChanges({}, { activeJob: null })).toBe(false);
+  });
+});
+
+describe("the self watch", () => {
+  it("starts no pass for a status-only write, but for a periodic resync and any spec or metadata change", () => {
+    const object = (resourceVersion: string, generation = 1, annotations: Record<string, string> = {}) => ({ metadata: { name: "m", resourceVersion, generation, annotations } });
+    expect(changedOrResync(object("2"), "update", object("1"))).toBe(false);
+    expect(changedOrResync(object("2"), "update", object("2"))).toBe(true);
+    expect(changedOrResync(object("2", 2), "update", object("1"))).toBe(true);
+    expect(changedOrResync(object("2", 1, { a: "b" }), "update", object("1"))).toBe(true);
+    expect(changedOrResync(object("2"), "add")).toBe(true);
+  });
+});
+
+describe("the watches of a kind's controller", () => {
+  const job = (resourceVersion: string, finished: boolean, active = 0) => ({ metadata: { name: "j", resourceVersion }, status: { active, ...(finished ? { conditions: [{ type: "Complete", status: "True" }] } : {}) } });
+  it("start a pass for a Job that appears, finishes or goes, and on a resync, not for a running Job's progress or its bookkeeping mark", () => {
+    expect(jobStartedFinishedOrGone(job("1", false), "add")).toBe(true);
+    expect(jobStartedFinishedOrGone(job("2", false, 1), "update", job("1", false))).toBe(false);
+    expect(jobStartedFinishedOrGone(job("3", true), "update", job("2", false, 1))).toBe(true);
+    expect(jobStartedFinishedOrGone(job("4", true), "update", job("3", true))).toBe(false);
+    expect(jobStartedFinishedOrGone(job("4", true), "update", job("4", true))).toBe(true);
+    expect(jobStartedFinishedOrGone(job("4", true), "delete")).toBe(true);
+  });
+
+  it("start no pass for the object's own block-move annotation, but for any other annotation", () => {
+    const object = (resourceVersion: string, annotations: Record<string, string>) => ({ metadata: { name: "m", resourceVersion, generation: 1, annotations } });
+    expect(changedBeyondOwnMarks(object("2", { "clusterctl.cluster.x-k8s.io/block-move": "true" }), "update", object("1", {}))).toBe(false);
+    expect(changedBeyondOwnMarks(object("2", { "captf.io/restore-state": "3" }), "update", object("1", {}))).toBe(true);
+    expect(changedBeyondOwnMarks(object("1", {}), "update", object("1", {}))).toBe(true);
   });
 });

@@ -1,25 +1,15 @@
 import type { Role } from "@captf/contract";
-import { apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { annotations, labels } from "@captf/contract/api";
+import { finishedCondition, type JobConditions } from "./observe-jobs.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { generationOrMetadataChanged, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
-import { capiGroup, capiVersion } from "./pass-reads.js";
+import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+
+export { capiTypes, workspaceResourceType };
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
-
-/** The resource type of a kind adapter's objects, for the manager's informers. */
-export function workspaceResourceType<R extends Role>(adapter: KindAdapter<R>): ResourceType {
-  return { group: apiGroup, version: apiVersion, plural: adapter.plural, kind: adapter.kind, namespaced: true };
-}
-
-const capiType = (kind: string, plural: string): ResourceType => ({ group: capiGroup, version: capiVersion, kind, plural, namespaced: true });
-export const capiTypes = {
-  cluster: capiType("Cluster", "clusters"),
-  machine: capiType("Machine", "machines"),
-  machinePool: capiType("MachinePool", "machinepools"),
-} as const;
-const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
 
 /** The Cluster API object whose `infrastructureRef` points at objects of each kind. */
 const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }> = {
@@ -32,6 +22,21 @@ const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object:
     statusMatters: false,
   },
 };
+
+/** A change of the object beyond its status and its block-move annotation (both written by the pass itself), or a periodic resync. */
+export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType, oldObject?: KubeObject): boolean {
+  const withoutMark = (o: KubeObject): KubeObject => {
+    const { [annotations.blockMove]: _mark, ...rest } = o.metadata?.annotations ?? {};
+    return { ...o, metadata: { ...o.metadata, annotations: rest } };
+  };
+  return changedOrResync(withoutMark(object), event, oldObject && withoutMark(oldObject));
+}
+
+/** A Job matters to its owner's pass when it appears, finishes or goes (a running Job's progress does not: its pass requeues itself), and on a resync. */
+export function jobStartedFinishedOrGone(job: KubeObject, event: WatchEventType, oldJob?: KubeObject): boolean {
+  if (event !== "update" || !oldJob || oldJob.metadata?.resourceVersion === job.metadata?.resourceVersion) return true;
+  return (finishedCondition(oldJob as JobConditions) === undefined) !== (finishedCondition(job as JobConditions) === undefined);
+}
 
 /** Index of a kind's objects by the cluster they belong to. */
 export const clusterNameIndex = "cluster-name";
@@ -59,8 +64,9 @@ export interface WorkspaceControllerOptions {
 export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
   const owner = ownerTypes[adapter.role];
   const watches: WatchSpec[] = [
-    { ...watchSelf(workspaceResourceType(adapter)), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
-    watchControllerOwner(builtinTypes.job, adapter.kind),
+    // Its own status patches and block-move annotation start no pass: each pass asks for the next one it needs.
+    { ...watchSelf(workspaceResourceType(adapter), changedBeyondOwnMarks), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
+    watchControllerOwner(builtinTypes.job, adapter.kind, jobStartedFinishedOrGone),
     {
       type: owner.type,
       map: (object) => {

@@ -29,9 +29,11 @@ import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, imagePullDeadlineMs, jobPod, observeJobs, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
-import { passReads, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
+import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
+import { newestResourceVersion, type ReadCache } from "../runtime/read-cache.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
 
 /**
  * One reconcile pass of a Terraform* object, shared by every kind:
@@ -70,6 +72,8 @@ export interface ReconcilerDeps {
   custom: CustomObjectsApi;
   coordination: CoordinationV1Api;
   jobEnvironment?: JobEnvironment;
+  /** The manager's informer caches with its writes as expectations; without it every read is live. */
+  cache?: ReadCache;
   /** Identity resolution and credential mirroring; without it Jobs carry no credentials. */
   credentials?: CredentialsResolver;
   events?: EventRecorder;
@@ -216,7 +220,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const events = deps.events ?? discardEvents;
   const metricKind = adapter.kind as MetricKind;
   const objectApi = { group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name };
-  const object = (await custom.getNamespacedCustomObject(objectApi).catch(ignoreNotFound)) as WorkspaceObject | undefined;
+  // From the cache (the pass changes its copy); the finalizer write carries its resourceVersion, so a stale copy conflicts rather than loses a write.
+  const object = deps.cache
+    ? structuredClone(await deps.cache.get<WorkspaceObject>(workspaceResourceType(adapter), namespace, name))
+    : ((await custom.getNamespacedCustomObject(objectApi).catch(ignoreNotFound)) as WorkspaceObject | undefined);
   if (!object) {
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "gone" };
@@ -247,8 +254,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const status: Record<string, unknown> = {};
   const suffix = stateSecretSuffix({ role: adapter.role, namespace, name });
   status.stateSecretSuffix = suffix;
-  const reads = passReads(custom, namespace);
-  const durable = await readDurableInputs(core, adapter.role, namespace, name);
+  const reads = passReads(custom, namespace, deps.cache);
+  const durable = await readDurableInputs(core, adapter.role, namespace, name, deps.cache);
   const wasProvisioned = object.status?.initialization?.provisioned === true;
 
   // Observe: owners and inputs. A provisioned machine's inputs are pinned in its durable inputs.
@@ -301,7 +308,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
 
   // Observe Jobs; bookkeep the finished ones not recorded yet.
-  const jobs = await observeJobs({ core, batch }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
+  const jobs = await observeJobs({ core, batch, cache: deps.cache }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
   const durableNotes: Record<string, string | null> = {};
   for (const job of toMark) {
@@ -372,6 +379,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
   if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
     const vanished = recordedJob.name;
+    // Live: a Job missing from the cache may be lag, and this writes the interruption down.
     const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
     if (gone && durable.interruptedApply !== vanished) {
       await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
@@ -385,12 +393,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
 
   let active = jobs.find((job) => job.outcome === undefined);
-  const stateObservation = await observeState(core, namespace, suffix);
+  const stateObservation = await observeState(core, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
   const state = stateObservation.reading;
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
-  let backups = backupSets(await listBackupSecrets(core, namespace, suffix));
+  let backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
   const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
   const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
   let restoreSet: BackupSet | undefined;
@@ -418,7 +426,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     });
     deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
     void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
-    backups = backupSets(await listBackupSecrets(core, namespace, suffix));
+    backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
   }
   const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
   for (const secret of pruned) await core.deleteNamespacedSecret({ name: secret, namespace }).catch(ignoreNotFound);
@@ -446,7 +454,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
   if (active) {
     const secretName = runSecretName(active.name);
-    const present = await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
+    const present = deps.cache
+      ? (await deps.cache.get(builtinTypes.secret, namespace, secretName, { inScope: true })) !== undefined
+      : await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
     if (!present) {
       const root = rootForOperation(active.op, inputs, durable, adapter.role);
       const hashMatches = active.inputsHash === undefined || active.inputsHash === currentHash || active.op !== "apply";
@@ -456,7 +466,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
         await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
         // Deleted by captf before it could start: not an interrupted apply.
-        await patchStatus(deps, adapter, namespace, name, { activeJob: null });
+        await patchStatus(deps, adapter, object, { activeJob: null });
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
         return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
       }
@@ -712,7 +722,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (adapter.publishesReady) status.ready = provisioned;
   conditions.set("Ready", provisioned ? { status: "True", reason: "Ready" } : { status: "False", reason: "NotReady", message: action });
   status.conditions = conditions.toStatus(previous, now, object.metadata.generation);
-  await patchStatus(deps, adapter, namespace, name, status);
+  await patchStatus(deps, adapter, object, status);
 
   // Events on transitions, after the status they describe is written.
   if (provisioned && !wasProvisioned) void events.record(subject, "Provisioned", `the ${adapter.role} module's infrastructure is provisioned`);
@@ -966,7 +976,28 @@ async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, f
     .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
 }
 
-async function patchStatus(deps: ReconcilerDeps, adapter: { plural: string }, namespace: string, name: string, status: Record<string, unknown>): Promise<void> {
+/** JSON with object keys sorted and undefined members left out: the API server returns an object's keys in its own order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).filter(([, member]) => member !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "undefined";
+}
+
+/** Whether a JSON merge patch changes `current` (null removes a field; objects merge; anything else replaces). Pure. */
+export function mergePatchChanges(current: unknown, patch: unknown): boolean {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return canonicalJson(current) !== canonicalJson(patch);
+  const base = current !== null && typeof current === "object" && !Array.isArray(current) ? (current as Record<string, unknown>) : undefined;
+  if (!base) return true;
+  return Object.entries(patch).some(([key, value]) => (value === null ? key in base : value !== undefined && (!(key in base) || mergePatchChanges(base[key], value))));
+}
+
+/** Patches the status, only when that changes it (the object as read this pass). */
+async function patchStatus(deps: ReconcilerDeps, adapter: { plural: string }, object: WorkspaceObject, status: Record<string, unknown>): Promise<void> {
   const clean = Object.fromEntries(Object.entries(status).filter(([, value]) => value !== undefined));
+  if (!mergePatchChanges(object.status ?? {}, clean)) return;
+  const { namespace, name } = object.metadata;
   await deps.custom.patchNamespacedCustomObjectStatus({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body: { status: clean } }, mergePatchOptions());
 }

@@ -3,9 +3,13 @@
  * server's own message (a metav1.Status names objects and fields, never a Secret's data).
  */
 import { ApiException } from "@kubernetes/client-node";
+import { KubeApiError } from "./kube-client.js";
 
+/** The HTTP status of an error of either client (client-node's ApiException, the runtime's KubeApiError). */
 export function httpStatusOf(error: unknown): number | undefined {
-  return error instanceof ApiException ? error.code : (error as { code?: number } | undefined)?.code;
+  if (error instanceof ApiException) return error.code;
+  if (error instanceof KubeApiError) return error.statusCode;
+  return (error as { code?: number } | undefined)?.code;
 }
 
 export function isNotFound(error: unknown): boolean {

@@ -105,6 +105,11 @@ export function generationOrMetadataChanged<T extends KubeObject>(object: T, eve
   );
 }
 
+/** {@link generationOrMetadataChanged}, with a periodic resync (the same resourceVersion re-delivered) let through: the `--sync-period` pass. */
+export function changedOrResync<T extends KubeObject>(object: T, event: WatchEventType, oldObject?: T): boolean {
+  return oldObject?.metadata?.resourceVersion === object.metadata?.resourceVersion || generationOrMetadataChanged(object, event, oldObject);
+}
+
 export interface ControllerRunnerOptions {
   logger: Logger;
   metrics?: RuntimeMetrics;

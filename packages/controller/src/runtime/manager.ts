@@ -67,8 +67,10 @@ export type ManagerExit =
   | { reason: "cache-sync-timeout"; unsynced: string[] };
 
 export interface InformerRequest<T extends KubeObject> {
-  /** Server-side label selector; informers are shared per (type, selector). */
+  /** Server-side label selector; informers are shared per (type, selectors). */
   labelSelector?: string;
+  /** Server-side field selector (e.g. `metadata.name=…` for one object per namespace). */
+  fieldSelector?: string;
   /** Only on the first request for a (type, selector): shapes objects before caching. */
   transform?: (object: T) => T;
   /** Added if not yet present. */
@@ -104,7 +106,7 @@ export class Manager {
 
   /** The shared informer for `type` (and label selector), created on first request. */
   informer<T extends KubeObject>(type: ResourceType, request: InformerRequest<T> = {}): Informer<T> {
-    const id = informerId(type, request.labelSelector);
+    const id = informerId(type, request.labelSelector, request.fieldSelector);
     let informer = this.#informers.get(id) as Informer<T> | undefined;
     if (!informer) {
       if (this.#started) throw new Error(`informer for ${id} requested after the manager started`);
@@ -118,6 +120,7 @@ export class Manager {
         relistPeriodMillis: o.informerOptions?.relistPeriodMillis ?? o.syncPeriodMillis ?? managerDefaults.syncPeriodMillis,
         ...(type.namespaced && o.namespace ? { namespace: o.namespace } : {}),
         ...(request.labelSelector ? { labelSelector: request.labelSelector } : {}),
+        ...(request.fieldSelector ? { fieldSelector: request.fieldSelector } : {}),
         ...(request.transform ? { transform: request.transform } : {}),
         ...(o.metrics ? { metrics: o.metrics.runtime.informerSink(`${type.plural}${request.labelSelector ? `{${request.labelSelector}}` : ""}`) } : {}),
       });
@@ -139,6 +142,11 @@ export class Manager {
     }
     this.#runners.push(runner);
     return runner;
+  }
+
+  /** The API client the informers list and watch with (live reads go through it too). */
+  get client(): KubeClient {
+    return this.#o.client;
   }
 
   addHealthCheck(check: Check): void {
@@ -256,9 +264,9 @@ export class Manager {
   }
 }
 
-function informerId(type: ResourceType, labelSelector: string | undefined): string {
+function informerId(type: ResourceType, labelSelector: string | undefined, fieldSelector?: string): string {
   const group = type.group === "" ? "core" : type.group;
-  return `${type.plural}.${group}/${type.version}${labelSelector ? `{${labelSelector}}` : ""}`;
+  return `${type.plural}.${group}/${type.version}${labelSelector ? `{${labelSelector}}` : ""}${fieldSelector ? `{${fieldSelector}}` : ""}`;
 }
 
 /** Resolves once any of the signals aborts. */

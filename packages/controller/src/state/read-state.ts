@@ -1,5 +1,7 @@
 import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 import { decodeStateSecrets, defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
 
 /** The label the kubernetes backend puts on every Secret of one state. */
@@ -14,12 +16,14 @@ export interface StateObservation {
 }
 
 /**
- * Reads one object's state live from the API server (never from a cache: a Job may have just
+ * Reads one object's state (live, or from a cache proven as fresh as the newest Job that may have
  * written it), decodes it, and notes whether a deleted object retained it. API errors propagate;
  * the reconciler retries them.
  */
-export async function observeState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateObservation> {
-  const list = await core.listNamespacedSecret({ namespace, labelSelector: `${backendSuffixLabel}=${suffix}` });
+export async function observeState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits, cached?: { cache: ReadCache; freshAsOf: string | undefined }): Promise<StateObservation> {
+  const labelSelector = `${backendSuffixLabel}=${suffix}`;
+  // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend labels every state Secret captf.io/managed.
+  const list = cached ? { items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true, ...(cached.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}) }) } : await core.listNamespacedSecret({ namespace, labelSelector });
   const secrets = list.items.map((item) => ({
     name: item.metadata?.name ?? "",
     data: item.data,

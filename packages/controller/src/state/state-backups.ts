@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import type { CoreV1Api, V1OwnerReference, V1Secret } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import { backendSuffixLabel } from "./read-state.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 import { isConflict } from "../runtime/client-node-errors.js";
 
 /**
@@ -128,6 +130,9 @@ export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): 
   return bytes;
 }
 
-export async function listBackupSecrets(core: CoreV1Api, namespace: string, suffix: string): Promise<V1Secret[]> {
-  return (await core.listNamespacedSecret({ namespace, labelSelector: `${labels.stateBackup}=true,${labels.stateBackupSuffix}=${suffix}` })).items;
+export async function listBackupSecrets(core: CoreV1Api, namespace: string, suffix: string, cache?: ReadCache): Promise<V1Secret[]> {
+  const labelSelector = `${labels.stateBackup}=true,${labels.stateBackupSuffix}=${suffix}`;
+  // Backups are labelled captf.io/managed and written only by this manager (expectations).
+  if (cache) return cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true });
+  return (await core.listNamespacedSecret({ namespace, labelSelector })).items;
 }

@@ -1,0 +1,53 @@
+/**
+ * The manager's read cache: the informers a reconcile pass reads from, each scoped where that
+ * bounds memory, with managedFields stripped. Secrets: only those labelled `captf.io/managed`
+ * (state, durable inputs, backups, per-run Secrets, credential mirrors), the per-run Secrets
+ * without their data (only their existence is read); a Cluster API bootstrap Secret, a
+ * variablesFrom Secret and an identity's source Secret are read live.
+ */
+import { labels } from "@captf/contract/api";
+import type { Role } from "@captf/contract";
+import { identityResourceType } from "../identity/ensure-credentials.js";
+import { runnerRbacName } from "../identity/runner-rbac.js";
+import { runSecretName } from "../jobs/build-job.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
+import type { Manager } from "../runtime/manager.js";
+import { ReadCache } from "../runtime/read-cache.js";
+import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+import type { KindAdapter } from "./workspace-reconciler.js";
+
+/** The Secrets the manager caches. */
+export const managedSecretSelector = `${labels.managed}=true`;
+
+/** Drops what no pass reads: managedFields everywhere. */
+export function withoutManagedFields<T extends KubeObject>(object: T): T {
+  if (!object.metadata?.managedFields) return object;
+  const { managedFields: _dropped, ...metadata } = object.metadata;
+  return { ...object, metadata };
+}
+
+const runSecretPrefix = runSecretName("");
+
+/** A managed Secret as cached: a per-run Secret keeps no data. */
+export function cachedSecret<T extends KubeObject & { data?: unknown; stringData?: unknown }>(secret: T): T {
+  const stripped = withoutManagedFields(secret);
+  if (!stripped.metadata?.name?.startsWith(runSecretPrefix)) return stripped;
+  const { data: _data, ...rest } = stripped;
+  return rest as T;
+}
+
+/** Requests the informers (before the manager starts) and serves the pass's reads from them. */
+export function managerReadCache(manager: Pick<Manager, "informer" | "client">, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string } = {}): ReadCache {
+  const cache = new ReadCache(manager.client);
+  const whole = (type: ResourceType, labelSelector?: string) => cache.add(type, { informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }) });
+  // The pass ignores objects outside the watch filter, so the filtered cache is the whole of what it reads.
+  for (const adapter of adapters) whole(workspaceResourceType(adapter), options.watchFilterSelector);
+  for (const type of [capiTypes.cluster, capiTypes.machine, capiTypes.machinePool, builtinTypes.job, identityResourceType]) whole(type);
+  // Machines read their cluster's TerraformCluster whether or not it is in the filter.
+  if (options.watchFilterSelector) whole(terraformClusterType);
+  cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret }), scoped: true });
+  const runnerObject = `metadata.name=${runnerRbacName}`;
+  for (const type of [builtinTypes.serviceAccount, builtinTypes.roleBinding]) cache.add(type, { informer: manager.informer(type, { fieldSelector: runnerObject, transform: withoutManagedFields }), scoped: true });
+  return cache;
+}

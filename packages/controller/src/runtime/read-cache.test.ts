@@ -1,0 +1,148 @@
+// The read cache's answer to cache lag: own writes are expectations, read live until the cache shows them.
+import { describe, expect, it } from "@jest/globals";
+import { builtinTypes } from "./builtin-types.js";
+import type { KubeObject } from "./kube-client.js";
+import { atLeast, newestResourceVersion, ReadCache } from "./read-cache.js";
+import { recordingWrites, writtenType } from "./recorded-writes.js";
+
+/** An informer's cache as the read cache sees it, filled by hand (a watch that lags). */
+function fakeInformer() {
+  const objects = new Map<string, KubeObject>();
+  return {
+    objects,
+    resourceVersion: "1" as string | undefined,
+    hasSynced: () => true,
+    get: (keyOrNamespace: string | undefined, name?: string) => objects.get(name === undefined ? (keyOrNamespace ?? "") : `${keyOrNamespace}/${name}`),
+    list: ({ namespace }: { namespace?: string } = {}) => [...objects.values()].filter((o) => o.metadata?.namespace === namespace),
+    put(object: KubeObject) {
+      objects.set(`${object.metadata!.namespace}/${object.metadata!.name}`, object);
+      this.resourceVersion = object.metadata!.resourceVersion;
+    },
+  };
+}
+
+/** The API server as the live reads see it. */
+function fakeServer() {
+  const objects = new Map<string, KubeObject>();
+  const reads: string[] = [];
+  return {
+    objects,
+    reads,
+    get: async <T extends KubeObject>(_type: unknown, namespace: string | undefined, name: string) => {
+      reads.push(`get ${name}`);
+      const found = objects.get(`${namespace}/${name}`);
+      if (!found) throw Object.assign(new Error("not found"), { code: 404 });
+      return found as T;
+    },
+    list: async <T extends KubeObject>(_type: unknown, namespace: string | undefined) => {
+      reads.push("list");
+      return { items: [...objects.values()].filter((o) => o.metadata?.namespace === namespace) as T[] };
+    },
+  };
+}
+
+const secret = (name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels: { app: "x" } } });
+
+describe("the read cache", () => {
+  it("reads an own write live until the cache shows it, then from the cache", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer });
+    informer.put(secret("a", "5"));
+    server.objects.set("ns/a", secret("a", "5"));
+    expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("5");
+    expect(server.reads).toEqual([]);
+
+    // The manager writes a: the watch has not delivered it yet, so a cached read would see the old object.
+    server.objects.set("ns/a", secret("a", "9"));
+    cache.wrote(builtinTypes.secret, secret("a", "9"));
+    expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("9");
+    expect((await cache.list(builtinTypes.secret, "ns", "app=x")).map((o) => o.metadata?.resourceVersion)).toEqual(["9"]);
+    expect(server.reads).toEqual(["get a", "list"]);
+
+    informer.put(secret("a", "9"));
+    expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("9");
+    expect(cache.counts).toEqual({ cached: 2, live: 2 });
+  });
+
+  it("reads an own create and delete live until the cache shows them; a list waits for every write in its namespace", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.job, { informer });
+    server.objects.set("ns/j", secret("j", "3"));
+    cache.wrote(builtinTypes.job, secret("j", "3"));
+    expect(await cache.list(builtinTypes.job, "ns", "app=x")).toHaveLength(1);
+    informer.put(secret("j", "3"));
+    server.objects.delete("ns/j");
+    cache.deleted(builtinTypes.job, "ns", "j");
+    expect(await cache.get(builtinTypes.job, "ns", "j")).toBeUndefined();
+    expect(await cache.list(builtinTypes.job, "other", "app=x")).toEqual([]);
+    expect(server.reads).toEqual(["list", "get j"]);
+    informer.objects.delete("ns/j");
+    expect(await cache.list(builtinTypes.job, "ns", "app=x")).toEqual([]);
+    expect(server.reads).toEqual(["list", "get j"]);
+  });
+
+  it("reads live when the cache has not seen the given resourceVersion (a Job that finished after writing state)", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer, scoped: true });
+    informer.put(secret("s", "10"));
+    server.objects.set("ns/s", secret("s", "12"));
+    expect((await cache.list(builtinTypes.secret, "ns", "app=x", { inScope: true, freshAsOf: "11" }))[0]?.metadata?.resourceVersion).toBe("12");
+    expect((await cache.list(builtinTypes.secret, "ns", "app=x", { inScope: true, freshAsOf: "10" }))[0]?.metadata?.resourceVersion).toBe("10");
+    expect(server.reads).toEqual(["list"]);
+  });
+
+  it("takes a scoped cache's absence as an answer only for objects in its scope", async () => {
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer: fakeInformer(), scoped: true });
+    server.objects.set("ns/user", secret("user", "4"));
+    expect(await cache.get(builtinTypes.secret, "ns", "user")).toBeDefined();
+    expect(await cache.get(builtinTypes.secret, "ns", "managed", { inScope: true })).toBeUndefined();
+    expect(server.reads).toEqual(["get user"]);
+  });
+
+  it("compares resourceVersions as the integers etcd gives, anything else as not yet seen", () => {
+    expect(atLeast("10", "9")).toBe(true);
+    expect(atLeast("9", "10")).toBe(false);
+    expect(atLeast("10", "10")).toBe(true);
+    expect(atLeast(undefined, "1")).toBe(false);
+    expect(atLeast("x", "1")).toBe(false);
+    expect(atLeast("1", undefined)).toBe(true);
+    expect(newestResourceVersion(["9", undefined, "10", "2"])).toBe("10");
+    expect(newestResourceVersion([])).toBeUndefined();
+  });
+});
+
+describe("recorded writes", () => {
+  it("name the type each client-node write method writes", () => {
+    expect(writtenType("createNamespacedSecret", {}, "")).toEqual({ verb: "create", group: "", plural: "secrets" });
+    expect(writtenType("patchNamespacedJob", {}, "batch")).toEqual({ verb: "patch", group: "batch", plural: "jobs" });
+    expect(writtenType("replaceNamespacedRoleBinding", {}, "rbac.authorization.k8s.io")?.plural).toBe("rolebindings");
+    expect(writtenType("patchNamespacedCustomObjectStatus", { group: "g", plural: "things" }, "")).toEqual({ verb: "patch", group: "g", plural: "things" });
+    expect(writtenType("readNamespacedSecret", {}, "")).toBeUndefined();
+    expect(writtenType("listNamespacedJob", {}, "batch")).toBeUndefined();
+  });
+
+  it("become expectations of the cache: the next read of the written object is live", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer });
+    informer.put(secret("a", "5"));
+    const api = {
+      patchNamespacedSecret: async () => {
+        server.objects.set("ns/a", secret("a", "6"));
+        return secret("a", "6");
+      },
+      deleteNamespacedSecret: async () => ({ status: "Success" }),
+    };
+    const recorded = recordingWrites(api, "", cache);
+    await recorded.patchNamespacedSecret();
+    expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("6");
+    await (recorded.deleteNamespacedSecret as (params: object) => Promise<unknown>)({ namespace: "ns", name: "a" });
+    server.objects.delete("ns/a");
+    expect(await cache.get(builtinTypes.secret, "ns", "a")).toBeUndefined();
+    expect(server.reads).toEqual(["get a", "get a"]);
+  });
+});

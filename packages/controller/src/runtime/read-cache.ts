@@ -1,0 +1,149 @@
+/**
+ * Reads served from the manager's informer caches, with the manager's own writes as expectations
+ * (controller-runtime's and the ReplicaSet controller's answer to cache lag): after the manager
+ * writes an object, reads that could see it go to the API server until the cache shows that write
+ * (the object at the written resourceVersion or later, or gone after a delete). A type without a
+ * cache, or a cache not synced yet, is read live. Cached objects are deep-frozen: copy to change.
+ */
+import type { Informer } from "./informer.js";
+import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
+import { isNotFound } from "./client-node-errors.js";
+import { parseLabelSelector } from "./label-selector.js";
+
+/** `group/plural`: one cache per resource type. */
+export function typeKey(type: Pick<ResourceType, "group" | "plural">): string {
+  return `${type.group}/${type.plural}`;
+}
+
+/** A cache of one type; a `scoped` one (label- or field-selected) holds only some objects of its type. */
+export interface CacheSource {
+  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion">;
+  scoped?: boolean;
+}
+
+export interface CachedReadOptions {
+  /** The caller knows the objects it reads are in the scope of a scoped cache: its absence there is an answer. */
+  inScope?: boolean;
+  /** The cache must have seen everything up to this resourceVersion (a Job's that finished after writing them), else the read is live. */
+  freshAsOf?: string;
+}
+
+/** An own write the cache has not shown yet: the resourceVersion written, or gone. */
+interface Expectation {
+  resourceVersion?: string;
+  deleted: boolean;
+  until: number;
+}
+
+/** Expectations expire like controller-runtime's (5 minutes): a lost watch event cannot force live reads forever. */
+const expectationTtlMillis = 5 * 60_000;
+
+/** Whether resourceVersion `seen` is at least `written`; etcd revisions are integers, anything else counts as not yet. */
+export function atLeast(seen: string | undefined, written: string | undefined): boolean {
+  if (written === undefined) return true;
+  if (seen === undefined || !/^\d+$/.test(seen) || !/^\d+$/.test(written)) return false;
+  return seen.length !== written.length ? seen.length > written.length : seen >= written;
+}
+
+/** The newest of some resourceVersions (undefined when none is given). */
+export function newestResourceVersion(versions: readonly (string | undefined)[]): string | undefined {
+  return versions.reduce<string | undefined>((newest, version) => (version !== undefined && (newest === undefined || atLeast(version, newest)) ? version : newest), undefined);
+}
+
+export interface ReadCacheCounts {
+  cached: number;
+  live: number;
+}
+
+export class ReadCache {
+  readonly #sources = new Map<string, CacheSource>();
+  readonly #expected = new Map<string, Map<string, Expectation>>();
+  readonly #live: Pick<KubeClient, "get" | "list">;
+  readonly #now: () => number;
+  /** Reads served from a cache and reads sent live, for tests and the bench. */
+  readonly counts: ReadCacheCounts = { cached: 0, live: 0 };
+
+  constructor(live: Pick<KubeClient, "get" | "list">, now: () => number = Date.now) {
+    this.#live = live;
+    this.#now = now;
+  }
+
+  /** Serves reads of `type` from this cache. */
+  add(type: ResourceType, source: CacheSource): this {
+    this.#sources.set(typeKey(type), source);
+    return this;
+  }
+
+  /** Records an own write of an object (its response), so reads wait for the cache to show it. */
+  wrote(type: Pick<ResourceType, "group" | "plural">, object: KubeObject | undefined): void {
+    const meta = object?.metadata;
+    if (!meta?.name) return;
+    this.#expect(type, meta.namespace, meta.name, { ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), deleted: false, until: this.#now() + expectationTtlMillis });
+  }
+
+  /** Records an own delete. */
+  deleted(type: Pick<ResourceType, "group" | "plural">, namespace: string | undefined, name: string): void {
+    this.#expect(type, namespace, name, { deleted: true, until: this.#now() + expectationTtlMillis });
+  }
+
+  #expect(type: Pick<ResourceType, "group" | "plural">, namespace: string | undefined, name: string, expectation: Expectation): void {
+    const key = typeKey(type);
+    if (!this.#sources.has(key)) return;
+    let byObject = this.#expected.get(key);
+    if (!byObject) this.#expected.set(key, (byObject = new Map()));
+    byObject.set(namespace ? `${namespace}/${name}` : name, expectation);
+  }
+
+  /** Whether the cache shows every own write to objects of `type` in `namespace` (the object `name` only, when given); met expectations are dropped. */
+  #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, name?: string): boolean {
+    const byObject = this.#expected.get(typeKey(type));
+    if (!byObject) return true;
+    const now = this.#now();
+    let caughtUp = true;
+    for (const [key, expectation] of byObject) {
+      const slash = key.indexOf("/");
+      const keyNamespace = slash < 0 ? undefined : key.slice(0, slash);
+      const keyName = slash < 0 ? key : key.slice(slash + 1);
+      if (keyNamespace !== namespace || (name !== undefined && keyName !== name)) continue;
+      const cached = source.informer.get(key);
+      const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
+      if (met || expectation.until <= now) byObject.delete(key);
+      else caughtUp = false;
+    }
+    return caughtUp;
+  }
+
+  /** The synced cache of `type`, when it is as fresh as the read asks. */
+  #source(type: ResourceType, options: CachedReadOptions): CacheSource | undefined {
+    const source = this.#sources.get(typeKey(type));
+    if (!source?.informer.hasSynced()) return undefined;
+    return atLeast(source.informer.resourceVersion, options.freshAsOf) ? source : undefined;
+  }
+
+  /** The object, from the cache when it can answer, else live; undefined when it does not exist. */
+  async get<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: CachedReadOptions = {}): Promise<T | undefined> {
+    const source = this.#source(type, options);
+    if (source && this.#caughtUp(type, source, namespace, name)) {
+      const cached = source.informer.get(namespace, name);
+      // A scoped cache's "not there" is an answer only for objects that would be in its scope.
+      if (cached || !source.scoped || options.inScope) {
+        this.counts.cached++;
+        return cached as unknown as T | undefined;
+      }
+    }
+    this.counts.live++;
+    return (this.#live.get<KubeObject>(type, namespace, name) as Promise<unknown> as Promise<T>).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+  }
+
+  /** The objects of a namespace matching a label selector, from the cache when it holds them all, else live. */
+  async list<T = KubeObject>(type: ResourceType, namespace: string, labelSelector: string, options: CachedReadOptions = {}): Promise<T[]> {
+    const source = this.#source(type, options);
+    const requirements = parseLabelSelector(labelSelector);
+    if (source && (!source.scoped || options.inScope) && this.#caughtUp(type, source, namespace)) {
+      this.counts.cached++;
+      return source.informer.list({ namespace, labelSelector: requirements }) as unknown as T[];
+    }
+    this.counts.live++;
+    return (await this.#live.list<KubeObject>(type, namespace, { labelSelector })).items as unknown as T[];
+  }
+}
