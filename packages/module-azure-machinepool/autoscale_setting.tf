@@ -5,7 +5,7 @@
 # max, with one rule to scale out and one to scale in on average CPU.
 # tfcapi-lint:ignore pool/autoscaling-ignore-changes the scale set ignores changes to instances, its desired count, which the check's pattern does not know; Azure Autoscale holds the capacity in both modes (README "Exceptions")
 resource "azurerm_monitor_autoscale_setting" "pool_autoscale_setting" {
-  count = local.exports_usable ? 1 : 0
+  count = local.pool_plannable ? 1 : 0
 
   enabled             = true
   location            = local.location

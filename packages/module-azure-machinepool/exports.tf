@@ -10,6 +10,9 @@ locals {
   # setting are not created, and the listing's precondition says why.
   exports_usable         = local.exports != null
   exports_schema_matches = local.externally_managed || try(var.captf_cluster_outputs.schema == "captf.io/azure-cluster/v1", false)
+  # Exports of another module's schema place nothing either (placement.tf):
+  # the listing's precondition names the mismatch; nothing plans with nulls.
+  exports_placeable = local.exports_usable && local.exports_schema_matches
 
   subscription_id     = try(local.exports.subscription_id, null)
   location            = try(local.exports.region, null)

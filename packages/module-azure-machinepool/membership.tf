@@ -23,7 +23,7 @@ data "azurerm_resources" "pool_scale_set_listing" {
       error_message = "captf_cluster_outputs must be {} or exports of schema captf.io/azure-cluster/v1: the TerraformCluster runs a module other than azure-cluster."
     }
     precondition {
-      condition     = var.replicas <= 1000 && (!var.autoscaling.enabled || var.autoscaling.max <= 1000)
+      condition     = local.capacity_within_limit
       error_message = "A scale set holds at most 1000 instances: lower the MachinePool's replicas (${var.replicas}) or its cluster-api-autoscaler-node-group-max-size annotation."
     }
   }
@@ -39,7 +39,7 @@ locals {
 # Instances with power state, address and zone; paged, so never truncated.
 # Read only when the listing found the scale set.
 data "azurerm_virtual_machine_scale_set" "pool_scale_set_status" {
-  count = local.exports_usable && local.scale_set_listed ? 1 : 0
+  count = local.pool_plannable && local.scale_set_listed ? 1 : 0
 
   name                = local.scale_set_name
   resource_group_name = local.resource_group_name

@@ -22,4 +22,9 @@ locals {
   # replicas into [min, max] while autoscaling is on; clamping again keeps a
   # hand-written apply in range.
   desired_capacity = var.autoscaling.enabled ? max(var.autoscaling.min, min(var.autoscaling.max, var.replicas)) : var.replicas
+  # A scale set holds at most 1000 instances.
+  capacity_within_limit = var.replicas <= 1000 && (!var.autoscaling.enabled || var.autoscaling.max <= 1000)
+  # What the scale set and its autoscale setting need before they can be
+  # planned; otherwise neither is, and the listing's preconditions say why.
+  pool_plannable = local.exports_placeable && local.capacity_within_limit
 }

@@ -3,7 +3,7 @@
 # place, for new instances only (providers.tf); a change azurerm cannot make
 # in place, or a Kubernetes version change, is a new scale set (names.tf).
 resource "azurerm_linux_virtual_machine_scale_set" "pool_scale_set" {
-  count = local.exports_usable ? 1 : 0
+  count = local.pool_plannable ? 1 : 0
 
   admin_username                  = local.admin_username
   computer_name_prefix            = local.scale_set_name

@@ -1,12 +1,12 @@
-# The runtime floor and the exact provider pin. A provider bump is its own
-# change: every attribute this module sets was read against 5.7.0.
+# The runtime floor and the provider line. Validated against hashicorp/azurerm
+# built at tag v5.2.0: a bump past 5.x is its own change.
 terraform {
   required_version = ">= 1.5.0"
 
   required_providers {
     azurerm = {
       source  = "hashicorp/azurerm"
-      version = "5.7.0"
+      version = "~> 5.2"
     }
   }
 }

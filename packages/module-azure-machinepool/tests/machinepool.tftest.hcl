@@ -272,7 +272,8 @@ run "bootstrap_rotation_in_place" {
     error_message = "A token rotation keeps the scale set: its model updates in place."
   }
   assert {
-    condition     = strcontains(base64decode(nonsensitive(azurerm_linux_virtual_machine_scale_set.pool_scale_set[0].custom_data)), "IyMgdGVtcGxhdGU6IGppbmphCiNjbG91ZC1jb25maWcKcnVuY21kOiBba3ViZWFkbSBqb2luIDJdCg==")
+    # The boothook's MIME multipart carries the data as base64 in lines of 76 (RFC 2045).
+    condition     = strcontains(base64decode(nonsensitive(azurerm_linux_virtual_machine_scale_set.pool_scale_set[0].custom_data)), "IyMgdGVtcGxhdGU6IGppbmphCiNjbG91ZC1jb25maWcKcnVuY21kOiBba3ViZWFkbSBqb2luIDJd\nCg==")
     error_message = "The scale set's model carries the rotated data."
   }
 }
