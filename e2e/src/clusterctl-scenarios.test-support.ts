@@ -140,7 +140,7 @@ export function clusterctlScenarios(context: () => { plane: ManagementPlane; pla
   }, scenarioTimeout);
 
   it("moves an idle cluster to a second management plane: every object and its state arrive, nothing is destroyed", async () => {
-    target = await startMoveTarget(plane().clusterctlRepository, plane().images.manager, plane().install.objects.filter((object) => object.kind === "ValidatingWebhookConfiguration"));
+    target = await startMoveTarget(plane().clusterctlRepository, plane().images.manager, plane().install.objects.filter((object) => object.kind!.endsWith("WebhookConfiguration")));
     const before = await snapshot(plane().kubeConfig, idle.namespace);
     expect(Object.keys(before.states)).toHaveLength(3);
     const run = move(idle.namespace);

@@ -119,8 +119,8 @@ export interface MoveTarget {
 
 /**
  * A second management plane for `clusterctl move`: etcd and kube-apiserver, initialized by
- * `clusterctl init` from the same repository. No manager runs there: captf's webhooks point at the
- * first plane's admission server (`webhooks`, already pointed there), the code a captf on this
+ * `clusterctl init` from the same repository. No manager runs there: captf's validating and mutating
+ * webhooks point at the first plane's admission server (`webhooks`, already pointed there), the code a captf on this
  * plane would run; Cluster API's stand-in providers have no webhooks.
  */
 export async function startMoveTarget(repository: ClusterctlRepository, captfImage: string, webhooks: readonly k8s.KubernetesObject[]): Promise<MoveTarget> {
