@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { runCommand, tofuEnvironment } from "./tofu.js";
+import { copyModuleForRun, runCommand, tofuEnvironment } from "./tofu.js";
 
 /** A filesystem provider mirror (`tofu providers mirror <dir>`) the provider suites install from. */
 export const providerMirrorVariable = "CAPTF_PROVIDER_MIRROR";
@@ -54,7 +54,7 @@ export async function mirrorModuleProviders(moduleDir: string, runtime: string, 
   const dir = mkdtempSync(join(tmpdir(), "captf-providers-"));
   try {
     const copy = join(dir, "module");
-    cpSync(moduleDir, copy, { recursive: true, dereference: true, filter: (path) => !/(^|\/)(\.terraform|\.terraform\.lock\.hcl|node_modules)$/.test(path.slice(moduleDir.length)) });
+    copyModuleForRun(moduleDir, copy);
     writeFileSync(join(dir, "cli.tfrc"), providerCliConfig(source));
     // `providers mirror` always downloads from the origin registry; init honours the CLI configuration.
     const run = await runCommand(runtime, ["init", "-backend=false", "-input=false", "-no-color"], { cwd: copy, env: tofuEnvironment(join(dir, "cli.tfrc")) });

@@ -30,6 +30,12 @@ export function tofuEnvironment(cliConfigFile: string): NodeJS.ProcessEnv {
   return { ...env, TF_CLI_CONFIG_FILE: cliConfigFile, CHECKPOINT_DISABLE: "1", TF_IN_AUTOMATION: "1", TF_INPUT: "0" };
 }
 
+/** Copies a module to run it elsewhere: its links' targets copied in, without .terraform, the lock file or node_modules. */
+export function copyModuleForRun(moduleDir: string, destination: string): void {
+  const skipped = new Set([".terraform", ".terraform.lock.hcl", "node_modules"]);
+  cpSync(moduleDir, destination, { recursive: true, dereference: true, filter: (path) => !relative(moduleDir, path).split(sep).some((part) => skipped.has(part)) });
+}
+
 export interface TofuTestRun extends CommandRun {
   passed: number;
   failed: number;
@@ -46,7 +52,7 @@ export async function runTofuTest(moduleDir: string, options: { cliConfig?: stri
   const dir = mkdtempSync(join(tmpdir(), "captf-tofu-test-"));
   try {
     const copy = join(dir, "module");
-    cpSync(moduleDir, copy, { recursive: true, dereference: true, filter: (path) => !relative(moduleDir, path).split(sep).some((part) => part === ".terraform" || part === ".terraform.lock.hcl") });
+    copyModuleForRun(moduleDir, copy);
     writeFileSync(join(dir, "cli.tfrc"), options.cliConfig ?? "");
     const env = tofuEnvironment(join(dir, "cli.tfrc"));
     const init = await runCommand(tofu, ["init", "-input=false", "-no-color"], { cwd: copy, env });

@@ -87,6 +87,7 @@ const capiGroup = "cluster.x-k8s.io";
 const infraGroup = "infrastructure.cluster.x-k8s.io";
 const meta = (name: string, extra: AnyObject = {}) => ({ name, namespace: "${NAMESPACE}", ...extra });
 const clusterLabel = { "cluster.x-k8s.io/cluster-name": "${CLUSTER_NAME}" };
+const clusterNetwork = { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] } };
 
 /** A Cluster on a TerraformCluster run from `${CAPTF_CLUSTER_MODULE_IMAGE}` under the identity `${CAPTF_IDENTITY_NAME}`, with a KubeadmControlPlane. */
 function cloudClusterObjects(): AnyObject[] {
@@ -96,7 +97,7 @@ function cloudClusterObjects(): AnyObject[] {
       kind: "Cluster",
       metadata: meta("${CLUSTER_NAME}"),
       spec: {
-        clusterNetwork: { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] } },
+        clusterNetwork,
         controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: "KubeadmControlPlane", name: "${CLUSTER_NAME}-control-plane" },
         infrastructureRef: { apiGroup: infraGroup, kind: "TerraformCluster", name: "${CLUSTER_NAME}" },
       },
@@ -199,7 +200,7 @@ function clusterOfClassObjects(): AnyObject[] {
       kind: "Cluster",
       metadata: meta("${CLUSTER_NAME}"),
       spec: {
-        clusterNetwork: { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] } },
+        clusterNetwork,
         topology: {
           classRef: { name: clusterClassName },
           version: "${KUBERNETES_VERSION}",
