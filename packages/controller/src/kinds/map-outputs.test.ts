@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { decodeOutputs, type Health } from "@captf/contract";
-import { clusterContractFields, infrastructureHealthy, isProvisioned, machineContractFields, machinePoolContractFields, providerIDConditions } from "./map-outputs.js";
+import { clusterContractFields, infrastructureHealthy, isProvisioned, machineContractFields, machinePoolContractFields, poolMembershipConverged, providerIDConditions } from "./map-outputs.js";
 
 const health = (state: Health["state"], healthy = true, extra: Partial<Health> = {}): Health => ({ state, healthy, message: null, reasons: [], ...extra });
 
@@ -51,6 +51,15 @@ describe("isProvisioned and the contract fields", () => {
     });
     const pool = decodeOutputs("machinepool", { provider_id: null, provider_id_list: ["b", "a"], replicas: 2, instances: [], health: health("running") });
     expect(machinePoolContractFields(pool.outputs)).toEqual({ providerIDList: ["a", "b"], replicas: 2 });
+  });
+
+  it("poolMembershipConverged: members listed equal the capacity, and both outputs read", () => {
+    const pool = (list: unknown, replicas: unknown) => decodeOutputs("machinepool", { provider_id: null, provider_id_list: list, replicas, instances: [], health: health("running") }).outputs;
+    expect(poolMembershipConverged(pool(["a", "b"], 2))).toBe(true);
+    expect(poolMembershipConverged(pool([], 0))).toBe(true);
+    expect(poolMembershipConverged(pool(["a"], 2))).toBe(false);
+    expect(poolMembershipConverged(pool(["a", "b"], null))).toBe(false);
+    expect(poolMembershipConverged(pool(undefined, 2))).toBe(false);
   });
 });
 

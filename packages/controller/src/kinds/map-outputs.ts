@@ -110,3 +110,9 @@ export function machinePoolContractFields(outputs: DecodedOutputs["machinepool"]
   if (outputs.replicas.state === "ok") fields.replicas = outputs.replicas.value;
   return fields;
 }
+
+/** A pool reading whose members already match its capacity: no membership refresh is needed to settle it (§2.4 rule 1). */
+export function poolMembershipConverged(outputs: DecodedOutputs["machinepool"]): boolean {
+  const { providerIDList, replicas } = machinePoolContractFields(outputs);
+  return providerIDList !== undefined && replicas !== undefined && providerIDList.length === replicas;
+}

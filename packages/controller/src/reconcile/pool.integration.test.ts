@@ -78,16 +78,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(pool.status.conditions.find((c: { type: string }) => c.type === "OutputsValid")).toMatchObject({ status: "True" });
     expect(pool.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
     expect(pool.status.ready).toBe(true);
-    // The pass that saw the apply succeed starts the membership refresh due right after every apply.
+    // The apply's own reading already lists every member with a definite health: no refresh follows it (reference 2.4, rule 1).
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
-    expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]).sort()).toEqual(["apply", "refresh"]);
+    expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]).sort()).toEqual(["apply"]);
     expect(actions[0]).toBe("added finalizer");
-    expect(actions.at(-1)).toMatch(/^started refresh \(RefreshAfterApply\)/);
+    expect(actions.at(-1)).toBe("UpToDate");
   }, 180_000);
 
-  it("settles after its membership refresh: the next passes start no Job and leave providerIDList alone", async () => {
-    await executor.runPending();
-    await allJobsFinished(batch, namespace);
+  it("settles after its apply: the next passes start no Job and leave providerIDList alone", async () => {
     const first = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
     expect(first.action).toBe("UpToDate");
     // The next membership refresh is due one interval (60 s, plus up to 10% jitter) after this one.
@@ -96,7 +94,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const before = await get();
     const second = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
     expect(second.action).toBe("UpToDate");
-    expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(2);
+    expect((await batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
     expect((await get()).metadata.generation).toBe(before.metadata.generation);
     expect((await get()).spec.providerIDList).toEqual(before.spec.providerIDList);
   }, 60_000);

@@ -1,5 +1,5 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
-import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
+import { decodeOutputs, type DecodedOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
 import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateLockLeaseName, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
@@ -9,7 +9,7 @@ import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
-import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
+import { infrastructureHealthy, isProvisioned, poolMembershipConverged, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
@@ -611,7 +611,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
           ...(healthReading ? { state: healthReading } : {}),
           pendingRefreshes,
           // Until a refresh follows the newest apply, the state's reading is that apply's own.
-          appliedReadingDefinite: adapter.role !== "machinepool" && healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown",
+          appliedReadingDefinite: healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown" && (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
           ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
           ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
         },
