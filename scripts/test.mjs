@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs every check of the repository in order and prints one summary line "N passed, N failed".
 // Each non-jest check (build, typecheck, ...) counts as one test; jest tests count one each.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { createInterface } from "node:readline";
 import { mkdirSync, readFileSync, readdirSync, existsSync, rmSync } from "node:fs";
 
 const results = { passed: 0, failed: 0, notes: [] };
@@ -35,37 +36,47 @@ for (const dir of packages) {
 }
 
 mkdirSync(".test-results", { recursive: true });
-const jestArgs = [
-  "--experimental-vm-modules",
-  "--disable-warning=ExperimentalWarning",
-  "node_modules/jest/bin/jest.js",
-  "--json",
-  "--outputFile=.test-results/jest.json",
-  "--coverage",
-  "--coverageReporters=text-summary",
-  "--coverageReporters=json-summary",
-  "--coverageDirectory=.test-results/coverage",
-  ...process.argv.slice(2),
-];
-const jest = spawnSync("node", jestArgs, { stdio: "inherit" });
-let jestReport;
-try {
-  jestReport = JSON.parse(readFileSync(".test-results/jest.json", "utf8"));
-} catch {
-  results.failed++;
-  console.log(`== jest produced no report (exit ${jest.status ?? jest.signal})`);
+const jestCommand = ["--experimental-vm-modules", "--disable-warning=ExperimentalWarning", "node_modules/jest/bin/jest.js"];
+const coverage = ["--coverage", "--coverageReporters=text-summary", "--coverageReporters=json-summary", "--coverageDirectory=.test-results/coverage"];
+const filters = process.argv.slice(2);
+// The e2e suite mostly waits on its plane (load ~1 on 2 cores), so without filters it runs in its own
+// jest process beside the packages' suites: the whole command takes about the longer of the two.
+const runs = filters.length > 0
+  ? [{ name: "jest", report: ".test-results/jest.json", args: [...coverage, ...filters] }]
+  : [
+      { name: "jest (packages)", report: ".test-results/jest.json", args: [...coverage, "--ignoreProjects", "e2e"] },
+      { name: "jest (e2e)", report: ".test-results/jest-e2e.json", args: ["--selectProjects", "e2e"], prefix: "[e2e] " },
+    ];
+const exits = await Promise.all(runs.map((run) => runJest(run)));
+for (const [index, run] of runs.entries()) countJestReport(run, exits[index]);
+
+function runJest({ report, args, prefix }) {
+  rmSync(report, { force: true });
+  const child = spawn("node", [...jestCommand, "--json", `--outputFile=${report}`, ...args], { stdio: prefix ? ["ignore", "pipe", "pipe"] : "inherit" });
+  if (prefix) for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on("line", (line) => process.stdout.write(`${prefix}${line}\n`));
+  return new Promise((resolve) => child.on("close", (status, signal) => resolve(status ?? signal)));
 }
-if (jestReport) {
+
+function countJestReport({ name, report }, exit) {
+  let jestReport;
+  try {
+    jestReport = JSON.parse(readFileSync(report, "utf8"));
+  } catch {
+    results.failed++;
+    console.log(`== ${name} produced no report (exit ${exit})`);
+    return;
+  }
   results.passed += jestReport.numPassedTests;
   results.failed += jestReport.numFailedTests;
+  console.log(`== ${name}: ${jestReport.numPassedTests} passed, ${jestReport.numFailedTests} failed in ${((Date.now() - jestReport.startTime) / 1000).toFixed(1)}s`);
   // A suite that fails to load has no failed tests but must still fail the run.
   if (jestReport.numRuntimeErrorTestSuites > 0) {
     results.failed += jestReport.numRuntimeErrorTestSuites;
-    console.log(`== ${jestReport.numRuntimeErrorTestSuites} test suite(s) failed to run`);
+    console.log(`== ${name}: ${jestReport.numRuntimeErrorTestSuites} test suite(s) failed to run`);
   }
-  if (jest.status !== 0 && jestReport.numFailedTests === 0 && jestReport.numRuntimeErrorTestSuites === 0) {
+  if (exit !== 0 && jestReport.numFailedTests === 0 && jestReport.numRuntimeErrorTestSuites === 0) {
     results.failed++;
-    console.log(`== jest exited ${jest.status}: a coverage threshold or the run itself failed`);
+    console.log(`== ${name} exited ${exit}: a coverage threshold or the run itself failed`);
   }
 }
 

@@ -89,3 +89,10 @@ export function formatProgress(rows: readonly ProgressRow[]): string {
 export async function listCaptfJobs(kubeConfig: k8s.KubeConfig, namespace: string): Promise<k8s.V1Job[]> {
   return (await kubeConfig.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace, labelSelector: "captf.infrastructure.cluster.x-k8s.io/op" })).items;
 }
+
+/** Events of one reason in a namespace, oldest first (for example JobCreated: why each Job started). */
+export async function listEventsOfReason(kubeConfig: k8s.KubeConfig, namespace: string, reason: string): Promise<k8s.CoreV1Event[]> {
+  const events = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace, fieldSelector: `reason=${reason}` })).items;
+  const at = (event: k8s.CoreV1Event) => new Date(event.firstTimestamp ?? event.eventTime ?? 0).getTime();
+  return events.sort((a, b) => at(a) - at(b));
+}

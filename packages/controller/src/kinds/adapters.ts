@@ -1,4 +1,4 @@
-import type { JsonValue } from "@captf/contract";
+import { decodeOutputs, type JsonValue } from "@captf/contract";
 import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
@@ -21,16 +21,32 @@ function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: "machines" 
   return readObject<T>(deps.cache, deps.custom, plural === "machines" ? capiTypes.machine : capiTypes.machinePool, namespace, name);
 }
 
-/** The cluster's `exports` as machines and pools receive it; undefined until the cluster has published them. */
-export async function clusterExports(deps: ReconcilerDeps, reads: PassReads, namespace: string, clusterName: string): Promise<JsonValue | undefined> {
+/** What a cluster's applied state gives its machines and pools: `exports`, and the names of its failure domains. */
+interface ClusterStateOutputs {
+  exports: JsonValue;
+  failureDomainNames: string[];
+}
+
+/**
+ * The cluster's outputs as its machines and pools receive them, from one read of its state (reference:
+ * `cluster_failure_domains` comes from the state, never status, so it cannot lag the exports); undefined
+ * until the cluster has applied. An externally managed TerraformCluster runs no module: `{}` and the
+ * failure domains its manager publishes in status.
+ */
+export async function clusterStateOutputs(deps: ReconcilerDeps, reads: PassReads, namespace: string, clusterName: string): Promise<ClusterStateOutputs | undefined> {
   if (!clusterName) return undefined;
   const terraformCluster = await reads.terraformCluster(clusterName);
   if (!terraformCluster) return undefined;
-  // An externally managed TerraformCluster runs no module: its machines get {}.
-  if (terraformCluster.metadata.annotations?.[annotations.managedBy] !== undefined) return {};
+  if (terraformCluster.metadata.annotations?.[annotations.managedBy] !== undefined) {
+    return { exports: {}, failureDomainNames: (terraformCluster.status?.failureDomains ?? []).map((domain) => domain.name).filter((name): name is string => Boolean(name)) };
+  }
   const state = await readState(deps.core, namespace, stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }));
   if (state.kind !== "ok" || !state.state.inputsHash) return undefined;
-  return (state.state.outputs.exports as JsonValue | undefined) ?? {};
+  const failureDomains = decodeOutputs("cluster", state.state.outputs).outputs.failure_domains;
+  return {
+    exports: (state.state.outputs.exports as JsonValue | undefined) ?? {},
+    failureDomainNames: failureDomains.state === "ok" ? failureDomains.value.map((domain) => domain.name) : [],
+  };
 }
 
 export const machineAdapter: KindAdapter<"machine"> = {
@@ -46,7 +62,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
     const mismatch = ownerMismatch({ owner: { kind: "Machine", metadata: machine.metadata, infrastructureRef: machine.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachine", metadata: object.metadata } });
     if (mismatch) return { clusterName, inputs: mismatch };
-    const exports = await clusterExports(deps, reads, namespace, clusterName);
+    const exports = (await clusterStateOutputs(deps, reads, namespace, clusterName))?.exports;
     const secretName = machine.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
     return { clusterName, inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap) };
@@ -123,13 +139,6 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
   },
 };
 
-/** Names of the cluster's failure domains (its TerraformCluster's status.failureDomains); [] until published. */
-async function clusterFailureDomains(reads: PassReads, clusterName: string): Promise<string[]> {
-  if (!clusterName) return [];
-  const terraformCluster = await reads.terraformCluster(clusterName);
-  return (terraformCluster?.status?.failureDomains ?? []).map((domain) => domain.name).filter((name): name is string => Boolean(name));
-}
-
 type CapiMachinePool = Parameters<typeof machinePoolInputs>[0]["machinePool"] & {
   metadata: ObjectMeta & { uid?: string };
   spec?: { clusterName?: string; template?: { spec?: { bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } } };
@@ -149,12 +158,11 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     const clusterName = machinePool.spec?.clusterName ?? machinePool.metadata.labels?.[labels.clusterName] ?? "";
     const mismatch = ownerMismatch({ owner: { kind: "MachinePool", metadata: machinePool.metadata, infrastructureRef: machinePool.spec?.template?.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachinePool", metadata: object.metadata } });
     if (mismatch) return { clusterName, inputs: mismatch };
-    const exports = await clusterExports(deps, reads, namespace, clusterName);
-    const failureDomains = await clusterFailureDomains(reads, clusterName);
+    const cluster = await clusterStateOutputs(deps, reads, namespace, clusterName);
     const secretName = machinePool.spec?.template?.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
     const terraformMachinePool = object as WorkspaceObject & { status?: { replicas?: number } };
-    return { clusterName, inputs: machinePoolInputs({ cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool }, exports, failureDomains, bootstrap) };
+    return { clusterName, inputs: machinePoolInputs({ cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool }, cluster?.exports, cluster?.failureDomainNames ?? [], bootstrap) };
   },
   async ownerWriteBack(deps, object, { status, events, subject }) {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));

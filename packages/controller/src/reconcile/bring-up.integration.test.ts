@@ -2,10 +2,11 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import type * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
-import { clusterAdapter, machineAdapter } from "../kinds/adapters.js";
+import { clusterAdapter, clusterStateOutputs, machineAdapter } from "../kinds/adapters.js";
+import { passReads } from "./pass-reads.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane } from "./plane.test-support.js";
-import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const clusterImage = "registry.invalid/captf/noop-cluster:v0.1.0";
 const machineImage = "registry.invalid/captf/noop-machine:v0.1.0";
@@ -96,6 +97,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(reapply.error).toBeUndefined();
     expect(reapply.steps.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply"]);
   }, 300_000);
+
+  it("gives machines and pools the cluster's exports and failure domains from one read of its state, never its status (which lags the state)", async () => {
+    // As between the cluster's apply and the pass that publishes its outputs: status has no failure domains yet.
+    await custom.patchNamespacedCustomObjectStatus({ ...infra, plural: "terraformclusters", name: "c1", body: { status: { failureDomains: null } } }, mergePatchOptions());
+    expect((await get("terraformclusters", "c1")).status.failureDomains).toBeUndefined();
+    const outputs = await clusterStateOutputs(deps, passReads(custom, namespace), namespace, "c1");
+    expect(outputs).toEqual({ exports: { backend_id: expect.stringMatching(/^noop-backend-/) }, failureDomainNames: ["fd1"] });
+    await settle();
+    expect((await get("terraformclusters", "c1")).status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
+  }, 120_000);
 
   it("tears down machines first: the deleting cluster reports DeletionBlocked until they are destroyed, then destroys itself", async () => {
     await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: "c1" });
