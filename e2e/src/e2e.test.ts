@@ -15,7 +15,7 @@ import { clusterctlScenarios } from "./clusterctl-scenarios.test-support.js";
 import { managerNamespace } from "./captf-install.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables, type DemoSecrets } from "./demo-objects.js";
 import { startManagementPlane, type ManagementPlane } from "./management-plane.js";
-import { formatProgress, listCaptfJobs, readProgress } from "./progress.js";
+import { formatProgress, listCaptfJobs, listEventsOfReason, readProgress } from "./progress.js";
 
 type AnyObject = Record<string, any>;
 
@@ -266,6 +266,10 @@ describeWithTools(
       const applies = (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerName] === interruptedMachine && job.metadata!.labels![labels.op] === "apply");
       expect(applies.find((job) => job.metadata!.name === interruptedJob)?.status?.succeeded ?? 0).toBe(0);
       expect(applies.filter((job) => job.metadata!.name !== interruptedJob && job.status?.succeeded === 1)).toHaveLength(1);
+      // The documented outcome: an interruption from outside (JobInterrupted, retried without backoff), not a failure.
+      const about = (reason: string) => listEventsOfReason(plane.kubeConfig, demoNamespace, reason).then((events) => events.filter((event) => event.involvedObject.name === interruptedMachine && event.message?.includes(interruptedJob)));
+      expect(await about("JobInterrupted")).toHaveLength(1);
+      expect(await about("JobFailed")).toHaveLength(0);
 
       // The manager's Pod deleted while a machine's Job runs: its Deployment replaces it; one Job per run, none lost.
       known = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));

@@ -56,13 +56,17 @@ export function finishedCondition<J extends JobConditions>(job: J) {
   return job.status?.conditions?.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
 }
 
-function outcomeOf(job: V1Job, result: RunResult | undefined): JobOutcome {
+/** The outcome of a finished Job from its condition, its runner's result and whether its Pod was removed from outside. Pure. */
+export function outcomeOf(job: JobConditions & Pick<V1Job, "metadata">, result: RunResult | undefined, pod: Pick<V1Pod, "metadata" | "status"> | undefined): JobOutcome {
   const done = finishedCondition(job)!;
   if (done.type === "Complete") return "succeeded";
-  // A deadline kill counts toward backoff even when the runner reported an interruption.
-  if (done.reason === "DeadlineExceeded") return "failed";
+  // A deadline kill counts toward backoff even when the runner reported an interruption; so does an image
+  // not pulled in time (the manager deleted that Pod itself).
+  if (done.reason === "DeadlineExceeded" || job.metadata?.annotations?.[annotations.imagePullFailed] === "true") return "failed";
   const kind = result?.error?.kind;
   if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted") return kind;
+  // A failed Job keeps its Pod: one deleted, evicted or disrupted from outside took the runner's result with it.
+  if (!result && (!pod || pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === "DisruptionTarget" && c.status === "True"))) return "interrupted";
   return "failed";
 }
 
@@ -133,7 +137,7 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api;
     const result = reading.ok && "steps" in reading.result ? (reading.result as RunResult) : undefined;
     observed.push({
       ...base,
-      outcome: outcomeOf(job, result),
+      outcome: outcomeOf(job, result, pod),
       finishedAt,
       deadlineExceeded,
       ...(result ? { result } : {}),
