@@ -37,7 +37,7 @@ for (const dir of packages) {
 
 mkdirSync(".test-results", { recursive: true });
 const jestCommand = ["--experimental-vm-modules", "--disable-warning=ExperimentalWarning", "node_modules/jest/bin/jest.js"];
-const coverage = ["--coverage", "--coverageReporters=text-summary", "--coverageReporters=json-summary", "--coverageDirectory=.test-results/coverage"];
+const coverage = ["--coverage", "--coverageReporters=text-summary", "--coverageReporters=json-summary", "--coverageReporters=json", "--coverageDirectory=.test-results/coverage"];
 const filters = process.argv.slice(2);
 // The e2e suite mostly waits on its plane (load ~1 on 2 cores), so without filters it runs in its own
 // jest process beside the packages' suites: the whole command takes about the longer of the two.
@@ -49,6 +49,8 @@ const runs = filters.length > 0
     ];
 const exits = await Promise.all(runs.map((run) => runJest(run)));
 for (const [index, run] of runs.entries()) countJestReport(run, exits[index]);
+// Over the whole run only: every declared name is produced on a line the tests ran, or reserved with a reason.
+if (filters.length === 0) step("declared names produced on tested paths", "node", ["scripts/check-names-produced.mjs"]);
 
 function runJest({ report, args, prefix }) {
   rmSync(report, { force: true });

@@ -169,9 +169,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
     await new Promise<void>((resolve) => kubelet.listen(0, "127.0.0.1", resolve));
     await core.createNode({ body: { metadata: { name: nodeName } } });
     const node = await core.readNode({ name: nodeName });
+    // Unconditional (no resourceVersion): kube-controller-manager's node controllers may write the Node meanwhile.
     await core.replaceNodeStatus({
       name: nodeName,
-      body: { ...node, status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }], daemonEndpoints: { kubeletEndpoint: { Port: (kubelet.address() as AddressInfo).port } } } },
+      body: { ...node, metadata: { ...node.metadata, resourceVersion: undefined }, status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }], daemonEndpoints: { kubeletEndpoint: { Port: (kubelet.address() as AddressInfo).port } } } },
     });
     await core.createNamespacedPod({
       namespace,

@@ -754,17 +754,17 @@ function imagePullMessage(stalled: { container: string; image: string; reason: s
 
 /** The outcome of a finished apply, plan or destroy Job on ApplyJobSucceeded; a pull failure and the deadline before the runner's result. */
 function applyJobCondition(job: ObservedJob): ConditionValue {
-  const verb = job.op === "destroy" ? "Destroy" : "Apply";
+  const destroy = job.op === "destroy";
   if (job.imagePullFailed) {
     const images = [...(job.job.spec?.template.spec?.initContainers ?? []), ...(job.job.spec?.template.spec?.containers ?? [])].map((container) => container.image).join(", ");
     return { status: "False", reason: "ImagePullFailed", message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff` };
   }
   if (job.deadlineExceeded) return { status: "False", reason: "JobDeadlineExceeded", message: `Job ${job.name} reached its deadline` };
   const error = job.result?.error;
-  if (!error) return { status: "True", reason: `${verb}Succeeded` };
+  if (!error) return { status: "True", reason: destroy ? "DestroySucceeded" : "ApplySucceeded" };
   if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
   if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
-  return { status: "False", reason: `${verb}Failed`, ...(error.summary ? { message: error.summary } : {}) };
+  return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", ...(error.summary ? { message: error.summary } : {}) };
 }
 
 /** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
