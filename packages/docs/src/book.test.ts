@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, posix, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { describeWithTools, requireTool } from "@captf/testkit";
 
 // Builds the book with VitePress as `pnpm --filter @captf/docs book` does (a dead link fails the
@@ -75,7 +75,7 @@ function dumpDom(chromium: string, url: string, profile: string): Promise<{ stat
   });
 }
 
-describeWithTools(["chromium"], "the book", () => {
+describe("the book", () => {
   const work = mkdtempSync(join(tmpdir(), "captf-book-"));
   const out = join(work, "book");
   let build: { status: number | null; output: string };
@@ -121,24 +121,26 @@ describeWithTools(["chromium"], "the book", () => {
     expect([...new Set(broken)]).toEqual([]);
   });
 
-  it("renders the quick start in headless Chromium, every script and style loaded and nothing logged", async () => {
-    const { server, url, requests } = await serve(out);
-    try {
-      const page = await dumpDom(requireTool("chromium"), `${url}/getting-started.html`, join(work, "chromium"));
-      const rendered = {
-        status: page.status,
-        title: /<h1 id="quick-start-the-demo"[^>]*>([^<]*)/.exec(page.dom)?.[1]?.trim(),
-        prose: page.dom.includes("Once Ready, the demo prints its kubeconfig and stays up."),
-        sidebar: ["Getting started", "Concepts", "User guide", "Operator guide", "Module author guide", "Reference"].filter((chapter) => page.dom.includes(`>${chapter}</h2>`)).length,
-      };
-      expect(rendered).toEqual({ status: 0, title: "Quick start: the demo", prose: true, sidebar: 6 });
-      expect(page.console).toEqual([]);
-      expect(requests.filter((request) => request.status !== 200 && request.path !== "/favicon.ico")).toEqual([]);
-      expect(requests.some((request) => /^\/assets\/app\.[\w-]+\.js$/.test(request.path))).toBe(true);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
-  }, 120_000);
+  describeWithTools(["chromium"], "in headless Chromium", () => {
+    it("renders the quick start, every script and style loaded and nothing logged", async () => {
+      const { server, url, requests } = await serve(out);
+      try {
+        const page = await dumpDom(requireTool("chromium"), `${url}/getting-started.html`, join(work, "chromium"));
+        const rendered = {
+          status: page.status,
+          title: /<h1 id="quick-start-the-demo"[^>]*>([^<]*)/.exec(page.dom)?.[1]?.trim(),
+          prose: page.dom.includes("Once Ready, the demo prints its kubeconfig and stays up."),
+          sidebar: ["Getting started", "Concepts", "User guide", "Operator guide", "Module author guide", "Reference"].filter((chapter) => page.dom.includes(`>${chapter}</h2>`)).length,
+        };
+        expect(rendered).toEqual({ status: 0, title: "Quick start: the demo", prose: true, sidebar: 6 });
+        expect(page.console).toEqual([]);
+        expect(requests.filter((request) => request.status !== 200 && request.path !== "/favicon.ico")).toEqual([]);
+        expect(requests.some((request) => /^\/assets\/app\.[\w-]+\.js$/.test(request.path))).toBe(true);
+      } finally {
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }, 120_000);
+  });
 });
 
 it("never ignores dead links", () => {
