@@ -6,7 +6,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { kindOfRole, roleTables, roles } from "@captf/contract";
-import { alertRules, managerFlags, renderAlertTable, type FlagDefinition } from "@captf/controller";
+import { conditionReasons, conditionsNeverInReady, conditionTypes, negativePolarityConditions, type ConditionType } from "@captf/contract/api";
+import { alertRules, createManagerMetrics, managerFlags, renderAlertTable, type FlagDefinition } from "@captf/controller";
 import { moduleChecks, ruleCatalog } from "tfcapi-lint";
 import { headingAnchor } from "./anchors.js";
 
@@ -50,6 +51,60 @@ export function renderFlagTables(): string {
   return groups
     .map((group) => `### ${group}\n\n${table(["Flag", "Default", "Type", "Description"], managerFlags.filter((flag) => flag.group === group).map(flagRow))}`)
     .join("\n\n");
+}
+
+/** A metric as prom-client registers it. */
+interface MetricShape {
+  name: string;
+  type: string;
+  help: string;
+  labelNames: readonly string[];
+  upperBounds?: readonly number[];
+}
+
+/** A histogram bucket bound in seconds as people read it: 15 s, 2 min, 1 h. */
+function duration(seconds: number): string {
+  if (seconds >= 3600 && seconds % 3600 === 0) return `${seconds / 3600} h`;
+  if (seconds >= 60 && seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
+}
+
+/** The captf_* table of docs/metrics.md, from the manager's registry: HELP, type, labels, buckets, and the alerts that read each. */
+export function renderMetricTable(): string {
+  const metrics = createManagerMetrics({ processMetrics: false })
+    .registry.getMetricsAsArray()
+    .map((metric) => metric as unknown as MetricShape)
+    .filter((metric) => metric.name.startsWith("captf_"));
+  const rows = metrics.map((metric) => {
+    const bounds = metric.upperBounds ?? [];
+    const buckets = bounds.length === 0 ? "" : `; buckets ${bounds.map((bound) => (metric.name.endsWith("_seconds") ? duration(bound) : String(bound))).join(", ")}`;
+    const alerts = alertRules.filter((rule) => new RegExp(`\\b${metric.name}(_bucket|_sum|_count)?\\b`).test(rule.expr)).map((rule) => `[${rule.alert}](runbooks/${rule.alert}.md)`);
+    return [
+      `\`${metric.name}\``,
+      metric.type,
+      metric.labelNames.map((label) => `\`${label}\``).join(", "),
+      cell(`${metric.help.replace(/^\[ALPHA\] /, "")}${buckets}`),
+      alerts.join(", ") || "-",
+    ];
+  });
+  return table(["Metric", "Type", "Labels", "Meaning", "Alerts"], rows);
+}
+
+/** The overview table of docs/conditions.md: every condition type, its polarity, whether Ready sums it, and its reasons per status. */
+export function renderConditionTable(): string {
+  const reasons = (list: readonly string[]) => (list.length === 0 ? "-" : list.map((reason) => `\`${reason}\``).join(", "));
+  const rows = conditionTypes.map((type: ConditionType) => {
+    const byStatus = conditionReasons[type] as Record<"True" | "False" | "Unknown", readonly string[]>;
+    return [
+      `[\`${type}\`](#${headingAnchor(type)})`,
+      (negativePolarityConditions as readonly string[]).includes(type) ? "negative" : "normal",
+      (conditionsNeverInReady as readonly string[]).includes(type) ? "no" : "yes",
+      reasons(byStatus.True),
+      reasons(byStatus.False),
+      reasons(byStatus.Unknown),
+    ];
+  });
+  return table(["Condition", "Polarity", "In Ready", "True", "False", "Unknown"], rows);
 }
 
 /** An alert's summary with its template variables as `{label}`. */
@@ -139,6 +194,8 @@ export function generatedPages(docsDir: string): GeneratedPage[] {
 export function generatedBlocks(): GeneratedBlock[] {
   return [
     { path: "manager-flags.md", name: "flags", content: renderFlagTables() },
+    { path: "conditions.md", name: "conditions", content: renderConditionTable() },
+    { path: "metrics.md", name: "metrics", content: renderMetricTable() },
     { path: "metrics.md", name: "alerts", content: renderAlertTable() },
     { path: "runbooks/index.md", name: "runbooks", content: renderRunbookIndex() },
   ];
