@@ -95,12 +95,16 @@ describe("the book", () => {
     expect(build.output.split("\n").filter((line) => /error|dead link/i.test(line))).toEqual([]);
   });
 
-  it("has every page of docs/ with its title", () => {
+  it("has every page of docs/ with its title, each in the sidebar", () => {
     const missing = markdownPages().filter((page) => {
       const file = join(out, htmlOf(page));
       return !existsSync(file) || !/<h1 id="[^"]+"/.test(readFileSync(file, "utf8"));
     });
     expect(missing).toEqual([]);
+    const sidebar = [...readFileSync(join(out, "index.html"), "utf8").matchAll(/class="VPLink link link" href="\/([^"#]*)/g)].map((match) =>
+      match[1]!.endsWith("/") || match[1] === "" ? `${match[1]}index.md` : match[1]!.replace(/\.html$/, ".md"),
+    );
+    expect(markdownPages().filter((page) => !sidebar.includes(page))).toEqual([]);
   });
 
   it("links only to anchors that exist", () => {
