@@ -26,7 +26,7 @@ declare -A debian_packages=(
   [openssl]=openssl [patchelf]=patchelf [chroot]=coreutils [mknod]=coreutils
   [umoci]=umoci [skopeo]=skopeo [docker-registry]=docker-registry
   [unshare]=util-linux [mount]=mount [hostname]=hostname
-  [qemu-aarch64-static]=qemu-user-static
+  [qemu-aarch64-static]=qemu-user-static [chromium]=chromium
   [/usr/aarch64-linux-gnu/lib/libc.so.6]=libc6-arm64-cross
   [/usr/aarch64-linux-gnu/lib/libstdc++.so.6]=libstdc++6-arm64-cross
   [/usr/aarch64-linux-gnu/lib/libgcc_s.so.1]=libgcc-s1-arm64-cross

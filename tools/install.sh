@@ -11,6 +11,9 @@
 #
 # Cache: $CAPTF_TOOLS_DIR (default $HOME/.cache/captf/tools)/<name>-<version>/bin/<binary>.
 # Versions: read from the require line of tools/<name>/go.mod (the one source of truth).
+# Debian programs the tests take from PATH (umoci, skopeo, docker-registry, patchelf,
+# qemu-user-static, chromium for the book test) are not built here: scripts/test.sh installs them
+# with apt-get as root; --list shows whether each is found.
 # Progress messages go to stderr, so `eval "$(tools/install.sh --print-env)"` stays clean.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -178,6 +181,12 @@ write_env() {
   log "env written to $f"
 }
 
+# Debian programs on PATH → their package (as packages/testkit's debianTools).
+declare -A DEBIAN_PROGRAMS=(
+  [umoci]=umoci [skopeo]=skopeo [docker-registry]=docker-registry [go]=golang [patchelf]=patchelf
+  [qemu-aarch64-static]=qemu-user-static [chromium]=chromium
+)
+
 list_tools() {
   local name version dir pair bin status
   printf '%-9s %-10s %-10s %s\n' NAME VERSION STATUS PATH
@@ -189,6 +198,13 @@ list_tools() {
       if [[ -x $dir/bin/$bin ]]; then status=cached; else status=missing; fi
       printf '%-9s %-10s %-10s %s\n' "$name" "$version" "$status" "$dir/bin/$bin"
     done
+  done
+  for bin in $(printf '%s\n' "${!DEBIAN_PROGRAMS[@]}" | sort); do
+    if command -v "$bin" >/dev/null 2>&1; then
+      printf '%-9s %-10s %-10s %s\n' "$bin" debian found "$(command -v "$bin")"
+    else
+      printf '%-9s %-10s %-10s %s\n' "$bin" debian missing "apt-get install -y ${DEBIAN_PROGRAMS[$bin]}"
+    fi
   done
 }
 

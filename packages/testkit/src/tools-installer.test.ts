@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "@jest/globals";
+import { debianTools } from "./tools.js";
 
 // tools/install.sh, the way the test command runs it: what it lists, and how it fails.
 const installer = fileURLToPath(new URL("../../../tools/install.sh", import.meta.url));
@@ -28,6 +29,13 @@ describe("tools/install.sh", () => {
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/capi-manager$/m);
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/clusterctl$/m);
     expect(run.stdout).toMatch(/^promtool\s+v0\.316\.0\s+missing\s+\S+\/promtool-v0\.316\.0\/bin\/promtool$/m);
+  });
+
+  it("lists every Debian program the tests take from PATH, found or with its apt-get line", () => {
+    const run = install(["--list"], { CAPTF_TOOLS_DIR: join(scratch, "empty") });
+    for (const [program, debianPackage] of Object.entries(debianTools)) {
+      expect(run.stdout).toMatch(new RegExp(`^${program}\\s+debian\\s+(found\\s+\\S+/${program}|missing\\s+apt-get install -y ${debianPackage})$`, "m"));
+    }
   });
 
   it("fails, naming the module and version, when Go is missing", () => {

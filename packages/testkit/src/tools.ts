@@ -21,6 +21,7 @@ export const debianTools = {
   go: "golang",
   patchelf: "patchelf",
   "qemu-aarch64-static": "qemu-user-static",
+  chromium: "chromium",
 } as const;
 
 export type ToolName = keyof typeof toolVariables | keyof typeof debianTools;

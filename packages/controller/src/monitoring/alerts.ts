@@ -1,6 +1,6 @@
 /**
  * The alerts shipped as the PrometheusRule `captf-alerts` (group `captf`): the reference's eleven
- * and four about the manager itself. Each alert's runbook is its section of docs/metrics.md; a
+ * and four about the manager itself. Each alert's runbook is its page docs/runbooks/<alert>.md; a
  * promtool unit test (config/monitoring/alerts.test.yaml) fires and clears each one.
  */
 export type AlertSeverity = "critical" | "warning" | "info";
@@ -18,12 +18,12 @@ export interface AlertRule {
 
 export const alertRuleName = "captf-alerts";
 export const alertGroupName = "captf";
-/** Where the runbooks live: a section per alert, the alert's name as its heading. */
-export const runbookPage = "https://github.com/captf-io/captf/blob/main/docs/metrics.md";
+/** Where the runbooks live: one page per alert, named after it, in the book's operator guide. */
+export const runbookDirectory = "https://github.com/captf-io/captf/blob/main/docs/runbooks";
 
-/** GitHub's anchor of a heading that is the alert's name. */
+/** The alert's runbook page (docs/runbooks/<alert>.md). */
 export function runbookUrl(alert: string): string {
-  return `${runbookPage}#${alert.toLowerCase()}`;
+  return `${runbookDirectory}/${alert}.md`;
 }
 
 const object = "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}";
@@ -166,8 +166,8 @@ export function alertRuleGroups(): { groups: Record<string, unknown>[] } {
   };
 }
 
-/** The Markdown table of the alerts, as docs/metrics.md shows it. */
+/** The Markdown table of the alerts, as docs/metrics.md shows it, each linking its runbook page. */
 export function renderAlertTable(): string {
-  const rows = alertRules.map((rule) => `| [\`${rule.alert}\`](#${rule.alert.toLowerCase()}) | ${rule.severity} | ${rule.for ?? "-"} | \`${rule.expr.replace(/\|/g, "\\|")}\` |`);
+  const rows = alertRules.map((rule) => `| [\`${rule.alert}\`](runbooks/${rule.alert}.md) | ${rule.severity} | ${rule.for ?? "-"} | \`${rule.expr.replace(/\|/g, "\\|")}\` |`);
   return ["| Alert | Severity | For | Expression |", "| --- | --- | --- | --- |", ...rows].join("\n");
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { parse, parseAllDocuments } from "yaml";
 import { installNames, installPath, renderInstallFiles, servingCertificateDnsNames, defaultInstallOptions } from "../install/manifests.js";
@@ -82,17 +82,21 @@ describe("the alerts", () => {
     expect(prometheusRule.spec).toEqual(ruleFile);
   });
 
-  it("each link a runbook: a section of docs/metrics.md named after the alert, and the page's alert table", () => {
-    const page = readFileSync(new URL("../../../../docs/metrics.md", import.meta.url), "utf8");
-    const headings = [...page.matchAll(/^### (CAPTF\w+)$/gm)].map((match) => match[1]);
-    expect(headings).toEqual(alertRules.map((rule) => rule.alert));
+  it("each link a runbook: their own page docs/runbooks/<alert>.md, no page without an alert, and docs/metrics.md's alert table", () => {
+    const docs = new URL("../../../../docs/", import.meta.url);
+    const pages = readdirSync(new URL("runbooks/", docs)).filter((name) => name !== "index.md");
+    expect(pages.sort()).toEqual(alertRules.map((rule) => `${rule.alert}.md`).sort());
+    for (const rule of alertRules) {
+      const page = readFileSync(new URL(`runbooks/${rule.alert}.md`, docs), "utf8");
+      expect([rule.alert, page.split("\n")[0]]).toEqual([rule.alert, `# ${rule.alert}`]);
+    }
     for (const rule of rules) {
       expect(rule.annotations.runbook_url).toBe(runbookUrl(rule.alert));
-      expect(rule.annotations.runbook_url).toMatch(new RegExp(`/docs/metrics\\.md#${rule.alert.toLowerCase()}$`));
+      expect(rule.annotations.runbook_url).toMatch(new RegExp(`/docs/runbooks/${rule.alert}\\.md$`));
       expect(Object.keys(rule.annotations).sort()).toEqual(["description", "runbook_url", "summary"]);
       expect(["critical", "warning", "info"]).toContain(rule.labels.severity);
     }
-    expect(page).toContain(renderAlertTable());
+    expect(readFileSync(new URL("metrics.md", docs), "utf8")).toContain(renderAlertTable());
   });
 
   it("are each tested firing and not firing in the promtool tests", () => {
