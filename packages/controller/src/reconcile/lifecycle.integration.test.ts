@@ -35,6 +35,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   // Tests move time forward by skewing the pass clock.
   let skew = 0;
   let moduleDir = "";
+  let eventsApi: k8s.EventsV1Api;
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
@@ -45,7 +46,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       batch: plane.batch,
       custom: plane.custom,
       coordination: plane.coordination,
-      events: kubeEventRecorder(kc.makeApiClient(k8s.EventsV1Api), { instance: "lifecycle-test" }),
+      events: kubeEventRecorder((eventsApi = kc.makeApiClient(k8s.EventsV1Api)), { instance: "lifecycle-test" }),
       now: () => Date.now() + skew,
     };
     // The no-op machine module plus the two user variables the tests set.
@@ -60,6 +61,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         .replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")')
         .replace('state   = "running"', 'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" : "running"'),
     );
+    // A marker file makes every plan of that machine fail (an output's precondition), so a test can fail a drift check.
+    writeFileSync(join(moduleDir, "fail-marker.tf"), 'output "fail_marker" {\n  value = null\n  precondition {\n    condition     = !fileexists("${path.module}/../fail-${var.captf_object.namespace}-${var.captf_object.name}")\n    error_message = "the test asked this plan to fail"\n  }\n}\n');
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
     await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
@@ -97,6 +100,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const jobs = (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
     return uid ? jobs.filter((job) => job.metadata?.ownerReferences?.[0]?.uid === uid) : jobs;
   };
+
+  // The manager's events about one object (recorded in the background: wait for what a test expects).
+  const eventsOf = async (name: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name);
 
   async function drive(name: string, until: (machine: Json) => boolean, maxPasses = 12): Promise<string[]> {
     const actions: string[] = [];
@@ -416,6 +422,48 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(checked.requeueAfterMs).toBeLessThanOrEqual(66_000);
       }
     }, 120_000);
+  });
+
+  describe("a failing drift check", () => {
+    it("reports DriftJobSucceeded=False/DriftJobFailed and a JobFailed event naming the drift Job, and leaves DriftDetected alone", async () => {
+      await createMachine("drift-fails", { drift: { intervalSeconds: 60 } });
+      await drive("drift-fails", (m) => m.status?.initialization?.provisioned === true);
+      const marker = join(moduleDir, "..", `fail-${namespace}-drift-fails`);
+      writeFileSync(marker, "");
+      skew += 70_000;
+      try {
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "drift-fails")).action).toMatch(/^started drift \(DriftDue\)/);
+        await executor.runPending();
+        await allJobsFinished(plane.batch, namespace);
+        await reconcileWorkspace(deps, machineAdapter, namespace, "drift-fails");
+        const machine = await getMachine("drift-fails");
+        const driftJob = (await jobsOf("drift-fails")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!.metadata!.name!;
+        expect(condition(machine, "DriftJobSucceeded")).toMatchObject({ status: "False", reason: "DriftJobFailed" });
+        expect(condition(machine, "DriftJobSucceeded").message).toContain(driftJob);
+        expect(condition(machine, "DriftDetected")?.reason).not.toBe("DriftReported");
+        const failed = async () => (await eventsOf("drift-fails")).filter((event) => event.reason === "JobFailed" && event.note?.includes(driftJob));
+        await waitFor(async () => ((await failed()).length > 0 ? true : undefined), 10_000, "the JobFailed event of the drift Job");
+        expect(await failed()).toHaveLength(1);
+      } finally {
+        rmSync(marker, { force: true });
+        skew -= 70_000;
+      }
+    }, 120_000);
+  });
+
+  describe("an infrastructure object without its owner", () => {
+    it("waits with DependenciesReady=Unknown/WaitingForOwner and starts no Job", async () => {
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name: "orphan", labels: { "cluster.x-k8s.io/cluster-name": "c" } },
+        spec: { source: { image } },
+      } });
+      await reconcileWorkspace(deps, machineAdapter, namespace, "orphan");
+      const result = await reconcileWorkspace(deps, machineAdapter, namespace, "orphan");
+      expect(result.action).toBe("waiting: WaitingForOwner");
+      expect(condition(await getMachine("orphan"), "DependenciesReady")).toMatchObject({ status: "Unknown", reason: "WaitingForOwner" });
+      expect(await jobsOf("orphan")).toHaveLength(0);
+    }, 60_000);
   });
 
   describe("state locks", () => {
