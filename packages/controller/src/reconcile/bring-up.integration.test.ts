@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import type * as k8s from "@kubernetes/client-node";
+import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
+import { kubeEventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter, clusterStateOutputs, machineAdapter } from "../kinds/adapters.js";
 import { passReads } from "./pass-reads.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
@@ -20,13 +21,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let custom: k8s.CustomObjectsApi;
   let batch: k8s.BatchV1Api;
   let executor: JobExecutor;
+  let eventsApi: k8s.EventsV1Api;
   const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace };
   const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
     ({ batch, custom } = plane);
-    deps = { core: plane.core, batch, custom, coordination: plane.coordination };
+    const kubeConfig = new k8s.KubeConfig();
+    kubeConfig.loadFromFile(plane.kubeconfigPath);
+    eventsApi = kubeConfig.makeApiClient(k8s.EventsV1Api);
+    deps = { core: plane.core, batch, custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance: "bring-up-test" }) };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [clusterImage]: noopModuleDirectory("cluster"), [machineImage]: noopModuleDirectory("machine") } });
     const cluster = (await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
       apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "c1" },
@@ -107,6 +112,43 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await settle();
     expect((await get("terraformclusters", "c1")).status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
   }, 120_000);
+
+  it("holds a cluster apply while a machine's apply runs (WaitingForMachineOperations), and applies once it finished", async () => {
+    await deps.core.createNamespacedSecret({ namespace, body: { metadata: { name: "late-bootstrap" }, stringData: { value: "#cloud-config\n", format: "cloud-config" } } });
+    const machine = (await custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "late", labels: { "cluster.x-k8s.io/cluster-name": "c1" } },
+      spec: { clusterName: "c1", version: "v1.36.2", bootstrap: { dataSecretName: "late-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "late" } },
+    } })) as { metadata: { uid: string } };
+    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformmachines", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+      metadata: { name: "late", labels: { "cluster.x-k8s.io/cluster-name": "c1" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "late", uid: machine.metadata.uid, controller: true }] },
+      spec: { source: { image: machineImage } },
+    } });
+    await reconcileWorkspace(deps, machineAdapter, namespace, "late");
+    expect((await reconcileWorkspace(deps, machineAdapter, namespace, "late")).action).toMatch(/^started apply/);
+    // A cluster input changes while the machine's apply Job holds its run lease.
+    await custom.patchNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: "c1", body: { spec: { variables: { notes: "changed while a machine applies" } } } }, mergePatchOptions());
+    expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "c1")).action).toMatch(/WaitingForMachineOperations/);
+    const waiting = (await get("terraformclusters", "c1")).status.conditions.find((c: { type: string }) => c.type === "ApplyJobSucceeded");
+    expect(waiting).toMatchObject({ status: "Unknown", reason: "WaitingForMachineOperations" });
+    expect(waiting.message).toMatch(/waiting for 1 machine or pool Job\(s\) to finish: captf-m-late-apply-/);
+    // Once per wait, however many passes it lasts.
+    expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "c1")).action).toMatch(/WaitingForMachineOperations/);
+    const waits = async () => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "c1" && event.reason === "WaitingForMachineOperations");
+    await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForMachineOperations event");
+    expect((await waits()).map((event) => event.note)).toEqual([waiting.message]);
+    await executor.runPending();
+    await allJobsFinished(batch, namespace);
+    await reconcileWorkspace(deps, machineAdapter, namespace, "late");
+    expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "c1")).action).toMatch(/^started apply \(InputsChanged\)/);
+    // Back to the six machines the teardown below expects.
+    await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformmachines", name: "late" });
+    for (let round = 0; round < 10 && (await reconcileWorkspace(deps, machineAdapter, namespace, "late")).action !== "gone"; round++) {
+      await reconcileWorkspace(deps, clusterAdapter, namespace, "c1");
+      if (await executor.runPending()) await allJobsFinished(batch, namespace);
+    }
+    await settle();
+  }, 180_000);
 
   it("tears down machines first: the deleting cluster reports DeletionBlocked until they are destroyed, then destroys itself", async () => {
     await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformclusters", name: "c1" });

@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,7 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { Registry } from "prom-client";
-import { previousSchemeJobName } from "../jobs/build-job.js";
+import { previousSchemeJobName, runSecretName } from "../jobs/build-job.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
@@ -303,6 +304,29 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await jobsOf("backed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
     }, 120_000);
 
+    it("reports a restore whose backup the runtime refuses as RestoreFailed with a StateRestoreFailed event, and does not retry it", async () => {
+      await createMachine("badbackup");
+      await drive("badbackup", (m) => m.status?.initialization?.provisioned === true);
+      const suffix = stateSecretSuffix({ role: "machine", namespace, name: "badbackup" });
+      const [backup] = (await getMachine("badbackup")).status.stateBackups;
+      // The backup's chunk holds a gzip of something that is no state at all.
+      await plane.core.patchNamespacedSecret({ name: `captf-state-backup-${suffix}-${backup.serial}`, namespace, body: { data: { tfstate: gzipSync("not a state").toString("base64") } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "badbackup", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup")).action).toMatch(/^started restore \(RestoreRequested\)/);
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup");
+      const machine = await getMachine("badbackup");
+      const restoreJob = (await jobsOf("badbackup")).find((job) => job.metadata?.labels?.[opLabel] === "restore")!.metadata!.name!;
+      expect(condition(machine, "RestoreJobSucceeded")).toMatchObject({ status: "False", reason: "RestoreFailed" });
+      expect(condition(machine, "RestoreJobSucceeded").message).toContain(`Job ${restoreJob} could not restore backup serial ${backup.serial}`);
+      const failed = async () => (await eventsOf("badbackup")).filter((event) => event.reason === "StateRestoreFailed" && event.note?.includes(restoreJob));
+      await waitFor(async () => ((await failed()).length > 0 ? true : undefined), 10_000, "the StateRestoreFailed event");
+      // A failed restore is not retried for the same serial.
+      await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup");
+      expect((await jobsOf("badbackup")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
+    }, 120_000);
+
     it("says when a restore names no backup", async () => {
       await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "backed", body: { metadata: { annotations: { "captf.io/restore-state": "999" } } } }, mergePatchOptions());
       await reconcileWorkspace(deps, machineAdapter, namespace, "backed");
@@ -451,6 +475,41 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
   });
 
+  describe("a Job that reaches its deadline", () => {
+    it("is ApplyJobSucceeded=False/JobDeadlineExceeded with a JobDeadlineExceeded event, not JobFailed", async () => {
+      await createMachine("too-slow", { jobs: { activeDeadlineSeconds: 2, lockTimeoutSeconds: 0 } });
+      await reconcileWorkspace(deps, machineAdapter, namespace, "too-slow");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "too-slow")).action).toMatch(/^started apply/);
+      // Nothing runs its Pod: kube-controller-manager's Job controller stops the Job at its deadline.
+      const [job] = await jobsOf("too-slow");
+      await waitFor(async () => ((await plane.batch.readNamespacedJob({ name: job!.metadata!.name!, namespace })).status?.conditions?.some((c) => c.type === "Failed" && c.reason === "DeadlineExceeded") ? true : undefined), 30_000, "the Job's DeadlineExceeded");
+      await reconcileWorkspace(deps, machineAdapter, namespace, "too-slow");
+      expect(condition(await getMachine("too-slow"), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "JobDeadlineExceeded" });
+      const about = async (reason: string) => (await eventsOf("too-slow")).filter((event) => event.reason === reason && event.note?.includes(job!.metadata!.name!));
+      await waitFor(async () => ((await about("JobDeadlineExceeded")).length > 0 ? true : undefined), 10_000, "the JobDeadlineExceeded event");
+      expect(await about("JobFailed")).toHaveLength(0);
+    }, 90_000);
+  });
+
+  describe("a Job left without its per-run Secret", () => {
+    it("is deleted (StuckJobDeleted) when the inputs changed since it was created, and an apply of the new inputs starts", async () => {
+      await createMachine("stuck");
+      await reconcileWorkspace(deps, machineAdapter, namespace, "stuck");
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "stuck")).action).toMatch(/^started apply/);
+      const [job] = await jobsOf("stuck");
+      // As after a pass killed between the Job and its Secret, while the bootstrap data rotated.
+      await plane.core.deleteNamespacedSecret({ name: runSecretName(job!.metadata!.name!), namespace });
+      await plane.core.patchNamespacedSecret({ name: "stuck-bootstrap", namespace, body: { stringData: { value: "#cloud-config\nhostname: rotated\n" } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "stuck")).action).toBe(`deleted stuck Job ${job!.metadata!.name!}: its per-run Secret is missing and the inputs changed`);
+      const deleted = async () => (await eventsOf("stuck")).filter((event) => event.reason === "StuckJobDeleted" && event.note?.includes(job!.metadata!.name!));
+      await waitFor(async () => ((await deleted()).length > 0 ? true : undefined), 10_000, "the StuckJobDeleted event");
+      await drive("stuck", (m) => m.status?.initialization?.provisioned === true);
+      const applies = (await jobsOf("stuck")).filter((candidate) => candidate.metadata?.labels?.[opLabel] === "apply" && candidate.status?.succeeded === 1);
+      expect(applies.map((candidate) => candidate.metadata?.name)).not.toContain(job!.metadata!.name!);
+      expect(applies).toHaveLength(1);
+    }, 120_000);
+  });
+
   describe("an infrastructure object without its owner", () => {
     it("waits with DependenciesReady=Unknown/WaitingForOwner and starts no Job", async () => {
       await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
@@ -539,6 +598,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(waiting).toMatchObject({ action: "waiting: WaitingForRunLease", requeueAfterMs: 30_000 });
       expect(condition(await getMachine("leased"), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForRunLease" });
       expect(await jobsOf("leased")).toHaveLength(0);
+      // The wait is an event once, however many passes it lasts.
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("waiting: WaitingForRunLease");
+      const waits = async () => (await eventsOf("leased")).filter((event) => event.reason === "WaitingForRunLease");
+      await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForRunLease event");
+      expect((await waits()).map((event) => [event.type, event.note])).toEqual([["Normal", expect.stringContaining("captf-m-leased-apply-a9-000000")]]);
 
       skew += 61_000;
       try {
@@ -602,6 +666,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(condition(machine, "ApplyJobSucceeded").message).toContain(holder.metadata!.name);
         expect(await jobsOf("gated")).toHaveLength(0);
         await expect(plane.coordination.readNamespacedLease({ name: `captf-run-${machine.status.stateSecretSuffix}`, namespace })).rejects.toMatchObject({ code: 404 });
+        const waits = async () => (await eventsOf("gated")).filter((event) => event.reason === "WaitingForClusterOperation");
+        await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForClusterOperation event");
+        expect((await waits()).map((event) => event.note)).toEqual([expect.stringContaining(holder.metadata!.name!)]);
       } finally {
         await plane.coordination.deleteNamespacedLease({ name: clusterLeaseName(namespace, "c"), namespace });
       }
@@ -650,6 +717,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForJobSlot" });
       expect(condition(machine, "ApplyJobSucceeded").message).toContain("--max-active-jobs is 3");
       expect(await jobsOf("slotted")).toHaveLength(0);
+      await reconcileWorkspace(limited, machineAdapter, namespace, "slotted");
+      const waits = async () => (await eventsOf("slotted")).filter((event) => event.reason === "WaitingForJobSlot");
+      await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForJobSlot event");
+      expect((await waits()).map((event) => event.note)).toEqual([expect.stringContaining("--max-active-jobs is 3")]);
 
       const filtered: ReconcilerDeps = { ...deps, watchFilter: "team-a" };
       expect(await reconcileWorkspace(filtered, machineAdapter, namespace, "slotted")).toEqual({ action: "not in this manager's watch filter" });

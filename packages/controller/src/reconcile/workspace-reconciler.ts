@@ -1,6 +1,6 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type DecodedOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
-import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels } from "@captf/contract/api";
+import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
 import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateLockLeaseName, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
@@ -686,8 +686,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (outputsValid) conditions.set("OutputsValid", outputsValid);
     conditions.set("InfrastructureHealthy", healthValue);
   }
-  // The newest Job finished this pass: a run result, or a Job failed for an image it could not pull.
-  const newest = jobs.filter((job) => job.result || (job.imagePullFailed && !job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  // The newest Job finished this pass: a run result, or a Job that ended without one (an image it could not
+  // pull, its deadline, a Pod removed from outside).
+  const newest = jobs.filter((job) => job.result || (!job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   if (newest) {
     const { result } = newest;
     if (result) {
@@ -712,7 +713,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     void events.record(subject, "PlanApproved", `plan ${decision.expectPlan} approved: applying it`);
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
-  if (waitCondition) conditions.set(waitCondition.type, waitCondition.value);
+  if (waitCondition) {
+    conditions.set(waitCondition.type, waitCondition.value);
+    // A wait for a lease, the cluster operation gate or a Job slot is an event once per wait, not once per pass.
+    const { reason, message } = waitCondition.value;
+    if (eventedWaits.includes(reason) && previousReason(previous, waitCondition.type) !== reason) void events.record(subject, reason as ManagerEventReason, message ?? reason);
+  }
   if (adapter.ownerWriteBack && !paused && !deleting) {
     const sampled = toMark.some((job) => job.outcome === "succeeded" && (job.op === "refresh" || job.op === "drift" || job.op === "apply"));
     const context: OwnerWriteBackContext = { status, events, subject, health: conditions.get("InfrastructureHealthy"), sampled, provisioned, terraformCluster };
@@ -760,6 +766,10 @@ function applyJobCondition(job: ObservedJob): ConditionValue {
     return { status: "False", reason: "ImagePullFailed", message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff` };
   }
   if (job.deadlineExceeded) return { status: "False", reason: "JobDeadlineExceeded", message: `Job ${job.name} reached its deadline` };
+  if (!job.result && job.outcome !== "succeeded") {
+    const why = job.outcome === "interrupted" ? "was stopped from outside (its Pod deleted or evicted) before it reported; it runs again at once" : "failed without reporting a result (its runner did not finish)";
+    return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", message: `Job ${job.name} ${why}` };
+  }
   const error = job.result?.error;
   if (!error) return { status: "True", reason: destroy ? "DestroySucceeded" : "ApplySucceeded" };
   if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
@@ -839,6 +849,9 @@ interface StartOutcome {
 const terminalWaits = ["InputsTooLarge", "DestroyFailed", "IdentityNotAllowed"];
 
 /** The condition a wait of this operation is reported on. */
+/** The waits that are also events (reference: "the Normal events of the same names once per wait"). */
+const eventedWaits: readonly string[] = ["WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "WaitingForJobSlot"];
+
 function waitConditionType(op: Operation): string {
   if (op === "refresh" || op === "drift") return "DriftJobSucceeded";
   if (op === "restore") return "RestoreJobSucceeded";
