@@ -13,7 +13,7 @@
 // for the directory it is built into, started by its own node.
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -53,7 +53,7 @@ function fixture(name) {
   return dir;
 }
 
-function timed(command, args, options = {}) {
+function timed(command, args, options = {}, expectedExit = 0) {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...options });
@@ -61,7 +61,7 @@ function timed(command, args, options = {}) {
     child.stdout.resume();
     child.stderr.on("data", (chunk) => (stderr += chunk));
     child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(performance.now() - started) : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`))));
+    child.on("close", (code) => (code === expectedExit ? resolve(performance.now() - started) : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`))));
   });
 }
 
@@ -98,6 +98,8 @@ for (const [name, runtime] of Object.entries(runtimes)) {
   variants[`bare ${name}, steps only`] = bareApply(runtime, fixture(`${name}-bare-steps-case`), false);
 }
 const names = Object.keys(variants);
+const load = () => loadavg().map((value) => value.toFixed(1)).join(" ");
+const loadBefore = load();
 const samples = Object.fromEntries(names.map((name) => [name, []]));
 for (const name of names) await variants[name](); // the first apply creates the resources
 for (let round = 0; round < rounds; round++) {
@@ -106,7 +108,7 @@ for (let round = 0; round < rounds; round++) {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-console.log(`runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians:`);
+console.log(`runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ${load()} after):`);
 for (const name of names) console.log(`  ${name.padEnd(28)} ${median(samples[name]).toFixed(0).padStart(6)} ms`);
 for (const name of Object.keys(runtimes)) {
   const runner = median(samples[`runner (bundle), ${name}`]);
@@ -116,9 +118,13 @@ for (const name of Object.keys(runtimes)) {
 }
 if (!runtimes.terraform) console.log("terraform: not installed (tools/install.sh builds it; or set CAPTF_TERRAFORM), not measured");
 
-const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], "node runner.mjs version": [bundleNode, [bundle, "version"]] };
+// A run stopped by preflight (no runtime): the start of every Job's run, without its steps.
+const preflight = join(base, "preflight");
+mkdirSync(preflight);
+const preflightRun = ["run", "--op=apply", `--bin=${join(preflight, "none")}`, `--module=${preflight}`, `--config=${preflight}`, `--workdir=${join(preflight, "work")}`, `--result=${join(preflight, "result.json")}`];
+const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], "runner.mjs run (preflight)": [bundleNode, [bundle, ...preflightRun]], "runner.mjs version": [bundleNode, [bundle, "version"]] };
 const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]));
-for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args));
+for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
 console.log("cold start, median of 10:");
-for (const name of Object.keys(cold)) console.log(`  ${name.padEnd(24)} ${median(cold[name]).toFixed(0).padStart(5)} ms`);
+for (const name of Object.keys(cold)) console.log(`  ${name.padEnd(28)} ${median(cold[name]).toFixed(0).padStart(5)} ms`);
 rmSync(base, { recursive: true, force: true });
