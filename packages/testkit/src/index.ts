@@ -4,3 +4,4 @@ export { describeWithTools, recordSkippedSuite, skippedSuitesFile } from "./inte
 export { describeModuleImages, describeModuleRootSuites, describeWithProviders } from "./providers.js";
 export { defaultProviderMirror, findProviders, mirrorModuleProviders, providerCliConfig, providerMirrorVariable, providerRegistryHost } from "./provider-sources.js";
 export type { ProviderSource } from "./provider-sources.js";
+export { copyModuleForRun } from "./tofu.js";
