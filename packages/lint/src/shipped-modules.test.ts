@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "@jest/globals";
@@ -15,6 +15,10 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 // linter cannot know a build copies its files); what ships is the copy with the link's files,
 // as the image build makes it, and that copy is what must pass.
 describe.each(["module-gcp-machinepool", "module-azure-machinepool"])("%s", (dir) => {
+  it("links modules/bootstrap to the one bootstrap sub-module, packages/module-pool-bootstrap", () => {
+    expect(realpathSync(join(packages, dir, "modules/bootstrap"))).toBe(realpathSync(join(packages, "module-pool-bootstrap")));
+  });
+
   it("in the checkout, reports the bootstrap link as module/source-escape and nothing else", async () => {
     const result = await lintModule(join(packages, dir), "machinepool");
     expect(result.findings.map((finding) => `${finding.id} ${finding.file}: ${finding.message}`)).toEqual([
