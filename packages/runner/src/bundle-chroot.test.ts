@@ -91,36 +91,26 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
     const state = JSON.parse(gunzipSync(Buffer.from(secret.data!.tfstate!, "base64")).toString("utf8"));
     expect(state.outputs.provider_id.value).toBe(`noop:///${namespace}/m-0`);
   });
-});
-
-// As a Job lays the bundle out: `runner copy` into the volume, then run by the Job user (65532,
-// what the image contract recommends) from a directory it cannot write (a read-only mount).
-describeWithTools([], "the runner bundle's compile cache, as a Job uses it", () => {
-  const root = mkdtempSync(join(tmpdir(), "captf-compile-cache-"));
-  beforeAll(() => {
-    execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build-bundle.mjs", import.meta.url)), "--out", join(root, "opt/runner"), "--bin-dir", "/opt/runner"], { stdio: "pipe" });
-    for (const dir of ["captf/module", "captf/work", "dev"]) mkdirSync(join(root, dir), { recursive: true });
+  // As a Job lays the bundle out: `runner copy` into the volume, then run by the Job user (65532,
+  // what the image contract recommends) from a directory it cannot write (a read-only mount).
+  it("ships a compile cache that the Job user's run compiles from, read-only, after runner copy", () => {
+    execFileSync(chrootCommand, [root, "/captf/bin/node", "/captf/bin/runner.mjs", "copy", "/captf/cp2"], { stdio: "pipe", env: { PATH: "/captf/bin" } });
+    execFileSync("chmod", ["-R", "a-w", join(root, "captf/cp2")]);
+    mkdirSync(join(root, "captf/job-work"));
+    execFileSync("chown", ["65532:65532", join(root, "captf/job-work")]);
     chmodSync(root, 0o755); // mkdtemp's 0700 would keep the Job user out of the image root
-    execFileSync("mknod", ["-m", "666", join(root, "dev/null"), "c", "1", "3"]);
-  });
-  afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-  it("ships a cache that the Job user's run compiles from, read-only, after runner copy", () => {
-    // The runner image keeps the bundle elsewhere; the init container copies it into the volume.
-    execFileSync(chrootCommand, [root, "/opt/runner/node", "/opt/runner/runner.mjs", "copy", "/captf/bin"], { stdio: "pipe", env: { PATH: "/opt/runner" } });
-    execFileSync("chmod", ["-R", "a-w", join(root, "captf/bin")]);
-    execFileSync("chown", ["65532:65532", join(root, "captf/work")]);
     const run = spawnSync(
       chrootCommand,
-      ["--userspec=65532:65532", root, "/captf/bin/node", "/captf/bin/runner.mjs", "run", "--op=apply", "--result=/captf/work/result.json"],
-      { encoding: "utf8", env: { PATH: "/captf/bin", NODE_DEBUG_NATIVE: "COMPILE_CACHE" }, timeout: 60_000 },
+      ["--userspec=65532:65532", root, "/captf/cp2/node", "/captf/cp2/runner.mjs", "run", "--op=apply", "--bin=/captf/no-runtime", "--result=/captf/job-work/result.json"],
+      { encoding: "utf8", env: { PATH: "/captf/cp2", NODE_DEBUG_NATIVE: "COMPILE_CACHE" }, timeout: 60_000 },
     );
-    // Preflight stops the run (no runtime): everything before it ran on the cached code.
-    const resultPath = join(root, "captf/work/result.json");
+    // Preflight stops the run (no runtime there): everything before it ran on the cached code.
+    const resultPath = join(root, "captf/job-work/result.json");
     expect({ status: run.status, stderr: existsSync(resultPath) ? "" : run.stderr }).toEqual({ status: 1, stderr: "" });
     expect(JSON.parse(readFileSync(resultPath, "utf8")).error?.kind).toBe("image-layout");
     const cacheLines = run.stderr.split("\n").filter((line) => line.startsWith("[compile cache]"));
-    expect(cacheLines.filter((line) => / for ESM file:\/\/\/captf\/bin\/runner-cli-[^ ]+\.mjs was accepted/.test(line))).toHaveLength(1);
+    expect(cacheLines.filter((line) => / for ESM file:\/\/\/captf\/cp2\/runner-cli-[^ ]+\.mjs was accepted/.test(line))).toHaveLength(1);
     expect(cacheLines.filter((line) => /mismatch|rejected|failed|denied|cannot/i.test(line))).toEqual([]);
   });
 });
+
