@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -91,26 +91,4 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
     const state = JSON.parse(gunzipSync(Buffer.from(secret.data!.tfstate!, "base64")).toString("utf8"));
     expect(state.outputs.provider_id.value).toBe(`noop:///${namespace}/m-0`);
   });
-  // As a Job lays the bundle out: `runner copy` into the volume, then run by the Job user (65532,
-  // what the image contract recommends) from a directory it cannot write (a read-only mount).
-  it("ships a compile cache that the Job user's run compiles from, read-only, after runner copy", () => {
-    execFileSync(chrootCommand, [root, "/captf/bin/node", "/captf/bin/runner.mjs", "copy", "/captf/cp2"], { stdio: "pipe", env: { PATH: "/captf/bin" } });
-    execFileSync("chmod", ["-R", "a-w", join(root, "captf/cp2")]);
-    mkdirSync(join(root, "captf/job-work"));
-    execFileSync("chown", ["65532:65532", join(root, "captf/job-work")]);
-    chmodSync(root, 0o755); // mkdtemp's 0700 would keep the Job user out of the image root
-    const run = spawnSync(
-      chrootCommand,
-      ["--userspec=65532:65532", root, "/captf/cp2/node", "/captf/cp2/runner.mjs", "run", "--op=apply", "--bin=/captf/no-runtime", "--result=/captf/job-work/result.json"],
-      { encoding: "utf8", env: { PATH: "/captf/cp2", NODE_DEBUG_NATIVE: "COMPILE_CACHE" }, timeout: 60_000 },
-    );
-    // Preflight stops the run (no runtime there): everything before it ran on the cached code.
-    const resultPath = join(root, "captf/job-work/result.json");
-    expect({ status: run.status, stderr: existsSync(resultPath) ? "" : run.stderr }).toEqual({ status: 1, stderr: "" });
-    expect(JSON.parse(readFileSync(resultPath, "utf8")).error?.kind).toBe("image-layout");
-    const cacheLines = run.stderr.split("\n").filter((line) => line.startsWith("[compile cache]"));
-    expect(cacheLines.filter((line) => / for ESM file:\/\/\/captf\/cp2\/runner-cli-[^ ]+\.mjs was accepted/.test(line))).toHaveLength(1);
-    expect(cacheLines.filter((line) => /mismatch|rejected|failed|denied|cannot/i.test(line))).toEqual([]);
-  });
 });
-
