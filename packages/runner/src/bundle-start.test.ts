@@ -50,4 +50,9 @@ describe("the bundle's start for a run", () => {
     expect(builtins).toContain("child_process");
     expect(builtins.filter((name) => ["http", "https", "tls", "zlib"].includes(name))).toEqual([]);
   });
+
+  it("loads neither crypto nor perf_hooks: the plan hash loads crypto when it hashes, durations use process.hrtime", () => {
+    const { builtins } = preflightRun(join(bundle, "runner.mjs"));
+    expect(builtins.filter((name) => ["crypto", "perf_hooks"].includes(name))).toEqual([]);
+  });
 });

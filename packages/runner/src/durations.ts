@@ -34,6 +34,11 @@ export function parseDuration(text: string): number {
   return total;
 }
 
+/** Milliseconds on a monotonic clock: process.hrtime, since node:perf_hooks costs a run's start a dozen more built-in modules. */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 /** Whole seconds of a duration, as OpenTofu's `-lock-timeout=<n>s` takes them. */
 export function wholeSeconds(milliseconds: number): number {
   return Math.floor(milliseconds / 1000);

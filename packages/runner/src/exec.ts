@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { performance } from "node:perf_hooks";
+import { monotonicMs } from "./durations.js";
 import type { Environment } from "./workspace.js";
 
 /** Enough stderr to keep a failing step's "Error:" block behind whatever a provider printed before it. */
@@ -47,7 +47,7 @@ function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
  * timeout, and once it has exited, so no orphaned `local-exec` child outlives the run.
  */
 export function runStep(step: StepProcess): Promise<StepOutcome> {
-  const started = performance.now();
+  const started = monotonicMs();
   const [file, ...args] = step.command;
   let stdout = "";
   let stderrTail = "";
@@ -69,7 +69,7 @@ export function runStep(step: StepProcess): Promise<StepOutcome> {
       clearTimeout(drainTimer);
       step.signal.removeEventListener("abort", onAbort);
       if (step.signal.aborted) signalGroup(child.pid, "SIGKILL");
-      const seconds = Math.round((performance.now() - started) / 10) / 100;
+      const seconds = Math.round((monotonicMs() - started) / 10) / 100;
       resolve({ exit, seconds, stdout, stderrTail, ...(failure ? { failure } : {}) });
     };
     child.stdout.setEncoding("utf8");

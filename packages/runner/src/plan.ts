@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { truncateUtf8 } from "./text.js";
 
 import { emptyPlanHash, maxDriftResources, maxPlanResources, maxSummaryBytes, planCounts, planHashPrefix, type DriftSummary, type PlanSummary } from "@captf/contract/run-result";
@@ -131,7 +130,8 @@ export function planHashLines(plan: PlanDocument): string[] {
 
 /** `p1:` + hex sha256 of the sorted hash lines joined by "\n" (no trailing newline). */
 export function planHash(plan: PlanDocument): string {
-  return planHashPrefix + createHash("sha256").update(planHashLines(plan).join("\n"), "utf8").digest("hex");
+  // node:crypto only when a plan is hashed: it is the largest built-in module a run could load at start.
+  return planHashPrefix + process.getBuiltinModule("node:crypto").createHash("sha256").update(planHashLines(plan).join("\n"), "utf8").digest("hex");
 }
 
 

@@ -1,11 +1,10 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import type { RunnerEventReason } from "@captf/contract/api";
 import { ChangesScanner } from "./changes.js";
 import { type Changes } from "@captf/contract/run-result";
-import { wholeSeconds } from "./durations.js";
+import { monotonicMs, wholeSeconds } from "./durations.js";
 import type { EventRecorder, EventType } from "./events.js";
 import { runStep, type StepOutcome } from "./exec.js";
 import { createLogger } from "./log.js";
@@ -93,7 +92,7 @@ interface Stop {
  * anything a module, an image or the runtime can do.
  */
 export async function runOperation(options: RunOptions, io: RunIo): Promise<RunOutcome> {
-  const started = performance.now();
+  const started = monotonicMs();
   const result: RunResult = {
     version: resultVersion,
     op: options.op,
@@ -118,7 +117,7 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
 
   const finish = async (stop: Stop | undefined): Promise<RunOutcome> => {
     result.runtime.version = await version;
-    const took = roundSeconds(performance.now() - started);
+    const took = roundSeconds(monotonicMs() - started);
     if (!stop) {
       emit("Normal", "RunFinished", options.op, `${options.op} succeeded in ${took}s`);
       log.info("run finished", { op: options.op, seconds: took });

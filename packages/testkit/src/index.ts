@@ -5,3 +5,4 @@ export { describeModuleImages, describeModuleRootSuites, describeWithProviders }
 export { defaultProviderMirror, findProviders, mirrorModuleProviders, providerCliConfig, providerMirrorVariable, providerRegistryHost } from "./provider-sources.js";
 export type { ProviderSource } from "./provider-sources.js";
 export { coveredLines, findNamesProduced, literalPattern, metricUsePattern, propertyPattern, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
+export { copyModuleForRun } from "./tofu.js";
