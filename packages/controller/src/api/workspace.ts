@@ -297,7 +297,7 @@ export const RunErrorSchema = Type.Object(
   {
     kind: StringEnum(errorKinds, {
       description:
-        "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently.",
+        "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently; state-save: an apply or destroy ran but its new state could not be saved (larger than a Secret holds), so nothing is retried.",
     }),
     step: Type.Optional(Type.String({ description: "The failed step, for kind step.", minLength: 1, maxLength: 64 })),
     summary: Type.Optional(Type.String({ description: "The runner's redacted summary of the failure, not raw stderr (the Job's log has that).", minLength: 1, maxLength: maxSummaryBytes })),

@@ -1,19 +1,16 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { emptyPlanHash } from "@captf/contract/run-result";
 import { describeWithTools } from "@captf/testkit";
-import { kubeEventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
-// The no-op cluster module with one more resource, renamed by a moved block during the test.
 const movingImage = "registry.invalid/captf/moving-cluster:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -31,14 +28,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    eventsApi = kc.makeApiClient(k8s.EventsV1Api);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance: "approval-test" }) };
-    movingModule = mkdtempSync(join(tmpdir(), "captf-moving-module-"));
-    cpSync(noopModuleDirectory("cluster"), movingModule, { recursive: true });
-    writeFileSync(join(movingModule, "user-variables.tf"), 'variable "note" {\n  type    = string\n  default = ""\n}\n');
-    writeFileSync(join(movingModule, "marker.tf"), 'resource "terraform_data" "marker" {\n  input = "m"\n}\n');
+    ({ deps, eventsApi } = planeReconcilerDeps(plane, "approval-test"));
+    // The no-op cluster module with one more resource, renamed by a moved block during the test.
+    movingModule = extendedClusterModule("captf-moving-module-", { "user-variables.tf": 'variable "note" {\n  type    = string\n  default = ""\n}\n', "marker.tf": 'resource "terraform_data" "marker" {\n  input = "m"\n}\n' });
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule } });
     await createManualCluster("manual", { source: { image } });
   }, 120_000);
@@ -48,17 +40,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   /** A Cluster and its TerraformCluster under applyPolicy Manual. */
-  async function createManualCluster(name: string, spec: Json): Promise<void> {
-    const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
-    } })) as Json;
-    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
-      spec: { identityRef: { name: "id" }, applyPolicy: "Manual", ...spec },
-    } });
-  }
+  const createManualCluster = (name: string, spec: Json) => createTerraformCluster(plane, namespace, name, { applyPolicy: "Manual", ...spec });
 
   const get = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual" }) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);

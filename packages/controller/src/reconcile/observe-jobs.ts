@@ -38,6 +38,7 @@ const outcomeMarks: Partial<Record<JobOutcome, string>> = {
   interrupted: annotations.interrupted,
   blocked: annotations.destructivePlanBlocked,
   "plan-changed": annotations.planChanged,
+  "state-save": annotations.stateNotSaved,
 };
 
 /** The annotations bookkeeping writes on a finished Job (always `captf.io/bookkept`). */
@@ -62,7 +63,7 @@ function outcomeOf(job: V1Job, result: RunResult | undefined): JobOutcome {
   // A deadline kill counts toward backoff even when the runner reported an interruption.
   if (done.reason === "DeadlineExceeded") return "failed";
   const kind = result?.error?.kind;
-  if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted") return kind;
+  if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted" || kind === "state-save") return kind;
   return "failed";
 }
 

@@ -210,6 +210,7 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
 
 function metricResult(job: ObservedJob): JobResult {
   if (job.deadlineExceeded) return "deadline";
+  if (job.outcome === "state-save") return "failed";
   return job.outcome === "plan-changed" ? "plan_changed" : (job.outcome as JobResult);
 }
 
@@ -338,6 +339,11 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
         await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: hash } } } }, mergePatchOptions()).catch(ignoreNotFound);
         await mergePatch({ metadata: { annotations: { [annotations.restoreState]: null } } });
+        // The user chose this backup: its lineage is recorded anew on the next read.
+        if (durable?.stateLineage) {
+          durableNotes[annotations.stateLineage] = null;
+          delete durable.stateLineage;
+        }
         delete object.metadata.annotations?.[annotations.restoreState];
         conditions.set("RestoreJobSucceeded", { status: "True", reason: "StateRestored", message: `backup serial ${serial} restored by Job ${job.name}` });
         void events.record(subject, "StateRestored", `state restored from backup serial ${serial} by Job ${job.name}`);
@@ -357,6 +363,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
     else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
     else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
+    else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
     else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
     deps.metrics?.jobFinished({
       kind: metricKind,
@@ -394,7 +401,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   let active = jobs.find((job) => job.outcome === undefined);
   const stateObservation = await observeState(core, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
-  const state = stateObservation.reading;
+  // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
+  const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
+  if (stateObservation.reading.kind === "ok" && stateObservation.reading.state.lineage && durable && !durable.stateLineage && !deleting) {
+    await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.stateLineage]: stateObservation.reading.state.lineage }, mergePatchOptions());
+    durable.stateLineage = stateObservation.reading.state.lineage;
+  }
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
@@ -438,6 +450,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const everApplied = wasProvisioned || durable?.applied === true || durable?.imageDigest !== undefined || backups.length > 0;
   const stateLost = state.kind === "absent" && everApplied;
   if (state.kind === "unreadable") conditions.set("StateReadable", { status: "False", reason: state.reason, message: state.message });
+  if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
   else if (state.kind === "ok") conditions.set("StateReadable", { status: "True", reason: "StateRead" });
   else if (stateLost) {
     conditions.set("StateReadable", { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${adapter.kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` });
@@ -763,8 +776,27 @@ function applyJobCondition(job: ObservedJob): ConditionValue {
   const error = job.result?.error;
   if (!error) return { status: "True", reason: `${verb}Succeeded` };
   if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
+  if (error.kind === "state-save") return { status: "False", reason: "StateNotSaved", message: stateNotSavedMessage(job.name, job.op) };
   if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
   return { status: "False", reason: `${verb}Failed`, ...(error.summary ? { message: error.summary } : {}) };
+}
+
+/** The reading as this object may use it: a decoded state of a lineage other than the recorded one is unreadable. Pure. */
+export function lineageCheck(reading: StateReading, recordedLineage: string | undefined): StateReading {
+  if (reading.kind !== "ok" || !recordedLineage || !reading.state.lineage || reading.state.lineage === recordedLineage) return reading;
+  return {
+    kind: "unreadable",
+    reason: "StateLineageChanged",
+    message: `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
+      `Nothing runs on it: restore a backup with ${annotations.restoreState}=<serial>, or accept this state by removing that annotation`,
+  };
+}
+
+/** Why an object whose apply or destroy lost its new state is held, the limit, and the documented way out (docs/reliability.md). */
+export function stateNotSavedMessage(job: string, op: string): string {
+  return `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds (OpenTofu's kubernetes backend keeps one Secret). ` +
+    "The state Secret still holds the state from before, so nothing runs until the inputs change: change the module or its inputs so the state compresses below 1 MiB, " +
+    "with import blocks for what the lost run created (docs/reliability.md, \"State larger than a Secret\")";
 }
 
 /** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
