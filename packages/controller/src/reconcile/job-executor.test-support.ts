@@ -14,6 +14,8 @@ import { requireTool } from "@captf/testkit";
 export interface JobExecutor {
   /** Runs every pending Pod of the namespace once; returns how many it ran. */
   runPending(): Promise<number>;
+  /** What each Pod's runner wrote to stdout and stderr (its container log), by Pod name. */
+  logs: Map<string, string>;
   close(): void;
 }
 
@@ -26,6 +28,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
   execFileSync(process.execPath, [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle], { stdio: "pipe" });
   const tofu = requireTool("tofu");
   const done = new Set<string>();
+  const logs = new Map<string, string>();
 
   async function runPod(pod: k8s.V1Pod): Promise<boolean> {
     const name = pod.metadata!.name!;
@@ -79,8 +82,14 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
                       : arg,
       );
     const exitCode = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: "ignore", env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
-      child.on("exit", (code) => resolve(code ?? 1));
+      const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
+      let log = "";
+      child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
+      child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
+      child.on("close", (code) => {
+        logs.set(name, log);
+        resolve(code ?? 1);
+      });
     });
     let message = "";
     try {
@@ -115,6 +124,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
   }
 
   return {
+    logs,
     async runPending() {
       const pods = await core.listNamespacedPod({ namespace: options.namespace });
       let ran = 0;
