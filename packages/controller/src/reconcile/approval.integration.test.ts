@@ -80,19 +80,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await pass()).toBe("PlanAwaitingApproval");
 
     const { planHash } = (await get()).status.plan;
-    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual", body: { metadata: { annotations: { "captf.io/approve-plan": planHash } } } }, mergePatchOptions());
+    // As captf's mutating webhook records it from the approving request's user.
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual", body: { metadata: { annotations: { "captf.io/approve-plan": planHash, "captf.io/plan-approved-by": "alice@example.com" } } } }, mergePatchOptions());
     expect(await pass()).toMatch(/^started apply \(InputsChanged\)/);
     const apply = (await plane.batch.listNamespacedJob({ namespace })).items.find((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "apply" && job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"] === "2")!;
     expect(apply.spec?.template.spec?.containers[0]?.args).toContain(`--expect-plan=${planHash}`);
     expect(apply.metadata?.annotations?.["captf.io/approved-plan"]).toBe(planHash);
+    expect(apply.metadata?.annotations?.["captf.io/plan-approved-by"]).toBe("alice@example.com");
     await runJobs();
     expect(await pass()).toBe("UpToDate");
     const cluster = await get();
     expect(cluster.status.plan).toBeUndefined();
     expect(cluster.metadata.annotations?.["captf.io/approve-plan"]).toBeUndefined();
+    expect(cluster.metadata.annotations?.["captf.io/plan-approved-by"]).toBeUndefined();
+    // The approver stays on record once the approval is consumed.
+    expect(cluster.status.lastRun).toMatchObject({ job: apply.metadata!.name, operation: "apply", approvedBy: "alice@example.com" });
     expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
-    const reasons = (await eventsApi.listNamespacedEvent({ namespace })).items.map((event) => event.reason);
-    expect(reasons).toEqual(expect.arrayContaining(["PlanReady", "PlanApproved", "PlanApplied"]));
+    const events = (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "manual");
+    expect(events.map((event) => event.reason)).toEqual(expect.arrayContaining(["PlanReady", "PlanApproved", "PlanApplied"]));
+    expect(events.find((event) => event.reason === "PlanApproved")?.note).toBe(`plan ${planHash} (approved by alice@example.com): applying it`);
+    expect(events.find((event) => event.reason === "PlanApplied")?.note).toBe(`applied the approved plan ${planHash} (approved by alice@example.com)`);
   }, 120_000);
 
   it("holds a plan that only moves a resource for approval like any change, shows the move and applies it once approved", async () => {
@@ -128,5 +135,28 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const applied = await getMoving();
     expect(applied.status.plan).toBeUndefined();
     expect(condition(applied, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+    expect(applied.status.lastRun.approvedBy).toBeUndefined();
+
+    // A change the module does not use plans empty: applied at once with --expect-plan of the empty plan,
+    // which the runner ends after the plan step, changing nothing; nobody approved it, nothing is announced as approved.
+    const movingEvents = async (reason: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === "moving").length;
+    const approvedBefore = await movingEvents("PlanApproved");
+    const appliedBefore = await movingEvents("PlanApplied");
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving", body: { spec: { variables: { note: "c" } } } }, mergePatchOptions());
+    expect(await movingPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    await runJobs();
+    expect(await movingPass()).toMatch(/^started apply \(InputsChanged\)/);
+    const emptyApply = (await plane.batch.listNamespacedJob({ namespace })).items.filter((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "apply" && job.metadata?.name?.includes("moving")).sort((a, b) => Number(b.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]) - Number(a.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]))[0]!;
+    expect(emptyApply.spec?.template.spec?.containers[0]?.args).toContain(`--expect-plan=${emptyPlanHash}`);
+    await runJobs();
+    expect(await movingPass()).toBe("UpToDate");
+    const unchanged = await getMoving();
+    expect(unchanged.status.lastRun).toMatchObject({ job: emptyApply.metadata!.name, operation: "apply" });
+    expect(unchanged.status.lastRun.steps.map((step: Json) => step.name)).toEqual(["init", "validate", "plan"]);
+    expect(unchanged.status.lastRun.error).toBeUndefined();
+    expect(unchanged.status.plan).toBeUndefined();
+    expect(condition(unchanged, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+    expect(await movingEvents("PlanApproved")).toBe(approvedBefore);
+    expect(await movingEvents("PlanApplied")).toBe(appliedBefore);
   }, 180_000);
 });

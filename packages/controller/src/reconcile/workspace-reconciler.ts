@@ -20,12 +20,12 @@ import type { StateReading } from "../state/decode-state.js";
 import { deleteFreeStateLock, observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
-import type { PlanPreview } from "../api/workspace.js";
+import { maxApproverLength, type PlanPreview } from "../api/workspace.js";
 import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
-import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
+import { approverNote, bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, imagePullDeadlineMs, jobPod, observeJobs, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
@@ -703,12 +703,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const newest = jobs.filter((job) => job.result || (job.imagePullFailed && !job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   if (newest) {
     const { result } = newest;
+    const approvedBy = newest.job.metadata?.annotations?.[annotations.planApprovedBy];
     if (result) {
+      // Every field written, null when absent: a merge patch would keep an older run's error or approver.
       status.lastRun = {
         job: newest.name,
         operation: newest.op,
-        ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
-        ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
+        steps: result.steps.length ? result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) : null,
+        error: result.error ? { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } : null,
+        approvedBy: approvedBy ? approvedBy.slice(0, maxApproverLength) : null,
       };
     }
     const planShownOnly = newest.op === "plan" && result !== undefined && !result.error;
@@ -721,8 +724,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (decision.reason === "PlanAwaitingApproval" && planShown) {
     conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` });
   }
-  if (decision.op === "apply" && decision.expectPlan && action.startsWith("started")) {
-    void events.record(subject, "PlanApproved", `plan ${decision.expectPlan} approved: applying it`);
+  // An empty plan's apply runs with --expect-plan too, but nobody approved it.
+  if (decision.op === "apply" && decision.expectPlan && decision.expectPlan === object.metadata.annotations?.[annotations.approvePlan] && action.startsWith("started")) {
+    void events.record(subject, "PlanApproved", `plan ${decision.expectPlan}${approverNote(object.metadata.annotations?.[annotations.planApprovedBy])}: applying it`);
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
   if (waitCondition) conditions.set(waitCondition.type, waitCondition.value);
@@ -978,6 +982,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
   if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
+  // Who approved the plan stays on record with the Job that applies it: the object's annotation goes once it is applied.
+  const approver = object.metadata.annotations?.[annotations.planApprovedBy];
+  if (decision.expectPlan && approver && object.metadata.annotations?.[annotations.approvePlan] === decision.expectPlan) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.planApprovedBy]: approver };
   if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
