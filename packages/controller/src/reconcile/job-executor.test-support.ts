@@ -83,13 +83,11 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
       );
     const exitCode = await new Promise<number>((resolve) => {
       const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
-      let log = "";
-      child.stdout.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
-      child.stderr.on("data", (chunk: Buffer) => (log += chunk.toString("utf8")));
-      child.on("close", (code) => {
-        logs.set(name, log);
-        resolve(code ?? 1);
-      });
+      // On exit, not close: a runtime process the runner left behind may hold the pipes open.
+      const append = (chunk: Buffer) => logs.set(name, (logs.get(name) ?? "") + chunk.toString("utf8"));
+      child.stdout.on("data", append);
+      child.stderr.on("data", append);
+      child.on("exit", (code) => resolve(code ?? 1));
     });
     let message = "";
     try {

@@ -46,7 +46,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     if (moduleDir) rmSync(moduleDir, { recursive: true, force: true });
   });
 
-  const createCluster = (name: string) => createTerraformCluster(plane, namespace, name, { source: { image }, variables: { blob_rows: 0 } });
+  const createCluster = (name: string, blobRows = 0) => createTerraformCluster(plane, namespace, name, { source: { image }, variables: { blob_rows: blobRows } });
   const get = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
   const setVariables = (name: string, variables: Json) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name, body: { spec: { variables } } }, mergePatchOptions());
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
@@ -67,9 +67,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   }
 
   it("holds a cluster whose apply could not save a state larger than its Secret, instead of applying again blindly, until its inputs change", async () => {
-    await provision("big");
-    await setVariables("big", { blob_rows: 100 });
-    expect(await pass("big")).toMatch(/^started apply \(InputsChanged\)/);
+    await createCluster("big", 100);
+    expect(await pass("big")).toBe("added finalizer");
+    expect(await pass("big")).toMatch(/^started apply \(NoState\)/);
     await runJobs();
 
     expect(await pass("big")).toBe("StateNotSaved");
@@ -92,7 +92,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
 
     // The way out: inputs that fit (import blocks in a real module for what the lost apply created).
     await setVariables("big", { blob_rows: 1 });
-    expect(await pass("big")).toMatch(/^started apply \(InputsChanged\)/);
+    // The failed first apply left the state of before it (empty, without an inputs hash): the new inputs apply over it.
+    expect(await pass("big")).toMatch(/^started apply \(StateWithoutInputsHash\)/);
   }, 180_000);
 
   it("holds a cluster whose state's lineage changed instead of applying over it, until the new state is accepted", async () => {
@@ -126,5 +127,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect(await pass("lineage")).toMatch(/^started apply \(InputsChanged\)/);
     expect((await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/state-lineage"]).toBe(foreign);
     expect(condition(await get("lineage"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
+
+    // Other damage keeps its own reason beside the lineage check: a state that is not gzip is StateCorrupt.
+    await executor.runPending();
+    await allJobsFinished(plane.batch, namespace);
+    const current = await plane.core.readNamespacedSecret({ name: secretName, namespace });
+    current.data!.tfstate = Buffer.from("not gzip").toString("base64");
+    await plane.core.replaceNamespacedSecret({ name: secretName, namespace, body: current });
+    expect(await pass("lineage")).toBe("StateUnreadable");
+    expect(condition(await get("lineage"), "StateReadable")).toMatchObject({ status: "False", reason: "StateCorrupt" });
   }, 120_000);
 });
