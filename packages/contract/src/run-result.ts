@@ -33,8 +33,12 @@ export const planHashPrefix = "p1:";
 /** The hash of a plan that changes nothing: sha256 of zero lines. */
 export const emptyPlanHash = `${planHashPrefix}e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855`;
 
-/** The values of status.lastRun.error.kind. */
-export const errorKinds = ["image-layout", "step", "interrupted", "blocked", "plan-changed"] as const;
+/**
+ * The values of status.lastRun.error.kind. `state-save`: an apply or destroy ran but its new state
+ * could be neither saved nor pushed afterwards (a state past the 1 MiB a Secret holds): the state
+ * Secret still holds the state from before it, so a retry would apply blindly.
+ */
+export const errorKinds = ["image-layout", "step", "interrupted", "blocked", "plan-changed", "state-save"] as const;
 export type ErrorKind = (typeof errorKinds)[number];
 
 /**
@@ -94,7 +98,7 @@ export interface StepRecord {
 
 export interface RunError {
   kind: ErrorKind;
-  /** The failing step; null for image-layout, blocked and plan-changed. */
+  /** The failing step (for state-save the apply or destroy whose state was lost); null for image-layout, blocked and plan-changed. */
   step: FailurePoint | null;
   /** At most 512 bytes, redacted. */
   summary: string;

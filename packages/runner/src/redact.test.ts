@@ -30,6 +30,13 @@ describe("redactor", () => {
     expect(redact("export TOKEN=abcdefghijklmnop")).toBe("(sensitive)");
   });
 
+  it("finds a secret with spaces that the runtime wrapped: a space became a line break, on its own or before a diagnostic box's bar", () => {
+    const redact = redactor(secretsOf(["correct horse battery staple"]));
+    expect(redact("rejected the passphrase correct\nhorse battery staple and")).toBe("rejected the passphrase (sensitive) and");
+    expect(redact("│ rejected correct horse\n│ battery  staple.")).toBe("│ rejected (sensitive).");
+    expect(redact("correct horses battery staple")).toBe("correct horses battery staple");
+  });
+
   it("escapes regular-expression characters in values", () => {
     expect(redactor(secretsOf(["a.b*c(d)"]))("a.b*c(d) axbbc")).toBe("(sensitive) axbbc");
   });
@@ -91,6 +98,19 @@ describe("RedactingLineWriter", () => {
     writer.write("canary-0123456789");
     writer.flush();
     expect(out.join("")).toBe("first (sensitive) line\nsecond (sensitive)");
+  });
+
+  it("holds back the last lines while a wrapped secret may still continue, so one split across writes and lines is found", () => {
+    const out: string[] = [];
+    const writer = new RedactingLineWriter((text) => out.push(text), () => redactor(secretsOf(["correct horse battery staple"])));
+    writer.write("line one\nthe passphrase correct\n");
+    writer.write("horse battery\nstaple for this account\n");
+    writer.flush();
+    expect(out.join("")).toBe("line one\nthe passphrase (sensitive) for this account\n");
+    expect(out.join("")).not.toMatch(/correct|horse|battery|staple/);
+    writer.write("\n\n\n");
+    writer.flush();
+    expect(out.join("")).toBe("line one\nthe passphrase (sensitive) for this account\n\n\n\n");
   });
 
   it("uses the redactor current at each write", () => {

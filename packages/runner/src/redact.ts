@@ -13,8 +13,11 @@ export interface Secret {
   minLine: number;
 }
 
-/** Replaces every known secret in a text by {@link redactedMarker}. */
-export type Redactor = (text: string) => string;
+/**
+ * Replaces every known secret in a text by {@link redactedMarker}. `wrapSpan`: how many characters
+ * a secret with spaces can take once the runtime wrapped it over several lines (0: none can wrap).
+ */
+export type Redactor = ((text: string) => string) & { readonly wrapSpan?: number };
 
 export function secretsOf(values: Iterable<string>, minLine = minSecretBytes): Secret[] {
   return [...values].map((value) => ({ value, minLine }));
@@ -62,9 +65,22 @@ export function redactor(secrets: readonly Secret[]): Redactor {
   }
   if (forms.size === 0) return (text) => text;
   const longestFirst = [...forms].sort((a, b) => b.length - a.length);
-  const pattern = new RegExp(longestFirst.map(escapeRegExp).join("|"), "g");
+  const pattern = new RegExp(longestFirst.map(formPattern).join("|"), "g");
   // A long alternation is slow to run on every line; plain substring checks find the few lines that need it.
-  return (text) => (longestFirst.some((form) => text.includes(form)) ? text.replace(pattern, redactedMarker) : text);
+  const clues = longestFirst.map((form) => wrappedWords(form)?.[0] ?? form);
+  const wrapSpan = Math.max(0, ...longestFirst.filter((form) => wrappedWords(form)).map((form) => 2 * form.length + 16));
+  return Object.assign((text: string) => (clues.some((clue) => text.includes(clue)) ? text.replace(pattern, redactedMarker) : text), { wrapSpan });
+}
+
+/** The words of a form with inner spaces, which the runtime's word wrap may break at; undefined for one word. */
+function wrappedWords(form: string): string[] | undefined {
+  const words = form.trim().split(/\s+/);
+  return words.length > 1 ? words : undefined;
+}
+
+/** A form as a pattern: its inner spaces also match a line break and a diagnostic box's bar (the runtime wraps long messages at spaces). */
+function formPattern(form: string): string {
+  return wrappedWords(form)?.map(escapeRegExp).join("[\\s│]+") ?? escapeRegExp(form);
 }
 
 /** Step environment entries that are paths, flags, addresses or the pod's name, set by the runner or the Job: never credentials. */
@@ -163,9 +179,22 @@ export class RedactingLineWriter {
       this.pending = joined;
       return;
     }
-    const cut = end === 0 ? joined.length : end;
-    this.pending = joined.slice(cut);
-    this.sink(this.redact()(joined.slice(0, cut)));
+    const redact = this.redact();
+    const hold = redact.wrapSpan ?? 0;
+    if (hold === 0) {
+      const cut = end === 0 ? joined.length : end;
+      this.pending = joined.slice(cut);
+      this.sink(redact(joined.slice(0, cut)));
+      return;
+    }
+    // A secret the runtime wrapped may go on in the next write: the last lines stay back (redacted
+    // as far as they go) until they are longer than any wrapped secret can be.
+    const redacted = redact(joined);
+    let cut = redacted.lastIndexOf("\n") + 1;
+    while (cut > 0 && redacted.length - cut < hold) cut = cut >= 2 ? redacted.lastIndexOf("\n", cut - 2) + 1 : 0;
+    if (cut === 0 && redacted.length > maxPendingChars) cut = redacted.lastIndexOf("\n") + 1 || redacted.length;
+    this.pending = redacted.slice(cut);
+    if (cut > 0) this.sink(redacted.slice(0, cut));
   }
 
   flush(): void {

@@ -14,7 +14,7 @@ import { environmentSecrets, planSecrets, RedactingLineWriter, redactor, variabl
 import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/run-result";
 import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type StepInvocation } from "./steps.js";
 import { type FailurePoint, type Operation } from "@captf/contract/run-result";
-import { failureSummary } from "./summary.js";
+import { failureSummary, stateNotSavedSummary } from "./summary.js";
 import { assembleRestoreState, checkImageLayout, countManagedAddresses, prepareWorkspace, type PreparedWorkspace } from "./workspace.js";
 
 /** Everything `runner run` was told, flags parsed. */
@@ -130,6 +130,7 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
       interrupted: "was interrupted",
       blocked: "was blocked before a plan that deletes or replaces resources",
       "plan-changed": "stopped: the plan differs from the approved one",
+      "state-save": "failed: its new state could not be saved",
     }[stop.kind];
     const where = stop.step && stop.kind !== "image-layout" ? ` in step ${stop.step}` : "";
     emit("Warning", "RunFinished", options.op, `${options.op} ${outcome}${where} after ${took}s (exit 1)`);
@@ -196,9 +197,10 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
       const fallback = outcome.failure ? `step ${step.name} exited ${outcome.exit}: ${outcome.failure}` : `step ${step.name} exited ${outcome.exit}; see the Job's logs`;
       const summary = failureSummary({ step: step.name, stdout: outcome.stdout, stderrTail: outcome.stderrTail, fallback }, redact);
       emit("Warning", "StepFailed", step.name, `step ${step.name} failed (exit ${outcome.exit}) after ${outcome.seconds}s: ${summary}`);
-      const kind = io.signal.aborted ? "interrupted" : "step";
-      if ((step.name === "apply" || step.name === "destroy") && !io.signal.aborted) await pushErroredState(prepared);
-      return finish({ kind, step: step.name, summary });
+      if ((step.name === "apply" || step.name === "destroy") && !io.signal.aborted && (await pushErroredState(prepared)) === "failed") {
+        return finish({ kind: "state-save", step: step.name, summary: stateNotSavedSummary(step.name, summary) });
+      }
+      return finish({ kind: io.signal.aborted ? "interrupted" : "step", step: step.name, summary });
     }
 
     if (step.name === "plan") {
@@ -313,14 +315,19 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     return { kind: "blocked", step: null, summary: blockedSummary(destructive) };
   }
 
-  /** A failed apply or destroy that could not save its state leaves errored.tfstate: push it, or the work is lost. */
-  async function pushErroredState(workspace: PreparedWorkspace): Promise<void> {
-    if (!existsSync(join(workspace.rootDir, erroredStateFile))) return;
+  /**
+   * A failed apply or destroy that could not save its state leaves errored.tfstate: push it, or the
+   * work is lost. "failed": neither the step nor the push saved it (the Secret keeps the older state).
+   */
+  async function pushErroredState(workspace: PreparedWorkspace): Promise<"none" | "pushed" | "failed"> {
+    if (!existsSync(join(workspace.rootDir, erroredStateFile))) return "none";
     const step = erroredStatePushStep(lockTimeoutSeconds);
     log.info("pushing the state the failed step could not save", { file: erroredStateFile });
     const outcome = await execute(step);
     result.steps.push({ name: step.name, exit: outcome.exit, seconds: outcome.seconds });
-    if (failed(step, outcome)) log.error("pushing errored.tfstate failed; it stays in the work directory", { exit: outcome.exit });
+    if (!failed(step, outcome)) return "pushed";
+    log.error("pushing errored.tfstate failed: the new state is lost with this Job's work directory", { exit: outcome.exit });
+    return "failed";
   }
 }
 

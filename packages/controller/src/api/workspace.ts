@@ -27,6 +27,8 @@ import { Int32, Int64, JsonObject, StringEnum, Timestamp, atomicList, cel, dnsSu
 export const maxStateBackups = 16;
 /** At most this many entries in status.lastRun.error.resources. */
 export const maxErrorResources = 10;
+/** status.lastRun.approvedBy is cut to this many characters. */
+export const maxApproverLength = 512;
 /** At most this many steps in status.lastRun.steps. */
 export const maxRunSteps = 16;
 /** At most this many characters in one status.plan.resources entry. */
@@ -297,7 +299,7 @@ export const RunErrorSchema = Type.Object(
   {
     kind: StringEnum(errorKinds, {
       description:
-        "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently.",
+        "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently; state-save: an apply or destroy ran but its new state could not be saved (larger than a Secret holds), so nothing is retried.",
     }),
     step: Type.Optional(Type.String({ description: "The failed step, for kind step.", minLength: 1, maxLength: 64 })),
     summary: Type.Optional(Type.String({ description: "The runner's redacted summary of the failure, not raw stderr (the Job's log has that).", minLength: 1, maxLength: maxSummaryBytes })),
@@ -327,6 +329,9 @@ export const LastRunSchema = Type.Object(
     steps: Type.Optional(Type.Array(RunStepSchema, { description: "Steps the runner ran, in order.", minItems: 1, maxItems: maxRunSteps, ...atomicList })),
     error: Type.Optional(RunErrorSchema),
     drift: Type.Optional(DriftSummarySchema),
+    approvedBy: Type.Optional(
+      Type.String({ description: "Who approved the plan this apply Job applied (applyPolicy Manual): the user captf's mutating webhook recorded in captf.io/plan-approved-by, kept on the Job.", minLength: 1, maxLength: maxApproverLength }),
+    ),
   },
   { description: "The result of the newest finished Job, from the runner's termination message." },
 );

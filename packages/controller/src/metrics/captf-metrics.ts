@@ -23,7 +23,7 @@ export type JobStep =
   | "state-list"
   | "prepare"
   | "other";
-export type JobErrorKind = "step" | "image-layout" | "interrupted" | "blocked" | "plan-changed" | "deadline" | "unknown";
+export type JobErrorKind = "step" | "image-layout" | "interrupted" | "blocked" | "plan-changed" | "state-save" | "deadline" | "unknown";
 export type ResourceAction = "add" | "change" | "destroy" | "import";
 export type StateReadErrorReason = "inconsistent" | "encrypted" | "corrupt" | "lost" | "locked";
 export type StateBackupResult = "taken" | "pruned" | "skipped";

@@ -1,19 +1,16 @@
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { emptyPlanHash } from "@captf/contract/run-result";
 import { describeWithTools } from "@captf/testkit";
-import { kubeEventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
-// The no-op cluster module with one more resource, renamed by a moved block during the test.
 const movingImage = "registry.invalid/captf/moving-cluster:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -31,14 +28,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    eventsApi = kc.makeApiClient(k8s.EventsV1Api);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance: "approval-test" }) };
-    movingModule = mkdtempSync(join(tmpdir(), "captf-moving-module-"));
-    cpSync(noopModuleDirectory("cluster"), movingModule, { recursive: true });
-    writeFileSync(join(movingModule, "user-variables.tf"), 'variable "note" {\n  type    = string\n  default = ""\n}\n');
-    writeFileSync(join(movingModule, "marker.tf"), 'resource "terraform_data" "marker" {\n  input = "m"\n}\n');
+    ({ deps, eventsApi } = planeReconcilerDeps(plane, "approval-test"));
+    // The no-op cluster module with one more resource, renamed by a moved block during the test.
+    movingModule = extendedClusterModule("captf-moving-module-", { "user-variables.tf": 'variable "note" {\n  type    = string\n  default = ""\n}\n', "marker.tf": 'resource "terraform_data" "marker" {\n  input = "m"\n}\n' });
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule } });
     await createManualCluster("manual", { source: { image } });
   }, 120_000);
@@ -48,17 +40,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   /** A Cluster and its TerraformCluster under applyPolicy Manual. */
-  async function createManualCluster(name: string, spec: Json): Promise<void> {
-    const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
-    } })) as Json;
-    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
-      spec: { identityRef: { name: "id" }, applyPolicy: "Manual", ...spec },
-    } });
-  }
+  const createManualCluster = (name: string, spec: Json) => createTerraformCluster(plane, namespace, name, { applyPolicy: "Manual", ...spec });
 
   const get = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual" }) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
@@ -98,19 +80,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await pass()).toBe("PlanAwaitingApproval");
 
     const { planHash } = (await get()).status.plan;
-    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual", body: { metadata: { annotations: { "captf.io/approve-plan": planHash } } } }, mergePatchOptions());
+    // As captf's mutating webhook records it from the approving request's user.
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual", body: { metadata: { annotations: { "captf.io/approve-plan": planHash, "captf.io/plan-approved-by": "alice@example.com" } } } }, mergePatchOptions());
     expect(await pass()).toMatch(/^started apply \(InputsChanged\)/);
     const apply = (await plane.batch.listNamespacedJob({ namespace })).items.find((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "apply" && job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"] === "2")!;
     expect(apply.spec?.template.spec?.containers[0]?.args).toContain(`--expect-plan=${planHash}`);
     expect(apply.metadata?.annotations?.["captf.io/approved-plan"]).toBe(planHash);
+    expect(apply.metadata?.annotations?.["captf.io/plan-approved-by"]).toBe("alice@example.com");
     await runJobs();
     expect(await pass()).toBe("UpToDate");
     const cluster = await get();
     expect(cluster.status.plan).toBeUndefined();
     expect(cluster.metadata.annotations?.["captf.io/approve-plan"]).toBeUndefined();
+    expect(cluster.metadata.annotations?.["captf.io/plan-approved-by"]).toBeUndefined();
+    // The approver stays on record once the approval is consumed.
+    expect(cluster.status.lastRun).toMatchObject({ job: apply.metadata!.name, operation: "apply", approvedBy: "alice@example.com" });
     expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
-    const reasons = (await eventsApi.listNamespacedEvent({ namespace })).items.map((event) => event.reason);
-    expect(reasons).toEqual(expect.arrayContaining(["PlanReady", "PlanApproved", "PlanApplied"]));
+    const events = (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "manual");
+    expect(events.map((event) => event.reason)).toEqual(expect.arrayContaining(["PlanReady", "PlanApproved", "PlanApplied"]));
+    expect(events.find((event) => event.reason === "PlanApproved")?.note).toBe(`plan ${planHash} (approved by alice@example.com): applying it`);
+    expect(events.find((event) => event.reason === "PlanApplied")?.note).toBe(`applied the approved plan ${planHash} (approved by alice@example.com)`);
   }, 120_000);
 
   it("holds a plan that only moves a resource for approval like any change, shows the move and applies it once approved", async () => {
@@ -146,5 +135,28 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const applied = await getMoving();
     expect(applied.status.plan).toBeUndefined();
     expect(condition(applied, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+    expect(applied.status.lastRun.approvedBy).toBeUndefined();
+
+    // A change the module does not use plans empty: applied at once with --expect-plan of the empty plan,
+    // which the runner ends after the plan step, changing nothing; nobody approved it, nothing is announced as approved.
+    const movingEvents = async (reason: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === "moving").length;
+    const approvedBefore = await movingEvents("PlanApproved");
+    const appliedBefore = await movingEvents("PlanApplied");
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving", body: { spec: { variables: { note: "c" } } } }, mergePatchOptions());
+    expect(await movingPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    await runJobs();
+    expect(await movingPass()).toMatch(/^started apply \(InputsChanged\)/);
+    const emptyApply = (await plane.batch.listNamespacedJob({ namespace })).items.filter((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "apply" && job.metadata?.name?.includes("moving")).sort((a, b) => Number(b.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]) - Number(a.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]))[0]!;
+    expect(emptyApply.spec?.template.spec?.containers[0]?.args).toContain(`--expect-plan=${emptyPlanHash}`);
+    await runJobs();
+    expect(await movingPass()).toBe("UpToDate");
+    const unchanged = await getMoving();
+    expect(unchanged.status.lastRun).toMatchObject({ job: emptyApply.metadata!.name, operation: "apply" });
+    expect(unchanged.status.lastRun.steps.map((step: Json) => step.name)).toEqual(["init", "validate", "plan"]);
+    expect(unchanged.status.lastRun.error).toBeUndefined();
+    expect(unchanged.status.plan).toBeUndefined();
+    expect(condition(unchanged, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
+    expect(await movingEvents("PlanApproved")).toBe(approvedBefore);
+    expect(await movingEvents("PlanApplied")).toBe(appliedBefore);
   }, 180_000);
 });

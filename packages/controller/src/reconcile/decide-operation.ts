@@ -18,7 +18,8 @@ export type JobOutcome =
   | "failed" // a step failed, image-layout, image pull, deadline: counts toward backoff
   | "interrupted" // stopped from outside (eviction, deletion): retried without backoff
   | "blocked" // the destructive guard stopped it: waits for approval, not a failure
-  | "plan-changed"; // the approved plan no longer matched: waits for a new approval
+  | "plan-changed" // the approved plan no longer matched: waits for a new approval
+  | "state-save"; // ran, but its new state was lost (past a Secret's size): held until the inputs change
 
 export interface FinishedJob {
   op: Operation;
@@ -211,10 +212,23 @@ export function decideOperation(observed: Observed): Decision {
 
   if (observed.state.kind === "unreadable") return { reason: "StateUnreadable", requeueAfterMs: stateRequeueMs };
 
+  // The newest apply changed infrastructure the state does not record: any run on that state (a
+  // retry, a remediation, a refresh) would be blind. Changed inputs (a smaller state, a chunking runtime, import blocks) end the hold.
+  const newestApply = newestFirst(observed.jobs, "apply")[0];
+  if (newestApply?.outcome === "state-save" && !inputsChangedSince(observed, newestApply)) {
+    return { reason: "StateNotSaved", requeueAfterMs: approvalRequeueMs };
+  }
+
   const applyReason = dueApplyReason(observed);
   if (applyReason) return decideApply(observed, applyReason);
 
   return decideSchedule(observed);
+}
+
+/** The inputs changed since `job` rendered them (a pool's rotated bootstrap data alone does not count when the Job recorded its approval hash). */
+function inputsChangedSince(observed: Observed, job: FinishedJob): boolean {
+  if (observed.currentInputsHash === undefined || job.inputsHash === observed.currentInputsHash) return false;
+  return job.approvalHash === undefined || job.approvalHash !== (observed.approvalHash ?? observed.currentInputsHash);
 }
 
 function dueApplyReason(observed: Observed): { reason: string; remediation?: boolean } | undefined {

@@ -31,6 +31,8 @@ export interface DurableInputs {
   appliedClusterOutputsHash?: string;
   /** Cluster and pool: the apply Job that vanished while it ran (`captf.io/interrupted-apply`), until an apply after it succeeds. */
   interruptedApply?: string;
+  /** The lineage of this object's state, recorded when first read (`captf.io/state-lineage`): another lineage is another state. */
+  stateLineage?: string;
 }
 
 const maxSecretNameLength = 253;
@@ -71,6 +73,7 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
     ...(notes[annotations.identity] ? { identity: notes[annotations.identity] } : {}),
     ...(notes[annotations.appliedClusterOutputsHash] ? { appliedClusterOutputsHash: notes[annotations.appliedClusterOutputsHash] } : {}),
     ...(notes[annotations.interruptedApply] ? { interruptedApply: notes[annotations.interruptedApply] } : {}),
+    ...(notes[annotations.stateLineage] ? { stateLineage: notes[annotations.stateLineage] } : {}),
   };
 }
 
@@ -98,6 +101,7 @@ export async function writeDurableInputs(
   // What the last successful apply rendered stays until another succeeds: a started apply may yet be blocked or fail.
   if (previous?.appliedClusterOutputsHash) notes[annotations.appliedClusterOutputsHash] = previous.appliedClusterOutputsHash;
   if (previous?.interruptedApply) notes[annotations.interruptedApply] = previous.interruptedApply;
+  if (previous?.stateLineage) notes[annotations.stateLineage] = previous.stateLineage;
   const kind = kindOfRole[owner.role];
   const body: V1Secret = {
     metadata: {

@@ -14,6 +14,8 @@ import { requireTool } from "@captf/testkit";
 export interface JobExecutor {
   /** Runs every pending Pod of the namespace once; returns how many it ran. */
   runPending(): Promise<number>;
+  /** What each Pod's runner wrote to stdout and stderr (its container log), by Pod name. */
+  logs: Map<string, string>;
   close(): void;
 }
 
@@ -26,6 +28,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
   execFileSync(process.execPath, [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle], { stdio: "pipe" });
   const tofu = requireTool("tofu");
   const done = new Set<string>();
+  const logs = new Map<string, string>();
 
   async function runPod(pod: k8s.V1Pod): Promise<boolean> {
     const name = pod.metadata!.name!;
@@ -79,7 +82,11 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
                       : arg,
       );
     const exitCode = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: "ignore", env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
+      const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
+      // On exit, not close: a runtime process the runner left behind may hold the pipes open.
+      const append = (chunk: Buffer) => logs.set(name, (logs.get(name) ?? "") + chunk.toString("utf8"));
+      child.stdout.on("data", append);
+      child.stderr.on("data", append);
       child.on("exit", (code) => resolve(code ?? 1));
     });
     let message = "";
@@ -115,6 +122,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
   }
 
   return {
+    logs,
     async runPending() {
       const pods = await core.listNamespacedPod({ namespace: options.namespace });
       let ran = 0;

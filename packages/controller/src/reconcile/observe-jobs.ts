@@ -38,6 +38,7 @@ const outcomeMarks: Partial<Record<JobOutcome, string>> = {
   interrupted: annotations.interrupted,
   blocked: annotations.destructivePlanBlocked,
   "plan-changed": annotations.planChanged,
+  "state-save": annotations.stateNotSaved,
 };
 
 /** The annotations bookkeeping writes on a finished Job (always `captf.io/bookkept`). */
@@ -64,7 +65,7 @@ export function outcomeOf(job: JobConditions & Pick<V1Job, "metadata">, result: 
   // not pulled in time (the manager deleted that Pod itself).
   if (done.reason === "DeadlineExceeded" || job.metadata?.annotations?.[annotations.imagePullFailed] === "true") return "failed";
   const kind = result?.error?.kind;
-  if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted") return kind;
+  if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted" || kind === "state-save") return kind;
   // A failed Job keeps its Pod: one deleted, evicted or disrupted from outside took the runner's result with it.
   if (!result && (!pod || pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === "DisruptionTarget" && c.status === "True"))) return "interrupted";
   return "failed";

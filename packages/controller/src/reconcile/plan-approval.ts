@@ -60,9 +60,13 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
   } else if (newest.op === "apply" && newest.outcome === "succeeded") {
     if (approvedPlan) {
       outcome.plan = null;
-      outcome.removeAnnotations.push(annotations.approvePlan);
-      outcome.events.push({ reason: "PlanApplied", note: `applied the approved plan ${approvedPlan}` });
-      outcome.approvals.push("applied");
+      // The approver stays on record on the Job and in status.lastRun.approvedBy.
+      outcome.removeAnnotations.push(annotations.approvePlan, annotations.planApprovedBy);
+      // An empty plan is applied without an approval: nothing was approved or applied.
+      if (approvedPlan !== emptyPlanHash) {
+        outcome.events.push({ reason: "PlanApplied", note: `applied the approved plan ${approvedPlan}${approverNote(newest.job.metadata?.annotations?.[annotations.planApprovedBy])}` });
+        outcome.approvals.push("applied");
+      }
     }
     if (newest.job.spec?.template.spec?.containers[0]?.args?.some((arg) => arg.startsWith("--allow-deletes-hash="))) {
       outcome.removeAnnotations.push(annotations.approveDestructivePlan);
@@ -70,6 +74,11 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
     }
   }
   return outcome;
+}
+
+/** " (approved by <user>)", or why no approver is on record (captf's mutating webhook records it). */
+export function approverNote(approver: string | undefined): string {
+  return approver ? ` (approved by ${approver})` : ` (no approver recorded: ${annotations.planApprovedBy} is set by captf's mutating webhook)`;
 }
 
 /** The plan decideOperation compares the inputs and the approval with. */

@@ -1,8 +1,13 @@
 // The real API server prepared for reconciler tests: captf's CRDs and the real Cluster API CRDs.
-import { readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { clusterApiCrdPaths, sharedControlPlane, waitFor } from "@captf/testkit";
+import { noopModuleDirectory } from "@captf/module-noop";
 import { installCrds } from "../api/crds.test-support.js";
+import { kubeEventRecorder } from "../events/event-recorder.js";
+import type { ReconcilerDeps } from "./workspace-reconciler.js";
 
 export interface PlaneClients {
   kubeconfigPath: string;
@@ -34,4 +39,33 @@ export async function allJobsFinished(batch: k8s.BatchV1Api, namespace: string):
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
     return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) ? true : undefined;
   });
+}
+
+/** Reconciler dependencies on the plane's clients, with events recorded under `instance`; and the events API to read them. */
+export function planeReconcilerDeps(plane: PlaneClients, instance: string): { deps: ReconcilerDeps; eventsApi: k8s.EventsV1Api } {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(plane.kubeconfigPath);
+  const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
+  return { eventsApi, deps: { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance }) } };
+}
+
+/** A copy of the no-op cluster module with extra files (name to content), for tests that change a module; remove it after. */
+export function extendedClusterModule(prefix: string, files: Record<string, string>): string {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
+  cpSync(noopModuleDirectory("cluster"), directory, { recursive: true });
+  for (const [file, content] of Object.entries(files)) writeFileSync(join(directory, file), content);
+  return directory;
+}
+
+/** A Cluster API Cluster and its TerraformCluster of the same name, owned by it, with the given spec. */
+export async function createTerraformCluster(plane: PlaneClients, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+  const cluster = (await plane.custom.createNamespacedCustomObject({ group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "clusters", body: {
+    apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
+    spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
+  } })) as { metadata: { uid: string } };
+  await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {
+    apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
+    metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
+    spec: { identityRef: { name: "id" }, ...spec },
+  } });
 }

@@ -6,7 +6,7 @@ import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait } from "./job-slots.js";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
-import { mergePatchChanges } from "./workspace-reconciler.js";
+import { lineageCheck, mergePatchChanges } from "./workspace-reconciler.js";
 import { changedBeyondOwnMarks, jobStartedFinishedOrGone } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
@@ -224,5 +224,29 @@ describe("the watches of a kind's controller", () => {
     expect(changedBeyondOwnMarks(object("2", { "clusterctl.cluster.x-k8s.io/block-move": "true" }), "update", object("1", {}))).toBe(false);
     expect(changedBeyondOwnMarks(object("2", { "captf.io/restore-state": "3" }), "update", object("1", {}))).toBe(true);
     expect(changedBeyondOwnMarks(object("1", {}), "update", object("1", {}))).toBe(true);
+  });
+});
+
+describe("lineageCheck", () => {
+  const ok = (lineage: string) => ({ kind: "ok" as const, state: { serial: 3, lineage, terraformVersion: "1.12.6", outputs: {}, managedResources: 1, bytes: 1, compressedBytes: 1, secrets: 1 } });
+
+  it("passes a reading of the recorded lineage, and any reading before one is recorded or without a lineage", () => {
+    expect(lineageCheck(ok("a"), "a")).toEqual(ok("a"));
+    expect(lineageCheck(ok("b"), undefined)).toEqual(ok("b"));
+    expect(lineageCheck(ok(""), "a")).toEqual(ok(""));
+    expect(lineageCheck({ kind: "absent" }, "a")).toEqual({ kind: "absent" });
+    expect(lineageCheck({ kind: "unreadable", reason: "StateCorrupt", message: "m" }, "a")).toEqual({ kind: "unreadable", reason: "StateCorrupt", message: "m" });
+  });
+
+  it("makes a state of another lineage unreadable, naming both lineages and the ways out", () => {
+    const held = lineageCheck(ok("b"), "a");
+    expect(held).toMatchObject({ kind: "unreadable", reason: "StateLineageChanged" });
+    expect(held.kind === "unreadable" && held.message).toMatch(/lineage is b, not a as recorded .*captf\.io\/state-lineage.*captf\.io\/restore-state=<serial>/);
+  });
+});
+
+describe("bookkeepingAnnotations of a state not saved", () => {
+  it("marks the Job captf.io/state-not-saved, so later passes read the outcome without its Pod", () => {
+    expect(bookkeepingAnnotations("state-save")).toEqual({ "captf.io/bookkept": "true", "captf.io/state-not-saved": "true" });
   });
 });

@@ -20,12 +20,12 @@ import type { StateReading } from "../state/decode-state.js";
 import { deleteFreeStateLock, observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { ConditionSet, previousReason, type Condition } from "./conditions.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
-import type { PlanPreview } from "../api/workspace.js";
+import { maxApproverLength, type PlanPreview } from "../api/workspace.js";
 import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
-import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
+import { approverNote, bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { bookkeepingAnnotations, imagePullDeadlineMs, jobPod, observeJobs, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
@@ -210,6 +210,7 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
 
 function metricResult(job: ObservedJob): JobResult {
   if (job.deadlineExceeded) return "deadline";
+  if (job.outcome === "state-save") return "failed";
   return job.outcome === "plan-changed" ? "plan_changed" : (job.outcome as JobResult);
 }
 
@@ -338,6 +339,11 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
         await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: hash } } } }, mergePatchOptions()).catch(ignoreNotFound);
         await mergePatch({ metadata: { annotations: { [annotations.restoreState]: null } } });
+        // The user chose this backup: its lineage is recorded anew on the next read.
+        if (durable?.stateLineage) {
+          durableNotes[annotations.stateLineage] = null;
+          delete durable.stateLineage;
+        }
         delete object.metadata.annotations?.[annotations.restoreState];
         conditions.set("RestoreJobSucceeded", { status: "True", reason: "StateRestored", message: `backup serial ${serial} restored by Job ${job.name}` });
         void events.record(subject, "StateRestored", `state restored from backup serial ${serial} by Job ${job.name}`);
@@ -357,6 +363,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
     else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
     else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
+    else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
     else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
     deps.metrics?.jobFinished({
       kind: metricKind,
@@ -394,7 +401,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   let active = jobs.find((job) => job.outcome === undefined);
   const stateObservation = await observeState(core, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
-  const state = stateObservation.reading;
+  // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
+  const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
+  if (stateObservation.reading.kind === "ok" && stateObservation.reading.state.lineage && durable && !durable.stateLineage && !deleting) {
+    await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.stateLineage]: stateObservation.reading.state.lineage }, mergePatchOptions());
+    durable.stateLineage = stateObservation.reading.state.lineage;
+  }
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
@@ -443,6 +455,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     conditions.set("StateReadable", { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${adapter.kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` });
     if (previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
   } else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
+  if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
   // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
   const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
   if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
@@ -691,12 +704,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const newest = jobs.filter((job) => job.result || (!job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   if (newest) {
     const { result } = newest;
+    const approvedBy = newest.job.metadata?.annotations?.[annotations.planApprovedBy];
     if (result) {
+      // Every field written, null when absent: a merge patch would keep an older run's error or approver.
       status.lastRun = {
         job: newest.name,
         operation: newest.op,
-        ...(result.steps.length ? { steps: result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) } : {}),
-        ...(result.error ? { error: { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } } : {}),
+        steps: result.steps.length ? result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) : null,
+        error: result.error ? { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } : null,
+        approvedBy: approvedBy ? approvedBy.slice(0, maxApproverLength) : null,
       };
     }
     const planShownOnly = newest.op === "plan" && result !== undefined && !result.error;
@@ -709,8 +725,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (decision.reason === "PlanAwaitingApproval" && planShown) {
     conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` });
   }
-  if (decision.op === "apply" && decision.expectPlan && action.startsWith("started")) {
-    void events.record(subject, "PlanApproved", `plan ${decision.expectPlan} approved: applying it`);
+  // An empty plan's apply runs with --expect-plan too, but nobody approved it.
+  if (decision.op === "apply" && decision.expectPlan && decision.expectPlan === object.metadata.annotations?.[annotations.approvePlan] && action.startsWith("started")) {
+    void events.record(subject, "PlanApproved", `plan ${decision.expectPlan}${approverNote(object.metadata.annotations?.[annotations.planApprovedBy])}: applying it`);
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
   if (waitCondition) {
@@ -773,8 +790,27 @@ function applyJobCondition(job: ObservedJob): ConditionValue {
   const error = job.result?.error;
   if (!error) return { status: "True", reason: destroy ? "DestroySucceeded" : "ApplySucceeded" };
   if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
+  if (error.kind === "state-save") return { status: "False", reason: "StateNotSaved", message: stateNotSavedMessage(job.name, job.op) };
   if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
   return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", ...(error.summary ? { message: error.summary } : {}) };
+}
+
+/** The reading as this object may use it: a decoded state of a lineage other than the recorded one is unreadable. Pure. */
+export function lineageCheck(reading: StateReading, recordedLineage: string | undefined): StateReading {
+  if (reading.kind !== "ok" || !recordedLineage || !reading.state.lineage || reading.state.lineage === recordedLineage) return reading;
+  return {
+    kind: "unreadable",
+    reason: "StateLineageChanged",
+    message: `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
+      `Nothing runs on it: restore a backup with ${annotations.restoreState}=<serial>, or accept this state by removing that annotation`,
+  };
+}
+
+/** Why an object whose apply or destroy lost its new state is held, the limit, and the documented way out (docs/reliability.md). */
+export function stateNotSavedMessage(job: string, op: string): string {
+  return `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds (OpenTofu's kubernetes backend keeps one Secret). ` +
+    "The state Secret still holds the state from before, so nothing runs until the inputs change: change the module or its inputs so the state compresses below 1 MiB, " +
+    "with import blocks for what the lost run created (docs/reliability.md, \"State larger than a Secret\")";
 }
 
 /** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
@@ -959,6 +995,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
   if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
+  // Who approved the plan stays on record with the Job that applies it: the object's annotation goes once it is applied.
+  const approver = object.metadata.annotations?.[annotations.planApprovedBy];
+  if (decision.expectPlan && approver && object.metadata.annotations?.[annotations.approvePlan] === decision.expectPlan) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.planApprovedBy]: approver };
   if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });

@@ -41,7 +41,7 @@ export interface DecodedState {
 export type StateReading =
   | { kind: "absent" }
   | { kind: "ok"; state: DecodedState }
-  | { kind: "unreadable"; reason: "StateInconsistent" | "StateCorrupt" | "StateEncrypted" | "StateTooLarge"; message: string };
+  | { kind: "unreadable"; reason: "StateInconsistent" | "StateCorrupt" | "StateEncrypted" | "StateTooLarge" | "StateLineageChanged"; message: string };
 
 const partPattern = /-part-(\d+)$/;
 
