@@ -38,7 +38,8 @@ export async function allJobsFinished(batch: k8s.BatchV1Api, namespace: string):
   await waitFor(async () => {
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
     return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) ? true : undefined;
-  });
+    // kube-controller-manager marks Jobs finished within seconds on a quiet machine; a loaded one took over a minute.
+  }, 180_000, `every Job in ${namespace} finished`);
 }
 
 /** Reconciler dependencies on the plane's clients, with events recorded under `instance`; and the events API to read them. */
