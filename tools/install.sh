@@ -5,7 +5,8 @@
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
 #   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
-#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool); may be repeated
+#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, tofu-arm64,
+#                  terraform-arm64: the other architecture's runtimes for module images); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
 #   --print-env    print the export lines of the env file to stdout; builds nothing
 #
@@ -37,6 +38,19 @@ declare -A TOOL_BINS=(
   [promtool]="promtool=github.com/prometheus/prometheus/cmd/promtool"
 )
 
+# The module images' runtimes are built for the other architecture too (an OCI index of linux/amd64
+# and linux/arm64): tofu-arm64 and terraform-arm64 on an amd64 machine, cross-compiled from the same go.mod.
+declare -A TOOL_SOURCE=() TOOL_GOARCH=()
+case $(uname -m) in aarch64|arm64) OTHER_ARCH=amd64 ;; *) OTHER_ARCH=arm64 ;; esac
+for base in tofu terraform; do
+  TOOLS+=("$base-$OTHER_ARCH")
+  TOOL_MODULE[$base-$OTHER_ARCH]=${TOOL_MODULE[$base]}
+  TOOL_BINS[$base-$OTHER_ARCH]=${TOOL_BINS[$base]}
+  TOOL_SOURCE[$base-$OTHER_ARCH]=$base
+  TOOL_GOARCH[$base-$OTHER_ARCH]=$OTHER_ARCH
+done
+tool_source() { printf '%s\n' "${TOOL_SOURCE[$1]:-$1}"; }
+
 # Never download another Go toolchain; never pick up a go.work from a parent directory.
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0
 
@@ -45,7 +59,7 @@ die() { printf 'tools: error: %s\n' "$*" >&2; exit 1; }
 
 # Version of a tool = the version its go.mod requires the main module at.
 tool_version() {
-  local name=$1 mod=${TOOL_MODULE[$1]} gomod="$TOOLS_SRC/$1/go.mod" v
+  local name=$1 mod=${TOOL_MODULE[$1]} gomod="$TOOLS_SRC/$(tool_source "$1")/go.mod" v
   [[ -f $gomod ]] || die "$gomod not found"
   v=$(awk -v m="$mod" '
     $1 == "require" && $2 == m { print $3; exit }
@@ -59,7 +73,7 @@ tool_dir() { printf '%s/%s-%s\n' "$CAPTF_TOOLS_DIR" "$1" "$2"; }
 # Extra -ldflags per tool (version stamping as the upstream release builds do).
 tool_ldflags() {
   local name=$1 version=$2
-  case $name in
+  case $(tool_source "$name") in
     tofu) printf '%s' "-X github.com/opentofu/opentofu/version.dev=no" ;;
     kube)
       local core=${version#v} major minor f=""
@@ -75,6 +89,8 @@ tool_ldflags() {
 }
 
 env_var_for() { local b=${1^^}; printf 'CAPTF_%s\n' "${b//-/_}"; }
+# The variable of a binary of tool $1: CAPTF_TOFU, or CAPTF_TOFU_ARM64 for a cross-compiled one.
+tool_env_var() { env_var_for "$2${TOOL_GOARCH[$1]:+-${TOOL_GOARCH[$1]}}"; }
 
 is_cached() {
   local dir bin pair
@@ -111,7 +127,7 @@ build_tool() {
   final=$(tool_dir "$name" "$version")
   log "building $name $version ..."
   start=$SECONDS
-  cd "$TOOLS_SRC/$name"
+  cd "$TOOLS_SRC/$(tool_source "$name")"
 
   # Fetch every module first, so a proxy that cannot serve one fails here with its name.
   run_or_die "downloading the modules of $name ($mod@$version) from GOPROXY=$(go env GOPROXY)" \
@@ -131,12 +147,12 @@ build_tool() {
   for pair in ${TOOL_BINS[$name]}; do
     bin=${pair%%=*} pkg=${pair#*=}
     run_or_die "building $bin for $name ($mod@$version)" \
-      go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$bin" "$pkg"
+      env ${TOOL_GOARCH[$name]:+GOARCH=${TOOL_GOARCH[$name]}} go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$bin" "$pkg"
     bytes=$(( bytes + $(stat -c %s "$tmp/bin/$bin") ))
   done
   secs=$(( SECONDS - start ))
   {
-    printf 'name=%s\nversion=%s\nmodule=%s\n' "$name" "$version" "$mod"
+    printf 'name=%s\nversion=%s\nmodule=%s\ngoarch=%s\n' "$name" "$version" "$mod" "${TOOL_GOARCH[$name]:-$(go env GOARCH)}"
     printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\nldflags=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$secs" "$ldflags"
     printf 'go.sum-sha256=%s\n' "$(sha256sum go.sum | cut -d' ' -f1)"
   } >"$tmp/BUILDINFO"
@@ -159,9 +175,9 @@ env_lines() {
     for pair in ${TOOL_BINS[$name]}; do
       bin=${pair%%=*}
       if [[ -x $dir/bin/$bin ]]; then
-        printf 'export %s=%q\n' "$(env_var_for "$bin")" "$dir/bin/$bin"
+        printf 'export %s=%q\n' "$(tool_env_var "$name" "$bin")" "$dir/bin/$bin"
       else
-        printf '# %s: %s %s not built (tools/install.sh --only %s)\n' "$(env_var_for "$bin")" "$name" "$version" "$name"
+        printf '# %s: %s %s not built (tools/install.sh --only %s)\n' "$(tool_env_var "$name" "$bin")" "$name" "$version" "$name"
       fi
     done
   done
