@@ -5,7 +5,7 @@
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
 #   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
-#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, tofu-arm64,
+#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, prometheus-crds, tofu-arm64,
 #                  terraform-arm64: the other architecture's runtimes for module images); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
 #   --print-env    print the export lines of the env file to stdout; builds nothing
@@ -37,6 +37,13 @@ declare -A TOOL_BINS=(
   [capi]="capi-manager=sigs.k8s.io/cluster-api/core clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl"
   [promtool]="promtool=github.com/prometheus/prometheus/cmd/promtool"
 )
+
+# Data, not programs: files copied out of a module (no build), named like binaries.
+declare -A TOOL_FILES=()
+TOOLS+=(prometheus-crds)
+TOOL_MODULE[prometheus-crds]=github.com/prometheus-operator/prometheus-operator
+TOOL_BINS[prometheus-crds]="prometheusrule-crd=example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml servicemonitor-crd=example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+TOOL_FILES[prometheus-crds]=1
 
 # The module images' runtimes are built for the other architecture too (an OCI index of linux/amd64
 # and linux/arm64): tofu-arm64 and terraform-arm64 on an amd64 machine, cross-compiled from the same go.mod.
@@ -97,7 +104,7 @@ is_cached() {
   dir=$(tool_dir "$1" "$2")
   for pair in ${TOOL_BINS[$1]}; do
     bin=${pair%%=*}
-    [[ -f $dir/bin/$bin && -x $dir/bin/$bin ]] || return 1
+    [[ -f $dir/bin/$bin && ( -x $dir/bin/$bin || -n ${TOOL_FILES[$1]:-} ) ]] || return 1
   done
 }
 
@@ -118,6 +125,30 @@ run_or_die() { # run_or_die <what> <cmd...>: run quietly; on failure show the co
     die "$what failed (exit $rc)
   command: (cd $PWD && GOTOOLCHAIN=$GOTOOLCHAIN CGO_ENABLED=$CGO_ENABLED $(printf '%q ' "$@" | sed 's/ $//'))"
   fi
+}
+
+# copy_files <name> <version>: a data tool's files, from the module's zip (only that module is downloaded).
+copy_files() {
+  local name=$1 version=$2 mod=${TOOL_MODULE[$1]} final tmp pair src
+  final=$(tool_dir "$name" "$version")
+  log "fetching $name ($mod@$version) ..."
+  cd "$TOOLS_SRC/$(tool_source "$name")"
+  run_or_die "downloading $mod@$version from GOPROXY=$(go env GOPROXY)" go mod download "$mod@$version"
+  src=$(go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mkdir -p "$CAPTF_TOOLS_DIR"
+  TMP_BUILD=$(mktemp -d "$CAPTF_TOOLS_DIR/.tmp-$name-$version.XXXXXX")
+  tmp=$TMP_BUILD
+  chmod 755 "$tmp"
+  mkdir -p "$tmp/bin"
+  for pair in ${TOOL_BINS[$name]}; do
+    install -m 644 "$src/${pair#*=}" "$tmp/bin/${pair%%=*}"
+  done
+  printf 'name=%s\nversion=%s\nmodule=%s\n' "$name" "$version" "$mod" >"$tmp/BUILDINFO"
+  [[ -e $final ]] && rm -rf "$final"
+  mv -T "$tmp" "$final"
+  TMP_BUILD=""
+  cd - >/dev/null
+  log "fetched $name $version"
 }
 
 build_tool() {
@@ -174,7 +205,7 @@ env_lines() {
     dir=$(tool_dir "$name" "$version")
     for pair in ${TOOL_BINS[$name]}; do
       bin=${pair%%=*}
-      if [[ -x $dir/bin/$bin ]]; then
+      if [[ -x $dir/bin/$bin || ( -n ${TOOL_FILES[$name]:-} && -f $dir/bin/$bin ) ]]; then
         printf 'export %s=%q\n' "$(tool_env_var "$name" "$bin")" "$dir/bin/$bin"
       else
         printf '# %s: %s %s not built (tools/install.sh --only %s)\n' "$(tool_env_var "$name" "$bin")" "$name" "$version" "$name"
@@ -202,7 +233,7 @@ list_tools() {
     dir=$(tool_dir "$name" "$version")
     for pair in ${TOOL_BINS[$name]}; do
       bin=${pair%%=*}
-      if [[ -x $dir/bin/$bin ]]; then status=cached; else status=missing; fi
+      if [[ -x $dir/bin/$bin || ( -n ${TOOL_FILES[$name]:-} && -f $dir/bin/$bin ) ]]; then status=cached; else status=missing; fi
       printf '%-9s %-10s %-10s %s\n' "$name" "$version" "$status" "$dir/bin/$bin"
     done
   done
@@ -244,7 +275,7 @@ for name in "${SELECTED[@]}"; do
   if is_cached "$name" "$version"; then
     log "$name $version cached"
   else
-    build_tool "$name" "$version"
+    if [[ -n ${TOOL_FILES[$name]:-} ]]; then copy_files "$name" "$version"; else build_tool "$name" "$version"; fi
   fi
 done
 write_env

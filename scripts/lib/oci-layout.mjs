@@ -7,12 +7,12 @@ import { lutimesSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Runs `command`, returning its stdout; exits the build with the command's stderr on failure. */
-export function runOrExit(tool, command, args) {
+export function runOrExit(tool, command, args, options = {}) {
   try {
-    return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 << 20 });
+    return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 << 20, ...options });
   } catch (error) {
     if (error.code === "ENOENT") console.error(`${tool}: ${command} is required (Debian: apt-get install -y ${command})`);
-    else console.error(`${tool}: ${command} ${args.join(" ")} failed:\n${error.stderr ?? error.message}`);
+    else console.error(`${tool}: ${command} ${args.join(" ")} failed:\n${error.stdout ?? ""}${error.stderr ?? error.message}`);
     process.exit(1);
   }
 }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freeLoopbackPort } from "./control-plane.js";
+import { hostArchitecture } from "./runtimes.js";
 
 /**
  * Real OCI images without a Docker engine: `umoci` builds them into an OCI layout, `skopeo`
@@ -29,8 +30,6 @@ export interface ModuleImage {
 
 /** The user module images run as, and owner of /captf. */
 export const moduleImageUser = "65532:65532";
-/** This machine's architecture as OCI names it. */
-export const hostArchitecture = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch] ?? process.arch;
 /** scripts/build-module-image.mjs: the one builder of module images, for tests and releases. */
 export const moduleImageScript = fileURLToPath(new URL("../../../scripts/build-module-image.mjs", import.meta.url));
 

@@ -36,7 +36,8 @@ const published = readdirSync(join(repoDir, "packages"))
   .map((dir) => join(repoDir, "packages", dir))
   .filter((dir) => existsSync(join(dir, "package.json")))
   .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest }))
-  .filter(({ manifest }) => !manifest.private);
+  // The manager and the runner are private (they ship as images), but their bundles hold their dependencies.
+  .filter(({ manifest }) => !manifest.private || ["@captf/controller", "@captf/runner"].includes(manifest.name));
 
 describe("published packages' runtime dependencies", () => {
   it("finds the published packages", () => {

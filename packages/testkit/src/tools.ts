@@ -12,6 +12,11 @@ export const toolVariables = {
   "capi-manager": "CAPTF_CAPI_MANAGER",
   clusterctl: "CAPTF_CLUSTERCTL",
   promtool: "CAPTF_PROMTOOL",
+  // The module images' runtimes for the other architecture (tools/install.sh cross-compiles them).
+  "tofu-arm64": "CAPTF_TOFU_ARM64",
+  "terraform-arm64": "CAPTF_TERRAFORM_ARM64",
+  "tofu-amd64": "CAPTF_TOFU_AMD64",
+  "terraform-amd64": "CAPTF_TERRAFORM_AMD64",
 } as const;
 /** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
 export const debianTools = {
