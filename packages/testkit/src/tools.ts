@@ -12,6 +12,9 @@ export const toolVariables = {
   "capi-manager": "CAPTF_CAPI_MANAGER",
   clusterctl: "CAPTF_CLUSTERCTL",
   promtool: "CAPTF_PROMTOOL",
+  // The Prometheus operator's CRDs (tools/install.sh --only prometheus-crds): files, not programs.
+  "prometheusrule-crd": "CAPTF_PROMETHEUSRULE_CRD",
+  "servicemonitor-crd": "CAPTF_SERVICEMONITOR_CRD",
   // The module images' runtimes for the other architecture (tools/install.sh cross-compiles them).
   "tofu-arm64": "CAPTF_TOFU_ARM64",
   "terraform-arm64": "CAPTF_TERRAFORM_ARM64",

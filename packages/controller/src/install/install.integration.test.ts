@@ -16,7 +16,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, sharedControlPlane, waitFor, writeKubeconfig } from "@captf/testkit";
-import { apiGroup, apiVersion } from "@captf/contract/api";
+import { apiGroup, apiVersion, eventReporters } from "@captf/contract/api";
 import { rejection } from "../api/crds.test-support.js";
 import { buildManagerBundle, httpsRequest, killManagerProcess, startManagerProcess, type ManagerProcess } from "../manager-process.test-support.js";
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
@@ -218,6 +218,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await approver.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions());
     const approved = (await approver.custom.getNamespacedCustomObject(machine)) as AnyObject;
     expect(approved.metadata.annotations["captf.io/approve-plan"]).toBe("p1:0000");
+    // ... and records the approval as kubectl captf plan approve does: an events.k8s.io event regarding the object.
+    const event = await approver.events.createNamespacedEvent({
+      namespace: workload,
+      body: {
+        metadata: { name: `m-0.approval`, namespace: workload },
+        eventTime: new k8s.V1MicroTime(Date.now()),
+        reportingController: eventReporters.plugin,
+        reportingInstance: eventReporters.plugin,
+        action: "Approve",
+        reason: "PlanApprovalRequested",
+        type: "Normal",
+        note: "approved plan p1:0000",
+        regarding: { apiVersion: `${apiGroup}/${apiVersion}`, kind: "TerraformMachine", namespace: workload, name: "m-0", uid: approved.metadata.uid },
+      },
+    });
+    expect(event.reason).toBe("PlanApprovalRequested");
     expect((await rejection(approver.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
     expect((await rejection(approver.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
     expect((await rejection(approver.custom.listNamespacedCustomObject({ ...machine, plural: "terraformmachinetemplates" }))).code).toBe(403);
@@ -256,7 +272,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
 });
 
 /** A client acting as a new ServiceAccount of the namespace bound (RoleBinding) to a ClusterRole, with a token from the TokenRequest API. */
-async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, namespace: string, clusterRole: string, path: string): Promise<{ custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; user: string }> {
+async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, namespace: string, clusterRole: string, path: string): Promise<{ custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; events: k8s.EventsV1Api; user: string }> {
   const name = `as-${clusterRole}`;
   await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
   await kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
@@ -268,7 +284,7 @@ async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, na
   writeKubeconfig(path, { server: controlPlane.server, caFile: controlPlane.caFile, token: token.status!.token });
   const config = new k8s.KubeConfig();
   config.loadFromFile(path);
-  return { custom: config.makeApiClient(k8s.CustomObjectsApi), core: config.makeApiClient(k8s.CoreV1Api), user: `system:serviceaccount:${namespace}:${name}` };
+  return { custom: config.makeApiClient(k8s.CustomObjectsApi), core: config.makeApiClient(k8s.CoreV1Api), events: config.makeApiClient(k8s.EventsV1Api), user: `system:serviceaccount:${namespace}:${name}` };
 }
 
 /** An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to start an apply. */

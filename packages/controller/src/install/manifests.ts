@@ -11,7 +11,7 @@ import { stringify } from "yaml";
 import { renderCrdFiles, type GeneratedFile } from "../api/crds.js";
 import { buildMutatingWebhookConfiguration, buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
 import { defaultManagerNamespace, managerServiceAccount, managerVersion } from "../manager-main.js";
-import { renderMonitoringFiles } from "../monitoring/monitoring-files.js";
+import { renderMonitoringFiles, type MonitoringOptions } from "../monitoring/monitoring-files.js";
 import { editPermissions, managerPermissions, planApproverPermissions, policyRules, runnerPermissions, viewPermissions } from "./permissions.js";
 
 export interface InstallOptions {
@@ -234,6 +234,11 @@ function yamlDocuments(objects: readonly unknown[]): string {
 /** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment and its budget, certificate, webhooks). */
 export const installPath = "config/install.yaml";
 
+/** The monitoring objects' options for an install: its namespace, metrics Service and serving certificate. */
+export function monitoringOptions(options: InstallOptions): MonitoringOptions {
+  return { namespace: options.namespace, metricsService: metricsServiceObject(options), servingCertificateSecret: installNames.certificateSecret };
+}
+
 /** The component files under config/, config/install.yaml and the opt-in config/monitoring files, paths relative to the package root. */
 export function renderInstallFiles(options: InstallOptions = defaultInstallOptions): GeneratedFile[] {
   const rbac = rbacObjects(options);
@@ -254,7 +259,7 @@ export function renderInstallFiles(options: InstallOptions = defaultInstallOptio
   ];
   const [namespace, ...rest] = components;
   const ordered = [namespace!.content, ...renderCrdFiles().map((file) => file.content), ...rest.map((file) => file.content)];
-  const monitoring = renderMonitoringFiles({ namespace: options.namespace, metricsService: metricsServiceObject(options), servingCertificateSecret: installNames.certificateSecret });
+  const monitoring = renderMonitoringFiles(monitoringOptions(options));
   return [...components.map((file) => ({ path: file.path, content: header + file.content })), { path: installPath, content: header + ordered.join("---\n") }, ...monitoring];
 }
 

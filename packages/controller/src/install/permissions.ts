@@ -70,6 +70,7 @@ export const editPermissions: readonly Permission[] = [
  */
 export const planApproverPermissions: readonly Permission[] = [
   { apiGroup, resources: workspacePlurals, verbs: ["get", "list", "watch", "patch"], why: "reading a pending plan (status.plan) and setting captf.io/approve-plan to its hash" },
+  { apiGroup: "events.k8s.io", resources: ["events"], verbs: ["create"], why: "the PlanApprovalRequested event `kubectl captf plan approve` records on the object" },
 ];
 
 export function policyRules(permissions: readonly Permission[]): V1PolicyRule[] {
