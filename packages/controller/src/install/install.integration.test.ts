@@ -91,7 +91,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       if (!dryRun) applied.push(object);
     }
     expect(skipped).toEqual([`Issuer/${installNames.issuer}`, `Certificate/${installNames.certificate}`]);
-    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "Service", "Service", "PodDisruptionBudget"]);
+    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Service", "Service", "PodDisruptionBudget"]);
 
     const deployment = objects.find((object) => object.kind === "Deployment") as k8s.V1Deployment;
     const template = deployment.spec!.template;
@@ -234,6 +234,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       },
     });
     expect(event.reason).toBe("PlanApprovalRequested");
+    // ... and changes nothing else: the policy captf-plan-approver refuses a label, a finalizer, another annotation, the spec.
+    let attempt = 0;
+    // Each attempt a new value: one the API server took before it loaded the policy is no change the next time.
+    const refusal = await waitFor(() => rejection(approver.custom.patchNamespacedCustomObject({ ...machine, body: label(`approver-${++attempt}`) }, mergePatchOptions())).catch(() => undefined), 30_000, "the approver's label refused once the policy is loaded");
+    expect(refusal).toEqual({ code: 403, message: expect.stringContaining("a plan approver may only set captf.io/approve-plan") });
+    // A TerraformMachine's spec is immutable for everyone; a TerraformCluster's variables are not, but for the approver.
+    const cluster = { ...machine, plural: "terraformclusters", name: "ext" };
+    for (const [target, body] of [[machine, { metadata: { finalizers: ["example.com/keep"] } }], [machine, { metadata: { annotations: { "team.example/note": "x" } } }], [cluster, { spec: { variables: { note: "approver" } } }]] as const) {
+      expect([body, await rejection(approver.custom.patchNamespacedCustomObject({ ...target, body }, mergePatchOptions()))]).toEqual([body, { code: 403, message: expect.stringContaining("denied request: a plan approver may only set captf.io/approve-plan") }]);
+    }
+    await approver.custom.patchNamespacedCustomObject({ ...machine, body: { metadata: { annotations: { "captf.io/approve-plan": "p2:0000" } } } }, mergePatchOptions());
     expect((await rejection(approver.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
     expect((await rejection(approver.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
     expect((await rejection(approver.custom.listNamespacedCustomObject({ ...machine, plural: "terraformmachinetemplates" }))).code).toBe(403);

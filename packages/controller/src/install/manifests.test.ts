@@ -38,6 +38,8 @@ describe("the install manifests", () => {
       "ClusterRole/captf-view",
       "ClusterRole/captf-edit",
       "ClusterRole/captf-plan-approver",
+      "ValidatingAdmissionPolicy/captf-plan-approver",
+      "ValidatingAdmissionPolicyBinding/captf-plan-approver",
       "Service/captf-webhook-service",
       "Service/captf-controller-manager-metrics-service",
       "Deployment/captf-controller-manager",
@@ -107,9 +109,9 @@ describe("the install manifests", () => {
     expect(aggregation(installNames.planApproverRole)).toEqual([]);
     const verbs = (name: string) => new Set(roles[name]!.rules!.flatMap((rule) => rule.verbs));
     expect([...verbs(installNames.viewRole)]).toEqual(["get", "list", "watch"]);
-    // The approver reads and patches the three kinds that run plans, and records its approval as an event.
+    // The approver reads and patches the three kinds that run plans (approve: the policy keeps it to the approval), and records its approval as an event.
     expect(roles[installNames.planApproverRole]!.rules!.map((rule) => [rule.resources, rule.verbs])).toEqual([
-      [["terraformclusters", "terraformmachines", "terraformmachinepools"], ["get", "list", "watch", "patch"]],
+      [["terraformclusters", "terraformmachines", "terraformmachinepools"], ["get", "list", "watch", "patch", "approve"]],
       [["events"], ["create"]],
     ]);
     // Identities hold the keys to cloud credentials: cluster administrators' alone.
