@@ -17,8 +17,7 @@ import { requireTool, type ToolName } from "./tools.js";
 
 const otherArch = hostArchitecture === "amd64" ? "arm64" : "amd64";
 const chroot = ["/usr/sbin/chroot", "/sbin/chroot", "/usr/bin/chroot"].find((path) => existsSync(path)) ?? "chroot";
-// Terraform: the smaller of the two runtimes (the release's test builds an OpenTofu one).
-const runtime = "terraform";
+const runtime = "tofu";
 
 interface ImageConfig {
   config: { User: string; Entrypoint?: string[]; Cmd?: string[]; Labels: Record<string, string> };
