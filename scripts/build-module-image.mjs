@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
 import { cycloneDxDocument } from "../packages/controller/scripts/sbom.mjs";
-import { platformDescriptor, runOrExit, sha256, sourceDate, stampTimes, tagIndex } from "./lib/oci-layout.mjs";
+import { platformDescriptor, runOrExit, sha256, sha256File, sourceDate, stampTimes, tagIndex } from "./lib/oci-layout.mjs";
 
 /** The Go module each runtime is built from (tools/install.sh), for the SBOM's purl. */
 export const runtimeModules = { tofu: "github.com/opentofu/opentofu", terraform: "github.com/hashicorp/terraform" };
@@ -76,7 +76,7 @@ function sbomOf(arch, stagedModule, runtimeBinary, providersDir) {
     name: values.runtime,
     version: values["runtime-version"],
     purl: `pkg:golang/${runtimeModules[values.runtime]}@v${values["runtime-version"]}`,
-    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(runtimeBinary)) }],
+    hashes: [{ alg: "SHA-256", content: sha256File(runtimeBinary) }],
   };
   // A mirror's paths are <host>/<namespace>/<type>/<file> (packed) or <host>/<namespace>/<type>/<version>/<os_arch>/... (unpacked).
   const providers = providersDir
@@ -85,7 +85,7 @@ function sbomOf(arch, stagedModule, runtimeBinary, providersDir) {
         .map((path) => {
           const [host, namespace, type, ...rest] = path.split("/");
           const version = /_(\d+\.\d+\.\d+[^_]*)_/.exec(rest.join("/"))?.[1] ?? rest[0];
-          return { type: "application", "bom-ref": `provider:${path}`, name: `${host}/${namespace}/${type}`, version, purl: `pkg:terraform/${namespace}/${type}@${version}`, hashes: [{ alg: "SHA-256", content: sha256(readFileSync(join(providersDir, path))) }] };
+          return { type: "application", "bom-ref": `provider:${path}`, name: `${host}/${namespace}/${type}`, version, purl: `pkg:terraform/${namespace}/${type}@${version}`, hashes: [{ alg: "SHA-256", content: sha256File(join(providersDir, path)) }] };
         })
     : [];
   const moduleFiles = filesUnder(stagedModule).map((path) => ({ type: "file", "bom-ref": `file:/captf/module/${path}`, name: `/captf/module/${path}`, hashes: [{ alg: "SHA-256", content: sha256(readFileSync(join(stagedModule, path))) }] }));
@@ -148,10 +148,12 @@ const started = Date.now();
 const work = mkdtempSync(join(tmpdir(), "captf-module-image-"));
 let digest;
 try {
-  if (!existsSync(join(layout, "index.json"))) umoci("init", "--layout", layout);
+  const existed = existsSync(join(layout, "index.json"));
+  if (!existed) umoci("init", "--layout", layout);
   const manifests = Object.keys(binaries).map((arch) => buildPlatform(work, arch));
   digest = tagIndex(layout, values.tag, manifests, createdIso);
-  umoci("gc", "--layout", layout);
+  // Blobs of images this build replaced; a new layout holds only a few small unreferenced ones, which no copy takes along.
+  if (existed) umoci("gc", "--layout", layout);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

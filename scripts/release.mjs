@@ -21,7 +21,7 @@ import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
-import { runOrExit, sha256 } from "./lib/oci-layout.mjs";
+import { runOrExit, sha256File } from "./lib/oci-layout.mjs";
 
 const tool = "release";
 const repoDir = fileURLToPath(new URL("..", import.meta.url));
@@ -233,7 +233,7 @@ try {
   writeFileSync(join(out, "release.json"), `${JSON.stringify({ ...contents, commit, architectures, pendingChangesets: notes.pending.map(({ name, from, to }) => ({ name, from, to })) }, null, 2)}\n`);
 
   const files = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((entry) => entry.isFile()).map((entry) => relative(out, join(entry.parentPath, entry.name)));
-  const sums = files(out).sort().map((file) => `${sha256(readFileSync(join(out, file)))}  ${file}`);
+  const sums = files(out).sort().map((file) => `${sha256File(join(out, file))}  ${file}`);
   writeFileSync(join(out, "SHA256SUMS"), `${sums.join("\n")}\n`);
 } finally {
   rmSync(work, { recursive: true, force: true });

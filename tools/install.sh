@@ -4,7 +4,7 @@
 #
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
-#   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
+#   (no option)    build every tool that is not cached yet (but terraform-arm64), then write $CAPTF_TOOLS_DIR/env
 #   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, prometheus-crds, tofu-arm64,
 #                  terraform-arm64: the other architecture's runtimes for module images); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
@@ -255,7 +255,8 @@ while (( $# )); do
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
 done
-(( ${#SELECTED[@]} )) || SELECTED=("${TOOLS[@]}")
+# By default all but terraform for the other architecture, which only a full release needs (scripts/release.mjs).
+(( ${#SELECTED[@]} )) || for name in "${TOOLS[@]}"; do [[ $name == "terraform-$OTHER_ARCH" ]] || SELECTED+=("$name"); done
 
 case $MODE in
   list) list_tools; exit 0 ;;

@@ -3,7 +3,7 @@
 // platforms' manifests, so two builds of one commit give one digest.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lutimesSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, lutimesSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Runs `command`, returning its stdout; exits the build with the command's stderr on failure. */
@@ -41,6 +41,19 @@ export function stampTimes(dir, at) {
 }
 
 export const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
+
+/** The SHA-256 of a file, read in 1 MiB pieces (runtimes and providers are 100 MiB and more). */
+export function sha256File(path) {
+  const hash = createHash("sha256");
+  const piece = Buffer.alloc(1 << 20);
+  const fd = openSync(path, "r");
+  try {
+    for (let read; (read = readSync(fd, piece)) > 0; ) hash.update(piece.subarray(0, read));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest("hex");
+}
 
 const refName = "org.opencontainers.image.ref.name";
 

@@ -19,7 +19,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { architectures, nodeRelease, pinnedNodeDir, sharedLibraries } from "../../runner/scripts/pinned-node.mjs";
-import { compressedMiB, platformDescriptor, rootlessFlag, runOrExit, sha256, sourceDate, stampTimes, tagIndex } from "../../../scripts/lib/oci-layout.mjs";
+import { compressedMiB, platformDescriptor, rootlessFlag, runOrExit, sha256File, sourceDate, stampTimes, tagIndex } from "../../../scripts/lib/oci-layout.mjs";
 import { gitCommit } from "./build-info.mjs";
 import { cycloneDxDocument, imageLockfileComponents } from "./sbom.mjs";
 
@@ -60,13 +60,13 @@ function sbomOf(arch, npmComponents) {
     version: nodeRelease.version,
     purl: `pkg:npm/${nodeRelease.builds[arch].package}@${nodeRelease.version}`,
     licenses: [{ license: { id: "MIT" } }],
-    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(node)) }],
+    hashes: [{ alg: "SHA-256", content: sha256File(node) }],
   };
   const libraries = sharedLibraries(node, arch).libraries.map((library) => ({
     type: "file",
     "bom-ref": `file:${runnerDir}/lib/${library.name}`,
     name: `${runnerDir}/lib/${library.name}`,
-    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(library.path)) }],
+    hashes: [{ alg: "SHA-256", content: sha256File(library.path) }],
   }));
   const subject = { type: "container", name: "captf-controller", version, properties: [{ name: "oci:architecture", value: arch }] };
   return cycloneDxDocument({ subject, created: createdIso, components: [nodeComponent, ...libraries, ...npmComponents] });

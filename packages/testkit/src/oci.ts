@@ -24,8 +24,6 @@ export interface ModuleImage {
   labels?: Record<string, string>;
   /** A provider mirror directory (as `providers mirror` writes it), shipped as /captf/providers. */
   providersDir?: string;
-  /** Runtime binaries of other architectures (OCI names: arm64): each adds a platform to the image's index. */
-  otherRuntimes?: Record<string, string>;
 }
 
 /** The user module images run as, and owner of /captf. */
@@ -35,13 +33,12 @@ export const moduleImageScript = fileURLToPath(new URL("../../../scripts/build-m
 
 /**
  * Builds a module image into the OCI layout `layout` under `tag` with scripts/build-module-image.mjs:
- * an OCI index of one image per architecture, /captf/module and /captf/runtime, the io.captf.*
+ * an OCI index of this machine's platform (the release adds arm64), /captf/module and /captf/runtime, the io.captf.*
  * labels, user 65532, an SBOM. The image has no shell and no libc.
  */
 export function buildModuleImage(layout: string, tag: string, image: ModuleImage): void {
-  const binaries = { [hostArchitecture]: image.runtime, ...image.otherRuntimes };
   const args = [moduleImageScript, "--out", layout, "--tag", tag, "--module", image.moduleDir, "--role", image.role, "--runtime", image.runtimeName ?? "tofu", "--runtime-version", image.runtimeVersion];
-  for (const [arch, binary] of Object.entries(binaries)) args.push("--runtime-binary", `${arch}=${binary}`);
+  args.push("--runtime-binary", `${hostArchitecture}=${image.runtime}`);
   if (image.providersDir) args.push("--providers", `${hostArchitecture}=${image.providersDir}`);
   for (const [key, value] of Object.entries(image.labels ?? {})) args.push("--label", `${key}=${value}`);
   execFileSync(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });

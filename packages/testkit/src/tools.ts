@@ -58,7 +58,7 @@ function readToolsEnvFile(env: NodeJS.ProcessEnv): Record<string, string> {
   if (!existsSync(file)) return {};
   const values: Record<string, string> = {};
   for (const line of readFileSync(file, "utf8").split("\n")) {
-    const match = /^export ([A-Z_]+)=(.*)$/.exec(line.trim());
+    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
     if (match) values[match[1]!] = match[2]!.replace(/^'(.*)'$/, "$1");
   }
   return values;

@@ -9,13 +9,13 @@
 // Secret mounted, a read-only root as a non-root user, SIGTERM on deletion.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, type ChrootKubelet, type LocalRegistry, type ToolName } from "@captf/testkit";
+import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, runtimeVersion, type ChrootKubelet, type LocalRegistry, type ToolName } from "@captf/testkit";
 import { contractVersion } from "@captf/contract";
 import { apiGroup, apiVersion, finalizers } from "@captf/contract/api";
 import { minimalMachine } from "../api/examples.test-support.js";
@@ -56,7 +56,7 @@ interface PublishedManifest {
 }
 
 interface ImageConfig {
-  config: { User: string; Env: string[]; Entrypoint: string[]; Cmd?: string[]; WorkingDir: string; Labels: Record<string, string> };
+  config: { User: string; Env: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir: string; Labels: Record<string, string> };
   architecture: string;
   os: string;
 }
@@ -223,6 +223,54 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
       for (const name of named) expect([name, notes]).toEqual([name, expect.stringContaining(`## ${name} `)]);
       expect(readdirSync(join(repoDir, ".changeset")).sort()).toEqual(changesetsBefore);
     }, 240_000);
+
+    // The release's module image, unpacked layer by layer from its archive (scripts/build-module-image.mjs built it).
+    it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, the same when built again", () => {
+      const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
+      const image = release.images.find((candidate) => candidate.name === "noop-machine")!;
+      const archived = join(work, "module-image");
+      mkdirSync(archived);
+      execFileSync("tar", ["xf", join(work, "release", image.archive), "-C", archived]);
+      const blob = (digest: string) => join(archived, "blobs", digest.replace(":", "/"));
+      const index = JSON.parse(readFileSync(blob((JSON.parse(readFileSync(join(archived, "index.json"), "utf8")) as { manifests: { digest: string }[] }).manifests[0]!.digest), "utf8")) as { manifests: { digest: string; platform: { architecture: string } }[] };
+      const tofuVersion = runtimeVersion("tofu");
+      for (const { digest, platform } of index.manifests) {
+        const manifest = JSON.parse(readFileSync(blob(digest), "utf8")) as { config: { digest: string } };
+        const imageConfig = JSON.parse(readFileSync(blob(manifest.config.digest), "utf8")) as ImageConfig;
+        expect({ arch: imageConfig.architecture, user: imageConfig.config.User, entrypoint: imageConfig.config.Entrypoint, cmd: imageConfig.config.Cmd }).toEqual({ arch: platform.architecture, user: "65532:65532", entrypoint: undefined, cmd: undefined });
+        expect(imageConfig.config.Labels).toMatchObject({
+          "io.captf.contract": contractVersion,
+          "io.captf.role": "machine",
+          "io.captf.runtime": "tofu",
+          "io.captf.runtime.version": tofuVersion,
+          "org.opencontainers.image.title": "noop-machine",
+          "org.opencontainers.image.version": image.tag,
+          "org.opencontainers.image.revision": "c0ffee",
+        });
+        // The archive is an OCI layout: name the platform's manifest in it, and unpack that as a runtime would.
+        const top = JSON.parse(readFileSync(join(archived, "index.json"), "utf8")) as { manifests: object[] };
+        top.manifests.push({ mediaType: "application/vnd.oci.image.manifest.v1+json", digest, size: readFileSync(blob(digest)).length, annotations: { "org.opencontainers.image.ref.name": platform.architecture } });
+        writeFileSync(join(archived, "index.json"), JSON.stringify(top));
+        const moduleRoot = join(archived, `root-${platform.architecture}`);
+        execFileSync("umoci", ["raw", "unpack", "--image", `${archived}:${platform.architecture}`, moduleRoot], { stdio: "pipe" });
+        expect(readdirSync(join(moduleRoot, "captf/module")).sort()).toEqual(readdirSync(fileURLToPath(new URL("../../../module-noop/machine", import.meta.url))).filter((name) => !name.startsWith(".terraform")).sort());
+        // Each platform's runtime answers as the image's user: this machine's under chroot, the other's under qemu.
+        const qemu = platform.architecture === hostArch ? [] : ["/qemu"];
+        if (qemu.length > 0) copyFileSync(otherArch === "arm64" ? requireTool("qemu-aarch64-static") : "/usr/bin/qemu-x86_64-static", join(moduleRoot, "qemu"));
+        const reported = JSON.parse(execFileSync(chroot, ["--userspec=65532:65532", moduleRoot, ...qemu, "/captf/runtime", "version", "-json"], { env: { CHECKPOINT_DISABLE: "1" }, encoding: "utf8" })) as { platform: string };
+        expect(reported.platform).toBe(`linux_${platform.architecture}`);
+        const sbom = JSON.parse(readFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as { bomFormat: string; components: { type: string; name: string; hashes?: { content: string }[] }[] };
+        const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+        expect(sbom.components[0]).toMatchObject({ type: "application", name: "tofu", hashes: [{ alg: "SHA-256", content: sha256(join(moduleRoot, "captf/runtime")) }] });
+        expect(sbom.components.filter((component) => component.type === "file").map((component) => component.name)).toContain("/captf/module/main.tf");
+      }
+      // Built again for this machine's platform alone, as release.mjs builds it: the same manifest, config and layers.
+      const again = join(work, "module-again");
+      const tofuBinary = requireTool("tofu");
+      execFileSync(process.execPath, [join(repoDir, "scripts/build-module-image.mjs"), "--out", again, "--tag", image.tag, "--module", join(repoDir, "packages/module-noop/machine"), "--role", "machine", "--runtime", "tofu", "--runtime-version", tofuVersion, "--name", "noop-machine", "--commit", "c0ffee", "--runtime-binary", `${hostArch}=${tofuBinary}`], { stdio: "pipe" });
+      const rebuilt = (JSON.parse(readFileSync(join(again, "index.json"), "utf8")) as { manifests: { digest: string; annotations?: Record<string, string> }[] }).manifests.find((entry) => entry.annotations?.["org.opencontainers.image.ref.name"] === `${image.tag}-${hostArch}`)!.digest;
+      expect(rebuilt).toBe(index.manifests.find((manifest) => manifest.platform.architecture === hostArch)!.digest);
+    }, 120_000);
   });
 
   it("gives the same image when built again from the same commit", () => {
@@ -234,7 +282,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
   }, 300_000);
 
   it("answers --version through its entrypoint and runner version from the runner bundle, in its own root", () => {
-    expect(inRoot(root, [...config.config.Entrypoint, "--version"])).toBe(`manager ${managerVersion} (commit c0ffee, contract ${contractVersion}, node ${pinnedNode})\n`);
+    expect(inRoot(root, [...config.config.Entrypoint!, "--version"])).toBe(`manager ${managerVersion} (commit c0ffee, contract ${contractVersion}, node ${pinnedNode})\n`);
     expect(inRoot(root, ["node", "/opt/captf/runner/runner.mjs", "version"])).toMatch(runnerVersionLine);
   });
 
