@@ -4,8 +4,9 @@
 #
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
-#   (no option)    build every tool that is not cached yet, then write $CAPTF_TOOLS_DIR/env
-#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool); may be repeated
+#   (no option)    build every tool that is not cached yet (but terraform-arm64), then write $CAPTF_TOOLS_DIR/env
+#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, prometheus-crds, tofu-arm64,
+#                  terraform-arm64: the other architecture's runtimes for module images); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
 #   --print-env    print the export lines of the env file to stdout; builds nothing
 #
@@ -40,6 +41,26 @@ declare -A TOOL_BINS=(
   [promtool]="promtool=github.com/prometheus/prometheus/cmd/promtool"
 )
 
+# Data, not programs: files copied out of a module (no build), named like binaries.
+declare -A TOOL_FILES=()
+TOOLS+=(prometheus-crds)
+TOOL_MODULE[prometheus-crds]=github.com/prometheus-operator/prometheus-operator
+TOOL_BINS[prometheus-crds]="prometheusrule-crd=example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml servicemonitor-crd=example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+TOOL_FILES[prometheus-crds]=1
+
+# The module images' runtimes are built for the other architecture too (an OCI index of linux/amd64
+# and linux/arm64): tofu-arm64 and terraform-arm64 on an amd64 machine, cross-compiled from the same go.mod.
+declare -A TOOL_SOURCE=() TOOL_GOARCH=()
+case $(uname -m) in aarch64|arm64) OTHER_ARCH=amd64 ;; *) OTHER_ARCH=arm64 ;; esac
+for base in tofu terraform; do
+  TOOLS+=("$base-$OTHER_ARCH")
+  TOOL_MODULE[$base-$OTHER_ARCH]=${TOOL_MODULE[$base]}
+  TOOL_BINS[$base-$OTHER_ARCH]=${TOOL_BINS[$base]}
+  TOOL_SOURCE[$base-$OTHER_ARCH]=$base
+  TOOL_GOARCH[$base-$OTHER_ARCH]=$OTHER_ARCH
+done
+tool_source() { printf '%s\n' "${TOOL_SOURCE[$1]:-$1}"; }
+
 # Never download another Go toolchain; never pick up a go.work from a parent directory.
 export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=0
 
@@ -48,7 +69,7 @@ die() { printf 'tools: error: %s\n' "$*" >&2; exit 1; }
 
 # Version of a tool = the version its go.mod requires the main module at.
 tool_version() {
-  local name=$1 mod=${TOOL_MODULE[$1]} gomod="$TOOLS_SRC/$1/go.mod" v
+  local name=$1 mod=${TOOL_MODULE[$1]} gomod="$TOOLS_SRC/$(tool_source "$1")/go.mod" v
   [[ -f $gomod ]] || die "$gomod not found"
   v=$(awk -v m="$mod" '
     $1 == "require" && $2 == m { print $3; exit }
@@ -62,7 +83,7 @@ tool_dir() { printf '%s/%s-%s\n' "$CAPTF_TOOLS_DIR" "$1" "$2"; }
 # Extra -ldflags per tool (version stamping as the upstream release builds do).
 tool_ldflags() {
   local name=$1 version=$2
-  case $name in
+  case $(tool_source "$name") in
     tofu) printf '%s' "-X github.com/opentofu/opentofu/version.dev=no" ;;
     kube)
       local core=${version#v} major minor f=""
@@ -78,13 +99,15 @@ tool_ldflags() {
 }
 
 env_var_for() { local b=${1^^}; printf 'CAPTF_%s\n' "${b//-/_}"; }
+# The variable of a binary of tool $1: CAPTF_TOFU, or CAPTF_TOFU_ARM64 for a cross-compiled one.
+tool_env_var() { env_var_for "$2${TOOL_GOARCH[$1]:+-${TOOL_GOARCH[$1]}}"; }
 
 is_cached() {
   local dir bin pair
   dir=$(tool_dir "$1" "$2")
   for pair in ${TOOL_BINS[$1]}; do
     bin=${pair%%=*}
-    [[ -f $dir/bin/$bin && -x $dir/bin/$bin ]] || return 1
+    [[ -f $dir/bin/$bin && ( -x $dir/bin/$bin || -n ${TOOL_FILES[$1]:-} ) ]] || return 1
   done
 }
 
@@ -107,6 +130,30 @@ run_or_die() { # run_or_die <what> <cmd...>: run quietly; on failure show the co
   fi
 }
 
+# copy_files <name> <version>: a data tool's files, from the module's zip (only that module is downloaded).
+copy_files() {
+  local name=$1 version=$2 mod=${TOOL_MODULE[$1]} final tmp pair src
+  final=$(tool_dir "$name" "$version")
+  log "fetching $name ($mod@$version) ..."
+  cd "$TOOLS_SRC/$(tool_source "$name")"
+  run_or_die "downloading $mod@$version from GOPROXY=$(go env GOPROXY)" go mod download "$mod@$version"
+  src=$(go mod download -json "$mod@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mkdir -p "$CAPTF_TOOLS_DIR"
+  TMP_BUILD=$(mktemp -d "$CAPTF_TOOLS_DIR/.tmp-$name-$version.XXXXXX")
+  tmp=$TMP_BUILD
+  chmod 755 "$tmp"
+  mkdir -p "$tmp/bin"
+  for pair in ${TOOL_BINS[$name]}; do
+    install -m 644 "$src/${pair#*=}" "$tmp/bin/${pair%%=*}"
+  done
+  printf 'name=%s\nversion=%s\nmodule=%s\n' "$name" "$version" "$mod" >"$tmp/BUILDINFO"
+  [[ -e $final ]] && rm -rf "$final"
+  mv -T "$tmp" "$final"
+  TMP_BUILD=""
+  cd - >/dev/null
+  log "fetched $name $version"
+}
+
 build_tool() {
   local name=$1 version=$2 mod=${TOOL_MODULE[$1]} final tmp start pair bin pkg ldflags bytes=0 secs
   command -v go >/dev/null 2>&1 ||
@@ -114,7 +161,7 @@ build_tool() {
   final=$(tool_dir "$name" "$version")
   log "building $name $version ..."
   start=$SECONDS
-  cd "$TOOLS_SRC/$name"
+  cd "$TOOLS_SRC/$(tool_source "$name")"
 
   # Fetch every module first, so a proxy that cannot serve one fails here with its name.
   run_or_die "downloading the modules of $name ($mod@$version) from GOPROXY=$(go env GOPROXY)" \
@@ -134,12 +181,12 @@ build_tool() {
   for pair in ${TOOL_BINS[$name]}; do
     bin=${pair%%=*} pkg=${pair#*=}
     run_or_die "building $bin for $name ($mod@$version)" \
-      go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$bin" "$pkg"
+      env ${TOOL_GOARCH[$name]:+GOARCH=${TOOL_GOARCH[$name]}} go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$bin" "$pkg"
     bytes=$(( bytes + $(stat -c %s "$tmp/bin/$bin") ))
   done
   secs=$(( SECONDS - start ))
   {
-    printf 'name=%s\nversion=%s\nmodule=%s\n' "$name" "$version" "$mod"
+    printf 'name=%s\nversion=%s\nmodule=%s\ngoarch=%s\n' "$name" "$version" "$mod" "${TOOL_GOARCH[$name]:-$(go env GOARCH)}"
     printf 'go=%s\nbuilt=%s\nbuild_seconds=%s\nldflags=%s\n' "$(go env GOVERSION)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$secs" "$ldflags"
     printf 'go.sum-sha256=%s\n' "$(sha256sum go.sum | cut -d' ' -f1)"
   } >"$tmp/BUILDINFO"
@@ -161,10 +208,10 @@ env_lines() {
     dir=$(tool_dir "$name" "$version")
     for pair in ${TOOL_BINS[$name]}; do
       bin=${pair%%=*}
-      if [[ -x $dir/bin/$bin ]]; then
-        printf 'export %s=%q\n' "$(env_var_for "$bin")" "$dir/bin/$bin"
+      if [[ -x $dir/bin/$bin || ( -n ${TOOL_FILES[$name]:-} && -f $dir/bin/$bin ) ]]; then
+        printf 'export %s=%q\n' "$(tool_env_var "$name" "$bin")" "$dir/bin/$bin"
       else
-        printf '# %s: %s %s not built (tools/install.sh --only %s)\n' "$(env_var_for "$bin")" "$name" "$version" "$name"
+        printf '# %s: %s %s not built (tools/install.sh --only %s)\n' "$(tool_env_var "$name" "$bin")" "$name" "$version" "$name"
       fi
     done
   done
@@ -195,7 +242,7 @@ list_tools() {
     dir=$(tool_dir "$name" "$version")
     for pair in ${TOOL_BINS[$name]}; do
       bin=${pair%%=*}
-      if [[ -x $dir/bin/$bin ]]; then status=cached; else status=missing; fi
+      if [[ -x $dir/bin/$bin || ( -n ${TOOL_FILES[$name]:-} && -f $dir/bin/$bin ) ]]; then status=cached; else status=missing; fi
       printf '%-9s %-10s %-10s %s\n' "$name" "$version" "$status" "$dir/bin/$bin"
     done
   done
@@ -224,7 +271,8 @@ while (( $# )); do
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
 done
-(( ${#SELECTED[@]} )) || SELECTED=("${TOOLS[@]}")
+# By default all but terraform for the other architecture, which only a full release needs (scripts/release.mjs).
+(( ${#SELECTED[@]} )) || for name in "${TOOLS[@]}"; do [[ $name == "terraform-$OTHER_ARCH" ]] || SELECTED+=("$name"); done
 
 case $MODE in
   list) list_tools; exit 0 ;;
@@ -244,7 +292,7 @@ for name in "${SELECTED[@]}"; do
   if is_cached "$name" "$version"; then
     log "$name $version cached"
   else
-    build_tool "$name" "$version"
+    if [[ -n ${TOOL_FILES[$name]:-} ]]; then copy_files "$name" "$version"; else build_tool "$name" "$version"; fi
   fi
 done
 write_env

@@ -13,14 +13,13 @@
 // two builds of one commit give one index digest.
 // Usage: node scripts/build-manager-image.mjs --out <oci-layout> --tag <tag> [--commit <id>] [--source <url>] [--arch amd64,arm64]
 // Then, e.g.: skopeo copy --all oci:<oci-layout>:<tag> docker://<registry>/captf-controller:<tag>
-import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { chmodSync, cpSync, existsSync, lutimesSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { architectures, nodeRelease, pinnedNodeDir, sharedLibraries } from "../../runner/scripts/pinned-node.mjs";
+import { compressedMiB, platformDescriptor, rootlessFlag, runOrExit, sha256File, sourceDate, stampTimes, tagIndex } from "../../../scripts/lib/oci-layout.mjs";
 import { gitCommit } from "./build-info.mjs";
 import { cycloneDxDocument, imageLockfileComponents } from "./sbom.mjs";
 
@@ -45,41 +44,11 @@ const platforms = values.arch.split(",");
 const runnerDir = "/opt/captf/runner";
 const imageUser = "65532:65532";
 
-function run(command, args) {
-  try {
-    return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  } catch (error) {
-    if (error.code === "ENOENT") console.error(`build-manager-image: ${command} is required (Debian: apt-get install -y ${command})`);
-    else console.error(`build-manager-image: ${command} ${args.join(" ")} failed:\n${error.stderr ?? error.message}`);
-    process.exit(1);
-  }
-}
-const rootless = process.getuid?.() !== 0 ? ["--rootless"] : [];
+const run = (command, args) => runOrExit("build-manager-image", command, args);
+const rootless = rootlessFlag;
 const umoci = (...args) => run("umoci", args);
-
-/** The build's one time: SOURCE_DATE_EPOCH, else the commit's, else the epoch. */
-function sourceDate() {
-  const fromEnv = process.env.SOURCE_DATE_EPOCH;
-  if (fromEnv) return new Date(Number(fromEnv) * 1000);
-  try {
-    return new Date(Number(execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: packageDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()) * 1000);
-  } catch {
-    return new Date(0);
-  }
-}
-const created = sourceDate();
+const created = sourceDate(packageDir);
 const createdIso = created.toISOString();
-
-/** Every file under `dir` (and `dir` itself) gets the build's time, so the layer's tar is the same on every build. */
-function stampTimes(dir) {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.isDirectory()) stampTimes(join(dir, entry.name));
-    else lutimesSync(join(dir, entry.name), created, created);
-  }
-  lutimesSync(dir, created, created);
-}
-
-const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 /** The SBOM of one platform's image: the bundles' npm packages from the lockfile, node and its libraries. */
 function sbomOf(arch, npmComponents) {
@@ -91,13 +60,13 @@ function sbomOf(arch, npmComponents) {
     version: nodeRelease.version,
     purl: `pkg:npm/${nodeRelease.builds[arch].package}@${nodeRelease.version}`,
     licenses: [{ license: { id: "MIT" } }],
-    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(node)) }],
+    hashes: [{ alg: "SHA-256", content: sha256File(node) }],
   };
   const libraries = sharedLibraries(node, arch).libraries.map((library) => ({
     type: "file",
     "bom-ref": `file:${runnerDir}/lib/${library.name}`,
     name: `${runnerDir}/lib/${library.name}`,
-    hashes: [{ alg: "SHA-256", content: sha256(readFileSync(library.path)) }],
+    hashes: [{ alg: "SHA-256", content: sha256File(library.path) }],
   }));
   const subject = { type: "container", name: "captf-controller", version, properties: [{ name: "oci:architecture", value: arch }] };
   return cycloneDxDocument({ subject, created: createdIso, components: [nodeComponent, ...libraries, ...npmComponents] });
@@ -140,7 +109,7 @@ function buildPlatform(work, arch, managerBundle, npmComponents) {
   const base = join(work, `base-${arch}`);
   process.stdout.write(run(process.execPath, [join(packageDir, "../runner/scripts/build-bundle.mjs"), "--out", runnerBundle, "--bin-dir", runnerDir, "--arch", arch]));
   layOutBase(base, arch, sbomOf(arch, npmComponents));
-  for (const dir of [base, runnerBundle, managerBundle]) stampTimes(dir);
+  for (const dir of [base, runnerBundle, managerBundle]) stampTimes(dir, created);
 
   const history = ["--history.created", createdIso];
   umoci("new", "--image", ref);
@@ -172,20 +141,7 @@ function buildPlatform(work, arch, managerBundle, npmComponents) {
     "linux",
     ...Object.entries(labels()).flatMap(([key, value]) => ["--config.label", `${key}=${value}`]),
   );
-  const entry = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")).manifests.find((manifest) => manifest.annotations?.["org.opencontainers.image.ref.name"] === `${values.tag}-${arch}`);
-  return { mediaType: entry.mediaType, digest: entry.digest, size: entry.size, platform: { architecture: arch, os: "linux" } };
-}
-
-/** Writes the OCI index of `manifests` as a blob and names it `tag` in the layout's index.json. */
-function tagIndex(manifests) {
-  const index = `${JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests, annotations: { "org.opencontainers.image.created": createdIso } })}`;
-  const digest = sha256(index);
-  writeFileSync(join(layout, "blobs/sha256", digest), index);
-  const top = JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
-  top.manifests = top.manifests.filter((manifest) => manifest.annotations?.["org.opencontainers.image.ref.name"] !== values.tag);
-  top.manifests.push({ mediaType: "application/vnd.oci.image.index.v1+json", digest: `sha256:${digest}`, size: Buffer.byteLength(index), annotations: { "org.opencontainers.image.ref.name": values.tag } });
-  writeFileSync(join(layout, "index.json"), JSON.stringify(top));
-  return `sha256:${digest}`;
+  return platformDescriptor(layout, `${values.tag}-${arch}`, arch);
 }
 
 const started = Date.now();
@@ -197,16 +153,13 @@ try {
   if (!existsSync(join(layout, "index.json"))) umoci("init", "--layout", layout);
   const npmComponents = imageLockfileComponents();
   const manifests = platforms.map((arch) => buildPlatform(work, arch, managerBundle, npmComponents));
-  digest = tagIndex(manifests);
+  digest = tagIndex(layout, values.tag, manifests, createdIso);
   umoci("gc", "--layout", layout);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
 
-const sizes = platforms.map((arch) => {
-  const manifest = JSON.parse(run("skopeo", ["inspect", "--raw", `oci:${layout}:${values.tag}-${arch}`]));
-  return `${arch} ${(manifest.layers.reduce((sum, layer) => sum + layer.size, 0) / 1048576).toFixed(1)} MiB`;
-});
+const sizes = platforms.map((arch) => `${arch} ${compressedMiB("build-manager-image", layout, `${values.tag}-${arch}`)} MiB`);
 console.log(
   `build-manager-image: ${layout}:${values.tag} = ${digest} (version ${version}, commit ${commit}, node v${nodeRelease.version}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
     `${platforms.join(" and ")}, 3 layers each, compressed ${sizes.join(", ")}`,

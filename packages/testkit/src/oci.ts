@@ -1,8 +1,10 @@
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { freeLoopbackPort } from "./control-plane.js";
+import { hostArchitecture } from "./runtimes.js";
 
 /**
  * Real OCI images without a Docker engine: `umoci` builds them into an OCI layout, `skopeo`
@@ -12,7 +14,7 @@ import { freeLoopbackPort } from "./control-plane.js";
 export interface ModuleImage {
   /** The module directory, copied to /captf/module. */
   moduleDir: string;
-  /** The OpenTofu or Terraform binary, copied to /captf/runtime. */
+  /** The OpenTofu or Terraform binary for this machine's architecture, copied to /captf/runtime. */
   runtime: string;
   runtimeVersion: string;
   /** The io.captf.runtime label: which runtime `runtime` is (default tofu). */
@@ -26,46 +28,20 @@ export interface ModuleImage {
 
 /** The user module images run as, and owner of /captf. */
 export const moduleImageUser = "65532:65532";
-
-function umoci(...args: string[]): void {
-  execFileSync("umoci", args, { stdio: ["ignore", "ignore", "pipe"] });
-}
+/** scripts/build-module-image.mjs: the one builder of module images, for tests and releases. */
+export const moduleImageScript = fileURLToPath(new URL("../../../scripts/build-module-image.mjs", import.meta.url));
 
 /**
- * Builds a module image into the OCI layout `layout` under `tag`: /captf/module and
- * /captf/runtime, the io.captf.* labels, user 65532. The image has no shell and no libc.
+ * Builds a module image into the OCI layout `layout` under `tag` with scripts/build-module-image.mjs:
+ * an OCI index of this machine's platform (the release adds arm64), /captf/module and /captf/runtime, the io.captf.*
+ * labels, user 65532, an SBOM. The image has no shell and no libc.
  */
 export function buildModuleImage(layout: string, tag: string, image: ModuleImage): void {
-  if (!existsSync(join(layout, "index.json"))) umoci("init", "--layout", layout);
-  const ref = `${layout}:${tag}`;
-  umoci("new", "--image", ref);
-  const staging = mkdtempSync(join(tmpdir(), "captf-image-"));
-  try {
-    const root = join(staging, "captf");
-    cpSync(image.moduleDir, join(root, "module"), {
-      recursive: true,
-      // A sub-module shared between modules is a link in the checkout (modules/bootstrap of the pools): the image holds its files.
-      dereference: true,
-      filter: (path) => !/(^|\/)(\.terraform|\.terraform\.lock\.hcl|node_modules|src|package\.json|tsconfig[^/]*\.json|jest\.config\.js)$/.test(path.slice(image.moduleDir.length)),
-    });
-    cpSync(image.runtime, join(root, "runtime"));
-    chmodSync(join(root, "runtime"), 0o755);
-    umoci("insert", "--image", ref, root, "/captf");
-    if (image.providersDir) umoci("insert", "--image", ref, image.providersDir, "/captf/providers");
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  const labels: Record<string, string> = {
-    "io.captf.contract": "v1alpha1",
-    "io.captf.role": image.role,
-    "io.captf.runtime": image.runtimeName ?? "tofu",
-    "io.captf.runtime.version": image.runtimeVersion,
-    "org.opencontainers.image.version": tag,
-    ...image.labels,
-  };
-  const config = ["config", "--image", ref, "--config.user", moduleImageUser, "--architecture", "amd64", "--os", "linux"];
-  for (const [key, value] of Object.entries(labels)) config.push("--config.label", `${key}=${value}`);
-  umoci(...config);
+  const args = [moduleImageScript, "--out", layout, "--tag", tag, "--module", image.moduleDir, "--role", image.role, "--runtime", image.runtimeName ?? "tofu", "--runtime-version", image.runtimeVersion];
+  args.push("--runtime-binary", `${hostArchitecture}=${image.runtime}`);
+  if (image.providersDir) args.push("--providers", `${hostArchitecture}=${image.providersDir}`);
+  for (const [key, value] of Object.entries(image.labels ?? {})) args.push("--label", `${key}=${value}`);
+  execFileSync(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
 }
 
 export interface LocalRegistry {

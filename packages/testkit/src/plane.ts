@@ -6,7 +6,7 @@ export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "
 export { sharedControlPlane, controlPlaneVariable } from "./shared-control-plane.js";
 export { runCommand, tofuEnvironment, runTofuTest } from "./tofu.js";
 export type { CommandRun, TofuTestRun } from "./tofu.js";
-export { buildModuleImage, startLocalRegistry, pushImage, moduleImageUser } from "./oci.js";
+export { buildModuleImage, startLocalRegistry, pushImage, moduleImageUser, moduleImageScript } from "./oci.js";
 export type { ModuleImage, LocalRegistry } from "./oci.js";
 export { lintPublishedModuleImages } from "./module-image-lint.js";
 export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
@@ -15,5 +15,5 @@ export { startChrootKubelet, prepareRunnerImageRoot } from "./kubelet.js";
 export type { ChrootKubelet, ChrootKubeletOptions, ImageResolver, ResolvedImage } from "./kubelet.js";
 export { generateServingCertificate } from "./certificates.js";
 export type { ServingCertificate } from "./certificates.js";
-export { moduleRuntimes, runtimeNames, runtimeVersion } from "./runtimes.js";
+export { hostArchitecture, imageArchitectures, moduleRuntimes, runtimeBinaries, runtimeNames, runtimeVersion } from "./runtimes.js";
 export type { RuntimeName } from "./runtimes.js";

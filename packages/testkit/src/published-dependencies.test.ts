@@ -36,7 +36,8 @@ const published = readdirSync(join(repoDir, "packages"))
   .map((dir) => join(repoDir, "packages", dir))
   .filter((dir) => existsSync(join(dir, "package.json")))
   .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest }))
-  .filter(({ manifest }) => !manifest.private);
+  // The manager and the runner are private (they ship as images), but their bundles hold their dependencies.
+  .filter(({ manifest }) => !manifest.private || ["@captf/controller", "@captf/runner"].includes(manifest.name));
 
 describe("published packages' runtime dependencies", () => {
   it("finds the published packages", () => {
@@ -60,5 +61,17 @@ describe("published packages' runtime dependencies", () => {
     ].join("\n");
     expect([...importedPackages(text)].sort()).toEqual(["@captf/contract", "@kubernetes/client-node", "pino", "yargs"]);
     expect(unusedDependencies({ name: "x", dependencies: { yargs: "1", "@cdktf/hcl2json": "0.21.0" } }, [text])).toEqual(["@cdktf/hcl2json"]);
+  });
+});
+
+describe("versioning", () => {
+  it("lets changesets version every workspace package: none ignored, private ones too, every package.json inside the workspace globs", () => {
+    const config = JSON.parse(readFileSync(join(repoDir, ".changeset/config.json"), "utf8")) as { ignore: string[]; access: string; privatePackages?: { version?: boolean } };
+    expect({ ignore: config.ignore, access: config.access, versionPrivate: config.privatePackages?.version ?? true }).toEqual({ ignore: [], access: "public", versionPrivate: true });
+    const globs = readFileSync(join(repoDir, "pnpm-workspace.yaml"), "utf8").match(/^packages:\n((?:\s+- .*\n)+)/m)![1]!.split("\n").map((line) => line.replace(/^\s+- "?|"$/g, "")).filter(Boolean);
+    expect(globs).toEqual(["packages/*", "e2e"]);
+    const manifests = [...readdirSync(join(repoDir, "packages")).map((dir) => `packages/${dir}`), "e2e", ...readdirSync(repoDir).filter((dir) => !["packages", "node_modules"].includes(dir))]
+      .filter((dir) => existsSync(join(repoDir, dir, "package.json")));
+    expect(manifests.filter((dir) => !globs.some((glob) => (glob.endsWith("/*") ? dir.startsWith(glob.slice(0, -1)) && !dir.slice(glob.length - 1).includes("/") : dir === glob)))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { requireTool } from "./tools.js";
+import { findTool, requireTool, type ToolName } from "./tools.js";
 
 /**
  * The runtimes a module image ships at /captf/runtime, as tools/install.sh builds them: the
@@ -24,4 +24,19 @@ export function runtimeVersion(runtime: RuntimeName): string {
     versions.set(binary, version);
   }
   return version;
+}
+
+/** OCI names of the architectures module images are built for. */
+export const imageArchitectures = ["amd64", "arm64"] as const;
+/** This machine's architecture as OCI names it. */
+export const hostArchitecture = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch] ?? process.arch;
+
+/** The runtime's binary per architecture: this machine's, and the other one's when tools/install.sh cross-compiled it. */
+export function runtimeBinaries(runtime: RuntimeName): Record<string, string> {
+  const binaries: Record<string, string> = { [hostArchitecture]: requireTool(runtime) };
+  for (const arch of imageArchitectures) {
+    const binary = arch === hostArchitecture ? undefined : findTool(`${runtime}-${arch}` as ToolName);
+    if (binary) binaries[arch] = binary;
+  }
+  return binaries;
 }

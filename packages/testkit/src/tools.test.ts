@@ -12,8 +12,10 @@ describe("tool lookup", () => {
 
   it("prefers the environment variable, then the tools cache's env file", () => {
     expect(findTool("tofu", { CAPTF_TOFU: fakeTofu, CAPTF_TOOLS_DIR: "/nonexistent" })).toBe(fakeTofu);
-    writeFileSync(join(dir, "env"), `# generated\nexport CAPTF_TOFU=${fakeTofu}\n# CAPTF_ETCD: not built\n`);
+    writeFileSync(join(dir, "env"), `# generated\nexport CAPTF_TOFU=${fakeTofu}\nexport CAPTF_TOFU_ARM64=${fakeTofu}\n# CAPTF_ETCD: not built\n`);
     expect(findTool("tofu", { CAPTF_TOOLS_DIR: dir })).toBe(fakeTofu);
+    // A variable with digits: the other architecture's runtime.
+    expect(findTool("tofu-arm64", { CAPTF_TOOLS_DIR: dir })).toBe(fakeTofu);
     expect(findTool("etcd", { CAPTF_TOOLS_DIR: dir })).toBeUndefined();
     expect(toolsDirectory({ XDG_CACHE_HOME: "/x" })).toBe("/x/captf/tools");
   });

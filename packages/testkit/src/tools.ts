@@ -12,6 +12,14 @@ export const toolVariables = {
   "capi-manager": "CAPTF_CAPI_MANAGER",
   clusterctl: "CAPTF_CLUSTERCTL",
   promtool: "CAPTF_PROMTOOL",
+  // The Prometheus operator's CRDs (tools/install.sh --only prometheus-crds): files, not programs.
+  "prometheusrule-crd": "CAPTF_PROMETHEUSRULE_CRD",
+  "servicemonitor-crd": "CAPTF_SERVICEMONITOR_CRD",
+  // The module images' runtimes for the other architecture (tools/install.sh cross-compiles them).
+  "tofu-arm64": "CAPTF_TOFU_ARM64",
+  "terraform-arm64": "CAPTF_TERRAFORM_ARM64",
+  "tofu-amd64": "CAPTF_TOFU_AMD64",
+  "terraform-amd64": "CAPTF_TERRAFORM_AMD64",
 } as const;
 /** Programs tests take from Debian's packages, found on PATH (scripts/test.sh installs them). */
 export const debianTools = {
@@ -51,7 +59,7 @@ function readToolsEnvFile(env: NodeJS.ProcessEnv): Record<string, string> {
   if (!existsSync(file)) return {};
   const values: Record<string, string> = {};
   for (const line of readFileSync(file, "utf8").split("\n")) {
-    const match = /^export ([A-Z_]+)=(.*)$/.exec(line.trim());
+    const match = /^export ([A-Z0-9_]+)=(.*)$/.exec(line.trim());
     if (match) values[match[1]!] = match[2]!.replace(/^'(.*)'$/, "$1");
   }
   return values;

@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import type { GeneratedFile } from "../api/crds.js";
 import { managerVersion } from "../manager-main.js";
-import { defaultManagerImage, defaultInstallOptions, installPath, renderInstallFiles } from "./manifests.js";
+import { monitoringObjects } from "../monitoring/monitoring-files.js";
+import { defaultManagerImage, defaultInstallOptions, installPath, monitoringOptions, renderInstallFiles } from "./manifests.js";
 
 type AnyObject = Record<string, any>;
 
@@ -38,6 +39,16 @@ function documents(objects: readonly unknown[]): string {
 export function metadataObject(): AnyObject {
   const [major, minor] = managerVersion.split(".").map(Number);
   return { apiVersion: "clusterctl.cluster.x-k8s.io/v1alpha3", kind: "Metadata", releaseSeries: [{ major, minor, contract: "v1beta2" }] };
+}
+
+/**
+ * config/monitoring's objects in `${CAPTF_NAMESPACE}`, for `clusterctl generate yaml --from`: every other
+ * `${` (the dashboard's `${datasource}`) is escaped as `$${`, which clusterctl turns back into `${`.
+ */
+export function monitoringDocuments(): string {
+  const namespace = `\${${componentVariables.namespace}:=${defaultInstallOptions.namespace}}`;
+  const text = documents(monitoringObjects(monitoringOptions({ ...defaultInstallOptions, namespace })));
+  return text.replace(/\$\{(?!CAPTF_NAMESPACE:=)/g, () => "$${");
 }
 
 /** config/install.yaml's objects for `${CAPTF_IMAGE}` in `${CAPTF_NAMESPACE}`, each labelled for clusterctl. */
@@ -240,6 +251,7 @@ export function renderClusterctlFiles(demoDirectory: string): GeneratedFile[] {
   return [
     { path: `${clusterctlDirectory}/metadata.yaml`, content: header("packages/controller/src/manager-main.ts") + documents([metadataObject()]) },
     { path: `${clusterctlDirectory}/infrastructure-components.yaml`, content: header("packages/controller/src/install") + documents(infrastructureComponentObjects()) },
+    { path: `${clusterctlDirectory}/monitoring.yaml`, content: header("packages/controller/src/monitoring") + monitoringDocuments() },
     { path: `${clusterctlDirectory}/clusterclass-${clusterClassName}.yaml`, content: header("packages/controller/src/install/clusterctl.ts") + documents(clusterClassObjects()) },
     ...clusterctlFlavors.map((flavor) => ({
       path: `${clusterctlDirectory}/${flavorFileName(flavor)}`,

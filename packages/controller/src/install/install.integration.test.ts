@@ -16,7 +16,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, sharedControlPlane, waitFor, writeKubeconfig } from "@captf/testkit";
-import { apiGroup, apiVersion } from "@captf/contract/api";
+import { apiGroup, apiVersion, eventReporters } from "@captf/contract/api";
 import { rejection } from "../api/crds.test-support.js";
 import { buildManagerBundle, httpsRequest, killManagerProcess, startManagerProcess, type ManagerProcess } from "../manager-process.test-support.js";
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
@@ -91,7 +91,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       if (!dryRun) applied.push(object);
     }
     expect(skipped).toEqual([`Issuer/${installNames.issuer}`, `Certificate/${installNames.certificate}`]);
-    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "Service", "Service", "PodDisruptionBudget"]);
+    expect(applied.map((object) => object.kind)).toEqual(["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Service", "Service", "PodDisruptionBudget"]);
 
     const deployment = objects.find((object) => object.kind === "Deployment") as k8s.V1Deployment;
     const template = deployment.spec!.template;
@@ -218,6 +218,33 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await approver.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions());
     const approved = (await approver.custom.getNamespacedCustomObject(machine)) as AnyObject;
     expect(approved.metadata.annotations["captf.io/approve-plan"]).toBe("p1:0000");
+    // ... and records the approval as kubectl captf plan approve does: an events.k8s.io event regarding the object.
+    const event = await approver.events.createNamespacedEvent({
+      namespace: workload,
+      body: {
+        metadata: { name: `m-0.approval`, namespace: workload },
+        eventTime: new k8s.V1MicroTime(Date.now()),
+        reportingController: eventReporters.plugin,
+        reportingInstance: eventReporters.plugin,
+        action: "Approve",
+        reason: "PlanApprovalRequested",
+        type: "Normal",
+        note: "approved plan p1:0000",
+        regarding: { apiVersion: `${apiGroup}/${apiVersion}`, kind: "TerraformMachine", namespace: workload, name: "m-0", uid: approved.metadata.uid },
+      },
+    });
+    expect(event.reason).toBe("PlanApprovalRequested");
+    // ... and changes nothing else: the policy captf-plan-approver refuses a label, a finalizer, another annotation, the spec.
+    let attempt = 0;
+    // Each attempt a new value: one the API server took before it loaded the policy is no change the next time.
+    const refusal = await waitFor(() => rejection(approver.custom.patchNamespacedCustomObject({ ...machine, body: label(`approver-${++attempt}`) }, mergePatchOptions())).catch(() => undefined), 30_000, "the approver's label refused once the policy is loaded");
+    expect(refusal).toEqual({ code: 403, message: expect.stringContaining("a plan approver may only set captf.io/approve-plan") });
+    // A TerraformMachine's spec is immutable for everyone; a TerraformCluster's variables are not, but for the approver.
+    const cluster = { ...machine, plural: "terraformclusters", name: "ext" };
+    for (const [target, body] of [[machine, { metadata: { finalizers: ["example.com/keep"] } }], [machine, { metadata: { annotations: { "team.example/note": "x" } } }], [cluster, { spec: { variables: { note: "approver" } } }]] as const) {
+      expect([body, await rejection(approver.custom.patchNamespacedCustomObject({ ...target, body }, mergePatchOptions()))]).toEqual([body, { code: 403, message: expect.stringContaining("denied request: a plan approver may only set captf.io/approve-plan") }]);
+    }
+    await approver.custom.patchNamespacedCustomObject({ ...machine, body: { metadata: { annotations: { "captf.io/approve-plan": "p2:0000" } } } }, mergePatchOptions());
     expect((await rejection(approver.custom.createNamespacedCustomObject({ ...machine, body: copy(seen) }))).code).toBe(403);
     expect((await rejection(approver.custom.deleteNamespacedCustomObject(machine))).code).toBe(403);
     expect((await rejection(approver.custom.listNamespacedCustomObject({ ...machine, plural: "terraformmachinetemplates" }))).code).toBe(403);
@@ -256,7 +283,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
 });
 
 /** A client acting as a new ServiceAccount of the namespace bound (RoleBinding) to a ClusterRole, with a token from the TokenRequest API. */
-async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, namespace: string, clusterRole: string, path: string): Promise<{ custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; user: string }> {
+async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, namespace: string, clusterRole: string, path: string): Promise<{ custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; events: k8s.EventsV1Api; user: string }> {
   const name = `as-${clusterRole}`;
   await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
   await kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
@@ -268,7 +295,7 @@ async function clientBoundTo(plane: PlaneClients, kubeConfig: k8s.KubeConfig, na
   writeKubeconfig(path, { server: controlPlane.server, caFile: controlPlane.caFile, token: token.status!.token });
   const config = new k8s.KubeConfig();
   config.loadFromFile(path);
-  return { custom: config.makeApiClient(k8s.CustomObjectsApi), core: config.makeApiClient(k8s.CoreV1Api), user: `system:serviceaccount:${namespace}:${name}` };
+  return { custom: config.makeApiClient(k8s.CustomObjectsApi), core: config.makeApiClient(k8s.CoreV1Api), events: config.makeApiClient(k8s.EventsV1Api), user: `system:serviceaccount:${namespace}:${name}` };
 }
 
 /** An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to start an apply. */

@@ -8,13 +8,14 @@
 // loopback registry on the chroot kubelet: in-cluster configuration, the serving certificate
 // Secret mounted, a read-only root as a non-root user, SIGTERM on deletion.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, type ChrootKubelet, type LocalRegistry } from "@captf/testkit";
+import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, runtimeVersion, moduleImageScript, type ChrootKubelet, type LocalRegistry, type ToolName } from "@captf/testkit";
 import { contractVersion } from "@captf/contract";
 import { apiGroup, apiVersion, finalizers } from "@captf/contract/api";
 import { minimalMachine } from "../api/examples.test-support.js";
@@ -26,8 +27,10 @@ import { generateServingCertificate } from "../webhooks/certificates.test-suppor
 import { deploymentObject, installNames, managerUser } from "./manifests.js";
 
 const imageScript = fileURLToPath(new URL("../../scripts/build-manager-image.mjs", import.meta.url));
+const repoDir = fileURLToPath(new URL("../../../../", import.meta.url));
+const releaseScript = join(repoDir, "scripts/release.mjs");
 const nodeRelease = JSON.parse(readFileSync(fileURLToPath(new URL("../../../runner/node-release.json", import.meta.url)), "utf8")) as { version: string; lts: string };
-const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { dependencies: Record<string, string> };
+const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string; dependencies: Record<string, string> };
 const hostArch = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch]!;
 const otherArch = hostArch === "amd64" ? "arm64" : "amd64";
 const chroot = ["/usr/sbin/chroot", "/sbin/chroot", "/usr/bin/chroot"].find((path) => existsSync(path)) ?? "chroot";
@@ -35,8 +38,25 @@ const chroot = ["/usr/sbin/chroot", "/sbin/chroot", "/usr/bin/chroot"].find((pat
 const pinnedNode = `v${nodeRelease.version}`;
 const runnerVersionLine = new RegExp(`^runner \\S+ \\(contract ${contractVersion}, node ${pinnedNode.replaceAll(".", "\\.")}\\)\n$`);
 
+/** scripts/release.mjs's release.json. */
+interface ReleaseManifest {
+  version: string;
+  images: { name: string; tag: string; archive: string }[];
+  npm: { name: string; version: string; tarball: string }[];
+  packages: { name: string; dir: string; version: string; private: boolean }[];
+  clusterctl: string;
+  notes: string;
+}
+
+interface PublishedManifest {
+  version: string;
+  exports?: Record<string, unknown>;
+  bin?: Record<string, string>;
+  dependencies?: Record<string, string>;
+}
+
 interface ImageConfig {
-  config: { User: string; Env: string[]; Entrypoint: string[]; Cmd?: string[]; WorkingDir: string; Labels: Record<string, string> };
+  config: { User: string; Env: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir: string; Labels: Record<string, string> };
   architecture: string;
   os: string;
 }
@@ -135,6 +155,126 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     }
   });
 
+  describeWithTools(["tofu", `tofu-${otherArch}` as ToolName], "its release", () => {
+    // The dry run reuses this suite's image and builds one module image (both platforms): the rest differ only in module and runtime.
+    it("is one folder from scripts/release.mjs --dry-run: OCI archives, the clusterctl repository, publishable npm tarballs, notes", () => {
+      const out = join(work, "release");
+      const changesetsBefore = readdirSync(join(repoDir, ".changeset")).sort();
+      execFileSync(process.execPath, [releaseScript, "--dry-run", "--out", out, "--manager-layout", `${layout}:test`, "--modules", "noop-machine", "--runtimes", "tofu", "--commit", "c0ffee"], { stdio: "pipe" });
+      const release = JSON.parse(readFileSync(join(out, "release.json"), "utf8")) as ReleaseManifest;
+      const version = controllerManifest.version;
+      expect({ version: release.version, images: release.images.map((image) => `${image.name}:${image.tag}`) }).toEqual({ version, images: [`captf-controller:v${version}`, `noop-machine:v${version}-opentofu`] });
+
+      // Every file is summed, and each archive holds the index of both platforms under its tag.
+      const sums = readFileSync(join(out, "SHA256SUMS"), "utf8").trim().split("\n").map((line) => line.split("  ") as [string, string]);
+      for (const [sum, file] of sums) expect([file, createHash("sha256").update(readFileSync(join(out, file))).digest("hex")]).toEqual([file, sum]);
+      expect(sums.map(([, file]) => file)).toEqual(expect.arrayContaining([...release.images.map((image) => image.archive), ...release.npm.map((entry) => entry.tarball), release.notes, `${release.clusterctl}/metadata.yaml`]));
+      for (const image of release.images) {
+        const index = JSON.parse(execFileSync("skopeo", ["inspect", "--raw", `oci-archive:${join(out, image.archive)}:${image.tag}`], { encoding: "utf8" })) as { manifests: { platform: { architecture: string } }[] };
+        expect([image.name, index.manifests.map((manifest) => manifest.platform.architecture)]).toEqual([image.name, ["amd64", "arm64"]]);
+      }
+      expect(rawOf(`${layout}:test`).manifests.map((manifest) => manifest.digest)).toEqual(
+        (JSON.parse(execFileSync("skopeo", ["inspect", "--raw", `oci-archive:${join(out, release.images[0]!.archive)}:v${version}`], { encoding: "utf8" })) as { manifests: { digest: string }[] }).manifests.map((manifest) => manifest.digest),
+      );
+
+      // The clusterctl repository is the generated assets, and its components default to this release's image.
+      const assets = join(repoDir, "packages/controller/config/clusterctl");
+      expect(release.clusterctl).toBe(`clusterctl/infrastructure-terraform/v${version}`);
+      for (const file of readdirSync(assets)) expect(readFileSync(join(out, release.clusterctl, file), "utf8")).toBe(readFileSync(join(assets, file), "utf8"));
+      expect(readFileSync(join(out, release.clusterctl, "infrastructure-components.yaml"), "utf8")).toContain(`:=ghcr.io/captf-io/captf-controller:v${version}}`);
+
+      // The public packages, installed from their tarballs beside their registry dependencies, import and run.
+      expect(release.npm.map((entry) => entry.name).sort()).toEqual(["@captf/contract", "@captf/render", "kubectl-captf", "tfcapi-lint"]);
+      const installed = join(work, "installed", "node_modules");
+      for (const entry of release.npm) {
+        mkdirSync(join(installed, entry.name), { recursive: true });
+        execFileSync("tar", ["xzf", join(out, entry.tarball), "-C", join(installed, entry.name), "--strip-components=1"]);
+      }
+      for (const entry of release.npm) {
+        const manifest = JSON.parse(readFileSync(join(installed, entry.name, "package.json"), "utf8")) as PublishedManifest;
+        expect([entry.name, JSON.stringify(manifest).match(/workspace:|@captf\/source/g)]).toEqual([entry.name, null]);
+        expect([entry.name, manifest.version]).toEqual([entry.name, entry.version]);
+        for (const [name, specifier] of Object.entries(manifest.dependencies ?? {})) {
+          const sibling = release.npm.find((candidate) => candidate.name === name);
+          if (sibling) expect([entry.name, name, specifier]).toEqual([entry.name, name, sibling.version]);
+          else if (!existsSync(join(installed, name))) {
+            // A registry dependency: the exact version the workspace installed for this package.
+            const source = join(repoDir, release.packages.find((candidate) => candidate.name === entry.name)!.dir, "node_modules", name);
+            expect([entry.name, name, JSON.parse(readFileSync(join(source, "package.json"), "utf8")).version]).toEqual([entry.name, name, specifier]);
+            mkdirSync(dirname(join(installed, name)), { recursive: true });
+            symlinkSync(realpathSync(source), join(installed, name));
+          }
+        }
+        const files = execFileSync("tar", ["tzf", join(out, entry.tarball)], { encoding: "utf8" });
+        expect([entry.name, files.match(/\.map$|\.tsbuildinfo$|\/src\/|testdata/m)]).toEqual([entry.name, null]);
+      }
+      const imports = release.npm.flatMap((entry) => Object.keys((JSON.parse(readFileSync(join(installed, entry.name, "package.json"), "utf8")) as PublishedManifest).exports ?? { ".": "" }).map((path) => `${entry.name}${path.slice(1)}`));
+      const loaded = execFileSync(process.execPath, ["--input-type=module", "-e", `for (const name of ${JSON.stringify(imports)}) console.log(name, Object.keys(await import(name)).length > 0);`], { cwd: join(work, "installed"), encoding: "utf8" });
+      expect(loaded.trim().split("\n")).toEqual(imports.map((name) => `${name} true`));
+      for (const entry of release.npm) {
+        for (const [bin, target] of Object.entries((JSON.parse(readFileSync(join(installed, entry.name, "package.json"), "utf8")) as PublishedManifest).bin ?? {})) {
+          expect([bin, execFileSync(process.execPath, [join(installed, entry.name, target), "--help"], { encoding: "utf8" })]).toEqual([bin, expect.stringContaining(bin)]);
+        }
+      }
+
+      // The notes carry every pending changeset's packages, and the checkout keeps its changesets.
+      const notes = readFileSync(join(out, release.notes), "utf8");
+      const named = new Set(changesetsBefore.filter((file) => file.endsWith(".md") && file !== "README.md").flatMap((file) => [...readFileSync(join(repoDir, ".changeset", file), "utf8").split("---")[1]!.matchAll(/^"([^"]+)":/gm)].map((match) => match[1]!)));
+      for (const name of named) expect([name, notes]).toEqual([name, expect.stringContaining(`## ${name} `)]);
+      expect(readdirSync(join(repoDir, ".changeset")).sort()).toEqual(changesetsBefore);
+    }, 240_000);
+
+    // The release's module image, unpacked layer by layer from its archive (scripts/build-module-image.mjs built it).
+    it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, from a builder that gives one digest per commit", () => {
+      const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
+      const image = release.images.find((candidate) => candidate.name === "noop-machine")!;
+      const archived = join(work, "module-image");
+      mkdirSync(archived);
+      execFileSync("tar", ["xf", join(work, "release", image.archive), "-C", archived]);
+      const blob = (digest: string) => join(archived, "blobs", digest.replace(":", "/"));
+      const index = JSON.parse(readFileSync(blob((JSON.parse(readFileSync(join(archived, "index.json"), "utf8")) as { manifests: { digest: string }[] }).manifests[0]!.digest), "utf8")) as { manifests: { digest: string; platform: { architecture: string } }[] };
+      const tofuVersion = runtimeVersion("tofu");
+      for (const { digest, platform } of index.manifests) {
+        const manifest = JSON.parse(readFileSync(blob(digest), "utf8")) as { config: { digest: string } };
+        const imageConfig = JSON.parse(readFileSync(blob(manifest.config.digest), "utf8")) as ImageConfig;
+        expect({ arch: imageConfig.architecture, user: imageConfig.config.User, entrypoint: imageConfig.config.Entrypoint, cmd: imageConfig.config.Cmd }).toEqual({ arch: platform.architecture, user: "65532:65532", entrypoint: undefined, cmd: undefined });
+        expect(imageConfig.config.Labels).toMatchObject({
+          "io.captf.contract": contractVersion,
+          "io.captf.role": "machine",
+          "io.captf.runtime": "tofu",
+          "io.captf.runtime.version": tofuVersion,
+          "org.opencontainers.image.title": "noop-machine",
+          "org.opencontainers.image.version": image.tag,
+          "org.opencontainers.image.revision": "c0ffee",
+        });
+        // The archive is an OCI layout: name the platform's manifest in it, and unpack that as a runtime would.
+        const top = JSON.parse(readFileSync(join(archived, "index.json"), "utf8")) as { manifests: object[] };
+        top.manifests.push({ mediaType: "application/vnd.oci.image.manifest.v1+json", digest, size: readFileSync(blob(digest)).length, annotations: { "org.opencontainers.image.ref.name": platform.architecture } });
+        writeFileSync(join(archived, "index.json"), JSON.stringify(top));
+        const moduleRoot = join(archived, `root-${platform.architecture}`);
+        execFileSync("umoci", ["raw", "unpack", "--image", `${archived}:${platform.architecture}`, moduleRoot], { stdio: "pipe" });
+        expect(readdirSync(join(moduleRoot, "captf/module")).sort()).toEqual(readdirSync(fileURLToPath(new URL("../../../module-noop/machine", import.meta.url))).filter((name) => !name.startsWith(".terraform")).sort());
+        // Each platform's runtime answers as the image's user: this machine's under chroot, the other's under qemu.
+        const qemu = platform.architecture === hostArch ? [] : ["/qemu"];
+        if (qemu.length > 0) copyFileSync(otherArch === "arm64" ? requireTool("qemu-aarch64-static") : "/usr/bin/qemu-x86_64-static", join(moduleRoot, "qemu"));
+        const reported = JSON.parse(execFileSync(chroot, ["--userspec=65532:65532", moduleRoot, ...qemu, "/captf/runtime", "version", "-json"], { env: { CHECKPOINT_DISABLE: "1" }, encoding: "utf8" })) as { platform: string };
+        expect(reported.platform).toBe(`linux_${platform.architecture}`);
+        const sbom = JSON.parse(readFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as { bomFormat: string; components: { type: string; name: string; hashes?: { content: string }[] }[] };
+        const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+        expect(sbom.components[0]).toMatchObject({ type: "application", name: "tofu", hashes: [{ alg: "SHA-256", content: sha256(join(moduleRoot, "captf/runtime")) }] });
+        expect(sbom.components.filter((component) => component.type === "file").map((component) => component.name)).toContain("/captf/module/main.tf");
+      }
+      // The builder is deterministic: built twice from this commit (a small runtime: the layers' bytes are the builder's, not the binary's), one digest.
+      const fakeRuntime = join(work, "fake-runtime");
+      writeFileSync(fakeRuntime, "#!/bin/sh\n");
+      const digests = ["first", "second"].map((name) => {
+        execFileSync(process.execPath, [moduleImageScript, "--out", join(work, name), "--tag", "v1", "--module", join(repoDir, "packages/module-noop/machine"), "--role", "machine", "--runtime", "tofu", "--runtime-version", tofuVersion, "--runtime-binary", `amd64=${fakeRuntime}`, "--runtime-binary", `arm64=${fakeRuntime}`], { stdio: "pipe" });
+        return (JSON.parse(readFileSync(join(work, name, "index.json"), "utf8")) as { manifests: { digest: string }[] }).manifests.map((entry) => entry.digest);
+      });
+      expect(digests[1]).toEqual(digests[0]);
+    }, 120_000);
+  });
+
   it("gives the same image when built again from the same commit", () => {
     // The host's platform alone: its manifest digest covers its config and every layer byte for byte.
     const again = join(work, "again");
@@ -144,7 +284,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
   }, 300_000);
 
   it("answers --version through its entrypoint and runner version from the runner bundle, in its own root", () => {
-    expect(inRoot(root, [...config.config.Entrypoint, "--version"])).toBe(`manager ${managerVersion} (commit c0ffee, contract ${contractVersion}, node ${pinnedNode})\n`);
+    expect(inRoot(root, [...config.config.Entrypoint!, "--version"])).toBe(`manager ${managerVersion} (commit c0ffee, contract ${contractVersion}, node ${pinnedNode})\n`);
     expect(inRoot(root, ["node", "/opt/captf/runner/runner.mjs", "version"])).toMatch(runnerVersionLine);
   });
 

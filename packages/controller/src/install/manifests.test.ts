@@ -38,6 +38,8 @@ describe("the install manifests", () => {
       "ClusterRole/captf-view",
       "ClusterRole/captf-edit",
       "ClusterRole/captf-plan-approver",
+      "ValidatingAdmissionPolicy/captf-plan-approver",
+      "ValidatingAdmissionPolicyBinding/captf-plan-approver",
       "Service/captf-webhook-service",
       "Service/captf-controller-manager-metrics-service",
       "Deployment/captf-controller-manager",
@@ -107,11 +109,18 @@ describe("the install manifests", () => {
     expect(aggregation(installNames.planApproverRole)).toEqual([]);
     const verbs = (name: string) => new Set(roles[name]!.rules!.flatMap((rule) => rule.verbs));
     expect([...verbs(installNames.viewRole)]).toEqual(["get", "list", "watch"]);
-    expect([...verbs(installNames.planApproverRole)]).toEqual(["get", "list", "watch", "patch"]);
-    expect(roles[installNames.planApproverRole]!.rules!.flatMap((rule) => rule.resources)).toEqual(["terraformclusters", "terraformmachines", "terraformmachinepools"]);
+    // The approver reads and patches the three kinds that run plans (approve: the policy keeps it to the approval), and records its approval as an event.
+    expect(roles[installNames.planApproverRole]!.rules!.map((rule) => [rule.resources, rule.verbs])).toEqual([
+      [["terraformclusters", "terraformmachines", "terraformmachinepools"], ["get", "list", "watch", "patch", "approve"]],
+      [["events"], ["create"]],
+    ]);
     // Identities hold the keys to cloud credentials: cluster administrators' alone.
     expect(roles[installNames.editRole]!.rules!.flatMap((rule) => rule.resources)).not.toContain("terraformclusteridentities");
-    for (const role of Object.values(roles)) expect(role.rules!.every((rule) => rule.apiGroups!.length === 1 && rule.apiGroups![0] === "infrastructure.cluster.x-k8s.io")).toBe(true);
+    // Nothing outside captf's API group, but the approver's event (pinned above).
+    for (const [name, role] of Object.entries(roles)) {
+      const rules = name === installNames.planApproverRole ? role.rules!.slice(0, 1) : role.rules!;
+      expect([name, rules.every((rule) => rule.apiGroups!.length === 1 && rule.apiGroups![0] === "infrastructure.cluster.x-k8s.io")]).toEqual([name, true]);
+    }
   });
 
   it("keeps at most one manager Pod away at a time with a PodDisruptionBudget that selects the Deployment's Pods", () => {

@@ -6,13 +6,14 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1PodDisruptionBudget, V1Service, V1ServiceAccount } from "@kubernetes/client-node";
+import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1PodDisruptionBudget, V1Service, V1ServiceAccount, V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { renderCrdFiles, type GeneratedFile } from "../api/crds.js";
 import { buildMutatingWebhookConfiguration, buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
 import { defaultManagerNamespace, managerServiceAccount, managerVersion } from "../manager-main.js";
-import { renderMonitoringFiles } from "../monitoring/monitoring-files.js";
-import { editPermissions, managerPermissions, planApproverPermissions, policyRules, runnerPermissions, viewPermissions } from "./permissions.js";
+import { renderMonitoringFiles, type MonitoringOptions } from "../monitoring/monitoring-files.js";
+import { editPermissions, managerPermissions, planApproverPermissions, policyRules, runnerPermissions, viewPermissions, workspacePlurals } from "./permissions.js";
+import { annotations, apiGroup } from "@captf/contract/api";
 
 export interface InstallOptions {
   namespace: string;
@@ -161,6 +162,52 @@ export function userRoleObjects(): V1ClusterRole[] {
   ];
 }
 
+/** What a plan approver (who may `approve` but not `update`) may change: the approval and the webhook's record of it. */
+const approverAnnotations = [annotations.approvePlan, annotations.planApprovedBy];
+const orEmpty = (field: string, empty: "{}" | "[]") => `(has(object.metadata.${field}) ? object.metadata.${field} : ${empty}) == (has(oldObject.metadata.${field}) ? oldObject.metadata.${field} : ${empty})`;
+
+/**
+ * The ValidatingAdmissionPolicy and its binding that keep a plan approver's writes to the approval:
+ * an update by a requester who holds the custom verb `approve` (captf-plan-approver) and not `update`
+ * on the object's kind is refused unless spec, labels, finalizers, owners and every other annotation stay.
+ */
+export function planApproverPolicyObjects(): [V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding] {
+  const may = (verb: string) => `authorizer.group('${apiGroup}').resource(request.resource.resource).namespace(request.namespace).check('${verb}').allowed()`;
+  const name = installNames.planApproverRole;
+  return [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name, labels: partOf },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: { resourceRules: [{ apiGroups: [apiGroup], apiVersions: ["*"], operations: ["UPDATE"], resources: [...workspacePlurals] }] },
+        matchConditions: [{ name: "approver-only", expression: `${may("approve")} && !${may("update")}` }],
+        variables: [
+          { name: "approval", expression: JSON.stringify(approverAnnotations).replaceAll('"', "'") },
+          { name: "before", expression: "has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}" },
+          { name: "after", expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}" },
+        ],
+        validations: [
+          {
+            expression: [
+              "object.spec == oldObject.spec",
+              orEmpty("labels", "{}"),
+              orEmpty("finalizers", "[]"),
+              orEmpty("ownerReferences", "[]"),
+              "variables.after.all(k, k in variables.approval || (k in variables.before && variables.before[k] == variables.after[k]))",
+              "variables.before.all(k, k in variables.approval || k in variables.after)",
+            ].join(" && "),
+            message: `a plan approver may only set ${annotations.approvePlan}`,
+            reason: "Forbidden",
+          },
+        ],
+      },
+    },
+    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name, labels: partOf }, spec: { policyName: name, validationActions: ["Deny"] } },
+  ];
+}
+
 /**
  * At most one manager Pod evicted at a time: with the shipped single replica a drain still evicts it
  * (the webhooks are down until it is rescheduled); with two replicas a standby keeps serving. A Pod
@@ -234,6 +281,11 @@ function yamlDocuments(objects: readonly unknown[]): string {
 /** config/install.yaml: every object in apply order (namespace, CRDs, RBAC, Services, Deployment and its budget, certificate, webhooks). */
 export const installPath = "config/install.yaml";
 
+/** The monitoring objects' options for an install: its namespace, metrics Service and serving certificate. */
+export function monitoringOptions(options: InstallOptions): MonitoringOptions {
+  return { namespace: options.namespace, metricsService: metricsServiceObject(options), servingCertificateSecret: installNames.certificateSecret };
+}
+
 /** The component files under config/, config/install.yaml and the opt-in config/monitoring files, paths relative to the package root. */
 export function renderInstallFiles(options: InstallOptions = defaultInstallOptions): GeneratedFile[] {
   const rbac = rbacObjects(options);
@@ -245,6 +297,7 @@ export function renderInstallFiles(options: InstallOptions = defaultInstallOptio
     { path: "config/rbac/runner_role.yaml", content: yamlDocuments([rbac.runnerRole]) },
     { path: "config/rbac/metrics_reader_role.yaml", content: yamlDocuments([rbac.metricsReaderRole]) },
     { path: "config/rbac/user_roles.yaml", content: yamlDocuments(userRoleObjects()) },
+    { path: "config/rbac/plan_approver_policy.yaml", content: yamlDocuments(planApproverPolicyObjects()) },
     { path: "config/webhook/service.yaml", content: yamlDocuments([webhookServiceObject(options)]) },
     { path: "config/manager/metrics_service.yaml", content: yamlDocuments([metricsServiceObject(options)]) },
     { path: "config/manager/manager.yaml", content: yamlDocuments([deploymentObject(options)]) },
@@ -254,7 +307,7 @@ export function renderInstallFiles(options: InstallOptions = defaultInstallOptio
   ];
   const [namespace, ...rest] = components;
   const ordered = [namespace!.content, ...renderCrdFiles().map((file) => file.content), ...rest.map((file) => file.content)];
-  const monitoring = renderMonitoringFiles({ namespace: options.namespace, metricsService: metricsServiceObject(options), servingCertificateSecret: installNames.certificateSecret });
+  const monitoring = renderMonitoringFiles(monitoringOptions(options));
   return [...components.map((file) => ({ path: file.path, content: header + file.content })), { path: installPath, content: header + ordered.join("---\n") }, ...monitoring];
 }
 

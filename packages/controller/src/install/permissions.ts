@@ -17,7 +17,7 @@ export interface Permission {
   why: string;
 }
 
-const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
+export const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
 const allPlurals = kindDefinitions.map((definition) => definition.plural);
 /** The kinds whose status a controller writes. */
 const statusPlurals = [...workspacePlurals, "terraformclusteridentities"].map((plural) => `${plural}/status`);
@@ -66,10 +66,13 @@ export const editPermissions: readonly Permission[] = [
 
 /**
  * `captf-plan-approver`, aggregated into nothing: bind it to whoever approves plans. RBAC cannot narrow a
- * patch to one annotation, so it grants `patch` on the three kinds that run plans and nothing else.
+ * patch to one annotation: it grants `patch` on the three kinds that run plans, and the custom verb
+ * `approve`, by which the ValidatingAdmissionPolicy captf-plan-approver keeps a requester who may
+ * approve but not update to that annotation.
  */
 export const planApproverPermissions: readonly Permission[] = [
-  { apiGroup, resources: workspacePlurals, verbs: ["get", "list", "watch", "patch"], why: "reading a pending plan (status.plan) and setting captf.io/approve-plan to its hash" },
+  { apiGroup, resources: workspacePlurals, verbs: ["get", "list", "watch", "patch", "approve"], why: "reading a pending plan (status.plan) and setting captf.io/approve-plan to its hash, and only that (approve)" },
+  { apiGroup: "events.k8s.io", resources: ["events"], verbs: ["create"], why: "the PlanApprovalRequested event `kubectl captf plan approve` records on the object" },
 ];
 
 export function policyRules(permissions: readonly Permission[]): V1PolicyRule[] {

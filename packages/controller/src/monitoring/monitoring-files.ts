@@ -75,6 +75,11 @@ function dashboardText(): string {
 
 const header = "# Generated from packages/controller/src/monitoring by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
 
+/** The objects of config/monitoring: the PrometheusRule, the ServiceMonitor and the dashboard ConfigMap. */
+export function monitoringObjects(options: MonitoringOptions): Record<string, unknown>[] {
+  return [prometheusRuleObject(options), serviceMonitorObject(options), dashboardConfigMapObject(options) as Record<string, unknown>];
+}
+
 export function renderMonitoringFiles(options: MonitoringOptions): GeneratedFile[] {
   const yaml = (object: unknown) => header + stringify(object, { lineWidth: 0 });
   return [
