@@ -85,9 +85,10 @@ const isoSeconds = (millis) => new Date(millis).toISOString().replace(/\.\d+Z$/,
 /**
  * Starts completing the Pods of TerraformMachine Jobs in `namespace` with `client` (a KubeClient
  * straight to the API server, not through the counting proxy). `jobSeconds` delays each
- * completion after its Pod appeared, as a run's duration.
+ * completion after its Pod appeared, as a run's duration. A Pod for which `hold(pod)` is true is
+ * left running (a drill deletes it).
  */
-export function startJobCompleter({ client, namespace, logger, concurrency = 8, jobSeconds = 0 }) {
+export function startJobCompleter({ client, namespace, logger, concurrency = 8, jobSeconds = 0, hold = () => false }) {
   const stats = {
     jobs: new Map(), // name → { owner, op, createdAt, podSucceededAt?, completeAt?, failedAt?, bookkeptAt? }
     podsCompleted: 0,
@@ -119,7 +120,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
   const onPod = (pod) => {
     const meta = pod.metadata;
     if (meta.labels?.[labels.ownerKind] !== "TerraformMachine" || handled.has(meta.uid)) return;
-    if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed" || meta.deletionTimestamp) return;
+    if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed" || meta.deletionTimestamp || hold(pod)) return;
     handled.add(meta.uid);
     queue.push({ pod, seenAt: Date.now() });
     idle.shift()?.();

@@ -87,10 +87,10 @@ export function metricSum(text, name, filter = "") {
 /**
  * The plane (etcd, kube-apiserver, kube-controller-manager), the CRDs, the cluster's fixtures and
  * `machines` machines' (created before any manager runs), the Job completer (`jobSeconds` per
- * run) and the provisioned watch: `provisionedAt` (name → ms), `allProvisioned()` resolves once
+ * run; `hold` as the completer's) and the provisioned watch: `provisionedAt` (name → ms), `allProvisioned()` resolves once
  * every machine is.
  */
-export async function startDrillPlane({ runner, drill, machines, jobSeconds = 0, namespace = "bench" }) {
+export async function startDrillPlane({ runner, drill, machines, jobSeconds = 0, namespace = "bench", hold }) {
   const planeStarting = startControlPlane();
   runner.onCleanup(async () => (await planeStarting.catch(() => undefined))?.stop());
   const plane = await planeStarting;
@@ -106,7 +106,7 @@ export async function startDrillPlane({ runner, drill, machines, jobSeconds = 0,
   await inParallel(names, 16, (name) => createMachineFixtures(client, namespace, name));
   step(drill, `${machines} machines' fixtures created in ${seconds(Date.now() - fixturesFrom)} s`);
 
-  const completer = startJobCompleter({ client, namespace, logger, jobSeconds });
+  const completer = startJobCompleter({ client, namespace, logger, jobSeconds, ...(hold ? { hold } : {}) });
   runner.onCleanup(() => completer.stop());
   await completer.synced();
 
