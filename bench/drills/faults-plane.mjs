@@ -19,11 +19,12 @@ const k8s = await loadDependency("@kubernetes/client-node");
 const { pino } = await loadDependency("pino");
 const { createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("../controller-fixtures.mjs");
 const { startJobCompleter } = await import("../controller-jobs.mjs");
+const { memoryOf, quietWhile, percentile } = await import("../controller-samples.mjs");
 
 export const sleep = (millis) => new Promise((resolve) => setTimeout(resolve, millis));
 export const seconds = (millis) => (millis / 1000).toFixed(1);
 export const logger = pino({ level: "warn" }, pino.destination(2));
-export { types, machineName, inParallel };
+export { types, machineName, inParallel, memoryOf, quietWhile, percentile };
 
 const started = Date.now();
 /** A progress line on stderr, stamped with the seconds since the drill started. */
@@ -61,17 +62,6 @@ export function drillRunner(drill) {
       process.exit(code);
     },
   };
-}
-
-/** VmRSS and VmHWM of a process in MiB, undefined once it is gone. */
-export function memoryOf(pid) {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
-    return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024 };
-  } catch {
-    return undefined;
-  }
 }
 
 /** The sum of a metric's samples in Prometheus text whose labels contain `filter`. */
@@ -215,20 +205,4 @@ export function jobsPerOwner(completer, op = "apply") {
     otherOps: jobs.filter((j) => j.op !== op).map((j) => `${j.owner}:${j.op}`),
     failed: jobs.filter((j) => j.failedAt).length,
   };
-}
-
-/** Resolves once `count()` did not change for `quietMillis`, or after `maxMillis` (false). */
-export async function quietWhile(count, quietMillis, maxMillis) {
-  const deadline = Date.now() + maxMillis;
-  let last = count();
-  let since = Date.now();
-  while (Date.now() < deadline) {
-    await sleep(250);
-    const now = count();
-    if (now !== last) {
-      last = now;
-      since = Date.now();
-    } else if (Date.now() - since >= quietMillis) return true;
-  }
-  return false;
 }

@@ -17,7 +17,7 @@
 // lost (0), and the manager's RSS (peak, end).
 // Exits 1 when a phase does not converge or a figure is missed.
 import { parseArgs } from "node:util";
-import { drillRunner, inParallel, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step, types } from "./faults-plane.mjs";
+import { drillRunner, inParallel, jobsPerOwner, metricSum, percentile, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step, types } from "./faults-plane.mjs";
 
 const { values: flags } = parseArgs({
   options: {
@@ -34,8 +34,6 @@ const jobSeconds = Number(flags["job-seconds"]);
 const driftSeconds = Number(flags["drift-seconds"]);
 const drill = "load-lifecycle";
 const runner = drillRunner(drill);
-
-const percentile = (values, p) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))];
 
 await runner.run(async () => {
   const env = await startDrillPlane({ runner, drill, machines: N, jobSeconds });
