@@ -7,7 +7,7 @@
 // bench's completer finishes each Job --job-seconds after its Pod appeared, so Jobs overlap.
 //
 //   npx tsc -b && node bench/drills/load-lifecycle.mjs [--machines 2000] [--max-active-jobs 20] [--job-seconds 2]
-//                                                      [--concurrency 10] [--drift-seconds 60]
+//                                                      [--concurrency 10] [--drift-seconds 60] [--phase-timeout-seconds S]
 //
 // Samples every 250 ms the captf Jobs not yet Complete or Failed (the manager's slot count is the
 // same thing read from its cache) and the manager's RSS. Prints per phase: its wall time, the peak
@@ -26,6 +26,7 @@ const { values: flags } = parseArgs({
     "job-seconds": { type: "string", default: "2" },
     concurrency: { type: "string", default: "10" },
     "drift-seconds": { type: "string", default: "60" },
+    "phase-timeout-seconds": { type: "string" },
   },
 });
 const N = Number(flags.machines);
@@ -48,7 +49,7 @@ await runner.run(async () => {
     phase.rssPeak = Math.max(phase.rssPeak, manager.memory()?.rss ?? 0);
   }, 250);
   runner.onCleanup(async () => clearInterval(sampler));
-  const timeoutMillis = 300_000 + ((3 * N * jobSeconds) / limit) * 1000;
+  const timeoutMillis = 1000 * Number(flags["phase-timeout-seconds"] ?? 300 + (3 * N * jobSeconds) / limit);
   const progress = setInterval(() => step(drill, `  ${phase.name}: ${active()} active Jobs (peak ${phase.peak}), ${completer.stats.jobs.size} Jobs created, ${env.provisionedAt.size} provisioned, RSS ${manager.memory()?.rss.toFixed(0)} MiB`), 15_000);
   runner.onCleanup(async () => clearInterval(progress));
   const phases = [];
@@ -81,11 +82,12 @@ await runner.run(async () => {
     for (const job of completer.stats.jobs.values()) if (job.op === op && job.bookkeptAt) byOwner.set(job.owner, (byOwner.get(job.owner) ?? 0) + 1);
     return env.names.every((name) => (byOwner.get(name) ?? 0) >= count);
   };
-  await runPhase("bring-up", async () => {}, async () => env.provisionedAt.size === N);
+  // A phase that does not converge ends the drill: the next one's figures would mix both.
+  if (!(await runPhase("bring-up", async () => {}, async () => env.provisionedAt.size === N))) return false;
   // Machines' inputs (spec.source, variables) are immutable (a changed machine is a new machine):
   // the spec change is spec.drift, which starts a background operation per machine.
   const patchedAt = Date.now();
-  await runPhase(
+  const driftOn = await runPhase(
     "drift on",
     () => inParallel(env.names, 16, (name) => machinePatch(name, { spec: { drift: { intervalSeconds: driftSeconds } } })),
     async () => bookkept("drift", 1),
@@ -97,6 +99,7 @@ await runner.run(async () => {
   });
   const backgroundSlots = Math.floor(0.8 * limit);
   const driftBound = 1000 * (60 + (N * jobSeconds) / backgroundSlots);
+  if (!driftOn) return false;
   const remaining = async () => (await client.list(types.terraformMachine, namespace, { limit: 1 })).items.length;
   await runPhase(
     "teardown",
