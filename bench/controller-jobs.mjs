@@ -14,7 +14,7 @@
 // kube-controller-manager's Job controller then counts the succeeded Pod and marks the Job
 // Complete, as it would with a kubelet. The Jobs are watched to check that, and to count them.
 import { createHash, randomUUID } from "node:crypto";
-import { gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { loadController, loadDependency } from "./controller-packages.mjs";
 import { types } from "./controller-fixtures.mjs";
 
@@ -58,21 +58,22 @@ export function noopMachineState(namespace, machineName, serial = 1) {
   };
 }
 
-/** The runner's result document of a successful apply (packages/contract/src/run-result.ts). */
-export function applyResult(image) {
+/** The runner's result document of a successful apply, destroy or drift check (packages/contract/src/run-result.ts). */
+export function applyResult(image, op = "apply") {
   return JSON.stringify({
     version: 1,
-    op: "apply",
+    op,
     image: { ref: image, providersMirror: false },
     runtime: { command: ["/captf/runtime"], version: "1.12.6" },
     steps: [
       { name: "init", exit: 0, seconds: 0.8 },
       { name: "validate", exit: 0, seconds: 0.3 },
-      { name: "apply", exit: 0, seconds: 0.5 },
+      { name: op === "drift" ? "plan" : op, exit: 0, seconds: 0.5 },
     ],
-    drift: null,
+    // A drift check finds none; it changes nothing.
+    drift: op === "drift" ? { detected: false, add: 0, change: 0, destroy: 0, resources: [] } : null,
     error: null,
-    changes: { add: 1, change: 0, destroy: 0 },
+    ...(op === "drift" ? {} : { changes: op === "destroy" ? { add: 0, change: 0, destroy: 1 } : { add: 1, change: 0, destroy: 0 } }),
   });
 }
 
@@ -84,9 +85,10 @@ const isoSeconds = (millis) => new Date(millis).toISOString().replace(/\.\d+Z$/,
 /**
  * Starts completing the Pods of TerraformMachine Jobs in `namespace` with `client` (a KubeClient
  * straight to the API server, not through the counting proxy). `jobSeconds` delays each
- * completion after its Pod appeared, as a run's duration.
+ * completion after its Pod appeared, as a run's duration. A Pod for which `hold(pod)` is true is
+ * left running (a drill deletes it).
  */
-export function startJobCompleter({ client, namespace, logger, concurrency = 8, jobSeconds = 0 }) {
+export function startJobCompleter({ client, namespace, logger, concurrency = 8, jobSeconds = 0, hold = () => false }) {
   const stats = {
     jobs: new Map(), // name → { owner, op, createdAt, podSucceededAt?, completeAt?, failedAt?, bookkeptAt? }
     podsCompleted: 0,
@@ -118,7 +120,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
   const onPod = (pod) => {
     const meta = pod.metadata;
     if (meta.labels?.[labels.ownerKind] !== "TerraformMachine" || handled.has(meta.uid)) return;
-    if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed" || meta.deletionTimestamp) return;
+    if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed" || meta.deletionTimestamp || hold(pod)) return;
     handled.add(meta.uid);
     queue.push({ pod, seenAt: Date.now() });
     idle.shift()?.();
@@ -129,6 +131,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
     const namespace = pod.metadata.namespace;
     const jobName = pod.metadata.labels["job-name"] ?? pod.metadata.labels["batch.kubernetes.io/job-name"];
     const owner = pod.metadata.labels[labels.ownerName];
+    const op = pod.metadata.labels[labels.op] ?? "apply";
     const waitUntil = seenAt + jobSeconds * 1000;
     if (Date.now() < waitUntil) await sleep(waitUntil - Date.now());
 
@@ -146,7 +149,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
       stats.runSecretWaitMillis.push(Date.now() - started);
     }
 
-    // 2. The state Secret, as the kubernetes backend writes it.
+    // 2. The state Secret, as the kubernetes backend writes it (a drift check only reads it).
     const suffix = stateSecretSuffix({ role: "machine", namespace, name: owner });
     const name = stateSecretName(suffix);
     const secretLabels = {
@@ -163,13 +166,15 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
       type: "Opaque",
       data: { tfstate: gzipSync(JSON.stringify(state)).toString("base64") },
     });
-    try {
-      await client.create(types.secret, namespace, body(noopMachineState(namespace, owner)));
+    // A destroy leaves the state with no resources and no outputs, as OpenTofu does.
+    const stateOf = (serial) => (op === "destroy" ? { ...noopMachineState(namespace, owner, serial), outputs: {}, resources: [] } : noopMachineState(namespace, owner, serial));
+    if (op !== "drift") try {
+      await client.create(types.secret, namespace, body(stateOf(1)));
     } catch (error) {
       if (!isConflict(error)) throw error;
-      // A later apply of the same machine: the backend rewrites the Secret with serial + 1.
+      // A later run of the same machine: the backend rewrites the Secret with serial + 1.
       const current = await client.get(types.secret, namespace, name);
-      await client.replace(types.secret, namespace, name, body(noopMachineState(namespace, owner, 2), current.metadata.resourceVersion, current.metadata.annotations));
+      await client.replace(types.secret, namespace, name, body(stateOf(Number(JSON.parse(gunzipSync(Buffer.from(current.data.tfstate, "base64"))).serial) + 1), current.metadata.resourceVersion, current.metadata.annotations));
     }
 
     // 3. The Pod's status, through the status subresource, as a kubelet reports a finished Pod.
@@ -195,7 +200,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
             condition("ContainersReady", "False", "PodCompleted"),
           ],
           ...(init ? { initContainerStatuses: [{ name: "runner", image: init.image, imageID: "", ready: false, restartCount: 0, started: false, state: terminated() }] } : {}),
-          containerStatuses: [{ name: "source", image: source.image, imageID: imageId(source.image), ready: false, restartCount: 0, started: false, state: terminated(applyResult(source.image)) }],
+          containerStatuses: [{ name: "source", image: source.image, imageID: imageId(source.image), ready: false, restartCount: 0, started: false, state: terminated(applyResult(source.image, op)) }],
         },
       },
       "strategic",
@@ -217,7 +222,15 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
       try {
         await complete(item);
       } catch (error) {
-        stats.errors.push(`${item.pod.metadata.name}: ${error.message}`);
+        // An API server outage (the fault drills) is retried, as a kubelet reports again; a bug is not.
+        const unreachable = /ECONNREFUSED|ECONNRESET|socket hang up|aborted/.test(`${error?.code} ${error?.message}`) || error?.statusCode >= 500;
+        if (unreachable && (item.retries ?? 0) < 30) {
+          stats.retries = (stats.retries ?? 0) + 1;
+          setTimeout(() => {
+            queue.push({ ...item, retries: (item.retries ?? 0) + 1 });
+            idle.shift()?.();
+          }, 1000);
+        } else stats.errors.push(`${item.pod.metadata.name}: ${error.message}`);
       }
     }
   });

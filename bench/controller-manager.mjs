@@ -7,6 +7,7 @@
 // follows whatever the manager grows. No leader election.
 //
 //   node bench/controller-manager.mjs --kubeconfig <path> [--concurrency 10] [--mode manager|informers] [--sync-period 10m]
+//                                     [--manager-flag=--max-active-jobs=20 ...]
 //
 // --mode informers is the baseline: the same Manager, controllers and watches (so the same
 // informer caches), each reconcile replaced by one that returns at once. Prints one JSON line on
@@ -22,6 +23,8 @@ const { values: flags } = parseArgs({
     concurrency: { type: "string", default: "10" },
     mode: { type: "string", default: "manager" },
     "sync-period": { type: "string", default: "10m" },
+    // More of the manager's own flags, passed through as given (the drills' --max-active-jobs, …).
+    "manager-flag": { type: "string", multiple: true, default: [] },
   },
 });
 if (!flags.kubeconfig) throw new Error("--kubeconfig is required");
@@ -40,6 +43,7 @@ const parsed = await parseManagerFlags(
     `--terraformmachine-concurrency=${flags.concurrency}`,
     `--sync-period=${flags["sync-period"]}`,
     "--runner-image=registry.invalid/captf/captf-controller:bench",
+    ...flags["manager-flag"],
   ],
   {},
 );

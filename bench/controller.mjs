@@ -74,6 +74,7 @@ const { labels: contractLabels } = await loadDependency("@captf/contract/api");
 const { startCountingProxy, difference } = await import("./controller-proxy.mjs");
 const { createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./controller-fixtures.mjs");
 const { startJobCompleter, noopMachineOutputs } = await import("./controller-jobs.mjs");
+const { memoryOf, percentile, quietWhile } = await import("./controller-samples.mjs");
 
 // The synthetic state must decode as the reconciler decodes it, or nothing ever provisions.
 const selfCheck = decodeOutputs("machine", Object.fromEntries(Object.entries(noopMachineOutputs("ns", "m")).map(([k, v]) => [k, v.value])), undefined, { fromState: true });
@@ -113,17 +114,6 @@ const sleep = (millis) => new Promise((resolve) => setTimeout(resolve, millis));
 const seconds = (millis) => (millis / 1000).toFixed(1);
 const benchStarted = Date.now();
 const step = (text) => interrupted || process.stderr.write(`bench [${seconds(Date.now() - benchStarted).padStart(6)} s]: ${text}\n`);
-
-/** VmRSS and VmHWM of a process in MiB, undefined once it is gone. */
-function memoryOf(pid) {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN);
-    return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024 };
-  } catch {
-    return undefined;
-  }
-}
 
 /** User + system CPU seconds of a process so far, undefined once it is gone. */
 function cpuOf(pid) {
@@ -252,27 +242,9 @@ async function steadyMemory(handle) {
 }
 
 /** Resolves once the proxy saw no request for `quietMillis`, or after `maxMillis`. */
-async function quiet(counts, quietMillis, maxMillis) {
-  const total = () => [...counts.byKey.values()].reduce((n, e) => n + e.count, 0);
-  const deadline = Date.now() + maxMillis;
-  let last = total();
-  let since = Date.now();
-  while (Date.now() < deadline) {
-    await sleep(250);
-    const now = total();
-    if (now !== last) {
-      last = now;
-      since = Date.now();
-    } else if (Date.now() - since >= quietMillis) return true;
-  }
-  return false;
-}
+const quiet = (counts, quietMillis, maxMillis) => quietWhile(() => [...counts.byKey.values()].reduce((n, e) => n + e.count, 0), quietMillis, maxMillis);
 
 const mean = (values) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
-const percentile = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : NaN;
-};
 
 let exitCode = 0;
 try {
