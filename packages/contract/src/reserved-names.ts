@@ -18,7 +18,6 @@ export const reservedNames: Record<string, string> = {
   "condition-reason:ApplyRunning": "declared only: nothing produces it yet (issue 13)",
   "condition-reason:InputsApplyFailed": "declared only: nothing produces it yet (issue 13)",
   "condition-reason:InputsUnavailable": "declared only: nothing produces it yet (issue 13)",
-  "condition-reason:DriftJobDeadlineExceeded": "named in packages/controller/src/reconcile/workspace-reconciler.ts on a path no test in the test command reaches yet (issue 13)",
   "condition-reason:DriftNotChecked": "declared only: nothing produces it yet (issue 13)",
   "condition-reason:DriftJobRunning": "declared only: nothing produces it yet (issue 13)",
   "condition-reason:DurableInputsMissing": "named in packages/controller/src/reconcile/workspace-reconciler.ts on a path no test in the test command reaches yet (issue 13)",
