@@ -5,11 +5,11 @@
 // jest; prints what is unproduced and which reservations are stale, and exits 1 on either.
 //
 //   node scripts/check-names-produced.mjs [.test-results/coverage/coverage-final.json]
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { annotations, conditionReasons, labels, managerEventReasons, pluginEventReasons, runnerEventReasons } from "../packages/contract/dist/api.js";
 import { reservedNames } from "../packages/contract/dist/reserved-names.js";
-import { findNamesProduced, literalPattern, metricUsePattern, propertyPattern } from "../packages/testkit/dist/names-produced.js";
+import { escapeRegExp, findNamesProduced, literalPattern, metricUsePattern, propertyPattern } from "../packages/testkit/dist/names-produced.js";
 
 const root = resolve(new URL("..", import.meta.url).pathname);
 const coverageFile = process.argv[2] ?? join(root, ".test-results/coverage/coverage-final.json");
@@ -61,13 +61,17 @@ function declaredMetrics() {
       // A metric filled at scrape time by its collect(): its `this.set(` line is where it is produced.
       const block = text.slice(match.index, text.indexOf("});", match.index));
       const collectLine = /collect\(\)/.test(block) ? block.split("\n").find((line) => line.includes("this.set(")) : undefined;
-      if (collectLine) patterns.push(new RegExp(collectLine.trim().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+      if (collectLine) patterns.push(new RegExp(escapeRegExp(collectLine.trim())));
       metrics.push({ id: `metric:${name}`, patterns });
     }
   }
   return metrics;
 }
 
+if (!existsSync(coverageFile)) {
+  console.error(`names produced: no coverage at ${coverageFile}; the test command writes it (run it without filters first)`);
+  process.exit(2);
+}
 const coverage = new Map(Object.entries(JSON.parse(readFileSync(coverageFile, "utf8"))));
 const finding = findNamesProduced({ declared, sources, coverage, reserved: reservedNames });
 console.log(`names produced on tested paths: ${finding.produced.size} of ${declared.length} declared; ${Object.keys(reservedNames).length} reserved for later`);

@@ -4,5 +4,5 @@ export { describeWithTools, recordSkippedSuite, skippedSuitesFile } from "./inte
 export { describeModuleImages, describeModuleRootSuites, describeWithProviders } from "./providers.js";
 export { defaultProviderMirror, findProviders, mirrorModuleProviders, providerCliConfig, providerMirrorVariable, providerRegistryHost } from "./provider-sources.js";
 export type { ProviderSource } from "./provider-sources.js";
-export { coveredLines, findNamesProduced, literalPattern, metricUsePattern, propertyPattern, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
+export { coveredLines, escapeRegExp, findNamesProduced, literalPattern, metricUsePattern, propertyPattern, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
 export { copyModuleForRun } from "./tofu.js";

@@ -29,21 +29,22 @@ export interface NamesFinding {
   namedUntested: Map<string, string>;
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** The text as a regular expression matching it literally. */
+export const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** A name written as a string literal: `"Name"`, `'Name'` or `` `Name` ``. */
 export function literalPattern(name: string): RegExp {
-  return new RegExp(`["'\`]${escape(name)}["'\`]`);
+  return new RegExp(`["'\`]${escapeRegExp(name)}["'\`]`);
 }
 
 /** A property of a names table used in code: `annotations.inputsHash`, `labels.op`. */
 export function propertyPattern(table: string, key: string): RegExp {
-  return new RegExp(`\\b${escape(table)}\\.${escape(key)}\\b`);
+  return new RegExp(`\\b${escapeRegExp(table)}\\.${escapeRegExp(key)}\\b`);
 }
 
 /** A metric filled through its property: `.jobs.inc(`, `metrics?.jobQueue.observe(`, `this.ready.set(`. */
 export function metricUsePattern(property: string): RegExp {
-  return new RegExp(`\\.${escape(property)}\\??\\.(inc|dec|observe|set|labels|startTimer|remove)\\(`);
+  return new RegExp(`\\.${escapeRegExp(property)}\\??\\.(inc|dec|observe|set|labels|startTimer|remove)\\(`);
 }
 
 /** The lines of a file that ran: those whose innermost statement ran at least once. */

@@ -2,11 +2,10 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, waitFor } from "@captf/testkit";
-import { kubeEventRecorder } from "../events/event-recorder.js";
 import { clusterAdapter, clusterStateOutputs, machineAdapter } from "../kinds/adapters.js";
 import { passReads } from "./pass-reads.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, preparePlane } from "./plane.test-support.js";
+import { allJobsFinished, planeReconcilerDeps, preparePlane } from "./plane.test-support.js";
 import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const clusterImage = "registry.invalid/captf/noop-cluster:v0.1.0";
@@ -28,10 +27,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
     ({ batch, custom } = plane);
-    const kubeConfig = new k8s.KubeConfig();
-    kubeConfig.loadFromFile(plane.kubeconfigPath);
-    eventsApi = kubeConfig.makeApiClient(k8s.EventsV1Api);
-    deps = { core: plane.core, batch, custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance: "bring-up-test" }) };
+    ({ deps, eventsApi } = planeReconcilerDeps(plane, "bring-up-test"));
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [clusterImage]: noopModuleDirectory("cluster"), [machineImage]: noopModuleDirectory("machine") } });
     const cluster = (await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
       apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "c1" },

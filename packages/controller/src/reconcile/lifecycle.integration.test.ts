@@ -7,14 +7,13 @@ import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { stateLockLeaseName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools, waitFor } from "@captf/testkit";
-import { kubeEventRecorder } from "../events/event-recorder.js";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { Registry } from "prom-client";
 import { previousSchemeJobName, runSecretName } from "../jobs/build-job.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { clusterLeaseName, runLeaseName } from "./run-lease.js";
 import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
@@ -40,16 +39,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    deps = {
-      core: plane.core,
-      batch: plane.batch,
-      custom: plane.custom,
-      coordination: plane.coordination,
-      events: kubeEventRecorder((eventsApi = kc.makeApiClient(k8s.EventsV1Api)), { instance: "lifecycle-test" }),
-      now: () => Date.now() + skew,
-    };
+    const reconcilerDeps = planeReconcilerDeps(plane, "lifecycle-test");
+    eventsApi = reconcilerDeps.eventsApi;
+    deps = { ...reconcilerDeps.deps, now: () => Date.now() + skew };
     // The no-op machine module plus the two user variables the tests set.
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
@@ -103,7 +95,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   };
 
   // The manager's events about one object (recorded in the background: wait for what a test expects).
-  const eventsOf = async (name: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name);
+  const eventsOf = async (name: string) =>
+    (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reportingController === "captf-manager");
 
   async function drive(name: string, until: (machine: Json) => boolean, maxPasses = 12): Promise<string[]> {
     const actions: string[] = [];
@@ -363,10 +356,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toMatch(/^started destroy \(Deleting\)/);
       expect(condition(await getMachine("doomed"), "Deleting")).toMatchObject({ status: "True", reason: "Deleting" });
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toBe("JobActive");
-      const kc = new k8s.KubeConfig();
-      kc.loadFromFile(plane.kubeconfigPath);
-      const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
-      const reasons = async () => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "doomed" && event.reportingController === "captf-manager").map((event) => event.reason);
+      const reasons = async () => (await eventsOf("doomed")).map((event) => event.reason);
       await waitFor(async () => ((await reasons()).includes("DeletionStarted") ? true : undefined), 10_000, "the DeletionStarted event");
       expect((await reasons()).filter((reason) => reason === "DeletionStarted")).toHaveLength(1);
       expect((await jobsOf("doomed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "destroy"]);
@@ -533,11 +523,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         metadata: { annotations: { "app.terraform.io/lock-info": JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: who, Version: "1.12.6", Created: "2026-12-03T08:00:00Z", Path: "" }) } },
         spec: { holderIdentity: id },
       } }, mergePatchOptions());
-    const eventsFor = async (name: string, reason: string) => {
-      const kc = new k8s.KubeConfig();
-      kc.loadFromFile(plane.kubeconfigPath);
-      return (await kc.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reason === reason);
-    };
+    const eventsFor = async (name: string, reason: string) => (await eventsOf(name)).filter((event) => event.reason === reason);
 
     it("reports a lock held by anything but the object's own runner as StateLocked with its holder, and never releases it", async () => {
       await createMachine("foreignlock");
@@ -773,7 +759,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(await jobsOf("nocreds")).toHaveLength(0);
 
         // The credential never shows in status or events.
-        const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
         const everything = JSON.stringify([machine.status, denied.status, (await eventsApi.listNamespacedEvent({ namespace })).items]);
         expect(everything).not.toContain(canary);
         expect(everything).not.toContain(Buffer.from(canary).toString("base64"));
@@ -784,11 +769,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   it("records events from captf-manager about the object: Job created and succeeded, digest pinned, paused and resumed", async () => {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
-    const reasonsFor = async (name: string) =>
-      (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reportingController === "captf-manager").map((event) => event.reason);
+    const reasonsFor = async (name: string) => (await eventsOf(name)).map((event) => event.reason);
     const vars = await reasonsFor("vars");
     expect(vars).toEqual(expect.arrayContaining(["JobCreated", "JobSucceeded", "DigestPinned", "Provisioned", "ProviderIDSet", "Destroyed", "FinalizerRemoved"]));
     expect(await reasonsFor("paused")).toEqual(expect.arrayContaining(["Paused", "Resumed", "JobCreated"]));
