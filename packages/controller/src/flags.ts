@@ -24,7 +24,7 @@ export interface FlagDefinition {
 export const managerFlags: readonly FlagDefinition[] = [
   { name: "namespace", type: "string", default: "", description: "Namespace the caches watch; empty watches all (identities are always cluster-wide)", group: "Manager" },
   { name: "watch-filter", type: "string", default: "", description: "Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value; empty reconciles all", group: "Manager" },
-  { name: "sync-period", type: "duration", default: "10m", description: "Informer resync and orphan sweep interval; must be > 0", group: "Manager" },
+  { name: "sync-period", type: "duration", default: "10m", description: "Informer resync, and the interval of the namespace sweep (plus up to 10% jitter); must be > 0", group: "Manager" },
   { name: "terraformcluster-concurrency", type: "int", default: 10, description: "TerraformClusters reconciled at once (>= 1)", group: "Controllers" },
   { name: "terraformmachine-concurrency", type: "int", default: 10, description: "TerraformMachines reconciled at once (>= 1)", group: "Controllers" },
   { name: "terraformmachinetemplate-concurrency", type: "int", default: 10, description: "TerraformMachineTemplates reconciled at once (>= 1)", group: "Controllers" },

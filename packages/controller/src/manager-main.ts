@@ -15,8 +15,7 @@ import { kubeEventRecorder } from "./events/event-recorder.js";
 import { parseManagerFlags, type ManagerSettings } from "./flags.js";
 import { identityController, mirrorLabelSelector } from "./identity/identity-controller.js";
 import { identityCredentials } from "./identity/job-credentials.js";
-import { sweepNamespace } from "./identity/namespace-sweep.js";
-import { apiErrorMessage } from "./runtime/client-node-errors.js";
+import { namespaceSweepController, sweepNamespaceLogged } from "./identity/namespace-sweep.js";
 import { defaultJobEnvironment, type JobEnvironment } from "./jobs/build-job.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js";
 import type { BuildInfo } from "./metrics/captf-metrics.js";
@@ -119,6 +118,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {});
   const clients = recordingClients(deps.clients, cache);
   const events = kubeEventRecorder(clients.events, { instance: deps.instance, logger });
+  const sweepClients = { core: clients.core, rbac: clients.rbac, custom: clients.custom, coordination: clients.coordination };
   const reconcilerDeps: ReconcilerDeps = {
     core: clients.core,
     batch: clients.batch,
@@ -134,13 +134,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     clusterOperationGate: settings.clusterOperationGate,
     runnerEvents: settings.runnerEvents,
     stateBackups: settings.stateBackups,
-    sweepNamespace: async (namespace) => {
-      const result = await sweepNamespace({ core: clients.core, rbac: clients.rbac, custom: clients.custom, coordination: clients.coordination }, namespace).catch((error: unknown) => {
-        logger.warn({ namespace, err: apiErrorMessage(error) }, "namespace sweep failed; the next finalizer removal tries again");
-        return undefined;
-      });
-      if (result?.swept && result.removed.length > 0) logger.info({ namespace, removed: result.removed }, "no captf objects left in the namespace: removed what captf made there");
-    },
+    sweepNamespace: async (namespace) => void (await sweepNamespaceLogged(sweepClients, namespace, logger)),
     ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.
@@ -156,6 +150,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
     identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
+    namespaceSweepController(sweepClients, { syncPeriodMillis: settings.syncPeriodMillis }),
   ];
 }
 

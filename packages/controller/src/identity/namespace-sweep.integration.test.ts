@@ -3,12 +3,15 @@
 // not make (no captf.io/managed label) stays.
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { describeWithTools } from "@captf/testkit";
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { minimalMachine } from "../api/examples.test-support.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
 import { ensureRunnerRbac } from "./runner-rbac.js";
-import { sweepNamespace } from "./namespace-sweep.js";
+import { pino } from "pino";
+import { describeWithTools, waitFor } from "@captf/testkit";
+import { KubeClient } from "../runtime/kube-client.js";
+import { Manager } from "../runtime/manager.js";
+import { namespaceSweepController, sweepNamespace } from "./namespace-sweep.js";
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the namespace sweep", () => {
   const namespace = `sweep-${Date.now().toString(36)}`;
@@ -46,4 +49,37 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
     expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name)).toContain("team-runner");
     expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).toEqual(["someone-elses"]);
   });
+
+  it("sweeps at start, as the manager's leader: a namespace left with captf's RBAC and no object is cleaned, one with an object is kept", async () => {
+    const left = `${namespace}-left`;
+    const used = `${namespace}-used`;
+    const clients = { core: plane.core, rbac, custom: plane.custom, coordination: plane.coordination };
+    for (const name of [left, used]) {
+      await plane.core.createNamespace({ body: { metadata: { name } } });
+      await ensureRunnerRbac(clients, name);
+      await plane.coordination.createNamespacedLease({ namespace: name, body: { metadata: { name: "captf-run-left", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } } });
+    }
+    await plane.custom.createNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace: used, plural: "terraformmachines", body: minimalMachine("m-0") });
+    const kubeConfig = new k8s.KubeConfig();
+    kubeConfig.loadFromFile(plane.kubeconfigPath);
+    const client = new KubeClient(kubeConfig);
+    const manager = new Manager({ client, logger: pino({ level: "silent" }), healthAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0" });
+    manager.addController(namespaceSweepController(clients, { syncPeriodMillis: 600_000 }));
+    const stop = new AbortController();
+    const running = manager.run(stop.signal);
+    try {
+      const managed = async (name: string) => [
+        ...(await plane.core.listNamespacedServiceAccount({ namespace: name, labelSelector: `${labels.managed}=true` })).items,
+        ...(await rbac.listNamespacedRoleBinding({ namespace: name, labelSelector: `${labels.managed}=true` })).items,
+        ...(await plane.coordination.listNamespacedLease({ namespace: name, labelSelector: `${labels.managed}=true` })).items,
+      ];
+      await waitFor(async () => ((await managed(left)).length === 0 ? true : undefined), 30_000, `captf's RBAC and Lease swept from ${left}`);
+      expect((await managed(used)).map((object) => object.metadata!.name).sort()).toEqual(["captf-run-left", "captf-runner", "captf-runner"]);
+    } finally {
+      stop.abort();
+      await running;
+      client.close();
+      for (const name of [left, used]) await plane.core.deleteNamespace({ name }).catch(() => undefined);
+    }
+  }, 90_000);
 });

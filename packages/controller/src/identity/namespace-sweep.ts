@@ -1,5 +1,6 @@
 /**
- * The namespace sweep (reference: after a finalizer is removed): once a namespace holds no
+ * The namespace sweep (reference: after a finalizer is removed, and on the leader at start and every
+ * `--sync-period` with 10% jitter, for what a crash between the two left behind): once a namespace holds no
  * TerraformCluster, TerraformMachine or TerraformMachinePool any more, the ServiceAccounts,
  * RoleBindings and Leases captf made there (labelled `captf.io/managed=true`) are deleted, so a
  * namespace that no longer uses captf keeps nothing of it. Reads are live: a cache could still
@@ -7,7 +8,10 @@
  */
 import type { CoordinationV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
-import { ignoreNotFound } from "../runtime/client-node-errors.js";
+import type { Logger } from "pino";
+import { apiErrorMessage, ignoreNotFound } from "../runtime/client-node-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { Controller } from "../runtime/controller.js";
 
 const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
 
@@ -41,4 +45,46 @@ export async function sweepNamespace(clients: NamespaceSweepClients, namespace: 
     removed.push(`Lease/${lease.metadata!.name}`);
   }
   return { swept: true, removed };
+}
+
+/** Sweeps a namespace and logs what went; a failure is logged and left to the next sweep (never thrown). */
+export async function sweepNamespaceLogged(clients: NamespaceSweepClients, namespace: string, logger: Logger): Promise<NamespaceSweepResult | undefined> {
+  const result = await sweepNamespace(clients, namespace).catch((error: unknown) => {
+    logger.warn({ namespace, err: apiErrorMessage(error) }, "namespace sweep failed; the next sweep tries again");
+    return undefined;
+  });
+  if (result?.swept && result.removed.length > 0) logger.info({ namespace, removed: result.removed }, "no captf objects left in the namespace: removed what captf made there");
+  return result;
+}
+
+/** The wait until a namespace's next periodic sweep: the sync period plus up to 10% (apimachinery's `wait.Jitter(period, 0.1)`). */
+export function nextSweepMillis(syncPeriodMillis: number, random: () => number = Math.random): number {
+  return Math.round(syncPeriodMillis * (1 + 0.1 * random()));
+}
+
+/**
+ * The periodic sweep as a leader-only controller keyed by namespace: every namespace where captf's
+ * ServiceAccount or RoleBinding exists is swept when the caches first list it (the sweep at start),
+ * then again after each `--sync-period` (jittered), so what a crash left between a finalizer's
+ * removal and its sweep does not stay.
+ */
+export function namespaceSweepController(clients: NamespaceSweepClients, options: { syncPeriodMillis: number; random?: () => number }): Controller {
+  const managed = `${labels.managed}=true`;
+  const namespaceOf = (object: { metadata?: { namespace?: string } }) => (object.metadata?.namespace ? [object.metadata.namespace] : []);
+  // Only a new namespace starts a sweep; the periodic requeue does the rest.
+  const created = (_object: unknown, event: string) => event === "add";
+  return {
+    name: "namespace-sweep",
+    kind: "Namespace",
+    concurrency: 1,
+    watches: [
+      { type: builtinTypes.serviceAccount, labelSelector: managed, map: namespaceOf, predicate: created },
+      { type: builtinTypes.roleBinding, labelSelector: managed, map: namespaceOf, predicate: created },
+    ],
+    async reconcile(_key, context) {
+      const result = await sweepNamespaceLogged(clients, context.name, context.logger);
+      // A swept namespace has nothing of captf left to look after until captf makes something there again.
+      return result?.swept ? {} : { requeueAfterMillis: nextSweepMillis(options.syncPeriodMillis, options.random) };
+    },
+  };
 }

@@ -1,0 +1,47 @@
+import { describe, expect, it } from "@jest/globals";
+import { pino } from "pino";
+import type { NamespaceSweepClients } from "./namespace-sweep.js";
+import { namespaceSweepController, nextSweepMillis } from "./namespace-sweep.js";
+
+/** Clients whose lists answer from fixed tables: `objects` captf objects remain in every namespace. */
+function listingClients(objects: number): NamespaceSweepClients {
+  const empty = async () => ({ items: [] });
+  return {
+    custom: { listNamespacedCustomObject: async () => ({ items: Array.from({ length: objects }, () => ({})) }) },
+    core: { listNamespacedServiceAccount: empty },
+    rbac: { listNamespacedRoleBinding: empty },
+    coordination: { listNamespacedLease: empty },
+  } as unknown as NamespaceSweepClients;
+}
+
+const context = (name: string) => ({ namespace: undefined, name, reconcileId: "r", logger: pino({ level: "silent" }), signal: new AbortController().signal });
+
+describe("the periodic namespace sweep", () => {
+  it("waits the sync period plus up to 10% jitter", () => {
+    expect(nextSweepMillis(600_000, () => 0)).toBe(600_000);
+    expect(nextSweepMillis(600_000, () => 0.5)).toBe(630_000);
+    expect(nextSweepMillis(600_000, () => 0.999)).toBe(659_940);
+  });
+
+  it("keys by namespace and starts only on a newly listed ServiceAccount or RoleBinding of captf's", () => {
+    const controller = namespaceSweepController(listingClients(0), { syncPeriodMillis: 1000 });
+    expect(controller.needsLeaderElection ?? true).toBe(true);
+    expect(controller.watches.map((watch) => [watch.type.kind, watch.labelSelector])).toEqual([
+      ["ServiceAccount", "captf.io/managed=true"],
+      ["RoleBinding", "captf.io/managed=true"],
+    ]);
+    const watch = controller.watches[0]!;
+    const account = { metadata: { name: "captf-runner", namespace: "team-a" } };
+    expect(watch.map(account, "add")).toEqual(["team-a"]);
+    expect(watch.predicate!(account, "add")).toBe(true);
+    expect(watch.predicate!(account, "update", account)).toBe(false);
+    expect(watch.predicate!(account, "delete")).toBe(false);
+  });
+
+  it("looks again after the jittered sync period while captf objects remain, and not once the namespace is swept", async () => {
+    const inUse = namespaceSweepController(listingClients(1), { syncPeriodMillis: 1000, random: () => 0.5 });
+    expect(await inUse.reconcile("team-a", context("team-a"))).toEqual({ requeueAfterMillis: 1050 });
+    const unused = namespaceSweepController(listingClients(0), { syncPeriodMillis: 1000 });
+    expect(await unused.reconcile("team-b", context("team-b"))).toEqual({});
+  });
+});
