@@ -165,6 +165,10 @@ const runFlags = {
   "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" },
 } satisfies Record<string, Options>;
 
+/** The flags of `version` and `copy`, for their fast path (yargs still gives their help and errors). */
+const versionFlags = { format: { type: "string", choices: ["text", "json"], default: "text" } } satisfies Record<string, Options>;
+const copyFlags = { from: { type: "string" } } satisfies Record<string, Options>;
+
 const copySummary = "Copy the runner bundle (node, its libraries, runner.mjs) into <dest>";
 const versionSummary = "Print the runner's version";
 
@@ -199,10 +203,6 @@ const commandParsers = {
       .demandCommand(0, 0, "", "version takes no arguments")
       .option("format", { ...versionFlags.format, describe: "Output format" }),
 } as const;
-
-/** The flags of `version` and `copy`, for their fast path (yargs still gives their help and errors). */
-const versionFlags = { format: { type: "string", choices: ["text", "json"], default: "text" } } satisfies Record<string, Options>;
-const copyFlags = { from: { type: "string" } } satisfies Record<string, Options>;
 
 /**
  * A command's flags through node:util's parser, for the common case only: long flags of its table,
@@ -255,16 +255,21 @@ export function parseRunFast(argv: readonly string[]): Record<string, unknown> |
   return args;
 }
 
-/** What each command parses without yargs: a Job's init container (`copy`) and `run`, and `version`. */
-const fastParsers = {
+/** What each command parses without yargs: a Job's `run`, its init container's `copy`, and `version`. */
+export const fastParsers = {
   run: parseRunFast,
   copy: (argv: readonly string[]) => parseFast(copyFlags, argv, 1),
   version: (argv: readonly string[]) => parseFast(versionFlags, argv),
 } as const;
 
-/** `run`'s flags through yargs, as {@link main} parses anything the fast path declines. */
-export async function parseRunWithYargs(argv: readonly string[]): Promise<Record<string, unknown>> {
-  return (await commandParsers.run(await loadYargs(), argv).parseAsync([...argv])) as Record<string, unknown>;
+/** A command's arguments through yargs, as {@link main} parses anything the fast path declines. */
+export async function parseWithYargs(command: keyof typeof commandParsers, argv: readonly string[]): Promise<Record<string, unknown>> {
+  return (await commandParsers[command](await loadYargs(), argv).parseAsync([...argv])) as Record<string, unknown>;
+}
+
+/** `run`'s flags through yargs. */
+export function parseRunWithYargs(argv: readonly string[]): Promise<Record<string, unknown>> {
+  return parseWithYargs("run", argv);
 }
 
 function isCommand(name: string | undefined): name is keyof typeof commandParsers {
