@@ -46,7 +46,7 @@ describe("the bundle's start for a run", () => {
     const helpModule = (await readdir(withoutHelp)).find((name) => name.startsWith("runner-yargs"));
     expect(helpModule).toBeDefined();
     await rm(join(withoutHelp, helpModule!));
-    await writeFile(join(withoutHelp, "node"), "a stand-in: --js-only builds no node");
+    await writeFile(join(withoutHelp, "node"), "a stand-in: --js-only builds no node, and copy relocates only an ELF node");
     const run = preflightRun(join(withoutHelp, "runner.mjs"));
     expect(run.status).toBe(1);
     expect(JSON.parse(await readFile(run.result, "utf8")).error).toMatchObject({ kind: "image-layout" });
@@ -54,8 +54,7 @@ describe("the bundle's start for a run", () => {
     const start = (args: string[]) => spawnSync(jobNode, [join(withoutHelp, "runner.mjs"), ...args], { encoding: "utf8" });
     expect(start(["version", "--format=json"])).toMatchObject({ status: 0, stderr: "" });
     const copied = start(["copy", join(base, "copy-target"), `--from=${withoutHelp}`]);
-    // The copy ends at relocating the stand-in node (not an ELF file here): it got there without yargs.
-    expect(copied.stderr).not.toMatch(/yargs|Cannot find module/);
+    expect(copied).toMatchObject({ status: 0, stderr: "" });
     expect(await readFile(join(base, "copy-target", "runner.cjs"), "utf8")).toBe(await readFile(join(bundle, "runner.cjs"), "utf8"));
   });
 
