@@ -9,7 +9,8 @@
 //   RELEASE-NOTES.md  each package's CHANGELOG.md section of its version, and what `changeset version`
 //                would make of the pending changesets (run on a copy: the checkout keeps them)
 //   release.json, SHA256SUMS  what the folder holds
-// Versions are the checkout's: the release procedure is `pnpm changeset version`, commit, then this.
+// Versions are the checkout's: the release procedure is `pnpm version-packages` (changeset version and the
+// version constants, scripts/version-constants.mjs), commit, then this.
 // Needs `pnpm build` first, umoci, skopeo, and the runtimes from tools/install.sh.
 // Usage: node scripts/release.mjs --dry-run --out <dir> [--arch amd64,arm64] [--modules noop-cluster,...]
 //          [--runtimes tofu,terraform] [--manager-layout <oci-layout>:<tag>] [--commit <id>]
@@ -22,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
 import { runOrExit, sha256File } from "./lib/oci-layout.mjs";
+import { syncVersionConstants } from "./version-constants.mjs";
 
 const tool = "release";
 const repoDir = fileURLToPath(new URL("..", import.meta.url));
@@ -143,7 +145,7 @@ function releaseNotes(work) {
   }
   const pending = pendingChanges(work);
   if (pending.length > 0) {
-    lines.push("# Pending changesets", "", "Not yet versioned: `pnpm changeset version` would release them as follows.", "");
+    lines.push("# Pending changesets", "", "Not yet versioned: `pnpm version-packages` would release them as follows.", "");
     for (const change of pending) lines.push(`## ${change.name} ${change.from} → ${change.to}`, "", change.notes, "");
   }
   return { text: `${lines.join("\n").trimEnd()}\n`, pending };
@@ -196,6 +198,11 @@ function archive(layout, ref, file, tag) {
   run("skopeo", ["copy", "--all", "--quiet", `oci:${layout}:${ref}`, `oci-archive:${file}:${tag}`]);
 }
 
+const staleConstants = syncVersionConstants(repoDir, { write: false });
+if (staleConstants.length > 0) {
+  console.error(`release: ${staleConstants.map(({ name, from, to }) => `${name} is ${from}, its package.json ${to}`).join("; ")}: run \`pnpm version-packages\` (or node scripts/version-constants.mjs) and commit`);
+  process.exit(1);
+}
 const commit = values.commit ?? gitCommit();
 const out = resolve(values.out);
 const started = Date.now();

@@ -3,16 +3,17 @@
 //   <out>/node        the pinned Node LTS (node-release.json, scripts/pinned-node.mjs), its interpreter
 //                     set to <bin-dir>/lib/<ld.so> and its runpath to <bin-dir>/lib
 //   <out>/lib/        the shared libraries that node loads, the dynamic loader included
-//   <out>/runner.mjs  the runner and every dependency a run needs as one ESM file (esbuild)
-//   <out>/runner-*.mjs what only help and usage errors load (yargs), split off so a run never parses it
+//   <out>/runner.mjs  what Jobs start: it loads runner.cjs
+//   <out>/runner.cjs  the runner and every dependency a run needs as one CommonJS file (esbuild)
+//   <out>/runner-yargs.mjs what only help and usage errors load (yargs), apart so a run never parses it
 // Copied into /captf/bin (by `runner copy`, which points node's interpreter and runpath at the
 // copy), it runs in any Linux root of the same architecture, with or without a libc of its own; it
 // never sets LD_LIBRARY_PATH, so the children it starts (the image's /captf/runtime) see the
 // image's own environment.
 // Usage: node scripts/build-bundle.mjs [--out <dir>] [--bin-dir /captf/bin] [--arch amd64|arm64] [--js-only]
-// --js-only writes the .mjs files alone (for tests that run them with this machine's node).
+// --js-only writes the runner* files alone (for tests that run them with this machine's node).
 import { execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -28,6 +29,7 @@ const { values } = parseArgs({
   },
 });
 const out = resolve(values.out);
+const yargsModule = "runner-yargs.mjs";
 const binDir = values["bin-dir"];
 const arch = values.arch ?? hostArchitecture();
 
@@ -44,27 +46,34 @@ const started = Date.now();
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, "lib"), { recursive: true });
 
-// 1. The runner as ESM: runner.mjs, and beside it the chunks it imports only on demand (splitting).
-// CommonJS dependencies still call require(): give them one.
+// 1. The runner as CommonJS, runner.cjs: a run's builtins come through require(), which starts
+// measurably faster than ES imports of them (bench/runner-overhead.mjs). runner.mjs, the name Jobs
+// run, only loads it. yargs (ESM only) is its own ES module, runner-yargs.mjs, imported by
+// help and usage errors alone.
 const { build } = await import("esbuild");
+const common = { bundle: true, platform: "node", target: "node20", conditions: ["@captf/source"], legalComments: "none", logLevel: "warning" };
 await build({
-  entryPoints: { runner: join(packageDir, "src", "entry.ts") },
-  outdir: out,
-  outExtension: { ".js": ".mjs" },
-  chunkNames: "runner-[name]-[hash]",
-  splitting: true,
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  conditions: ["@captf/source"],
-  legalComments: "none",
-  banner: { js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);' },
-  logLevel: "warning",
+  ...common,
+  entryPoints: [join(packageDir, "src", "entry.ts")],
+  outfile: join(out, "runner.cjs"),
+  format: "cjs",
+  // The sources are ES modules: their import.meta.url is this file's URL.
+  define: { "import.meta.url": "__captfModuleUrl" },
+  banner: { js: 'const __captfModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
+  plugins: [{ name: "yargs-module", setup: (b) => b.onResolve({ filter: /^yargs$/ }, () => ({ path: `./${yargsModule}`, external: true })) }],
 });
+await build({
+  ...common,
+  stdin: { contents: 'export { default } from "yargs";', resolveDir: packageDir, loader: "js" },
+  outfile: join(out, yargsModule),
+  format: "esm",
+  // yargs's own CommonJS dependencies still call require(): give them one.
+  banner: { js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);' },
+});
+writeFileSync(join(out, "runner.mjs"), 'import { createRequire } from "node:module";\ncreateRequire(import.meta.url)("./runner.cjs");\n');
 
 if (values["js-only"]) {
-  console.log(`build-bundle: ${out}/runner*.mjs in ${((Date.now() - started) / 1000).toFixed(1)}s (--js-only)`);
+  console.log(`build-bundle: ${out}/runner* in ${((Date.now() - started) / 1000).toFixed(1)}s (--js-only)`);
   process.exit(0);
 }
 
@@ -78,9 +87,9 @@ execFileSync("patchelf", ["--set-interpreter", `${binDir}/lib/${loader}`, "--set
 
 const size = (path) => statSync(path).size;
 const libs = execFileSync("ls", [join(out, "lib")], { encoding: "utf8" }).trim().split("\n");
-const scripts = readdirSync(out).filter((name) => name.endsWith(".mjs"));
+const scripts = readdirSync(out).filter((name) => name.startsWith("runner"));
 const totalBytes = size(join(out, "node")) + [...scripts, ...libs.map((lib) => join("lib", lib))].reduce((sum, file) => sum + size(join(out, file)), 0);
 console.log(
   `build-bundle: ${out} for ${binDir} (${arch}) in ${((Date.now() - started) / 1000).toFixed(1)}s: node v${nodeRelease.version}, ` +
-    `${libs.length} libraries, runner.mjs ${(size(join(out, "runner.mjs")) / 1024).toFixed(0)} KiB (+${scripts.length - 1} on-demand chunks), ${(totalBytes / 1048576).toFixed(1)} MiB in all`,
+    `${libs.length} libraries, runner.cjs ${(size(join(out, "runner.cjs")) / 1024).toFixed(0)} KiB (+${yargsModule} for help), ${(totalBytes / 1048576).toFixed(1)} MiB in all`,
 );

@@ -1,17 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const buildScript = fileURLToPath(new URL("../scripts/build-bundle.mjs", import.meta.url));
+const pinnedNodeScript = new URL("../scripts/pinned-node.mjs", import.meta.url).href;
 
 // What a Job's `run` loads before its first step is the runner's start-up cost (bench/runner-overhead.mjs).
 describe("the bundle's start for a run", () => {
   let base: string;
   let bundle: string;
+  /** The node Jobs run the bundle with (the pinned LTS), not this machine's. */
+  let jobNode: string;
   beforeAll(async () => {
+    const { pinnedNodeDir, hostArchitecture } = (await import(pinnedNodeScript)) as { pinnedNodeDir: (arch: string) => string; hostArchitecture: () => string };
+    jobNode = join(pinnedNodeDir(hostArchitecture()), "node");
     base = await mkdtemp(join(tmpdir(), "runner-start-"));
     bundle = join(base, "bundle");
     execFileSync(process.execPath, [buildScript, "--js-only", "--out", bundle], { stdio: "pipe" });
@@ -27,7 +32,7 @@ describe("the bundle's start for a run", () => {
   function preflightRun(entry: string): { status: number | null; builtins: string[]; result: string } {
     const resultPath = join(base, "result.json");
     const child = spawnSync(
-      process.execPath,
+      jobNode,
       ["--import", join(base, "loaded.mjs"), entry, "run", "--op=apply", `--bin=${join(base, "no-runtime")}`, `--module=${base}`, `--config=${base}`, `--workdir=${join(base, "work")}`, `--result=${resultPath}`],
       { encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
     );
@@ -35,20 +40,33 @@ describe("the bundle's start for a run", () => {
     return { status: child.status, builtins: loaded.filter((name) => name.startsWith("NativeModule ")).map((name) => name.slice("NativeModule ".length)), result: child.status === null ? "" : resultPath };
   }
 
-  it("splits off what only help and usage errors need, and runs without it", async () => {
-    const chunks = (await readdir(bundle)).filter((name) => name.endsWith(".mjs") && name !== "runner.mjs");
-    const helpChunk = chunks.find((name) => name.startsWith("runner-yargs-"));
-    expect(helpChunk).toBeDefined();
-    await rm(join(bundle, helpChunk!));
-    const run = preflightRun(join(bundle, "runner.mjs"));
+  it("splits off what only help and usage errors need; run, version and copy work without it", async () => {
+    const withoutHelp = join(base, "without-help");
+    await cp(bundle, withoutHelp, { recursive: true });
+    const helpModule = (await readdir(withoutHelp)).find((name) => name.startsWith("runner-yargs"));
+    expect(helpModule).toBeDefined();
+    await rm(join(withoutHelp, helpModule!));
+    await writeFile(join(withoutHelp, "node"), "a stand-in: --js-only builds no node, and copy relocates only an ELF node");
+    const run = preflightRun(join(withoutHelp, "runner.mjs"));
     expect(run.status).toBe(1);
     expect(JSON.parse(await readFile(run.result, "utf8")).error).toMatchObject({ kind: "image-layout" });
+    // version and copy are what a Job's init container runs.
+    const start = (args: string[]) => spawnSync(jobNode, [join(withoutHelp, "runner.mjs"), ...args], { encoding: "utf8" });
+    expect(start(["version", "--format=json"])).toMatchObject({ status: 0, stderr: "" });
+    const copied = start(["copy", join(base, "copy-target"), `--from=${withoutHelp}`]);
+    expect(copied).toMatchObject({ status: 0, stderr: "" });
+    expect(await readFile(join(base, "copy-target", "runner.cjs"), "utf8")).toBe(await readFile(join(bundle, "runner.cjs"), "utf8"));
   });
 
   it("loads neither TLS nor zlib: events and restores load them when they need them", () => {
     const { builtins } = preflightRun(join(bundle, "runner.mjs"));
     expect(builtins).toContain("child_process");
     expect(builtins.filter((name) => ["http", "https", "tls", "zlib"].includes(name))).toEqual([]);
+  });
+
+  it("loads neither node:fs/promises nor readline: the few local files a run prepares go through node:fs", () => {
+    const { builtins } = preflightRun(join(bundle, "runner.mjs"));
+    expect(builtins.filter((name) => ["fs/promises", "internal/fs/promises", "internal/readline/interface"].includes(name))).toEqual([]);
   });
 
   it("loads neither crypto nor perf_hooks: the plan hash loads crypto when it hashes, durations use process.hrtime", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { parseRunFast, parseRunWithYargs } from "./cli.js";
+import { fastParsers, parseRunFast, parseRunWithYargs, parseWithYargs } from "./cli.js";
 
 const jobArgs = [
   "--op=apply",
@@ -51,5 +51,32 @@ describe("run's fast flag parser", () => {
     ["a negative count", ["--op=restore", "--restore-chunks=-1"]],
   ])("leaves %s to yargs", (_, argv) => {
     expect(parseRunFast(argv)).toBeUndefined();
+  });
+});
+
+describe("version's and copy's fast parsers (the init container's command)", () => {
+  it.each([
+    ["version", []],
+    ["version", ["--format=json"]],
+    ["version", ["--format", "text"]],
+    ["copy", ["/captf/bin"]],
+    ["copy", ["/captf/bin", "--from=/opt/captf/runner"]],
+    ["copy", ["--from", "/opt/captf/runner", "/captf/bin"]],
+  ] as const)("gives what yargs gives for %s %j", async (command, argv) => {
+    const fast = fastParsers[command]([...argv]);
+    expect(fast).toBeDefined();
+    const slow = await parseWithYargs(command, [...argv]);
+    expect({ ...kebabOnly(fast!), _: fast!._ }).toEqual({ ...kebabOnly(slow), _: slow._ });
+  });
+
+  it.each([
+    ["version", ["--help"]],
+    ["version", ["--format=yaml"]],
+    ["version", ["extra"]],
+    ["copy", []],
+    ["copy", ["/a", "/b"]],
+    ["copy", ["/captf/bin", "--bogus"]],
+  ] as const)("leaves %s %j to yargs", (command, argv) => {
+    expect(fastParsers[command]([...argv])).toBeUndefined();
   });
 });

@@ -119,6 +119,7 @@ describe("runner copy", () => {
     await mkdir(join(from, "lib"), { recursive: true });
     await writeFile(join(from, "node"), "n");
     await writeFile(join(from, "runner.mjs"), "r");
+    await writeFile(join(from, "runner.cjs"), "c");
     const { code } = await cli(["copy", join(dir, "bin"), `--from=${from}`]);
     expect(code).toBe(0);
     expect(await readFile(join(dir, "bin", "runner.mjs"), "utf8")).toBe("r");

@@ -1,10 +1,9 @@
-import { writeFile } from "node:fs/promises";
+import { writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { contractVersion } from "@captf/contract/roles";
 import { parseArgs } from "node:util";
 import type { Options } from "yargs";
-import { copyBundle } from "./copy.js";
 import { DurationSyntaxError, parseDuration } from "./durations.js";
 import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveEventsEndpoint, type EventRecorder } from "./events.js";
 import { shrinkResult } from "./result.js";
@@ -109,7 +108,7 @@ function flagsResult(op: string, summary: string): RunResult {
 
 async function writeResult(path: string, result: RunResult, io: CliIo): Promise<boolean> {
   try {
-    await writeFile(path, shrinkResult(result));
+    writeFileSync(path, shrinkResult(result));
     return true;
   } catch (error) {
     io.stderr(`runner: cannot write the result to ${path}: ${(error as Error).message}; pass --result with a writable path\n`);
@@ -166,6 +165,10 @@ const runFlags = {
   "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" },
 } satisfies Record<string, Options>;
 
+/** The flags of `version` and `copy`, for their fast path (yargs still gives their help and errors). */
+const versionFlags = { format: { type: "string", choices: ["text", "json"], default: "text" } } satisfies Record<string, Options>;
+const copyFlags = { from: { type: "string" } } satisfies Record<string, Options>;
+
 const copySummary = "Copy the runner bundle (node, its libraries, runner.mjs) into <dest>";
 const versionSummary = "Print the runner's version";
 
@@ -193,48 +196,50 @@ const commandParsers = {
       .usage(`$0 copy <dest> [--from <dir>]\n\n${copySummary}, creating <dest> when missing. The Job's init container runs it to put the runner into the shared /captf/bin volume.`)
       .epilog(exitStatus)
       .demandCommand(1, 1, "copy needs the target directory <dest>", "copy takes one <dest>")
-      .option("from", { type: "string", describe: "The bundle directory (default: the directory of the running runner.mjs)" }),
+      .option("from", { ...copyFlags.from, describe: "The bundle directory (default: the directory of the running runner.mjs)" }),
   version: (yargs: Yargs, argv: readonly string[]) =>
     base(yargs, argv)
       .usage(`$0 version [--format text|json]\n\n${versionSummary}.`)
       .demandCommand(0, 0, "", "version takes no arguments")
-      .option("format", { type: "string", choices: ["text", "json"], default: "text", describe: "Output format" }),
+      .option("format", { ...versionFlags.format, describe: "Output format" }),
 } as const;
 
 /**
- * `run`'s flags through node:util's parser, for the common case only: long flags of the table,
- * values that need no coercion beyond whole numbers. Anything else (help, an unknown or negated
- * flag, a bad choice, a missing --op) returns undefined and yargs parses it, errors included.
+ * A command's flags through node:util's parser, for the common case only: long flags of its table,
+ * values that need no coercion beyond whole numbers, exactly `positionals` arguments. Anything else
+ * (help, an unknown or negated flag, a bad choice, a missing demanded flag) returns undefined and
+ * yargs parses it, errors included.
  */
-export function parseRunFast(argv: readonly string[]): Record<string, unknown> | undefined {
+function parseFast(flags: Record<string, Options>, argv: readonly string[], positionals = 0): Record<string, unknown> | undefined {
   if (argv.some((arg) => arg === "--help" || arg === "-h" || arg.startsWith("--no-"))) return undefined;
   const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
-  for (const [flag, spec] of Object.entries(runFlags)) {
-    options[flag] = { type: spec.type === "boolean" ? "boolean" : "string", ...("array" in spec && spec.array ? { multiple: true } : {}) };
+  for (const [flag, spec] of Object.entries(flags)) {
+    options[flag] = { type: spec.type === "boolean" ? "boolean" : "string", ...(spec.array ? { multiple: true } : {}) };
   }
   // yargs turns a repeated single-value flag into an array; leave that case to yargs.
-  for (const [flag, spec] of Object.entries(runFlags)) {
-    if ("array" in spec && spec.array) continue;
+  for (const [flag, spec] of Object.entries(flags)) {
+    if (spec.array) continue;
     if (argv.filter((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`)).length > 1) return undefined;
   }
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  let parsed: { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
   try {
-    values = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: positionals > 0 });
   } catch {
     return undefined;
   }
-  const args: Record<string, unknown> = {};
-  for (const [flag, spec] of Object.entries(runFlags)) {
-    const value = values[flag];
+  if (parsed.positionals.length !== positionals) return undefined;
+  const args: Record<string, unknown> = { _: parsed.positionals };
+  for (const [flag, spec] of Object.entries(flags)) {
+    const value = parsed.values[flag];
     if (value === undefined) {
-      if ("demandOption" in spec && spec.demandOption) return undefined;
-      if ("default" in spec) args[flag] = Array.isArray(spec.default) ? [...spec.default] : spec.default;
+      if (spec.demandOption) return undefined;
+      if (spec.default !== undefined) args[flag] = Array.isArray(spec.default) ? [...(spec.default as unknown[])] : spec.default;
       continue;
     }
     if (spec.type === "number") {
       if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,8})$/.test(value)) return undefined;
       args[flag] = Number(value);
-    } else if ("choices" in spec && spec.choices && !(spec.choices as readonly unknown[]).includes(value)) {
+    } else if (spec.choices && !(spec.choices as readonly unknown[]).includes(value)) {
       return undefined;
     } else {
       args[flag] = value;
@@ -243,9 +248,28 @@ export function parseRunFast(argv: readonly string[]): Record<string, unknown> |
   return args;
 }
 
-/** `run`'s flags through yargs, as {@link main} parses anything the fast path declines. */
-export async function parseRunWithYargs(argv: readonly string[]): Promise<Record<string, unknown>> {
-  return (await commandParsers.run(await loadYargs(), argv).parseAsync([...argv])) as Record<string, unknown>;
+/** `run`'s flags through node:util's parser when they are well-formed (see {@link parseFast}); undefined otherwise. */
+export function parseRunFast(argv: readonly string[]): Record<string, unknown> | undefined {
+  const args = parseFast(runFlags, argv);
+  if (args) delete args._;
+  return args;
+}
+
+/** What each command parses without yargs: a Job's `run`, its init container's `copy`, and `version`. */
+export const fastParsers = {
+  run: parseRunFast,
+  copy: (argv: readonly string[]) => parseFast(copyFlags, argv, 1),
+  version: (argv: readonly string[]) => parseFast(versionFlags, argv),
+} as const;
+
+/** A command's arguments through yargs, as {@link main} parses anything the fast path declines. */
+export async function parseWithYargs(command: keyof typeof commandParsers, argv: readonly string[]): Promise<Record<string, unknown>> {
+  return (await commandParsers[command](await loadYargs(), argv).parseAsync([...argv])) as Record<string, unknown>;
+}
+
+/** `run`'s flags through yargs. */
+export function parseRunWithYargs(argv: readonly string[]): Promise<Record<string, unknown>> {
+  return parseWithYargs("run", argv);
 }
 
 function isCommand(name: string | undefined): name is keyof typeof commandParsers {
@@ -339,6 +363,8 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
 async function copy(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const from = typeof args.from === "string" ? args.from : (io.bundleDir ?? dirname(fileURLToPath(import.meta.url)));
   try {
+    // Only the init container copies: a run never loads this.
+    const { copyBundle } = await import("./copy.js");
     const { files, bytes } = await copyBundle(from, String(args.dest));
     io.stdout(`copied the runner bundle from ${from} to ${String(args.dest)}: ${files} files, ${bytes} bytes\n`);
     return exitCodes.ok;
@@ -354,6 +380,13 @@ async function version(args: Record<string, unknown>, io: CliIo): Promise<number
   return exitCodes.ok;
 }
 
+/** Runs a parsed command; `args._` holds its positional arguments. */
+async function dispatch(name: string, args: Record<string, unknown>, io: CliIo): Promise<number> {
+  if (name === "copy") return await copy({ ...args, dest: String((args._ as unknown[])[0]) }, io);
+  if (name === "version") return await version(args, io);
+  return await run(args, io);
+}
+
 /**
  * The runner CLI, in-process: parses `argv` (without the node and script paths), runs the command
  * and returns its exit code. A usage error of `run` still writes a result (step "flags").
@@ -363,9 +396,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const [name, ...rest] = argv[0] === "--version" ? ["version", ...argv.slice(1)] : argv;
   let help = "";
   try {
-    // A Job's well-formed `run` is parsed without yargs; anything unusual goes through yargs for its exact errors and help.
-    const fast = name === "run" ? parseRunFast(rest) : undefined;
-    if (fast) return await run(fast, io);
+    // A Job's well-formed commands are parsed without yargs; anything unusual goes through yargs for its exact errors and help.
+    const fast = isCommand(name) ? fastParsers[name](rest) : undefined;
+    if (fast) return await dispatch(name!, fast, io);
     const yargs = await loadYargs();
     const parser = isCommand(name) ? commandParsers[name](yargs, rest) : topParser(yargs, argv);
     const parserArgv = isCommand(name) ? rest : argv;
@@ -380,9 +413,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stdout(`${help}\n`);
       return exitCodes.ok;
     }
-    if (name === "copy") return await copy({ ...args, dest: String((args._ as unknown[])[0]) }, io);
-    if (name === "version") return await version(args, io);
-    return await run(args, io);
+    return await dispatch(name!, args, io);
   } catch (error) {
     if (!(error instanceof UsageError) && !(error instanceof Error && error.name === "YError")) {
       io.stderr(`runner: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -2,8 +2,8 @@ import { chmod, copyFile, lstat, mkdir, readdir, readlink, stat, symlink } from 
 import { join, resolve } from "node:path";
 import { relocateNode } from "./relocate.js";
 
-/** The files every runner bundle holds: the patched interpreter-relocated node, and the runner itself. */
-export const bundleEntryFiles = ["node", "runner.mjs"] as const;
+/** The files every runner bundle holds: the patched interpreter-relocated node, and the runner itself (runner.mjs loads runner.cjs). */
+export const bundleEntryFiles = ["node", "runner.mjs", "runner.cjs"] as const;
 
 export class NotABundleError extends Error {
   constructor(dir: string) {
@@ -34,7 +34,7 @@ async function copyTree(from: string, to: string, totals: { files: number; bytes
 }
 
 /**
- * Copies the runner bundle (node, its libraries under lib/, runner.mjs) into `dest`, and points
+ * Copies the runner bundle (node, its libraries under lib/, the runner files) into `dest`, and points
  * the copied node at the loader and libraries in `dest`/lib: how the Job's init container puts the
  * runner into the shared /captf/bin volume from wherever its image keeps the bundle.
  */

@@ -1,5 +1,4 @@
-import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RunnerEventReason } from "@captf/contract/api";
 import { ChangesScanner } from "./changes.js";
@@ -58,7 +57,11 @@ function roundSeconds(milliseconds: number): number {
 }
 
 async function readOptional(path: string): Promise<string | undefined> {
-  return readFile(path, "utf8").catch(() => undefined);
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
 }
 
 /** The runtime's version from `version -json`; informational, so any failure gives "". */

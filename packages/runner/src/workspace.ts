@@ -1,5 +1,5 @@
-import { constants as fsConstants } from "node:fs";
-import { access, chmod, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
+// node:fs's synchronous calls, not node:fs/promises: these few local files do not need it, and it loads readline and more at start.
+import { accessSync, chmodSync, constants as fsConstants, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { restoreStateFile } from "./steps.js";
 
@@ -15,9 +15,9 @@ const moduleFile = /\.(tf|tofu)(\.json)?$/;
 
 async function isExecutableFile(path: string): Promise<boolean> {
   try {
-    const info = await stat(path);
+    const info = statSync(path);
     if (!info.isFile()) return false;
-    await access(path, fsConstants.X_OK);
+    accessSync(path, fsConstants.X_OK);
     return true;
   } catch {
     return false;
@@ -32,7 +32,7 @@ async function isExecutableFile(path: string): Promise<boolean> {
 export async function checkImageLayout(options: { moduleDir: string; bin: readonly string[]; path: string | undefined }): Promise<void> {
   let names: string[];
   try {
-    names = await readdir(options.moduleDir);
+    names = readdirSync(options.moduleDir);
   } catch {
     throw new ImageLayoutError(`the image has no module directory at ${options.moduleDir}: copy the module's .tf files there (image contract, "Fixed paths")`);
   }
@@ -99,9 +99,18 @@ export interface PreparedWorkspace {
   providersMirror: boolean;
 }
 
+/** A regular file (symlinks followed); false for anything that cannot be read. */
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 async function isDirectory(path: string): Promise<boolean> {
   try {
-    return (await stat(path)).isDirectory();
+    return statSync(path).isDirectory();
   } catch {
     return false;
   }
@@ -119,31 +128,30 @@ export async function prepareWorkspace(options: {
   baseEnv: Readonly<Record<string, string | undefined>>;
 }): Promise<PreparedWorkspace> {
   const rootDir = join(options.workdir, "root");
-  await mkdir(rootDir, { recursive: true, mode: 0o700 });
-  await chmod(rootDir, 0o700);
+  mkdirSync(rootDir, { recursive: true, mode: 0o700 });
+  chmodSync(rootDir, 0o700);
   let names: string[];
   try {
-    names = await readdir(options.configDir);
+    names = readdirSync(options.configDir);
   } catch (error) {
     throw new Error(`cannot read the config directory ${options.configDir} (${(error as Error).message}): it must hold the generated root (main.tf.json, terraform.tfvars.json)`);
   }
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
     const source = join(options.configDir, name);
-    const info = await stat(source).catch(() => undefined);
-    if (!info?.isFile()) continue;
+    if (!isFile(source)) continue;
     const target = join(rootDir, name);
-    await writeFile(target, await readFile(source), { mode: 0o600 });
-    await chmod(target, 0o600);
+    writeFileSync(target, readFileSync(source), { mode: 0o600 });
+    chmodSync(target, 0o600);
   }
-  if (options.baseEnv.TMPDIR === undefined) await mkdir(join(options.workdir, "tmp"), { recursive: true, mode: 0o700 });
+  if (options.baseEnv.TMPDIR === undefined) mkdirSync(join(options.workdir, "tmp"), { recursive: true, mode: 0o700 });
   let cliConfigFile: string | undefined;
   const providersMirror = await isDirectory(options.providersDir);
   if (providersMirror) {
     // Loaded only here: most images without a mirror never pay for it.
     const { renderCliConfig } = await import("@captf/render/cli-config");
     cliConfigFile = join(options.workdir, "cli.tfrc");
-    await writeFile(cliConfigFile, renderCliConfig({ providersDir: options.providersDir }), { mode: 0o600 });
+    writeFileSync(cliConfigFile, renderCliConfig({ providersDir: options.providersDir }), { mode: 0o600 });
   }
   const { env, dropped } = stepEnvironment(options.baseEnv, options.workdir, cliConfigFile);
   return { rootDir, env, dropped, providersMirror };
@@ -167,7 +175,7 @@ export async function assembleRestoreState(options: { configDir: string; workdir
   for (let index = 0; index < chunks; index++) {
     const path = join(options.configDir, "restore", String(index));
     try {
-      parts.push(await readFile(path));
+      parts.push(readFileSync(path));
     } catch (error) {
       throw new Error(`backup chunk ${path} cannot be read (${(error as Error).message}): the run Secret must hold restore/0 … restore/${chunks - 1}`);
     }
@@ -186,7 +194,7 @@ export async function assembleRestoreState(options: { configDir: string; workdir
     throw new Error("the decompressed backup is not a JSON state document");
   }
   const target = join(options.workdir, restoreStateFile);
-  await writeFile(target, state, { mode: 0o600 });
+  writeFileSync(target, state, { mode: 0o600 });
   return target;
 }
 
