@@ -6,7 +6,7 @@
  * does the reads, the status patch and the events.
  */
 import { validateAgainstLabelSchema } from "@captf/contract";
-import { capacityLabel, nodeInfoLabel, parseCapacityLabel, parseNodeInfoLabel, variablesSchemaLabel, type ImageReadFailure, type NodeInfo } from "@captf/contract/oci";
+import { capacityLabel, nodeInfoLabel, parseCapacityLabel, parseNodeInfoLabel, variablesSchemaLabel, type NodeInfo } from "@captf/contract/oci";
 import type { UserVariables } from "@captf/render";
 import type { TerraformMachineTemplate } from "../api/templates.js";
 import type { ConditionValue } from "../kinds/map-outputs.js";
@@ -165,13 +165,11 @@ function templateEvent(condition: ConditionValue, transition: boolean, status: C
     const quantities = Object.entries(status.capacity ?? {})
       .map(([name, value]) => `${name}=${value}`)
       .join(", ");
-    return { reason: "CapacityResolved", note: `${quantities} from ${status.capacitySource?.source === "Spec" ? "spec.capacity" : `the image ${status.capacitySource?.image ?? ""}`}` };
+    const event: TemplateEvent = { reason: "CapacityResolved", note: `${quantities} from ${status.capacitySource?.source === "Spec" ? "spec.capacity" : `the image ${status.capacitySource?.image ?? ""}`}` };
+    return event;
   }
+  // An invalid label is the image failing inspection for good: one event per image.
   if (condition.reason === "CapacityLabelInvalid") return { reason: "ImageInspectFailed", note: condition.message ?? "" };
   return undefined;
 }
 
-/** The metric label of a failed inspection. */
-export function inspectFailureReason(failure: ImageReadFailure): string {
-  return failure;
-}
