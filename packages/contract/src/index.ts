@@ -31,8 +31,8 @@ export {
   JsonSyntaxError,
 } from "./json-encoding.js";
 export type { JsonEncodingOptions } from "./json-encoding.js";
-export { validateDocument, schemaId, maxReportedErrors } from "./validate.js";
-export type { DocumentKind, DocumentError, DocumentValidation } from "./validate.js";
+export { validateDocument, validateAgainstLabelSchema, schemaId, maxReportedErrors } from "./validate.js";
+export type { DocumentKind, DocumentError, DocumentValidation, LabelSchemaValidation } from "./validate.js";
 export {
   decodeOutputs,
   outputValuesFromState,

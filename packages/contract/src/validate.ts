@@ -69,6 +69,38 @@ export function validateDocument(role: Role, kind: DocumentKind, document: unkno
   return { valid: false, errors: describeErrors(validate.errors ?? []) };
 }
 
+/** A schema from a label, compiled or why it cannot be. */
+export type LabelSchemaValidation = ({ compiled: true } & DocumentValidation) | { compiled: false; message: string };
+
+const labelSchemas = new Map<string, ValidateFunction | string>();
+const maxCachedLabelSchemas = 64;
+
+function labelSchema(text: string): ValidateFunction | string {
+  const cached = labelSchemas.get(text);
+  if (cached !== undefined) return cached;
+  let compiledSchema: ValidateFunction | string;
+  try {
+    // Lenient: schemas from images may carry annotations (title, description) ajv's strict mode rejects.
+    compiledSchema = new Ajv2020({ allErrors: true, strict: false }).compile(JSON.parse(text) as object);
+  } catch (error) {
+    compiledSchema = error instanceof SyntaxError ? "is not JSON" : `is not a JSON Schema: ${(error as Error).message}`;
+  }
+  if (labelSchemas.size >= maxCachedLabelSchemas) labelSchemas.delete(labelSchemas.keys().next().value!);
+  labelSchemas.set(text, compiledSchema);
+  return compiledSchema;
+}
+
+/**
+ * Validates a document (a template's user variables) against a JSON Schema read from an image label
+ * (io.captf.variables-schema). Messages name the rule, never the offending value.
+ */
+export function validateAgainstLabelSchema(schemaText: string, document: unknown): LabelSchemaValidation {
+  const validate = labelSchema(schemaText);
+  if (typeof validate === "string") return { compiled: false, message: validate };
+  if (validate(document) as boolean) return { compiled: true, valid: true, errors: [] };
+  return { compiled: true, valid: false, errors: describeErrors(validate.errors ?? []) };
+}
+
 function describeErrors(raw: readonly ErrorObject[]): DocumentError[] {
   const mapped = raw.map((error) => ({ path: errorPath(error), message: errorMessage(error), keyword: error.keyword, type: error.params }));
   // A failed anyOf (e.g. "null or an endpoint") also reports each branch; keep the specific errors.

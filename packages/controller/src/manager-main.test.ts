@@ -70,10 +70,10 @@ describe("runManager", () => {
 });
 
 describe("the manager's parts", () => {
-  it("builds the three workspace controllers with their concurrency flags, the identity controller and the namespace sweep", async () => {
+  it("builds the three workspace controllers and the machine template controller with their concurrency flags, the identity controller and the namespace sweep", async () => {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromOptions({ clusters: [{ name: "c", server: "https://127.0.0.1:1" }], users: [{ name: "u" }], contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x" });
-    const options = await settings(["--terraformcluster-concurrency=2", "--terraformmachine-concurrency=3", "--terraformmachinepool-concurrency=4"]);
+    const options = await settings(["--terraformcluster-concurrency=2", "--terraformmachine-concurrency=3", "--terraformmachinepool-concurrency=4", "--terraformmachinetemplate-concurrency=5"]);
     const logger = pino({ level: "silent" });
     const client = new KubeClient(kubeConfig);
     const manager = new Manager({ client, logger });
@@ -84,6 +84,7 @@ describe("the manager's parts", () => {
       ["terraformmachine", "TerraformMachine", 3],
       ["terraformmachinepool", "TerraformMachinePool", 4],
       ["terraformclusteridentity", "TerraformClusterIdentity", 1],
+      ["terraformmachinetemplate", "TerraformMachineTemplate", 5],
       ["namespace-sweep", "Namespace", 1],
     ]);
   });

@@ -21,6 +21,7 @@ import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js
 import type { BuildInfo } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { workspaceController } from "./reconcile/workspace-controller.js";
+import { machineTemplateController } from "./templates/template-controller.js";
 import { managerReadCache } from "./reconcile/manager-cache.js";
 import type { ReadCache } from "./runtime/read-cache.js";
 import { recordingWrites } from "./runtime/recorded-writes.js";
@@ -150,6 +151,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
     identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
+    machineTemplateController({ core: clients.core, custom: clients.custom, events, metrics: deps.metrics.captf }, { concurrency: settings.concurrency.terraformMachineTemplate }),
     namespaceSweepController(sweepClients, { syncPeriodMillis: settings.syncPeriodMillis }),
   ];
 }

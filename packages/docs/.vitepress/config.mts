@@ -41,6 +41,7 @@ export const sidebar: DefaultTheme.SidebarItem[] = [
     items: [
       { text: "Clusters with clusterctl", link: "/clusterctl" },
       { text: "Identities and credentials", link: "/identities" },
+      { text: "Machine templates and scale from zero", link: "/machine-templates" },
       { text: "kubectl captf", link: "/kubectl-captf" },
       { text: "GCP machine pool module", link: "/modules/gcp-machinepool" },
       { text: "Azure machine pool module", link: "/modules/azure-machinepool" },

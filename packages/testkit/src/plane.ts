@@ -8,6 +8,8 @@ export { runCommand, tofuEnvironment, runTofuTest } from "./tofu.js";
 export type { CommandRun, TofuTestRun } from "./tofu.js";
 export { buildModuleImage, startLocalRegistry, pushImage, moduleImageUser, moduleImageScript } from "./oci.js";
 export type { ModuleImage, LocalRegistry } from "./oci.js";
+export { addIndex, buildImage, startTokenRegistry } from "./oci-fixtures.js";
+export type { FileSpec, ImageSpec } from "./oci-fixtures.js";
 export { lintPublishedModuleImages } from "./module-image-lint.js";
 export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
 export { clusterApiVersion, clusterApiCrdFiles, clusterApiCrdPaths, clusterApiModuleDirectory } from "./capi.js";

@@ -99,3 +99,16 @@ export async function getTable(path: string): Promise<{ columnDefinitions: { nam
     req.end();
   });
 }
+
+/** A KubeConfig for the shared plane as `user`, impersonated with the admin's token (RBAC decides what it may do). */
+export function impersonatingConfig(user: string): k8s.KubeConfig {
+  const plane = sharedControlPlane();
+  const config = new k8s.KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: "plane", server: plane.server, caFile: plane.caFile }],
+    users: [{ name: user, token: plane.token, impersonateUser: user }],
+    contexts: [{ name: user, cluster: "plane", user }],
+    currentContext: user,
+  });
+  return config;
+}

@@ -20,20 +20,20 @@ export interface Permission {
 export const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
 const allPlurals = kindDefinitions.map((definition) => definition.plural);
 /** The kinds whose status a controller writes. */
-const statusPlurals = [...workspacePlurals, "terraformclusteridentities"].map((plural) => `${plural}/status`);
+const statusPlurals = [...workspacePlurals, "terraformclusteridentities", "terraformmachinetemplates"].map((plural) => `${plural}/status`);
 
 /** The manager's ClusterRole: every namespace it reconciles in, and its own for the leader election Lease. */
 export const managerPermissions: readonly Permission[] = [
   { apiGroup, resources: allPlurals, verbs: ["get", "list", "watch"], why: "informers, live reads in a reconcile pass, the webhooks' lookups of an identity's users" },
   { apiGroup, resources: workspacePlurals, verbs: ["patch"], why: "the finalizer, and the providerID a TerraformMachine gets once" },
-  { apiGroup, resources: statusPlurals, verbs: ["patch"], why: "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces" },
+  { apiGroup, resources: statusPlurals, verbs: ["patch"], why: "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces; a machine template's capacity, nodeInfo and conditions" },
   { apiGroup, resources: workspacePlurals.map((plural) => `${plural}/finalizers`), verbs: ["update"], why: "Jobs owned with blockOwnerDeletion (OwnerReferencesPermissionEnforcement)" },
   { apiGroup: clusterApiCoordinates.group, resources: ["clusters"], verbs: ["get", "list", "watch"], why: "the Cluster API owners an object's inputs come from" },
   { apiGroup: clusterApiCoordinates.group, resources: ["machines", "machinepools"], verbs: ["get", "list", "watch", "patch"], why: "the owners of machines and pools; the remediate-machine annotation on a Machine, the replicas write-back and its replicas-managed-by claim on an autoscaled MachinePool" },
   { apiGroup: "batch", resources: ["jobs"], verbs: ["get", "list", "watch", "create", "patch", "delete"], why: "the Jobs that run modules: created, adopted, marked bookkept, deleted when stuck" },
   { apiGroup: "", resources: ["pods"], verbs: ["list", "delete"], why: "the termination message (run result) of a Job's Pod, never logged; whether the runner pod holding a state lock is gone; a Pod whose image was not pulled for 2 minutes is deleted so its Job fails" },
-  { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"], why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom, identity Secrets and their credential mirrors (watched)" },
-  { apiGroup: "", resources: ["configmaps"], verbs: ["get"], why: "variablesFrom ConfigMaps" },
+  { apiGroup: "", resources: ["secrets"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"], why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom (those labelled captf.io/variables=true watched, metadata only), identity Secrets and their credential mirrors (watched), a machine template's imagePullSecrets (its image's config is read over the registry API)" },
+  { apiGroup: "", resources: ["configmaps"], verbs: ["get", "list", "watch"], why: "variablesFrom ConfigMaps (read live; those labelled captf.io/variables=true watched, metadata only, so a change starts a pass)" },
   { apiGroup: "", resources: ["namespaces"], verbs: ["get"], why: "a namespace's labels against an identity's allowedNamespaces" },
   { apiGroup: "coordination.k8s.io", resources: ["leases"], verbs: ["get", "list", "create", "update", "delete"], why: "run leases and the cluster operation gate in each namespace; the leader election Lease controller-leader-election-captf in its own; deleting the backend's free state lock Lease lock-tfstate-default-<suffix> once the state is gone, and captf's Leases in the namespace sweep" },
   { apiGroup: "", resources: ["serviceaccounts"], verbs: ["get", "list", "watch", "create", "delete"], why: "the captf-runner ServiceAccount of each namespace with objects (cached, watched by name), removed by the namespace sweep once none is left" },

@@ -158,6 +158,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(machine, "DependenciesReady").message).toContain("ConfigMap unlabelled");
       expect(await jobsOf("novars")).toHaveLength(0);
     }, 60_000);
+
+    it("waits with VariablesInvalid for a JSON-format source whose value is not JSON, naming the key and never the value, and starts no Job", async () => {
+      await plane.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "badjson", labels: { "captf.io/variables": "true" } }, data: { tags: "{not-json-canary" } } });
+      await createMachine("badvars", { variablesFrom: [{ configMapRef: { name: "badjson" }, format: "JSON" }] });
+      await reconcileWorkspace(deps, machineAdapter, namespace, "badvars");
+      const result = await reconcileWorkspace(deps, machineAdapter, namespace, "badvars");
+      expect(result.action).toBe("waiting: VariablesInvalid");
+      const machine = await getMachine("badvars");
+      expect(condition(machine, "DependenciesReady")).toMatchObject({ status: "False", reason: "VariablesInvalid" });
+      expect(condition(machine, "DependenciesReady").message).toContain("tags");
+      expect(JSON.stringify(machine.status)).not.toContain("not-json-canary");
+      expect(await jobsOf("badvars")).toHaveLength(0);
+    }, 60_000);
   });
 
   describe("health samples and machine remediation", () => {

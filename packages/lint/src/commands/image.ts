@@ -1,6 +1,6 @@
 // `tfcapi-lint image <ref>`: lint a module image from a registry, an OCI layout or an OCI archive.
 import type { Role } from "@captf/contract/roles";
-import { ImageReferenceError } from "../image/source.js";
+import { ImageReferenceError } from "@captf/contract/oci";
 import { lintImage } from "../image/lint-image.js";
 import { emitReport, type OutputFormat } from "./emit.js";
 import { exitCodes, UsageError, type CliIo } from "./io.js";

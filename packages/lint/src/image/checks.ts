@@ -4,7 +4,7 @@ import { checkIds } from "../checks/ids.js";
 import type { Finding, Severity } from "../findings.js";
 import { isModuleFile } from "../module/load.js";
 import { entriesUnder, moduleDir, providersDir, resolvePath, runtimePath, within, type Filesystem, type FsEntry } from "./filesystem.js";
-import { parseCapacityLabel, parseNodeInfoLabel, capacityLabel, nodeInfoLabel } from "./labels.js";
+import { parseCapacityLabel, parseNodeInfoLabel, capacityLabel, nodeInfoLabel } from "@captf/contract/oci";
 
 export interface ImageConfig {
   readonly os: string;
@@ -203,12 +203,12 @@ function labelCapacity({ config, role }: ImageCheckInput): Finding[] {
   const out: Finding[] = [];
   const fix = "see the image contract's capacity labels";
   if (capacity !== undefined) {
-    const error = parseCapacityLabel(capacity);
-    if (error) out.push(finding(checkIds.imageLabelCapacity, "error", "", error, fix));
+    const reading = parseCapacityLabel(capacity);
+    if (!reading.ok) out.push(finding(checkIds.imageLabelCapacity, "error", "", reading.message, fix));
   }
   if (nodeInfo !== undefined) {
-    const error = parseNodeInfoLabel(nodeInfo);
-    if (error) out.push(finding(checkIds.imageLabelCapacity, "error", "", error, fix));
+    const reading = parseNodeInfoLabel(nodeInfo);
+    if (!reading.ok) out.push(finding(checkIds.imageLabelCapacity, "error", "", reading.message, fix));
   }
   return out;
 }

@@ -12,7 +12,7 @@ import {
   type Descriptor,
   type Fetched,
   type ImageSource,
-} from "./source.js";
+} from "@captf/contract/oci";
 
 const refName = "org.opencontainers.image.ref.name";
 

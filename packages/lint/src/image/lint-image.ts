@@ -12,11 +12,24 @@ import type { LoadedModule } from "../module/load.js";
 import { configSet } from "../module/load.js";
 import { hasModule, runImageChecks, type ImageConfig, type RequiredProvider } from "./checks.js";
 import { flattenLayers, moduleDir, resolvePath, within, type Filesystem } from "./filesystem.js";
-import { capacityLabel, nodeInfoLabel } from "./labels.js";
 import { layoutArchiveSource, layoutDirectorySource } from "./layout.js";
-import { parseRegistryReference } from "./reference.js";
-import { RegistrySource } from "./registry-client.js";
-import { ImageReadError, ImageReferenceError, isIndex, isManifest, type Descriptor, type ImageSource, type Platform } from "./source.js";
+import {
+  capacityLabel,
+  findCredentials,
+  ImageReadError,
+  ImageReferenceError,
+  isIndex,
+  isManifest,
+  nodeInfoLabel,
+  parseDocument,
+  parseRegistryReference,
+  readJsonBlob,
+  RegistrySource,
+  type Descriptor,
+  type ImageSource,
+  type ManifestDocument,
+  type Platform,
+} from "@captf/contract/oci";
 
 export const defaultPlatform = "linux/amd64";
 
@@ -54,36 +67,8 @@ function satisfies(have: Platform, want: Platform): boolean {
 export function openSource(ref: string, insecure: boolean, env: ImageLintOptions["env"]): ImageSource {
   if (ref.startsWith("oci:")) return layoutDirectorySource(ref.slice(4));
   if (ref.startsWith("oci-archive:")) return layoutArchiveSource(ref.slice(12));
-  return new RegistrySource(parseRegistryReference(ref.replace(/^docker:\/\//, "")), { insecure, env });
-}
-
-interface ManifestDocument {
-  config?: Descriptor;
-  layers?: Descriptor[];
-  manifests?: Descriptor[];
-}
-
-function parseDocument(bytes: Buffer, what: string): ManifestDocument {
-  try {
-    return JSON.parse(bytes.toString("utf8")) as ManifestDocument;
-  } catch {
-    throw new ImageReadError(`${what} is not JSON`);
-  }
-}
-
-async function readJsonBlob(source: ImageSource, descriptor: Descriptor): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of await source.blob(descriptor)) {
-    size += chunk.length;
-    if (size > 4 * 1024 * 1024) throw new ImageReadError(`config blob ${descriptor.digest} is larger than 4 MiB`);
-    chunks.push(Buffer.from(chunk));
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
-  } catch {
-    throw new ImageReadError(`config blob ${descriptor.digest} is not JSON`);
-  }
+  const reference = parseRegistryReference(ref.replace(/^docker:\/\//, ""));
+  return new RegistrySource(reference, { insecure, credentials: findCredentials(reference.registry, env), credentialsOrigin: "the docker or podman auth files" });
 }
 
 function imageConfig(raw: unknown): ImageConfig {

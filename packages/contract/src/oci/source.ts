@@ -34,8 +34,18 @@ export interface ImageSource {
 /** The reference cannot be parsed or names nothing: a usage error (exit 3). */
 export class ImageReferenceError extends Error {}
 
+/** Why an image could not be read, as a metric label. */
+export type ImageReadFailure = "unreachable" | "unauthorized" | "not_found" | "invalid";
+
 /** The image cannot be read: exit 2. */
-export class ImageReadError extends Error {}
+export class ImageReadError extends Error {
+  constructor(
+    message: string,
+    readonly failure: ImageReadFailure = "invalid",
+  ) {
+    super(message);
+  }
+}
 
 export const mediaTypes = {
   ociIndex: "application/vnd.oci.image.index.v1+json",

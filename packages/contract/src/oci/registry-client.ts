@@ -1,5 +1,6 @@
-// A small OCI distribution client on Node's fetch: anonymous, basic and bearer-token auth, the
-// credentials of the docker and podman auth files, plain HTTP only for loopback or --insecure.
+// A small OCI distribution client on Node's fetch: anonymous, basic and bearer-token auth with the
+// credentials its caller found (docker/podman auth files, image pull Secrets), plain HTTP only for
+// loopback or when insecure.
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -21,7 +22,10 @@ const manifestAccept = [mediaTypes.ociIndex, mediaTypes.ociManifest, mediaTypes.
 
 export interface RegistryOptions {
   readonly insecure: boolean;
-  readonly env: Readonly<Record<string, string | undefined>>;
+  /** For the registry's basic auth or token service; anonymous without. */
+  readonly credentials: Credentials | undefined;
+  /** Where the credentials came from, for the messages of a refused request, e.g. "the docker or podman auth files". */
+  readonly credentialsOrigin: string;
   /** Manifest and token requests time out after this long. */
   readonly timeoutMs?: number;
 }
@@ -31,6 +35,35 @@ export interface Credentials {
   readonly password: string;
 }
 
+/** A docker config's `auths` map (auth files, `kubernetes.io/dockerconfigjson` Secrets). */
+export type DockerAuths = Readonly<Record<string, { auth?: string; username?: string; password?: string }>>;
+
+/** The `auths` of a docker config document (config.json, .dockerconfigjson), or undefined when it is not one. */
+export function dockerConfigAuths(text: string): DockerAuths | undefined {
+  try {
+    const auths = (JSON.parse(text) as { auths?: unknown }).auths;
+    return auths !== null && typeof auths === "object" && !Array.isArray(auths) ? (auths as DockerAuths) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The entry of `auths` for `registry`, by the keys docker writes for it. */
+export function credentialsFromAuths(auths: DockerAuths, registry: string): Credentials | undefined {
+  const keys = registry === "docker.io" ? ["docker.io", "index.docker.io", "https://index.docker.io/v1/", "registry-1.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
+  for (const key of keys) {
+    const entry = auths[key];
+    if (!entry) continue;
+    if (entry.username !== undefined && entry.password !== undefined) return { username: entry.username, password: entry.password };
+    if (entry.auth) {
+      const decoded = Buffer.from(entry.auth, "base64").toString("utf8");
+      const colon = decoded.indexOf(":");
+      if (colon > 0) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+    }
+  }
+  return undefined;
+}
+
 /** The first auth file that has an entry for `registry`: podman's, then docker's. */
 export function findCredentials(registry: string, env: Readonly<Record<string, string | undefined>>): Credentials | undefined {
   const files = [
@@ -38,25 +71,11 @@ export function findCredentials(registry: string, env: Readonly<Record<string, s
     env.XDG_RUNTIME_DIR ? join(env.XDG_RUNTIME_DIR, "containers", "auth.json") : undefined,
     join(env.DOCKER_CONFIG ?? join(env.HOME ?? homedir(), ".docker"), "config.json"),
   ];
-  const keys = registry === "docker.io" ? ["docker.io", "index.docker.io", "https://index.docker.io/v1/", "registry-1.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
   for (const file of files) {
     if (!file || !existsSync(file)) continue;
-    let auths: Record<string, { auth?: string; username?: string; password?: string }> | undefined;
-    try {
-      auths = (JSON.parse(readFileSync(file, "utf8")) as { auths?: typeof auths }).auths;
-    } catch {
-      continue;
-    }
-    for (const key of keys) {
-      const entry = auths?.[key];
-      if (!entry) continue;
-      if (entry.username !== undefined && entry.password !== undefined) return { username: entry.username, password: entry.password };
-      if (entry.auth) {
-        const decoded = Buffer.from(entry.auth, "base64").toString("utf8");
-        const colon = decoded.indexOf(":");
-        if (colon > 0) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
-      }
-    }
+    const auths = dockerConfigAuths(readFileSync(file, "utf8"));
+    const found = auths && credentialsFromAuths(auths, registry);
+    if (found) return found;
   }
   return undefined;
 }
@@ -82,14 +101,14 @@ export class RegistrySource implements ImageSource {
     private readonly options: RegistryOptions,
   ) {
     this.scheme = isLoopback(ref.apiHost) ? "http" : "https";
-    this.credentials = findCredentials(ref.registry, options.env);
+    this.credentials = options.credentials;
   }
 
   private url(path: string): string {
     return `${this.scheme}://${this.ref.apiHost}/v2/${this.ref.repository}/${path}`;
   }
 
-  /** One request, with the auth dance on a 401 and the http fallback --insecure allows. */
+  /** One request, with the auth dance on a 401 and the http fallback `insecure` allows. */
   private async request(path: string, accept: string | undefined, timeout: boolean): Promise<Response> {
     const send = async (): Promise<Response> => {
       const headers: Record<string, string> = {};
@@ -103,24 +122,24 @@ export class RegistrySource implements ImageSource {
           this.scheme = "http";
           return fetch(this.url(path), { headers, ...(signal ? { signal } : {}) });
         }
-        throw new ImageReadError(`cannot reach ${this.ref.apiHost}: ${describeFetchError(error)}`);
+        throw new ImageReadError(`cannot reach ${this.ref.apiHost}: ${describeFetchError(error)}`, "unreachable");
       }
     };
     let response = await send();
     if (response.status === 401 && !this.authorization) {
       const challenge = response.headers.get("www-authenticate");
       await response.body?.cancel();
-      if (!challenge) throw new ImageReadError(`${this.ref.registry} refused access (401) without saying how to authenticate`);
+      if (!challenge) throw new ImageReadError(`${this.ref.registry} refused access (401) without saying how to authenticate`, "unauthorized");
       this.authorization = await this.authorize(challenge);
       response = await send();
     }
     if (response.status === 401 || response.status === 403) {
       await response.body?.cancel();
-      throw new ImageReadError(`${this.ref.registry} refused access to ${this.ref.repository} (${response.status})${this.credentials ? "" : ": no credentials found in the docker or podman auth files"}`);
+      throw new ImageReadError(`${this.ref.registry} refused access to ${this.ref.repository} (${response.status})${this.credentials ? "" : `: no credentials for it in ${this.options.credentialsOrigin}`}`, "unauthorized");
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw new ImageReadError(`${this.ref.registry}: GET ${path} answered ${response.status}`);
+      throw new ImageReadError(`${this.ref.registry}: GET ${path} answered ${response.status}`, response.status === 404 ? "not_found" : "unreachable");
     }
     return response;
   }
@@ -129,10 +148,10 @@ export class RegistrySource implements ImageSource {
     const { scheme, params } = parseChallenge(header);
     const basic = this.credentials ? `Basic ${Buffer.from(`${this.credentials.username}:${this.credentials.password}`).toString("base64")}` : undefined;
     if (scheme === "basic") {
-      if (!basic) throw new ImageReadError(`${this.ref.registry} needs a username and password: none found in the docker or podman auth files`);
+      if (!basic) throw new ImageReadError(`${this.ref.registry} needs a username and password: none for it in ${this.options.credentialsOrigin}`, "unauthorized");
       return basic;
     }
-    if (scheme !== "bearer" || !params.realm) throw new ImageReadError(`${this.ref.registry} asks for unsupported authentication ${scheme}`);
+    if (scheme !== "bearer" || !params.realm) throw new ImageReadError(`${this.ref.registry} asks for unsupported authentication ${scheme}`, "unauthorized");
     const url = new URL(params.realm);
     if (params.service) url.searchParams.set("service", params.service);
     url.searchParams.set("scope", params.scope ?? `repository:${this.ref.repository}:pull`);
@@ -141,15 +160,15 @@ export class RegistrySource implements ImageSource {
     try {
       response = await fetch(url, { headers: basic ? { authorization: basic } : {}, signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000) });
     } catch (error) {
-      throw new ImageReadError(`cannot reach the token service ${url.host}: ${describeFetchError(error)}`);
+      throw new ImageReadError(`cannot reach the token service ${url.host}: ${describeFetchError(error)}`, "unreachable");
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw new ImageReadError(`the token service ${url.host} answered ${response.status}`);
+      throw new ImageReadError(`the token service ${url.host} answered ${response.status}`, "unauthorized");
     }
     const body = (await response.json()) as { token?: string; access_token?: string };
     const token = body.token ?? body.access_token;
-    if (!token) throw new ImageReadError(`the token service ${url.host} returned no token`);
+    if (!token) throw new ImageReadError(`the token service ${url.host} returned no token`, "unauthorized");
     return `Bearer ${token}`;
   }
 
