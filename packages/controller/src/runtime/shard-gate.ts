@@ -1,0 +1,51 @@
+/**
+ * The controllers of a sharded manager: every replica runs their workers (no leader election),
+ * and a pass runs only for an object of a shard this replica holds. Keys of other shards are
+ * dropped when they come up; gaining a shard enqueues every cached object of it, so a hand-over
+ * needs no event. Informers stay unscoped (see docs/scaling.md): a replica caches every object,
+ * and shards change only which keys it reconciles.
+ */
+import type { ControllerRunner, Controller } from "./controller.js";
+import { objectKey, type Informer } from "./informer.js";
+import type { KubeObject } from "./kube-client.js";
+
+export class ShardGate {
+  readonly #shardOfObject: (object: KubeObject) => number;
+  readonly #held = new Set<number>();
+  readonly #kinds: { runner: ControllerRunner; objects: Informer<KubeObject> }[] = [];
+
+  /** `shardOfObject`: the shard an object of a sharded kind belongs to. */
+  constructor(shardOfObject: (object: KubeObject) => number) {
+    this.#shardOfObject = shardOfObject;
+  }
+
+  /** Whether this replica reconciles the object now; a key gone from the cache has nothing to reconcile. */
+  owns(object: KubeObject | undefined): boolean {
+    return object !== undefined && this.#held.has(this.#shardOfObject(object));
+  }
+
+  /** `controller` with its passes limited to held shards; `objects` is the informer of its own kind. */
+  shard(controller: Controller, objects: Informer<KubeObject>): Controller {
+    return {
+      ...controller,
+      needsLeaderElection: false,
+      reconcile: async (key, context) => (this.owns(objects.get(key)) ? controller.reconcile(key, context) : undefined),
+    };
+  }
+
+  /** Registers the runner the manager made of a {@link shard}ed controller, for the hand-over enqueue. */
+  attach(runner: ControllerRunner, objects: Informer<KubeObject>): void {
+    this.#kinds.push({ runner, objects });
+  }
+
+  gained(index: number): void {
+    this.#held.add(index);
+    for (const { runner, objects } of this.#kinds) {
+      for (const object of objects.list()) if (this.#shardOfObject(object) === index) runner.queue.add(objectKey(object));
+    }
+  }
+
+  lost(index: number): void {
+    this.#held.delete(index);
+  }
+}
