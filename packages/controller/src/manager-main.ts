@@ -187,6 +187,8 @@ export function managerSharding(settings: ManagerSettings, deps: Pick<ManagerCon
   if (settings.shards <= 1) return undefined;
   const namespace = settings.podNamespace ?? readNamespaceFile(inClusterNamespaceFile);
   if (!namespace) throw new Error("--shards needs the manager's namespace for its Leases: set POD_NAMESPACE or run in a pod");
+  // Without leader election the controllers that are not sharded (identities, …) would run on every replica at once.
+  if (!settings.leaderElection.enabled) deps.logger.warn({ shards: settings.shards }, "--shards without --leader-elect: the controllers that are not sharded run on every replica");
   const gate = new ShardGate((object) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards));
   const leaderStatus = deps.metrics.runtime.leaderStatus;
   const coordinator = new ShardCoordinator({

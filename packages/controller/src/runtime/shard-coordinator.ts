@@ -52,6 +52,7 @@ export class ShardCoordinator {
   /** Lease name → its spec as last seen and since when (local clock). */
   readonly #seen = new Map<string, { raw: string; at: number; lease: Lease }>();
   readonly #startAt: number;
+  #rounds = 0;
 
   constructor(options: ShardCoordinatorOptions) {
     if (!Number.isInteger(options.shards) || options.shards < 1) throw new Error("shards must be an integer >= 1");
@@ -103,6 +104,8 @@ export class ShardCoordinator {
     }
     const campaigning = new Set([...this.#claims.keys()].filter((index) => !this.#held.has(index)));
     const plan = planShardClaims({ shards: this.#o.shards, liveReplicas: Math.max(1, liveReplicas), held: this.#held, campaigning, leases: shardLeases, startAt: this.#startAt, now });
+    // The first round only announces this replica: replicas starting together then count each other before claiming.
+    if (this.#rounds++ === 0) plan.campaign = [];
     if (plan.release.length > 0 || plan.campaign.length > 0) this.#log.info({ liveReplicas, held: [...this.#held], ...plan }, "rebalancing shards");
     await Promise.all([...plan.release, ...plan.abandon].map((index) => this.#endClaim(index)));
     for (const index of plan.campaign) this.#startClaim(index, this.#seen.get(shardLeaseName(index)));
