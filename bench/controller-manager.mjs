@@ -45,7 +45,8 @@ const parsed = await parseManagerFlags(
     "--runner-image=registry.invalid/captf/captf-controller:bench",
     ...flags["manager-flag"],
   ],
-  {},
+  // The namespace of the shard Leases (bench/controller-shards.mjs sets it).
+  { POD_NAMESPACE: process.env.POD_NAMESPACE },
 );
 if (parsed.kind !== "run") throw new Error(`the manager's flags: ${parsed.message ?? parsed.kind}`);
 const settings = parsed.options;

@@ -1,8 +1,8 @@
 /**
  * The controllers of a sharded manager: every replica runs their workers (no leader election),
  * and a pass runs only for an object of a shard this replica holds. Keys of other shards are
- * dropped when they come up; gaining a shard enqueues every cached object of it, so a hand-over
- * needs no event. Informers stay unscoped (see docs/scaling.md): a replica caches every object,
+ * never enqueued; gaining a shard enqueues every cached object of it, so a hand-over needs no
+ * event. Informers stay unscoped (see docs/scaling.md): a replica caches every object,
  * and shards change only which keys it reconciles.
  */
 import type { ControllerRunner, Controller } from "./controller.js";
@@ -24,12 +24,18 @@ export class ShardGate {
     return object !== undefined && this.#held.has(this.#shardOfObject(object));
   }
 
-  /** `controller` with its passes limited to held shards; `objects` is the informer of its own kind. */
+  /**
+   * `controller` with its keys and passes limited to held shards; `objects` is the informer of its
+   * own kind. Keys of other shards are not enqueued (so queue and reconcile metrics count this
+   * replica's work only), and a pass checks again: the shard may have gone since the key was queued.
+   */
   shard(controller: Controller, objects: Informer<KubeObject>): Controller {
+    const held = (key: string) => this.owns(objects.get(key));
     return {
       ...controller,
       needsLeaderElection: false,
-      reconcile: async (key, context) => (this.owns(objects.get(key)) ? controller.reconcile(key, context) : undefined),
+      watches: controller.watches.map((watch) => ({ ...watch, map: (object, event, oldObject) => watch.map(object, event, oldObject).filter(held) })),
+      reconcile: async (key, context) => (held(key) ? controller.reconcile(key, context) : undefined),
     };
   }
 
