@@ -19,7 +19,7 @@ import { sweepNamespace } from "./identity/namespace-sweep.js";
 import { apiErrorMessage } from "./runtime/client-node-errors.js";
 import { defaultJobEnvironment, type JobEnvironment } from "./jobs/build-job.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js";
-import type { BuildInfo } from "./metrics/captf-metrics.js";
+import type { BuildInfo, MetricKind } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { clusterNameOf, workspaceController } from "./reconcile/workspace-controller.js";
 import { managerReadCache } from "./reconcile/manager-cache.js";
@@ -189,7 +189,11 @@ export function managerSharding(settings: ManagerSettings, deps: Pick<ManagerCon
   if (!namespace) throw new Error("--shards needs the manager's namespace for its Leases: set POD_NAMESPACE or run in a pod");
   // Without leader election the controllers that are not sharded (identities, …) would run on every replica at once.
   if (!settings.leaderElection.enabled) deps.logger.warn({ shards: settings.shards }, "--shards without --leader-elect: the controllers that are not sharded run on every replica");
-  const gate = new ShardGate((object) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards));
+  const gate = new ShardGate(
+    (object) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards),
+    // The new holder reports these objects now; a stale series here would keep alerts (CAPTFNotReady, …) firing.
+    (kind, object) => deps.metrics.captf.forgetObject(kind as MetricKind, object.metadata?.namespace ?? "", object.metadata?.name ?? ""),
+  );
   const leaderStatus = deps.metrics.runtime.leaderStatus;
   const coordinator = new ShardCoordinator({
     client: deps.client,

@@ -38,13 +38,16 @@ describe("ShardGate", () => {
     expect(reconciled).toEqual(["ns/b"]);
   });
 
-  it("enqueues every cached object of a shard it gains", () => {
-    const gate = gateOf();
+  it("enqueues every cached object of a shard it gains, and forgets those of a shard it gives up", () => {
+    const forgotten: string[] = [];
+    const gate = new ShardGate((o) => Number(o.metadata?.labels?.shard), (kind, o) => forgotten.push(`${kind} ${o.metadata!.name}`));
     const added: string[] = [];
-    gate.attach({ queue: { add: (key: string) => added.push(key) } } as unknown as ControllerRunner, informer);
+    gate.attach({ controller: { kind: "Thing" }, queue: { add: (key: string) => added.push(key) } } as unknown as ControllerRunner, informer);
     gate.gained(1);
     expect(added).toEqual(["ns/b", "ns/c"]);
     gate.gained(0);
     expect(added).toEqual(["ns/b", "ns/c", "ns/a"]);
+    gate.lost(1);
+    expect(forgotten).toEqual(["Thing b", "Thing c"]);
   });
 });

@@ -11,12 +11,18 @@ import type { KubeObject } from "./kube-client.js";
 
 export class ShardGate {
   readonly #shardOfObject: (object: KubeObject) => number;
+  readonly #forget: ((kind: string, object: KubeObject) => void) | undefined;
   readonly #held = new Set<number>();
   readonly #kinds: { runner: ControllerRunner; objects: Informer<KubeObject> }[] = [];
 
-  /** `shardOfObject`: the shard an object of a sharded kind belongs to. */
-  constructor(shardOfObject: (object: KubeObject) => number) {
+  /**
+   * `shardOfObject`: the shard an object of a sharded kind belongs to. `forget`: called for each
+   * object of a shard given up, so this replica stops reporting what another one now owns (its
+   * per-object metrics).
+   */
+  constructor(shardOfObject: (object: KubeObject) => number, forget?: (kind: string, object: KubeObject) => void) {
     this.#shardOfObject = shardOfObject;
+    this.#forget = forget;
   }
 
   /** Whether this replica reconciles the object now; a key gone from the cache has nothing to reconcile. */
@@ -46,12 +52,17 @@ export class ShardGate {
 
   gained(index: number): void {
     this.#held.add(index);
-    for (const { runner, objects } of this.#kinds) {
-      for (const object of objects.list()) if (this.#shardOfObject(object) === index) runner.queue.add(objectKey(object));
-    }
+    for (const { runner, object } of this.#objectsOf(index)) runner.queue.add(objectKey(object));
   }
 
   lost(index: number): void {
     this.#held.delete(index);
+    for (const { runner, object } of this.#objectsOf(index)) this.#forget?.(runner.controller.kind, object);
+  }
+
+  *#objectsOf(index: number): Generator<{ runner: ControllerRunner; object: KubeObject }> {
+    for (const { runner, objects } of this.#kinds) {
+      for (const object of objects.list()) if (this.#shardOfObject(object) === index) yield { runner, object };
+    }
   }
 }
