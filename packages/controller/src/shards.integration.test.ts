@@ -1,5 +1,6 @@
 // Three manager processes (the bundle as shipped) with --shards=3 on the shared plane: 30
-// clusters with a machine each. Each object is reconciled by the holder of its shard alone;
+// clusters with a machine each (CAPTF_SHARD_CLUSTERS; the suite runs 12, 4 per shard, to stay
+// within its time budget). Each object is reconciled by the holder of its shard alone;
 // one manager is SIGKILLed while every machine's apply Job runs (the Pods are completed only
 // afterwards, by bench/controller-jobs.mjs's stand-in kubelet): its clusters move to the others,
 // every machine ends with exactly one apply Job, bookkept once; then 3 → 1 → 3 replicas.
@@ -20,17 +21,32 @@ import { shardLeaseName, shardOf } from "./runtime/shards.js";
 
 type AnyObject = Record<string, any>;
 const shards = 3;
-const clusterCount = 30;
+const clusterCount = Number(process.env.CAPTF_SHARD_CLUSTERS ?? 12);
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 const infra = { group: apiGroup, version: apiVersion };
+
+/** `count` names c-<i>, the first of each shard until each has count / shards. */
+function balancedClusterNames(count: number, shardOfName: (name: string) => number): string[] {
+  const perShard = new Array<number>(shards).fill(0);
+  const names: string[] = [];
+  for (let i = 0; names.length < count; i++) {
+    const name = `c-${String(i).padStart(3, "0")}`;
+    const shard = shardOfName(name);
+    if (perShard[shard]! >= Math.ceil(count / shards)) continue;
+    perShard[shard]!++;
+    names.push(name);
+  }
+  return names;
+}
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "managers splitting the clusters into shards", () => {
   const namespace = `shards-${Date.now().toString(36)}`;
   const identityName = `${namespace}-identity`;
   const work = mkdtempSync(join(tmpdir(), "captf-shards-"));
-  const clusterNames = Array.from({ length: clusterCount }, (_, i) => `c-${String(i).padStart(2, "0")}`);
-  const machineOf = (cluster: string) => `m-${cluster.slice(2)}`;
   const shardOfCluster = (cluster: string) => shardOf(namespace, cluster, shards);
+  // An equal number of clusters per shard (the namespace's name varies per run): the hash still decides.
+  const clusterNames = balancedClusterNames(clusterCount, (name) => shardOfCluster(name));
+  const machineOf = (cluster: string) => `m-${cluster.slice(2)}`;
   let bundle: string;
   let plane: PlaneClients;
   let client: KubeClient;
@@ -138,7 +154,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
   const applyJobs = async () => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine` })).items;
 
   it("reconciles each object on one manager, hands a killed manager's clusters over without a second Job, and rebalances 3 → 1 → 3", async () => {
-    const [a, b, c] = [await startManager(), await startManager(), await startManager()];
+    const [a, b, c] = await Promise.all([startManager(), startManager(), startManager()]);
     let owners = await settled([a!, b!, c!], 1);
 
     // 30 clusters; every machine's apply Job is created and stays running (no Pod completes yet).
@@ -186,7 +202,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await settled([last], shards);
 
     // 1 → 3: the newcomers take their share; from then on each object is reconciled by its shard's holder alone.
-    const [d, e] = [await startManager(), await startManager()];
+    const [d, e] = await Promise.all([startManager(), startManager()]);
     owners = await settled([last, d!, e!], 1);
     const window = new Map(managers.map((manager) => [manager, manager.records().length]));
     await Promise.all(machineKeys.map(({ key }) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { "test.captf.io/touched": "1" } } } }, mergePatchOptions())));
