@@ -52,6 +52,8 @@ export class ShardCoordinator {
   /** Lease name → its spec as last seen and since when (local clock). */
   readonly #seen = new Map<string, { raw: string; at: number; lease: Lease }>();
   readonly #startAt: number;
+  /** Shard → when this replica released it (local clock). */
+  readonly #releasedAt = new Map<number, number>();
   #rounds = 0;
 
   constructor(options: ShardCoordinatorOptions) {
@@ -71,21 +73,28 @@ export class ShardCoordinator {
   /** Claims and renews until `stop` aborts; then releases every shard and its member Lease. Never rejects. */
   async run(stop: AbortSignal): Promise<void> {
     this.#log.info("claiming shards");
-    while (!stop.aborted) {
-      try {
-        await this.#round(stop);
-      } catch (error) {
-        if (!stop.aborted) this.#log.warn({ err: error }, "shard round failed; trying again");
-      }
-      await sleep(this.#clock, this.#o.retryPeriodMillis * (1 + Math.random() * 0.2), stop);
-    }
+    const membership = this.#every(stop, "renewing the member lease failed", () => this.#renewMembership(stop));
+    await this.#every(stop, "shard round failed", () => this.#round(stop));
+    await membership;
     await Promise.all([...this.#claims.keys()].map((index) => this.#endClaim(index)));
     await this.#o.client.delete(builtinTypes.lease, this.#o.namespace, shardMemberLeaseName(this.identity)).catch(() => undefined);
     this.#log.info("released every shard");
   }
 
+  /** Runs `step` every retry period (jittered) until `stop`; a failed step is logged and tried again. */
+  async #every(stop: AbortSignal, failure: string, step: () => Promise<void>): Promise<void> {
+    while (!stop.aborted) {
+      try {
+        await step();
+      } catch (error) {
+        if (!stop.aborted) this.#log.warn({ err: error }, `${failure}; trying again`);
+      }
+      await sleep(this.#clock, this.#o.retryPeriodMillis * (1 + Math.random() * 0.2), stop);
+    }
+  }
+
+  /** One look at the Leases and the claims that follow; the member Lease is renewed apart, so a slow round never makes this replica look gone. */
   async #round(stop: AbortSignal): Promise<void> {
-    await this.#renewMembership(stop);
     const now = this.#clock.now();
     const items = (await this.#o.client.list<Lease>(builtinTypes.lease, this.#o.namespace, undefined, { signal: stop })).items;
     const shardLeases = new Map<number, ObservedShardLease>();
@@ -103,7 +112,9 @@ export class ShardCoordinator {
       if (index !== undefined) shardLeases.set(index, observed);
     }
     const campaigning = new Set([...this.#claims.keys()].filter((index) => !this.#held.has(index)));
-    const plan = planShardClaims({ shards: this.#o.shards, liveReplicas: Math.max(1, liveReplicas), held: this.#held, campaigning, leases: shardLeases, startAt: this.#startAt, now });
+    for (const [index, at] of this.#releasedAt) if (now - at >= 2 * this.#o.leaseDurationMillis) this.#releasedAt.delete(index);
+    const recentlyReleased = new Set(this.#releasedAt.keys());
+    const plan = planShardClaims({ shards: this.#o.shards, liveReplicas: Math.max(1, liveReplicas), held: this.#held, campaigning, leases: shardLeases, startAt: this.#startAt, recentlyReleased, now });
     // The first round only announces this replica: replicas starting together then count each other before claiming.
     if (this.#rounds++ === 0) plan.campaign = [];
     if (plan.release.length > 0 || plan.campaign.length > 0) this.#log.info({ liveReplicas, held: [...this.#held], ...plan }, "rebalancing shards");
@@ -172,6 +183,7 @@ export class ShardCoordinator {
     const claim = this.#claims.get(index);
     if (!claim) return;
     if (this.#held.delete(index)) {
+      this.#releasedAt.set(index, this.#clock.now());
       this.#log.info({ shard: index }, "releasing shard");
       this.#o.onShardLost(index);
     }

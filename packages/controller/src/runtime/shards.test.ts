@@ -40,6 +40,7 @@ describe("planShardClaims", () => {
     ["a peer died (its Lease expired): take its shard", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, expired("c")]]) }), { release: [], campaign: [2], abandon: [] }],
     ["a peer holds the free shard now: drop the campaign", facts({ liveReplicas: 2, held: new Set([0]), campaigning: new Set([2]), leases: new Map([[0, live("me")], [2, live("b")]]) }), { release: [], campaign: [1], abandon: [2] }],
     ["share met: claim nothing, drop surplus campaigns", facts({ liveReplicas: 3, held: new Set([0]), campaigning: new Set([1]), leases: new Map([[0, live("me")]]) }), { release: [], campaign: [], abandon: [1] }],
+    ["a shard it just gave up is left to the others, even when a peer seems gone", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, live("")]]), recentlyReleased: new Set([2]) }), { release: [], campaign: [], abandon: [] }],
     ["every other shard held by live peers: wait", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, live("b")]]) }), { release: [], campaign: [], abandon: [] }],
   ] as const)("%s", (_name, input, expected) => {
     expect(planShardClaims(input)).toEqual(expected);

@@ -55,6 +55,8 @@ export interface ShardClaimFacts {
   leases: ReadonlyMap<number, ObservedShardLease>;
   /** Where this replica starts looking for a free shard, so replicas starting together try different ones. */
   startAt: number;
+  /** Shards this replica gave up a moment ago: not claimed back while the others take them (a blip in the replica count must not make it flap). */
+  recentlyReleased?: ReadonlySet<number>;
   now: number;
 }
 
@@ -85,7 +87,7 @@ export function planShardClaims(facts: ShardClaimFacts): ShardClaimPlan {
   const campaign: number[] = [];
   for (let step = 0; step < facts.shards && room > 0; step++) {
     const index = (facts.startAt + step) % facts.shards;
-    if (facts.held.has(index) || facts.campaigning.has(index) || !claimable(index)) continue;
+    if (facts.held.has(index) || facts.campaigning.has(index) || facts.recentlyReleased?.has(index) || !claimable(index)) continue;
     campaign.push(index);
     room--;
   }
