@@ -31,7 +31,7 @@ if (!flags.kubeconfig) throw new Error("--kubeconfig is required");
 if (flags.mode !== "manager" && flags.mode !== "informers") throw new Error(`--mode ${flags.mode}: manager or informers`);
 
 const { parseManagerFlags, bootstrapManager, shutdownSignal } = await loadController();
-const { createManagerControllers, managerApiClients, managerBuildInfo } = await loadControllerFile("manager-main.js");
+const { addManagerControllers, createManagerControllers, managerApiClients, managerBuildInfo, managerSharding } = await loadControllerFile("manager-main.js");
 
 const parsed = await parseManagerFlags(
   [
@@ -45,17 +45,20 @@ const parsed = await parseManagerFlags(
     "--runner-image=registry.invalid/captf/captf-controller:bench",
     ...flags["manager-flag"],
   ],
-  {},
+  // The namespace of the shard Leases (bench/controller-shards.mjs sets it).
+  { POD_NAMESPACE: process.env.POD_NAMESPACE },
 );
 if (parsed.kind !== "run") throw new Error(`the manager's flags: ${parsed.message ?? parsed.kind}`);
 const settings = parsed.options;
 const { logger, kubeConfig, client, metrics, manager } = bootstrapManager(settings, { buildInfo: managerBuildInfo(), stdout: process.stderr, stderr: process.stderr });
 
 const controllers = createManagerControllers({ clients: managerApiClients(kubeConfig), logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
-for (const controller of controllers) {
-  // The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.
-  manager.addController(flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} });
-}
+// --manager-flag=--shards=N (bench/controller-shards.mjs): the cluster controllers gated to the shards this process claims.
+const sharding = managerSharding(settings, { logger, metrics, client });
+// The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.
+addManagerControllers(manager, controllers.map((controller) => (flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} })), sharding?.gate);
+const shardsStop = new AbortController();
+const shardsRun = sharding?.coordinator.run(shardsStop.signal);
 
 process.on("SIGUSR2", () => globalThis.gc?.());
 const signal = shutdownSignal(logger);
@@ -72,6 +75,8 @@ for (;;) {
   await new Promise((resolve) => setTimeout(resolve, 20));
 }
 const exit = await running;
+shardsStop.abort();
+await shardsRun;
 client.close();
 // As manager-main: exit explicitly, idle sockets (and the stdin pipe) must not hold the process.
 process.exit(exit.reason === "stopped" ? 0 : 1);

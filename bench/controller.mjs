@@ -17,7 +17,11 @@
 //
 //   npx tsc -b && node bench/controller.mjs [--machines 1000] [--concurrency 10] [--job-seconds 0]
 //                                           [--settle-seconds 20] [--timeout-seconds S] [--cpu-prof-dir <dir>]
-//                                           [--resync-seconds 30]
+//                                           [--resync-seconds 30] [--managers M [--clusters 20]]
+//
+// --managers M runs bench/controller-shards.mjs instead: the machines spread over --clusters
+// clusters, provisioned once by 1 manager and once by M managers with --shards=M; both figures and
+// the ratio.
 //
 // Then, over the settled objects: a manager restart (its Jobs and writes until quiet: both must be
 // 0) and, in that restarted manager (`--sync-period` = --resync-seconds), one full resync (its writes:
@@ -49,8 +53,17 @@ const { values: flags } = parseArgs({
     "settle-seconds": { type: "string", default: "20" },
     "cpu-prof-dir": { type: "string" },
     "resync-seconds": { type: "string", default: "30" },
+    // The shard bench (bench/controller-shards.mjs): this workload spread over --clusters, by 1 manager and by M.
+    managers: { type: "string" },
+    clusters: { type: "string", default: "20" },
   },
 });
+if (flags.managers !== undefined) {
+  const { runShardBench } = await import("./controller-shards.mjs");
+  const machines = Number(flags.machines);
+  const options = { managers: Number(flags.managers), clusters: Number(flags.clusters), machines, concurrency: Number(flags.concurrency), jobSeconds: Number(flags["job-seconds"]) };
+  process.exit(await runShardBench({ ...options, timeoutMillis: 1000 * Number(flags["timeout-seconds"] ?? 120 + 2 * machines + options.jobSeconds) }));
+}
 const N = Number(flags.machines);
 const concurrency = Number(flags.concurrency);
 const jobSeconds = Number(flags["job-seconds"]);

@@ -42,6 +42,7 @@ describe("the manager flags", () => {
       namespace: "",
       watchFilter: "",
       syncPeriodMillis: 600_000,
+      shards: 1,
       concurrency: { terraformCluster: 10, terraformMachine: 10, terraformMachineTemplate: 10, terraformMachinePool: 10 },
       healthAddr: ":9440",
       profilerAddress: "",
@@ -116,6 +117,7 @@ describe("the manager flags", () => {
     const errors = await parseErrors(
       [
         "--sync-period=0",
+        "--shards=0",
         "--terraformcluster-concurrency=0",
         "--terraformmachinepool-concurrency=two",
         "--state-backups=-1",
@@ -138,6 +140,7 @@ describe("the manager flags", () => {
       expect.stringMatching(/^--tls-cipher-suites: unsupported "TLS_RSA_WITH_RC4_128_SHA": want one of TLS_AES_128_GCM_SHA256, /),
       "--feature-gates: unrecognized feature gate: Bogus",
       "--sync-period: must be > 0, got 0",
+      "--shards: must be >= 1, got 0",
       "--terraformcluster-concurrency: must be >= 1, got 0",
       "--terraformmachinepool-concurrency: invalid value \"two\": want an integer",
       "--drift-default-interval: invalid duration \"soon\": want e.g. 30s, 10m or 1h30m",

@@ -24,6 +24,7 @@ export interface FlagDefinition {
 export const managerFlags: readonly FlagDefinition[] = [
   { name: "namespace", type: "string", default: "", description: "Namespace the caches watch; empty watches all (identities are always cluster-wide)", group: "Manager" },
   { name: "watch-filter", type: "string", default: "", description: "Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value; empty reconciles all", group: "Manager" },
+  { name: "shards", type: "int", default: 1, description: "Split the clusters into this many shards, claimed by the replicas through the Leases captf-shard-<i> (timings of --leader-elect-*); 1 runs every controller on the leader alone (>= 1, see docs/scaling.md)", group: "Manager" },
   { name: "sync-period", type: "duration", default: "10m", description: "Informer resync, and the interval of the namespace sweep (plus up to 10% jitter); must be > 0", group: "Manager" },
   { name: "terraformcluster-concurrency", type: "int", default: 10, description: "TerraformClusters reconciled at once (>= 1)", group: "Controllers" },
   { name: "terraformmachine-concurrency", type: "int", default: 10, description: "TerraformMachines reconciled at once (>= 1)", group: "Controllers" },
@@ -76,6 +77,8 @@ export interface ManagerSettings {
   namespace: string;
   watchFilter: string;
   syncPeriodMillis: number;
+  /** `--shards`: 1 = every controller on the leader; more = the cluster controllers on every replica, per held shard. */
+  shards: number;
   concurrency: { terraformCluster: number; terraformMachine: number; terraformMachineTemplate: number; terraformMachinePool: number };
   healthAddr: string;
   profilerAddress: string;
@@ -275,6 +278,7 @@ export async function parseManagerFlags(argv: readonly string[], env: Readonly<R
     namespace: text("namespace"),
     watchFilter: text("watch-filter"),
     syncPeriodMillis: duration("sync-period", true),
+    shards: int("shards", 1),
     concurrency: {
       terraformCluster: int("terraformcluster-concurrency", 1),
       terraformMachine: int("terraformmachine-concurrency", 1),

@@ -18,9 +18,9 @@ import { identityCredentials } from "./identity/job-credentials.js";
 import { namespaceSweepController, sweepNamespaceLogged } from "./identity/namespace-sweep.js";
 import { defaultJobEnvironment, type JobEnvironment } from "./jobs/build-job.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "./kinds/adapters.js";
-import type { BuildInfo } from "./metrics/captf-metrics.js";
+import type { BuildInfo, MetricKind } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
-import { workspaceController } from "./reconcile/workspace-controller.js";
+import { clusterNameOf, workspaceController } from "./reconcile/workspace-controller.js";
 import { machineTemplateController } from "./templates/template-controller.js";
 import { managerReadCache } from "./reconcile/manager-cache.js";
 import type { ReadCache } from "./runtime/read-cache.js";
@@ -28,13 +28,16 @@ import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
 import { activeJobCounts, runningJobs } from "./metrics/active-jobs.js";
-import { bootstrapManager } from "./runtime/bootstrap.js";
+import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
 import { withKeepAlive } from "./runtime/keep-alive.js";
 import { openProfiler } from "./runtime/profiler.js";
 import type { Controller } from "./runtime/controller.js";
 import { tlsServerOptions } from "./runtime/http-endpoints.js";
 import { shutdownSignal, type Manager, type ManagerExit } from "./runtime/manager.js";
+import { ShardCoordinator } from "./runtime/shard-coordinator.js";
+import { ShardGate } from "./runtime/shard-gate.js";
+import { shardLeaseName, shardOf } from "./runtime/shards.js";
 import { kubernetesAdmissionFacts } from "./webhooks/facts.js";
 import { startAdmissionServer, type AdmissionServer, type AdmissionServerOptions } from "./webhooks/server.js";
 
@@ -156,6 +159,59 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   ];
 }
 
+/** The kinds split into shards with `--shards` > 1: a cluster's objects, which share its shard. */
+const shardedKinds: ReadonlySet<string> = new Set([clusterAdapter.kind, machineAdapter.kind, poolAdapter.kind]);
+
+/**
+ * Adds the controllers to the manager; with a gate, those of the sharded kinds run on every
+ * replica for the shards it holds, the others (identities, …) stay on the leader.
+ */
+export function addManagerControllers(manager: Pick<Manager, "informer" | "addController">, controllers: readonly Controller[], gate: ShardGate | undefined): void {
+  for (const controller of controllers) {
+    if (!gate || !shardedKinds.has(controller.kind)) {
+      manager.addController(controller);
+      continue;
+    }
+    // The informer of the controller's own watch: the one its keys come from.
+    const own = controller.watches.find((watch) => watch.type.kind === controller.kind)!;
+    const objects = manager.informer(own.type, own.labelSelector ? { labelSelector: own.labelSelector } : {});
+    gate.attach(manager.addController(gate.shard(controller, objects)), objects);
+  }
+}
+
+/** With `--shards` > 1: the gate of the sharded controllers and the coordinator that claims shards for it. */
+export function managerSharding(settings: ManagerSettings, deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & { client: Manager["client"] }): { gate: ShardGate; coordinator: ShardCoordinator } | undefined {
+  if (settings.shards <= 1) return undefined;
+  const namespace = settings.podNamespace ?? readNamespaceFile(inClusterNamespaceFile);
+  if (!namespace) throw new Error("--shards needs the manager's namespace for its Leases: set POD_NAMESPACE or run in a pod");
+  // Without leader election the controllers that are not sharded (identities, …) would run on every replica at once.
+  if (!settings.leaderElection.enabled) deps.logger.warn({ shards: settings.shards }, "--shards without --leader-elect: the controllers that are not sharded run on every replica");
+  const gate = new ShardGate(
+    (object) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards),
+    // The new holder reports these objects now; a stale series here would keep alerts (CAPTFNotReady, …) firing.
+    (kind, object) => deps.metrics.captf.forgetObject(kind as MetricKind, object.metadata?.namespace ?? "", object.metadata?.name ?? ""),
+  );
+  const leaderStatus = deps.metrics.runtime.leaderStatus;
+  const coordinator = new ShardCoordinator({
+    client: deps.client,
+    namespace,
+    shards: settings.shards,
+    leaseDurationMillis: settings.leaderElection.leaseDurationMillis,
+    renewDeadlineMillis: settings.leaderElection.renewDeadlineMillis,
+    retryPeriodMillis: settings.leaderElection.retryPeriodMillis,
+    logger: deps.logger,
+    onShardGained: (index) => {
+      gate.gained(index);
+      leaderStatus.set({ name: shardLeaseName(index) }, 1);
+    },
+    onShardLost: (index) => {
+      gate.lost(index);
+      leaderStatus.set({ name: shardLeaseName(index) }, 0);
+    },
+  });
+  return { gate, coordinator };
+}
+
 /** The user the webhooks let write a providerID: the flags' `system:serviceaccount:…`, else the shipped ServiceAccount's. */
 export function managerUsername(settings: Pick<ManagerSettings, "managerUser" | "podNamespace">): string {
   return settings.managerUser ?? `system:serviceaccount:${settings.podNamespace ?? defaultManagerNamespace}:${managerServiceAccount}`;
@@ -220,15 +276,20 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
   }
   const signal = io.signal ?? shutdownSignal(logger);
   let admission: AdmissionServer | undefined;
+  const shardsStop = new AbortController();
+  let shardsRun: Promise<void> | undefined;
   try {
     const deps = { clients: managerApiClients(kubeConfig), logger, metrics, instance: hostname(), manager };
-    for (const controller of createManagerControllers(deps, settings)) manager.addController(controller);
+    const sharding = managerSharding(settings, { logger, metrics, client });
+    addManagerControllers(manager, createManagerControllers(deps, settings), sharding?.gate);
     admission = await startAdmissionServer({
       ...admissionServing(settings),
       logger,
       managerUsername: managerUsername(settings),
       facts: kubernetesAdmissionFacts(kubeConfig),
     });
+    // Claims run beside the manager; passes of a gained shard start once the caches synced.
+    shardsRun = sharding?.coordinator.run(shardsStop.signal);
     const exit = await manager.run(signal);
     logExit(logger, exit);
     return exitCodeOf(exit);
@@ -236,6 +297,9 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
     logger.error({ err: error }, "manager failed");
     return 1;
   } finally {
+    // After the workers stopped: the next holder of a shard must not overlap with them.
+    shardsStop.abort();
+    await shardsRun;
     await admission?.close();
     client.close();
   }

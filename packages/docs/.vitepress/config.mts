@@ -53,6 +53,7 @@ export const sidebar: DefaultTheme.SidebarItem[] = [
       { text: "Installing captf", link: "/installation" },
       { text: "Webhooks", link: "/webhooks" },
       { text: "Metrics and alerts", link: "/metrics" },
+      { text: "Scaling the manager: shards", link: "/scaling" },
       { text: "Reliability drills", link: "/reliability" },
       {
         text: "Runbooks",

@@ -25,10 +25,10 @@ describe("the clusterctl assets", () => {
     for (const crd of components.filter((object) => object.kind === "CustomResourceDefinition")) expect(crd.metadata.labels).toHaveProperty(["clusterctl.cluster.x-k8s.io"], "");
   });
 
-  it("names the image and the namespace as variables with the shipped defaults", () => {
+  it("names the image, the namespace, the replicas and the shards as variables with the shipped defaults", () => {
     const text = renderClusterctlFiles(demoDirectory).find((file) => file.path.endsWith("infrastructure-components.yaml"))!.content;
     const variables = new Set([...text.matchAll(/\$\{([A-Z0-9_]+)(:=[^}]*)?\}/g)].map((match) => `${match[1]}${match[2] ?? ""}`));
-    expect([...variables].sort()).toEqual([`CAPTF_IMAGE:=${defaultInstallOptions.image}`, "CAPTF_NAMESPACE:=captf-system"]);
+    expect([...variables].sort()).toEqual([`CAPTF_IMAGE:=${defaultInstallOptions.image}`, "CAPTF_NAMESPACE:=captf-system", "CAPTF_REPLICAS:=1", "CAPTF_SHARDS:=1"]);
     expect(text).not.toMatch(/captf-system(?![}])/);
   });
 

@@ -1,7 +1,7 @@
 /**
  * The clusterctl provider assets of captf (`infrastructure-terraform`), rendered from the same
  * sources as config/: `metadata.yaml`, `infrastructure-components.yaml` (config/install.yaml with
- * clusterctl's labels and `${VAR}` variables for the image and the namespace) and the cluster
+ * clusterctl's labels and `${VAR}` variables for the image, the namespace, the replicas and the shards) and the cluster
  * templates (the no-op flavor from e2e/manifests/demo, the two cloud MachinePool flavors and a
  * ClusterClass flavor). `scripts/generate-clusterctl.mjs` writes them under config/clusterctl;
  * a test fails when the files on disk differ.
@@ -21,7 +21,7 @@ export const clusterctlProvider = { name: "terraform", type: "InfrastructureProv
 /** Where the generator writes the assets, relative to the package root. */
 export const clusterctlDirectory = "config/clusterctl";
 /** The components' variables, with their defaults. */
-export const componentVariables = { image: "CAPTF_IMAGE", namespace: "CAPTF_NAMESPACE" } as const;
+export const componentVariables = { image: "CAPTF_IMAGE", namespace: "CAPTF_NAMESPACE", replicas: "CAPTF_REPLICAS", shards: "CAPTF_SHARDS" } as const;
 /** The flavors: `clusterctl generate cluster --flavor <name>` ("" is the default template). */
 export const clusterctlFlavors = ["", "gcp-machinepool", "azure-machinepool", "clusterclass"] as const;
 export type ClusterctlFlavor = (typeof clusterctlFlavors)[number];
@@ -53,7 +53,12 @@ export function monitoringDocuments(): string {
 
 /** config/install.yaml's objects for `${CAPTF_IMAGE}` in `${CAPTF_NAMESPACE}`, each labelled for clusterctl. */
 export function infrastructureComponentObjects(): AnyObject[] {
-  const options = { image: `\${${componentVariables.image}:=${defaultManagerImage}}`, namespace: `\${${componentVariables.namespace}:=${defaultInstallOptions.namespace}}` };
+  const options = {
+    image: `\${${componentVariables.image}:=${defaultManagerImage}}`,
+    namespace: `\${${componentVariables.namespace}:=${defaultInstallOptions.namespace}}`,
+    replicas: `\${${componentVariables.replicas}:=1}`,
+    shards: `\${${componentVariables.shards}:=1}`,
+  };
   const install = renderInstallFiles(options).find((file) => file.path === installPath)!;
   return parseAllDocuments(install.content).map((document) => {
     const object = document.toJS() as AnyObject;

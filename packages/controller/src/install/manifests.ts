@@ -19,6 +19,9 @@ export interface InstallOptions {
   namespace: string;
   /** The manager image; also every Job's runner image (CAPTF_MANAGER_IMAGE). */
   image: string;
+  /** The Deployment's replicas and its `--shards` (docs/scaling.md); default 1 each. A string is a clusterctl variable. */
+  replicas?: number | string;
+  shards?: number | string;
 }
 
 export const defaultManagerImage = `ghcr.io/captf-io/captf-controller:v${managerVersion}`;
@@ -53,9 +56,10 @@ const partOf = { "app.kubernetes.io/name": "captf", "app.kubernetes.io/part-of":
 const managerSelector = { "app.kubernetes.io/name": "captf", "app.kubernetes.io/component": "controller-manager" };
 
 /** The manager's arguments in the shipped Deployment. */
-export function deploymentArgs(): string[] {
+export function deploymentArgs(options: Pick<InstallOptions, "shards"> = {}): string[] {
   return [
     "--leader-elect",
+    `--shards=${options.shards ?? 1}`,
     `--health-addr=:${ports.health}`,
     `--diagnostics-address=:${ports.metrics}`,
     "--insecure-diagnostics=false",
@@ -80,7 +84,8 @@ export function deploymentObject(options: InstallOptions): V1Deployment {
     kind: "Deployment",
     metadata: { name: installNames.deployment, namespace: options.namespace, labels: { ...partOf, ...managerSelector } },
     spec: {
-      replicas: 1,
+      // A clusterctl variable stands in for the number until clusterctl substitutes it.
+      replicas: (options.replicas ?? 1) as number,
       selector: { matchLabels: managerSelector },
       template: {
         metadata: { labels: { ...partOf, ...managerSelector }, annotations: { "kubectl.kubernetes.io/default-container": "manager" } },
@@ -94,7 +99,7 @@ export function deploymentObject(options: InstallOptions): V1Deployment {
               name: "manager",
               image: options.image,
               imagePullPolicy: "IfNotPresent",
-              args: deploymentArgs(),
+              args: deploymentArgs(options),
               env: [
                 { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
                 { name: "SERVICE_ACCOUNT_NAME", valueFrom: { fieldRef: { fieldPath: "spec.serviceAccountName" } } },

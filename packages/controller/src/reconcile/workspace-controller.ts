@@ -42,8 +42,8 @@ export function jobStartedFinishedOrGone(job: KubeObject, event: WatchEventType,
 /** Index of a kind's objects by the cluster they belong to. */
 export const clusterNameIndex = "cluster-name";
 
-/** The Cluster API cluster a TerraformCluster belongs to: its owner Cluster, else its label, else its own name. */
-function clusterNameOfTerraformCluster(object: KubeObject): string {
+/** The Cluster API cluster an object belongs to: its owner Cluster, else its cluster-name label, else its own name (a TerraformCluster without either). */
+export function clusterNameOf(object: KubeObject): string {
   return object.metadata?.ownerReferences?.find((ref) => ref.kind === "Cluster")?.name ?? object.metadata?.labels?.[labels.clusterName] ?? object.metadata?.name ?? "";
 }
 
@@ -85,7 +85,7 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
       type: terraformClusterType,
       map: (object) => {
         const namespace = object.metadata?.namespace;
-        return members.byIndex(clusterNameIndex, clusterNameOfTerraformCluster(object)).filter((member) => member.metadata?.namespace === namespace).map((member) => objectKey(member));
+        return members.byIndex(clusterNameIndex, clusterNameOf(object)).filter((member) => member.metadata?.namespace === namespace).map((member) => objectKey(member));
       },
     });
   }

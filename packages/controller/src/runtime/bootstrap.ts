@@ -96,7 +96,7 @@ function loadKubeConfig(path: string): KubeConfig {
   return kubeConfig;
 }
 
-function readNamespaceFile(path: string): string | undefined {
+export function readNamespaceFile(path: string): string | undefined {
   return existsSync(path) ? readFileSync(path, "utf8").trim() || undefined : undefined;
 }
 

@@ -120,6 +120,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "leader
     expect((await readLease("expiry")).spec).toMatchObject({ holderIdentity: "standby-b", leaseTransitions: 1 });
   });
 
+  it("takes a Lease its caller already watched expire at its first round, not after another full duration", async () => {
+    const long = { leaseDurationMillis: 60_000, renewDeadlineMillis: 3_000 };
+    const a = candidate("vanished-a", "watched", { ...long, releaseOnCancel: false });
+    await eventually(() => a.elector.isLeader(), 10_000, "a to lead");
+    a.stop.abort();
+    await a.run;
+    // The shard coordinator's case: it saw this record unchanged for longer than the lease duration.
+    const b = candidate("watcher-b", "watched", { ...long, observed: { lease: await readLease("watched"), at: Date.now() - 61_000 } });
+    await eventually(() => b.elector.isLeader(), 10_000, "b to take the expired Lease");
+    expect((await readLease("watched")).spec).toMatchObject({ holderIdentity: "watcher-b", leaseTransitions: 1 });
+  });
+
   it("stops leading when it cannot renew within the renew deadline", async () => {
     const a = candidate("renewing-a", "usurped", { leaseDurationMillis: 2_000, renewDeadlineMillis: 1_500 });
     await eventually(() => a.elector.isLeader(), 10_000, "a to lead");

@@ -51,6 +51,8 @@ export interface LeaderElectionOptions {
   retryPeriodMillis?: number;
   /** Release the Lease when stopped gracefully. Default true. */
   releaseOnCancel?: boolean;
+  /** The Lease as the caller already saw it and since when (its local time): an expired holder is then taken at once, not after another full duration. */
+  observed?: { lease: Lease; at: number };
   logger: Logger;
   clock?: Clock;
   /** Called once this candidate leads; `lost` aborts when it stops leading, for whatever reason. */
@@ -114,6 +116,7 @@ export class LeaderElector {
     if (this.#leaseDuration <= this.#renewDeadline) throw new Error("leader election: the lease duration must be greater than the renew deadline");
     if (this.#renewDeadline <= this.#retryPeriod * 1.2) throw new Error("leader election: the renew deadline must be greater than 1.2 × the retry period");
     this.#log = options.logger.child({ lease: `${options.namespace}/${this.#leaseName}`, identity: this.identity });
+    if (options.observed) this.#observed = { raw: JSON.stringify(options.observed.lease.spec ?? {}), lease: options.observed.lease, at: options.observed.at };
   }
 
   isLeader(): boolean {

@@ -1,0 +1,242 @@
+// Three manager processes (the bundle as shipped) with --shards=3 on the shared plane: 30
+// clusters with a machine each (CAPTF_SHARD_CLUSTERS; the suite runs 12, 4 per shard, to stay
+// within its time budget). Each object is reconciled by the holder of its shard alone;
+// one manager is SIGKILLed while every machine's apply Job runs (the Pods are completed only
+// afterwards, by bench/controller-jobs.mjs's stand-in kubelet): its clusters move to the others,
+// every machine ends with exactly one apply Job, bookkept once; then 3 → 1 → 3 replicas.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, expect, it } from "@jest/globals";
+import { KubeConfig } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { describeWithTools, sharedControlPlane, waitFor } from "@captf/testkit";
+import { apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { buildManagerBundle, killManagerProcess, startManagerProcess, type ManagerProcess } from "./manager-process.test-support.js";
+import { preparePlane, type PlaneClients } from "./reconcile/plane.test-support.js";
+import { mergePatchOptions } from "./reconcile/workspace-reconciler.js";
+import { KubeClient } from "./runtime/kube-client.js";
+import { shardLeaseName, shardOf } from "./runtime/shards.js";
+
+type AnyObject = Record<string, any>;
+const shards = 3;
+const clusterCount = Number(process.env.CAPTF_SHARD_CLUSTERS ?? 12);
+const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+const infra = { group: apiGroup, version: apiVersion };
+
+/** `count` names c-<i>, the first of each shard until each has count / shards. */
+function balancedClusterNames(count: number, shardOfName: (name: string) => number): string[] {
+  const perShard = new Array<number>(shards).fill(0);
+  const names: string[] = [];
+  for (let i = 0; names.length < count; i++) {
+    const name = `c-${String(i).padStart(3, "0")}`;
+    const shard = shardOfName(name);
+    if (perShard[shard]! >= Math.ceil(count / shards)) continue;
+    perShard[shard]!++;
+    names.push(name);
+  }
+  return names;
+}
+
+describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "managers splitting the clusters into shards", () => {
+  const namespace = `shards-${Date.now().toString(36)}`;
+  const identityName = `${namespace}-identity`;
+  const work = mkdtempSync(join(tmpdir(), "captf-shards-"));
+  const shardOfCluster = (cluster: string) => shardOf(namespace, cluster, shards);
+  // An equal number of clusters per shard (the namespace's name varies per run): the hash still decides.
+  const clusterNames = balancedClusterNames(clusterCount, (name) => shardOfCluster(name));
+  const machineOf = (cluster: string) => `m-${cluster.slice(2)}`;
+  let bundle: string;
+  let plane: PlaneClients;
+  let client: KubeClient;
+  let completer: { stop(): Promise<void>; stats: { errors: string[] } } | undefined;
+  const managers: ManagerProcess[] = [];
+
+  const startManager = async (): Promise<ManagerProcess> => {
+    const manager = await startManagerProcess({
+      bundle,
+      kubeconfigPath: sharedControlPlane().kubeconfigPath,
+      dir: mkdtempSync(join(work, "m-")),
+      args: [`--namespace=${namespace}`, "--leader-elect", `--shards=${shards}`, "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"],
+      env: { POD_NAMESPACE: namespace, CAPTF_MANAGER_IMAGE: "registry.invalid/captf-controller:test" },
+    });
+    managers.push(manager);
+    return manager;
+  };
+  const identityOf = (manager: ManagerProcess) => manager.records().find((record) => record.msg === "claiming shards")?.identity as string | undefined;
+  const alive = (manager: ManagerProcess) => manager.child.exitCode === null && manager.child.signalCode === null;
+  const holders = async () =>
+    Promise.all(Array.from({ length: shards }, (_, i) => plane.coordination.readNamespacedLease({ namespace, name: shardLeaseName(i) }).then((lease) => lease.spec?.holderIdentity ?? "", () => "")));
+  /** Waits until the running managers hold every shard, `perManager` each at most, and returns shard → manager. */
+  const settled = async (running: ManagerProcess[], perManager: number): Promise<ManagerProcess[]> =>
+    waitFor(
+      async () => {
+        const ids = running.map(identityOf);
+        const owners = (await holders()).map((holder) => running[ids.indexOf(holder)]);
+        if (owners.some((owner) => owner === undefined)) return undefined;
+        return running.every((manager) => owners.filter((owner) => owner === manager).length <= perManager) ? (owners as ManagerProcess[]) : undefined;
+      },
+      60_000,
+      `shards settled over ${running.length} managers`,
+    ).catch((error: Error) => {
+      // Under heavy load a lease can be lost (a replica then logs it, or exits on losing the leader Lease): say which.
+      const story = running.map((manager) => `${managers.indexOf(manager)} ${alive(manager) ? "running" : `exited ${manager.child.exitCode ?? manager.child.signalCode}`}: ${manager.records().filter((record) => /shard|lead/.test(record.msg)).slice(-8).map((record) => `${record.msg} ${record.shard ?? ""}`).join("; ")}`);
+      throw new Error(`${error.message}\n${story.join("\n")}`);
+    });
+  /** Keys each manager logged "reconciled" for, from its `from`-th record on. */
+  const reconciledKeys = (manager: ManagerProcess, from = 0) =>
+    new Set(
+      manager
+        .records()
+        .slice(from)
+        .filter((record) => record.msg === "reconciled")
+        .map((record) => String(record.key)),
+    );
+  /** The managers that held `shard` at some point from their `from`-th record on, by their own log. */
+  const holdersOf = (shard: number, from: Map<ManagerProcess, number>) =>
+    managers
+      .map((_, i) => i)
+      .filter((i) => {
+        const start = from.get(managers[i]!) ?? 0;
+        const events = managers[i]!.records().map((record, at) => ({ record, at })).filter(({ record }) => record.shard === shard);
+        const heldAtStart = events.filter(({ at }) => at < start).at(-1)?.record.msg === "shard gained";
+        return heldAtStart || events.some(({ record, at }) => at >= start && record.msg === "shard gained");
+      });
+  /**
+   * Every key is reconciled by the manager holding its cluster's shard and by no other; only where
+   * that shard changed hands meanwhile (a lease lost under load: each step is logged) by its holders.
+   */
+  const expectOneManagerPerObject = (owners: ManagerProcess[], keys: readonly { key: string; cluster: string }[], from: Map<ManagerProcess, number> = new Map()) => {
+    const seen = managers.map((manager) => reconciledKeys(manager, from.get(manager) ?? 0));
+    const by = keys.map(({ key }) => ({ key, managers: managers.map((_, i) => i).filter((i) => seen[i]!.has(key)) }));
+    const expected = keys.map(({ key, cluster }) => {
+      const holders = holdersOf(shardOfCluster(cluster), from);
+      return { key, managers: holders.length === 1 ? [managers.indexOf(owners[shardOfCluster(cluster)]!)] : expect.arrayContaining([]) };
+    });
+    const moved = [...new Set(keys.map(({ cluster }) => shardOfCluster(cluster)))].filter((shard) => holdersOf(shard, from).length !== 1);
+    expect({ moved: moved.length, by }).toEqual({ moved: moved.length, by: expected });
+    // Where a shard moved, its keys were still reconciled only by managers that held it.
+    for (const [k, { cluster }] of keys.entries()) {
+      const holders = holdersOf(shardOfCluster(cluster), from);
+      for (const manager of by[k]!.managers) expect(holders).toContain(manager);
+    }
+  };
+  const machineKeys = clusterNames.map((cluster) => ({ key: `${namespace}/${machineOf(cluster)}`, cluster }));
+  const clusterKeys = clusterNames.map((cluster) => ({ key: `${namespace}/${cluster}`, cluster }));
+
+  beforeAll(async () => {
+    bundle = buildManagerBundle(join(work, "bundle"));
+    plane = await preparePlane(namespace);
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(plane.kubeconfigPath);
+    client = new KubeClient(kubeConfig);
+  }, 60_000);
+
+  afterAll(async () => {
+    await completer?.stop();
+    for (const manager of managers) await killManagerProcess(manager);
+    // The managers are gone: take the finalizers off so the namespace can go.
+    for (const [plural, names] of [["terraformmachines", clusterNames.map(machineOf)], ["terraformclusters", clusterNames]] as const) {
+      for (const name of names) await plane?.custom.patchNamespacedCustomObject({ ...infra, namespace, plural, name, body: { metadata: { finalizers: null } } }, mergePatchOptions()).catch(() => undefined);
+    }
+    await plane?.custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identityName }).catch(() => undefined);
+    await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    client?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  /** bench/controller-fixtures.mjs's cluster, per cluster: an externally managed TerraformCluster (no cluster Job) and one machine. */
+  async function createClusters(): Promise<void> {
+    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "credentials" }, stringData: { NOOP_TOKEN: "test" } } });
+    await plane.custom.createClusterCustomObject({
+      ...infra,
+      plural: "terraformclusteridentities",
+      body: { apiVersion: `${infra.group}/${infra.version}`, kind: "TerraformClusterIdentity", metadata: { name: identityName }, spec: { type: "Secret", secretRef: { name: "credentials", namespace }, allowedNamespaces: { list: [namespace] } } },
+    });
+    const create = (group: typeof capi | typeof infra, plural: string, body: AnyObject) => plane.custom.createNamespacedCustomObject({ ...group, namespace, plural, body: { apiVersion: `${group.group}/${group.version}`, ...body } }) as Promise<AnyObject>;
+    await Promise.all(
+      clusterNames.map(async (cluster) => {
+        const machine = machineOf(cluster);
+        const clusterLabel = { [labels.clusterName]: cluster };
+        await create(infra, "terraformclusters", { kind: "TerraformCluster", metadata: { name: cluster, annotations: { "cluster.x-k8s.io/managed-by": "external" } }, spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: identityName } } });
+        await create(capi, "clusters", { kind: "Cluster", metadata: { name: cluster }, spec: { infrastructureRef: { apiGroup: infra.group, kind: "TerraformCluster", name: cluster } } });
+        await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${machine}-bootstrap`, labels: clusterLabel }, stringData: { value: "#cloud-config\n", format: "cloud-config" } } });
+        const owner = await create(capi, "machines", {
+          kind: "Machine",
+          metadata: { name: machine, labels: clusterLabel },
+          spec: { clusterName: cluster, bootstrap: { dataSecretName: `${machine}-bootstrap` }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachine", name: machine } },
+        });
+        await create(infra, "terraformmachines", {
+          kind: "TerraformMachine",
+          metadata: { name: machine, labels: clusterLabel, ownerReferences: [{ apiVersion: `${capi.group}/${capi.version}`, kind: "Machine", name: machine, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true }] },
+          spec: { source: { image: "registry.invalid/captf/noop-machine:v0.1.0" } },
+        });
+      }),
+    );
+  }
+
+  const applyJobs = async () => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine` })).items;
+
+  it("reconciles each object on one manager, hands a killed manager's clusters over without a second Job, and rebalances 3 → 1 → 3", async () => {
+    const [a, b, c] = await Promise.all([startManager(), startManager(), startManager()]);
+    let owners = await settled([a!, b!, c!], 1);
+
+    // 30 clusters; every machine's apply Job is created and stays running (no Pod completes yet).
+    await createClusters();
+    await waitFor(async () => ((await applyJobs()).length === clusterCount ? true : undefined), 60_000, `${clusterCount} apply Jobs`);
+    await waitFor(async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) && clusterKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) ? true : undefined), 30_000, "every object reconciled");
+    expectOneManagerPerObject(owners, [...clusterKeys, ...machineKeys]);
+
+    // SIGKILL one manager mid-run: its shard's Jobs are still running.
+    const victim = owners[0]!;
+    const victimClusters = clusterNames.filter((cluster) => owners[shardOfCluster(cluster)] === victim);
+    expect(victimClusters.length).toBeGreaterThan(0);
+    const survivors = [a!, b!, c!].filter((manager) => manager !== victim);
+    const beforeKill = new Map(survivors.map((manager) => [manager, manager.records().length]));
+    victim.child.kill("SIGKILL");
+    await victim.exited;
+
+    // Now the stand-in kubelet completes every Pod; the survivors bookkeep every run.
+    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/controller-jobs.mjs", import.meta.url)))) as { startJobCompleter: (options: unknown) => { stop(): Promise<void>; synced(): Promise<void>; stats: { errors: string[] } } };
+    const started = startJobCompleter({ client, namespace, logger: pino({ level: "silent" }) });
+    completer = started;
+    await started.synced();
+    const provisioned = async () => {
+      const items = ((await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines" })) as { items: AnyObject[] }).items;
+      return items.filter((item) => item.status?.initialization?.provisioned === true).length;
+    };
+    await waitFor(async () => ((await provisioned()) === clusterCount ? true : undefined), 90_000, `${clusterCount} machines provisioned`);
+    owners = await settled(survivors, 2);
+    expect(owners).not.toContain(victim);
+    // The killed manager's machines were finished by the managers that took its shard.
+    const reconcilersOf = (cluster: string) => survivors.filter((manager) => reconciledKeys(manager, beforeKill.get(manager)).has(`${namespace}/${machineOf(cluster)}`));
+    // The managers flush their log every few seconds: wait for the lines, not only for the status.
+    await waitFor(async () => (victimClusters.every((cluster) => reconcilersOf(cluster).length > 0) ? true : undefined), 30_000, "the killed manager's machines in the others' logs");
+    for (const cluster of victimClusters) for (const manager of reconcilersOf(cluster)) expect(holdersOf(shardOfCluster(cluster), beforeKill)).toContain(managers.indexOf(manager));
+    // Every run finished once: one apply Job per machine, complete and bookkept.
+    const jobs = await applyJobs();
+    expect(jobs.map((job) => job.metadata!.labels![labels.ownerName]).sort()).toEqual(clusterNames.map(machineOf).sort());
+    for (const job of jobs) {
+      expect(job.status?.conditions?.some((condition) => condition.type === "Complete" && condition.status === "True")).toBe(true);
+      expect(job.metadata?.annotations?.["captf.io/bookkept"]).toBe("true");
+    }
+    expect(started.stats.errors).toEqual([]);
+
+    // 3 → 1: a graceful stop releases its shards at once; the last manager holds them all.
+    const [last, stopping] = survivors as [ManagerProcess, ManagerProcess];
+    stopping.child.kill("SIGTERM");
+    expect(await stopping.exited).toEqual({ code: 0, signal: null });
+    await settled([last], shards);
+
+    // 1 → 3: the newcomers take their share; from then on each object is reconciled by its shard's holder alone.
+    const [d, e] = await Promise.all([startManager(), startManager()]);
+    owners = await settled([last, d!, e!], 1);
+    const window = new Map(managers.map((manager) => [manager, manager.records().length]));
+    await Promise.all(machineKeys.map(({ key }) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { "test.captf.io/touched": "1" } } } }, mergePatchOptions())));
+    await waitFor(async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m, window.get(m)).has(key))) ? true : undefined), 30_000, "every machine reconciled after 1 → 3");
+    expectOneManagerPerObject(owners, machineKeys, window);
+    expect((await applyJobs()).length).toBe(clusterCount);
+    for (const manager of managers.filter(alive)) expect(manager.records().filter((record) => record.level >= 50)).toEqual([]);
+  }, 240_000);
+});
