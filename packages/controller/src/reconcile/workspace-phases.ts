@@ -1,7 +1,14 @@
 import type { V1Job } from "@kubernetes/client-node";
-import type { Role } from "@captf/contract";
+import type { DecodedOutputs, HealthState, JsonValue, OutputsDecoding, Role } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, groupVersion, labels } from "@captf/contract/api";
-import { renderBackendRoot, stateSecretName, type GeneratedRoot } from "@captf/render";
+import { exportsHash, renderBackendRoot, stateSecretName, type GeneratedRoot } from "@captf/render";
+import type { PlanPreview } from "../api/workspace.js";
+import { poolMembershipConverged } from "../kinds/map-outputs.js";
+import { decideOperation, type Decision } from "./decide-operation.js";
+import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
+import { observedPlan } from "./plan-approval.js";
+import type { DeletionPolicy } from "./retained-state.js";
+import type { TerraformClusterObject } from "./pass-reads.js";
 import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
 import { runSecretName } from "../jobs/build-job.js";
 import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
@@ -12,7 +19,7 @@ import { observeState } from "../state/read-state.js";
 import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
 import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
-import { stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
+import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
 import { previousReason } from "./conditions.js";
 import type { Operation } from "./decide-operation.js";
 import { annotateDurableInputs, type DurableInputs } from "./durable-inputs.js";
@@ -46,6 +53,9 @@ export interface Pass<R extends Role = Role> {
 
 /** A cache or a write lost a race: look again soon. */
 export const lagRequeueMs = 5_000;
+/** A wait for a lease, the cluster gate or an unresolved policy: look again in this long. */
+export const gateRequeueMs = 30_000;
+const defaultMembershipRefreshSeconds = 60;
 const defaultStateBackups = 5;
 
 /** A merge patch of the object itself (its annotations). */
@@ -303,4 +313,114 @@ export async function createRunSecret(core: ReconcilerDeps["core"], namespace: s
       },
     })
     .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
+}
+
+/** The drift finding of this pass: what the newest check found (its events and metrics), else what the status says from an earlier pass. */
+export interface DriftFacts {
+  policy: DriftPolicy;
+  detected: boolean;
+  lastCheckAt?: number;
+}
+
+export function observeDrift(pass: Pass, jobs: readonly ObservedJob[], toMark: readonly ObservedJob[], terraformCluster: TerraformClusterObject | undefined): DriftFacts {
+  const { deps, adapter, object, events, subject, scope } = pass;
+  const { previous } = scope;
+  const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
+  const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  const lastDriftCheckAt = driftChecks.length ? Math.max(...driftChecks) : undefined;
+  const wasDrifted = previous?.find((c) => c.type === "DriftDetected")?.status === "True";
+  const newestCheck = toMark.filter((job) => job.op === "drift" || job.op === "refresh").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
+  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
+  scope.drift = { action: driftPolicy.action, ...(newestCheck ? { newestCheck } : {}), ...(remediated ? { remediatedBy: remediated.name } : {}) };
+  const finding = newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" ? newestCheck.result?.drift : undefined;
+  if (finding) {
+    if (finding.detected && !wasDrifted) void events.record(subject, "DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role).message ?? "drift detected");
+    if (!finding.detected && wasDrifted) void events.record(subject, "DriftResolved", "the infrastructure matches the state again");
+    if (finding.detected) {
+      for (const [action, count] of [["add", finding.add], ["change", finding.change], ["destroy", finding.destroy]] as const) if (count > 0) deps.metrics?.driftResources.inc({ kind: adapter.kind as MetricKind, action }, count);
+    }
+  }
+  if (remediated && (finding ? finding.detected : wasDrifted)) void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
+  return { policy: driftPolicy, detected: driftFinding(scope)?.status === "True", ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) };
+}
+
+/** What the decision reads beyond the pass itself. */
+export interface DecisionFacts {
+  active: ObservedJob | undefined;
+  state: StateReading;
+  stateLost: boolean;
+  restoreSet: BackupSet | undefined;
+  currentHash: string | undefined;
+  planShown: PlanPreview | undefined;
+  inputs: InputsOutcome<{ approvalHash: string; exportsHash?: string }>;
+  jobs: readonly ObservedJob[];
+  retainedBy: readonly string[];
+  dependents: number;
+  deletionPolicy: DeletionPolicy | undefined;
+  terraformCluster: TerraformClusterObject | undefined;
+  drift: DriftFacts;
+  health: { healthReading: HealthState | undefined; pendingRefreshes: number; decoding: OutputsDecoding<Role> | undefined; healthCheckIntervalSeconds: number | undefined };
+}
+
+/** The whole decision of the pass: held while paused, by retained state or an unresolved deletion policy; else decideOperation's. Pure. */
+export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable" | "scope">, facts: DecisionFacts): Decision {
+  const { adapter, object, now, durable } = pass;
+  const { paused, deleting } = pass.scope;
+  const { active, state, stateLost, restoreSet, currentHash, planShown, inputs, jobs, retainedBy, dependents, deletionPolicy, terraformCluster, drift } = facts;
+  const { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds } = facts.health;
+  const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  return paused
+    ? { reason: "Paused" }
+    : retainedBy.length > 0
+      ? { reason: "RetainedStateFound", requeueAfterMs: 60_000 }
+      : deleting && !deletionPolicy
+        ? { reason: "DeletionPolicyUnresolved", requeueAfterMs: gateRequeueMs }
+        : decideOperation({
+        role: adapter.role,
+        uid: object.metadata.uid,
+        now,
+        createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
+        deleting,
+        ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
+        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", managedResources: state.state.managedResources, ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
+        ...(restoreSet ? { restoreRequested: true } : {}),
+        ...(currentHash ? { currentInputsHash: currentHash } : {}),
+        ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
+        ...(planShown ? { plan: observedPlan(planShown)! } : {}),
+        ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
+        ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
+        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
+        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
+        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
+          const guardedHash = guardedApprovalHash(job.job);
+          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
+        }),
+        drift: { intervalSeconds: drift.policy.intervalSeconds, action: drift.policy.action, detected: drift.detected, ...(drift.lastCheckAt !== undefined ? { lastCheckAt: drift.lastCheckAt } : {}) },
+        health: {
+          ...(healthReading ? { state: healthReading } : {}),
+          pendingRefreshes,
+          // Until a refresh follows the newest apply, the state's reading is that apply's own.
+          appliedReadingDefinite: healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown" && (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
+          ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
+          ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
+        },
+        ...(adapter.role === "machinepool"
+          ? {
+              pool: {
+                membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
+                providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
+                statusReplicas: object.status?.replicas ?? 0,
+              },
+            }
+          : {}),
+        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
+        ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
+        dependents,
+      });
+}
+
+/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
+function appliedExportsHash(durable: DurableInputs): string {
+  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
 }

@@ -1,5 +1,5 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
-import { decodeOutputs, type DecodedOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
+import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
 import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
@@ -9,7 +9,7 @@ import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
-import { infrastructureHealthy, isProvisioned, poolMembershipConverged, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
+import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, MetricKind } from "../metrics/captf-metrics.js";
@@ -18,32 +18,34 @@ import { type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
 import { deleteFreeStateLock } from "../state/state-lock.js";
 import { previousReason, type Condition } from "./conditions.js";
-import { bookkeepFinishedJobs, createRunSecret, lagRequeueMs, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, rootForOperation, type Pass } from "./workspace-phases.js";
-import { computeStatus, driftFinding, guardedApprovalHash, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
+import { bookkeepFinishedJobs, createRunSecret, decide, gateRequeueMs, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, rootForOperation, type Pass } from "./workspace-phases.js";
+import { computeStatus, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import { type PlanPreview } from "../api/workspace.js";
-import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
-import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
+import { jobRun, nextPendingRefreshes, type JobRun, type Decision, type Operation } from "./decide-operation.js";
+import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
-import { approverNote, bookkeepPlans, observedPlan } from "./plan-approval.js";
+import { approverNote, bookkeepPlans } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { bookkeepingAnnotations, observeJobs, type ObservedJob } from "./observe-jobs.js";
+import { bookkeepingAnnotations, observeJobs } from "./observe-jobs.js";
 import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict } from "../runtime/client-node-errors.js";
 import { type ReadCache } from "../runtime/read-cache.js";
 
 /**
- * One reconcile pass of a Terraform* object, shared by every kind:
- * 1. observe: the object, its Cluster API owners (through the kind adapter), its Jobs, its durable
- *    inputs and its state, all read live;
- * 2. bookkeep the finished Jobs (adopt the state, pin the digest, release the run lease);
- * 3. decide (decideOperation, pure);
+ * One reconcile pass of a Terraform* object, shared by every kind, cut as Cluster API cuts its controllers:
+ * 1. get the object, add the finalizer (its own write, then the pass ends);
+ * 2. a scope (`StatusScope`) that the phases fill with facts: inputs through the kind adapter, credentials,
+ *    then the phases of workspace-phases.ts (bookkeeping of finished Jobs, a vanished apply, state and
+ *    backups, a stuck active Job, drift);
+ * 3. decide: `decide` (held, or decideOperation's decision) and `jobRun` (attempt, inputs hash, image, tick), pure;
  * 4. act: take the run lease (and the cluster operation gate), write the durable inputs of an
  *    apply, create the Job and its per-run Secret; or drop the finalizer;
- * 5. record: one status patch, then mark the finished Jobs bookkept.
+ * 5. record: `computeStatus(scope, outcome)` (pure) as one status patch on every exit that leaves the
+ *    object in place, sent only when it changes the status; then the finished Jobs are marked bookkept.
  * Every write is idempotent, so a pass cut short anywhere converges on the next: Job names are
  * deterministic, an existing Job is adopted and a lease already held by that Job is ours.
  */
@@ -167,9 +169,7 @@ export interface KindAdapter<R extends Role> {
   contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown> };
 }
 
-const gateRequeueMs = 30_000;
 const longRequeueMs = 10 * 60_000;
-const defaultMembershipRefreshSeconds = 60;
 
 export function mergePatchOptions() {
   return setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -369,25 +369,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     for (const key of plans.removeAnnotations) delete object.metadata.annotations?.[key];
   }
 
-  // Drift: the newest check's finding, else what the status says from an earlier pass.
-  const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
-  const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
-  const lastDriftCheckAt = driftChecks.length ? Math.max(...driftChecks) : undefined;
-  const wasDrifted = previous?.find((c) => c.type === "DriftDetected")?.status === "True";
-  const newestCheck = toMark.filter((job) => job.op === "drift" || job.op === "refresh").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-  // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
-  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
-  scope.drift = { action: driftPolicy.action, ...(newestCheck ? { newestCheck } : {}), ...(remediated ? { remediatedBy: remediated.name } : {}) };
-  const finding = newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" ? newestCheck.result?.drift : undefined;
-  if (finding) {
-    if (finding.detected && !wasDrifted) void events.record(subject, "DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role).message ?? "drift detected");
-    if (!finding.detected && wasDrifted) void events.record(subject, "DriftResolved", "the infrastructure matches the state again");
-    if (finding.detected) {
-      for (const [action, count] of [["add", finding.add], ["change", finding.change], ["destroy", finding.destroy]] as const) if (count > 0) deps.metrics?.driftResources.inc({ kind: metricKind, action }, count);
-    }
-  }
-  if (remediated && (finding ? finding.detected : wasDrifted)) void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
-  const driftDetected = driftFinding(scope)?.status === "True";
+  const drift = observeDrift(pass, jobs, toMark, terraformCluster);
+  const driftDetected = drift.detected;
   deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
 
   // Machines that may ask for remediation sample their health on its own interval.
@@ -402,7 +385,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (decoding) scope.fields.pendingRefreshes = pendingRefreshes > 0 ? pendingRefreshes : null;
 
   // Decide.
-  const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
   const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
   if (deletionPolicy) scope.deletionPolicy = deletionPolicy;
@@ -418,54 +400,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     return { action: "retained infrastructure, removed finalizer" };
   }
 
-  const decision: Decision = paused
-    ? { reason: "Paused" }
-    : retainedBy.length > 0
-      ? { reason: "RetainedStateFound", requeueAfterMs: 60_000 }
-      : deleting && !deletionPolicy
-        ? { reason: "DeletionPolicyUnresolved", requeueAfterMs: gateRequeueMs }
-        : decideOperation({
-        role: adapter.role,
-        uid: object.metadata.uid,
-        now,
-        createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
-        deleting,
-        ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
-        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", managedResources: state.state.managedResources, ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
-        ...(restoreSet ? { restoreRequested: true } : {}),
-        ...(currentHash ? { currentInputsHash: currentHash } : {}),
-        ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
-        ...(planShown ? { plan: observedPlan(planShown)! } : {}),
-        ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
-        ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
-        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
-        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
-        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
-          const guardedHash = guardedApprovalHash(job.job);
-          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
-        }),
-        drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
-        health: {
-          ...(healthReading ? { state: healthReading } : {}),
-          pendingRefreshes,
-          // Until a refresh follows the newest apply, the state's reading is that apply's own.
-          appliedReadingDefinite: healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown" && (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
-          ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
-          ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
-        },
-        ...(adapter.role === "machinepool"
-          ? {
-              pool: {
-                membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
-                providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
-                statusReplicas: object.status?.replicas ?? 0,
-              },
-            }
-          : {}),
-        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
-        ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
-        dependents,
-      });
+  const decision = decide(pass, {
+    active, state, stateLost, restoreSet, currentHash, planShown, inputs, jobs, retainedBy, dependents, deletionPolicy, terraformCluster,
+    drift, health: { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds },
+  });
   outcome.decision = decision;
   if (durable?.interruptedApply && adapter.role !== "machine") scope.interruptedApply = true;
   deps.metrics?.decided(metricKind, decision.op ?? "none", decision.reason);
@@ -489,7 +427,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     return { action: "removed finalizer" };
   }
   if (decision.op) {
-    const started = await startOperation({ ...pass, decision, jobs, inputs, currentHash, state, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
+    const run = jobRun({ ...decision, op: decision.op }, {
+      jobs,
+      image: object.spec.source.image,
+      ...(currentHash ? { currentInputsHash: currentHash } : {}),
+      ...(state.kind === "ok" && state.state.inputsHash ? { stateInputsHash: state.state.inputsHash } : {}),
+      ...(durable ? { applied: { inputsHash: durable.inputsHash, image: durable.image, ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}) } } : {}),
+      ...(restoreSet ? { restore: { ...(restoreSet.inputsHash ? { inputsHash: restoreSet.inputsHash } : {}), firstSecret: restoreSet.names[0]! } } : {}),
+    });
+    const started = await startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) outcome.wait = started.wait;
@@ -585,10 +531,6 @@ export function lineageCheck(reading: StateReading, recordedLineage: string | un
   };
 }
 
-/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
-function appliedExportsHash(durable: DurableInputs): string {
-  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
-}
 
 async function countDependents(custom: CustomObjectsApi, namespace: string, clusterName: string): Promise<number> {
   let count = 0;
@@ -603,10 +545,9 @@ async function countDependents(custom: CustomObjectsApi, namespace: string, clus
 /** What the act step executes: the decision, with what the pass gathered for it. */
 interface StartRequest<R extends Role> extends Pass<R> {
   decision: Decision;
-  jobs: ObservedJob[];
+  /** The run the decision picked. */
+  run: JobRun;
   inputs: InputsOutcome;
-  currentHash: string | undefined;
-  state: StateReading;
   credentials: JobCredentials | undefined;
   terraformCluster: TerraformClusterObject | undefined;
   restoreSet: BackupSet | undefined;
@@ -640,8 +581,8 @@ function waitConditionType(op: Operation): string {
 
 /** Takes the leases and creates the Job (with the durable inputs of an apply and its per-run Secret). */
 async function startOperation<R extends Role>(request: StartRequest<R>): Promise<StartOutcome> {
-  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, now, subject, events } = request;
-  const op = decision.op!;
+  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, run, inputs, durable, credentials, now, subject, events } = request;
+  const { op } = run;
   const conditionType = waitConditionType(op);
   const wait = (reason: string, message: string, requeueAfterMs = gateRequeueMs): StartOutcome => ({
     action: `waiting: ${reason}`,
@@ -668,17 +609,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   if (policyProblem) return { action: "waiting: JobPolicyInvalid", requeueAfterMs: longRequeueMs, wait: { type: "ApplyJobSucceeded", value: { status: "False", reason: "JobPolicyInvalid", message: policyProblem } } };
   if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
   const policy = request.jobPolicy;
-  const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
-  const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (request.restoreSet?.inputsHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
-  const lastSuccessAt = (of: Operation) => String(Math.max(0, ...jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
+  const { attempt, inputsHash: hash, image, tick } = run;
   const restoreSet = op === "restore" ? request.restoreSet : undefined;
-  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : restoreSet ? `restore/${restoreSet.names[0]}` : undefined;
-  // Every operation but apply and plan runs the image that was applied, pinned by digest when known.
-  let image = object.spec.source.image;
-  if (op !== "apply" && op !== "plan") {
-    image = durable?.imageDigest ?? durable?.image ?? image;
-    if (!durable?.imageDigest) void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
-  }
+  if (run.digestUnknown) void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
   const jobRequest: JobRequest = {
     owner: { role: adapter.role, name, namespace, uid: object.metadata.uid, clusterName },
     op,
