@@ -31,7 +31,8 @@ type ConditionStatus = "True" | "False" | "Unknown";
 /** Allowed reasons of one condition type, by status. */
 export type ConditionReasonTable = { readonly [S in ConditionStatus]: readonly string[] };
 
-function reasons(t: readonly string[], f: readonly string[], u: readonly string[]): ConditionReasonTable {
+/** The table of one condition type, its reasons kept as literal types so a setter is checked against them. */
+function reasons<const T extends readonly string[], const F extends readonly string[], const U extends readonly string[]>(t: T, f: F, u: U): { readonly True: T; readonly False: F; readonly Unknown: U } {
   return { True: t, False: f, Unknown: u };
 }
 
@@ -95,6 +96,11 @@ export const conditionReasons = {
 } as const satisfies Record<string, ConditionReasonTable>;
 
 export type ConditionType = keyof typeof conditionReasons;
+
+/** A value of condition `T` with a status and one of the reasons declared for that status. */
+export type DeclaredCondition<T extends ConditionType> = {
+  [S in ConditionStatus]: { status: S; reason: (typeof conditionReasons)[T][S][number]; message?: string };
+}[ConditionStatus];
 export const conditionTypes = Object.keys(conditionReasons) as ConditionType[];
 
 /** Conditions whose True is the bad state. */

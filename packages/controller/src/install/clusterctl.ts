@@ -9,6 +9,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
+import { capiGroupVersion } from "../api/cluster-api.js";
 import type { GeneratedFile } from "../api/crds.js";
 import { managerVersion } from "../manager-main.js";
 import { monitoringObjects } from "../monitoring/monitoring-files.js";
@@ -99,7 +100,6 @@ export function noopFlavorObjects(demoDirectory: string): AnyObject[] {
     });
 }
 
-const capiGroup = "cluster.x-k8s.io";
 const infraGroup = "infrastructure.cluster.x-k8s.io";
 const meta = (name: string, extra: AnyObject = {}) => ({ name, namespace: "${NAMESPACE}", ...extra });
 const clusterLabel = { "cluster.x-k8s.io/cluster-name": "${CLUSTER_NAME}" };
@@ -109,7 +109,7 @@ const clusterNetwork = { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, 
 function cloudClusterObjects(): AnyObject[] {
   return [
     {
-      apiVersion: `${capiGroup}/v1beta2`,
+      apiVersion: capiGroupVersion,
       kind: "Cluster",
       metadata: meta("${CLUSTER_NAME}"),
       spec: {
@@ -149,7 +149,7 @@ function cloudPoolObjects(module: "gcp-machinepool" | "azure-machinepool", varia
   const name = "${CLUSTER_NAME}-pool-0";
   return [
     {
-      apiVersion: `${capiGroup}/v1beta2`,
+      apiVersion: capiGroupVersion,
       kind: "MachinePool",
       metadata: meta(name),
       spec: {
@@ -187,7 +187,7 @@ function clusterClassObjects(): AnyObject[] {
   const bootstrap = ref("KubeadmConfigTemplate", `${className}-worker`, "bootstrap.cluster.x-k8s.io", "v1beta2");
   return [
     {
-      apiVersion: `${capiGroup}/v1beta2`,
+      apiVersion: capiGroupVersion,
       kind: "ClusterClass",
       metadata: meta(className),
       spec: {
@@ -212,7 +212,7 @@ function clusterClassObjects(): AnyObject[] {
 function clusterOfClassObjects(): AnyObject[] {
   return [
     {
-      apiVersion: `${capiGroup}/v1beta2`,
+      apiVersion: capiGroupVersion,
       kind: "Cluster",
       metadata: meta("${CLUSTER_NAME}"),
       spec: {

@@ -2,19 +2,32 @@ import { decodeOutputs, type JsonValue } from "@captf/contract";
 import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
-import { capiGroup, capiTypes, capiVersion, readObject, type PassReads } from "../reconcile/pass-reads.js";
+import { capiGroup, capiTypes, capiVersion } from "../api/cluster-api.js";
+import { readObject, type PassReads } from "../reconcile/pass-reads.js";
 import { mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
-import { clusterInputs, machineInputs, machinePoolInputs, type ObjectMeta } from "./render-inputs.js";
+import { clusterInputs, machineInputs, machinePoolInputs, type InputsPending, type ObjectMeta } from "./render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
 
 function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
   return undefinedIfNotFound(promise) as Promise<T | undefined>;
+}
+
+/**
+ * Why an object has no inputs while its Cluster API owner is missing: undefined (WaitingForOwner) while it has
+ * no owner at all; WaitingForOwnerMachine(Pool) while another owner (a control plane) holds it before its
+ * Machine (MachinePool) does; OwnerNotFound when the owner it references does not exist.
+ */
+function ownerWait(object: WorkspaceObject, owner: "Machine" | "MachinePool" | "Cluster", referenced: string | undefined, clusterName = object.metadata.labels?.[labels.clusterName] ?? ""): { clusterName: string; inputs: InputsPending } | undefined {
+  if (referenced !== undefined) return { clusterName, inputs: { pending: true, reason: "OwnerNotFound", message: `${owner} ${referenced}, named in this object's ownerReferences, does not exist` } };
+  if (owner === "Cluster" || !object.metadata.ownerReferences?.length) return undefined;
+  const others = object.metadata.ownerReferences.map((ref) => `${ref.kind} ${ref.name}`).join(", ");
+  return { clusterName, inputs: { pending: true, reason: owner === "Machine" ? "WaitingForOwnerMachine" : "WaitingForOwnerMachinePool", message: `owned by ${others}, not by a ${owner} yet: waiting for Cluster API to set its ${owner} as owner` } };
 }
 
 function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: "machines" | "machinepools", name: string): Promise<T | undefined> {
@@ -55,10 +68,10 @@ export const machineAdapter: KindAdapter<"machine"> = {
   plural: "terraformmachines",
   async observeInputs(deps, object, { reads }) {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
-    if (!ownerRef) return undefined;
+    if (!ownerRef) return ownerWait(object, "Machine", undefined);
     const namespace = object.metadata.namespace;
     const machine = await getCapi<{ metadata: ObjectMeta & { uid?: string }; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } }>(deps, namespace, "machines", ownerRef.name);
-    if (!machine) return undefined;
+    if (!machine) return ownerWait(object, "Machine", ownerRef.name);
     const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
     const mismatch = ownerMismatch({ owner: { kind: "Machine", metadata: machine.metadata, infrastructureRef: machine.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachine", metadata: object.metadata } });
     if (mismatch) return { clusterName, inputs: mismatch };
@@ -112,7 +125,7 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     const clusterName = ownerRef?.name ?? object.metadata.labels?.[labels.clusterName];
     if (!clusterName) return undefined;
     const cluster = await reads.capiCluster(clusterName);
-    if (!cluster) return undefined;
+    if (!cluster) return ownerRef ? ownerWait(object, "Cluster", clusterName, clusterName) : undefined;
     const ref = cluster.spec?.infrastructureRef;
     if (ref?.kind && ref.kind !== "TerraformCluster") {
       return { clusterName, inputs: { pending: true, reason: "ClusterNotTerraform", message: `Cluster ${clusterName}'s infrastructure is a ${ref.kind}, not a TerraformCluster: nothing runs for this one` } };
@@ -151,10 +164,10 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
   publishesReady: true,
   async observeInputs(deps, object, { reads }) {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));
-    if (!ownerRef) return undefined;
+    if (!ownerRef) return ownerWait(object, "MachinePool", undefined);
     const namespace = object.metadata.namespace;
     const machinePool = await getCapi<CapiMachinePool>(deps, namespace, "machinepools", ownerRef.name);
-    if (!machinePool) return undefined;
+    if (!machinePool) return ownerWait(object, "MachinePool", ownerRef.name);
     const clusterName = machinePool.spec?.clusterName ?? machinePool.metadata.labels?.[labels.clusterName] ?? "";
     const mismatch = ownerMismatch({ owner: { kind: "MachinePool", metadata: machinePool.metadata, infrastructureRef: machinePool.spec?.template?.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachinePool", metadata: object.metadata } });
     if (mismatch) return { clusterName, inputs: mismatch };

@@ -48,7 +48,7 @@ interface TerraformClusterLike {
 /** Inputs could not be built: why (a DependenciesReady reason) and what to do. */
 export interface InputsPending {
   pending: true;
-  reason: "WaitingForBootstrapData" | "WaitingForClusterExports" | "WaitingForOwner" | "VariablesInvalid" | "OwnerMismatch" | "ClusterNotTerraform";
+  reason: "WaitingForBootstrapData" | "WaitingForClusterExports" | "WaitingForOwner" | "VariablesInvalid" | "OwnerMismatch" | "ClusterNotTerraform" | "OwnerNotFound" | "WaitingForOwnerMachine" | "WaitingForOwnerMachinePool";
   message: string;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { backoffMs, consecutiveFailures, decideOperation, jitterMs, nextPendingRefreshes, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
+import { backoffMs, consecutiveFailures, decideOperation, jitterMs, jobRun, nextPendingRefreshes, type Decision, type FinishedJob, type Observed } from "./decide-operation.js";
 
 const minute = 60_000;
 const now = 1_000 * minute;
@@ -139,5 +139,26 @@ describe("pending health", () => {
       const decision = decideOperation(observed({ role: "machine", drift: { intervalSeconds: 0, action: "Report", detected: false }, health: { state: "pending", pendingRefreshes, lastRefreshAt: now } }));
       expect(decision).toEqual({ reason: "UpToDate", requeueAfterMs: steps[index]! + jitterMs("uid-1", steps[index]!) });
     });
+  });
+});
+
+describe("jobRun: what a decided Job runs with", () => {
+  const jobs = [
+    { op: "apply" as const, attempt: 1, outcome: "succeeded" as const, finishedAt: 1_000 },
+    { op: "drift" as const, attempt: 2, outcome: "succeeded" as const, finishedAt: 5_000 },
+    { op: "drift" as const, attempt: 1, outcome: "succeeded" as const, finishedAt: 3_000 },
+  ];
+  const facts = { jobs, image: "m:v2", currentInputsHash: "h2:now", stateInputsHash: "h2:state", applied: { inputsHash: "h2:applied", image: "m:v1", imageDigest: "m@sha256:aa" } };
+  it.each([
+    ["an apply runs the spec's image and the current hash", { reason: "InputsChanged", op: "apply" as const }, facts, { attempt: 2, inputsHash: "h2:now", image: "m:v2", digestUnknown: false }],
+    ["a plan too", { reason: "InputsChangedPlanNeeded", op: "plan" as const }, facts, { attempt: 1, inputsHash: "h2:now", image: "m:v2", digestUnknown: false }],
+    ["a drift check runs the pinned digest on the state's hash, named after the last check", { reason: "DriftDue", op: "drift" as const }, facts, { attempt: 3, inputsHash: "h2:state", image: "m@sha256:aa", tick: "5000" }],
+    ["a refresh without a pinned digest runs the applied reference", { reason: "RefreshAfterApply", op: "refresh" as const }, { ...facts, applied: { image: "m:v1" } }, { attempt: 1, image: "m:v1", digestUnknown: true, tick: "0" }],
+    ["a destroy without a state hash carries the applied one", { reason: "Deleting", op: "destroy" as const }, { jobs, image: "m:v2", applied: { inputsHash: "h2:applied" } }, { inputsHash: "h2:applied", image: "m:v2", digestUnknown: true }],
+    ["a remediation apply is named after the finding", { reason: "DriftRemediation", op: "apply" as const, remediation: true }, facts, { tick: "remediate/5000" }],
+    ["a restore carries its backup's hash and is named after it", { reason: "RestoreRequested", op: "restore" as const }, { ...facts, restore: { inputsHash: "h2:backup", firstSecret: "b-1" } }, { inputsHash: "h2:backup", tick: "restore/b-1" }],
+    ["a restore of a backup without a hash carries none", { reason: "RestoreRequested", op: "restore" as const }, { ...facts, restore: { firstSecret: "b-1" } }, { inputsHash: "h2:none" }],
+  ])("%s", (_name, decision, given, expected) => {
+    expect(jobRun(decision, given)).toMatchObject(expected);
   });
 });

@@ -334,3 +334,43 @@ function decideSchedule(observed: Observed): Decision {
   const soonest = Math.min(...future, ...backoffWaits);
   return Number.isFinite(soonest) ? { reason: "UpToDate", requeueAfterMs: soonest } : { reason: "UpToDate" };
 }
+
+/** What a Job of the decided operation runs with, the rest of the whole decision. */
+export interface JobRun {
+  op: Operation;
+  /** One more than the newest Job of this operation. */
+  attempt: number;
+  /** The inputs hash the Job carries: apply and plan the current one; restore its backup's; the others what the state (or the last apply) recorded. */
+  inputsHash: string;
+  /** Apply and plan run the spec's image; the others the applied one, by digest once pinned. */
+  image: string;
+  /** A reference without a pinned digest (an event says so). */
+  digestUnknown: boolean;
+  /** What makes the Job's name new for a repeated operation (a refresh, drift check, remediation or restore). */
+  tick?: string;
+}
+
+export interface RunFacts {
+  /** Every Job of the object, running or finished. */
+  jobs: readonly { op: Operation; attempt: number; outcome?: JobOutcome; finishedAt?: number }[];
+  /** `spec.source.image`. */
+  image: string;
+  currentInputsHash?: string;
+  stateInputsHash?: string;
+  /** What the durable inputs recorded of the last apply. */
+  applied?: { inputsHash?: string; image?: string; imageDigest?: string };
+  /** The backup a restore runs from. */
+  restore?: { inputsHash?: string; firstSecret: string };
+}
+
+/** The run of a decided operation. Pure. */
+export function jobRun(decision: Decision & { op: Operation }, facts: RunFacts): JobRun {
+  const { op } = decision;
+  const attempt = 1 + Math.max(0, ...facts.jobs.filter((job) => job.op === op).map((job) => job.attempt));
+  const fresh = op === "apply" || op === "plan";
+  const inputsHash = fresh ? facts.currentInputsHash! : op === "restore" ? (facts.restore?.inputsHash ?? "h2:none") : (facts.stateInputsHash ?? facts.applied?.inputsHash ?? facts.currentInputsHash ?? "h2:none");
+  const lastSuccessAt = (of: Operation) => String(Math.max(0, ...facts.jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
+  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : op === "restore" && facts.restore ? `restore/${facts.restore.firstSecret}` : undefined;
+  const image = fresh ? facts.image : (facts.applied?.imageDigest ?? facts.applied?.image ?? facts.image);
+  return { op, attempt, inputsHash, image, digestUnknown: !fresh && facts.applied?.imageDigest === undefined, ...(tick ? { tick } : {}) };
+}

@@ -13,20 +13,14 @@ import type { KindAdapter } from "./workspace-reconciler.js";
  * and are read once.
  */
 
-export const capiGroup = "cluster.x-k8s.io";
-export const capiVersion = "v1beta2";
+import { capiTypes } from "../api/cluster-api.js";
+export { capiGroup, capiVersion, capiTypes } from "../api/cluster-api.js";
 
 /** The resource type of a kind adapter's objects, for the manager's informers and cached reads. */
 export function workspaceResourceType<R extends Role>(adapter: Pick<KindAdapter<R>, "kind" | "plural">): ResourceType {
   return { group: apiGroup, version: apiVersion, plural: adapter.plural, kind: adapter.kind, namespaced: true };
 }
 
-const capiType = (kind: string, plural: string): ResourceType => ({ group: capiGroup, version: capiVersion, kind, plural, namespaced: true });
-export const capiTypes = {
-  cluster: capiType("Cluster", "clusters"),
-  machine: capiType("Machine", "machines"),
-  machinePool: capiType("MachinePool", "machinepools"),
-} as const;
 export const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
 
 /** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */

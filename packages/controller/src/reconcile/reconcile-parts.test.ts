@@ -7,7 +7,7 @@ import { jobSlotWait } from "./job-slots.js";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
 import { lineageCheck, mergePatchChanges } from "./workspace-reconciler.js";
-import { changedBeyondOwnMarks, jobStartedFinishedOrGone } from "./workspace-controller.js";
+import { changedBeyondOwnMarks, jobStartedFinishedOrGone, queueResult } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
 import { clusterLeaseName, leaseBackstopSeconds, leaseIsFree, runLeaseName } from "./run-lease.js";
@@ -248,5 +248,13 @@ describe("lineageCheck", () => {
 describe("bookkeepingAnnotations of a state not saved", () => {
   it("marks the Job captf.io/state-not-saved, so later passes read the outcome without its Pod", () => {
     expect(bookkeepingAnnotations("state-save")).toEqual({ "captf.io/bookkept": "true", "captf.io/state-not-saved": "true" });
+  });
+});
+
+describe("queueResult", () => {
+  it("turns a requeue after 0 ms into a pass again at once, never into done", () => {
+    expect(queueResult({ action: "adopted retained state", requeueAfterMs: 0 })).toEqual({ requeueAfterMillis: 0 });
+    expect(queueResult({ action: "UpToDate", requeueAfterMs: 60_000 })).toEqual({ requeueAfterMillis: 60_000 });
+    expect(queueResult({ action: "removed finalizer" })).toEqual({});
   });
 });

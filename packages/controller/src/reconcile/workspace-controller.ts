@@ -9,7 +9,7 @@ import type { Manager } from "../runtime/manager.js";
 import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
 
 export { capiTypes, workspaceResourceType };
-import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { reconcileWorkspace, type KindAdapter, type PassResult, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 /** The Cluster API object whose `infrastructureRef` points at objects of each kind. */
 const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }> = {
@@ -36,6 +36,11 @@ export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType,
 export function jobStartedFinishedOrGone(job: KubeObject, event: WatchEventType, oldJob?: KubeObject): boolean {
   if (event !== "update" || !oldJob || oldJob.metadata?.resourceVersion === job.metadata?.resourceVersion) return true;
   return (finishedCondition(oldJob as JobConditions) === undefined) !== (finishedCondition(job as JobConditions) === undefined);
+}
+
+/** What the queue does after a pass: a requeue after 0 ms (retained state adopted, a stuck Job deleted) runs the pass again at once; only no requeue at all is done. */
+export function queueResult(result: PassResult): { requeueAfterMillis?: number } {
+  return result.requeueAfterMs !== undefined ? { requeueAfterMillis: Math.max(0, result.requeueAfterMs) } : {};
 }
 
 /** Index of a kind's objects by the cluster they belong to. */
@@ -95,7 +100,7 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
     async reconcile(_key, context) {
       const result = await reconcileWorkspace({ ...deps, logger: deps.logger ?? context.logger }, adapter, context.namespace!, context.name);
       context.logger.info({ action: result.action }, "reconciled");
-      return result.requeueAfterMs !== undefined ? { requeueAfterMillis: result.requeueAfterMs } : {};
+      return queueResult(result);
     },
   };
 }

@@ -1,49 +1,51 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
-import { decodeOutputs, type DecodedOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
-import { annotations, apiGroup, apiVersion, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
-import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderBackendRoot, renderGeneratedRoot, stateLockLeaseName, stateSecretName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
+import { annotations, apiGroup, apiVersion, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
+import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
-import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runnerServiceAccount, runSecretName, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
+import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runnerServiceAccount, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
-import { infrastructureHealthy, isProvisioned, poolMembershipConverged, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
+import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
 import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
-import type { CaptfMetrics, JobResult, MetricKind } from "../metrics/captf-metrics.js";
+import type { CaptfMetrics, MetricKind } from "../metrics/captf-metrics.js";
 import { watchFilterLabel } from "../runtime/controller.js";
-import { observeState } from "../state/read-state.js";
-import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
+import { type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
-import { deleteFreeStateLock, observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
-import { ConditionSet, previousReason, type Condition } from "./conditions.js";
+import { deleteFreeStateLock } from "../state/state-lock.js";
+import { previousReason, type Condition } from "./conditions.js";
+import { bookkeepFinishedJobs, createRunSecret, decide, gateRequeueMs, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, rootForOperation, type Pass } from "./workspace-phases.js";
+import { computeStatus, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
-import { maxApproverLength, type PlanPreview } from "../api/workspace.js";
-import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
-import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
+import { type PlanPreview } from "../api/workspace.js";
+import { jobRun, nextPendingRefreshes, type JobRun, type Decision, type Operation } from "./decide-operation.js";
+import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
-import { approverNote, bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
+import { approverNote, bookkeepPlans } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
-import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { bookkeepingAnnotations, imagePullDeadlineMs, jobPod, observeJobs, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
+import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
+import { bookkeepingAnnotations, observeJobs } from "./observe-jobs.js";
 import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
-import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
-import { newestResourceVersion, type ReadCache } from "../runtime/read-cache.js";
-import { builtinTypes } from "../runtime/builtin-types.js";
+import { ignoreNotFound, isConflict } from "../runtime/client-node-errors.js";
+import { type ReadCache } from "../runtime/read-cache.js";
 
 /**
- * One reconcile pass of a Terraform* object, shared by every kind:
- * 1. observe: the object, its Cluster API owners (through the kind adapter), its Jobs, its durable
- *    inputs and its state, all read live;
- * 2. bookkeep the finished Jobs (adopt the state, pin the digest, release the run lease);
- * 3. decide (decideOperation, pure);
+ * One reconcile pass of a Terraform* object, shared by every kind, cut as Cluster API cuts its controllers:
+ * 1. get the object, add the finalizer (its own write, then the pass ends);
+ * 2. a scope (`StatusScope`) that the phases fill with facts: inputs through the kind adapter, credentials,
+ *    then the phases of workspace-phases.ts (bookkeeping of finished Jobs, a vanished apply, state and
+ *    backups, a stuck active Job, drift);
+ * 3. decide: `decide` (held, or decideOperation's decision) and `jobRun` (attempt, inputs hash, image, tick), pure;
  * 4. act: take the run lease (and the cluster operation gate), write the durable inputs of an
  *    apply, create the Job and its per-run Secret; or drop the finalizer;
- * 5. record: one status patch, then mark the finished Jobs bookkept.
+ * 5. record: `computeStatus(scope, outcome)` (pure) as one status patch on every exit that leaves the
+ *    object in place, sent only when it changes the status; then the finished Jobs are marked bookkept.
  * Every write is idempotent, so a pass cut short anywhere converges on the next: Job names are
  * deterministic, an existing Job is adopted and a lease already held by that Job is ours.
  */
@@ -167,12 +169,7 @@ export interface KindAdapter<R extends Role> {
   contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown> };
 }
 
-const gateRequeueMs = 30_000;
-/** A write lost a race with another writer, or a cache lags: look again soon. */
-const lagRequeueMs = 5_000;
-const defaultStateBackups = 5;
 const longRequeueMs = 10 * 60_000;
-const defaultMembershipRefreshSeconds = 60;
 
 export function mergePatchOptions() {
   return setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -188,7 +185,7 @@ interface RenderedInputs {
   exportsHash?: string;
 }
 
-type InputsOutcome = { kind: "ready"; rendered: RenderedInputs } | { kind: "pending"; reason: string; message: string; condition: "DependenciesReady" | "ApplyJobSucceeded"; status: "Unknown" | "False" } | { kind: "none" };
+type InputsOutcome = StatusInputs<RenderedInputs>;
 
 function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs[R], variables: UserVariables): InputsOutcome {
   try {
@@ -208,11 +205,6 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
   }
 }
 
-function metricResult(job: ObservedJob): JobResult {
-  if (job.deadlineExceeded) return "deadline";
-  if (job.outcome === "state-save") return "failed";
-  return job.outcome === "plan-changed" ? "plan_changed" : (job.outcome as JobResult);
-}
 
 /** Runs one pass for the object namespace/name of the adapter's kind. */
 export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, adapter: KindAdapter<R>, namespace: string, name: string): Promise<PassResult> {
@@ -250,11 +242,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     return { action: "added finalizer", requeueAfterMs: 0 };
   }
 
-  const conditions = new ConditionSet();
   const previous = object.status?.conditions;
-  const status: Record<string, unknown> = {};
   const suffix = stateSecretSuffix({ role: adapter.role, namespace, name });
-  status.stateSecretSuffix = suffix;
   const reads = passReads(custom, namespace, deps.cache);
   const durable = await readDurableInputs(core, adapter.role, namespace, name, deps.cache);
   const wasProvisioned = object.status?.initialization?.provisioned === true;
@@ -266,37 +255,57 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const capiCluster = await reads.capiCluster(clusterName);
   const terraformCluster = adapter.role === "cluster" ? (object as unknown as TerraformClusterObject) : await reads.terraformCluster(clusterName);
   const paused = capiCluster?.spec?.paused === true || object.metadata.annotations?.[annotations.paused] !== undefined;
-  conditions.set("Paused", paused ? { status: "True", reason: "Paused" } : { status: "False", reason: "NotPaused" });
+  // The facts the status is computed from, gathered as the pass goes; the outcome of its decision and act step.
+  const scope: StatusScope = {
+    role: adapter.role,
+    kind: adapter.kind,
+    now,
+    ...(object.metadata.generation !== undefined ? { generation: object.metadata.generation } : {}),
+    previous,
+    paused,
+    deleting,
+    clusterName,
+    pinned,
+    inputs: { kind: "none" },
+    credentials: [],
+    restores: [],
+    ownerConditions: [],
+    provisioned: wasProvisioned,
+    fields: { stateSecretSuffix: suffix },
+  };
+  const outcome: PassOutcome = {};
+  const pass: Pass<R> = { deps, adapter, object, namespace, name, suffix, clusterName, now, events, subject, durable, scope };
+  // One status patch on every exit that leaves the object in place (it is skipped when nothing changed).
+  let written: Record<string, unknown> = {};
+  const finish = async (result: PassResult): Promise<PassResult> => {
+    written = computeStatus(scope, outcome);
+    await patchStatus(deps, adapter, object, written);
+    return result;
+  };
 
   let inputs: InputsOutcome = { kind: "none" };
-  if (pinned) {
-    conditions.set("DependenciesReady", { status: "True", reason: "DependenciesReady" });
-  } else if (!observedInputs) {
-    if (!deleting) conditions.set("DependenciesReady", { status: "Unknown", reason: "WaitingForOwner", message: `waiting for a Cluster API owner of this ${adapter.kind}` });
-  } else if (observedInputs.inputs.pending) {
-    const pending = observedInputs.inputs;
-    // A mismatch needs someone to fix the objects; the other waits end on their own.
-    const status = pending.reason === "OwnerMismatch" || pending.reason === "ClusterNotTerraform" || pending.reason === "VariablesInvalid" ? "False" : "Unknown";
-    inputs = { kind: "pending", reason: pending.reason, message: pending.message, condition: "DependenciesReady", status };
-    conditions.set("DependenciesReady", { status, reason: pending.reason, message: pending.message });
-  } else {
+  const observed = pinned ? undefined : observedInputs?.inputs;
+  if (observed?.pending) {
+    // A mismatch or a missing owner needs someone to fix the objects (False, as declared); the other waits end on their own.
+    const status = (conditionReasons.DependenciesReady.False as readonly string[]).includes(observed.reason) ? "False" : "Unknown";
+    inputs = { kind: "pending", reason: observed.reason, message: observed.message, condition: "DependenciesReady", status };
+  } else if (observed) {
     const variables = await readUserVariables(core, adapter.role, namespace, object.spec);
-    if (!variables.ok) {
-      inputs = { kind: "pending", reason: variables.reason, message: variables.message, condition: "DependenciesReady", status: "False" };
-      conditions.set("DependenciesReady", { status: "False", reason: variables.reason, message: variables.message });
-    } else {
-      conditions.set("DependenciesReady", { status: "True", reason: "DependenciesReady" });
-      inputs = renderInputs(adapter.role, object.spec.source.image, observedInputs.inputs.inputs, variables.variables);
-      if (inputs.kind === "pending") conditions.set(inputs.condition, { status: inputs.status, reason: inputs.reason, message: inputs.message });
-    }
+    inputs = variables.ok
+      ? renderInputs(adapter.role, object.spec.source.image, observed.inputs, variables.variables)
+      : { kind: "pending", reason: variables.reason, message: variables.message, condition: "DependenciesReady", status: "False" };
   }
+  scope.inputs = inputs;
   const currentHash = inputs.kind === "ready" ? inputs.rendered.hash : undefined;
+  // A provisioned machine's inputs are fixed: the hash it applied.
+  const targetHash = currentHash ?? (pinned ? durable?.inputsHash : undefined);
+  if (targetHash) scope.currentHash = targetHash;
 
   // Credentials: identity, mirror and runner RBAC, for objects that may start a Job.
   let credentials: JobCredentials | undefined;
   if (deps.credentials && !paused) {
     credentials = await deps.credentials({ role: adapter.role, object, terraformCluster });
-    for (const { type, value } of credentials.conditions) conditions.set(type, value);
+    scope.credentials = credentials.conditions;
   }
   const jobPolicy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
   // A ServiceAccount other than captf-runner runs Jobs only once opted in.
@@ -304,199 +313,22 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (jobPolicy.serviceAccountName && jobPolicy.serviceAccountName !== runnerServiceAccount && !paused) {
     const account = await core.readNamespacedServiceAccount({ name: jobPolicy.serviceAccountName, namespace }).catch(ignoreNotFound);
     const runnerAccount = serviceAccountOverrideCondition(jobPolicy.serviceAccountName, namespace, account);
-    conditions.set("RunnerRBACReady", runnerAccount);
+    scope.serviceAccount = runnerAccount;
     if (runnerAccount.status !== "True") serviceAccountRefusal = runnerAccount;
   }
 
   // Observe Jobs; bookkeep the finished ones not recorded yet.
   const jobs = await observeJobs({ core, batch, cache: deps.cache }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
-  const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
-  const durableNotes: Record<string, string | null> = {};
-  for (const job of toMark) {
-    if (job.op === "apply" && job.outcome === "succeeded") {
-      // The change an interrupted apply may have left half-done is now applied in full.
-      if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
-      // A successful apply adopts the state: its inputs hash goes on the state Secret.
-      if (job.inputsHash) {
-        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
-      }
-      durableNotes[annotations.applied] = "true";
-      // A pool's apply is guarded while its cluster exports differ from those its last successful apply rendered.
-      const appliedExports = job.job.metadata?.annotations?.[annotations.clusterOutputsHash];
-      if (appliedExports) durableNotes[annotations.appliedClusterOutputsHash] = appliedExports;
-      const imageReference = durable?.image ?? object.spec.source.image;
-      const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
-      if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
-        durableNotes[annotations.imageDigest] = pinnedDigest;
-        void events.record(subject, "DigestPinned", `pinned ${imageReference} to ${pinnedDigest} after Job ${job.name} succeeded`);
-      }
-    }
-    if (job.op === "restore") {
-      const serial = Number(job.job.metadata?.annotations?.[annotations.restoreSerial]);
-      if (Number.isSafeInteger(serial)) status.lastRestoredSerial = serial;
-      if (job.outcome === "succeeded") {
-        // The restored state is adopted with the inputs hash its backup recorded (none: an apply is due).
-        const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
-        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: hash } } } }, mergePatchOptions()).catch(ignoreNotFound);
-        await mergePatch({ metadata: { annotations: { [annotations.restoreState]: null } } });
-        // The user chose this backup: its lineage is recorded anew on the next read.
-        if (durable?.stateLineage) {
-          durableNotes[annotations.stateLineage] = null;
-          delete durable.stateLineage;
-        }
-        delete object.metadata.annotations?.[annotations.restoreState];
-        conditions.set("RestoreJobSucceeded", { status: "True", reason: "StateRestored", message: `backup serial ${serial} restored by Job ${job.name}` });
-        void events.record(subject, "StateRestored", `state restored from backup serial ${serial} by Job ${job.name}`);
-      } else {
-        conditions.set("RestoreJobSucceeded", { status: "False", reason: "RestoreFailed", message: `Job ${job.name} could not restore backup serial ${serial}${job.result?.error?.summary ? `: ${job.result.error.summary}` : ""}` });
-        void events.record(subject, "StateRestoreFailed", `Job ${job.name} could not restore backup serial ${serial}`);
-      }
-      deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
-    }
-    await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
-    await releaseLease(deps.coordination, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
-    if (adapter.role === "cluster" && clusterName) {
-      await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
-    }
-    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
-    if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
-    else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
-    else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
-    else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
-    else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
-    else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
-    deps.metrics?.jobFinished({
-      kind: metricKind,
-      op: job.op,
-      result: metricResult(job),
-      ...(job.job.status?.startTime ? { durationSeconds: Math.max(0, (job.finishedAt! - Date.parse(String(job.job.status.startTime))) / 1000) } : {}),
-      attempt: job.attempt,
-    });
-    if (job.outcome === "succeeded") deps.metrics?.lastSuccess(metricKind, namespace, name, job.op, job.finishedAt!);
-  }
-  if (Object.keys(durableNotes).length > 0 && durable) {
-    await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions());
-    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
-    if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
-  }
-  if (durable?.imageDigest) status.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
-
-  // A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the
-  // durable inputs (so it survives this pass) and the current inputs applied again, without backoff.
-  const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
-  if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
-    const vanished = recordedJob.name;
-    // Live: a Job missing from the cache may be lag, and this writes the interruption down.
-    const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
-    if (gone && durable.interruptedApply !== vanished) {
-      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
-      durable.interruptedApply = vanished;
-      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
-      if (adapter.role === "cluster" && clusterName) await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
-      const message = `Job ${vanished}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`;
-      conditions.set("ApplyJobSucceeded", { status: "False", reason: "ApplyFailed", message });
-      void events.record(subject, "JobInterrupted", message);
-    }
-  }
+  const toMark = await bookkeepFinishedJobs(pass, jobs);
+  await noticeVanishedApply(pass, jobs);
 
   let active = jobs.find((job) => job.outcome === undefined);
-  const stateObservation = await observeState(core, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
-  // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
-  const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
-  if (stateObservation.reading.kind === "ok" && stateObservation.reading.state.lineage && durable && !durable.stateLineage && !deleting) {
-    await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.stateLineage]: stateObservation.reading.state.lineage }, mergePatchOptions());
-    durable.stateLineage = stateObservation.reading.state.lineage;
-  }
-  const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
-  // Backups: each serial read for the first time is copied; a restore names one by its serial.
-  const keepBackups = deps.stateBackups ?? defaultStateBackups;
-  let backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
-  const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
-  const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
-  let restoreSet: BackupSet | undefined;
-  const lastRestoredSerial = (status.lastRestoredSerial as number | undefined) ?? object.status?.lastRestoredSerial;
-  if (restoreAnnotation !== undefined && (restoreSerial === undefined || restoreSerial !== lastRestoredSerial)) {
-    restoreSet = backups.find((set) => set.serial === restoreSerial && set.complete);
-    if (!restoreSet) {
-      conditions.set("RestoreJobSucceeded", { status: "False", reason: "RestoreBackupNotFound", message: `${annotations.restoreState}=${restoreAnnotation} names no complete backup; status.stateBackups lists the serials kept` });
-      deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: "not_found" });
-    }
-  }
-  if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0 && !backups.some((set) => set.serial === state.state.serial)) {
-    const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-    const bytes = await takeStateBackup(core, {
-      namespace,
-      suffix,
-      owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
-      stateSecrets: stateObservation.secrets,
-      serial: state.state.serial,
-      lineage: state.state.lineage,
-      resources: state.state.managedResources,
-      ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}),
-      ...(source ? { sourceJob: source.name } : {}),
-      now,
-    });
-    deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
-    void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
-    backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
-  }
-  const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
-  for (const secret of pruned) await core.deleteNamespacedSecret({ name: secret, namespace }).catch(ignoreNotFound);
-  if (pruned.size > 0) deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "pruned" });
-  const keptBackups = backups.filter((set) => set.complete && !set.names.some((secret) => pruned.has(secret)));
-  if (keptBackups.length > 0) status.stateBackups = keptBackups.slice(0, 16).map(({ serial, takenAt, bytes }) => ({ serial, takenAt, bytes: Math.max(1, bytes) }));
+  const { state, stateLost, retainedBy, restoreSet, lock } = await observeStateAndBackups(pass, jobs, active, wasProvisioned);
 
-  // State that was there and is gone is lost, not new: nothing but a restore (or Retain) runs on it.
-  const everApplied = wasProvisioned || durable?.applied === true || durable?.imageDigest !== undefined || backups.length > 0;
-  const stateLost = state.kind === "absent" && everApplied;
-  if (state.kind === "unreadable") conditions.set("StateReadable", { status: "False", reason: state.reason, message: state.message });
-  else if (state.kind === "ok") conditions.set("StateReadable", { status: "True", reason: "StateRead" });
-  else if (stateLost) {
-    conditions.set("StateReadable", { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${adapter.kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` });
-    if (previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
-  } else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
-  if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
-  // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
-  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
-  if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
-    conditions.set("StateReadable", { status: "False", reason: "StateLocked", message: stateLockedMessage(lock) });
-    if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
-  }
-
-  // A pass killed between creating a Job and its per-run Secret left the Job waiting for its
-  // volume: give it the Secret when the inputs still render the same hash, else delete the Job.
-  if (active) {
-    const secretName = runSecretName(active.name);
-    const present = deps.cache
-      ? (await deps.cache.get(builtinTypes.secret, namespace, secretName, { inScope: true })) !== undefined
-      : await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
-    if (!present) {
-      const root = rootForOperation(active.op, inputs, durable, adapter.role);
-      const hashMatches = active.inputsHash === undefined || active.inputsHash === currentHash || active.op !== "apply";
-      if (root && hashMatches) {
-        await createRunSecret(core, namespace, active.job, root);
-      } else {
-        await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
-        await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
-        // Deleted by captf before it could start: not an interrupted apply.
-        await patchStatus(deps, adapter, object, { activeJob: null });
-        void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
-        return { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 };
-      }
-    }
-  }
-
-  // A Job whose image cannot be pulled would wait out its whole deadline: after the pull deadline
-  // it is marked, then its Pod deleted, so the Job fails (backoffLimit 0) and counts toward backoff.
-  if (active) {
-    const pod = await jobPod(core, namespace, active.name);
-    const stalled = pod ? stalledImagePull(pod, now) : undefined;
-    if (pod && stalled) {
-      await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());
-      await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace }).catch(ignoreNotFound);
-      deps.logger?.info({ job: active.name, container: stalled.container, reason: stalled.reason }, "failing a Job whose image was not pulled");
-      return { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs };
-    }
+  const stuck = active && (await recoverActiveJob(pass, active, inputs, currentHash));
+  if (stuck) {
+    if (stuck.jobRuns) outcome.active = { name: active!.name, op: active!.op, attempt: active!.attempt, remediation: active!.remediation };
+    return finish(stuck.result);
   }
 
   // State another (deleted) object retained: held until adopted or deleted by someone.
@@ -511,25 +343,25 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (object.spec.adoptRetainedState) {
       await adoptRetainedState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix, ownerReference });
       void events.record(subject, "RetainedStateAdopted", `adopted the state and inputs retained by deleted object ${retainer}`);
-      return { action: "adopted retained state", requeueAfterMs: 0 };
+      // The state is this object's now: the next pass (at once, not on the next relist) reads it as its own.
+      return finish({ action: "adopted retained state", requeueAfterMs: 0 });
     }
-    conditions.set("StateReadable", { status: "False", reason: "RetainedStateFound", message: `state retained by deleted object ${retainer} is in the way: set spec.adoptRetainedState: true to take it over, or delete the Secrets labelled ${labels.retainedFromUid}=${retainer}` });
+    scope.retainedBy = retainedBy;
     if (previousReason(previous, "StateReadable") !== "RetainedStateFound") void events.record(subject, "RetainedStateFound", `state retained by deleted object ${retainer} found; nothing runs until it is adopted or deleted`);
   }
 
   // A deleting cluster waits for its machines and pools: they run on its infrastructure.
   const dependents = deleting && adapter.role === "cluster" && clusterName ? await countDependents(custom, namespace, clusterName) : 0;
-  if (deleting && adapter.role === "cluster") {
-    conditions.set("DeletionBlocked", dependents > 0 ? { status: "True", reason: "DependentsExist", message: `${dependents} TerraformMachine(s) or TerraformMachinePool(s) of cluster ${clusterName} still exist` } : { status: "False", reason: "NotBlocked" });
-  }
+  if (deleting && adapter.role === "cluster") scope.dependents = dependents;
 
   // Plans: a finished plan Job's plan is shown for approval; an approved apply consumes it.
   const plans = bookkeepPlans(toMark);
   let planShown = (object.status as { plan?: PlanPreview } | undefined)?.plan;
   if (plans.plan !== undefined) {
-    status.plan = plans.plan;
+    scope.fields.plan = plans.plan;
     planShown = plans.plan ?? undefined;
   }
+  if (planShown) scope.planShown = planShown;
   for (const event of plans.events) void events.record(subject, event.reason, event.note);
   for (const result of plans.approvals) deps.metrics?.planApprovals.inc({ kind: adapter.kind, result });
   if (plans.removeAnnotations.length > 0) {
@@ -537,32 +369,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     for (const key of plans.removeAnnotations) delete object.metadata.annotations?.[key];
   }
 
-  // Drift: the newest check's finding, else what the status says from an earlier pass.
-  const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
-  const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
-  const lastDriftCheckAt = driftChecks.length ? Math.max(...driftChecks) : undefined;
-  let driftDetected = previous?.find((c) => c.type === "DriftDetected")?.status === "True";
-  const newestCheck = toMark.filter((job) => job.op === "drift" || job.op === "refresh").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-  if (newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" && newestCheck.result?.drift) {
-    const finding = newestCheck.result.drift;
-    conditions.set("DriftJobSucceeded", { status: "True", reason: "DriftChecked" });
-    conditions.set("DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role));
-    if (finding.detected && !driftDetected) void events.record(subject, "DriftDetected", conditions.get("DriftDetected")!.message ?? "drift detected");
-    if (!finding.detected && driftDetected) void events.record(subject, "DriftResolved", "the infrastructure matches the state again");
-    if (finding.detected) {
-      for (const [action, count] of [["add", finding.add], ["change", finding.change], ["destroy", finding.destroy]] as const) if (count > 0) deps.metrics?.driftResources.inc({ kind: metricKind, action }, count);
-    }
-    driftDetected = finding.detected;
-  } else if (newestCheck && newestCheck.outcome !== "succeeded" && newestCheck.outcome !== "interrupted") {
-    conditions.set("DriftJobSucceeded", newestCheck.deadlineExceeded ? { status: "False", reason: "DriftJobDeadlineExceeded", message: `Job ${newestCheck.name} reached its deadline` } : { status: "False", reason: "DriftJobFailed", message: `Job ${newestCheck.name} (${newestCheck.op}) failed${newestCheck.result?.error?.summary ? `: ${newestCheck.result.error.summary}` : ""}` });
-  }
-  // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
-  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
-  if (driftDetected && remediated) {
-    conditions.set("DriftDetected", { status: "False", reason: "NoDrift", message: `remediation apply Job ${remediated.name} applied the current inputs over the drift` });
-    void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
-    driftDetected = false;
-  }
+  const drift = observeDrift(pass, jobs, toMark, terraformCluster);
+  const driftDetected = drift.detected;
   deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
 
   // Machines that may ask for remediation sample their health on its own interval.
@@ -574,13 +382,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const healthReading = decoding?.outputs.health.state === "ok" ? decoding.outputs.health.value.state : undefined;
   const finishedSucceeded = (ops: Operation[]) => toMark.some((job) => job.outcome === "succeeded" && ops.includes(job.op));
   const pendingRefreshes = nextPendingRefreshes((object.status?.pendingRefreshes as number | undefined) ?? 0, healthReading, { applied: finishedSucceeded(["apply"]), sampled: finishedSucceeded(["refresh", "drift"]) });
-  if (decoding) status.pendingRefreshes = pendingRefreshes > 0 ? pendingRefreshes : null;
+  if (decoding) scope.fields.pendingRefreshes = pendingRefreshes > 0 ? pendingRefreshes : null;
 
   // Decide.
-  const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
   const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
-  conditions.set("Deleting", !deleting ? { status: "False", reason: "NotDeleting" } : deletionPolicy ? { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` } : { status: "True", reason: "DeletionPolicyUnresolved", message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy" });
+  if (deletionPolicy) scope.deletionPolicy = deletionPolicy;
   // Once, on the first pass that sees the deletion (the condition read NotDeleting, or nothing yet).
   const deletionSeen = ["Deleting", "DeletionPolicyUnresolved"].includes(previousReason(previous, "Deleting") ?? "");
   if (deleting && !deletionSeen) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
@@ -593,54 +400,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     return { action: "retained infrastructure, removed finalizer" };
   }
 
-  const decision: Decision = paused
-    ? { reason: "Paused" }
-    : retainedBy.length > 0
-      ? { reason: "RetainedStateFound", requeueAfterMs: 60_000 }
-      : deleting && !deletionPolicy
-        ? { reason: "DeletionPolicyUnresolved", requeueAfterMs: gateRequeueMs }
-        : decideOperation({
-        role: adapter.role,
-        uid: object.metadata.uid,
-        now,
-        createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
-        deleting,
-        ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
-        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", managedResources: state.state.managedResources, ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
-        ...(restoreSet ? { restoreRequested: true } : {}),
-        ...(currentHash ? { currentInputsHash: currentHash } : {}),
-        ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
-        ...(planShown ? { plan: observedPlan(planShown)! } : {}),
-        ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
-        ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
-        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
-        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
-        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
-          const guardedHash = guardedApprovalHash(job.job);
-          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
-        }),
-        drift: { intervalSeconds: driftPolicy.intervalSeconds, action: driftPolicy.action, detected: driftDetected, ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) },
-        health: {
-          ...(healthReading ? { state: healthReading } : {}),
-          pendingRefreshes,
-          // Until a refresh follows the newest apply, the state's reading is that apply's own.
-          appliedReadingDefinite: healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown" && (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
-          ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
-          ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
-        },
-        ...(adapter.role === "machinepool"
-          ? {
-              pool: {
-                membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
-                providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
-                statusReplicas: object.status?.replicas ?? 0,
-              },
-            }
-          : {}),
-        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
-        ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
-        dependents,
-      });
+  const decision = decide(pass, {
+    active, state, stateLost, restoreSet, currentHash, planShown, inputs, jobs, retainedBy, dependents, deletionPolicy, terraformCluster,
+    drift, health: { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds },
+  });
+  outcome.decision = decision;
+  if (durable?.interruptedApply && adapter.role !== "machine") scope.interruptedApply = true;
   deps.metrics?.decided(metricKind, decision.op ?? "none", decision.reason);
 
   // Act.
@@ -661,15 +426,22 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "removed finalizer" };
   }
-  let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
+    const run = jobRun({ ...decision, op: decision.op }, {
+      jobs,
+      image: object.spec.source.image,
+      ...(currentHash ? { currentInputsHash: currentHash } : {}),
+      ...(state.kind === "ok" && state.state.inputsHash ? { stateInputsHash: state.state.inputsHash } : {}),
+      ...(durable ? { applied: { inputsHash: durable.inputsHash, image: durable.image, ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}) } } : {}),
+      ...(restoreSet ? { restore: { ...(restoreSet.inputsHash ? { inputsHash: restoreSet.inputsHash } : {}), firstSecret: restoreSet.names[0]! } } : {}),
+    });
+    const started = await startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
-    if (started.wait) waitCondition = started.wait;
+    if (started.wait) outcome.wait = started.wait;
     if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }
-  status.activeJob = active ? { name: active.name, operation: active.op, attempt: active.attempt } : null; // a merge patch keeps a field unless nulled
+  if (active) outcome.active = { name: active.name, op: active.op, attempt: active.attempt, remediation: active.remediation };
   // No Job runs (the Job list is read live, so no cache lag): clusterctl move may proceed.
   if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) await mergePatch({ metadata: { annotations: { [annotations.blockMove]: null } } });
 
@@ -678,13 +450,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (state.kind === "ok" && decoding) {
     provisioned ||= isProvisioned(adapter.role, Boolean(state.state.inputsHash), decoding);
     const fields = adapter.contractFields(object, decoding);
-    Object.assign(status, fields.status);
+    Object.assign(scope.fields, fields.status);
     if (fields.spec && Object.keys(fields.spec).length > 0) {
       await mergePatch({ spec: fields.spec, ...(fields.annotations ? { metadata: { annotations: fields.annotations } } : {}) });
       if ("providerID" in fields.spec) void events.record(subject, "ProviderIDSet", `providerID set to ${String(fields.spec.providerID)}`);
       if ("controlPlaneEndpoint" in fields.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
     }
-    if (state.state.serial >= 1) status.observedStateSerial = state.state.serial;
+    if (state.state.serial >= 1) scope.fields.observedStateSerial = state.state.serial;
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
     let outputsValid: ConditionValue | undefined = { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) };
     let healthValue = infrastructureHealthy(health, { applyStarted: true, provisioned });
@@ -696,64 +468,41 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       if (providerID.outputsValid) outputsValid = providerID.outputsValid;
       if (providerID.health) healthValue = providerID.health;
     }
-    if (outputsValid) conditions.set("OutputsValid", outputsValid);
-    conditions.set("InfrastructureHealthy", healthValue);
+    scope.outputs = { ...(outputsValid ? { outputsValid } : {}), health: healthValue };
+    const endpoint = (fields.spec?.controlPlaneEndpoint ?? (object.spec as { controlPlaneEndpoint?: unknown }).controlPlaneEndpoint ?? capiCluster?.spec?.controlPlaneEndpoint) as { host?: string } | undefined;
+    if (endpoint?.host) scope.endpointHost = endpoint.host;
   }
+  scope.provisioned = provisioned;
   // The newest Job finished this pass: a run result, or a Job that ended without one (an image it could not
   // pull, its deadline, a Pod removed from outside).
   const newest = jobs.filter((job) => job.result || (!job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-  if (newest) {
-    const { result } = newest;
-    const approvedBy = newest.job.metadata?.annotations?.[annotations.planApprovedBy];
-    if (result) {
-      // Every field written, null when absent: a merge patch would keep an older run's error or approver.
-      status.lastRun = {
-        job: newest.name,
-        operation: newest.op,
-        steps: result.steps.length ? result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) : null,
-        error: result.error ? { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } : null,
-        approvedBy: approvedBy ? approvedBy.slice(0, maxApproverLength) : null,
-      };
-    }
-    const planShownOnly = newest.op === "plan" && result !== undefined && !result.error;
-    if (newest.outcome === "plan-changed") {
-      conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanChanged", message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval` });
-    } else if ((newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly) {
-      conditions.set("ApplyJobSucceeded", applyJobCondition(newest));
-    }
-  }
-  if (decision.reason === "PlanAwaitingApproval" && planShown) {
-    conditions.set("ApplyJobSucceeded", { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` });
-  }
+  if (newest) scope.newestJob = newest;
   // An empty plan's apply runs with --expect-plan too, but nobody approved it.
   if (decision.op === "apply" && decision.expectPlan && decision.expectPlan === object.metadata.annotations?.[annotations.approvePlan] && action.startsWith("started")) {
     void events.record(subject, "PlanApproved", `plan ${decision.expectPlan}${approverNote(object.metadata.annotations?.[annotations.planApprovedBy])}: applying it`);
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
-  if (waitCondition) {
-    conditions.set(waitCondition.type, waitCondition.value);
+  if (outcome.wait) {
     // A wait for a lease, the cluster operation gate or a Job slot is an event once per wait, not once per pass.
-    const { reason, message } = waitCondition.value;
-    if (eventedWaits.includes(reason) && previousReason(previous, waitCondition.type) !== reason) void events.record(subject, reason as ManagerEventReason, message ?? reason);
+    const { reason, message } = outcome.wait.value;
+    if (eventedWaits.includes(reason) && previousReason(previous, outcome.wait.type) !== reason) void events.record(subject, reason as ManagerEventReason, message ?? reason);
   }
   if (adapter.ownerWriteBack && !paused && !deleting) {
     const sampled = toMark.some((job) => job.outcome === "succeeded" && (job.op === "refresh" || job.op === "drift" || job.op === "apply"));
-    const context: OwnerWriteBackContext = { status, events, subject, health: conditions.get("InfrastructureHealthy"), sampled, provisioned, terraformCluster };
-    for (const { type, value } of await adapter.ownerWriteBack(deps, object, context)) conditions.set(type, value);
+    const context: OwnerWriteBackContext = { status: scope.fields, events, subject, health: scope.outputs?.health, sampled, provisioned, terraformCluster };
+    scope.ownerConditions = await adapter.ownerWriteBack(deps, object, context);
   }
-  if (provisioned) status.initialization = { provisioned: true };
-  if (adapter.publishesReady) status.ready = provisioned;
-  conditions.set("Ready", provisioned ? { status: "True", reason: "Ready" } : { status: "False", reason: "NotReady", message: action });
-  status.conditions = conditions.toStatus(previous, now, object.metadata.generation);
-  await patchStatus(deps, adapter, object, status);
+  if (adapter.publishesReady) scope.fields.ready = provisioned;
+  await finish({ action });
 
   // Events on transitions, after the status they describe is written.
   if (provisioned && !wasProvisioned) void events.record(subject, "Provisioned", `the ${adapter.role} module's infrastructure is provisioned`);
   if (paused && previousReason(previous, "Paused") !== "Paused") void events.record(subject, "Paused", "reconciliation paused: no Job starts until it resumes");
   if (!paused && previousReason(previous, "Paused") === "Paused") void events.record(subject, "Resumed", "reconciliation resumed");
-  const identity = conditions.get("IdentityAllowed");
+  const identity = scope.credentials.find(({ type }) => type === "IdentityAllowed")?.value;
   if (identity?.status === "False" && previousReason(previous, "IdentityAllowed") !== identity.reason) void events.record(subject, "IdentityNotAllowed", identity.message ?? identity.reason);
-  deps.metrics?.objectStatus(metricKind, namespace, name, { ready: provisioned ? 1 : 0 });
+  const ready = (written.conditions as Condition[]).find((condition) => condition.type === "Ready")?.status;
+  deps.metrics?.objectStatus(metricKind, namespace, name, { ready: ready === "True" ? 1 : ready === "False" ? 0 : -1 });
 
   // Only after the status patch: the finished Jobs are recorded.
   for (const job of toMark) {
@@ -770,30 +519,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
 }
 
-/** Why a Job's image was not pulled, for the pass's action and log. */
-function imagePullMessage(stalled: { container: string; image: string; reason: string }): string {
-  return `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} minutes (${stalled.reason})`;
-}
-
-/** The outcome of a finished apply, plan or destroy Job on ApplyJobSucceeded; a pull failure and the deadline before the runner's result. */
-function applyJobCondition(job: ObservedJob): ConditionValue {
-  const destroy = job.op === "destroy";
-  if (job.imagePullFailed) {
-    const images = [...(job.job.spec?.template.spec?.initContainers ?? []), ...(job.job.spec?.template.spec?.containers ?? [])].map((container) => container.image).join(", ");
-    return { status: "False", reason: "ImagePullFailed", message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff` };
-  }
-  if (job.deadlineExceeded) return { status: "False", reason: "JobDeadlineExceeded", message: `Job ${job.name} reached its deadline` };
-  if (!job.result && job.outcome !== "succeeded") {
-    const why = job.outcome === "interrupted" ? "was stopped from outside (its Pod deleted or evicted) before it reported; it runs again at once" : "failed without reporting a result (its runner did not finish)";
-    return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", message: `Job ${job.name} ${why}` };
-  }
-  const error = job.result?.error;
-  if (!error) return { status: "True", reason: destroy ? "DestroySucceeded" : "ApplySucceeded" };
-  if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
-  if (error.kind === "state-save") return { status: "False", reason: "StateNotSaved", message: stateNotSavedMessage(job.name, job.op) };
-  if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
-  return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", ...(error.summary ? { message: error.summary } : {}) };
-}
 
 /** The reading as this object may use it: a decoded state of a lineage other than the recorded one is unreadable. Pure. */
 export function lineageCheck(reading: StateReading, recordedLineage: string | undefined): StateReading {
@@ -806,28 +531,6 @@ export function lineageCheck(reading: StateReading, recordedLineage: string | un
   };
 }
 
-/** Why an object whose apply or destroy lost its new state is held, the limit, and the documented way out (docs/reliability.md). */
-export function stateNotSavedMessage(job: string, op: string): string {
-  return `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds (OpenTofu's kubernetes backend keeps one Secret). ` +
-    "The state Secret still holds the state from before, so nothing runs until the inputs change: change the module or its inputs so the state compresses below 1 MiB, " +
-    "with import blocks for what the lost run created (docs/reliability.md, \"State larger than a Secret\")";
-}
-
-/** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
-function guardedApprovalHash(job: V1Job): string | undefined {
-  return job.spec?.template.spec?.containers[0]?.args?.find((arg) => arg.startsWith("--inputs-hash="))?.slice("--inputs-hash=".length);
-}
-
-/** What a blocked apply stopped before, and the approval that lets it through (the hash its guard compared). */
-function blockedMessage(job: V1Job, summary: string | undefined): string {
-  const guarded = guardedApprovalHash(job);
-  return [summary ?? "the plan deletes or replaces resources", ...(guarded ? [`approve it with ${annotations.approveDestructivePlan}=${guarded}`] : [])].join("; ");
-}
-
-/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
-function appliedExportsHash(durable: DurableInputs): string {
-  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
-}
 
 async function countDependents(custom: CustomObjectsApi, namespace: string, clusterName: string): Promise<number> {
   let count = 0;
@@ -838,33 +541,15 @@ async function countDependents(custom: CustomObjectsApi, namespace: string, clus
   return count;
 }
 
-/** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
-function rootForOperation(op: Operation, inputs: InputsOutcome, durable: DurableInputs | undefined, role: Role): GeneratedRoot | undefined {
-  if (op === "apply" || op === "plan") return inputs.kind === "ready" ? inputs.rendered.root : undefined;
-  if (op === "restore") return renderBackendRoot();
-  if (durable) return durable.root;
-  // Clusters and pools may fall back to fresh inputs; a machine's destroy must use what it applied.
-  return role !== "machine" && inputs.kind === "ready" ? inputs.rendered.root : undefined;
-}
 
-interface StartRequest<R extends Role> {
-  deps: ReconcilerDeps;
-  adapter: KindAdapter<R>;
-  object: WorkspaceObject;
-  namespace: string;
-  name: string;
-  suffix: string;
-  clusterName: string;
+/** What the act step executes: the decision, with what the pass gathered for it. */
+interface StartRequest<R extends Role> extends Pass<R> {
   decision: Decision;
-  jobs: ObservedJob[];
+  /** The run the decision picked. */
+  run: JobRun;
   inputs: InputsOutcome;
-  durable: DurableInputs | undefined;
-  currentHash: string | undefined;
-  state: StateReading;
   credentials: JobCredentials | undefined;
   terraformCluster: TerraformClusterObject | undefined;
-  now: number;
-  subject: EventSubject;
   restoreSet: BackupSet | undefined;
   jobPolicy: StoredJobPolicy;
   /** RunnerRBACReady=False when the Job policy names a ServiceAccount not opted in. */
@@ -896,9 +581,8 @@ function waitConditionType(op: Operation): string {
 
 /** Takes the leases and creates the Job (with the durable inputs of an apply and its per-run Secret). */
 async function startOperation<R extends Role>(request: StartRequest<R>): Promise<StartOutcome> {
-  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, now, subject } = request;
-  const events = deps.events ?? discardEvents;
-  const op = decision.op!;
+  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, run, inputs, durable, credentials, now, subject, events } = request;
+  const { op } = run;
   const conditionType = waitConditionType(op);
   const wait = (reason: string, message: string, requeueAfterMs = gateRequeueMs): StartOutcome => ({
     action: `waiting: ${reason}`,
@@ -925,17 +609,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   if (policyProblem) return { action: "waiting: JobPolicyInvalid", requeueAfterMs: longRequeueMs, wait: { type: "ApplyJobSucceeded", value: { status: "False", reason: "JobPolicyInvalid", message: policyProblem } } };
   if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
   const policy = request.jobPolicy;
-  const attempt = 1 + Math.max(0, ...jobs.filter((job) => job.op === op).map((job) => job.attempt));
-  const hash = op === "apply" || op === "plan" ? currentHash! : op === "restore" ? (request.restoreSet?.inputsHash ?? "h2:none") : ((state.kind === "ok" ? state.state.inputsHash : undefined) ?? durable?.inputsHash ?? currentHash ?? "h2:none");
-  const lastSuccessAt = (of: Operation) => String(Math.max(0, ...jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
+  const { attempt, inputsHash: hash, image, tick } = run;
   const restoreSet = op === "restore" ? request.restoreSet : undefined;
-  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : restoreSet ? `restore/${restoreSet.names[0]}` : undefined;
-  // Every operation but apply and plan runs the image that was applied, pinned by digest when known.
-  let image = object.spec.source.image;
-  if (op !== "apply" && op !== "plan") {
-    image = durable?.imageDigest ?? durable?.image ?? image;
-    if (!durable?.imageDigest) void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
-  }
+  if (run.digestUnknown) void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
   const jobRequest: JobRequest = {
     owner: { role: adapter.role, name, namespace, uid: object.metadata.uid, clusterName },
     op,
@@ -1015,18 +691,6 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   return { action: `started ${op} (${decision.reason}) as ${holder}`, job: { name: holder, op, attempt, job: created } };
 }
 
-/** The per-run Secret holding the rendered root, owned by its Job so it goes with it. */
-async function createRunSecret(core: CoreV1Api, namespace: string, job: V1Job, files: GeneratedRoot): Promise<void> {
-  await core
-    .createNamespacedSecret({
-      namespace,
-      body: {
-        metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
-        stringData: { ...files },
-      },
-    })
-    .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
-}
 
 /** JSON with object keys sorted and undefined members left out: the API server returns an object's keys in its own order. */
 function canonicalJson(value: unknown): string {

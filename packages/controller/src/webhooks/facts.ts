@@ -28,8 +28,8 @@ export interface AdmissionFacts {
   secretAccess(user: AdmissionUserInfo, secret: { namespace: string; name: string }): Promise<SecretAccess>;
 }
 
-/** Where the Cluster API Machines and Clusters are read: the v1beta2 contract captf implements. */
-export const clusterApiCoordinates = { group: "cluster.x-k8s.io", version: "v1beta2" } as const;
+import { clusterApiCoordinates } from "../api/cluster-api.js";
+export { clusterApiCoordinates };
 
 type AnyObject = { metadata?: { name?: string; namespace?: string; annotations?: Record<string, string>; deletionTimestamp?: unknown }; spec?: Record<string, unknown> };
 

@@ -1,0 +1,426 @@
+import type { V1Job } from "@kubernetes/client-node";
+import type { DecodedOutputs, HealthState, JsonValue, OutputsDecoding, Role } from "@captf/contract";
+import { annotations, apiGroup, apiVersion, groupVersion, labels } from "@captf/contract/api";
+import { exportsHash, renderBackendRoot, stateSecretName, type GeneratedRoot } from "@captf/render";
+import type { PlanPreview } from "../api/workspace.js";
+import { poolMembershipConverged } from "../kinds/map-outputs.js";
+import { decideOperation, type Decision } from "./decide-operation.js";
+import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
+import { observedPlan } from "./plan-approval.js";
+import type { DeletionPolicy } from "./retained-state.js";
+import type { TerraformClusterObject } from "./pass-reads.js";
+import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
+import { runSecretName } from "../jobs/build-job.js";
+import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
+import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
+import { newestResourceVersion } from "../runtime/read-cache.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import { observeState } from "../state/read-state.js";
+import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
+import type { StateReading } from "../state/decode-state.js";
+import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
+import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
+import { previousReason } from "./conditions.js";
+import type { Operation } from "./decide-operation.js";
+import { annotateDurableInputs, type DurableInputs } from "./durable-inputs.js";
+import { imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
+import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
+import { lineageCheck, mergePatchOptions, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
+
+/**
+ * The phases of a reconcile pass (Cluster API's `_phases.go`): each takes the pass, does the reads and
+ * the bookkeeping writes of one concern, and leaves its facts on `pass.scope` for the decision and the
+ * status; what the decision also needs it returns. They run in the order `reconcileWorkspace` calls them.
+ */
+
+/** What every phase of one pass shares; the facts it gathers go on `scope`. */
+export interface Pass<R extends Role = Role> {
+  deps: ReconcilerDeps;
+  adapter: KindAdapter<R>;
+  object: WorkspaceObject;
+  namespace: string;
+  name: string;
+  /** The object's state Secret suffix. */
+  suffix: string;
+  clusterName: string;
+  now: number;
+  events: EventRecorder;
+  subject: EventSubject;
+  /** The durable inputs as read, kept current with the pass's own annotations of them. */
+  durable: DurableInputs | undefined;
+  scope: StatusScope;
+}
+
+/** A cache or a write lost a race: look again soon. */
+export const lagRequeueMs = 5_000;
+/** A wait for a lease, the cluster gate or an unresolved policy: look again in this long. */
+export const gateRequeueMs = 30_000;
+const defaultMembershipRefreshSeconds = 60;
+const defaultStateBackups = 5;
+
+/** A merge patch of the object itself (its annotations). */
+export function patchObject(pass: Pass, body: unknown): Promise<unknown> {
+  const { deps, adapter, namespace, name } = pass;
+  return deps.custom.patchNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body }, mergePatchOptions());
+}
+
+function metricResult(job: ObservedJob): JobResult {
+  if (job.deadlineExceeded) return "deadline";
+  if (job.outcome === "state-save") return "failed";
+  return job.outcome === "plan-changed" ? "plan_changed" : (job.outcome as JobResult);
+}
+
+/** Bookkeeping of the Jobs that finished since the last pass: state adopted, digest pinned, leases released, events; returns them (marked after the status patch). */
+export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJob[]): Promise<ObservedJob[]> {
+  const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
+  const { core } = deps;
+  const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
+  const durableNotes: Record<string, string | null> = {};
+  for (const job of toMark) {
+    if (job.op === "apply" && job.outcome === "succeeded") {
+      // The change an interrupted apply may have left half-done is now applied in full.
+      if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
+      // A successful apply adopts the state: its inputs hash goes on the state Secret.
+      if (job.inputsHash) {
+        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
+      }
+      durableNotes[annotations.applied] = "true";
+      // A pool's apply is guarded while its cluster exports differ from those its last successful apply rendered.
+      const appliedExports = job.job.metadata?.annotations?.[annotations.clusterOutputsHash];
+      if (appliedExports) durableNotes[annotations.appliedClusterOutputsHash] = appliedExports;
+      const imageReference = durable?.image ?? object.spec.source.image;
+      const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
+      if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
+        durableNotes[annotations.imageDigest] = pinnedDigest;
+        void events.record(subject, "DigestPinned", `pinned ${imageReference} to ${pinnedDigest} after Job ${job.name} succeeded`);
+      }
+    }
+    if (job.op === "restore") {
+      const serial = Number(job.job.metadata?.annotations?.[annotations.restoreSerial]);
+      if (Number.isSafeInteger(serial)) scope.fields.lastRestoredSerial = serial;
+      scope.restores.push({ job: job.name, serial, succeeded: job.outcome === "succeeded", ...(job.result?.error?.summary ? { summary: job.result.error.summary } : {}) });
+      if (job.outcome === "succeeded") {
+        // The restored state is adopted with the inputs hash its backup recorded (none: an apply is due).
+        const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
+        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: hash } } } }, mergePatchOptions()).catch(ignoreNotFound);
+        await patchObject(pass, { metadata: { annotations: { [annotations.restoreState]: null } } });
+        // The user chose this backup: its lineage is recorded anew on the next read.
+        if (durable?.stateLineage) {
+          durableNotes[annotations.stateLineage] = null;
+          delete durable.stateLineage;
+        }
+        delete object.metadata.annotations?.[annotations.restoreState];
+        void events.record(subject, "StateRestored", `state restored from backup serial ${serial} by Job ${job.name}`);
+      } else {
+        void events.record(subject, "StateRestoreFailed", `Job ${job.name} could not restore backup serial ${serial}`);
+      }
+      deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
+    }
+    await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
+    await releaseLease(deps.coordination, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
+    if (adapter.role === "cluster" && clusterName) {
+      await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
+    }
+    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
+    if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
+    else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
+    else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
+    else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
+    else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
+    else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
+    deps.metrics?.jobFinished({
+      kind: adapter.kind as MetricKind,
+      op: job.op,
+      result: metricResult(job),
+      ...(job.job.status?.startTime ? { durationSeconds: Math.max(0, (job.finishedAt! - Date.parse(String(job.job.status.startTime))) / 1000) } : {}),
+      attempt: job.attempt,
+    });
+    if (job.outcome === "succeeded") deps.metrics?.lastSuccess(adapter.kind as MetricKind, namespace, name, job.op, job.finishedAt!);
+  }
+  if (Object.keys(durableNotes).length > 0 && durable) {
+    await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions());
+    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
+    if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
+  }
+  if (durable?.imageDigest) scope.fields.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
+
+  return toMark;
+}
+
+/** A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the durable inputs (so it survives this pass), and the current inputs are applied again without backoff. */
+export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob[]): Promise<void> {
+  const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
+  const { core, batch } = deps;
+  const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
+  if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
+    const vanished = recordedJob.name;
+    // Live: a Job missing from the cache may be lag, and this writes the interruption down.
+    const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
+    if (gone && durable.interruptedApply !== vanished) {
+      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
+      durable.interruptedApply = vanished;
+      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
+      if (adapter.role === "cluster" && clusterName) await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
+      scope.vanishedApply = vanished;
+      void events.record(subject, "JobInterrupted", vanishedApplyMessage(vanished));
+    }
+  }
+
+}
+
+/** The state as the decision sees it, and what the pass does about retained state and a requested restore. */
+export interface StatePhase {
+  state: StateReading;
+  stateLost: boolean;
+  retainedBy: string[];
+  restoreSet: BackupSet | undefined;
+  lock: StateLockFinding;
+}
+
+/** The state (lineage checked), its backups (taken, pruned), a requested restore's backup, and the state lock while no Job runs. */
+export async function observeStateAndBackups(pass: Pass, jobs: readonly ObservedJob[], active: ObservedJob | undefined, wasProvisioned: boolean): Promise<StatePhase> {
+  const { deps, adapter, object, namespace, name, suffix, events, subject, durable, scope, now } = pass;
+  const { core } = deps;
+  const { deleting, previous } = scope;
+  const stateObservation = await observeState(core, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
+  // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
+  const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
+  scope.state = state;
+  if (stateObservation.reading.kind === "ok" && stateObservation.reading.state.lineage && durable && !durable.stateLineage && !deleting) {
+    await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.stateLineage]: stateObservation.reading.state.lineage }, mergePatchOptions());
+    durable.stateLineage = stateObservation.reading.state.lineage;
+  }
+  const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
+  // Backups: each serial read for the first time is copied; a restore names one by its serial.
+  const keepBackups = deps.stateBackups ?? defaultStateBackups;
+  let backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
+  const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
+  const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
+  let restoreSet: BackupSet | undefined;
+  const lastRestoredSerial = (scope.fields.lastRestoredSerial as number | undefined) ?? object.status?.lastRestoredSerial;
+  if (restoreAnnotation !== undefined && (restoreSerial === undefined || restoreSerial !== lastRestoredSerial)) {
+    restoreSet = backups.find((set) => set.serial === restoreSerial && set.complete);
+    if (!restoreSet) {
+      scope.restoreBackupNotFound = restoreAnnotation;
+      deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: "not_found" });
+    }
+  }
+  if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0 && !backups.some((set) => set.serial === state.state.serial)) {
+    const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+    const bytes = await takeStateBackup(core, {
+      namespace,
+      suffix,
+      owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
+      stateSecrets: stateObservation.secrets,
+      serial: state.state.serial,
+      lineage: state.state.lineage,
+      resources: state.state.managedResources,
+      ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}),
+      ...(source ? { sourceJob: source.name } : {}),
+      now,
+    });
+    deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
+    void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
+    backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
+  }
+  const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
+  for (const secret of pruned) await core.deleteNamespacedSecret({ name: secret, namespace }).catch(ignoreNotFound);
+  if (pruned.size > 0) deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "pruned" });
+  const keptBackups = backups.filter((set) => set.complete && !set.names.some((secret) => pruned.has(secret)));
+  if (keptBackups.length > 0) scope.fields.stateBackups = keptBackups.slice(0, 16).map(({ serial, takenAt, bytes }) => ({ serial, takenAt, bytes: Math.max(1, bytes) }));
+
+  // State that was there and is gone is lost, not new: nothing but a restore (or Retain) runs on it.
+  const everApplied = wasProvisioned || durable?.applied === true || durable?.imageDigest !== undefined || backups.length > 0;
+  const stateLost = state.kind === "absent" && everApplied;
+  scope.stateLost = stateLost;
+  if (stateLost && previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
+  if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
+  // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
+  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
+  scope.lock = lock;
+  if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
+    if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
+  }
+
+  return { state, stateLost, retainedBy, restoreSet, lock };
+}
+
+/**
+ * The running Job, when it cannot go on by itself: a pass killed between creating it and its per-run Secret
+ * left it waiting for its volume (given the Secret when the inputs still render the same hash, else deleted);
+ * an image it cannot pull would wait out its whole deadline (after the pull deadline it is marked and its Pod
+ * deleted, so it fails and counts toward backoff). Returns how the pass ends, if it does.
+ */
+export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: InputsOutcome<{ root: GeneratedRoot }>, currentHash: string | undefined): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
+  const { deps, adapter, namespace, suffix, events, subject, durable, now } = pass;
+  const { core, batch } = deps;
+  {
+    const secretName = runSecretName(active.name);
+    const present = deps.cache
+      ? (await deps.cache.get(builtinTypes.secret, namespace, secretName, { inScope: true })) !== undefined
+      : await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
+    if (!present) {
+      const root = rootForOperation(active.op, inputs, durable, adapter.role);
+      const hashMatches = active.inputsHash === undefined || active.inputsHash === currentHash || active.op !== "apply";
+      if (root && hashMatches) {
+        await createRunSecret(core, namespace, active.job, root);
+      } else {
+        await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
+        await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+        // Deleted by captf before it could start (not an interrupted apply): no Job runs now.
+        void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
+        return { result: { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 }, jobRuns: false };
+      }
+    }
+  }
+
+  {
+    const pod = await jobPod(core, namespace, active.name);
+    const stalled = pod ? stalledImagePull(pod, now) : undefined;
+    if (pod && stalled) {
+      await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());
+      await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace }).catch(ignoreNotFound);
+      deps.logger?.info({ job: active.name, container: stalled.container, reason: stalled.reason }, "failing a Job whose image was not pulled");
+      return { result: { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs }, jobRuns: true };
+    }
+  }
+
+  return undefined;
+}
+
+/** Why a Job's image was not pulled, for the pass's action and log. */
+function imagePullMessage(stalled: { container: string; image: string; reason: string }): string {
+  return `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} minutes (${stalled.reason})`;
+}
+
+/** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
+export function rootForOperation(op: Operation, inputs: InputsOutcome<{ root: GeneratedRoot }>, durable: DurableInputs | undefined, role: Role): GeneratedRoot | undefined {
+  if (op === "apply" || op === "plan") return inputs.kind === "ready" ? inputs.rendered.root : undefined;
+  if (op === "restore") return renderBackendRoot();
+  if (durable) return durable.root;
+  // Clusters and pools may fall back to fresh inputs; a machine's destroy must use what it applied.
+  return role !== "machine" && inputs.kind === "ready" ? inputs.rendered.root : undefined;
+}
+
+/** The per-run Secret holding the rendered root, owned by its Job so it goes with it. */
+export async function createRunSecret(core: ReconcilerDeps["core"], namespace: string, job: V1Job, files: GeneratedRoot): Promise<void> {
+  await core
+    .createNamespacedSecret({
+      namespace,
+      body: {
+        metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
+        stringData: { ...files },
+      },
+    })
+    .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
+}
+
+/** The drift finding of this pass: what the newest check found (its events and metrics), else what the status says from an earlier pass. */
+export interface DriftFacts {
+  policy: DriftPolicy;
+  detected: boolean;
+  lastCheckAt?: number;
+}
+
+export function observeDrift(pass: Pass, jobs: readonly ObservedJob[], toMark: readonly ObservedJob[], terraformCluster: TerraformClusterObject | undefined): DriftFacts {
+  const { deps, adapter, object, events, subject, scope } = pass;
+  const { previous } = scope;
+  const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
+  const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  const lastDriftCheckAt = driftChecks.length ? Math.max(...driftChecks) : undefined;
+  const wasDrifted = previous?.find((c) => c.type === "DriftDetected")?.status === "True";
+  const newestCheck = toMark.filter((job) => job.op === "drift" || job.op === "refresh").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
+  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
+  scope.drift = { action: driftPolicy.action, ...(newestCheck ? { newestCheck } : {}), ...(remediated ? { remediatedBy: remediated.name } : {}) };
+  const finding = newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" ? newestCheck.result?.drift : undefined;
+  if (finding) {
+    if (finding.detected && !wasDrifted) void events.record(subject, "DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role).message ?? "drift detected");
+    if (!finding.detected && wasDrifted) void events.record(subject, "DriftResolved", "the infrastructure matches the state again");
+    if (finding.detected) {
+      for (const [action, count] of [["add", finding.add], ["change", finding.change], ["destroy", finding.destroy]] as const) if (count > 0) deps.metrics?.driftResources.inc({ kind: adapter.kind as MetricKind, action }, count);
+    }
+  }
+  if (remediated && (finding ? finding.detected : wasDrifted)) void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
+  return { policy: driftPolicy, detected: driftFinding(scope)?.status === "True", ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) };
+}
+
+/** What the decision reads beyond the pass itself. */
+export interface DecisionFacts {
+  active: ObservedJob | undefined;
+  state: StateReading;
+  stateLost: boolean;
+  restoreSet: BackupSet | undefined;
+  currentHash: string | undefined;
+  planShown: PlanPreview | undefined;
+  inputs: InputsOutcome<{ approvalHash: string; exportsHash?: string }>;
+  jobs: readonly ObservedJob[];
+  retainedBy: readonly string[];
+  dependents: number;
+  deletionPolicy: DeletionPolicy | undefined;
+  terraformCluster: TerraformClusterObject | undefined;
+  drift: DriftFacts;
+  health: { healthReading: HealthState | undefined; pendingRefreshes: number; decoding: OutputsDecoding<Role> | undefined; healthCheckIntervalSeconds: number | undefined };
+}
+
+/** The whole decision of the pass: held while paused, by retained state or an unresolved deletion policy; else decideOperation's. Pure. */
+export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable" | "scope">, facts: DecisionFacts): Decision {
+  const { adapter, object, now, durable } = pass;
+  const { paused, deleting } = pass.scope;
+  const { active, state, stateLost, restoreSet, currentHash, planShown, inputs, jobs, retainedBy, dependents, deletionPolicy, terraformCluster, drift } = facts;
+  const { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds } = facts.health;
+  const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  return paused
+    ? { reason: "Paused" }
+    : retainedBy.length > 0
+      ? { reason: "RetainedStateFound", requeueAfterMs: 60_000 }
+      : deleting && !deletionPolicy
+        ? { reason: "DeletionPolicyUnresolved", requeueAfterMs: gateRequeueMs }
+        : decideOperation({
+        role: adapter.role,
+        uid: object.metadata.uid,
+        now,
+        createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
+        deleting,
+        ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
+        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", managedResources: state.state.managedResources, ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
+        ...(restoreSet ? { restoreRequested: true } : {}),
+        ...(currentHash ? { currentInputsHash: currentHash } : {}),
+        ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
+        ...(planShown ? { plan: observedPlan(planShown)! } : {}),
+        ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
+        ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
+        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
+        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
+        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
+          const guardedHash = guardedApprovalHash(job.job);
+          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
+        }),
+        drift: { intervalSeconds: drift.policy.intervalSeconds, action: drift.policy.action, detected: drift.detected, ...(drift.lastCheckAt !== undefined ? { lastCheckAt: drift.lastCheckAt } : {}) },
+        health: {
+          ...(healthReading ? { state: healthReading } : {}),
+          pendingRefreshes,
+          // Until a refresh follows the newest apply, the state's reading is that apply's own.
+          appliedReadingDefinite: healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown" && (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
+          ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
+          ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
+        },
+        ...(adapter.role === "machinepool"
+          ? {
+              pool: {
+                membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
+                providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
+                statusReplicas: object.status?.replicas ?? 0,
+              },
+            }
+          : {}),
+        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
+        ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
+        dependents,
+      });
+}
+
+/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
+function appliedExportsHash(durable: DurableInputs): string {
+  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
+}
