@@ -24,7 +24,7 @@ import { maxApproverLength, type PlanPreview } from "../api/workspace.js";
 import { decideOperation, nextPendingRefreshes, type Decision, type Operation } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
-import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
+import { jobSlotWait, settlingJobSlot, type JobSlotSource } from "./job-slots.js";
 import { approverNote, bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { annotateDurableInputs, readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
@@ -86,7 +86,7 @@ export interface ReconcilerDeps {
   /** `--watch-filter`: only objects labelled `cluster.x-k8s.io/watch-filter=<value>` are reconciled. */
   watchFilter?: string;
   /** Running Jobs, for `--max-active-jobs` and a cluster's `spec.maxActiveJobs` (from the Job cache). */
-  jobSlots?: { usage(namespace: string, clusterName: string): JobSlotUsage; managerLimit: number; clusterDefaultLimit: number };
+  jobSlots?: JobSlotSource;
   /** `--state-backups`: complete backup sets kept per object (default 5; 0 takes none). */
   stateBackups?: number;
   /** `--cluster-operation-gate` (default true). */
@@ -663,7 +663,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   let waitCondition: { type: string; value: ConditionValue } | undefined;
   if (decision.op) {
-    const started = await startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
+    const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () => startOperation({ deps, adapter, object, namespace, name, suffix, clusterName, decision, jobs, inputs, durable, currentHash, state, credentials, terraformCluster, now, subject, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined }));
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) waitCondition = started.wait;
@@ -956,6 +956,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     const clusterLimit = (request.terraformCluster?.spec as { maxActiveJobs?: number } | undefined)?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
     const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
     if (slotWait) return wait("WaitingForJobSlot", slotWait, 15_000);
+    deps.jobSlots.reserve?.({ owner: `${namespace}/${adapter.kind}/${name}`, namespace, clusterName, job: holder });
   }
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
