@@ -457,7 +457,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   } else conditions.set("StateReadable", { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" });
   if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
   // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
-  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
+  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
   if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
     conditions.set("StateReadable", { status: "False", reason: "StateLocked", message: stateLockedMessage(lock) });
     if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
@@ -489,7 +489,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // A Job whose image cannot be pulled would wait out its whole deadline: after the pull deadline
   // it is marked, then its Pod deleted, so the Job fails (backoffLimit 0) and counts toward backoff.
   if (active) {
-    const pod = await jobPod(core, namespace, active.name);
+    const pod = await jobPod({ core, cache: deps.cache }, namespace, active.job);
     const stalled = pod ? stalledImagePull(pod, now) : undefined;
     if (pod && stalled) {
       await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());
@@ -960,7 +960,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   }
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
-  const leaseClients = { coordination: deps.coordination, batch: deps.batch };
+  const leaseClients = { coordination: deps.coordination, batch: deps.batch, cache: deps.cache };
   const formerHolder = previousSchemeJobName(jobRequest);
   const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
   if (!runLease.acquired) {

@@ -26,6 +26,8 @@ export interface CachedReadOptions {
   inScope?: boolean;
   /** The cache must have seen everything up to this resourceVersion (a Job's that finished after writing them), else the read is live. */
   freshAsOf?: string;
+  /** Read from the cache of the type added under this name (another scope of the same type). */
+  cache?: string;
 }
 
 /** An own write the cache has not shown yet: the resourceVersion written, or gone. */
@@ -68,9 +70,9 @@ export class ReadCache {
     this.#now = now;
   }
 
-  /** Serves reads of `type` from this cache. */
-  add(type: ResourceType, source: CacheSource): this {
-    this.#sources.set(typeKey(type), source);
+  /** Serves reads of `type` from this cache; a `name`d one serves the reads that ask for it. */
+  add(type: ResourceType, source: CacheSource, name?: string): this {
+    this.#sources.set(name ? `${typeKey(type)}@${name}` : typeKey(type), source);
     return this;
   }
 
@@ -115,7 +117,7 @@ export class ReadCache {
 
   /** The synced cache of `type`, when it is as fresh as the read asks. */
   #source(type: ResourceType, options: CachedReadOptions): CacheSource | undefined {
-    const source = this.#sources.get(typeKey(type));
+    const source = this.#sources.get(options.cache ? `${typeKey(type)}@${options.cache}` : typeKey(type));
     if (!source?.informer.hasSynced()) return undefined;
     return atLeast(source.informer.resourceVersion, options.freshAsOf) ? source : undefined;
   }
