@@ -118,9 +118,13 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
   );
 }
 
-/** Gives a lease back if `holder` still holds it; failures are the caller's to log, never fatal. */
-export async function releaseLease(coordination: CoordinationV1Api, namespace: string, name: string, holder: string): Promise<void> {
-  const lease = await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
+/**
+ * Gives a lease back if `holder` still holds it (read from the Lease cache when given: the delete's
+ * preconditions make a stale read delete nothing); failures are the caller's to log, never fatal.
+ */
+export async function releaseLease(clients: { coordination: CoordinationV1Api; cache?: ReadCache | undefined }, namespace: string, name: string, holder: string): Promise<void> {
+  const { coordination, cache } = clients;
+  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
   if (!lease || lease.spec?.holderIdentity !== holder) return;
   await coordination
     .deleteNamespacedLease({ name, namespace, body: { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } } })

@@ -354,9 +354,9 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
     }
     await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
-    await releaseLease(deps.coordination, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
+    await releaseLease(deps, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
     if (adapter.role === "cluster" && clusterName) {
-      await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
+      await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
     }
     const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
     if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
@@ -391,8 +391,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (gone && durable.interruptedApply !== vanished) {
       await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
       durable.interruptedApply = vanished;
-      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
-      if (adapter.role === "cluster" && clusterName) await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
+      await releaseLease(deps, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
+      if (adapter.role === "cluster" && clusterName) await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
       const message = `Job ${vanished}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`;
       conditions.set("ApplyJobSucceeded", { status: "False", reason: "ApplyFailed", message });
       void events.record(subject, "JobInterrupted", message);
@@ -477,7 +477,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
         await createRunSecret(core, namespace, active.job, root);
       } else {
         await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
-        await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+        await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
         // Deleted by captf before it could start: not an interrupted apply.
         await patchStatus(deps, adapter, object, { activeJob: null });
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
@@ -980,7 +980,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   } else if (gate) {
     const clusterJob = await liveClusterOperation(leaseClients, namespace, clusterName, now);
     if (clusterJob) {
-      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder);
+      await releaseLease(deps, namespace, runLeaseName(suffix), holder);
       deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "cluster_operation" });
       return wait("WaitingForClusterOperation", `the cluster's Job ${clusterJob} is changing the cluster; this ${op} starts after it`);
     }
@@ -1004,7 +1004,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.
     const code = (error as { code?: number }).code;
-    if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder).catch(() => undefined);
+    if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps, namespace, runLeaseName(suffix), holder).catch(() => undefined);
     throw error;
   });
   await createRunSecret(deps.core, namespace, created, root);

@@ -48,6 +48,23 @@ describe("the read cache", () => {
     expect(server.reads).toEqual(["list", "get j"]);
   });
 
+  it("lets a list wait only for the own writes its selector matches, as written or as cached", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer });
+    const labelled = (name: string, resourceVersion: string, labels: Record<string, string>): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels } });
+    informer.put(labelled("state-a", "2", { suffix: "a" }));
+    informer.put(labelled("retained-b", "3", { suffix: "b", retained: "uid" }));
+    // Writes the cache has not shown yet: another object's Secret, and b's that drops the label a list of b's retained Secrets selects.
+    cache.wrote(builtinTypes.secret, labelled("other", "5", { suffix: "c" }));
+    cache.wrote(builtinTypes.secret, labelled("retained-b", "6", { suffix: "b" }));
+    expect((await cache.list(builtinTypes.secret, "ns", "suffix=a")).map((o) => o.metadata?.name)).toEqual(["state-a"]);
+    expect(server.reads).toEqual([]);
+    server.objects.set("ns/retained-b", labelled("retained-b", "6", { suffix: "b" }));
+    expect(await cache.list(builtinTypes.secret, "ns", "suffix=b,retained")).toEqual([]);
+    expect(server.reads).toEqual(["list"]);
+  });
+
   it("reads live when the cache has not seen the given resourceVersion (a Job that finished after writing state)", async () => {
     const informer = fakeInformer();
     const server = fakeServer();

@@ -8,7 +8,7 @@
 import type { Informer } from "./informer.js";
 import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
 import { isNotFound } from "./client-node-errors.js";
-import { parseLabelSelector } from "./label-selector.js";
+import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 
 /** `group/plural`: one cache per resource type. */
 export function typeKey(type: Pick<ResourceType, "group" | "plural">): string {
@@ -33,6 +33,8 @@ export interface CachedReadOptions {
 /** An own write the cache has not shown yet: the resourceVersion written, or gone. */
 interface Expectation {
   resourceVersion?: string;
+  /** The labels written: with the cached object's, whether a list by label selector can be affected. */
+  labels?: Readonly<Record<string, string>>;
   deleted: boolean;
   until: number;
 }
@@ -80,7 +82,7 @@ export class ReadCache {
   wrote(type: Pick<ResourceType, "group" | "plural">, object: KubeObject | undefined): void {
     const meta = object?.metadata;
     if (!meta?.name) return;
-    this.#expect(type, meta.namespace, meta.name, { ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), deleted: false, until: this.#now() + expectationTtlMillis });
+    this.#expect(type, meta.namespace, meta.name, { ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), ...(meta.labels ? { labels: meta.labels } : {}), deleted: false, until: this.#now() + expectationTtlMillis });
   }
 
   /** Records an own delete. */
@@ -96,8 +98,12 @@ export class ReadCache {
     byObject.set(namespace ? `${namespace}/${name}` : name, expectation);
   }
 
-  /** Whether the cache shows every own write to objects of `type` in `namespace` (the object `name` only, when given); met expectations are dropped. */
-  #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, name?: string): boolean {
+  /**
+   * Whether the cache shows every own write to objects of `type` in `namespace` that the read can
+   * see: the object `name`, or those a list's label selector matches as written or as cached (a
+   * write neither matches changes nothing the list returns). Met expectations are dropped.
+   */
+  #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, read: { name: string } | { requirements: readonly LabelRequirement[] }): boolean {
     const byObject = this.#expected.get(typeKey(type));
     if (!byObject) return true;
     const now = this.#now();
@@ -106,8 +112,9 @@ export class ReadCache {
       const slash = key.indexOf("/");
       const keyNamespace = slash < 0 ? undefined : key.slice(0, slash);
       const keyName = slash < 0 ? key : key.slice(slash + 1);
-      if (keyNamespace !== namespace || (name !== undefined && keyName !== name)) continue;
+      if (keyNamespace !== namespace || ("name" in read && keyName !== read.name)) continue;
       const cached = source.informer.get(key);
+      if ("requirements" in read && !matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
       const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
       if (met || expectation.until <= now) byObject.delete(key);
       else caughtUp = false;
@@ -125,7 +132,7 @@ export class ReadCache {
   /** The object, from the cache when it can answer, else live; undefined when it does not exist. */
   async get<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: CachedReadOptions = {}): Promise<T | undefined> {
     const source = this.#source(type, options);
-    if (source && this.#caughtUp(type, source, namespace, name)) {
+    if (source && this.#caughtUp(type, source, namespace, { name })) {
       const cached = source.informer.get(namespace, name);
       // A scoped cache's "not there" is an answer only for objects that would be in its scope.
       if (cached || !source.scoped || options.inScope) {
@@ -141,7 +148,7 @@ export class ReadCache {
   async list<T = KubeObject>(type: ResourceType, namespace: string, labelSelector: string, options: CachedReadOptions = {}): Promise<T[]> {
     const source = this.#source(type, options);
     const requirements = parseLabelSelector(labelSelector);
-    if (source && (!source.scoped || options.inScope) && this.#caughtUp(type, source, namespace)) {
+    if (source && (!source.scoped || options.inScope) && this.#caughtUp(type, source, namespace, { requirements })) {
       this.counts.cached++;
       return source.informer.list({ namespace, labelSelector: requirements }) as unknown as T[];
     }
