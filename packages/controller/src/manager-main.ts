@@ -105,7 +105,7 @@ export interface ManagerControllerDeps {
   /** The events' reportingInstance: the Pod's name. */
   instance: string;
   /** Whose informer caches the controllers' watches share and the passes read from. */
-  manager: Pick<Manager, "informer" | "client">;
+  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>;
 }
 
 /** Every Job's init container copies the runner bundle out of `--runner-image`. */

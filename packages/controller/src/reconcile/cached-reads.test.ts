@@ -6,6 +6,8 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeObject } from "../runtime/kube-client.js";
 import { ReadCache } from "../runtime/read-cache.js";
 import { fakeInformer, fakeServer } from "../runtime/read-cache.test-support.js";
+import { ensureCredentials, identityResourceType } from "../identity/ensure-credentials.js";
+import { planMirror } from "../identity/credentials-mirror.js";
 import { observeStateLock } from "../state/state-lock.js";
 import { jobPod } from "./observe-jobs.js";
 import { capiSecrets, readBootstrapSecret } from "./pass-reads.js";
@@ -86,5 +88,43 @@ describe("a bootstrap data Secret", () => {
     expect((await readBootstrapSecret({ core, cache }, "ns", "unlabelled"))?.data).toEqual({ value: "eA==" });
     expect(await readBootstrapSecret({ core, cache }, "ns", "missing")).toBeUndefined();
     expect(server.reads).toEqual(["get unlabelled", "get missing"]);
+  });
+});
+
+describe("credentials from the caches", () => {
+  const user = { kind: "TerraformMachine", namespace: "ns", name: "m2", uid: "u2", identity: "aws" };
+  const source = (value: string): KubeObject => ({ metadata: { namespace: "captf-system", name: "aws-creds", resourceVersion: "3" }, data: { KEY: Buffer.from(value).toString("base64") } } as KubeObject);
+  const mirrorOf = (value: string): KubeObject => {
+    const plan = planMirror(undefined, (source(value) as { data: Record<string, string> }).data, { ...user, name: "m1", uid: "u1" });
+    if (plan.action !== "create") throw new Error(plan.action);
+    return { ...plan.secret, metadata: { ...plan.secret.metadata, resourceVersion: "7" } } as KubeObject;
+  };
+
+  it("read the source Secret from its own watch and plan the mirror from the cache; a stale mirror's replace loses to a conflict", async () => {
+    const server = fakeServer();
+    const identities = fakeInformer();
+    identities.put({ metadata: { name: "aws" }, spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { list: ["ns"] } } } as KubeObject);
+    const secrets = fakeInformer();
+    secrets.put(mirrorOf("v1"));
+    const sourceWatch = fakeInformer();
+    sourceWatch.put(source("v1"));
+    const cache = new ReadCache(server).add(identityResourceType, { informer: identities }).add(builtinTypes.secret, { informer: secrets, scoped: true }).watchByName(builtinTypes.secret, () => sourceWatch);
+    const writes: string[] = [];
+    const core = {
+      patchNamespacedSecret: async () => (writes.push("patch"), {}),
+      replaceNamespacedSecret: async ({ body }: { body: { metadata: { resourceVersion: string } } }) => {
+        writes.push(`replace at ${body.metadata.resourceVersion}`);
+        throw Object.assign(new Error("conflict"), { code: 409 });
+      },
+    } as unknown as CoreV1Api;
+    const added = await ensureCredentials({ core, custom: {} as never, cache }, user);
+    expect(added.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
+    expect(writes).toEqual(["patch"]);
+    // The source changed; the cached mirror is older than the server's: the replace carries its resourceVersion and loses.
+    sourceWatch.put(source("v2"));
+    const raced = await ensureCredentials({ core, custom: {} as never, cache }, user);
+    expect(raced).toMatchObject({ lostRace: true, credentialsMirrored: { status: "Unknown", reason: "MirrorPending" } });
+    expect(writes).toEqual(["patch", "replace at 7"]);
+    expect(server.reads).toEqual([]);
   });
 });

@@ -3,8 +3,8 @@
  * bounds memory, with managedFields stripped. Secrets: only those labelled `captf.io/managed`
  * (state, durable inputs, backups, per-run Secrets, credential mirrors), the per-run Secrets
  * without their data (only their existence is read), and, named {@link capiSecrets}, those
- * labelled with a Cluster API cluster (bootstrap data); a variablesFrom Secret and an identity's
- * source Secret are read live. Leases and Pods: only captf's (run and cluster leases, the
+ * labelled with a Cluster API cluster (bootstrap data); an identity's source Secret from a watch
+ * of its own, by name; a variablesFrom Secret is read live. Leases and Pods: only captf's (run and cluster leases, the
  * backend's state locks, which carry the backend's labels; Jobs' Pods, status and metadata only).
  */
 import { labels } from "@captf/contract/api";
@@ -46,7 +46,7 @@ export function cachedPod<T extends KubeObject & { spec?: unknown; status?: { ph
 }
 
 /** Requests the informers (before the manager starts) and serves the pass's reads from them. */
-export function managerReadCache(manager: Pick<Manager, "informer" | "client">, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string } = {}): ReadCache {
+export function managerReadCache(manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string } = {}): ReadCache {
   const cache = new ReadCache(manager.client);
   const whole = (type: ResourceType, labelSelector?: string) => cache.add(type, { informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }) });
   // The pass ignores objects outside the watch filter, so the filtered cache is the whole of what it reads.
@@ -56,6 +56,8 @@ export function managerReadCache(manager: Pick<Manager, "informer" | "client">, 
   if (options.watchFilterSelector) whole(terraformClusterType);
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret }), scoped: true });
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: labels.clusterName, transform: withoutManagedFields }), scoped: true }, capiSecrets);
+  // An identity's source Secret (any namespace, no label): a watch of its own, by name.
+  if (manager.objectWatch) cache.watchByName(builtinTypes.secret, (namespace, name) => manager.objectWatch!(builtinTypes.secret, namespace, name, withoutManagedFields));
   cache.add(builtinTypes.lease, { informer: manager.informer(builtinTypes.lease, { labelSelector: managedSecretSelector, transform: withoutManagedFields }), scoped: true });
   cache.add(builtinTypes.pod, { informer: manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector, transform: cachedPod }), scoped: true });
   const runnerObject = `metadata.name=${runnerRbacName}`;

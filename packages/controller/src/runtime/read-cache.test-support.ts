@@ -9,10 +9,10 @@ export function fakeInformer() {
     objects,
     resourceVersion: "1" as string | undefined,
     hasSynced: () => true,
-    get: (keyOrNamespace: string | undefined, name?: string) => objects.get(name === undefined ? (keyOrNamespace ?? "") : `${keyOrNamespace}/${name}`),
+    get: (keyOrNamespace: string | undefined, name?: string) => objects.get(name === undefined ? (keyOrNamespace ?? "") : keyOrNamespace === undefined ? name : `${keyOrNamespace}/${name}`),
     list: ({ namespace, labelSelector = [] }: { namespace?: string; labelSelector?: readonly LabelRequirement[] } = {}) => [...objects.values()].filter((o) => o.metadata?.namespace === namespace && matchesLabels(labelSelector, o.metadata?.labels)),
     put(object: KubeObject) {
-      objects.set(`${object.metadata!.namespace}/${object.metadata!.name}`, object);
+      objects.set(object.metadata!.namespace ? `${object.metadata!.namespace}/${object.metadata!.name}` : object.metadata!.name!, object);
       this.resourceVersion = object.metadata!.resourceVersion;
     },
   };

@@ -3,7 +3,7 @@ import { describe, expect, it } from "@jest/globals";
 import { builtinTypes } from "./builtin-types.js";
 import type { KubeObject } from "./kube-client.js";
 import { fakeInformer, fakeServer } from "./read-cache.test-support.js";
-import { atLeast, newestResourceVersion, ReadCache } from "./read-cache.js";
+import { atLeast, newestResourceVersion, ReadCache, watchedByName } from "./read-cache.js";
 import { recordingWrites, writtenType } from "./recorded-writes.js";
 
 const secret = (name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels: { app: "x" } } });
@@ -83,6 +83,27 @@ describe("the read cache", () => {
     expect(await cache.get(builtinTypes.secret, "ns", "user")).toBeDefined();
     expect(await cache.get(builtinTypes.secret, "ns", "managed", { inScope: true })).toBeUndefined();
     expect(server.reads).toEqual(["get user"]);
+  });
+
+  it("serves a read that asks for it from a watch of its own object, started on the first read, live until that watch synced", async () => {
+    const server = fakeServer();
+    const watches = new Map<string, ReturnType<typeof fakeInformer>>();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer: fakeInformer(), scoped: true }).watchByName(builtinTypes.secret, (namespace, name) => {
+      let watch = watches.get(`${namespace}/${name}`);
+      if (!watch) watches.set(`${namespace}/${name}`, (watch = { ...fakeInformer(), hasSynced: () => false }));
+      return watch;
+    });
+    server.objects.set("ns/source", secret("source", "4"));
+    expect((await cache.get(builtinTypes.secret, "ns", "source", { cache: watchedByName }))?.metadata?.resourceVersion).toBe("4");
+    expect([...watches.keys()]).toEqual(["ns/source"]);
+    const synced = { ...fakeInformer(), hasSynced: () => true };
+    synced.put(secret("source", "4"));
+    watches.set("ns/source", synced);
+    expect((await cache.get(builtinTypes.secret, "ns", "source", { cache: watchedByName }))?.metadata?.resourceVersion).toBe("4");
+    // A synced watch of one name that holds nothing: the object does not exist.
+    watches.set("ns/gone", { ...fakeInformer(), hasSynced: () => true });
+    expect(await cache.get(builtinTypes.secret, "ns", "gone", { cache: watchedByName })).toBeUndefined();
+    expect(server.reads).toEqual(["get source"]);
   });
 
   it("compares resourceVersions as the integers etcd gives, anything else as not yet seen", () => {

@@ -54,6 +54,12 @@ export function newestResourceVersion(versions: readonly (string | undefined)[])
   return versions.reduce<string | undefined>((newest, version) => (version !== undefined && (newest === undefined || atLeast(version, newest)) ? version : newest), undefined);
 }
 
+/** The cache name of reads served by a watch of their own object (`cache: watchedByName`). */
+export const watchedByName = "by-name";
+
+/** Gives the watch of one object (started, or starting: read live until it syncs). */
+export type ObjectWatch = (namespace: string | undefined, name: string) => CacheSource["informer"];
+
 export interface ReadCacheCounts {
   cached: number;
   live: number;
@@ -62,6 +68,7 @@ export interface ReadCacheCounts {
 export class ReadCache {
   readonly #sources = new Map<string, CacheSource>();
   readonly #expected = new Map<string, Map<string, Expectation>>();
+  readonly #objectWatches = new Map<string, ObjectWatch>();
   readonly #live: Pick<KubeClient, "get" | "list">;
   readonly #now: () => number;
   /** Reads served from a cache and reads sent live, for tests and the bench. */
@@ -75,6 +82,12 @@ export class ReadCache {
   /** Serves reads of `type` from this cache; a `name`d one serves the reads that ask for it. */
   add(type: ResourceType, source: CacheSource, name?: string): this {
     this.#sources.set(name ? `${typeKey(type)}@${name}` : typeKey(type), source);
+    return this;
+  }
+
+  /** Serves the reads of `type` that ask for {@link watchedByName} from a watch of their own object, by name: for objects no label scopes. */
+  watchByName(type: ResourceType, watch: ObjectWatch): this {
+    this.#objectWatches.set(typeKey(type), watch);
     return this;
   }
 
@@ -131,7 +144,7 @@ export class ReadCache {
 
   /** The object, from the cache when it can answer, else live; undefined when it does not exist. */
   async get<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: CachedReadOptions = {}): Promise<T | undefined> {
-    const source = this.#source(type, options);
+    const source = this.#source(type, options) ?? this.#objectSource(type, options, namespace, name);
     if (source && this.#caughtUp(type, source, namespace, { name })) {
       const cached = source.informer.get(namespace, name);
       // A scoped cache's "not there" is an answer only for objects that would be in its scope.
@@ -142,6 +155,13 @@ export class ReadCache {
     }
     this.counts.live++;
     return (this.#live.get<KubeObject>(type, namespace, name) as Promise<unknown> as Promise<T>).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+  }
+
+  /** The synced watch of the one object read, when the read asks for one; its absence there is an answer. */
+  #objectSource(type: ResourceType, options: CachedReadOptions, namespace: string | undefined, name: string): CacheSource | undefined {
+    const watch = options.cache === watchedByName ? this.#objectWatches.get(typeKey(type)) : undefined;
+    const informer = watch?.(namespace, name);
+    return informer?.hasSynced() && atLeast(informer.resourceVersion, options.freshAsOf) ? { informer } : undefined;
   }
 
   /** The objects of a namespace matching a label selector, from the cache when it holds them all, else live. */
