@@ -1,8 +1,10 @@
 // Public surface of @captf/controller: the API, the webhooks, the runtime and the reconcile core.
 export * from "./api/index.js";
 export * from "./webhooks/index.js";
-export { KubeClient, KubeApiError, resourcePath, apiVersionOf, isConflict, isAlreadyExists, isGone } from "./runtime/kube-client.js";
-export type { ResourceType, KubeObject, ObjectMeta, KubeList, WatchEvent, KubeStatus, PatchType, KubeRequestOptions } from "./runtime/kube-client.js";
+export { KubeClient, resourcePath, apiVersionOf } from "./runtime/kube-client.js";
+export { KubeApiError, isConflict, isAlreadyExists, isGone } from "./runtime/client-node-errors.js";
+export type { ResourceType, KubeObject, ObjectMeta, KubeList, WatchEvent, PatchType, KubeRequestOptions } from "./runtime/kube-client.js";
+export type { KubeStatus } from "./runtime/client-node-errors.js";
 export { builtinTypes } from "./runtime/builtin-types.js";
 export { Informer, objectKey, splitKey, labelIndex, controllerOwnerIndex } from "./runtime/informer.js";
 export type { InformerOptions, InformerHandlers, IndexFunction } from "./runtime/informer.js";

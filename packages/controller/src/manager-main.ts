@@ -27,7 +27,8 @@ import type { ReadCache } from "./runtime/read-cache.js";
 import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
-import { activeJobCounts, runningJobs } from "./metrics/active-jobs.js";
+import { activeJobCounts } from "./metrics/active-jobs.js";
+import { JobSlots, type SlotJob } from "./reconcile/job-slots.js";
 import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
 import { withKeepAlive } from "./runtime/keep-alive.js";
@@ -107,7 +108,7 @@ export interface ManagerControllerDeps {
   /** The events' reportingInstance: the Pod's name. */
   instance: string;
   /** Whose informer caches the controllers' watches share and the passes read from. */
-  manager: Pick<Manager, "informer" | "client">;
+  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>;
 }
 
 /** Every Job's init container copies the runner bundle out of `--runner-image`. */
@@ -145,7 +146,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const jobCache = deps.manager.informer(builtinTypes.job);
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
-  reconcilerDeps.jobSlots = { usage: (namespace, clusterName) => runningJobs(jobCache.list(), namespace, clusterName), managerLimit: settings.maxActiveJobs, clusterDefaultLimit: settings.clusterMaxActiveJobs };
+  reconcilerDeps.jobSlots = new JobSlots(() => jobCache.list() as SlotJob[], { manager: settings.maxActiveJobs, clusterDefault: settings.clusterMaxActiveJobs });
   // The identity controller's mirror watch fills this cache.
   const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
   const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });

@@ -12,7 +12,7 @@ import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { ResourceType } from "../runtime/kube-client.js";
-import type { ReadCache } from "../runtime/read-cache.js";
+import { watchedByName, type ReadCache } from "../runtime/read-cache.js";
 
 /** What a cache read reports for a missing object, as a live read would. */
 const notFound = { code: 404 };
@@ -105,7 +105,8 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
 
   const { name: secretName, namespace: secretNamespace } = spec.secretRef;
   const secretLabel = `Secret ${secretNamespace}/${secretName} of ${identityLabel}`;
-  const source = await readLive(() => core.readNamespacedSecret({ namespace: secretNamespace, name: secretName }));
+  // The user's Secret, which no label scopes: from a watch of its own when the manager's caches are given.
+  const source = await readLive(() => (cache ? cache.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName, { cache: watchedByName }).then((found) => found ?? Promise.reject(notFound)) : core.readNamespacedSecret({ namespace: secretNamespace, name: secretName })));
   if ("failed" in source) return checkFailed(`reading ${secretLabel} failed: ${source.failed}`);
   if (!source.found) {
     return {
@@ -126,10 +127,10 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
 
   const identityAllowed = conditionReport("IdentityAllowed", "True", "IdentityAllowed", `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`);
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
-  // The cached mirror decides only "keep"; any write is planned on a live read (a stale or foreign Secret is not in the cache's view).
+  // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read live: a foreign Secret of that name is not in the cache's view.
   const cachedMirror = cache ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true })) : undefined;
-  const cachedKeep = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined && planMirror(cachedMirror.value, sourceData, user).action === "keep";
-  const existing = cachedKeep ? cachedMirror : await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+  const cachedFound = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined;
+  const existing = cachedFound ? cachedMirror : await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
   if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
   const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
   const mirrored = (message: string, events: CredentialsEvent[] = []): CredentialsOutcome => ({

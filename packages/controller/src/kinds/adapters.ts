@@ -3,7 +3,7 @@ import { annotations, labels, replicasManagedByValue } from "@captf/contract/api
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiTypes, capiVersion } from "../api/cluster-api.js";
-import { readObject, type PassReads } from "../reconcile/pass-reads.js";
+import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
 import { mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
@@ -77,7 +77,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
     if (mismatch) return { clusterName, inputs: mismatch };
     const exports = (await clusterStateOutputs(deps, reads, namespace, clusterName))?.exports;
     const secretName = machine.spec?.bootstrap?.dataSecretName;
-    const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
+    const bootstrap = secretName ? await readBootstrapSecret(deps, namespace, secretName) : undefined;
     return { clusterName, inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap) };
   },
   async ownerWriteBack(deps, object, { status, events, subject, health, sampled, provisioned, terraformCluster }) {
@@ -173,7 +173,7 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     if (mismatch) return { clusterName, inputs: mismatch };
     const cluster = await clusterStateOutputs(deps, reads, namespace, clusterName);
     const secretName = machinePool.spec?.template?.spec?.bootstrap?.dataSecretName;
-    const bootstrap = secretName ? await orUndefined<{ data?: Record<string, string> }>(deps.core.readNamespacedSecret({ name: secretName, namespace })) : undefined;
+    const bootstrap = secretName ? await readBootstrapSecret(deps, namespace, secretName) : undefined;
     const terraformMachinePool = object as WorkspaceObject & { status?: { replicas?: number } };
     return { clusterName, inputs: machinePoolInputs({ cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool }, cluster?.exports, cluster?.failureDomainNames ?? [], bootstrap) };
   },

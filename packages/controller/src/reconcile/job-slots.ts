@@ -1,10 +1,11 @@
+import { runningJobs, type JobLike } from "../metrics/active-jobs.js";
 import type { Operation } from "./decide-operation.js";
 
 /**
  * Job slots: `--max-active-jobs` caps the manager's running Jobs, a TerraformCluster's
  * `spec.maxActiveJobs` (else `--cluster-max-active-jobs`) those of one cluster. Background
  * operations (drift, refresh) start only below 80% of a limit, so they never crowd out an apply
- * or a destroy. Counts come from the Job cache: soft limits. Pure.
+ * or a destroy. Counts come from the Job cache plus the slots passes reserved and have not filled.
  */
 
 export interface JobSlotUsage {
@@ -35,4 +36,94 @@ export function jobSlotWait(op: Operation, usage: JobSlotUsage, limits: JobSlotL
   if (full(usage.total, limits.manager, background)) return `${usage.total} Jobs run for this manager; --max-active-jobs is ${limits.manager}${share}`;
   if (full(usage.cluster, limits.cluster, background)) return `${usage.cluster} Jobs run for this cluster; its limit is ${limits.cluster}${share}`;
   return undefined;
+}
+
+/** A Job of the cache, as the slot count reads it. */
+export type SlotJob = JobLike & { metadata?: { name?: string; namespace?: string } };
+
+/** Where a pass's slot goes: the Job it is for, and who takes it. */
+export interface SlotClaim {
+  /** `namespace/kind/name` of the object whose pass takes the slot. */
+  owner: string;
+  namespace: string;
+  clusterName: string;
+  /** The name of the Job the pass is about to create. */
+  job: string;
+}
+
+/** The slot count and limits a pass checks; `reserve` and `settle` close the gap between the check and the Job's creation. */
+export interface JobSlotSource {
+  usage(namespace: string, clusterName: string): JobSlotUsage;
+  managerLimit: number;
+  clusterDefaultLimit: number;
+  /** Holds a slot for `claim.job` from the moment its pass saw one free (synchronously with `usage`). */
+  reserve?(claim: SlotClaim): void;
+  /** The owner's pass ended: its reservation goes unless it created that Job; after an error (created or not, unknown) it stays until the Job shows or it expires. */
+  settle?(owner: string, outcome: { createdJob?: string } | "failed"): void;
+}
+
+interface Reservation extends SlotClaim {
+  until: number;
+}
+
+/** A reservation whose Job never shows in the cache (its create failed unseen) goes after this long, like a run lease's grace. */
+export const reservationTtlMs = 60_000;
+
+/**
+ * Job slots counted from the Job cache plus the slots reserved by passes that saw one free and
+ * have not created their Job yet (or whose Job the cache does not show yet), so concurrent passes
+ * never start more Jobs than the limit: the ReplicaSet controller's expectations, for a count.
+ */
+export class JobSlots implements JobSlotSource {
+  readonly #jobs: () => Iterable<SlotJob>;
+  readonly #now: () => number;
+  /** By `namespace/job`. */
+  readonly #reserved = new Map<string, Reservation>();
+  readonly managerLimit: number;
+  readonly clusterDefaultLimit: number;
+
+  constructor(jobs: () => Iterable<SlotJob>, limits: { manager: number; clusterDefault: number }, now: () => number = Date.now) {
+    this.#jobs = jobs;
+    this.managerLimit = limits.manager;
+    this.clusterDefaultLimit = limits.clusterDefault;
+    this.#now = now;
+  }
+
+  usage(namespace: string, clusterName: string): JobSlotUsage {
+    const jobs = [...this.#jobs()];
+    let { total, cluster } = runningJobs(jobs, namespace, clusterName);
+    const cached = new Set(jobs.map((job) => `${job.metadata?.namespace}/${job.metadata?.name}`));
+    const now = this.#now();
+    for (const [key, reservation] of this.#reserved) {
+      // The cache shows the Job now: it counts there.
+      if (cached.has(key) || reservation.until <= now) {
+        this.#reserved.delete(key);
+        continue;
+      }
+      total++;
+      if (reservation.namespace === namespace && reservation.clusterName === clusterName) cluster++;
+    }
+    return { total, cluster };
+  }
+
+  reserve(claim: SlotClaim): void {
+    this.#reserved.set(`${claim.namespace}/${claim.job}`, { ...claim, until: this.#now() + reservationTtlMs });
+  }
+
+  settle(owner: string, outcome: { createdJob?: string } | "failed"): void {
+    if (outcome === "failed") return;
+    for (const [key, reservation] of this.#reserved) if (reservation.owner === owner && reservation.job !== outcome.createdJob) this.#reserved.delete(key);
+  }
+}
+
+/** Runs a pass's start of a Job; a slot it reserved goes back unless it created the Job. */
+export async function settlingJobSlot<T extends { job?: { name: string } }>(slots: JobSlotSource | undefined, owner: string, start: () => Promise<T>): Promise<T> {
+  try {
+    const outcome = await start();
+    slots?.settle?.(owner, outcome.job ? { createdJob: outcome.job.name } : {});
+    return outcome;
+  } catch (error) {
+    slots?.settle?.(owner, "failed");
+    throw error;
+  }
 }

@@ -2,8 +2,10 @@
  * The manager's read cache: the informers a reconcile pass reads from, each scoped where that
  * bounds memory, with managedFields stripped. Secrets: only those labelled `captf.io/managed`
  * (state, durable inputs, backups, per-run Secrets, credential mirrors), the per-run Secrets
- * without their data (only their existence is read); a Cluster API bootstrap Secret, a
- * variablesFrom Secret and an identity's source Secret are read live.
+ * without their data (only their existence is read), and, named {@link capiSecrets}, those
+ * labelled with a Cluster API cluster (bootstrap data); an identity's source Secret from a watch
+ * of its own, by name; a variablesFrom Secret is read live. Leases and Pods: only captf's (run and cluster leases, the
+ * backend's state locks, which carry the backend's labels; Jobs' Pods, status and metadata only).
  */
 import { labels } from "@captf/contract/api";
 import type { Role } from "@captf/contract";
@@ -14,10 +16,10 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
 import { ReadCache } from "../runtime/read-cache.js";
-import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+import { capiSecrets, capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
 import type { KindAdapter } from "./workspace-reconciler.js";
 
-/** The Secrets the manager caches. */
+/** The Secrets, Leases and Pods the manager caches: captf's. */
 export const managedSecretSelector = `${labels.managed}=true`;
 
 /** Drops what no pass reads: managedFields everywhere. */
@@ -37,8 +39,14 @@ export function cachedSecret<T extends KubeObject & { data?: unknown; stringData
   return rest as T;
 }
 
+/** A Job's Pod as cached: what the pass reads (its phase, conditions and container states). */
+export function cachedPod<T extends KubeObject & { spec?: unknown; status?: { phase?: string; conditions?: unknown; startTime?: unknown; containerStatuses?: unknown; initContainerStatuses?: unknown } }>(pod: T): T {
+  const { spec: _spec, status, ...rest } = withoutManagedFields(pod);
+  return { ...rest, status: { phase: status?.phase, conditions: status?.conditions, startTime: status?.startTime, containerStatuses: status?.containerStatuses, initContainerStatuses: status?.initContainerStatuses } } as T;
+}
+
 /** Requests the informers (before the manager starts) and serves the pass's reads from them. */
-export function managerReadCache(manager: Pick<Manager, "informer" | "client">, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string } = {}): ReadCache {
+export function managerReadCache(manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string } = {}): ReadCache {
   const cache = new ReadCache(manager.client);
   const whole = (type: ResourceType, labelSelector?: string) => cache.add(type, { informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }) });
   // The pass ignores objects outside the watch filter, so the filtered cache is the whole of what it reads.
@@ -47,6 +55,11 @@ export function managerReadCache(manager: Pick<Manager, "informer" | "client">, 
   // Machines read their cluster's TerraformCluster whether or not it is in the filter.
   if (options.watchFilterSelector) whole(terraformClusterType);
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret }), scoped: true });
+  cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: labels.clusterName, transform: withoutManagedFields }), scoped: true }, capiSecrets);
+  // An identity's source Secret (any namespace, no label): a watch of its own, by name.
+  if (manager.objectWatch) cache.watchByName(builtinTypes.secret, (namespace, name) => manager.objectWatch!(builtinTypes.secret, namespace, name, withoutManagedFields));
+  cache.add(builtinTypes.lease, { informer: manager.informer(builtinTypes.lease, { labelSelector: managedSecretSelector, transform: withoutManagedFields }), scoped: true });
+  cache.add(builtinTypes.pod, { informer: manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector, transform: cachedPod }), scoped: true });
   const runnerObject = `metadata.name=${runnerRbacName}`;
   for (const type of [builtinTypes.serviceAccount, builtinTypes.roleBinding]) cache.add(type, { informer: manager.informer(type, { fieldSelector: runnerObject, transform: withoutManagedFields }), scoped: true });
   return cache;

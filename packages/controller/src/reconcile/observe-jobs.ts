@@ -95,10 +95,15 @@ export function stalledImagePull(pod: V1Pod, now: number): { container: string; 
   return stuck ? { container: stuck.name, image: stuck.image, reason: stuck.state!.waiting!.reason! } : undefined;
 }
 
-/** The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0), read live: Pods are not cached, and are read only while a Job runs or once when it finished. */
-export async function jobPod(core: CoreV1Api, namespace: string, job: string): Promise<V1Pod | undefined> {
-  const pods = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` });
-  return pods.items[0];
+/**
+ * The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0): from the manager's Pod cache once it
+ * has seen the Job as read (the Job controller writes a finished Pod's Job after the Pod), else live.
+ */
+export async function jobPod(clients: { core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, job: V1Job): Promise<V1Pod | undefined> {
+  const labelSelector = `job-name=${job.metadata!.name!}`;
+  const freshAsOf = job.metadata?.resourceVersion;
+  if (clients.cache) return (await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) }))[0];
+  return (await clients.core.listNamespacedPod({ namespace, labelSelector })).items[0];
 }
 
 export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api; cache?: ReadCache | undefined }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
@@ -132,7 +137,7 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api;
       observed.push({ ...base, outcome: bookkeptOutcome(job), finishedAt, deadlineExceeded });
       continue;
     }
-    const pod = await jobPod(clients.core, namespace, name);
+    const pod = await jobPod(clients, namespace, job);
     const status = pod?.status?.containerStatuses?.find((container) => container.name === "source");
     const reading = parseRunResult(status?.state?.terminated?.message);
     const result = reading.ok && "steps" in reading.result ? (reading.result as RunResult) : undefined;

@@ -1,8 +1,9 @@
-import type { CustomObjectsApi } from "@kubernetes/client-node";
+import type { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { Role } from "@captf/contract";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import type { ObjectMeta } from "../kinds/render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
 import type { ResourceType } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import type { KindAdapter } from "./workspace-reconciler.js";
@@ -27,6 +28,18 @@ export const terraformClusterType: ResourceType = { group: apiGroup, version: ap
 export function readObject<T>(cache: ReadCache | undefined, custom: CustomObjectsApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
   if (cache) return cache.get<T>(type, namespace, name);
   return orUndefined<T>(custom.getNamespacedCustomObject({ group: type.group, version: type.version, namespace, plural: type.plural, name }));
+}
+
+/** The manager's cache of the Secrets labelled with a Cluster API cluster (bootstrap data), by its name. */
+export const capiSecrets = "capi";
+
+/**
+ * A Machine's or MachinePool's bootstrap data Secret: from the cache of Secrets labelled with a
+ * cluster (as Cluster API's bootstrap providers label them), live when that cache lacks it.
+ */
+export async function readBootstrapSecret(deps: { core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, name: string): Promise<{ data?: Record<string, string> } | undefined> {
+  if (deps.cache) return deps.cache.get(builtinTypes.secret, namespace, name, { cache: capiSecrets });
+  return orUndefined(deps.core.readNamespacedSecret({ name, namespace }));
 }
 
 export interface CapiCluster {

@@ -4,6 +4,8 @@ import { annotations, labels } from "@captf/contract/api";
 import type { Operation } from "./decide-operation.js";
 import { finishedCondition } from "./observe-jobs.js";
 import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
  * Run leases: a `coordination.k8s.io` Lease per object (`captf-run-<suffix>`), held by the name
@@ -11,7 +13,9 @@ import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/client-n
  * start two Jobs on one state. The cluster write lease (`captf-cluster-<hash>`) is the cluster
  * operation gate: while a TerraformCluster applies, destroys or restores, its machines and pools
  * start none of those, and the cluster waits for theirs to finish (writer preference).
- * Leases are always read live and written with the resourceVersion just read.
+ * A lease about to be taken is read from the manager's Lease cache (a stale read only loses the
+ * create or the resourceVersion-checked replace to a conflict); the gate's reads, which must see
+ * the other side's lease taken just before, are live.
  */
 
 export type LeaseKind = "run" | "cluster";
@@ -91,9 +95,9 @@ async function readJob(batch: BatchV1Api, namespace: string, name: string): Prom
 }
 
 /** Takes the lease for `holder`: created, already ours, or taken over from a finished or vanished holder. */
-export async function acquireLease(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, request: LeaseRequest): Promise<LeaseOutcome> {
-  const { coordination, batch } = clients;
-  const existing = await undefinedIfNotFound(coordination.readNamespacedLease({ name: request.name, namespace: request.namespace }));
+export async function acquireLease(clients: { coordination: CoordinationV1Api; batch: BatchV1Api; cache?: ReadCache | undefined }, request: LeaseRequest): Promise<LeaseOutcome> {
+  const { coordination, batch, cache } = clients;
+  const existing = cache ? await cache.get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true }) : await undefinedIfNotFound(coordination.readNamespacedLease({ name: request.name, namespace: request.namespace }));
   if (!existing) {
     return coordination.createNamespacedLease({ namespace: request.namespace, body: leaseBody(request) }).then(
       () => ({ acquired: true as const }),
@@ -102,6 +106,7 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
   }
   const holder = existing.spec?.holderIdentity ?? "";
   if (holder === request.holder) return { acquired: true };
+  // Live: a holder Job missing from a lagging Job cache would free its lease after the grace.
   const holderJob = holder ? await readJob(batch, request.namespace, holder) : undefined;
   const ourOwnNeverCreated = holder === request.formerHolder && holderJob === undefined;
   if (!ourOwnNeverCreated && !leaseIsFree(existing, { holderJob, now: request.now })) {
@@ -113,9 +118,13 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
   );
 }
 
-/** Gives a lease back if `holder` still holds it; failures are the caller's to log, never fatal. */
-export async function releaseLease(coordination: CoordinationV1Api, namespace: string, name: string, holder: string): Promise<void> {
-  const lease = await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
+/**
+ * Gives a lease back if `holder` still holds it (read from the Lease cache when given: the delete's
+ * preconditions make a stale read delete nothing); failures are the caller's to log, never fatal.
+ */
+export async function releaseLease(clients: { coordination: CoordinationV1Api; cache?: ReadCache | undefined }, namespace: string, name: string, holder: string): Promise<void> {
+  const { coordination, cache } = clients;
+  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
   if (!lease || lease.spec?.holderIdentity !== holder) return;
   await coordination
     .deleteNamespacedLease({ name, namespace, body: { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } } })

@@ -117,9 +117,9 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
       deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
     }
     await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
-    await releaseLease(deps.coordination, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
+    await releaseLease(deps, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
     if (adapter.role === "cluster" && clusterName) {
-      await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
+      await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
     }
     const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
     if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
@@ -159,8 +159,8 @@ export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob
     if (gone && durable.interruptedApply !== vanished) {
       await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
       durable.interruptedApply = vanished;
-      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
-      if (adapter.role === "cluster" && clusterName) await releaseLease(deps.coordination, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
+      await releaseLease(deps, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
+      if (adapter.role === "cluster" && clusterName) await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
       scope.vanishedApply = vanished;
       void events.record(subject, "JobInterrupted", vanishedApplyMessage(vanished));
     }
@@ -236,7 +236,7 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   if (stateLost && previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
   if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
   // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
-  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core }, namespace, suffix, { role: adapter.role, name });
+  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
   scope.lock = lock;
   if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
     if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
@@ -266,7 +266,7 @@ export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: 
         await createRunSecret(core, namespace, active.job, root);
       } else {
         await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
-        await releaseLease(deps.coordination, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+        await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
         // Deleted by captf before it could start (not an interrupted apply): no Job runs now.
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
         return { result: { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 }, jobRuns: false };
@@ -275,7 +275,7 @@ export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: 
   }
 
   {
-    const pod = await jobPod(core, namespace, active.name);
+    const pod = await jobPod({ core, cache: deps.cache }, namespace, active.job);
     const stalled = pod ? stalledImagePull(pod, now) : undefined;
     if (pod && stalled) {
       await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());

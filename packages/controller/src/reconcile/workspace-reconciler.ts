@@ -25,7 +25,7 @@ import { type PlanPreview } from "../api/workspace.js";
 import { jobRun, nextPendingRefreshes, type JobRun, type Decision, type Operation } from "./decide-operation.js";
 import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
-import { jobSlotWait, type JobSlotUsage } from "./job-slots.js";
+import { jobSlotWait, settlingJobSlot, type JobSlotSource } from "./job-slots.js";
 import { approverNote, bookkeepPlans } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
@@ -88,7 +88,7 @@ export interface ReconcilerDeps {
   /** `--watch-filter`: only objects labelled `cluster.x-k8s.io/watch-filter=<value>` are reconciled. */
   watchFilter?: string;
   /** Running Jobs, for `--max-active-jobs` and a cluster's `spec.maxActiveJobs` (from the Job cache). */
-  jobSlots?: { usage(namespace: string, clusterName: string): JobSlotUsage; managerLimit: number; clusterDefaultLimit: number };
+  jobSlots?: JobSlotSource;
   /** `--state-backups`: complete backup sets kept per object (default 5; 0 takes none). */
   stateBackups?: number;
   /** `--cluster-operation-gate` (default true). */
@@ -435,7 +435,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       ...(durable ? { applied: { inputsHash: durable.inputsHash, image: durable.image, ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}) } } : {}),
       ...(restoreSet ? { restore: { ...(restoreSet.inputsHash ? { inputsHash: restoreSet.inputsHash } : {}), firstSecret: restoreSet.names[0]! } } : {}),
     });
-    const started = await startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined });
+    const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () => startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined }));
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) outcome.wait = started.wait;
@@ -632,10 +632,11 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     const clusterLimit = (request.terraformCluster?.spec as { maxActiveJobs?: number } | undefined)?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
     const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
     if (slotWait) return wait("WaitingForJobSlot", slotWait, 15_000);
+    deps.jobSlots.reserve?.({ owner: `${namespace}/${adapter.kind}/${name}`, namespace, clusterName, job: holder });
   }
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
-  const leaseClients = { coordination: deps.coordination, batch: deps.batch };
+  const leaseClients = { coordination: deps.coordination, batch: deps.batch, cache: deps.cache };
   const formerHolder = previousSchemeJobName(jobRequest);
   const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
   if (!runLease.acquired) {
@@ -655,7 +656,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   } else if (gate) {
     const clusterJob = await liveClusterOperation(leaseClients, namespace, clusterName, now);
     if (clusterJob) {
-      await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder);
+      await releaseLease(deps, namespace, runLeaseName(suffix), holder);
       deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "cluster_operation" });
       return wait("WaitingForClusterOperation", `the cluster's Job ${clusterJob} is changing the cluster; this ${op} starts after it`);
     }
@@ -679,7 +680,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.
     const code = (error as { code?: number }).code;
-    if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps.coordination, namespace, runLeaseName(suffix), holder).catch(() => undefined);
+    if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps, namespace, runLeaseName(suffix), holder).catch(() => undefined);
     throw error;
   });
   await createRunSecret(deps.core, namespace, created, root);

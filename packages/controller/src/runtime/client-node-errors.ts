@@ -1,15 +1,60 @@
 /**
- * Reading the errors of @kubernetes/client-node for condition messages: the HTTP status and the
- * server's own message (a metav1.Status names objects and fields, never a Secret's data).
+ * The API server's errors, whichever client met them (the runtime's {@link KubeApiError},
+ * @kubernetes/client-node's ApiException): one set of predicates, and a message for conditions
+ * (the HTTP status and the server's own message: a metav1.Status names objects and fields, never
+ * a Secret's data).
  */
 import { ApiException } from "@kubernetes/client-node";
-import { KubeApiError } from "./kube-client.js";
 
-/** The HTTP status of an error of either client (client-node's ApiException, the runtime's KubeApiError). */
+/** A `metav1.Status` as the server returns it with an error. */
+export interface KubeStatus {
+  kind?: "Status";
+  status?: string;
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: unknown;
+}
+
+/** The server answered with a non-2xx status (or a watch ERROR event). */
+export class KubeApiError extends Error {
+  override readonly name = "KubeApiError";
+  constructor(
+    readonly statusCode: number,
+    readonly status: KubeStatus | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  /** The server's reason (`NotFound`, `AlreadyExists`, `Conflict`, `Expired`, …). */
+  get reason(): string | undefined {
+    return this.status?.reason;
+  }
+}
+
+/** The HTTP status of an error of either client. */
 export function httpStatusOf(error: unknown): number | undefined {
   if (error instanceof ApiException) return error.code;
   if (error instanceof KubeApiError) return error.statusCode;
   return (error as { code?: number } | undefined)?.code;
+}
+
+/** The metav1.Status a client-node error carries in its body, when it is one. */
+function statusOfBody(error: ApiException<unknown>): KubeStatus | undefined {
+  try {
+    const status = (typeof error.body === "string" ? JSON.parse(error.body) : error.body) as unknown;
+    return status && typeof status === "object" ? (status as KubeStatus) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The server's reason of an error of either client. */
+export function reasonOf(error: unknown): string | undefined {
+  if (error instanceof KubeApiError) return error.reason;
+  if (error instanceof ApiException) return statusOfBody(error)?.reason;
+  return undefined;
 }
 
 export function isNotFound(error: unknown): boolean {
@@ -21,17 +66,20 @@ export function isConflict(error: unknown): boolean {
   return httpStatusOf(error) === 409;
 }
 
+export function isAlreadyExists(error: unknown): boolean {
+  return isConflict(error) && reasonOf(error) === "AlreadyExists";
+}
+
+/** 410 Gone: the resourceVersion a watch or list asked for was compacted away. */
+export function isGone(error: unknown): boolean {
+  return httpStatusOf(error) === 410;
+}
+
 /** `HTTP <code>: <server message>`, at most 500 characters. */
 export function apiErrorMessage(error: unknown): string {
   if (error instanceof ApiException) {
     const body = typeof error.body === "string" ? error.body : JSON.stringify(error.body);
-    let message = body;
-    try {
-      message = String((JSON.parse(body) as { message?: unknown }).message ?? body);
-    } catch {
-      // not JSON: the body as is
-    }
-    return `HTTP ${error.code}: ${message}`.slice(0, 500);
+    return `HTTP ${error.code}: ${statusOfBody(error)?.message ?? body}`.slice(0, 500);
   }
   return (error instanceof Error ? error.message : String(error)).slice(0, 500);
 }

@@ -13,7 +13,8 @@
  */
 import type { Logger } from "pino";
 import { realClock, sleep, type Clock, type TimerHandle } from "./clock.js";
-import { isGone, KubeApiError, resourcePath, type KubeClient, type KubeObject, type KubeStatus, type ResourceType, type WatchEvent } from "./kube-client.js";
+import { isGone, KubeApiError, type KubeStatus } from "./client-node-errors.js";
+import { resourcePath, type KubeClient, type KubeObject, type ResourceType, type WatchEvent } from "./kube-client.js";
 import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 
 /** `namespace/name`, or `name` for a cluster-scoped object: the key of the cache and of work queues. */

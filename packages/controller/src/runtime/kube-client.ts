@@ -8,6 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { createInterface } from "node:readline";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { KubeApiError, type KubeStatus } from "./client-node-errors.js";
 
 /** Where a kind lives in the API. */
 export interface ResourceType {
@@ -51,39 +52,6 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
   object: T;
 }
-
-/** A `metav1.Status` as the server returns it with an error. */
-export interface KubeStatus {
-  kind?: "Status";
-  status?: string;
-  message?: string;
-  reason?: string;
-  code?: number;
-  details?: unknown;
-}
-
-/** The server answered with a non-2xx status (or a watch ERROR event). */
-export class KubeApiError extends Error {
-  override readonly name = "KubeApiError";
-  constructor(
-    readonly statusCode: number,
-    readonly status: KubeStatus | undefined,
-    message: string,
-  ) {
-    super(message);
-  }
-
-  /** The server's reason (`NotFound`, `AlreadyExists`, `Conflict`, `Expired`, …). */
-  get reason(): string | undefined {
-    return this.status?.reason;
-  }
-}
-
-export const isNotFound = (error: unknown): boolean => error instanceof KubeApiError && error.statusCode === 404;
-export const isConflict = (error: unknown): boolean => error instanceof KubeApiError && error.statusCode === 409;
-export const isAlreadyExists = (error: unknown): boolean => isConflict(error) && (error as KubeApiError).reason === "AlreadyExists";
-/** 410 Gone: the resourceVersion a watch or list asked for was compacted away. */
-export const isGone = (error: unknown): boolean => error instanceof KubeApiError && error.statusCode === 410;
 
 /** `/api/v1/namespaces/ns/configmaps/name`, `/apis/group/version/plural`, … */
 export function resourcePath(type: ResourceType, namespace?: string, name?: string, subresource?: string): string {

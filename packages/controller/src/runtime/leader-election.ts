@@ -16,7 +16,8 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { builtinTypes } from "./builtin-types.js";
 import { realClock, sleep, type Clock } from "./clock.js";
-import { isConflict, isNotFound, type KubeClient, type KubeObject } from "./kube-client.js";
+import { isConflict, isNotFound } from "./client-node-errors.js";
+import type { KubeClient, KubeObject } from "./kube-client.js";
 
 export interface LeaseSpec {
   holderIdentity?: string;

@@ -110,6 +110,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     return { manager, stop, run, logs, metrics, get };
   }
 
+  it("watches one object by name on demand once it runs (a user's Secret no label scopes), outside the readiness check", async () => {
+    const { manager, get } = startManager("object-watch", async () => undefined, { leaderElection: undefined });
+    await eventually(async () => manager.ports.health !== undefined && (await get("/readyz")).status === 200, 10_000, "readiness");
+    await createConfigMap("watched", { other: "x" });
+    const watch = manager.objectWatch(builtinTypes.configMap, namespace, "watched");
+    expect(manager.objectWatch(builtinTypes.configMap, namespace, "watched")).toBe(watch);
+    await eventually(() => watch.hasSynced() && watch.get(namespace, "watched") !== undefined, 10_000, "the watched ConfigMap in its watch");
+    expect(watch.list({ namespace }).map((object) => object.metadata?.name)).toEqual(["watched"]);
+  });
+
   it("serves probes and metrics, and reconciles with controller-runtime's outcomes", async () => {
     const calls = new Map<string, number>();
     const contexts: ReconcileContext[] = [];

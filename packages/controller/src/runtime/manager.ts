@@ -82,6 +82,7 @@ export class Manager {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #informers = new Map<string, Informer<KubeObject>>();
+  readonly #objectWatches = new Map<string, Informer<KubeObject>>();
   readonly #runners: ControllerRunner[] = [];
   readonly #healthChecks: Check[] = [{ name: "ping", check: () => undefined }];
   readonly #readyChecks: Check[] = [];
@@ -129,6 +130,30 @@ export class Manager {
       throw new Error(`informer for ${id} already exists: a transform can only be set by its first request`);
     }
     for (const [name, fn] of Object.entries(request.indexes ?? {})) informer.addIndex(name, fn);
+    return informer;
+  }
+
+  /**
+   * A watch of one object by name, for reads no label scopes (a user's Secret named by an
+   * identity): created on its first request, started with the manager or at once when it runs,
+   * stopped with the others. Outside the readiness check: its readers read live until it synced.
+   */
+  objectWatch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, transform?: (object: T) => T): Informer<T> {
+    const id = `${namespace ?? ""}/${name} ${informerId(type, undefined)}`;
+    let informer = this.#objectWatches.get(id) as Informer<T> | undefined;
+    if (!informer) {
+      informer = new Informer<T>({
+        client: this.#o.client,
+        type,
+        logger: this.#log,
+        clock: this.#clock,
+        ...(namespace ? { namespace } : {}),
+        fieldSelector: `metadata.name=${name}`,
+        ...(transform ? { transform } : {}),
+      });
+      this.#objectWatches.set(id, informer as unknown as Informer<KubeObject>);
+      if (this.#started && !this.#shuttingDown) informer.start();
+    }
     return informer;
   }
 
@@ -194,6 +219,7 @@ export class Manager {
       this.#log.info({ healthPort: this.ports.health, metricsPort: this.ports.metrics, informers: [...this.#informers.keys()] }, "starting manager");
 
       for (const informer of this.#informers.values()) informer.start();
+      for (const informer of this.#objectWatches.values()) if (!informer.started) informer.start();
       const synced = await this.#waitForSync(stop);
       if (!synced) {
         const unsynced = this.#unsyncedInformers();
@@ -245,7 +271,7 @@ export class Manager {
       await electorRun;
       // Runners already stopped on every path past startup; this only closes queues never started.
       for (const runner of this.#runners) runner.queue.shutDown();
-      await Promise.all([...this.#informers.values()].map((informer) => informer.stop()));
+      await Promise.all([...this.#informers.values(), ...this.#objectWatches.values()].map((informer) => informer.stop()));
       await Promise.all(this.#servers.map((server) => server.close()));
       this.#servers = [];
       this.#log.info("manager stopped");

@@ -2,44 +2,9 @@
 import { describe, expect, it } from "@jest/globals";
 import { builtinTypes } from "./builtin-types.js";
 import type { KubeObject } from "./kube-client.js";
-import { atLeast, newestResourceVersion, ReadCache } from "./read-cache.js";
+import { fakeInformer, fakeServer } from "./read-cache.test-support.js";
+import { atLeast, newestResourceVersion, ReadCache, watchedByName } from "./read-cache.js";
 import { recordingWrites, writtenType } from "./recorded-writes.js";
-
-/** An informer's cache as the read cache sees it, filled by hand (a watch that lags). */
-function fakeInformer() {
-  const objects = new Map<string, KubeObject>();
-  return {
-    objects,
-    resourceVersion: "1" as string | undefined,
-    hasSynced: () => true,
-    get: (keyOrNamespace: string | undefined, name?: string) => objects.get(name === undefined ? (keyOrNamespace ?? "") : `${keyOrNamespace}/${name}`),
-    list: ({ namespace }: { namespace?: string } = {}) => [...objects.values()].filter((o) => o.metadata?.namespace === namespace),
-    put(object: KubeObject) {
-      objects.set(`${object.metadata!.namespace}/${object.metadata!.name}`, object);
-      this.resourceVersion = object.metadata!.resourceVersion;
-    },
-  };
-}
-
-/** The API server as the live reads see it. */
-function fakeServer() {
-  const objects = new Map<string, KubeObject>();
-  const reads: string[] = [];
-  return {
-    objects,
-    reads,
-    get: async <T extends KubeObject>(_type: unknown, namespace: string | undefined, name: string) => {
-      reads.push(`get ${name}`);
-      const found = objects.get(`${namespace}/${name}`);
-      if (!found) throw Object.assign(new Error("not found"), { code: 404 });
-      return found as T;
-    },
-    list: async <T extends KubeObject>(_type: unknown, namespace: string | undefined) => {
-      reads.push("list");
-      return { items: [...objects.values()].filter((o) => o.metadata?.namespace === namespace) as T[] };
-    },
-  };
-}
 
 const secret = (name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels: { app: "x" } } });
 
@@ -83,6 +48,23 @@ describe("the read cache", () => {
     expect(server.reads).toEqual(["list", "get j"]);
   });
 
+  it("lets a list wait only for the own writes its selector matches, as written or as cached", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer });
+    const labelled = (name: string, resourceVersion: string, labels: Record<string, string>): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels } });
+    informer.put(labelled("state-a", "2", { suffix: "a" }));
+    informer.put(labelled("retained-b", "3", { suffix: "b", retained: "uid" }));
+    // Writes the cache has not shown yet: another object's Secret, and b's that drops the label a list of b's retained Secrets selects.
+    cache.wrote(builtinTypes.secret, labelled("other", "5", { suffix: "c" }));
+    cache.wrote(builtinTypes.secret, labelled("retained-b", "6", { suffix: "b" }));
+    expect((await cache.list(builtinTypes.secret, "ns", "suffix=a")).map((o) => o.metadata?.name)).toEqual(["state-a"]);
+    expect(server.reads).toEqual([]);
+    server.objects.set("ns/retained-b", labelled("retained-b", "6", { suffix: "b" }));
+    expect(await cache.list(builtinTypes.secret, "ns", "suffix=b,retained")).toEqual([]);
+    expect(server.reads).toEqual(["list"]);
+  });
+
   it("reads live when the cache has not seen the given resourceVersion (a Job that finished after writing state)", async () => {
     const informer = fakeInformer();
     const server = fakeServer();
@@ -101,6 +83,27 @@ describe("the read cache", () => {
     expect(await cache.get(builtinTypes.secret, "ns", "user")).toBeDefined();
     expect(await cache.get(builtinTypes.secret, "ns", "managed", { inScope: true })).toBeUndefined();
     expect(server.reads).toEqual(["get user"]);
+  });
+
+  it("serves a read that asks for it from a watch of its own object, started on the first read, live until that watch synced", async () => {
+    const server = fakeServer();
+    const watches = new Map<string, ReturnType<typeof fakeInformer>>();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer: fakeInformer(), scoped: true }).watchByName(builtinTypes.secret, (namespace, name) => {
+      let watch = watches.get(`${namespace}/${name}`);
+      if (!watch) watches.set(`${namespace}/${name}`, (watch = { ...fakeInformer(), hasSynced: () => false }));
+      return watch;
+    });
+    server.objects.set("ns/source", secret("source", "4"));
+    expect((await cache.get(builtinTypes.secret, "ns", "source", { cache: watchedByName }))?.metadata?.resourceVersion).toBe("4");
+    expect([...watches.keys()]).toEqual(["ns/source"]);
+    const synced = { ...fakeInformer(), hasSynced: () => true };
+    synced.put(secret("source", "4"));
+    watches.set("ns/source", synced);
+    expect((await cache.get(builtinTypes.secret, "ns", "source", { cache: watchedByName }))?.metadata?.resourceVersion).toBe("4");
+    // A synced watch of one name that holds nothing: the object does not exist.
+    watches.set("ns/gone", { ...fakeInformer(), hasSynced: () => true });
+    expect(await cache.get(builtinTypes.secret, "ns", "gone", { cache: watchedByName })).toBeUndefined();
+    expect(server.reads).toEqual(["get source"]);
   });
 
   it("compares resourceVersions as the integers etcd gives, anything else as not yet seen", () => {

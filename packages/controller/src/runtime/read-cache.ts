@@ -8,7 +8,7 @@
 import type { Informer } from "./informer.js";
 import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
 import { isNotFound } from "./client-node-errors.js";
-import { parseLabelSelector } from "./label-selector.js";
+import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 
 /** `group/plural`: one cache per resource type. */
 export function typeKey(type: Pick<ResourceType, "group" | "plural">): string {
@@ -26,11 +26,15 @@ export interface CachedReadOptions {
   inScope?: boolean;
   /** The cache must have seen everything up to this resourceVersion (a Job's that finished after writing them), else the read is live. */
   freshAsOf?: string;
+  /** Read from the cache of the type added under this name (another scope of the same type). */
+  cache?: string;
 }
 
 /** An own write the cache has not shown yet: the resourceVersion written, or gone. */
 interface Expectation {
   resourceVersion?: string;
+  /** The labels written: with the cached object's, whether a list by label selector can be affected. */
+  labels?: Readonly<Record<string, string>>;
   deleted: boolean;
   until: number;
 }
@@ -50,6 +54,12 @@ export function newestResourceVersion(versions: readonly (string | undefined)[])
   return versions.reduce<string | undefined>((newest, version) => (version !== undefined && (newest === undefined || atLeast(version, newest)) ? version : newest), undefined);
 }
 
+/** The cache name of reads served by a watch of their own object (`cache: watchedByName`). */
+export const watchedByName = "by-name";
+
+/** Gives the watch of one object (started, or starting: read live until it syncs). */
+export type ObjectWatch = (namespace: string | undefined, name: string) => CacheSource["informer"];
+
 export interface ReadCacheCounts {
   cached: number;
   live: number;
@@ -58,6 +68,7 @@ export interface ReadCacheCounts {
 export class ReadCache {
   readonly #sources = new Map<string, CacheSource>();
   readonly #expected = new Map<string, Map<string, Expectation>>();
+  readonly #objectWatches = new Map<string, ObjectWatch>();
   readonly #live: Pick<KubeClient, "get" | "list">;
   readonly #now: () => number;
   /** Reads served from a cache and reads sent live, for tests and the bench. */
@@ -68,9 +79,15 @@ export class ReadCache {
     this.#now = now;
   }
 
-  /** Serves reads of `type` from this cache. */
-  add(type: ResourceType, source: CacheSource): this {
-    this.#sources.set(typeKey(type), source);
+  /** Serves reads of `type` from this cache; a `name`d one serves the reads that ask for it. */
+  add(type: ResourceType, source: CacheSource, name?: string): this {
+    this.#sources.set(name ? `${typeKey(type)}@${name}` : typeKey(type), source);
+    return this;
+  }
+
+  /** Serves the reads of `type` that ask for {@link watchedByName} from a watch of their own object, by name: for objects no label scopes. */
+  watchByName(type: ResourceType, watch: ObjectWatch): this {
+    this.#objectWatches.set(typeKey(type), watch);
     return this;
   }
 
@@ -78,7 +95,7 @@ export class ReadCache {
   wrote(type: Pick<ResourceType, "group" | "plural">, object: KubeObject | undefined): void {
     const meta = object?.metadata;
     if (!meta?.name) return;
-    this.#expect(type, meta.namespace, meta.name, { ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), deleted: false, until: this.#now() + expectationTtlMillis });
+    this.#expect(type, meta.namespace, meta.name, { ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), ...(meta.labels ? { labels: meta.labels } : {}), deleted: false, until: this.#now() + expectationTtlMillis });
   }
 
   /** Records an own delete. */
@@ -94,8 +111,12 @@ export class ReadCache {
     byObject.set(namespace ? `${namespace}/${name}` : name, expectation);
   }
 
-  /** Whether the cache shows every own write to objects of `type` in `namespace` (the object `name` only, when given); met expectations are dropped. */
-  #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, name?: string): boolean {
+  /**
+   * Whether the cache shows every own write to objects of `type` in `namespace` that the read can
+   * see: the object `name`, or those a list's label selector matches as written or as cached (a
+   * write neither matches changes nothing the list returns). Met expectations are dropped.
+   */
+  #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, read: { name: string } | { requirements: readonly LabelRequirement[] }): boolean {
     const byObject = this.#expected.get(typeKey(type));
     if (!byObject) return true;
     const now = this.#now();
@@ -104,8 +125,9 @@ export class ReadCache {
       const slash = key.indexOf("/");
       const keyNamespace = slash < 0 ? undefined : key.slice(0, slash);
       const keyName = slash < 0 ? key : key.slice(slash + 1);
-      if (keyNamespace !== namespace || (name !== undefined && keyName !== name)) continue;
+      if (keyNamespace !== namespace || ("name" in read && keyName !== read.name)) continue;
       const cached = source.informer.get(key);
+      if ("requirements" in read && !matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
       const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
       if (met || expectation.until <= now) byObject.delete(key);
       else caughtUp = false;
@@ -115,15 +137,15 @@ export class ReadCache {
 
   /** The synced cache of `type`, when it is as fresh as the read asks. */
   #source(type: ResourceType, options: CachedReadOptions): CacheSource | undefined {
-    const source = this.#sources.get(typeKey(type));
+    const source = this.#sources.get(options.cache ? `${typeKey(type)}@${options.cache}` : typeKey(type));
     if (!source?.informer.hasSynced()) return undefined;
     return atLeast(source.informer.resourceVersion, options.freshAsOf) ? source : undefined;
   }
 
   /** The object, from the cache when it can answer, else live; undefined when it does not exist. */
   async get<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: CachedReadOptions = {}): Promise<T | undefined> {
-    const source = this.#source(type, options);
-    if (source && this.#caughtUp(type, source, namespace, name)) {
+    const source = this.#source(type, options) ?? this.#objectSource(type, options, namespace, name);
+    if (source && this.#caughtUp(type, source, namespace, { name })) {
       const cached = source.informer.get(namespace, name);
       // A scoped cache's "not there" is an answer only for objects that would be in its scope.
       if (cached || !source.scoped || options.inScope) {
@@ -135,11 +157,18 @@ export class ReadCache {
     return (this.#live.get<KubeObject>(type, namespace, name) as Promise<unknown> as Promise<T>).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
   }
 
+  /** The synced watch of the one object read, when the read asks for one; its absence there is an answer. */
+  #objectSource(type: ResourceType, options: CachedReadOptions, namespace: string | undefined, name: string): CacheSource | undefined {
+    const watch = options.cache === watchedByName ? this.#objectWatches.get(typeKey(type)) : undefined;
+    const informer = watch?.(namespace, name);
+    return informer?.hasSynced() && atLeast(informer.resourceVersion, options.freshAsOf) ? { informer } : undefined;
+  }
+
   /** The objects of a namespace matching a label selector, from the cache when it holds them all, else live. */
   async list<T = KubeObject>(type: ResourceType, namespace: string, labelSelector: string, options: CachedReadOptions = {}): Promise<T[]> {
     const source = this.#source(type, options);
     const requirements = parseLabelSelector(labelSelector);
-    if (source && (!source.scoped || options.inScope) && this.#caughtUp(type, source, namespace)) {
+    if (source && (!source.scoped || options.inScope) && this.#caughtUp(type, source, namespace, { requirements })) {
       this.counts.cached++;
       return source.informer.list({ namespace, labelSelector: requirements }) as unknown as T[];
     }

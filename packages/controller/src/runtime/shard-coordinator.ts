@@ -12,7 +12,8 @@
 import type { Logger } from "pino";
 import { builtinTypes } from "./builtin-types.js";
 import { realClock, sleep, type Clock } from "./clock.js";
-import { isConflict, isNotFound, type KubeClient } from "./kube-client.js";
+import { isConflict, isNotFound } from "./client-node-errors.js";
+import type { KubeClient } from "./kube-client.js";
 import { defaultIdentity, LeaderElector, microTime, type Lease } from "./leader-election.js";
 import { leaseExpired, planShardClaims, shardLeaseName, shardMemberLeaseName, shardMemberLeasePrefix, type ObservedShardLease } from "./shards.js";
 

@@ -2,7 +2,9 @@ import type { CoordinationV1Api, CoreV1Api, V1Lease, V1Pod } from "@kubernetes/c
 import type { Role } from "@captf/contract";
 import { stateLockLeaseName } from "@captf/render";
 import { isOwnRunnerPod } from "../jobs/build-job.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
 import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
  * The kubernetes backend's state lock: a Lease `lock-tfstate-default-<suffix>` the backend creates
@@ -88,12 +90,21 @@ export function judgeStateLock(lease: V1Lease | undefined, owner: { role: Role; 
   return ended ? { kind: "stale", unlockId: info?.ID || holder, pod } : { kind: "alive", pod };
 }
 
-/** Reads the lock Lease and, when its holder is this object's runner, that pod; both live (never cached). */
-export async function observeStateLock(clients: { coordination: CoordinationV1Api; core: CoreV1Api }, namespace: string, suffix: string, owner: { role: Role; name: string }): Promise<StateLockFinding> {
-  const lease = await undefinedIfNotFound(clients.coordination.readNamespacedLease({ name: stateLockLeaseName(suffix), namespace }));
+/**
+ * Reads the lock Lease and, when its holder is this object's runner, that pod: from the manager's
+ * caches when given (the pod from a Pod cache that has seen the lock's write, so a runner pod that
+ * took the lock is never missed and judged gone), else live.
+ */
+export async function observeStateLock(clients: { coordination: CoordinationV1Api; core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, suffix: string, owner: { role: Role; name: string }): Promise<StateLockFinding> {
+  const { cache } = clients;
+  const name = stateLockLeaseName(suffix);
+  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(clients.coordination.readNamespacedLease({ name, namespace }));
   const pod = lockHoldingRunnerPod(lease, owner);
-  // Listed by name: the manager's ClusterRole lists pods and never gets them.
-  const runnerPod = pod ? (await clients.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod}` })).items[0] : undefined;
+  if (!pod) return judgeStateLock(lease, owner, undefined);
+  const freshAsOf = lease?.metadata?.resourceVersion;
+  const runnerPod = cache
+    ? await cache.get<V1Pod>(builtinTypes.pod, namespace, pod, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
+    : (await clients.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod}` })).items[0];
   return judgeStateLock(lease, owner, runnerPod);
 }
 
