@@ -379,7 +379,7 @@ describeWithTools(
       for (const lease of (await coordination.listNamespacedLease({ namespace: demoNamespace })).items) leftovers.push(`Lease/${lease.metadata!.name}`);
       const rbac = plane.kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
       for (const binding of (await rbac.listNamespacedRoleBinding({ namespace: demoNamespace })).items) if (binding.metadata!.name!.startsWith("captf")) leftovers.push(`RoleBinding/${binding.metadata!.name}`);
-      expect(leftovers).toEqual([]);
+      if (leftovers.length > 0) throw new Error(`left behind: ${leftovers.join(", ")}\nmanager:\n${(await plane.managerLog()).split("\n").filter((line) => /sweep|RoleBinding|finalizer/i.test(line)).slice(-30).join("\n")}`);
     }, scenarioTimeout);
   },
 );

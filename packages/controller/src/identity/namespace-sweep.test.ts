@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { pino } from "pino";
 import type { NamespaceSweepClients } from "./namespace-sweep.js";
-import { namespaceSweepController, nextSweepMillis } from "./namespace-sweep.js";
+import { namespaceSweepController, nextSweepMillis, sweepNamespaceLogged } from "./namespace-sweep.js";
 
 /** Clients whose lists answer from fixed tables: `objects` captf objects remain in every namespace. */
 function listingClients(objects: number): NamespaceSweepClients {
@@ -43,5 +43,13 @@ describe("the periodic namespace sweep", () => {
     expect(await inUse.reconcile("team-a", context("team-a"))).toEqual({ requeueAfterMillis: 1050 });
     const unused = namespaceSweepController(listingClients(0), { syncPeriodMillis: 1000 });
     expect(await unused.reconcile("team-b", context("team-b"))).toEqual({});
+  });
+
+  it("tries a sweep that failed on a dropped connection again, and gives up quietly after three attempts", async () => {
+    let lists = 0;
+    const flaky = { ...listingClients(0), custom: { listNamespacedCustomObject: async () => (++lists === 1 ? Promise.reject(new Error("socket hang up")) : { items: [] }) } } as unknown as NamespaceSweepClients;
+    expect(await sweepNamespaceLogged(flaky, "team-a", pino({ level: "silent" }), 0)).toEqual({ swept: true, removed: [] });
+    const broken = { ...listingClients(0), custom: { listNamespacedCustomObject: async () => Promise.reject(new Error("socket hang up")) } } as unknown as NamespaceSweepClients;
+    expect(await sweepNamespaceLogged(broken, "team-a", pino({ level: "silent" }), 0)).toBeUndefined();
   });
 });

@@ -45,4 +45,10 @@ describe("the owner waits of DependenciesReady", () => {
     const observed = (await observe(machineAdapter, objectOwnedBy([{ apiVersion: capiGroupVersion, kind: "Machine", name: "m" }]), fake)) as { inputs: { reason?: string } };
     expect(observed.inputs.reason).not.toMatch(/^(OwnerNotFound|WaitingForOwner)/);
   });
+
+  it("a cluster whose Cluster names another infrastructure kind runs nothing (ClusterNotTerraform)", async () => {
+    const fake = new FakeCustomObjects().seed(capi("clusters"), { metadata: { name: "c1" }, spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerCluster", name: "c1" } } });
+    const observed = await observe(clusterAdapter, objectOwnedBy([{ apiVersion: capiGroupVersion, kind: "Cluster", name: "c1" }]), fake);
+    expect(observed).toMatchObject({ clusterName: "c1", inputs: { pending: true, reason: "ClusterNotTerraform", message: expect.stringContaining("DockerCluster") } });
+  });
 });
