@@ -360,6 +360,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   describe("deletion", () => {
+    it("does nothing for a deleting object without captf's finalizer: no Job, no credentials, no status (its cleanup is done)", async () => {
+      // Another controller's finalizer keeps the deleted object readable, as the moment after captf removed its own does.
+      await createMachine("finalized", {}, { finalizers: ["example.com/hold"] });
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "finalized" });
+      expect(await reconcileWorkspace(deps, machineAdapter, namespace, "finalized")).toEqual({ action: "gone" });
+      const machine = await getMachine("finalized");
+      expect(machine.metadata.finalizers).toEqual(["example.com/hold"]);
+      expect(machine.status).toBeUndefined();
+      expect(await jobsOf("finalized")).toHaveLength(0);
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "finalized", body: { metadata: { finalizers: null } } }, mergePatchOptions());
+    }, 60_000);
+
     it("wins over a restore request: the destroy runs, and DeletionStarted is recorded once", async () => {
       await createMachine("doomed");
       await drive("doomed", (m) => m.status?.initialization?.provisioned === true);

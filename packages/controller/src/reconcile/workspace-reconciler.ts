@@ -236,6 +236,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const finalizerConflict: PassResult = { action: "finalizer write conflicted: the object changed meanwhile; requeued", requeueAfterMs: lagRequeueMs };
   const deleting = Boolean(object.metadata.deletionTimestamp);
 
+  // Deleting without captf's finalizer: its cleanup is done (or nothing ever ran), and nothing may be made for it again.
+  if (deleting && !object.metadata.finalizers?.includes(finalizer)) return { action: "gone" };
   // The finalizer goes on first, in its own write, so a destroy can never be skipped.
   if (!deleting && !object.metadata.finalizers?.includes(finalizer)) {
     if (!(await writeFinalizers([...(object.metadata.finalizers ?? []), finalizer]))) return finalizerConflict;
