@@ -260,7 +260,6 @@ export const annotations = {
   lease: "captf.io/lease",
   leaseOp: "captf.io/lease-op",
   leaseAcquiredAt: "captf.io/lease-acquired-at",
-  mirrored: "captf.io/mirrored",
   sourceHash: "captf.io/source-hash",
   // Cluster API and clusterctl keys captf uses
   clonedFromName: "cluster.x-k8s.io/cloned-from-name",

@@ -4,9 +4,6 @@
  * listed here that is produced now (or no longer declared). Shrinking this table is issue 13's work.
  */
 export const reservedNames: Record<string, string> = {
-  "condition-reason:WaitingForClusterInfrastructure": "declared only: nothing produces it yet (issue 13)",
-  "condition-reason:LocalSecret": "named in packages/controller/src/identity/job-credentials.ts on a path no test in the test command reaches yet (issue 13)",
-  "condition-reason:DurableInputsMissing": "named in packages/controller/src/reconcile/workspace-reconciler.ts on a path no test in the test command reaches yet (issue 13)",
   "event:FailureDomainsChanged": "declared only: nothing produces it yet (issue 13)",
   "event:OutputsInvalid": "declared only: nothing produces it yet (issue 13)",
   "event:ExportsNotPublished": "declared only: nothing produces it yet (issue 13)",
@@ -24,12 +21,8 @@ export const reservedNames: Record<string, string> = {
   "annotation:captf.io/after-failed-apply": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/approval-hash": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/held-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
-  "annotation:captf.io/mirrored": "declared only: nothing produces it yet (issue 13)",
   "metric:captf_resources_changed_total": "declared only: nothing produces it yet (issue 13)",
   "metric:captf_state_read_errors_total": "declared only: nothing produces it yet (issue 13)",
   "metric:captf_outputs_invalid_total": "declared only: nothing produces it yet (issue 13)",
   "metric:captf_inputs_hash_changes_total": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_destructive_plan_approvals_consumed_total": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_identity_denied_total": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_informer_watch_restarts_total": "named in packages/controller/src/metrics/runtime-metrics.ts on a path no test in the test command reaches yet (issue 13)",
 };

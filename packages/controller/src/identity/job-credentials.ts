@@ -18,6 +18,13 @@ export const credentialsRetryMs = 30_000;
 /** A mirror write that lost a race (many users of one identity start at once) is tried again this soon. */
 export const lostRaceRetryMs = 1_000;
 
+/** The `reason` label of captf_identity_denied_total for an IdentityAllowed=False reason, if it is a denial the metric counts. */
+export function identityDeniedReason(reason: string): "notfound" | "namespace" | undefined {
+  if (reason === "NamespaceNotAllowed") return "namespace";
+  if (reason === "IdentityNotFound" || reason === "SecretNotFound") return "notfound";
+  return undefined;
+}
+
 export function identityCredentials(clients: IdentityClients, events?: EventRecorder): CredentialsResolver {
   return async ({ role, object, terraformCluster }): Promise<JobCredentials> => {
     const { namespace, name } = object.metadata;
@@ -32,7 +39,16 @@ export function identityCredentials(clients: IdentityClients, events?: EventReco
       const allowed = secret
         ? conditionReport("IdentityAllowed", "True", "LocalSecret", `Jobs use Secret ${resolution.name} of this namespace`)
         : conditionReport("IdentityAllowed", "False", "SecretNotFound", `Secret ${resolution.name} named by ${resolution.source} does not exist in namespace ${namespace}`);
-      return { conditions: [{ type: "IdentityAllowed", value: allowed }], ready: secret, ...(secret ? { secretName: resolution.name } : { requeueAfterMs: credentialsRetryMs }) };
+      if (!secret) return { conditions: [{ type: "IdentityAllowed", value: allowed }], ready: false, requeueAfterMs: credentialsRetryMs };
+      // The Job still runs as captf-runner, which needs its ServiceAccount and RoleBinding like any other.
+      const rbac = await ensureRunnerRbac(clients, namespace);
+      const ready = rbac.status === "True";
+      return {
+        conditions: [{ type: "IdentityAllowed", value: allowed }, { type: "RunnerRBACReady", value: rbac }],
+        ready,
+        secretName: resolution.name,
+        ...(ready ? {} : { requeueAfterMs: credentialsRetryMs }),
+      };
     }
 
     const outcome = await ensureCredentials(clients, { kind, namespace, name, uid: object.metadata.uid, identity: resolution.name });

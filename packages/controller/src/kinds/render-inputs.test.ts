@@ -50,8 +50,8 @@ describe("machineInputs", () => {
     expect(Buffer.from(result.inputs.bootstrap_data, "base64").toString()).toBe("#cloud-config\nruncmd: []\n");
   });
 
-  it("waits for the cluster's exports and for bootstrap data", () => {
-    expect(machineInputs({ cluster, machine, terraformMachine: { metadata: meta("m") } }, undefined, bootstrap)).toMatchObject({ pending: true, reason: "WaitingForClusterExports" });
+  it("waits for the cluster's infrastructure (its first apply) and for bootstrap data", () => {
+    expect(machineInputs({ cluster, machine, terraformMachine: { metadata: meta("m") } }, undefined, bootstrap)).toMatchObject({ pending: true, reason: "WaitingForClusterInfrastructure" });
     expect(machineInputs({ cluster, machine, terraformMachine: { metadata: meta("m") } }, {}, undefined)).toMatchObject({ pending: true, reason: "WaitingForBootstrapData" });
     expect(bootstrapInputs({ data: { value: b64("x"), format: b64("yaml") } })).toMatchObject({ pending: true, message: expect.stringContaining('"yaml"') });
     expect(bootstrapInputs({ data: { value: b64("{}") } })).toMatchObject({ pending: false, inputs: { bootstrap_format: "cloud-config" } });

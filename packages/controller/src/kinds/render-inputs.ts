@@ -48,7 +48,7 @@ interface TerraformClusterLike {
 /** Inputs could not be built: why (a DependenciesReady reason) and what to do. */
 export interface InputsPending {
   pending: true;
-  reason: "WaitingForBootstrapData" | "WaitingForClusterExports" | "WaitingForOwner" | "VariablesInvalid" | "OwnerMismatch" | "ClusterNotTerraform" | "OwnerNotFound" | "WaitingForOwnerMachine" | "WaitingForOwnerMachinePool";
+  reason: "WaitingForBootstrapData" | "WaitingForClusterInfrastructure" | "WaitingForClusterExports" | "WaitingForOwner" | "VariablesInvalid" | "OwnerMismatch" | "ClusterNotTerraform" | "OwnerNotFound" | "WaitingForOwnerMachine" | "WaitingForOwnerMachinePool";
   message: string;
 }
 
@@ -114,6 +114,9 @@ interface CapiMachine {
   spec?: { failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string } };
 }
 
+/** Why a machine or pool waits before its cluster's first apply (Cluster API providers' WaitingForClusterInfrastructure). */
+const clusterInfrastructureWait = "the TerraformCluster has not applied its module yet: machines and pools start once its state holds the cluster's infrastructure and exports";
+
 /**
  * The machine role's inputs. `exports` is the cluster state's `exports` output, or `{}` for an
  * externally managed TerraformCluster; undefined means the cluster has not published it yet.
@@ -123,7 +126,7 @@ export function machineInputs(
   exports: JsonValue | undefined,
   bootstrap: BootstrapSecret | undefined,
 ): InputsResult<MachineInputs> {
-  if (exports === undefined) return { pending: true, reason: "WaitingForClusterExports", message: "the TerraformCluster has not published its exports yet" };
+  if (exports === undefined) return { pending: true, reason: "WaitingForClusterInfrastructure", message: clusterInfrastructureWait };
   const boot = bootstrapInputs(bootstrap);
   if (boot.pending) return boot;
   const { machine, terraformMachine } = owner;
@@ -179,7 +182,7 @@ export function machinePoolInputs(
   clusterFailureDomains: readonly string[],
   bootstrap: BootstrapSecret | undefined,
 ): InputsResult<MachinePoolInputs> {
-  if (exports === undefined) return { pending: true, reason: "WaitingForClusterExports", message: "the TerraformCluster has not published its exports yet" };
+  if (exports === undefined) return { pending: true, reason: "WaitingForClusterInfrastructure", message: clusterInfrastructureWait };
   const boot = bootstrapInputs(bootstrap);
   if (boot.pending) return boot;
   const { machinePool, terraformMachinePool } = owner;

@@ -73,6 +73,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   const get = (plural: string, name: string) => custom.getNamespacedCustomObject({ ...infra, plural, name }) as Promise<Record<string, any>>;
 
   it("provisions the cluster and every machine, then re-applies the cluster once without changes, in at most 8 Jobs", async () => {
+    // Before the cluster's first apply its machines wait for its infrastructure, and start nothing.
+    const first = machines[0]!;
+    await reconcileWorkspace(deps, machineAdapter, namespace, first);
+    await reconcileWorkspace(deps, machineAdapter, namespace, first);
+    const waiting = (await get("terraformmachines", first)).status.conditions.find((c: { type: string }) => c.type === "DependenciesReady");
+    expect(waiting).toMatchObject({ status: "Unknown", reason: "WaitingForClusterInfrastructure", message: expect.stringContaining("has not applied its module yet") });
+    expect((await batch.listNamespacedJob({ namespace })).items).toEqual([]);
     await settle();
     const cluster = await get("terraformclusters", "c1");
     expect(cluster.status.initialization).toEqual({ provisioned: true });

@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, waitFor } from "@captf/testkit";
+import { Registry } from "prom-client";
 import type { EventRecorder } from "../events/event-recorder.js";
+import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
@@ -24,6 +26,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   const work = mkdtempSync(join(tmpdir(), "captf-cluster-modules-"));
   const modules: Record<string, string> = {};
   const recorded: { name: string; reason: string; note: string }[] = [];
+  const metrics = new CaptfMetrics(new Registry());
   const events: EventRecorder = {
     async record(subject, reason, note) {
       recorded.push({ name: subject.name, reason, note });
@@ -53,7 +56,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events, now: () => Date.now() + skew };
+    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events, metrics, now: () => Date.now() + skew };
     modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
     modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
     // Its configuration follows a marker file: the state differs from it (drift) once the marker is there.
@@ -181,6 +184,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.status === "True");
       expect(args(await newestApply())).toContain(`--allow-deletes-hash=${approval}`);
       expect((await getPool()).metadata.annotations?.["captf.io/approve-destructive-plan"]).toBeUndefined();
+      expect((await metrics.destructivePlanApprovalsConsumed.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachinePool" }, value: 1 })]);
       expect((await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply")).toHaveLength(applies + 1);
 
       // Another change of the pool's inputs, the exports as applied: not guarded.

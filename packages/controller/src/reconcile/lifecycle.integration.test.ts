@@ -10,6 +10,7 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { Registry } from "prom-client";
 import { previousSchemeJobName, runSecretName } from "../jobs/build-job.js";
+import { durableInputsSecretName } from "./durable-inputs.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
@@ -463,6 +464,27 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
   });
 
+  describe("a machine whose durable inputs Secret is gone", () => {
+    it("does not run its drift check on anything else: DriftJobSucceeded=Unknown/DurableInputsMissing, no Job", async () => {
+      await createMachine("undurable", { drift: { intervalSeconds: 60 } });
+      await drive("undurable", (m) => m.status?.initialization?.provisioned === true);
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "undurable")).action).toBe("UpToDate");
+      const jobsBefore = (await jobsOf("undurable")).length;
+      await plane.core.deleteNamespacedSecret({ name: durableInputsSecretName("machine", "undurable"), namespace });
+      skew += 70_000;
+      try {
+        const waited = await reconcileWorkspace(deps, machineAdapter, namespace, "undurable");
+        expect(waited).toEqual({ action: "waiting: DurableInputsMissing", requeueAfterMs: 600_000 });
+      } finally {
+        skew -= 70_000;
+      }
+      const machine = await getMachine("undurable");
+      expect(condition(machine, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DurableInputsMissing" });
+      expect(condition(machine, "DriftJobSucceeded").message).toContain("durable inputs Secret");
+      expect(await jobsOf("undurable")).toHaveLength(jobsBefore);
+    }, 120_000);
+  });
+
   describe("a failing drift check", () => {
     it("reports DriftJobSucceeded=False/DriftJobFailed and a JobFailed event naming the drift Job, and leaves DriftDetected alone", async () => {
       await createMachine("drift-fails", { drift: { intervalSeconds: 60 } });
@@ -752,10 +774,29 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const identity = `${namespace}-id`;
     const canary = "canary-9f3b7c1e-secret-value";
 
-    it("mirrors the identity's Secret into the namespace, creates the runner's RBAC and mounts the mirror in the Job", async () => {
+    it("runs Jobs with a Secret of the object's own namespace (identityRef kind Secret) as LocalSecret, and makes the runner's RBAC for them", async () => {
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
       const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
+      // Nothing has made the runner's ServiceAccount in this namespace yet: the Job would have no one to run as.
+      await expect(plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace })).rejects.toMatchObject({ code: 404 });
+      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "local-creds" }, stringData: { TOKEN: canary } } });
+      await createMachine("local", { identityRef: { kind: "Secret", name: "local-creds" } });
+      for (let pass = 0; pass < 3; pass++) await reconcileWorkspace(withCredentials, machineAdapter, namespace, "local");
+      const machine = await getMachine("local");
+      expect(condition(machine, "IdentityAllowed")).toMatchObject({ status: "True", reason: "LocalSecret" });
+      expect(condition(machine, "RunnerRBACReady")).toMatchObject({ status: "True", reason: "RBACReady" });
+      await plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace });
+      const [job] = await jobsOf("local");
+      expect(job!.spec?.template.spec?.serviceAccountName).toBe("captf-runner");
+      expect(job!.spec?.template.spec?.containers[0]?.envFrom).toEqual([{ secretRef: { name: "local-creds" } }]);
+    }, 120_000);
+
+    it("mirrors the identity's Secret into the namespace, creates the runner's RBAC and mounts the mirror in the Job", async () => {
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const metrics = new CaptfMetrics(new Registry());
+      const withCredentials: ReconcilerDeps = { ...deps, metrics, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
       await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "cloud-creds" }, stringData: { TOKEN: canary } } });
       await plane.custom.createClusterCustomObject({ ...infra, plural: "terraformclusteridentities", body: {
         apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformClusterIdentity", metadata: { name: identity },
@@ -782,6 +823,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(condition(denied, "IdentityAllowed")).toMatchObject({ status: "False", reason: "IdentityNotFound" });
         expect(condition(denied, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "IdentityNotAllowed" });
         expect(await jobsOf("nocreds")).toHaveLength(0);
+        // Counted once per denial, not once per pass.
+        expect((await metrics.identityDenied.get()).values).toEqual([expect.objectContaining({ labels: { reason: "notfound" }, value: 1 })]);
 
         // The credential never shows in status or events.
         const everything = JSON.stringify([machine.status, denied.status, (await eventsApi.listNamespacedEvent({ namespace })).items]);

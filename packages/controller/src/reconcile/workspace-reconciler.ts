@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runnerServiceAccount, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
+import { identityDeniedReason } from "../identity/job-credentials.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
@@ -364,7 +365,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     planShown = plans.plan ?? undefined;
   }
   if (planShown) scope.planShown = planShown;
-  for (const event of plans.events) void events.record(subject, event.reason, event.note);
+  for (const event of plans.events) {
+    void events.record(subject, event.reason, event.note);
+    if (event.reason === "DestructivePlanApprovalConsumed") deps.metrics?.destructivePlanApprovalsConsumed.inc({ kind: adapter.kind });
+  }
   for (const result of plans.approvals) deps.metrics?.planApprovals.inc({ kind: adapter.kind, result });
   if (plans.removeAnnotations.length > 0) {
     await mergePatch({ metadata: { annotations: Object.fromEntries(plans.removeAnnotations.map((key) => [key, null])) } });
@@ -502,7 +506,11 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (paused && previousReason(previous, "Paused") !== "Paused") void events.record(subject, "Paused", "reconciliation paused: no Job starts until it resumes");
   if (!paused && previousReason(previous, "Paused") === "Paused") void events.record(subject, "Resumed", "reconciliation resumed");
   const identity = scope.credentials.find(({ type }) => type === "IdentityAllowed")?.value;
-  if (identity?.status === "False" && previousReason(previous, "IdentityAllowed") !== identity.reason) void events.record(subject, "IdentityNotAllowed", identity.message ?? identity.reason);
+  if (identity?.status === "False" && previousReason(previous, "IdentityAllowed") !== identity.reason) {
+    void events.record(subject, "IdentityNotAllowed", identity.message ?? identity.reason);
+    const denied = identityDeniedReason(identity.reason);
+    if (denied) deps.metrics?.identityDenied.inc({ reason: denied });
+  }
   const ready = (written.conditions as Condition[]).find((condition) => condition.type === "Ready")?.status;
   deps.metrics?.objectStatus(metricKind, namespace, name, { ready: ready === "True" ? 1 : ready === "False" ? 0 : -1 });
 

@@ -2,6 +2,8 @@
 // breaks (a real 410 Gone, a cut connection, a silent connection) and the periodic relist.
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { describeWithTools } from "@captf/testkit";
+import { Registry } from "prom-client";
+import { RuntimeMetrics } from "../metrics/runtime-metrics.js";
 import { builtinTypes } from "./builtin-types.js";
 import { Informer, labelIndex, objectKey, splitKey, type InformerOptions, type WatchRestartReason } from "./informer.js";
 import type { KubeObject, ResourceType } from "./kube-client.js";
@@ -183,6 +185,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     await eventually(() => events.includes("add after-timeout"), 5_000, "the add on the new watch");
     expect(restarts).not.toContain("gone");
     expect(lists).toHaveLength(1);
+  });
+
+  it("counts its watch restarts by reason in captf_informer_watch_restarts_total", async () => {
+    const registry = new Registry();
+    const { informer } = startInformer({ labelSelector: "suite=counted", watchTimeoutSeconds: () => 1, metrics: new RuntimeMetrics(registry).informerSink("configmaps") });
+    await informer.waitForSync(10_000);
+    const ended = async () => (await registry.getSingleMetric("captf_informer_watch_restarts_total")!.get()).values.find((value) => value.labels.reason === "ended");
+    await eventually(async () => ((await ended())?.value ?? 0) >= 1, 5_000, "the server to end the watch");
+    expect((await ended())?.labels).toEqual({ resource: "configmaps", reason: "ended" });
   });
 
   it("stops cleanly and can hand a late handler the cache as adds", async () => {
