@@ -4,16 +4,9 @@
  * listed here that is produced now (or no longer declared). Shrinking this table is issue 13's work.
  */
 export const reservedNames: Record<string, string> = {
-  "event:FailureDomainsChanged": "declared only: nothing produces it yet (issue 13)",
-  "event:OutputsInvalid": "declared only: nothing produces it yet (issue 13)",
-  "event:ExportsNotPublished": "declared only: nothing produces it yet (issue 13)",
-  "event:ConditionChanged": "declared only: nothing produces it yet (issue 13)",
   "event:PlanSuperseded": "declared only: nothing produces it yet (issue 13)",
   "event:StateAdopted": "declared only: nothing produces it yet (issue 13)",
   "event:OwnerReferencesRepaired": "declared only: nothing produces it yet (issue 13)",
-  "event:DriftRemediationStarted": "declared only: nothing produces it yet (issue 13)",
-  "event:InstanceHealthy": "declared only: nothing produces it yet (issue 13)",
-  "event:InstanceUnhealthy": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/pending-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/partial-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/plan-unreadable": "declared only: nothing produces it yet (issue 13)",
@@ -21,8 +14,5 @@ export const reservedNames: Record<string, string> = {
   "annotation:captf.io/after-failed-apply": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/approval-hash": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/held-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_resources_changed_total": "declared only: nothing produces it yet (issue 13)",
   "metric:captf_state_read_errors_total": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_outputs_invalid_total": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_inputs_hash_changes_total": "declared only: nothing produces it yet (issue 13)",
 };

@@ -3,6 +3,7 @@ import { annotations, labels, replicasManagedByValue } from "@captf/contract/api
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiTypes, capiVersion } from "../api/cluster-api.js";
+import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
 import { mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
@@ -116,6 +117,12 @@ export const machineAdapter: KindAdapter<"machine"> = {
   },
 };
 
+/** status.exports as published: the module's exports, or null (cleared) with their size when their compact JSON exceeds {@link maxPublishedExportsBytes}. Pure. */
+export function publishedExports(exports: JsonValue): { exports: JsonValue | null; bytes?: number } {
+  const bytes = Buffer.byteLength(JSON.stringify(exports));
+  return bytes > maxPublishedExportsBytes ? { exports: null, bytes } : { exports };
+}
+
 export const clusterAdapter: KindAdapter<"cluster"> = {
   role: "cluster",
   kind: "TerraformCluster",
@@ -141,14 +148,20 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     const status: Record<string, unknown> = {};
     // Cluster API's failureDomains holds 1-100 entries: none (null or [], or no outputs yet) removes the field.
     if (fields.failureDomains) status.failureDomains = fields.failureDomains.length > 0 ? fields.failureDomains : null;
-    if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) status.exports = decoding.outputs.exports.value;
+    let exportsNotPublished: { bytes: number } | undefined;
+    if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) {
+      const published = publishedExports(decoding.outputs.exports.value);
+      status.exports = published.exports;
+      if (published.bytes !== undefined) exportsNotPublished = { bytes: published.bytes };
+    }
+    const notPublished = exportsNotPublished ? { exportsNotPublished } : {};
     const current = (object.spec as { controlPlaneEndpoint?: { host?: string } }).controlPlaneEndpoint;
     // The module's endpoint is copied once, only when nobody set one; from then on the module owns
     // it (endpoint-source: module) and the input stays null, so the copy never re-applies the cluster.
     if (fields.moduleEndpoint && !current?.host) {
-      return { status, spec: { controlPlaneEndpoint: fields.moduleEndpoint }, annotations: { [annotations.endpointSource]: "module" } };
+      return { status, spec: { controlPlaneEndpoint: fields.moduleEndpoint }, annotations: { [annotations.endpointSource]: "module" }, ...notPublished };
     }
-    return { status };
+    return { status, ...notPublished };
   },
 };
 

@@ -115,7 +115,7 @@ export class CaptfMetrics {
       },
     });
     this.jobAttempts = histogram("captf_job_attempts", "Retry number of each succeeded Job (failures of that op since its last success, plus one)", ["kind", "op"], jobAttemptBuckets);
-    this.resourcesChanged = counter("captf_resources_changed_total", "Terraform resources changed by Jobs", ["kind", "op", "action"]);
+    this.resourcesChanged = counter("captf_resources_changed_total", "Terraform resources finished Jobs changed, as their apply or destroy step reported (once per Job)", ["kind", "op", "action"]);
     this.opDecisions = counter("captf_reconcile_op_decisions_total", "Operations chosen by reconcile passes (op none if nothing), by reason", ["kind", "op", "reason"]);
     this.stateReadErrors = counter("captf_state_read_errors_total", "Failures to read Terraform state", ["kind", "reason"]);
     this.stateResources = gauge("captf_state_resources", "Resources in an object's Terraform state", object);
@@ -123,8 +123,8 @@ export class CaptfMetrics {
     this.inputsBytes = gauge("captf_inputs_bytes", "Size of an object's durable inputs", object);
     this.stateBackups = counter("captf_state_backups_total", "State backups taken, pruned or skipped", ["kind", "result"]);
     this.stateRestores = counter("captf_state_restores_total", "State restores by result", ["kind", "result"]);
-    this.outputsInvalid = counter("captf_outputs_invalid_total", "Module outputs that failed validation", ["kind", "reason"]);
-    this.inputsHashChanges = counter("captf_inputs_hash_changes_total", "Changes of an object's inputs hash", ["kind"]);
+    this.outputsInvalid = counter("captf_outputs_invalid_total", "Transitions of OutputsValid to False (or to another False reason), by that reason", ["kind", "reason"]);
+    this.inputsHashChanges = counter("captf_inputs_hash_changes_total", "Applies started for a new inputs hash after a successful apply (once per hash, not per retry)", ["kind"]);
     this.ready = gauge("captf_ready", "Ready condition of an object: 1 true, 0 false, -1 unknown", object);
     this.infrastructureHealthy = gauge("captf_infrastructure_healthy", "InfrastructureHealthy condition: 1 true, 0 false, -1 unknown", object);
     this.driftDetected = gauge("captf_drift_detected", "1 while drift is detected on an object", object);

@@ -26,6 +26,8 @@ import { type PlanPreview } from "../api/workspace.js";
 import { jobRun, nextPendingRefreshes, type JobRun, type Decision, type Operation } from "./decide-operation.js";
 import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
+import { jobStartEvents, resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
+import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { jobSlotWait, settlingJobSlot, type JobSlotSource } from "./job-slots.js";
 import { approverNote, bookkeepPlans } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
@@ -167,7 +169,7 @@ export interface KindAdapter<R extends Role> {
    */
   ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: OwnerWriteBackContext): Promise<{ type: string; value: ConditionValue }[]>;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
-  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown> };
+  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown>; exportsNotPublished?: { bytes: number } };
 }
 
 const longRequeueMs = 10 * 60_000;
@@ -453,10 +455,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
+  let exportsNotPublished: { bytes: number } | undefined;
   if (state.kind === "ok" && decoding) {
     provisioned ||= isProvisioned(adapter.role, Boolean(state.state.inputsHash), decoding);
     const fields = adapter.contractFields(object, decoding);
     Object.assign(scope.fields, fields.status);
+    exportsNotPublished = fields.exportsNotPublished;
     if (fields.spec && Object.keys(fields.spec).length > 0) {
       await mergePatch({ spec: fields.spec, ...(fields.annotations ? { metadata: { annotations: fields.annotations } } : {}) });
       if ("providerID" in fields.spec) void events.record(subject, "ProviderIDSet", `providerID set to ${String(fields.spec.providerID)}`);
@@ -511,6 +515,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const denied = identityDeniedReason(identity.reason);
     if (denied) deps.metrics?.identityDenied.inc({ reason: denied });
   }
+  const facts = { kind: adapter.kind, ...(exportsNotPublished ? { exportsNotPublished: { ...exportsNotPublished, limit: maxPublishedExportsBytes } } : {}) };
+  for (const event of transitionEvents((object.status ?? {}) as StatusView, written as StatusView, facts)) {
+    void events.record(subject, event.reason, event.note, undefined, event.type);
+    if (event.reason === "OutputsInvalid" && event.cause) deps.metrics?.outputsInvalid.inc({ kind: adapter.kind, reason: event.cause });
+  }
+  // What each finished Job changed, counted once: these Jobs are marked bookkept below.
+  for (const job of toMark) for (const { action, count } of resourceChanges(job.result?.changes)) deps.metrics?.resourcesChanged.inc({ kind: adapter.kind, op: job.op, action }, count);
   const ready = (written.conditions as Condition[]).find((condition) => condition.type === "Ready")?.status;
   deps.metrics?.objectStatus(metricKind, namespace, name, { ready: ready === "True" ? 1 : ready === "False" ? 0 : -1 });
 
@@ -695,6 +706,9 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   });
   await createRunSecret(deps.core, namespace, created, root);
   void events.record(subject, "JobCreated", `started ${op} (${decision.reason}) as Job ${holder}`);
+  const start = jobStartEvents({ op, job: holder, decision, inputsHash: hash, previousApplyHash: durable?.inputsHash });
+  for (const event of start.events) void events.record(subject, event.reason, event.note);
+  if (start.inputsHashChanged) deps.metrics?.inputsHashChanges.inc({ kind: adapter.kind });
   if (request.forceUnlock) {
     void events.record(subject, "ForceUnlocked", `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`);
     deps.metrics?.lockForceUnlocks.inc({ kind: adapter.kind });
