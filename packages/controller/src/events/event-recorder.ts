@@ -18,7 +18,8 @@ export interface EventSubject {
 
 export interface EventRecorder {
   /** `note` is shown to users: it names objects and reasons, never secret values. */
-  record(subject: EventSubject, reason: ManagerEventReason, note: string, action?: string): Promise<void>;
+  /** `type` overrides the reason's declared type (a reason that is a Warning only in some cases). */
+  record(subject: EventSubject, reason: ManagerEventReason, note: string, action?: string, type?: "Normal" | "Warning"): Promise<void>;
 }
 
 /** Events API notes are capped at 1 KiB. */
@@ -27,7 +28,7 @@ const maxNoteLength = 1024;
 export function kubeEventRecorder(events: EventsV1Api, options: { instance: string; logger?: Logger; now?: () => number }): EventRecorder {
   const now = options.now ?? Date.now;
   return {
-    async record(subject, reason, note, action = reason) {
+    async record(subject, reason, note, action = reason, type = managerEventReasons[reason]) {
       const name = `${subject.name}.${Date.now().toString(16)}${randomBytes(3).toString("hex")}`;
       await events
         .createNamespacedEvent({
@@ -39,7 +40,7 @@ export function kubeEventRecorder(events: EventsV1Api, options: { instance: stri
             reportingInstance: options.instance,
             action,
             reason,
-            type: managerEventReasons[reason],
+            type,
             note: note.length > maxNoteLength ? `${note.slice(0, maxNoteLength - 1)}…` : note,
             regarding: { apiVersion: subject.apiVersion, kind: subject.kind, namespace: subject.namespace, name: subject.name, uid: subject.uid },
           },
