@@ -4,15 +4,8 @@
  * listed here that is produced now (or no longer declared). Shrinking this table is issue 13's work.
  */
 export const reservedNames: Record<string, string> = {
-  "event:PlanSuperseded": "declared only: nothing produces it yet (issue 13)",
-  "event:StateAdopted": "declared only: nothing produces it yet (issue 13)",
-  "event:OwnerReferencesRepaired": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/pending-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/partial-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
-  "annotation:captf.io/plan-unreadable": "declared only: nothing produces it yet (issue 13)",
-  "annotation:captf.io/plan-hash": "declared only: nothing produces it yet (issue 13)",
-  "annotation:captf.io/after-failed-apply": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/approval-hash": "declared only: nothing produces it yet (issue 13)",
   "annotation:captf.io/held-cluster-outputs": "declared only: nothing produces it yet (issue 13)",
-  "metric:captf_state_read_errors_total": "declared only: nothing produces it yet (issue 13)",
 };

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { emptyPlanHash } from "@captf/contract/run-result";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
@@ -12,6 +12,7 @@ import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./wo
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
 const movingImage = "registry.invalid/captf/moving-cluster:v0.1.0";
+const sizedImage = "registry.invalid/captf/sized-cluster:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 type Json = Record<string, any>;
@@ -25,18 +26,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let executor: JobExecutor;
   let eventsApi: k8s.EventsV1Api;
   let movingModule = "";
+  let sizedModule = "";
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     ({ deps, eventsApi } = planeReconcilerDeps(plane, "approval-test"));
     // The no-op cluster module with one more resource, renamed by a moved block during the test.
     movingModule = extendedClusterModule("captf-moving-module-", { "user-variables.tf": 'variable "note" {\n  type    = string\n  default = ""\n}\n', "marker.tf": 'resource "terraform_data" "marker" {\n  input = "m"\n}\n' });
-    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule } });
+    // The no-op cluster module with a resource its `size` variable changes.
+    sizedModule = extendedClusterModule("captf-sized-module-", { "sized.tf": 'variable "size" {\n  type    = string\n  default = "1"\n}\n\nresource "terraform_data" "sized" {\n  input = var.size\n}\n' });
+    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule, [sizedImage]: sizedModule } });
     await createManualCluster("manual", { source: { image } });
   }, 120_000);
   afterAll(() => {
     executor?.close();
     if (movingModule) rmSync(movingModule, { recursive: true, force: true });
+    if (sizedModule) rmSync(sizedModule, { recursive: true, force: true });
   });
 
   /** A Cluster and its TerraformCluster under applyPolicy Manual. */
@@ -159,4 +164,43 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await movingEvents("PlanApproved")).toBe(approvedBefore);
     expect(await movingEvents("PlanApplied")).toBe(appliedBefore);
   }, 180_000);
+
+  it("supersedes an approved plan the inputs no longer hash to (a Warning), records each plan's hash on its Job, and plans the new inputs", async () => {
+    await createManualCluster("superseded", { source: { image: sizedImage }, variables: { size: "1" } });
+    const supersededPass = async () => (await reconcileWorkspace(deps, clusterAdapter, namespace, "superseded")).action;
+    const getSuperseded = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "superseded" }) as Promise<Json>;
+    const setSize = (size: string, annotations: Json = {}) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "superseded", body: { metadata: { annotations }, spec: { variables: { size } } } }, mergePatchOptions());
+    const planJobs = async () => (await plane.batch.listNamespacedJob({ namespace })).items.filter((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "plan" && job.metadata?.name?.includes("superseded")).sort((a, b) => Number(a.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]) - Number(b.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]));
+    const supersededEvents = async () => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === "PlanSuperseded" && event.regarding?.name === "superseded");
+    expect(await supersededPass()).toBe("added finalizer");
+    expect(await supersededPass()).toMatch(/^started apply \(NoState\)/);
+    await runJobs();
+    await supersededPass();
+    expect((await getSuperseded()).status.initialization).toEqual({ provisioned: true });
+
+    await setSize("2");
+    expect(await supersededPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    await runJobs();
+    expect(await supersededPass()).toBe("PlanAwaitingApproval");
+    const first = (await getSuperseded()).status.plan;
+    expect(first).toMatchObject({ change: 1 });
+    expect((await planJobs())[0]!.metadata?.annotations?.["captf.io/plan-hash"]).toBe(first.planHash);
+
+    // Approved, but the inputs changed before the apply: the approved plan is not what these inputs would apply.
+    await setSize("3", { "captf.io/approve-plan": first.planHash });
+    expect(await supersededPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    expect((await getSuperseded()).status.plan).toBeUndefined();
+    await waitFor(async () => ((await supersededEvents()).length > 0 ? true : undefined));
+    expect((await supersededEvents()).map((event) => [event.type, event.note])).toEqual([["Warning", expect.stringContaining(`plan ${first.planHash}, approved, is superseded: the inputs changed`)]]);
+    // The approval went with it: the new plan (here of the same hash: one update of the same address) waits for its own.
+    expect((await getSuperseded()).metadata.annotations?.["captf.io/approve-plan"]).toBeUndefined();
+
+    await runJobs();
+    expect(await supersededPass()).toBe("PlanAwaitingApproval");
+    const second = (await getSuperseded()).status.plan;
+    expect(second.job).not.toBe(first.job);
+    expect((await planJobs())[1]!.metadata?.annotations?.["captf.io/plan-hash"]).toBe(second.planHash);
+    expect(await supersededPass()).toBe("PlanAwaitingApproval");
+    expect(await supersededEvents()).toHaveLength(1);
+  }, 240_000);
 });

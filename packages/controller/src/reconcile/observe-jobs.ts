@@ -41,10 +41,33 @@ const outcomeMarks: Partial<Record<JobOutcome, string>> = {
   "state-save": annotations.stateNotSaved,
 };
 
-/** The annotations bookkeeping writes on a finished Job (always `captf.io/bookkept`). */
-export function bookkeepingAnnotations(outcome: JobOutcome): Record<string, string> {
+/** A plan Job that succeeded without reporting a readable plan: nothing to show or approve, so it counts as a failure. Pure. */
+export function planUnreadable(job: Pick<V1Job, "metadata">, result: RunResult | undefined): boolean {
+  return job.metadata?.labels?.[labels.op] === "plan" && !result?.plan;
+}
+
+/**
+ * The annotations bookkeeping writes on a finished Job: always `captf.io/bookkept`; the mark of an outcome other
+ * than succeeded/failed; `captf.io/plan-unreadable` on a plan Job that succeeded without a readable plan; and
+ * `captf.io/plan-hash` on a plan Job, a blocked or a plan-changed apply that reported its plan. Pure.
+ */
+export function bookkeepingAnnotations(outcome: JobOutcome, job?: Pick<ObservedJob, "job" | "op" | "result">): Record<string, string> {
   const mark = outcomeMarks[outcome];
-  return { [annotations.bookkept]: "true", ...(mark ? { [mark]: "true" } : {}) };
+  const unreadable = job?.op === "plan" && finishedCondition(job.job)?.type === "Complete" && planUnreadable(job.job, job.result);
+  const planHash = job?.result?.plan?.hash;
+  const showsPlan = job?.op === "plan" || outcome === "blocked" || outcome === "plan-changed";
+  return {
+    [annotations.bookkept]: "true",
+    ...(mark ? { [mark]: "true" } : {}),
+    ...(unreadable ? { [annotations.planUnreadable]: "true" } : {}),
+    ...(planHash && showsPlan ? { [annotations.planHash]: planHash } : {}),
+  };
+}
+
+/** The failed apply Job an apply starting now follows: the newest finished apply, when it failed (`captf.io/after-failed-apply`). Pure. */
+export function failedApplyBefore(jobs: readonly Pick<ObservedJob, "name" | "op" | "outcome" | "finishedAt">[]): string | undefined {
+  const newestApply = jobs.filter((job) => job.op === "apply" && job.outcome !== undefined).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  return newestApply?.outcome === "failed" ? newestApply.name : undefined;
 }
 
 /** The fields of a Job that say whether it finished. */
@@ -60,7 +83,7 @@ export function finishedCondition<J extends JobConditions>(job: J) {
 /** The outcome of a finished Job from its condition, its runner's result and whether its Pod was removed from outside. Pure. */
 export function outcomeOf(job: JobConditions & Pick<V1Job, "metadata">, result: RunResult | undefined, pod: Pick<V1Pod, "metadata" | "status"> | undefined): JobOutcome {
   const done = finishedCondition(job)!;
-  if (done.type === "Complete") return "succeeded";
+  if (done.type === "Complete") return planUnreadable(job, result) ? "failed" : "succeeded";
   // A deadline kill counts toward backoff even when the runner reported an interruption; so does an image
   // not pulled in time (the manager deleted that Pod itself).
   if (done.reason === "DeadlineExceeded" || job.metadata?.annotations?.[annotations.imagePullFailed] === "true") return "failed";
@@ -72,8 +95,8 @@ export function outcomeOf(job: JobConditions & Pick<V1Job, "metadata">, result: 
 }
 
 function bookkeptOutcome(job: V1Job): JobOutcome {
-  if (finishedCondition(job)!.type === "Complete") return "succeeded";
   const notes = job.metadata?.annotations ?? {};
+  if (finishedCondition(job)!.type === "Complete") return notes[annotations.planUnreadable] === "true" ? "failed" : "succeeded";
   for (const [outcome, mark] of Object.entries(outcomeMarks)) if (notes[mark] === "true") return outcome as JobOutcome;
   return "failed";
 }

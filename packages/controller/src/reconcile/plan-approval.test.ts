@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
 import { emptyPlanHash, type PlanSummary, type RunResult } from "@captf/contract/run-result";
 import type { ObservedJob } from "./observe-jobs.js";
-import { bookkeepPlans, observedPlan, previewCounts } from "./plan-approval.js";
+import { bookkeepPlans, observedPlan, planSupersession, previewCounts, type SupersessionFacts } from "./plan-approval.js";
+import type { PlanPreview } from "../api/workspace.js";
 
 const plan: PlanSummary = { hash: "p1:aa", add: 1, change: 2, destroy: 0, resources: ["module.role.x (create)"], truncated: false };
 function job(op: "plan" | "apply", outcome: ObservedJob["outcome"], extra: { annotations?: Record<string, string>; args?: string[]; plan?: typeof plan; finishedAt?: number } = {}): ObservedJob {
@@ -81,5 +82,41 @@ describe("previewCounts and the plan events", () => {
     const outcome = bookkeepPlans([job("plan", "succeeded", { plan: { ...plan, add: 0, change: 0, import: 1, move: 2 } })]);
     expect(outcome.plan).toMatchObject({ add: 0, change: 0, destroy: 0, import: 1, move: 2 });
     expect(outcome.events[0]!.note).toContain("(0 to add, 0 to change, 0 to destroy, 1 to import, 2 to move)");
+  });
+});
+
+describe("planSupersession", () => {
+  const shown: PlanPreview = { inputsHash: "h2:old", job: "plan-1", planHash: "p2:old", add: 1, change: 0, destroy: 0, createdAt: "2026-12-02T10:00:00Z" };
+  const facts = (extra: Partial<SupersessionFacts> = {}): SupersessionFacts => ({ shownBefore: shown, shown, currentHash: "h2:old", manual: true, jobRuns: false, paused: false, deleting: false, approvedPlanHash: undefined, ...extra });
+
+  it("keeps a plan the inputs still hash to", () => {
+    expect(planSupersession(facts())).toBeUndefined();
+  });
+
+  it("drops the plan once the inputs no longer hash to it: Normal, or Warning when it had been approved", () => {
+    expect(planSupersession(facts({ currentHash: "h2:new" }))).toEqual({ drop: true, removeAnnotations: [], event: { reason: "PlanSuperseded", type: "Normal", note: expect.stringContaining("the inputs changed") } });
+    // The approval goes with the plan: a later plan of the same hash (same addresses and actions) was not approved.
+    expect(planSupersession(facts({ currentHash: "h2:new", approvedPlanHash: "p2:old" }))).toMatchObject({ removeAnnotations: ["captf.io/approve-plan", "captf.io/plan-approved-by"], event: { type: "Warning", note: expect.stringContaining("p2:old, approved,") } });
+    expect(planSupersession(facts({ currentHash: "h2:new", approvedPlanHash: "p2:other" }))?.event.type).toBe("Normal");
+  });
+
+  it("drops the plan when applyPolicy is no longer Manual", () => {
+    expect(planSupersession(facts({ manual: false }))).toMatchObject({ drop: true, event: { note: expect.stringContaining("applyPolicy") } });
+  });
+
+  it("never drops while a Job runs, the object is paused or deleting, or its inputs do not render", () => {
+    for (const extra of [{ jobRuns: true }, { paused: true }, { deleting: true }, { currentHash: undefined }]) expect(planSupersession(facts({ currentHash: "h2:new", ...extra }))).toBeUndefined();
+  });
+
+  it("reports a plan a newer plan replaced, without dropping the newer one", () => {
+    const newer = { ...shown, planHash: "p2:new", job: "plan-2", inputsHash: "h2:old" };
+    expect(planSupersession(facts({ shown: newer, replacedBy: newer }))).toEqual({ drop: false, removeAnnotations: [], event: { reason: "PlanSuperseded", type: "Normal", note: expect.stringContaining("p2:new of Job plan-2") } });
+    // The same plan again replaces nothing; nothing was shown before, nothing is superseded.
+    expect(planSupersession(facts({ replacedBy: shown }))).toBeUndefined();
+    expect(planSupersession(facts({ shownBefore: undefined, shown: newer, replacedBy: newer }))).toBeUndefined();
+  });
+
+  it("has nothing to supersede when no plan is shown", () => {
+    expect(planSupersession(facts({ shownBefore: undefined, shown: undefined, currentHash: "h2:new" }))).toBeUndefined();
   });
 });

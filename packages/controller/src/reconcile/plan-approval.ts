@@ -76,6 +76,54 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
   return outcome;
 }
 
+/** What the pass knows when it checks whether the plan shown still waits for approval. */
+export interface SupersessionFacts {
+  /** status.plan as the pass read it, before this pass's bookkeeping. */
+  shownBefore: PlanPreview | undefined;
+  /** status.plan after this pass's bookkeeping. */
+  shown: PlanPreview | undefined;
+  /** The plan bookkeeping showed in its place (a newer plan Job's). */
+  replacedBy?: PlanPreview | undefined;
+  /** The inputs hash rendered now; undefined while dependencies gate the inputs. */
+  currentHash: string | undefined;
+  manual: boolean;
+  jobRuns: boolean;
+  paused: boolean;
+  deleting: boolean;
+  /** The hash `captf.io/approve-plan` names. */
+  approvedPlanHash: string | undefined;
+}
+
+export interface Supersession {
+  /** Clear status.plan (the plan is dropped, not replaced). */
+  drop: boolean;
+  /** Remove the approval of the superseded plan from the object: a later plan of the same hash was not what was approved. */
+  removeAnnotations: string[];
+  event: { reason: "PlanSuperseded"; type: "Normal" | "Warning"; note: string };
+}
+
+/**
+ * The plan shown stops waiting for approval: a newer plan replaced it, or (no Job running, the object neither
+ * paused nor deleting, its inputs rendered) the inputs no longer hash to it or applyPolicy is no longer Manual.
+ * A Warning when it had been approved. Pure.
+ */
+export function planSupersession(facts: SupersessionFacts): Supersession | undefined {
+  const { shownBefore, shown, replacedBy, currentHash, approvedPlanHash } = facts;
+  const superseded = (plan: PlanPreview, drop: boolean, why: string): Supersession => {
+    const approved = approvedPlanHash !== undefined && approvedPlanHash === plan.planHash;
+    return {
+      drop,
+      removeAnnotations: approved ? [annotations.approvePlan, annotations.planApprovedBy] : [],
+      event: { reason: "PlanSuperseded", type: approved ? "Warning" : "Normal", note: `plan ${plan.planHash}${approved ? ", approved," : ""} is superseded: ${why}${approved ? `; its approval (${annotations.approvePlan}) is removed` : ""}` },
+    };
+  };
+  if (shownBefore && replacedBy && replacedBy.planHash !== shownBefore.planHash) return superseded(shownBefore, false, `the newer plan ${replacedBy.planHash} of Job ${replacedBy.job} replaces it`);
+  if (!shown || facts.jobRuns || facts.paused || facts.deleting || currentHash === undefined) return undefined;
+  if (!facts.manual) return superseded(shown, true, "applyPolicy is no longer Manual");
+  if (shown.inputsHash !== currentHash) return superseded(shown, true, `the inputs changed (${shown.inputsHash} planned, ${currentHash} now): a new plan is made for them`);
+  return undefined;
+}
+
 /** " (approved by <user>)", or why no approver is on record (captf's mutating webhook records it). */
 export function approverNote(approver: string | undefined): string {
   return approver ? ` (approved by ${approver})` : ` (no approver recorded: ${annotations.planApprovedBy} is set by captf's mutating webhook)`;

@@ -19,11 +19,13 @@ import { observeState } from "../state/read-state.js";
 import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
 import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
+import { newStateReadError } from "../state/state-read-errors.js";
+import { adoptState, repairStateOwnership, type StateOwner } from "../state/state-ownership.js";
 import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
 import { previousReason } from "./conditions.js";
 import type { Operation } from "./decide-operation.js";
 import { annotateDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
+import { finishedCondition, imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
 import { lineageCheck, mergePatchOptions, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
 
@@ -80,10 +82,8 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     if (job.op === "apply" && job.outcome === "succeeded") {
       // The change an interrupted apply may have left half-done is now applied in full.
       if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
-      // A successful apply adopts the state: its inputs hash goes on the state Secret.
-      if (job.inputsHash) {
-        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: job.inputsHash } } } }, mergePatchOptions()).catch(ignoreNotFound);
-      }
+      // A successful apply adopts the state: its chunks owned by the object, its inputs hash on the base Secret.
+      if (job.inputsHash) await adoptStateOf(pass, job);
       durableNotes[annotations.applied] = "true";
       // A pool's apply is guarded while its cluster exports differ from those its last successful apply rendered.
       const appliedExports = job.job.metadata?.annotations?.[annotations.clusterOutputsHash];
@@ -102,7 +102,8 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
       if (job.outcome === "succeeded") {
         // The restored state is adopted with the inputs hash its backup recorded (none: an apply is due).
         const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
-        await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: hash } } } }, mergePatchOptions()).catch(ignoreNotFound);
+        if (hash) await adoptStateOf(pass, job);
+        else await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: null } } } }, mergePatchOptions()).catch(ignoreNotFound);
         await patchObject(pass, { metadata: { annotations: { [annotations.restoreState]: null } } });
         // The user chose this backup: its lineage is recorded anew on the next read.
         if (durable?.stateLineage) {
@@ -121,7 +122,8 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     if (adapter.role === "cluster" && clusterName) {
       await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
     }
-    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
+    const unreadablePlan = job.op === "plan" && job.outcome === "failed" && finishedCondition(job.job)?.type === "Complete";
+    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : unreadablePlan ? ": it succeeded without a readable plan" : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
     if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
     else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
     else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
@@ -145,6 +147,19 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
   if (durable?.imageDigest) scope.fields.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
 
   return toMark;
+}
+
+/** The object as its state Secrets' owner. */
+function stateOwner(pass: Pass): StateOwner {
+  return { apiVersion: groupVersion, kind: pass.adapter.kind, name: pass.name, uid: pass.object.metadata.uid };
+}
+
+/** Adopts the state a succeeded apply or restore left (its hash differs from the base Secret's): event `StateAdopted` once per adoption. */
+async function adoptStateOf(pass: Pass, job: ObservedJob): Promise<void> {
+  const { deps, namespace, suffix, events, subject } = pass;
+  if (await adoptState(deps.core, mergePatchOptions(), namespace, suffix, stateOwner(pass), job.inputsHash!)) {
+    void events.record(subject, "StateAdopted", `Job ${job.name} (${job.op}) succeeded: its state Secrets are owned by this ${pass.adapter.kind} and hold inputs hash ${job.inputsHash}`);
+  }
 }
 
 /** A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the durable inputs (so it survives this pass), and the current inputs are applied again without backoff. */
@@ -191,6 +206,11 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
     durable.stateLineage = stateObservation.reading.state.lineage;
   }
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
+  // An adopted state's chunks stay owned: a chunk written later or stripped is re-owned while no Job writes them.
+  if (!active && !scope.paused && !deleting && stateObservation.retainedFromUids.length === 0 && state.kind === "ok" && state.state.inputsHash) {
+    const repaired = await repairStateOwnership(core, mergePatchOptions(), namespace, suffix, stateObservation.secrets, stateOwner(pass));
+    if (repaired.length > 0) void events.record(subject, "OwnerReferencesRepaired", `state Secret(s) ${repaired.join(", ")} owned by this ${adapter.kind} again`);
+  }
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
   let backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
@@ -241,6 +261,11 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
     if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
   }
+
+  // Counted once per transition into an unreadable state, with the reason StateReadable reports.
+  const readableReason = retainedBy.length > 0 && !deleting ? "RetainedStateFound" : state.kind === "unreadable" ? state.reason : stateLost ? "StateLost" : lock.kind === "foreign" ? "StateLocked" : undefined;
+  const readError = newStateReadError(previousReason(previous, "StateReadable"), readableReason);
+  if (readError) deps.metrics?.stateReadErrors.inc({ kind: adapter.kind, reason: readError });
 
   return { state, stateLost, retainedBy, restoreSet, lock };
 }

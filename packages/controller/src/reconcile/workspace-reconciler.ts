@@ -29,10 +29,10 @@ import { jobsToPrune } from "./job-history.js";
 import { jobStartEvents, resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { jobSlotWait, settlingJobSlot, type JobSlotSource } from "./job-slots.js";
-import { approverNote, bookkeepPlans } from "./plan-approval.js";
+import { approverNote, bookkeepPlans, planSupersession } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { bookkeepingAnnotations, observeJobs } from "./observe-jobs.js";
+import { bookkeepingAnnotations, failedApplyBefore, observeJobs } from "./observe-jobs.js";
 import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict } from "../runtime/client-node-errors.js";
@@ -361,10 +361,24 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Plans: a finished plan Job's plan is shown for approval; an approved apply consumes it.
   const plans = bookkeepPlans(toMark);
-  let planShown = (object.status as { plan?: PlanPreview } | undefined)?.plan;
+  const shownBefore = (object.status as { plan?: PlanPreview } | undefined)?.plan;
+  let planShown = shownBefore;
   if (plans.plan !== undefined) {
     scope.fields.plan = plans.plan;
     planShown = plans.plan ?? undefined;
+  }
+  // A plan replaced by a newer one, or no longer for these inputs, stops waiting for approval.
+  const supersession = planSupersession({
+    shownBefore, shown: planShown, ...(plans.events.some((event) => event.reason === "PlanReady") ? { replacedBy: plans.plan ?? undefined } : {}),
+    currentHash, manual: object.spec.applyPolicy === "Manual", jobRuns: active !== undefined, paused, deleting, approvedPlanHash: object.metadata.annotations?.[annotations.approvePlan],
+  });
+  if (supersession?.drop) {
+    scope.fields.plan = null;
+    planShown = undefined;
+  }
+  if (supersession) {
+    plans.removeAnnotations.push(...supersession.removeAnnotations);
+    void events.record(subject, supersession.event.reason, supersession.event.note, undefined, supersession.event.type);
   }
   if (planShown) scope.planShown = planShown;
   for (const event of plans.events) {
@@ -443,7 +457,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       ...(durable ? { applied: { inputsHash: durable.inputsHash, image: durable.image, ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}) } } : {}),
       ...(restoreSet ? { restore: { ...(restoreSet.inputsHash ? { inputsHash: restoreSet.inputsHash } : {}), firstSecret: restoreSet.names[0]! } } : {}),
     });
-    const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () => startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined }));
+    const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () => startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined, afterFailedApply: failedApplyBefore(jobs) }));
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) outcome.wait = started.wait;
@@ -527,7 +541,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Only after the status patch: the finished Jobs are recorded.
   for (const job of toMark) {
-    await batch.patchNamespacedJob({ name: job.name, namespace, body: { metadata: { annotations: bookkeepingAnnotations(job.outcome!) } } }, mergePatchOptions()).catch(ignoreNotFound);
+    await batch.patchNamespacedJob({ name: job.name, namespace, body: { metadata: { annotations: bookkeepingAnnotations(job.outcome!, job) } } }, mergePatchOptions()).catch(ignoreNotFound);
   }
   const history = jobs.filter((job) => job.outcome !== undefined).map((job) => ({ name: job.name, op: job.op, succeeded: job.outcome === "succeeded", finishedAt: job.finishedAt! }));
   const limits = {
@@ -577,6 +591,8 @@ interface StartRequest<R extends Role> extends Pass<R> {
   serviceAccountRefusal: ConditionValue | undefined;
   /** The lock ID of a stale state lock this object's own dead runner left: the Job force-unlocks it first. */
   forceUnlock: string | undefined;
+  /** The failed apply Job an apply started now follows (`captf.io/after-failed-apply`). */
+  afterFailedApply: string | undefined;
 }
 
 interface StartOutcome {
@@ -693,6 +709,7 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
   if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
+  if (op === "apply" && request.afterFailedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterFailedApply]: request.afterFailedApply };
   // Who approved the plan stays on record with the Job that applies it: the object's annotation goes once it is applied.
   const approver = object.metadata.annotations?.[annotations.planApprovedBy];
   if (decision.expectPlan && approver && object.metadata.annotations?.[annotations.approvePlan] === decision.expectPlan) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.planApprovedBy]: approver };
