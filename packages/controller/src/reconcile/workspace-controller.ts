@@ -7,6 +7,7 @@ import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
 import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+import { variablesSourceWatches } from "./variables-source-watches.js";
 
 export { capiTypes, workspaceResourceType };
 import { reconcileWorkspace, type KindAdapter, type PassResult, type ReconcilerDeps } from "./workspace-reconciler.js";
@@ -64,7 +65,8 @@ export interface WorkspaceControllerOptions {
  * A kind as a manager controller: a pass runs on every change of the object, of its Jobs (a
  * finished Job is bookkept at once), of the Cluster API object that owns it, and, for machines
  * and pools, of their cluster's TerraformCluster (its exports and failure domains are their
- * inputs); and again at the time the decision asks for.
+ * inputs), of the labelled ConfigMaps and Secrets their variablesFrom names; and again at the time
+ * the decision asks for.
  */
 export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
   const owner = ownerTypes[adapter.role];
@@ -92,6 +94,8 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
       },
     });
   }
+  // A changed, added or removed variablesFrom source starts a pass of each object naming it.
+  if (options.manager) watches.push(...variablesSourceWatches(workspaceResourceType(adapter), options.manager, options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined));
   return {
     name: adapter.kind.toLowerCase(),
     kind: adapter.kind,
