@@ -370,15 +370,21 @@ describeWithTools(
       for (const plural of ["machines", "machinepools", "machinedeployments", "machinesets"]) expect(await list(capi, plural)).toEqual([]);
       // Jobs and their Pods go with their owners (garbage collection), state and leases with the destroy.
       await waitFor(async () => ((await captfJobs()).length === 0 ? true : undefined), 120_000, "captf Jobs garbage-collected");
-      const leftovers: string[] = [];
-      for (const secret of (await core.listNamespacedSecret({ namespace: demoNamespace })).items) {
-        const name = secret.metadata!.name!;
-        if (name.startsWith("tfstate-") || name.startsWith("captf-") || secret.metadata!.labels?.[labels.managed]) leftovers.push(`Secret/${name}`);
-      }
       const coordination = plane.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
-      for (const lease of (await coordination.listNamespacedLease({ namespace: demoNamespace })).items) leftovers.push(`Lease/${lease.metadata!.name}`);
       const rbac = plane.kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
-      for (const binding of (await rbac.listNamespacedRoleBinding({ namespace: demoNamespace })).items) if (binding.metadata!.name!.startsWith("captf")) leftovers.push(`RoleBinding/${binding.metadata!.name}`);
+      const findLeftovers = async () => {
+        const found: string[] = [];
+        for (const secret of (await core.listNamespacedSecret({ namespace: demoNamespace })).items) {
+          const name = secret.metadata!.name!;
+          if (name.startsWith("tfstate-") || name.startsWith("captf-") || secret.metadata!.labels?.[labels.managed]) found.push(`Secret/${name}`);
+        }
+        for (const lease of (await coordination.listNamespacedLease({ namespace: demoNamespace })).items) found.push(`Lease/${lease.metadata!.name}`);
+        for (const binding of (await rbac.listNamespacedRoleBinding({ namespace: demoNamespace })).items) if (binding.metadata!.name!.startsWith("captf")) found.push(`RoleBinding/${binding.metadata!.name}`);
+        return found;
+      };
+      // The namespace sweep runs right after the last finalizer goes, beside Cluster API's own deletion: give it a minute.
+      let leftovers = await findLeftovers();
+      for (const deadline = Date.now() + 60_000; leftovers.length > 0 && Date.now() < deadline; leftovers = await findLeftovers()) await new Promise((resolve) => setTimeout(resolve, 1000));
       if (leftovers.length > 0) throw new Error(`left behind: ${leftovers.join(", ")}\nmanager:\n${(await plane.managerLog()).split("\n").filter((line) => /sweep|RoleBinding|finalizer/i.test(line)).slice(-30).join("\n")}`);
     }, scenarioTimeout);
   },

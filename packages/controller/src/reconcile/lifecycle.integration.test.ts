@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { stateLockLeaseName, stateSecretSuffix } from "@captf/render";
+import { finalizers } from "@captf/contract/api";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { identityCredentials } from "../identity/job-credentials.js";
 import { Registry } from "prom-client";
@@ -371,6 +372,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(machine.status).toBeUndefined();
       expect(await jobsOf("finalized")).toHaveLength(0);
       await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "finalized", body: { metadata: { finalizers: null } } }, mergePatchOptions());
+    }, 60_000);
+
+    it("makes no credentials for a deleting object that starts no Job: a late pass never re-creates the runner's RBAC the sweep removed", async () => {
+      const late = `${namespace}-late`;
+      await plane.core.createNamespace({ body: { metadata: { name: late } } });
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
+      await plane.core.createNamespacedSecret({ namespace: late, body: { metadata: { name: "late-creds" }, stringData: { TOKEN: "x" } } });
+      // Never applied, so its deletion has nothing to destroy: the pass only removes the finalizer.
+      await plane.custom.createNamespacedCustomObject({ ...infra, namespace: late, plural: "terraformmachines", body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
+        metadata: { name: "late", labels: { "cluster.x-k8s.io/cluster-name": "c" }, finalizers: [finalizers.TerraformMachine] },
+        spec: { source: { image }, deletionPolicy: "Destroy", identityRef: { kind: "Secret", name: "late-creds" } },
+      } });
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace: late, plural: "terraformmachines", name: "late" });
+      expect(await reconcileWorkspace(withCredentials, machineAdapter, late, "late")).toEqual({ action: "removed finalizer" });
+      await expect(plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace: late })).rejects.toMatchObject({ code: 404 });
+      await expect(kc.makeApiClient(k8s.RbacAuthorizationV1Api).readNamespacedRoleBinding({ name: "captf-runner", namespace: late })).rejects.toMatchObject({ code: 404 });
+      await plane.core.deleteNamespace({ name: late });
     }, 60_000);
 
     it("wins over a restore request: the destroy runs, and DeletionStarted is recorded once", async () => {

@@ -308,10 +308,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Credentials: identity, mirror and runner RBAC, for objects that may start a Job.
   let credentials: JobCredentials | undefined;
-  if (deps.credentials && !paused) {
-    credentials = await deps.credentials({ role: adapter.role, object, terraformCluster });
+  const resolveCredentials = async (resolver: CredentialsResolver) => {
+    credentials = await resolver({ role: adapter.role, object, terraformCluster });
     scope.credentials = credentials.conditions;
-  }
+  };
+  // A deleting object makes them only when its Job is about to start (reference: deletionCredentials), so a late
+  // pass over a stale cached copy never re-creates what the namespace sweep removed after its finalizer went.
+  if (deps.credentials && !paused && !deleting) await resolveCredentials(deps.credentials);
   const jobPolicy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
   // A ServiceAccount other than captf-runner runs Jobs only once opted in.
   let serviceAccountRefusal: ConditionValue | undefined;
@@ -449,6 +452,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     return { action: "removed finalizer" };
   }
   if (decision.op) {
+    if (deleting && deps.credentials && !paused) await resolveCredentials(deps.credentials);
     const run = jobRun({ ...decision, op: decision.op }, {
       jobs,
       image: object.spec.source.image,
