@@ -62,9 +62,9 @@ for (const dir of plan.coverageDirs) rmSync(dir, { recursive: true, force: true 
 // command takes about the longer lane; the runs of one lane one after another.
 const lanes = await Promise.all(
   plan.lanes.map(async (lane) => {
-    const exits = [];
-    for (const run of lane) exits.push(await runJest(run));
-    return exits;
+    const outcomes = [];
+    for (const run of lane) outcomes.push(await runJest(run));
+    return outcomes;
   }),
 );
 for (const [laneIndex, lane] of plan.lanes.entries()) for (const [index, run] of lane.entries()) countJestReport(run, lanes[laneIndex][index]);
@@ -77,7 +77,9 @@ function runJest({ name, node, args, report, prefix }) {
   process.stdout.write(`\n== ${name}\n`);
   const child = spawn(node, args, { stdio: prefix ? ["ignore", "pipe", "pipe"] : "inherit" });
   if (prefix) for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on("line", (line) => process.stdout.write(`${prefix}${line}\n`));
-  return new Promise((resolve) => child.on("close", (status, signal) => resolve(status ?? signal)));
+  const started = Date.now();
+  // The run's own time: a lane's later runs start after the earlier ones end.
+  return new Promise((resolve) => child.on("close", (status, signal) => resolve({ exit: status ?? signal, seconds: (Date.now() - started) / 1000 })));
 }
 
 /** One coverage-final.json (the names check reads it) from the runs' coverage directories. */
@@ -89,7 +91,7 @@ function mergeCoverageOf(dirs, out) {
   writeFileSync(join(out, "coverage-final.json"), JSON.stringify(mergeCoverage(maps)));
 }
 
-function countJestReport({ name, report }, exit) {
+function countJestReport({ name, report }, { exit, seconds }) {
   let jestReport;
   try {
     jestReport = JSON.parse(readFileSync(report, "utf8"));
@@ -100,7 +102,7 @@ function countJestReport({ name, report }, exit) {
   }
   results.passed += jestReport.numPassedTests;
   results.failed += jestReport.numFailedTests;
-  console.log(`== ${name}: ${jestReport.numPassedTests} passed, ${jestReport.numFailedTests} failed in ${((Date.now() - jestReport.startTime) / 1000).toFixed(1)}s`);
+  console.log(`== ${name}: ${jestReport.numPassedTests} passed, ${jestReport.numFailedTests} failed in ${seconds.toFixed(1)}s`);
   // A suite that fails to load has no failed tests but must still fail the run.
   if (jestReport.numRuntimeErrorTestSuites > 0) {
     results.failed += jestReport.numRuntimeErrorTestSuites;
