@@ -17,7 +17,7 @@ import { basename, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
-import { cycloneDxDocument } from "../packages/controller/scripts/sbom.mjs";
+import { cycloneDxJson } from "../packages/controller/scripts/sbom.mjs";
 import { platformDescriptor, runOrExit, sha256, sha256File, sourceDate, stampTimes, tagIndex } from "./lib/oci-layout.mjs";
 
 /** The Go module each runtime is built from (tools/install.sh), for the SBOM's purl. */
@@ -72,11 +72,11 @@ function filesUnder(dir, prefix = "") {
 function sbomOf(arch, stagedModule, runtimeBinary, providersDir) {
   const runtime = {
     type: "application",
-    "bom-ref": `pkg:golang/${runtimeModules[values.runtime]}@v${values["runtime-version"]}?arch=${arch}`,
+    bomRef: `pkg:golang/${runtimeModules[values.runtime]}@v${values["runtime-version"]}?arch=${arch}`,
     name: values.runtime,
     version: values["runtime-version"],
     purl: `pkg:golang/${runtimeModules[values.runtime]}@v${values["runtime-version"]}`,
-    hashes: [{ alg: "SHA-256", content: sha256File(runtimeBinary) }],
+    hashes: { "SHA-256": sha256File(runtimeBinary) },
   };
   // A mirror's paths are <host>/<namespace>/<type>/<file> (packed) or <host>/<namespace>/<type>/<version>/<os_arch>/... (unpacked).
   const providers = providersDir
@@ -85,12 +85,12 @@ function sbomOf(arch, stagedModule, runtimeBinary, providersDir) {
         .map((path) => {
           const [host, namespace, type, ...rest] = path.split("/");
           const version = /_(\d+\.\d+\.\d+[^_]*)_/.exec(rest.join("/"))?.[1] ?? rest[0];
-          return { type: "application", "bom-ref": `provider:${path}`, name: `${host}/${namespace}/${type}`, version, purl: `pkg:terraform/${namespace}/${type}@${version}`, hashes: [{ alg: "SHA-256", content: sha256File(join(providersDir, path)) }] };
+          return { type: "application", bomRef: `provider:${path}`, name: `${host}/${namespace}/${type}`, version, purl: `pkg:terraform/${namespace}/${type}@${version}`, hashes: { "SHA-256": sha256File(join(providersDir, path)) } };
         })
     : [];
-  const moduleFiles = filesUnder(stagedModule).map((path) => ({ type: "file", "bom-ref": `file:/captf/module/${path}`, name: `/captf/module/${path}`, hashes: [{ alg: "SHA-256", content: sha256(readFileSync(join(stagedModule, path))) }] }));
-  const subject = { type: "container", name: title, version: values.version ?? values.tag, properties: [{ name: "oci:architecture", value: arch }] };
-  return cycloneDxDocument({ subject, created: createdIso, components: [runtime, ...providers, ...moduleFiles] });
+  const moduleFiles = filesUnder(stagedModule).map((path) => ({ type: "file", bomRef: `file:/captf/module/${path}`, name: `/captf/module/${path}`, hashes: { "SHA-256": sha256(readFileSync(join(stagedModule, path))) } }));
+  const subject = { type: "container", name: title, version: values.version ?? values.tag, properties: { "oci:architecture": arch } };
+  return cycloneDxJson({ subject, created: createdIso, components: [runtime, ...providers, ...moduleFiles] });
 }
 
 function labels() {
@@ -123,7 +123,7 @@ function buildPlatform(work, arch) {
   cpSync(realpathSync(moduleDir), stagedModule, { recursive: true, dereference: true, filter: (path) => !moduleFileFilter.test(relative(realpathSync(moduleDir), path)) });
   const providersDir = providerDirs[arch];
   mkdirSync(join(moduleRoot, "usr/share/doc/captf"), { recursive: true });
-  writeFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), `${JSON.stringify(sbomOf(arch, stagedModule, binaries[arch], providersDir), null, 2)}\n`);
+  writeFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), sbomOf(arch, stagedModule, binaries[arch], providersDir));
   for (const dir of [join(work, `runtime-${arch}`), moduleRoot]) stampTimes(dir, created);
 
   const target = `${layout}:${ref}`;

@@ -3,7 +3,10 @@
 // Each non-jest check (build, typecheck, ...) counts as one test; jest tests count one each.
 import { spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
-import { mkdirSync, readFileSync, readdirSync, existsSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { hostArchitecture, nodeRelease, pinnedNodeDir } from "../packages/runner/scripts/pinned-node.mjs";
+import { lineCoverage, mergeCoverage, planJestRuns } from "./lib/test-plan.mjs";
 
 const results = { passed: 0, failed: 0, notes: [] };
 
@@ -28,6 +31,20 @@ const skippedSuitesFile = ".test-results/skipped-suites.txt";
 rmSync(skippedSuitesFile, { force: true });
 process.env.CAPTF_REPO_ROOT = process.cwd();
 
+// The manager's and runner's suites run under the Node LTS their image ships (fetched into ~/.cache/captf/node).
+// Without it the run fails, unless CAPTF_ALLOW_MISSING_TOOLS=1: then they run under this node and "did not run" says so.
+let pinned;
+let pinnedProblem;
+try {
+  pinned = { path: join(pinnedNodeDir(hostArchitecture()), "node"), version: `v${nodeRelease.version}` };
+} catch (error) {
+  pinnedProblem = `the pinned Node ${nodeRelease.version} could not be had: ${error.message.split("\n")[0]}`;
+  if (process.env.CAPTF_ALLOW_MISSING_TOOLS !== "1") {
+    console.error(`test: ${pinnedProblem}\ntest: the controller and runner suites run under it (packages/runner/scripts/pinned-node.mjs fetches it with npm); set CAPTF_ALLOW_MISSING_TOOLS=1 to run them under ${process.version} instead`);
+    process.exit(1);
+  }
+}
+
 const packages = [...readdirSync("packages").map((name) => `packages/${name}`), "e2e"].filter((dir) => existsSync(`${dir}/tsconfig.test.json`));
 
 step("build (tsc -b)", "node", ["node_modules/typescript/bin/tsc", "-b"]);
@@ -36,30 +53,45 @@ for (const dir of packages) {
 }
 
 mkdirSync(".test-results", { recursive: true });
-const jestCommand = ["--experimental-vm-modules", "--disable-warning=ExperimentalWarning", "node_modules/jest/bin/jest.js"];
-const coverage = ["--coverage", "--coverageReporters=text-summary", "--coverageReporters=json-summary", "--coverageReporters=json", "--coverageDirectory=.test-results/coverage"];
 const filters = process.argv.slice(2);
-// The e2e suite mostly waits on its plane (load ~1 on 2 cores), so without filters it runs in its own
-// jest process beside the packages' suites: the whole command takes about the longer of the two.
-const runs = filters.length > 0
-  ? [{ name: "jest", report: ".test-results/jest.json", args: [...coverage, ...filters] }]
-  : [
-      { name: "jest (packages)", report: ".test-results/jest.json", args: [...coverage, "--ignoreProjects", "e2e"] },
-      { name: "jest (e2e)", report: ".test-results/jest-e2e.json", args: ["--selectProjects", "e2e"], prefix: "[e2e] " },
-    ];
-const exits = await Promise.all(runs.map((run) => runJest(run)));
-for (const [index, run] of runs.entries()) countJestReport(run, exits[index]);
+// jest.config.js's projects, by displayName (each package's directory name).
+const projects = packages.filter((dir) => existsSync(`${dir}/jest.config.js`)).map((dir) => dir.replace(/^packages\//, ""));
+const plan = planJestRuns({ filters, projects, host: { path: process.execPath, version: process.version }, pinned, pinnedProblem });
+for (const dir of plan.coverageDirs) rmSync(dir, { recursive: true, force: true });
+// The lanes run side by side (the e2e mostly waits on its plane, load ~1 on 2 cores), so the whole
+// command takes about the longer lane; the runs of one lane one after another.
+const lanes = await Promise.all(
+  plan.lanes.map(async (lane) => {
+    const outcomes = [];
+    for (const run of lane) outcomes.push(await runJest(run));
+    return outcomes;
+  }),
+);
+for (const [laneIndex, lane] of plan.lanes.entries()) for (const [index, run] of lane.entries()) countJestReport(run, lanes[laneIndex][index]);
+mergeCoverageOf(plan.coverageDirs, ".test-results/coverage");
 // Over the whole run only: every declared name is produced on a line the tests ran, or reserved with a reason.
 if (filters.length === 0) step("declared names produced on tested paths", "node", ["scripts/check-names-produced.mjs"]);
 
-function runJest({ report, args, prefix }) {
+function runJest({ name, node, args, report, prefix }) {
   rmSync(report, { force: true });
-  const child = spawn("node", [...jestCommand, "--json", `--outputFile=${report}`, ...args], { stdio: prefix ? ["ignore", "pipe", "pipe"] : "inherit" });
+  process.stdout.write(`\n== ${name}\n`);
+  const child = spawn(node, args, { stdio: prefix ? ["ignore", "pipe", "pipe"] : "inherit" });
   if (prefix) for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on("line", (line) => process.stdout.write(`${prefix}${line}\n`));
-  return new Promise((resolve) => child.on("close", (status, signal) => resolve(status ?? signal)));
+  const started = Date.now();
+  // The run's own time: a lane's later runs start after the earlier ones end.
+  return new Promise((resolve) => child.on("close", (status, signal) => resolve({ exit: status ?? signal, seconds: (Date.now() - started) / 1000 })));
 }
 
-function countJestReport({ name, report }, exit) {
+/** One coverage-final.json (the names check reads it) from the runs' coverage directories. */
+function mergeCoverageOf(dirs, out) {
+  const maps = dirs.map((dir) => join(dir, "coverage-final.json")).filter((file) => existsSync(file)).map((file) => JSON.parse(readFileSync(file, "utf8")));
+  rmSync(out, { recursive: true, force: true });
+  if (maps.length === 0) return;
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, "coverage-final.json"), JSON.stringify(mergeCoverage(maps)));
+}
+
+function countJestReport({ name, report }, { exit, seconds }) {
   let jestReport;
   try {
     jestReport = JSON.parse(readFileSync(report, "utf8"));
@@ -70,7 +102,7 @@ function countJestReport({ name, report }, exit) {
   }
   results.passed += jestReport.numPassedTests;
   results.failed += jestReport.numFailedTests;
-  console.log(`== ${name}: ${jestReport.numPassedTests} passed, ${jestReport.numFailedTests} failed in ${((Date.now() - jestReport.startTime) / 1000).toFixed(1)}s`);
+  console.log(`== ${name}: ${jestReport.numPassedTests} passed, ${jestReport.numFailedTests} failed in ${seconds.toFixed(1)}s`);
   // A suite that fails to load has no failed tests but must still fail the run.
   if (jestReport.numRuntimeErrorTestSuites > 0) {
     results.failed += jestReport.numRuntimeErrorTestSuites;
@@ -82,16 +114,17 @@ function countJestReport({ name, report }, exit) {
   }
 }
 
-// Line coverage per package, from the json-summary of the run above.
+// Line coverage per package, from the runs' merged coverage.
 try {
-  const summary = JSON.parse(readFileSync(".test-results/coverage/coverage-summary.json", "utf8"));
+  const coverage = JSON.parse(readFileSync(".test-results/coverage/coverage-final.json", "utf8"));
   const perPackage = new Map();
-  for (const [file, data] of Object.entries(summary)) {
+  for (const [file, data] of Object.entries(coverage)) {
     const match = /\/packages\/([^/]+)\//.exec(file);
     if (!match) continue;
     const entry = perPackage.get(match[1]) ?? { covered: 0, total: 0 };
-    entry.covered += data.lines.covered;
-    entry.total += data.lines.total;
+    const lines = lineCoverage(data);
+    entry.covered += lines.covered;
+    entry.total += lines.total;
     perPackage.set(match[1], entry);
   }
   console.log("\nline coverage:");
@@ -102,9 +135,12 @@ try {
   console.log("\nline coverage: not available");
 }
 
-if (existsSync(skippedSuitesFile)) {
+console.log("\njest suites ran under:");
+for (const line of plan.nodes) console.log(`  ${line}`);
+const didNotRun = [...(existsSync(skippedSuitesFile) ? readFileSync(skippedSuitesFile, "utf8").trim().split("\n") : []), ...plan.didNotRun];
+if (didNotRun.length > 0) {
   console.log("\ndid not run (skipped, never counted as passed):");
-  for (const line of readFileSync(skippedSuitesFile, "utf8").trim().split("\n")) console.log(`  ${line}`);
+  for (const line of didNotRun) console.log(`  ${line}`);
 }
 for (const note of results.notes) console.log(note);
 console.log(`\n${results.passed} passed, ${results.failed} failed`);

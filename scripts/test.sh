@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The test command: on a machine with only Node 20.19+, npm and Go, install what the tests need
+# (scripts/test.mjs fetches the pinned Node LTS the controller and runner suites run under)
 # and run every test of every package. Prints "N passed, N failed" and exits non-zero when a
 # test failed or none ran. See README.md "Testing".
 set -euo pipefail

@@ -21,7 +21,7 @@ import { parseArgs } from "node:util";
 import { architectures, nodeRelease, pinnedNodeDir, sharedLibraries } from "../../runner/scripts/pinned-node.mjs";
 import { compressedMiB, platformDescriptor, rootlessFlag, runOrExit, sha256File, sourceDate, stampTimes, tagIndex } from "../../../scripts/lib/oci-layout.mjs";
 import { gitCommit } from "./build-info.mjs";
-import { cycloneDxDocument, imageLockfileComponents } from "./sbom.mjs";
+import { cycloneDxJson, imageLockfileComponents } from "./sbom.mjs";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 const { values } = parseArgs({
@@ -55,21 +55,21 @@ function sbomOf(arch, npmComponents) {
   const node = join(pinnedNodeDir(arch), "node");
   const nodeComponent = {
     type: "application",
-    "bom-ref": `pkg:generic/node@${nodeRelease.version}?arch=${arch}`,
+    bomRef: `pkg:generic/node@${nodeRelease.version}?arch=${arch}`,
     name: "node",
     version: nodeRelease.version,
     purl: `pkg:npm/${nodeRelease.builds[arch].package}@${nodeRelease.version}`,
-    licenses: [{ license: { id: "MIT" } }],
-    hashes: [{ alg: "SHA-256", content: sha256File(node) }],
+    license: "MIT",
+    hashes: { "SHA-256": sha256File(node) },
   };
   const libraries = sharedLibraries(node, arch).libraries.map((library) => ({
     type: "file",
-    "bom-ref": `file:${runnerDir}/lib/${library.name}`,
+    bomRef: `file:${runnerDir}/lib/${library.name}`,
     name: `${runnerDir}/lib/${library.name}`,
-    hashes: [{ alg: "SHA-256", content: sha256File(library.path) }],
+    hashes: { "SHA-256": sha256File(library.path) },
   }));
-  const subject = { type: "container", name: "captf-controller", version, properties: [{ name: "oci:architecture", value: arch }] };
-  return cycloneDxDocument({ subject, created: createdIso, components: [nodeComponent, ...libraries, ...npmComponents] });
+  const subject = { type: "container", name: "captf-controller", version, properties: { "oci:architecture": arch } };
+  return cycloneDxJson({ subject, created: createdIso, components: [nodeComponent, ...libraries, ...npmComponents] });
 }
 
 /** Layer 1: the user, the writable-looking directories, the node on PATH, node's licence and the SBOM. */
@@ -86,7 +86,7 @@ function layOutBase(root, arch, sbom) {
   mkdirSync(join(root, "usr/share/doc/node"), { recursive: true });
   cpSync(join(pinnedNodeDir(arch), "LICENSE"), join(root, "usr/share/doc/node/LICENSE"));
   mkdirSync(join(root, "usr/share/doc/captf"), { recursive: true });
-  writeFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), `${JSON.stringify(sbom, null, 2)}\n`);
+  writeFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), sbom);
 }
 
 function labels() {

@@ -2,15 +2,20 @@
 // The CycloneDX 1.5 SBOM of the captf-controller image, from pnpm-lock.yaml: every package the
 // production dependencies of the image's bundles (the manager and the runner) resolve to, with
 // the lockfile's integrity as its hash, plus what build-manager-image.mjs adds (node, its libraries).
+// The document is built and serialized by the CycloneDX library (@cyclonedx/cyclonedx-library);
+// scripts/build-module-image.mjs uses it for the module images too.
 // No timestamp but the one given and no random serial number, so one commit gives one document.
 // Usage: node scripts/sbom.mjs [--version <v>] [--created <iso>]   prints the npm part for this checkout
 import { readFileSync, realpathSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { Enums, Models, Serialize, Spec } from "@cyclonedx/cyclonedx-library";
 import { parse } from "yaml";
 
 const repoDir = fileURLToPath(new URL("../../../", import.meta.url));
+const libraryVersion = createRequire(import.meta.url)("@cyclonedx/cyclonedx-library/package.json").version;
 /** The workspace packages whose bundles the image carries. */
 export const imageImporters = ["packages/controller", "packages/runner"];
 
@@ -62,24 +67,43 @@ export function lockfileComponents(lockfile, importers) {
     .sort((a, b) => (a.name === b.name ? a.version.localeCompare(b.version) : a.name.localeCompare(b.name)))
     .map(({ name, version, integrity, license }) => ({
       type: "library",
-      "bom-ref": npmPurl(name, version),
+      bomRef: npmPurl(name, version),
       name,
       version,
       purl: npmPurl(name, version),
-      ...(license ? { licenses: [{ license: { id: license } }] } : {}),
-      ...(integrity?.startsWith("sha512-") ? { hashes: [{ alg: "SHA-512", content: Buffer.from(integrity.slice("sha512-".length), "base64").toString("hex") }] } : {}),
+      license,
+      hashes: integrity?.startsWith("sha512-") ? { "SHA-512": Buffer.from(integrity.slice("sha512-".length), "base64").toString("hex") } : {},
     }));
 }
 
-/** The document: `subject` is the image, `components` what it holds. */
-export function cycloneDxDocument({ subject, created, components }) {
-  return {
-    bomFormat: "CycloneDX",
-    specVersion: "1.5",
-    version: 1,
-    metadata: { timestamp: created, tools: { components: [{ type: "application", name: "captf sbom.mjs (pnpm-lock.yaml)" }] }, component: subject },
-    components,
-  };
+/**
+ * One component as the library models it, from its description:
+ * `{ type, name, bomRef?, version?, purl?, license? (an SPDX id), hashes? ({ "SHA-256": hex }), properties? ({ name: value }) }`.
+ */
+function componentModel({ type, name, bomRef, version, purl, license, hashes = {}, properties = {} }) {
+  // A component without a bom-ref would get a random one from the serializer: name it after itself.
+  const component = new Models.Component(type, name, { bomRef: bomRef ?? (version ? `${name}@${version}` : name), version, purl });
+  if (license) component.licenses.add(new Models.SpdxLicense(license));
+  for (const [algorithm, content] of Object.entries(hashes)) component.hashes.set(algorithm, content);
+  for (const [property, value] of Object.entries(properties)) component.properties.add(new Models.Property(property, value));
+  return component;
+}
+
+/** The document as a library model: `subject` (a component description) is the image, `components` what it holds. */
+export function cycloneDxBom({ subject, created, components }) {
+  const tools = new Models.Tools();
+  tools.components.add(new Models.Component(Enums.ComponentType.Application, "captf sbom.mjs (pnpm-lock.yaml)"));
+  tools.components.add(new Models.Component(Enums.ComponentType.Library, "@cyclonedx/cyclonedx-library", { version: libraryVersion }));
+  // No serial number: a random one would give each build its own document.
+  const bom = new Models.Bom({ metadata: new Models.Metadata({ timestamp: new Date(created), tools, component: componentModel(subject) }) });
+  for (const component of components) bom.components.add(componentModel(component));
+  return bom;
+}
+
+/** The CycloneDX 1.5 JSON text of the document, components in the order given (callers give a stable one). */
+export function cycloneDxJson(document) {
+  const serializer = new Serialize.JsonSerializer(new Serialize.JSON.Normalize.Factory(Spec.Spec1dot5));
+  return `${serializer.serialize(cycloneDxBom(document), { sortLists: false, space: 2 })}\n`;
 }
 
 /** The npm components of the image's bundles, read from this checkout's pnpm-lock.yaml. */
@@ -90,5 +114,5 @@ export function imageLockfileComponents() {
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({ options: { version: { type: "string", default: "0.0.0" }, created: { type: "string", default: new Date(0).toISOString() } } });
   const subject = { type: "container", name: "captf-controller", version: values.version };
-  console.log(JSON.stringify(cycloneDxDocument({ subject, created: values.created, components: imageLockfileComponents() }), null, 2));
+  process.stdout.write(cycloneDxJson({ subject, created: values.created, components: imageLockfileComponents() }));
 }

@@ -4,7 +4,7 @@
 // pinned Node LTS, the runner bundle answers too, and the init container's copy command puts a
 // bundle into /captf/bin that runs in a root holding nothing else, as in a module image), the arm64
 // one's node runs under qemu-aarch64-static. One node in each, the SBOM beside it, and a second
-// build of the same commit gives the same image. Then the shipped Deployment runs the image from a
+// build of the same commit gives the same index (both platforms). Then the shipped Deployment runs the image from a
 // loopback registry on the chroot kubelet: in-cluster configuration, the serving certificate
 // Secret mounted, a read-only root as a non-root user, SIGTERM on deletion.
 import { execFileSync } from "node:child_process";
@@ -25,6 +25,7 @@ import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support
 import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
 import { generateServingCertificate } from "../webhooks/certificates.test-support.js";
 import { deploymentObject, installNames, managerUser } from "./manifests.js";
+import { cycloneDxViolations } from "./sbom.test-support.js";
 
 const imageScript = fileURLToPath(new URL("../../scripts/build-manager-image.mjs", import.meta.url));
 const repoDir = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -145,8 +146,10 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     }, 60_000);
   });
 
-  it("holds a CycloneDX SBOM naming node and every runtime dependency of the manager at its locked version", () => {
-    const sbom = JSON.parse(readFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as { bomFormat: string; specVersion: string; components: { name: string; version?: string; purl?: string }[] };
+  it("holds a CycloneDX SBOM naming node and every runtime dependency of the manager at its locked version", async () => {
+    const sbomText = readFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), "utf8");
+    expect(await cycloneDxViolations(sbomText)).toBeNull();
+    const sbom = JSON.parse(sbomText) as { bomFormat: string; specVersion: string; components: { name: string; version?: string; purl?: string }[] };
     expect({ format: sbom.bomFormat, spec: sbom.specVersion }).toEqual({ format: "CycloneDX", spec: "1.5" });
     expect(sbom.components).toContainEqual(expect.objectContaining({ name: "node", version: nodeRelease.version }));
     const named = new Map(sbom.components.map((component) => [component.name, component.version]));
@@ -225,7 +228,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     }, 240_000);
 
     // The release's module image, unpacked layer by layer from its archive (scripts/build-module-image.mjs built it).
-    it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, from a builder that gives one digest per commit", () => {
+    it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, from a builder that gives one digest per commit", async () => {
       const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
       const image = release.images.find((candidate) => candidate.name === "noop-machine")!;
       const archived = join(work, "module-image");
@@ -259,7 +262,9 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
         if (qemu.length > 0) copyFileSync(otherArch === "arm64" ? requireTool("qemu-aarch64-static") : "/usr/bin/qemu-x86_64-static", join(moduleRoot, "qemu"));
         const reported = JSON.parse(execFileSync(chroot, ["--userspec=65532:65532", moduleRoot, ...qemu, "/captf/runtime", "version", "-json"], { env: { CHECKPOINT_DISABLE: "1" }, encoding: "utf8" })) as { platform: string };
         expect(reported.platform).toBe(`linux_${platform.architecture}`);
-        const sbom = JSON.parse(readFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as { bomFormat: string; components: { type: string; name: string; hashes?: { content: string }[] }[] };
+        const sbomText = readFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), "utf8");
+        expect([platform.architecture, await cycloneDxViolations(sbomText)]).toEqual([platform.architecture, null]);
+        const sbom = JSON.parse(sbomText) as { bomFormat: string; components: { type: string; name: string; hashes?: { content: string }[] }[] };
         const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
         expect(sbom.components[0]).toMatchObject({ type: "application", name: "tofu", hashes: [{ alg: "SHA-256", content: sha256(join(moduleRoot, "captf/runtime")) }] });
         expect(sbom.components.filter((component) => component.type === "file").map((component) => component.name)).toContain("/captf/module/main.tf");
@@ -276,11 +281,12 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
   });
 
   it("gives the same image when built again from the same commit", () => {
-    // The host's platform alone: its manifest digest covers its config and every layer byte for byte.
+    // Both platforms: the index digest covers each platform's manifest, hence its config and every layer byte for byte.
     const again = join(work, "again");
-    execFileSync(process.execPath, [imageScript, "--out", again, "--tag", "test", "--commit", "c0ffee", "--arch", hostArch], { stdio: "pipe" });
-    const digestOf = (ref: string) => JSON.parse(readFileSync(join(ref, "index.json"), "utf8")).manifests.find((entry: { annotations?: Record<string, string> }) => entry.annotations?.["org.opencontainers.image.ref.name"] === `test-${hostArch}`).digest;
-    expect(digestOf(again)).toBe(digestOf(layout));
+    execFileSync(process.execPath, [imageScript, "--out", again, "--tag", "test", "--commit", "c0ffee"], { stdio: "pipe" });
+    const digestsOf = (dir: string) => Object.fromEntries((JSON.parse(readFileSync(join(dir, "index.json"), "utf8")) as { manifests: { digest: string; annotations?: Record<string, string> }[] }).manifests.map((entry) => [entry.annotations?.["org.opencontainers.image.ref.name"], entry.digest]));
+    expect(Object.keys(digestsOf(again)).sort()).toEqual(["test", "test-amd64", "test-arm64"]);
+    expect(digestsOf(again)).toEqual(digestsOf(layout));
   }, 300_000);
 
   it("answers --version through its entrypoint and runner version from the runner bundle, in its own root", () => {

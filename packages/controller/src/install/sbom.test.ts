@@ -1,0 +1,33 @@
+// scripts/sbom.mjs: the CycloneDX document of the image's npm packages, built by the CycloneDX library.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "@jest/globals";
+import { cycloneDxViolations } from "./sbom.test-support.js";
+
+const sbomScript = fileURLToPath(new URL("../../scripts/sbom.mjs", import.meta.url));
+const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { devDependencies: Record<string, string> };
+const sbomText = (created: string) => execFileSync(process.execPath, [sbomScript, "--version", "1.2.3", "--created", created], { encoding: "utf8" });
+
+describe("scripts/sbom.mjs", () => {
+  it("writes a CycloneDX 1.5 document the specification's JSON schema accepts, made by the CycloneDX library", async () => {
+    const text = sbomText("2026-01-02T03:04:05.000Z");
+    expect(await cycloneDxViolations(text)).toBeNull();
+    const sbom = JSON.parse(text) as { specVersion: string; serialNumber?: string; metadata: { timestamp: string; tools: { components: { name: string; version?: string }[] } } };
+    expect(sbom.specVersion).toBe("1.5");
+    expect(sbom.metadata.timestamp).toBe("2026-01-02T03:04:05.000Z");
+    expect(sbom.metadata.tools.components).toContainEqual(expect.objectContaining({ name: "@cyclonedx/cyclonedx-library", version: controllerManifest.devDependencies["@cyclonedx/cyclonedx-library"] }));
+  });
+
+  it("gives the same text for the same lockfile and time: no serial number, no random bom-ref", () => {
+    const first = sbomText("2026-01-02T03:04:05.000Z");
+    expect(sbomText("2026-01-02T03:04:05.000Z")).toBe(first);
+    expect(first).not.toMatch(/serialNumber|BomRef\./);
+  });
+
+  it("finds a document the schema rejects", async () => {
+    const sbom = JSON.parse(sbomText("2026-01-02T03:04:05.000Z")) as { components: { hashes?: { content: string }[] }[] };
+    sbom.components.find((component) => component.hashes)!.hashes![0]!.content = "not a hex digest";
+    expect(await cycloneDxViolations(JSON.stringify(sbom))).not.toBeNull();
+  });
+});
