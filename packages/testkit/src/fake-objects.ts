@@ -26,12 +26,13 @@ export class FakeApiError extends Error {
   }
 }
 
-function mergePatch(target: unknown, patch: unknown): unknown {
+/** What the API server does with a JSON merge patch (RFC 7386): null removes a field, objects merge, anything else replaces. */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
   const base: Record<string, unknown> = target !== null && typeof target === "object" && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete base[key];
-    else base[key] = mergePatch(base[key], value);
+    else base[key] = applyMergePatch(base[key], value);
   }
   return base;
 }
@@ -95,7 +96,7 @@ export class FakeCustomObjects {
     const found = this.#objects.get(key);
     if (!found) throw new FakeApiError(404, `${params.plural} "${params.name}" not found`);
     this.writes.push(`${verb} ${params.plural}/${params.name}`);
-    const patched = mergePatch(found, params.body) as Stored;
+    const patched = applyMergePatch(found, params.body) as Stored;
     patched.metadata = { ...patched.metadata, resourceVersion: String(++this.#revision) };
     this.#objects.set(key, patched);
     return structuredClone(patched);

@@ -6,4 +6,4 @@ export { defaultProviderMirror, findProviders, mirrorModuleProviders, providerCl
 export type { ProviderSource } from "./provider-sources.js";
 export { coveredLines, escapeRegExp, findNamesProduced, literalPattern, metricUsePattern, propertyPattern, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
 export { copyModuleForRun } from "./tofu.js";
-export { FakeApiError, FakeCustomObjects } from "./fake-objects.js";
+export { applyMergePatch, FakeApiError, FakeCustomObjects } from "./fake-objects.js";

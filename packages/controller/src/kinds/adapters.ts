@@ -5,7 +5,7 @@ import { readState } from "../state/read-state.js";
 import { capiGroup, capiTypes, capiVersion } from "../api/cluster-api.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
-import { mergePatchOptions, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { mergePatchOptions, replacingMergePatch, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
@@ -151,7 +151,8 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     let exportsNotPublished: { bytes: number } | undefined;
     if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) {
       const published = publishedExports(decoding.outputs.exports.value);
-      status.exports = published.exports;
+      // A merge patch merges objects: exports the module dropped must be nulled, not left behind.
+      status.exports = replacingMergePatch((object.status as { exports?: unknown } | undefined)?.exports, published.exports);
       if (published.bytes !== undefined) exportsNotPublished = { bytes: published.bytes };
     }
     const notPublished = exportsNotPublished ? { exportsNotPublished } : {};

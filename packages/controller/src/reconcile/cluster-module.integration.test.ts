@@ -63,7 +63,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     modules["registry.invalid/captf/drifting:v1"] = noopVariant("drifting", "cluster", { files: { "drifting.tf": 'resource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n' } });
     // A cluster exporting a user variable, and a pool that replaces a resource whenever the exports change.
     modules["registry.invalid/captf/exporting:v1"] = noopVariant("exporting", "cluster", { outputs: { exports: "{ generation = var.generation }" }, files: { "generation.tf": 'variable "generation" {\n  type    = string\n  default = "1"\n}\n' } });
+    // Exports `extra` only while its variable is set: a key the module stops exporting.
+    modules["registry.invalid/captf/dropping-exports:v1"] = noopVariant("dropping-exports", "cluster", { outputs: { exports: 'merge({ base = "b" }, var.extra == "" ? {} : { extra = var.extra })' }, files: { "extra.tf": 'variable "extra" {\n  type    = string\n  default = "x"\n}\n' } });
     modules["registry.invalid/captf/export-bound-pool:v1"] = noopVariant("export-bound-pool", "machinepool", { files: { "bound.tf": 'resource "terraform_data" "bound" {\n  triggers_replace = var.captf_cluster_outputs\n}\n' } });
+    // A pool whose apply fails in its apply step (a precondition known only then) while the exports say "fail".
+    modules["registry.invalid/captf/export-failing-pool:v1"] = noopVariant("export-failing-pool", "machinepool", { files: { "failing.tf": [
+      'resource "terraform_data" "exports" {\n  input = var.captf_cluster_outputs\n}\n',
+      'resource "terraform_data" "check" {\n  input = terraform_data.exports.output\n  lifecycle {\n    precondition {\n      condition     = try(terraform_data.exports.output.generation, "") != "fail"\n      error_message = "the exports say fail"\n    }\n  }\n}\n',
+    ].join("") } });
     modules["registry.invalid/captf/noop-cluster:v1"] = noopModuleDirectory("cluster");
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
@@ -81,6 +88,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
       metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
       spec: { source: { image }, identityRef: { name: "unused" }, ...spec },
+    } });
+  }
+
+  /** A MachinePool of the cluster with its bootstrap data Secret, and its TerraformMachinePool running the module image. */
+  async function createPool(name: string, clusterName: string, image: string): Promise<void> {
+    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
+    const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
+      spec: { clusterName, replicas: 1, template: { spec: { clusterName, bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name } } } },
+    } })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachinepools", body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name, uid: machinePool.metadata.uid, controller: true }] },
+      spec: { source: { image } },
     } });
   }
 
@@ -135,6 +156,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
   });
 
+  describe("status.exports", () => {
+    it("publishes exactly the module's exports: a key the module no longer exports leaves status.exports", async () => {
+      await createCluster("drop", "registry.invalid/captf/dropping-exports:v1");
+      await drive("drop", (c) => c.status?.initialization?.provisioned === true);
+      expect((await getCluster("drop")).status.exports).toEqual({ base: "b", extra: "x" });
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "drop", body: { spec: { variables: { extra: "" } } } }, mergePatchOptions());
+      await drive("drop", (c) => c.status?.exports !== undefined && c.status.exports.extra === undefined);
+      expect((await getCluster("drop")).status.exports).toEqual({ base: "b" });
+    }, 180_000);
+  });
+
   describe("a pool whose apply renders changed cluster exports", () => {
     const pools = { ...infra, namespace, plural: "terraformmachinepools", name: "ex-p" };
     const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Json>;
@@ -153,16 +185,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("is held when its plan replaces a resource, applies once approved, and applies unguarded while the exports stay the same", async () => {
       await createCluster("ex", "registry.invalid/captf/exporting:v1");
       await drive("ex", (c) => c.status?.initialization?.provisioned === true);
-      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "ex-p-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
-      const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "ex-p", labels: { "cluster.x-k8s.io/cluster-name": "ex" } },
-        spec: { clusterName: "ex", replicas: 1, template: { spec: { clusterName: "ex", bootstrap: { dataSecretName: "ex-p-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "ex-p" } } } },
-      } })) as { metadata: { uid: string } };
-      await plane.custom.createNamespacedCustomObject({ ...pools, body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
-        metadata: { name: "ex-p", labels: { "cluster.x-k8s.io/cluster-name": "ex" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "ex-p", uid: machinePool.metadata.uid, controller: true }] },
-        spec: { source: { image: "registry.invalid/captf/export-bound-pool:v1" } },
-      } });
+      await createPool("ex-p", "ex", "registry.invalid/captf/export-bound-pool:v1");
       await drivePool((p) => p.status?.initialization?.provisioned === true);
       expect(args(await newestApply())).not.toContain("--guard-deletes");
 
@@ -173,25 +196,120 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const blocked = await newestApply();
       expect(args(blocked)).toContain("--guard-deletes");
       expect(blocked.metadata?.annotations?.["captf.io/bookkept"]).toBe("true");
+      const blockedApproval = args(blocked).find((arg) => arg.startsWith("--inputs-hash="))!.slice("--inputs-hash=".length);
+      expect(blocked.metadata?.annotations?.["captf.io/approval-hash"]).toBe(blockedApproval);
       expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", message: expect.stringContaining("terraform_data.bound") });
-      expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("DestructivePlanBlocked");
+
+      // The change is held: recorded on the durable inputs beside the exports the pool applied, and nothing else runs.
+      const durableSecret = () => plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("machinepool", "ex-p") });
+      let durable = await durableSecret();
+      expect(JSON.parse(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]!)).toEqual({
+        exportsHash: blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"], approvalHash: blockedApproval, job: blocked.metadata!.name, summary: expect.stringContaining("terraform_data.bound"),
+      });
+      expect(JSON.parse(Buffer.from(durable.data!["applied-cluster-outputs.json"]!, "base64").toString())).toEqual({ generation: "1" });
+      const appliedExportsHash = durable.metadata!.annotations!["captf.io/applied-cluster-outputs-hash"];
+      expect(appliedExportsHash).not.toBe(blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"]);
+      expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("UpToDate");
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "DestructivePlanBlocked", message: expect.stringContaining("until then the pool applies the exports of its last successful apply") });
+
+      // Meanwhile an edit of the pool applies, unguarded, with the exports it applied last; the change stays held.
+      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
+      await drivePool((p) => p.status?.replicas === 2);
+      const heldApply = await newestApply();
+      expect(heldApply.metadata?.annotations).toMatchObject({ "captf.io/held-cluster-outputs": "true", "captf.io/cluster-outputs-hash": appliedExportsHash });
+      expect(args(heldApply)).not.toContain("--guard-deletes");
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "DestructivePlanBlocked" });
+      durable = await durableSecret();
+      expect(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]).toBeDefined();
+      expect(JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString()).captf_cluster_outputs).toEqual({ generation: "1" });
       const applies = (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").length;
 
-      // Approving the hash the blocked Job guarded applies the replacement, once.
-      const approval = args(blocked).find((arg) => arg.startsWith("--inputs-hash="))!.slice("--inputs-hash=".length);
-      expect((await getPool()).status.conditions.find((c: Json) => c.type === "ApplyJobSucceeded").message).toContain(`captf.io/approve-destructive-plan=${approval}`);
+      // Approving the hash the condition names (the edit changed it) applies the change, once, and settles the records.
+      const approval = /captf\.io\/approve-destructive-plan=(\S+?);/.exec(condition(await getPool(), "ApplyJobSucceeded").message)![1]!;
+      expect(approval).not.toBe(blockedApproval);
       await plane.custom.patchNamespacedCustomObject({ ...pools, body: { metadata: { annotations: { "captf.io/approve-destructive-plan": approval } } } }, mergePatchOptions());
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.status === "True");
-      expect(args(await newestApply())).toContain(`--allow-deletes-hash=${approval}`);
+      const approvedApply = await newestApply();
+      expect(args(approvedApply)).toContain(`--allow-deletes-hash=${approval}`);
+      expect(approvedApply.metadata?.annotations?.["captf.io/approval-hash"]).toBe(approval);
       expect((await getPool()).metadata.annotations?.["captf.io/approve-destructive-plan"]).toBeUndefined();
       expect((await metrics.destructivePlanApprovalsConsumed.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachinePool" }, value: 1 })]);
       expect((await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply")).toHaveLength(applies + 1);
+      durable = await durableSecret();
+      expect(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]).toBeUndefined();
+      expect(durable.metadata!.annotations!["captf.io/applied-cluster-outputs-hash"]).toBe(blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"]);
+      expect(JSON.parse(Buffer.from(durable.data!["applied-cluster-outputs.json"]!, "base64").toString())).toEqual({ generation: "2" });
 
       // Another change of the pool's inputs, the exports as applied: not guarded.
-      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
-      await drivePool((p) => p.status?.replicas === 2);
+      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 3 } } }, mergePatchOptions());
+      await drivePool((p) => p.status?.replicas === 3);
       expect(args(await newestApply())).not.toContain("--guard-deletes");
-    }, 240_000);
+      expect((await newestApply()).metadata?.annotations?.["captf.io/held-cluster-outputs"]).toBeUndefined();
+
+      // A change withdrawn (the exports back at those applied): nothing waits, the condition names the Job it stopped.
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "3" } } } }, mergePatchOptions());
+      await drive("ex", (c) => c.status?.exports?.generation === "3");
+      await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "DestructivePlanBlocked");
+      const withdrawn = (await newestApply()).metadata!.name!;
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } }, mergePatchOptions());
+      await drive("ex", (c) => c.status?.exports?.generation === "2");
+      expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("UpToDate");
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded", message: expect.stringContaining(`Job ${withdrawn} stopped before was withdrawn`) });
+      expect((await newestApply()).metadata!.name).toBe(withdrawn);
+    }, 420_000);
+  });
+
+  describe("a pool whose apply of changed cluster exports failed part-way", () => {
+    it("is recorded as partly applied: every apply is guarded, even of the applied exports, until one succeeds", async () => {
+      const pools = { ...infra, namespace, plural: "terraformmachinepools", name: "fail-p" };
+      const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Json>;
+      const drivePool = async (until: (pool: Json) => boolean) => {
+        for (let pass = 0; pass < 8; pass++) {
+          await reconcileWorkspace(deps, poolAdapter, namespace, "fail-p");
+          if (until(await getPool())) return;
+          if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
+        }
+        throw new Error(`fail-p did not converge: ${JSON.stringify((await getPool()).status)}`);
+      };
+      const newestApply = async () => (await jobsOf("fail-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+      const guarded = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) => (job.spec!.template.spec!.containers[0]!.args ?? []).includes("--guard-deletes");
+      const durable = async () => (await plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("machinepool", "fail-p") })).metadata!.annotations ?? {};
+
+      await createCluster("failex", "registry.invalid/captf/exporting:v1");
+      await drive("failex", (c) => c.status?.initialization?.provisioned === true);
+      await createPool("fail-p", "failex", "registry.invalid/captf/export-failing-pool:v1");
+      await drivePool((p) => p.status?.initialization?.provisioned === true);
+      const appliedHash = (await durable())["captf.io/applied-cluster-outputs-hash"];
+
+      // The exports say "fail": the guarded apply updates in place, then fails in its apply step.
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "fail" } } } }, mergePatchOptions());
+      await drive("failex", (c) => c.status?.exports?.generation === "fail");
+      await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "ApplyFailed");
+      const failed = await newestApply();
+      expect(guarded(failed)).toBe(true);
+      expect(JSON.parse((await durable())["captf.io/partial-cluster-outputs"]!)).toEqual({ exportsHash: failed.metadata!.annotations!["captf.io/cluster-outputs-hash"], job: failed.metadata!.name });
+
+      // Back at the applied exports: the apply that follows is guarded all the same, and its success clears the record.
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "1" } } } }, mergePatchOptions());
+      await drive("failex", (c) => c.status?.exports?.generation === "1");
+      // Past the failure's one-minute backoff.
+      skew = 90_000;
+      try {
+        await drivePool((p) => condition(p, "ApplyJobSucceeded")?.status === "True");
+      } finally {
+        skew = 0;
+      }
+      const recovered = await newestApply();
+      expect(recovered.metadata!.name).not.toBe(failed.metadata!.name);
+      expect(recovered.metadata!.annotations!["captf.io/cluster-outputs-hash"]).toBe(appliedHash);
+      expect(guarded(recovered)).toBe(true);
+      expect((await durable())["captf.io/partial-cluster-outputs"]).toBeUndefined();
+
+      // Settled: the next apply of the applied exports is not guarded.
+      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "fail-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
+      await drivePool((p) => p.status?.replicas === 2);
+      expect(guarded(await newestApply())).toBe(false);
+    }, 300_000);
   });
 
   describe("drift with action Remediate", () => {

@@ -9,6 +9,7 @@ import { ConditionSet, type Condition } from "./conditions.js";
 import type { Decision, Operation } from "./decide-operation.js";
 import { driftDetectedCondition, type DriftPolicy } from "./drift-policy.js";
 import { imagePullDeadlineMs, type ObservedJob } from "./observe-jobs.js";
+import { heldExportsMessage, withdrawnExportsMessage, type PendingExports } from "./held-exports.js";
 import { previewCounts } from "./plan-approval.js";
 import type { DeletionPolicy } from "./retained-state.js";
 
@@ -49,6 +50,10 @@ export interface StatusScope {
   serviceAccount?: ConditionValue;
   /** A cluster or pool apply Job that disappeared while it ran, noticed this pass. */
   vanishedApply?: string;
+  /** Pool: the change of the cluster's exports it holds for approval (it renders those of its last successful apply). */
+  heldExports?: { pending: PendingExports; approvalHash: string };
+  /** Pool: the blocked Job, still the newest apply, whose change of the exports was withdrawn, and the apply before it (undefined: pruned). */
+  withdrawnExports?: { job: string; applyBefore?: ObservedJob };
   /** An apply that may have applied part of its change is on record (`captf.io/interrupted-apply`): the inputs are not known applied. */
   interruptedApply?: boolean;
   /** Restore Jobs bookkept this pass, oldest first. */
@@ -117,11 +122,19 @@ const setRunnerRBACReady: Setter<"RunnerRBACReady"> = ({ credentials, serviceAcc
 const setApplyJobSucceeded: Setter<"ApplyJobSucceeded"> = (scope, { decision, wait, active }) => {
   if (wait?.type === "ApplyJobSucceeded") return wait.value as DeclaredCondition<"ApplyJobSucceeded">;
   const { newestJob: newest, planShown } = scope;
+  // A held change reads as blocked until approved, whatever else the pool applied meanwhile; a failure shows first.
+  const newestFailed = newest && (newest.op === "apply" || newest.op === "destroy") && newest.outcome !== "succeeded" && newest.outcome !== "blocked";
+  if (scope.heldExports && !newestFailed) return { status: "False", reason: "DestructivePlanBlocked", message: heldExportsMessage(scope.heldExports.pending, scope.heldExports.approvalHash) };
+  // A withdrawn change: the last apply's real outcome, naming the Job it stopped.
+  if (scope.withdrawnExports) {
+    const before: DeclaredCondition<"ApplyJobSucceeded"> = scope.withdrawnExports.applyBefore ? applyJobCondition(scope.withdrawnExports.applyBefore) : { status: "True", reason: "ApplySucceeded" };
+    return { ...before, message: [withdrawnExportsMessage(scope.withdrawnExports.job), ...(before.message ? [before.message] : [])].join("; ") } as DeclaredCondition<"ApplyJobSucceeded">;
+  }
   if (decision?.reason === "PlanAwaitingApproval" && planShown) {
     return { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` };
   }
   if (newest?.outcome === "plan-changed") return { status: "Unknown", reason: "PlanChanged", message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval` };
-  const planShownOnly = newest?.op === "plan" && newest.result !== undefined && !newest.result.error;
+  const planShownOnly = newest?.op === "plan" && newest.result?.plan !== undefined && !newest.result.error;
   if (newest && (newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly) return applyJobCondition(newest);
   if (scope.vanishedApply) return { status: "False", reason: "ApplyFailed", message: vanishedApplyMessage(scope.vanishedApply) };
   if (scope.inputs.kind === "pending" && scope.inputs.condition === "ApplyJobSucceeded") return { status: scope.inputs.status, reason: scope.inputs.reason, message: scope.inputs.message } as DeclaredCondition<"ApplyJobSucceeded">;
@@ -320,6 +333,9 @@ export function applyJobCondition(job: ObservedJob): DeclaredCondition<"ApplyJob
     return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", message: `Job ${job.name} ${why}` };
   }
   const error = job.result?.error;
+  if (!error && job.op === "plan" && !job.result?.plan) {
+    return { status: "False", reason: "ApplyFailed", message: `Job ${job.name} finished without a readable plan (${annotations.planUnreadable}): there is nothing to show or approve` };
+  }
   if (!error) return { status: "True", reason: destroy ? "DestroySucceeded" : "ApplySucceeded" };
   if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
   if (error.kind === "state-save") return { status: "False", reason: "StateNotSaved", message: stateNotSavedMessage(job.name, job.op) };

@@ -75,6 +75,8 @@ export interface Observed {
   approvalHash?: string;
   /** Pool only: the cluster exports it renders differ from those of its last successful apply (its apply is guarded). */
   exportsChanged?: boolean;
+  /** Pool: a change of the exports may be partly applied (`captf.io/partial-cluster-outputs`): every apply is guarded until one succeeds. */
+  exportsPartlyApplied?: boolean;
   drift: {
     intervalSeconds: number;
     /** Remediate re-applies current inputs on drift (cluster and pool); machines always report. */
@@ -262,8 +264,8 @@ function decideApply(observed: Observed, due: { reason: string; remediation?: bo
     }
     return { reason: "PlanAwaitingApproval", requeueAfterMs: approvalRequeueMs };
   }
-  // Every cluster apply is guarded; a pool's only while it renders changed cluster exports.
-  const guarded = observed.role === "cluster" || (observed.role === "machinepool" && observed.exportsChanged === true);
+  // Every cluster apply is guarded; a pool's only while it renders changed cluster exports, or one may be partly applied.
+  const guarded = observed.role === "cluster" || (observed.role === "machinepool" && (observed.exportsChanged === true || observed.exportsPartlyApplied === true));
   const newestApply = newestFirst(observed.jobs, "apply")[0];
   const approvalHash = observed.approvalHash ?? inputsHash;
   const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === approvalHash;

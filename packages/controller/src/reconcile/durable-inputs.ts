@@ -2,11 +2,13 @@ import { createHash } from "node:crypto";
 import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
-import type { GeneratedRoot } from "@captf/render";
+import type { JsonValue } from "@captf/contract";
+import { exportsHash, type GeneratedRoot } from "@captf/render";
 import { kindShort } from "../jobs/build-job.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import { isConflict, undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { parsePartialExports, parsePendingExports, type PartialExports, type PendingExports } from "./held-exports.js";
 
 /**
  * The durable inputs Secret `captf-inputs-<c|m|mp>-<name>`: the rendered root of the newest apply
@@ -29,6 +31,12 @@ export interface DurableInputs {
   variables: Record<string, unknown>;
   /** Pool only: the hash of the cluster exports its last successful apply rendered. */
   appliedClusterOutputsHash?: string;
+  /** Pool only: those exports as JSON (`applied-cluster-outputs.json`), when they fit beside the root and match the hash. */
+  appliedClusterOutputs?: string;
+  /** Pool only: a change of the exports held for approval (`captf.io/pending-cluster-outputs`). */
+  pendingClusterOutputs?: PendingExports;
+  /** Pool only: a change of the exports that may be partly applied (`captf.io/partial-cluster-outputs`). */
+  partialClusterOutputs?: PartialExports;
   /** Cluster and pool: the apply Job that vanished while it ran (`captf.io/interrupted-apply`), until an apply after it succeeds. */
   interruptedApply?: string;
   /** The lineage of this object's state, recorded when first read (`captf.io/state-lineage`): another lineage is another state. */
@@ -36,6 +44,16 @@ export interface DurableInputs {
 }
 
 const maxSecretNameLength = 253;
+/** The data key of a pool's applied exports record: data, not an annotation, because exports may be sensitive. */
+export const appliedClusterOutputsKey = "applied-cluster-outputs.json";
+/** The durable Secret's data budget: the rendered files and the exports record share it. */
+const maxDataBytes = 1_000_000;
+
+/** Whether a pool's exports record fits in the durable Secret beside the rendered files. Pure. */
+export function exportsRecordFits(root: GeneratedRoot, record: string): boolean {
+  const size = Object.values(root).reduce((total, file) => total + Buffer.byteLength(file), 0);
+  return size + Buffer.byteLength(record) <= maxDataBytes;
+}
 
 export function durableInputsSecretName(role: Role, name: string): string {
   const prefix = `captf-inputs-${kindShort[role]}-`;
@@ -63,6 +81,11 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
     // A damaged tfvars file latches nothing; the next apply rewrites it.
   }
   const notes = secret.metadata?.annotations ?? {};
+  const pending = parsePendingExports(notes[annotations.pendingClusterOutputs]);
+  const partial = parsePartialExports(notes[annotations.partialClusterOutputs]);
+  const record = decodeData(secret, appliedClusterOutputsKey);
+  // A record that does not hash to the recorded hash is not the applied exports.
+  const recordMatches = record !== "" && notes[annotations.appliedClusterOutputsHash] !== undefined && hashOfRecord(record) === notes[annotations.appliedClusterOutputsHash];
   return {
     root,
     variables,
@@ -72,9 +95,20 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
     ...(notes[annotations.imageDigest] ? { imageDigest: notes[annotations.imageDigest] } : {}),
     ...(notes[annotations.identity] ? { identity: notes[annotations.identity] } : {}),
     ...(notes[annotations.appliedClusterOutputsHash] ? { appliedClusterOutputsHash: notes[annotations.appliedClusterOutputsHash] } : {}),
+    ...(recordMatches ? { appliedClusterOutputs: record } : {}),
+    ...(pending ? { pendingClusterOutputs: pending } : {}),
+    ...(partial ? { partialClusterOutputs: partial } : {}),
     ...(notes[annotations.interruptedApply] ? { interruptedApply: notes[annotations.interruptedApply] } : {}),
     ...(notes[annotations.stateLineage] ? { stateLineage: notes[annotations.stateLineage] } : {}),
   };
+}
+
+function hashOfRecord(record: string): string | undefined {
+  try {
+    return exportsHash(JSON.parse(record) as JsonValue);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface DurableInputsOwner {
@@ -100,6 +134,10 @@ export async function writeDurableInputs(
   if (previous?.applied) notes[annotations.applied] = "true";
   // What the last successful apply rendered stays until another succeeds: a started apply may yet be blocked or fail.
   if (previous?.appliedClusterOutputsHash) notes[annotations.appliedClusterOutputsHash] = previous.appliedClusterOutputsHash;
+  if (previous?.pendingClusterOutputs) notes[annotations.pendingClusterOutputs] = JSON.stringify(previous.pendingClusterOutputs);
+  if (previous?.partialClusterOutputs) notes[annotations.partialClusterOutputs] = JSON.stringify(previous.partialClusterOutputs);
+  // The applied exports record stays while it fits beside the new files; its hash stays either way.
+  const record: Record<string, string> = previous?.appliedClusterOutputs !== undefined && exportsRecordFits(inputs.root, previous.appliedClusterOutputs) ? { [appliedClusterOutputsKey]: previous.appliedClusterOutputs } : {};
   if (previous?.interruptedApply) notes[annotations.interruptedApply] = previous.interruptedApply;
   if (previous?.stateLineage) notes[annotations.stateLineage] = previous.stateLineage;
   const kind = kindOfRole[owner.role];
@@ -112,7 +150,7 @@ export async function writeDurableInputs(
       ownerReferences: [{ apiVersion: groupVersion, kind, name: owner.name, uid: owner.uid, controller: true }],
     },
     type: "Opaque",
-    stringData: { ...inputs.root },
+    stringData: { ...inputs.root, ...record },
   };
   if (previous) await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
   else
@@ -122,7 +160,8 @@ export async function writeDurableInputs(
     });
 }
 
-/** Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest); absent is fine. */
-export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string | null>, patchOptions: unknown): Promise<void> {
-  await undefinedIfNotFound(core.patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values } } }, patchOptions as never));
+/** Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest), and data keys given as text; absent is fine. */
+export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string | null>, patchOptions: unknown, data?: Record<string, string | null>): Promise<void> {
+  const encoded = data && Object.fromEntries(Object.entries(data).map(([key, text]) => [key, text === null ? null : Buffer.from(text).toString("base64")]));
+  await undefinedIfNotFound(core.patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values }, ...(encoded ? { data: encoded } : {}) } }, patchOptions as never));
 }

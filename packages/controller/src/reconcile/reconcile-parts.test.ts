@@ -4,9 +4,10 @@ import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
 import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait } from "./job-slots.js";
+import { applyMergePatch } from "@captf/testkit";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
-import { lineageCheck, mergePatchChanges } from "./workspace-reconciler.js";
+import { lineageCheck, mergePatchChanges, replacingMergePatch } from "./workspace-reconciler.js";
 import { changedBeyondOwnMarks, jobStartedFinishedOrGone, queueResult } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
@@ -177,6 +178,21 @@ describe("jobSlotWait", () => {
     const wait = jobSlotWait(op, usage, limits);
     if (message === undefined) expect(wait).toBeUndefined();
     else expect(wait).toContain(message);
+  });
+});
+
+describe("a value replaced wholesale by a merge patch", () => {
+  it.each([
+    ["a key the module no longer exports", { vpc: "v", subnet: "s" }, { vpc: "v" }],
+    ["a nested key dropped", { network: { vpc: "v", subnets: ["a", "b"] }, region: "r" }, { network: { vpc: "v" }, region: "r" }],
+    ["a value that changes type", { network: { vpc: "v" } }, { network: "flat" }],
+    ["an array that shrinks", { zones: ["a", "b", "c"] }, { zones: ["a"] }],
+    ["no exports before", undefined, { vpc: "v" }],
+    ["everything dropped", { vpc: "v" }, {}],
+  ])("turns the old value into the new one: %s", (_what, current, next) => {
+    expect(applyMergePatch(current, replacingMergePatch(current, next))).toEqual(next);
+    // A plain merge patch would keep what the module dropped; this one must not.
+    expect(mergePatchChanges(next, replacingMergePatch(next, next))).toBe(false);
   });
 });
 

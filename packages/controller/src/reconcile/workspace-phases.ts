@@ -24,7 +24,8 @@ import { adoptState, repairStateOwnership, type StateOwner } from "../state/stat
 import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
 import { previousReason } from "./conditions.js";
 import type { Operation } from "./decide-operation.js";
-import { annotateDurableInputs, type DurableInputs } from "./durable-inputs.js";
+import { annotateDurableInputs, appliedClusterOutputsKey, exportsRecordFits, type DurableInputs } from "./durable-inputs.js";
+import { exportsRecordOf, type ExportsRecord } from "./held-exports.js";
 import { finishedCondition, imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
 import { lineageCheck, mergePatchOptions, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
@@ -78,16 +79,15 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
   const { core } = deps;
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
   const durableNotes: Record<string, string | null> = {};
+  const durableData: Record<string, string | null> = {};
   for (const job of toMark) {
+    if (job.op === "apply" && adapter.role === "machinepool" && durable) recordPoolExports(exportsRecordOfJob(job, durable), job, durable, durableNotes, durableData);
     if (job.op === "apply" && job.outcome === "succeeded") {
       // The change an interrupted apply may have left half-done is now applied in full.
       if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
       // A successful apply adopts the state: its chunks owned by the object, its inputs hash on the base Secret.
       if (job.inputsHash) await adoptStateOf(pass, job);
       durableNotes[annotations.applied] = "true";
-      // A pool's apply is guarded while its cluster exports differ from those its last successful apply rendered.
-      const appliedExports = job.job.metadata?.annotations?.[annotations.clusterOutputsHash];
-      if (appliedExports) durableNotes[annotations.appliedClusterOutputsHash] = appliedExports;
       const imageReference = durable?.image ?? object.spec.source.image;
       const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
       if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
@@ -140,13 +140,60 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     if (job.outcome === "succeeded") deps.metrics?.lastSuccess(adapter.kind as MetricKind, namespace, name, job.op, job.finishedAt!);
   }
   if (Object.keys(durableNotes).length > 0 && durable) {
-    await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions());
+    await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions(), Object.keys(durableData).length > 0 ? durableData : undefined);
     if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
     if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
   }
   if (durable?.imageDigest) scope.fields.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
 
   return toMark;
+}
+
+/** What a finished pool apply leaves on record about its cluster's exports. */
+function exportsRecordOfJob(job: ObservedJob, durable: DurableInputs): ExportsRecord {
+  const notes = job.job.metadata?.annotations ?? {};
+  const approvalHash = notes[annotations.approvalHash] ?? guardedApprovalHash(job.job);
+  return exportsRecordOf(
+    {
+      name: job.name,
+      outcome: job.outcome!,
+      ...(notes[annotations.clusterOutputsHash] ? { exportsHash: notes[annotations.clusterOutputsHash] } : {}),
+      ...(approvalHash ? { approvalHash } : {}),
+      held: notes[annotations.heldClusterOutputs] === "true",
+      imagePullFailed: Boolean(job.imagePullFailed),
+      ...(job.result ? { result: job.result } : {}),
+    },
+    appliedExportsHash(durable),
+  );
+}
+
+/**
+ * Writes a pool's exports record into the durable inputs patch, and into the pass's copy: the applied exports
+ * (their hash, and their value when the durable inputs still hold what this apply rendered and it fits), a held
+ * change, or a change that may be partly applied.
+ */
+function recordPoolExports(record: ExportsRecord, job: ObservedJob, durable: DurableInputs, notes: Record<string, string | null>, data: Record<string, string | null>): void {
+  if (!record) return;
+  if (record.kind === "applied") {
+    notes[annotations.appliedClusterOutputsHash] = record.exportsHash;
+    notes[annotations.pendingClusterOutputs] = null;
+    notes[annotations.partialClusterOutputs] = null;
+    const rendered = durable.inputsHash === job.inputsHash ? durable.variables.captf_cluster_outputs : undefined;
+    const value = rendered === undefined ? undefined : JSON.stringify(rendered);
+    const recorded = value !== undefined && exportsHash(rendered as JsonValue) === record.exportsHash && exportsRecordFits(durable.root, value);
+    data[appliedClusterOutputsKey] = recorded ? value : null;
+    durable.appliedClusterOutputsHash = record.exportsHash;
+    if (recorded) durable.appliedClusterOutputs = value;
+    else delete durable.appliedClusterOutputs;
+    delete durable.pendingClusterOutputs;
+    delete durable.partialClusterOutputs;
+  } else if (record.kind === "pending") {
+    notes[annotations.pendingClusterOutputs] = JSON.stringify(record.pending);
+    durable.pendingClusterOutputs = record.pending;
+  } else {
+    notes[annotations.partialClusterOutputs] = JSON.stringify(record.partial);
+    durable.partialClusterOutputs = record.partial;
+  }
 }
 
 /** The object as its state Secrets' owner. */
@@ -172,8 +219,12 @@ export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob
     // Live: a Job missing from the cache may be lag, and this writes the interruption down.
     const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
     if (gone && durable.interruptedApply !== vanished) {
-      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished }, mergePatchOptions());
+      // A pool's lost Job that rendered a change of the exports may have applied part of it (the durable inputs are its).
+      const rendered = adapter.role === "machinepool" ? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined) : undefined;
+      const partial = rendered !== undefined && rendered !== appliedExportsHash(durable) ? { exportsHash: rendered, job: vanished } : undefined;
+      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished, ...(partial ? { [annotations.partialClusterOutputs]: JSON.stringify(partial) } : {}) }, mergePatchOptions());
       durable.interruptedApply = vanished;
+      if (partial) durable.partialClusterOutputs = partial;
       await releaseLease(deps, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
       if (adapter.role === "cluster" && clusterName) await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
       scope.vanishedApply = vanished;
@@ -319,8 +370,10 @@ function imagePullMessage(stalled: { container: string; image: string; reason: s
 }
 
 /** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
-export function rootForOperation(op: Operation, inputs: InputsOutcome<{ root: GeneratedRoot }>, durable: DurableInputs | undefined, role: Role): GeneratedRoot | undefined {
+export function rootForOperation(op: Operation, inputs: InputsOutcome<{ root: GeneratedRoot; held?: boolean }>, durable: DurableInputs | undefined, role: Role): GeneratedRoot | undefined {
   if (op === "apply" || op === "plan") return inputs.kind === "ready" ? inputs.rendered.root : undefined;
+  // A pool holding a change of its exports checks the exports it applied: the waiting change is not drift.
+  if ((op === "refresh" || op === "drift") && inputs.kind === "ready" && inputs.rendered.held) return inputs.rendered.root;
   if (op === "restore") return renderBackendRoot();
   if (durable) return durable.root;
   // Clusters and pools may fall back to fresh inputs; a machine's destroy must use what it applied.
@@ -417,6 +470,7 @@ export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable"
         ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
         ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
         ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
+        ...(adapter.role === "machinepool" && durable?.partialClusterOutputs ? { exportsPartlyApplied: true } : {}),
         jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
           const guardedHash = guardedApprovalHash(job.job);
           return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };

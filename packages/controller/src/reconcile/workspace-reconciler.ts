@@ -32,6 +32,7 @@ import { jobSlotWait, settlingJobSlot, type JobSlotSource } from "./job-slots.js
 import { approverNote, bookkeepPlans, planSupersession } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
+import { appliedExportsValue, holdsExports, pendingChangeGone } from "./held-exports.js";
 import { bookkeepingAnnotations, failedApplyBefore, observeJobs } from "./observe-jobs.js";
 import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
@@ -186,6 +187,8 @@ interface RenderedInputs {
   approvalHash: string;
   /** Pool only: the hash of the cluster exports it renders. */
   exportsHash?: string;
+  /** Pool only: it renders the exports of its last successful apply in place of a change held for approval. */
+  held?: boolean;
 }
 
 type InputsOutcome = StatusInputs<RenderedInputs>;
@@ -208,6 +211,21 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
   }
 }
 
+
+/** The pool's inputs rendered with the exports of its last successful apply, while it holds a change of them; undefined when it holds none. */
+function heldInputs(rendered: RenderedInputs, durable: DurableInputs, object: WorkspaceObject, render: (exports: JsonValue) => InputsOutcome): Extract<InputsOutcome, { kind: "ready" }> | undefined {
+  const holds = holdsExports({
+    pending: durable.pendingClusterOutputs,
+    partial: durable.partialClusterOutputs,
+    current: { exportsHash: rendered.exportsHash!, approvalHash: rendered.approvalHash },
+    applied: { exportsHash: durable.appliedClusterOutputsHash, recorded: durable.appliedClusterOutputs !== undefined },
+    approvedHash: object.metadata.annotations?.[annotations.approveDestructivePlan],
+  });
+  const exports = holds ? appliedExportsValue(durable.appliedClusterOutputs) : undefined;
+  if (exports === undefined) return undefined;
+  const outcome = render(exports);
+  return outcome.kind === "ready" ? { kind: "ready", rendered: { ...outcome.rendered, held: true } } : undefined;
+}
 
 /** Runs one pass for the object namespace/name of the adapter's kind. */
 export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, adapter: KindAdapter<R>, namespace: string, name: string): Promise<PassResult> {
@@ -282,13 +300,22 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const pass: Pass<R> = { deps, adapter, object, namespace, name, suffix, clusterName, now, events, subject, durable, scope };
   // One status patch on every exit that leaves the object in place (it is skipped when nothing changed).
   let written: Record<string, unknown> = {};
+  let exportsNotPublished: { bytes: number } | undefined;
   const finish = async (result: PassResult): Promise<PassResult> => {
     written = computeStatus(scope, outcome);
     await patchStatus(deps, adapter, object, written);
+    // Events on condition transitions, after the status they describe is written, on every exit path.
+    const facts = { kind: adapter.kind, ...(exportsNotPublished ? { exportsNotPublished: { ...exportsNotPublished, limit: maxPublishedExportsBytes } } : {}) };
+    for (const event of transitionEvents((object.status ?? {}) as StatusView, written as StatusView, facts)) {
+      void events.record(subject, event.reason, event.note, undefined, event.type);
+      if (event.reason === "OutputsInvalid" && event.cause) deps.metrics?.outputsInvalid.inc({ kind: adapter.kind, reason: event.cause });
+    }
     return result;
   };
 
   let inputs: InputsOutcome = { kind: "none" };
+  /** Renders the pool's inputs with other cluster exports (those of its last successful apply). */
+  let renderHeld: ((exports: JsonValue) => InputsOutcome) | undefined;
   const observed = pinned ? undefined : observedInputs?.inputs;
   if (observed?.pending) {
     // A mismatch or a missing owner needs someone to fix the objects (False, as declared); the other waits end on their own.
@@ -299,9 +326,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     inputs = variables.ok
       ? renderInputs(adapter.role, object.spec.source.image, observed.inputs, variables.variables)
       : { kind: "pending", reason: variables.reason, message: variables.message, condition: "DependenciesReady", status: "False" };
+    if (variables.ok) renderHeld = (exports) => renderInputs(adapter.role, object.spec.source.image, { ...observed.inputs, captf_cluster_outputs: exports } as RoleInputs[R], variables.variables);
   }
   scope.inputs = inputs;
-  const currentHash = inputs.kind === "ready" ? inputs.rendered.hash : undefined;
+  let currentHash = inputs.kind === "ready" ? inputs.rendered.hash : undefined;
   // A provisioned machine's inputs are fixed: the hash it applied.
   const targetHash = currentHash ?? (pinned ? durable?.inputsHash : undefined);
   if (targetHash) scope.currentHash = targetHash;
@@ -329,6 +357,30 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const jobs = await observeJobs({ core, batch, cache: deps.cache }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = await bookkeepFinishedJobs(pass, jobs);
   await noticeVanishedApply(pass, jobs);
+
+  // A pool whose change of the cluster's exports waits for approval goes on with the exports it applied last.
+  const held = adapter.role === "machinepool" && inputs.kind === "ready" && durable && renderHeld ? heldInputs(inputs.rendered, durable, object, renderHeld) : undefined;
+  if (held) {
+    // The approval names the inputs with the change, not the held ones.
+    scope.heldExports = { pending: durable!.pendingClusterOutputs!, approvalHash: (inputs as Extract<InputsOutcome, { kind: "ready" }>).rendered.approvalHash };
+    inputs = held;
+    scope.inputs = held;
+    currentHash = held.rendered.hash;
+    scope.currentHash = currentHash;
+  } else if (adapter.role === "machinepool" && inputs.kind === "ready" && durable?.pendingClusterOutputs) {
+    const pending = durable.pendingClusterOutputs;
+    const gone = pendingChangeGone(pending, { exportsHash: inputs.rendered.exportsHash! }, durable.appliedClusterOutputsHash, object.metadata.annotations?.[annotations.approveDestructivePlan]);
+    if (gone?.removeApproval) {
+      await mergePatch({ metadata: { annotations: { [annotations.approveDestructivePlan]: null } } });
+      delete object.metadata.annotations?.[annotations.approveDestructivePlan];
+    }
+    // The blocked Job stays the newest apply until another runs: until then the condition names the withdrawn change.
+    const [newestApply, ...olderApplies] = jobs.filter((job) => job.op === "apply" && job.outcome !== undefined).sort((a, b) => b.finishedAt! - a.finishedAt!);
+    if (gone?.withdrawn && newestApply?.name === pending.job) {
+      const applyBefore = olderApplies.find((job) => job.outcome !== "blocked");
+      scope.withdrawnExports = { job: pending.job, ...(applyBefore ? { applyBefore } : {}) };
+    }
+  }
 
   let active = jobs.find((job) => job.outcome === undefined);
   const { state, stateLost, retainedBy, restoreSet, lock } = await observeStateAndBackups(pass, jobs, active, wasProvisioned);
@@ -473,7 +525,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
-  let exportsNotPublished: { bytes: number } | undefined;
   if (state.kind === "ok" && decoding) {
     provisioned ||= isProvisioned(adapter.role, Boolean(state.state.inputsHash), decoding);
     const fields = adapter.contractFields(object, decoding);
@@ -532,11 +583,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     void events.record(subject, "IdentityNotAllowed", identity.message ?? identity.reason);
     const denied = identityDeniedReason(identity.reason);
     if (denied) deps.metrics?.identityDenied.inc({ reason: denied });
-  }
-  const facts = { kind: adapter.kind, ...(exportsNotPublished ? { exportsNotPublished: { ...exportsNotPublished, limit: maxPublishedExportsBytes } } : {}) };
-  for (const event of transitionEvents((object.status ?? {}) as StatusView, written as StatusView, facts)) {
-    void events.record(subject, event.reason, event.note, undefined, event.type);
-    if (event.reason === "OutputsInvalid" && event.cause) deps.metrics?.outputsInvalid.inc({ kind: adapter.kind, reason: event.cause });
   }
   // What each finished Job changed, counted once: these Jobs are marked bookkept below.
   for (const job of toMark) for (const { action, count } of resourceChanges(job.result?.changes)) deps.metrics?.resourcesChanged.inc({ kind: adapter.kind, op: job.op, action }, count);
@@ -717,7 +763,15 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   // Who approved the plan stays on record with the Job that applies it: the object's annotation goes once it is applied.
   const approver = object.metadata.annotations?.[annotations.planApprovedBy];
   if (decision.expectPlan && approver && object.metadata.annotations?.[annotations.approvePlan] === decision.expectPlan) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.planApprovedBy]: approver };
-  if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.clusterOutputsHash]: inputs.rendered.exportsHash };
+  if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) {
+    body.metadata!.annotations = {
+      ...body.metadata!.annotations,
+      [annotations.clusterOutputsHash]: inputs.rendered.exportsHash,
+      // A guarded pool apply names the hash its approval must give; a held one that it renders the applied exports.
+      ...(decision.guard ? { [annotations.approvalHash]: inputs.rendered.approvalHash } : {}),
+      ...(inputs.rendered.held ? { [annotations.heldClusterOutputs]: "true" } : {}),
+    };
+  }
   const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
     if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
     // A refused create proves no Job exists: the lease goes back at once.
@@ -754,6 +808,19 @@ export function mergePatchChanges(current: unknown, patch: unknown): boolean {
   const base = current !== null && typeof current === "object" && !Array.isArray(current) ? (current as Record<string, unknown>) : undefined;
   if (!base) return true;
   return Object.entries(patch).some(([key, value]) => (value === null ? key in base : value !== undefined && (!(key in base) || mergePatchChanges(base[key], value))));
+}
+
+/**
+ * The JSON merge patch that turns `current` into `next` (a field only `current` has is set to null), so
+ * a value the patch must replace wholesale, such as a module's exports, loses the keys it no longer has. Pure.
+ */
+export function replacingMergePatch(current: unknown, next: unknown): unknown {
+  const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
+  if (!isObject(next) || !isObject(current)) return next;
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(current)) if (!(key in next)) patch[key] = null;
+  for (const [key, value] of Object.entries(next)) patch[key] = replacingMergePatch(current[key], value);
+  return patch;
 }
 
 /** Patches the status, only when that changes it (the object as read this pass). */
