@@ -1,14 +1,20 @@
 #!/usr/bin/env node
 // Writes the book's generated reference pages and blocks (src/reference.ts) into docs/.
 // `--check` writes nothing and exits 1 naming every stale file (src/reference.test.ts runs it).
+// `--docs DIR` reads and writes a copy of docs/ instead (the test's stale copy).
 // Builds first: the generator runs from dist/, as the controller's generators do.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const packageRoot = fileURLToPath(new URL("..", import.meta.url));
-const docsDir = join(packageRoot, "../../docs");
+const docsFlag = process.argv.indexOf("--docs");
+if (docsFlag >= 0 && !process.argv[docsFlag + 1]) {
+  console.error("--docs needs a directory");
+  process.exit(2);
+}
+const docsDir = docsFlag >= 0 ? resolve(process.argv[docsFlag + 1]) : join(packageRoot, "../../docs");
 execFileSync(process.execPath, [join(packageRoot, "../../node_modules/typescript/bin/tsc"), "-b", packageRoot], { stdio: "inherit" });
 const { generateCommand, renderGeneratedFiles, staleGeneratedFiles } = await import(new URL("../dist/reference.js", import.meta.url).href);
 

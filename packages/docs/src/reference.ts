@@ -6,10 +6,22 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { kindOfRole, roleTables, roles } from "@captf/contract";
-import { conditionReasons, conditionsNeverInReady, conditionTypes, negativePolarityConditions, type ConditionType } from "@captf/contract/api";
+import {
+  conditionReasons,
+  conditionsNeverInReady,
+  conditionTypes,
+  eventReporters,
+  managerEventReasons,
+  negativePolarityConditions,
+  pluginEventReasons,
+  type ConditionType,
+  type ManagerEventReason,
+  type PluginEventReason,
+} from "@captf/contract/api";
 import { alertRules, createManagerMetrics, managerFlags, renderAlertTable, type FlagDefinition } from "@captf/controller";
 import { moduleChecks, ruleCatalog } from "tfcapi-lint";
 import { headingAnchor } from "./anchors.js";
+import { managerEventDocs, managerEventSections, pluginEventDocs, runnerEventDocs, type EventDoc, type ManagerEventDoc, type ManagerEventSection } from "./events.js";
 
 /** The command that rewrites every generated page and block. */
 export const generateCommand = "pnpm --filter @captf/docs gen";
@@ -182,11 +194,69 @@ export function renderLintChecksPage(guide: string): string {
   ].join("\n");
 }
 
+/** A table of event reasons: each with its type and meaning, in the order given. */
+function eventTable(rows: readonly (readonly [reason: string, type: string, meaning: string])[]): string {
+  return table(["Reason", "Type", "Meaning"], rows.map(([reason, type, meaning]) => [`\`${reason}\``, type, cell(meaning)]));
+}
+
+export class EmptyEventSectionError extends Error {
+  constructor(section: ManagerEventSection) {
+    super(`the manager event section ${section} (${managerEventSections[section].heading}) of packages/docs/src/events.ts lists no event: give it one or remove it`);
+    this.name = "EmptyEventSectionError";
+  }
+}
+
+/** docs/events.md: every event reason with its type (from the contract's reason lists) and meaning (from src/events.ts). */
+export function renderEventsPage(): string {
+  const managerRows = Object.entries(managerEventDocs) as [ManagerEventReason, ManagerEventDoc][];
+  const managerSections = (Object.keys(managerEventSections) as ManagerEventSection[]).map((section) => {
+    const { heading, intro }: { heading: string; intro?: string } = managerEventSections[section];
+    const rows = managerRows.filter(([, doc]) => doc.section === section).map(([reason, doc]) => [reason, managerEventReasons[reason], doc.meaning] as const);
+    if (rows.length === 0) throw new EmptyEventSectionError(section);
+    return [`### ${heading}`, "", ...(intro ? [intro, ""] : []), eventTable(rows), ""];
+  });
+  const runnerRows = Object.entries(runnerEventDocs).map(([reason, doc]) => [reason, doc.type, doc.meaning] as const);
+  const pluginRows = (Object.entries(pluginEventDocs) as [PluginEventReason, EventDoc][]).map(([reason, doc]) => [reason, pluginEventReasons[reason], doc.meaning] as const);
+  return [
+    generatedNotice("the event reasons of `@captf/contract` and their meanings in `packages/docs/src/events.ts`"),
+    "",
+    "# Events",
+    "",
+    "Every event reason captf emits, with its type. Generated from `managerEventReasons`,",
+    "`runnerEventReasons` and `pluginEventReasons` in `packages/contract/src/api.ts` and the meanings",
+    "in `packages/docs/src/events.ts`, which must name every reason (or it does not compile);",
+    "`packages/docs/src/reference.test.ts` fails when this page differs from what they generate.",
+    "",
+    `Events are \`events.k8s.io/v1\`. The manager records as \`${eventReporters.manager}\`; the runner reports as`,
+    `\`${eventReporters.runner}\` (with \`--runner-events\`); [\`kubectl captf\`](kubectl-captf.md) records as \`${eventReporters.plugin}\`. An event is emitted once per transition or occurrence,`,
+    "never per reconcile; a newly appearing condition emits only if it starts bad. Notes never carry",
+    "credentials, variable values, outputs, plan values or raw stderr.",
+    "",
+    "## Manager events",
+    "",
+    ...managerSections.flat(),
+    "## Runner events",
+    "",
+    "Best effort: 2 s timeout per request; the runner stops reporting after 3 consecutive failures.",
+    "",
+    eventTable(runnerRows),
+    "",
+    "## kubectl captf events",
+    "",
+    "Recorded by [`kubectl captf`](kubectl-captf.md) on the object it wrote to, after its write",
+    "succeeded (best effort: a user who may not create `events.k8s.io` events still gets the write).",
+    "",
+    eventTable(pluginRows),
+    "",
+  ].join("\n");
+}
+
 /** Every whole generated page; `docsDir` is read for the pages that link into hand-written ones. */
 export function generatedPages(docsDir: string): GeneratedPage[] {
   return [
     { path: "reference/inputs.md", content: renderInputsPage() },
     { path: "reference/lint-checks.md", content: renderLintChecksPage(readFileSync(join(docsDir, "tfcapi-lint.md"), "utf8")) },
+    { path: "events.md", content: renderEventsPage() },
   ];
 }
 

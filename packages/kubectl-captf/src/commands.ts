@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
-import { annotations, eventReporters, groupVersion, kinds, labels, pluginEventReasons, type PluginEventReason } from "@captf/contract/api";
+import { annotations, eventReporters, groupVersion, kinds, labels, pluginEventReasons, type ConditionType, type PluginEventReason } from "@captf/contract/api";
 import { buildClusterTree, formatClusterTree, type ClusterTree, type JobSummary } from "./describe.js";
 import { approvalDecision, formatPlan, lastJob, lastPod, pendingPlan, restoreDecision, type Decision } from "./decisions.js";
 import { isObjectNotFound, isStatus, type Connection } from "./kube.js";
@@ -224,6 +224,18 @@ export async function approvePlan(connection: Connection, reference: ObjectRefer
 
 // ---- restore ----
 
+/** The condition that reports the restore Job's outcome: what a requester watches. */
+const restoreCondition: ConditionType = "RestoreJobSucceeded";
+
+/** `restore -o json`: the object, the serial, whether this run wrote the request (false: it was in place), whether the event was recorded, and the condition to watch. */
+export interface RestoreRequest {
+  object: { kind: string; namespace: string; name: string };
+  serial: number;
+  written: boolean;
+  event: boolean;
+  watch: ConditionType;
+}
+
 export async function requestRestore(connection: Connection, reference: ObjectReference, serial: number, format: OutputFormat, out: Output): Promise<void> {
   const first = await readObject(connection, reference);
   const { object, written } = await guardedAnnotate(
@@ -235,8 +247,10 @@ export async function requestRestore(connection: Connection, reference: ObjectRe
   );
   const requester = written ? await whoAmI(connection) : undefined;
   const recorded = written ? await recordEvent(connection, object, "StateRestoreRequested", "Restore", `restore of state serial ${serial} requested by ${requester ?? "an unknown user"} with kubectl captf`) : false;
-  if (format === "json") out.write(json({ object: { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name }, serial, written, event: recorded }));
-  else out.write(written ? `restore of serial ${serial} requested on ${describeObject(object)}: watch RestoreJobSucceeded\n` : `restore of serial ${serial} is already requested on ${describeObject(object)}\n`);
+  if (format === "json") {
+    const request: RestoreRequest = { object: { kind: object.kind, namespace: object.metadata.namespace ?? connection.namespace, name: object.metadata.name }, serial, written, event: recorded, watch: restoreCondition };
+    out.write(json(request));
+  } else out.write(written ? `restore of serial ${serial} requested on ${describeObject(object)}: watch ${restoreCondition}\n` : `restore of serial ${serial} is already requested on ${describeObject(object)}\n`);
 }
 
 // ---- logs ----

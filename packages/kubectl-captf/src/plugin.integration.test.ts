@@ -285,6 +285,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       expect(requested).toEqual({ code: 0, stdout: `restore of serial 3 requested on TerraformCluster ${namespace}/${cluster}: watch RestoreJobSucceeded\n`, stderr: "" });
       expect((await read(kinds.cluster, cluster)).metadata.annotations?.[annotations.restoreState]).toBe("3");
     });
+
+    it("with -o json prints the request as JSON: written with its event, in place already, and a refusal on stderr only", async () => {
+      const pool = `${cluster}-mp-0`;
+      await writeStatus(kinds.machinePool, pool, { conditions: [condition("Ready", "True", "Ready")], stateBackups: [{ serial: 5, takenAt: "2026-12-01T09:00:00Z", bytes: 256 }] });
+      const requested = await run("restore", `terraformmachinepool/${pool}`, "--serial", "5", "-o", "json");
+      expect([requested.code, requested.stderr]).toEqual([0, ""]);
+      expect(JSON.parse(requested.stdout)).toEqual({ object: { kind: kinds.machinePool, namespace, name: pool }, serial: 5, written: true, event: true, watch: "RestoreJobSucceeded" });
+      expect((await read(kinds.machinePool, pool)).metadata.annotations?.[annotations.restoreState]).toBe("5");
+      const events = await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace });
+      expect(events.items.filter((event) => event.reportingController === eventReporters.plugin && event.reason === "StateRestoreRequested" && event.regarding?.name === pool)).toEqual([
+        expect.objectContaining({ type: "Normal", action: "Restore", note: expect.stringMatching(/^restore of state serial 5 requested by \S+ with kubectl captf$/), regarding: expect.objectContaining({ kind: kinds.machinePool }) }),
+      ]);
+
+      // Asked again: in place already, so nothing written and no second event.
+      const again = await run("restore", `terraformmachinepool/${pool}`, "--serial", "5", "-o", "json");
+      expect([again.code, again.stderr, JSON.parse(again.stdout)]).toEqual([0, "", { object: { kind: kinds.machinePool, namespace, name: pool }, serial: 5, written: false, event: false, watch: "RestoreJobSucceeded" }]);
+      expect(await run("restore", `terraformmachinepool/${pool}`, "--serial", "4", "-o", "json")).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `kubectl captf: TerraformMachinePool ${namespace}/${pool} has no backup of serial 4 in status.stateBackups (it lists 5)\n`,
+      });
+      const after = await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace });
+      expect(after.items.filter((event) => event.reason === "StateRestoreRequested" && event.regarding?.name === pool)).toHaveLength(1);
+    });
   });
 
   describe("logs", () => {
