@@ -103,9 +103,14 @@ export function renderGeneratedRoot<R extends Role>(role: R, inputs: RoleInputs[
   }
 
   const root: GeneratedRoot = { "main.tf.json": encodeFile(main), "terraform.tfvars.json": tfvars };
-  const bytes = Buffer.byteLength(root["main.tf.json"]) + Buffer.byteLength(root["terraform.tfvars.json"]);
+  const bytes = generatedRootBytes(root);
   if (bytes > maxGeneratedRootBytes) throw new InputsTooLargeError(bytes);
   return root;
+}
+
+/** The size of a rendered root, the two files as stored: what {@link maxGeneratedRootBytes} bounds. */
+export function generatedRootBytes(root: GeneratedRoot): number {
+  return Buffer.byteLength(root["main.tf.json"]) + Buffer.byteLength(root["terraform.tfvars.json"]);
 }
 
 /** The root a restore runs in: the kubernetes backend and nothing else, with empty tfvars. */

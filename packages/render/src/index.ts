@@ -5,6 +5,7 @@ export {
   renderGeneratedRoot,
   renderBackendRoot,
   maxGeneratedRootBytes,
+  generatedRootBytes,
   moduleSource,
   InputsTooLargeError,
 } from "./generated-root.js";

@@ -119,8 +119,8 @@ export class CaptfMetrics {
     this.opDecisions = counter("captf_reconcile_op_decisions_total", "Operations chosen by reconcile passes (op none if nothing), by reason", ["kind", "op", "reason"]);
     this.stateReadErrors = counter("captf_state_read_errors_total", "Failures to read Terraform state", ["kind", "reason"]);
     this.stateResources = gauge("captf_state_resources", "Resources in an object's Terraform state", object);
-    this.stateBytes = gauge("captf_state_bytes", "Size of an object's Terraform state", object);
-    this.inputsBytes = gauge("captf_inputs_bytes", "Size of an object's durable inputs", object);
+    this.stateBytes = gauge("captf_state_bytes", "Size of an object's Terraform state as its Secrets store it (compressed)", object);
+    this.inputsBytes = gauge("captf_inputs_bytes", "Size of an object's rendered inputs (main.tf.json and terraform.tfvars.json)", object);
     this.stateBackups = counter("captf_state_backups_total", "State backups taken, pruned or skipped", ["kind", "result"]);
     this.stateRestores = counter("captf_state_restores_total", "State restores by result", ["kind", "result"]);
     this.outputsInvalid = counter("captf_outputs_invalid_total", "Transitions of OutputsValid to False (or to another False reason), by that reason", ["kind", "reason"]);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { noopModuleDirectory } from "@captf/module-noop";
+import { stateSecretName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { Registry } from "prom-client";
 import type { EventRecorder } from "../events/event-recorder.js";
@@ -103,6 +104,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name, uid: machinePool.metadata.uid, controller: true }] },
       spec: { source: { image } },
     } });
+  }
+
+  /** The value of one series of a metric (a histogram's `_sum` or `_count` by its metric name). */
+  async function sample(metric: { get(): Promise<{ values: { metricName?: string; labels: Record<string, string | number>; value: number }[] }> }, labels: Record<string, string>, metricName?: string): Promise<number | undefined> {
+    const { values } = await metric.get();
+    return values.find((value) => (metricName === undefined || value.metricName === metricName) && Object.entries(labels).every(([key, wanted]) => value.labels[key] === wanted) && Object.keys(value.labels).filter((key) => key !== "le").length === Object.keys(labels).length)?.value;
   }
 
   const getCluster = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
@@ -287,6 +294,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "ApplyFailed");
       const failed = await newestApply();
       expect(guarded(failed)).toBe(true);
+      expect(await sample(metrics.jobErrors, { kind: "TerraformMachinePool", op: "apply", error_kind: "step", step: "apply" })).toBe(1);
+      const pool = { kind: "TerraformMachinePool", op: "apply" };
+      const attempts = { sum: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"))!, count: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_count"))! };
       expect(JSON.parse((await durable())["captf.io/partial-cluster-outputs"]!)).toEqual({ exportsHash: failed.metadata!.annotations!["captf.io/cluster-outputs-hash"], job: failed.metadata!.name });
 
       // Back at the applied exports: the apply that follows is guarded all the same, and its success clears the record.
@@ -301,6 +311,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       }
       const recovered = await newestApply();
       expect(recovered.metadata!.name).not.toBe(failed.metadata!.name);
+      // Its retry number: one failure since the last success, plus one.
+      expect({ sum: await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"), count: await sample(metrics.jobAttempts, pool, "captf_job_attempts_count") }).toEqual({ sum: attempts.sum + 2, count: attempts.count + 1 });
       expect(recovered.metadata!.annotations!["captf.io/cluster-outputs-hash"]).toBe(appliedHash);
       expect(guarded(recovered)).toBe(true);
       expect((await durable())["captf.io/partial-cluster-outputs"]).toBeUndefined();
@@ -324,10 +336,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew = 0;
       }
+      // While it runs: the Job and when it started.
+      const driftJob = (await jobsOf("remedy")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!;
+      const startTime = await waitFor(async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime, 30_000, "the drift Job's startTime");
+      await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
+      expect((await getCluster("remedy")).status.activeJob).toEqual({ name: driftJob.metadata!.name, operation: "drift", attempt: 1, startTime: new Date(startTime).toISOString() });
       await executor.runPending();
       await allJobsFinished(plane.batch, namespace);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started apply \(DriftRemediation\)/);
-      expect(condition(await getCluster("remedy"), "DriftDetected")).toMatchObject({ status: "True" });
+      const checked = await getCluster("remedy");
+      expect(condition(checked, "DriftDetected")).toMatchObject({ status: "True" });
+      // What the drift Job found and ran, and when, in status.
+      const finished = Date.parse(String((await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status!.completionTime));
+      expect(checked.status.lastRun).toMatchObject({ job: driftJob.metadata!.name, operation: "drift", drift: { add: 0, change: 1, destroy: 0, resources: [expect.stringContaining("terraform_data.drifting")] } });
+      expect(Date.parse(checked.status.lastDriftCheck)).toBe(finished);
+      expect(Date.parse(checked.status.lastRefresh)).toBe(finished);
+      expect(checked.status.source).toMatchObject({ image: "registry.invalid/captf/drifting:v1", runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+/) });
       await executor.runPending();
       await allJobsFinished(plane.batch, namespace);
 
@@ -354,6 +378,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const applies = (await jobsOf("nofd")).filter((job) => job.metadata?.labels?.[opLabel] === "apply");
       expect(applies).toHaveLength(1);
       expect(recorded.filter((event) => event.name === "nofd" && event.reason === "JobSucceeded")).toHaveLength(1);
+      // The pass's gauges and the Job's timings, from the real pass.
+      const object = { kind: "TerraformCluster", namespace, name: "nofd" };
+      const state = await plane.core.readNamespacedSecret({ namespace, name: stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name: "nofd" })) });
+      expect(await sample(metrics.stateBytes, object)).toBe(Buffer.from(state.data!.tfstate!, "base64").length);
+      expect(await sample(metrics.stateResources, object)).toBeGreaterThan(0);
+      const durable = await plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("cluster", "nofd") });
+      expect(await sample(metrics.inputsBytes, object)).toBe(Buffer.from(durable.data!["main.tf.json"]!, "base64").length + Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").length);
+      expect(await sample(metrics.infrastructureHealthy, object)).toBe(1);
+      expect(await sample(metrics.jobStepDuration, { kind: "TerraformCluster", op: "apply", step: "apply" }, "captf_job_step_duration_seconds_count")).toBeGreaterThanOrEqual(1);
+      expect(await sample(metrics.jobQueue, { kind: "TerraformCluster", op: "apply" }, "captf_job_queue_seconds_count")).toBeGreaterThanOrEqual(1);
     }, 120_000);
   });
   describe("an apply Job deleted while it ran", () => {

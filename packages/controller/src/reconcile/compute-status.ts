@@ -2,6 +2,7 @@ import type { Role } from "@captf/contract";
 import { annotations, negativePolarityConditions, type ConditionType, type DeclaredCondition } from "@captf/contract/api";
 import type { V1Job } from "@kubernetes/client-node";
 import type { ConditionValue } from "../kinds/map-outputs.js";
+import { maxDriftResources } from "@captf/contract/run-result";
 import { maxApproverLength, type PlanPreview } from "../api/workspace.js";
 import type { StateReading } from "../state/decode-state.js";
 import { stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
@@ -93,7 +94,7 @@ export interface StatusScope {
 export interface PassOutcome {
   decision?: Decision;
   /** The Job running after the act step (started this pass or before). */
-  active?: { name: string; op: Operation; attempt: number; remediation: boolean };
+  active?: { name: string; op: Operation; attempt: number; remediation: boolean; startTime?: string };
   /** The condition explaining why no Job started. */
   wait?: { type: string; value: ConditionValue };
 }
@@ -295,7 +296,7 @@ export function computeStatus(scope: StatusScope, outcome: PassOutcome): Record<
   const lastRun = lastRunOf(scope.newestJob);
   if (lastRun) status.lastRun = lastRun;
   // A merge patch keeps a field unless it is nulled.
-  status.activeJob = outcome.active ? { name: outcome.active.name, operation: outcome.active.op, attempt: outcome.active.attempt } : null;
+  status.activeJob = outcome.active ? { name: outcome.active.name, operation: outcome.active.op, attempt: outcome.active.attempt, ...(outcome.active.startTime ? { startTime: outcome.active.startTime } : {}) } : null;
   if (scope.provisioned) status.initialization = { provisioned: true };
   status.conditions = conditions.toStatus(scope.previous, scope.now, scope.generation);
   return status;
@@ -311,6 +312,7 @@ function lastRunOf(job: ObservedJob | undefined): Record<string, unknown> | unde
     operation: job.op,
     steps: result.steps.length ? result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) : null,
     error: result.error ? { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } : null,
+    drift: result.drift ? { add: result.drift.add, change: result.drift.change, destroy: result.drift.destroy, ...(result.drift.resources.length ? { resources: result.drift.resources.slice(0, maxDriftResources) } : {}) } : null,
     approvedBy: approvedBy ? approvedBy.slice(0, maxApproverLength) : null,
   };
 }

@@ -3,7 +3,7 @@ import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import type { JsonValue } from "@captf/contract";
-import { exportsHash, type GeneratedRoot } from "@captf/render";
+import { exportsHash, generatedRootBytes, maxGeneratedRootBytes, type GeneratedRoot } from "@captf/render";
 import { kindShort } from "../jobs/build-job.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { ReadCache } from "../runtime/read-cache.js";
@@ -46,13 +46,9 @@ export interface DurableInputs {
 const maxSecretNameLength = 253;
 /** The data key of a pool's applied exports record: data, not an annotation, because exports may be sensitive. */
 export const appliedClusterOutputsKey = "applied-cluster-outputs.json";
-/** The durable Secret's data budget: the rendered files and the exports record share it. */
-const maxDataBytes = 1_000_000;
-
-/** Whether a pool's exports record fits in the durable Secret beside the rendered files. Pure. */
+/** Whether a pool's exports record fits in the durable Secret beside the rendered files: they share the rendered root's budget. Pure. */
 export function exportsRecordFits(root: GeneratedRoot, record: string): boolean {
-  const size = Object.values(root).reduce((total, file) => total + Buffer.byteLength(file), 0);
-  return size + Buffer.byteLength(record) <= maxDataBytes;
+  return generatedRootBytes(root) + Buffer.byteLength(record) <= maxGeneratedRootBytes;
 }
 
 export function durableInputsSecretName(role: Role, name: string): string {

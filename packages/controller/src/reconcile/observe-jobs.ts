@@ -25,6 +25,8 @@ export interface ObservedJob {
   result?: RunResult;
   /** The `source` container's image ID, only for a finished Job not bookkept yet. */
   imageId?: string;
+  /** When the `source` container started (ms), only for a finished Job not bookkept yet: its queue time ends there. */
+  sourceStartedAt?: number;
   /** A deadline kill (reported as its own result in metrics and conditions). */
   deadlineExceeded: boolean;
   /** An apply started to revert drift (`captf.io/drift-remediation`). */
@@ -171,6 +173,7 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api;
       deadlineExceeded,
       ...(result ? { result } : {}),
       ...(status?.imageID ? { imageId: status.imageID } : {}),
+      ...(status?.state?.terminated?.startedAt ? { sourceStartedAt: Date.parse(String(status.state.terminated.startedAt)) } : {}),
     });
   }
   return observed;

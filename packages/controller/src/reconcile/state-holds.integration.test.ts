@@ -136,5 +136,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await plane.core.replaceNamespacedSecret({ name: secretName, namespace, body: current });
     expect(await pass("lineage")).toBe("StateUnreadable");
     expect(condition(await get("lineage"), "StateReadable")).toMatchObject({ status: "False", reason: "StateCorrupt" });
+    // One Warning StateUnreadable for the transition, none for the passes that find it unchanged, no generic ConditionChanged.
+    expect(await pass("lineage")).toBe("StateUnreadable");
+    expect((await events("lineage", "StateUnreadable")).map((event) => [event.type, event.note])).toEqual([["Warning", expect.stringContaining("StateCorrupt")]]);
+    expect((await events("lineage", "ConditionChanged")).filter((event) => event.note?.includes("StateCorrupt"))).toHaveLength(0);
   }, 120_000);
 });

@@ -28,6 +28,18 @@ describe("transitionEvents", () => {
     expect(between([c("InfrastructureHealthy", "False", "InstanceDegraded")], [c("InfrastructureHealthy", "False", "InstanceStopped")])).toEqual(["Warning InstanceUnhealthy"]);
   });
 
+  it("StateUnreadable once when the state turns unreadable (or unreadable for another reason), not a generic ConditionChanged", () => {
+    const read = c("StateReadable", "True", "StateRead");
+    for (const reason of ["StateCorrupt", "StateEncrypted", "StateInconsistent", "StateTooLarge"]) {
+      expect(between([read], [c("StateReadable", "False", reason)])).toEqual(["Warning StateUnreadable"]);
+      expect(between([c("StateReadable", "False", reason)], [c("StateReadable", "False", reason)])).toEqual([]);
+    }
+    expect(between([c("StateReadable", "False", "StateCorrupt")], [c("StateReadable", "False", "StateEncrypted")])).toEqual(["Warning StateUnreadable"]);
+    // Its recovery is generic; a lost or locked state has its own events.
+    expect(between([c("StateReadable", "False", "StateCorrupt")], [read])).toEqual(["Normal ConditionChanged"]);
+    expect(between([read], [c("StateReadable", "False", "StateLost")])).toEqual([]);
+  });
+
   it("no health event while provisioning, pending or unknown, and none for the first Healthy (Provisioned says it)", () => {
     expect(between(undefined, [c("InfrastructureHealthy", "Unknown", "WaitingForProvisioning")])).toEqual([]);
     expect(between([c("InfrastructureHealthy", "Unknown", "WaitingForProvisioning")], [c("InfrastructureHealthy", "False", "Provisioning")])).toEqual([]);

@@ -38,6 +38,9 @@ export interface TransitionFacts {
 /** InfrastructureHealthy reasons of an instance that is there but not well: InstanceUnhealthy events. */
 const unhealthyReasons: readonly string[] = ["InstanceUnhealthy", "InstanceDegraded", "InstanceStopped", "InstanceTerminated"];
 
+/** StateReadable reasons of a state that is there but cannot be read: event StateUnreadable. */
+const unreadableStateReasons: readonly string[] = ["StateCorrupt", "StateEncrypted", "StateInconsistent", "StateTooLarge"];
+
 /**
  * The conditions the generic ConditionChanged covers, each with the bad reasons whose transition already has
  * an event of its own (JobFailed, StateLocked, ...) and whether its recovery has one (JobSucceeded).
@@ -53,7 +56,7 @@ const generic: { [T in ConditionType]?: { ownEvents?: readonly string[]; ownReco
     ownEvents: ["ApplyFailed", "DestroyFailed", "JobDeadlineExceeded", "ImagePullFailed", "ImageInvalid", "DestructivePlanBlocked", "StateNotSaved", "IdentityNotAllowed"],
     ownRecovery: true,
   },
-  StateReadable: { ownEvents: ["StateLost", "StateLocked", "RetainedStateFound", "StateLineageChanged"] },
+  StateReadable: { ownEvents: ["StateLost", "StateLocked", "RetainedStateFound", "StateLineageChanged", ...unreadableStateReasons] },
   // Its bad transitions are OutputsInvalid events; its recovery is generic.
   OutputsValid: { ownEvents: ["OutputsMissing", "OutputsInvalid", "FailureDomainMismatch", "ProviderIDChanged"] },
   DriftJobSucceeded: { ownEvents: ["DriftJobFailed", "DriftJobDeadlineExceeded"], ownRecovery: true },
@@ -115,6 +118,10 @@ export function transitionEvents(before: StatusView, written: StatusView, facts:
     }
     if (after.type === "OutputsValid" && after.status === "False") {
       events.push(event("OutputsInvalid", `the module's outputs are not valid (${after.reason}); the condition OutputsValid lists the problems`, undefined, after.reason));
+      continue;
+    }
+    if (after.type === "StateReadable" && after.status === "False" && unreadableStateReasons.includes(after.reason)) {
+      events.push(event("StateUnreadable", `the state cannot be read (${after.reason}); nothing runs on it until it is repaired or restored: ${change}`));
       continue;
     }
     const rule = generic[after.type as ConditionType];

@@ -26,6 +26,7 @@ import { previousReason } from "./conditions.js";
 import type { Operation } from "./decide-operation.js";
 import { annotateDurableInputs, appliedClusterOutputsKey, exportsRecordFits, type DurableInputs } from "./durable-inputs.js";
 import { exportsRecordOf, type ExportsRecord } from "./held-exports.js";
+import { jobError, retryNumber, stepLabel } from "./job-metrics.js";
 import { finishedCondition, imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
 import { lineageCheck, mergePatchOptions, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
@@ -130,13 +131,19 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
     else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
     else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
+    const metricKindOfJob = adapter.kind as MetricKind;
     deps.metrics?.jobFinished({
-      kind: adapter.kind as MetricKind,
+      kind: metricKindOfJob,
       op: job.op,
       result: metricResult(job),
       ...(job.job.status?.startTime ? { durationSeconds: Math.max(0, (job.finishedAt! - Date.parse(String(job.job.status.startTime))) / 1000) } : {}),
-      attempt: job.attempt,
+      attempt: retryNumber(job, jobs),
     });
+    const failure = jobError(job);
+    if (failure) deps.metrics?.jobFailed(metricKindOfJob, job.op, failure.errorKind, failure.step);
+    for (const step of job.result?.steps ?? []) deps.metrics?.jobStepDuration.observe({ kind: metricKindOfJob, op: job.op, step: stepLabel(step.name) }, step.seconds);
+    const created = job.job.metadata?.creationTimestamp;
+    if (job.sourceStartedAt !== undefined && created) deps.metrics?.jobQueue.observe({ kind: metricKindOfJob, op: job.op }, Math.max(0, (job.sourceStartedAt - Date.parse(String(created))) / 1000));
     if (job.outcome === "succeeded") deps.metrics?.lastSuccess(adapter.kind as MetricKind, namespace, name, job.op, job.finishedAt!);
   }
   if (Object.keys(durableNotes).length > 0 && durable) {
@@ -144,7 +151,14 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
     if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
   }
-  if (durable?.imageDigest) scope.fields.source = { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) };
+  // What the Jobs run: the image as the spec gave it for the last apply, its pinned digest, the runtime's own version (newest result).
+  const ran = toMark.filter((job) => job.result).sort((a, b) => b.finishedAt! - a.finishedAt!)[0]?.result;
+  const source = {
+    ...(durable?.imageDigest ? { imageDigest: durable.imageDigest.slice(durable.imageDigest.indexOf("@") + 1) } : {}),
+    ...(ran ? { image: durable?.image ?? object.spec.source.image } : {}),
+    ...(ran?.runtime.version ? { runtimeVersion: ran.runtime.version.slice(0, 64) } : {}),
+  };
+  if (Object.keys(source).length > 0) scope.fields.source = source;
 
   return toMark;
 }
@@ -411,6 +425,13 @@ export function observeDrift(pass: Pass, jobs: readonly ObservedJob[], toMark: r
   // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
   const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
   scope.drift = { action: driftPolicy.action, ...(newestCheck ? { newestCheck } : {}), ...(remediated ? { remediatedBy: remediated.name } : {}) };
+  // The times survive the Jobs' pruning in status: the newest drift check, and the newest health reading (a refresh,
+  // a drift check, or an apply's own).
+  const sampledAt = jobs.filter((job) => (job.op === "refresh" || job.op === "drift" || job.op === "apply") && job.outcome === "succeeded").map((job) => job.finishedAt!);
+  const newer = (at: number | undefined, field: "lastDriftCheck" | "lastRefresh") => at !== undefined && !(Date.parse(String(object.status?.[field] ?? "")) >= at);
+  if (newer(lastDriftCheckAt, "lastDriftCheck")) scope.fields.lastDriftCheck = new Date(lastDriftCheckAt!).toISOString();
+  const lastSampleAt = sampledAt.length ? Math.max(...sampledAt) : undefined;
+  if (newer(lastSampleAt, "lastRefresh")) scope.fields.lastRefresh = new Date(lastSampleAt!).toISOString();
   const finding = newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" ? newestCheck.result?.drift : undefined;
   if (finding) {
     if (finding.detected && !wasDrifted) void events.record(subject, "DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role).message ?? "drift detected");

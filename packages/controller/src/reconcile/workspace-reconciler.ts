@@ -1,7 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi, type V1Job } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, apiGroup, apiVersion, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
-import { approvalHash, exportsHash, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
+import { approvalHash, exportsHash, generatedRootBytes, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, runnerServiceAccount, type JobEnvironment, type JobRequest } from "../jobs/build-job.js";
@@ -33,7 +33,7 @@ import { approverNote, bookkeepPlans, planSupersession } from "./plan-approval.j
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { appliedExportsValue, holdsExports, pendingChangeGone } from "./held-exports.js";
-import { bookkeepingAnnotations, failedApplyBefore, observeJobs } from "./observe-jobs.js";
+import { bookkeepingAnnotations, failedApplyBefore, observeJobs, type ObservedJob } from "./observe-jobs.js";
 import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict } from "../runtime/client-node-errors.js";
@@ -227,6 +227,12 @@ function heldInputs(rendered: RenderedInputs, durable: DurableInputs, object: Wo
   return outcome.kind === "ready" ? { kind: "ready", rendered: { ...outcome.rendered, held: true } } : undefined;
 }
 
+/** The running Job as the status reports it; its start time once the Job controller set one. */
+function activeJobOf(job: Pick<ObservedJob, "name" | "op" | "attempt" | "remediation" | "job">): NonNullable<PassOutcome["active"]> {
+  const started = job.job.status?.startTime;
+  return { name: job.name, op: job.op, attempt: job.attempt, remediation: job.remediation, ...(started ? { startTime: new Date(started).toISOString() } : {}) };
+}
+
 /** Runs one pass for the object namespace/name of the adapter's kind. */
 export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, adapter: KindAdapter<R>, namespace: string, name: string): Promise<PassResult> {
   const now = (deps.now ?? Date.now)();
@@ -387,7 +393,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   const stuck = active && (await recoverActiveJob(pass, active, inputs, currentHash));
   if (stuck) {
-    if (stuck.jobRuns) outcome.active = { name: active!.name, op: active!.op, attempt: active!.attempt, remediation: active!.remediation };
+    if (stuck.jobRuns) outcome.active = activeJobOf(active!);
     return finish(stuck.result);
   }
 
@@ -519,7 +525,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (started.wait) outcome.wait = started.wait;
     if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }
-  if (active) outcome.active = { name: active.name, op: active.op, attempt: active.attempt, remediation: active.remediation };
+  if (active) outcome.active = activeJobOf(active);
   // No Job runs (the Job list is read live, so no cache lag): clusterctl move may proceed.
   if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) await mergePatch({ metadata: { annotations: { [annotations.blockMove]: null } } });
 
@@ -586,8 +592,16 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   // What each finished Job changed, counted once: these Jobs are marked bookkept below.
   for (const job of toMark) for (const { action, count } of resourceChanges(job.result?.changes)) deps.metrics?.resourcesChanged.inc({ kind: adapter.kind, op: job.op, action }, count);
-  const ready = (written.conditions as Condition[]).find((condition) => condition.type === "Ready")?.status;
-  deps.metrics?.objectStatus(metricKind, namespace, name, { ready: ready === "True" ? 1 : ready === "False" ? 0 : -1 });
+  const conditionGauge = (type: string) => {
+    const status = (written.conditions as Condition[]).find((condition) => condition.type === type)?.status;
+    return status === "True" ? 1 : status === "False" ? 0 : -1;
+  };
+  deps.metrics?.objectStatus(metricKind, namespace, name, { ready: conditionGauge("Ready"), ...(scope.outputs ? { healthy: conditionGauge("InfrastructureHealthy") } : {}) });
+  // Sizes against their limits: the state as its Secrets store it (compressed), the rendered inputs.
+  deps.metrics?.objectSizes(metricKind, namespace, name, {
+    ...(state.kind === "ok" ? { stateResources: state.state.managedResources, stateBytes: state.state.compressedBytes } : {}),
+    ...(inputs.kind === "ready" ? { inputsBytes: generatedRootBytes(inputs.rendered.root) } : {}),
+  });
 
   // Only after the status patch: the finished Jobs are recorded.
   for (const job of toMark) {
