@@ -386,6 +386,10 @@ describeWithTools(
       let leftovers = await findLeftovers();
       for (const deadline = Date.now() + 60_000; leftovers.length > 0 && Date.now() < deadline; leftovers = await findLeftovers()) await new Promise((resolve) => setTimeout(resolve, 1000));
       if (leftovers.length > 0) throw new Error(`left behind: ${leftovers.join(", ")}\nmanager:\n${(await plane.managerLog()).split("\n").filter((line) => /sweep|RoleBinding|finalizer/i.test(line)).slice(-30).join("\n")}`);
+      // Every write of the whole run (scaling, rolls, remediation, write-back, Pod and Job deletes, destroys, the
+      // sweep, identity status) went through the shipped ServiceAccount's RBAC, every manager Pod's log included.
+      const refused = (await plane.managerLog()).split("\n").filter((line) => /forbidden/i.test(line));
+      expect(refused).toEqual([]);
     }, scenarioTimeout);
   },
 );
