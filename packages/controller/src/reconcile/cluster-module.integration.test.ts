@@ -362,6 +362,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const ops = (await jobsOf("remedy")).map((job) => job.metadata?.labels?.[opLabel]).sort();
       expect(ops).toEqual(["apply", "apply", "drift"]);
       expect(recorded.filter((event) => event.name === "remedy" && event.reason === "DriftResolved")).toHaveLength(1);
+
+      // The next check, one interval later, runs again and finds the infrastructure as remediated: no drift, no apply.
+      skew = 70_000;
+      try {
+        expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started drift \(DriftDue\)/);
+      } finally {
+        skew = 0;
+      }
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
+      const rechecked = await getCluster("remedy");
+      expect(condition(rechecked, "DriftDetected")).toMatchObject({ status: "False", reason: "NoDrift" });
+      expect(condition(rechecked, "DriftJobSucceeded")).toMatchObject({ status: "True" });
+      expect(rechecked.status.lastRun).toMatchObject({ operation: "drift", drift: { add: 0, change: 0, destroy: 0 } });
+      expect((await jobsOf("remedy")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "apply", "drift", "drift"]);
     }, 180_000);
   });
 
