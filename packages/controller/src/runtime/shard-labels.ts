@@ -40,6 +40,8 @@ export class ShardLabeller {
   readonly #unassigned: Informer<KubeObject>[] = [];
   /** `<plural> <key>=<value>` of label writes in flight: one write per object and value. */
   readonly #writing = new Set<string>();
+  /** `<plural> <key>` → `<value>@<resourceVersion>` of a write done from a copy a cache still shows: not written again from that copy. */
+  readonly #written = new Map<string, string>();
   /** Label writes that succeeded, for tests and logs. */
   written = 0;
 
@@ -74,16 +76,20 @@ export class ShardLabeller {
     const value = shardLabelToWrite(object.metadata?.labels, this.#o.label, shard);
     const namespace = object.metadata?.namespace;
     const name = object.metadata?.name;
+    const objectId = `${type.plural} ${objectKey(object)}`;
+    if (value === undefined) this.#written.delete(objectId);
     // A deleting object is labelled too: only a replica that caches it removes its finalizer.
     if (value === undefined || !name) return;
-    const id = `${type.plural} ${objectKey(object)}=${value}`;
-    if (this.#writing.has(id)) return;
+    const id = `${objectId}=${value}`;
+    const source = `${value}@${object.metadata?.resourceVersion ?? ""}`;
+    if (this.#writing.has(id) || this.#written.get(objectId) === source) return;
     this.#writing.add(id);
     const from = object.metadata?.labels?.[this.#o.label];
     this.#o.client
       .patch(type, namespace, name, { metadata: { labels: { [this.#o.label]: value } } }, "merge")
       .then(
         () => {
+          this.#written.set(objectId, source);
           this.written++;
           this.#o.logger.info({ kind: type.kind, key: objectKey(object), shard, ...(from !== undefined ? { from } : {}) }, "labelled with its shard");
         },
