@@ -101,7 +101,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
       .map((_, i) => i)
       .filter((i) => {
         const start = from.get(managers[i]!) ?? 0;
-        const events = managers[i]!.records().map((record, at) => ({ record, at })).filter(({ record }) => record.shard === shard);
+        // The coordinator's hand-over records only (other records may name a shard too).
+        const events = managers[i]!.records().map((record, at) => ({ record, at })).filter(({ record }) => record.shard === shard && /^(shard gained|shard lost|releasing shard)/.test(record.msg));
         const heldAtStart = events.filter(({ at }) => at < start).at(-1)?.record.msg === "shard gained";
         return heldAtStart || events.some(({ record, at }) => at >= start && record.msg === "shard gained");
       });
@@ -286,6 +287,21 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     // 1 → 3: the newcomers take their share; from then on each object is reconciled by its shard's holder alone.
     const [d, e] = await Promise.all([startManager(), startManager()]);
     owners = await settled([last, d!, e!], 1);
+    await expectCachesHoldTheirShards([last, d!, e!], owners);
+
+    // A wrong label is put right: another shard's value by that shard's holder (the only one that
+    // sees it), another shard count's value (after a --shards change) by the holder of the object's shard.
+    const [inRange, otherCount] = [machineKeys[0]!, machineKeys[1]!];
+    const wrongShard = (shardOfCluster(inRange.cluster) + 1) % shards;
+    const beforeRelabel = new Map(managers.map((manager) => [manager, manager.records().length]));
+    const setShardLabel = (key: string, value: string) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { [labels.shard]: value } } } }, mergePatchOptions());
+    await setShardLabel(inRange.key, String(wrongShard));
+    await setShardLabel(otherCount.key, "7");
+    const relabelledBy = (key: string, from: string) => managers.filter((manager) => manager.records().slice(beforeRelabel.get(manager)).some((record) => record.msg === "labelled with its shard" && record.key === key && record.from === from));
+    await waitFor(async () => (relabelledBy(inRange.key, String(wrongShard)).length > 0 && relabelledBy(otherCount.key, "7").length > 0 ? true : undefined), 30_000, "both labels put right");
+    expect(relabelledBy(inRange.key, String(wrongShard))).toEqual([owners[wrongShard]]);
+    expect(relabelledBy(otherCount.key, "7")).toEqual([owners[shardOfCluster(otherCount.cluster)]]);
+    await expectShardLabels();
     await expectCachesHoldTheirShards([last, d!, e!], owners);
     const window = new Map(managers.map((manager) => [manager, manager.records().length]));
     await Promise.all(machineKeys.map(({ key }) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { "test.captf.io/touched": "1" } } } }, mergePatchOptions())));

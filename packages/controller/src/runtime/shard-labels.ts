@@ -91,11 +91,11 @@ export class ShardLabeller {
         () => {
           this.#written.set(objectId, source);
           this.written++;
-          this.#o.logger.info({ kind: type.kind, key: objectKey(object), shard, ...(from !== undefined ? { from } : {}) }, "labelled with its shard");
+          this.#o.logger.info({ kind: type.kind, key: objectKey(object), to: value, ...(from !== undefined ? { from } : {}) }, "labelled with its shard");
         },
         (error: unknown) => {
           // Gone: nothing to label. Anything else: the next event or relist of the object tries again.
-          if (!isNotFound(error)) this.#o.logger.warn({ err: error, kind: type.kind, key: objectKey(object), shard }, "labelling an object with its shard failed");
+          if (!isNotFound(error)) this.#o.logger.warn({ err: error, kind: type.kind, key: objectKey(object), to: value }, "labelling an object with its shard failed");
         },
       )
       .finally(() => this.#writing.delete(id));
