@@ -339,10 +339,13 @@ export class Informer<T extends KubeObject> {
     this.#listedGeneration = generation;
     this.#markSynced();
     if (this.#scopeGeneration !== generation || stop.aborted) return;
+    let onStop: (() => void) | undefined;
     await new Promise<void>((resolve) => {
       this.#wake = resolve;
-      stop.addEventListener("abort", () => resolve(), { once: true });
+      onStop = () => resolve();
+      stop.addEventListener("abort", onStop, { once: true });
     });
+    stop.removeEventListener("abort", onStop!);
     this.#wake = undefined;
   }
 

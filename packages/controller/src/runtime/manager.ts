@@ -98,6 +98,8 @@ export class Manager {
   /** The informers an {@link InformerScope} narrows, with their own selector. */
   readonly #scoped = new Map<Informer<KubeObject>, string | undefined>();
   #scope: InformerScope | undefined;
+  /** Informers requested `unscoped`: never narrowed. */
+  readonly #unscoped = new Set<Informer<KubeObject>>();
   /** The transform each informer was created with. */
   readonly #transforms = new Map<string, unknown>();
   readonly #objectWatches = new Map<string, Informer<KubeObject>>();
@@ -145,7 +147,8 @@ export class Manager {
       });
       this.#informers.set(id, informer as unknown as Informer<KubeObject>);
       if (request.transform) this.#transforms.set(id, request.transform);
-      if (!request.unscoped && this.#scope?.scopes(type)) {
+      if (request.unscoped) this.#unscoped.add(informer as unknown as Informer<KubeObject>);
+      else if (this.#scope?.scopes(type)) {
         this.#scoped.set(informer as unknown as Informer<KubeObject>, request.labelSelector);
         informer.rescope(scopedSelector(request.labelSelector, this.#scope.requirement()));
       }
@@ -163,8 +166,8 @@ export class Manager {
   scopeInformers(scope: InformerScope): void {
     if (this.#started) throw new Error("scope the informers before the manager starts");
     this.#scope = scope;
-    for (const [id, informer] of this.#informers) {
-      if (!scope.scopes(informer.type) || id.endsWith("{unscoped}")) continue;
+    for (const informer of this.#informers.values()) {
+      if (!scope.scopes(informer.type) || this.#unscoped.has(informer) || this.#scoped.has(informer)) continue;
       const own = informer.labelSelector === false ? undefined : informer.labelSelector;
       this.#scoped.set(informer, own);
       informer.rescope(scopedSelector(own, scope.requirement()));
