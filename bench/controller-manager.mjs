@@ -54,7 +54,7 @@ const { logger, kubeConfig, client, metrics, manager } = bootstrapManager(settin
 
 const controllers = createManagerControllers({ clients: managerApiClients(kubeConfig), logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
 // --manager-flag=--shards=N (bench/controller-shards.mjs): the cluster controllers gated to the shards this process claims.
-const sharding = managerSharding(settings, { logger, metrics, client });
+const sharding = managerSharding(settings, { logger, metrics, client, manager });
 // The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.
 addManagerControllers(manager, controllers.map((controller) => (flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} })), sharding?.gate);
 const shardsStop = new AbortController();

@@ -22,7 +22,7 @@ import type { BuildInfo, MetricKind } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { clusterNameOf, workspaceController } from "./reconcile/workspace-controller.js";
 import { machineTemplateController } from "./templates/template-controller.js";
-import { managerReadCache } from "./reconcile/manager-cache.js";
+import { managerReadCache, withoutManagedFields } from "./reconcile/manager-cache.js";
 import type { ReadCache } from "./runtime/read-cache.js";
 import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
@@ -38,7 +38,12 @@ import { tlsServerOptions } from "./runtime/http-endpoints.js";
 import { shutdownSignal, type Manager, type ManagerExit } from "./runtime/manager.js";
 import { ShardCoordinator } from "./runtime/shard-coordinator.js";
 import { ShardGate } from "./runtime/shard-gate.js";
-import { shardLeaseName, shardOf } from "./runtime/shards.js";
+import { ShardLabeller, shardLabelMetadata } from "./runtime/shard-labels.js";
+import { andSelectors, heldShardsSelector, shardLeaseName, shardOf, unassignedShardSelector } from "./runtime/shards.js";
+import { labels } from "@captf/contract/api";
+import type { KubeObject } from "./runtime/kube-client.js";
+import { objectKey } from "./runtime/informer.js";
+import { workspaceResourceType } from "./reconcile/pass-reads.js";
 import { kubernetesAdmissionFacts } from "./webhooks/facts.js";
 import { startAdmissionServer, type AdmissionServer, type AdmissionServerOptions } from "./webhooks/server.js";
 
@@ -120,7 +125,7 @@ export function managerJobEnvironment(settings: Pick<ManagerSettings, "runnerIma
 export function createManagerControllers(deps: ManagerControllerDeps, settings: ManagerSettings): Controller[] {
   const { logger } = deps;
   // First: the cache's informers strip managedFields, which only their first request can ask for.
-  const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {});
+  const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], { ...(settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {}), sharded: settings.shards > 1 });
   const clients = recordingClients(deps.clients, cache);
   const events = kubeEventRecorder(clients.events, { instance: deps.instance, logger });
   const sweepClients = { core: clients.core, rbac: clients.rbac, custom: clients.custom, coordination: clients.coordination };
@@ -180,19 +185,55 @@ export function addManagerControllers(manager: Pick<Manager, "informer" | "addCo
   }
 }
 
-/** With `--shards` > 1: the gate of the sharded controllers and the coordinator that claims shards for it. */
-export function managerSharding(settings: ManagerSettings, deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & { client: Manager["client"] }): { gate: ShardGate; coordinator: ShardCoordinator } | undefined {
+/** The sharded kinds' resource types. */
+const shardedTypes = [clusterAdapter, machineAdapter, poolAdapter].map((adapter) => workspaceResourceType(adapter));
+
+export interface ManagerSharding {
+  gate: ShardGate;
+  coordinator: ShardCoordinator;
+  /** Keeps the shard label on the sharded kinds (with a manager to scope). */
+  labeller?: ShardLabeller;
+  /** What the coordinator calls when this replica gains or loses a shard. */
+  onShardGained(index: number): void;
+  onShardLost(index: number): void;
+}
+
+/**
+ * With `--shards` > 1: the gate of the sharded controllers and the coordinator that claims shards
+ * for it; with `manager`, also the informers of the sharded kinds scoped to the held shards (by
+ * the shard label) and the labeller that keeps that label (see runtime/shard-labels.ts).
+ */
+export function managerSharding(
+  settings: ManagerSettings,
+  deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & { client: Manager["client"]; manager?: Pick<Manager, "informer" | "scopeInformers" | "rescope" | "scopedInformers"> },
+): ManagerSharding | undefined {
   if (settings.shards <= 1) return undefined;
   const namespace = settings.podNamespace ?? readNamespaceFile(inClusterNamespaceFile);
   if (!namespace) throw new Error("--shards needs the manager's namespace for its Leases: set POD_NAMESPACE or run in a pod");
   // Without leader election the controllers that are not sharded (identities, …) would run on every replica at once.
   if (!settings.leaderElection.enabled) deps.logger.warn({ shards: settings.shards }, "--shards without --leader-elect: the controllers that are not sharded run on every replica");
+  const shardOfObject = (object: KubeObject) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards);
   const gate = new ShardGate(
-    (object) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards),
+    shardOfObject,
     // The new holder reports these objects now; a stale series here would keep alerts (CAPTFNotReady, …) firing.
     (kind, object) => deps.metrics.captf.forgetObject(kind as MetricKind, object.metadata?.namespace ?? "", object.metadata?.name ?? ""),
   );
   const leaderStatus = deps.metrics.runtime.leaderStatus;
+  const held = new Set<number>();
+  const onShardGained = (index: number) => {
+    held.add(index);
+    gate.gained(index);
+    // The scoped informers relist with this shard: its objects arrive as adds, which the gate enqueues.
+    deps.manager?.rescope();
+    labeller?.gained(index);
+    leaderStatus.set({ name: shardLeaseName(index) }, 1);
+  };
+  const onShardLost = (index: number) => {
+    held.delete(index);
+    gate.lost(index);
+    deps.manager?.rescope();
+    leaderStatus.set({ name: shardLeaseName(index) }, 0);
+  };
   const coordinator = new ShardCoordinator({
     client: deps.client,
     namespace,
@@ -201,16 +242,49 @@ export function managerSharding(settings: ManagerSettings, deps: Pick<ManagerCon
     renewDeadlineMillis: settings.leaderElection.renewDeadlineMillis,
     retryPeriodMillis: settings.leaderElection.retryPeriodMillis,
     logger: deps.logger,
-    onShardGained: (index) => {
-      gate.gained(index);
-      leaderStatus.set({ name: shardLeaseName(index) }, 1);
-    },
-    onShardLost: (index) => {
-      gate.lost(index);
-      leaderStatus.set({ name: shardLeaseName(index) }, 0);
-    },
+    onShardGained,
+    onShardLost,
   });
-  return { gate, coordinator };
+  const labeller = deps.manager ? scopeShardedInformers(settings, deps.manager, held, shardOfObject, deps) : undefined;
+  return { gate, coordinator, ...(labeller ? { labeller } : {}), onShardGained, onShardLost };
+}
+
+/**
+ * Scopes the manager's informers of the sharded kinds to the `held` shards (nothing
+ * until it holds one), and starts keeping the shard label: each kind's own informer relabels what
+ * moved, an unassigned informer per kind labels what has no shard label yet.
+ */
+function scopeShardedInformers(
+  settings: ManagerSettings,
+  manager: Pick<Manager, "informer" | "scopeInformers" | "scopedInformers">,
+  held: ReadonlySet<number>,
+  shardOfObject: (object: KubeObject) => number,
+  deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & { client: Manager["client"] },
+): ShardLabeller {
+  const sharded = new Set(shardedTypes.map((type) => `${type.group}/${type.plural}`));
+  manager.scopeInformers({ scopes: (type) => sharded.has(`${type.group}/${type.plural}`), requirement: () => heldShardsSelector(labels.shard, held) });
+  const labeller = new ShardLabeller({ client: deps.client, label: labels.shard, shardOfObject, held: () => held, logger: deps.logger });
+  const filter = settings.watchFilter ? watchFilterSelector(settings.watchFilter) : undefined;
+  for (const type of shardedTypes) {
+    // The controllers' own informer of the kind (the read cache asks for the same one, with the same transform).
+    labeller.watchScoped(manager.informer(type, { ...(filter ? { labelSelector: filter } : {}), transform: withoutManagedFields }));
+    labeller.watchUnassigned(manager.informer(type, { labelSelector: andSelectors(filter, unassignedShardSelector(labels.shard, settings.shards))!, unscoped: true, transform: shardLabelMetadata }));
+  }
+  deps.metrics.runtime.setShardCacheSource(() => {
+    // Keys per kind and shard: with --watch-filter a kind may have two scoped informers.
+    const keys = new Map<string, { kind: string; shard: string; keys: Set<string> }>();
+    for (const informer of manager.scopedInformers()) {
+      for (const object of informer.list()) {
+        const shard = object.metadata?.labels?.[labels.shard] ?? "";
+        const id = `${informer.type.kind} ${shard}`;
+        const entry = keys.get(id) ?? { kind: informer.type.kind, shard, keys: new Set<string>() };
+        entry.keys.add(objectKey(object));
+        keys.set(id, entry);
+      }
+    }
+    return [...keys.values()].map(({ kind, shard, keys }) => ({ kind, shard, count: keys.size }));
+  });
+  return labeller;
 }
 
 /** The user the webhooks let write a providerID: the flags' `system:serviceaccount:…`, else the shipped ServiceAccount's. */
@@ -281,7 +355,7 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
   let shardsRun: Promise<void> | undefined;
   try {
     const deps = { clients: managerApiClients(kubeConfig), logger, metrics, instance: hostname(), manager };
-    const sharding = managerSharding(settings, { logger, metrics, client });
+    const sharding = managerSharding(settings, { logger, metrics, client, manager });
     addManagerControllers(manager, createManagerControllers(deps, settings), sharding?.gate);
     admission = await startAdmissionServer({
       ...admissionServing(settings),

@@ -3,7 +3,9 @@
 // within its time budget). Each object is reconciled by the holder of its shard alone;
 // one manager is SIGKILLed while every machine's apply Job runs (the Pods are completed only
 // afterwards, by bench/controller-jobs.mjs's stand-in kubelet): its clusters move to the others,
-// every machine ends with exactly one apply Job, bookkept once; then 3 → 1 → 3 replicas.
+// every machine ends with exactly one apply Job, bookkept once; then 3 → 1 → 3 replicas. At each
+// step every replica's caches of the sharded kinds hold the objects of its shards and no other
+// (captf_shard_cached_objects), and every object carries its shard label, written once by its holder.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -58,7 +60,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
       bundle,
       kubeconfigPath: sharedControlPlane().kubeconfigPath,
       dir: mkdtempSync(join(work, "m-")),
-      args: [`--namespace=${namespace}`, "--leader-elect", `--shards=${shards}`, "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"],
+      args: [`--namespace=${namespace}`, "--insecure-diagnostics", "--leader-elect", `--shards=${shards}`, "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"],
       env: { POD_NAMESPACE: namespace, CAPTF_MANAGER_IMAGE: "registry.invalid/captf-controller:test" },
     });
     managers.push(manager);
@@ -99,7 +101,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
       .map((_, i) => i)
       .filter((i) => {
         const start = from.get(managers[i]!) ?? 0;
-        const events = managers[i]!.records().map((record, at) => ({ record, at })).filter(({ record }) => record.shard === shard);
+        // The coordinator's hand-over records only (other records may name a shard too).
+        const events = managers[i]!.records().map((record, at) => ({ record, at })).filter(({ record }) => record.shard === shard && /^(shard gained|shard lost|releasing shard)/.test(record.msg));
         const heldAtStart = events.filter(({ at }) => at < start).at(-1)?.record.msg === "shard gained";
         return heldAtStart || events.some(({ record, at }) => at >= start && record.msg === "shard gained");
       });
@@ -120,6 +123,51 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     for (const [k, { cluster }] of keys.entries()) {
       const holders = holdersOf(shardOfCluster(cluster), from);
       for (const manager of by[k]!.managers) expect(holders).toContain(manager);
+    }
+  };
+  /** captf_shard_cached_objects of a manager: `<kind> <shard>` → objects in its caches. */
+  const cachedObjects = async (manager: ManagerProcess): Promise<Record<string, number>> => {
+    const text = await (await fetch(`http://127.0.0.1:${manager.ports.metrics}/metrics`)).text();
+    const counts: Record<string, number> = {};
+    for (const [, labelText, value] of text.matchAll(/^captf_shard_cached_objects\{([^}]*)\} (\d+)$/gm)) {
+      const labelValues = Object.fromEntries([...labelText!.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, v]) => [key, v]));
+      counts[`${labelValues.kind} ${labelValues.shard}`] = Number(value);
+    }
+    return counts;
+  };
+  /** What the caches of the holder of `held` hold: each held shard's TerraformClusters and TerraformMachines, one of each per cluster. */
+  const expectedCached = (held: number[]): Record<string, number> =>
+    Object.fromEntries(
+      held.flatMap((shard) => {
+        const count = clusterNames.filter((cluster) => shardOfCluster(cluster) === shard).length;
+        return count === 0 ? [] : [[`TerraformCluster ${shard}`, count], [`TerraformMachine ${shard}`, count]];
+      }),
+    );
+  /**
+   * Every running manager's caches of the sharded kinds hold exactly the objects of the shards it
+   * holds (`owners`: shard → manager): per shard label the count of that shard's objects, and no
+   * other shard. With every object labelled with its own shard (checked apart), that is exactly
+   * the objects of its shards: a cache holding a label's count holds all objects of that label.
+   */
+  const expectCachesHoldTheirShards = async (running: ManagerProcess[], owners: ManagerProcess[]) => {
+    const expected = running.map((manager) => expectedCached(owners.map((owner, shard) => (owner === manager ? shard : -1)).filter((shard) => shard >= 0)));
+    let observed: Record<string, number>[] = [];
+    await waitFor(
+      async () => {
+        observed = await Promise.all(running.map(cachedObjects));
+        return JSON.stringify(observed) === JSON.stringify(expected) ? true : undefined;
+      },
+      30_000,
+      "every replica's caches holding its shards",
+    ).catch(() => undefined);
+    expect(observed).toEqual(expected);
+  };
+  /** Every TerraformCluster and TerraformMachine carries the label of its cluster's shard. */
+  const expectShardLabels = async () => {
+    for (const plural of ["terraformclusters", "terraformmachines"]) {
+      const items = ((await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural })) as { items: AnyObject[] }).items;
+      const cluster = (item: AnyObject) => (plural === "terraformclusters" ? item.metadata.name : item.metadata.labels[labels.clusterName]);
+      expect(items.map((item) => [item.metadata.name, item.metadata.labels?.[labels.shard]])).toEqual(items.map((item) => [item.metadata.name, String(shardOfCluster(cluster(item)))]));
     }
   };
   const machineKeys = clusterNames.map((cluster) => ({ key: `${namespace}/${machineOf(cluster)}`, cluster }));
@@ -187,6 +235,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await waitFor(async () => ((await applyJobs()).length === clusterCount ? true : undefined), 60_000, `${clusterCount} apply Jobs`);
     await waitFor(async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) && clusterKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) ? true : undefined), 30_000, "every object reconciled");
     expectOneManagerPerObject(owners, [...clusterKeys, ...machineKeys]);
+    // Each new object was labelled once, by the holder of its shard, and each replica caches its shard alone.
+    await expectShardLabels();
+    const labelledBy = (key: string) => managers.map((manager, i) => ({ i, n: manager.records().filter((record) => record.msg === "labelled with its shard" && record.key === key).length })).filter(({ n }) => n > 0);
+    for (const { key, cluster } of [...clusterKeys, ...machineKeys]) expect([key, labelledBy(key)]).toEqual([key, [{ i: managers.indexOf(owners[shardOfCluster(cluster)]!), n: 1 }]]);
+    await expectCachesHoldTheirShards([a!, b!, c!], owners);
 
     // SIGKILL one manager mid-run: its shard's Jobs are still running.
     const victim = owners[0]!;
@@ -209,6 +262,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await waitFor(async () => ((await provisioned()) === clusterCount ? true : undefined), 90_000, `${clusterCount} machines provisioned`);
     owners = await settled(survivors, 2);
     expect(owners).not.toContain(victim);
+    // The survivors' caches now hold the killed manager's shard too.
+    await expectCachesHoldTheirShards(survivors, owners);
     // The killed manager's machines were finished by the managers that took its shard.
     const reconcilersOf = (cluster: string) => survivors.filter((manager) => reconciledKeys(manager, beforeKill.get(manager)).has(`${namespace}/${machineOf(cluster)}`));
     // The managers flush their log every few seconds: wait for the lines, not only for the status.
@@ -227,11 +282,27 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     const [last, stopping] = survivors as [ManagerProcess, ManagerProcess];
     stopping.child.kill("SIGTERM");
     expect(await stopping.exited).toEqual({ code: 0, signal: null });
-    await settled([last], shards);
+    await expectCachesHoldTheirShards([last], await settled([last], shards));
 
     // 1 → 3: the newcomers take their share; from then on each object is reconciled by its shard's holder alone.
     const [d, e] = await Promise.all([startManager(), startManager()]);
     owners = await settled([last, d!, e!], 1);
+    await expectCachesHoldTheirShards([last, d!, e!], owners);
+
+    // A wrong label is put right: another shard's value by that shard's holder (the only one that
+    // sees it), another shard count's value (after a --shards change) by the holder of the object's shard.
+    const [inRange, otherCount] = [machineKeys[0]!, machineKeys[1]!];
+    const wrongShard = (shardOfCluster(inRange.cluster) + 1) % shards;
+    const beforeRelabel = new Map(managers.map((manager) => [manager, manager.records().length]));
+    const setShardLabel = (key: string, value: string) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { [labels.shard]: value } } } }, mergePatchOptions());
+    await setShardLabel(inRange.key, String(wrongShard));
+    await setShardLabel(otherCount.key, "7");
+    const relabelledBy = (key: string, from: string) => managers.filter((manager) => manager.records().slice(beforeRelabel.get(manager)).some((record) => record.msg === "labelled with its shard" && record.key === key && record.from === from));
+    await waitFor(async () => (relabelledBy(inRange.key, String(wrongShard)).length > 0 && relabelledBy(otherCount.key, "7").length > 0 ? true : undefined), 30_000, "both labels put right");
+    expect(relabelledBy(inRange.key, String(wrongShard))).toEqual([owners[wrongShard]]);
+    expect(relabelledBy(otherCount.key, "7")).toEqual([owners[shardOfCluster(otherCount.cluster)]]);
+    await expectShardLabels();
+    await expectCachesHoldTheirShards([last, d!, e!], owners);
     const window = new Map(managers.map((manager) => [manager, manager.records().length]));
     await Promise.all(machineKeys.map(({ key }) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { "test.captf.io/touched": "1" } } } }, mergePatchOptions())));
     await waitFor(async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m, window.get(m)).has(key))) ? true : undefined), 30_000, "every machine reconciled after 1 → 3");

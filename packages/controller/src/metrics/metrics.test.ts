@@ -110,6 +110,20 @@ describe("the manager's metrics", () => {
     expect(text).toContain('captf_job_queue_seconds_bucket{le="120",kind="TerraformMachine",op="apply"} 0');
   });
 
+  it("read the sharded kinds' cached objects per shard at scrape time, keeping no series of a shard gone from the caches", async () => {
+    const { registry, runtime } = createManagerMetrics({ processMetrics: false });
+    let counts = [
+      { kind: "TerraformMachine", shard: "0", count: 4 },
+      { kind: "TerraformCluster", shard: "0", count: 2 },
+    ];
+    runtime.setShardCacheSource(() => counts);
+    expect(await registry.metrics()).toContain('captf_shard_cached_objects{kind="TerraformMachine",shard="0"} 4');
+    counts = [{ kind: "TerraformMachine", shard: "2", count: 1 }];
+    const text = await registry.metrics();
+    expect(text).toContain('captf_shard_cached_objects{kind="TerraformMachine",shard="2"} 1');
+    expect(text).not.toContain('shard="0"');
+  });
+
   it("delete a deleted object's per-object series", async () => {
     const { registry, captf } = createManagerMetrics({ processMetrics: false });
     captf.objectStatus("TerraformMachine", "ns", "m1", { ready: 1, healthy: -1, drift: 0 });

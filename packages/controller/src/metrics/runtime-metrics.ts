@@ -39,6 +39,8 @@ export class RuntimeMetrics {
   readonly restClientLatency: Histogram<"verb" | "host">;
   readonly informerWatchRestarts: Counter<"resource" | "reason">;
   readonly informerListDuration: Histogram<"resource">;
+  readonly shardCachedObjects: Gauge<"kind" | "shard">;
+  #shardCachedObjects: () => readonly { kind: string; shard: string; count: number }[] = () => [];
   /** In-flight start times per queue, read at scrape time for the unfinished-work gauges. */
   readonly #inFlight = new Map<string, () => readonly number[]>();
 
@@ -121,6 +123,22 @@ export class RuntimeMetrics {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
+    const shardCachedObjects = () => this.#shardCachedObjects();
+    this.shardCachedObjects = new Gauge({
+      name: "captf_shard_cached_objects",
+      help: "[ALPHA] Objects of the sharded kinds in this replica's caches, by kind and shard label (--shards > 1), read at scrape time",
+      labelNames: ["kind", "shard"],
+      registers,
+      collect() {
+        this.reset();
+        for (const { kind, shard, count } of shardCachedObjects()) this.set({ kind, shard }, count);
+      },
+    });
+  }
+
+  /** Where {@link shardCachedObjects} reads its counts (the sharded manager's scoped informers). */
+  setShardCacheSource(source: () => readonly { kind: string; shard: string; count: number }[]): void {
+    this.#shardCachedObjects = source;
   }
 
   /** Creates a controller's series at zero (controller-runtime's initMetrics) and records its worker count. */

@@ -46,14 +46,16 @@ export function cachedPod<T extends KubeObject & { spec?: unknown; status?: { ph
 }
 
 /** Requests the informers (before the manager starts) and serves the pass's reads from them. */
-export function managerReadCache(manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string } = {}): ReadCache {
+export function managerReadCache(manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string; sharded?: boolean } = {}): ReadCache {
   const cache = new ReadCache(manager.client);
-  const whole = (type: ResourceType, labelSelector?: string) => cache.add(type, { informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }) });
+  const whole = (type: ResourceType, labelSelector?: string, scoped?: boolean) =>
+    cache.add(type, { informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }), ...(scoped ? { scoped } : {}) });
   // The pass ignores objects outside the watch filter, so the filtered cache is the whole of what it reads.
-  for (const adapter of adapters) whole(workspaceResourceType(adapter), options.watchFilterSelector);
+  // Sharded (`--shards` > 1), these caches hold the held shards only: an object absent there is read live.
+  for (const adapter of adapters) whole(workspaceResourceType(adapter), options.watchFilterSelector, options.sharded);
   for (const type of [capiTypes.cluster, capiTypes.machine, capiTypes.machinePool, builtinTypes.job, identityResourceType]) whole(type);
   // Machines read their cluster's TerraformCluster whether or not it is in the filter.
-  if (options.watchFilterSelector) whole(terraformClusterType);
+  if (options.watchFilterSelector) whole(terraformClusterType, undefined, options.sharded);
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret }), scoped: true });
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: labels.clusterName, transform: withoutManagedFields }), scoped: true }, capiSecrets);
   // An identity's source Secret (any namespace, no label): a watch of its own, by name.

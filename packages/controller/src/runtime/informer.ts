@@ -9,7 +9,9 @@
  * - no event or bookmark for `inactivityTimeoutMillis`: the connection is presumed dead, rewatch;
  * - every `relistPeriodMillis` (the manager's `--sync-period`): relist, which re-delivers every object
  *   as a resync update and repairs anything a watch may have missed;
- * - the server ends each watch after a random 5–10 minutes (`timeoutSeconds`), like client-go.
+ * - the server ends each watch after a random 5–10 minutes (`timeoutSeconds`), like client-go;
+ * - {@link Informer.rescope} (a sharded manager's held shards changed): relist with the new label
+ *   selector, firing adds for objects that entered the scope and deletes for those that left it.
  */
 import type { Logger } from "pino";
 import { realClock, sleep, type Clock, type TimerHandle } from "./clock.js";
@@ -68,8 +70,8 @@ export interface InformerOptions<T extends KubeObject> {
   type: ResourceType;
   /** Watch one namespace only (the manager's `--namespace`); default all. */
   namespace?: string;
-  /** Server-side label selector (e.g. the `--watch-filter`). */
-  labelSelector?: string;
+  /** Server-side label selector (e.g. the `--watch-filter`); `false` selects nothing (no list, no watch: an empty cache). */
+  labelSelector?: string | false;
   fieldSelector?: string;
   /** Shapes each object before it is cached (e.g. strip a Secret's data to save memory). */
   transform?: (object: T) => T;
@@ -100,7 +102,7 @@ export const informerDefaults = {
 
 /** Why the current watch was aborted from inside the informer. */
 class WatchInterrupt extends Error {
-  constructor(readonly reason: "inactive" | "relist" | "stop") {
+  constructor(readonly reason: "inactive" | "relist" | "rescope" | "stop") {
     super(`watch interrupted: ${reason}`);
   }
 }
@@ -122,10 +124,18 @@ export class Informer<T extends KubeObject> {
   #relistDue = false;
   #relistTimer: TimerHandle | undefined;
   #lastError: unknown;
+  #labelSelector: string | false | undefined;
+  /** Bumped by each {@link rescope}; the cache shows the current scope once a list of this generation finished. */
+  #scopeGeneration = 0;
+  #listedGeneration = -1;
+  #rescopeDue = false;
+  /** Wakes the loop while it holds nothing (`labelSelector: false`). */
+  #wake: (() => void) | undefined;
 
   constructor(options: InformerOptions<T>) {
     this.type = options.type;
     this.#options = options;
+    this.#labelSelector = options.labelSelector;
     this.#clock = options.clock ?? realClock;
     this.#log = options.logger.child({ informer: options.type.plural, ...(options.namespace ? { namespace: options.namespace } : {}) });
     for (const [name, fn] of Object.entries(options.indexes ?? {})) this.#indexes.set(name, { fn, values: new Map(), byKey: new Map() });
@@ -167,6 +177,32 @@ export class Informer<T extends KubeObject> {
   /** True once the first list filled the cache. */
   hasSynced(): boolean {
     return this.#synced;
+  }
+
+  /** The label selector the cache follows now (`false`: nothing). */
+  get labelSelector(): string | false | undefined {
+    return this.#labelSelector;
+  }
+
+  /**
+   * Follows another label selector from now on (`false`: nothing): the watch restarts with a list
+   * of the new scope that makes the cache equal to it, firing adds for objects that entered it,
+   * deletes for those that left and updates for those that changed meanwhile (unchanged objects
+   * fire nothing: this is not a resync). Until that list finished, {@link listedCurrentScope} is false.
+   */
+  rescope(labelSelector: string | false | undefined): void {
+    if (labelSelector === this.#labelSelector) return;
+    this.#labelSelector = labelSelector;
+    this.#scopeGeneration++;
+    this.#rescopeDue = true;
+    if (this.#running) this.#log.info({ labelSelector }, "rescoping the cache");
+    this.#current?.abort(new WatchInterrupt("rescope"));
+    this.#wake?.();
+  }
+
+  /** Whether the cache holds the objects of the current scope: synced, and listed since the last {@link rescope}. */
+  listedCurrentScope(): boolean {
+    return this.#synced && this.#listedGeneration === this.#scopeGeneration;
   }
 
   /** Resolves true once synced, false if `timeoutMillis` passed or `signal` aborted first. */
@@ -232,11 +268,20 @@ export class Informer<T extends KubeObject> {
     this.#scheduleRelist();
     while (!stop.aborted) {
       try {
-        if (this.#resourceVersion === undefined || this.#relistDue) {
+        if (this.#labelSelector === false) {
+          await this.#holdNothing(stop);
+          continue;
+        }
+        if (this.#resourceVersion === undefined || this.#relistDue || this.#rescopeDue) {
+          // Only a periodic relist (or a fresh one) re-delivers unchanged objects as resyncs.
+          const resyncUnchanged = this.#relistDue || this.#resourceVersion === undefined;
           this.#relistDue = false;
-          await this.#listAndReplace(stop);
+          this.#rescopeDue = false;
+          await this.#listAndReplace(stop, resyncUnchanged);
           backoff = initial;
         }
+        // Rescoped while listing: list the new scope before watching.
+        if (this.#rescopeDue || this.#selectsNothing()) continue;
         const receivedAny = await this.#watch(stop);
         if (receivedAny) backoff = initial;
         o.metrics?.watchRestarted("ended");
@@ -278,10 +323,45 @@ export class Informer<T extends KubeObject> {
     }, period);
   }
 
-  /** Lists page by page and makes the cache equal to the result, firing the differences. */
-  async #listAndReplace(stop: AbortSignal): Promise<void> {
+  #selectsNothing(): boolean {
+    return this.#labelSelector === false;
+  }
+
+  /** Selects nothing: empties the cache (firing deletes), counts as synced, and waits for a rescope or the stop. */
+  async #holdNothing(stop: AbortSignal): Promise<void> {
+    const generation = this.#scopeGeneration;
+    this.#rescopeDue = false;
+    for (const [key, old] of [...this.#objects]) {
+      this.#remove(key);
+      this.#fire("delete", (h) => h.delete?.(old));
+    }
+    this.#resourceVersion = undefined;
+    this.#listedGeneration = generation;
+    this.#markSynced();
+    if (this.#scopeGeneration !== generation || stop.aborted) return;
+    let onStop: (() => void) | undefined;
+    await new Promise<void>((resolve) => {
+      this.#wake = resolve;
+      onStop = () => resolve();
+      stop.addEventListener("abort", onStop, { once: true });
+    });
+    stop.removeEventListener("abort", onStop!);
+    this.#wake = undefined;
+  }
+
+  #markSynced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    for (const resolve of this.#syncWaiters.splice(0)) resolve();
+  }
+
+  /** Lists page by page and makes the cache equal to the result, firing the differences; unchanged objects fire a resync update only when `resyncUnchanged`. */
+  async #listAndReplace(stop: AbortSignal, resyncUnchanged = true): Promise<void> {
     const o = this.#options;
     const started = performance.now();
+    // One selector for every page (a continue token is bound to it), and the scope it lists.
+    const labelSelector = this.#labelSelector === false ? undefined : this.#labelSelector;
+    const generation = this.#scopeGeneration;
     const items: T[] = [];
     let resourceVersion: string | undefined;
     let continueToken: string | undefined;
@@ -289,7 +369,7 @@ export class Informer<T extends KubeObject> {
       const page = await o.client.list<T>(
         o.type,
         o.namespace,
-        { labelSelector: o.labelSelector, fieldSelector: o.fieldSelector, limit: o.pageSize ?? informerDefaults.pageSize, continue: continueToken },
+        { labelSelector, fieldSelector: o.fieldSelector, limit: o.pageSize ?? informerDefaults.pageSize, continue: continueToken },
         { signal: stop },
       );
       items.push(...page.items);
@@ -308,7 +388,7 @@ export class Informer<T extends KubeObject> {
       if (!old) this.#fire("add", (h) => h.add?.(object, { initialList }));
       else {
         const resync = old.metadata?.resourceVersion === object.metadata?.resourceVersion;
-        this.#fire("update", (h) => h.update?.(old, object, { resync }));
+        if (!resync || resyncUnchanged) this.#fire("update", (h) => h.update?.(old, object, { resync }));
       }
     }
     for (const [key, old] of [...this.#objects]) {
@@ -318,11 +398,10 @@ export class Informer<T extends KubeObject> {
     }
     this.#resourceVersion = resourceVersion;
     o.metrics?.listed(items.length, (performance.now() - started) / 1000);
-    this.#log.debug({ items: items.length, resourceVersion }, "listed");
-    if (!this.#synced) {
-      this.#synced = true;
-      for (const resolve of this.#syncWaiters.splice(0)) resolve();
-    }
+    if (generation > 0 && this.#listedGeneration !== generation) this.#log.info({ labelSelector, items: items.length }, "listed the new scope");
+    else this.#log.debug({ items: items.length, resourceVersion }, "listed");
+    this.#listedGeneration = generation;
+    this.#markSynced();
   }
 
   /** One watch from the current resourceVersion; resolves true when it delivered anything before the server ended it. */
@@ -348,7 +427,7 @@ export class Informer<T extends KubeObject> {
           resourceVersion: this.#resourceVersion,
           allowWatchBookmarks: true,
           timeoutSeconds,
-          labelSelector: o.labelSelector,
+          labelSelector: this.#labelSelector === false ? undefined : this.#labelSelector,
           fieldSelector: o.fieldSelector,
         },
         (event) => {

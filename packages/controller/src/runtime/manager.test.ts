@@ -52,6 +52,36 @@ describe("checks", () => {
   });
 });
 
+describe("scoped informers", () => {
+  const things = { group: "example.io", version: "v1", plural: "things", kind: "Thing", namespaced: true };
+  const others = { group: "example.io", version: "v1", plural: "others", kind: "Other", namespaced: true };
+
+  it("narrow the informers of the scoped types to the scope's requirement, nothing without one, and follow it", () => {
+    const manager = new Manager({ client: {} as FaultyKubeClient, logger: captureLogs().logger });
+    const before = manager.informer(things, { labelSelector: "app=x" });
+    let requirement: string | undefined;
+    manager.scopeInformers({ scopes: (type) => type.plural === "things", requirement: () => requirement });
+    const after = manager.informer(things);
+    const whole = manager.informer(things, { labelSelector: "shard notin (0,1)", unscoped: true });
+    const other = manager.informer(others);
+    expect([before.labelSelector, after.labelSelector, whole.labelSelector, other.labelSelector]).toEqual([false, false, "shard notin (0,1)", undefined]);
+    requirement = "shard in (1)";
+    manager.rescope();
+    expect([before.labelSelector, after.labelSelector, whole.labelSelector, other.labelSelector]).toEqual(["app=x,shard in (1)", "shard in (1)", "shard notin (0,1)", undefined]);
+    expect(manager.scopedInformers()).toEqual([before, after]);
+    // The same informer for the same request: its scope is the informer's, not the request's.
+    expect(manager.informer(things)).toBe(after);
+  });
+
+  it("let a later request name the same transform again, not another one", () => {
+    const manager = new Manager({ client: {} as FaultyKubeClient, logger: captureLogs().logger });
+    const transform = (o: KubeObject) => o;
+    const informer = manager.informer(things, { transform });
+    expect(manager.informer(things, { transform })).toBe(informer);
+    expect(() => manager.informer(things, { transform: (o: KubeObject) => o })).toThrow(/transform can only be set by its first request/);
+  });
+});
+
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the manager on a real API server", () => {
   let client: FaultyKubeClient;
   let namespace: string;

@@ -66,12 +66,25 @@ export type ManagerExit =
   | { reason: "leadership-lost" }
   | { reason: "cache-sync-timeout"; unsynced: string[] };
 
+/**
+ * Narrows the informers of some types to a label selector that changes while the manager runs
+ * (`--shards`: the held shards). Their caches then hold the objects of the scope only.
+ */
+export interface InformerScope {
+  /** Whether informers of `type` follow the scope. */
+  scopes(type: ResourceType): boolean;
+  /** The requirement they add to their own selector now; undefined selects nothing. */
+  requirement(): string | undefined;
+}
+
 export interface InformerRequest<T extends KubeObject> {
   /** Server-side label selector; informers are shared per (type, selectors). */
   labelSelector?: string;
+  /** Keep this informer whole even when an {@link InformerScope} scopes its type (it watches what no scope holds). */
+  unscoped?: boolean;
   /** Server-side field selector (e.g. `metadata.name=…` for one object per namespace). */
   fieldSelector?: string;
-  /** Only on the first request for a (type, selector): shapes objects before caching. */
+  /** Only on the first request for a (type, selector), or the same function again: shapes objects before caching. */
   transform?: (object: T) => T;
   /** Added if not yet present. */
   indexes?: Record<string, IndexFunction<T>>;
@@ -82,6 +95,13 @@ export class Manager {
   readonly #log: Logger;
   readonly #clock: Clock;
   readonly #informers = new Map<string, Informer<KubeObject>>();
+  /** The informers an {@link InformerScope} narrows, with their own selector. */
+  readonly #scoped = new Map<Informer<KubeObject>, string | undefined>();
+  #scope: InformerScope | undefined;
+  /** Informers requested `unscoped`: never narrowed. */
+  readonly #unscoped = new Set<Informer<KubeObject>>();
+  /** The transform each informer was created with. */
+  readonly #transforms = new Map<string, unknown>();
   readonly #objectWatches = new Map<string, Informer<KubeObject>>();
   readonly #runners: ControllerRunner[] = [];
   readonly #healthChecks: Check[] = [{ name: "ping", check: () => undefined }];
@@ -107,7 +127,7 @@ export class Manager {
 
   /** The shared informer for `type` (and label selector), created on first request. */
   informer<T extends KubeObject>(type: ResourceType, request: InformerRequest<T> = {}): Informer<T> {
-    const id = informerId(type, request.labelSelector, request.fieldSelector);
+    const id = informerId(type, request.labelSelector, request.fieldSelector) + (request.unscoped && this.#scope?.scopes(type) ? "{unscoped}" : "");
     let informer = this.#informers.get(id) as Informer<T> | undefined;
     if (!informer) {
       if (this.#started) throw new Error(`informer for ${id} requested after the manager started`);
@@ -126,11 +146,43 @@ export class Manager {
         ...(o.metrics ? { metrics: o.metrics.runtime.informerSink(`${type.plural}${request.labelSelector ? `{${request.labelSelector}}` : ""}`) } : {}),
       });
       this.#informers.set(id, informer as unknown as Informer<KubeObject>);
-    } else if (request.transform) {
+      if (request.transform) this.#transforms.set(id, request.transform);
+      if (request.unscoped) this.#unscoped.add(informer as unknown as Informer<KubeObject>);
+      else if (this.#scope?.scopes(type)) {
+        this.#scoped.set(informer as unknown as Informer<KubeObject>, request.labelSelector);
+        informer.rescope(scopedSelector(request.labelSelector, this.#scope.requirement()));
+      }
+    } else if (request.transform && this.#transforms.get(id) !== request.transform) {
       throw new Error(`informer for ${id} already exists: a transform can only be set by its first request`);
     }
     for (const [name, fn] of Object.entries(request.indexes ?? {})) informer.addIndex(name, fn);
     return informer;
+  }
+
+  /**
+   * Narrows the informers of the types `scope` names, those requested already and later ones (not
+   * those requested `unscoped`); call {@link rescope} whenever its requirement changes.
+   */
+  scopeInformers(scope: InformerScope): void {
+    if (this.#started) throw new Error("scope the informers before the manager starts");
+    this.#scope = scope;
+    for (const informer of this.#informers.values()) {
+      if (!scope.scopes(informer.type) || this.#unscoped.has(informer) || this.#scoped.has(informer)) continue;
+      const own = informer.labelSelector === false ? undefined : informer.labelSelector;
+      this.#scoped.set(informer, own);
+      informer.rescope(scopedSelector(own, scope.requirement()));
+    }
+  }
+
+  /** The scope's requirement changed: every scoped informer relists with it (at once when running, else when it starts). */
+  rescope(): void {
+    const requirement = this.#scope?.requirement();
+    for (const [informer, own] of this.#scoped) informer.rescope(scopedSelector(own, requirement));
+  }
+
+  /** The scoped informers (see {@link scopeInformers}). */
+  scopedInformers(): Informer<KubeObject>[] {
+    return [...this.#scoped.keys()];
   }
 
   /**
@@ -288,6 +340,12 @@ export class Manager {
   #unsyncedInformers(): string[] {
     return [...this.#informers.entries()].filter(([, informer]) => !informer.hasSynced()).map(([id]) => id);
   }
+}
+
+/** An informer's own selector and the scope's requirement; `false` (nothing) without a requirement. */
+function scopedSelector(own: string | undefined, requirement: string | undefined): string | false {
+  if (requirement === undefined) return false;
+  return own ? `${own},${requirement}` : requirement;
 }
 
 function informerId(type: ResourceType, labelSelector: string | undefined, fieldSelector?: string): string {

@@ -148,4 +148,21 @@ describe("recorded writes", () => {
     expect(await cache.get(builtinTypes.secret, "ns", "a")).toBeUndefined();
     expect(server.reads).toEqual(["get a", "get a"]);
   });
+
+  it("reads a sharded cache live while it relists a new scope, and an object absent there live too", async () => {
+    let listed = false;
+    const informer = { ...fakeInformer(), listedCurrentScope: () => listed };
+    const server = fakeServer();
+    const cache = new ReadCache(server).add(builtinTypes.secret, { informer, scoped: true });
+    server.objects.set("ns/a", secret("a", "4"));
+    // A shard just gained: the cache has not listed it yet.
+    expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("4");
+    expect(server.reads).toEqual(["get a"]);
+    listed = true;
+    informer.objects.set("ns/a", secret("a", "4"));
+    expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("4");
+    // Not in the held shards' cache: asked live (it may belong to another shard).
+    expect(await cache.get(builtinTypes.secret, "ns", "b")).toBeUndefined();
+    expect(server.reads).toEqual(["get a", "get b"]);
+  });
 });

@@ -17,7 +17,8 @@ export function typeKey(type: Pick<ResourceType, "group" | "plural">): string {
 
 /** A cache of one type; a `scoped` one (label- or field-selected) holds only some objects of its type. */
 export interface CacheSource {
-  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion">;
+  /** `listedCurrentScope`: an informer whose label selector changes (the held shards) is read live while it relists. */
+  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion"> & Partial<Pick<Informer<KubeObject>, "listedCurrentScope">>;
   scoped?: boolean;
 }
 
@@ -138,7 +139,7 @@ export class ReadCache {
   /** The synced cache of `type`, when it is as fresh as the read asks. */
   #source(type: ResourceType, options: CachedReadOptions): CacheSource | undefined {
     const source = this.#sources.get(options.cache ? `${typeKey(type)}@${options.cache}` : typeKey(type));
-    if (!source?.informer.hasSynced()) return undefined;
+    if (!source?.informer.hasSynced() || source.informer.listedCurrentScope?.() === false) return undefined;
     return atLeast(source.informer.resourceVersion, options.freshAsOf) ? source : undefined;
   }
 

@@ -2,8 +2,9 @@
  * The controllers of a sharded manager: every replica runs their workers (no leader election),
  * and a pass runs only for an object of a shard this replica holds. Keys of other shards are
  * never enqueued; gaining a shard enqueues every cached object of it, so a hand-over needs no
- * event. Informers stay unscoped (see docs/scaling.md): a replica caches every object,
- * and shards change only which keys it reconciles.
+ * event. The sharded kinds' informers hold the held shards only (by the shard label, see
+ * shard-labels.ts); the gate still checks the shard by hash, so an object whose label is stale
+ * (being relabelled) is reconciled by the holder of its shard alone.
  */
 import type { ControllerRunner, Controller } from "./controller.js";
 import { objectKey, type Informer } from "./informer.js";

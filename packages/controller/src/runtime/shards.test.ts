@@ -1,7 +1,8 @@
 // Shards: the cluster → shard hash, the share and the claim plan of one replica, as tables.
 import { describe, expect, it } from "@jest/globals";
 import { shardIndexOf } from "./shard-coordinator.js";
-import { planShardClaims, shardMemberLeaseName, shardOf, shardShare, type ObservedShardLease, type ShardClaimFacts } from "./shards.js";
+import { matchesLabels, parseLabelSelector } from "./label-selector.js";
+import { andSelectors, heldShardsSelector, planShardClaims, shardLabelToWrite, shardLabelValue, shardMemberLeaseName, shardOf, shardShare, unassignedShardSelector, type ObservedShardLease, type ShardClaimFacts } from "./shards.js";
 
 describe("shardOf", () => {
   it("is stable and depends on namespace and cluster name only", () => {
@@ -44,5 +45,43 @@ describe("planShardClaims", () => {
     ["every other shard held by live peers: wait", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, live("b")]]) }), { release: [], campaign: [], abandon: [] }],
   ] as const)("%s", (_name, input, expected) => {
     expect(planShardClaims(input)).toEqual(expected);
+  });
+});
+
+describe("the shard label", () => {
+  const label = "captf.io/shard";
+  const matches = (selector: string, labels?: Record<string, string>) => matchesLabels(parseLabelSelector(selector), labels);
+
+  it("is the shard index; the held shards' selector names each held shard once, and none selects nothing", () => {
+    expect(shardLabelValue(2)).toBe("2");
+    expect(heldShardsSelector(label, [2, 0, 2])).toBe("captf.io/shard in (0,2)");
+    expect(heldShardsSelector(label, new Set())).toBeUndefined();
+    const held = heldShardsSelector(label, [0, 2])!;
+    expect([{ [label]: "0" }, { [label]: "1" }, { [label]: "2" }, {}, { [label]: "5" }].map((labels) => matches(held, labels))).toEqual([true, false, true, false, false]);
+  });
+
+  it("leaves to the unassigned selector what no shard informer of this count sees: no label, or another count's value", () => {
+    const unassigned = unassignedShardSelector(label, 3);
+    expect(unassigned).toBe("captf.io/shard notin (0,1,2)");
+    expect([undefined, {}, { other: "x" }, { [label]: "3" }, { [label]: "0" }, { [label]: "2" }].map((labels) => matches(unassigned, labels))).toEqual([true, true, true, true, false, false]);
+    // Every object is in exactly one of: the unassigned informer, or the shard informer of the shard its label names.
+    for (const value of ["0", "1", "2", "3", "x"]) {
+      const labels = { [label]: value };
+      const seenBy = [0, 1, 2].filter((index) => matches(heldShardsSelector(label, [index])!, labels)).length + (matches(unassigned, labels) ? 1 : 0);
+      expect([value, seenBy]).toEqual([value, 1]);
+    }
+  });
+
+  it("is written only when the object's label is not that of its shard", () => {
+    expect(shardLabelToWrite(undefined, label, 1)).toBe("1");
+    expect(shardLabelToWrite({ app: "x" }, label, 0)).toBe("0");
+    expect(shardLabelToWrite({ [label]: "1" }, label, 1)).toBeUndefined();
+    // After --shards 3 → 2, or when the object's cluster changed.
+    expect(shardLabelToWrite({ [label]: "2" }, label, 1)).toBe("1");
+  });
+
+  it("joins selectors, dropping the missing ones", () => {
+    expect(andSelectors("a=b", undefined, "", "c notin (0)")).toBe("a=b,c notin (0)");
+    expect(andSelectors(undefined, "")).toBeUndefined();
   });
 });

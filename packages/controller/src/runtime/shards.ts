@@ -93,3 +93,35 @@ export function planShardClaims(facts: ShardClaimFacts): ShardClaimPlan {
   }
   return { release, campaign, abandon };
 }
+
+/**
+ * The shard label (`--shards` > 1): the manager keeps `<label>=<index>` on every object of the
+ * sharded kinds, and each replica's informers of those kinds select the shards it holds, so a
+ * replica caches its share of them only.
+ */
+export function shardLabelValue(index: number): string {
+  return String(index);
+}
+
+/** The selector of the held shards' objects (`<label> in (0,2)`); undefined when none is held: nothing to watch. */
+export function heldShardsSelector(label: string, held: Iterable<number>): string | undefined {
+  const values = [...new Set(held)].sort((a, b) => a - b).map(shardLabelValue);
+  return values.length > 0 ? `${label} in (${values.join(",")})` : undefined;
+}
+
+/** The selector of objects no replica's shard informers see: without the label, or with a value of another shard count (`notin` matches a missing label too). */
+export function unassignedShardSelector(label: string, shards: number): string {
+  return `${label} notin (${Array.from({ length: shards }, (_, index) => shardLabelValue(index)).join(",")})`;
+}
+
+/** The label value to write when the object's label is not that of its shard, else undefined (nothing to write). */
+export function shardLabelToWrite(labels: Readonly<Record<string, string>> | undefined, label: string, shard: number): string | undefined {
+  const value = shardLabelValue(shard);
+  return labels?.[label] === value ? undefined : value;
+}
+
+/** `a,b` of the selectors given (undefined and "" dropped); undefined when none is left. */
+export function andSelectors(...selectors: (string | undefined)[]): string | undefined {
+  const parts = selectors.filter((selector): selector is string => selector !== undefined && selector !== "");
+  return parts.length > 0 ? parts.join(",") : undefined;
+}
