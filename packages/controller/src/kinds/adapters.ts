@@ -111,6 +111,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const status: Record<string, unknown> = {};
     if (fields.addresses?.length) status.addresses = fields.addresses;
     if (fields.failureDomain) status.failureDomain = fields.failureDomain;
+    if (fields.interruptible !== undefined) status.interruptible = fields.interruptible;
     // providerID is written once: a later different value is ProviderIDChanged, never an overwrite.
     const spec = fields.providerID && !object.spec.providerID ? { providerID: fields.providerID } : undefined;
     return { status, ...(spec ? { spec } : {}) };
@@ -214,12 +215,19 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     const fields = machinePoolContractFields(decoding.outputs);
     const status: Record<string, unknown> = {};
     if (fields.replicas !== undefined) status.replicas = fields.replicas;
+    // status.instances holds 1-1000 entries: none ([], a pool scaled to zero) removes the field.
+    if (fields.instances) status.instances = fields.instances.length > 0 ? fields.instances : null;
+    const spec: { providerID?: string; providerIDList?: string[] } = {};
+    // The group's ID follows the module (a new scaling group is a new ID); a null reading keeps the last one.
+    if (fields.providerID && fields.providerID !== object.spec.providerID) spec.providerID = fields.providerID;
     // providerIDList lives in spec (Cluster API copies it to MachinePool.spec.providerIDList);
     // it follows the module's members, sorted and de-duplicated, and is written only when it changes.
-    if (!fields.providerIDList) return { status };
-    const providerIDList = [...new Set(fields.providerIDList)].sort();
-    const current = (object.spec as { providerIDList?: string[] }).providerIDList;
-    const same = current !== undefined && current.length === providerIDList.length && current.every((id, index) => id === providerIDList[index]);
-    return same ? { status } : { status, spec: { providerIDList } };
+    if (fields.providerIDList) {
+      const providerIDList = [...new Set(fields.providerIDList)].sort();
+      const current = (object.spec as { providerIDList?: string[] }).providerIDList;
+      const same = current !== undefined && current.length === providerIDList.length && current.every((id, index) => id === providerIDList[index]);
+      if (!same) spec.providerIDList = providerIDList;
+    }
+    return Object.keys(spec).length > 0 ? { status, spec } : { status };
   },
 };

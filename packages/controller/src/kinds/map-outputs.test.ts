@@ -43,6 +43,7 @@ describe("isProvisioned and the contract fields", () => {
       providerID: "noop:///ns/m",
       addresses: [{ type: "InternalIP", address: "10.0.0.1" }, { type: "Hostname", address: "m" }],
       failureDomain: "fd1",
+      interruptible: false,
     });
     const cluster = decodeOutputs("cluster", { control_plane_endpoint: { host: "lb", port: 6443 }, failure_domains: [{ name: "fd1" }, { name: "fd2", control_plane: false, attributes: { zone: "b" } }], exports: {}, health: health("running") });
     expect(clusterContractFields(cluster.outputs)).toEqual({
@@ -50,7 +51,52 @@ describe("isProvisioned and the contract fields", () => {
       moduleEndpoint: { host: "lb", port: 6443 },
     });
     const pool = decodeOutputs("machinepool", { provider_id: null, provider_id_list: ["b", "a"], replicas: 2, instances: [], health: health("running") });
-    expect(machinePoolContractFields(pool.outputs)).toEqual({ providerIDList: ["a", "b"], replicas: 2 });
+    expect(machinePoolContractFields(pool.outputs)).toEqual({ providerIDList: ["a", "b"], replicas: 2, instances: [] });
+  });
+
+  it("interruptible: the module's value, false for null, nothing for an invalid or missing output (the old value stays)", () => {
+    expect(machineContractFields(decodeOutputs("machine", { ...machine, interruptible: true }).outputs).interruptible).toBe(true);
+    expect(machineContractFields(decodeOutputs("machine", { ...machine, interruptible: null }).outputs).interruptible).toBe(false);
+    expect(machineContractFields(decodeOutputs("machine", { ...machine, interruptible: "yes" }).outputs)).not.toHaveProperty("interruptible");
+    const { interruptible: _, ...silent } = machine;
+    expect(machineContractFields(decodeOutputs("machine", silent).outputs)).not.toHaveProperty("interruptible");
+  });
+
+  describe("a pool's providerID and instances", () => {
+    const pool = (outputs: Record<string, unknown>) => decodeOutputs("machinepool", { provider_id: "asg:///g-1", provider_id_list: ["a"], replicas: 1, instances: [{ provider_id: "a" }], health: health("running"), ...outputs });
+
+    it("the group's provider_id is providerID; null or \"\" gives none", () => {
+      expect(machinePoolContractFields(pool({}).outputs).providerID).toBe("asg:///g-1");
+      expect(machinePoolContractFields(pool({ provider_id: null }).outputs)).not.toHaveProperty("providerID");
+      expect(machinePoolContractFields(pool({ provider_id: "" }).outputs)).not.toHaveProperty("providerID");
+    });
+
+    it("maps each instance onto the status form, leaving out nulls and an empty address list", () => {
+      const decoded = pool({ instances: [
+        { provider_id: "a", instance_id: "i-a", addresses: [{ type: "Hostname", address: "a" }, { type: "InternalIP", address: "10.0.0.1" }], failure_domain: "fd1", state: "running" },
+        { provider_id: "b", instance_id: null, addresses: [], failure_domain: null, state: null },
+        { provider_id: "c" },
+      ] });
+      expect(machinePoolContractFields(decoded.outputs).instances).toEqual([
+        { providerID: "a", instanceID: "i-a", addresses: [{ type: "InternalIP", address: "10.0.0.1" }, { type: "Hostname", address: "a" }], failureDomain: "fd1", state: "running" },
+        { providerID: "b" },
+        { providerID: "c" },
+      ]);
+    });
+
+    it("keeps the first 1000 instances of a longer list; decoding reports InstancesTruncated (OutputsValid stays True)", () => {
+      const decoded = pool({ instances: Array.from({ length: 1001 }, (_, i) => ({ provider_id: `p-${i}` })) });
+      const { instances } = machinePoolContractFields(decoded.outputs);
+      expect(instances).toHaveLength(1000);
+      expect(instances?.at(-1)).toEqual({ providerID: "p-999" });
+      expect(decoded).toMatchObject({ status: "True", reason: "InstancesTruncated", problems: [expect.stringContaining("1001 entries")] });
+    });
+
+    it("an invalid instances output gives no instances (the old value stays)", () => {
+      const decoded = pool({ instances: [{ provider_id: "a", state: "flourishing" }] });
+      expect(decoded.reason).toBe("OutputsInvalid");
+      expect(machinePoolContractFields(decoded.outputs)).not.toHaveProperty("instances");
+    });
   });
 
   it("poolMembershipConverged: members listed equal the capacity, and both outputs read", () => {

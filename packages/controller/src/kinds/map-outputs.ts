@@ -1,4 +1,4 @@
-import type { DecodedOutputs, Health, OutputsDecoding, Role } from "@captf/contract";
+import type { DecodedOutputs, Health, HealthState, OutputsDecoding, PoolInstance, Role } from "@captf/contract";
 
 /**
  * Mapping decoded module outputs onto the Cluster API v1beta2 contract fields and the
@@ -90,24 +90,52 @@ export function clusterContractFields(outputs: DecodedOutputs["cluster"]): {
   return fields;
 }
 
-/** The v1beta2 contract fields of a TerraformMachine: providerID (latched by the caller), addresses, failure domain. */
+/** The v1beta2 contract fields of a TerraformMachine: providerID (latched by the caller), addresses, failure domain, interruptible. */
 export function machineContractFields(outputs: DecodedOutputs["machine"]): {
   providerID?: string;
   addresses?: { type: string; address: string }[];
   failureDomain?: string;
+  interruptible?: boolean;
 } {
   const fields: ReturnType<typeof machineContractFields> = {};
   if (outputs.provider_id.state === "ok" && outputs.provider_id.value) fields.providerID = outputs.provider_id.value;
   if (outputs.addresses.state === "ok") fields.addresses = outputs.addresses.value.map(({ type, address }) => ({ type, address }));
   if (outputs.failure_domain.state === "ok" && outputs.failure_domain.value) fields.failureDomain = outputs.failure_domain.value;
+  // Decoding already read null as false; an invalid or missing output leaves the field undefined (the old value stays).
+  if (outputs.interruptible.state === "ok") fields.interruptible = outputs.interruptible.value;
   return fields;
 }
 
-/** The v1beta2 contract fields of a TerraformMachinePool: providerIDList and replicas. */
-export function machinePoolContractFields(outputs: DecodedOutputs["machinepool"]): { providerIDList?: string[]; replicas?: number } {
+/** One member of a pool as status.instances holds it. */
+export interface MachinePoolInstanceStatus {
+  providerID: string;
+  instanceID?: string;
+  addresses?: { type: string; address: string }[];
+  failureDomain?: string;
+  state?: HealthState;
+}
+
+/** A decoded `instances` entry in status form: nulls and an empty address list left out (the CRD wants at least one address). */
+function instanceStatus(instance: PoolInstance): MachinePoolInstanceStatus {
+  return {
+    providerID: instance.provider_id,
+    ...(instance.instance_id !== null ? { instanceID: instance.instance_id } : {}),
+    ...(instance.addresses.length > 0 ? { addresses: instance.addresses.map(({ type, address }) => ({ type, address })) } : {}),
+    ...(instance.failure_domain !== null ? { failureDomain: instance.failure_domain } : {}),
+    ...(instance.state !== null ? { state: instance.state } : {}),
+  };
+}
+
+/**
+ * The v1beta2 contract fields of a TerraformMachinePool: the group's providerID, providerIDList, replicas and
+ * instances (already cut at 1000 by decoding, which reports InstancesTruncated).
+ */
+export function machinePoolContractFields(outputs: DecodedOutputs["machinepool"]): { providerID?: string; providerIDList?: string[]; replicas?: number; instances?: MachinePoolInstanceStatus[] } {
   const fields: ReturnType<typeof machinePoolContractFields> = {};
+  if (outputs.provider_id.state === "ok" && outputs.provider_id.value) fields.providerID = outputs.provider_id.value;
   if (outputs.provider_id_list.state === "ok") fields.providerIDList = outputs.provider_id_list.value;
   if (outputs.replicas.state === "ok") fields.replicas = outputs.replicas.value;
+  if (outputs.instances.state === "ok") fields.instances = outputs.instances.value.map(instanceStatus);
   return fields;
 }
 

@@ -6,7 +6,7 @@ import { noopModuleDirectory } from "@captf/module-noop";
 import { stateSecretName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { Registry } from "prom-client";
-import type { EventRecorder } from "../events/event-recorder.js";
+import { recordingEvents } from "../events/recording-events.test-support.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
@@ -26,13 +26,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   const namespace = `clustermod-${Date.now().toString(36)}`;
   const work = mkdtempSync(join(tmpdir(), "captf-cluster-modules-"));
   const modules: Record<string, string> = {};
-  const recorded: { name: string; reason: string; note: string }[] = [];
+  const { events, recorded } = recordingEvents();
   const metrics = new CaptfMetrics(new Registry());
-  const events: EventRecorder = {
-    async record(subject, reason, note) {
-      recorded.push({ name: subject.name, reason, note });
-    },
-  };
   let plane: PlaneClients;
   let deps: ReconcilerDeps;
   let executor: JobExecutor;

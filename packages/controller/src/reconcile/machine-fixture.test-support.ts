@@ -10,17 +10,22 @@ export const condition = (machine: Machine, type: string) => machine.status?.con
 /** Creating what an earlier machine of the namespace already created is fine. */
 const existingIsFine = (error: unknown) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error));
 
-/** A TerraformMachine of an externally managed cluster (shared by the namespace's machines), with its Machine and bootstrap data. */
-export async function createMachine(plane: PlaneClients, namespace: string, name: string, image: string, extra: { clusterSpec?: Record<string, unknown>; machineSpec?: Record<string, unknown> } = {}): Promise<void> {
+/** The externally managed TerraformCluster "ext" and its Cluster (both kept when already there): its machines and pools get exports {}. */
+export async function createExternalCluster(plane: PlaneClients, namespace: string, clusterSpec: Record<string, unknown> = {}): Promise<void> {
   await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
     apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
     metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-    spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" }, ...extra.clusterSpec },
+    spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" }, ...clusterSpec },
   } }).catch(existingIsFine);
   await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
     apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
     spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
   } }).catch(existingIsFine);
+}
+
+/** A TerraformMachine of an externally managed cluster (shared by the namespace's machines), with its Machine and bootstrap data. */
+export async function createMachine(plane: PlaneClients, namespace: string, name: string, image: string, extra: { clusterSpec?: Record<string, unknown>; machineSpec?: Record<string, unknown> } = {}): Promise<void> {
+  await createExternalCluster(plane, namespace, extra.clusterSpec);
   await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
   const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
     apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
