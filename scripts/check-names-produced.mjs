@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Every condition type and reason, event reason, annotation, label and metric captf declares must be
-// produced on a line of its source that the test command ran (from jest's coverage), or be listed with
+// produced by a statement of its source that the test command ran (from jest's coverage; module-level
+// lists, metrics helpers and event reasons as packages/testkit/src/names-produced.ts says), or be listed with
 // its reason in `reservedNames` (packages/contract/src/reserved-names.ts). Run by scripts/test.mjs after
 // jest; prints what is unproduced and which reservations are stale, and exits 1 on either.
 //
@@ -9,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { annotations, conditionReasons, labels, managerEventReasons, pluginEventReasons, runnerEventReasons } from "../packages/contract/dist/api.js";
 import { reservedNames } from "../packages/contract/dist/reserved-names.js";
-import { escapeRegExp, findNamesProduced, literalPattern, metricUsePattern, propertyPattern } from "../packages/testkit/dist/names-produced.js";
+import { eventRecordingLine, findNamesProduced, literalPattern, metricsDeclaredIn, propertyPattern } from "../packages/testkit/dist/names-produced.js";
 
 const root = resolve(new URL("..", import.meta.url).pathname);
 const coverageFile = process.argv[2] ?? join(root, ".test-results/coverage/coverage-final.json");
@@ -34,50 +35,39 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   }
 }
 
-// An event reason that is also a condition reason or type counts only on a line that records an event.
-const conditionWords = new Set([...Object.keys(conditionReasons), ...Object.values(conditionReasons).flatMap((table) => Object.values(table).flat())]);
-const eventPattern = (reason) => (conditionWords.has(reason) ? [new RegExp(`(record|[Ee]vent).*["'\`]${reason}["'\`]`)] : [literalPattern(reason)]);
+// An event reason counts only on a line that records an event: a decision or condition of the same word produces none.
+const eventName = (id, reason) => ({ id, patterns: [literalPattern(reason)], context: eventRecordingLine });
 
 const declared = [
   ...Object.keys(conditionReasons).map((type) => ({ id: `condition:${type}`, patterns: [literalPattern(type)] })),
   ...[...new Set(Object.values(conditionReasons).flatMap((table) => Object.values(table).flat()))].map((reason) => ({ id: `condition-reason:${reason}`, patterns: [literalPattern(reason)] })),
-  ...Object.keys(managerEventReasons).map((reason) => ({ id: `event:${reason}`, patterns: eventPattern(reason) })),
-  ...runnerEventReasons.map((reason) => ({ id: `runner-event:${reason}`, patterns: [literalPattern(reason)] })),
-  ...Object.keys(pluginEventReasons).map((reason) => ({ id: `plugin-event:${reason}`, patterns: [literalPattern(reason)] })),
+  ...Object.keys(managerEventReasons).map((reason) => eventName(`event:${reason}`, reason)),
+  ...runnerEventReasons.map((reason) => eventName(`runner-event:${reason}`, reason)),
+  ...Object.keys(pluginEventReasons).map((reason) => eventName(`plugin-event:${reason}`, reason)),
   ...Object.entries(annotations).map(([key, value]) => ({ id: `annotation:${value}`, patterns: [propertyPattern("annotations", key), literalPattern(value)] })),
   ...Object.entries(labels).map(([key, value]) => ({ id: `label:${value}`, patterns: [propertyPattern("labels", key), literalPattern(value)] })),
   ...declaredMetrics(),
 ];
 
-/** Metrics as the controller defines them: `this.<property> = counter("<name>", …)` or `new Gauge({ name: "<name>", … collect() … })`. */
+/** Metrics as the controller's metrics folder defines them. */
 function declaredMetrics() {
-  const metrics = [];
   const dir = join(root, "packages/controller/src/metrics");
-  for (const file of readdirSync(dir).filter((entry) => !entry.includes(".test."))) {
-    const text = readFileSync(join(dir, file), "utf8");
-    for (const match of text.matchAll(/this\.(\w+) = (?:counter|gauge|histogram|new (?:Counter|Gauge|Histogram))\(\s*(?:\{\s*name: )?"(\w+)"/g)) {
-      const [, property, name] = match;
-      const patterns = [metricUsePattern(property)];
-      // A metric filled at scrape time by its collect(): its `this.set(` line is where it is produced.
-      const block = text.slice(match.index, text.indexOf("});", match.index));
-      const collectLine = /collect\(\)/.test(block) ? block.split("\n").find((line) => line.includes("this.set(")) : undefined;
-      if (collectLine) patterns.push(new RegExp(escapeRegExp(collectLine.trim())));
-      metrics.push({ id: `metric:${name}`, patterns });
-    }
-  }
-  return metrics;
+  return readdirSync(dir)
+    .filter((entry) => !entry.includes(".test."))
+    .flatMap((file) => metricsDeclaredIn(readFileSync(join(dir, file), "utf8"), `${dir}/`));
 }
 
 if (!existsSync(coverageFile)) {
   console.error(`names produced: no coverage at ${coverageFile}; the test command writes it (run it without filters first)`);
   process.exit(2);
 }
-const coverage = new Map(Object.entries(JSON.parse(readFileSync(coverageFile, "utf8"))));
+// Coverage taken in another checkout of the same commit (a CI run) names its own paths: read them as this checkout's.
+const coverage = new Map(Object.entries(JSON.parse(readFileSync(coverageFile, "utf8"))).map(([path, entry]) => [path.startsWith(root) ? path : join(root, path.slice(path.indexOf("/packages/") + 1)), entry]));
 const finding = findNamesProduced({ declared, sources, coverage, reserved: reservedNames });
 console.log(`names produced on tested paths: ${finding.produced.size} of ${declared.length} declared; ${Object.keys(reservedNames).length} reserved for later`);
 for (const id of finding.unproduced) {
   const where = finding.namedUntested.get(id);
-  console.log(`  not produced on any tested path, not reserved: ${id} (${where ? `named at ${where.slice(root.length + 1)}, which no test reaches` : "named by no source line"})`);
+  console.log(`  not produced on any tested path, not reserved: ${id} (${where ? `named at ${where.slice(root.length + 1)}, which produces it on no tested path` : "named by no source line"})`);
 }
 for (const id of finding.staleReservations) console.log(`  reserved, but ${declared.some((name) => name.id === id) ? "produced now" : "not declared"}: ${id} (drop it from reservedNames)`);
 process.exit(finding.unproduced.length + finding.staleReservations.length > 0 ? 1 : 0);

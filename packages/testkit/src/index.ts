@@ -4,6 +4,6 @@ export { describeWithTools, recordSkippedSuite, skippedSuitesFile } from "./inte
 export { describeModuleImages, describeModuleRootSuites, describeWithProviders } from "./providers.js";
 export { defaultProviderMirror, findProviders, mirrorModuleProviders, providerCliConfig, providerMirrorVariable, providerRegistryHost } from "./provider-sources.js";
 export type { ProviderSource } from "./provider-sources.js";
-export { coveredLines, escapeRegExp, findNamesProduced, literalPattern, metricUsePattern, propertyPattern, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
+export { escapeRegExp, eventRecordingLine, findNamesProduced, literalPattern, metricsDeclaredIn, metricUsePattern, propertyPattern, statementEnd, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
 export { copyModuleForRun } from "./tofu.js";
 export { applyMergePatch, FakeApiError, FakeCustomObjects } from "./fake-objects.js";
