@@ -13,7 +13,7 @@ export const maxProviderIDList = 10000;
 
 const poolSpecFields = {
   providerID: Type.Optional(
-    Type.String({ description: "Provider ID of the scaling group, from the module's provider_id output (optional in the contract).", minLength: 1, maxLength: 512 }),
+    Type.String({ description: "Provider ID of the scaling group, from the module's provider_id output (optional in the contract): a new ID is followed, a null reading keeps the last one.", minLength: 1, maxLength: 512 }),
   ),
   providerIDList: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {

@@ -25,7 +25,7 @@ const statusPlurals = [...workspacePlurals, "terraformclusteridentities", "terra
 /** The manager's ClusterRole: every namespace it reconciles in, and its own for the leader election Lease. */
 export const managerPermissions: readonly Permission[] = [
   { apiGroup, resources: allPlurals, verbs: ["get", "list", "watch"], why: "informers, live reads in a reconcile pass, the webhooks' lookups of an identity's users" },
-  { apiGroup, resources: workspacePlurals, verbs: ["patch"], why: "the finalizer, the providerID a TerraformMachine gets once, and the shard label (captf.io/shard) with --shards > 1" },
+  { apiGroup, resources: workspacePlurals, verbs: ["patch"], why: "the finalizer, the providerID a TerraformMachine gets once, a pool's providerID and providerIDList, and the shard label (captf.io/shard) with --shards > 1" },
   { apiGroup, resources: statusPlurals, verbs: ["patch"], why: "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces; a machine template's capacity, nodeInfo and conditions" },
   { apiGroup, resources: workspacePlurals.map((plural) => `${plural}/finalizers`), verbs: ["update"], why: "Jobs owned with blockOwnerDeletion (OwnerReferencesPermissionEnforcement)" },
   { apiGroup: clusterApiCoordinates.group, resources: ["clusters"], verbs: ["get", "list", "watch"], why: "the Cluster API owners an object's inputs come from" },

@@ -399,6 +399,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(await sample(metrics.infrastructureHealthy, object)).toBe(1);
       expect(await sample(metrics.jobStepDuration, { kind: "TerraformCluster", op: "apply", step: "apply" }, "captf_job_step_duration_seconds_count")).toBeGreaterThanOrEqual(1);
       expect(await sample(metrics.jobQueue, { kind: "TerraformCluster", op: "apply" }, "captf_job_queue_seconds_count")).toBeGreaterThanOrEqual(1);
+
+      // A destroy with no digest pinned runs the image by its reference, and says so once.
+      await plane.core.patchNamespacedSecret({ namespace, name: durableInputsSecretName("cluster", "nofd"), body: { metadata: { annotations: { "captf.io/image-digest": null } } } }, mergePatchOptions());
+      // A fresh API server answers the first lists of a kind with 429 while its watch cache starts: the deleting cluster counts machines and pools.
+      for (const plural of ["terraformmachines", "terraformmachinepools"]) await waitFor(() => plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural }).then(() => true, () => undefined), 30_000, `${plural} listable`);
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "nofd" });
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "nofd")).action).toMatch(/^started destroy/);
+      const destroy = (await jobsOf("nofd")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
+      expect(destroy.spec!.template.spec!.containers[0]!.image).toBe("registry.invalid/captf/no-domains:v1");
+      expect(recorded.filter((event) => event.name === "nofd" && event.reason === "DigestUnknown").map((event) => event.note)).toEqual([expect.stringContaining("no digest pinned for registry.invalid/captf/no-domains:v1")]);
+      await executor.runPending();
+      await allJobsFinished(plane.batch, namespace);
     }, 120_000);
   });
   describe("an apply Job deleted while it ran", () => {
