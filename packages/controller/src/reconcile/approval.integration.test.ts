@@ -65,8 +65,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     return (await reconcileWorkspace(deps, clusterAdapter, namespace, "manual")).action;
   }
   async function runJobs(): Promise<void> {
-    await executor.runPending();
-    await allJobsFinished(plane.batch, namespace);
+    await allJobsFinished(plane.batch, namespace, executor);
   }
 
   it("applies the first time without a plan", async () => {

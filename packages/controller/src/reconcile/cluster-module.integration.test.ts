@@ -354,8 +354,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const startTime = await waitFor(async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime, 30_000, "the drift Job's startTime");
       await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
       expect((await getCluster("remedy")).status.activeJob).toEqual({ name: driftJob.metadata!.name, operation: "drift", attempt: 1, startTime: new Date(startTime).toISOString() });
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
       // The pass that reads the finding cannot start the remediation yet (no Job slot): the drift is pending.
       const noSlot: ReconcilerDeps = { ...deps, jobSlots: { usage: () => ({ total: 1, cluster: 1 }), managerLimit: 1, clusterDefaultLimit: 0 } };
       expect((await reconcileWorkspace(noSlot, clusterAdapter, namespace, "remedy")).action).toBe("waiting: WaitingForJobSlot");
@@ -371,8 +370,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(Date.parse(checked.status.lastDriftCheck)).toBe(finished);
       expect(Date.parse(checked.status.lastRefresh)).toBe(finished);
       expect(checked.status.source).toMatchObject({ image: "registry.invalid/captf/drifting:v1", runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+/) });
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
 
       const after = await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
       expect(after.action).toBe("UpToDate");
@@ -389,8 +387,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew = 0;
       }
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
       const rechecked = await getCluster("remedy");
       expect(condition(rechecked, "DriftDetected")).toMatchObject({ status: "False", reason: "NoDrift" });
@@ -407,8 +404,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getCluster("reapply"), "Ready")).toMatchObject({ status: "True", reason: "Ready" });
       await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "reapply", body: { spec: { variables: { fail: "yes" } } } }, mergePatchOptions());
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "reapply")).action).toMatch(/^started apply \(InputsChanged\)/);
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "reapply")).action).toBe("InputsChangedBackoff");
       const cluster = await getCluster("reapply");
       const failed = (await jobsOf("reapply")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
