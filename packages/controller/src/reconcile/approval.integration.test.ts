@@ -27,6 +27,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let eventsApi: k8s.EventsV1Api;
   let movingModule = "";
   let sizedModule = "";
+  let dropPlans = false;
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
@@ -35,7 +36,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     movingModule = extendedClusterModule("captf-moving-module-", { "user-variables.tf": 'variable "note" {\n  type    = string\n  default = ""\n}\n', "marker.tf": 'resource "terraform_data" "marker" {\n  input = "m"\n}\n' });
     // The no-op cluster module with a resource its `size` variable changes.
     sizedModule = extendedClusterModule("captf-sized-module-", { "sized.tf": 'variable "size" {\n  type    = string\n  default = "1"\n}\n\nresource "terraform_data" "sized" {\n  input = var.size\n}\n' });
-    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule, [sizedImage]: sizedModule } });
+    executor = startJobExecutor({
+      kubeconfigPath: plane.kubeconfigPath,
+      namespace,
+      modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule, [sizedImage]: sizedModule },
+      // While a test asks for it, a plan Job reports its runner's result without the plan (as a runner that lost it would).
+      rewriteResult: (pod, message) => {
+        if (!dropPlans || pod.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] !== "plan") return message;
+        const { plan: _dropped, ...result } = JSON.parse(message) as Json;
+        return JSON.stringify(result);
+      },
+    });
     await createManualCluster("manual", { source: { image } });
   }, 120_000);
   afterAll(() => {
@@ -54,8 +65,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     return (await reconcileWorkspace(deps, clusterAdapter, namespace, "manual")).action;
   }
   async function runJobs(): Promise<void> {
-    await executor.runPending();
-    await allJobsFinished(plane.batch, namespace);
+    await allJobsFinished(plane.batch, namespace, executor);
   }
 
   it("applies the first time without a plan", async () => {
@@ -76,6 +86,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(cluster.status.plan).toMatchObject({ planHash: expect.stringMatching(/^p1:[0-9a-f]{64}$/), change: 1, add: 0, destroy: 0, resources: ["module.role.terraform_data.load_balancer (update)"] });
     expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "PlanAwaitingApproval" });
     expect(condition(cluster, "ApplyJobSucceeded").message).toContain(cluster.status.plan.planHash);
+    expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "False", reason: "AwaitingApproval", message: "applying the current inputs waits for approval (PlanAwaitingApproval)" });
     expect(await pass()).toBe("PlanAwaitingApproval");
     expect(await ops()).toEqual(["apply", "plan"]);
   }, 120_000);
@@ -96,6 +107,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await pass()).toBe("UpToDate");
     const cluster = await get();
     expect(cluster.status.plan).toBeUndefined();
+    expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "True", reason: "InputsApplied" });
     expect(cluster.metadata.annotations?.["captf.io/approve-plan"]).toBeUndefined();
     expect(cluster.metadata.annotations?.["captf.io/plan-approved-by"]).toBeUndefined();
     // The approver stays on record once the approval is consumed.
@@ -203,4 +215,43 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await supersededPass()).toBe("PlanAwaitingApproval");
     expect(await supersededEvents()).toHaveLength(1);
   }, 240_000);
+  it("fails a plan Job that completes without a readable plan: captf.io/plan-unreadable, ApplyFailed, nothing shown, and backoff before the next plan", async () => {
+    await createManualCluster("unreadable", { source: { image: sizedImage }, variables: { size: "1" } });
+    const unreadablePass = async (passDeps: ReconcilerDeps = deps) => (await reconcileWorkspace(passDeps, clusterAdapter, namespace, "unreadable")).action;
+    const getUnreadable = () => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable" }) as Promise<Json>;
+    const planJobs = async () => (await plane.batch.listNamespacedJob({ namespace, labelSelector: "captf.infrastructure.cluster.x-k8s.io/owner-name=unreadable,captf.infrastructure.cluster.x-k8s.io/op=plan" })).items;
+    expect(await unreadablePass()).toBe("added finalizer");
+    expect(await unreadablePass()).toMatch(/^started apply \(NoState\)/);
+    await runJobs();
+    await unreadablePass();
+    expect((await getUnreadable()).status.initialization).toEqual({ provisioned: true });
+
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable", body: { spec: { variables: { size: "2" } } } }, mergePatchOptions());
+    expect(await unreadablePass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    dropPlans = true;
+    try {
+      await runJobs();
+    } finally {
+      dropPlans = false;
+    }
+    expect(await unreadablePass()).toBe("InputsChangedPlanNeededBackoff");
+    const [plan] = await planJobs();
+    // The Job itself completed: only the missing plan makes it a failure.
+    expect(plan!.status?.conditions).toContainEqual(expect.objectContaining({ type: "Complete", status: "True" }));
+    expect(plan!.metadata?.annotations).toMatchObject({ "captf.io/bookkept": "true", "captf.io/plan-unreadable": "true" });
+    expect(plan!.metadata?.annotations?.["captf.io/plan-hash"]).toBeUndefined();
+    const failed = await getUnreadable();
+    expect(failed.status.plan).toBeUndefined();
+    expect(condition(failed, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "ApplyFailed", message: `Job ${plan!.metadata!.name} finished without a readable plan (captf.io/plan-unreadable): there is nothing to show or approve` });
+    expect(condition(failed, "InputsApplied")).toMatchObject({ status: "False", reason: "ApplyPending" });
+
+    // Backoff: no second plan within a minute of the failure; after it, a new plan, which is shown.
+    expect(await unreadablePass()).toBe("InputsChangedPlanNeededBackoff");
+    expect(await planJobs()).toHaveLength(1);
+    expect(await unreadablePass({ ...deps, now: () => Date.now() + 70_000 })).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    expect(await planJobs()).toHaveLength(2);
+    await runJobs();
+    expect(await unreadablePass()).toBe("PlanAwaitingApproval");
+    expect((await getUnreadable()).status.plan).toMatchObject({ change: 1 });
+  }, 180_000);
 });

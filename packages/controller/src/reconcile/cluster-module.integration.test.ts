@@ -67,6 +67,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       'resource "terraform_data" "exports" {\n  input = var.captf_cluster_outputs\n}\n',
       'resource "terraform_data" "check" {\n  input = terraform_data.exports.output\n  lifecycle {\n    precondition {\n      condition     = try(terraform_data.exports.output.generation, "") != "fail"\n      error_message = "the exports say fail"\n    }\n  }\n}\n',
     ].join("") } });
+    // Its plan fails while var.fail is "yes" (a precondition): a re-apply that fails.
+    modules["registry.invalid/captf/failing-cluster:v1"] = noopVariant("failing-cluster", "cluster", { files: { "fail.tf": 'variable "fail" {\n  type    = string\n  default = "no"\n}\n\nresource "terraform_data" "check" {\n  input = var.fail\n  lifecycle {\n    precondition {\n      condition     = var.fail != "yes"\n      error_message = "the test asked this apply to fail"\n    }\n  }\n}\n' } });
     modules["registry.invalid/captf/noop-cluster:v1"] = noopModuleDirectory("cluster");
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
@@ -287,6 +289,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "fail" } } } }, mergePatchOptions());
       await drive("failex", (c) => c.status?.exports?.generation === "fail");
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "ApplyFailed");
+      // A pool re-applies on every bootstrap rotation: once provisioned, its failed re-apply turns it unready (docs/conditions.md, Ready).
+      expect(condition(await getPool(), "Ready")).toMatchObject({ status: "False", reason: "NotReady", message: "ApplyJobSucceeded is False (ApplyFailed)" });
       const failed = await newestApply();
       expect(guarded(failed)).toBe(true);
       expect(await sample(metrics.jobErrors, { kind: "TerraformMachinePool", op: "apply", error_kind: "step", step: "apply" })).toBe(1);
@@ -304,6 +308,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew = 0;
       }
+      expect(condition(await getPool(), "Ready")).toMatchObject({ status: "True", reason: "Ready" });
       const recovered = await newestApply();
       expect(recovered.metadata!.name).not.toBe(failed.metadata!.name);
       // Its retry number: one failure since the last success, plus one.
@@ -322,8 +327,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   describe("drift with action Remediate", () => {
     it("applies the current inputs once over the drift found, and DriftDetected is False again after that apply", async () => {
       await createCluster("remedy", "registry.invalid/captf/drifting:v1", { drift: { intervalSeconds: 60, action: "Remediate" } });
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("added finalizer");
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started apply \(NoState\)/);
+      let cluster = await getCluster("remedy");
+      // First visit: no drift check has run yet, and the first apply runs.
+      expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
+      expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
+      expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "False", reason: "ApplyRunning", message: `Job ${cluster.status.activeJob.name} applies the current inputs` });
       await drive("remedy", (c) => c.status?.initialization?.provisioned === true);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
+      cluster = await getCluster("remedy");
+      expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "True", reason: "InputsApplied" });
+      expect(condition(cluster, "EndpointAvailable")).toMatchObject({ status: "True", reason: "EndpointAvailable", message: "control-plane endpoint noop-remedy.invalid" });
       writeFileSync(join(work, "drift-remedy"), "");
       skew = 70_000;
       try {
@@ -331,24 +346,31 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew = 0;
       }
+      cluster = await getCluster("remedy");
+      expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DriftJobRunning", message: `Job ${cluster.status.activeJob.name} checks for drift` });
+      expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
       // While it runs: the Job and when it started.
       const driftJob = (await jobsOf("remedy")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!;
       const startTime = await waitFor(async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime, 30_000, "the drift Job's startTime");
       await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
       expect((await getCluster("remedy")).status.activeJob).toEqual({ name: driftJob.metadata!.name, operation: "drift", attempt: 1, startTime: new Date(startTime).toISOString() });
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
+      // The pass that reads the finding cannot start the remediation yet (no Job slot): the drift is pending.
+      const noSlot: ReconcilerDeps = { ...deps, jobSlots: { usage: () => ({ total: 1, cluster: 1 }), managerLimit: 1, clusterDefaultLimit: 0 } };
+      expect((await reconcileWorkspace(noSlot, clusterAdapter, namespace, "remedy")).action).toBe("waiting: WaitingForJobSlot");
+      cluster = await getCluster("remedy");
+      expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "True", reason: "DriftPending" });
+      expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({ status: "True", reason: "DriftChecked" });
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toMatch(/^started apply \(DriftRemediation\)/);
       const checked = await getCluster("remedy");
-      expect(condition(checked, "DriftDetected")).toMatchObject({ status: "True" });
+      expect(condition(checked, "DriftDetected")).toMatchObject({ status: "True", reason: "DriftRemediating" });
       // What the drift Job found and ran, and when, in status.
       const finished = Date.parse(String((await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status!.completionTime));
       expect(checked.status.lastRun).toMatchObject({ job: driftJob.metadata!.name, operation: "drift", drift: { add: 0, change: 1, destroy: 0, resources: [expect.stringContaining("terraform_data.drifting")] } });
       expect(Date.parse(checked.status.lastDriftCheck)).toBe(finished);
       expect(Date.parse(checked.status.lastRefresh)).toBe(finished);
       expect(checked.status.source).toMatchObject({ image: "registry.invalid/captf/drifting:v1", runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+/) });
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
 
       const after = await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
       expect(after.action).toBe("UpToDate");
@@ -365,8 +387,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       } finally {
         skew = 0;
       }
-      await executor.runPending();
-      await allJobsFinished(plane.batch, namespace);
+      await allJobsFinished(plane.batch, namespace, executor);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
       const rechecked = await getCluster("remedy");
       expect(condition(rechecked, "DriftDetected")).toMatchObject({ status: "False", reason: "NoDrift" });
@@ -374,6 +395,24 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(rechecked.status.lastRun).toMatchObject({ operation: "drift", drift: { add: 0, change: 0, destroy: 0 } });
       expect((await jobsOf("remedy")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "apply", "drift", "drift"]);
     }, 180_000);
+  });
+
+  describe("Ready once provisioned", () => {
+    it("a cluster whose re-apply fails stays Ready: the failure shows on ApplyJobSucceeded and InputsApplied only", async () => {
+      await createCluster("reapply", "registry.invalid/captf/failing-cluster:v1");
+      await drive("reapply", (c) => c.status?.initialization?.provisioned === true);
+      expect(condition(await getCluster("reapply"), "Ready")).toMatchObject({ status: "True", reason: "Ready" });
+      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "reapply", body: { spec: { variables: { fail: "yes" } } } }, mergePatchOptions());
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "reapply")).action).toMatch(/^started apply \(InputsChanged\)/);
+      await allJobsFinished(plane.batch, namespace, executor);
+      expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "reapply")).action).toBe("InputsChangedBackoff");
+      const cluster = await getCluster("reapply");
+      const failed = (await jobsOf("reapply")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+      expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "ApplyFailed" });
+      expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "False", reason: "InputsApplyFailed", message: `Job ${failed.metadata!.name} could not apply the current inputs` });
+      expect(condition(cluster, "Ready")).toMatchObject({ status: "True", reason: "Ready" });
+      expect(cluster.status.initialization).toEqual({ provisioned: true });
+    }, 120_000);
   });
 
   describe("failure_domains", () => {

@@ -19,7 +19,16 @@ export interface JobExecutor {
   close(): void;
 }
 
-export function startJobExecutor(options: { kubeconfigPath: string; namespace: string; modules: Record<string, string> }): JobExecutor {
+export interface JobExecutorOptions {
+  kubeconfigPath: string;
+  namespace: string;
+  /** The module directory of each image reference. */
+  modules: Record<string, string>;
+  /** What the Pod reports instead of its runner's result (its termination message), e.g. a result as another runner would write it. */
+  rewriteResult?: (pod: k8s.V1Pod, message: string) => string;
+}
+
+export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(options.kubeconfigPath);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -95,6 +104,7 @@ export function startJobExecutor(options: { kubeconfigPath: string; namespace: s
     } catch {
       // The runner died before writing its result: the manager must cope with an empty message.
     }
+    if (options.rewriteResult) message = options.rewriteResult(pod, message);
     const now = new Date().toISOString();
     await core.patchNamespacedPodStatus(
       {

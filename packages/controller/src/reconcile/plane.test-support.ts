@@ -34,8 +34,10 @@ export async function preparePlane(namespace: string): Promise<PlaneClients> {
   return { kubeconfigPath: plane.kubeconfigPath, core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };
 }
 
-export async function allJobsFinished(batch: k8s.BatchV1Api, namespace: string): Promise<void> {
+/** Waits until every Job of the namespace finished; with `executor`, running each Pod as it appears (kube-controller-manager may create it after the Job). */
+export async function allJobsFinished(batch: k8s.BatchV1Api, namespace: string, executor?: { runPending(): Promise<number> }): Promise<void> {
   await waitFor(async () => {
+    await executor?.runPending();
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
     return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) ? true : undefined;
     // kube-controller-manager marks Jobs finished within seconds on a quiet machine; a loaded one took over a minute.
