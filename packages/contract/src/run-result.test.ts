@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { emptyPlanHash, maxResultBytes, parseRunResult, planCounts, type RunResult } from "./run-result.js";
+import { completeRunResult, emptyPlanHash, maxResultBytes, parseRunResult, planCounts, type RunResult } from "./run-result.js";
 
 const result: RunResult = {
   version: 1,
@@ -47,5 +47,23 @@ describe("planCounts", () => {
     const counted = { ...result, plan: { ...result.plan!, import: 1, move: 2 } };
     expect(parseRunResult(JSON.stringify(counted))).toEqual({ ok: true, result: counted });
     expect(parseRunResult(JSON.stringify({ ...result, plan: { ...result.plan!, move: -1 } })).ok).toBe(false);
+  });
+});
+
+describe("completeRunResult", () => {
+  it("reads the runner's shrunk form as a full document that keeps the error's kind and the plan's hash", () => {
+    const shrunk = parseRunResult(JSON.stringify({ version: 1, op: "plan", error: null, plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1 } }));
+    if (!shrunk.ok) throw new Error(shrunk.reason);
+    expect(completeRunResult(shrunk.result)).toEqual({
+      version: 1, op: "plan", image: { ref: "", providersMirror: false }, runtime: { command: [], version: "" }, steps: [], drift: null, error: null,
+      plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1, resources: [], truncated: true },
+    });
+    const failed = parseRunResult(JSON.stringify({ version: 1, op: "apply", error: { kind: "step" } }));
+    if (!failed.ok) throw new Error(failed.reason);
+    expect(completeRunResult(failed.result)).toMatchObject({ error: { kind: "step", step: null, summary: "" }, steps: [] });
+  });
+
+  it("leaves a full document as it is", () => {
+    expect(completeRunResult(result)).toBe(result);
   });
 });

@@ -124,6 +124,25 @@ export type MinimalRunResult = Pick<RunResult, "version" | "op"> & { error: { ki
 
 export type RunResultReading = { ok: true; result: RunResult | MinimalRunResult } | { ok: false; reason: string };
 
+/**
+ * A result as a full document: the shrunk form gets empty steps, no drift, no summaries and a plan without its
+ * entries, so a plan's hash (what an approval names) survives the shrinking. Pure.
+ */
+export function completeRunResult(result: RunResult | MinimalRunResult): RunResult {
+  if ("steps" in result && Array.isArray((result as RunResult).steps)) return result as RunResult;
+  const minimal = result as MinimalRunResult;
+  return {
+    version: minimal.version,
+    op: minimal.op,
+    image: { ref: "", providersMirror: false },
+    runtime: { command: [], version: "" },
+    steps: [],
+    drift: null,
+    error: minimal.error ? { kind: minimal.error.kind, step: null, summary: "" } : null,
+    ...(minimal.plan ? { plan: { ...minimal.plan, resources: [], truncated: true } } : {}),
+  } as RunResult;
+}
+
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
 

@@ -28,6 +28,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let movingModule = "";
   let sizedModule = "";
   let dropPlans = false;
+  let shrinkPlans = false;
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
@@ -41,10 +42,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       namespace,
       modules: { [image]: noopModuleDirectory("cluster"), [movingImage]: movingModule, [sizedImage]: sizedModule },
       // While a test asks for it, a plan Job reports its runner's result without the plan (as a runner that lost it would).
+      // Or the shrunk form a runner falls back to when its result does not fit: no steps, the plan without its entries.
       rewriteResult: (pod, message) => {
-        if (!dropPlans || pod.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] !== "plan") return message;
-        const { plan: _dropped, ...result } = JSON.parse(message) as Json;
-        return JSON.stringify(result);
+        if (pod.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] !== "plan") return message;
+        const { plan, ...result } = JSON.parse(message) as Json;
+        if (dropPlans) return JSON.stringify(result);
+        if (shrinkPlans) return JSON.stringify({ version: result.version, op: result.op, error: null, plan: { hash: plan.hash, add: plan.add, change: plan.change, destroy: plan.destroy } });
+        return message;
       },
     });
     await createManualCluster("manual", { source: { image } });
@@ -253,5 +257,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await runJobs();
     expect(await unreadablePass()).toBe("PlanAwaitingApproval");
     expect((await getUnreadable()).status.plan).toMatchObject({ change: 1 });
+
+    // A plan reported in the runner's shrunk form is a plan: its hash is shown and kept for the approval.
+    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable", body: { spec: { variables: { size: "3" } } } }, mergePatchOptions());
+    expect(await unreadablePass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    shrinkPlans = true;
+    try {
+      await runJobs();
+    } finally {
+      shrinkPlans = false;
+    }
+    expect(await unreadablePass()).toBe("PlanAwaitingApproval");
+    const shrunk = (await planJobs()).sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+    expect(shrunk.metadata?.annotations?.["captf.io/plan-unreadable"]).toBeUndefined();
+    const shown = (await getUnreadable()).status.plan;
+    expect(shown).toMatchObject({ change: 1, planHash: shrunk.metadata?.annotations?.["captf.io/plan-hash"] });
   }, 180_000);
 });

@@ -1,6 +1,6 @@
 import type { BatchV1Api, CoreV1Api, V1Job, V1Pod } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
-import { parseRunResult, type RunResult } from "@captf/contract/run-result";
+import { completeRunResult, parseRunResult, type RunResult } from "@captf/contract/run-result";
 import type { JobOutcome, Operation } from "./decide-operation.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { ReadCache } from "../runtime/read-cache.js";
@@ -165,7 +165,8 @@ export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api;
     const pod = await jobPod(clients, namespace, job);
     const status = pod?.status?.containerStatuses?.find((container) => container.name === "source");
     const reading = parseRunResult(status?.state?.terminated?.message);
-    const result = reading.ok && "steps" in reading.result ? (reading.result as RunResult) : undefined;
+    // The shrunk form keeps what matters (the error's kind, the plan's hash): read as a full document.
+    const result = reading.ok ? completeRunResult(reading.result) : undefined;
     observed.push({
       ...base,
       outcome: outcomeOf(job, result, pod),
