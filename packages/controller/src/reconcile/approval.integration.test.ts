@@ -27,8 +27,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let eventsApi: k8s.EventsV1Api;
   let movingModule = "";
   let sizedModule = "";
-  let dropPlans = false;
-  let shrinkPlans = false;
+  /** How plan Jobs report their result while a test asks for it: as the runner wrote it, without the plan, or shrunk. */
+  let planReports: "as-written" | "dropped" | "shrunk" = "as-written";
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
@@ -46,8 +46,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       rewriteResult: (pod, message) => {
         if (pod.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] !== "plan") return message;
         const { plan, ...result } = JSON.parse(message) as Json;
-        if (dropPlans) return JSON.stringify(result);
-        if (shrinkPlans) return JSON.stringify({ version: result.version, op: result.op, error: null, plan: { hash: plan.hash, add: plan.add, change: plan.change, destroy: plan.destroy } });
+        if (planReports === "dropped") return JSON.stringify(result);
+        if (planReports === "shrunk") return JSON.stringify({ version: result.version, op: result.op, error: null, plan: { hash: plan.hash, add: plan.add, change: plan.change, destroy: plan.destroy } });
         return message;
       },
     });
@@ -219,6 +219,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await supersededPass()).toBe("PlanAwaitingApproval");
     expect(await supersededEvents()).toHaveLength(1);
   }, 240_000);
+  async function runJobsReportingPlans(reports: typeof planReports): Promise<void> {
+    planReports = reports;
+    try {
+      await runJobs();
+    } finally {
+      planReports = "as-written";
+    }
+  }
+
   it("fails a plan Job that completes without a readable plan: captf.io/plan-unreadable, ApplyFailed, nothing shown, and backoff before the next plan", async () => {
     await createManualCluster("unreadable", { source: { image: sizedImage }, variables: { size: "1" } });
     const unreadablePass = async (passDeps: ReconcilerDeps = deps) => (await reconcileWorkspace(passDeps, clusterAdapter, namespace, "unreadable")).action;
@@ -232,12 +241,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
     await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable", body: { spec: { variables: { size: "2" } } } }, mergePatchOptions());
     expect(await unreadablePass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
-    dropPlans = true;
-    try {
-      await runJobs();
-    } finally {
-      dropPlans = false;
-    }
+    await runJobsReportingPlans("dropped");
     expect(await unreadablePass()).toBe("InputsChangedPlanNeededBackoff");
     const [plan] = await planJobs();
     // The Job itself completed: only the missing plan makes it a failure.
@@ -261,12 +265,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     // A plan reported in the runner's shrunk form is a plan: its hash is shown and kept for the approval.
     await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable", body: { spec: { variables: { size: "3" } } } }, mergePatchOptions());
     expect(await unreadablePass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
-    shrinkPlans = true;
-    try {
-      await runJobs();
-    } finally {
-      shrinkPlans = false;
-    }
+    await runJobsReportingPlans("shrunk");
     expect(await unreadablePass()).toBe("PlanAwaitingApproval");
     const shrunk = (await planJobs()).sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
     expect(shrunk.metadata?.annotations?.["captf.io/plan-unreadable"]).toBeUndefined();
