@@ -128,7 +128,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       });
       expect(durable.metadata?.ownerReferences?.[0]).toMatchObject({ kind: "TerraformMachine", name: "vars", controller: true });
       const machine = await getMachine("vars");
-      expect(machine.status.source).toEqual({ imageDigest: `sha256:${"0".repeat(64)}` });
+      // What the Jobs run: the image as the spec gave it, its pinned digest, the runtime's own version.
+      expect(machine.status.source).toEqual({ image: "registry.invalid/captf/noop-machine:v0.1.0", imageDigest: `sha256:${"0".repeat(64)}`, runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
     }, 120_000);
 
     it("destroys with the pinned digest and the inputs it applied", async () => {
