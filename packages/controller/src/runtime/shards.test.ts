@@ -57,13 +57,15 @@ describe("the shard label", () => {
     expect(heldShardsSelector(label, [2, 0, 2])).toBe("captf.io/shard in (0,2)");
     expect(heldShardsSelector(label, new Set())).toBeUndefined();
     const held = heldShardsSelector(label, [0, 2])!;
-    expect([{ [label]: "0" }, { [label]: "1" }, { [label]: "2" }, {}, { [label]: "5" }].map((labels) => matches(held, labels))).toEqual([true, false, true, false, false]);
+    const objects: Record<string, string>[] = [{ [label]: "0" }, { [label]: "1" }, { [label]: "2" }, {}, { [label]: "5" }];
+    expect(objects.map((labels) => matches(held, labels))).toEqual([true, false, true, false, false]);
   });
 
   it("leaves to the unassigned selector what no shard informer of this count sees: no label, or another count's value", () => {
     const unassigned = unassignedShardSelector(label, 3);
     expect(unassigned).toBe("captf.io/shard notin (0,1,2)");
-    expect([undefined, {}, { other: "x" }, { [label]: "3" }, { [label]: "0" }, { [label]: "2" }].map((labels) => matches(unassigned, labels))).toEqual([true, true, true, true, false, false]);
+    const objects: (Record<string, string> | undefined)[] = [undefined, {}, { other: "x" }, { [label]: "3" }, { [label]: "0" }, { [label]: "2" }];
+    expect(objects.map((labels) => matches(unassigned, labels))).toEqual([true, true, true, true, false, false]);
     // Every object is in exactly one of: the unassigned informer, or the shard informer of the shard its label names.
     for (const value of ["0", "1", "2", "3", "x"]) {
       const labels = { [label]: value };
