@@ -31,8 +31,8 @@ export interface DurableInputs {
   variables: Record<string, unknown>;
   /** Pool only: the hash of the cluster exports its last successful apply rendered. */
   appliedClusterOutputsHash?: string;
-  /** Pool only: those exports as JSON (`applied-cluster-outputs.json`), when they fit beside the root and match the hash. */
-  appliedClusterOutputs?: string;
+  /** Pool only: those exports (`applied-cluster-outputs.json`), when they fit beside the root and match the hash. */
+  appliedClusterOutputs?: JsonValue;
   /** Pool only: a change of the exports held for approval (`captf.io/pending-cluster-outputs`). */
   pendingClusterOutputs?: PendingExports;
   /** Pool only: a change of the exports that may be partly applied (`captf.io/partial-cluster-outputs`). */
@@ -79,9 +79,8 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
   const notes = secret.metadata?.annotations ?? {};
   const pending = parsePendingExports(notes[annotations.pendingClusterOutputs]);
   const partial = parsePartialExports(notes[annotations.partialClusterOutputs]);
-  const record = decodeData(secret, appliedClusterOutputsKey);
   // A record that does not hash to the recorded hash is not the applied exports.
-  const recordMatches = record !== "" && notes[annotations.appliedClusterOutputsHash] !== undefined && hashOfRecord(record) === notes[annotations.appliedClusterOutputsHash];
+  const record = appliedExportsRecord(decodeData(secret, appliedClusterOutputsKey), notes[annotations.appliedClusterOutputsHash]);
   return {
     root,
     variables,
@@ -91,7 +90,7 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
     ...(notes[annotations.imageDigest] ? { imageDigest: notes[annotations.imageDigest] } : {}),
     ...(notes[annotations.identity] ? { identity: notes[annotations.identity] } : {}),
     ...(notes[annotations.appliedClusterOutputsHash] ? { appliedClusterOutputsHash: notes[annotations.appliedClusterOutputsHash] } : {}),
-    ...(recordMatches ? { appliedClusterOutputs: record } : {}),
+    ...(record !== undefined ? { appliedClusterOutputs: record } : {}),
     ...(pending ? { pendingClusterOutputs: pending } : {}),
     ...(partial ? { partialClusterOutputs: partial } : {}),
     ...(notes[annotations.interruptedApply] ? { interruptedApply: notes[annotations.interruptedApply] } : {}),
@@ -99,9 +98,12 @@ export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: 
   };
 }
 
-function hashOfRecord(record: string): string | undefined {
+/** The exports a record holds, when it parses and hashes to `recordedHash`; else undefined. Pure. */
+function appliedExportsRecord(text: string, recordedHash: string | undefined): JsonValue | undefined {
+  if (text === "" || recordedHash === undefined) return undefined;
   try {
-    return exportsHash(JSON.parse(record) as JsonValue);
+    const value = JSON.parse(text) as JsonValue;
+    return exportsHash(value) === recordedHash ? value : undefined;
   } catch {
     return undefined;
   }
@@ -133,7 +135,8 @@ export async function writeDurableInputs(
   if (previous?.pendingClusterOutputs) notes[annotations.pendingClusterOutputs] = JSON.stringify(previous.pendingClusterOutputs);
   if (previous?.partialClusterOutputs) notes[annotations.partialClusterOutputs] = JSON.stringify(previous.partialClusterOutputs);
   // The applied exports record stays while it fits beside the new files; its hash stays either way.
-  const record: Record<string, string> = previous?.appliedClusterOutputs !== undefined && exportsRecordFits(inputs.root, previous.appliedClusterOutputs) ? { [appliedClusterOutputsKey]: previous.appliedClusterOutputs } : {};
+  const recordText = previous?.appliedClusterOutputs !== undefined ? JSON.stringify(previous.appliedClusterOutputs) : undefined;
+  const record: Record<string, string> = recordText !== undefined && exportsRecordFits(inputs.root, recordText) ? { [appliedClusterOutputsKey]: recordText } : {};
   if (previous?.interruptedApply) notes[annotations.interruptedApply] = previous.interruptedApply;
   if (previous?.stateLineage) notes[annotations.stateLineage] = previous.stateLineage;
   const kind = kindOfRole[owner.role];

@@ -6,7 +6,6 @@
  * partial: until an apply succeeds, nothing is held and every apply is guarded. Pure functions only: the
  * records live on the durable inputs Secret (durable-inputs.ts), the pass writes them (workspace-phases.ts).
  */
-import type { JsonValue } from "@captf/contract";
 import { annotations } from "@captf/contract/api";
 import type { RunResult } from "@captf/contract/run-result";
 
@@ -146,14 +145,4 @@ export function heldExportsMessage(pending: PendingExports, approvalHash: string
 /** Said of the blocked Job once its change of the exports was withdrawn. Pure. */
 export function withdrawnExportsMessage(job: string): string {
   return `the change of the cluster's exports Job ${job} stopped before was withdrawn: the exports are back at those of the last successful apply`;
-}
-
-/** The exports value a pool's durable inputs record as applied (read only when it matches its hash); undefined when unparsable. Pure. */
-export function appliedExportsValue(raw: string | undefined): JsonValue | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  try {
-    return JSON.parse(raw) as JsonValue;
-  } catch {
-    return undefined;
-  }
 }

@@ -81,6 +81,7 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
   const durableNotes: Record<string, string | null> = {};
   const durableData: Record<string, string | null> = {};
+  const metricKindOfJob = adapter.kind as MetricKind;
   for (const job of toMark) {
     if (job.op === "apply" && adapter.role === "machinepool" && durable) recordPoolExports(exportsRecordOfJob(job, durable), job, durable, durableNotes, durableData);
     if (job.op === "apply" && job.outcome === "succeeded") {
@@ -131,7 +132,6 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
     else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
     else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
-    const metricKindOfJob = adapter.kind as MetricKind;
     deps.metrics?.jobFinished({
       kind: metricKindOfJob,
       op: job.op,
@@ -144,7 +144,7 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     for (const step of job.result?.steps ?? []) deps.metrics?.jobStepDuration.observe({ kind: metricKindOfJob, op: job.op, step: stepLabel(step.name) }, step.seconds);
     const created = job.job.metadata?.creationTimestamp;
     if (job.sourceStartedAt !== undefined && created) deps.metrics?.jobQueue.observe({ kind: metricKindOfJob, op: job.op }, Math.max(0, (job.sourceStartedAt - Date.parse(String(created))) / 1000));
-    if (job.outcome === "succeeded") deps.metrics?.lastSuccess(adapter.kind as MetricKind, namespace, name, job.op, job.finishedAt!);
+    if (job.outcome === "succeeded") deps.metrics?.lastSuccess(metricKindOfJob, namespace, name, job.op, job.finishedAt!);
   }
   if (Object.keys(durableNotes).length > 0 && durable) {
     await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions(), Object.keys(durableData).length > 0 ? durableData : undefined);
@@ -197,7 +197,7 @@ function recordPoolExports(record: ExportsRecord, job: ObservedJob, durable: Dur
     const recorded = value !== undefined && exportsHash(rendered as JsonValue) === record.exportsHash && exportsRecordFits(durable.root, value);
     data[appliedClusterOutputsKey] = recorded ? value : null;
     durable.appliedClusterOutputsHash = record.exportsHash;
-    if (recorded) durable.appliedClusterOutputs = value;
+    if (recorded) durable.appliedClusterOutputs = rendered as JsonValue;
     else delete durable.appliedClusterOutputs;
     delete durable.pendingClusterOutputs;
     delete durable.partialClusterOutputs;

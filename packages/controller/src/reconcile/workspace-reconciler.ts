@@ -32,7 +32,7 @@ import { jobSlotWait, settlingJobSlot, type JobSlotSource } from "./job-slots.js
 import { approverNote, bookkeepPlans, planSupersession } from "./plan-approval.js";
 import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
 import { readDurableInputs, writeDurableInputs, type DurableInputs } from "./durable-inputs.js";
-import { appliedExportsValue, holdsExports, pendingChangeGone } from "./held-exports.js";
+import { holdsExports, pendingChangeGone } from "./held-exports.js";
 import { bookkeepingAnnotations, failedApplyBefore, observeJobs, type ObservedJob } from "./observe-jobs.js";
 import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
@@ -221,9 +221,8 @@ function heldInputs(rendered: RenderedInputs, durable: DurableInputs, object: Wo
     applied: { exportsHash: durable.appliedClusterOutputsHash, recorded: durable.appliedClusterOutputs !== undefined },
     approvedHash: object.metadata.annotations?.[annotations.approveDestructivePlan],
   });
-  const exports = holds ? appliedExportsValue(durable.appliedClusterOutputs) : undefined;
-  if (exports === undefined) return undefined;
-  const outcome = render(exports);
+  if (!holds || durable.appliedClusterOutputs === undefined) return undefined;
+  const outcome = render(durable.appliedClusterOutputs);
   return outcome.kind === "ready" ? { kind: "ready", rendered: { ...outcome.rendered, held: true } } : undefined;
 }
 
@@ -365,17 +364,18 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   await noticeVanishedApply(pass, jobs);
 
   // A pool whose change of the cluster's exports waits for approval goes on with the exports it applied last.
-  const held = adapter.role === "machinepool" && inputs.kind === "ready" && durable && renderHeld ? heldInputs(inputs.rendered, durable, object, renderHeld) : undefined;
+  const unheld = adapter.role === "machinepool" && inputs.kind === "ready" ? inputs.rendered : undefined;
+  const held = unheld && durable && renderHeld ? heldInputs(unheld, durable, object, renderHeld) : undefined;
   if (held) {
     // The approval names the inputs with the change, not the held ones.
-    scope.heldExports = { pending: durable!.pendingClusterOutputs!, approvalHash: (inputs as Extract<InputsOutcome, { kind: "ready" }>).rendered.approvalHash };
+    scope.heldExports = { pending: durable!.pendingClusterOutputs!, approvalHash: unheld!.approvalHash };
     inputs = held;
     scope.inputs = held;
     currentHash = held.rendered.hash;
     scope.currentHash = currentHash;
-  } else if (adapter.role === "machinepool" && inputs.kind === "ready" && durable?.pendingClusterOutputs) {
+  } else if (unheld && durable?.pendingClusterOutputs) {
     const pending = durable.pendingClusterOutputs;
-    const gone = pendingChangeGone(pending, { exportsHash: inputs.rendered.exportsHash! }, durable.appliedClusterOutputsHash, object.metadata.annotations?.[annotations.approveDestructivePlan]);
+    const gone = pendingChangeGone(pending, { exportsHash: unheld.exportsHash! }, durable.appliedClusterOutputsHash, object.metadata.annotations?.[annotations.approveDestructivePlan]);
     if (gone?.removeApproval) {
       await mergePatch({ metadata: { annotations: { [annotations.approveDestructivePlan]: null } } });
       delete object.metadata.annotations?.[annotations.approveDestructivePlan];
