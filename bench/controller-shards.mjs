@@ -13,7 +13,7 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { loadController, loadControllerFile, loadDependency, loadTestkit, repo } from "./controller-packages.mjs";
-import { infra, inParallel, installCrds, moduleImage, types } from "./controller-fixtures.mjs";
+import { benchControllerManagerFlags, infra, inParallel, installCrds, moduleImage, types } from "./controller-fixtures.mjs";
 import { startJobCompleter } from "./controller-jobs.mjs";
 
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -162,7 +162,7 @@ export async function runShardBench({ managers, clusters, machines, concurrency,
   const logger = pino({ level: "warn" }, pino.destination(2));
   const benchStarted = Date.now();
   const step = (text) => process.stderr.write(`bench [${((Date.now() - benchStarted) / 1000).toFixed(1).padStart(6)} s]: ${text}\n`);
-  const plane = await startControlPlane();
+  const plane = await startControlPlane({ controllerManagerFlags: benchControllerManagerFlags });
   let client;
   try {
     const kubeConfig = new k8s.KubeConfig();

@@ -85,7 +85,7 @@ const { pino } = await loadDependency("pino");
 const { decodeOutputs } = await loadDependency("@captf/contract");
 const { labels: contractLabels } = await loadDependency("@captf/contract/api");
 const { startCountingProxy, difference } = await import("./controller-proxy.mjs");
-const { createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./controller-fixtures.mjs");
+const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./controller-fixtures.mjs");
 const { startJobCompleter, noopMachineOutputs } = await import("./controller-jobs.mjs");
 const { memoryOf, percentile, quietWhile } = await import("./controller-samples.mjs");
 
@@ -264,7 +264,7 @@ try {
   // ---- the plane, the CRDs and the fixtures ---------------------------------------------------
   let mark = Date.now();
   // Registered before it is up: a Ctrl-C while it starts still stops it (a failed start cleans up itself).
-  const planeStarting = startControlPlane();
+  const planeStarting = startControlPlane({ controllerManagerFlags: benchControllerManagerFlags });
   cleanups.push(async () => (await planeStarting.catch(() => undefined))?.stop());
   const plane = await planeStarting;
   step(`control plane up in ${seconds(plane.startMillis)} s`);
@@ -339,6 +339,9 @@ try {
   const atSettle = { counts: proxy.counts.snapshot(), metrics: await manager.metrics().catch(() => undefined), memory: manager.memory() };
   const steady = await steadyMemory(manager);
   const managerExit = await manager.stop();
+  // The manager's events (the largest share of its writes) by reason, as they stand once it is quiet.
+  const eventReasons = new Map();
+  for (const event of (await client.list(types.event, namespace)).items) eventReasons.set(event.reason, (eventReasons.get(event.reason) ?? 0) + (event.count ?? 1));
 
   // ---- restart over the settled objects, then one full resync in the restarted manager ----------
   step("manager stopped; restarting it over the settled objects");
@@ -395,6 +398,7 @@ try {
 
   console.log(`controller bench: ${N} TerraformMachines, concurrency ${concurrency}, job run ${jobSeconds} s, kube ${plane.server}`);
   console.log(`  manager: the shipped wiring (createManagerControllers) without leader election or webhooks; controllers ${manager.controllers.join(", ")}`);
+  console.log(`  plane: kube-controller-manager ${benchControllerManagerFlags.join(" ")} (its Job controller must not set the pace)`);
   console.log(`  fixtures: ${N} x (bootstrap Secret, Machine, TerraformMachine) created in ${seconds(fixtureMillis)} s before the manager started`);
   console.log(`  wall time, manager spawn to all ${provisionedAt.size}/${N} provisioned: ${seconds(wall)} s (start and cache sync ${seconds(manager.readyAt - manager.started)} s; reconciling ${seconds(active)} s)`);
   console.log(`  time to provisioned after ready: p50 ${seconds(percentile(latencies, 0.5))} s, p90 ${seconds(percentile(latencies, 0.9))} s, max ${seconds(Math.max(...latencies))} s`);
@@ -412,6 +416,7 @@ try {
     const codes = Object.entries(entry.codes).map(([code, n]) => `${code}:${n}`).join(" ");
     console.log(`    ${key.padEnd(42)} ${String(entry.count).padStart(7)} ${(entry.count / reconcilesDone).toFixed(2).padStart(10)} ${(entry.count / N).toFixed(2).padStart(9)} ${(entry.millis / entry.count).toFixed(1).padStart(8)}  ${codes}`);
   }
+  console.log(`    events by reason, per machine: ${[...eventReasons].sort((a, b) => b[1] - a[1]).map(([reason, count]) => `${reason} ${(count / N).toFixed(2)}`).join(", ") || "none"}`);
   const watches = [...toDone.byKey].filter(([k]) => k.startsWith("watch ")).map(([k, e]) => `${k.slice(6)} ${e.count}`);
   console.log(`    watches opened: ${watches.join(", ") || "none"}`);
   const tailTotal = requestsOf(tail);

@@ -17,7 +17,7 @@ const { KubeClient, Informer } = await loadController();
 const { rbacObjects, defaultInstallOptions } = await loadControllerFile("install/manifests.js");
 const k8s = await loadDependency("@kubernetes/client-node");
 const { pino } = await loadDependency("pino");
-const { createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("../controller-fixtures.mjs");
+const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("../controller-fixtures.mjs");
 const { startJobCompleter } = await import("../controller-jobs.mjs");
 const { memoryOf, quietWhile, percentile } = await import("../controller-samples.mjs");
 
@@ -81,7 +81,7 @@ export function metricSum(text, name, filter = "") {
  * every machine is.
  */
 export async function startDrillPlane({ runner, drill, machines, jobSeconds = 0, namespace = "bench", hold }) {
-  const planeStarting = startControlPlane();
+  const planeStarting = startControlPlane({ controllerManagerFlags: benchControllerManagerFlags });
   runner.onCleanup(async () => (await planeStarting.catch(() => undefined))?.stop());
   const plane = await planeStarting;
   step(drill, `control plane up in ${seconds(plane.startMillis)} s`);

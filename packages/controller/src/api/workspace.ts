@@ -281,7 +281,7 @@ export const ActiveJobSchema = Type.Object(
     name: Type.String({ description: "Name of the Job.", minLength: 1, maxLength: 63 }),
     operation: StringEnum(operations, { description: "Operation the Job runs." }),
     attempt: Int32({ description: "Sequence number of the operation's Job (a<N> in its name), counting retained Jobs, not retries.", minimum: 1 }),
-    startTime: Type.Optional(Timestamp({ description: "When the Job started." })),
+    startTime: Type.Optional(Timestamp({ description: "When captf created the Job (its creationTimestamp; its Pod may start later)." })),
   },
   { description: "The Job running for the object now." },
 );

@@ -5,6 +5,7 @@ import {
   credentialsHash,
   credentialsMirrorName,
   isCredentialsMirror,
+  mirrorOwnersLimit,
   ownerReferencesWithUser,
   planMirror,
   planRevocation,
@@ -116,6 +117,14 @@ describe("planMirror", () => {
     const plan = planMirror(mirror({ ownerReferences: [otherRef] }), data, user);
     // A strategic merge patch of the one ref (merged by uid): users of one identity adding theirs at once never conflict.
     expect(plan).toEqual({ action: "addOwner", ownerReference: userRef, order: [otherRef.uid, userRef.uid] });
+  });
+
+  it("lists at most mirrorOwnersLimit users: another uses a full mirror without a write, and still gets its data rewritten", () => {
+    const owners = Array.from({ length: mirrorOwnersLimit }, (_, i) => ({ ...otherRef, name: `c-${i}`, uid: `uid-c${i}` }));
+    expect(planMirror(mirror({ ownerReferences: owners }), data, user)).toEqual({ action: "keep" });
+    expect(planMirror(mirror({ ownerReferences: owners.slice(1) }), data, user)).toMatchObject({ action: "addOwner", ownerReference: userRef });
+    const rotated = { ...data, AWS_SECRET_ACCESS_KEY: Buffer.from("rotated").toString("base64") };
+    expect(planMirror(mirror({ ownerReferences: owners }), rotated, user)).toMatchObject({ action: "replace", rewritesData: true, secret: { data: rotated, metadata: { ownerReferences: owners } } });
   });
 
   it("replaces the ref of an earlier object of the same name", () => {

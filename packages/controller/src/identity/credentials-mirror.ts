@@ -57,6 +57,14 @@ export function ownerReferencesWithoutUser(refs: readonly V1OwnerReference[], us
   return refs.filter((ref) => !refersToUser(ref, user));
 }
 
+/**
+ * At most this many users own a mirror: enough that it outlives the deletion of a few, few enough that
+ * the mirror (written once per new owner, and by the garbage collector for each owner deleted) stays small
+ * with thousands of users; unbounded, 10,000 users would make it larger than etcd takes. A mirror whose
+ * owners are all gone while other users remain is made again by the next pass of any of them.
+ */
+export const mirrorOwnersLimit = 10;
+
 export type MirrorPlan =
   | { action: "create"; secret: V1Secret }
   | { action: "replace"; secret: V1Secret; rewritesData: boolean }
@@ -94,7 +102,9 @@ export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<
   const refs = meta.ownerReferences ?? [];
   const ownedAlready = refs.some((ref) => ref.uid === user.uid && ref.controller !== true && ref.blockOwnerDeletion !== true) && refs.filter((ref) => refersToUser(ref, user)).length === 1;
   const current = meta.annotations ?? {};
-  if (!rewritesData && ownedAlready && current[annotations.sourceHash] === hash) return { action: "keep" };
+  // A user not listed on a mirror that already has its fill of owners uses it without owning it.
+  const full = !refs.some((ref) => refersToUser(ref, user)) && refs.length >= mirrorOwnersLimit;
+  if (!rewritesData && (ownedAlready || full) && current[annotations.sourceHash] === hash) return { action: "keep" };
   if (!rewritesData && current[annotations.sourceHash] === hash && !refs.some((ref) => refersToUser(ref, user))) return { action: "addOwner", ownerReference: userOwnerReference(user), order: [...refs.map((ref) => ref.uid), user.uid] };
   const { managedFields: _managedFields, ...kept } = meta;
   return {
@@ -106,7 +116,7 @@ export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<
         ...kept,
         labels: { ...meta.labels, ...ourLabels },
         annotations: { ...current, ...ourAnnotations },
-        ownerReferences: ownedAlready ? refs : ownerReferencesWithUser(refs, user),
+        ownerReferences: ownedAlready || full ? refs : ownerReferencesWithUser(refs, user),
       },
       data: rewritesData ? { ...sourceData } : existing.data,
     },

@@ -349,11 +349,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       cluster = await getCluster("remedy");
       expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DriftJobRunning", message: `Job ${cluster.status.activeJob.name} checks for drift` });
       expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
-      // While it runs: the Job and when it started.
+      // While it runs: the Job and when captf started it (its creation), set by the pass that created it and kept while it runs.
       const driftJob = (await jobsOf("remedy")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!;
-      const startTime = await waitFor(async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime, 30_000, "the drift Job's startTime");
+      const started = { name: driftJob.metadata!.name, operation: "drift", attempt: 1, startTime: new Date(driftJob.metadata!.creationTimestamp!).toISOString() };
+      expect(cluster.status.activeJob).toEqual(started);
+      await waitFor(async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime, 30_000, "the drift Job's startTime");
+      const resourceVersion = (await getCluster("remedy")).metadata.resourceVersion;
       await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
-      expect((await getCluster("remedy")).status.activeJob).toEqual({ name: driftJob.metadata!.name, operation: "drift", attempt: 1, startTime: new Date(startTime).toISOString() });
+      const running = await getCluster("remedy");
+      expect(running.status.activeJob).toEqual(started);
+      expect(running.metadata.resourceVersion).toBe(resourceVersion);
       await allJobsFinished(plane.batch, namespace, executor);
       // The pass that reads the finding cannot start the remediation yet (no Job slot): the drift is pending.
       const noSlot: ReconcilerDeps = { ...deps, jobSlots: { usage: () => ({ total: 1, cluster: 1 }), managerLimit: 1, clusterDefaultLimit: 0 } };

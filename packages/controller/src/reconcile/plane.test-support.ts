@@ -29,6 +29,13 @@ export async function preparePlane(namespace: string): Promise<PlaneClients> {
     await extensions.createCustomResourceDefinition({ body }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
     await waitFor(async () => ((await extensions.readCustomResourceDefinition({ name: body.metadata!.name! })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ? true : undefined));
   }
+  // A fresh API server answers the first list of a kind with 429 "storage is (re)initializing": each kind is listed once it answers.
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  for (const crd of (await extensions.listCustomResourceDefinition()).items) {
+    const version = crd.spec.versions.find((v) => v.storage)!.name;
+    const list = { group: crd.spec.group, version, plural: crd.spec.names.plural, limit: 1 };
+    await waitFor(() => custom.listClusterCustomObject(list).then(() => true, (error) => ((error as { code?: number }).code === 429 ? undefined : Promise.reject(error))), 60_000, `a list of ${crd.metadata!.name}`);
+  }
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   return { kubeconfigPath: plane.kubeconfigPath, core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };

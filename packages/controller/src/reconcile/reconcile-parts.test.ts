@@ -8,7 +8,7 @@ import { applyMergePatch } from "@captf/testkit";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
 import { lineageCheck, mergePatchChanges, replacingMergePatch } from "./workspace-reconciler.js";
-import { changedBeyondOwnMarks, jobStartedFinishedOrGone, queueResult } from "./workspace-controller.js";
+import { changedBeyondOwnMarks, jobFinishedOrGone, queueResult } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
 import { clusterLeaseName, leaseBackstopSeconds, leaseIsFree, runLeaseName } from "./run-lease.js";
@@ -226,13 +226,14 @@ describe("the self watch", () => {
 
 describe("the watches of a kind's controller", () => {
   const job = (resourceVersion: string, finished: boolean, active = 0) => ({ metadata: { name: "j", resourceVersion }, status: { active, ...(finished ? { conditions: [{ type: "Complete", status: "True" }] } : {}) } });
-  it("start a pass for a Job that appears, finishes or goes, and on a resync, not for a running Job's progress or its bookkeeping mark", () => {
-    expect(jobStartedFinishedOrGone(job("1", false), "add")).toBe(true);
-    expect(jobStartedFinishedOrGone(job("2", false, 1), "update", job("1", false))).toBe(false);
-    expect(jobStartedFinishedOrGone(job("3", true), "update", job("2", false, 1))).toBe(true);
-    expect(jobStartedFinishedOrGone(job("4", true), "update", job("3", true))).toBe(false);
-    expect(jobStartedFinishedOrGone(job("4", true), "update", job("4", true))).toBe(true);
-    expect(jobStartedFinishedOrGone(job("4", true), "delete")).toBe(true);
+  it("start a pass for a Job that finishes or goes, appears finished, and on a resync, not for a Job that appears running, its progress or its bookkeeping mark", () => {
+    expect(jobFinishedOrGone(job("1", false), "add")).toBe(false);
+    expect(jobFinishedOrGone(job("1", true), "add")).toBe(true);
+    expect(jobFinishedOrGone(job("2", false, 1), "update", job("1", false))).toBe(false);
+    expect(jobFinishedOrGone(job("3", true), "update", job("2", false, 1))).toBe(true);
+    expect(jobFinishedOrGone(job("4", true), "update", job("3", true))).toBe(false);
+    expect(jobFinishedOrGone(job("4", true), "update", job("4", true))).toBe(true);
+    expect(jobFinishedOrGone(job("4", true), "delete")).toBe(true);
   });
 
   it("start no pass for the object's own block-move annotation, but for any other annotation", () => {
@@ -240,6 +241,15 @@ describe("the watches of a kind's controller", () => {
     expect(changedBeyondOwnMarks(object("2", { "clusterctl.cluster.x-k8s.io/block-move": "true" }), "update", object("1", {}))).toBe(false);
     expect(changedBeyondOwnMarks(object("2", { "captf.io/restore-state": "3" }), "update", object("1", {}))).toBe(true);
     expect(changedBeyondOwnMarks(object("1", {}), "update", object("1", {}))).toBe(true);
+  });
+
+  it("start no pass for the provider IDs the pass wrote (nor the generation they bumped), but for any other spec change", () => {
+    const machine = (resourceVersion: string, generation: number, spec: Record<string, unknown>) => ({ metadata: { name: "m", resourceVersion, generation, annotations: {} }, spec });
+    const before = machine("1", 1, { source: { image: "a" } });
+    expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "a" }, providerID: "noop://m" }), "update", before)).toBe(false);
+    expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "a" }, providerIDList: ["noop://m"] }), "update", before)).toBe(false);
+    expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "b" }, providerID: "noop://m" }), "update", before)).toBe(true);
+    expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "b" } }), "update", before)).toBe(true);
   });
 });
 

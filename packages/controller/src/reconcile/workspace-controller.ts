@@ -24,17 +24,36 @@ const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object:
   },
 };
 
-/** A change of the object beyond its status and its block-move annotation (both written by the pass itself), or a periodic resync. */
-export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType, oldObject?: KubeObject): boolean {
-  const withoutMark = (o: KubeObject): KubeObject => {
-    const { [annotations.blockMove]: _mark, ...rest } = o.metadata?.annotations ?? {};
-    return { ...o, metadata: { ...o.metadata, annotations: rest } };
-  };
-  return changedOrResync(withoutMark(object), event, oldObject && withoutMark(oldObject));
+/** The spec fields only the pass itself writes (from the module's outputs; the webhook keeps them immutable once set). */
+const ownSpecFields = ["providerID", "providerIDList"];
+
+/** The spec without the fields the pass writes, as JSON. */
+function specBeyondOwnFields(object: KubeObject): string {
+  const spec = { ...((object as { spec?: Record<string, unknown> }).spec ?? {}) };
+  for (const field of ownSpecFields) delete spec[field];
+  return JSON.stringify(spec);
 }
 
-/** A Job matters to its owner's pass when it appears, finishes or goes (a running Job's progress does not: its pass requeues itself), and on a resync. */
-export function jobStartedFinishedOrGone(job: KubeObject, event: WatchEventType, oldJob?: KubeObject): boolean {
+/**
+ * A change of the object beyond what the pass itself writes (its status, its block-move annotation, the
+ * provider IDs and the generation they bump), or a periodic resync.
+ */
+export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType, oldObject?: KubeObject): boolean {
+  const ownSpecChangeOnly = oldObject !== undefined && oldObject.metadata?.generation !== object.metadata?.generation && specBeyondOwnFields(oldObject) === specBeyondOwnFields(object);
+  const withoutMarks = (o: KubeObject): KubeObject => {
+    const { [annotations.blockMove]: _mark, ...rest } = o.metadata?.annotations ?? {};
+    return { ...o, metadata: { ...o.metadata, annotations: rest, ...(ownSpecChangeOnly ? { generation: object.metadata?.generation } : {}) } };
+  };
+  return changedOrResync(withoutMarks(object), event, oldObject && withoutMarks(oldObject));
+}
+
+/**
+ * A Job matters to its owner's pass when it finishes or goes, when it appears finished (a relist, a
+ * restart), and on a resync. Not when it appears running: the pass that created it (or the owner's own
+ * first pass after a restart) has seen it, and a running Job's progress is for its pass's requeue.
+ */
+export function jobFinishedOrGone(job: KubeObject, event: WatchEventType, oldJob?: KubeObject): boolean {
+  if (event === "add") return finishedCondition(job as JobConditions) !== undefined;
   if (event !== "update" || !oldJob || oldJob.metadata?.resourceVersion === job.metadata?.resourceVersion) return true;
   return (finishedCondition(oldJob as JobConditions) === undefined) !== (finishedCondition(job as JobConditions) === undefined);
 }
@@ -73,7 +92,7 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
   const watches: WatchSpec[] = [
     // Its own status patches and block-move annotation start no pass: each pass asks for the next one it needs.
     { ...watchSelf(workspaceResourceType(adapter), changedBeyondOwnMarks), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
-    watchControllerOwner(builtinTypes.job, adapter.kind, jobStartedFinishedOrGone),
+    watchControllerOwner(builtinTypes.job, adapter.kind, jobFinishedOrGone),
     {
       type: owner.type,
       map: (object) => {

@@ -52,7 +52,18 @@ export interface Pass<R extends Role = Role> {
   subject: EventSubject;
   /** The durable inputs as read, kept current with the pass's own annotations of them. */
   durable: DurableInputs | undefined;
+  /** What the phases record on the durable inputs (annotations, data keys as text; null removes), sent as one patch by {@link writeDurableNotes}. */
+  durableNotes: { annotations: Record<string, string | null>; data: Record<string, string | null> };
   scope: StatusScope;
+}
+
+/** Sends what the phases recorded on the durable inputs, as one patch (none when they recorded nothing). */
+export async function writeDurableNotes(pass: Pass): Promise<void> {
+  const { deps, adapter, namespace, name, durable, durableNotes } = pass;
+  if (!durable || Object.keys(durableNotes.annotations).length === 0) return;
+  const data = Object.keys(durableNotes.data).length > 0 ? durableNotes.data : undefined;
+  await annotateDurableInputs(deps.core, adapter.role, namespace, name, durableNotes.annotations, mergePatchOptions(), data);
+  pass.durableNotes = { annotations: {}, data: {} };
 }
 
 /** A cache or a write lost a race: look again soon. */
@@ -79,8 +90,7 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
   const { core } = deps;
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
-  const durableNotes: Record<string, string | null> = {};
-  const durableData: Record<string, string | null> = {};
+  const { annotations: durableNotes, data: durableData } = pass.durableNotes;
   const metricKindOfJob = adapter.kind as MetricKind;
   for (const job of toMark) {
     if (job.op === "apply" && adapter.role === "machinepool" && durable) recordPoolExports(exportsRecordOfJob(job, durable), job, durable, durableNotes, durableData);
@@ -146,11 +156,9 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     if (job.sourceStartedAt !== undefined && created) deps.metrics?.jobQueue.observe({ kind: metricKindOfJob, op: job.op }, Math.max(0, (job.sourceStartedAt - Date.parse(String(created))) / 1000));
     if (job.outcome === "succeeded") deps.metrics?.lastSuccess(metricKindOfJob, namespace, name, job.op, job.finishedAt!);
   }
-  if (Object.keys(durableNotes).length > 0 && durable) {
-    await annotateDurableInputs(core, adapter.role, namespace, name, durableNotes, mergePatchOptions(), Object.keys(durableData).length > 0 ? durableData : undefined);
-    if (durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
-    if (durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
-  }
+  // Written with the state phase's notes (writeDurableNotes), before the status: the Jobs are marked bookkept only after it.
+  if (durable && durableNotes[annotations.imageDigest]) durable.imageDigest = durableNotes[annotations.imageDigest]!;
+  if (durable && durableNotes[annotations.interruptedApply] === null) delete durable.interruptedApply;
   // What the Jobs run: the image as the spec gave it for the last apply, its pinned digest, the runtime's own version (newest result).
   const ran = toMark.filter((job) => job.result).sort((a, b) => b.finishedAt! - a.finishedAt!)[0]?.result;
   const source = {
@@ -267,7 +275,7 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
   scope.state = state;
   if (stateObservation.reading.kind === "ok" && stateObservation.reading.state.lineage && durable && !durable.stateLineage && !deleting) {
-    await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.stateLineage]: stateObservation.reading.state.lineage }, mergePatchOptions());
+    pass.durableNotes.annotations[annotations.stateLineage] = stateObservation.reading.state.lineage;
     durable.stateLineage = stateObservation.reading.state.lineage;
   }
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
@@ -278,7 +286,8 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   }
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
-  let backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
+  const backupSecrets = await listBackupSecrets(core, namespace, suffix, deps.cache);
+  let backups = backupSets(backupSecrets);
   const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
   const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
   let restoreSet: BackupSet | undefined;
@@ -292,7 +301,7 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   }
   if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0 && !backups.some((set) => set.serial === state.state.serial)) {
     const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-    const bytes = await takeStateBackup(core, {
+    const { bytes, created } = await takeStateBackup(core, {
       namespace,
       suffix,
       owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
@@ -306,7 +315,8 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
     });
     deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
     void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
-    backups = backupSets(await listBackupSecrets(core, namespace, suffix, deps.cache));
+    // The sets as listed plus the one just written (no list, which the cache could not answer yet).
+    backups = backupSets(created ? [...backupSecrets, ...created] : await listBackupSecrets(core, namespace, suffix, deps.cache));
   }
   const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
   for (const secret of pruned) await core.deleteNamespacedSecret({ name: secret, namespace }).catch(ignoreNotFound);

@@ -19,7 +19,7 @@ import { type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
 import { deleteFreeStateLock } from "../state/state-lock.js";
 import { previousReason, type Condition } from "./conditions.js";
-import { bookkeepFinishedJobs, createRunSecret, decide, gateRequeueMs, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, rootForOperation, type Pass } from "./workspace-phases.js";
+import { bookkeepFinishedJobs, createRunSecret, decide, writeDurableNotes, gateRequeueMs, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, rootForOperation, type Pass } from "./workspace-phases.js";
 import { computeStatus, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import { type PlanPreview } from "../api/workspace.js";
@@ -226,9 +226,9 @@ function heldInputs(rendered: RenderedInputs, durable: DurableInputs, object: Wo
   return outcome.kind === "ready" ? { kind: "ready", rendered: { ...outcome.rendered, held: true } } : undefined;
 }
 
-/** The running Job as the status reports it; its start time once the Job controller set one. */
+/** The running Job as the status reports it; it started when captf created it, a time that never changes while it runs (no status write). */
 function activeJobOf(job: Pick<ObservedJob, "name" | "op" | "attempt" | "remediation" | "job">): NonNullable<PassOutcome["active"]> {
-  const started = job.job.status?.startTime;
+  const started = job.job.metadata?.creationTimestamp ?? job.job.status?.startTime;
   return { name: job.name, op: job.op, attempt: job.attempt, remediation: job.remediation, ...(started ? { startTime: new Date(started).toISOString() } : {}) };
 }
 
@@ -267,7 +267,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // The finalizer goes on first, in its own write, so a destroy can never be skipped.
   if (!deleting && !object.metadata.finalizers?.includes(finalizer)) {
     if (!(await writeFinalizers([...(object.metadata.finalizers ?? []), finalizer]))) return finalizerConflict;
-    return { action: "added finalizer", requeueAfterMs: 0 };
+    // No requeue: the watch event of this write starts the next pass, with the cache already showing it.
+    return { action: "added finalizer" };
   }
 
   const previous = object.status?.conditions;
@@ -302,7 +303,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     fields: { stateSecretSuffix: suffix },
   };
   const outcome: PassOutcome = {};
-  const pass: Pass<R> = { deps, adapter, object, namespace, name, suffix, clusterName, now, events, subject, durable, scope };
+  const pass: Pass<R> = { deps, adapter, object, namespace, name, suffix, clusterName, now, events, subject, durable, durableNotes: { annotations: {}, data: {} }, scope };
   // One status patch on every exit that leaves the object in place (it is skipped when nothing changed).
   let written: Record<string, unknown> = {};
   let exportsNotPublished: { bytes: number } | undefined;
@@ -390,6 +391,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   let active = jobs.find((job) => job.outcome === undefined);
   const { state, stateLost, retainedBy, restoreSet, lock } = await observeStateAndBackups(pass, jobs, active, wasProvisioned);
+  await writeDurableNotes(pass);
 
   const stuck = active && (await recoverActiveJob(pass, active, inputs, currentHash));
   if (stuck) {
@@ -526,8 +528,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }
   if (active) outcome.active = activeJobOf(active);
-  // No Job runs (the Job list is read live, so no cache lag): clusterctl move may proceed.
-  if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) await mergePatch({ metadata: { annotations: { [annotations.blockMove]: null } } });
+  // What the pass writes to the object itself, as one patch: the contract fields and its own annotations.
+  const objectPatch: { spec?: Record<string, unknown>; annotations: Record<string, string | null> } = { annotations: {} };
+  // No Job runs: clusterctl move may proceed.
+  if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) objectPatch.annotations[annotations.blockMove] = null;
 
   // Record: outputs onto the contract fields, conditions, one status patch.
   let provisioned = wasProvisioned;
@@ -537,9 +541,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     Object.assign(scope.fields, fields.status);
     exportsNotPublished = fields.exportsNotPublished;
     if (fields.spec && Object.keys(fields.spec).length > 0) {
-      await mergePatch({ spec: fields.spec, ...(fields.annotations ? { metadata: { annotations: fields.annotations } } : {}) });
-      if ("providerID" in fields.spec) void events.record(subject, "ProviderIDSet", `providerID set to ${String(fields.spec.providerID)}`);
-      if ("controlPlaneEndpoint" in fields.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
+      objectPatch.spec = fields.spec;
+      Object.assign(objectPatch.annotations, fields.annotations);
     }
     if (state.state.serial >= 1) scope.fields.observedStateSerial = state.state.serial;
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
@@ -576,6 +579,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const sampled = toMark.some((job) => job.outcome === "succeeded" && (job.op === "refresh" || job.op === "drift" || job.op === "apply"));
     const context: OwnerWriteBackContext = { status: scope.fields, events, subject, health: scope.outputs?.health, sampled, provisioned, terraformCluster };
     scope.ownerConditions = await adapter.ownerWriteBack(deps, object, context);
+  }
+  if (objectPatch.spec || Object.keys(objectPatch.annotations).length > 0) {
+    const patched = (await mergePatch({ ...(objectPatch.spec ? { spec: objectPatch.spec } : {}), ...(Object.keys(objectPatch.annotations).length > 0 ? { metadata: { annotations: objectPatch.annotations } } : {}) })) as WorkspaceObject;
+    // The status this pass writes observes the generation the spec patch made: no second status write for it.
+    if (patched?.metadata?.generation !== undefined) scope.generation = patched.metadata.generation;
+    if (objectPatch.spec && "providerID" in objectPatch.spec) void events.record(subject, "ProviderIDSet", `providerID set to ${String(objectPatch.spec.providerID)}`);
+    if (objectPatch.spec && "controlPlaneEndpoint" in objectPatch.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
   }
   if (adapter.publishesReady) scope.fields.ready = provisioned;
   await finish({ action });

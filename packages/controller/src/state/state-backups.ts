@@ -95,12 +95,16 @@ function chunkIndex(secret: V1Secret): number {
   return Number(partPattern.exec(secret.metadata?.name ?? "")?.[1] ?? 0);
 }
 
-/** Copies the state Secrets verbatim into a backup set; returns its Secrets' total compressed bytes. */
-export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): Promise<number> {
+/**
+ * Copies the state Secrets verbatim into a backup set; returns its Secrets' total compressed bytes, and
+ * the Secrets as created (undefined when one existed already: then only a list tells what the set holds).
+ */
+export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): Promise<{ bytes: number; created: V1Secret[] | undefined }> {
   const chunks = [...request.stateSecrets].sort((a, b) => chunkIndex(a) - chunkIndex(b));
   const digest = createHash("sha256");
   for (const chunk of chunks) digest.update(chunk.data?.tfstate ?? "");
   let bytes = 0;
+  let created: V1Secret[] | undefined = [];
   for (const [index, chunk] of chunks.entries()) {
     const keptLabels = Object.fromEntries(Object.entries(chunk.metadata?.labels ?? {}).filter(([key]) => !backendOnlyLabels.has(key)));
     const body: V1Secret = {
@@ -124,10 +128,11 @@ export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): 
       type: "Opaque",
       data: { tfstate: chunk.data?.tfstate ?? "" },
     };
-    await core.createNamespacedSecret({ namespace: request.namespace, body }).catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
+    const secret = await core.createNamespacedSecret({ namespace: request.namespace, body }).catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
+    created = secret && created ? [...created, secret] : undefined;
     bytes += Buffer.from(chunk.data?.tfstate ?? "", "base64").length;
   }
-  return bytes;
+  return { bytes, created };
 }
 
 export async function listBackupSecrets(core: CoreV1Api, namespace: string, suffix: string, cache?: ReadCache): Promise<V1Secret[]> {
