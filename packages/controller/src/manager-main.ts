@@ -28,7 +28,7 @@ import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
 import { activeJobCounts } from "./metrics/active-jobs.js";
-import { JobSlots, type SlotJob } from "./reconcile/job-slots.js";
+import { JobSlots, slotJobCache } from "./reconcile/job-slots.js";
 import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
 import { withKeepAlive } from "./runtime/keep-alive.js";
@@ -151,7 +151,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const jobCache = deps.manager.informer(builtinTypes.job);
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
-  reconcilerDeps.jobSlots = new JobSlots(() => jobCache.list() as SlotJob[], { manager: settings.maxActiveJobs, clusterDefault: settings.clusterMaxActiveJobs });
+  reconcilerDeps.jobSlots = new JobSlots(slotJobCache(jobCache), { manager: settings.maxActiveJobs, clusterDefault: settings.clusterMaxActiveJobs });
   // The identity controller's mirror watch fills this cache.
   const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
   const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });

@@ -58,6 +58,28 @@ describe("ensureCredentials when the API fails", () => {
   });
 });
 
+describe("ensureCredentials racing other users of the identity", () => {
+  it("a create that lost to another user's reads the winner's mirror live and adds its ownerReference in the same pass", async () => {
+    const data = { KEY: Buffer.from("canary-value").toString("base64") };
+    const { credentialsHash } = await import("./credentials-mirror.js");
+    const winner = {
+      metadata: { name: "captf-creds-aws", namespace: "team-a", resourceVersion: "5", labels: { "captf.io/mirrored": "true", "captf.io/managed": "true" }, annotations: { "captf.io/source-hash": credentialsHash(data), "captf.io/identity": "aws" }, ownerReferences: [{ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", name: "other", uid: "u-other" }] },
+      data,
+    };
+    let mirrorReads = 0;
+    const patches: unknown[] = [];
+    const { core, custom } = stubs({
+      secret: async (name) => (name === "aws-creds" ? { data } : mirrorReads++ === 0 ? Promise.reject(apiError(404, "not found")) : winner),
+      create: () => Promise.reject(apiError(409, "already exists")),
+    });
+    (core as unknown as { patchNamespacedSecret: (request: { body: unknown }) => Promise<unknown> }).patchNamespacedSecret = async ({ body }) => patches.push(body);
+    const outcome = await ensureCredentials({ core, custom }, user);
+    expect(outcome.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
+    expect(outcome.lostRace).toBeUndefined();
+    expect(patches).toEqual([{ metadata: { "$setElementOrder/ownerReferences": [{ uid: "u-other" }, { uid: "u" }], ownerReferences: [expect.objectContaining({ uid: "u", name: "c" })] } }]);
+  });
+});
+
 describe("ensureRunnerRbac when the API fails", () => {
   it("RunnerRBACReady=False/RBACFailed, never Unknown", async () => {
     const core = { readNamespacedServiceAccount: async () => ({}) } as unknown as CoreV1Api;

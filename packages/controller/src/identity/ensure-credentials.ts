@@ -127,12 +127,6 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
 
   const identityAllowed = conditionReport("IdentityAllowed", "True", "IdentityAllowed", `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`);
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
-  // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read live: a foreign Secret of that name is not in the cache's view.
-  const cachedMirror = cache ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true })) : undefined;
-  const cachedFound = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined;
-  const existing = cachedFound ? cachedMirror : await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
-  if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
-  const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
   const mirrored = (message: string, events: CredentialsEvent[] = []): CredentialsOutcome => ({
     identityAllowed,
     credentialsMirrored: conditionReport("CredentialsMirrored", "True", "Mirrored", message),
@@ -140,27 +134,37 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
     events,
   });
   const failed = (message: string): CredentialsOutcome => ({ identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", message), events: [] });
-  try {
-    switch (plan.action) {
-      case "foreign":
-        return failed(plan.why);
-      case "keep":
-        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
-      case "create":
-        await core.createNamespacedSecret({ namespace: user.namespace, body: plan.secret });
-        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
-      case "addOwner":
-        // Appended after the refs as read; refs other users added meanwhile are kept (merged by uid).
-        await core.patchNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch));
-        return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
-      case "replace":
-        await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
-        return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);
+  // Users of one identity in one namespace race to make its mirror: a write that lost reads the winner's live and plans again, once.
+  for (let attempt = 1; ; attempt++) {
+    // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read live: a foreign Secret of that name is not in the cache's view.
+    const cachedMirror = cache && attempt === 1 ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true })) : undefined;
+    const cachedFound = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined;
+    const existing = cachedFound ? cachedMirror : await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+    if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
+    const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
+    try {
+      switch (plan.action) {
+        case "foreign":
+          return failed(plan.why);
+        case "keep":
+          return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
+        case "create":
+          await core.createNamespacedSecret({ namespace: user.namespace, body: plan.secret });
+          return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
+        case "addOwner":
+          // Appended after the refs as read; refs other users added meanwhile are kept (merged by uid).
+          await core.patchNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch));
+          return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
+        case "replace":
+          await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
+          return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);
+      }
+    } catch (error) {
+      if (isConflict(error) && attempt === 1) continue;
+      // Someone else wrote the Secret between our read and write, again: the next pass reads it again.
+      if (isConflict(error)) return { identityAllowed, credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`), events: [], lostRace: true };
+      return failed(`writing ${mirrorLabel} failed: ${apiErrorMessage(error)}`);
     }
-  } catch (error) {
-    // Someone else wrote the Secret between our read and write: the next pass reads it again.
-    if (isConflict(error)) return { identityAllowed, credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`), events: [], lostRace: true };
-    return failed(`writing ${mirrorLabel} failed: ${apiErrorMessage(error)}`);
   }
 }
 

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { pino } from "pino";
 import { describeWithTools, waitFor } from "@captf/testkit";
+import { labels } from "@captf/contract/api";
 import { machineAdapter } from "../kinds/adapters.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { Informer } from "../runtime/informer.js";
 import { KubeClient, type KubeObject } from "../runtime/kube-client.js";
 import { planeKubeConfig } from "../runtime/runtime.test-support.js";
-import { JobSlots, type SlotJob } from "./job-slots.js";
+import { JobSlots, slotJobCache } from "./job-slots.js";
+import { workspaceController } from "./workspace-controller.js";
 import { condition, createMachine, readMachine } from "./machine-fixture.test-support.js";
 import { planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
@@ -24,14 +26,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
   let deps: ReconcilerDeps;
   let client: KubeClient;
   let jobCache: Informer<KubeObject>;
+  let slots: JobSlots;
+  /** Keys the controller's Job watches asked passes for. */
+  const woken: string[] = [];
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     client = new KubeClient(planeKubeConfig());
     jobCache = new Informer({ client, type: builtinTypes.job, namespace, logger: pino({ level: "silent" }) });
+    slots = new JobSlots(slotJobCache(jobCache), { manager: limit, clusterDefault: 0 });
+    deps = { ...planeReconcilerDeps(plane, "job-slots-test").deps, jobSlots: slots };
+    // The machine controller's watches, on this informer as the manager wires them: the keys they start passes for.
+    for (const watch of workspaceController(machineAdapter, deps).watches.filter((watch) => watch.type.plural === "jobs")) {
+      const collect = (event: "add" | "update" | "delete") => (object: KubeObject, old?: KubeObject) => {
+        if (!watch.predicate || watch.predicate(object, event, old)) woken.push(...watch.map(object, event, old));
+      };
+      jobCache.addHandlers({ add: (object) => collect("add")(object), update: (old, object) => collect("update")(object, old), delete: (object) => collect("delete")(object) });
+    }
     jobCache.start();
     await waitFor(async () => (jobCache.hasSynced() ? true : undefined));
-    deps = { ...planeReconcilerDeps(plane, "job-slots-test").deps, jobSlots: new JobSlots(() => jobCache.list() as SlotJob[], { manager: limit, clusterDefault: 0 }) };
     for (const name of machines) await createMachine(plane, namespace, name, image);
   }, 120_000);
   afterAll(async () => {
@@ -53,5 +66,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
     expect((await plane.batch.listNamespacedJob({ namespace })).items).toHaveLength(limit);
     const waiting = machines.find((_, index) => actions[index] === "waiting: WaitingForJobSlot")!;
     expect(condition(await readMachine(plane, namespace, waiting), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForJobSlot" });
+
+    // A running Job goes: its owner's pass, and the one machine that has waited longest for a slot, which starts its apply.
+    const waiters = machines.filter((_, index) => actions[index] === "waiting: WaitingForJobSlot").map((name) => `${namespace}/${name}`);
+    woken.length = 0;
+    const [running] = (await plane.batch.listNamespacedJob({ namespace })).items;
+    await plane.batch.deleteNamespacedJob({ namespace, name: running!.metadata!.name!, propagationPolicy: "Background" });
+    await waitFor(async () => (woken.length >= 2 ? true : undefined), 30_000, "the Job's owner and a waiter woken");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const owner = `${namespace}/${running!.metadata!.labels![labels.ownerName]}`;
+    const wokenWaiters = woken.filter((key) => waiters.includes(key));
+    expect(woken.filter((key) => key !== owner)).toEqual(wokenWaiters);
+    expect(wokenWaiters).toHaveLength(1);
+    await waitFor(async () => (jobCache.list().length === limit - 1 ? true : undefined));
+    expect((await reconcileWorkspace(deps, machineAdapter, namespace, wokenWaiters[0]!.split("/")[1]!)).action).toMatch(/^started apply/);
+    // The next freed slot goes to another in line, not again to the one that took this one.
+    const next = slots.wake("TerraformMachine", waiters.length);
+    expect(next).toHaveLength(waiters.length - 1);
+    expect(next).not.toContain(wokenWaiters[0]);
   }, 120_000);
 });

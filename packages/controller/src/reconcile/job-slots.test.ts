@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { jobSlotWait, JobSlots, reservationTtlMs, settlingJobSlot, type SlotJob } from "./job-slots.js";
+import { freesSlot, jobSlotWait, JobSlots, reservationTtlMs, settlingJobSlot, type SlotJob } from "./job-slots.js";
 
 const job = (name: string, clusterName: string, finished = false): SlotJob => ({
   metadata: { name, namespace: "ns", labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine", "cluster.x-k8s.io/cluster-name": clusterName } },
@@ -10,7 +10,7 @@ describe("JobSlots", () => {
   const setup = (limit: number) => {
     const cache: SlotJob[] = [];
     let now = 0;
-    const slots = new JobSlots(() => cache, { manager: limit, clusterDefault: 0 }, () => now);
+    const slots = new JobSlots({ running: () => cache, has: (namespace, name) => cache.some((job) => job.metadata?.namespace === namespace && job.metadata.name === name) }, { manager: limit, clusterDefault: 0 }, () => now);
     /** What a pass does between its look at the count and the Job's creation, synchronously. */
     const take = (owner: string) => {
       const wait = jobSlotWait("apply", slots.usage("ns", "c"), { manager: limit, cluster: 0 });
@@ -54,6 +54,35 @@ describe("JobSlots", () => {
     cache.push(job("b-job", "c"));
     slots.settle("b", "failed");
     expect(slots.usage("ns", "c")).toEqual({ total: 1, cluster: 1 });
+  });
+
+  it("wakes waiting owners of a kind oldest first, one each, keeping a place in line for one that waits again, forgetting one that took a slot", () => {
+    const { slots, take, advance } = setup(0);
+    for (const owner of ["ns/TerraformMachine/a", "ns/TerraformMachinePool/p", "ns/TerraformMachine/b", "ns/TerraformMachine/c"]) slots.wait(owner);
+    expect(slots.wake("TerraformMachine", 1)).toEqual(["ns/a"]);
+    expect(slots.wake("TerraformMachine", 1)).toEqual(["ns/b"]);
+    // a found no slot again: it is first in line again.
+    slots.wait("ns/TerraformMachine/a");
+    expect(slots.wake("TerraformMachine", 2)).toEqual(["ns/a", "ns/c"]);
+    expect(slots.wake("TerraformMachinePool", 5)).toEqual(["ns/p"]);
+    // b took a slot: it waits no more.
+    take("ns/TerraformMachine/b");
+    slots.wait("ns/TerraformMachine/a");
+    expect(slots.wake("TerraformMachine", 5)).toEqual(["ns/a"]);
+    // A woken owner that never came back (its object went) is forgotten after a while.
+    advance(5 * 60_000);
+    slots.wait("ns/TerraformMachine/d");
+    expect(slots.wake("TerraformMachine", 5)).toEqual(["ns/d"]);
+  });
+
+  it("frees a slot when a running captf Job finishes or goes, not when a finished one goes or one appears", () => {
+    const running = job("j", "c") as never;
+    const finished = job("j", "c", true) as never;
+    expect(freesSlot(finished, "update", running)).toBe(true);
+    expect(freesSlot(running, "delete")).toBe(true);
+    expect(freesSlot(finished, "delete")).toBe(false);
+    expect(freesSlot(running, "add")).toBe(false);
+    expect(freesSlot(finished, "update", finished)).toBe(false);
   });
 
   it("counts reservations per cluster", () => {

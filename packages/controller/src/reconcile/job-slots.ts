@@ -1,5 +1,9 @@
+import { labels } from "@captf/contract/api";
 import { runningJobs, type JobLike } from "../metrics/active-jobs.js";
+import type { Informer } from "../runtime/informer.js";
+import type { KubeObject } from "../runtime/kube-client.js";
 import type { Operation } from "./decide-operation.js";
+import { finishedCondition } from "./observe-jobs.js";
 
 /**
  * Job slots: `--max-active-jobs` caps the manager's running Jobs, a TerraformCluster's
@@ -60,7 +64,39 @@ export interface JobSlotSource {
   reserve?(claim: SlotClaim): void;
   /** The owner's pass ended: its reservation goes unless it created that Job; after an error (created or not, unknown) it stays until the Job shows or it expires. */
   settle?(owner: string, outcome: { createdJob?: string } | "failed"): void;
+  /** The owner's pass found no slot: it is woken (in the order owners asked) when one frees. */
+  wait?(owner: string): void;
+  /** A slot freed: the `namespace/name` keys of up to `count` waiting owners of `kind` to look again. */
+  wake?(kind: string, count: number): string[];
 }
+
+/** The Job cache as the slots read it: the running captf Jobs (from an index, not a scan), and whether a Job is cached at all. */
+export interface SlotJobCache {
+  running(): Iterable<SlotJob>;
+  has(namespace: string, name: string): boolean;
+}
+
+const runningIndex = "captf-running";
+
+/** A captf Job that has not finished holds a slot. */
+export function holdsSlot(job: JobLike): boolean {
+  return Boolean(job.metadata?.labels?.[labels.ownerKind]) && finishedCondition(job) === undefined;
+}
+
+/** The slots' view of a Job informer: indexes its running captf Jobs (call before the informer starts). */
+export function slotJobCache(informer: Pick<Informer<KubeObject>, "addIndex" | "byIndex" | "get">): SlotJobCache {
+  informer.addIndex(runningIndex, (job) => (holdsSlot(job as SlotJob) ? ["running"] : []));
+  return { running: () => informer.byIndex(runningIndex, "running") as SlotJob[], has: (namespace, name) => informer.get(namespace, name) !== undefined };
+}
+
+/** A Job that finished, or went while it ran: its slot is free. */
+export function freesSlot(job: KubeObject, event: "add" | "update" | "delete", oldJob?: KubeObject): boolean {
+  if (event === "delete") return holdsSlot(job as SlotJob);
+  return event === "update" && oldJob !== undefined && holdsSlot(oldJob as SlotJob) && !holdsSlot(job as SlotJob);
+}
+
+/** A woken waiter that neither waits again nor takes a slot within this long is forgotten (its object went). */
+const wokenTtlMs = 5 * 60_000;
 
 interface Reservation extends SlotClaim {
   until: number;
@@ -75,14 +111,16 @@ export const reservationTtlMs = 60_000;
  * never start more Jobs than the limit: the ReplicaSet controller's expectations, for a count.
  */
 export class JobSlots implements JobSlotSource {
-  readonly #jobs: () => Iterable<SlotJob>;
+  readonly #jobs: SlotJobCache;
   readonly #now: () => number;
   /** By `namespace/job`. */
   readonly #reserved = new Map<string, Reservation>();
+  /** Owners waiting for a slot, oldest first (a Map keeps its first insertion order); `wokenAt` once woken. */
+  readonly #waiting = new Map<string, { wokenAt?: number }>();
   readonly managerLimit: number;
   readonly clusterDefaultLimit: number;
 
-  constructor(jobs: () => Iterable<SlotJob>, limits: { manager: number; clusterDefault: number }, now: () => number = Date.now) {
+  constructor(jobs: SlotJobCache, limits: { manager: number; clusterDefault: number }, now: () => number = Date.now) {
     this.#jobs = jobs;
     this.managerLimit = limits.manager;
     this.clusterDefaultLimit = limits.clusterDefault;
@@ -90,13 +128,11 @@ export class JobSlots implements JobSlotSource {
   }
 
   usage(namespace: string, clusterName: string): JobSlotUsage {
-    const jobs = [...this.#jobs()];
-    let { total, cluster } = runningJobs(jobs, namespace, clusterName);
-    const cached = new Set(jobs.map((job) => `${job.metadata?.namespace}/${job.metadata?.name}`));
+    let { total, cluster } = runningJobs(this.#jobs.running(), namespace, clusterName);
     const now = this.#now();
     for (const [key, reservation] of this.#reserved) {
       // The cache shows the Job now: it counts there.
-      if (cached.has(key) || reservation.until <= now) {
+      if (this.#jobs.has(reservation.namespace, reservation.job) || reservation.until <= now) {
         this.#reserved.delete(key);
         continue;
       }
@@ -108,6 +144,29 @@ export class JobSlots implements JobSlotSource {
 
   reserve(claim: SlotClaim): void {
     this.#reserved.set(`${claim.namespace}/${claim.job}`, { ...claim, until: this.#now() + reservationTtlMs });
+    this.#waiting.delete(claim.owner);
+  }
+
+  wait(owner: string): void {
+    // Waiting again keeps the owner's place in line.
+    this.#waiting.set(owner, {});
+  }
+
+  wake(kind: string, count: number): string[] {
+    const keys: string[] = [];
+    const now = this.#now();
+    for (const [owner, waiter] of this.#waiting) {
+      if (keys.length >= count) break;
+      if (waiter.wokenAt !== undefined) {
+        if (waiter.wokenAt + wokenTtlMs <= now) this.#waiting.delete(owner);
+        continue;
+      }
+      const [namespace, ownerKind, name] = owner.split("/");
+      if (ownerKind !== kind) continue;
+      waiter.wokenAt = now;
+      keys.push(`${namespace}/${name}`);
+    }
+    return keys;
   }
 
   settle(owner: string, outcome: { createdJob?: string } | "failed"): void {

@@ -174,6 +174,8 @@ export interface KindAdapter<R extends Role> {
 }
 
 const longRequeueMs = 10 * 60_000;
+/** A pass waiting for a Job slot looks again after this long if no freed slot woke it first. */
+const slotWaitBackstopMs = 60_000;
 
 export function mergePatchOptions() {
   return setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -742,7 +744,11 @@ async function startOperation<R extends Role>(request: StartRequest<R>): Promise
   if (deps.jobSlots) {
     const clusterLimit = (request.terraformCluster?.spec as { maxActiveJobs?: number } | undefined)?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
     const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
-    if (slotWait) return wait("WaitingForJobSlot", slotWait, 15_000);
+    if (slotWait) {
+      // Woken when a slot frees (oldest waiter first); the requeue is only a backstop, so thousands of waiters do not flood the queue.
+      deps.jobSlots.wait?.(`${namespace}/${adapter.kind}/${name}`);
+      return wait("WaitingForJobSlot", slotWait, deps.jobSlots.wait ? slotWaitBackstopMs : 15_000);
+    }
     deps.jobSlots.reserve?.({ owner: `${namespace}/${adapter.kind}/${name}`, namespace, clusterName, job: holder });
   }
   const owner = { kind: adapter.kind, name, clusterName };
