@@ -70,6 +70,8 @@ export async function writeDurableNotes(pass: Pass): Promise<void> {
 export const lagRequeueMs = 5_000;
 /** A wait for a lease, the cluster gate or an unresolved policy: look again in this long. */
 export const gateRequeueMs = 30_000;
+/** A wait only someone can end (inputs too large, durable inputs missing): look again in this long. */
+export const longRequeueMs = 10 * 60_000;
 const defaultMembershipRefreshSeconds = 60;
 const defaultStateBackups = 5;
 
