@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RuntimeName } from "./runtimes.js";
 import { copyModuleForRun, runCommand, tofuEnvironment } from "./tofu.js";
 
 /** A filesystem provider mirror (`tofu providers mirror <dir>`) the provider suites install from. */
@@ -12,33 +13,39 @@ export function defaultProviderMirror(env: NodeJS.ProcessEnv = process.env): str
 }
 /** The registry the provider suites install from when no mirror is named (OpenTofu's default). */
 export const providerRegistryHost = "registry.opentofu.org";
+/** The host each runtime resolves `namespace/type` to: the mirror directory its `init` reads, and its registry. */
+export const runtimeProviderHosts: Record<RuntimeName, string> = { tofu: providerRegistryHost, terraform: "registry.terraform.io" };
 
 /** Where a suite's providers come from: a mirror directory, or the registry (direct installation). */
 export type ProviderSource = { kind: "mirror"; dir: string } | { kind: "registry" };
 
-/** Whether the registry answers for `provider` (namespace/type) within a few seconds. */
-function registryServes(provider: string): boolean {
-  const url = `https://${providerRegistryHost}/v1/providers/${provider}/versions`;
+/** Whether `host` answers for `provider` (namespace/type) within a few seconds. */
+function registryServes(host: string, provider: string): boolean {
+  const url = `https://${host}/v1/providers/${provider}/versions`;
   const probe = spawnSync(process.execPath, ["-e", `fetch(${JSON.stringify(url)}, { signal: AbortSignal.timeout(5000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`], { stdio: "ignore", timeout: 10_000 });
   return probe.status === 0;
 }
 
 /**
- * Where `providers` (namespace/type, e.g. hashicorp/google) can be installed from: the mirror
- * named by CAPTF_PROVIDER_MIRROR (else the default mirror, when it exists) when it holds every
- * one, else the registry when it answers.
+ * Where `providers` (namespace/type, e.g. hashicorp/google) can be installed from by every one of
+ * `runtimes`: the mirror named by CAPTF_PROVIDER_MIRROR (else the default mirror, when it exists)
+ * when it holds every one under each runtime's host, else the registries when they answer.
  */
-export function findProviders(providers: readonly string[], env: NodeJS.ProcessEnv = process.env): ProviderSource | { kind: "none"; reason: string } {
-  const named = env[providerMirrorVariable];
-  const mirror = named || (existsSync(defaultProviderMirror(env)) ? defaultProviderMirror(env) : undefined);
+export function findProviders(providers: readonly string[], env: NodeJS.ProcessEnv = process.env, runtimes: readonly RuntimeName[] = ["tofu"]): ProviderSource | { kind: "none"; reason: string } {
+  const hosts = [...new Set(runtimes.map((runtime) => runtimeProviderHosts[runtime]))];
+  const wanted = hosts.flatMap((host) => providers.map((provider) => ({ host, provider })));
+  const named = (found: typeof wanted) => found.map(({ host, provider }) => `${host}/${provider}`).join(", ");
+  const variable = env[providerMirrorVariable];
+  const mirror = variable || (existsSync(defaultProviderMirror(env)) ? defaultProviderMirror(env) : undefined);
   if (mirror) {
-    const missing = providers.filter((provider) => !["registry.opentofu.org", "registry.terraform.io"].some((host) => existsSync(join(mirror, host, provider))));
+    // A runtime's init reads only its own host's directory: the other host's copy does not serve it.
+    const missing = wanted.filter(({ host, provider }) => !existsSync(join(mirror, host, provider)));
     if (missing.length === 0) return { kind: "mirror", dir: mirror };
-    return { kind: "none", reason: `${named ? `${providerMirrorVariable}=${mirror}` : `the provider mirror ${mirror}`} lacks ${missing.join(", ")}` };
+    return { kind: "none", reason: `${variable ? `${providerMirrorVariable}=${mirror}` : `the provider mirror ${mirror}`} lacks ${named(missing)}` };
   }
-  const unserved = providers.filter((provider) => !registryServes(provider));
+  const unserved = wanted.filter(({ host, provider }) => !registryServes(host, provider));
   if (unserved.length === 0) return { kind: "registry" };
-  return { kind: "none", reason: `no provider mirror (${providerMirrorVariable}) and ${providerRegistryHost} cannot be reached or does not serve ${unserved.join(", ")}` };
+  return { kind: "none", reason: `no provider mirror (${providerMirrorVariable}) and the registry cannot be reached or does not serve ${named(unserved)}` };
 }
 
 /** The CLI configuration that installs from the source: the mirror only, or the registry as usual. */

@@ -6,18 +6,32 @@ import { findProviders, providerCliConfig } from "./provider-sources.js";
 
 describe("findProviders with a filesystem mirror", () => {
   const mirror = mkdtempSync(join(tmpdir(), "captf-mirror-"));
+  mkdirSync(join(mirror, "registry.opentofu.org", "hashicorp", "google", "8.5.0"), { recursive: true });
   mkdirSync(join(mirror, "registry.terraform.io", "hashicorp", "google", "8.5.0"), { recursive: true });
   mkdirSync(join(mirror, "registry.opentofu.org", "hashicorp", "random"), { recursive: true });
   afterAll(() => rmSync(mirror, { recursive: true, force: true }));
 
-  it("installs from the mirror named by CAPTF_PROVIDER_MIRROR when it holds every provider, under either registry host", () => {
+  it("installs from the mirror named by CAPTF_PROVIDER_MIRROR when it holds every provider under the host of each runtime", () => {
     const found = findProviders(["hashicorp/google", "hashicorp/random"], { CAPTF_PROVIDER_MIRROR: mirror });
     expect(found).toEqual({ kind: "mirror", dir: mirror });
+    expect(findProviders(["hashicorp/google"], { CAPTF_PROVIDER_MIRROR: mirror }, ["tofu", "terraform"])).toEqual({ kind: "mirror", dir: mirror });
     expect(providerCliConfig(found as { kind: "mirror"; dir: string })).toBe(`provider_installation {\n  filesystem_mirror {\n    path = ${JSON.stringify(mirror)}\n  }\n}\n`);
   });
 
-  it("says which providers the mirror lacks, without trying the registry", () => {
-    expect(findProviders(["hashicorp/google", "hashicorp/azurerm"], { CAPTF_PROVIDER_MIRROR: mirror })).toEqual({ kind: "none", reason: `CAPTF_PROVIDER_MIRROR=${mirror} lacks hashicorp/azurerm` });
+  it("says which providers the mirror lacks under which host, without trying the registry", () => {
+    expect(findProviders(["hashicorp/google", "hashicorp/azurerm"], { CAPTF_PROVIDER_MIRROR: mirror })).toEqual({ kind: "none", reason: `CAPTF_PROVIDER_MIRROR=${mirror} lacks registry.opentofu.org/hashicorp/azurerm` });
+    expect(findProviders(["hashicorp/random"], { CAPTF_PROVIDER_MIRROR: mirror }, ["tofu", "terraform"])).toEqual({ kind: "none", reason: `CAPTF_PROVIDER_MIRROR=${mirror} lacks registry.terraform.io/hashicorp/random` });
+  });
+
+  it("does not count a provider under the other runtime's host: OpenTofu's init would not find it", () => {
+    const terraformOnly = mkdtempSync(join(tmpdir(), "captf-mirror-"));
+    try {
+      mkdirSync(join(terraformOnly, "registry.terraform.io", "hashicorp", "google", "8.5.0"), { recursive: true });
+      expect(findProviders(["hashicorp/google"], { CAPTF_PROVIDER_MIRROR: terraformOnly })).toEqual({ kind: "none", reason: `CAPTF_PROVIDER_MIRROR=${terraformOnly} lacks registry.opentofu.org/hashicorp/google` });
+      expect(findProviders(["hashicorp/google"], { CAPTF_PROVIDER_MIRROR: terraformOnly }, ["terraform"])).toEqual({ kind: "mirror", dir: terraformOnly });
+    } finally {
+      rmSync(terraformOnly, { recursive: true, force: true });
+    }
   });
 
   it("uses the default mirror beside the tools cache when CAPTF_PROVIDER_MIRROR is unset", () => {
@@ -26,7 +40,7 @@ describe("findProviders with a filesystem mirror", () => {
       const fallback = join(cache, "captf", "provider-mirror");
       mkdirSync(join(fallback, "registry.opentofu.org", "hashicorp", "google", "8.0.0"), { recursive: true });
       expect(findProviders(["hashicorp/google"], { XDG_CACHE_HOME: cache })).toEqual({ kind: "mirror", dir: fallback });
-      expect(findProviders(["hashicorp/google", "hashicorp/azurerm"], { XDG_CACHE_HOME: cache })).toEqual({ kind: "none", reason: `the provider mirror ${fallback} lacks hashicorp/azurerm` });
+      expect(findProviders(["hashicorp/google", "hashicorp/azurerm"], { XDG_CACHE_HOME: cache })).toEqual({ kind: "none", reason: `the provider mirror ${fallback} lacks registry.opentofu.org/hashicorp/azurerm` });
     } finally {
       rmSync(cache, { recursive: true, force: true });
     }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "@jest/globals";
 import { describeWithTools, recordSkippedSuite } from "./integration.js";
 import { lintPublishedModuleImages, type LintMain } from "./module-image-lint.js";
 import { findProviders, providerCliConfig, type ProviderSource } from "./provider-sources.js";
+import { runtimeNames } from "./runtimes.js";
 import { runTofuTest } from "./tofu.js";
 
 /**
@@ -41,7 +42,8 @@ export function describeModuleRootSuites(moduleDir: string, providers: readonly 
  */
 export function describeModuleImages(lint: LintMain, module: { name: string; dir: string; role: string }, providers: readonly string[], name: string): void {
   describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], name, () => {
-    const found = findProviders(providers);
+    // Each runtime's init installs from its own host's directory of the mirror (or its own registry).
+    const found = findProviders(providers, process.env, runtimeNames);
     const source = found.kind === "none" ? undefined : found;
     it(source ? `passes tfcapi-lint image --strict with ${providers.join(", ")} in /captf/providers` : `passes tfcapi-lint image --strict without a provider mirror (${found.kind === "none" ? found.reason : ""})`, async () => {
       const results = await lintPublishedModuleImages(lint, [{ ...module, providers: source }]);
