@@ -11,6 +11,8 @@ import { planMirror } from "../identity/credentials-mirror.js";
 import { observeStateLock } from "../state/state-lock.js";
 import { jobPod } from "./observe-jobs.js";
 import { capiSecrets, readBootstrapSecret } from "./pass-reads.js";
+import { cachedJob } from "./manager-cache.js";
+import { buildJob, defaultJobEnvironment } from "../jobs/build-job.js";
 import { acquireLease } from "./run-lease.js";
 
 const job = (resourceVersion: string): V1Job => ({ metadata: { namespace: "ns", name: "captf-m-m-apply-a1-0291a5", resourceVersion } });
@@ -100,7 +102,7 @@ describe("credentials from the caches", () => {
     return { ...plan.secret, metadata: { ...plan.secret.metadata, resourceVersion: "7" } } as KubeObject;
   };
 
-  it("read the source Secret from its own watch and plan the mirror from the cache; a stale mirror's replace loses to a conflict", async () => {
+  it("read the source Secret from its own watch and plan the mirror from the cache; a stale mirror's replace loses to a conflict and is planned again from a live read", async () => {
     const server = fakeServer();
     const identities = fakeInformer();
     identities.put({ metadata: { name: "aws" }, spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { list: ["ns"] } } } as KubeObject);
@@ -114,8 +116,11 @@ describe("credentials from the caches", () => {
       patchNamespacedSecret: async () => (writes.push("patch"), {}),
       replaceNamespacedSecret: async ({ body }: { body: { metadata: { resourceVersion: string } } }) => {
         writes.push(`replace at ${body.metadata.resourceVersion}`);
-        throw Object.assign(new Error("conflict"), { code: 409 });
+        if (body.metadata.resourceVersion !== "8") throw Object.assign(new Error("conflict"), { code: 409 });
+        return {};
       },
+      // The server's mirror, newer than the cache's.
+      readNamespacedSecret: async () => (writes.push("live read"), { ...mirrorOf("v1"), metadata: { ...mirrorOf("v1").metadata, resourceVersion: "8" } }),
     } as unknown as CoreV1Api;
     const added = await ensureCredentials({ core, custom: {} as never, cache }, user);
     expect(added.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
@@ -123,8 +128,25 @@ describe("credentials from the caches", () => {
     // The source changed; the cached mirror is older than the server's: the replace carries its resourceVersion and loses.
     sourceWatch.put(source("v2"));
     const raced = await ensureCredentials({ core, custom: {} as never, cache }, user);
-    expect(raced).toMatchObject({ lostRace: true, credentialsMirrored: { status: "Unknown", reason: "MirrorPending" } });
-    expect(writes).toEqual(["patch", "replace at 7"]);
+    expect(raced.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
+    expect(raced.lostRace).toBeUndefined();
+    expect(writes).toEqual(["patch", "replace at 7", "live read", "replace at 8"]);
     expect(server.reads).toEqual([]);
+  });
+});
+
+describe("a Job as cached", () => {
+  it("keeps what the pass reads (metadata, status, each container's name, image and arguments) and drops the rest of its Pod template", () => {
+    const built = buildJob({ owner: { role: "machine", name: "m", namespace: "ns", uid: "u", clusterName: "c" }, op: "apply", attempt: 1, image: "registry.invalid/m:v1", inputsHash: "h2:abc", policy: {}, runnerEvents: true, credentialsSecret: "captf-creds-id" }, defaultJobEnvironment);
+    const job = { ...built, metadata: { ...built.metadata, resourceVersion: "3", managedFields: [{ manager: "x" }] }, status: { active: 1 } } as never as V1Job & KubeObject;
+    const cached = cachedJob(job);
+    expect(cached.metadata).toEqual({ ...built.metadata, resourceVersion: "3" });
+    expect(cached.status).toEqual({ active: 1 });
+    expect(cached.spec?.activeDeadlineSeconds).toBe(built.spec?.activeDeadlineSeconds);
+    expect(cached.spec?.template.spec?.containers).toEqual(built.spec!.template.spec!.containers.map(({ name, image, args }) => ({ name, image, ...(args ? { args } : {}) })));
+    expect(cached.spec?.template.spec?.initContainers).toEqual(built.spec!.template.spec!.initContainers!.map(({ name, image }) => ({ name, image })));
+    expect(JSON.stringify(cached)).not.toContain("captf-creds-id");
+    for (const dropped of ["volumes", "securityContext"]) expect(cached.spec?.template.spec).not.toHaveProperty(dropped);
+    expect(JSON.stringify(cached.spec?.template).length).toBeLessThan(JSON.stringify(job.spec?.template).length / 2);
   });
 });

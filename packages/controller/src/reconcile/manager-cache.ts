@@ -5,7 +5,8 @@
  * without their data (only their existence is read), and, named {@link capiSecrets}, those
  * labelled with a Cluster API cluster (bootstrap data); an identity's source Secret from a watch
  * of its own, by name; a variablesFrom Secret is read live. Leases and Pods: only captf's (run and cluster leases, the
- * backend's state locks, which carry the backend's labels; Jobs' Pods, status and metadata only).
+ * backend's state locks, which carry the backend's labels; Jobs' Pods, status and metadata only). Jobs:
+ * their Pod template cut to the containers' names, images and arguments.
  */
 import { labels } from "@captf/contract/api";
 import type { Role } from "@captf/contract";
@@ -45,6 +46,25 @@ export function cachedPod<T extends KubeObject & { spec?: unknown; status?: { ph
   return { ...rest, status: { phase: status?.phase, conditions: status?.conditions, startTime: status?.startTime, containerStatuses: status?.containerStatuses, initContainerStatuses: status?.initContainerStatuses } } as T;
 }
 
+type CachedJobShape = KubeObject & { spec?: { template?: { metadata?: unknown; spec?: { containers?: { name?: string; image?: string; args?: string[] }[]; initContainers?: { name?: string; image?: string }[] } } } };
+
+/**
+ * A Job as cached: its metadata, status and spec, with the Pod template cut to what the pass reads
+ * (each container's name, image and arguments): its environment, volumes and security settings
+ * are most of its size, and thousands of Jobs are cached.
+ */
+export function cachedJob<T extends CachedJobShape>(job: T): T {
+  const stripped = withoutManagedFields(job);
+  const template = stripped.spec?.template;
+  if (!template?.spec) return stripped;
+  const { containers, initContainers } = template.spec;
+  const podSpec = {
+    containers: (containers ?? []).map(({ name, image, args }) => ({ name, image, ...(args ? { args } : {}) })),
+    ...(initContainers ? { initContainers: initContainers.map(({ name, image }) => ({ name, image })) } : {}),
+  };
+  return { ...stripped, spec: { ...stripped.spec, template: { ...(template.metadata ? { metadata: template.metadata } : {}), spec: podSpec } } };
+}
+
 /** Requests the informers (before the manager starts) and serves the pass's reads from them. */
 export function managerReadCache(manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string; sharded?: boolean } = {}): ReadCache {
   const cache = new ReadCache(manager.client);
@@ -53,7 +73,8 @@ export function managerReadCache(manager: Pick<Manager, "informer" | "client"> &
   // The pass ignores objects outside the watch filter, so the filtered cache is the whole of what it reads.
   // Sharded (`--shards` > 1), these caches hold the held shards only: an object absent there is read live.
   for (const adapter of adapters) whole(workspaceResourceType(adapter), options.watchFilterSelector, options.sharded);
-  for (const type of [capiTypes.cluster, capiTypes.machine, capiTypes.machinePool, builtinTypes.job, identityResourceType]) whole(type);
+  for (const type of [capiTypes.cluster, capiTypes.machine, capiTypes.machinePool, identityResourceType]) whole(type);
+  cache.add(builtinTypes.job, { informer: manager.informer(builtinTypes.job, { transform: cachedJob }) });
   // Machines read their cluster's TerraformCluster whether or not it is in the filter.
   if (options.watchFilterSelector) whole(terraformClusterType, undefined, options.sharded);
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret }), scoped: true });
