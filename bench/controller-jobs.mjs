@@ -36,13 +36,13 @@ export function noopMachineOutputs(namespace, machineName) {
   };
 }
 
-/** A version-4 state as OpenTofu writes it: one terraform_data standing in for the instance. */
-export function noopMachineState(namespace, machineName, serial = 1) {
+/** A version-4 state as OpenTofu writes it: one terraform_data standing in for the instance; a new lineage unless it rewrites a state. */
+export function noopMachineState(namespace, machineName, serial = 1, lineage = randomUUID()) {
   return {
     version: 4,
     terraform_version: "1.12.6",
     serial,
-    lineage: randomUUID(),
+    lineage,
     outputs: noopMachineOutputs(namespace, machineName),
     resources: [
       {
@@ -167,14 +167,15 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
       data: { tfstate: gzipSync(JSON.stringify(state)).toString("base64") },
     });
     // A destroy leaves the state with no resources and no outputs, as OpenTofu does.
-    const stateOf = (serial) => (op === "destroy" ? { ...noopMachineState(namespace, owner, serial), outputs: {}, resources: [] } : noopMachineState(namespace, owner, serial));
+    const stateOf = (serial, lineage) => (op === "destroy" ? { ...noopMachineState(namespace, owner, serial, lineage), outputs: {}, resources: [] } : noopMachineState(namespace, owner, serial, lineage));
     if (op !== "drift") try {
       await client.create(types.secret, namespace, body(stateOf(1)));
     } catch (error) {
       if (!isConflict(error)) throw error;
-      // A later run of the same machine: the backend rewrites the Secret with serial + 1.
+      // A later run of the same machine: the backend rewrites the Secret with serial + 1, in the same lineage.
       const current = await client.get(types.secret, namespace, name);
-      await client.replace(types.secret, namespace, name, body(stateOf(Number(JSON.parse(gunzipSync(Buffer.from(current.data.tfstate, "base64"))).serial) + 1), current.metadata.resourceVersion, current.metadata.annotations));
+      const previous = JSON.parse(gunzipSync(Buffer.from(current.data.tfstate, "base64")));
+      await client.replace(types.secret, namespace, name, body(stateOf(Number(previous.serial) + 1, previous.lineage), current.metadata.resourceVersion, current.metadata.annotations));
     }
 
     // 3. The Pod's status, through the status subresource, as a kubelet reports a finished Pod.
