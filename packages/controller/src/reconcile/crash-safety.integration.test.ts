@@ -82,15 +82,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   function startCache(): ReadCache {
     client = new KubeClient(planeKubeConfig());
     const logger = pino({ level: "silent" });
+    const before = informers.length;
     const started = managerReadCache({
       client,
       informer: <T extends KubeObject>(type: ResourceType, request: { labelSelector?: string; fieldSelector?: string; transform?: (object: T) => T } = {}) => {
         const informer = new Informer<T>({ client: client!, type, logger, ...(type.namespaced ? { namespace } : {}), ...request });
-        informer.start();
         informers.push(informer as unknown as Informer<KubeObject>);
         return informer;
       },
     } as unknown as Parameters<typeof managerReadCache>[0], [machineAdapter]);
+    // Started once the cache added its indexes, as the manager starts them.
+    for (const informer of informers.slice(before)) informer.start();
     return started;
   }
 

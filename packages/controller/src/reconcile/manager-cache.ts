@@ -18,6 +18,8 @@ import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
 import { ReadCache } from "../runtime/read-cache.js";
 import { capiSecrets, capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+import { jobNameLabel } from "./observe-jobs.js";
+import { backendSuffixLabel } from "../state/read-state.js";
 import type { KindAdapter } from "./workspace-reconciler.js";
 
 /** The Secrets, Leases and Pods the manager caches: captf's. */
@@ -74,15 +76,22 @@ export function managerReadCache(manager: Pick<Manager, "informer" | "client"> &
   // Sharded (`--shards` > 1), these caches hold the held shards only: an object absent there is read live.
   for (const adapter of adapters) whole(workspaceResourceType(adapter), options.watchFilterSelector, options.sharded);
   for (const type of [capiTypes.cluster, capiTypes.machine, capiTypes.machinePool, identityResourceType]) whole(type);
-  cache.add(builtinTypes.job, { informer: manager.informer(builtinTypes.job, { transform: cachedJob }) });
+  // Each pass lists by these labels: indexed, a list reads one object's entries, not every cached one.
+  const jobs = manager.informer(builtinTypes.job, { transform: cachedJob });
+  jobs.indexLabel(labels.ownerName);
+  cache.add(builtinTypes.job, { informer: jobs });
   // Machines read their cluster's TerraformCluster whether or not it is in the filter.
   if (options.watchFilterSelector) whole(terraformClusterType, undefined, options.sharded);
-  cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret }), scoped: true });
+  const managedSecrets = manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret });
+  for (const key of [backendSuffixLabel, labels.stateBackupSuffix]) managedSecrets.indexLabel(key);
+  cache.add(builtinTypes.secret, { informer: managedSecrets, scoped: true });
   cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: labels.clusterName, transform: withoutManagedFields }), scoped: true }, capiSecrets);
   // An identity's source Secret (any namespace, no label): a watch of its own, by name.
   if (manager.objectWatch) cache.watchByName(builtinTypes.secret, (namespace, name) => manager.objectWatch!(builtinTypes.secret, namespace, name, withoutManagedFields));
   cache.add(builtinTypes.lease, { informer: manager.informer(builtinTypes.lease, { labelSelector: managedSecretSelector, transform: withoutManagedFields }), scoped: true });
-  cache.add(builtinTypes.pod, { informer: manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector, transform: cachedPod }), scoped: true });
+  const pods = manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector, transform: cachedPod });
+  pods.indexLabel(jobNameLabel);
+  cache.add(builtinTypes.pod, { informer: pods, scoped: true });
   const runnerObject = `metadata.name=${runnerRbacName}`;
   for (const type of [builtinTypes.serviceAccount, builtinTypes.roleBinding]) cache.add(type, { informer: manager.informer(type, { fieldSelector: runnerObject, transform: withoutManagedFields }), scoped: true });
   return cache;

@@ -3,6 +3,9 @@ import { annotations, labels } from "@captf/contract/api";
 import { completeRunResult, parseRunResult, type RunResult } from "@captf/contract/run-result";
 import type { JobOutcome, Operation } from "./decide-operation.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+
+/** The label the Job controller puts on a Job's Pods. */
+export const jobNameLabel = "job-name";
 import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
@@ -125,7 +128,7 @@ export function stalledImagePull(pod: V1Pod, now: number): { container: string; 
  * has seen the Job as read (the Job controller writes a finished Pod's Job after the Pod), else live.
  */
 export async function jobPod(clients: { core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, job: V1Job): Promise<V1Pod | undefined> {
-  const labelSelector = `job-name=${job.metadata!.name!}`;
+  const labelSelector = `${jobNameLabel}=${job.metadata!.name!}`;
   const freshAsOf = job.metadata?.resourceVersion;
   if (clients.cache) return (await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) }))[0];
   return (await clients.core.listNamespacedPod({ namespace, labelSelector })).items[0];

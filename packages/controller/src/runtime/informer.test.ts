@@ -41,7 +41,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
   });
 
   /** An informer on ConfigMaps (or `type`) of this suite's namespace recording what it saw. */
-  function startInformer<T extends KubeObject = ConfigMap>(overrides: Partial<InformerOptions<T>> = {}, type: ResourceType = builtinTypes.configMap) {
+  function startInformer<T extends KubeObject = ConfigMap>(overrides: Partial<InformerOptions<T>> = {}, type: ResourceType = builtinTypes.configMap, labelIndexes: readonly string[] = []) {
     const logs = captureLogs();
     const events: string[] = [];
     const restarts: WatchRestartReason[] = [];
@@ -56,6 +56,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
       metrics: { listed: (items) => void lists.push(items), watchRestarted: (reason) => void restarts.push(reason) },
       ...overrides,
     });
+    for (const key of labelIndexes) informer.indexLabel(key);
     informer.addHandlers({
       add: (o, { initialList }) => void events.push(`add ${o.metadata?.name}${initialList ? " (initial)" : ""}`),
       update: (_old, o, { resync }) => void events.push(`${resync ? "resync" : "update"} ${o.metadata?.name}`),
@@ -95,6 +96,27 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     expect(() => {
       (informer.get(namespace, "web-2")!.data as Record<string, string>).x = "y";
     }).toThrow(TypeError);
+  });
+
+  it("lists by an indexed label from that label's value's objects, with the same answers as a scan, as objects change", async () => {
+    await create(configMap("idx-a1", { owner: "a", kind: "x" }));
+    await create(configMap("idx-a2", { owner: "a", kind: "y" }));
+    await create(configMap("idx-b1", { owner: "b", kind: "x" }));
+    const indexed = startInformer<ConfigMap>({}, builtinTypes.configMap, ["owner"]).informer;
+    const scanned = startInformer<ConfigMap>().informer;
+    expect(await indexed.waitForSync(10_000)).toBe(true);
+    expect(await scanned.waitForSync(10_000)).toBe(true);
+    const names = (informer: Informer<ConfigMap>, labelSelector: string) => informer.list({ namespace, labelSelector }).map((o) => o.metadata?.name).sort();
+    const selectors = ["owner=a", "owner=a,kind=x", "owner=b", "owner=c", "kind=x", "owner in (a,b)", "owner!=a"];
+    for (const selector of selectors) expect(names(indexed, selector)).toEqual(names(scanned, selector));
+    expect(names(indexed, "owner=a")).toEqual(["idx-a1", "idx-a2"]);
+    // A label changed and an object deleted: the index follows.
+    await client.patch(builtinTypes.configMap, namespace, "idx-a2", { metadata: { labels: { owner: "b" } } });
+    await client.delete(builtinTypes.configMap, namespace, "idx-a1");
+    await eventually(() => names(indexed, "owner=a").length === 0 && names(scanned, "owner=a").length === 0, 10_000, "the label change and delete");
+    expect(names(indexed, "owner=b")).toEqual(["idx-a2", "idx-b1"]);
+    for (const selector of selectors) expect(names(indexed, selector)).toEqual(names(scanned, selector));
+    expect(() => indexed.indexLabel("kind")).toThrow(/before starting/);
   });
 
   it("follows a new label selector (a sharded manager's held shards): adds what entered, deletes what left, fires nothing for what stayed", async () => {

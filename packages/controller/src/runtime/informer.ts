@@ -42,6 +42,9 @@ export const labelIndex =
     return value === undefined ? [] : [value];
   };
 
+/** The name of the index {@link Informer.indexLabel} adds. */
+const labelIndexName = (key: string) => `label:${key}`;
+
 /** Indexes an object under `<kind>/<name>` of its controller owner (`ownerReferences[controller=true]`). */
 export const controllerOwnerIndex =
   <T extends KubeObject>(): IndexFunction<T> =>
@@ -240,12 +243,30 @@ export class Informer<T extends KubeObject> {
   list(filter: { namespace?: string; labelSelector?: string | readonly LabelRequirement[] } = {}): T[] {
     const requirements = typeof filter.labelSelector === "string" ? parseLabelSelector(filter.labelSelector) : (filter.labelSelector ?? []);
     const result: T[] = [];
-    for (const object of this.#objects.values()) {
+    for (const object of this.#candidates(requirements)) {
       if (filter.namespace !== undefined && object.metadata?.namespace !== filter.namespace) continue;
       if (!matchesLabels(requirements, object.metadata?.labels)) continue;
       result.push(object);
     }
     return result;
+  }
+
+  /**
+   * Indexes the objects by the value of label `key` (before {@link start}): a {@link list} whose
+   * selector asks for one value of it reads that value's objects, not every cached one.
+   */
+  indexLabel(key: string): void {
+    this.addIndex(labelIndexName(key), labelIndex<T>(key));
+  }
+
+  /** The objects a list with these requirements must look at: one indexed label's value's, else all. */
+  #candidates(requirements: readonly LabelRequirement[]): Iterable<T> {
+    for (const requirement of requirements) {
+      if (requirement.operator !== "In" || requirement.values.length !== 1) continue;
+      const index = this.#indexes.get(labelIndexName(requirement.key));
+      if (index) return [...(index.values.get(requirement.values[0]!) ?? [])].map((key) => this.#objects.get(key)!).filter(Boolean);
+    }
+    return this.#objects.values();
   }
 
   /** Cached objects under `value` of the index `indexName`. */
