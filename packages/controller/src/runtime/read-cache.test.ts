@@ -30,6 +30,22 @@ describe("the read cache", () => {
     expect(cache.counts).toEqual({ cached: 2, live: 2 });
   });
 
+  it("drops an expectation past its lifetime on any read of its type, also one no read matches (a deleted Secret nobody reads again)", async () => {
+    const informer = fakeInformer();
+    const server = fakeServer();
+    let now = 0;
+    const cache = new ReadCache(server, () => now).add(builtinTypes.secret, { informer });
+    informer.put(secret("gone", "5"));
+    cache.deleted(builtinTypes.secret, "ns", "gone");
+    cache.wrote(builtinTypes.secret, { metadata: { namespace: "other", name: "b", resourceVersion: "7", labels: { app: "y" } } });
+    expect(cache.pendingExpectations).toBe(2);
+    await cache.list(builtinTypes.secret, "ns", "app=z");
+    expect(cache.pendingExpectations).toBe(2);
+    now += 5 * 60_000;
+    await cache.list(builtinTypes.secret, "ns", "app=z");
+    expect(cache.pendingExpectations).toBe(0);
+  });
+
   it("reads an own create and delete live until the cache shows them; a list waits for every write in its namespace", async () => {
     const informer = fakeInformer();
     const server = fakeServer();

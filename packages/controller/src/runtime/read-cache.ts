@@ -92,6 +92,13 @@ export class ReadCache {
     return this;
   }
 
+  /** Own writes the cache has not shown yet (or that no read has checked since), by type. */
+  get pendingExpectations(): number {
+    let count = 0;
+    for (const byObject of this.#expected.values()) count += byObject.size;
+    return count;
+  }
+
   /** Records an own write of an object (its response), so reads wait for the cache to show it. */
   wrote(type: Pick<ResourceType, "group" | "plural">, object: KubeObject | undefined): void {
     const meta = object?.metadata;
@@ -123,6 +130,11 @@ export class ReadCache {
     const now = this.#now();
     let caughtUp = true;
     for (const [key, expectation] of byObject) {
+      // Expired first, whatever the read: an expectation no read ever matches again (a deleted per-run Secret) must not stay forever.
+      if (expectation.until <= now) {
+        byObject.delete(key);
+        continue;
+      }
       const slash = key.indexOf("/");
       const keyNamespace = slash < 0 ? undefined : key.slice(0, slash);
       const keyName = slash < 0 ? key : key.slice(slash + 1);
@@ -130,7 +142,7 @@ export class ReadCache {
       const cached = source.informer.get(key);
       if ("requirements" in read && !matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
       const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
-      if (met || expectation.until <= now) byObject.delete(key);
+      if (met) byObject.delete(key);
       else caughtUp = false;
     }
     return caughtUp;
