@@ -5,15 +5,26 @@ import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./labe
 /** An informer's cache as the read cache sees it, filled by hand (a watch that lags). */
 export function fakeInformer() {
   const objects = new Map<string, KubeObject>();
+  const handlers: { add?: (object: KubeObject) => void; update?: (old: KubeObject, object: KubeObject) => void; delete?: (object: KubeObject) => void }[] = [];
   return {
     objects,
+    addHandlers: (added: (typeof handlers)[number]) => void handlers.push(added),
     resourceVersion: "1" as string | undefined,
     hasSynced: () => true,
     get: (keyOrNamespace: string | undefined, name?: string) => objects.get(name === undefined ? (keyOrNamespace ?? "") : keyOrNamespace === undefined ? name : `${keyOrNamespace}/${name}`),
     list: ({ namespace, labelSelector = [] }: { namespace?: string; labelSelector?: readonly LabelRequirement[] } = {}) => [...objects.values()].filter((o) => o.metadata?.namespace === namespace && matchesLabels(labelSelector, o.metadata?.labels)),
     put(object: KubeObject) {
-      objects.set(object.metadata!.namespace ? `${object.metadata!.namespace}/${object.metadata!.name}` : object.metadata!.name!, object);
+      const key = object.metadata!.namespace ? `${object.metadata!.namespace}/${object.metadata!.name}` : object.metadata!.name!;
+      const old = objects.get(key);
+      objects.set(key, object);
       this.resourceVersion = object.metadata!.resourceVersion;
+      for (const h of handlers) if (old) h.update?.(old, object); else h.add?.(object);
+    },
+    /** The watch delivers the delete of `key`. */
+    remove(key: string) {
+      const old = objects.get(key);
+      objects.delete(key);
+      if (old) for (const h of handlers) h.delete?.(old);
     },
   };
 }

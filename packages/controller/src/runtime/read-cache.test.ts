@@ -30,6 +30,24 @@ describe("the read cache", () => {
     expect(cache.counts).toEqual({ cached: 2, live: 2 });
   });
 
+  it("drops an expectation as soon as the type's own cache shows the write or the delete, without a read; a named cache of the type does not", async () => {
+    const informer = fakeInformer();
+    const named = fakeInformer();
+    const cache = new ReadCache(fakeServer()).add(builtinTypes.secret, { informer }).add(builtinTypes.secret, { informer: named, scoped: true }, "other");
+    cache.wrote(builtinTypes.secret, secret("a", "9"));
+    informer.put(secret("b", "10"));
+    named.put(secret("a", "9"));
+    expect(cache.pendingExpectations).toBe(1);
+    informer.put(secret("a", "8"));
+    expect(cache.pendingExpectations).toBe(1);
+    informer.put(secret("a", "9"));
+    expect(cache.pendingExpectations).toBe(0);
+    cache.deleted(builtinTypes.secret, "ns", "a");
+    expect(cache.pendingExpectations).toBe(1);
+    informer.remove("ns/a");
+    expect(cache.pendingExpectations).toBe(0);
+  });
+
   it("drops an expectation past its lifetime on any read of its type, also one no read matches (a deleted Secret nobody reads again)", async () => {
     const informer = fakeInformer();
     const server = fakeServer();

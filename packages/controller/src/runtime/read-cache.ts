@@ -18,7 +18,7 @@ export function typeKey(type: Pick<ResourceType, "group" | "plural">): string {
 /** A cache of one type; a `scoped` one (label- or field-selected) holds only some objects of its type. */
 export interface CacheSource {
   /** `listedCurrentScope`: an informer whose label selector changes (the held shards) is read live while it relists. */
-  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion"> & Partial<Pick<Informer<KubeObject>, "listedCurrentScope">>;
+  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion"> & Partial<Pick<Informer<KubeObject>, "listedCurrentScope" | "addHandlers">>;
   scoped?: boolean;
 }
 
@@ -83,7 +83,20 @@ export class ReadCache {
   /** Serves reads of `type` from this cache; a `name`d one serves the reads that ask for it. */
   add(type: ResourceType, source: CacheSource, name?: string): this {
     this.#sources.set(name ? `${typeKey(type)}@${name}` : typeKey(type), source);
+    // The type's own cache drops an expectation as soon as it shows the write (controller-runtime's way), so reads never walk met ones.
+    if (!name) source.informer.addHandlers?.({ add: (object) => this.#shown(type, object, false), update: (_old, object) => this.#shown(type, object, false), delete: (object) => this.#shown(type, object, true) });
     return this;
+  }
+
+  /** The type's cache shows `object` (or its delete): the expectation it meets goes. */
+  #shown(type: Pick<ResourceType, "group" | "plural">, object: KubeObject, gone: boolean): void {
+    const byObject = this.#expected.get(typeKey(type));
+    const meta = object.metadata;
+    if (!byObject || !meta?.name) return;
+    const key = meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+    const expectation = byObject.get(key);
+    if (!expectation) return;
+    if (gone || (!expectation.deleted && atLeast(meta.resourceVersion, expectation.resourceVersion))) byObject.delete(key);
   }
 
   /** Serves the reads of `type` that ask for {@link watchedByName} from a watch of their own object, by name: for objects no label scopes. */
@@ -126,8 +139,18 @@ export class ReadCache {
    */
   #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, read: { name: string } | { requirements: readonly LabelRequirement[] }): boolean {
     const byObject = this.#expected.get(typeKey(type));
-    if (!byObject) return true;
+    if (!byObject || byObject.size === 0) return true;
     const now = this.#now();
+    if ("name" in read) {
+      // One object: its own expectation alone.
+      const key = namespace ? `${namespace}/${read.name}` : read.name;
+      const expectation = byObject.get(key);
+      if (!expectation) return true;
+      const cached = source.informer.get(key);
+      const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
+      if (met || expectation.until <= now) byObject.delete(key);
+      return met || expectation.until <= now;
+    }
     let caughtUp = true;
     for (const [key, expectation] of byObject) {
       // Expired first, whatever the read: an expectation no read ever matches again (a deleted per-run Secret) must not stay forever.
@@ -137,10 +160,9 @@ export class ReadCache {
       }
       const slash = key.indexOf("/");
       const keyNamespace = slash < 0 ? undefined : key.slice(0, slash);
-      const keyName = slash < 0 ? key : key.slice(slash + 1);
-      if (keyNamespace !== namespace || ("name" in read && keyName !== read.name)) continue;
+      if (keyNamespace !== namespace) continue;
       const cached = source.informer.get(key);
-      if ("requirements" in read && !matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
+      if (!matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
       const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
       if (met) byObject.delete(key);
       else caughtUp = false;
