@@ -1,9 +1,7 @@
-import { labels } from "@captf/contract/api";
-import { runningJobs, type JobLike } from "../metrics/active-jobs.js";
+import { runningCaptfJob, runningJobs, type JobLike } from "../metrics/active-jobs.js";
 import type { Informer } from "../runtime/informer.js";
 import type { KubeObject } from "../runtime/kube-client.js";
 import type { Operation } from "./decide-operation.js";
-import { finishedCondition } from "./observe-jobs.js";
 
 /**
  * Job slots: `--max-active-jobs` caps the manager's running Jobs, a TerraformCluster's
@@ -78,21 +76,16 @@ export interface SlotJobCache {
 
 const runningIndex = "captf-running";
 
-/** A captf Job that has not finished holds a slot. */
-export function holdsSlot(job: JobLike): boolean {
-  return Boolean(job.metadata?.labels?.[labels.ownerKind]) && finishedCondition(job) === undefined;
-}
-
 /** The slots' view of a Job informer: indexes its running captf Jobs (call before the informer starts). */
 export function slotJobCache(informer: Pick<Informer<KubeObject>, "addIndex" | "byIndex" | "get">): SlotJobCache {
-  informer.addIndex(runningIndex, (job) => (holdsSlot(job as SlotJob) ? ["running"] : []));
+  informer.addIndex(runningIndex, (job) => (runningCaptfJob(job as SlotJob) ? ["running"] : []));
   return { running: () => informer.byIndex(runningIndex, "running") as SlotJob[], has: (namespace, name) => informer.get(namespace, name) !== undefined };
 }
 
 /** A Job that finished, or went while it ran: its slot is free. */
 export function freesSlot(job: KubeObject, event: "add" | "update" | "delete", oldJob?: KubeObject): boolean {
-  if (event === "delete") return holdsSlot(job as SlotJob);
-  return event === "update" && oldJob !== undefined && holdsSlot(oldJob as SlotJob) && !holdsSlot(job as SlotJob);
+  if (event === "delete") return runningCaptfJob(job as SlotJob);
+  return event === "update" && oldJob !== undefined && runningCaptfJob(oldJob as SlotJob) && !runningCaptfJob(job as SlotJob);
 }
 
 /** A woken waiter that neither waits again nor takes a slot within this long is forgotten (its object went). */

@@ -6,20 +6,20 @@
  */
 import type { V1Job } from "@kubernetes/client-node";
 import type { Role } from "@captf/contract";
-import { annotations, apiGroup, apiVersion } from "@captf/contract/api";
+import { annotations } from "@captf/contract/api";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, type JobRequest } from "../jobs/build-job.js";
 import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import type { ConditionValue } from "../kinds/map-outputs.js";
 import type { BackupSet } from "../state/state-backups.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
-import type { Decision, JobRun, Operation } from "./decide-operation.js";
+import { activeJobRequeueMs, type Decision, type JobRun, type Operation } from "./decide-operation.js";
 import { writeDurableInputs } from "./durable-inputs.js";
 import { jobSlotWait } from "./job-slots.js";
 import type { TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { jobStartEvents } from "./transition-events.js";
-import { createRunSecret, gateRequeueMs, longRequeueMs, rootForOperation, type Pass } from "./workspace-phases.js";
-import { mergePatchOptions, type InputsOutcome, type JobCredentials } from "./workspace-reconciler.js";
+import { createRunSecret, gateRequeueMs, longRequeueMs, patchObject, rootForOperation, type Pass } from "./workspace-phases.js";
+import type { InputsOutcome, JobCredentials } from "./workspace-reconciler.js";
 import { isConflict } from "../runtime/client-node-errors.js";
 
 /** A pass waiting for a Job slot looks again after this long if no freed slot woke it first. */
@@ -150,7 +150,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
 
   // clusterctl move must not copy an object while its Job runs: blocked (persisted) before the Job exists.
   if (object.metadata.annotations?.[annotations.blockMove] === undefined) {
-    await deps.custom.patchNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body: { metadata: { annotations: { [annotations.blockMove]: "true" } } } }, mergePatchOptions());
+    await patchObject(request, { metadata: { annotations: { [annotations.blockMove]: "true" } } });
   }
   if (op === "apply") {
     await writeDurableInputs(deps.core, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
@@ -187,7 +187,8 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     void events.record(subject, "ForceUnlocked", `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`);
     deps.metrics?.lockForceUnlocks.inc({ kind: adapter.kind });
   }
-  return { action: `started ${op} (${decision.reason}) as ${holder}`, job: { name: holder, op, attempt, job: created } };
+  // Looked at again as a running Job is (its image pull, a Pod stuck without its per-run Secret): no pass comes from its appearing.
+  return { action: `started ${op} (${decision.reason}) as ${holder}`, requeueAfterMs: activeJobRequeueMs, job: { name: holder, op, attempt, job: created } };
 }
 
 

@@ -22,7 +22,7 @@ import { bookkeepFinishedJobs, decide, writeDurableNotes, lagRequeueMs, observeD
 import { computeStatus, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import { type PlanPreview } from "../api/workspace.js";
-import { activeJobRequeueMs, jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
+import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
 import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
@@ -523,8 +523,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () => startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined, afterFailedApply: failedApplyBefore(jobs) }));
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
-    // A Job just started is looked at again as a running one is (its image pull, a Pod stuck without its per-run Secret): no pass comes from its appearing.
-    if (started.job) requeueAfterMs = Math.min(requeueAfterMs ?? activeJobRequeueMs, activeJobRequeueMs);
     if (started.wait) outcome.wait = started.wait;
     if (started.job) active = { ...started.job, bookkept: false, deadlineExceeded: false, remediation: Boolean(decision.remediation) };
   }

@@ -5,7 +5,7 @@
  * (the object at the written resourceVersion or later, or gone after a delete). A type without a
  * cache, or a cache not synced yet, is read live. Cached objects are deep-frozen: copy to change.
  */
-import type { Informer } from "./informer.js";
+import { objectKey, type Informer } from "./informer.js";
 import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
 import { isNotFound } from "./client-node-errors.js";
 import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
@@ -38,6 +38,11 @@ interface Expectation {
   labels?: Readonly<Record<string, string>>;
   deleted: boolean;
   until: number;
+}
+
+/** Whether `cached` (the object as a cache shows it, undefined when absent) shows the own write or delete. */
+function metBy(expectation: Expectation, cached: KubeObject | undefined): boolean {
+  return expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
 }
 
 /** Expectations expire like controller-runtime's (5 minutes): a lost watch event cannot force live reads forever. */
@@ -91,12 +96,10 @@ export class ReadCache {
   /** The type's cache shows `object` (or its delete): the expectation it meets goes. */
   #shown(type: Pick<ResourceType, "group" | "plural">, object: KubeObject, gone: boolean): void {
     const byObject = this.#expected.get(typeKey(type));
-    const meta = object.metadata;
-    if (!byObject || !meta?.name) return;
-    const key = meta.namespace ? `${meta.namespace}/${meta.name}` : meta.name;
+    if (!byObject || !object.metadata?.name) return;
+    const key = objectKey(object);
     const expectation = byObject.get(key);
-    if (!expectation) return;
-    if (gone || (!expectation.deleted && atLeast(meta.resourceVersion, expectation.resourceVersion))) byObject.delete(key);
+    if (expectation && (gone || metBy(expectation, object))) byObject.delete(key);
   }
 
   /** Serves the reads of `type` that ask for {@link watchedByName} from a watch of their own object, by name: for objects no label scopes. */
@@ -146,10 +149,9 @@ export class ReadCache {
       const key = namespace ? `${namespace}/${read.name}` : read.name;
       const expectation = byObject.get(key);
       if (!expectation) return true;
-      const cached = source.informer.get(key);
-      const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
-      if (met || expectation.until <= now) byObject.delete(key);
-      return met || expectation.until <= now;
+      const done = metBy(expectation, source.informer.get(key)) || expectation.until <= now;
+      if (done) byObject.delete(key);
+      return done;
     }
     let caughtUp = true;
     for (const [key, expectation] of byObject) {
@@ -163,8 +165,7 @@ export class ReadCache {
       if (keyNamespace !== namespace) continue;
       const cached = source.informer.get(key);
       if (!matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
-      const met = expectation.deleted ? cached === undefined : atLeast(cached?.metadata?.resourceVersion, expectation.resourceVersion);
-      if (met) byObject.delete(key);
+      if (metBy(expectation, cached)) byObject.delete(key);
       else caughtUp = false;
     }
     return caughtUp;
