@@ -85,17 +85,19 @@ const isoSeconds = (millis) => new Date(millis).toISOString().replace(/\.\d+Z$/,
 /**
  * Starts completing the Pods of TerraformMachine Jobs in `namespace` with `client` (a KubeClient
  * straight to the API server, not through the counting proxy). `jobSeconds` delays each
- * completion after its Pod appeared, as a run's duration. A Pod for which `hold(pod)` is true is
- * left running (a drill deletes it).
+ * completion after its Pod appeared, as a run's duration (Pods run side by side, as on kubelets:
+ * `concurrency` bounds only the API calls that complete them). A Pod for which `hold(pod)` is true
+ * is left running (a drill deletes it).
  */
 export function startJobCompleter({ client, namespace, logger, concurrency = 8, jobSeconds = 0, hold = () => false }) {
   const stats = {
-    jobs: new Map(), // name → { owner, op, createdAt, podSucceededAt?, completeAt?, failedAt?, bookkeptAt? }
+    jobs: new Map(), // name → { owner, op, createdAt, podSeenAt?, podSucceededAt?, completeAt?, failedAt?, bookkeptAt? }
     podsCompleted: 0,
     errors: [],
     runSecretWaitMillis: [],
   };
   const handled = new Set();
+  const timers = new Set();
   const queue = [];
   const idle = []; // resolvers of workers waiting for a Pod
   let stopped = false;
@@ -122,8 +124,21 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
     if (meta.labels?.[labels.ownerKind] !== "TerraformMachine" || handled.has(meta.uid)) return;
     if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed" || meta.deletionTimestamp || hold(pod)) return;
     handled.add(meta.uid);
-    queue.push({ pod, seenAt: Date.now() });
-    idle.shift()?.();
+    const seenAt = Date.now();
+    const entry = stats.jobs.get(meta.labels?.["job-name"]);
+    if (entry && !entry.podSeenAt) entry.podSeenAt = seenAt;
+    // The run: a timer, not a worker asleep, so that more Pods run at once than there are workers.
+    const enqueue = () => {
+      if (stopped) return;
+      queue.push({ pod, seenAt });
+      idle.shift()?.();
+    };
+    if (jobSeconds <= 0) return enqueue();
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      enqueue();
+    }, jobSeconds * 1000);
+    timers.add(timer);
   };
   pods.addHandlers({ add: onPod, update: (_old, pod) => onPod(pod) });
 
@@ -132,8 +147,6 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
     const jobName = pod.metadata.labels["job-name"] ?? pod.metadata.labels["batch.kubernetes.io/job-name"];
     const owner = pod.metadata.labels[labels.ownerName];
     const op = pod.metadata.labels[labels.op] ?? "apply";
-    const waitUntil = seenAt + jobSeconds * 1000;
-    if (Date.now() < waitUntil) await sleep(waitUntil - Date.now());
 
     // 1. The per-run Secret the Pod mounts.
     const volume = pod.spec.volumes?.find((v) => v.name === "config")?.secret?.secretName;
@@ -245,6 +258,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
     },
     async stop() {
       stopped = true;
+      for (const timer of timers) clearTimeout(timer);
       queue.length = 0;
       for (const resolve of idle.splice(0)) resolve();
       await Promise.race([Promise.all(workers.map((w) => w.catch(() => {}))), sleep(2000)]);

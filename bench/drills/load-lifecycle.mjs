@@ -9,8 +9,8 @@
 //   npx tsc -b && node bench/drills/load-lifecycle.mjs [--machines 2000] [--max-active-jobs 20] [--job-seconds 2]
 //                                                      [--concurrency 10] [--drift-seconds 60] [--phase-timeout-seconds S]
 //
-// Samples every 250 ms the captf Jobs not yet Complete or Failed (the manager's slot count is the
-// same thing read from its cache) and the manager's RSS. Prints per phase: its wall time, the peak
+// Samples every 250 ms the captf Jobs holding a slot as the manager counts them (not Complete or
+// Failed, and their Pod not ended), the Jobs not yet marked Complete or Failed, and the manager's RSS. Prints per phase: its wall time, the peak
 // active Jobs (must be <= --max-active-jobs), the Jobs created (exactly one apply and one destroy
 // per machine), how late each machine's first drift check started after it was due (background
 // operations get 80% of the slots: none may wait past N x job run / those slots + 60 s), results
@@ -42,10 +42,13 @@ await runner.run(async () => {
   const manager = await spawnManager({ runner, kubeconfig: env.plane.kubeconfigPath, concurrency: Number(flags.concurrency), managerFlags: [`--max-active-jobs=${limit}`] });
   step(drill, `manager ready after ${manager.readyAt - manager.spawnedAt} ms (--max-active-jobs=${limit}); ${N} machines`);
 
-  const active = () => [...completer.stats.jobs.values()].filter((job) => !job.completeAt && !job.failedAt).length;
-  let phase = { name: "bring-up", peak: 0, rssPeak: 0 };
+  // A Job holds its slot until its Pod ended or the Job finished (docs/manager-flags.md, --max-active-jobs).
+  const active = () => [...completer.stats.jobs.values()].filter((job) => !job.completeAt && !job.failedAt && !job.podSucceededAt).length;
+  const unfinished = () => [...completer.stats.jobs.values()].filter((job) => !job.completeAt && !job.failedAt).length;
+  let phase = { name: "bring-up", peak: 0, unfinishedPeak: 0, rssPeak: 0 };
   const sampler = setInterval(() => {
     phase.peak = Math.max(phase.peak, active());
+    phase.unfinishedPeak = Math.max(phase.unfinishedPeak, unfinished());
     phase.rssPeak = Math.max(phase.rssPeak, manager.memory()?.rss ?? 0);
   }, 250);
   runner.onCleanup(async () => clearInterval(sampler));
@@ -55,7 +58,7 @@ await runner.run(async () => {
   const phases = [];
   /** Runs one phase until `done()` and the Jobs are quiet for 3 s; records its figures. */
   async function runPhase(name, start, done) {
-    phase = { name, peak: 0, rssPeak: 0, from: Date.now(), jobsBefore: completer.stats.jobs.size };
+    phase = { name, peak: 0, unfinishedPeak: 0, rssPeak: 0, from: Date.now(), jobsBefore: completer.stats.jobs.size };
     await start();
     const deadline = Date.now() + timeoutMillis;
     let converged = true;
@@ -117,10 +120,15 @@ await runner.run(async () => {
   const otherOps = [...completer.stats.jobs.values()].filter((job) => !["apply", "destroy", "drift"].includes(job.op));
   console.log(`${drill}: ${N} TerraformMachines, --max-active-jobs=${limit}, job run ${jobSeconds} s, concurrency ${flags.concurrency}`);
   for (const p of phases) {
-    console.log(`  ${p.name.padEnd(12)} ${p.converged ? "converged" : "NOT converged"} in ${seconds(p.millis).padStart(6)} s (${(N / (p.millis / 1000)).toFixed(1)} machines/s); ${p.jobs} Jobs; peak active Jobs ${p.peak} (limit ${limit}); manager RSS peak ${p.rssPeak.toFixed(0)} MiB, at its end ${p.rssEnd.toFixed(0)} MiB`);
+    console.log(`  ${p.name.padEnd(12)} ${p.converged ? "converged" : "NOT converged"} in ${seconds(p.millis).padStart(6)} s (${(N / (p.millis / 1000)).toFixed(1)} machines/s); ${p.jobs} Jobs; peak active Jobs ${p.peak} (limit ${limit}; ${p.unfinishedPeak} not yet marked finished); manager RSS peak ${p.rssPeak.toFixed(0)} MiB, at its end ${p.rssEnd.toFixed(0)} MiB`);
   }
   console.log(`  Jobs: ${applies.ofOp} apply for ${applies.owners} machines (expected ${N}: one each), ${drifts.ofOp} drift checks for ${drifts.owners} machines, ${destroys.ofOp} destroy for ${destroys.owners} machines (expected ${N}); other operations ${otherOps.length}; failed ${applies.failed + drifts.failed + destroys.failed}`);
   const late = driftStarts.filter((millis) => millis > driftBound).length;
+  // Where a background slot's time went, per drift Job: created → Pod seen → Pod ended → Job marked Complete.
+  const driftJobs = [...completer.stats.jobs.values()].filter((job) => job.op === "drift");
+  const p50 = (pick) => seconds(percentile(driftJobs.map(pick).filter((millis) => Number.isFinite(millis)), 0.5));
+  const driftPhase = phases.find((p) => p.name === "drift on");
+  if (driftPhase) console.log(`  drift Jobs' turnover: ${seconds((driftPhase.millis * backgroundSlots) / Math.max(1, driftPhase.jobs))} s of a background slot per Job; p50 Job created → Pod seen ${p50((job) => job.podSeenAt - job.createdAt)} s, Pod seen → ended ${p50((job) => job.podSucceededAt - job.podSeenAt)} s, Pod ended → Job Complete ${p50((job) => job.completeAt - job.podSucceededAt)} s`);
   console.log(`  background operations (drift, at most ${backgroundSlots} of ${limit} slots): each machine's first drift check started p50 ${seconds(percentile(driftStarts, 0.5))} s, max ${seconds(Math.max(...driftStarts))} s after it was due; bound ${seconds(driftBound)} s (N x job run / background slots + 60 s): ${late} late`);
   console.log(`  results lost: ${N - env.provisionedAt.size} machines never provisioned; Job completer errors ${completer.stats.errors.length}${completer.stats.errors.length ? ` (first: ${completer.stats.errors[0]})` : ""}`);
   console.log(`  manager: reconcile errors ${metricSum(metrics, "controller_runtime_reconcile_errors_total")}; waits for a Job slot ${metricSum(metrics, "controller_runtime_reconcile_total", 'result="requeue_after"')} requeues; exit ${JSON.stringify(exit)}; RSS peak over the drill ${Math.max(...phases.map((p) => p.rssPeak)).toFixed(0)} MiB`);

@@ -22,7 +22,7 @@ import type { BuildInfo, MetricKind } from "./metrics/captf-metrics.js";
 import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { clusterNameOf, workspaceController } from "./reconcile/workspace-controller.js";
 import { machineTemplateController } from "./templates/template-controller.js";
-import { managerReadCache, withoutManagedFields } from "./reconcile/manager-cache.js";
+import { managedSecretSelector, managerReadCache, withoutManagedFields } from "./reconcile/manager-cache.js";
 import type { ReadCache } from "./runtime/read-cache.js";
 import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
@@ -151,7 +151,8 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const jobCache = deps.manager.informer(builtinTypes.job);
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
-  reconcilerDeps.jobSlots = new JobSlots(slotJobCache(jobCache), { manager: settings.maxActiveJobs, clusterDefault: settings.clusterMaxActiveJobs });
+  const podCache = { informer: deps.manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector }), labelSelector: managedSecretSelector };
+  reconcilerDeps.jobSlots = new JobSlots(slotJobCache(jobCache, podCache), { manager: settings.maxActiveJobs, clusterDefault: settings.clusterMaxActiveJobs });
   // The identity controller's mirror watch fills this cache.
   const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
   const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });

@@ -31,14 +31,3 @@ export function runningCaptfJob(job: JobLike): boolean {
   return Boolean(job.metadata?.labels?.[labels.ownerKind]) && finishedCondition(job) === undefined;
 }
 
-/** Running captf Jobs in all and of one cluster, for Job slots. Pure. */
-export function runningJobs(jobs: Iterable<JobLike & { metadata?: { namespace?: string } }>, namespace: string, clusterName: string): { total: number; cluster: number } {
-  let total = 0;
-  let cluster = 0;
-  for (const job of jobs) {
-    if (!runningCaptfJob(job)) continue;
-    total++;
-    if (job.metadata?.namespace === namespace && job.metadata.labels?.[labels.clusterName] === clusterName) cluster++;
-  }
-  return { total, cluster };
-}

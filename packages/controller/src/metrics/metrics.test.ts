@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
-import { activeJobCounts, runningJobs } from "./active-jobs.js";
+import { activeJobCounts } from "./active-jobs.js";
 import { createManagerMetrics } from "./manager-metrics.js";
 
 /** The reference's `captf_*` table: name, type, labels. */
@@ -161,15 +161,5 @@ describe("activeJobCounts", () => {
       { kind: "TerraformMachine", op: "apply", count: 2 },
       { kind: "TerraformCluster", op: "drift", count: 1 },
     ]);
-  });
-});
-
-describe("runningJobs", () => {
-  it("counts running captf Jobs of the manager and of one cluster", () => {
-    const job = (namespace: string, cluster: string, finished = false) => ({
-      metadata: { namespace, labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine", "cluster.x-k8s.io/cluster-name": cluster } },
-      status: finished ? { conditions: [{ type: "Complete", status: "True" }] } : {},
-    });
-    expect(runningJobs([job("a", "c1"), job("a", "c1"), job("a", "c1", true), job("b", "c1"), job("a", "c2"), { metadata: { namespace: "a", labels: {} } }], "a", "c1")).toEqual({ total: 4, cluster: 2 });
   });
 });

@@ -112,13 +112,14 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   const holder = jobName(jobRequest);
   if (deps.jobSlots) {
     const clusterLimit = (request.terraformCluster?.spec as { maxActiveJobs?: number } | undefined)?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
-    const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
+    const slotOwner = `${namespace}/${adapter.kind}/${name}`;
+    const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName, slotOwner), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
     if (slotWait) {
       // Woken when a slot frees (oldest waiter first); the requeue is only a backstop, so thousands of waiters do not flood the queue.
-      deps.jobSlots.wait?.(`${namespace}/${adapter.kind}/${name}`);
+      deps.jobSlots.wait?.(slotOwner, { op, namespace, clusterName, clusterLimit });
       return wait("WaitingForJobSlot", slotWait, deps.jobSlots.wait ? slotWaitBackstopMs : 15_000);
     }
-    deps.jobSlots.reserve?.({ owner: `${namespace}/${adapter.kind}/${name}`, namespace, clusterName, job: holder });
+    deps.jobSlots.reserve?.({ owner: slotOwner, namespace, clusterName, job: holder });
   }
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);

@@ -1,7 +1,7 @@
 import type { Role } from "@captf/contract";
 import { annotations, labels } from "@captf/contract/api";
 import { finishedCondition, type JobConditions } from "./observe-jobs.js";
-import { freesSlot } from "./job-slots.js";
+import { jobLeftRunning } from "./job-slots.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
@@ -103,9 +103,14 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
       ...(owner.statusMatters ? {} : { predicate: generationOrMetadataChanged }),
     },
   ];
-  // A Job that finishes or goes frees a slot: the object of this kind that has waited longest for one looks again.
+  // A Job whose Pod ends, or that finishes or goes, frees a slot: the objects that waited longest and can start now look again.
   const slots = deps.jobSlots;
-  if (slots?.wake) watches.push({ type: builtinTypes.job, map: () => slots.wake!(adapter.kind, 1), predicate: freesSlot });
+  if (slots?.wake) {
+    const wake = () => slots.wake!(adapter.kind);
+    watches.push({ type: builtinTypes.job, map: wake, predicate: slots.jobFreesSlot ?? jobLeftRunning });
+    const pods = slots.podFreesSlot;
+    if (pods) watches.push({ type: builtinTypes.pod, labelSelector: pods.labelSelector, map: wake, predicate: pods.predicate });
+  }
   if (adapter.role !== "cluster" && options.manager) {
     const selector = options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined;
     const members = options.manager.informer(workspaceResourceType(adapter), { ...(selector ? { labelSelector: selector } : {}), indexes: { [clusterNameIndex]: labelIndex(labels.clusterName) } });

@@ -43,7 +43,7 @@ export const labelIndex =
   };
 
 /** The name of the index {@link Informer.indexLabel} adds. */
-const labelIndexName = (key: string) => `label:${key}`;
+export const labelIndexName = (key: string): string => `label:${key}`;
 
 /** Indexes an object under `<kind>/<name>` of its controller owner (`ownerReferences[controller=true]`). */
 export const controllerOwnerIndex =
