@@ -38,7 +38,9 @@ export function drillRunner(drill) {
   const cleanup = () =>
     (cleaning ??= (async () => {
       for (const fn of cleanups.reverse()) await fn().catch((error) => console.error(`${drill}: cleanup: ${error.message}`));
-      rmSync(work, { recursive: true, force: true });
+      // CAPTF_DRILL_KEEP=1 keeps the manager's log and the rest of the work directory for a look afterwards.
+      if (process.env.CAPTF_DRILL_KEEP === "1") console.error(`${drill}: kept ${work} (manager.log: the manager's log)`);
+      else rmSync(work, { recursive: true, force: true });
     })());
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.once(signal, () => void cleanup().finally(() => process.exit(130)));
   for (const event of ["uncaughtException", "unhandledRejection"]) {

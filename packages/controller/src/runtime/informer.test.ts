@@ -98,6 +98,28 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     }).toThrow(TypeError);
   });
 
+  it("transforms a list page by page, so a relist of thousands never holds them all as the server sent them", async () => {
+    for (const name of ["page-1", "page-2", "page-3", "page-4", "page-5"]) await create(configMap(name, { suite: "pages" }, { big: "x".repeat(1000) }));
+    const steps: string[] = [];
+    const listing = Object.create(client) as FaultyKubeClient;
+    listing.list = ((...args: Parameters<FaultyKubeClient["list"]>) => {
+      steps.push("page");
+      return client.list(...args);
+    }) as FaultyKubeClient["list"];
+    const { informer } = startInformer<ConfigMap>({
+      client: listing,
+      labelSelector: "suite=pages",
+      pageSize: 2,
+      transform: (object) => {
+        steps.push("transform");
+        return { ...object, data: { size: String(object.data?.big?.length ?? 0) } };
+      },
+    });
+    expect(await informer.waitForSync(10_000)).toBe(true);
+    expect(steps.slice(0, 8)).toEqual(["page", "transform", "transform", "page", "transform", "transform", "page", "transform"]);
+    expect(informer.get(namespace, "page-5")?.data).toEqual({ size: "1000" });
+  });
+
   it("lists by an indexed label from that label's value's objects, with the same answers as a scan, as objects change", async () => {
     await create(configMap("idx-a1", { owner: "a", kind: "x" }));
     await create(configMap("idx-a2", { owner: "a", kind: "y" }));

@@ -393,15 +393,15 @@ export class Informer<T extends KubeObject> {
         { labelSelector, fieldSelector: o.fieldSelector, limit: o.pageSize ?? informerDefaults.pageSize, continue: continueToken },
         { signal: stop },
       );
-      items.push(...page.items);
+      // Transformed page by page: a relist of thousands of Jobs or Pods never holds them all as the server sent them.
+      for (const raw of page.items) items.push(this.#prepare(raw));
       resourceVersion ??= page.metadata?.resourceVersion;
       continueToken = page.metadata?.continue || undefined;
     } while (continueToken);
     if (stop.aborted) return;
     const initialList = !this.#synced;
     const seen = new Set<string>();
-    for (const raw of items) {
-      const object = this.#prepare(raw);
+    for (const object of items) {
       const key = objectKey(object);
       seen.add(key);
       const old = this.#objects.get(key);
