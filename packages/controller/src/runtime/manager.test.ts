@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { describeWithTools, sharedControlPlane } from "@captf/testkit";
 import { createManagerMetrics } from "../metrics/manager-metrics.js";
@@ -291,5 +292,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     manager.informer({ group: "nothing.captf.io", version: "v1", plural: "absents", kind: "Absent", namespaced: true });
     const exit = await manager.run(new AbortController().signal);
     expect(exit).toEqual({ reason: "cache-sync-timeout", unsynced: ["absents.nothing.captf.io/v1"] });
+  });
+
+  it("waits for a dozen caches at once with one listener on its stop signal, not one per cache (Node warns of a leak past 10)", async () => {
+    const manager = new Manager({ client, logger: captureLogs("info").logger, healthAddress: "0", cacheSyncTimeoutMillis: 500, informerOptions: { backoffInitialMillis: 50 } });
+    for (let index = 0; index < 12; index++) manager.informer({ group: "nothing.captf.io", version: "v1", plural: `absents${index}`, kind: "Absent", namespaced: true });
+    const stop = new AbortController();
+    const run = manager.run(stop.signal);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(getEventListeners(stop.signal, "abort").length).toBeLessThanOrEqual(2);
+    expect(await run).toMatchObject({ reason: "cache-sync-timeout" });
   });
 });

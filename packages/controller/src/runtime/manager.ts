@@ -13,6 +13,7 @@
  * 5. on losing the Lease: abort reconciles at once (another leader may already run) and shut down;
  *    the process should then exit non-zero and restart as a standby.
  */
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { ManagerMetrics } from "../metrics/manager-metrics.js";
 import { realClock, type Clock } from "./clock.js";
@@ -333,8 +334,17 @@ export class Manager {
   async #waitForSync(stop: AbortSignal): Promise<boolean> {
     const timeout = this.#o.cacheSyncTimeoutMillis ?? managerDefaults.cacheSyncTimeoutMillis;
     const deadline = this.#clock.now() + timeout;
-    const results = await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(Math.max(0, deadline - this.#clock.now()), stop)));
-    return results.every(Boolean);
+    // One listener on the caller's signal; the informers each listen on this one, meant for as many of them as there are.
+    const syncing = new AbortController();
+    setMaxListeners(this.#informers.size + 1, syncing.signal);
+    const onStop = () => syncing.abort();
+    stop.addEventListener("abort", onStop, { once: true });
+    try {
+      const results = await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(Math.max(0, deadline - this.#clock.now()), syncing.signal)));
+      return results.every(Boolean);
+    } finally {
+      stop.removeEventListener("abort", onStop);
+    }
   }
 
   #unsyncedInformers(): string[] {
