@@ -67,6 +67,9 @@ export function queueResult(result: PassResult): { requeueAfterMillis?: number }
 /** Index of a kind's objects by the cluster they belong to. */
 export const clusterNameIndex = "cluster-name";
 
+/** The queue priority of an object a freed Job slot wakes. */
+export const slotWakePriority = 10;
+
 /** The Cluster API cluster an object belongs to: its owner Cluster, else its cluster-name label, else its own name (a TerraformCluster without either). */
 export function clusterNameOf(object: KubeObject): string {
   return object.metadata?.ownerReferences?.find((ref) => ref.kind === "Cluster")?.name ?? object.metadata?.labels?.[labels.clusterName] ?? object.metadata?.name ?? "";
@@ -106,10 +109,11 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
   // A Job whose Pod ends, or that finishes or goes, frees a slot: the objects that waited longest and can start now look again.
   const slots = deps.jobSlots;
   if (slots?.wake) {
-    const wake = () => slots.wake!(adapter.kind);
-    watches.push({ type: builtinTypes.job, map: wake, predicate: slots.jobFreesSlot ?? jobLeftRunning });
+    // Ahead of other queued work: the slot is kept for the woken for only a few seconds.
+    const wake = { map: () => slots.wake!(adapter.kind), priority: slotWakePriority };
+    watches.push({ type: builtinTypes.job, ...wake, predicate: slots.jobFreesSlot ?? jobLeftRunning });
     const pods = slots.podFreesSlot;
-    if (pods) watches.push({ type: builtinTypes.pod, labelSelector: pods.labelSelector, map: wake, predicate: pods.predicate });
+    if (pods) watches.push({ type: builtinTypes.pod, labelSelector: pods.labelSelector, ...wake, predicate: pods.predicate });
   }
   if (adapter.role !== "cluster" && options.manager) {
     const selector = options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined;

@@ -159,6 +159,15 @@ describe("watch mappings", () => {
     expect(lowPriority).toBeLessThan(0);
   });
 
+  it("enqueue a watch's keys at its own priority, ahead of keys queued before them", async () => {
+    const { runner, handlers } = handlersOf(watchSelf(builtinTypes.configMap));
+    const urgent = runner.handlersFor({ ...watchSelf(builtinTypes.configMap), map: () => ["ns/woken"], priority: 10 });
+    handlers.add!({ metadata: { namespace: "ns", name: "first" } }, { initialList: false });
+    handlers.add!({ metadata: { namespace: "ns", name: "woken" } }, { initialList: false });
+    urgent.update!({ metadata: { namespace: "ns", name: "x", resourceVersion: "1" } }, { metadata: { namespace: "ns", name: "x", resourceVersion: "2" } }, { resync: false });
+    expect([await runner.queue.get(), await runner.queue.get()]).toEqual(["ns/woken", "ns/first"]);
+  });
+
   it("map an owned object to its controller owner of the right kind", async () => {
     const { runner, handlers } = handlersOf(watchControllerOwner(builtinTypes.job, "TerraformMachine"));
     const owned = (kind: string, controller: boolean) => ({

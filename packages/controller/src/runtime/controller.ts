@@ -56,6 +56,8 @@ export interface WatchSpec<T extends KubeObject = KubeObject> {
   map(object: T, event: WatchEventType, oldObject?: T): readonly string[];
   /** Drops events before mapping, e.g. status-only updates. Default: all. */
   predicate?(object: T, event: WatchEventType, oldObject?: T): boolean;
+  /** The queue priority of the keys its events map to (initial lists and resyncs stay low); default 0. */
+  priority?: number;
 }
 
 export interface Controller {
@@ -153,9 +155,9 @@ export class ControllerRunner {
       enqueue(watch.map(object, event, oldObject), priority);
     };
     return {
-      add: (object, { initialList }) => handle("add", object, undefined, initialList ? lowPriority : 0),
-      update: (oldObject, object, { resync }) => handle("update", object, oldObject, resync ? lowPriority : 0),
-      delete: (object) => handle("delete", object, undefined, 0),
+      add: (object, { initialList }) => handle("add", object, undefined, initialList ? lowPriority : (watch.priority ?? 0)),
+      update: (oldObject, object, { resync }) => handle("update", object, oldObject, resync ? lowPriority : (watch.priority ?? 0)),
+      delete: (object) => handle("delete", object, undefined, watch.priority ?? 0),
     };
   }
 
