@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
-import type { V1Job, V1Lease } from "@kubernetes/client-node";
+import { ApiException, type V1Job, type V1Lease } from "@kubernetes/client-node";
+import { KubeApiError } from "../runtime/client-node-errors.js";
+import { goneDuringPass } from "./workspace-controller.js";
 import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
 import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
@@ -282,5 +284,18 @@ describe("queueResult", () => {
     expect(queueResult({ action: "adopted retained state", requeueAfterMs: 0 })).toEqual({ requeueAfterMillis: 0 });
     expect(queueResult({ action: "UpToDate", requeueAfterMs: 60_000 })).toEqual({ requeueAfterMillis: 60_000 });
     expect(queueResult({ action: "removed finalizer" })).toEqual({});
+  });
+});
+
+describe("a pass whose object went meanwhile", () => {
+  const notFound = (kind: string, name: string) =>
+    new ApiException(404, "Unknown API Status Code!", JSON.stringify({ kind: "Status", reason: "NotFound", code: 404, message: `${kind} "${name}" not found`, details: { name, group: "infrastructure.cluster.x-k8s.io", kind } }), {});
+
+  it("is gone when the API server says its own object is not found, failed for any other NotFound", () => {
+    expect(goneDuringPass(notFound("terraformmachines", "m-1"), "terraformmachines", "m-1")).toEqual({ action: "gone" });
+    expect(goneDuringPass(new KubeApiError(404, { reason: "NotFound", details: { name: "m-1", kind: "terraformmachines" } }, "not found"), "terraformmachines", "m-1")).toEqual({ action: "gone" });
+    expect(goneDuringPass(notFound("secrets", "m-1"), "terraformmachines", "m-1")).toBeUndefined();
+    expect(goneDuringPass(notFound("terraformmachines", "m-2"), "terraformmachines", "m-1")).toBeUndefined();
+    expect(goneDuringPass(new Error("boom"), "terraformmachines", "m-1")).toBeUndefined();
   });
 });

@@ -3,6 +3,7 @@ import { annotations, labels } from "@captf/contract/api";
 import { finishedCondition, type JobConditions } from "./observe-jobs.js";
 import { jobLeftRunning } from "./job-slots.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import { isNotFoundOf } from "../runtime/client-node-errors.js";
 import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
@@ -66,6 +67,14 @@ export function queueResult(result: PassResult): { requeueAfterMillis?: number }
 
 /** Index of a kind's objects by the cluster they belong to. */
 export const clusterNameIndex = "cluster-name";
+
+/**
+ * A pass that ran on the cache's last copy of an object the API server has just removed (its
+ * finalizer was the last thing holding it) meets NotFound on its own object: it is gone, not failed.
+ */
+export function goneDuringPass(error: unknown, plural: string, name: string): PassResult | undefined {
+  return isNotFoundOf(error, plural, name) ? { action: "gone" } : undefined;
+}
 
 /** The queue priority of an object a freed Job slot wakes. */
 export const slotWakePriority = 10;
@@ -134,7 +143,11 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
     concurrency: options.concurrency ?? 10,
     watches,
     async reconcile(_key, context) {
-      const result = await reconcileWorkspace({ ...deps, logger: deps.logger ?? context.logger }, adapter, context.namespace!, context.name);
+      const result = await reconcileWorkspace({ ...deps, logger: deps.logger ?? context.logger }, adapter, context.namespace!, context.name).catch((error: unknown) => {
+        const outcome = goneDuringPass(error, adapter.plural, context.name);
+        if (outcome) return outcome;
+        throw error;
+      });
       context.logger.info({ action: result.action }, "reconciled");
       return queueResult(result);
     },

@@ -50,6 +50,13 @@ function statusOfBody(error: ApiException<unknown>): KubeStatus | undefined {
   }
 }
 
+/** The metav1.Status of an error of either client, when it carries one. */
+function statusOf(error: unknown): KubeStatus | undefined {
+  if (error instanceof KubeApiError) return error.status;
+  if (error instanceof ApiException) return statusOfBody(error);
+  return undefined;
+}
+
 /** The server's reason of an error of either client. */
 export function reasonOf(error: unknown): string | undefined {
   if (error instanceof KubeApiError) return error.reason;
@@ -59,6 +66,12 @@ export function reasonOf(error: unknown): string | undefined {
 
 export function isNotFound(error: unknown): boolean {
   return httpStatusOf(error) === 404;
+}
+
+/** NotFound for one object: the Status names it (`details.kind` is the resource's plural, as the server writes it). */
+export function isNotFoundOf(error: unknown, plural: string, name: string): boolean {
+  const details = statusOf(error)?.details as { name?: string; kind?: string } | undefined;
+  return isNotFound(error) && details?.name === name && details.kind === plural;
 }
 
 /** AlreadyExists on create, or a stale resourceVersion on replace. */
