@@ -111,6 +111,18 @@ describe("JobSlots", () => {
     expect(slots.wake("TerraformMachine")).toEqual(["ns/d"]);
   });
 
+  it("forgets a waiter whose object is gone: no slot is kept for it, and no wake picks it", () => {
+    const { cache, slots, take } = setup(1);
+    cache.push(job("busy", "c"));
+    slots.wait("ns/TerraformMachine/gone", apply);
+    slots.wait("ns/TerraformMachine/next", apply);
+    cache[0] = job("busy", "c", true);
+    expect(slots.wake("TerraformMachine")).toEqual(["ns/gone"]);
+    expect(take("ns/TerraformMachine/late")).toBe(false);
+    slots.forget("ns/TerraformMachine/gone");
+    expect(slots.wake("TerraformMachine")).toEqual(["ns/next"]);
+  });
+
   it("wakes an apply behind a drift check that the background share still holds back, and the drift check once it fits", () => {
     const { cache, slots } = setup(5);
     for (const name of ["j1", "j2", "j3", "j4", "j5"]) cache.push(job(name, "c"));

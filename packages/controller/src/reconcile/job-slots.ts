@@ -71,6 +71,8 @@ export interface JobSlotSource {
   wait?(owner: string, waiter: SlotWaiter): void;
   /** A slot freed: the `namespace/name` keys of the waiting owners of `kind` to look again (the oldest it lets start). */
   wake?(kind: string): string[];
+  /** The owner's object is gone: it waits no more, and a slot kept for it is free at once. */
+  forget?(owner: string): void;
   /** Whether a Job event frees a slot (at most one event of a Job or its Pod does). */
   jobFreesSlot?(job: KubeObject, event: WatchEvent, oldJob?: KubeObject): boolean;
   /** Whether a Pod event frees a slot; the label selector of the Pod informer it reads. */
@@ -203,7 +205,7 @@ export class JobSlots implements JobSlotSource {
 
   reserve(claim: SlotClaim): void {
     this.#reserved.set(`${claim.namespace}/${claim.job}`, { ...claim, until: this.#now() + reservationTtlMs });
-    this.#forget(claim.owner);
+    this.forget(claim.owner);
   }
 
   wait(owner: string, waiter: SlotWaiter): void {
@@ -284,7 +286,7 @@ export class JobSlots implements JobSlotSource {
     return counts;
   }
 
-  #forget(owner: string): void {
+  forget(owner: string): void {
     this.#waiting.delete(owner);
     this.#promised.delete(owner);
     this.#undelivered.delete(owner);

@@ -148,6 +148,7 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
         if (outcome) return outcome;
         throw error;
       });
+      if (result.action === "gone") deps.jobSlots?.forget?.(`${context.namespace}/${adapter.kind}/${context.name}`);
       context.logger.info({ action: result.action }, "reconciled");
       return queueResult(result);
     },
