@@ -1,5 +1,9 @@
 import { describe, expect, it } from "@jest/globals";
+import { pino } from "pino";
+import { machineAdapter } from "../kinds/adapters.js";
 import type { KubeObject } from "../runtime/kube-client.js";
+import { workspaceController } from "./workspace-controller.js";
+import type { ReconcilerDeps } from "./workspace-reconciler.js";
 import { jobLeftRunning, jobSlotWait, JobSlots, reservationTtlMs, settlingJobSlot, slotJobCache, wakePromiseTtlMs, type SlotJob } from "./job-slots.js";
 
 const job = (name: string, clusterName: string, finished = false): SlotJob => ({
@@ -254,5 +258,17 @@ describe("JobSlots", () => {
     expect(take("c")).toBe(false);
     await settlingJobSlot(slots, "c", async () => ({ job: { name: "c-job" } }));
     expect(slots.usage("ns", "c").total).toBe(1);
+  });
+});
+
+describe("the workspace controller and the slots", () => {
+  it("forgets the waiter of an object its pass finds gone", async () => {
+    const forgotten: string[] = [];
+    const slots = { usage: () => ({ total: 0, cluster: 0 }), managerLimit: 1, clusterDefaultLimit: 0, forget: (owner: string) => void forgotten.push(owner) };
+    const deps = { cache: { get: async () => undefined }, jobSlots: slots } as unknown as ReconcilerDeps;
+    const controller = workspaceController(machineAdapter, deps);
+    const logger = pino({ level: "silent" });
+    await controller.reconcile("ns/m-1", { namespace: "ns", name: "m-1", reconcileId: "r", logger, signal: new AbortController().signal });
+    expect(forgotten).toEqual(["ns/TerraformMachine/m-1"]);
   });
 });
