@@ -69,7 +69,8 @@ async function runtimeVersion(bin: readonly string[], prepared: PreparedWorkspac
   const outcome = await runStep({
     command: [...bin, "version", "-json"],
     cwd: prepared.rootDir,
-    env: prepared.env,
+    // One core: it runs beside the first step, which should keep the others.
+    env: { ...prepared.env, GOMAXPROCS: "1" },
     captureStdout: true,
     signal,
     stopTimeoutMs: 1000,
@@ -117,8 +118,10 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
   };
   const lockTimeoutSeconds = wholeSeconds(options.lockTimeoutMs);
   let version: Promise<string> = Promise.resolve("");
+  let startVersion = () => {};
 
   const finish = async (stop: Stop | undefined): Promise<RunOutcome> => {
+    startVersion();
     result.runtime.version = await version;
     const took = roundSeconds(monotonicMs() - started);
     if (!stop) {
@@ -172,8 +175,9 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
   ]);
   if (prepared.dropped.length > 0) log.info("ignoring environment variables the runner owns", { names: prepared.dropped });
 
-  // Informational only, so it runs beside init instead of before it.
-  version = runtimeVersion(options.bin, prepared, io.signal);
+  // Informational only, so it starts once the first step has (never delaying it) and runs beside it.
+  const versionStarted = new Promise<void>((resolve) => (startVersion = resolve));
+  version = versionStarted.then(() => runtimeVersion(options.bin, prepared, io.signal));
   emit("Normal", "RunStarted", options.op, version.then((v) => `${options.op} started: image ${options.image || "(unknown)"}, runtime ${v || "version unknown"}`));
 
   const checked = checksPlanBeforeApply(options.op, options);
@@ -191,7 +195,9 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     }
     emit("Normal", "StepStarted", step.name, `step ${step.name} started`);
     log.info("step started", { step: step.name });
-    const outcome = await execute(step);
+    const running = execute(step);
+    startVersion();
+    const outcome = await running;
     result.steps.push({ name: step.name, exit: outcome.exit, seconds: outcome.seconds });
     log.info("step finished", { step: step.name, exit: outcome.exit, seconds: outcome.seconds });
 
