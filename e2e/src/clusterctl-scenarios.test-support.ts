@@ -1,6 +1,6 @@
 // The clusterctl scenarios of the e2e suite (e2e.test.ts registers them on its plane): every
-// flavor through `clusterctl generate cluster`, the no-op flavor brought to Ready and described,
-// and `clusterctl move` to a second management plane, idle and while a captf Job runs.
+// flavor through `clusterctl generate cluster`, the no-op and ClusterClass flavors brought to
+// Ready, and `clusterctl move` to a second management plane, idle and while a captf Job runs.
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, expect, it } from "@jest/globals";
@@ -56,6 +56,8 @@ export function clusterctlScenarios(context: () => { plane: ManagementPlane; pla
   const idle = { namespace: "move-idle", cluster: "idle" };
   const busy = { namespace: "move-busy", cluster: "busy" };
   const flavorsNamespace = "clusterctl-flavors";
+  // A cluster of the ClusterClass flavor, brought to Ready and deleted.
+  const ofClass = { namespace: "clusterclass-ready", cluster: "of-class" };
   let target: MoveTarget | undefined;
   const plane = () => context().plane;
   const progressTable = async (at: { namespace: string; cluster: string }) => formatProgress((await readProgress(plane().kubeConfig, at.namespace, at.cluster)).rows);
@@ -74,7 +76,7 @@ export function clusterctlScenarios(context: () => { plane: ManagementPlane; pla
   const applyIdentity = () =>
     applyObjects(plane().applier, [
       { apiVersion: "v1", kind: "Secret", metadata: { name: identityName, namespace: managerNamespace }, stringData: { NOOP_API_TOKEN: "unused" } } as k8s.KubernetesObject,
-      { apiVersion: `${infraApi.group}/${infraApi.version}`, kind: "TerraformClusterIdentity", metadata: { name: identityName }, spec: { secretRef: { name: identityName, namespace: managerNamespace }, requiredKeys: ["NOOP_API_TOKEN"], allowedNamespaces: { list: [idle.namespace, busy.namespace, flavorsNamespace] } } } as k8s.KubernetesObject,
+      { apiVersion: `${infraApi.group}/${infraApi.version}`, kind: "TerraformClusterIdentity", metadata: { name: identityName }, spec: { secretRef: { name: identityName, namespace: managerNamespace }, requiredKeys: ["NOOP_API_TOKEN"], allowedNamespaces: { list: [idle.namespace, busy.namespace, flavorsNamespace, ofClass.namespace] } } } as k8s.KubernetesObject,
     ]);
   const move = (namespace: string) => startClusterctl(plane().clusterctlRepository, plane().kubeconfigPath, ["move", "--namespace", namespace, `--to-kubeconfig=${target!.kubeconfigPath}`]);
 
@@ -137,6 +139,44 @@ export function clusterctlScenarios(context: () => { plane: ManagementPlane; pla
       expect({ name, line: line(name) }).toEqual({ name, line: expect.stringMatching(/\sTrue\s/) });
     }
     expect(line(`MachinePool ${idle.namespace}/${idle.cluster}-mp-0`)).not.toBe("");
+  }, scenarioTimeout);
+
+  it("brings a cluster of the ClusterClass flavor from clusterctl generate to Ready through Cluster API's topology controller, and deletes it", async () => {
+    await applyIdentity();
+    await applyObjects(plane().applier, [{ apiVersion: "v1", kind: "Namespace", metadata: { name: ofClass.namespace } }]);
+    const objects = await generate("clusterclass", ofClass.cluster, ofClass.namespace, { CAPTF_MODULE_REGISTRY: registry(), CAPTF_IDENTITY_NAME: identityName });
+    expect(objects.map((object) => object.kind).sort()).toEqual(["Cluster", "ClusterClass", "KubeadmConfigTemplate", "KubeadmControlPlaneTemplate", "TerraformClusterTemplate", "TerraformMachinePoolTemplate", "TerraformMachineTemplate", "TerraformMachineTemplate"]);
+    // The class, its templates and the Cluster at once, as a user applies the generated file.
+    await applyObjects(plane().applier, objects);
+    await waitReady(ofClass);
+
+    // Every object of the cluster is the topology controller's, made from the class's templates.
+    const custom = plane().kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const cluster = (await custom.getNamespacedCustomObject({ ...capiApi, namespace: ofClass.namespace, plural: "clusters", name: ofClass.cluster })) as AnyObject;
+    expect(cluster.status.conditions.find((condition: AnyObject) => condition.type === "TopologyReconciled")).toMatchObject({ status: "True" });
+    const owned = async (api: { group: string; version: string }, plural: string) =>
+      ((await custom.listNamespacedCustomObject({ ...api, namespace: ofClass.namespace, plural, labelSelector: `cluster.x-k8s.io/cluster-name=${ofClass.cluster},topology.cluster.x-k8s.io/owned` })) as { items: AnyObject[] }).items;
+    expect((await owned(infraApi, "terraformclusters")).map((object) => object.metadata.annotations?.["cluster.x-k8s.io/cloned-from-name"])).toEqual(["captf-noop"]);
+    expect((await owned(capiApi, "machinedeployments")).map((object) => object.metadata.labels["topology.cluster.x-k8s.io/deployment-name"])).toEqual(["md-0"]);
+    expect((await owned(capiApi, "machinepools")).map((object) => object.metadata.labels["topology.cluster.x-k8s.io/pool-name"])).toEqual(["mp-0"]);
+    const [machinesOfClass, poolsOfClass] = await Promise.all([custom.listNamespacedCustomObject({ ...infraApi, namespace: ofClass.namespace, plural: "terraformmachines" }), custom.listNamespacedCustomObject({ ...infraApi, namespace: ofClass.namespace, plural: "terraformmachinepools" })]);
+    expect([(machinesOfClass as { items: AnyObject[] }).items.length, (poolsOfClass as { items: AnyObject[] }).items.length]).toEqual([1, 1]);
+
+    // Deleting the Cluster takes the topology's objects with it, captf's destroyed by their Jobs.
+    await custom.deleteNamespacedCustomObject({ ...capiApi, namespace: ofClass.namespace, plural: "clusters", name: ofClass.cluster });
+    const remaining = async () => {
+      const left: string[] = [];
+      for (const [api, plurals] of [[infraApi, infraPlurals], [capiApi, capiPlurals]] as const) {
+        for (const plural of plurals) left.push(...((await custom.listNamespacedCustomObject({ ...api, namespace: ofClass.namespace, plural })) as { items: AnyObject[] }).items.map((object) => `${object.kind}/${object.metadata.name}`));
+      }
+      return left;
+    };
+    await waitFor(async () => ((await remaining()).length === 0 ? true : undefined), 300_000, `the ClusterClass cluster's objects gone`).catch(async (error) => {
+      throw new Error(`${(error as Error).message}\nleft: ${(await remaining()).join(", ")}\nmanager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`);
+    });
+    // Each captf object was destroyed by its Job before its finalizer went (its Jobs went with it).
+    const destroyed = (await plane().kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: ofClass.namespace })).items.filter((event) => event.reason === "Destroyed");
+    expect(destroyed.map((event) => event.involvedObject.kind).sort()).toEqual(["TerraformCluster", "TerraformMachine", "TerraformMachinePool"]);
   }, scenarioTimeout);
 
   it("moves an idle cluster to a second management plane: every object and its state arrive, nothing is destroyed", async () => {

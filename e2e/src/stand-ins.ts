@@ -1,8 +1,11 @@
 // What the e2e plane stands in for, because captf is only an infrastructure provider:
-// - a control plane provider (StandInControlPlane): once the Cluster's infrastructure is
-//   provisioned it reports the control plane initialized and available and writes the
-//   `<cluster>-kubeconfig` Secret, as KubeadmControlPlane would; the workload cluster is the
-//   management plane itself;
+// - a control plane provider (StandInControlPlane, and KubeadmControlPlane, whose CRD clusterctl
+//   installs but whose controller does not run here: the ClusterClass flavor names it): once the
+//   Cluster's infrastructure is provisioned it reports the control plane initialized and available
+//   and writes the `<cluster>-kubeconfig` Secret, as KubeadmControlPlane would; the workload
+//   cluster is the management plane itself;
+// - kubeadm's bootstrap provider: each KubeadmConfig gets its bootstrap data Secret (an empty
+//   cloud-config) and reports it created, as the kubeadm bootstrap controller would;
 // - kubelets joining: for every providerID Cluster API learns from captf (a Machine's
 //   spec.providerID, a MachinePool's spec.providerIDList) a Node with that providerID is
 //   registered, and its Ready condition renewed, as a kubelet on the new instance would.
@@ -16,6 +19,15 @@ export const standInKind = "StandInControlPlane";
 export const standInNodeLabel = "e2e.captf.io/stand-in-kubelet";
 
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
+
+/** The control plane kinds the stand-in reports ready. */
+const controlPlaneKinds = [
+  { group: standInGroup, version: "v1alpha1", plural: "standincontrolplanes", kind: standInKind },
+  { group: "controlplane.cluster.x-k8s.io", version: "v1beta2", plural: "kubeadmcontrolplanes", kind: "KubeadmControlPlane" },
+] as const;
+/** The bootstrap kind the stand-in gives data. */
+const bootstrapKind = { group: "bootstrap.cluster.x-k8s.io", version: "v1beta2", plural: "kubeadmconfigs" } as const;
+const clusterNameLabel = "cluster.x-k8s.io/cluster-name";
 
 /** The stand-in control plane's CRD (a manifest of the e2e), labelled with the Cluster API contract it implements. */
 export function standInControlPlaneCrd(): k8s.KubernetesObject[] {
@@ -50,24 +62,25 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
   let lastError = "";
 
   const tick = async () => {
-    await reconcileControlPlanes();
+    for (const kind of controlPlaneKinds) await reconcileControlPlanes(kind);
+    await reconcileBootstrapConfigs();
     await reconcileNodes();
   };
 
-  const reconcileControlPlanes = async () => {
-    const planes = (await custom.listClusterCustomObject({ group: standInGroup, version: "v1alpha1", plural: "standincontrolplanes" })) as { items: AnyObject[] };
+  const reconcileControlPlanes = async (kind: (typeof controlPlaneKinds)[number]) => {
+    const planes = (await custom.listClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural })) as { items: AnyObject[] };
     for (const plane of planes.items) {
       const { namespace, name } = plane.metadata;
       if (plane.metadata.deletionTimestamp || plane.status?.initialization?.controlPlaneInitialized) continue;
       const clusters = (await custom.listNamespacedCustomObject({ ...capi, namespace, plural: "clusters" })) as { items: AnyObject[] };
-      const cluster = clusters.items.find((candidate) => candidate.spec?.controlPlaneRef?.name === name && candidate.spec?.controlPlaneRef?.kind === standInKind);
+      const cluster = clusters.items.find((candidate) => candidate.spec?.controlPlaneRef?.name === name && candidate.spec?.controlPlaneRef?.kind === kind.kind);
       if (!cluster?.status?.initialization?.infrastructureProvisioned) continue;
       const owner = { apiVersion: `${capi.group}/${capi.version}`, kind: "Cluster", name: cluster.metadata.name, uid: cluster.metadata.uid };
       await core
         .createNamespacedSecret({
           namespace,
           body: {
-            metadata: { name: `${cluster.metadata.name}-kubeconfig`, labels: { "cluster.x-k8s.io/cluster-name": cluster.metadata.name }, ownerReferences: [owner] },
+            metadata: { name: `${cluster.metadata.name}-kubeconfig`, labels: { [clusterNameLabel]: cluster.metadata.name }, ownerReferences: [owner] },
             type: "cluster.x-k8s.io/secret",
             stringData: { value: options.workloadKubeconfig },
           },
@@ -76,10 +89,10 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
       const now = new Date().toISOString();
       await custom.patchNamespacedCustomObjectStatus(
         {
-          group: standInGroup,
-          version: "v1alpha1",
+          group: kind.group,
+          version: kind.version,
           namespace,
-          plural: "standincontrolplanes",
+          plural: kind.plural,
           name,
           body: {
             status: {
@@ -91,7 +104,31 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
         },
         k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
       );
-      options.log(`stand-in control plane ${namespace}/${name}: initialized, ${cluster.metadata.name}-kubeconfig written`);
+      options.log(`stand-in control plane ${kind.kind} ${namespace}/${name}: initialized, ${cluster.metadata.name}-kubeconfig written`);
+    }
+  };
+
+  const reconcileBootstrapConfigs = async () => {
+    const configs = (await custom.listClusterCustomObject({ ...bootstrapKind })) as { items: AnyObject[] };
+    for (const config of configs.items) {
+      const { namespace, name, uid } = config.metadata;
+      if (config.metadata.deletionTimestamp || config.status?.initialization?.dataSecretCreated) continue;
+      const clusterName = config.metadata.labels?.[clusterNameLabel];
+      await core
+        .createNamespacedSecret({
+          namespace,
+          body: {
+            metadata: { name, labels: clusterName ? { [clusterNameLabel]: clusterName } : {}, ownerReferences: [{ apiVersion: config.apiVersion, kind: config.kind, name, uid, controller: true }] },
+            type: "cluster.x-k8s.io/secret",
+            stringData: { format: "cloud-config", value: "#cloud-config\n" },
+          },
+        })
+        .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+      await custom.patchNamespacedCustomObjectStatus(
+        { ...bootstrapKind, namespace, name, body: { status: { initialization: { dataSecretCreated: true }, dataSecretName: name } } },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
+      options.log(`stand-in bootstrap ${namespace}/${name}: data Secret written`);
     }
   };
 
