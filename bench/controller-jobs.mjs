@@ -102,7 +102,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
   const idle = []; // resolvers of workers waiting for a Pod
   let stopped = false;
 
-  const jobs = new Informer({ client, type: types.job, namespace, logger, relistPeriodMillis: 0 });
+  const jobs = new Informer({ client, type: types.job, namespace, logger, resyncPeriodMillis: 0 });
   const onJob = (job) => {
     const name = job.metadata.name;
     if (job.metadata.labels?.[labels.ownerKind] !== "TerraformMachine") return;
@@ -118,7 +118,7 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
   };
   jobs.addHandlers({ add: onJob, update: (_old, job) => onJob(job) });
 
-  const pods = new Informer({ client, type: types.pod, namespace, logger, relistPeriodMillis: 0 });
+  const pods = new Informer({ client, type: types.pod, namespace, logger, resyncPeriodMillis: 0 });
   const onPod = (pod) => {
     const meta = pod.metadata;
     if (meta.labels?.[labels.ownerKind] !== "TerraformMachine" || handled.has(meta.uid)) return;

@@ -126,7 +126,7 @@ async function runOnce({ client, kubeconfig, managers, clusters, machines, concu
     let everyone;
     const all = new Promise((resolve) => (everyone = resolve));
     const { Informer } = await loadController();
-    const informer = new Informer({ client, type: types.terraformMachine, namespace, logger, relistPeriodMillis: 0 });
+    const informer = new Informer({ client, type: types.terraformMachine, namespace, logger, resyncPeriodMillis: 0 });
     const onMachine = (object) => {
       if (object.status?.initialization?.provisioned === true) provisioned.add(object.metadata.name);
       if (provisioned.size === machines) everyone();

@@ -295,7 +295,7 @@ try {
   const provisionedAt = new Map();
   let allProvisioned;
   const everyone = new Promise((resolve) => (allProvisioned = resolve));
-  const machines = new Informer({ client, type: types.terraformMachine, namespace, logger, relistPeriodMillis: 0 });
+  const machines = new Informer({ client, type: types.terraformMachine, namespace, logger, resyncPeriodMillis: 0 });
   const onMachine = (object) => {
     if (object.status?.initialization?.provisioned === true && !provisionedAt.has(object.metadata.name)) {
       provisionedAt.set(object.metadata.name, Date.now());

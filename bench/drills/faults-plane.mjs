@@ -104,7 +104,7 @@ export async function startDrillPlane({ runner, drill, machines, jobSeconds = 0,
 
   const provisionedAt = new Map();
   const waiters = [];
-  const informer = new Informer({ client, type: types.terraformMachine, namespace, logger, relistPeriodMillis: 0 });
+  const informer = new Informer({ client, type: types.terraformMachine, namespace, logger, resyncPeriodMillis: 0 });
   const onMachine = (object) => {
     if (object.status?.initialization?.provisioned === true && !provisionedAt.has(object.metadata.name)) {
       provisionedAt.set(object.metadata.name, Date.now());

@@ -25,7 +25,7 @@ export const managerFlags: readonly FlagDefinition[] = [
   { name: "namespace", type: "string", default: "", description: "Namespace the caches watch; empty watches all (identities are always cluster-wide)", group: "Manager" },
   { name: "watch-filter", type: "string", default: "", description: "Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value; empty reconciles all", group: "Manager" },
   { name: "shards", type: "int", default: 1, description: "Split the clusters into this many shards, claimed by the replicas through the Leases captf-shard-<i> (timings of --leader-elect-*); 1 runs every controller on the leader alone (>= 1, see docs/scaling.md)", group: "Manager" },
-  { name: "sync-period", type: "duration", default: "10m", description: "Informer resync, and the interval of the namespace sweep (plus up to 10% jitter); must be > 0", group: "Manager" },
+  { name: "sync-period", type: "duration", default: "10m", description: "Informer resync (every cached object passed to its controllers again, from the cache: no list), and the interval of the namespace sweep (plus up to 10% jitter); must be > 0", group: "Manager" },
   { name: "terraformcluster-concurrency", type: "int", default: 10, description: "TerraformClusters reconciled at once (>= 1)", group: "Controllers" },
   { name: "terraformmachine-concurrency", type: "int", default: 10, description: "TerraformMachines reconciled at once (>= 1)", group: "Controllers" },
   { name: "terraformmachinetemplate-concurrency", type: "int", default: 10, description: "TerraformMachineTemplates reconciled at once (>= 1)", group: "Controllers" },

@@ -7,8 +7,9 @@
  * - 410 Gone (a compacted resourceVersion): relist at once;
  * - any other error: rewatch from the last resourceVersion after an exponential backoff (1 s … 30 s);
  * - no event or bookmark for `inactivityTimeoutMillis`: the connection is presumed dead, rewatch;
- * - every `relistPeriodMillis` (the manager's `--sync-period`): relist, which re-delivers every object
- *   as a resync update and repairs anything a watch may have missed;
+ * - every `resyncPeriodMillis` (the manager's `--sync-period`): re-deliver every cached object as a
+ *   resync update, from the cache, as client-go's resync does (a watch misses nothing: it delivers
+ *   every change in order or ends in 410, which relists);
  * - the server ends each watch after a random 5–10 minutes (`timeoutSeconds`), like client-go;
  * - {@link Informer.rescope} (a sharded manager's held shards changed): relist with the new label
  *   selector, firing adds for objects that entered the scope and deletes for those that left it.
@@ -84,8 +85,8 @@ export interface InformerOptions<T extends KubeObject> {
   metrics?: InformerMetricsSink;
   /** Rewatch when nothing (not even a bookmark, which the server sends about once a minute) arrived for this long. Default 3 min. */
   inactivityTimeoutMillis?: number;
-  /** Relist this often (0 = never). Default 10 min. */
-  relistPeriodMillis?: number;
+  /** Re-deliver every cached object as a resync update this often (0 = never). Default 10 min. */
+  resyncPeriodMillis?: number;
   /** Server-side watch timeout; default random 300–600 s (client-go). */
   watchTimeoutSeconds?: () => number;
   /** Reconnect backoff after an error. Default 1 s doubling to 30 s. */
@@ -97,7 +98,7 @@ export interface InformerOptions<T extends KubeObject> {
 
 export const informerDefaults = {
   inactivityTimeoutMillis: 3 * 60_000,
-  relistPeriodMillis: 10 * 60_000,
+  resyncPeriodMillis: 10 * 60_000,
   backoffInitialMillis: 1000,
   backoffMaxMillis: 30_000,
   pageSize: 500,
@@ -105,7 +106,7 @@ export const informerDefaults = {
 
 /** Why the current watch was aborted from inside the informer. */
 class WatchInterrupt extends Error {
-  constructor(readonly reason: "inactive" | "relist" | "rescope" | "stop") {
+  constructor(readonly reason: "inactive" | "rescope" | "stop") {
     super(`watch interrupted: ${reason}`);
   }
 }
@@ -124,8 +125,7 @@ export class Informer<T extends KubeObject> {
   #running: Promise<void> | undefined;
   #stopping: AbortController | undefined;
   #current: AbortController | undefined;
-  #relistDue = false;
-  #relistTimer: TimerHandle | undefined;
+  #resyncTimer: TimerHandle | undefined;
   #lastError: unknown;
   #labelSelector: string | false | undefined;
   /** Bumped by each {@link rescope}; the cache shows the current scope once a list of this generation finished. */
@@ -173,7 +173,7 @@ export class Informer<T extends KubeObject> {
   async stop(): Promise<void> {
     this.#stopping?.abort();
     this.#current?.abort(new WatchInterrupt("stop"));
-    if (this.#relistTimer) this.#clock.clearTimeout(this.#relistTimer);
+    if (this.#resyncTimer) this.#clock.clearTimeout(this.#resyncTimer);
     await this.#running;
   }
 
@@ -286,17 +286,16 @@ export class Informer<T extends KubeObject> {
     const initial = o.backoffInitialMillis ?? informerDefaults.backoffInitialMillis;
     const max = o.backoffMaxMillis ?? informerDefaults.backoffMaxMillis;
     let backoff = initial;
-    this.#scheduleRelist();
+    this.#scheduleResync();
     while (!stop.aborted) {
       try {
         if (this.#labelSelector === false) {
           await this.#holdNothing(stop);
           continue;
         }
-        if (this.#resourceVersion === undefined || this.#relistDue || this.#rescopeDue) {
-          // Only a periodic relist (or a fresh one) re-delivers unchanged objects as resyncs.
-          const resyncUnchanged = this.#relistDue || this.#resourceVersion === undefined;
-          this.#relistDue = false;
+        if (this.#resourceVersion === undefined || this.#rescopeDue) {
+          // A fresh list (the first, or after 410) re-delivers unchanged objects as resyncs; a rescope does not.
+          const resyncUnchanged = this.#resourceVersion === undefined;
           this.#rescopeDue = false;
           await this.#listAndReplace(stop, resyncUnchanged);
           backoff = initial;
@@ -334,14 +333,19 @@ export class Informer<T extends KubeObject> {
     return this.#options.inactivityTimeoutMillis ?? informerDefaults.inactivityTimeoutMillis;
   }
 
-  #scheduleRelist(): void {
-    const period = this.#options.relistPeriodMillis ?? informerDefaults.relistPeriodMillis;
+  #scheduleResync(): void {
+    const period = this.#options.resyncPeriodMillis ?? informerDefaults.resyncPeriodMillis;
     if (period <= 0 || this.#stopping?.signal.aborted) return;
-    this.#relistTimer = this.#clock.setTimeout(() => {
-      this.#relistDue = true;
-      this.#current?.abort(new WatchInterrupt("relist"));
-      this.#scheduleRelist();
+    this.#resyncTimer = this.#clock.setTimeout(() => {
+      this.#resync();
+      this.#scheduleResync();
     }, period);
+  }
+
+  /** Every cached object, re-delivered unchanged as a resync update: no request, and the watch goes on. */
+  #resync(): void {
+    if (!this.#synced) return;
+    for (const object of [...this.#objects.values()]) this.#fire("update", (h) => h.update?.(object, object, { resync: true }));
   }
 
   #selectsNothing(): boolean {

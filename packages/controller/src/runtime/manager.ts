@@ -23,10 +23,10 @@ import { Informer, type IndexFunction, type InformerOptions } from "./informer.j
 import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
 import { LeaderElector, type LeaderElectionOptions } from "./leader-election.js";
 
-/** How long informers wait before relisting and which knobs they share. */
+/** The knobs every informer of the manager shares (timeouts, the resync period, the page size). */
 export type SharedInformerOptions = Pick<
   InformerOptions<KubeObject>,
-  "inactivityTimeoutMillis" | "relistPeriodMillis" | "watchTimeoutSeconds" | "backoffInitialMillis" | "backoffMaxMillis" | "pageSize"
+  "inactivityTimeoutMillis" | "resyncPeriodMillis" | "watchTimeoutSeconds" | "backoffInitialMillis" | "backoffMaxMillis" | "pageSize"
 >;
 
 export interface ManagerOptions {
@@ -35,7 +35,7 @@ export interface ManagerOptions {
   metrics?: ManagerMetrics;
   /** Limit every namespaced informer to one namespace (`--namespace`); default all. */
   namespace?: string;
-  /** Informer relist period (`--sync-period`). Default 10 min. */
+  /** How often informers re-deliver their cached objects as resyncs (`--sync-period`). Default 10 min. */
   syncPeriodMillis?: number;
   informerOptions?: SharedInformerOptions;
   /** How long `run` waits for the first sync of every cache. Default 2 min (controller-runtime). */
@@ -139,7 +139,7 @@ export class Manager {
         type,
         logger: this.#log,
         clock: this.#clock,
-        relistPeriodMillis: o.informerOptions?.relistPeriodMillis ?? o.syncPeriodMillis ?? managerDefaults.syncPeriodMillis,
+        resyncPeriodMillis: o.informerOptions?.resyncPeriodMillis ?? o.syncPeriodMillis ?? managerDefaults.syncPeriodMillis,
         ...(type.namespaced && o.namespace ? { namespace: o.namespace } : {}),
         ...(request.labelSelector ? { labelSelector: request.labelSelector } : {}),
         ...(request.fieldSelector ? { fieldSelector: request.fieldSelector } : {}),
