@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // The release of this checkout, into one folder (`--dry-run`: nothing is published):
 //   images/      the captf-controller image and every module image (the no-op modules and the cloud
-//                modules, per runtime) as OCI archives of an index of linux/amd64 and linux/arm64
+//                modules, per runtime) as OCI archives of an index of linux/amd64 and linux/arm64; a
+//                module image's platform carries the providers its module requires at /captf/providers
+//                when the mirror named by CAPTF_PROVIDER_MIRROR has them for it (release.json's
+//                providers and missingProviders, and a line of the output, say which got none and why)
 //   clusterctl/  the provider repository: infrastructure-terraform/v<version>/ (metadata.yaml,
 //                infrastructure-components.yaml, the cluster templates)
 //   npm/         the tarballs of the public packages, as `pnpm pack` makes them (workspace: specifiers
@@ -11,8 +14,8 @@
 //   release.json, SHA256SUMS  what the folder holds
 // Versions are the checkout's: the release procedure is `pnpm version-packages` (changeset version and the
 // version constants, scripts/version-constants.mjs), commit, then this.
-// Needs `pnpm build` first, umoci, skopeo, and the runtimes from tools/install.sh.
-// Usage: node scripts/release.mjs --dry-run --out <dir> [--arch amd64,arm64] [--modules noop-cluster,...]
+// Needs `pnpm build` first, umoci, skopeo, and the runtimes from tools/install.sh (both architectures').
+// Usage: [CAPTF_PROVIDER_MIRROR=<dir>] node scripts/release.mjs --dry-run --out <dir> [--arch amd64,arm64] [--modules noop-cluster,...]
 //          [--runtimes tofu,terraform] [--manager-layout <oci-layout>:<tag>] [--commit <id>]
 //        node scripts/release.mjs --plan   prints the artifacts a release would hold, as JSON
 import { execFileSync } from "node:child_process";
@@ -66,6 +69,7 @@ const version = controller.manifest.version;
 const publicPackages = packages.filter((entry) => !entry.manifest.private);
 // The tools lookup of the testkit and the controller's clusterctl assets, from their builds.
 const { runtimeBinaries, runtimeNames, runtimeVersion, moduleRuntimes } = await import(new URL("../packages/testkit/dist/runtimes.js", import.meta.url).href);
+const { platformProviderMirrors, providerMirrorVariable } = await import(new URL("../packages/testkit/dist/provider-sources.js", import.meta.url).href);
 const { staleClusterctlFiles } = await import(new URL("../packages/controller/dist/install/clusterctl.js", import.meta.url).href);
 const architectures = values.arch.split(",");
 const runtimes = values.runtimes?.split(",") ?? runtimeNames;
@@ -229,8 +233,16 @@ try {
     const layout = join(work, `module-${image.name}`);
     const args = ["--out", layout, "--tag", image.tag, "--module", join(repoDir, module.dir), "--role", module.role, "--runtime", image.runtime, "--runtime-version", runtimeVersion(image.runtime), "--name", image.name, "--commit", commit];
     for (const arch of architectures) args.push("--runtime-binary", `${arch}=${binaries[arch]}`);
+    const providersWork = join(work, `providers-${image.name}-${image.runtime}`);
+    const providers = await platformProviderMirrors(join(repoDir, module.dir), image.runtime, process.env[providerMirrorVariable] || undefined, architectures, providersWork);
+    for (const arch of architectures) if (providers[arch].dir) args.push("--providers", `${arch}=${providers[arch].dir}`);
     run(process.execPath, [join(repoDir, "scripts/build-module-image.mjs"), ...args]);
+    rmSync(providersWork, { recursive: true, force: true });
     archive(layout, image.tag, join(out, image.archive), image.tag);
+    image.providers = Object.fromEntries(architectures.map((arch) => [arch, providers[arch].packages]));
+    const without = architectures.filter((arch) => providers[arch].missing);
+    if (without.length > 0) image.missingProviders = Object.fromEntries(without.map((arch) => [arch, providers[arch].missing]));
+    for (const arch of without) console.log(`release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs registry access): ${providers[arch].missing}`);
   }
 
   copyClusterctlAssets(join(out, contents.clusterctl));

@@ -4,7 +4,8 @@
 #
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
-#   (no option)    build every tool that is not cached yet (but terraform-arm64), then write $CAPTF_TOOLS_DIR/env
+#   (no option)    build every tool that is not cached yet, both runtimes for the other architecture included
+#                  (the release's tests build and run every module image's arm64 platform), then write $CAPTF_TOOLS_DIR/env
 #   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, prometheus-crds, tofu-arm64,
 #                  terraform-arm64: the other architecture's runtimes for module images); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
@@ -271,8 +272,8 @@ while (( $# )); do
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
 done
-# By default all but terraform for the other architecture, which only a full release needs (scripts/release.mjs).
-(( ${#SELECTED[@]} )) || for name in "${TOOLS[@]}"; do [[ $name == "terraform-$OTHER_ARCH" ]] || SELECTED+=("$name"); done
+# By default all: the release suite's Terraform images need terraform for the other architecture too.
+(( ${#SELECTED[@]} )) || SELECTED=("${TOOLS[@]}")
 
 case $MODE in
   list) list_tools; exit 0 ;;

@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import type { RuntimeName } from "./runtimes.js";
+import { hostArchitecture, type RuntimeName } from "./runtimes.js";
 import { copyModuleForRun, runCommand, tofuEnvironment } from "./tofu.js";
+import { requireTool } from "./tools.js";
 
 /** A filesystem provider mirror (`tofu providers mirror <dir>`) the provider suites install from. */
 export const providerMirrorVariable = "CAPTF_PROVIDER_MIRROR";
@@ -54,8 +55,9 @@ export function providerCliConfig(source: ProviderSource): string {
 }
 
 /**
- * Fills `target` with the providers `moduleDir` requires, as an unpacked mirror for linux_amd64
- * (`<host>/<namespace>/<type>/<version>/linux_amd64/`), installed by `runtime init` from `source`.
+ * Fills `target` with the providers `moduleDir` requires, as an unpacked mirror for this machine's
+ * platform (`<host>/<namespace>/<type>/<version>/linux_<arch>/`), installed by `runtime init` from
+ * `source`; a module that requires none leaves `target` absent.
  */
 export async function mirrorModuleProviders(moduleDir: string, runtime: string, source: ProviderSource, target: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "captf-providers-"));
@@ -67,8 +69,64 @@ export async function mirrorModuleProviders(moduleDir: string, runtime: string, 
     const run = await runCommand(runtime, ["init", "-backend=false", "-input=false", "-no-color"], { cwd: copy, env: tofuEnvironment(join(dir, "cli.tfrc")) });
     if (run.code !== 0) throw new Error(`${runtime} init exited ${run.code}: ${run.stderr}`);
     // init's cache has the unpacked mirror layout (plus OpenTofu's install locks); its packages may be links into the source mirror.
-    cpSync(join(copy, ".terraform", "providers"), target, { recursive: true, dereference: true, filter: (path) => !path.endsWith(".lock") });
+    if (existsSync(join(copy, ".terraform", "providers"))) cpSync(join(copy, ".terraform", "providers"), target, { recursive: true, dereference: true, filter: (path) => !path.endsWith(".lock") });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The providers one platform's module image carries at /captf/providers. */
+export interface PlatformProviders {
+  /** The mirror to ship (packages copied, links resolved), absent when the platform gets none. */
+  dir?: string;
+  /** Each package in it, `<host>/<namespace>/<type> <version>`. */
+  packages: string[];
+  /** Why the platform gets none of the providers the module requires. */
+  missing?: string;
+}
+
+/** The `[host, namespace, type, version]` of each package of an unpacked mirror. */
+function unpackedPackages(mirror: string): string[][] {
+  const below = (path: string[]) => readdirSync(join(mirror, ...path), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => [...path, entry.name]);
+  return below([]).flatMap(below).flatMap(below).flatMap(below).sort();
+}
+
+/**
+ * The providers `moduleDir` requires, per platform of `architectures`, from the filesystem mirror
+ * `mirror` (none when undefined): `runtime init` on this machine picks them (the required_providers,
+ * their versions) and installs this platform's; another platform gets the same packages from the
+ * mirror, unpacked (`<version>/linux_<arch>/`) or packed (`..._linux_<arch>.zip`), when it has all of them.
+ */
+export async function platformProviderMirrors(moduleDir: string, runtime: RuntimeName, mirror: string | undefined, architectures: readonly string[], target: string): Promise<Record<string, PlatformProviders>> {
+  const everywhere = (providers: PlatformProviders) => Object.fromEntries(architectures.map((arch) => [arch, providers]));
+  const host = join(target, hostArchitecture);
+  const empty = mkdtempSync(join(tmpdir(), "captf-no-mirror-"));
+  try {
+    // Without a mirror, init from an empty one still tells whether the module requires any provider.
+    await mirrorModuleProviders(moduleDir, requireTool(runtime), { kind: "mirror", dir: mirror ?? empty }, host);
+  } catch (error) {
+    const message = (error as Error).message;
+    if (!/Failed to (query available provider packages|install provider)/.test(message)) throw error;
+    const lacking = [...message.matchAll(/provider (\S+) was not\s+found/g)].map((match) => match[1]);
+    return everywhere({ packages: [], missing: mirror === undefined ? `${providerMirrorVariable} is unset` : `${providerMirrorVariable}=${mirror} does not serve ${runtime} init${lacking.length > 0 ? `: it lacks ${lacking.join(", ")}` : ""}` });
+  } finally {
+    rmSync(empty, { recursive: true, force: true });
+  }
+  if (!existsSync(host)) return everywhere({ packages: [] });
+  const installed = unpackedPackages(host);
+  const packages = installed.map(([registry, namespace, type, version]) => `${registry}/${namespace}/${type} ${version}`);
+  return Object.fromEntries(
+    architectures.map((arch): [string, PlatformProviders] => {
+      if (arch === hostArchitecture) return [arch, { dir: host, packages }];
+      const found = installed.map(([registry, namespace, type, version]) => {
+        const unpacked = [registry!, namespace!, type!, version!, `linux_${arch}`].join("/");
+        const packed = [registry!, namespace!, type!, `terraform-provider-${type}_${version}_linux_${arch}.zip`].join("/");
+        return [unpacked, packed].find((path) => existsSync(join(mirror!, path)));
+      });
+      const lacking = packages.filter((_, index) => found[index] === undefined);
+      if (lacking.length > 0) return [arch, { packages: [], missing: `${providerMirrorVariable}=${mirror} has no linux_${arch} package of ${lacking.join(", ")}` }];
+      for (const path of found) cpSync(join(mirror!, path!), join(target, arch, path!), { recursive: true, dereference: true });
+      return [arch, { dir: join(target, arch), packages }];
+    }),
+  );
 }

@@ -7,15 +7,15 @@
 // build of the same commit gives the same index (both platforms). Then the shipped Deployment runs the image from a
 // loopback registry on the chroot kubelet: in-cluster configuration, the serving certificate
 // Secret mounted, a read-only root as a non-root user, SIGTERM on deletion.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, runtimeVersion, moduleImageScript, type ChrootKubelet, type LocalRegistry, type ToolName } from "@captf/testkit";
+import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, runtimeVersion, moduleImageScript, escapeRegExp, defaultProviderMirror, providerMirrorVariable, runtimeProviderHosts, type ChrootKubelet, type LocalRegistry, type RuntimeName, type ToolName } from "@captf/testkit";
 import { contractVersion } from "@captf/contract";
 import { apiGroup, apiVersion, finalizers } from "@captf/contract/api";
 import { minimalMachine } from "../api/examples.test-support.js";
@@ -30,6 +30,7 @@ import { cycloneDxViolations } from "./sbom.test-support.js";
 const imageScript = fileURLToPath(new URL("../../scripts/build-manager-image.mjs", import.meta.url));
 const repoDir = fileURLToPath(new URL("../../../../", import.meta.url));
 const releaseScript = join(repoDir, "scripts/release.mjs");
+const lintCommand = join(repoDir, "packages/lint/bin/tfcapi-lint.js");
 const nodeRelease = JSON.parse(readFileSync(fileURLToPath(new URL("../../../runner/node-release.json", import.meta.url)), "utf8")) as { version: string; lts: string };
 const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { version: string; dependencies: Record<string, string> };
 const hostArch = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch]!;
@@ -37,16 +38,41 @@ const otherArch = hostArch === "amd64" ? "arm64" : "amd64";
 const chroot = ["/usr/sbin/chroot", "/sbin/chroot", "/usr/bin/chroot"].find((path) => existsSync(path)) ?? "chroot";
 
 const pinnedNode = `v${nodeRelease.version}`;
+// The mirror the provider suites use (the variable, else the default one when it is there): the dry run gets it named.
+const releaseMirror = process.env[providerMirrorVariable] || (existsSync(defaultProviderMirror()) ? defaultProviderMirror() : undefined);
 const runnerVersionLine = new RegExp(`^runner \\S+ \\(contract ${contractVersion}, node ${pinnedNode.replaceAll(".", "\\.")}\\)\n$`);
 
 /** scripts/release.mjs's release.json. */
 interface ReleaseManifest {
   version: string;
-  images: { name: string; tag: string; archive: string }[];
+  images: ReleaseImage[];
   npm: { name: string; version: string; tarball: string }[];
   packages: { name: string; dir: string; version: string; private: boolean }[];
   clusterctl: string;
   notes: string;
+}
+
+/** An image of release.json: a module image's also has its runtime and the provider packages (or why none) per platform. */
+interface ReleaseImage {
+  name: string;
+  tag: string;
+  archive: string;
+  runtime?: RuntimeName;
+  providers?: Record<string, string[]>;
+  missingProviders?: Record<string, string>;
+}
+
+/** The release's module images this suite checks: their module, role and the providers it requires. */
+const releaseModules: Record<string, { dir: string; role: string; providers: string[] }> = {
+  "noop-machine": { dir: "packages/module-noop/machine", role: "machine", providers: [] },
+  "gcp-machinepool": { dir: "packages/module-gcp-machinepool", role: "machinepool", providers: ["hashicorp/google"] },
+  "azure-machinepool": { dir: "packages/module-azure-machinepool", role: "machinepool", providers: ["hashicorp/azurerm"] },
+};
+
+interface SbomComponent {
+  type: string;
+  name: string;
+  hashes?: { alg: string; content: string }[];
 }
 
 interface PublishedManifest {
@@ -158,15 +184,19 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     }
   });
 
-  describeWithTools(["tofu", `tofu-${otherArch}` as ToolName], "its release", () => {
-    // The dry run reuses this suite's image and builds one module image (both platforms): the rest differ only in module and runtime.
+  describeWithTools(["tofu", `tofu-${otherArch}` as ToolName, "terraform", `terraform-${otherArch}` as ToolName], "its release", () => {
+    // The dry run reuses this suite's image and builds a no-op and both cloud modules' images per runtime (both platforms, about 40 s).
+    let releaseOutput = "";
     it("is one folder from scripts/release.mjs --dry-run: OCI archives, the clusterctl repository, publishable npm tarballs, notes", () => {
       const out = join(work, "release");
       const changesetsBefore = readdirSync(join(repoDir, ".changeset")).sort();
-      execFileSync(process.execPath, [releaseScript, "--dry-run", "--out", out, "--manager-layout", `${layout}:test`, "--modules", "noop-machine", "--runtimes", "tofu", "--commit", "c0ffee"], { stdio: "pipe" });
+      releaseOutput = execFileSync(process.execPath, [releaseScript, "--dry-run", "--out", out, "--manager-layout", `${layout}:test`, "--modules", Object.keys(releaseModules).join(","), "--runtimes", "tofu,terraform", "--commit", "c0ffee"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...(releaseMirror ? { [providerMirrorVariable]: releaseMirror } : {}) } });
       const release = JSON.parse(readFileSync(join(out, "release.json"), "utf8")) as ReleaseManifest;
       const version = controllerManifest.version;
-      expect({ version: release.version, images: release.images.map((image) => `${image.name}:${image.tag}`) }).toEqual({ version, images: [`captf-controller:v${version}`, `noop-machine:v${version}-opentofu`] });
+      expect({ version: release.version, images: release.images.map((image) => `${image.name}:${image.tag}`) }).toEqual({
+        version,
+        images: [`captf-controller:v${version}`, ...Object.keys(releaseModules).flatMap((name) => [`${name}:v${version}-opentofu`, `${name}:v${version}-terraform`])],
+      });
 
       // Every file is summed, and each archive holds the index of both platforms under its tag.
       const sums = readFileSync(join(out, "SHA256SUMS"), "utf8").trim().split("\n").map((line) => line.split("  ") as [string, string]);
@@ -230,43 +260,12 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     // The release's module image, unpacked layer by layer from its archive (scripts/build-module-image.mjs built it).
     it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, from a builder that gives one digest per commit", async () => {
       const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
-      const image = release.images.find((candidate) => candidate.name === "noop-machine")!;
-      const archived = join(work, "module-image");
-      mkdirSync(archived);
-      execFileSync("tar", ["xf", join(work, "release", image.archive), "-C", archived]);
-      const blob = (digest: string) => join(archived, "blobs", digest.replace(":", "/"));
-      const index = JSON.parse(readFileSync(blob((JSON.parse(readFileSync(join(archived, "index.json"), "utf8")) as { manifests: { digest: string }[] }).manifests[0]!.digest), "utf8")) as { manifests: { digest: string; platform: { architecture: string } }[] };
+      const image = release.images.find((candidate) => candidate.name === "noop-machine" && candidate.runtime === "tofu")!;
       const tofuVersion = runtimeVersion("tofu");
-      for (const { digest, platform } of index.manifests) {
-        const manifest = JSON.parse(readFileSync(blob(digest), "utf8")) as { config: { digest: string } };
-        const imageConfig = JSON.parse(readFileSync(blob(manifest.config.digest), "utf8")) as ImageConfig;
-        expect({ arch: imageConfig.architecture, user: imageConfig.config.User, entrypoint: imageConfig.config.Entrypoint, cmd: imageConfig.config.Cmd }).toEqual({ arch: platform.architecture, user: "65532:65532", entrypoint: undefined, cmd: undefined });
-        expect(imageConfig.config.Labels).toMatchObject({
-          "io.captf.contract": contractVersion,
-          "io.captf.role": "machine",
-          "io.captf.runtime": "tofu",
-          "io.captf.runtime.version": tofuVersion,
-          "org.opencontainers.image.title": "noop-machine",
-          "org.opencontainers.image.version": image.tag,
-          "org.opencontainers.image.revision": "c0ffee",
-        });
-        // The archive is an OCI layout: name the platform's manifest in it, and unpack that as a runtime would.
-        const top = JSON.parse(readFileSync(join(archived, "index.json"), "utf8")) as { manifests: object[] };
-        top.manifests.push({ mediaType: "application/vnd.oci.image.manifest.v1+json", digest, size: readFileSync(blob(digest)).length, annotations: { "org.opencontainers.image.ref.name": platform.architecture } });
-        writeFileSync(join(archived, "index.json"), JSON.stringify(top));
-        const moduleRoot = join(archived, `root-${platform.architecture}`);
-        execFileSync("umoci", ["raw", "unpack", "--image", `${archived}:${platform.architecture}`, moduleRoot], { stdio: "pipe" });
-        expect(readdirSync(join(moduleRoot, "captf/module")).sort()).toEqual(readdirSync(fileURLToPath(new URL("../../../module-noop/machine", import.meta.url))).filter((name) => !name.startsWith(".terraform")).sort());
-        // Each platform's runtime answers as the image's user: this machine's under chroot, the other's under qemu.
-        const qemu = platform.architecture === hostArch ? [] : ["/qemu"];
-        if (qemu.length > 0) copyFileSync(otherArch === "arm64" ? requireTool("qemu-aarch64-static") : "/usr/bin/qemu-x86_64-static", join(moduleRoot, "qemu"));
-        const reported = JSON.parse(execFileSync(chroot, ["--userspec=65532:65532", moduleRoot, ...qemu, "/captf/runtime", "version", "-json"], { env: { CHECKPOINT_DISABLE: "1" }, encoding: "utf8" })) as { platform: string };
-        expect(reported.platform).toBe(`linux_${platform.architecture}`);
-        const sbomText = readFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), "utf8");
-        expect([platform.architecture, await cycloneDxViolations(sbomText)]).toEqual([platform.architecture, null]);
-        const sbom = JSON.parse(sbomText) as { bomFormat: string; components: { type: string; name: string; hashes?: { content: string }[] }[] };
-        const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
-        expect(sbom.components[0]).toMatchObject({ type: "application", name: "tofu", hashes: [{ alg: "SHA-256", content: sha256(join(moduleRoot, "captf/runtime")) }] });
+      const platforms = await unpackReleaseModuleImage(join(work, "release"), image, "machine", join(work, "module-image"));
+      expect(platforms.map((platform) => platform.arch)).toEqual(["amd64", "arm64"]);
+      for (const { root, sbom } of platforms) {
+        expect(readdirSync(join(root, "captf/module")).sort()).toEqual(readdirSync(fileURLToPath(new URL("../../../module-noop/machine", import.meta.url))).filter((name) => !name.startsWith(".terraform")).sort());
         expect(sbom.components.filter((component) => component.type === "file").map((component) => component.name)).toContain("/captf/module/main.tf");
       }
       // The builder is deterministic: built twice from this commit (a small runtime: the layers' bytes are the builder's, not the binary's), one digest.
@@ -278,6 +277,60 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
       });
       expect(digests[1]).toEqual(digests[0]);
     }, 120_000);
+
+    // Every module image of the dry run but the one above: the cloud modules' under both runtimes and the no-op one's under Terraform.
+    it("holds cloud module and Terraform images that run as 65532 on each platform, carry the module's files, its providers where CAPTF_PROVIDER_MIRROR has the platform's, and pass tfcapi-lint image --strict", async () => {
+      const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
+      const images = release.images.filter((image) => image.runtime !== undefined && !(image.name === "noop-machine" && image.runtime === "tofu"));
+      expect(images.map((image) => `${image.name}:${image.runtime}`)).toEqual(["noop-machine:terraform", "gcp-machinepool:tofu", "gcp-machinepool:terraform", "azure-machinepool:tofu", "azure-machinepool:terraform"]);
+      const mirror = releaseMirror;
+      for (const image of images) {
+        const module = releaseModules[image.name]!;
+        const host = runtimeProviderHosts[image.runtime!];
+        const platforms = await unpackReleaseModuleImage(join(work, "release"), image, module.role, join(work, `image-${image.name}-${image.runtime}`));
+        expect([image.name, platforms.map((platform) => platform.arch)]).toEqual([image.name, ["amd64", "arm64"]]);
+        for (const { arch, root, sbom } of platforms) {
+          const what = `${image.name}:${image.tag} linux/${arch}`;
+          // The module's files, its links (the pools' modules/bootstrap) resolved to files; none of the checkout's.
+          const moduleDir = join(repoDir, module.dir);
+          const shipped = filesBelow(join(root, "captf/module"));
+          expect([what, shipped.links]).toEqual([what, []]);
+          for (const file of shipped.files) expect([what, file, sha256Of(join(root, "captf/module", file))]).toEqual([what, file, sha256Of(join(moduleDir, file))]);
+          expect([what, shipped.files]).toEqual([what, expect.arrayContaining(filesBelow(moduleDir, ["node_modules", ".terraform"]).files.filter((file) => file.endsWith(".tf") || file.startsWith("modules/")))]);
+          expect([what, shipped.files.filter((file) => /(^|\/)(package\.json|node_modules|src|dist|\.terraform)(\/|$)/.test(file))]).toEqual([what, []]);
+          if (module.providers.length > 0) expect([what, shipped.files]).toEqual([what, expect.arrayContaining(["modules/bootstrap/main.tf"])]);
+
+          // The providers, from the mirror when it has every one of them for this platform: else none, and release.json and the output say why.
+          const packaged = (provider: string) => mirror !== undefined && existsSync(join(mirror, host, provider)) && readdirSync(join(mirror, host, provider)).some((entry) => existsSync(join(mirror, host, provider, entry, `linux_${arch}`)) || entry.endsWith(`_linux_${arch}.zip`));
+          const carries = module.providers.length > 0 && module.providers.every(packaged);
+          const providerComponents = sbom.components.filter((component) => component.name.startsWith(`${host}/`));
+          if (carries) {
+            expect([what, existsSync(join(root, "captf/providers"))]).toEqual([what, true]);
+            const files = filesBelow(join(root, "captf/providers")).files;
+            const packages = files.map(mirrorPackage);
+            expect([what, [...new Set(packages.map((found) => found.provider))]]).toEqual([what, module.providers.map((provider) => `${host}/${provider}`)]);
+            expect([what, packages.map((found) => found.platform)]).toEqual([what, packages.map(() => `linux_${arch}`)]);
+            expect([what, providerComponents.map((component) => [component.name, component.hashes])]).toEqual([what, files.map((file, index) => [packages[index]!.provider, [{ alg: "SHA-256", content: sha256Of(join(root, "captf/providers", file)) }]])]);
+            expect([what, image.providers?.[arch], image.missingProviders?.[arch]]).toEqual([what, packages.map((found) => `${found.provider} ${found.version}`), undefined]);
+          } else {
+            expect([what, existsSync(join(root, "captf/providers")), providerComponents, image.providers?.[arch]]).toEqual([what, false, [], []]);
+            if (module.providers.length === 0) expect([what, image.missingProviders?.[arch]]).toEqual([what, undefined]);
+            else {
+              const missing = image.missingProviders?.[arch];
+              expect([what, missing]).toEqual([what, mirror === undefined ? `${providerMirrorVariable} is unset` : expect.stringMatching(new RegExp(`^${providerMirrorVariable}=${escapeRegExp(mirror)} .*${escapeRegExp(`${host}/${module.providers[0]}`)}`))]);
+              expect([what, releaseOutput.split("\n")]).toEqual([what, expect.arrayContaining([`release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs registry access): ${missing}`])]);
+            }
+          }
+
+          // tfcapi-lint reads this platform of the archive as a runtime would pull it.
+          const lint = spawnSync(process.execPath, [lintCommand, "image", `oci-archive:${join(work, "release", image.archive)}:${image.tag}`, "--platform", `linux/${arch}`, "--role", module.role, "--strict", "--format", "json"], { encoding: "utf8" });
+          const findings = (JSON.parse(lint.stdout || "{}") as { findings?: { id: string; severity: string }[] }).findings ?? [];
+          expect({ what, exitCode: lint.status, stderr: lint.stderr, errors: findings.filter((finding) => finding.severity !== "info") }).toEqual({ what, exitCode: 0, stderr: "", errors: [] });
+          expect([what, findings.map((finding) => finding.id).includes("image/providers-absent")]).toEqual([what, !carries]);
+        }
+        rmSync(join(work, `image-${image.name}-${image.runtime}`), { recursive: true, force: true });
+      }
+    }, 300_000);
   });
 
   it("gives the same image when built again from the same commit", () => {
@@ -357,6 +410,80 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     expect(messages).toEqual(expect.arrayContaining([`FLAG: --runner-image="${image}"`, "started leading", "signal received, shutting down", "manager exiting"]));
   }, 240_000);
 });
+
+const sha256Of = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+
+/** The provider, version and platform of a file of a mirror: unpacked (`<host>/<ns>/<type>/<version>/<os_arch>/...`) or packed (`<host>/<ns>/<type>/<name>_<version>_<os_arch>.zip`). */
+function mirrorPackage(file: string): { provider: string; version: string; platform: string } {
+  const parts = file.split("/");
+  const packed = /_([^_]+)_([a-z0-9]+_[a-z0-9]+)\.zip$/.exec(parts[3]!);
+  return { provider: parts.slice(0, 3).join("/"), version: packed && parts.length === 4 ? packed[1]! : parts[3]!, platform: packed && parts.length === 4 ? packed[2]! : parts[4]! };
+}
+
+/** The files below `dir` (relative paths, sorted), links followed, and the links met; `skipped` names are not entered. */
+function filesBelow(dir: string, skipped: readonly string[] = [], prefix = ""): { files: string[]; links: string[] } {
+  const found = { files: [] as string[], links: [] as string[] };
+  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    if (skipped.includes(entry.name)) continue;
+    if (entry.isSymbolicLink()) found.links.push(path);
+    if (!statSync(join(dir, path)).isDirectory()) {
+      found.files.push(path);
+      continue;
+    }
+    const below = filesBelow(dir, skipped, path);
+    found.files.push(...below.files);
+    found.links.push(...below.links);
+  }
+  return { files: found.files.sort(), links: found.links.sort() };
+}
+
+/**
+ * Unpacks each platform of a release's module image (an OCI archive of an index) into `dir` as a
+ * runtime would, and checks what every module image is: its platform's config, 65532:65532 and no
+ * entrypoint, the io.captf.* and OCI labels, `/captf/runtime version -json` answering the platform as
+ * 65532 (this machine's under chroot, the other's under qemu-user-static copied into the root: no
+ * binfmt), and a valid CycloneDX SBOM whose first component is the runtime, with the binary's hash.
+ */
+async function unpackReleaseModuleImage(release: string, image: ReleaseImage, role: string, dir: string): Promise<{ arch: string; root: string; sbom: { components: SbomComponent[] } }[]> {
+  mkdirSync(dir, { recursive: true });
+  execFileSync("tar", ["xf", join(release, image.archive), "-C", dir]);
+  const blob = (digest: string) => join(dir, "blobs", digest.replace(":", "/"));
+  const index = JSON.parse(readFileSync(blob((JSON.parse(readFileSync(join(dir, "index.json"), "utf8")) as { manifests: { digest: string }[] }).manifests[0]!.digest), "utf8")) as { manifests: { digest: string; platform: { architecture: string } }[] };
+  const platforms = [];
+  for (const { digest, platform } of index.manifests) {
+    const arch = platform.architecture;
+    const manifest = JSON.parse(readFileSync(blob(digest), "utf8")) as { config: { digest: string } };
+    const imageConfig = JSON.parse(readFileSync(blob(manifest.config.digest), "utf8")) as ImageConfig;
+    expect({ image: image.archive, arch: imageConfig.architecture, user: imageConfig.config.User, entrypoint: imageConfig.config.Entrypoint, cmd: imageConfig.config.Cmd }).toEqual({ image: image.archive, arch, user: "65532:65532", entrypoint: undefined, cmd: undefined });
+    expect(imageConfig.config.Labels).toMatchObject({
+      "io.captf.contract": contractVersion,
+      "io.captf.role": role,
+      "io.captf.runtime": image.runtime,
+      "io.captf.runtime.version": runtimeVersion(image.runtime!),
+      "org.opencontainers.image.title": image.name,
+      "org.opencontainers.image.version": image.tag,
+      "org.opencontainers.image.revision": "c0ffee",
+    });
+    // The archive is an OCI layout: name the platform's manifest in it, and unpack that as a runtime would.
+    const top = JSON.parse(readFileSync(join(dir, "index.json"), "utf8")) as { manifests: object[] };
+    top.manifests.push({ mediaType: "application/vnd.oci.image.manifest.v1+json", digest, size: readFileSync(blob(digest)).length, annotations: { "org.opencontainers.image.ref.name": arch } });
+    writeFileSync(join(dir, "index.json"), JSON.stringify(top));
+    const root = join(dir, `root-${arch}`);
+    execFileSync("umoci", ["raw", "unpack", "--image", `${dir}:${arch}`, root], { stdio: "pipe" });
+    // Each platform's runtime answers as the image's user: this machine's under chroot, the other's under qemu.
+    const qemu = arch === hostArch ? [] : ["/qemu"];
+    if (qemu.length > 0) copyFileSync(otherArch === "arm64" ? requireTool("qemu-aarch64-static") : "/usr/bin/qemu-x86_64-static", join(root, "qemu"));
+    const reported = JSON.parse(execFileSync(chroot, ["--userspec=65532:65532", root, ...qemu, "/captf/runtime", "version", "-json"], { env: { CHECKPOINT_DISABLE: "1" }, encoding: "utf8" })) as { platform: string };
+    expect([image.archive, reported.platform]).toEqual([image.archive, `linux_${arch}`]);
+    const sbomText = readFileSync(join(root, "usr/share/doc/captf/sbom.cdx.json"), "utf8");
+    expect([image.archive, arch, await cycloneDxViolations(sbomText)]).toEqual([image.archive, arch, null]);
+    const sbom = JSON.parse(sbomText) as { components: SbomComponent[] };
+    expect([image.archive, sbom.components[0]]).toEqual([image.archive, expect.objectContaining({ type: "application", name: image.runtime, hashes: [{ alg: "SHA-256", content: sha256Of(join(root, "captf/runtime")) }] })]);
+    platforms.push({ arch, root, sbom });
+  }
+  return platforms;
+}
 
 function kubeConfigOf(path: string): k8s.KubeConfig {
   const kubeConfig = new k8s.KubeConfig();
