@@ -190,6 +190,9 @@ export class ControllerRunner {
 
   async #work(): Promise<void> {
     for (;;) {
+      // A pass served from the caches awaits only settled promises: without a turn of the event loop
+      // between passes, a burst of them (a resync of thousands) would hold off every watch event.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       const key = await this.queue.get();
       if (key === undefined) return;
       this.#active++;
