@@ -164,13 +164,7 @@ export function clusterctlScenarios(context: () => { plane: ManagementPlane; pla
 
     // Deleting the Cluster takes the topology's objects with it, captf's destroyed by their Jobs.
     await custom.deleteNamespacedCustomObject({ ...capiApi, namespace: ofClass.namespace, plural: "clusters", name: ofClass.cluster });
-    const remaining = async () => {
-      const left: string[] = [];
-      for (const [api, plurals] of [[infraApi, infraPlurals], [capiApi, capiPlurals]] as const) {
-        for (const plural of plurals) left.push(...((await custom.listNamespacedCustomObject({ ...api, namespace: ofClass.namespace, plural })) as { items: AnyObject[] }).items.map((object) => `${object.kind}/${object.metadata.name}`));
-      }
-      return left;
-    };
+    const remaining = async () => Object.keys((await snapshot(plane().kubeConfig, ofClass.namespace)).objects);
     await waitFor(async () => ((await remaining()).length === 0 ? true : undefined), 300_000, `the ClusterClass cluster's objects gone`).catch(async (error) => {
       throw new Error(`${(error as Error).message}\nleft: ${(await remaining()).join(", ")}\nmanager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`);
     });

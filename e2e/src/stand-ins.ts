@@ -29,6 +29,9 @@ const controlPlaneKinds = [
 const bootstrapKind = { group: "bootstrap.cluster.x-k8s.io", version: "v1beta2", plural: "kubeadmconfigs" } as const;
 const clusterNameLabel = "cluster.x-k8s.io/cluster-name";
 
+/** A `.catch` for a create: AlreadyExists (made by an earlier tick) is done, anything else is thrown again. */
+const ignoreAlreadyExists = (error: unknown) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error));
+
 /** The stand-in control plane's CRD (a manifest of the e2e), labelled with the Cluster API contract it implements. */
 export function standInControlPlaneCrd(): k8s.KubernetesObject[] {
   return loadManifest(fileURLToPath(new URL("../manifests/stand-ins/standincontrolplane-crd.yaml", import.meta.url)), {});
@@ -85,7 +88,7 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
             stringData: { value: options.workloadKubeconfig },
           },
         })
-        .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+        .catch(ignoreAlreadyExists);
       const now = new Date().toISOString();
       await custom.patchNamespacedCustomObjectStatus(
         {
@@ -123,7 +126,7 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
             stringData: { format: "cloud-config", value: "#cloud-config\n" },
           },
         })
-        .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+        .catch(ignoreAlreadyExists);
       await custom.patchNamespacedCustomObjectStatus(
         { ...bootstrapKind, namespace, name, body: { status: { initialization: { dataSecretCreated: true }, dataSecretName: name } } },
         k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
@@ -145,7 +148,7 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
     for (const providerId of wanted) {
       const name = nodeNameFor(providerId);
       if (!existing.has(providerId)) {
-        await core.createNode({ body: { metadata: { name, labels: { [standInNodeLabel]: "true" } }, spec: { providerID: providerId } } }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+        await core.createNode({ body: { metadata: { name, labels: { [standInNodeLabel]: "true" } }, spec: { providerID: providerId } } }).catch(ignoreAlreadyExists);
         options.log(`stand-in kubelet: node ${name} joined (${providerId})`);
         heartbeats.delete(name);
       }

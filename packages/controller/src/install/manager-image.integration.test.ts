@@ -200,7 +200,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
 
       // Every file is summed, and each archive holds the index of both platforms under its tag.
       const sums = readFileSync(join(out, "SHA256SUMS"), "utf8").trim().split("\n").map((line) => line.split("  ") as [string, string]);
-      for (const [sum, file] of sums) expect([file, createHash("sha256").update(readFileSync(join(out, file))).digest("hex")]).toEqual([file, sum]);
+      for (const [sum, file] of sums) expect([file, sha256Of(join(out, file))]).toEqual([file, sum]);
       expect(sums.map(([, file]) => file)).toEqual(expect.arrayContaining([...release.images.map((image) => image.archive), ...release.npm.map((entry) => entry.tarball), release.notes, `${release.clusterctl}/metadata.yaml`]));
       for (const image of release.images) {
         const index = JSON.parse(execFileSync("skopeo", ["inspect", "--raw", `oci-archive:${join(out, image.archive)}:${image.tag}`], { encoding: "utf8" })) as { manifests: { platform: { architecture: string } }[] };
@@ -283,7 +283,6 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
       const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
       const images = release.images.filter((image) => image.runtime !== undefined && !(image.name === "noop-machine" && image.runtime === "tofu"));
       expect(images.map((image) => `${image.name}:${image.runtime}`)).toEqual(["noop-machine:terraform", "gcp-machinepool:tofu", "gcp-machinepool:terraform", "azure-machinepool:tofu", "azure-machinepool:terraform"]);
-      const mirror = releaseMirror;
       for (const image of images) {
         const module = releaseModules[image.name]!;
         const host = runtimeProviderHosts[image.runtime!];
@@ -301,7 +300,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
           if (module.providers.length > 0) expect([what, shipped.files]).toEqual([what, expect.arrayContaining(["modules/bootstrap/main.tf"])]);
 
           // The providers, from the mirror when it has every one of them for this platform: else none, and release.json and the output say why.
-          const packaged = (provider: string) => mirror !== undefined && existsSync(join(mirror, host, provider)) && readdirSync(join(mirror, host, provider)).some((entry) => existsSync(join(mirror, host, provider, entry, `linux_${arch}`)) || entry.endsWith(`_linux_${arch}.zip`));
+          const packaged = (provider: string) => releaseMirror !== undefined && existsSync(join(releaseMirror, host, provider)) && readdirSync(join(releaseMirror, host, provider)).some((entry) => existsSync(join(releaseMirror, host, provider, entry, `linux_${arch}`)) || entry.endsWith(`_linux_${arch}.zip`));
           const carries = module.providers.length > 0 && module.providers.every(packaged);
           const providerComponents = sbom.components.filter((component) => component.name.startsWith(`${host}/`));
           if (carries) {
@@ -317,7 +316,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
             if (module.providers.length === 0) expect([what, image.missingProviders?.[arch]]).toEqual([what, undefined]);
             else {
               const missing = image.missingProviders?.[arch];
-              expect([what, missing]).toEqual([what, mirror === undefined ? `${providerMirrorVariable} is unset` : expect.stringMatching(new RegExp(`^${providerMirrorVariable}=${escapeRegExp(mirror)} .*${escapeRegExp(`${host}/${module.providers[0]}`)}`))]);
+              expect([what, missing]).toEqual([what, releaseMirror === undefined ? `${providerMirrorVariable} is unset` : expect.stringMatching(new RegExp(`^${providerMirrorVariable}=${escapeRegExp(releaseMirror)} .*${escapeRegExp(`${host}/${module.providers[0]}`)}`))]);
               expect([what, releaseOutput.split("\n")]).toEqual([what, expect.arrayContaining([`release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs registry access): ${missing}`])]);
             }
           }
