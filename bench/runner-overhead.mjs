@@ -10,29 +10,32 @@
 //   npx tsc -b && node bench/runner-overhead.mjs [--rounds 8]
 //
 // The runner is measured as Jobs run it: the bundle that packages/runner/scripts/build-bundle.mjs
-// writes (the pinned Node LTS with its libraries, runner.mjs and its on-demand chunks), laid out
-// for the directory it is built into, started by its own node.
+// writes (the pinned Node LTS with its libraries and the runner), laid out for the directory it
+// is built into, started by its own node with the entry file a Job's command names.
 import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 
 const repo = new URL("..", import.meta.url).pathname;
 // tools.js alone: the testkit index pulls in jest.
 const testkitDist = join(repo, "packages/testkit/dist/tools.js");
-if (!existsSync(testkitDist)) {
+const buildJobDist = join(repo, "packages/controller/dist/jobs/build-job.js");
+if (!existsSync(testkitDist) || !existsSync(buildJobDist)) {
   console.error("bench: packages are not built; run `npx tsc -b` first");
   process.exit(2);
 }
 const { values: flags } = parseArgs({ options: { rounds: { type: "string", default: "8" } } });
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
+const { runnerRunCommand } = await import(buildJobDist);
+const entry = basename(runnerRunCommand[1]);
 const runtimes = { tofu: requireTool("tofu"), ...(findTool("terraform") ? { terraform: findTool("terraform") } : {}) };
 
 const base = mkdtempSync(join(tmpdir(), "runner-overhead-"));
 const bundleDir = join(base, "bundle");
-const bundle = join(bundleDir, "runner.mjs");
+const bundle = join(bundleDir, entry);
 const bundleNode = join(bundleDir, "node");
 execFileSync(process.execPath, [join(repo, "packages/runner/scripts/build-bundle.mjs"), "--out", bundleDir, "--bin-dir", bundleDir], { stdio: "ignore" });
 
@@ -139,7 +142,7 @@ if (!runtimes.terraform) console.log("terraform: not installed (tools/install.sh
 const preflight = join(base, "preflight");
 mkdirSync(preflight);
 const preflightRun = ["run", "--op=apply", `--bin=${join(preflight, "none")}`, `--module=${preflight}`, `--config=${preflight}`, `--workdir=${join(preflight, "work")}`, `--result=${join(preflight, "result.json")}`];
-const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], "runner.mjs run (preflight)": [bundleNode, [bundle, ...preflightRun]], "runner.mjs version": [bundleNode, [bundle, "version"]] };
+const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], [`${entry} run (preflight)`]: [bundleNode, [bundle, ...preflightRun]], [`${entry} version`]: [bundleNode, [bundle, "version"]] };
 const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]));
 for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
 console.log("cold start, median of 10:");

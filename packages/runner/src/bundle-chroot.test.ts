@@ -72,7 +72,7 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
       [
         root,
         "/captf/bin/node",
-        "/captf/bin/runner.mjs",
+        "/captf/bin/runner.cjs", // what a Job's main container starts
         "run",
         "--op=apply",
         "--image=registry.invalid/noop-machine:test",

@@ -395,7 +395,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
                   name: "source",
                   image: moduleImage,
                   imagePullPolicy: "IfNotPresent",
-                  command: ["/captf/bin/node", "/captf/bin/runner.mjs", "run"],
+                  command: ["/captf/bin/node", "/captf/bin/runner.cjs", "run"],
                   args: [
                     "--op=apply",
                     "--bin=/captf/runtime",

@@ -19,7 +19,7 @@ import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedCont
 import { contractVersion } from "@captf/contract";
 import { apiGroup, apiVersion, finalizers } from "@captf/contract/api";
 import { minimalMachine } from "../api/examples.test-support.js";
-import { defaultJobEnvironment } from "../jobs/build-job.js";
+import { defaultJobEnvironment, runnerRunCommand } from "../jobs/build-job.js";
 import { managerVersion } from "../manager-main.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
 import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
@@ -351,7 +351,8 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
     inRoot(root, defaultJobEnvironment.runnerCopyCommand, "0:0");
     const bare = join(work, "bare");
     cpSync(join(root, "captf/bin"), join(bare, "captf/bin"), { recursive: true });
-    expect(inRoot(bare, ["/captf/bin/node", "/captf/bin/runner.mjs", "version"])).toMatch(runnerVersionLine);
+    // As a Job's main container starts it.
+    expect(inRoot(bare, [...runnerRunCommand.slice(0, 2), "version"])).toMatch(runnerVersionLine);
   });
 
   it("runs as the shipped Deployment on the chroot kubelet: leads, reconciles, and stops on the Pod's deletion", async () => {

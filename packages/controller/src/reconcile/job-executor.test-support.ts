@@ -6,10 +6,11 @@
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { requireTool } from "@captf/testkit";
+import { runnerRunCommand } from "../jobs/build-job.js";
 
 export interface JobExecutor {
   /** Runs every pending Pod of the namespace once; returns how many it ran. */
@@ -91,7 +92,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
                       : arg,
       );
     const exitCode = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, [join(bundle, "runner.mjs"), "run", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
+      const child = spawn(process.execPath, [join(bundle, basename(runnerRunCommand[1]!)), ...runnerRunCommand.slice(2), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
       // On exit, not close: a runtime process the runner left behind may hold the pipes open.
       const append = (chunk: Buffer) => logs.set(name, (logs.get(name) ?? "") + chunk.toString("utf8"));
       child.stdout.on("data", append);
