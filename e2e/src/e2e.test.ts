@@ -16,6 +16,7 @@ import { managerNamespace } from "./captf-install.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables, type DemoSecrets } from "./demo-objects.js";
 import { startManagementPlane, type ManagementPlane } from "./management-plane.js";
 import { formatProgress, listCaptfJobs, listEventsOfReason, readProgress } from "./progress.js";
+import { startHoldServer } from "./hold-server.js";
 
 type AnyObject = Record<string, any>;
 
@@ -48,6 +49,15 @@ describeWithTools(
     };
     const captfJobs = () => listCaptfJobs(plane.kubeConfig, demoNamespace);
     const list = async (api: typeof capi, plural: string) => ((await custom.listNamespacedCustomObject({ ...api, plural })) as { items: AnyObject[] }).items;
+    /** A TerraformMachineTemplate whose template's spec is `spec` over the no-op machine image. */
+    const machineTemplate = (name: string, spec: AnyObject = {}) =>
+      ({ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachineTemplate", metadata: { name, namespace: demoNamespace }, spec: { template: { spec: { source: { image: plane.images.modules.machine }, ...spec } } } }) as k8s.KubernetesObject;
+    /** A MachineDeployment of one machine of the demo cluster over the TerraformMachineTemplate of its name; its Machines are labelled with its name. */
+    const machineDeployment = (name: string) => {
+      const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": name } };
+      const template = { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name } } };
+      return { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineDeployment", metadata: { name, namespace: demoNamespace }, spec: { clusterName: demoClusterName, replicas: 1, selector, template } } as k8s.KubernetesObject;
+    };
 
     beforeAll(async () => {
       plane = await startManagementPlane({ log: (line) => planeLog.push(`${new Date().toISOString()} ${line}`) });
@@ -173,30 +183,8 @@ describeWithTools(
     }, scenarioTimeout);
 
     it("reports a module whose apply fails, and recovers when the MachineDeployment rolls to a fixed template", async () => {
-      const template = (name: string, variables?: Record<string, unknown>) => ({
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-        kind: "TerraformMachineTemplate",
-        metadata: { name, namespace: demoNamespace },
-        spec: { template: { spec: { source: { image: plane.images.modules.machine }, ...(variables ? { variables } : {}) } } },
-      });
       // The module declares no such variable: its Job fails as any broken module's would.
-      await applyObjects(plane.applier, [
-        template("demo-md-fail", { no_such_variable: "x" }),
-        {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "MachineDeployment",
-          metadata: { name: "demo-md-fail", namespace: demoNamespace },
-          spec: {
-            clusterName: demoClusterName,
-            replicas: 1,
-            selector: { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-fail" } },
-            template: {
-              metadata: { labels: { "cluster.x-k8s.io/deployment-name": "demo-md-fail" } },
-              spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name: "demo-md-fail" } },
-            },
-          },
-        },
-      ] as k8s.KubernetesObject[]);
+      await applyObjects(plane.applier, [machineTemplate("demo-md-fail", { variables: { no_such_variable: "x" } }), machineDeployment("demo-md-fail")]);
       const failed = await waitFor(async () => {
         const machine = (await list(infra, "terraformmachines")).find((candidate) => candidate.metadata.name.startsWith("demo-md-fail-"));
         const condition = machine?.status?.conditions?.find((candidate: AnyObject) => candidate.type === "ApplyJobSucceeded");
@@ -206,7 +194,7 @@ describeWithTools(
       expect(failed.condition.message).toMatch(/no_such_variable/);
       expect(failed.machine.status.conditions.find((condition: AnyObject) => condition.type === "Ready").status).toBe("False");
 
-      await applyObjects(plane.applier, [template("demo-md-fail-fixed") as k8s.KubernetesObject]);
+      await applyObjects(plane.applier, [machineTemplate("demo-md-fail-fixed")]);
       await custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-fail", body: { spec: { template: { spec: { infrastructureRef: { name: "demo-md-fail-fixed" } } } } } }, mergePatch);
       await waitReady("the fixed machine Ready, the broken one gone", async () => {
         const machines = (await list(infra, "terraformmachines")).filter((candidate) => candidate.metadata.name.startsWith("demo-md-fail-"));
@@ -218,17 +206,7 @@ describeWithTools(
 
     it("reports a module image that cannot be pulled as ImagePullFailed, and recovers when the template names one that can", async () => {
       const missing = plane.images.modules.machine.replace(/:[^:/]+$/, ":does-not-exist");
-      const template = (name: string, image: string) => ({ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachineTemplate", metadata: { name, namespace: demoNamespace }, spec: { template: { spec: { source: { image } } } } });
-      const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-noimage" } };
-      await applyObjects(plane.applier, [
-        template("demo-md-noimage", missing),
-        {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "MachineDeployment",
-          metadata: { name: "demo-md-noimage", namespace: demoNamespace },
-          spec: { clusterName: demoClusterName, replicas: 1, selector, template: { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name: "demo-md-noimage" } } } },
-        },
-      ] as unknown as k8s.KubernetesObject[]);
+      await applyObjects(plane.applier, [machineTemplate("demo-md-noimage", { source: { image: missing } }), machineDeployment("demo-md-noimage")]);
       const noImageMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-noimage-"));
       const failed = await waitFor(async () => {
         const machine = (await noImageMachines())[0];
@@ -238,7 +216,7 @@ describeWithTools(
       expect(failed.condition.status).toBe("False");
       expect(failed.condition.message).toContain("does-not-exist");
 
-      await applyObjects(plane.applier, [template("demo-md-noimage-fixed", plane.images.modules.machine) as unknown as k8s.KubernetesObject]);
+      await applyObjects(plane.applier, [machineTemplate("demo-md-noimage-fixed")]);
       await custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-noimage", body: { spec: { template: { spec: { infrastructureRef: { name: "demo-md-noimage-fixed" } } } } } }, mergePatch);
       await waitReady("the machine of the fixed template Ready, the one without an image gone", async () => {
         const machines = await noImageMachines();
@@ -255,61 +233,63 @@ describeWithTools(
         (await core.listNamespacedPod({ namespace: demoNamespace })).items.find((pod) => pod.status?.phase === "Running" && pod.metadata?.labels?.[labels.ownerName] === machine && pod.metadata?.labels?.[labels.op] === "apply");
 
       // A Job's Pod deleted while it applies: the runner is stopped from outside and the apply runs again.
-      let known = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
-      await scaleTo(3);
-      const interruptedMachine = (await waitFor(() => newMachine(known), 120_000, "the third TerraformMachine")).metadata.name as string;
-      const pod = await waitFor(() => applyPodOf(interruptedMachine), 120_000, `the apply Pod of ${interruptedMachine} running`);
-      const interruptedJob = pod.metadata!.labels!["job-name"]!;
-      await core.deleteNamespacedPod({ namespace: demoNamespace, name: pod.metadata!.name! });
-      await waitReady("3 machines after the interrupted apply", async () => (await list(capi, "machines")).length === 3);
-      // The deleted Pod's Job did not succeed; a later apply Job did.
-      const applies = (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerName] === interruptedMachine && job.metadata!.labels![labels.op] === "apply");
-      expect(applies.find((job) => job.metadata!.name === interruptedJob)?.status?.succeeded ?? 0).toBe(0);
-      expect(applies.filter((job) => job.metadata!.name !== interruptedJob && job.status?.succeeded === 1)).toHaveLength(1);
-      // The documented outcome: an interruption from outside (JobInterrupted, retried without backoff), not a failure.
-      const about = (reason: string) => listEventsOfReason(plane.kubeConfig, demoNamespace, reason).then((events) => events.filter((event) => event.involvedObject.name === interruptedMachine && event.message?.includes(interruptedJob)));
-      expect(await about("JobInterrupted")).toHaveLength(1);
-      expect(await about("JobFailed")).toHaveLength(0);
+      // The apply is held mid-run, not raced: its module waits on the hold server's URL (the no-op
+      // machine's hold_apply_url), which answers once the runner has logged the Pod's SIGTERM.
+      const hold = await startHoldServer();
+      try {
+        await applyObjects(plane.applier, [machineTemplate("demo-md-hold", { variables: { hold_apply_url: hold.url } }), machineDeployment("demo-md-hold")]);
+        const holdMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-hold-"));
+        const interruptedMachine = (await waitFor(async () => (await holdMachines())[0], 120_000, "the held TerraformMachine")).metadata.name as string;
+        await waitFor(async () => (hold.requests > 0 ? true : undefined), 180_000, `${interruptedMachine}'s apply waiting on the hold server`);
+        const pod = await waitFor(() => applyPodOf(interruptedMachine), 60_000, `the apply Pod of ${interruptedMachine} running`);
+        const interruptedJob = pod.metadata!.labels!["job-name"]!;
+        await core.deleteNamespacedPod({ namespace: demoNamespace, name: pod.metadata!.name! });
+        const runnerLog = () => plane.kubelet.containerLog(demoNamespace, pod.metadata!.name!, "source");
+        await waitFor(async () => (runnerLog().includes("received SIGTERM") ? true : undefined), 60_000, `the runner of ${interruptedJob} stopping on its Pod's deletion`);
+        hold.release();
+        await waitReady("the held machine after the interrupted apply", async () => (await list(capi, "machines")).some((machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-hold"));
+        // The deleted Pod's Job did not succeed; a later apply Job did.
+        const applies = (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerName] === interruptedMachine && job.metadata!.labels![labels.op] === "apply");
+        expect(applies.find((job) => job.metadata!.name === interruptedJob)?.status?.succeeded ?? 0).toBe(0);
+        expect(applies.filter((job) => job.metadata!.name !== interruptedJob && job.status?.succeeded === 1)).toHaveLength(1);
+        // The documented outcome: an interruption from outside (JobInterrupted, retried without backoff), not a failure.
+        const about = (reason: string) => listEventsOfReason(plane.kubeConfig, demoNamespace, reason).then((events) => events.filter((event) => event.involvedObject.name === interruptedMachine && event.message?.includes(interruptedJob)));
+        expect(await about("JobInterrupted")).toHaveLength(1);
+        expect(await about("JobFailed")).toHaveLength(0);
+        // Its destroy reads the released URL too: the server stays up until the machine is gone.
+        await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-hold" });
+        await waitFor(async () => ((await holdMachines()).length === 0 ? true : undefined), 180_000, "demo-md-hold's machines gone");
+      } finally {
+        hold.release();
+        await hold.close();
+      }
 
       // The manager's Pod deleted while a machine's Job runs: its Deployment replaces it; one Job per run, none lost.
-      known = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
+      const mdMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-0-"));
+      const before = await mdMachines();
+      const known = new Set(before.map((machine) => machine.metadata.name as string));
       const managerPods = async () => (await core.listNamespacedPod({ namespace: managerNamespace })).items;
       const firstManager = (await managerPods())[0]!.metadata!.name!;
-      await scaleTo(4);
-      const fourth = (await waitFor(() => newMachine(known), 120_000, "the fourth TerraformMachine")).metadata.name as string;
-      await waitFor(async () => ((await list(infra, "terraformmachines")).find((machine) => machine.metadata.name === fourth)?.status?.activeJob ? true : undefined), 120_000, `${fourth}'s apply Job started`);
+      await scaleTo(before.length + 1);
+      const added = (await waitFor(() => newMachine(known), 120_000, "a new demo-md-0 TerraformMachine")).metadata.name as string;
+      await waitFor(async () => ((await list(infra, "terraformmachines")).find((machine) => machine.metadata.name === added)?.status?.activeJob ? true : undefined), 120_000, `${added}'s apply Job started`);
       await core.deleteNamespacedPod({ namespace: managerNamespace, name: firstManager });
       await waitFor(async () => ((await managerPods()).some((candidate) => candidate.metadata!.name !== firstManager && candidate.status?.phase === "Running") ? true : undefined), 180_000, "a new manager Pod running");
-      await waitReady("4 machines after the manager's replacement", async () => (await list(capi, "machines")).length === 4);
-      const fourthApplies = (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerName] === fourth && job.metadata!.labels![labels.op] === "apply");
-      expect(fourthApplies).toHaveLength(1);
-      expect(fourthApplies[0]!.status?.succeeded).toBe(1);
-      await scaleTo(2);
-      await waitReady("back to 2 machines", async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-0-")).length === 2);
+      await waitReady(`${before.length + 1} demo-md-0 machines after the manager's replacement`, async () => (await list(capi, "machines")).filter((machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-0").length === before.length + 1);
+      const addedApplies = (await captfJobs()).filter((job) => job.metadata!.labels![labels.ownerName] === added && job.metadata!.labels![labels.op] === "apply");
+      expect(addedApplies).toHaveLength(1);
+      expect(addedApplies[0]!.status?.succeeded).toBe(1);
+      await scaleTo(before.length);
+      await waitReady(`back to ${before.length} demo-md-0 machines`, async () => (await mdMachines()).length === before.length);
     }, scenarioTimeout);
 
     it("remediates a machine its module reports unhealthy, through Cluster API's MachineHealthCheck, and a replacement comes up", async () => {
       const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-health" } };
       await applyObjects(plane.applier, [
-        {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachineTemplate",
-          metadata: { name: "demo-md-health", namespace: demoNamespace },
-          spec: { template: { spec: { source: { image: plane.images.modules.machine }, variables: { health_state_suffix: "e2e-health" }, remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 } } } },
-        },
-        {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "MachineDeployment",
-          metadata: { name: "demo-md-health", namespace: demoNamespace },
-          spec: {
-            clusterName: demoClusterName,
-            replicas: 1,
-            selector,
-            template: { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name: "demo-md-health" } } },
-          },
-        },
-        { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineHealthCheck", metadata: { name: "demo-md-health", namespace: demoNamespace }, spec: { clusterName: demoClusterName, selector } },
-      ] as unknown as k8s.KubernetesObject[]);
+        machineTemplate("demo-md-health", { variables: { health_state_suffix: "e2e-health" }, remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 } }),
+        machineDeployment("demo-md-health"),
+        { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineHealthCheck", metadata: { name: "demo-md-health", namespace: demoNamespace }, spec: { clusterName: demoClusterName, selector } } as unknown as k8s.KubernetesObject,
+      ]);
       const healthMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
       await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
       const victim = (await healthMachines())[0]!.metadata.name as string;

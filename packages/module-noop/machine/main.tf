@@ -36,3 +36,13 @@ data "terraform_remote_state" "observed" {
 locals {
   observed_health = try(data.terraform_remote_state.observed[0].outputs.health, null)
 }
+
+# Holds a run until the URL answers (see var.hold_apply_url): a step that waits on
+# something the test controls, where the image has no shell to sleep in.
+data "terraform_remote_state" "hold" {
+  count   = var.hold_apply_url == null ? 0 : 1
+  backend = "http"
+  config = {
+    address = var.hold_apply_url
+  }
+}

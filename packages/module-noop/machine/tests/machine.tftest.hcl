@@ -56,6 +56,31 @@ run "defaults" {
     condition     = terraform_data.instance.input.user_data_sha256 == sha256("#cloud-config\n")
     error_message = "The state must hold the digest of the decoded bootstrap data."
   }
+  assert {
+    condition     = length(data.terraform_remote_state.hold) == 0
+    error_message = "Without hold_apply_url no run may wait on a URL."
+  }
+}
+
+run "held_by_a_url" {
+  command = plan
+  variables {
+    hold_apply_url = "http://127.0.0.1:9/hold"
+  }
+  override_data {
+    target = data.terraform_remote_state.hold
+    values = {
+      outputs = {}
+    }
+  }
+  assert {
+    condition     = length(data.terraform_remote_state.hold) == 1 && data.terraform_remote_state.hold[0].backend == "http"
+    error_message = "With hold_apply_url every run must read a state over HTTP from it first."
+  }
+  assert {
+    condition     = data.terraform_remote_state.hold[0].config.address == "http://127.0.0.1:9/hold"
+    error_message = "The hold must ask the URL it was given."
+  }
 }
 
 run "observed_health" {
