@@ -31,7 +31,7 @@ if (!flags.kubeconfig) throw new Error("--kubeconfig is required");
 if (flags.mode !== "manager" && flags.mode !== "informers") throw new Error(`--mode ${flags.mode}: manager or informers`);
 
 const { parseManagerFlags, bootstrapManager, shutdownSignal } = await loadController();
-const { addManagerControllers, createManagerControllers, managerApiClients, managerBuildInfo, managerSharding } = await loadControllerFile("manager-main.js");
+const { addManagerControllers, createManagerControllers, managerBuildInfo, managerSharding } = await loadControllerFile("manager-main.js");
 
 const parsed = await parseManagerFlags(
   [
@@ -50,9 +50,9 @@ const parsed = await parseManagerFlags(
 );
 if (parsed.kind !== "run") throw new Error(`the manager's flags: ${parsed.message ?? parsed.kind}`);
 const settings = parsed.options;
-const { logger, kubeConfig, client, metrics, manager } = bootstrapManager(settings, { buildInfo: managerBuildInfo(), stdout: process.stderr, stderr: process.stderr });
+const { logger, client, metrics, manager } = bootstrapManager(settings, { buildInfo: managerBuildInfo(), stdout: process.stderr, stderr: process.stderr });
 
-const controllers = createManagerControllers({ clients: managerApiClients(kubeConfig), logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
+const controllers = createManagerControllers({ client, logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
 // --manager-flag=--shards=N (bench/controller-shards.mjs): the cluster controllers gated to the shards this process claims.
 const sharding = managerSharding(settings, { logger, metrics, client, manager });
 // The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.

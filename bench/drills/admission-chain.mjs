@@ -8,12 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /**
- * Starts the chain. `k8s`: @kubernetes/client-node; `kubeConfig` of the plane; `webhooks`:
+ * Starts the chain. `k8s`: @kubernetes/client-node; `KubeClient`: the controller's client (the
+ * facts' lookups go through it); `kubeConfig` of the plane; `webhooks`:
  * startAdmissionServer, buildValidatingWebhookConfiguration, kubernetesAdmissionFacts;
  * `plurals`: kind → plural; `probe`: an object of one kind the webhooks refuse (to see the
  * configuration in effect).
  */
-export async function startAdmissionChain({ k8s, kubeConfig, webhooks, generateServingCertificate, freeLoopbackPort, logger, group, version, plurals, probe }) {
+export async function startAdmissionChain({ k8s, KubeClient, kubeConfig, webhooks, generateServingCertificate, freeLoopbackPort, logger, group, version, plurals, probe }) {
   const suffix = Date.now().toString(36);
   const namespace = `fuzz-admission-${suffix}`;
   const selector = { "captf.io/fuzz": suffix };
@@ -37,7 +38,7 @@ export async function startAdmissionChain({ k8s, kubeConfig, webhooks, generateS
       keyFile: certificate.keyFile,
       logger,
       managerUsername: "system:serviceaccount:captf-system:captf-controller-manager",
-      facts: webhooks.kubernetesAdmissionFacts(kubeConfig),
+      facts: webhooks.kubernetesAdmissionFacts(new KubeClient(kubeConfig)),
     });
     cleanups.push(() => server.close());
     const configuration = webhooks.buildValidatingWebhookConfiguration({

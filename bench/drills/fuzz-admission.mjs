@@ -14,7 +14,7 @@ const k8s = await loadDependency("@kubernetes/client-node");
 const { pino } = await loadDependency("pino");
 const { inputNames } = await loadDependency("@captf/contract");
 const { apiGroup, apiVersion, groupVersion } = await loadDependency("@captf/contract/api");
-const { kindDefinitions, renderCrd } = await loadController();
+const { KubeClient, kindDefinitions, renderCrd } = await loadController();
 const webhooks = await loadControllerFile("webhooks/index.js");
 const { startControlPlane, freeLoopbackPort } = await loadTestkit();
 const { generateServingCertificate } = await import(new URL("../../packages/testkit/dist/certificates.js", import.meta.url).href);
@@ -45,6 +45,7 @@ try {
   }
   chain = await startAdmissionChain({
     k8s,
+    KubeClient,
     kubeConfig,
     webhooks,
     generateServingCertificate,

@@ -13,8 +13,7 @@ import { minimalMachine } from "./api/examples.test-support.js";
 import { managerFlags } from "./flags.js";
 import { managerVersion } from "./manager-main.js";
 import { buildManagerBundle, httpsRequest, killManagerProcess, runManagerBundle, startManagerProcess, type ManagerProcess } from "./manager-process.test-support.js";
-import { preparePlane, type PlaneClients } from "./reconcile/plane.test-support.js";
-import { mergePatchOptions } from "./reconcile/workspace-reconciler.js";
+import { preparePlane, type PlaneClients, mergePatchOptions } from "./reconcile/plane.test-support.js";
 import { webhookPath } from "./webhooks/configuration.js";
 
 type AnyObject = Record<string, any>;

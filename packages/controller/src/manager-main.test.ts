@@ -15,7 +15,6 @@ import {
   createManagerControllers,
   exitCodeOf,
   managerSharding,
-  managerApiClients,
   managerJobEnvironment,
   managerUsername,
   managerVersion,
@@ -79,7 +78,7 @@ describe("the manager's parts", () => {
     const logger = pino({ level: "silent" });
     const client = new KubeClient(kubeConfig);
     const manager = new Manager({ client, logger });
-    const controllers = createManagerControllers({ clients: managerApiClients(kubeConfig), logger, metrics: createManagerMetrics({ processMetrics: false }), instance: "test", manager }, options);
+    const controllers = createManagerControllers({ client, logger, metrics: createManagerMetrics({ processMetrics: false }), instance: "test", manager }, options);
     client.close();
     expect(controllers.map((controller) => [controller.name, controller.kind, controller.concurrency])).toEqual([
       ["terraformcluster", "TerraformCluster", 2],
@@ -101,7 +100,7 @@ describe("the manager's parts", () => {
       const manager = new Manager({ client, logger });
       const metrics = createManagerMetrics({ processMetrics: false });
       const sharding = managerSharding(options, { logger, metrics, client, manager });
-      addManagerControllers(manager, createManagerControllers({ clients: managerApiClients(kubeConfig), logger, metrics, instance: "test", manager }, options), sharding?.gate);
+      addManagerControllers(manager, createManagerControllers({ client, logger, metrics, instance: "test", manager }, options), sharding?.gate);
       return { manager, metrics, sharding };
     };
     const sharded = await build(["--shards=3", "--leader-elect"]);

@@ -8,7 +8,7 @@
  * never sync, so that the kubelet restarts it as a standby.
  */
 import { hostname } from "node:os";
-import { BatchV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
+import type { V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { contractVersion } from "@captf/contract";
 import { kubeEventRecorder } from "./events/event-recorder.js";
@@ -23,7 +23,6 @@ import type { ManagerMetrics } from "./metrics/manager-metrics.js";
 import { clusterNameOf, workspaceController } from "./reconcile/workspace-controller.js";
 import { machineTemplateController } from "./templates/template-controller.js";
 import { managedSecretSelector, managerReadCache, withoutManagedFields } from "./reconcile/manager-cache.js";
-import type { ReadCache } from "./runtime/read-cache.js";
 import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
@@ -31,7 +30,6 @@ import { activeJobCounts } from "./metrics/active-jobs.js";
 import { JobSlots, slotJobCache } from "./reconcile/job-slots.js";
 import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./runtime/bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
-import { withKeepAlive } from "./runtime/keep-alive.js";
 import { openProfiler } from "./runtime/profiler.js";
 import type { Controller } from "./runtime/controller.js";
 import { tlsServerOptions } from "./runtime/http-endpoints.js";
@@ -41,7 +39,7 @@ import { ShardGate } from "./runtime/shard-gate.js";
 import { ShardLabeller, shardLabelMetadata } from "./runtime/shard-labels.js";
 import { andSelectors, heldShardsSelector, shardLeaseName, shardOf, unassignedShardSelector } from "./runtime/shards.js";
 import { labels } from "@captf/contract/api";
-import type { KubeObject } from "./runtime/kube-client.js";
+import type { KubeApi, KubeObject } from "./runtime/kube-client.js";
 import { objectKey } from "./runtime/informer.js";
 import { workspaceResourceType } from "./reconcile/pass-reads.js";
 import { kubernetesAdmissionFacts } from "./webhooks/facts.js";
@@ -72,42 +70,9 @@ export interface ManagerIo {
   signal?: AbortSignal;
 }
 
-/** The API clients the controllers call (live reads and writes, never the informers' caches). */
-export interface ManagerApiClients {
-  core: CoreV1Api;
-  batch: BatchV1Api;
-  custom: CustomObjectsApi;
-  coordination: CoordinationV1Api;
-  events: EventsV1Api;
-  rbac: RbacAuthorizationV1Api;
-}
-
-export function managerApiClients(kubeConfig: KubeConfig): ManagerApiClients {
-  withKeepAlive(kubeConfig);
-  return {
-    core: kubeConfig.makeApiClient(CoreV1Api),
-    batch: kubeConfig.makeApiClient(BatchV1Api),
-    custom: kubeConfig.makeApiClient(CustomObjectsApi),
-    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
-    events: kubeConfig.makeApiClient(EventsV1Api),
-    rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api),
-  };
-}
-
-/** The clients with their writes recorded as expectations of the read cache. */
-function recordingClients(clients: ManagerApiClients, cache: ReadCache): ManagerApiClients {
-  return {
-    core: recordingWrites(clients.core, "", cache),
-    batch: recordingWrites(clients.batch, "batch", cache),
-    custom: recordingWrites(clients.custom, "", cache),
-    coordination: recordingWrites(clients.coordination, "coordination.k8s.io", cache),
-    events: clients.events,
-    rbac: recordingWrites(clients.rbac, "rbac.authorization.k8s.io", cache),
-  };
-}
-
 export interface ManagerControllerDeps {
-  clients: ManagerApiClients;
+  /** The API client the controllers' live reads and writes go through (the manager's, never the informers' caches). */
+  client: KubeApi;
   logger: Logger;
   metrics: ManagerMetrics;
   /** The events' reportingInstance: the Pod's name. */
@@ -126,17 +91,14 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const { logger } = deps;
   // First: the cache's informers strip managedFields, which only their first request can ask for.
   const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], { ...(settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {}), sharded: settings.shards > 1 });
-  const clients = recordingClients(deps.clients, cache);
-  const events = kubeEventRecorder(clients.events, { instance: deps.instance, logger });
-  const sweepClients = { core: clients.core, rbac: clients.rbac, custom: clients.custom, coordination: clients.coordination };
+  // Every write recorded as an expectation of the read cache.
+  const client = recordingWrites(deps.client, cache);
+  const events = kubeEventRecorder(client, { instance: deps.instance, logger });
   const reconcilerDeps: ReconcilerDeps = {
-    core: clients.core,
-    batch: clients.batch,
-    custom: clients.custom,
-    coordination: clients.coordination,
+    client,
     jobEnvironment: managerJobEnvironment(settings),
     cache,
-    credentials: identityCredentials({ core: clients.core, custom: clients.custom, rbac: clients.rbac, cache }, events),
+    credentials: identityCredentials({ client, cache }, events),
     events,
     metrics: deps.metrics.captf,
     logger,
@@ -144,7 +106,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     clusterOperationGate: settings.clusterOperationGate,
     runnerEvents: settings.runnerEvents,
     stateBackups: settings.stateBackups,
-    sweepNamespace: async (namespace) => void (await sweepNamespaceLogged(sweepClients, namespace, logger)),
+    sweepNamespace: async (namespace) => void (await sweepNamespaceLogged(client, namespace, logger)),
     ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.
@@ -160,9 +122,9 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
-    identityController({ core: clients.core, custom: clients.custom, events: clients.events }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
-    machineTemplateController({ core: clients.core, custom: clients.custom, events, metrics: deps.metrics.captf }, { concurrency: settings.concurrency.terraformMachineTemplate }),
-    namespaceSweepController(sweepClients, { syncPeriodMillis: settings.syncPeriodMillis }),
+    identityController({ client, recordEvents: true }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
+    machineTemplateController({ client, events, metrics: deps.metrics.captf }, { concurrency: settings.concurrency.terraformMachineTemplate }),
+    namespaceSweepController(client, { syncPeriodMillis: settings.syncPeriodMillis }),
   ];
 }
 
@@ -341,7 +303,7 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
     io.stderr.write(`manager: cannot start: ${messageOf(error)}\n`);
     return 1;
   }
-  const { logger, kubeConfig, client, metrics, manager } = bootstrapped;
+  const { logger, client, metrics, manager } = bootstrapped;
   logger.info({ ...managerBuildInfo(), node: process.version }, "captf manager starting");
   try {
     const profiler = openProfiler(settings.profilerAddress);
@@ -355,14 +317,14 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
   const shardsStop = new AbortController();
   let shardsRun: Promise<void> | undefined;
   try {
-    const deps = { clients: managerApiClients(kubeConfig), logger, metrics, instance: hostname(), manager };
+    const deps = { client, logger, metrics, instance: hostname(), manager };
     const sharding = managerSharding(settings, { logger, metrics, client, manager });
     addManagerControllers(manager, createManagerControllers(deps, settings), sharding?.gate);
     admission = await startAdmissionServer({
       ...admissionServing(settings),
       logger,
       managerUsername: managerUsername(settings),
-      facts: kubernetesAdmissionFacts(kubeConfig),
+      facts: kubernetesAdmissionFacts(client),
     });
     // Claims run beside the manager; passes of a gained shard start once the caches synced.
     shardsRun = sharding?.coordinator.run(shardsStop.signal);
@@ -389,6 +351,6 @@ function logExit(logger: Logger, exit: ManagerExit): void {
 /** The process entry point: this process's arguments, environment and signals; exits with the code. */
 export async function runManagerProcess(): Promise<never> {
   const code = await runManager(process.argv.slice(2), process.env, { stdout: process.stdout, stderr: process.stderr });
-  // Exit explicitly: idle keep-alive sockets of the API clients must not hold the process open.
+  // Exit explicitly: idle keep-alive sockets of the API client must not hold the process open.
   process.exit(code);
 }

@@ -15,8 +15,7 @@ import { pino } from "pino";
 import { describeWithTools, sharedControlPlane, waitFor } from "@captf/testkit";
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { buildManagerBundle, killManagerProcess, startManagerProcess, type ManagerProcess } from "./manager-process.test-support.js";
-import { preparePlane, type PlaneClients } from "./reconcile/plane.test-support.js";
-import { mergePatchOptions } from "./reconcile/workspace-reconciler.js";
+import { preparePlane, type PlaneClients, mergePatchOptions } from "./reconcile/plane.test-support.js";
 import { KubeClient } from "./runtime/kube-client.js";
 import { shardLeaseName, shardOf } from "./runtime/shards.js";
 

@@ -6,4 +6,4 @@ export { defaultProviderMirror, findProviders, mirrorModuleProviders, platformPr
 export type { PlatformProviders, ProviderSource } from "./provider-sources.js";
 export { escapeRegExp, eventRecordingLine, findNamesProduced, literalPattern, metricsDeclaredIn, metricUsePattern, propertyPattern, statementEnd, type DeclaredName, type FileCoverage, type NamesFinding } from "./names-produced.js";
 export { copyModuleForRun } from "./tofu.js";
-export { applyMergePatch, FakeApiError, FakeCustomObjects } from "./fake-objects.js";
+export { applyMergePatch } from "./fake-objects.js";

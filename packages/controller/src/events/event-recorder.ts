@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { V1MicroTime, type EventsV1Api } from "@kubernetes/client-node";
 import { eventReporters, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
 import type { Logger } from "pino";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import { microTime, type KubeApi } from "../runtime/kube-client.js";
 
 /**
  * The manager's events (`events.k8s.io/v1`, reporting controller `captf-manager`). Recording is
@@ -24,25 +25,25 @@ export interface EventRecorder {
 /** Events API notes are capped at 1 KiB. */
 const maxNoteLength = 1024;
 
-export function kubeEventRecorder(events: EventsV1Api, options: { instance: string; logger?: Logger; now?: () => number }): EventRecorder {
+export function kubeEventRecorder(client: KubeApi, options: { instance: string; logger?: Logger; now?: () => number }): EventRecorder {
   const now = options.now ?? Date.now;
   return {
     async record(subject, reason, note, action = reason, type = managerEventReasons[reason]) {
       const name = `${subject.name}.${Date.now().toString(16)}${randomBytes(3).toString("hex")}`;
-      await events
-        .createNamespacedEvent({
-          namespace: subject.namespace,
-          body: {
-            metadata: { name, namespace: subject.namespace },
-            eventTime: new V1MicroTime(now()),
-            reportingController: eventReporters.manager,
-            reportingInstance: options.instance,
-            action,
-            reason,
-            type,
-            note: note.length > maxNoteLength ? `${note.slice(0, maxNoteLength - 1)}…` : note,
-            regarding: { apiVersion: subject.apiVersion, kind: subject.kind, namespace: subject.namespace, name: subject.name, uid: subject.uid },
-          },
+      await client
+        .create(builtinTypes.event, subject.namespace, {
+          apiVersion: "events.k8s.io/v1",
+          kind: "Event",
+          metadata: { name, namespace: subject.namespace },
+          // MicroTime: the API server rejects an eventTime without six fractional digits.
+          eventTime: microTime(now()),
+          reportingController: eventReporters.manager,
+          reportingInstance: options.instance,
+          action,
+          reason,
+          type,
+          note: note.length > maxNoteLength ? `${note.slice(0, maxNoteLength - 1)}…` : note,
+          regarding: { apiVersion: subject.apiVersion, kind: subject.kind, namespace: subject.namespace, name: subject.name, uid: subject.uid },
         })
         .then(
           () => undefined,

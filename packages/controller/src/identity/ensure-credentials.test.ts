@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
-import { ApiException, type CoreV1Api, type CustomObjectsApi, type RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { ensureCredentials } from "./ensure-credentials.js";
 import { ensureRunnerRbac } from "./runner-rbac.js";
+import { apiError, fakeClient, type FakeCall } from "../runtime/fake-client.test-support.js";
 
 // The paths a real API server rarely takes: reads and writes that fail. Happy paths and the
 // server's own behaviour are in identity.integration.test.ts.
@@ -9,19 +9,16 @@ import { ensureRunnerRbac } from "./runner-rbac.js";
 const user = { kind: "TerraformCluster", namespace: "team-a", name: "c", uid: "u", identity: "aws" };
 const identity = { spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { selector: { matchLabels: { team: "a" } } } } };
 
-function apiError(code: number, message: string): ApiException<string> {
-  return new ApiException(code, "failed", JSON.stringify({ kind: "Status", message }), {});
-}
-
-function stubs(overrides: { identity?: () => Promise<unknown>; namespace?: () => Promise<unknown>; secret?: (name: string) => Promise<unknown>; create?: () => Promise<unknown> }) {
-  const custom = { getClusterCustomObject: overrides.identity ?? (async () => identity) } as unknown as CustomObjectsApi;
-  const core = {
-    readNamespace: overrides.namespace ?? (async () => ({ metadata: { name: "team-a", labels: { team: "a" } } })),
-    readNamespacedSecret: async ({ name }: { name: string }) =>
-      overrides.secret ? overrides.secret(name) : name === "aws-creds" ? { data: { KEY: Buffer.from("canary-value").toString("base64") } } : Promise.reject(apiError(404, "not found")),
-    createNamespacedSecret: overrides.create ?? (async () => ({})),
-  } as unknown as CoreV1Api;
-  return { core, custom };
+function stubs(overrides: { identity?: () => Promise<unknown>; namespace?: () => Promise<unknown>; secret?: (name: string) => Promise<unknown>; create?: () => Promise<unknown>; patch?: (call: FakeCall) => unknown }) {
+  const client = fakeClient({
+    "get terraformclusteridentities": overrides.identity ?? (async () => identity),
+    "get namespaces": overrides.namespace ?? (async () => ({ metadata: { name: "team-a", labels: { team: "a" } } })),
+    "get secrets": async ({ name }) =>
+      overrides.secret ? overrides.secret(name!) : name === "aws-creds" ? { data: { KEY: Buffer.from("canary-value").toString("base64") } } : Promise.reject(apiError(404, "not found")),
+    "create secrets": overrides.create ?? (async () => ({})),
+    ...(overrides.patch ? { "patch secrets": overrides.patch } : {}),
+  });
+  return { client };
 }
 
 describe("ensureCredentials when the API fails", () => {
@@ -68,24 +65,26 @@ describe("ensureCredentials racing other users of the identity", () => {
     };
     let mirrorReads = 0;
     const patches: unknown[] = [];
-    const { core, custom } = stubs({
+    const patchTypes: unknown[] = [];
+    const clients = stubs({
       secret: async (name) => (name === "aws-creds" ? { data } : mirrorReads++ === 0 ? Promise.reject(apiError(404, "not found")) : winner),
       create: () => Promise.reject(apiError(409, "already exists")),
+      patch: ({ body, patchType }) => (patches.push(body), patchTypes.push(patchType)),
     });
-    (core as unknown as { patchNamespacedSecret: (request: { body: unknown }) => Promise<unknown> }).patchNamespacedSecret = async ({ body }) => patches.push(body);
-    const outcome = await ensureCredentials({ core, custom }, user);
+    const outcome = await ensureCredentials(clients, user);
     expect(outcome.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
     expect(outcome.lostRace).toBeUndefined();
     expect(patches).toEqual([{ metadata: { "$setElementOrder/ownerReferences": [{ uid: "u-other" }, { uid: "u" }], ownerReferences: [expect.objectContaining({ uid: "u", name: "c" })] } }]);
+    // A strategic merge: the ownerReferences merge by uid, a JSON merge patch would replace the list.
+    expect(patchTypes).toEqual(["strategic"]);
   });
 });
 
 describe("ensureRunnerRbac when the API fails", () => {
   it("RunnerRBACReady=False/RBACFailed, never Unknown", async () => {
-    const core = { readNamespacedServiceAccount: async () => ({}) } as unknown as CoreV1Api;
-    const rbac = { readNamespacedRoleBinding: () => Promise.reject(apiError(500, "boom")) } as unknown as RbacAuthorizationV1Api;
-    expect(await ensureRunnerRbac({ core, rbac }, "team-a")).toEqual({ type: "RunnerRBACReady", status: "False", reason: "RBACFailed", message: "RoleBinding team-a/captf-runner: HTTP 500: boom" });
-    const deniedCore = { readNamespacedServiceAccount: () => Promise.reject(apiError(403, "forbidden")) } as unknown as CoreV1Api;
-    expect(await ensureRunnerRbac({ core: deniedCore, rbac }, "team-a")).toMatchObject({ status: "False", reason: "RBACFailed", message: "ServiceAccount team-a/captf-runner: HTTP 403: forbidden" });
+    const client = fakeClient({ "get serviceaccounts": async () => ({}), "get rolebindings": () => Promise.reject(apiError(500, "boom")) });
+    expect(await ensureRunnerRbac({ client }, "team-a")).toEqual({ type: "RunnerRBACReady", status: "False", reason: "RBACFailed", message: "RoleBinding team-a/captf-runner: HTTP 500: boom" });
+    const denied = fakeClient({ "get serviceaccounts": () => Promise.reject(apiError(403, "forbidden")), "get rolebindings": () => Promise.reject(apiError(500, "boom")) });
+    expect(await ensureRunnerRbac({ client: denied }, "team-a")).toMatchObject({ status: "False", reason: "RBACFailed", message: "ServiceAccount team-a/captf-runner: HTTP 403: forbidden" });
   });
 });

@@ -4,24 +4,22 @@
  * mirror of the Secret current (CredentialsMirrored), or take it back when the namespace is no
  * longer allowed. Nothing here puts a Secret value into a message: messages name objects and keys.
  */
-import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CustomObjectsApi, type RbacAuthorizationV1Api, type V1Namespace, type V1Secret } from "@kubernetes/client-node";
+import type { V1Namespace, V1Secret } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
 import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { allowanceNeedsLabels, namespaceAllowance } from "./allowed-namespaces.js";
-import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
+import { apiErrorMessage, isConflict, isNotFound, KubeApiError } from "../runtime/api-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import type { ResourceType } from "../runtime/kube-client.js";
+import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
 import { watchedByName, type ReadCache } from "../runtime/read-cache.js";
 
 /** What a cache read reports for a missing object, as a live read would. */
-const notFound = { code: 404 };
+const notFound = new KubeApiError(404, { kind: "Status", reason: "NotFound", code: 404 }, "not found in the cache");
 import { credentialsMirrorName, planMirror, planRevocation, type CredentialsUser } from "./credentials-mirror.js";
 
 export interface IdentityClients {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-  rbac: RbacAuthorizationV1Api;
+  client: KubeApi;
   /** The manager's caches; without them every read is live. */
   cache?: ReadCache;
 }
@@ -66,13 +64,13 @@ export const identityResourceType: ResourceType = {
   namespaced: false,
 };
 
-export function readIdentity(custom: CustomObjectsApi, name: string): Promise<TerraformClusterIdentity> {
-  return custom.getClusterCustomObject({ group: apiGroup, version: apiVersion, plural: terraformClusterIdentityDefinition.plural, name }) as Promise<TerraformClusterIdentity>;
+export function readIdentity(client: KubeApi, name: string): Promise<TerraformClusterIdentity> {
+  return client.get<TerraformClusterIdentity>(identityResourceType, undefined, name);
 }
 
 /** Brings the user's credentials in order; never throws for an API failure, which becomes a condition instead. */
-export async function ensureCredentials(clients: Pick<IdentityClients, "core" | "custom" | "cache">, user: CredentialsUser): Promise<CredentialsOutcome> {
-  const { core, custom, cache } = clients;
+export async function ensureCredentials(clients: IdentityClients, user: CredentialsUser): Promise<CredentialsOutcome> {
+  const { client, cache } = clients;
   const identityName = user.identity;
   const identityLabel = `${kinds.clusterIdentity} ${identityName}`;
   const mirrorName = credentialsMirrorName(identityName);
@@ -83,7 +81,7 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
     events: [],
   });
 
-  const identity = await readLive(() => (cache ? cache.get<TerraformClusterIdentity>(identityResourceType, undefined, identityName).then((found) => found ?? Promise.reject(notFound)) : readIdentity(custom, identityName)));
+  const identity = await readLive(() => (cache ? cache.get<TerraformClusterIdentity>(identityResourceType, undefined, identityName).then((found) => found ?? Promise.reject(notFound)) : readIdentity(client, identityName)));
   if ("failed" in identity) return checkFailed(`reading ${identityLabel} failed: ${identity.failed}`);
   if (!identity.found) {
     return {
@@ -96,17 +94,17 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
 
   let namespace: V1Namespace | undefined;
   if (allowanceNeedsLabels(spec.allowedNamespaces, user.namespace)) {
-    const read = await readLive(() => core.readNamespace({ name: user.namespace }));
+    const read = await readLive(() => client.get<V1Namespace>(builtinTypes.namespace, undefined, user.namespace));
     if ("failed" in read) return checkFailed(`reading namespace ${user.namespace} for ${identityLabel} failed: ${read.failed}`);
     namespace = read.found ? read.value : undefined;
   }
   const allowance = namespaceAllowance(spec.allowedNamespaces, user.namespace, namespace?.metadata);
-  if (!allowance.allowed) return revoke(core, user, mirrorName, `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`);
+  if (!allowance.allowed) return revoke(client, user, mirrorName, `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`);
 
   const { name: secretName, namespace: secretNamespace } = spec.secretRef;
   const secretLabel = `Secret ${secretNamespace}/${secretName} of ${identityLabel}`;
   // The user's Secret, which no label scopes: from a watch of its own when the manager's caches are given.
-  const source = await readLive(() => (cache ? cache.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName, { cache: watchedByName }).then((found) => found ?? Promise.reject(notFound)) : core.readNamespacedSecret({ namespace: secretNamespace, name: secretName })));
+  const source = await readLive(() => (cache ? cache.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName, { cache: watchedByName }).then((found) => found ?? Promise.reject(notFound)) : client.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName)));
   if ("failed" in source) return checkFailed(`reading ${secretLabel} failed: ${source.failed}`);
   if (!source.found) {
     return {
@@ -139,7 +137,7 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
     // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read live: a foreign Secret of that name is not in the cache's view.
     const cachedMirror = cache && attempt === 1 ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true })) : undefined;
     const cachedFound = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined;
-    const existing = cachedFound ? cachedMirror : await readLive(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+    const existing = cachedFound ? cachedMirror : await readLive(() => client.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName));
     if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
     const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
     try {
@@ -149,14 +147,14 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
         case "keep":
           return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
         case "create":
-          await core.createNamespacedSecret({ namespace: user.namespace, body: plan.secret });
+          await client.create(builtinTypes.secret, user.namespace, plan.secret);
           return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
         case "addOwner":
-          // Appended after the refs as read; refs other users added meanwhile are kept (merged by uid).
-          await core.patchNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch));
+          // Appended after the refs as read; refs other users added meanwhile are kept (a strategic merge, by uid).
+          await client.patch(builtinTypes.secret, user.namespace, mirrorName, { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } }, "strategic");
           return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
         case "replace":
-          await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
+          await client.replace(builtinTypes.secret, user.namespace, mirrorName, plan.secret);
           return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);
       }
     } catch (error) {
@@ -169,11 +167,11 @@ export async function ensureCredentials(clients: Pick<IdentityClients, "core" | 
 }
 
 /** The namespace may no longer use the identity: give up the user's claim on the mirror, and remove it once nobody claims it. */
-async function revoke(core: CoreV1Api, user: CredentialsUser, mirrorName: string, why: string): Promise<CredentialsOutcome> {
+async function revoke(client: KubeApi, user: CredentialsUser, mirrorName: string, why: string): Promise<CredentialsOutcome> {
   const identityAllowed = conditionReport("IdentityAllowed", "False", "NamespaceNotAllowed", why);
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
   const notMirrored = conditionReport("CredentialsMirrored", "Unknown", "MirrorPending", `not mirrored while namespace ${user.namespace} is not allowed`);
-  const existing = await readLive<V1Secret>(() => core.readNamespacedSecret({ namespace: user.namespace, name: mirrorName }));
+  const existing = await readLive(() => client.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName));
   if ("failed" in existing) return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `reading ${mirrorLabel} to remove it failed: ${existing.failed}`), events: [] };
   const plan = planRevocation(existing.found ? existing.value : undefined, user);
   try {
@@ -181,14 +179,10 @@ async function revoke(core: CoreV1Api, user: CredentialsUser, mirrorName: string
       case "none":
         return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
       case "replace":
-        await core.replaceNamespacedSecret({ namespace: user.namespace, name: mirrorName, body: plan.secret });
+        await client.replace(builtinTypes.secret, user.namespace, mirrorName, plan.secret);
         return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
       case "delete":
-        await core.deleteNamespacedSecret({
-          namespace: user.namespace,
-          name: mirrorName,
-          ...(plan.resourceVersion ? { body: { preconditions: { resourceVersion: plan.resourceVersion } } } : {}),
-        });
+        await client.delete(builtinTypes.secret, user.namespace, mirrorName, plan.resourceVersion ? { preconditions: { resourceVersion: plan.resourceVersion } } : undefined);
         return { identityAllowed, credentialsMirrored: notMirrored, events: [event("MirrorRemoved", `removed ${mirrorLabel}: ${why}`)] };
     }
   } catch (error) {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@jest/globals";
-import type { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { ReadCache } from "../runtime/read-cache.js";
+import { fakeClient } from "../runtime/fake-client.test-support.js";
 import { identityController, identityResourceType } from "./identity-controller.js";
 
 describe("identityController", () => {
-  const controller = identityController({ core: {} as CoreV1Api, custom: {} as CustomObjectsApi });
+  const controller = identityController({ client: fakeClient({}) });
 
   it("reconciles the cluster-scoped TerraformClusterIdentity, skipping its own status writes", () => {
     expect(controller).toMatchObject({ name: "terraformclusteridentity", kind: "TerraformClusterIdentity", concurrency: 1 });
@@ -32,14 +32,13 @@ describe("identityController with the manager's caches", () => {
     const informer = { hasSynced: () => true, resourceVersion: "3", get: (key: string | undefined, name?: string) => ((name ?? key) === "aws" ? identity : undefined), list: () => [] };
     const live = { get: async () => Promise.reject(new Error("read live")), list: async () => Promise.reject(new Error("listed live")) };
     const reads = new ReadCache(live).add(identityResourceType, { informer });
-    const calls: string[] = [];
-    const core = { readNamespacedSecret: async ({ name }: { name: string }) => (calls.push(`read ${name}`), { data: { KEY: "dg==" } }), listSecretForAllNamespaces: async () => Promise.reject(new Error("listed live")) } as unknown as CoreV1Api;
-    const custom = { patchClusterCustomObjectStatus: async () => (calls.push("patch status"), {}), getClusterCustomObject: async () => Promise.reject(new Error("read live")) } as unknown as CustomObjectsApi;
+    // Only these two answer: a live read of the identity or a live list of the mirrors fails the pass.
+    const client = fakeClient({ "get secrets": async () => ({ data: { KEY: "dg==" } }), "patchStatus terraformclusteridentities": async () => ({}) });
     const mirror = { metadata: { namespace: "team-a", name: "captf-creds-aws", annotations: { "captf.io/identity": "aws" } } };
-    const controller = identityController({ core, custom }, { cache: { reads, mirrors: () => [mirror] }, now: () => 0 });
+    const controller = identityController({ client }, { cache: { reads, mirrors: () => [mirror] }, now: () => 0 });
     const context = { namespace: undefined, name: "aws", reconcileId: "r", logger: pino({ level: "silent" }), signal: new AbortController().signal };
     await controller.reconcile("aws", context);
-    expect(calls).toEqual(["read creds", "patch status"]);
+    expect(client.calls).toEqual(["get secrets creds", "patchStatus terraformclusteridentities aws"]);
     expect(await controller.reconcile("gone", { ...context, name: "gone" })).toEqual({});
   });
 });

@@ -7,14 +7,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { CoreV1Api, CustomObjectsApi, EventsV1Api, V1Secret } from "@kubernetes/client-node";
-import { annotations, apiGroup, apiVersion, eventReporters, groupVersion, kinds, labels } from "@captf/contract/api";
-import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
-import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
+import type { V1Secret } from "@kubernetes/client-node";
+import { annotations, eventReporters, groupVersion, kinds, labels } from "@captf/contract/api";
+import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { generationOrMetadataChanged, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
-import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
-import { apiErrorMessage, isNotFound } from "../runtime/client-node-errors.js";
+import { microTime, type KubeApi, type KubeObject } from "../runtime/kube-client.js";
+import { apiErrorMessage, isNotFound } from "../runtime/api-errors.js";
 import { identityResourceType, readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
 import { decideIdentityStatus, type SourceSecretReading } from "./identity-status.js";
 import type { ReadCache } from "../runtime/read-cache.js";
@@ -27,10 +26,9 @@ export const mirrorLabelSelector = `${labels.mirrored}=true,${labels.managed}=tr
 const identityEventNamespace = "default";
 
 export interface IdentityControllerClients {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
-  /** Where IdentitySecretFound / IdentitySecretNotFound are recorded; without it, none are. */
-  events?: EventsV1Api;
+  client: KubeApi;
+  /** Record IdentitySecretFound / IdentitySecretNotFound as events; without it, none are. */
+  recordEvents?: boolean;
 }
 
 export interface IdentityControllerOptions {
@@ -52,54 +50,46 @@ const watchMirrors: WatchSpec = {
   },
 };
 
-async function listMirrors(core: CoreV1Api): Promise<V1Secret[]> {
+async function listMirrors(client: KubeApi): Promise<V1Secret[]> {
   const mirrors: V1Secret[] = [];
   let token: string | undefined;
   do {
-    const page = await core.listSecretForAllNamespaces({ labelSelector: mirrorLabelSelector, limit: 500, ...(token ? { _continue: token } : {}) });
+    const page = await client.list<V1Secret>(builtinTypes.secret, undefined, { labelSelector: mirrorLabelSelector, limit: 500, continue: token });
     mirrors.push(...page.items);
-    token = page.metadata?._continue || undefined;
+    token = page.metadata?.continue || undefined;
   } while (token);
   return mirrors;
 }
 
-async function readSource(core: CoreV1Api, identity: TerraformClusterIdentity): Promise<SourceSecretReading> {
+async function readSource(client: KubeApi, identity: TerraformClusterIdentity): Promise<SourceSecretReading> {
   try {
-    const secret = await core.readNamespacedSecret({ namespace: identity.spec.secretRef.namespace, name: identity.spec.secretRef.name });
+    const secret = await client.get<V1Secret>(builtinTypes.secret, identity.spec.secretRef.namespace, identity.spec.secretRef.name);
     return { found: true, keys: Object.keys(secret.data ?? {}) };
   } catch (error) {
     return isNotFound(error) ? { found: false } : { failed: apiErrorMessage(error) };
   }
 }
 
-/** MicroTime's wire form, six fractional digits; the client passes the string through as is. */
-function microTime(millis: number): Date {
-  return new Date(millis).toISOString().replace(/Z$/, "000Z") as unknown as Date;
-}
-
-async function recordIdentityEvent(events: EventsV1Api, identity: TerraformClusterIdentity, event: CredentialsEvent, now: number, instance: string): Promise<void> {
+async function recordIdentityEvent(client: KubeApi, identity: TerraformClusterIdentity, event: CredentialsEvent, now: number, instance: string): Promise<void> {
   const name = identity.metadata?.name ?? "";
-  await events.createNamespacedEvent({
-    namespace: identityEventNamespace,
-    body: {
-      apiVersion: "events.k8s.io/v1",
-      kind: "Event",
-      // client-go's naming: <object>.<event time in hex nanoseconds>, plus a random part against a same-millisecond twin.
-      metadata: { name: `${name.slice(0, 200).replace(/[-.]+$/, "")}.${(BigInt(now) * 1_000_000n).toString(16)}${randomBytes(2).toString("hex")}`, namespace: identityEventNamespace },
-      eventTime: microTime(now),
-      reportingController: eventReporters.manager,
-      reportingInstance: instance.slice(0, 128),
-      action: "CheckSecret",
-      reason: event.reason,
-      type: event.type,
-      note: event.note.slice(0, 1024),
-      regarding: { apiVersion: groupVersion, kind: kinds.clusterIdentity, name, ...(identity.metadata?.uid ? { uid: identity.metadata.uid } : {}) },
-    },
+  await client.create(builtinTypes.event, identityEventNamespace, {
+    apiVersion: "events.k8s.io/v1",
+    kind: "Event",
+    // client-go's naming: <object>.<event time in hex nanoseconds>, plus a random part against a same-millisecond twin.
+    metadata: { name: `${name.slice(0, 200).replace(/[-.]+$/, "")}.${(BigInt(now) * 1_000_000n).toString(16)}${randomBytes(2).toString("hex")}`, namespace: identityEventNamespace },
+    eventTime: microTime(now),
+    reportingController: eventReporters.manager,
+    reportingInstance: instance.slice(0, 128),
+    action: "CheckSecret",
+    reason: event.reason,
+    type: event.type,
+    note: event.note.slice(0, 1024),
+    regarding: { apiVersion: groupVersion, kind: kinds.clusterIdentity, name, ...(identity.metadata?.uid ? { uid: identity.metadata.uid } : {}) },
   });
 }
 
 export function identityController(clients: IdentityControllerClients, options: IdentityControllerOptions = {}): Controller {
-  const { core, custom } = clients;
+  const { client } = clients;
   const now = options.now ?? Date.now;
   const instance = options.instance ?? hostname();
   return {
@@ -112,23 +102,20 @@ export function identityController(clients: IdentityControllerClients, options: 
       try {
         const cached = options.cache ? await options.cache.reads.get<TerraformClusterIdentity>(identityResourceType, undefined, context.name) : undefined;
         if (options.cache && !cached) return {};
-        identity = cached ?? (await readIdentity(custom, context.name));
+        identity = cached ?? (await readIdentity(client, context.name));
       } catch (error) {
         if (isNotFound(error)) return {};
         throw error;
       }
       // The source Secret is the user's, outside the managed-Secret cache: read live.
-      const [source, mirrors] = await Promise.all([readSource(core, identity), options.cache ? [...options.cache.mirrors()] : listMirrors(core)]);
+      const [source, mirrors] = await Promise.all([readSource(client, identity), options.cache ? [...options.cache.mirrors()] : listMirrors(client)]);
       const decision = decideIdentityStatus({ identity, source, mirrors, now: now() });
       if (decision.changed) {
         const { conditions, namespaces } = decision.status;
-        await custom.patchClusterCustomObjectStatus(
-          { group: apiGroup, version: apiVersion, plural: identityResourceType.plural, name: context.name, body: { status: { conditions, namespaces: namespaces.length > 0 ? namespaces : null } } },
-          mergePatchOptions(),
-        );
+        await client.patchStatus(identityResourceType, undefined, context.name, { status: { conditions, namespaces: namespaces.length > 0 ? namespaces : null } }, "merge");
       }
-      if (decision.event && clients.events) {
-        await recordIdentityEvent(clients.events, identity, decision.event, now(), instance).catch((error: unknown) =>
+      if (decision.event && clients.recordEvents) {
+        await recordIdentityEvent(client, identity, decision.event, now(), instance).catch((error: unknown) =>
           context.logger.warn({ reason: decision.event?.reason, error: apiErrorMessage(error) }, "recording an identity event failed"),
         );
       }

@@ -4,6 +4,7 @@ import * as k8s from "@kubernetes/client-node";
 import { conditionReasons } from "@captf/contract/api";
 import { describeWithTools } from "@captf/testkit";
 import { preparePlane } from "../reconcile/plane.test-support.js";
+import type { KubeClient } from "../runtime/kube-client.js";
 import { captureLogs } from "../runtime/runtime.test-support.js";
 import type { ConditionReport } from "./condition-report.js";
 import { credentialsHash } from "./credentials-mirror.js";
@@ -23,6 +24,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
   const sourceNamespace = `ident-src-${run}`;
   const canary = `canary-${randomUUID()}`;
   const canaryBase64 = Buffer.from(canary).toString("base64");
+  /** What the code under test takes; the typed APIs set up and check fixtures. */
+  let client: KubeClient;
   let core: k8s.CoreV1Api;
   let custom: k8s.CustomObjectsApi;
   let rbac: k8s.RbacAuthorizationV1Api;
@@ -33,7 +36,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
   const identities: string[] = [];
 
   async function ensure(user: User): Promise<CredentialsOutcome> {
-    const outcome = await ensureCredentials({ core, custom }, user);
+    const outcome = await ensureCredentials({ client }, user);
     reported.push(outcome);
     for (const condition of [outcome.identityAllowed, outcome.credentialsMirrored]) expectKnownReason(condition);
     return outcome;
@@ -87,7 +90,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
-    ({ core, custom } = plane);
+    ({ client, core, custom } = plane);
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(plane.kubeconfigPath);
     rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
@@ -255,7 +258,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
   describe("ensureRunnerRbac", () => {
     it("creates the runner's ServiceAccount and RoleBinding, labelled managed, and is idempotent", async () => {
-      const condition = await ensureRunnerRbac({ core, rbac }, namespace);
+      const condition = await ensureRunnerRbac({ client }, namespace);
       reported.push(condition);
       expect(condition).toEqual({ type: "RunnerRBACReady", status: "True", reason: "RBACReady", message: `ServiceAccount captf-runner is bound to ClusterRole captf-runner in namespace ${namespace}` });
       const account = await core.readNamespacedServiceAccount({ namespace, name: "captf-runner" });
@@ -264,7 +267,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect(binding.metadata?.labels).toEqual({ "captf.io/managed": "true" });
       expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "captf-runner" });
       expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "captf-runner", namespace }]);
-      expect(await ensureRunnerRbac({ core, rbac }, namespace)).toMatchObject({ status: "True", reason: "RBACReady" });
+      expect(await ensureRunnerRbac({ client }, namespace)).toMatchObject({ status: "True", reason: "RBACReady" });
       expect((await rbac.readNamespacedRoleBinding({ namespace, name: "captf-runner" })).metadata?.resourceVersion).toBe(binding.metadata?.resourceVersion);
     });
 
@@ -275,7 +278,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
         namespace: other,
         body: { metadata: { name: "captf-runner" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", name: "someone", apiGroup: "rbac.authorization.k8s.io" }] },
       });
-      const condition = await ensureRunnerRbac({ core, rbac }, other);
+      const condition = await ensureRunnerRbac({ client }, other);
       expect(condition).toMatchObject({ type: "RunnerRBACReady", status: "False", reason: "RBACFailed", message: expect.stringContaining("binds ClusterRole view rather than ClusterRole captf-runner") });
       expect((await rbac.readNamespacedRoleBinding({ namespace: other, name: "captf-runner" })).metadata?.resourceVersion).toBe(foreign.metadata?.resourceVersion);
     });
@@ -283,7 +286,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
   describe("the identity controller", () => {
     const context = (name: string) => ({ namespace: undefined, name, reconcileId: "test", logger: logs.logger, signal: new AbortController().signal });
-    const controller = () => identityController({ core, custom, events }, { instance: "test-manager" });
+    const controller = () => identityController({ client, recordEvents: true }, { instance: "test-manager" });
 
     it("sets Ready=True/SecretFound and status.namespaces from the used mirrors, requeueing in 5 minutes", async () => {
       const identity = await createIdentity("ctrl", { secretRef: sourceRef(), allowedNamespaces: { list: [namespace] }, requiredKeys: ["AWS_SECRET_ACCESS_KEY"] });

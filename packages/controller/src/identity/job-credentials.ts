@@ -11,7 +11,8 @@ import { conditionReport } from "./condition-report.js";
 import { ensureCredentials, type IdentityClients } from "./ensure-credentials.js";
 import { resolveIdentityName } from "./resolve-identity.js";
 import { ensureRunnerRbac } from "./runner-rbac.js";
-import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { undefinedIfNotFound } from "../runtime/api-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
 
 /** Credentials not in order are looked at again this soon (identity edits are not watched). */
 export const credentialsRetryMs = 30_000;
@@ -35,7 +36,7 @@ export function identityCredentials(clients: IdentityClients, events?: EventReco
     }
     if (resolution.kind !== kinds.clusterIdentity) {
       // identityRef.kind Secret: a Secret in the object's own namespace, used as it is.
-      const secret = (await undefinedIfNotFound(clients.core.readNamespacedSecret({ name: resolution.name, namespace }))) !== undefined;
+      const secret = (await undefinedIfNotFound(clients.client.get(builtinTypes.secret, namespace, resolution.name))) !== undefined;
       const allowed = secret
         ? conditionReport("IdentityAllowed", "True", "LocalSecret", `Jobs use Secret ${resolution.name} of this namespace`)
         : conditionReport("IdentityAllowed", "False", "SecretNotFound", `Secret ${resolution.name} named by ${resolution.source} does not exist in namespace ${namespace}`);

@@ -30,19 +30,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
   });
 
   it("keeps everything while an object remains, then removes only what captf made", async () => {
-    const clients = { core: plane.core, rbac, custom: plane.custom, coordination: plane.coordination };
-    expect((await ensureRunnerRbac(clients, namespace)).status).toBe("True");
+    const client = plane.client;
+    expect((await ensureRunnerRbac({ client }, namespace)).status).toBe("True");
     await plane.coordination.createNamespacedLease({ namespace, body: { metadata: { name: "captf-run-test", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } } });
     await plane.coordination.createNamespacedLease({ namespace, body: { metadata: { name: "someone-elses" }, spec: { holderIdentity: "them" } } });
     await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "team-runner" } } });
     const machines = { group: apiGroup, version: apiVersion, namespace, plural: "terraformmachines" };
     await plane.custom.createNamespacedCustomObject({ ...machines, body: minimalMachine("m-0") });
 
-    expect(await sweepNamespace(clients, namespace)).toEqual({ swept: false });
+    expect(await sweepNamespace(client, namespace)).toEqual({ swept: false });
     expect((await rbac.listNamespacedRoleBinding({ namespace })).items.map((binding) => binding.metadata!.name)).toEqual(["captf-runner"]);
 
     await plane.custom.deleteNamespacedCustomObject({ ...machines, name: "m-0" });
-    const result = await sweepNamespace(clients, namespace);
+    const result = await sweepNamespace(client, namespace);
     expect(result).toEqual({ swept: true, removed: ["ServiceAccount/captf-runner", "RoleBinding/captf-runner", "Lease/captf-run-test"] });
     expect((await rbac.listNamespacedRoleBinding({ namespace })).items).toEqual([]);
     expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name).sort()).toEqual(expect.not.arrayContaining(["captf-runner"]));
@@ -53,10 +53,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
   it("sweeps at start, as the manager's leader: a namespace left with captf's RBAC and no object is cleaned, one with an object is kept", async () => {
     const left = `${namespace}-left`;
     const used = `${namespace}-used`;
-    const clients = { core: plane.core, rbac, custom: plane.custom, coordination: plane.coordination };
     for (const name of [left, used]) {
       await plane.core.createNamespace({ body: { metadata: { name } } });
-      await ensureRunnerRbac(clients, name);
+      await ensureRunnerRbac({ client: plane.client }, name);
       await plane.coordination.createNamespacedLease({ namespace: name, body: { metadata: { name: "captf-run-left", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } } });
     }
     await plane.custom.createNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace: used, plural: "terraformmachines", body: minimalMachine("m-0") });
@@ -64,7 +63,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
     kubeConfig.loadFromFile(plane.kubeconfigPath);
     const client = new KubeClient(kubeConfig);
     const manager = new Manager({ client, logger: pino({ level: "silent" }), healthAddress: "127.0.0.1:0", metricsAddress: "127.0.0.1:0" });
-    manager.addController(namespaceSweepController(clients, { syncPeriodMillis: 600_000 }));
+    manager.addController(namespaceSweepController(plane.client, { syncPeriodMillis: 600_000 }));
     const stop = new AbortController();
     const running = manager.run(stop.signal);
     try {

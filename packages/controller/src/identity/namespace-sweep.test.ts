@@ -1,17 +1,20 @@
 import { describe, expect, it } from "@jest/globals";
 import { pino } from "pino";
-import type { NamespaceSweepClients } from "./namespace-sweep.js";
 import { namespaceSweepController, nextSweepMillis, sweepNamespaceLogged } from "./namespace-sweep.js";
+import { fakeClient, type FakeHandlers } from "../runtime/fake-client.test-support.js";
 
-/** Clients whose lists answer from fixed tables: `objects` captf objects remain in every namespace. */
-function listingClients(objects: number): NamespaceSweepClients {
+/** Lists that answer from fixed tables: `objects` captf objects of each kind remain in every namespace; `workspaces` answers the lists of those instead. */
+function listingClient(objects: number, workspaces?: FakeHandlers[string]) {
   const empty = async () => ({ items: [] });
-  return {
-    custom: { listNamespacedCustomObject: async () => ({ items: Array.from({ length: objects }, () => ({})) }) },
-    core: { listNamespacedServiceAccount: empty },
-    rbac: { listNamespacedRoleBinding: empty },
-    coordination: { listNamespacedLease: empty },
-  } as unknown as NamespaceSweepClients;
+  const remaining = workspaces ?? (async () => ({ items: Array.from({ length: objects }, () => ({})) }));
+  return fakeClient({
+    "list terraformclusters": remaining,
+    "list terraformmachines": remaining,
+    "list terraformmachinepools": remaining,
+    "list serviceaccounts": empty,
+    "list rolebindings": empty,
+    "list leases": empty,
+  });
 }
 
 const context = (name: string) => ({ namespace: undefined, name, reconcileId: "r", logger: pino({ level: "silent" }), signal: new AbortController().signal });
@@ -24,7 +27,7 @@ describe("the periodic namespace sweep", () => {
   });
 
   it("keys by namespace and starts only on a newly listed ServiceAccount or RoleBinding of captf's", () => {
-    const controller = namespaceSweepController(listingClients(0), { syncPeriodMillis: 1000 });
+    const controller = namespaceSweepController(listingClient(0), { syncPeriodMillis: 1000 });
     expect(controller.needsLeaderElection ?? true).toBe(true);
     expect(controller.watches.map((watch) => [watch.type.kind, watch.labelSelector])).toEqual([
       ["ServiceAccount", "captf.io/managed=true"],
@@ -39,17 +42,17 @@ describe("the periodic namespace sweep", () => {
   });
 
   it("looks again after the jittered sync period while captf objects remain, and not once the namespace is swept", async () => {
-    const inUse = namespaceSweepController(listingClients(1), { syncPeriodMillis: 1000, random: () => 0.5 });
+    const inUse = namespaceSweepController(listingClient(1), { syncPeriodMillis: 1000, random: () => 0.5 });
     expect(await inUse.reconcile("team-a", context("team-a"))).toEqual({ requeueAfterMillis: 1050 });
-    const unused = namespaceSweepController(listingClients(0), { syncPeriodMillis: 1000 });
+    const unused = namespaceSweepController(listingClient(0), { syncPeriodMillis: 1000 });
     expect(await unused.reconcile("team-b", context("team-b"))).toEqual({});
   });
 
   it("tries a sweep that failed on a dropped connection again, and gives up quietly after three attempts", async () => {
     let lists = 0;
-    const flaky = { ...listingClients(0), custom: { listNamespacedCustomObject: async () => (++lists === 1 ? Promise.reject(new Error("socket hang up")) : { items: [] }) } } as unknown as NamespaceSweepClients;
+    const flaky = listingClient(0, async () => (++lists === 1 ? Promise.reject(new Error("socket hang up")) : { items: [] }));
     expect(await sweepNamespaceLogged(flaky, "team-a", pino({ level: "silent" }), 0)).toEqual({ swept: true, removed: [] });
-    const broken = { ...listingClients(0), custom: { listNamespacedCustomObject: async () => Promise.reject(new Error("socket hang up")) } } as unknown as NamespaceSweepClients;
+    const broken = listingClient(0, async () => Promise.reject(new Error("socket hang up")));
     expect(await sweepNamespaceLogged(broken, "team-a", pino({ level: "silent" }), 0)).toBeUndefined();
   });
 });

@@ -6,52 +6,43 @@
  * namespace that no longer uses captf keeps nothing of it. Reads are live: a cache could still
  * show the object whose finalizer was just removed, or miss one created a moment ago.
  */
-import type { CoordinationV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import { apiGroup, apiVersion, labels } from "@captf/contract/api";
+import { labels } from "@captf/contract/api";
 import type { Logger } from "pino";
-import { apiErrorMessage, ignoreNotFound } from "../runtime/client-node-errors.js";
+import { apiErrorMessage, ignoreNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { Controller } from "../runtime/controller.js";
+import type { KubeApi } from "../runtime/kube-client.js";
+import { terraformClusterType, terraformMachinePoolType, terraformMachineType } from "../reconcile/pass-reads.js";
 
-const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
+const workspaceTypes = [terraformClusterType, terraformMachineType, terraformMachinePoolType];
 
-export interface NamespaceSweepClients {
-  core: CoreV1Api;
-  rbac: RbacAuthorizationV1Api;
-  custom: CustomObjectsApi;
-  coordination: CoordinationV1Api;
-}
+/** What captf makes in a namespace, removed by the sweep in this order. */
+const sweptTypes = [builtinTypes.serviceAccount, builtinTypes.roleBinding, builtinTypes.lease];
 
 /** What the sweep removed, by kind and name ("nothing" when objects remain). */
 export type NamespaceSweepResult = { swept: false } | { swept: true; removed: string[] };
 
-export async function sweepNamespace(clients: NamespaceSweepClients, namespace: string): Promise<NamespaceSweepResult> {
-  for (const plural of workspacePlurals) {
-    const remaining = (await clients.custom.listNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural, limit: 1 })) as { items: unknown[] };
+export async function sweepNamespace(client: KubeApi, namespace: string): Promise<NamespaceSweepResult> {
+  for (const type of workspaceTypes) {
+    const remaining = await client.list(type, namespace, { limit: 1 });
     if (remaining.items.length > 0) return { swept: false };
   }
   const labelSelector = `${labels.managed}=true`;
   const removed: string[] = [];
-  for (const account of (await clients.core.listNamespacedServiceAccount({ namespace, labelSelector })).items) {
-    await clients.core.deleteNamespacedServiceAccount({ namespace, name: account.metadata!.name! }).catch(ignoreNotFound);
-    removed.push(`ServiceAccount/${account.metadata!.name}`);
-  }
-  for (const binding of (await clients.rbac.listNamespacedRoleBinding({ namespace, labelSelector })).items) {
-    await clients.rbac.deleteNamespacedRoleBinding({ namespace, name: binding.metadata!.name! }).catch(ignoreNotFound);
-    removed.push(`RoleBinding/${binding.metadata!.name}`);
-  }
-  for (const lease of (await clients.coordination.listNamespacedLease({ namespace, labelSelector })).items) {
-    await clients.coordination.deleteNamespacedLease({ namespace, name: lease.metadata!.name! }).catch(ignoreNotFound);
-    removed.push(`Lease/${lease.metadata!.name}`);
+  for (const type of sweptTypes) {
+    for (const object of (await client.list(type, namespace, { labelSelector })).items) {
+      await client.delete(type, namespace, object.metadata!.name!).catch(ignoreNotFound);
+      removed.push(`${type.kind}/${object.metadata!.name}`);
+    }
   }
   return { swept: true, removed };
 }
 
 /** Sweeps a namespace and logs what went; a failed attempt (a dropped connection under load) is tried twice more, then logged and left to the next sweep (never thrown). */
-export async function sweepNamespaceLogged(clients: NamespaceSweepClients, namespace: string, logger: Logger, retryDelayMillis = 1000): Promise<NamespaceSweepResult | undefined> {
+export async function sweepNamespaceLogged(client: KubeApi, namespace: string, logger: Logger, retryDelayMillis = 1000): Promise<NamespaceSweepResult | undefined> {
   let result: NamespaceSweepResult | undefined;
   for (let attempt = 1; attempt <= 3 && !result; attempt++) {
-    result = await sweepNamespace(clients, namespace).catch(async (error: unknown) => {
+    result = await sweepNamespace(client, namespace).catch(async (error: unknown) => {
       logger.warn({ namespace, attempt, err: apiErrorMessage(error) }, attempt < 3 ? "namespace sweep failed; trying again" : "namespace sweep failed; the next sweep tries again");
       if (attempt < 3) await new Promise((resolve) => setTimeout(resolve, retryDelayMillis));
       return undefined;
@@ -72,7 +63,7 @@ export function nextSweepMillis(syncPeriodMillis: number, random: () => number =
  * then again after each `--sync-period` (jittered), so what a crash left between a finalizer's
  * removal and its sweep does not stay.
  */
-export function namespaceSweepController(clients: NamespaceSweepClients, options: { syncPeriodMillis: number; random?: () => number }): Controller {
+export function namespaceSweepController(client: KubeApi, options: { syncPeriodMillis: number; random?: () => number }): Controller {
   const managed = `${labels.managed}=true`;
   const namespaceOf = (object: { metadata?: { namespace?: string } }) => (object.metadata?.namespace ? [object.metadata.namespace] : []);
   // Only a new namespace starts a sweep; the periodic requeue does the rest.
@@ -86,7 +77,7 @@ export function namespaceSweepController(clients: NamespaceSweepClients, options
       { type: builtinTypes.roleBinding, labelSelector: managed, map: namespaceOf, predicate: created },
     ],
     async reconcile(_key, context) {
-      const result = await sweepNamespaceLogged(clients, context.name, context.logger);
+      const result = await sweepNamespaceLogged(client, context.name, context.logger);
       // A swept namespace has nothing of captf left to look after until captf makes something there again.
       return result?.swept ? {} : { requeueAfterMillis: nextSweepMillis(options.syncPeriodMillis, options.random) };
     },

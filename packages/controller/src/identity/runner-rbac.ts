@@ -4,12 +4,13 @@
  * both labelled `captf.io/managed=true`. A RoleBinding of that name captf did not make is never
  * taken over: if it binds something else, RunnerRBACReady=False/RBACFailed.
  */
-import type { CoreV1Api, RbacAuthorizationV1Api, RbacV1Subject, V1RoleBinding, V1RoleRef, V1ServiceAccount } from "@kubernetes/client-node";
+import type { RbacV1Subject, V1RoleBinding, V1RoleRef, V1ServiceAccount } from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
 import { runnerServiceAccount } from "../jobs/build-job.js";
-import { apiErrorMessage, isConflict, isNotFound } from "../runtime/client-node-errors.js";
+import { apiErrorMessage, isConflict, isNotFound } from "../runtime/api-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 
 // The ServiceAccount, the RoleBinding and the ClusterRole share the one name.
@@ -74,8 +75,8 @@ export function planRunnerRoleBinding(existing: V1RoleBinding | undefined, names
 }
 
 /** Makes the runner's ServiceAccount and RoleBinding exist in the namespace; never throws for an API failure. */
-export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAuthorizationV1Api; cache?: ReadCache | undefined }, namespace: string): Promise<ConditionReport> {
-  const { core, rbac, cache } = clients;
+export async function ensureRunnerRbac(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string): Promise<ConditionReport> {
+  const { client, cache } = clients;
   const failed = (message: string) => conditionReport("RunnerRBACReady", "False", "RBACFailed", message);
   const ready = conditionReport("RunnerRBACReady", "True", "RBACReady", `ServiceAccount ${runnerServiceAccount} is bound to ClusterRole ${runnerRbacName} in namespace ${namespace}`);
   // Settled (both in the caches as planned): no request at all. Anything else is planned on live reads.
@@ -85,10 +86,10 @@ export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAut
     if (account && binding && planRunnerRoleBinding(binding, namespace).action === "keep") return ready;
   }
   try {
-    await core.readNamespacedServiceAccount({ namespace, name: runnerServiceAccount }).catch(async (error: unknown) => {
+    await client.get(builtinTypes.serviceAccount, namespace, runnerServiceAccount).catch(async (error: unknown) => {
       if (!isNotFound(error)) throw error;
-      await core
-        .createNamespacedServiceAccount({ namespace, body: { metadata: { name: runnerServiceAccount, namespace, labels: { [labels.managed]: "true" } } } })
+      await client
+        .create(builtinTypes.serviceAccount, namespace, { metadata: { name: runnerServiceAccount, namespace, labels: { [labels.managed]: "true" } } })
         .catch((createError: unknown) => (isConflict(createError) ? undefined : Promise.reject(createError)));
     });
   } catch (error) {
@@ -96,7 +97,7 @@ export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAut
   }
   const what = `RoleBinding ${namespace}/${runnerRbacName}`;
   try {
-    const existing = await rbac.readNamespacedRoleBinding({ namespace, name: runnerRbacName }).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+    const existing = await client.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
     const plan = planRunnerRoleBinding(existing, namespace);
     switch (plan.action) {
       case "conflict":
@@ -104,14 +105,14 @@ export async function ensureRunnerRbac(clients: { core: CoreV1Api; rbac: RbacAut
       case "keep":
         break;
       case "create":
-        await rbac.createNamespacedRoleBinding({ namespace, body: plan.roleBinding });
+        await client.create(builtinTypes.roleBinding, namespace, plan.roleBinding);
         break;
       case "replace":
-        await rbac.replaceNamespacedRoleBinding({ namespace, name: runnerRbacName, body: plan.roleBinding });
+        await client.replace(builtinTypes.roleBinding, namespace, runnerRbacName, plan.roleBinding);
         break;
       case "recreate":
-        await rbac.deleteNamespacedRoleBinding({ namespace, name: runnerRbacName });
-        await rbac.createNamespacedRoleBinding({ namespace, body: plan.roleBinding });
+        await client.delete(builtinTypes.roleBinding, namespace, runnerRbacName);
+        await client.create(builtinTypes.roleBinding, namespace, plan.roleBinding);
         break;
     }
   } catch (error) {

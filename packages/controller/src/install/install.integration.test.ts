@@ -20,8 +20,7 @@ import { apiGroup, apiVersion, eventReporters } from "@captf/contract/api";
 import { rejection } from "../api/crds.test-support.js";
 import { buildManagerBundle, httpsRequest, killManagerProcess, startManagerProcess, type ManagerProcess } from "../manager-process.test-support.js";
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
-import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
-import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
+import { preparePlane, type PlaneClients, mergePatchOptions } from "../reconcile/plane.test-support.js";
 import { deploymentObject, installNames, podDisruptionBudgetObject } from "./manifests.js";
 
 type AnyObject = Record<string, any>;

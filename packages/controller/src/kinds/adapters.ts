@@ -2,16 +2,16 @@ import { decodeOutputs, type JsonValue } from "@captf/contract";
 import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
-import { capiGroup, capiTypes, capiVersion } from "../api/cluster-api.js";
+import { capiGroup, capiTypes } from "../api/cluster-api.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
-import { mergePatchOptions, replacingMergePatch, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { replacingMergePatch, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
 import { clusterInputs, machineInputs, machinePoolInputs, type InputsPending, type ObjectMeta } from "./render-inputs.js";
-import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { undefinedIfNotFound } from "../runtime/api-errors.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
 
@@ -32,7 +32,7 @@ function ownerWait(object: WorkspaceObject, owner: "Machine" | "MachinePool" | "
 }
 
 function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: "machines" | "machinepools", name: string): Promise<T | undefined> {
-  return readObject<T>(deps.cache, deps.custom, plural === "machines" ? capiTypes.machine : capiTypes.machinePool, namespace, name);
+  return readObject<T>(deps.cache, deps.client, plural === "machines" ? capiTypes.machine : capiTypes.machinePool, namespace, name);
 }
 
 /** What a cluster's applied state gives its machines and pools: `exports`, and the names of its failure domains. */
@@ -54,7 +54,7 @@ export async function clusterStateOutputs(deps: ReconcilerDeps, reads: PassReads
   if (terraformCluster.metadata.annotations?.[annotations.managedBy] !== undefined) {
     return { exports: {}, failureDomainNames: (terraformCluster.status?.failureDomains ?? []).map((domain) => domain.name).filter((name): name is string => Boolean(name)) };
   }
-  const state = await readState(deps.core, namespace, stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }));
+  const state = await readState(deps.client, namespace, stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }));
   if (state.kind !== "ok" || !state.state.inputsHash) return undefined;
   const failureDomains = decodeOutputs("cluster", state.state.outputs).outputs.failure_domains;
   return {
@@ -96,7 +96,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const change = decideRemediation(policy, samples, health.reason, machine.metadata.annotations);
     if (!change) return [];
     const machineAnnotations = "request" in change ? { [annotations.remediateMachine]: "", [annotations.remediationRequested]: change.request } : { [annotations.remediateMachine]: null, [annotations.remediationRequested]: null };
-    await deps.custom.patchNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace: object.metadata.namespace, plural: "machines", name: ownerRef.name, body: { metadata: { annotations: machineAnnotations } } }, mergePatchOptions());
+    await deps.client.patch(capiTypes.machine, object.metadata.namespace, ownerRef.name, { metadata: { annotations: machineAnnotations } }, "merge");
     if ("request" in change) {
       void events.record(subject, "RemediationRequested", `asked Cluster API to replace Machine ${ownerRef.name}: ${change.request} after ${samples} unhealthy sample(s)`);
       deps.metrics?.remediationRequests.inc({ action: "requested" });
@@ -204,7 +204,7 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     if (plan.claim !== undefined) patch.metadata = { annotations: { [annotations.replicasManagedBy]: plan.claim ? replicasManagedByValue : null } };
     if (plan.replicas !== undefined) patch.spec = { replicas: plan.replicas };
     if (patch.metadata || patch.spec) {
-      await deps.custom.patchNamespacedCustomObject({ group: capiGroup, version: capiVersion, namespace, plural: "machinepools", name: ownerRef.name, body: patch }, mergePatchOptions());
+      await deps.client.patch(capiTypes.machinePool, namespace, ownerRef.name, patch, "merge");
     }
     if (plan.replicas !== undefined) void events.record(subject, "ReplicasWrittenBack", `MachinePool ${ownerRef.name} spec.replicas ${machinePool.spec?.replicas ?? "unset"} -> ${plan.replicas}, as the module observed`);
     const previous = (object.status?.conditions ?? []).find((condition) => condition.type === "AutoscalingActive");

@@ -8,8 +8,8 @@ import { describeWithTools } from "@captf/testkit";
 import { recordingEvents } from "../events/recording-events.test-support.js";
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
 import { createExternalCluster, createMachine } from "../reconcile/machine-fixture.test-support.js";
-import { allJobsFinished, preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "../reconcile/workspace-reconciler.js";
+import { allJobsFinished, preparePlane, type PlaneClients, mergePatchOptions } from "../reconcile/plane.test-support.js";
+import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "../reconcile/workspace-reconciler.js";
 import { machineAdapter, poolAdapter } from "./adapters.js";
 
 type Json = Record<string, any>;
@@ -55,7 +55,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events };
+    deps = { client: plane.client, events };
     const poolFields = variant("pool-fields", "machinepool", {
       provider_id: 'var.group_id == "" ? null : var.group_id',
       instances: '[for i in range(var.instance_count) : { provider_id = "noop:///${var.captf_object.namespace}/${var.captf_object.name}/member-${i}", state = "running" }]',

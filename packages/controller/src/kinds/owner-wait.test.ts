@@ -1,23 +1,20 @@
 import { describe, expect, it } from "@jest/globals";
-import type { CustomObjectsApi } from "@kubernetes/client-node";
-import { FakeCustomObjects } from "@captf/testkit";
 import { capiGroupVersion, capiTypes } from "../api/cluster-api.js";
 import { passReads } from "../reconcile/pass-reads.js";
+import { FakeObjects } from "../runtime/fake-client.test-support.js";
 import type { ReconcilerDeps, WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "./adapters.js";
 
 const namespace = "ns";
-const capi = (plural: string) => ({ group: capiTypes.cluster.group, version: capiTypes.cluster.version, namespace, plural });
 
 function objectOwnedBy(ownerReferences: WorkspaceObject["metadata"]["ownerReferences"]): WorkspaceObject {
   return { metadata: { name: "o", namespace, uid: "u", labels: { "cluster.x-k8s.io/cluster-name": "c1" }, ...(ownerReferences ? { ownerReferences } : {}) }, spec: { source: { image: "m:v1" } } };
 }
 
 /** The inputs an adapter observes with only the objects of `fake` around it. */
-async function observe(adapter: typeof machineAdapter | typeof poolAdapter | typeof clusterAdapter, object: WorkspaceObject, fake = new FakeCustomObjects()) {
-  const custom = fake as unknown as CustomObjectsApi;
-  const deps = { custom } as ReconcilerDeps;
-  return (adapter.observeInputs as (d: ReconcilerDeps, o: WorkspaceObject, c: unknown) => Promise<unknown>)(deps, object, { reads: passReads(custom, namespace), durable: undefined });
+async function observe(adapter: typeof machineAdapter | typeof poolAdapter | typeof clusterAdapter, object: WorkspaceObject, fake = new FakeObjects()) {
+  const deps = { client: fake.client } as ReconcilerDeps;
+  return (adapter.observeInputs as (d: ReconcilerDeps, o: WorkspaceObject, c: unknown) => Promise<unknown>)(deps, object, { reads: passReads(fake.client, namespace), durable: undefined });
 }
 
 describe("the owner waits of DependenciesReady", () => {
@@ -41,13 +38,13 @@ describe("the owner waits of DependenciesReady", () => {
   });
 
   it("an owner that is there gives no owner wait", async () => {
-    const fake = new FakeCustomObjects().seed(capi("machines"), { metadata: { name: "m" }, spec: { clusterName: "c1", infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "o" } } });
+    const fake = new FakeObjects().seed(capiTypes.machine, namespace, { metadata: { name: "m" }, spec: { clusterName: "c1", infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "o" } } });
     const observed = (await observe(machineAdapter, objectOwnedBy([{ apiVersion: capiGroupVersion, kind: "Machine", name: "m" }]), fake)) as { inputs: { reason?: string } };
     expect(observed.inputs.reason).not.toMatch(/^(OwnerNotFound|WaitingForOwner)/);
   });
 
   it("a cluster whose Cluster names another infrastructure kind runs nothing (ClusterNotTerraform)", async () => {
-    const fake = new FakeCustomObjects().seed(capi("clusters"), { metadata: { name: "c1" }, spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerCluster", name: "c1" } } });
+    const fake = new FakeObjects().seed(capiTypes.cluster, namespace, { metadata: { name: "c1" }, spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerCluster", name: "c1" } } });
     const observed = await observe(clusterAdapter, objectOwnedBy([{ apiVersion: capiGroupVersion, kind: "Cluster", name: "c1" }]), fake);
     expect(observed).toMatchObject({ clusterName: "c1", inputs: { pending: true, reason: "ClusterNotTerraform", message: expect.stringContaining("DockerCluster") } });
   });

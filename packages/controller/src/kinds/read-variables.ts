@@ -1,8 +1,10 @@
-import type { CoreV1Api } from "@kubernetes/client-node";
+import type { V1ConfigMap, V1Secret } from "@kubernetes/client-node";
 import type { JsonValue, Role } from "@captf/contract";
 import { labels } from "@captf/contract/api";
 import { mergeUserVariables, UserVariablesError, type UserVariables, type VariablesSource } from "@captf/render";
-import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { undefinedIfNotFound } from "../runtime/api-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 
 /**
  * An object's user variables: `spec.variablesFrom` sources read live (only ConfigMaps and Secrets
@@ -20,14 +22,14 @@ export type VariablesReading =
   | { ok: true; variables: UserVariables }
   | { ok: false; reason: "VariablesSourceNotFound" | "VariablesInvalid"; message: string };
 
-async function readSource(core: CoreV1Api, namespace: string, entry: VariablesFromEntry): Promise<VariablesSource | undefined> {
+async function readSource(client: KubeApi, namespace: string, entry: VariablesFromEntry): Promise<VariablesSource | undefined> {
   if (entry.configMapRef) {
-    const map = await undefinedIfNotFound(core.readNamespacedConfigMap({ name: entry.configMapRef.name, namespace }));
+    const map = await undefinedIfNotFound(client.get<V1ConfigMap>(builtinTypes.configMap, namespace, entry.configMapRef.name));
     if (!map || map.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
     return { kind: "ConfigMap", name: entry.configMapRef.name, format: entry.format ?? "String", data: map.data ?? {} };
   }
   if (entry.secretRef) {
-    const secret = await undefinedIfNotFound(core.readNamespacedSecret({ name: entry.secretRef.name, namespace }));
+    const secret = await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, entry.secretRef.name));
     if (!secret || secret.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
     const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]));
     return { kind: "Secret", name: entry.secretRef.name, format: entry.format ?? "String", data };
@@ -36,14 +38,14 @@ async function readSource(core: CoreV1Api, namespace: string, entry: VariablesFr
 }
 
 export async function readUserVariables(
-  core: CoreV1Api,
+  client: KubeApi,
   role: Role,
   namespace: string,
   spec: { variables?: Record<string, JsonValue>; variablesFrom?: VariablesFromEntry[] },
 ): Promise<VariablesReading> {
   const sources: VariablesSource[] = [];
   for (const entry of spec.variablesFrom ?? []) {
-    const source = await readSource(core, namespace, entry);
+    const source = await readSource(client, namespace, entry);
     if (source) sources.push(source);
     else if (!entry.optional) {
       const what = entry.configMapRef ? `ConfigMap ${entry.configMapRef.name}` : `Secret ${entry.secretRef?.name ?? ""}`;

@@ -7,8 +7,8 @@ import { emptyPlanHash } from "@captf/contract/run-result";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
 const movingImage = "registry.invalid/captf/moving-cluster:v0.1.0";

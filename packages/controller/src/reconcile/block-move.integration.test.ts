@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import type * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { machineAdapter } from "../kinds/adapters.js";
@@ -7,6 +6,7 @@ import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.
 import { createMachine, readMachine } from "./machine-fixture.test-support.js";
 import { preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 const blockMove = "clusterctl.cluster.x-k8s.io/block-move";
@@ -28,17 +28,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   it("is on the object before each Job is created, kept while it runs, and cleared once none runs", async () => {
     // What the object carried at the moment each Job was created.
     const atCreate: (string | undefined)[] = [];
-    const batch = new Proxy(plane.batch, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== "createNamespacedJob") return value;
-        return async (request: k8s.BatchV1ApiCreateNamespacedJobRequest) => {
-          atCreate.push((await readMachine(plane, namespace, "m-move")).metadata.annotations?.[blockMove]);
-          return target.createNamespacedJob(request);
+    const client = new Proxy(plane.client, {
+      get(target, property) {
+        const value = Reflect.get(target, property) as (...args: unknown[]) => unknown;
+        if (property !== "create") return typeof value === "function" ? value.bind(target) : value;
+        return async (type: ResourceType, objectNamespace: string, body: KubeObject) => {
+          if (type.kind === "Job") atCreate.push((await readMachine(plane, namespace, "m-move")).metadata.annotations?.[blockMove]);
+          return target.create(type, objectNamespace, body);
         };
       },
     });
-    const deps: ReconcilerDeps = { core: plane.core, batch, custom: plane.custom, coordination: plane.coordination };
+    const deps: ReconcilerDeps = { client };
     for (let pass = 0; pass < 4 && !(await readMachine(plane, namespace, "m-move")).status?.activeJob; pass++) await reconcileWorkspace(deps, machineAdapter, namespace, "m-move");
     expect(atCreate).toEqual(["true"]);
 

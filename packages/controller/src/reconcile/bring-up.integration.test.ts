@@ -5,8 +5,8 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { clusterAdapter, clusterStateOutputs, machineAdapter } from "../kinds/adapters.js";
 import { passReads } from "./pass-reads.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, planeReconcilerDeps, preparePlane } from "./plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { allJobsFinished, planeReconcilerDeps, preparePlane, mergePatchOptions } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const clusterImage = "registry.invalid/captf/noop-cluster:v0.1.0";
 const machineImage = "registry.invalid/captf/noop-machine:v0.1.0";
@@ -19,6 +19,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let deps: ReconcilerDeps;
   let custom: k8s.CustomObjectsApi;
   let batch: k8s.BatchV1Api;
+  let core: k8s.CoreV1Api;
   let executor: JobExecutor;
   let eventsApi: k8s.EventsV1Api;
   const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace };
@@ -26,7 +27,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
-    ({ batch, custom } = plane);
+    ({ batch, custom, core } = plane);
     ({ deps, eventsApi } = planeReconcilerDeps(plane, "bring-up-test"));
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [clusterImage]: noopModuleDirectory("cluster"), [machineImage]: noopModuleDirectory("machine") } });
     const cluster = (await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
@@ -93,7 +94,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     // The control plane comes up (as a control-plane provider would report): the cluster's
     // control_plane_initialized input flips, so its inputs hash changes and it re-applies once,
     // guarded (plan first), without destroying anything.
-    await custom.patchNamespacedCustomObjectStatus({ ...capi, plural: "clusters", name: "c1", body: { status: { initialization: { controlPlaneInitialized: true } } } }, (await import("./workspace-reconciler.js")).mergePatchOptions());
+    await custom.patchNamespacedCustomObjectStatus({ ...capi, plural: "clusters", name: "c1", body: { status: { initialization: { controlPlaneInitialized: true } } } }, mergePatchOptions());
     await settle();
 
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
@@ -110,14 +111,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     // As between the cluster's apply and the pass that publishes its outputs: status has no failure domains yet.
     await custom.patchNamespacedCustomObjectStatus({ ...infra, plural: "terraformclusters", name: "c1", body: { status: { failureDomains: null } } }, mergePatchOptions());
     expect((await get("terraformclusters", "c1")).status.failureDomains).toBeUndefined();
-    const outputs = await clusterStateOutputs(deps, passReads(custom, namespace), namespace, "c1");
+    const outputs = await clusterStateOutputs(deps, passReads(deps.client, namespace), namespace, "c1");
     expect(outputs).toEqual({ exports: { backend_id: expect.stringMatching(/^noop-backend-/) }, failureDomainNames: ["fd1"] });
     await settle();
     expect((await get("terraformclusters", "c1")).status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
   }, 120_000);
 
   it("holds a cluster apply while a machine's apply runs (WaitingForMachineOperations), and applies once it finished", async () => {
-    await deps.core.createNamespacedSecret({ namespace, body: { metadata: { name: "late-bootstrap" }, stringData: { value: "#cloud-config\n", format: "cloud-config" } } });
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "late-bootstrap" }, stringData: { value: "#cloud-config\n", format: "cloud-config" } } });
     const machine = (await custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
       apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "late", labels: { "cluster.x-k8s.io/cluster-name": "c1" } },
       spec: { clusterName: "c1", version: "v1.36.2", bootstrap: { dataSecretName: "late-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "late" } },

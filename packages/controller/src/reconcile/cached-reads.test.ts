@@ -1,11 +1,12 @@
 // The pass's reads of Pods, Leases and bootstrap Secrets from the manager's caches, and their answer
 // to cache lag: a read the cache cannot answer as fresh as it must be goes live.
 import { describe, expect, it } from "@jest/globals";
-import type { CoordinationV1Api, CoreV1Api, V1Job, V1Lease } from "@kubernetes/client-node";
+import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeObject } from "../runtime/kube-client.js";
 import { ReadCache } from "../runtime/read-cache.js";
 import { fakeInformer, fakeServer } from "../runtime/read-cache.test-support.js";
+import { apiError, fakeClient } from "../runtime/fake-client.test-support.js";
 import { ensureCredentials, identityResourceType } from "../identity/ensure-credentials.js";
 import { planMirror } from "../identity/credentials-mirror.js";
 import { observeStateLock } from "../state/state-lock.js";
@@ -23,15 +24,15 @@ describe("a Job's Pod", () => {
     const pods = fakeInformer();
     const server = fakeServer();
     const cache = new ReadCache(server).add(builtinTypes.pod, { informer: pods, scoped: true });
-    const core = {} as CoreV1Api;
+    const client = fakeClient({});
     pods.put(pod("7", "Running"));
     server.objects.set("ns/pod", pod("8", "Succeeded"));
     // The Job finished at 9 after its Pod succeeded at 8: the cache, at 7, still shows the Pod running.
-    expect((await jobPod({ core, cache }, "ns", job("9")))?.metadata?.resourceVersion).toBe("8");
+    expect((await jobPod({ client, cache }, "ns", job("9")))?.metadata?.resourceVersion).toBe("8");
     expect(server.reads).toEqual(["list"]);
     pods.put(pod("8", "Succeeded"));
     pods.resourceVersion = "9";
-    expect((await jobPod({ core, cache }, "ns", job("9")))?.metadata?.resourceVersion).toBe("8");
+    expect((await jobPod({ client, cache }, "ns", job("9")))?.metadata?.resourceVersion).toBe("8");
     expect(server.reads).toEqual(["list"]);
   });
 });
@@ -44,7 +45,7 @@ describe("the state lock", () => {
     const leases = fakeInformer();
     const pods = fakeInformer();
     const server = fakeServer();
-    const clients = { coordination: {} as CoordinationV1Api, core: {} as CoreV1Api, cache: new ReadCache(server).add(builtinTypes.lease, { informer: leases, scoped: true }).add(builtinTypes.pod, { informer: pods, scoped: true }) };
+    const clients = { client: fakeClient({}), cache: new ReadCache(server).add(builtinTypes.lease, { informer: leases, scoped: true }).add(builtinTypes.pod, { informer: pods, scoped: true }) };
     leases.put(lock);
     server.objects.set(`ns/${holder}`, pod("18", "Running"));
     // The Pod cache lags the lock (at 5): the pod's absence there would call a live runner gone and force-unlock its lock.
@@ -67,13 +68,13 @@ describe("a run lease from the Lease cache", () => {
     // The cache still shows the lease free (version 3); the server has it taken since, at version 4.
     leases.put({ metadata: { namespace: "ns", name: "captf-run-s", resourceVersion: "3" }, spec: {} } as KubeObject);
     const replaced: (string | undefined)[] = [];
-    const coordination = {
-      replaceNamespacedLease: async ({ body }: { body: V1Lease }) => {
-        replaced.push(body.metadata?.resourceVersion);
-        throw Object.assign(new Error("conflict"), { code: 409 });
+    const client = fakeClient({
+      "replace leases": async ({ body }) => {
+        replaced.push((body as V1Lease).metadata?.resourceVersion);
+        throw apiError(409, "the object has been modified", "Conflict");
       },
-    } as unknown as CoordinationV1Api;
-    expect(await acquireLease({ coordination, batch: {} as never, cache }, request)).toEqual({ acquired: false, holder: "", message: "another manager took it first" });
+    });
+    expect(await acquireLease({ client, cache }, request)).toEqual({ acquired: false, holder: "", message: "another manager took it first" });
     expect(replaced).toEqual(["3"]);
   });
 });
@@ -85,10 +86,10 @@ describe("a bootstrap data Secret", () => {
     const cache = new ReadCache(server).add(builtinTypes.secret, { informer: fakeInformer(), scoped: true }).add(builtinTypes.secret, { informer: capi, scoped: true }, capiSecrets);
     capi.put({ metadata: { namespace: "ns", name: "m-bootstrap", resourceVersion: "2" }, data: { value: "Y2xvdWQ=" } } as KubeObject);
     server.objects.set("ns/unlabelled", { metadata: { namespace: "ns", name: "unlabelled", resourceVersion: "3" }, data: { value: "eA==" } } as KubeObject);
-    const core = {} as CoreV1Api;
-    expect((await readBootstrapSecret({ core, cache }, "ns", "m-bootstrap"))?.data).toEqual({ value: "Y2xvdWQ=" });
-    expect((await readBootstrapSecret({ core, cache }, "ns", "unlabelled"))?.data).toEqual({ value: "eA==" });
-    expect(await readBootstrapSecret({ core, cache }, "ns", "missing")).toBeUndefined();
+    const client = fakeClient({});
+    expect((await readBootstrapSecret({ client, cache }, "ns", "m-bootstrap"))?.data).toEqual({ value: "Y2xvdWQ=" });
+    expect((await readBootstrapSecret({ client, cache }, "ns", "unlabelled"))?.data).toEqual({ value: "eA==" });
+    expect(await readBootstrapSecret({ client, cache }, "ns", "missing")).toBeUndefined();
     expect(server.reads).toEqual(["get unlabelled", "get missing"]);
   });
 });
@@ -112,22 +113,23 @@ describe("credentials from the caches", () => {
     sourceWatch.put(source("v1"));
     const cache = new ReadCache(server).add(identityResourceType, { informer: identities }).add(builtinTypes.secret, { informer: secrets, scoped: true }).watchByName(builtinTypes.secret, () => sourceWatch);
     const writes: string[] = [];
-    const core = {
-      patchNamespacedSecret: async () => (writes.push("patch"), {}),
-      replaceNamespacedSecret: async ({ body }: { body: { metadata: { resourceVersion: string } } }) => {
-        writes.push(`replace at ${body.metadata.resourceVersion}`);
-        if (body.metadata.resourceVersion !== "8") throw Object.assign(new Error("conflict"), { code: 409 });
+    const client = fakeClient({
+      "patch secrets": async () => (writes.push("patch"), {}),
+      "replace secrets": async ({ body }) => {
+        const resourceVersion = (body as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+        writes.push(`replace at ${resourceVersion}`);
+        if (resourceVersion !== "8") throw apiError(409, "the object has been modified", "Conflict");
         return {};
       },
       // The server's mirror, newer than the cache's.
-      readNamespacedSecret: async () => (writes.push("live read"), { ...mirrorOf("v1"), metadata: { ...mirrorOf("v1").metadata, resourceVersion: "8" } }),
-    } as unknown as CoreV1Api;
-    const added = await ensureCredentials({ core, custom: {} as never, cache }, user);
+      "get secrets": async () => (writes.push("live read"), { ...mirrorOf("v1"), metadata: { ...mirrorOf("v1").metadata, resourceVersion: "8" } }),
+    });
+    const added = await ensureCredentials({ client, cache }, user);
     expect(added.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
     expect(writes).toEqual(["patch"]);
     // The source changed; the cached mirror is older than the server's: the replace carries its resourceVersion and loses.
     sourceWatch.put(source("v2"));
-    const raced = await ensureCredentials({ core, custom: {} as never, cache }, user);
+    const raced = await ensureCredentials({ client, cache }, user);
     expect(raced.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
     expect(raced.lostRace).toBeUndefined();
     expect(writes).toEqual(["patch", "replace at 7", "live read", "replace at 8"]);

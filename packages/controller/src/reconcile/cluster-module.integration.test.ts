@@ -10,9 +10,9 @@ import { recordingEvents } from "../events/recording-events.test-support.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { allJobsFinished, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 type Json = Record<string, any>;
 
@@ -52,7 +52,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events, metrics, now: () => Date.now() + skew };
+    deps = { client: plane.client, events, metrics, now: () => Date.now() + skew };
     modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
     modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
     // Its configuration follows a marker file: the state differs from it (drift) once the marker is there.

@@ -20,12 +20,14 @@ const writeVerbs = /^(create|patch|replace|delete)/;
 
 class ManagerKilled extends Error {}
 
-/** Clients that let `budget` writes through, then "kill the manager": the next write throws before it reaches the API server. */
+/** A client that lets `budget` writes through, then "kills the manager": the next write throws before it reaches the API server. */
 function killAfterWrites<T extends object>(client: T, counter: { writes: number; budget: number }): T {
   return new Proxy(client, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
-      if (typeof value !== "function" || typeof property !== "string" || !writeVerbs.test(property)) return value;
+      if (typeof value !== "function") return value;
+      // Bound: the client's methods reach its private fields through `this`.
+      if (typeof property !== "string" || !writeVerbs.test(property)) return (value as (...a: unknown[]) => unknown).bind(target);
       return (...args: unknown[]) => {
         if (counter.writes >= counter.budget) throw new ManagerKilled(`killed before write ${counter.writes + 1} (${property})`);
         counter.writes++;
@@ -109,14 +111,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       for (let pass = 0; pass < 30; pass++) {
         // Each pass is killed after `budget` writes while kills last, then the manager runs clean.
         const counter = { writes: 0, budget: kills < 4 ? budget : Infinity };
-        const recorded = <T extends object>(api: T, group: string): T => (cached ? recordingWrites(api, group, cache!) : api);
-        const deps: ReconcilerDeps = {
-          core: recorded(killAfterWrites(plane.core, counter), ""),
-          batch: recorded(killAfterWrites(plane.batch, counter), "batch"),
-          custom: recorded(killAfterWrites(plane.custom, counter), ""),
-          coordination: recorded(killAfterWrites(plane.coordination, counter), "coordination.k8s.io"),
-          ...(cached ? { cache: cache! } : {}),
-        };
+        const killable = killAfterWrites(plane.client, counter);
+        const deps: ReconcilerDeps = cached ? { client: recordingWrites(killable, cache!), cache: cache! } : { client: killable };
         try {
           await reconcileWorkspace(deps, machineAdapter, namespace, name);
         } catch (error) {

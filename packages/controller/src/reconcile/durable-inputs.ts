@@ -1,13 +1,14 @@
 import { createHash } from "node:crypto";
-import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
+import type { V1Secret } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import type { JsonValue } from "@captf/contract";
 import { exportsHash, generatedRootBytes, maxGeneratedRootBytes, type GeneratedRoot } from "@captf/render";
 import { kindShort } from "../jobs/build-job.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
-import { isConflict, undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { isConflict, undefinedIfNotFound } from "../runtime/api-errors.js";
 import { parsePartialExports, parsePendingExports, type PartialExports, type PendingExports } from "./held-exports.js";
 
 /**
@@ -63,10 +64,10 @@ function decodeData(secret: V1Secret, key: string): string {
 }
 
 /** Reads the durable inputs (from the cache, where a pass's own write is an expectation); undefined when absent. */
-export async function readDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, cache?: ReadCache): Promise<DurableInputs | undefined> {
+export async function readDurableInputs(client: KubeApi, role: Role, namespace: string, name: string, cache?: ReadCache): Promise<DurableInputs | undefined> {
   const secretName = durableInputsSecretName(role, name);
   // captf labels the durable inputs captf.io/managed: the managed-Secret cache holds them.
-  const secret = cache ? await cache.get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true }) : await undefinedIfNotFound(core.readNamespacedSecret({ name: secretName, namespace }));
+  const secret = cache ? await cache.get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true }) : await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, secretName));
   if (!secret) return undefined;
   const root: GeneratedRoot = { "main.tf.json": decodeData(secret, "main.tf.json"), "terraform.tfvars.json": decodeData(secret, "terraform.tfvars.json") };
   let variables: Record<string, unknown> = {};
@@ -121,7 +122,7 @@ export interface DurableInputsOwner {
  * same, and `applied` is never taken back (only deletion removes the Secret).
  */
 export async function writeDurableInputs(
-  core: CoreV1Api,
+  client: KubeApi,
   owner: DurableInputsOwner,
   inputs: { root: GeneratedRoot; inputsHash: string; image: string; identity?: string },
   previous: DurableInputs | undefined,
@@ -151,16 +152,16 @@ export async function writeDurableInputs(
     type: "Opaque",
     stringData: { ...inputs.root, ...record },
   };
-  if (previous) await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
+  if (previous) await client.replace(builtinTypes.secret, owner.namespace, body.metadata!.name!, body);
   else
-    await core.createNamespacedSecret({ namespace: owner.namespace, body }).catch(async (error) => {
+    await client.create(builtinTypes.secret, owner.namespace, body).catch(async (error) => {
       if (!isConflict(error)) throw error;
-      await core.replaceNamespacedSecret({ name: body.metadata!.name!, namespace: owner.namespace, body });
+      await client.replace(builtinTypes.secret, owner.namespace, body.metadata!.name!, body);
     });
 }
 
 /** Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest), and data keys given as text; absent is fine. */
-export async function annotateDurableInputs(core: CoreV1Api, role: Role, namespace: string, name: string, values: Record<string, string | null>, patchOptions: unknown, data?: Record<string, string | null>): Promise<void> {
+export async function annotateDurableInputs(client: KubeApi, role: Role, namespace: string, name: string, values: Record<string, string | null>, data?: Record<string, string | null>): Promise<void> {
   const encoded = data && Object.fromEntries(Object.entries(data).map(([key, text]) => [key, text === null ? null : Buffer.from(text).toString("base64")]));
-  await undefinedIfNotFound(core.patchNamespacedSecret({ name: durableInputsSecretName(role, name), namespace, body: { metadata: { annotations: values }, ...(encoded ? { data: encoded } : {}) } }, patchOptions as never));
+  await undefinedIfNotFound(client.patch(builtinTypes.secret, namespace, durableInputsSecretName(role, name), { metadata: { annotations: values }, ...(encoded ? { data: encoded } : {}) }, "merge"));
 }

@@ -37,7 +37,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   it("fails a Job whose image is not pulled for 2 minutes with ImagePullFailed, marked, and backs off", async () => {
     const { core, batch } = pullPlane;
     let clock = Date.now();
-    const deps: ReconcilerDeps = { core, batch, custom: pullPlane.custom, coordination: pullPlane.coordination, now: () => clock };
+    const deps: ReconcilerDeps = { client: pullPlane.client, now: () => clock };
     for (let pass = 0; pass < 4 && !(await readMachine(pullPlane, pullNamespace, "m-pull")).status?.activeJob; pass++) await reconcileWorkspace(deps, machineAdapter, pullNamespace, "m-pull");
     const jobName = (await readMachine(pullPlane, pullNamespace, "m-pull")).status!.activeJob!.name;
     const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: pullNamespace, labelSelector: `job-name=${jobName}` })).items[0], 60_000, "the Job's Pod");
@@ -78,7 +78,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }, 180_000);
 
   it("reports ImageInvalid when the runner finds no module in the image", async () => {
-    const deps: ReconcilerDeps = { core: layoutPlane.core, batch: layoutPlane.batch, custom: layoutPlane.custom, coordination: layoutPlane.coordination };
+    const deps: ReconcilerDeps = { client: layoutPlane.client };
     let machine = await readMachine(layoutPlane, layoutNamespace, "m-layout");
     for (let pass = 0; pass < 12 && !condition(machine, "ApplyJobSucceeded"); pass++) {
       await reconcileWorkspace(deps, machineAdapter, layoutNamespace, "m-layout");

@@ -55,7 +55,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       // The runner's state and events go through this token; a real install binds captf-runner's Role.
       serviceAccountTokens: { token: sharedControlPlane().token },
     });
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
+    deps = { client: plane.client, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
 
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
     await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {

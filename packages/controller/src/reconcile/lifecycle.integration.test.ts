@@ -15,9 +15,9 @@ import { durableInputsSecretName } from "./durable-inputs.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
+import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
 import { clusterLeaseName, runLeaseName } from "./run-lease.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
@@ -380,7 +380,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await plane.core.createNamespace({ body: { metadata: { name: late } } });
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
-      const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
+      const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ client: plane.client }, deps.events) };
       await plane.core.createNamespacedSecret({ namespace: late, body: { metadata: { name: "late-creds" }, stringData: { TOKEN: "x" } } });
       // Never applied, so its deletion has nothing to destroy: the pass only removes the finalizer.
       await plane.custom.createNamespacedCustomObject({ ...infra, namespace: late, plural: "terraformmachines", body: {
@@ -799,7 +799,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("runs Jobs with a Secret of the object's own namespace (identityRef kind Secret) as LocalSecret, and makes the runner's RBAC for them", async () => {
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
-      const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
+      const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ client: plane.client }, deps.events) };
       // Nothing has made the runner's ServiceAccount in this namespace yet: the Job would have no one to run as.
       await expect(plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace })).rejects.toMatchObject({ code: 404 });
       await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "local-creds" }, stringData: { TOKEN: canary } } });
@@ -818,7 +818,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
       const metrics = new CaptfMetrics(new Registry());
-      const withCredentials: ReconcilerDeps = { ...deps, metrics, credentials: identityCredentials({ core: plane.core, custom: plane.custom, rbac: kc.makeApiClient(k8s.RbacAuthorizationV1Api) }, deps.events) };
+      const withCredentials: ReconcilerDeps = { ...deps, metrics, credentials: identityCredentials({ client: plane.client }, deps.events) };
       await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "cloud-creds" }, stringData: { TOKEN: canary } } });
       await plane.custom.createClusterCustomObject({ ...infra, plural: "terraformclusteridentities", body: {
         apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformClusterIdentity", metadata: { name: identity },

@@ -68,7 +68,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       metricsAddress: "127.0.0.1:0",
       leaderElection: { namespace, leaseName: "captf-manager", leaseDurationMillis: 6_000, renewDeadlineMillis: 5_000, retryPeriodMillis: 250 },
     });
-    const deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
+    const deps = { client: plane.client, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
     manager.addController(workspaceController(machineAdapter, deps, { concurrency: 2, manager }));
     running = manager.run(stop.signal);
 

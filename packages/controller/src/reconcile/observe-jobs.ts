@@ -1,4 +1,4 @@
-import type { BatchV1Api, CoreV1Api, V1Job, V1Pod } from "@kubernetes/client-node";
+import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import { completeRunResult, parseRunResult, type RunResult } from "@captf/contract/run-result";
 import type { JobOutcome, Operation } from "./decide-operation.js";
@@ -6,6 +6,7 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 
 /** The label the Job controller puts on a Job's Pods. */
 export const jobNameLabel = "job-name";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
@@ -127,17 +128,17 @@ export function stalledImagePull(pod: V1Pod, now: number): { container: string; 
  * The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0): from the manager's Pod cache once it
  * has seen the Job as read (the Job controller writes a finished Pod's Job after the Pod), else live.
  */
-export async function jobPod(clients: { core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, job: V1Job): Promise<V1Pod | undefined> {
+export async function jobPod(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, job: V1Job): Promise<V1Pod | undefined> {
   const labelSelector = `${jobNameLabel}=${job.metadata!.name!}`;
   const freshAsOf = job.metadata?.resourceVersion;
   if (clients.cache) return (await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) }))[0];
-  return (await clients.core.listNamespacedPod({ namespace, labelSelector })).items[0];
+  return (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { labelSelector })).items[0];
 }
 
-export async function observeJobs(clients: { core: CoreV1Api; batch: BatchV1Api; cache?: ReadCache | undefined }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
+export async function observeJobs(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
   const labelSelector = `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${owner.name}`;
   // From the Job cache: the Jobs this manager created or bookkept are expectations, read live until the cache shows them.
-  const jobs = clients.cache ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector) : (await clients.batch.listNamespacedJob({ namespace, labelSelector })).items;
+  const jobs = clients.cache ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector) : (await clients.client.list<V1Job>(builtinTypes.job, namespace, { labelSelector })).items;
   const observed: ObservedJob[] = [];
   for (const job of jobs) {
     // Jobs of an earlier object of the same name wait for the garbage collector; they are not ours.

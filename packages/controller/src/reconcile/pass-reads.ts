@@ -1,10 +1,9 @@
-import type { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { Role } from "@captf/contract";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import type { ObjectMeta } from "../kinds/render-inputs.js";
-import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import type { ResourceType } from "../runtime/kube-client.js";
+import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import type { KindAdapter } from "./workspace-reconciler.js";
 
@@ -23,11 +22,13 @@ export function workspaceResourceType<R extends Role>(adapter: Pick<KindAdapter<
 }
 
 export const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
+export const terraformMachineType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformmachines", kind: "TerraformMachine", namespaced: true };
+export const terraformMachinePoolType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformmachinepools", kind: "TerraformMachinePool", namespaced: true };
 
 /** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */
-export function readObject<T>(cache: ReadCache | undefined, custom: CustomObjectsApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
+export function readObject<T>(cache: ReadCache | undefined, client: KubeApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
   if (cache) return cache.get<T>(type, namespace, name);
-  return orUndefined<T>(custom.getNamespacedCustomObject({ group: type.group, version: type.version, namespace, plural: type.plural, name }));
+  return undefinedIfNotFound(client.get<T>(type, namespace, name));
 }
 
 /** The manager's cache of the Secrets labelled with a Cluster API cluster (bootstrap data), by its name. */
@@ -37,9 +38,9 @@ export const capiSecrets = "capi";
  * A Machine's or MachinePool's bootstrap data Secret: from the cache of Secrets labelled with a
  * cluster (as Cluster API's bootstrap providers label them), live when that cache lacks it.
  */
-export async function readBootstrapSecret(deps: { core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, name: string): Promise<{ data?: Record<string, string> } | undefined> {
+export async function readBootstrapSecret(deps: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, name: string): Promise<{ data?: Record<string, string> } | undefined> {
   if (deps.cache) return deps.cache.get(builtinTypes.secret, namespace, name, { cache: capiSecrets });
-  return orUndefined(deps.core.readNamespacedSecret({ name, namespace }));
+  return undefinedIfNotFound(deps.client.get<{ data?: Record<string, string> }>(builtinTypes.secret, namespace, name));
 }
 
 export interface CapiCluster {
@@ -78,17 +79,13 @@ export interface PassReads {
   terraformCluster(clusterName: string): Promise<TerraformClusterObject | undefined>;
 }
 
-function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
-  return undefinedIfNotFound(promise) as Promise<T | undefined>;
-}
-
-export function passReads(custom: CustomObjectsApi, namespace: string, cache?: ReadCache): PassReads {
+export function passReads(client: KubeApi, namespace: string, cache?: ReadCache): PassReads {
   const clusters = new Map<string, Promise<CapiCluster | undefined>>();
   const terraformClusters = new Map<string, Promise<TerraformClusterObject | undefined>>();
   const capiCluster = (name: string) => {
     if (!name) return Promise.resolve(undefined);
     let read = clusters.get(name);
-    if (!read) clusters.set(name, (read = readObject<CapiCluster>(cache, custom, capiTypes.cluster, namespace, name)));
+    if (!read) clusters.set(name, (read = readObject<CapiCluster>(cache, client, capiTypes.cluster, namespace, name)));
     return read;
   };
   return {
@@ -99,7 +96,7 @@ export function passReads(custom: CustomObjectsApi, namespace: string, cache?: R
         read = capiCluster(clusterName).then((cluster) => {
           const ref = cluster?.spec?.infrastructureRef;
           if (!ref?.name || (ref.kind && ref.kind !== "TerraformCluster")) return undefined;
-          return readObject<TerraformClusterObject>(cache, custom, terraformClusterType, namespace, ref.name);
+          return readObject<TerraformClusterObject>(cache, client, terraformClusterType, namespace, ref.name);
         });
         terraformClusters.set(clusterName, read);
       }

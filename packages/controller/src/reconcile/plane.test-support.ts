@@ -7,10 +7,14 @@ import { clusterApiCrdPaths, sharedControlPlane, waitFor } from "@captf/testkit"
 import { noopModuleDirectory } from "@captf/module-noop";
 import { installCrds } from "../api/crds.test-support.js";
 import { kubeEventRecorder } from "../events/event-recorder.js";
+import { KubeClient } from "../runtime/kube-client.js";
 import type { ReconcilerDeps } from "./workspace-reconciler.js";
 
 export interface PlaneClients {
   kubeconfigPath: string;
+  /** The manager's client: what reconciler deps take. */
+  client: KubeClient;
+  // client-node's typed APIs, for the suites' own fixtures and checks.
   core: k8s.CoreV1Api;
   batch: k8s.BatchV1Api;
   custom: k8s.CustomObjectsApi;
@@ -38,7 +42,7 @@ export async function preparePlane(namespace: string): Promise<PlaneClients> {
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  return { kubeconfigPath: plane.kubeconfigPath, core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };
+  return { kubeconfigPath: plane.kubeconfigPath, client: new KubeClient(kc), core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };
 }
 
 /** Waits until every Job of the namespace finished; with `executor`, running each Pod as it appears (kube-controller-manager may create it after the Job). */
@@ -56,7 +60,12 @@ export function planeReconcilerDeps(plane: PlaneClients, instance: string): { de
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(plane.kubeconfigPath);
   const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
-  return { eventsApi, deps: { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, events: kubeEventRecorder(eventsApi, { instance }) } };
+  return { eventsApi, deps: { client: plane.client, events: kubeEventRecorder(plane.client, { instance }) } };
+}
+
+/** A client-node call's options for a JSON merge patch (client-node's default patch is a JSON patch). */
+export function mergePatchOptions() {
+  return k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
 }
 
 /** A copy of the no-op cluster module with extra files (name to content), for tests that change a module; remove it after. */

@@ -4,8 +4,8 @@ import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
 import { poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, preparePlane } from "./plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { allJobsFinished, preparePlane, mergePatchOptions } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-machinepool:v0.1.0";
 
@@ -24,7 +24,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     const plane = await preparePlane(namespace);
     ({ batch, custom } = plane);
-    deps = { core: plane.core, batch, custom, coordination: plane.coordination };
+    deps = { client: plane.client };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machinepool") } });
 
     // The cluster's infrastructure is externally managed here: its pools receive {} as exports.

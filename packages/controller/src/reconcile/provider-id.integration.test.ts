@@ -34,7 +34,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(changed).not.toBe(original);
     writeFileSync(outputs, changed);
     plane = await preparePlane(namespace);
-    deps = { core: plane.core, batch: plane.batch, custom: plane.custom, coordination: plane.coordination, now: () => Date.now() + skew };
+    deps = { client: plane.client, now: () => Date.now() + skew };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: dir } });
   }, 120_000);
   afterAll(() => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
-import { ApiException, type V1Job, type V1Lease } from "@kubernetes/client-node";
-import { KubeApiError } from "../runtime/client-node-errors.js";
+import type { V1Job, V1Lease } from "@kubernetes/client-node";
+import { KubeApiError } from "../runtime/api-errors.js";
 import { goneDuringPass } from "./workspace-controller.js";
 import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
 import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
@@ -289,7 +289,7 @@ describe("queueResult", () => {
 
 describe("a pass whose object went meanwhile", () => {
   const notFound = (kind: string, name: string) =>
-    new ApiException(404, "Unknown API Status Code!", JSON.stringify({ kind: "Status", reason: "NotFound", code: 404, message: `${kind} "${name}" not found`, details: { name, group: "infrastructure.cluster.x-k8s.io", kind } }), {});
+    new KubeApiError(404, { kind: "Status", reason: "NotFound", code: 404, message: `${kind} "${name}" not found`, details: { name, group: "infrastructure.cluster.x-k8s.io", kind } }, `GET /apis/x: 404 ${kind} "${name}" not found`);
 
   it("is gone when the API server says its own object is not found, failed for any other NotFound", () => {
     expect(goneDuringPass(notFound("terraformmachines", "m-1"), "terraformmachines", "m-1")).toEqual({ action: "gone" });

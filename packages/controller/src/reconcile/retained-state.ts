@@ -1,9 +1,11 @@
-import type { CoreV1Api, V1OwnerReference } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Secret } from "@kubernetes/client-node";
 import type { Role } from "@captf/contract";
 import { labels } from "@captf/contract/api";
 import { backendSuffixLabel } from "../state/read-state.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
-import { undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { undefinedIfNotFound } from "../runtime/api-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 
 /**
  * `spec.deletionPolicy: Retain`: deleting the object leaves its infrastructure, and its state and
@@ -33,29 +35,23 @@ function withoutOwner(references: V1OwnerReference[] | undefined, uid: string): 
 }
 
 /** Leaves the state Secrets and the durable inputs behind for a later adoption; returns how many Secrets. */
-export async function retainState(core: CoreV1Api, patchOptions: unknown, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string }): Promise<number> {
-  const state = await core.listNamespacedSecret({ namespace: owner.namespace, labelSelector: `${backendSuffixLabel}=${owner.suffix}` });
-  const durable = await undefinedIfNotFound(core.readNamespacedSecret({ name: durableInputsSecretName(owner.role, owner.name), namespace: owner.namespace }));
+export async function retainState(client: KubeApi, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string }): Promise<number> {
+  const state = await client.list<V1Secret>(builtinTypes.secret, owner.namespace, { labelSelector: `${backendSuffixLabel}=${owner.suffix}` });
+  const durable = await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, owner.namespace, durableInputsSecretName(owner.role, owner.name)));
   const secrets = [...state.items, ...(durable ? [durable] : [])];
   for (const secret of secrets) {
-    await core.patchNamespacedSecret(
-      { name: secret.metadata!.name!, namespace: owner.namespace, body: { metadata: { labels: { [labels.retainedFromUid]: owner.uid }, ownerReferences: withoutOwner(secret.metadata?.ownerReferences, owner.uid) } } },
-      patchOptions as never,
-    );
+    const metadata = { labels: { [labels.retainedFromUid]: owner.uid }, ownerReferences: withoutOwner(secret.metadata?.ownerReferences, owner.uid) };
+    await client.patch(builtinTypes.secret, owner.namespace, secret.metadata!.name!, { metadata }, "merge");
   }
   return secrets.length;
 }
 
 /** Takes retained Secrets over for a new object: the label goes, the durable inputs get their owner back. */
-export async function adoptRetainedState(core: CoreV1Api, patchOptions: unknown, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string; ownerReference: V1OwnerReference }): Promise<void> {
-  const state = await core.listNamespacedSecret({ namespace: owner.namespace, labelSelector: `${backendSuffixLabel}=${owner.suffix},${labels.retainedFromUid}` });
+export async function adoptRetainedState(client: KubeApi, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string; ownerReference: V1OwnerReference }): Promise<void> {
+  const state = await client.list<V1Secret>(builtinTypes.secret, owner.namespace, { labelSelector: `${backendSuffixLabel}=${owner.suffix},${labels.retainedFromUid}` });
   for (const secret of state.items) {
-    await core.patchNamespacedSecret({ name: secret.metadata!.name!, namespace: owner.namespace, body: { metadata: { labels: { [labels.retainedFromUid]: null } } } }, patchOptions as never);
+    await client.patch(builtinTypes.secret, owner.namespace, secret.metadata!.name!, { metadata: { labels: { [labels.retainedFromUid]: null } } }, "merge");
   }
-  await undefinedIfNotFound(
-    core.patchNamespacedSecret(
-      { name: durableInputsSecretName(owner.role, owner.name), namespace: owner.namespace, body: { metadata: { labels: { [labels.retainedFromUid]: null }, ownerReferences: [owner.ownerReference] } } },
-      patchOptions as never,
-    ),
-  );
+  const durableMetadata = { labels: { [labels.retainedFromUid]: null }, ownerReferences: [owner.ownerReference] };
+  await undefinedIfNotFound(client.patch(builtinTypes.secret, owner.namespace, durableInputsSecretName(owner.role, owner.name), { metadata: durableMetadata }, "merge"));
 }

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import type { BatchV1Api, CoordinationV1Api, V1Job, V1Lease } from "@kubernetes/client-node";
+import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import type { Operation } from "./decide-operation.js";
 import { finishedCondition } from "./observe-jobs.js";
-import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
@@ -90,16 +91,16 @@ function leaseBody(request: LeaseRequest, resourceVersion?: string): V1Lease {
   };
 }
 
-async function readJob(batch: BatchV1Api, namespace: string, name: string): Promise<V1Job | undefined> {
-  return undefinedIfNotFound(batch.readNamespacedJob({ name, namespace }));
+async function readJob(client: KubeApi, namespace: string, name: string): Promise<V1Job | undefined> {
+  return undefinedIfNotFound(client.get<V1Job>(builtinTypes.job, namespace, name));
 }
 
 /** Takes the lease for `holder`: created, already ours, or taken over from a finished or vanished holder. */
-export async function acquireLease(clients: { coordination: CoordinationV1Api; batch: BatchV1Api; cache?: ReadCache | undefined }, request: LeaseRequest): Promise<LeaseOutcome> {
-  const { coordination, batch, cache } = clients;
-  const existing = cache ? await cache.get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true }) : await undefinedIfNotFound(coordination.readNamespacedLease({ name: request.name, namespace: request.namespace }));
+export async function acquireLease(clients: { client: KubeApi; cache?: ReadCache | undefined }, request: LeaseRequest): Promise<LeaseOutcome> {
+  const { client, cache } = clients;
+  const existing = cache ? await cache.get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true }) : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, request.namespace, request.name));
   if (!existing) {
-    return coordination.createNamespacedLease({ namespace: request.namespace, body: leaseBody(request) }).then(
+    return client.create(builtinTypes.lease, request.namespace, leaseBody(request)).then(
       () => ({ acquired: true as const }),
       (error) => (isConflict(error) ? { acquired: false as const, holder: "", message: "another manager took it first" } : Promise.reject(error)),
     );
@@ -107,12 +108,12 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
   const holder = existing.spec?.holderIdentity ?? "";
   if (holder === request.holder) return { acquired: true };
   // Live: a holder Job missing from a lagging Job cache would free its lease after the grace.
-  const holderJob = holder ? await readJob(batch, request.namespace, holder) : undefined;
+  const holderJob = holder ? await readJob(client, request.namespace, holder) : undefined;
   const ourOwnNeverCreated = holder === request.formerHolder && holderJob === undefined;
   if (!ourOwnNeverCreated && !leaseIsFree(existing, { holderJob, now: request.now })) {
     return { acquired: false, holder, message: `held by Job ${holder} (${existing.metadata?.annotations?.[annotations.leaseOp] ?? "unknown op"})` };
   }
-  return coordination.replaceNamespacedLease({ name: request.name, namespace: request.namespace, body: leaseBody(request, existing.metadata?.resourceVersion) }).then(
+  return client.replace(builtinTypes.lease, request.namespace, request.name, leaseBody(request, existing.metadata?.resourceVersion)).then(
     () => ({ acquired: true as const }),
     (error) => (isConflict(error) ? { acquired: false as const, holder, message: "another manager took it first" } : Promise.reject(error)),
   );
@@ -122,33 +123,33 @@ export async function acquireLease(clients: { coordination: CoordinationV1Api; b
  * Gives a lease back if `holder` still holds it (read from the Lease cache when given: the delete's
  * preconditions make a stale read delete nothing); failures are the caller's to log, never fatal.
  */
-export async function releaseLease(clients: { coordination: CoordinationV1Api; cache?: ReadCache | undefined }, namespace: string, name: string, holder: string): Promise<void> {
-  const { coordination, cache } = clients;
-  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
+export async function releaseLease(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, name: string, holder: string): Promise<void> {
+  const { client, cache } = clients;
+  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, name));
   if (!lease || lease.spec?.holderIdentity !== holder) return;
-  await coordination
-    .deleteNamespacedLease({ name, namespace, body: { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } } })
+  await client
+    .delete(builtinTypes.lease, namespace, name, { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } })
     .catch((error) => (isNotFound(error) || isConflict(error) ? undefined : Promise.reject(error)));
 }
 
 /** The cluster write lease, when a live cluster operation holds it: the Job name. */
-export async function liveClusterOperation(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, namespace: string, clusterName: string, now: number): Promise<string | undefined> {
-  const lease = await undefinedIfNotFound(clients.coordination.readNamespacedLease({ name: clusterLeaseName(namespace, clusterName), namespace }));
+export async function liveClusterOperation(client: KubeApi, namespace: string, clusterName: string, now: number): Promise<string | undefined> {
+  const lease = await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, clusterLeaseName(namespace, clusterName)));
   if (!lease?.spec?.holderIdentity) return undefined;
-  const holderJob = await readJob(clients.batch, namespace, lease.spec.holderIdentity);
+  const holderJob = await readJob(client, namespace, lease.spec.holderIdentity);
   return leaseIsFree(lease, { holderJob, now }) ? undefined : lease.spec.holderIdentity;
 }
 
 /** Machine and pool Jobs of the cluster holding run leases for state-writing operations, live. */
-export async function liveMemberOperations(clients: { coordination: CoordinationV1Api; batch: BatchV1Api }, namespace: string, clusterName: string, now: number): Promise<string[]> {
-  const leases = await clients.coordination.listNamespacedLease({ namespace, labelSelector: `${annotations.lease}=run,${labels.clusterName}=${clusterName}` });
+export async function liveMemberOperations(client: KubeApi, namespace: string, clusterName: string, now: number): Promise<string[]> {
+  const leases = await client.list<V1Lease>(builtinTypes.lease, namespace, { labelSelector: `${annotations.lease}=run,${labels.clusterName}=${clusterName}` });
   const live: string[] = [];
   for (const lease of leases.items) {
     if (lease.metadata?.labels?.[labels.ownerKind] === "TerraformCluster") continue;
     if (!gatedOperations.includes(lease.metadata?.annotations?.[annotations.leaseOp] as Operation)) continue;
     const holder = lease.spec?.holderIdentity;
     if (!holder) continue;
-    if (!leaseIsFree(lease, { holderJob: await readJob(clients.batch, namespace, holder), now })) live.push(holder);
+    if (!leaseIsFree(lease, { holderJob: await readJob(client, namespace, holder), now })) live.push(holder);
   }
   return live.sort();
 }

@@ -20,7 +20,8 @@ import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, 
 import { jobStartEvents } from "./transition-events.js";
 import { createRunSecret, gateRequeueMs, longRequeueMs, patchObject, rootForOperation, type Pass } from "./workspace-phases.js";
 import type { InputsOutcome, JobCredentials } from "./workspace-reconciler.js";
-import { isConflict } from "../runtime/client-node-errors.js";
+import { httpStatusOf, isConflict } from "../runtime/api-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
 
 /** A pass waiting for a Job slot looks again after this long if no freed slot woke it first. */
 const slotWaitBackstopMs = 60_000;
@@ -123,7 +124,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   }
   const owner = { kind: adapter.kind, name, clusterName };
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
-  const leaseClients = { coordination: deps.coordination, batch: deps.batch, cache: deps.cache };
+  const leaseClients = { client: deps.client, cache: deps.cache };
   const formerHolder = previousSchemeJobName(jobRequest);
   const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
   if (!runLease.acquired) {
@@ -134,14 +135,14 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   if (gate && adapter.role === "cluster") {
     const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
     if (!clusterLease.acquired) return wait("WaitingForRunLease", `the cluster lease is ${clusterLease.message}`);
-    const members = await liveMemberOperations(leaseClients, namespace, clusterName, now);
+    const members = await liveMemberOperations(deps.client, namespace, clusterName, now);
     if (members.length > 0) {
       deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "machine_operations" });
       const named = members.slice(0, 5).join(", ") + (members.length > 5 ? ` and ${members.length - 5} more` : "");
       return wait("WaitingForMachineOperations", `waiting for ${members.length} machine or pool Job(s) to finish: ${named}`);
     }
   } else if (gate) {
-    const clusterJob = await liveClusterOperation(leaseClients, namespace, clusterName, now);
+    const clusterJob = await liveClusterOperation(deps.client, namespace, clusterName, now);
     if (clusterJob) {
       await releaseLease(deps, namespace, runLeaseName(suffix), holder);
       deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "cluster_operation" });
@@ -154,7 +155,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     await patchObject(request, { metadata: { annotations: { [annotations.blockMove]: "true" } } });
   }
   if (op === "apply") {
-    await writeDurableInputs(deps.core, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
+    await writeDurableInputs(deps.client, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
@@ -172,14 +173,14 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
       ...(inputs.rendered.held ? { [annotations.heldClusterOutputs]: "true" } : {}),
     };
   }
-  const created = await deps.batch.createNamespacedJob({ namespace, body }).catch(async (error) => {
-    if (isConflict(error)) return deps.batch.readNamespacedJob({ name: holder, namespace });
+  const created = await deps.client.create(builtinTypes.job, namespace, body).catch(async (error) => {
+    if (isConflict(error)) return deps.client.get<V1Job>(builtinTypes.job, namespace, holder);
     // A refused create proves no Job exists: the lease goes back at once.
-    const code = (error as { code?: number }).code;
+    const code = httpStatusOf(error);
     if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps, namespace, runLeaseName(suffix), holder).catch(() => undefined);
     throw error;
   });
-  await createRunSecret(deps.core, namespace, created, root);
+  await createRunSecret(deps.client, namespace, created, root);
   void events.record(subject, "JobCreated", `started ${op} (${decision.reason}) as Job ${holder}`);
   const start = jobStartEvents({ op, job: holder, decision, inputsHash: hash, previousApplyHash: durable?.inputsHash });
   for (const event of start.events) void events.record(subject, event.reason, event.note);

@@ -7,8 +7,8 @@ import { describeWithTools } from "@captf/testkit";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 // The no-op cluster module with a blob of 100 sha512 digests per `blob_rows` in state: 100 rows
 // make a state that compresses to more than the 1 MiB a Secret holds.

@@ -9,8 +9,8 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
 const gateImage = "registry.invalid/captf/gate-cluster:v0.1.0";

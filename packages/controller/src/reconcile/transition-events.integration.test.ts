@@ -10,8 +10,8 @@ import { clusterAdapter, machineAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { condition, createMachine, readMachine } from "./machine-fixture.test-support.js";
-import { allJobsFinished, createTerraformCluster, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
-import { mergePatchOptions, reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { allJobsFinished, createTerraformCluster, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const machineImage = "registry.invalid/captf/transitions-machine:v1";
 const clusterImage = "registry.invalid/captf/transitions-cluster:v1";

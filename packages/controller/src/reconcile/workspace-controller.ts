@@ -3,7 +3,7 @@ import { annotations, labels } from "@captf/contract/api";
 import { finishedCondition, type JobConditions } from "./observe-jobs.js";
 import { jobLeftRunning } from "./job-slots.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { isNotFoundOf } from "../runtime/client-node-errors.js";
+import { isNotFoundOf } from "../runtime/api-errors.js";
 import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";

@@ -1,6 +1,6 @@
 import type { V1Job } from "@kubernetes/client-node";
 import type { DecodedOutputs, HealthState, JsonValue, OutputsDecoding, Role } from "@captf/contract";
-import { annotations, apiGroup, apiVersion, groupVersion, labels } from "@captf/contract/api";
+import { annotations, groupVersion, labels } from "@captf/contract/api";
 import { exportsHash, renderBackendRoot, stateSecretName, type GeneratedRoot } from "@captf/render";
 import type { PlanPreview } from "../api/workspace.js";
 import { poolMembershipConverged } from "../kinds/map-outputs.js";
@@ -8,13 +8,14 @@ import { decideOperation, type Decision } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
 import { observedPlan } from "./plan-approval.js";
 import type { DeletionPolicy } from "./retained-state.js";
-import type { TerraformClusterObject } from "./pass-reads.js";
+import { workspaceResourceType, type TerraformClusterObject } from "./pass-reads.js";
 import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
 import { runSecretName } from "../jobs/build-job.js";
 import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
-import { ignoreNotFound, isConflict, isNotFound } from "../runtime/client-node-errors.js";
+import { ignoreNotFound, isConflict, isNotFound } from "../runtime/api-errors.js";
 import { newestResourceVersion } from "../runtime/read-cache.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import { observeState } from "../state/read-state.js";
 import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
@@ -29,7 +30,7 @@ import { exportsRecordOf, type ExportsRecord } from "./held-exports.js";
 import { jobError, retryNumber, stepLabel } from "./job-metrics.js";
 import { finishedCondition, imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
-import { lineageCheck, mergePatchOptions, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
+import { lineageCheck, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
 
 /**
  * The phases of a reconcile pass (Cluster API's `_phases.go`): each takes the pass, does the reads and
@@ -62,7 +63,7 @@ export async function writeDurableNotes(pass: Pass): Promise<void> {
   const { deps, adapter, namespace, name, durable, durableNotes } = pass;
   if (!durable || Object.keys(durableNotes.annotations).length === 0) return;
   const data = Object.keys(durableNotes.data).length > 0 ? durableNotes.data : undefined;
-  await annotateDurableInputs(deps.core, adapter.role, namespace, name, durableNotes.annotations, mergePatchOptions(), data);
+  await annotateDurableInputs(deps.client, adapter.role, namespace, name, durableNotes.annotations, data);
   pass.durableNotes = { annotations: {}, data: {} };
 }
 
@@ -78,7 +79,7 @@ const defaultStateBackups = 5;
 /** A merge patch of the object itself (its annotations). */
 export function patchObject(pass: Pass, body: unknown): Promise<unknown> {
   const { deps, adapter, namespace, name } = pass;
-  return deps.custom.patchNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body }, mergePatchOptions());
+  return deps.client.patch(workspaceResourceType(adapter), namespace, name, body, "merge");
 }
 
 function metricResult(job: ObservedJob): JobResult {
@@ -90,7 +91,7 @@ function metricResult(job: ObservedJob): JobResult {
 /** Bookkeeping of the Jobs that finished since the last pass: state adopted, digest pinned, leases released, events; returns them (marked after the status patch). */
 export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJob[]): Promise<ObservedJob[]> {
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
-  const { core } = deps;
+  const { client } = deps;
   const toMark = jobs.filter((job) => job.outcome !== undefined && !job.bookkept);
   const { annotations: durableNotes, data: durableData } = pass.durableNotes;
   const metricKindOfJob = adapter.kind as MetricKind;
@@ -117,7 +118,7 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
         // The restored state is adopted with the inputs hash its backup recorded (none: an apply is due).
         const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
         if (hash) await adoptStateOf(pass, job);
-        else await core.patchNamespacedSecret({ name: stateSecretName(suffix), namespace, body: { metadata: { annotations: { [annotations.inputsHash]: null } } } }, mergePatchOptions()).catch(ignoreNotFound);
+        else await client.patch(builtinTypes.secret, namespace, stateSecretName(suffix), { metadata: { annotations: { [annotations.inputsHash]: null } } }, "merge").catch(ignoreNotFound);
         await patchObject(pass, { metadata: { annotations: { [annotations.restoreState]: null } } });
         // The user chose this backup: its lineage is recorded anew on the next read.
         if (durable?.stateLineage) {
@@ -131,7 +132,7 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
       }
       deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
     }
-    await core.deleteNamespacedSecret({ name: runSecretName(job.name), namespace }).catch(ignoreNotFound);
+    await client.delete(builtinTypes.secret, namespace, runSecretName(job.name)).catch(ignoreNotFound);
     await releaseLease(deps, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
     if (adapter.role === "cluster" && clusterName) {
       await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
@@ -228,7 +229,7 @@ function stateOwner(pass: Pass): StateOwner {
 /** Adopts the state a succeeded apply or restore left (its hash differs from the base Secret's): event `StateAdopted` once per adoption. */
 async function adoptStateOf(pass: Pass, job: ObservedJob): Promise<void> {
   const { deps, namespace, suffix, events, subject } = pass;
-  if (await adoptState(deps.core, mergePatchOptions(), namespace, suffix, stateOwner(pass), job.inputsHash!)) {
+  if (await adoptState(deps.client, namespace, suffix, stateOwner(pass), job.inputsHash!)) {
     void events.record(subject, "StateAdopted", `Job ${job.name} (${job.op}) succeeded: its state Secrets are owned by this ${pass.adapter.kind} and hold inputs hash ${job.inputsHash}`);
   }
 }
@@ -236,17 +237,17 @@ async function adoptStateOf(pass: Pass, job: ObservedJob): Promise<void> {
 /** A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the durable inputs (so it survives this pass), and the current inputs are applied again without backoff. */
 export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob[]): Promise<void> {
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
-  const { core, batch } = deps;
+  const { client } = deps;
   const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
   if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
     const vanished = recordedJob.name;
     // Live: a Job missing from the cache may be lag, and this writes the interruption down.
-    const gone = await batch.readNamespacedJob({ name: vanished, namespace }).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
+    const gone = await client.get(builtinTypes.job, namespace, vanished).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
     if (gone && durable.interruptedApply !== vanished) {
       // A pool's lost Job that rendered a change of the exports may have applied part of it (the durable inputs are its).
       const rendered = adapter.role === "machinepool" ? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined) : undefined;
       const partial = rendered !== undefined && rendered !== appliedExportsHash(durable) ? { exportsHash: rendered, job: vanished } : undefined;
-      await annotateDurableInputs(core, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished, ...(partial ? { [annotations.partialClusterOutputs]: JSON.stringify(partial) } : {}) }, mergePatchOptions());
+      await annotateDurableInputs(client, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished, ...(partial ? { [annotations.partialClusterOutputs]: JSON.stringify(partial) } : {}) });
       durable.interruptedApply = vanished;
       if (partial) durable.partialClusterOutputs = partial;
       await releaseLease(deps, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
@@ -270,9 +271,9 @@ export interface StatePhase {
 /** The state (lineage checked), its backups (taken, pruned), a requested restore's backup, and the state lock while no Job runs. */
 export async function observeStateAndBackups(pass: Pass, jobs: readonly ObservedJob[], active: ObservedJob | undefined, wasProvisioned: boolean): Promise<StatePhase> {
   const { deps, adapter, object, namespace, name, suffix, events, subject, durable, scope, now } = pass;
-  const { core } = deps;
+  const { client } = deps;
   const { deleting, previous } = scope;
-  const stateObservation = await observeState(core, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
+  const stateObservation = await observeState(client, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
   // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
   const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
   scope.state = state;
@@ -283,12 +284,12 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
   // An adopted state's chunks stay owned: a chunk written later or stripped is re-owned while no Job writes them.
   if (!active && !scope.paused && !deleting && stateObservation.retainedFromUids.length === 0 && state.kind === "ok" && state.state.inputsHash) {
-    const repaired = await repairStateOwnership(core, mergePatchOptions(), namespace, suffix, stateObservation.secrets, stateOwner(pass));
+    const repaired = await repairStateOwnership(client, namespace, suffix, stateObservation.secrets, stateOwner(pass));
     if (repaired.length > 0) void events.record(subject, "OwnerReferencesRepaired", `state Secret(s) ${repaired.join(", ")} owned by this ${adapter.kind} again`);
   }
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
-  const backupSecrets = await listBackupSecrets(core, namespace, suffix, deps.cache);
+  const backupSecrets = await listBackupSecrets(client, namespace, suffix, deps.cache);
   let backups = backupSets(backupSecrets);
   const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
   const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
@@ -303,7 +304,7 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   }
   if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0 && !backups.some((set) => set.serial === state.state.serial)) {
     const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-    const { bytes, created } = await takeStateBackup(core, {
+    const { bytes, created } = await takeStateBackup(client, {
       namespace,
       suffix,
       owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
@@ -318,10 +319,10 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
     deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
     void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
     // The sets as listed plus the one just written (no list, which the cache could not answer yet).
-    backups = backupSets(created ? [...backupSecrets, ...created] : await listBackupSecrets(core, namespace, suffix, deps.cache));
+    backups = backupSets(created ? [...backupSecrets, ...created] : await listBackupSecrets(client, namespace, suffix, deps.cache));
   }
   const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
-  for (const secret of pruned) await core.deleteNamespacedSecret({ name: secret, namespace }).catch(ignoreNotFound);
+  for (const secret of pruned) await client.delete(builtinTypes.secret, namespace, secret).catch(ignoreNotFound);
   if (pruned.size > 0) deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "pruned" });
   const keptBackups = backups.filter((set) => set.complete && !set.names.some((secret) => pruned.has(secret)));
   if (keptBackups.length > 0) scope.fields.stateBackups = keptBackups.slice(0, 16).map(({ serial, takenAt, bytes }) => ({ serial, takenAt, bytes: Math.max(1, bytes) }));
@@ -333,7 +334,7 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   if (stateLost && previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
   if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
   // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
-  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ coordination: deps.coordination, core, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
+  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ client, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
   scope.lock = lock;
   if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
     if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
@@ -355,19 +356,19 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
  */
 export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: InputsOutcome<{ root: GeneratedRoot }>, currentHash: string | undefined): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
   const { deps, adapter, namespace, suffix, events, subject, durable, now } = pass;
-  const { core, batch } = deps;
+  const { client } = deps;
   {
     const secretName = runSecretName(active.name);
     const present = deps.cache
       ? (await deps.cache.get(builtinTypes.secret, namespace, secretName, { inScope: true })) !== undefined
-      : await core.readNamespacedSecret({ name: secretName, namespace }).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
+      : await client.get(builtinTypes.secret, namespace, secretName).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
     if (!present) {
       const root = rootForOperation(active.op, inputs, durable, adapter.role);
       const hashMatches = active.inputsHash === undefined || active.inputsHash === currentHash || active.op !== "apply";
       if (root && hashMatches) {
-        await createRunSecret(core, namespace, active.job, root);
+        await createRunSecret(client, namespace, active.job, root);
       } else {
-        await batch.deleteNamespacedJob({ name: active.name, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
+        await client.delete(builtinTypes.job, namespace, active.name, { propagationPolicy: "Background" }).catch(ignoreNotFound);
         await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
         // Deleted by captf before it could start (not an interrupted apply): no Job runs now.
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
@@ -377,11 +378,11 @@ export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: 
   }
 
   {
-    const pod = await jobPod({ core, cache: deps.cache }, namespace, active.job);
+    const pod = await jobPod({ client, cache: deps.cache }, namespace, active.job);
     const stalled = pod ? stalledImagePull(pod, now) : undefined;
     if (pod && stalled) {
-      await batch.patchNamespacedJob({ name: active.name, namespace, body: { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } } }, mergePatchOptions());
-      await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace }).catch(ignoreNotFound);
+      await client.patch(builtinTypes.job, namespace, active.name, { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } }, "merge");
+      await client.delete(builtinTypes.pod, namespace, pod.metadata!.name!).catch(ignoreNotFound);
       deps.logger?.info({ job: active.name, container: stalled.container, reason: stalled.reason }, "failing a Job whose image was not pulled");
       return { result: { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs }, jobRuns: true };
     }
@@ -407,14 +408,11 @@ export function rootForOperation(op: Operation, inputs: InputsOutcome<{ root: Ge
 }
 
 /** The per-run Secret holding the rendered root, owned by its Job so it goes with it. */
-export async function createRunSecret(core: ReconcilerDeps["core"], namespace: string, job: V1Job, files: GeneratedRoot): Promise<void> {
-  await core
-    .createNamespacedSecret({
-      namespace,
-      body: {
-        metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
-        stringData: { ...files },
-      },
+export async function createRunSecret(client: KubeApi, namespace: string, job: V1Job, files: GeneratedRoot): Promise<void> {
+  await client
+    .create(builtinTypes.secret, namespace, {
+      metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
+      stringData: { ...files },
     })
     .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
 }

@@ -2,10 +2,11 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
-import { allJobsFinished, preparePlane } from "./plane.test-support.js";
+import { allJobsFinished, preparePlane, mergePatchOptions } from "./plane.test-support.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { machineAdapter } from "../kinds/adapters.js";
-import { mergePatchOptions, reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { ResourceType } from "../runtime/kube-client.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 
@@ -23,7 +24,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const plane = await preparePlane(namespace);
     const { core } = plane;
     ({ batch, custom } = plane);
-    deps = { core, batch, custom, coordination: plane.coordination };
+    deps = { client: plane.client };
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
 
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
@@ -89,14 +90,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await custom.createNamespacedCustomObject({ ...infra, body: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", metadata: { name: "race" }, spec: { source: { image } } } });
     // Another writer (Cluster API, on an object it just created) changes the object between the pass's read and its finalizer write.
     let raced = false;
-    const racing = new Proxy(custom, {
+    const racing = new Proxy(deps.client, {
       get(target, property) {
-        if (property === "getNamespacedCustomObject") {
-          return async (request: Parameters<k8s.CustomObjectsApi["getNamespacedCustomObject"]>[0]) => {
-            const read = await target.getNamespacedCustomObject(request);
-            if (!raced && request.name === "race") {
+        if (property === "get") {
+          return async (type: ResourceType, objectNamespace: string, name: string) => {
+            const read = await target.get(type, objectNamespace, name);
+            if (!raced && name === "race") {
               raced = true;
-              await target.patchNamespacedCustomObject({ ...request, body: { metadata: { labels: { "cluster.x-k8s.io/cluster-name": "demo" } } } }, mergePatchOptions());
+              await custom.patchNamespacedCustomObject({ ...infra, name, body: { metadata: { labels: { "cluster.x-k8s.io/cluster-name": "demo" } } } }, mergePatchOptions());
             }
             return read;
           };
@@ -105,7 +106,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const lost = await reconcileWorkspace({ ...deps, custom: racing }, machineAdapter, namespace, "race");
+    const lost = await reconcileWorkspace({ ...deps, client: racing }, machineAdapter, namespace, "race");
     expect(raced).toBe(true);
     expect(lost).toEqual({ action: expect.stringContaining("conflict"), requeueAfterMs: 5_000 });
     expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toBeUndefined();

@@ -1,6 +1,6 @@
-import { PatchStrategy, setHeaderOptions, type BatchV1Api, type CoordinationV1Api, type CoreV1Api, type CustomObjectsApi } from "@kubernetes/client-node";
+import type { V1ServiceAccount } from "@kubernetes/client-node";
 import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
-import { annotations, apiGroup, apiVersion, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
+import { annotations, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
 import { approvalHash, exportsHash, generatedRootBytes, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
 import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
@@ -33,9 +33,11 @@ import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPo
 import { readDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { holdsExports, pendingChangeGone } from "./held-exports.js";
 import { bookkeepingAnnotations, failedApplyBefore, observeJobs, type ObservedJob } from "./observe-jobs.js";
-import { passReads, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
+import { passReads, terraformMachinePoolType, terraformMachineType, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
 import { runLeaseName } from "./run-lease.js";
-import { ignoreNotFound, isConflict } from "../runtime/client-node-errors.js";
+import { ignoreNotFound, isConflict } from "../runtime/api-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import { type ReadCache } from "../runtime/read-cache.js";
 
 /**
@@ -73,10 +75,8 @@ export type CredentialsResolver = (request: {
 }) => Promise<JobCredentials>;
 
 export interface ReconcilerDeps {
-  core: CoreV1Api;
-  batch: BatchV1Api;
-  custom: CustomObjectsApi;
-  coordination: CoordinationV1Api;
+  /** The one API client (the manager's records its writes for the cache). */
+  client: KubeApi;
   jobEnvironment?: JobEnvironment;
   /** The manager's informer caches with its writes as expectations; without it every read is live. */
   cache?: ReadCache;
@@ -174,10 +174,6 @@ export interface KindAdapter<R extends Role> {
 }
 
 
-export function mergePatchOptions() {
-  return setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-}
-
 /** Inputs that can run an apply: rendered root, hash and the user variables in them. */
 export interface RenderedInputs {
   root: GeneratedRoot;
@@ -234,14 +230,14 @@ function activeJobOf(job: Pick<ObservedJob, "name" | "op" | "attempt" | "remedia
 /** Runs one pass for the object namespace/name of the adapter's kind. */
 export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, adapter: KindAdapter<R>, namespace: string, name: string): Promise<PassResult> {
   const now = (deps.now ?? Date.now)();
-  const { core, batch, custom } = deps;
+  const { client } = deps;
   const events = deps.events ?? discardEvents;
   const metricKind = adapter.kind as MetricKind;
-  const objectApi = { group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name };
+  const objectType = workspaceResourceType(adapter);
   // From the cache (the pass changes its copy); the finalizer write carries its resourceVersion, so a stale copy conflicts rather than loses a write.
   const object = deps.cache
-    ? structuredClone(await deps.cache.get<WorkspaceObject>(workspaceResourceType(adapter), namespace, name))
-    : ((await custom.getNamespacedCustomObject(objectApi).catch(ignoreNotFound)) as WorkspaceObject | undefined);
+    ? structuredClone(await deps.cache.get<WorkspaceObject>(objectType, namespace, name))
+    : await client.get<WorkspaceObject>(objectType, namespace, name).catch(ignoreNotFound);
   if (!object) {
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "gone" };
@@ -251,7 +247,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   if (object.metadata.annotations?.[annotations.managedBy] !== undefined) return { action: "externally managed" };
 
   const subject: EventSubject = { apiVersion: groupVersion, kind: adapter.kind, namespace, name, uid: object.metadata.uid };
-  const mergePatch = (body: unknown) => custom.patchNamespacedCustomObject({ ...objectApi, body }, mergePatchOptions());
+  const mergePatch = (body: unknown) => client.patch<WorkspaceObject>(objectType, namespace, name, body, "merge");
   const finalizer = finalizers[adapter.kind];
   // With the resourceVersion read: a finalizer list changed meanwhile makes this a conflict, not a loss.
   // A conflict is an expected lost race (Cluster API writes an object it just created): false, and the pass requeues.
@@ -272,8 +268,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   const previous = object.status?.conditions;
   const suffix = stateSecretSuffix({ role: adapter.role, namespace, name });
-  const reads = passReads(custom, namespace, deps.cache);
-  const durable = await readDurableInputs(core, adapter.role, namespace, name, deps.cache);
+  const reads = passReads(client, namespace, deps.cache);
+  const durable = await readDurableInputs(client, adapter.role, namespace, name, deps.cache);
   const wasProvisioned = object.status?.initialization?.provisioned === true;
 
   // Observe: owners and inputs. A provisioned machine's inputs are pinned in its durable inputs.
@@ -327,7 +323,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const status = (conditionReasons.DependenciesReady.False as readonly string[]).includes(observed.reason) ? "False" : "Unknown";
     inputs = { kind: "pending", reason: observed.reason, message: observed.message, condition: "DependenciesReady", status };
   } else if (observed) {
-    const variables = await readUserVariables(core, adapter.role, namespace, object.spec);
+    const variables = await readUserVariables(client, adapter.role, namespace, object.spec);
     inputs = variables.ok
       ? renderInputs(adapter.role, object.spec.source.image, observed.inputs, variables.variables)
       : { kind: "pending", reason: variables.reason, message: variables.message, condition: "DependenciesReady", status: "False" };
@@ -352,14 +348,14 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // A ServiceAccount other than captf-runner runs Jobs only once opted in.
   let serviceAccountRefusal: ConditionValue | undefined;
   if (jobPolicy.serviceAccountName && jobPolicy.serviceAccountName !== runnerServiceAccount && !paused) {
-    const account = await core.readNamespacedServiceAccount({ name: jobPolicy.serviceAccountName, namespace }).catch(ignoreNotFound);
+    const account = await client.get<V1ServiceAccount>(builtinTypes.serviceAccount, namespace, jobPolicy.serviceAccountName).catch(ignoreNotFound);
     const runnerAccount = serviceAccountOverrideCondition(jobPolicy.serviceAccountName, namespace, account);
     scope.serviceAccount = runnerAccount;
     if (runnerAccount.status !== "True") serviceAccountRefusal = runnerAccount;
   }
 
   // Observe Jobs; bookkeep the finished ones not recorded yet.
-  const jobs = await observeJobs({ core, batch, cache: deps.cache }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
+  const jobs = await observeJobs({ client, cache: deps.cache }, namespace, { kind: adapter.kind, name, uid: object.metadata.uid }, now);
   const toMark = await bookkeepFinishedJobs(pass, jobs);
   await noticeVanishedApply(pass, jobs);
 
@@ -408,7 +404,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       return { action: "removed finalizer" };
     }
     if (object.spec.adoptRetainedState) {
-      await adoptRetainedState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix, ownerReference });
+      await adoptRetainedState(client, { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix, ownerReference });
       void events.record(subject, "RetainedStateAdopted", `adopted the state and inputs retained by deleted object ${retainer}`);
       // The state is this object's now: the next pass (at once, not on the next relist) reads it as its own.
       return finish({ action: "adopted retained state", requeueAfterMs: 0 });
@@ -418,7 +414,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
 
   // A deleting cluster waits for its machines and pools: they run on its infrastructure.
-  const dependents = deleting && adapter.role === "cluster" && clusterName ? await countDependents(custom, namespace, clusterName) : 0;
+  const dependents = deleting && adapter.role === "cluster" && clusterName ? await countDependents(client, namespace, clusterName) : 0;
   if (deleting && adapter.role === "cluster") scope.dependents = dependents;
 
   // Plans: a finished plan Job's plan is shown for approval; an approved apply consumes it.
@@ -476,8 +472,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const deletionSeen = ["Deleting", "DeletionPolicyUnresolved"].includes(previousReason(previous, "Deleting") ?? "");
   if (deleting && !deletionSeen) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
-    const kept = await retainState(core, mergePatchOptions(), { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
-    await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
+    const kept = await retainState(client, { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
+    await client.delete(builtinTypes.lease, namespace, runLeaseName(suffix)).catch(() => undefined);
     if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "InfrastructureRetained", `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
@@ -497,13 +493,13 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   let requeueAfterMs = decision.requeueAfterMs;
   if (decision.dropFinalizer) {
     if (decision.cleanupState) {
-      const secrets = await core.listNamespacedSecret({ namespace, labelSelector: `tfstateSecretSuffix=${suffix}` });
-      for (const secret of secrets.items) await core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace }).catch(ignoreNotFound);
+      const secrets = await client.list(builtinTypes.secret, namespace, { labelSelector: `tfstateSecretSuffix=${suffix}` });
+      for (const secret of secrets.items) await client.delete(builtinTypes.secret, namespace, secret.metadata!.name!).catch(ignoreNotFound);
       void events.record(subject, "Destroyed", decision.reason === "Destroyed" ? `the ${adapter.role} module destroyed its infrastructure; state deleted` : "the state held no resources, so there was nothing to destroy; state deleted");
     }
-    await deps.coordination.deleteNamespacedLease({ name: runLeaseName(suffix), namespace }).catch(() => undefined);
+    await client.delete(builtinTypes.lease, namespace, runLeaseName(suffix)).catch(() => undefined);
     // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
-    const lockRemoval = await deleteFreeStateLock(deps.coordination, namespace, suffix, lock.kind === "stale" ? lock.unlockId : undefined);
+    const lockRemoval = await deleteFreeStateLock(client, namespace, suffix, lock.kind === "stale" ? lock.unlockId : undefined);
     if (!lockRemoval.removed) deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lockRemoval.holder }, "the state lock Lease stays: someone holds it");
     if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
@@ -614,14 +610,14 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Only after the status patch: the finished Jobs are recorded.
   for (const job of toMark) {
-    await batch.patchNamespacedJob({ name: job.name, namespace, body: { metadata: { annotations: bookkeepingAnnotations(job.outcome!, job) } } }, mergePatchOptions()).catch(ignoreNotFound);
+    await client.patch(builtinTypes.job, namespace, job.name, { metadata: { annotations: bookkeepingAnnotations(job.outcome!, job) } }, "merge").catch(ignoreNotFound);
   }
   const history = jobs.filter((job) => job.outcome !== undefined).map((job) => ({ name: job.name, op: job.op, succeeded: job.outcome === "succeeded", finishedAt: job.finishedAt! }));
   const limits = {
     successfulJobsHistoryLimit: object.spec.jobs?.successfulJobsHistoryLimit ?? jobPolicyDefaults.successfulJobsHistoryLimit,
     failedJobsHistoryLimit: object.spec.jobs?.failedJobsHistoryLimit ?? jobPolicyDefaults.failedJobsHistoryLimit,
   };
-  for (const old of jobsToPrune(history, limits)) await batch.deleteNamespacedJob({ name: old, namespace, propagationPolicy: "Background" }).catch(ignoreNotFound);
+  for (const old of jobsToPrune(history, limits)) await client.delete(builtinTypes.job, namespace, old, { propagationPolicy: "Background" }).catch(ignoreNotFound);
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
@@ -640,10 +636,10 @@ export function lineageCheck(reading: StateReading, recordedLineage: string | un
 }
 
 
-async function countDependents(custom: CustomObjectsApi, namespace: string, clusterName: string): Promise<number> {
+async function countDependents(client: KubeApi, namespace: string, clusterName: string): Promise<number> {
   let count = 0;
-  for (const plural of ["terraformmachines", "terraformmachinepools"]) {
-    const list = (await custom.listNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace, plural, labelSelector: `${labels.clusterName}=${clusterName}` })) as { items: unknown[] };
+  for (const type of [terraformMachineType, terraformMachinePoolType]) {
+    const list = await client.list(type, namespace, { labelSelector: `${labels.clusterName}=${clusterName}` });
     count += list.items.length;
   }
   return count;
@@ -686,9 +682,9 @@ export function replacingMergePatch(current: unknown, next: unknown): unknown {
 }
 
 /** Patches the status, only when that changes it (the object as read this pass). */
-async function patchStatus(deps: ReconcilerDeps, adapter: { plural: string }, object: WorkspaceObject, status: Record<string, unknown>): Promise<void> {
+async function patchStatus(deps: ReconcilerDeps, adapter: Pick<KindAdapter<Role>, "kind" | "plural">, object: WorkspaceObject, status: Record<string, unknown>): Promise<void> {
   const clean = Object.fromEntries(Object.entries(status).filter(([, value]) => value !== undefined));
   if (!mergePatchChanges(object.status ?? {}, clean)) return;
   const { namespace, name } = object.metadata;
-  await deps.custom.patchNamespacedCustomObjectStatus({ group: apiGroup, version: apiVersion, namespace, plural: adapter.plural, name, body: { status: clean } }, mergePatchOptions());
+  await deps.client.patchStatus(workspaceResourceType(adapter), namespace, name, { status: clean }, "merge");
 }

@@ -16,7 +16,7 @@
  */
 import type { Logger } from "pino";
 import { realClock, sleep, type Clock, type TimerHandle } from "./clock.js";
-import { isGone, KubeApiError, type KubeStatus } from "./client-node-errors.js";
+import { isGone, KubeApiError, type KubeStatus } from "./api-errors.js";
 import { resourcePath, type KubeClient, type KubeObject, type ResourceType, type WatchEvent } from "./kube-client.js";
 import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 

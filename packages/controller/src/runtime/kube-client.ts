@@ -8,7 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { createInterface } from "node:readline";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { KubeApiError, type KubeStatus } from "./client-node-errors.js";
+import { KubeApiError, type KubeStatus } from "./api-errors.js";
 
 /** Where a kind lives in the API. */
 export interface ResourceType {
@@ -40,7 +40,7 @@ export interface KubeObject {
   metadata?: ObjectMeta;
 }
 
-export interface KubeList<T extends KubeObject> {
+export interface KubeList<T = KubeObject> {
   apiVersion?: string;
   kind?: string;
   metadata?: { resourceVersion?: string; continue?: string };
@@ -51,6 +51,11 @@ export interface KubeList<T extends KubeObject> {
 export interface WatchEvent<T extends KubeObject = KubeObject> {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
   object: T;
+}
+
+/** Go's metav1.MicroTime text (a Lease's renewTime, an Event's eventTime): RFC 3339 with exactly six fractional digits. */
+export function microTime(millis: number): string {
+  return new Date(millis).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 /** `/api/v1/namespaces/ns/configmaps/name`, `/apis/group/version/plural`, … */
@@ -91,6 +96,7 @@ export interface KubeClientOptions {
   userAgent?: string;
 }
 
+/** Which patch a body is; strategic merges lists by key (ownerReferences by uid, `$setElementOrder`), merge replaces them. */
 export type PatchType = "merge" | "strategic" | "json" | "apply";
 const patchContentTypes: Record<PatchType, string> = {
   merge: "application/merge-patch+json",
@@ -98,6 +104,21 @@ const patchContentTypes: Record<PatchType, string> = {
   json: "application/json-patch+json",
   apply: "application/apply-patch+yaml",
 };
+
+/** A delete's `metav1.DeleteOptions`. */
+export interface DeleteOptions {
+  /** The delete applies only to the object with this uid and resourceVersion: a changed or re-created one stays (409). */
+  preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined };
+  propagationPolicy?: "Background" | "Foreground" | "Orphan";
+  gracePeriodSeconds?: number;
+}
+
+/**
+ * The one way the manager's code talks to the API server: a {@link KubeClient}, or one with its
+ * writes recorded for the read cache (runtime/recorded-writes.ts). Objects are plain JSON: times
+ * are RFC 3339 strings, never Dates.
+ */
+export type KubeApi = Pick<KubeClient, "get" | "list" | "create" | "replace" | "patch" | "patchStatus" | "delete">;
 
 export class KubeClient {
   readonly #kubeConfig: KubeConfig;
@@ -132,23 +153,24 @@ export class KubeClient {
     }
   }
 
-  get<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options?: KubeRequestOptions): Promise<T> {
+  get<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options?: KubeRequestOptions): Promise<T> {
     return this.request<T>("GET", resourcePath(type, namespace, name), options);
   }
 
-  list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, query?: Query, options?: KubeRequestOptions): Promise<KubeList<T>> {
+  /** One page, or all objects when the query sets no `limit`; `namespace` undefined lists across all namespaces. */
+  list<T = KubeObject>(type: ResourceType, namespace: string | undefined, query?: Query, options?: KubeRequestOptions): Promise<KubeList<T>> {
     return this.request<KubeList<T>>("GET", resourcePath(type, namespace), { ...options, query: { ...options?.query, ...query } });
   }
 
-  create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: T, options?: KubeRequestOptions): Promise<T> {
+  create<T = KubeObject>(type: ResourceType, namespace: string | undefined, body: T, options?: KubeRequestOptions): Promise<T> {
     return this.request<T>("POST", resourcePath(type, namespace), { ...options, body });
   }
 
-  replace<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, body: T, options?: KubeRequestOptions): Promise<T> {
+  replace<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, body: T, options?: KubeRequestOptions): Promise<T> {
     return this.request<T>("PUT", resourcePath(type, namespace, name), { ...options, body });
   }
 
-  patch<T extends KubeObject>(
+  patch<T = KubeObject>(
     type: ResourceType,
     namespace: string | undefined,
     name: string,
@@ -159,7 +181,13 @@ export class KubeClient {
     return this.request<T>("PATCH", resourcePath(type, namespace, name, options?.subresource), { ...options, body: patch, contentType: patchContentTypes[patchType] });
   }
 
-  delete<T = KubeStatus>(type: ResourceType, namespace: string | undefined, name: string, body?: unknown, options?: KubeRequestOptions): Promise<T> {
+  /** A patch of the `status` subresource (the only way to write a status where the CRD has one). */
+  patchStatus<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patch: unknown, patchType: PatchType = "merge", options?: KubeRequestOptions): Promise<T> {
+    return this.patch<T>(type, namespace, name, patch, patchType, { ...options, subresource: "status" });
+  }
+
+  /** Deletes one object; `body` carries the preconditions and propagation policy. Answers the Status or the object being deleted. */
+  delete<T = KubeStatus>(type: ResourceType, namespace: string | undefined, name: string, body?: DeleteOptions, options?: KubeRequestOptions): Promise<T> {
     return this.request<T>("DELETE", resourcePath(type, namespace, name), { ...options, body });
   }
 

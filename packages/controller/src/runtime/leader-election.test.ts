@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { describeWithTools } from "@captf/testkit";
 import { builtinTypes } from "./builtin-types.js";
-import { decideLease, defaultIdentity, LeaderElector, microTime, type Lease, type LeaderElectionOptions } from "./leader-election.js";
+import { decideLease, defaultIdentity, LeaderElector, type Lease, type LeaderElectionOptions } from "./leader-election.js";
+import { microTime } from "./kube-client.js";
 import { captureLogs, createTestNamespace, eventually, FaultyKubeClient } from "./runtime.test-support.js";
 
 jest.setTimeout(30_000);

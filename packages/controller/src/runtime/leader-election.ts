@@ -16,8 +16,8 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { builtinTypes } from "./builtin-types.js";
 import { realClock, sleep, type Clock } from "./clock.js";
-import { isConflict, isNotFound } from "./client-node-errors.js";
-import type { KubeClient, KubeObject } from "./kube-client.js";
+import { isConflict, isNotFound } from "./api-errors.js";
+import { microTime, type KubeClient, type KubeObject } from "./kube-client.js";
 
 export interface LeaseSpec {
   holderIdentity?: string;
@@ -69,11 +69,6 @@ export interface LeaderElectionOptions {
 /** `<hostname>_<uuid>`: the pod name (the hostname in a pod) plus a random suffix, like controller-runtime. */
 export function defaultIdentity(): string {
   return `${hostname()}_${randomUUID()}`;
-}
-
-/** Go's metav1.MicroTime text: RFC 3339 with exactly six fractional digits. */
-export function microTime(millis: number): string {
-  return new Date(millis).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 export type LeaseDecision = "create" | "acquire" | "renew" | "held-by-other";

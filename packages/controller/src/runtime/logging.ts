@@ -4,7 +4,6 @@
  * With `splitStream`, warnings and errors go to stderr and the rest to stdout.
  */
 import { pino, type DestinationStream, type Logger } from "pino";
-import { apiErrorMessage, httpStatusOf } from "./client-node-errors.js";
 
 export interface LoggerOptions {
   level: "trace" | "debug" | "info" | "warn" | "error" | "silent";
@@ -51,7 +50,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const wrap = (target: { write(text: string): unknown }): DestinationStream => (options.format === "text" ? textDestination(target) : { write: (line: string) => void target.write(line) });
-  const base = { level: options.level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime, serializers: { err: serializeError } };
+  const base = { level: options.level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime, serializers: { err: pino.stdSerializers.err } };
   const out = wrap(stdout);
   if (!options.splitStream) return pino(base, out);
   return pino(
@@ -64,12 +63,6 @@ export function createLogger(options: LoggerOptions): Logger {
       { dedupe: false },
     ),
   );
-}
-
-/** An error as logged; an API error's message is the HTTP status and the server's own message, not client-node's dump. */
-function serializeError(error: unknown): unknown {
-  const serialized = pino.stdSerializers.err(error as Error);
-  return httpStatusOf(error) === undefined || !serialized ? serialized : { ...serialized, message: apiErrorMessage(error) };
 }
 
 function isWarnOrWorse(line: string): boolean {

@@ -1,4 +1,5 @@
 // Fakes for the read cache's tests: an informer filled by hand (a watch that lags) and the API server its live reads see.
+import { apiError } from "./fake-client.test-support.js";
 import type { KubeObject } from "./kube-client.js";
 import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 
@@ -36,13 +37,13 @@ export function fakeServer() {
   return {
     objects,
     reads,
-    get: async <T extends KubeObject>(_type: unknown, namespace: string | undefined, name: string) => {
+    get: async <T = KubeObject>(_type: unknown, namespace: string | undefined, name: string) => {
       reads.push(`get ${name}`);
       const found = objects.get(`${namespace}/${name}`);
-      if (!found) throw Object.assign(new Error("not found"), { code: 404 });
+      if (!found) throw apiError(404, `${name} not found`, "NotFound");
       return found as T;
     },
-    list: async <T extends KubeObject>(_type: unknown, namespace: string | undefined, query: { labelSelector?: string } = {}) => {
+    list: async <T = KubeObject>(_type: unknown, namespace: string | undefined, query: { labelSelector?: string } = {}) => {
       reads.push("list");
       const requirements = parseLabelSelector(query.labelSelector ?? "");
       return { items: [...objects.values()].filter((o) => o.metadata?.namespace === namespace && matchesLabels(requirements, o.metadata?.labels)) as T[] };

@@ -1,10 +1,11 @@
 // The read cache's answer to cache lag: own writes are expectations, read live until the cache shows them.
 import { describe, expect, it } from "@jest/globals";
 import { builtinTypes } from "./builtin-types.js";
-import type { KubeObject } from "./kube-client.js";
+import { KubeApiError } from "./api-errors.js";
+import type { KubeApi, KubeObject, ResourceType } from "./kube-client.js";
 import { fakeInformer, fakeServer } from "./read-cache.test-support.js";
 import { atLeast, newestResourceVersion, ReadCache, watchedByName } from "./read-cache.js";
-import { recordingWrites, writtenType } from "./recorded-writes.js";
+import { recordingWrites } from "./recorded-writes.js";
 
 const secret = (name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels: { app: "x" } } });
 
@@ -153,13 +154,59 @@ describe("the read cache", () => {
 });
 
 describe("recorded writes", () => {
-  it("name the type each client-node write method writes", () => {
-    expect(writtenType("createNamespacedSecret", {}, "")).toEqual({ verb: "create", group: "", plural: "secrets" });
-    expect(writtenType("patchNamespacedJob", {}, "batch")).toEqual({ verb: "patch", group: "batch", plural: "jobs" });
-    expect(writtenType("replaceNamespacedRoleBinding", {}, "rbac.authorization.k8s.io")?.plural).toBe("rolebindings");
-    expect(writtenType("patchNamespacedCustomObjectStatus", { group: "g", plural: "things" }, "")).toEqual({ verb: "patch", group: "g", plural: "things" });
-    expect(writtenType("readNamespacedSecret", {}, "")).toBeUndefined();
-    expect(writtenType("listNamespacedJob", {}, "batch")).toBeUndefined();
+  /** A client whose writes answer the object as written (resourceVersion "6"), logging each call; `patch` replaced when given. */
+  function fakeClient(patch?: () => Promise<KubeObject>) {
+    const calls: string[] = [];
+    const answer = async (call: string, type: ResourceType, namespace: string | undefined, name: string) => {
+      calls.push(`${call} ${type.plural} ${name}`);
+      return { metadata: { ...(namespace ? { namespace } : {}), name, resourceVersion: "6" } };
+    };
+    const client = {
+      calls,
+      get: async (type: ResourceType, namespace: string | undefined, name: string) => answer("get", type, namespace, name),
+      list: async (type: ResourceType) => (calls.push(`list ${type.plural}`), { items: [] }),
+      create: async (type: ResourceType, namespace: string | undefined, body: KubeObject) => answer("create", type, namespace, body.metadata!.name!),
+      replace: async (type: ResourceType, namespace: string | undefined, name: string) => answer("replace", type, namespace, name),
+      patch: patch ?? (async (type: ResourceType, namespace: string | undefined, name: string) => answer("patch", type, namespace, name)),
+      patchStatus: async (type: ResourceType, namespace: string | undefined, name: string) => answer("patchStatus", type, namespace, name),
+      delete: async (type: ResourceType, _namespace: string | undefined, name: string) => (calls.push(`delete ${type.plural} ${name}`), { status: "Success" }),
+    };
+    return client as unknown as KubeApi & { calls: string[] };
+  }
+
+  it("record each write under the type it writes (creates, replaces, patches and status patches as the object written, deletes as gone); reads record nothing", async () => {
+    const thing: ResourceType = { group: "g", version: "v1", plural: "things", kind: "Thing", namespaced: true };
+    const types = [builtinTypes.secret, builtinTypes.job, builtinTypes.roleBinding, thing];
+    const informers = types.map(() => fakeInformer());
+    const cache = new ReadCache(fakeServer());
+    types.forEach((type, index) => cache.add(type, { informer: informers[index]! }));
+    const client = fakeClient();
+    const recorded = recordingWrites(client, cache);
+    await recorded.get(builtinTypes.secret, "ns", "read");
+    await recorded.list(builtinTypes.job, "ns");
+    expect(cache.pendingExpectations).toBe(0);
+    await recorded.create(builtinTypes.secret, "ns", { metadata: { name: "s" } });
+    await recorded.patch(builtinTypes.job, "ns", "j", {}, "merge");
+    await recorded.replace(builtinTypes.roleBinding, "ns", "rb", {});
+    await recorded.patchStatus(thing, "ns", "t", { status: {} });
+    expect(cache.pendingExpectations).toBe(4);
+    // Each is met by its own type's cache showing the written resourceVersion, and by nothing else.
+    informers[0]!.put({ metadata: { namespace: "ns", name: "j", resourceVersion: "6" } });
+    expect(cache.pendingExpectations).toBe(4);
+    types.forEach((_type, index) => informers[index]!.put({ metadata: { namespace: "ns", name: ["s", "j", "rb", "t"][index]!, resourceVersion: "6" } }));
+    expect(cache.pendingExpectations).toBe(0);
+    await recorded.delete(builtinTypes.job, "ns", "j", { propagationPolicy: "Background" });
+    expect(cache.pendingExpectations).toBe(1);
+    informers[1]!.remove("ns/j");
+    expect(cache.pendingExpectations).toBe(0);
+    expect(client.calls).toEqual(["get secrets read", "list jobs", "create secrets s", "patch jobs j", "replace rolebindings rb", "patchStatus things t", "delete jobs j"]);
+  });
+
+  it("record nothing for a write that fails", async () => {
+    const cache = new ReadCache(fakeServer()).add(builtinTypes.secret, { informer: fakeInformer() });
+    const client = fakeClient(async () => Promise.reject(new KubeApiError(409, { reason: "Conflict" }, "conflict")));
+    await expect(recordingWrites(client, cache).patch(builtinTypes.secret, "ns", "a", {})).rejects.toThrow("conflict");
+    expect(cache.pendingExpectations).toBe(0);
   });
 
   it("become expectations of the cache: the next read of the written object is live", async () => {
@@ -167,17 +214,14 @@ describe("recorded writes", () => {
     const server = fakeServer();
     const cache = new ReadCache(server).add(builtinTypes.secret, { informer });
     informer.put(secret("a", "5"));
-    const api = {
-      patchNamespacedSecret: async () => {
-        server.objects.set("ns/a", secret("a", "6"));
-        return secret("a", "6");
-      },
-      deleteNamespacedSecret: async () => ({ status: "Success" }),
-    };
-    const recorded = recordingWrites(api, "", cache);
-    await recorded.patchNamespacedSecret();
+    const client = fakeClient(async () => {
+      server.objects.set("ns/a", secret("a", "6"));
+      return secret("a", "6");
+    });
+    const recorded = recordingWrites(client, cache);
+    await recorded.patch(builtinTypes.secret, "ns", "a", {});
     expect((await cache.get(builtinTypes.secret, "ns", "a"))?.metadata?.resourceVersion).toBe("6");
-    await (recorded.deleteNamespacedSecret as (params: object) => Promise<unknown>)({ namespace: "ns", name: "a" });
+    await recorded.delete(builtinTypes.secret, "ns", "a");
     server.objects.delete("ns/a");
     expect(await cache.get(builtinTypes.secret, "ns", "a")).toBeUndefined();
     expect(server.reads).toEqual(["get a", "get a"]);

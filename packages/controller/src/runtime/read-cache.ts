@@ -7,7 +7,7 @@
  */
 import { objectKey, type Informer } from "./informer.js";
 import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
-import { isNotFound } from "./client-node-errors.js";
+import { isNotFound } from "./api-errors.js";
 import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 
 /** `group/plural`: one cache per resource type. */

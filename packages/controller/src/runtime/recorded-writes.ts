@@ -1,46 +1,28 @@
 /**
- * The manager's client-node APIs with every successful write recorded as an expectation of its
- * {@link ReadCache}: whatever code writes through them, a later cached read sees that write or
- * goes live. One wrapper at the wiring, instead of a note at each of the pass's write points.
+ * The manager's client with every successful write recorded as an expectation of its
+ * {@link ReadCache}: whatever code writes through it, a later cached read sees that write or goes
+ * live. One wrapper at the wiring, instead of a note at each of the pass's write points.
  */
+import type { KubeApi, KubeObject } from "./kube-client.js";
 import type { ReadCache } from "./read-cache.js";
 
-const typedWrite = /^(create|replace|patch|delete)Namespaced([A-Z][A-Za-z]*?)(Status)?$/;
-const customWrite = /^(create|replace|patch|delete)(Namespaced|Cluster)CustomObject(Status)?$/;
-
-interface WriteParams {
-  namespace?: string;
-  name?: string;
-  group?: string;
-  plural?: string;
-}
-
-/** The type a write method writes: `group`, plural; undefined for a method that writes nothing the caches hold. */
-export function writtenType(method: string, params: WriteParams, group: string): { verb: string; group: string; plural: string } | undefined {
-  const custom = customWrite.exec(method);
-  if (custom) return params.group && params.plural ? { verb: custom[1]!, group: params.group, plural: params.plural } : undefined;
-  const typed = typedWrite.exec(method);
-  if (!typed) return undefined;
-  return { verb: typed[1]!, group, plural: `${typed[2]!.toLowerCase()}s` };
-}
-
-/** `api` (CoreV1Api, BatchV1Api, CustomObjectsApi, …; `group` is its API group, "" for core) with its writes recorded in `cache`. */
-export function recordingWrites<A extends object>(api: A, group: string, cache: ReadCache): A {
-  return new Proxy(api, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof property !== "string" || typeof value !== "function") return value;
-      const method = value as (params: WriteParams, ...rest: unknown[]) => Promise<unknown>;
-      return (params: WriteParams, ...rest: unknown[]) => {
-        const type = writtenType(property, params ?? {}, group);
-        const result = method.call(target, params, ...rest);
-        if (!type) return result;
-        return result.then((written) => {
-          if (type.verb === "delete") cache.deleted(type, params.namespace, params.name ?? "");
-          else cache.wrote(type, written as Parameters<ReadCache["wrote"]>[1]);
-          return written;
-        });
-      };
+/** `client` with its creates, replaces, patches (status too) and deletes recorded in `cache`; reads pass through. */
+export function recordingWrites(client: KubeApi, cache: ReadCache): KubeApi {
+  const wrote = <T>(type: Parameters<ReadCache["wrote"]>[0], written: T): T => {
+    cache.wrote(type, written as KubeObject);
+    return written;
+  };
+  return {
+    get: (type, namespace, name, options) => client.get(type, namespace, name, options),
+    list: (type, namespace, query, options) => client.list(type, namespace, query, options),
+    create: async (type, namespace, body, options) => wrote(type, await client.create(type, namespace, body, options)),
+    replace: async (type, namespace, name, body, options) => wrote(type, await client.replace(type, namespace, name, body, options)),
+    patch: async (type, namespace, name, patch, patchType, options) => wrote(type, await client.patch(type, namespace, name, patch, patchType, options)),
+    patchStatus: async (type, namespace, name, patch, patchType, options) => wrote(type, await client.patchStatus(type, namespace, name, patch, patchType, options)),
+    delete: async (type, namespace, name, body, options) => {
+      const answer = await client.delete(type, namespace, name, body, options);
+      cache.deleted(type, namespace, name);
+      return answer;
     },
-  });
+  } as KubeApi;
 }

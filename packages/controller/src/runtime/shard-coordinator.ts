@@ -12,9 +12,9 @@
 import type { Logger } from "pino";
 import { builtinTypes } from "./builtin-types.js";
 import { realClock, sleep, type Clock } from "./clock.js";
-import { isConflict, isNotFound } from "./client-node-errors.js";
-import type { KubeClient } from "./kube-client.js";
-import { defaultIdentity, LeaderElector, microTime, type Lease } from "./leader-election.js";
+import { isConflict, isNotFound } from "./api-errors.js";
+import { defaultIdentity, LeaderElector, type Lease } from "./leader-election.js";
+import { microTime, type KubeClient } from "./kube-client.js";
 import { leaseExpired, planShardClaims, shardLeaseName, shardMemberLeaseName, shardMemberLeasePrefix, type ObservedShardLease } from "./shards.js";
 
 export interface ShardCoordinatorOptions {

@@ -13,7 +13,7 @@
  * No leader is needed, and each replica caches the unassigned objects only until they are labelled.
  */
 import type { Logger } from "pino";
-import { isNotFound } from "./client-node-errors.js";
+import { isNotFound } from "./api-errors.js";
 import { objectKey, type Informer } from "./informer.js";
 import type { KubeClient, KubeObject, ResourceType } from "./kube-client.js";
 import { shardLabelToWrite } from "./shards.js";

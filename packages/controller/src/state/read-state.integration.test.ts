@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { stateSecretName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools, moduleRuntimes, requireTool, runtimeNames, runtimeVersion, sharedControlPlane } from "@captf/testkit";
+import { KubeClient } from "../runtime/kube-client.js";
 import { readState } from "./read-state.js";
 
 // Each runtime writes the state through its kubernetes backend into the real API server; captf reads
@@ -15,11 +16,13 @@ for (const runtime of runtimeNames) {
     const namespace = `state-${runtime}-${Date.now().toString(36)}`;
     const dir = mkdtempSync(join(tmpdir(), `captf-state-${runtime}-`));
     let core: k8s.CoreV1Api;
+    let client: KubeClient;
 
     beforeAll(async () => {
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(sharedControlPlane().kubeconfigPath);
       core = kc.makeApiClient(k8s.CoreV1Api);
+      client = new KubeClient(kc);
       await core.createNamespace({ body: { metadata: { name: namespace } } });
       writeFileSync(join(dir, "cli.tfrc"), "");
     });
@@ -49,17 +52,17 @@ for (const runtime of runtimeNames) {
     it("reads outputs, serial and resources, and is absent for an unknown suffix", async () => {
       const suffix = stateSecretSuffix({ role: "machine", namespace, name: "small" });
       applyWithKubernetesBackend(suffix, 10);
-      const reading = await readState(core, namespace, suffix);
+      const reading = await readState(client, namespace, suffix);
       expect(reading).toMatchObject({ kind: "ok", state: { outputs: { size: 10, greeting: "hello" }, managedResources: 1, secrets: 1, terraformVersion: runtimeVersion(runtime) } });
       expect(await stateSecrets(suffix)).toEqual([{ name: stateSecretName(suffix), annotations: { encoding: "gzip" } }]);
       expect(reading.kind === "ok" && reading.state.serial).toBeGreaterThanOrEqual(1);
-      expect(await readState(core, namespace, "ffffffffffffffff-m")).toEqual({ kind: "absent" });
+      expect(await readState(client, namespace, "ffffffffffffffff-m")).toEqual({ kind: "absent" });
     }, 60_000);
 
     it("round-trips a state above 1 MiB of JSON through one compressed Secret", async () => {
       const suffix = stateSecretSuffix({ role: "machine", namespace, name: "large" });
       applyWithKubernetesBackend(suffix, 1_500_000);
-      const reading = await readState(core, namespace, suffix);
+      const reading = await readState(client, namespace, suffix);
       expect(reading.kind).toBe("ok");
       if (reading.kind !== "ok") return;
       expect(reading.state.bytes).toBeGreaterThan(1024 * 1024);

@@ -1,6 +1,7 @@
-import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
+import type { V1Secret } from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import { decodeStateSecrets, defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
 
@@ -20,10 +21,10 @@ export interface StateObservation {
  * written it), decodes it, and notes whether a deleted object retained it. API errors propagate;
  * the reconciler retries them.
  */
-export async function observeState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits, cached?: { cache: ReadCache; freshAsOf: string | undefined }): Promise<StateObservation> {
+export async function observeState(client: KubeApi, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits, cached?: { cache: ReadCache; freshAsOf: string | undefined }): Promise<StateObservation> {
   const labelSelector = `${backendSuffixLabel}=${suffix}`;
   // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend labels every state Secret captf.io/managed.
-  const list = cached ? { items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true, ...(cached.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}) }) } : await core.listNamespacedSecret({ namespace, labelSelector });
+  const list = cached ? { items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true, ...(cached.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}) }) } : await client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector });
   const secrets = list.items.map((item) => ({
     name: item.metadata?.name ?? "",
     data: item.data,
@@ -33,6 +34,6 @@ export async function observeState(core: CoreV1Api, namespace: string, suffix: s
   return { reading: decodeStateSecrets(suffix, secrets, limits), retainedFromUids: [...retained].sort(), secrets: list.items };
 }
 
-export async function readState(core: CoreV1Api, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateReading> {
-  return (await observeState(core, namespace, suffix, limits)).reading;
+export async function readState(client: KubeApi, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateReading> {
+  return (await observeState(client, namespace, suffix, limits)).reading;
 }

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import type { CoreV1Api, V1OwnerReference, V1Secret } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Secret } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import { backendSuffixLabel } from "./read-state.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
-import { isConflict } from "../runtime/client-node-errors.js";
+import { isConflict } from "../runtime/api-errors.js";
 
 /**
  * State backups: each serial of an object's state the manager reads for the first time is copied,
@@ -99,7 +100,7 @@ function chunkIndex(secret: V1Secret): number {
  * Copies the state Secrets verbatim into a backup set; returns its Secrets' total compressed bytes, and
  * the Secrets as created (undefined when one existed already: then only a list tells what the set holds).
  */
-export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): Promise<{ bytes: number; created: V1Secret[] | undefined }> {
+export async function takeStateBackup(client: KubeApi, request: BackupRequest): Promise<{ bytes: number; created: V1Secret[] | undefined }> {
   const chunks = [...request.stateSecrets].sort((a, b) => chunkIndex(a) - chunkIndex(b));
   const digest = createHash("sha256");
   for (const chunk of chunks) digest.update(chunk.data?.tfstate ?? "");
@@ -128,16 +129,16 @@ export async function takeStateBackup(core: CoreV1Api, request: BackupRequest): 
       type: "Opaque",
       data: { tfstate: chunk.data?.tfstate ?? "" },
     };
-    const secret = await core.createNamespacedSecret({ namespace: request.namespace, body }).catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
+    const secret = await client.create(builtinTypes.secret, request.namespace, body).catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
     created = secret && created ? [...created, secret] : undefined;
     bytes += Buffer.from(chunk.data?.tfstate ?? "", "base64").length;
   }
   return { bytes, created };
 }
 
-export async function listBackupSecrets(core: CoreV1Api, namespace: string, suffix: string, cache?: ReadCache): Promise<V1Secret[]> {
+export async function listBackupSecrets(client: KubeApi, namespace: string, suffix: string, cache?: ReadCache): Promise<V1Secret[]> {
   const labelSelector = `${labels.stateBackup}=true,${labels.stateBackupSuffix}=${suffix}`;
   // Backups are labelled captf.io/managed and written only by this manager (expectations).
   if (cache) return cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true });
-  return (await core.listNamespacedSecret({ namespace, labelSelector })).items;
+  return (await client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector })).items;
 }

@@ -1,9 +1,10 @@
-import type { CoordinationV1Api, CoreV1Api, V1Lease, V1Pod } from "@kubernetes/client-node";
+import type { V1Lease, V1Pod } from "@kubernetes/client-node";
 import type { Role } from "@captf/contract";
 import { stateLockLeaseName } from "@captf/render";
 import { isOwnRunnerPod } from "../jobs/build-job.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/client-node-errors.js";
+import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/api-errors.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 
 /**
@@ -19,14 +20,14 @@ export type StateLockRemoval = { removed: true } | { removed: false; holder: str
  * the object's own dead runner. Read live, deleted with its uid and resourceVersion, so a lock taken
  * in between is never deleted.
  */
-export async function deleteFreeStateLock(coordination: CoordinationV1Api, namespace: string, suffix: string, staleLockId?: string): Promise<StateLockRemoval> {
+export async function deleteFreeStateLock(client: KubeApi, namespace: string, suffix: string, staleLockId?: string): Promise<StateLockRemoval> {
   const name = stateLockLeaseName(suffix);
-  const lease = await undefinedIfNotFound(coordination.readNamespacedLease({ name, namespace }));
+  const lease = await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, name));
   if (!lease) return { removed: true };
   const holder = lease.spec?.holderIdentity;
   if (holder && holder !== staleLockId) return { removed: false, holder };
   const preconditions = { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion };
-  return coordination.deleteNamespacedLease({ name, namespace, body: { preconditions } }).then(
+  return client.delete(builtinTypes.lease, namespace, name, { preconditions }).then(
     () => ({ removed: true as const }),
     (error) => {
       if (isNotFound(error)) return { removed: true as const };
@@ -95,16 +96,16 @@ export function judgeStateLock(lease: V1Lease | undefined, owner: { role: Role; 
  * caches when given (the pod from a Pod cache that has seen the lock's write, so a runner pod that
  * took the lock is never missed and judged gone), else live.
  */
-export async function observeStateLock(clients: { coordination: CoordinationV1Api; core: CoreV1Api; cache?: ReadCache | undefined }, namespace: string, suffix: string, owner: { role: Role; name: string }): Promise<StateLockFinding> {
+export async function observeStateLock(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, suffix: string, owner: { role: Role; name: string }): Promise<StateLockFinding> {
   const { cache } = clients;
   const name = stateLockLeaseName(suffix);
-  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(clients.coordination.readNamespacedLease({ name, namespace }));
+  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(clients.client.get<V1Lease>(builtinTypes.lease, namespace, name));
   const pod = lockHoldingRunnerPod(lease, owner);
   if (!pod) return judgeStateLock(lease, owner, undefined);
   const freshAsOf = lease?.metadata?.resourceVersion;
   const runnerPod = cache
     ? await cache.get<V1Pod>(builtinTypes.pod, namespace, pod, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
-    : (await clients.core.listNamespacedPod({ namespace, fieldSelector: `metadata.name=${pod}` })).items[0];
+    : (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { fieldSelector: `metadata.name=${pod}` })).items[0];
   return judgeStateLock(lease, owner, runnerPod);
 }
 

@@ -1,7 +1,9 @@
-import type { CoreV1Api, V1OwnerReference, V1Secret } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Secret } from "@kubernetes/client-node";
 import { annotations } from "@captf/contract/api";
 import { stateSecretName } from "@captf/render";
-import { isConflict, isNotFound } from "../runtime/client-node-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import { isConflict, isNotFound } from "../runtime/api-errors.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import { backendSuffixLabel } from "./read-state.js";
 
 /**
@@ -44,7 +46,7 @@ export function adoptionDue(jobInputsHash: string | undefined, baseInputsHash: s
 }
 
 /** Merge-patches one Secret's owner references (and annotations) as read; false when it changed meanwhile or is gone. */
-async function writeOwnership(core: CoreV1Api, patchOptions: unknown, namespace: string, secret: V1Secret, owner: StateOwner, notes?: Record<string, string>): Promise<boolean> {
+async function writeOwnership(client: KubeApi, namespace: string, secret: V1Secret, owner: StateOwner, notes?: Record<string, string>): Promise<boolean> {
   const references = secret.metadata?.ownerReferences ?? [];
   const owned = references.some((ref) => ref.uid === owner.uid);
   if (owned && !notes) return true;
@@ -53,14 +55,14 @@ async function writeOwnership(core: CoreV1Api, patchOptions: unknown, namespace:
     ...(owned ? {} : { ownerReferences: [...references, stateOwnerReference(owner)] }),
     ...(notes ? { annotations: notes } : {}),
   };
-  return core.patchNamespacedSecret({ name: secret.metadata!.name!, namespace, body: { metadata } }, patchOptions as never).then(
+  return client.patch(builtinTypes.secret, namespace, secret.metadata!.name!, { metadata }, "merge").then(
     () => true,
     (error) => (isConflict(error) || isNotFound(error) ? false : Promise.reject(error)),
   );
 }
 
-function listState(core: CoreV1Api, namespace: string, suffix: string): Promise<V1Secret[]> {
-  return core.listNamespacedSecret({ namespace, labelSelector: `${backendSuffixLabel}=${suffix}` }).then((list) => stateChunks(suffix, list.items));
+function listState(client: KubeApi, namespace: string, suffix: string): Promise<V1Secret[]> {
+  return client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector: `${backendSuffixLabel}=${suffix}` }).then((list) => stateChunks(suffix, list.items));
 }
 
 /**
@@ -68,26 +70,26 @@ function listState(core: CoreV1Api, namespace: string, suffix: string): Promise<
  * `inputsHash` (read live; a Secret changed meanwhile is read again, three times at most). Returns whether
  * it adopted anything: false when there is no state or the base Secret already holds that hash.
  */
-export async function adoptState(core: CoreV1Api, patchOptions: unknown, namespace: string, suffix: string, owner: StateOwner, inputsHash: string): Promise<boolean> {
+export async function adoptState(client: KubeApi, namespace: string, suffix: string, owner: StateOwner, inputsHash: string): Promise<boolean> {
   const baseName = stateSecretName(suffix);
   for (let attempt = 0; attempt < 3; attempt++) {
-    const chunks = await listState(core, namespace, suffix);
+    const chunks = await listState(client, namespace, suffix);
     const base = chunks.find((secret) => secret.metadata?.name === baseName);
     if (!base || !adoptionDue(inputsHash, base.metadata?.annotations?.[annotations.inputsHash])) return false;
     let written = true;
-    for (const chunk of chunks) if (chunk !== base) written = (await writeOwnership(core, patchOptions, namespace, chunk, owner)) && written;
+    for (const chunk of chunks) if (chunk !== base) written = (await writeOwnership(client, namespace, chunk, owner)) && written;
     // The hash last: once it is on the base Secret, adoption is done.
-    written = (await writeOwnership(core, patchOptions, namespace, base, owner, { [annotations.inputsHash]: inputsHash })) && written;
+    written = (await writeOwnership(client, namespace, base, owner, { [annotations.inputsHash]: inputsHash })) && written;
     if (written) return true;
   }
   throw new Error(`the state Secrets of ${owner.kind} ${owner.name} kept changing while captf adopted them`);
 }
 
 /** Re-owns the listed chunks that miss the owner's reference; returns the names written (a changed or deleted Secret waits for the next pass). */
-export async function repairStateOwnership(core: CoreV1Api, patchOptions: unknown, namespace: string, suffix: string, secrets: readonly V1Secret[], owner: StateOwner): Promise<string[]> {
+export async function repairStateOwnership(client: KubeApi, namespace: string, suffix: string, secrets: readonly V1Secret[], owner: StateOwner): Promise<string[]> {
   const repaired: string[] = [];
   for (const secret of chunksMissingOwner(suffix, secrets, owner.uid)) {
-    if (await writeOwnership(core, patchOptions, namespace, secret, owner)) repaired.push(secret.metadata!.name!);
+    if (await writeOwnership(client, namespace, secret, owner)) repaired.push(secret.metadata!.name!);
   }
   return repaired;
 }

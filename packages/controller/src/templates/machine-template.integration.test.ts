@@ -16,6 +16,7 @@ import { kubeEventRecorder } from "../events/event-recorder.js";
 import { managerPermissions, policyRules } from "../install/permissions.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
+import { KubeClient } from "../runtime/kube-client.js";
 import { captureLogs } from "../runtime/runtime.test-support.js";
 import { ociArchitecture } from "./inspect-image.js";
 import { machineTemplateController } from "./template-controller.js";
@@ -29,7 +30,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "umoci",
   const schema = JSON.stringify({ type: "object", properties: { size: { type: "string" } }, required: ["size"], additionalProperties: false });
   const logs = captureLogs("info");
   let plane: PlaneClients;
-  let asManager: { core: k8s.CoreV1Api; custom: k8s.CustomObjectsApi; events: k8s.EventsV1Api };
+  /** The manager's client, as the manager's shipped permissions allow. */
+  let asManager: KubeClient;
   let events: k8s.EventsV1Api;
   let registry: LocalRegistry;
   let privateRegistry: { host: string; requests: string[]; stop: () => Promise<void> };
@@ -40,7 +42,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "umoci",
 
   const controller = (architectureOverride?: string) =>
     machineTemplateController(
-      { core: asManager.core, custom: asManager.custom, events: kubeEventRecorder(asManager.events, { instance: "template-it", now: () => clock }), metrics },
+      { client: asManager, events: kubeEventRecorder(asManager, { instance: "template-it", now: () => clock }), metrics },
       { now: () => clock, ...(architectureOverride ? { architecture: architectureOverride } : {}) },
     );
   const reconcile = (name: string, using = controller()) =>
@@ -60,7 +62,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "umoci",
       body: { metadata: { name: managerUser }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: managerUser }, subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: managerUser }] },
     });
     const managerConfig = impersonatingConfig(managerUser);
-    asManager = { core: managerConfig.makeApiClient(k8s.CoreV1Api), custom: managerConfig.makeApiClient(k8s.CustomObjectsApi), events: managerConfig.makeApiClient(k8s.EventsV1Api) };
+    asManager = new KubeClient(managerConfig);
 
     layout = join(mkdtempSync(join(tmpdir(), "captf-template-images-")), "layout");
     const files = { "/captf/module/main.tf": "# a module\n" };

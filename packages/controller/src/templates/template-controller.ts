@@ -6,16 +6,16 @@
  * patch. A failed inspection is retried after 30 s doubling to 10 minutes; the consecutive failures
  * are counted in memory (a restarted manager starts again at 30 s).
  */
-import type { CoreV1Api, CustomObjectsApi, V1Secret } from "@kubernetes/client-node";
+import type { V1Secret } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, groupVersion, kinds } from "@captf/contract/api";
 import { terraformMachineTemplateDefinition, type TerraformMachineTemplate } from "../api/templates.js";
 import type { EventRecorder } from "../events/event-recorder.js";
 import type { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { readUserVariables } from "../kinds/read-variables.js";
-import { mergePatchOptions } from "../reconcile/workspace-reconciler.js";
-import { undefinedIfNotFound, isNotFound } from "../runtime/client-node-errors.js";
+import { undefinedIfNotFound, isNotFound } from "../runtime/api-errors.js";
 import { generationOrMetadataChanged, watchSelf, type Controller } from "../runtime/controller.js";
-import type { ResourceType } from "../runtime/kube-client.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
 import { inspectImage, ociArchitecture, type ImageInspection } from "./inspect-image.js";
 import { decideTemplateStatus, inspectRetryDelayMillis, resolutionNeeded, templateImage, variablesSourceRetryMillis, type TemplateStatusDecision } from "./template-status.js";
 
@@ -28,8 +28,7 @@ export const machineTemplateResourceType: ResourceType = {
 };
 
 export interface TemplateControllerDeps {
-  core: CoreV1Api;
-  custom: CustomObjectsApi;
+  client: KubeApi;
   events: EventRecorder;
   metrics: Pick<CaptfMetrics, "imageInspectErrors">;
 }
@@ -70,10 +69,10 @@ function statusPatch(template: TerraformMachineTemplate, status: TemplateStatusD
   };
 }
 
-async function readPullSecrets(core: CoreV1Api, namespace: string, template: TerraformMachineTemplate): Promise<V1Secret[]> {
+async function readPullSecrets(client: KubeApi, namespace: string, template: TerraformMachineTemplate): Promise<V1Secret[]> {
   const names = (template.spec.template.spec.jobs?.imagePullSecrets ?? []).map((reference) => reference.name).filter((name): name is string => !!name);
   // A missing Secret is skipped, as the kubelet does.
-  const secrets = await Promise.all(names.map((name) => undefinedIfNotFound(core.readNamespacedSecret({ namespace, name }))));
+  const secrets = await Promise.all(names.map((name) => undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, name))));
   return secrets.filter((secret): secret is V1Secret => secret !== undefined);
 }
 
@@ -82,7 +81,6 @@ export function machineTemplateController(deps: TemplateControllerDeps, options:
   const architecture = options.architecture ?? ociArchitecture();
   const inspect = options.inspect ?? inspectImage;
   const failed = new Map<string, FailedInspections>();
-  const objectApi = (namespace: string, name: string) => ({ group: apiGroup, version: apiVersion, plural: machineTemplateResourceType.plural, namespace, name });
   return {
     name: kinds.machineTemplate.toLowerCase(),
     kind: kinds.machineTemplate,
@@ -92,7 +90,7 @@ export function machineTemplateController(deps: TemplateControllerDeps, options:
       const namespace = context.namespace ?? "";
       let template: TerraformMachineTemplate;
       try {
-        template = (await deps.custom.getNamespacedCustomObject(objectApi(namespace, context.name))) as TerraformMachineTemplate;
+        template = await deps.client.get<TerraformMachineTemplate>(machineTemplateResourceType, namespace, context.name);
       } catch (error) {
         if (!isNotFound(error)) throw error;
         failed.delete(key);
@@ -106,10 +104,10 @@ export function machineTemplateController(deps: TemplateControllerDeps, options:
       // Woken before the back-off ran out (a resync, a metadata change): wait for it.
       if (sameAttempt && earlier.retryAt > now()) return { requeueAfterMillis: earlier.retryAt - now() };
 
-      const inspection: ImageInspection = await inspect(image, { pullSecrets: await readPullSecrets(deps.core, namespace, template), architecture });
-      const variables = await readUserVariables(deps.core, "machine", namespace, template.spec.template.spec);
+      const inspection: ImageInspection = await inspect(image, { pullSecrets: await readPullSecrets(deps.client, namespace, template), architecture });
+      const variables = await readUserVariables(deps.client, "machine", namespace, template.spec.template.spec);
       const decision = decideTemplateStatus({ template, inspection, variables, now: now() });
-      if (decision.changed) await deps.custom.patchNamespacedCustomObjectStatus({ ...objectApi(namespace, context.name), body: statusPatch(template, decision.status) }, mergePatchOptions());
+      if (decision.changed) await deps.client.patchStatus(machineTemplateResourceType, namespace, context.name, statusPatch(template, decision.status), "merge");
 
       const subject = { apiVersion: groupVersion, kind: kinds.machineTemplate, namespace, name: context.name, uid: template.metadata?.uid ?? "" };
       let requeueAfterMillis: number | undefined = decision.variablesPending ? variablesSourceRetryMillis : undefined;

@@ -15,6 +15,7 @@ import { renderCrd } from "../api/crds.js";
 import { installCrds, planeClients } from "../api/crds.test-support.js";
 import { minimalCluster } from "../api/examples.test-support.js";
 import { kindDefinitions } from "../api/kinds.js";
+import { KubeClient } from "../runtime/kube-client.js";
 import { generateServingCertificate } from "./certificates.test-support.js";
 import { buildValidatingWebhookConfiguration } from "./configuration.js";
 import { kubernetesAdmissionFacts } from "./facts.js";
@@ -45,6 +46,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
     probe.spec.jobs = { env: [{ name: "TF_LOG", value: "TRACE" }] };
     chain = await startAdmissionChain({
       k8s,
+      KubeClient,
       kubeConfig: clients.kubeConfig,
       webhooks: { startAdmissionServer, buildValidatingWebhookConfiguration, kubernetesAdmissionFacts },
       generateServingCertificate,

@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { freeLoopbackPort } from "@captf/testkit";
 import { managerUsername } from "./admission.test-support.js";
 import { generateServingCertificate } from "./certificates.test-support.js";
+import { KubeClient } from "../runtime/kube-client.js";
 import { kubernetesAdmissionFacts } from "./facts.js";
 import { startAdmissionServer, type AdmissionServer } from "./server.js";
 
@@ -17,7 +18,7 @@ export async function startLoopbackAdmissionServer(kubeConfig: k8s.KubeConfig, d
     keyFile: certificate.keyFile,
     logger: pino({ level: process.env.CAPTF_TEST_LOG_LEVEL ?? "silent" }),
     managerUsername,
-    facts: kubernetesAdmissionFacts(kubeConfig),
+    facts: kubernetesAdmissionFacts(new KubeClient(kubeConfig)),
   });
   return { server, url: `https://127.0.0.1:${server.port}`, caPem: certificate.caPem };
 }

@@ -6,12 +6,14 @@
  * listed objects is pure ({@link machineDeletionFactsFrom}, {@link identityUsersFrom}); the
  * lookups are reads against the live API, never a cache, so a just-created user counts.
  */
-import * as k8s from "@kubernetes/client-node";
-import { annotations, apiGroup, apiVersion, kinds, labels } from "@captf/contract/api";
+import { annotations, apiGroup, kinds, labels } from "@captf/contract/api";
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { IdentityUser, SecretAccess } from "./terraformclusteridentity.js";
 import type { MachineDeletionFacts } from "./terraformmachine.js";
-import { apiErrorMessage, isNotFound } from "../runtime/client-node-errors.js";
+import { apiErrorMessage, isNotFound } from "../runtime/api-errors.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import type { KubeApi, KubeObject, ResourceType } from "../runtime/kube-client.js";
+import { terraformClusterType, terraformMachinePoolType, terraformMachineType } from "../reconcile/pass-reads.js";
 
 /** The requester as the AdmissionReview describes it; a SubjectAccessReview asks as exactly this user. */
 export interface AdmissionUserInfo {
@@ -28,7 +30,7 @@ export interface AdmissionFacts {
   secretAccess(user: AdmissionUserInfo, secret: { namespace: string; name: string }): Promise<SecretAccess>;
 }
 
-import { clusterApiCoordinates } from "../api/cluster-api.js";
+import { capiTypes, clusterApiCoordinates } from "../api/cluster-api.js";
 export { clusterApiCoordinates };
 
 type AnyObject = { metadata?: { name?: string; namespace?: string; annotations?: Record<string, string>; deletionTimestamp?: unknown }; spec?: Record<string, unknown> };
@@ -51,9 +53,9 @@ export function machineDeletionFactsFrom(machine: TerraformMachine, machines: re
 
 /** The kinds whose objects name an identity, and where. A machine or pool naming none falls back to its TerraformCluster, which is then a user itself. */
 const identityReferencingKinds = [
-  { kind: kinds.cluster, plural: "terraformclusters", paths: [["identityRef"], ["defaults", "identityRef"]] },
-  { kind: kinds.machine, plural: "terraformmachines", paths: [["identityRef"]] },
-  { kind: kinds.machinePool, plural: "terraformmachinepools", paths: [["identityRef"]] },
+  { type: terraformClusterType, paths: [["identityRef"], ["defaults", "identityRef"]] },
+  { type: terraformMachineType, paths: [["identityRef"]] },
+  { type: terraformMachinePoolType, paths: [["identityRef"]] },
 ] as const;
 
 function fieldAt(object: unknown, path: readonly string[]): unknown {
@@ -63,7 +65,8 @@ function fieldAt(object: unknown, path: readonly string[]): unknown {
 /** Objects of the listed kinds whose identityRef (kind TerraformClusterIdentity, the default) names the identity, sorted. */
 export function identityUsersFrom(identityName: string, listed: Readonly<Partial<Record<string, readonly unknown[]>>>): IdentityUser[] {
   const users: IdentityUser[] = [];
-  for (const { kind, paths } of identityReferencingKinds) {
+  for (const { type, paths } of identityReferencingKinds) {
+    const kind = type.kind;
     for (const item of listed[kind] ?? []) {
       const object = item as AnyObject;
       const named = paths.some((path) => {
@@ -99,18 +102,17 @@ export interface KubernetesAdmissionFactsOptions {
 }
 
 /** {@link AdmissionFacts} read from the API server with the manager's credentials. */
-export function kubernetesAdmissionFacts(kubeConfig: k8s.KubeConfig, options: KubernetesAdmissionFactsOptions = {}): AdmissionFacts {
-  const objects = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  const authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
+export function kubernetesAdmissionFacts(client: KubeApi, options: KubernetesAdmissionFactsOptions = {}): AdmissionFacts {
   const timeoutMillis = options.timeoutMillis ?? 5000;
   const limit = options.pageSize ?? 500;
 
-  async function listAll(request: (page: { limit: number; _continue?: string }) => Promise<unknown>): Promise<unknown[]> {
+  /** Every object of `type` in `namespace` (undefined: all namespaces), page by page. */
+  async function listAll(type: ResourceType, namespace: string | undefined): Promise<unknown[]> {
     const items: unknown[] = [];
     let token: string | undefined;
     do {
-      const page = (await request({ limit, ...(token ? { _continue: token } : {}) })) as { items?: unknown[]; metadata?: { continue?: string } };
-      items.push(...(page.items ?? []));
+      const page = await client.list(type, namespace, { limit, continue: token });
+      items.push(...page.items);
       token = page.metadata?.continue || undefined;
     } while (token);
     return items;
@@ -123,7 +125,7 @@ export function kubernetesAdmissionFacts(kubeConfig: k8s.KubeConfig, options: Ku
       return withTimeout(what, timeoutMillis, (async () => {
         let machines: unknown[];
         try {
-          machines = await listAll((page) => objects.listNamespacedCustomObject({ ...clusterApiCoordinates, plural: "machines", namespace, ...page }));
+          machines = await listAll(capiTypes.machine, namespace);
         } catch (error) {
           // Without Cluster API's Machine kind, no Machine can reference it.
           if (!isNotFound(error)) throw new FactLookupError(what, error);
@@ -133,7 +135,7 @@ export function kubernetesAdmissionFacts(kubeConfig: k8s.KubeConfig, options: Ku
         let cluster: unknown;
         if (clusterName && machines.length > 0) {
           try {
-            cluster = await objects.getNamespacedCustomObject({ ...clusterApiCoordinates, plural: "clusters", namespace, name: clusterName });
+            cluster = await client.get(capiTypes.cluster, namespace, clusterName);
           } catch (error) {
             if (!isNotFound(error)) throw new FactLookupError(`Cluster ${namespace}/${clusterName}`, error);
           }
@@ -147,9 +149,9 @@ export function kubernetesAdmissionFacts(kubeConfig: k8s.KubeConfig, options: Ku
       return withTimeout(what, timeoutMillis, (async () => {
         const listed: Record<string, unknown[]> = {};
         await Promise.all(
-          identityReferencingKinds.map(async ({ kind, plural }) => {
+          identityReferencingKinds.map(async ({ type }) => {
             try {
-              listed[kind] = await listAll((page) => objects.listClusterCustomObject({ group: apiGroup, version: apiVersion, plural, ...page }));
+              listed[type.kind] = await listAll(type, undefined);
             } catch (error) {
               throw new FactLookupError(what, error);
             }
@@ -163,17 +165,15 @@ export function kubernetesAdmissionFacts(kubeConfig: k8s.KubeConfig, options: Ku
       const what = `SubjectAccessReview of get Secret ${secret.namespace}/${secret.name}`;
       return withTimeout(what, timeoutMillis, (async () => {
         try {
-          const review = await authorization.createSubjectAccessReview({
-            body: {
-              apiVersion: "authorization.k8s.io/v1",
-              kind: "SubjectAccessReview",
-              spec: {
-                ...(user.username === undefined ? {} : { user: user.username }),
-                ...(user.uid === undefined ? {} : { uid: user.uid }),
-                ...(user.groups === undefined ? {} : { groups: user.groups }),
-                ...(user.extra === undefined ? {} : { extra: user.extra }),
-                resourceAttributes: { verb: "get", group: "", version: "v1", resource: "secrets", namespace: secret.namespace, name: secret.name },
-              },
+          const review = await client.create<KubeObject & { spec?: unknown; status?: { allowed?: boolean } }>(builtinTypes.subjectAccessReview, undefined, {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "SubjectAccessReview",
+            spec: {
+              ...(user.username === undefined ? {} : { user: user.username }),
+              ...(user.uid === undefined ? {} : { uid: user.uid }),
+              ...(user.groups === undefined ? {} : { groups: user.groups }),
+              ...(user.extra === undefined ? {} : { extra: user.extra }),
+              resourceAttributes: { verb: "get", group: "", version: "v1", resource: "secrets", namespace: secret.namespace, name: secret.name },
             },
           });
           return { allowed: review.status?.allowed === true };

@@ -1,10 +1,8 @@
 /**
- * The API server's errors, whichever client met them (the runtime's {@link KubeApiError},
- * @kubernetes/client-node's ApiException): one set of predicates, and a message for conditions
- * (the HTTP status and the server's own message: a metav1.Status names objects and fields, never
- * a Secret's data).
+ * The API server's errors as the client throws them ({@link KubeApiError}): one set of predicates,
+ * and a message for conditions (the HTTP status and the server's own message: a metav1.Status
+ * names objects and fields, never a Secret's data).
  */
-import { ApiException } from "@kubernetes/client-node";
 
 /** A `metav1.Status` as the server returns it with an error. */
 export interface KubeStatus {
@@ -33,35 +31,14 @@ export class KubeApiError extends Error {
   }
 }
 
-/** The HTTP status of an error of either client. */
+/** The HTTP status of an API error; undefined for anything else (a cut connection, a timeout). */
 export function httpStatusOf(error: unknown): number | undefined {
-  if (error instanceof ApiException) return error.code;
-  if (error instanceof KubeApiError) return error.statusCode;
-  return (error as { code?: number } | undefined)?.code;
+  return error instanceof KubeApiError ? error.statusCode : undefined;
 }
 
-/** The metav1.Status a client-node error carries in its body, when it is one. */
-function statusOfBody(error: ApiException<unknown>): KubeStatus | undefined {
-  try {
-    const status = (typeof error.body === "string" ? JSON.parse(error.body) : error.body) as unknown;
-    return status && typeof status === "object" ? (status as KubeStatus) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The metav1.Status of an error of either client, when it carries one. */
-function statusOf(error: unknown): KubeStatus | undefined {
-  if (error instanceof KubeApiError) return error.status;
-  if (error instanceof ApiException) return statusOfBody(error);
-  return undefined;
-}
-
-/** The server's reason of an error of either client. */
+/** The server's reason of an API error. */
 export function reasonOf(error: unknown): string | undefined {
-  if (error instanceof KubeApiError) return error.reason;
-  if (error instanceof ApiException) return statusOfBody(error)?.reason;
-  return undefined;
+  return error instanceof KubeApiError ? error.reason : undefined;
 }
 
 export function isNotFound(error: unknown): boolean {
@@ -70,7 +47,7 @@ export function isNotFound(error: unknown): boolean {
 
 /** NotFound for one object: the Status names it (`details.kind` is the resource's plural, as the server writes it). */
 export function isNotFoundOf(error: unknown, plural: string, name: string): boolean {
-  const details = statusOf(error)?.details as { name?: string; kind?: string } | undefined;
+  const details = (error instanceof KubeApiError ? error.status?.details : undefined) as { name?: string; kind?: string } | undefined;
   return isNotFound(error) && details?.name === name && details.kind === plural;
 }
 
@@ -88,12 +65,9 @@ export function isGone(error: unknown): boolean {
   return httpStatusOf(error) === 410;
 }
 
-/** `HTTP <code>: <server message>`, at most 500 characters. */
+/** `HTTP <code>: <server message>` for an API error, else the error's message; at most 500 characters. */
 export function apiErrorMessage(error: unknown): string {
-  if (error instanceof ApiException) {
-    const body = typeof error.body === "string" ? error.body : JSON.stringify(error.body);
-    return `HTTP ${error.code}: ${statusOfBody(error)?.message ?? body}`.slice(0, 500);
-  }
+  if (error instanceof KubeApiError) return `HTTP ${error.statusCode}: ${error.status?.message ?? error.message}`.slice(0, 500);
   return (error instanceof Error ? error.message : String(error)).slice(0, 500);
 }
 
