@@ -122,7 +122,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
-    identityController({ client, recordEvents: true }, { instance: deps.instance, cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
+    identityController({ client, events }, { cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
     machineTemplateController({ client, events, metrics: deps.metrics.captf }, { concurrency: settings.concurrency.terraformMachineTemplate }),
     namespaceSweepController(client, { syncPeriodMillis: settings.syncPeriodMillis }),
   ];

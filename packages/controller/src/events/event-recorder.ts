@@ -12,10 +12,14 @@ import { microTime, type KubeApi } from "../runtime/kube-client.js";
 export interface EventSubject {
   apiVersion: string;
   kind: string;
-  namespace: string;
+  /** Undefined for a cluster-scoped object: its events go to {@link clusterScopedEventNamespace}. */
+  namespace?: string | undefined;
   name: string;
   uid: string;
 }
+
+/** Where client-go records the events of cluster-scoped objects (a TerraformClusterIdentity's). */
+export const clusterScopedEventNamespace = "default";
 
 export interface EventRecorder {
   /** `note` is shown to users: it names objects and reasons, never secret values. `type` overrides the reason's declared type (ConditionChanged and PlanSuperseded are Warnings only in some cases). */
@@ -29,12 +33,14 @@ export function kubeEventRecorder(client: KubeApi, options: { instance: string; 
   const now = options.now ?? Date.now;
   return {
     async record(subject, reason, note, action = reason, type = managerEventReasons[reason]) {
-      const name = `${subject.name}.${Date.now().toString(16)}${randomBytes(3).toString("hex")}`;
+      // <object>.<hex time><random>, the object's name cut so the whole stays a valid name (at most 253).
+      const name = `${subject.name.slice(0, 200).replace(/[-.]+$/, "")}.${Date.now().toString(16)}${randomBytes(3).toString("hex")}`;
+      const namespace = subject.namespace ?? clusterScopedEventNamespace;
       await client
-        .create(builtinTypes.event, subject.namespace, {
+        .create(builtinTypes.event, namespace, {
           apiVersion: "events.k8s.io/v1",
           kind: "Event",
-          metadata: { name, namespace: subject.namespace },
+          metadata: { name, namespace },
           // MicroTime: the API server rejects an eventTime without six fractional digits.
           eventTime: microTime(now()),
           reportingController: eventReporters.manager,
@@ -43,11 +49,11 @@ export function kubeEventRecorder(client: KubeApi, options: { instance: string; 
           reason,
           type,
           note: note.length > maxNoteLength ? `${note.slice(0, maxNoteLength - 1)}…` : note,
-          regarding: { apiVersion: subject.apiVersion, kind: subject.kind, namespace: subject.namespace, name: subject.name, uid: subject.uid },
+          regarding: { apiVersion: subject.apiVersion, kind: subject.kind, ...(subject.namespace ? { namespace: subject.namespace } : {}), name: subject.name, ...(subject.uid ? { uid: subject.uid } : {}) },
         })
         .then(
           () => undefined,
-          (error: unknown) => options.logger?.warn({ reason, object: `${subject.namespace}/${subject.name}`, error: (error as Error).message }, "could not record an event"),
+          (error: unknown) => options.logger?.warn({ reason, object: subject.namespace ? `${subject.namespace}/${subject.name}` : subject.name, error: (error as Error).message }, "could not record an event"),
         );
     },
   };

@@ -5,16 +5,15 @@
  * 5 minutes when Ready is True and in 30 seconds otherwise; mirrors are watched, so a mirror
  * appearing or going wakes the identity it names.
  */
-import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
 import type { V1Secret } from "@kubernetes/client-node";
-import { annotations, eventReporters, groupVersion, kinds, labels } from "@captf/contract/api";
+import { annotations, groupVersion, kinds, labels } from "@captf/contract/api";
 import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { generationOrMetadataChanged, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
-import { microTime, type KubeApi, type KubeObject } from "../runtime/kube-client.js";
+import type { KubeApi, KubeObject } from "../runtime/kube-client.js";
+import type { EventRecorder } from "../events/event-recorder.js";
 import { apiErrorMessage, isNotFound } from "../runtime/api-errors.js";
-import { identityResourceType, readIdentity, type CredentialsEvent } from "./ensure-credentials.js";
+import { identityResourceType, readIdentity } from "./ensure-credentials.js";
 import { decideIdentityStatus, type SourceSecretReading } from "./identity-status.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 
@@ -22,20 +21,15 @@ export { identityResourceType };
 
 export const mirrorLabelSelector = `${labels.mirrored}=true,${labels.managed}=true`;
 
-/** Identity events land here: the identity itself has no namespace. */
-const identityEventNamespace = "default";
-
 export interface IdentityControllerClients {
   client: KubeApi;
-  /** Record IdentitySecretFound / IdentitySecretNotFound as events; without it, none are. */
-  recordEvents?: boolean;
+  /** Where IdentitySecretFound / IdentitySecretNotFound go (the default namespace: the identity has none); without it, nowhere. */
+  events?: EventRecorder;
 }
 
 export interface IdentityControllerOptions {
   concurrency?: number;
   now?: () => number;
-  /** The events' reportingInstance: the manager pod's name. */
-  instance?: string;
   /** The manager's caches: the identity is read from them, and the mirrors are the mirror watch's cache; without them both are read live. */
   cache?: { reads: ReadCache; mirrors: () => readonly V1Secret[] };
 }
@@ -70,28 +64,9 @@ async function readSource(client: KubeApi, identity: TerraformClusterIdentity): 
   }
 }
 
-async function recordIdentityEvent(client: KubeApi, identity: TerraformClusterIdentity, event: CredentialsEvent, now: number, instance: string): Promise<void> {
-  const name = identity.metadata?.name ?? "";
-  await client.create(builtinTypes.event, identityEventNamespace, {
-    apiVersion: "events.k8s.io/v1",
-    kind: "Event",
-    // client-go's naming: <object>.<event time in hex nanoseconds>, plus a random part against a same-millisecond twin.
-    metadata: { name: `${name.slice(0, 200).replace(/[-.]+$/, "")}.${(BigInt(now) * 1_000_000n).toString(16)}${randomBytes(2).toString("hex")}`, namespace: identityEventNamespace },
-    eventTime: microTime(now),
-    reportingController: eventReporters.manager,
-    reportingInstance: instance.slice(0, 128),
-    action: "CheckSecret",
-    reason: event.reason,
-    type: event.type,
-    note: event.note.slice(0, 1024),
-    regarding: { apiVersion: groupVersion, kind: kinds.clusterIdentity, name, ...(identity.metadata?.uid ? { uid: identity.metadata.uid } : {}) },
-  });
-}
-
 export function identityController(clients: IdentityControllerClients, options: IdentityControllerOptions = {}): Controller {
   const { client } = clients;
   const now = options.now ?? Date.now;
-  const instance = options.instance ?? hostname();
   return {
     name: kinds.clusterIdentity.toLowerCase(),
     kind: kinds.clusterIdentity,
@@ -114,10 +89,9 @@ export function identityController(clients: IdentityControllerClients, options: 
         const { conditions, namespaces } = decision.status;
         await client.patchStatus(identityResourceType, undefined, context.name, { status: { conditions, namespaces: namespaces.length > 0 ? namespaces : null } }, "merge");
       }
-      if (decision.event && clients.recordEvents) {
-        await recordIdentityEvent(client, identity, decision.event, now(), instance).catch((error: unknown) =>
-          context.logger.warn({ reason: decision.event?.reason, error: apiErrorMessage(error) }, "recording an identity event failed"),
-        );
+      if (decision.event) {
+        const { reason, note, type } = decision.event;
+        await clients.events?.record({ apiVersion: groupVersion, kind: kinds.clusterIdentity, name: context.name, uid: identity.metadata?.uid ?? "" }, reason, note, "CheckSecret", type);
       }
       const ready = decision.status.conditions.find((condition) => condition.type === "Ready");
       context.logger.info({ ready: ready?.reason, namespaces: decision.status.namespaces.length, patched: decision.changed }, "reconciled");

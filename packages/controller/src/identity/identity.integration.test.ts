@@ -6,6 +6,7 @@ import { describeWithTools } from "@captf/testkit";
 import { preparePlane } from "../reconcile/plane.test-support.js";
 import type { KubeClient } from "../runtime/kube-client.js";
 import { captureLogs } from "../runtime/runtime.test-support.js";
+import { kubeEventRecorder } from "../events/event-recorder.js";
 import type { ConditionReport } from "./condition-report.js";
 import { credentialsHash } from "./credentials-mirror.js";
 import { ensureCredentials, type CredentialsOutcome } from "./ensure-credentials.js";
@@ -286,7 +287,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
   describe("the identity controller", () => {
     const context = (name: string) => ({ namespace: undefined, name, reconcileId: "test", logger: logs.logger, signal: new AbortController().signal });
-    const controller = () => identityController({ client, recordEvents: true }, { instance: "test-manager" });
+    const controller = () => identityController({ client, events: kubeEventRecorder(client, { instance: "test-manager" }) });
 
     it("sets Ready=True/SecretFound and status.namespaces from the used mirrors, requeueing in 5 minutes", async () => {
       const identity = await createIdentity("ctrl", { secretRef: sourceRef(), allowedNamespaces: { list: [namespace] }, requiredKeys: ["AWS_SECRET_ACCESS_KEY"] });
@@ -321,10 +322,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect((await readIdentity(missing)).status?.conditions?.[0]).toMatchObject({ type: "Ready", status: "False", reason: "SecretNotFound" });
 
       const recorded = (await events.listNamespacedEvent({ namespace: "default" })).items.filter((event) => event.regarding?.name === incomplete || event.regarding?.name === missing);
-      expect(recorded.map((event) => [event.regarding?.name, event.reason, event.type, event.reportingController]).sort()).toEqual(
+      // The identity is cluster-scoped: its events are in the default namespace, regarding no namespace.
+      expect(recorded.map((event) => [event.regarding?.name, event.regarding?.namespace, event.reason, event.type, event.action, event.reportingController, event.reportingInstance]).sort()).toEqual(
         [
-          [incomplete, "IdentitySecretNotFound", "Warning", "captf-manager"],
-          [missing, "IdentitySecretNotFound", "Warning", "captf-manager"],
+          [incomplete, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
+          [missing, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
         ].sort(),
       );
       // Still missing: no second event.
