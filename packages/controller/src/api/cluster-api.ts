@@ -4,6 +4,9 @@ import type { ResourceType } from "../runtime/kube-client.js";
 export const capiGroup = "cluster.x-k8s.io";
 export const capiVersion = "v1beta2";
 export const capiGroupVersion = `${capiGroup}/${capiVersion}`;
+/** Cluster API's kubeadm bootstrap and control-plane providers, at the same version: what the generated flavors name. */
+export const kubeadmBootstrapGroup = "bootstrap.cluster.x-k8s.io";
+export const kubeadmControlPlaneGroup = "controlplane.cluster.x-k8s.io";
 /** Where the Cluster API Machines and Clusters are read: the v1beta2 contract. */
 export const clusterApiCoordinates = { group: capiGroup, version: capiVersion } as const;
 

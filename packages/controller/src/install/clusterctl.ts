@@ -9,7 +9,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
-import { capiGroupVersion } from "../api/cluster-api.js";
+import { apiGroup as infraGroup, apiVersion as infraVersion, groupVersion as infraGroupVersion } from "@captf/contract/api";
+import { capiGroupVersion, capiVersion, kubeadmBootstrapGroup, kubeadmControlPlaneGroup } from "../api/cluster-api.js";
 import type { GeneratedFile } from "../api/crds.js";
 import { managerVersion } from "../manager-main.js";
 import { monitoringObjects } from "../monitoring/monitoring-files.js";
@@ -39,7 +40,7 @@ function documents(objects: readonly unknown[]): string {
 
 export function metadataObject(): AnyObject {
   const [major, minor] = managerVersion.split(".").map(Number);
-  return { apiVersion: "clusterctl.cluster.x-k8s.io/v1alpha3", kind: "Metadata", releaseSeries: [{ major, minor, contract: "v1beta2" }] };
+  return { apiVersion: "clusterctl.cluster.x-k8s.io/v1alpha3", kind: "Metadata", releaseSeries: [{ major, minor, contract: capiVersion }] };
 }
 
 /**
@@ -100,7 +101,6 @@ export function noopFlavorObjects(demoDirectory: string): AnyObject[] {
     });
 }
 
-const infraGroup = "infrastructure.cluster.x-k8s.io";
 const meta = (name: string, extra: AnyObject = {}) => ({ name, namespace: "${NAMESPACE}", ...extra });
 const clusterLabel = { "cluster.x-k8s.io/cluster-name": "${CLUSTER_NAME}" };
 const clusterNetwork = { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] } };
@@ -114,18 +114,18 @@ function cloudClusterObjects(): AnyObject[] {
       metadata: meta("${CLUSTER_NAME}"),
       spec: {
         clusterNetwork,
-        controlPlaneRef: { apiGroup: "controlplane.cluster.x-k8s.io", kind: "KubeadmControlPlane", name: "${CLUSTER_NAME}-control-plane" },
+        controlPlaneRef: { apiGroup: kubeadmControlPlaneGroup, kind: "KubeadmControlPlane", name: "${CLUSTER_NAME}-control-plane" },
         infrastructureRef: { apiGroup: infraGroup, kind: "TerraformCluster", name: "${CLUSTER_NAME}" },
       },
     },
     {
-      apiVersion: `${infraGroup}/v1alpha1`,
+      apiVersion: infraGroupVersion,
       kind: "TerraformCluster",
       metadata: meta("${CLUSTER_NAME}"),
       spec: { source: { image: "${CAPTF_CLUSTER_MODULE_IMAGE}" }, identityRef: { name: "${CAPTF_IDENTITY_NAME}" } },
     },
     {
-      apiVersion: "controlplane.cluster.x-k8s.io/v1beta2",
+      apiVersion: `${kubeadmControlPlaneGroup}/${capiVersion}`,
       kind: "KubeadmControlPlane",
       metadata: meta("${CLUSTER_NAME}-control-plane"),
       spec: {
@@ -136,7 +136,7 @@ function cloudClusterObjects(): AnyObject[] {
       },
     },
     {
-      apiVersion: `${infraGroup}/v1alpha1`,
+      apiVersion: infraGroupVersion,
       kind: "TerraformMachineTemplate",
       metadata: meta("${CLUSTER_NAME}-control-plane"),
       spec: { template: { spec: { source: { image: "${CAPTF_CONTROL_PLANE_MODULE_IMAGE}" } } } },
@@ -159,15 +159,15 @@ function cloudPoolObjects(module: "gcp-machinepool" | "azure-machinepool", varia
           spec: {
             clusterName: "${CLUSTER_NAME}",
             version: "${KUBERNETES_VERSION}",
-            bootstrap: { configRef: { apiGroup: "bootstrap.cluster.x-k8s.io", kind: "KubeadmConfig", name } },
+            bootstrap: { configRef: { apiGroup: kubeadmBootstrapGroup, kind: "KubeadmConfig", name } },
             infrastructureRef: { apiGroup: infraGroup, kind: "TerraformMachinePool", name },
           },
         },
       },
     },
-    { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2", kind: "KubeadmConfig", metadata: meta(name), spec: { format: "cloud-config" } },
+    { apiVersion: `${kubeadmBootstrapGroup}/${capiVersion}`, kind: "KubeadmConfig", metadata: meta(name), spec: { format: "cloud-config" } },
     {
-      apiVersion: `${infraGroup}/v1alpha1`,
+      apiVersion: infraGroupVersion,
       kind: "TerraformMachinePool",
       metadata: meta(name, { labels: clusterLabel }),
       spec: { source: { image: `\${CAPTF_MODULE_REGISTRY:=ghcr.io/captf-io}/${module}:${moduleTag}` }, variables },
@@ -181,10 +181,10 @@ export const clusterClassName = "captf-noop";
 /** A ClusterClass on the no-op modules (cluster, MachineDeployment and MachinePool classes) with its templates. */
 function clusterClassObjects(): AnyObject[] {
   const className = clusterClassName;
-  const ref = (kind: string, name: string, group = infraGroup, version = "v1alpha1") => ({ templateRef: { apiVersion: `${group}/${version}`, kind, name } });
+  const ref = (kind: string, name: string, group = infraGroup, version = infraVersion) => ({ templateRef: { apiVersion: `${group}/${version}`, kind, name } });
   // As the default flavor's: the no-op module images are the e2e's (<registry>/captf/noop-<role>).
   const noopImage = (role: string) => `\${CAPTF_MODULE_REGISTRY}/captf/noop-${role}:${moduleTag}`;
-  const bootstrap = ref("KubeadmConfigTemplate", `${className}-worker`, "bootstrap.cluster.x-k8s.io", "v1beta2");
+  const bootstrap = ref("KubeadmConfigTemplate", `${className}-worker`, kubeadmBootstrapGroup, capiVersion);
   return [
     {
       apiVersion: capiGroupVersion,
@@ -192,19 +192,19 @@ function clusterClassObjects(): AnyObject[] {
       metadata: meta(className),
       spec: {
         infrastructure: ref("TerraformClusterTemplate", className),
-        controlPlane: { ...ref("KubeadmControlPlaneTemplate", className, "controlplane.cluster.x-k8s.io", "v1beta2"), machineInfrastructure: ref("TerraformMachineTemplate", `${className}-control-plane`) },
+        controlPlane: { ...ref("KubeadmControlPlaneTemplate", className, kubeadmControlPlaneGroup, capiVersion), machineInfrastructure: ref("TerraformMachineTemplate", `${className}-control-plane`) },
         workers: {
           machineDeployments: [{ class: "default-worker", bootstrap, infrastructure: ref("TerraformMachineTemplate", `${className}-worker`) }],
           machinePools: [{ class: "default-pool", bootstrap, infrastructure: ref("TerraformMachinePoolTemplate", `${className}-pool`) }],
         },
       },
     },
-    { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformClusterTemplate", metadata: meta(className), spec: { template: { spec: { source: { image: noopImage("cluster") }, identityRef: { name: "${CAPTF_IDENTITY_NAME}" } } } } },
-    { apiVersion: "controlplane.cluster.x-k8s.io/v1beta2", kind: "KubeadmControlPlaneTemplate", metadata: meta(className), spec: { template: { spec: { kubeadmConfigSpec: { format: "cloud-config" } } } } },
-    { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformMachineTemplate", metadata: meta(`${className}-control-plane`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
-    { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformMachineTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
-    { apiVersion: `${infraGroup}/v1alpha1`, kind: "TerraformMachinePoolTemplate", metadata: meta(`${className}-pool`), spec: { template: { spec: { source: { image: noopImage("machinepool") } } } } },
-    { apiVersion: "bootstrap.cluster.x-k8s.io/v1beta2", kind: "KubeadmConfigTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { format: "cloud-config" } } } },
+    { apiVersion: infraGroupVersion, kind: "TerraformClusterTemplate", metadata: meta(className), spec: { template: { spec: { source: { image: noopImage("cluster") }, identityRef: { name: "${CAPTF_IDENTITY_NAME}" } } } } },
+    { apiVersion: `${kubeadmControlPlaneGroup}/${capiVersion}`, kind: "KubeadmControlPlaneTemplate", metadata: meta(className), spec: { template: { spec: { kubeadmConfigSpec: { format: "cloud-config" } } } } },
+    { apiVersion: infraGroupVersion, kind: "TerraformMachineTemplate", metadata: meta(`${className}-control-plane`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
+    { apiVersion: infraGroupVersion, kind: "TerraformMachineTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
+    { apiVersion: infraGroupVersion, kind: "TerraformMachinePoolTemplate", metadata: meta(`${className}-pool`), spec: { template: { spec: { source: { image: noopImage("machinepool") } } } } },
+    { apiVersion: `${kubeadmBootstrapGroup}/${capiVersion}`, kind: "KubeadmConfigTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { format: "cloud-config" } } } },
   ];
 }
 

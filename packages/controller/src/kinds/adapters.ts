@@ -10,7 +10,7 @@ import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type Sto
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
-import { clusterInputs, machineInputs, machinePoolInputs, type InputsPending, type ObjectMeta } from "./render-inputs.js";
+import { clusterInputs, machineInputs, machinePoolInputs, type InputsPending, type NamespacedMeta } from "./render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/api-errors.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
@@ -71,7 +71,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return ownerWait(object, "Machine", undefined);
     const namespace = object.metadata.namespace;
-    const machine = await getCapi<{ metadata: ObjectMeta & { uid?: string }; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } }>(deps, namespace, "machines", ownerRef.name);
+    const machine = await getCapi<{ metadata: NamespacedMeta & { uid?: string }; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } }>(deps, namespace, "machines", ownerRef.name);
     if (!machine) return ownerWait(object, "Machine", ownerRef.name);
     const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
     const mismatch = ownerMismatch({ owner: { kind: "Machine", metadata: machine.metadata, infrastructureRef: machine.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachine", metadata: object.metadata } });
@@ -91,7 +91,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
     if (!policy.annotateMachine && previous === 0) return [];
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return [];
-    const machine = await getCapi<{ metadata: ObjectMeta & { deletionTimestamp?: string } }>(deps, object.metadata.namespace, "machines", ownerRef.name);
+    const machine = await getCapi<{ metadata: NamespacedMeta & { deletionTimestamp?: string } }>(deps, object.metadata.namespace, "machines", ownerRef.name);
     if (!machine || machine.metadata.deletionTimestamp) return [];
     const change = decideRemediation(policy, samples, health.reason, machine.metadata.annotations);
     if (!change) return [];
@@ -168,7 +168,7 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
 };
 
 type CapiMachinePool = Parameters<typeof machinePoolInputs>[0]["machinePool"] & {
-  metadata: ObjectMeta & { uid?: string };
+  metadata: NamespacedMeta & { uid?: string };
   spec?: { clusterName?: string; template?: { spec?: { bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } } };
 };
 

@@ -1,5 +1,5 @@
 import { apiGroup, labels } from "@captf/contract/api";
-import type { InputsPending, ObjectMeta } from "./render-inputs.js";
+import type { InputsPending, NamespacedMeta } from "./render-inputs.js";
 
 /**
  * A Cluster API owner must point back at the object it owns (its infrastructureRef), carry the
@@ -14,10 +14,10 @@ export interface InfrastructureReference {
 }
 
 export interface OwnerFacts {
-  owner: { kind: string; metadata: ObjectMeta & { uid?: string }; infrastructureRef: InfrastructureReference | undefined; clusterName: string };
+  owner: { kind: string; metadata: NamespacedMeta & { uid?: string }; infrastructureRef: InfrastructureReference | undefined; clusterName: string };
   /** The object's owner reference to it (its UID when set). */
   ownerReferenceUid?: string;
-  object: { kind: string; metadata: ObjectMeta };
+  object: { kind: string; metadata: NamespacedMeta };
 }
 
 export function ownerMismatch(facts: OwnerFacts): InputsPending | undefined {

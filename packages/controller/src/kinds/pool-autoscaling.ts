@@ -1,6 +1,6 @@
 import { annotations, replicasManagedByValue } from "@captf/contract/api";
 import type { ConditionValue } from "./map-outputs.js";
-import { autoscalingFromAnnotations, type ObjectMeta } from "./render-inputs.js";
+import { autoscalingFromAnnotations, type NamespacedMeta } from "./render-inputs.js";
 
 /**
  * Autoscaled machine pools: while the MachinePool carries valid autoscaler bounds, the module
@@ -9,7 +9,7 @@ import { autoscalingFromAnnotations, type ObjectMeta } from "./render-inputs.js"
  */
 
 export interface MachinePoolReplicas {
-  metadata: ObjectMeta;
+  metadata: NamespacedMeta;
   spec?: { replicas?: number };
 }
 

@@ -10,6 +10,7 @@ import {
   type MachinePoolInputs,
 } from "@captf/contract";
 import { annotations, labels } from "@captf/contract/api";
+import type { ObjectMeta } from "../runtime/kube-client.js";
 
 /**
  * Building a role's contract inputs from the Cluster API objects that own a Terraform* object.
@@ -17,16 +18,11 @@ import { annotations, labels } from "@captf/contract/api";
  * missing when inputs cannot be built yet (a condition reason and a message).
  */
 
-/** The fields of Kubernetes objects these functions read; objects arrive as parsed JSON. */
-export interface ObjectMeta {
-  name: string;
-  namespace: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-}
+/** The metadata of the namespaced objects these functions read (parsed JSON): name and namespace always set. */
+export type NamespacedMeta = Required<Pick<ObjectMeta, "name" | "namespace">> & Pick<ObjectMeta, "labels" | "annotations">;
 
 interface CapiCluster {
-  metadata: ObjectMeta;
+  metadata: NamespacedMeta;
   spec?: {
     controlPlaneEndpoint?: { host?: string; port?: number };
     topology?: { version?: string };
@@ -41,7 +37,7 @@ interface CapiCluster {
 }
 
 interface TerraformClusterLike {
-  metadata: ObjectMeta;
+  metadata: NamespacedMeta;
   spec?: { controlPlaneEndpoint?: { host?: string; port?: number } };
 }
 
@@ -110,7 +106,7 @@ export function bootstrapInputs(secret: BootstrapSecret | undefined): InputsResu
 }
 
 interface CapiMachine {
-  metadata: ObjectMeta;
+  metadata: NamespacedMeta;
   spec?: { failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string } };
 }
 
@@ -122,7 +118,7 @@ const clusterInfrastructureWait = "the TerraformCluster has not applied its modu
  * externally managed TerraformCluster; undefined means the cluster has not published it yet.
  */
 export function machineInputs(
-  owner: { cluster: { name: string; namespace: string }; machine: CapiMachine; terraformMachine: { metadata: ObjectMeta } },
+  owner: { cluster: { name: string; namespace: string }; machine: CapiMachine; terraformMachine: { metadata: NamespacedMeta } },
   exports: JsonValue | undefined,
   bootstrap: BootstrapSecret | undefined,
 ): InputsResult<MachineInputs> {
@@ -151,7 +147,7 @@ export function machineInputs(
 }
 
 interface CapiMachinePool {
-  metadata: ObjectMeta;
+  metadata: NamespacedMeta;
   spec?: {
     replicas?: number;
     failureDomains?: string[];
@@ -160,7 +156,7 @@ interface CapiMachinePool {
 }
 
 /** Autoscaling from the MachinePool's autoscaler annotations: on only when both are non-negative integers with min ≤ max. */
-export function autoscalingFromAnnotations(pool: { metadata: ObjectMeta }): { autoscaling: Autoscaling; reason: "ReplicasManagedByModule" | "AutoscalingDisabled" | "AutoscalingAnnotationsInvalid" } {
+export function autoscalingFromAnnotations(pool: { metadata: NamespacedMeta }): { autoscaling: Autoscaling; reason: "ReplicasManagedByModule" | "AutoscalingDisabled" | "AutoscalingAnnotationsInvalid" } {
   const min = pool.metadata.annotations?.[annotations.autoscalerMinSize];
   const max = pool.metadata.annotations?.[annotations.autoscalerMaxSize];
   const off = { enabled: false, min: 0, max: 0 };
@@ -177,7 +173,7 @@ export function autoscalingFromAnnotations(pool: { metadata: ObjectMeta }): { au
  * (`status.replicas` of the TerraformMachinePool), else the MachinePool's own, clamped to [min, max].
  */
 export function machinePoolInputs(
-  owner: { cluster: { name: string; namespace: string }; machinePool: CapiMachinePool; terraformMachinePool: { metadata: ObjectMeta; status?: { replicas?: number } } },
+  owner: { cluster: { name: string; namespace: string }; machinePool: CapiMachinePool; terraformMachinePool: { metadata: NamespacedMeta; status?: { replicas?: number } } },
   exports: JsonValue | undefined,
   clusterFailureDomains: readonly string[],
   bootstrap: BootstrapSecret | undefined,

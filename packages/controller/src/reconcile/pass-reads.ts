@@ -1,6 +1,6 @@
 import type { Role } from "@captf/contract";
 import { apiGroup, apiVersion } from "@captf/contract/api";
-import type { ObjectMeta } from "../kinds/render-inputs.js";
+import type { NamespacedMeta } from "../kinds/render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
@@ -44,7 +44,7 @@ export async function readBootstrapSecret(deps: { client: KubeApi; cache?: ReadC
 }
 
 export interface CapiCluster {
-  metadata: ObjectMeta & { uid?: string };
+  metadata: NamespacedMeta & { uid?: string };
   spec?: {
     paused?: boolean;
     infrastructureRef?: { apiGroup?: string; kind?: string; name?: string };
@@ -56,7 +56,7 @@ export interface CapiCluster {
 }
 
 export interface TerraformClusterObject {
-  metadata: ObjectMeta & { uid?: string };
+  metadata: NamespacedMeta & { uid?: string };
   spec?: {
     identityRef?: { name?: string };
     deletionPolicy?: "Destroy" | "Retain";

@@ -11,7 +11,7 @@ import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.j
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
 import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
-import type { InputsResult, ObjectMeta } from "../kinds/render-inputs.js";
+import type { InputsResult, NamespacedMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics, MetricKind } from "../metrics/captf-metrics.js";
 import { watchFilterLabel } from "../runtime/controller.js";
 import type { StateReading } from "../state/decode-state.js";
@@ -110,7 +110,7 @@ export interface PassResult {
 
 /** The fields of a Terraform* object the shared core reads. */
 export interface WorkspaceObject {
-  metadata: ObjectMeta & {
+  metadata: NamespacedMeta & {
     uid: string;
     generation?: number;
     resourceVersion?: string;
