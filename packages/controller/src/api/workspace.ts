@@ -286,6 +286,8 @@ export const ActiveJobSchema = Type.Object(
   { description: "The Job running for the object now." },
 );
 
+export type ActiveJob = Static<typeof ActiveJobSchema>;
+
 export const RunStepSchema = Type.Object(
   {
     name: Type.String({ description: "The step, e.g. init, validate, plan, apply, apply-refresh-only.", minLength: 1, maxLength: 64 }),

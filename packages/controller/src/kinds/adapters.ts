@@ -83,7 +83,7 @@ export const machineAdapter: KindAdapter<"machine"> = {
   },
   async ownerWriteBack(deps, object, { status, events, subject, health, sampled, provisioned, terraformCluster }) {
     if (!health || !provisioned) return [];
-    const previous = (object.status as { unhealthySamples?: number } | undefined)?.unhealthySamples ?? 0;
+    const previous = object.status?.unhealthySamples ?? 0;
     const samples = sampled ? nextUnhealthySamples(previous, health.reason) : previous;
     status.unhealthySamples = samples > 0 ? samples : null;
     deps.metrics?.unhealthySamples.set({ namespace: object.metadata.namespace, name: object.metadata.name }, samples);
@@ -153,11 +153,11 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) {
       const published = publishedExports(decoding.outputs.exports.value);
       // A merge patch merges objects: exports the module dropped must be nulled, not left behind.
-      status.exports = replacingMergePatch((object.status as { exports?: unknown } | undefined)?.exports, published.exports);
+      status.exports = replacingMergePatch(object.status?.exports, published.exports);
       if (published.bytes !== undefined) exportsNotPublished = { bytes: published.bytes };
     }
     const notPublished = exportsNotPublished ? { exportsNotPublished } : {};
-    const current = (object.spec as { controlPlaneEndpoint?: { host?: string } }).controlPlaneEndpoint;
+    const current = object.spec.controlPlaneEndpoint;
     // The module's endpoint is copied once, only when nobody set one; from then on the module owns
     // it (endpoint-source: module) and the input stays null, so the copy never re-applies the cluster.
     if (fields.moduleEndpoint && !current?.host) {
@@ -224,7 +224,7 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     // it follows the module's members, sorted and de-duplicated, and is written only when it changes.
     if (fields.providerIDList) {
       const providerIDList = [...new Set(fields.providerIDList)].sort();
-      const current = (object.spec as { providerIDList?: string[] }).providerIDList;
+      const current = object.spec.providerIDList;
       const same = current !== undefined && current.length === providerIDList.length && current.every((id, index) => id === providerIDList[index]);
       if (!same) spec.providerIDList = providerIDList;
     }

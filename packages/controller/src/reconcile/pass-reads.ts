@@ -69,6 +69,7 @@ export interface TerraformClusterObject {
       remediation?: { annotateMachine?: boolean; unhealthyThreshold?: number; healthCheckIntervalSeconds?: number };
     };
     controlPlaneEndpoint?: { host?: string; port?: number };
+    maxActiveJobs?: number;
   };
   status?: { failureDomains?: { name?: string }[] };
 }

@@ -112,7 +112,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   };
   const holder = jobName(jobRequest);
   if (deps.jobSlots) {
-    const clusterLimit = (request.terraformCluster?.spec as { maxActiveJobs?: number } | undefined)?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
+    const clusterLimit = request.terraformCluster?.spec?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
     const slotOwner = `${namespace}/${adapter.kind}/${name}`;
     const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName, slotOwner), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
     if (slotWait) {

@@ -238,7 +238,7 @@ async function adoptStateOf(pass: Pass, job: ObservedJob): Promise<void> {
 export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob[]): Promise<void> {
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
   const { client } = deps;
-  const recordedJob = object.status?.activeJob as { name?: string; operation?: string } | undefined;
+  const recordedJob = object.status?.activeJob;
   if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
     const vanished = recordedJob.name;
     // Live: a Job missing from the cache may be lag, and this writes the interruption down.
@@ -519,7 +519,7 @@ export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable"
           ? {
               pool: {
                 membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
-                providerIDCount: ((object.spec as { providerIDList?: string[] }).providerIDList ?? []).length,
+                providerIDCount: (object.spec.providerIDList ?? []).length,
                 statusReplicas: object.status?.replicas ?? 0,
               },
             }

@@ -21,7 +21,8 @@ import { startOperation } from "./start-operation.js";
 import { bookkeepFinishedJobs, decide, writeDurableNotes, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, type Pass } from "./workspace-phases.js";
 import { computeStatus, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
-import { type PlanPreview } from "../api/workspace.js";
+import type { ActiveJob, PlanPreview } from "../api/workspace.js";
+import type { ApiEndpoint } from "../api/kubernetes-types.js";
 import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
 import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
@@ -130,10 +131,19 @@ export interface WorkspaceObject {
     variablesFrom?: VariablesFromEntry[];
     identityRef?: { name?: string };
     membershipRefreshIntervalSeconds?: number;
+    /** A TerraformMachine's or TerraformMachinePool's, latched once set. */
+    providerID?: string;
+    /** A TerraformMachinePool's. */
+    providerIDList?: string[];
+    /** A TerraformCluster's. */
+    controlPlaneEndpoint?: Partial<ApiEndpoint>;
     [key: string]: unknown;
   };
-  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; lastRestoredSerial?: number; [key: string]: unknown };
+  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; lastRestoredSerial?: number; plan?: PlanPreview; activeJob?: ActiveJob; unhealthySamples?: number; [key: string]: unknown };
 }
+
+/** The spec fields a kind writes from its module's outputs. */
+export type ContractSpecFields = Pick<WorkspaceObject["spec"], "providerID" | "providerIDList" | "controlPlaneEndpoint">;
 
 /** What a kind adapter sees of the pass when it builds inputs. */
 export interface InputsContext {
@@ -170,7 +180,7 @@ export interface KindAdapter<R extends Role> {
    */
   ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: OwnerWriteBackContext): Promise<{ type: string; value: ConditionValue }[]>;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
-  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: Record<string, unknown>; annotations?: Record<string, string>; status?: Record<string, unknown>; exportsNotPublished?: { bytes: number } };
+  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: ContractSpecFields; annotations?: Record<string, string>; status?: Record<string, unknown>; exportsNotPublished?: { bytes: number } };
 }
 
 
@@ -419,7 +429,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Plans: a finished plan Job's plan is shown for approval; an approved apply consumes it.
   const plans = bookkeepPlans(toMark);
-  const shownBefore = (object.status as { plan?: PlanPreview } | undefined)?.plan;
+  const shownBefore = object.status?.plan;
   let planShown = shownBefore;
   if (plans.plan !== undefined) {
     scope.fields.plan = plans.plan;
@@ -524,7 +534,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   if (active) outcome.active = activeJobOf(active);
   // What the pass writes to the object itself, as one patch: the contract fields and its own annotations.
-  const objectPatch: { spec?: Record<string, unknown>; annotations: Record<string, string | null> } = { annotations: {} };
+  const objectPatch: { spec?: ContractSpecFields; annotations: Record<string, string | null> } = { annotations: {} };
   // No Job runs: clusterctl move may proceed.
   if (!active && object.metadata.annotations?.[annotations.blockMove] !== undefined) objectPatch.annotations[annotations.blockMove] = null;
 
@@ -543,7 +553,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
     let outputsValid: ConditionValue | undefined = { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) };
     let healthValue = infrastructureHealthy(health, { applyStarted: true, provisioned });
-    const latchedProviderID = (object.spec as { providerID?: string }).providerID;
+    const latchedProviderID = object.spec.providerID;
     if (adapter.role === "machine" && wasProvisioned && latchedProviderID) {
       const sampled = finishedSucceeded(["refresh", "drift", "apply"]);
       const providerID = providerIDConditions((decoding as OutputsDecoding<"machine">).outputs.provider_id, { latched: latchedProviderID, sampled, previousHealthReason: previousReason(previous, "InfrastructureHealthy"), outputsReason: decoding.reason });
@@ -552,7 +562,7 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       if (providerID.health) healthValue = providerID.health;
     }
     scope.outputs = { ...(outputsValid ? { outputsValid } : {}), health: healthValue };
-    const endpoint = (fields.spec?.controlPlaneEndpoint ?? (object.spec as { controlPlaneEndpoint?: unknown }).controlPlaneEndpoint ?? capiCluster?.spec?.controlPlaneEndpoint) as { host?: string } | undefined;
+    const endpoint = fields.spec?.controlPlaneEndpoint ?? object.spec.controlPlaneEndpoint ?? capiCluster?.spec?.controlPlaneEndpoint;
     if (endpoint?.host) scope.endpointHost = endpoint.host;
   }
   scope.provisioned = provisioned;
