@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import type { V1RoleBinding } from "@kubernetes/client-node";
-import { planRunnerRoleBinding, runnerRoleRef, serviceAccountOverrideCondition } from "./runner-rbac.js";
+import { apiError, fakeClient } from "../runtime/fake-client.test-support.js";
+import { ensureRunnerRbac, planRunnerRoleBinding, runnerRoleRef, serviceAccountOverrideCondition } from "./runner-rbac.js";
 
 const runner = { kind: "ServiceAccount", name: "captf-runner", namespace: "team-a" };
 const managed = { "captf.io/managed": "true" };
@@ -64,5 +65,40 @@ describe("serviceAccountOverrideCondition", () => {
     expect(serviceAccountOverrideCondition("own", "ns", undefined)).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn", message: expect.stringContaining("does not exist") });
     expect(serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "false" } } })).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn" });
     expect(serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "true" } } })).toMatchObject({ status: "True", reason: "RBACReady" });
+  });
+});
+
+describe("ensureRunnerRbac", () => {
+  const alreadyExists = () => apiError(409, 'rolebindings.rbac.authorization.k8s.io "captf-runner" already exists', "AlreadyExists");
+
+  it("is ready when another writer created the binding between its read and its create: it plans again on what was written", async () => {
+    let reads = 0;
+    const client = fakeClient({
+      "get serviceaccounts": () => ({ metadata: { name: "captf-runner", namespace: "team-a" } }),
+      "get rolebindings": () => {
+        reads++;
+        if (reads === 1) throw apiError(404, "not found", "NotFound");
+        return binding();
+      },
+      "create rolebindings": () => {
+        throw alreadyExists();
+      },
+    });
+    expect(await ensureRunnerRbac({ client }, "team-a")).toMatchObject({ type: "RunnerRBACReady", status: "True", reason: "RBACReady" });
+    expect(client.calls).toEqual(["get serviceaccounts captf-runner", "get rolebindings captf-runner", "create rolebindings captf-runner", "get rolebindings captf-runner"]);
+  });
+
+  it("reports RBACFailed, to be retried, when the binding changes under it twice", async () => {
+    const client = fakeClient({
+      "get serviceaccounts": () => ({ metadata: { name: "captf-runner", namespace: "team-a" } }),
+      "get rolebindings": () => {
+        throw apiError(404, "not found", "NotFound");
+      },
+      "create rolebindings": () => {
+        throw alreadyExists();
+      },
+    });
+    expect(await ensureRunnerRbac({ client }, "team-a")).toMatchObject({ status: "False", reason: "RBACFailed", message: "RoleBinding team-a/captf-runner changed while it was being written, will retry" });
+    expect(client.calls.filter((call) => call.startsWith("create"))).toHaveLength(2);
   });
 });

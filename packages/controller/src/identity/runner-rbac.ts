@@ -96,30 +96,34 @@ export async function ensureRunnerRbac(clients: { client: KubeApi; cache?: ReadC
     return failed(`ServiceAccount ${namespace}/${runnerServiceAccount}: ${apiErrorMessage(error)}`);
   }
   const what = `RoleBinding ${namespace}/${runnerRbacName}`;
-  try {
-    const existing = await client.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
-    const plan = planRunnerRoleBinding(existing, namespace);
-    switch (plan.action) {
-      case "conflict":
-        return failed(plan.why);
-      case "keep":
-        break;
-      case "create":
-        await client.create(builtinTypes.roleBinding, namespace, plan.roleBinding);
-        break;
-      case "replace":
-        await client.replace(builtinTypes.roleBinding, namespace, runnerRbacName, plan.roleBinding);
-        break;
-      case "recreate":
-        await client.delete(builtinTypes.roleBinding, namespace, runnerRbacName);
-        await client.create(builtinTypes.roleBinding, namespace, plan.roleBinding);
-        break;
+  // A conflict is another writer getting there first (the pass of another object in the namespace, another manager): plan once more on what it wrote.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const existing = await client.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+      const plan = planRunnerRoleBinding(existing, namespace);
+      switch (plan.action) {
+        case "conflict":
+          return failed(plan.why);
+        case "keep":
+          break;
+        case "create":
+          await client.create(builtinTypes.roleBinding, namespace, plan.roleBinding);
+          break;
+        case "replace":
+          await client.replace(builtinTypes.roleBinding, namespace, runnerRbacName, plan.roleBinding);
+          break;
+        case "recreate":
+          await client.delete(builtinTypes.roleBinding, namespace, runnerRbacName);
+          await client.create(builtinTypes.roleBinding, namespace, plan.roleBinding);
+          break;
+      }
+      return ready;
+    } catch (error) {
+      if (isConflict(error) && attempt < 2) continue;
+      if (isConflict(error)) return failed(`${what} changed while it was being written, will retry`);
+      return failed(`${what}: ${apiErrorMessage(error)}`);
     }
-  } catch (error) {
-    if (isConflict(error)) return failed(`${what} changed while it was being written, will retry`);
-    return failed(`${what}: ${apiErrorMessage(error)}`);
   }
-  return ready;
 }
 
 /**
