@@ -27,6 +27,7 @@ import { parseArgs } from "node:util";
 import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
 import { runOrExit, sha256File } from "./lib/oci-layout.mjs";
 import { syncVersionConstants } from "./version-constants.mjs";
+import { releaseModules } from "./lib/release-modules.mjs";
 
 const tool = "release";
 const repoDir = fileURLToPath(new URL("..", import.meta.url));
@@ -43,14 +44,6 @@ const { values } = parseArgs({
   },
 });
 
-/** The module images a release holds: image name, module directory, role. */
-export const releaseModules = [
-  { name: "noop-cluster", dir: "packages/module-noop/cluster", role: "cluster" },
-  { name: "noop-machine", dir: "packages/module-noop/machine", role: "machine" },
-  { name: "noop-machinepool", dir: "packages/module-noop/machinepool", role: "machinepool" },
-  { name: "gcp-machinepool", dir: "packages/module-gcp-machinepool", role: "machinepool" },
-  { name: "azure-machinepool", dir: "packages/module-azure-machinepool", role: "machinepool" },
-];
 /** The clusterctl provider directory name (`clusterctl init --infrastructure terraform`). */
 export const clusterctlProviderDirectory = "infrastructure-terraform";
 

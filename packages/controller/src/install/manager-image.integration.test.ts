@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { describeWithTools, requireTool, freeLoopbackPort, pushImage, sharedControlPlane, startChrootKubelet, startLocalRegistry, waitFor, runtimeVersion, moduleImageScript, escapeRegExp, defaultProviderMirror, providerMirrorVariable, runtimeProviderHosts, type ChrootKubelet, type LocalRegistry, type RuntimeName, type ToolName } from "@captf/testkit";
@@ -62,11 +62,15 @@ interface ReleaseImage {
 }
 
 /** The release's module images this suite checks: their module, role and the providers it requires. */
-const releaseModules: Record<string, { dir: string; role: string; providers: string[] }> = {
-  "noop-machine": { dir: "packages/module-noop/machine", role: "machine", providers: [] },
-  "gcp-machinepool": { dir: "packages/module-gcp-machinepool", role: "machinepool", providers: ["hashicorp/google"] },
-  "azure-machinepool": { dir: "packages/module-azure-machinepool", role: "machinepool", providers: ["hashicorp/azurerm"] },
-};
+/** The module images the release's dry run builds here, and the providers each must carry: the test's expectation, not the script's. */
+const expectedProviders: Record<string, string[]> = { "noop-machine": [], "gcp-machinepool": ["hashicorp/google"], "azure-machinepool": ["hashicorp/azurerm"] };
+const { releaseModules: scriptModules } = (await import(pathToFileURL(join(repoDir, "scripts/lib/release-modules.mjs")).href)) as { releaseModules: { name: string; dir: string; role: string }[] };
+const releaseModules = Object.fromEntries(
+  Object.entries(expectedProviders).map(([name, providers]) => {
+    const { dir, role } = scriptModules.find((module) => module.name === name)!;
+    return [name, { dir, role, providers }];
+  }),
+);
 
 interface SbomComponent {
   type: string;
