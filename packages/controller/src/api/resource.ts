@@ -4,7 +4,8 @@
  */
 import { Type, type TObject, type TOptional, type TSchema, type TString, type TUnsafe } from "@sinclair/typebox";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
-import type { Kind } from "@captf/contract/api";
+import { apiGroup, apiVersion, type Kind } from "@captf/contract/api";
+import type { ResourceType } from "../runtime/kube-client.js";
 import { OpaqueObject, embedded } from "./schema.js";
 
 export interface PrinterColumn {
@@ -85,4 +86,9 @@ export const inputsAppliedColumn: PrinterColumn = {
 };
 export function imageColumn(jsonPath: string, priority?: number): PrinterColumn {
   return { name: "Image", type: "string", jsonPath, description: "The module image", ...(priority === undefined ? {} : { priority }) };
+}
+
+/** Where a captf kind's objects live in the API: what the client and the informers take. */
+export function resourceTypeOf(definition: Pick<KindDefinition, "kind" | "plural" | "scope">): ResourceType {
+  return { group: apiGroup, version: apiVersion, plural: definition.plural, kind: definition.kind, namespaced: definition.scope === "Namespaced" };
 }

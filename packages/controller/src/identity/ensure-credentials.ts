@@ -5,13 +5,14 @@
  * longer allowed. Nothing here puts a Secret value into a message: messages name objects and keys.
  */
 import type { V1Namespace, V1Secret } from "@kubernetes/client-node";
-import { apiGroup, apiVersion, kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
+import { kinds, managerEventReasons, type ManagerEventReason } from "@captf/contract/api";
 import { terraformClusterIdentityDefinition, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
+import { resourceTypeOf } from "../api/resource.js";
 import { allowanceNeedsLabels, namespaceAllowance } from "./allowed-namespaces.js";
 import { apiErrorMessage, isConflict, isNotFound, KubeApiError } from "../runtime/api-errors.js";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
-import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
+import type { KubeApi } from "../runtime/kube-client.js";
 import { watchedByName, type ReadCache } from "../runtime/read-cache.js";
 
 /** What a cache read reports for a missing object, as a live read would. */
@@ -56,13 +57,7 @@ function event(reason: ManagerEventReason, note: string): CredentialsEvent {
   return { reason, type: managerEventReasons[reason], note };
 }
 
-export const identityResourceType: ResourceType = {
-  group: apiGroup,
-  version: apiVersion,
-  plural: terraformClusterIdentityDefinition.plural,
-  kind: kinds.clusterIdentity,
-  namespaced: false,
-};
+export const identityResourceType = resourceTypeOf(terraformClusterIdentityDefinition);
 
 export function readIdentity(client: KubeApi, name: string): Promise<TerraformClusterIdentity> {
   return client.get<TerraformClusterIdentity>(identityResourceType, undefined, name);

@@ -1,5 +1,4 @@
 import type { Role } from "@captf/contract";
-import { apiGroup, apiVersion } from "@captf/contract/api";
 import type { NamespacedMeta } from "../kinds/render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
@@ -14,16 +13,20 @@ import type { KindAdapter } from "./workspace-reconciler.js";
  */
 
 import { capiTypes } from "../api/cluster-api.js";
+import { resourceTypeOf } from "../api/resource.js";
+import { terraformClusterDefinition } from "../api/terraformcluster.js";
+import { terraformMachineDefinition } from "../api/terraformmachine.js";
+import { terraformMachinePoolDefinition } from "../api/terraformmachinepool.js";
 export { capiGroup, capiVersion, capiTypes } from "../api/cluster-api.js";
 
 /** The resource type of a kind adapter's objects, for the manager's informers and cached reads. */
 export function workspaceResourceType<R extends Role>(adapter: Pick<KindAdapter<R>, "kind" | "plural">): ResourceType {
-  return { group: apiGroup, version: apiVersion, plural: adapter.plural, kind: adapter.kind, namespaced: true };
+  return resourceTypeOf({ kind: adapter.kind, plural: adapter.plural, scope: "Namespaced" });
 }
 
-export const terraformClusterType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformclusters", kind: "TerraformCluster", namespaced: true };
-export const terraformMachineType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformmachines", kind: "TerraformMachine", namespaced: true };
-export const terraformMachinePoolType: ResourceType = { group: apiGroup, version: apiVersion, plural: "terraformmachinepools", kind: "TerraformMachinePool", namespaced: true };
+export const terraformClusterType = resourceTypeOf(terraformClusterDefinition);
+export const terraformMachineType = resourceTypeOf(terraformMachineDefinition);
+export const terraformMachinePoolType = resourceTypeOf(terraformMachinePoolDefinition);
 
 /** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */
 export function readObject<T>(cache: ReadCache | undefined, client: KubeApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
