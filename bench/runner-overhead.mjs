@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // The runner's overhead under each runtime: `runner run --op apply` against the bare commands it
 // runs (version -json, init, validate -json, apply -auto-approve) on the same module, in the same
-// environment, alternating round by round so machine load hits all alike. OpenTofu and, when it
+// environment, alternating round by round so machine load hits all alike. Every run starts as a
+// Job's does: the Job's runtime environment, an empty work directory (a Job's emptyDir) and state
+// kept outside it (a Job's backend), so each init starts from nothing and each apply finds no changes. OpenTofu and, when it
 // is installed (tools/install.sh, CAPTF_TERRAFORM), Terraform run in the same rounds. Prints the
 // median of each and the ratio per runtime (target: at most 1.10; also the median of each round's
-// ratio, steadier when the load moves), then the bundle's cold start.
+// ratio, steadier when the load moves), then the bundle's cold start. bench/runner-floor.cjs, a Node
+// program that only starts the same steps, shows how much of the ratio is Node's and how much the runner's.
 // The runner runs `version -json` beside init; the steps-only baseline shows the ratio without it.
 //
 //   npx tsc -b && node bench/runner-overhead.mjs [--rounds 8]
@@ -29,7 +32,7 @@ if (!existsSync(testkitDist) || !existsSync(buildJobDist)) {
 const { values: flags } = parseArgs({ options: { rounds: { type: "string", default: "8" } } });
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
-const { runnerRunCommand } = await import(buildJobDist);
+const { runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
 const entry = basename(runnerRunCommand[1]);
 const runtimes = { tofu: requireTool("tofu"), ...(findTool("terraform") ? { terraform: findTool("terraform") } : {}) };
 
@@ -46,15 +49,25 @@ const root = {
   output: { provider_id: { value: "${module.role.provider_id}", sensitive: true } },
 };
 
-/** One module image's directories, laid out as in a Job, with its own local state. */
+/** One module image's directories, laid out as in a Job (module and config beside the work directories), with its own local state. */
 function fixture(name) {
   const dir = join(base, name);
   cpSync(join(repo, "packages/runner/src/testdata/module"), join(dir, "module"), { recursive: true });
   mkdirSync(join(dir, "config"), { recursive: true });
+  mkdirSync(join(dir, "tmp"));
   writeFileSync(join(dir, "config", "main.tf.json"), JSON.stringify(root));
   writeFileSync(join(dir, "config", "terraform.tfvars.json"), JSON.stringify({ name: "bench", generation: 1, sleep_seconds: 0 }));
-  writeFileSync(join(dir, "config", "backend_override.tf.json"), JSON.stringify({ terraform: { backend: { local: {} } } }));
+  const state = join(dir, "state", "terraform.tfstate");
+  writeFileSync(join(dir, "config", "backend_override.tf.json"), JSON.stringify({ terraform: { backend: { local: { path: state } } } }));
   return dir;
+}
+
+let runs = 0;
+/** A new empty work directory beside the fixture's module, as the root's `../../module` expects. */
+function freshWorkdir(dir) {
+  const work = join(dir, `work-${runs++}`);
+  mkdirSync(work);
+  return work;
 }
 
 function timed(command, args, options = {}, expectedExit = 0) {
@@ -69,35 +82,45 @@ function timed(command, args, options = {}, expectedExit = 0) {
   });
 }
 
-const env = { PATH: process.env.PATH };
+const jobEnv = (dir) => ({ PATH: process.env.PATH, ...Object.fromEntries(runtimeEnvironment.map(({ name, value }) => [name, value])), TMPDIR: join(dir, "tmp") });
 function runnerApply(runtime, dir) {
-  return () =>
-    timed(bundleNode, [
+  return () => {
+    const work = freshWorkdir(dir);
+    return timed(bundleNode, [
       bundle, "run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`,
-      `--workdir=${join(dir, "work")}`, `--providers=${join(dir, "none")}`, `--result=${join(dir, "result.json")}`,
-    ], { env });
+      `--workdir=${work}`, `--providers=${join(dir, "none")}`, `--result=${work}.result.json`,
+    ], { env: { ...jobEnv(dir), HOME: work } });
+  };
 }
 
-/** What the runner runs, without the runner: its prepared root, environment and step arguments. */
+/** What the runner runs, without the runner: its prepared root (made before the clock starts), environment and step arguments. */
 function bareApply(runtime, dir, withVersion) {
-  const work = join(dir, "work");
-  const rootDir = join(work, "root");
-  mkdirSync(join(work, "tmp"), { recursive: true });
-  cpSync(join(dir, "config"), rootDir, { recursive: true });
-  const stepEnv = { ...env, TF_DATA_DIR: join(work, ".terraform"), HOME: work, TMPDIR: join(work, "tmp") };
   const common = ["-input=false", "-no-color", "-lock-timeout=300s"];
   const steps = [["init", ...common], ["validate", "-json", "-no-color"], ["apply", ...common, "-auto-approve", "-var-file=terraform.tfvars.json"]];
   if (withVersion) steps.unshift(["version", "-json"]);
   return async () => {
+    const work = freshWorkdir(dir);
+    const rootDir = join(work, "root");
+    cpSync(join(dir, "config"), rootDir, { recursive: true });
+    const stepEnv = { ...jobEnv(dir), TF_DATA_DIR: join(work, ".terraform"), HOME: work };
     let total = 0;
     for (const args of steps) total += await timed(runtime, args, { cwd: rootDir, env: stepEnv });
     return total;
   };
 }
 
+/** The floor: the bundle's node running only the steps (bench/runner-floor.cjs), in the same environment. */
+function floorApply(runtime, dir) {
+  return () => {
+    const work = freshWorkdir(dir);
+    return timed(bundleNode, [join(repo, "bench/runner-floor.cjs"), runtime, join(dir, "config"), work], { env: { ...jobEnv(dir), HOME: work } });
+  };
+}
+
 const variants = {};
 for (const [name, runtime] of Object.entries(runtimes)) {
   variants[`runner (bundle), ${name}`] = runnerApply(runtime, fixture(`${name}-bundle-case`));
+  variants[`node floor, ${name}`] = floorApply(runtime, fixture(`${name}-floor-case`));
   variants[`bare ${name}`] = bareApply(runtime, fixture(`${name}-bare-case`), true);
   variants[`bare ${name}, steps only`] = bareApply(runtime, fixture(`${name}-bare-steps-case`), false);
 }
@@ -130,7 +153,8 @@ for (const name of Object.keys(runtimes)) {
   const stepsOnly = runner / median(samples[`bare ${name}, steps only`]);
   // Load moves while the rounds run: the median of each round's own ratio (runner and bare a few seconds apart) moves less.
   const paired = median(samples[`runner (bundle), ${name}`].map((value, round) => value / samples[`bare ${name}`][round]));
-  console.log(`${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}`);
+  const floor = median(samples[`node floor, ${name}`]) / median(samples[`bare ${name}`]);
+  console.log(`${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; node floor ${floor.toFixed(3)}`);
 }
 // Under a loaded machine every millisecond of CPU costs several of wall time: the CPU the runs used says what the runner adds.
 console.log(`CPU of the processes, mean per run (user + system):`);

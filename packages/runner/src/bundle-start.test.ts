@@ -64,6 +64,48 @@ describe("the bundle's start for a run", () => {
     expect(builtins.filter((name) => ["http", "https", "tls", "zlib"].includes(name))).toEqual([]);
   });
 
+  it("starts its first step before it loads TLS for events or sets up process.stdout and process.stderr", async () => {
+    // At the first spawn: which builtins were loaded, and whether the process's stream objects were ever made.
+    const probe = join(base, "first-step.mjs");
+    await writeFile(
+      probe,
+      [
+        'import { ChildProcess } from "node:child_process";',
+        "const touched = new Set();",
+        'for (const name of ["stdout", "stderr"]) {',
+        "  const { get } = Object.getOwnPropertyDescriptor(process, name);",
+        "  Object.defineProperty(process, name, { configurable: true, enumerable: true, get() { touched.add(name); return get.call(process); } });",
+        "}",
+        "let atFirstStep;",
+        "const spawn = ChildProcess.prototype.spawn;",
+        "ChildProcess.prototype.spawn = function (options) {",
+        "  atFirstStep ??= { builtins: process.moduleLoadList.filter((name) => name.startsWith(\"NativeModule \")).map((name) => name.slice(13)), touched: [...touched] };",
+        "  return spawn.call(this, options);",
+        "};",
+        'process.on("exit", () => process._rawDebug(JSON.stringify({ atFirstStep, touched: [...touched] })));',
+      ].join("\n"),
+    );
+    const work = join(base, "events-work");
+    const child = spawnSync(
+      jobNode,
+      [
+        "--import", probe, join(bundle, "runner.cjs"), "run", "--op=apply", "--bin=/bin/true", `--module=${base}`, `--config=${base}`, `--workdir=${work}`,
+        `--result=${join(base, "events-result.json")}`, "--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/team-a/m/uid-1",
+        "--events-server=https://127.0.0.1:1", `--service-account-dir=${join(base, "no-service-account")}`,
+      ],
+      { encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
+    );
+    expect(child.status).toBe(0);
+    const { atFirstStep, touched } = JSON.parse(child.stderr.trim().split("\n").at(-1)!) as { atFirstStep: { builtins: string[]; touched: string[] }; touched: string[] };
+    expect(atFirstStep.builtins).toContain("child_process");
+    expect(atFirstStep.builtins.filter((name) => ["https", "tls"].includes(name))).toEqual([]);
+    // The events were tried once the steps ran (the API server here refuses them), so TLS did load.
+    expect(child.stderr).toContain("sending event");
+    expect(atFirstStep.touched).toEqual([]);
+    // Node's own sockets look at process.stderr when they close (net.Socket#_destroy), so only stdout stays untouched all through.
+    expect(touched).not.toContain("stdout");
+  });
+
   it("loads neither node:fs/promises nor readline: the few local files a run prepares go through node:fs", () => {
     const { builtins } = preflightRun(join(bundle, "runner.mjs"));
     expect(builtins.filter((name) => ["fs/promises", "internal/fs/promises", "internal/readline/interface"].includes(name))).toEqual([]);

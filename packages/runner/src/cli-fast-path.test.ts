@@ -32,6 +32,7 @@ describe("run's fast flag parser", () => {
     ["the minimum", ["--op", "destroy"]],
     ["separate values and repeated --bin", ["--op", "restore", "--bin", "/usr/bin/tofu", "--bin=-chdir=x", "--restore-chunks", "3", "--restore-resources=12", "--expect-plan=p1:x"]],
     ["hidden flags", ["--op=plan", "--events-server=https://127.0.0.1:6443", "--service-account-dir=/tmp/sa", "--force-unlock=1234"]],
+    ["an empty value, a value holding =, and a switch between values", ["--op=apply", "--image=", "--backend-config", "labels={\"a\"=\"b\"}", "--guard-deletes", "--bin", "tofu"]],
   ])("gives what yargs gives for %s", async (_, argv) => {
     const fast = parseRunFast(argv);
     expect(fast).toBeDefined();
@@ -49,6 +50,12 @@ describe("run's fast flag parser", () => {
     ["a repeated single-value flag", ["--op=apply", "--image=a", "--image=b"]],
     ["a non-number count", ["--op=restore", "--restore-chunks=two"]],
     ["a negative count", ["--op=restore", "--restore-chunks=-1"]],
+    ["a separate value that starts with a dash", ["--op=apply", "--image", "-x"]],
+    ["a flag without its value", ["--op=apply", "--image"]],
+    ["a repeated single-value flag in the separate form", ["--op", "apply", "--op", "plan"]],
+    ["a short flag", ["--op=apply", "-x"]],
+    ["the end of flags", ["--op=apply", "--", "--image=x"]],
+    ["a flag name with a value separated by a space after =", ["--op=apply", "--image=", "x"]],
   ])("leaves %s to yargs", (_, argv) => {
     expect(parseRunFast(argv)).toBeUndefined();
   });

@@ -2,10 +2,10 @@ import { writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { contractVersion } from "@captf/contract/roles";
-import { parseArgs } from "node:util";
 import type { Options } from "yargs";
 import { DurationSyntaxError, parseDuration } from "./durations.js";
 import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveEventsEndpoint, type EventRecorder } from "./events.js";
+import { standardStreamWriter } from "./output.js";
 import { shrinkResult } from "./result.js";
 import { resultVersion, type RunResult } from "@captf/contract/run-result";
 import { runOperation, type RunOptions } from "./run.js";
@@ -205,32 +205,48 @@ const commandParsers = {
 } as const;
 
 /**
- * A command's flags through node:util's parser, for the common case only: long flags of its table,
- * values that need no coercion beyond whole numbers, exactly `positionals` arguments. Anything else
- * (help, an unknown or negated flag, a bad choice, a missing demanded flag) returns undefined and
- * yargs parses it, errors included.
+ * A command's flags in the forms a Job writes them (`--flag=value`, `--flag value`, `--switch`),
+ * parsed by hand: yargs takes tens of milliseconds to load and node:util's parser about half a
+ * millisecond, both before every Job's first step. Only the common case: long flags of its table,
+ * values that need no coercion beyond whole numbers, exactly `positionals` arguments. Anything
+ * else (help, an unknown or negated flag, a repeated single-value flag, a missing or dash-led
+ * separate value, a bad choice, a missing demanded flag) returns undefined and yargs parses it,
+ * errors included.
  */
 function parseFast(flags: Record<string, Options>, argv: readonly string[], positionals = 0): Record<string, unknown> | undefined {
-  if (argv.some((arg) => arg === "--help" || arg === "-h" || arg.startsWith("--no-"))) return undefined;
-  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
-  for (const [flag, spec] of Object.entries(flags)) {
-    options[flag] = { type: spec.type === "boolean" ? "boolean" : "string", ...(spec.array ? { multiple: true } : {}) };
+  const values = new Map<string, string | boolean | string[]>();
+  const positional: string[] = [];
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index]!;
+    if (!arg.startsWith("-")) {
+      positional.push(arg);
+      continue;
+    }
+    const equals = arg.indexOf("=");
+    const flag = arg.startsWith("--") ? arg.slice(2, equals === -1 ? undefined : equals) : "";
+    const spec = Object.hasOwn(flags, flag) ? flags[flag]! : undefined;
+    if (!spec) return undefined;
+    let value: string | boolean;
+    if (spec.type === "boolean") {
+      if (equals !== -1) return undefined;
+      value = true;
+    } else if (equals !== -1) {
+      value = arg.slice(equals + 1);
+    } else {
+      const next = argv[index + 1];
+      if (next === undefined || next.startsWith("-")) return undefined;
+      value = next;
+      index++;
+    }
+    const earlier = values.get(flag);
+    // yargs turns a repeated single-value flag into an array; leave that case to yargs.
+    if (earlier !== undefined && !spec.array) return undefined;
+    values.set(flag, spec.array ? [...((earlier as string[] | undefined) ?? []), String(value)] : value);
   }
-  // yargs turns a repeated single-value flag into an array; leave that case to yargs.
+  if (positional.length !== positionals) return undefined;
+  const args: Record<string, unknown> = { _: positional };
   for (const [flag, spec] of Object.entries(flags)) {
-    if (spec.array) continue;
-    if (argv.filter((arg) => arg === `--${flag}` || arg.startsWith(`--${flag}=`)).length > 1) return undefined;
-  }
-  let parsed: { values: Record<string, string | boolean | (string | boolean)[] | undefined>; positionals: string[] };
-  try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: positionals > 0 });
-  } catch {
-    return undefined;
-  }
-  if (parsed.positionals.length !== positionals) return undefined;
-  const args: Record<string, unknown> = { _: parsed.positionals };
-  for (const [flag, spec] of Object.entries(flags)) {
-    const value = parsed.values[flag];
+    const value = values.get(flag);
     if (value === undefined) {
       if (spec.demandOption) return undefined;
       if (spec.default !== undefined) args[flag] = Array.isArray(spec.default) ? [...(spec.default as unknown[])] : spec.default;
@@ -248,7 +264,7 @@ function parseFast(flags: Record<string, Options>, argv: readonly string[], posi
   return args;
 }
 
-/** `run`'s flags through node:util's parser when they are well-formed (see {@link parseFast}); undefined otherwise. */
+/** `run`'s flags without yargs when they are well-formed (see {@link parseFast}); undefined otherwise. */
 export function parseRunFast(argv: readonly string[]): Record<string, unknown> | undefined {
   const args = parseFast(runFlags, argv);
   if (args) delete args._;
@@ -428,16 +444,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 /** Runs the CLI as the process: SIGTERM and SIGINT stop the run, the exit code becomes the process's. */
 export async function runFromProcess(argv: readonly string[] = process.argv.slice(2)): Promise<number> {
   const stop = new AbortController();
+  const stdout = standardStreamWriter({ fd: 1, stream: () => process.stdout });
+  const stderr = standardStreamWriter({ fd: 2, stream: () => process.stderr });
   const onSignal = (signal: NodeJS.Signals) => {
-    process.stderr.write(`${JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: `received ${signal}; stopping the running step` })}\n`);
+    stderr(`${JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: `received ${signal}; stopping the running step` })}\n`);
     stop.abort();
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
   try {
     return await main(argv, {
-      stdout: (text) => process.stdout.write(text),
-      stderr: (text) => process.stderr.write(text),
+      stdout,
+      stderr,
       env: process.env,
       signal: stop.signal,
     });

@@ -108,9 +108,14 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   const maxFailures = options.maxConsecutiveFailures ?? 3;
   const url = new URL(`/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`, options.endpoint.server);
   const secure = url.protocol === "https:";
-  // Loaded here, not at start: a run without --event-object never pays for TLS.
-  const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
-  const agent = secure ? new http.Agent({ keepAlive: true, ca: options.endpoint.ca }) : new http.Agent({ keepAlive: true });
+  const openTransport = () => {
+    const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
+    const agent = secure ? new http.Agent({ keepAlive: true, ca: options.endpoint.ca }) : new http.Agent({ keepAlive: true });
+    return { http, agent };
+  };
+  // Loaded at the first POST (in a run, once its first step has started and the runtime's version
+  // is known), not at start: TLS takes milliseconds to load that the first step would wait for.
+  let transport: ReturnType<typeof openTransport> | undefined;
   const prefix = options.regarding.name.slice(0, maxNamePrefix).replace(/[-.]+$/, "");
   const related = options.jobName ? { apiVersion: "batch/v1", kind: "Job", namespace: options.regarding.namespace, name: options.jobName } : undefined;
   let queue: Promise<void> = Promise.resolve();
@@ -121,6 +126,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
 
   const post = (body: string): Promise<void> =>
     new Promise((resolve, reject) => {
+      const { http, agent } = (transport ??= openTransport());
       const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/json" };
       const token = options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined;
       if (token) headers.Authorization = `Bearer ${token}`;
@@ -182,7 +188,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     },
     async close() {
       await queue;
-      agent.destroy();
+      transport?.agent.destroy();
     },
   };
 }

@@ -70,6 +70,13 @@ export interface JobEnvironment {
  */
 export const runnerRunCommand: readonly string[] = ["/captf/bin/node", "/captf/bin/runner.cjs", "run"];
 
+/** The runtime settings every Job's runner container passes on to its steps: no prompts, no update checks. */
+export const runtimeEnvironment: readonly { name: string; value: string }[] = [
+  { name: "TF_IN_AUTOMATION", value: "1" },
+  { name: "TF_INPUT", value: "0" },
+  { name: "CHECKPOINT_DISABLE", value: "1" },
+];
+
 export const defaultJobEnvironment: JobEnvironment = {
   runnerImage: "ghcr.io/captf/captf-controller:latest",
   runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"],
@@ -187,12 +194,10 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
   if (request.restore?.serial !== undefined) jobAnnotations[annotations.restoreSerial] = String(request.restore.serial);
 
   const env: V1EnvVar[] = [
-    { name: "TF_IN_AUTOMATION", value: "1" },
-    { name: "TF_INPUT", value: "0" },
+    ...runtimeEnvironment.map((entry) => ({ ...entry })),
     { name: "HOME", value: "/captf/work" },
     { name: "TMPDIR", value: "/tmp" },
     { name: "KUBE_NAMESPACE", value: owner.namespace },
-    { name: "CHECKPOINT_DISABLE", value: "1" },
     { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
     ...(policy.env ?? []).filter((entry) => !isReservedEnvName(entry.name)),
   ];
