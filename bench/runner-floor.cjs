@@ -4,17 +4,17 @@
 // What the runner measures above this is the runner; what this measures above the bare commands
 // is Node's start and its child processes.
 //
-//   node bench/runner-floor.cjs <runtime> <config dir> <work dir>
+//   node bench/runner-floor.cjs <runtime> <config dir> <work dir> <the steps' arguments, as JSON>
 const { spawn } = require("node:child_process");
 const { mkdirSync, readdirSync, readFileSync, writeFileSync, writeSync } = require("node:fs");
 const { join } = require("node:path");
 
-const [runtime, configDir, workdir] = process.argv.slice(2);
+const [runtime, configDir, workdir, stepsJson] = process.argv.slice(2);
+const [first, ...rest] = JSON.parse(stepsJson);
 const root = join(workdir, "root");
 mkdirSync(root, { recursive: true });
 for (const name of readdirSync(configDir)) writeFileSync(join(root, name), readFileSync(join(configDir, name)));
 const env = { ...process.env, TF_DATA_DIR: join(workdir, ".terraform"), HOME: workdir };
-const common = ["-input=false", "-no-color", "-lock-timeout=300s"];
 
 function step(args, stepEnv = env) {
   return new Promise((resolve, reject) => {
@@ -27,11 +27,10 @@ function step(args, stepEnv = env) {
 }
 
 (async () => {
-  const init = step(["init", ...common]);
+  const started = step(first);
   const version = step(["version", "-json"], { ...env, GOMAXPROCS: "1" });
-  await init;
-  await step(["validate", "-json", "-no-color"]);
-  await step(["apply", ...common, "-auto-approve", "-var-file=terraform.tfvars.json"]);
+  await started;
+  for (const args of rest) await step(args);
   await version;
   process.exit(0);
 })().catch((error) => {

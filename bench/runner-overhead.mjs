@@ -3,8 +3,9 @@
 // runs (version -json, init, validate -json, apply -auto-approve) on the same module, in the same
 // environment, alternating round by round so machine load hits all alike. Every run starts as a
 // Job's does: the Job's runtime environment, an empty work directory (a Job's emptyDir) and state
-// kept outside it (a Job's backend), so each init starts from nothing and each apply finds no changes. OpenTofu and, when it
-// is installed (tools/install.sh, CAPTF_TERRAFORM), Terraform run in the same rounds. Prints the
+// kept outside it (a Job's backend), so each init starts from nothing and each apply finds no
+// changes. OpenTofu and, when it is installed (tools/install.sh, CAPTF_TERRAFORM), Terraform run in
+// the same rounds. The steps' arguments are the runner's own (`stepsFor`). Prints the
 // median of each and the ratio per runtime (target: at most 1.10; also the median of each round's
 // ratio, steadier when the load moves), then the bundle's cold start. bench/runner-floor.cjs, a Node
 // program that only starts the same steps, shows how much of the ratio is Node's and how much the runner's.
@@ -25,7 +26,8 @@ const repo = new URL("..", import.meta.url).pathname;
 // tools.js alone: the testkit index pulls in jest.
 const testkitDist = join(repo, "packages/testkit/dist/tools.js");
 const buildJobDist = join(repo, "packages/controller/dist/jobs/build-job.js");
-if (!existsSync(testkitDist) || !existsSync(buildJobDist)) {
+const stepsDist = join(repo, "packages/runner/dist/steps.js");
+if (![testkitDist, buildJobDist, stepsDist].every((file) => existsSync(file))) {
   console.error("bench: packages are not built; run `npx tsc -b` first");
   process.exit(2);
 }
@@ -33,6 +35,9 @@ const { values: flags } = parseArgs({ options: { rounds: { type: "string", defau
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
 const { runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
+const { stepsFor } = await import(stepsDist);
+// An apply's steps as the runner runs them with a Job's default lock timeout (5m0s): init, validate, apply.
+const applySteps = stepsFor("apply", { workdir: "", backendConfig: [], lockTimeoutSeconds: 300, guardDeletes: false }).map((step) => step.args);
 const entry = basename(runnerRunCommand[1]);
 const runtimes = { tofu: requireTool("tofu"), ...(findTool("terraform") ? { terraform: findTool("terraform") } : {}) };
 
@@ -95,9 +100,7 @@ function runnerApply(runtime, dir) {
 
 /** What the runner runs, without the runner: its prepared root (made before the clock starts), environment and step arguments. */
 function bareApply(runtime, dir, withVersion) {
-  const common = ["-input=false", "-no-color", "-lock-timeout=300s"];
-  const steps = [["init", ...common], ["validate", "-json", "-no-color"], ["apply", ...common, "-auto-approve", "-var-file=terraform.tfvars.json"]];
-  if (withVersion) steps.unshift(["version", "-json"]);
+  const steps = withVersion ? [["version", "-json"], ...applySteps] : applySteps;
   return async () => {
     const work = freshWorkdir(dir);
     const rootDir = join(work, "root");
@@ -113,7 +116,7 @@ function bareApply(runtime, dir, withVersion) {
 function floorApply(runtime, dir) {
   return () => {
     const work = freshWorkdir(dir);
-    return timed(bundleNode, [join(repo, "bench/runner-floor.cjs"), runtime, join(dir, "config"), work], { env: { ...jobEnv(dir), HOME: work } });
+    return timed(bundleNode, [join(repo, "bench/runner-floor.cjs"), runtime, join(dir, "config"), work, JSON.stringify(applySteps)], { env: { ...jobEnv(dir), HOME: work } });
   };
 }
 
