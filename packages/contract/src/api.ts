@@ -197,6 +197,8 @@ export const runnerEventReasons = [
   "PlanSummary",
   "ResourcesChanged",
   "RunFinished",
+  // The state broker in the Job refused a request of module code (the first of the Job's).
+  "BrokerRefused",
 ] as const;
 export type RunnerEventReason = (typeof runnerEventReasons)[number];
 

@@ -112,6 +112,7 @@ export const runnerEventDocs: Record<RunnerEventReason, RunnerEventDoc> = {
   PlanSummary: { type: "Normal", meaning: "The plan's counts of changes." },
   ResourcesChanged: { type: "Normal", meaning: "A step changed resources (added, changed, destroyed, imported)." },
   RunFinished: { type: "Normal or Warning", meaning: "The run finished: Normal when it succeeded, Warning otherwise." },
+  BrokerRefused: { type: "Warning", meaning: "The Job's state broker refused a request of module code: the first refusal of the Job (the note names the request and why); the rest are counted in `captf_broker_refused_requests_total` ([security](security.md))." },
 };
 
 /** Events kubectl captf records (`kubectl-captf`); their types are `pluginEventReasons`. */

@@ -4,7 +4,8 @@ import { fileURLToPath } from "node:url";
 import { contractVersion } from "@captf/contract/roles";
 import type { Options } from "yargs";
 import { DurationSyntaxError, parseDuration } from "./durations.js";
-import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveEventsEndpoint, type EventRecorder } from "./events.js";
+import type { ObjectReference } from "./events.js";
+import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveInClusterEndpoint, type ApiEndpoint, type EventRecorder } from "./events.js";
 import { standardStreamWriter } from "./output.js";
 import { shrinkResult } from "./result.js";
 import { resultVersion, type RunResult } from "@captf/contract/run-result";
@@ -48,6 +49,23 @@ const exitStatus = `EXIT STATUS
 See docs/runner.md for the result document, the plan hash and the events.`;
 
 const runSummary = "Run one operation of a module: apply, destroy, plan, drift, refresh or restore";
+
+const brokerManual = `The state broker runs beside the module's container in every Job (a native sidecar) and holds
+the Job's ServiceAccount token, which the module's container never gets. It listens on a free
+port of 127.0.0.1 and writes <dir>/kubeconfig (that port and a token made for this run); the
+backend (config_path) and the runner's events (run --broker) use it.
+
+ALLOWED
+  the state Secret tfstate-default-<suffix> and its -part-N chunks: get, create, update, delete,
+  and the label-selected list, narrowed to them; the lock Lease lock-tfstate-default-<suffix>:
+  get, create, update; events.k8s.io events about --event-object. Everything else is refused
+  with 403 (401 without the token), logged, and reported once per Job as a BrokerRefused event.
+
+SIGNALS
+  SIGTERM (or SIGINT) stops it: the summary (requests, allowed, refused by target, the first
+  refusals) is written to --result as JSON, and it exits 0.
+
+${exitStatus}`;
 
 const runManual = `PREPARE
   Preflight checks the image layout: a module under --module, an executable --bin. Prepare
@@ -95,6 +113,11 @@ function opFromArgv(argv: readonly string[]): string {
 }
 
 function flagsResult(op: string, summary: string): RunResult {
+  return earlyFailure(op, "flags", summary);
+}
+
+/** The result of a run that ended before its first step: bad flags, or no broker to reach. */
+function earlyFailure(op: string, step: "flags" | "prepare", summary: string): RunResult {
   return {
     version: resultVersion,
     op,
@@ -102,7 +125,7 @@ function flagsResult(op: string, summary: string): RunResult {
     runtime: { command: [], version: "" },
     steps: [],
     drift: null,
-    error: { kind: "step", step: "flags", summary: summary.slice(0, 512) },
+    error: { kind: "step", step, summary: summary.slice(0, 512) },
   };
 }
 
@@ -161,14 +184,28 @@ const runFlags = {
   "event-object": { type: "string", describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid> the run's events are about; none without it" },
   "job-name": { type: "string", describe: "The Job, the events' related object" },
   "result": { type: "string", default: defaultResultPath, describe: "Where the result document is written" },
+  "broker": { type: "string", describe: "The state broker's directory: wait for its kubeconfig, send events through it" },
   "events-server": { type: "string", hidden: true, describe: "API server URL for events instead of the in-cluster one" },
   "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" },
+} satisfies Record<string, Options>;
+
+/** `broker`'s flags: the yargs parser and the fast path read this table. */
+const brokerFlags = {
+  "event-object": { type: "string", demandOption: true, describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid>: the one object this broker serves" },
+  "state-suffix": { type: "string", demandOption: true, describe: "The object's state suffix: its Secret tfstate-default-<suffix> and Lease lock-tfstate-default-<suffix>" },
+  "job-name": { type: "string", describe: "The Job, the refusal event's related object" },
+  "dir": { type: "string", default: "/captf/broker", describe: "Where the kubeconfig for the module's container is written" },
+  "result": { type: "string", default: defaultResultPath, describe: "Where the summary (requests, refusals) is written when the broker stops" },
+  "log-requests": { type: "boolean", default: false, describe: "Log every request, allowed ones too" },
+  "server": { type: "string", hidden: true, describe: "API server URL instead of the in-cluster one" },
+  "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the Job's token and ca.crt are" },
 } satisfies Record<string, Options>;
 
 /** The flags of `version` and `copy`, for their fast path (yargs still gives their help and errors). */
 const versionFlags = { format: { type: "string", choices: ["text", "json"], default: "text" } } satisfies Record<string, Options>;
 const copyFlags = { from: { type: "string" } } satisfies Record<string, Options>;
 
+const brokerSummary = "Serve the module's container this object's state, lock and events, and nothing else";
 const copySummary = "Copy the runner bundle (node, its libraries, runner.mjs) into <dest>";
 const versionSummary = "Print the runner's version";
 
@@ -178,9 +215,10 @@ function topParser(yargs: Yargs, argv: readonly string[]) {
     .usage(overview)
     .epilog(exitStatus)
     .command("run", runSummary)
+    .command("broker", brokerSummary)
     .command("copy <dest>", copySummary)
     .command("version", versionSummary)
-    .demandCommand(1, "name a command: run, copy or version");
+    .demandCommand(1, "name a command: run, broker, copy or version");
 }
 
 // Parsers without yargs commands: a yargs command lays out its whole help text on every run.
@@ -191,6 +229,12 @@ const commandParsers = {
       .epilog(runManual)
       .demandCommand(0, 0, "", "run takes no arguments besides its flags")
       .options(runFlags),
+  broker: (yargs: Yargs, argv: readonly string[]) =>
+    base(yargs, argv)
+      .usage(`$0 broker --event-object <ref> --state-suffix <suffix> [options]\n\n${brokerSummary}.`)
+      .epilog(brokerManual)
+      .demandCommand(0, 0, "", "broker takes no arguments besides its flags")
+      .options(brokerFlags),
   copy: (yargs: Yargs, argv: readonly string[]) =>
     base(yargs, argv)
       .usage(`$0 copy <dest> [--from <dir>]\n\n${copySummary}, creating <dest> when missing. The Job's init container runs it to put the runner into the shared /captf/bin volume.`)
@@ -274,6 +318,7 @@ export function parseRunFast(argv: readonly string[]): Record<string, unknown> |
 /** What each command parses without yargs: a Job's `run`, its init container's `copy`, and `version`. */
 export const fastParsers = {
   run: parseRunFast,
+  broker: (argv: readonly string[]) => parseFast(brokerFlags, argv),
   copy: (argv: readonly string[]) => parseFast(copyFlags, argv, 1),
   version: (argv: readonly string[]) => parseFast(versionFlags, argv),
 } as const;
@@ -332,17 +377,20 @@ function runOptions(args: Record<string, unknown>): RunOptions {
   };
 }
 
-function eventRecorder(args: Record<string, unknown>, io: CliIo): EventRecorder {
+/** The run's event recorder: through the broker when given one, else straight to the API server. */
+function eventRecorder(args: Record<string, unknown>, io: CliIo, broker?: ApiEndpoint): EventRecorder {
   const object = args["event-object"];
   if (typeof object !== "string" || object === "") return noEvents;
   const log = (message: string) => io.stderr(JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: message }) + "\n");
   try {
     const regarding = parseObjectReference(object);
-    const endpoint = resolveEventsEndpoint({
-      server: typeof args["events-server"] === "string" ? args["events-server"] : undefined,
-      serviceAccountDir: String(args["service-account-dir"]),
-      env: io.env,
-    });
+    const endpoint =
+      broker ??
+      resolveInClusterEndpoint({
+        server: typeof args["events-server"] === "string" ? args["events-server"] : undefined,
+        serviceAccountDir: String(args["service-account-dir"]),
+        env: io.env,
+      });
     if (typeof endpoint === "string") {
       log(`events disabled: ${endpoint}`);
       return noEvents;
@@ -361,9 +409,25 @@ async function closeEvents(events: EventRecorder): Promise<void> {
   clearTimeout(timer);
 }
 
+/** How long `run --broker` waits for the broker sidecar's kubeconfig. */
+const brokerStartTimeoutMs = 60_000;
+
 async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const options = runOptions(args);
-  const events = eventRecorder(args, io);
+  const brokerDir = typeof args.broker === "string" && args.broker !== "" ? args.broker : undefined;
+  let events: EventRecorder;
+  if (brokerDir) {
+    try {
+      const { waitForBroker } = await import("./broker/connection.js");
+      events = eventRecorder(args, io, await waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal));
+    } catch (error) {
+      io.stderr(`runner: ${(error as Error).message}\n`);
+      await writeResult(String(args.result), earlyFailure(options.op, "prepare", (error as Error).message), io);
+      return exitCodes.failure;
+    }
+  } else {
+    events = eventRecorder(args, io);
+  }
   const { result, exitCode } = await runOperation(options, {
     stdout: io.stdout,
     stderr: io.stderr,
@@ -374,6 +438,66 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const written = await writeResult(String(args.result), result, io);
   await closeEvents(events);
   return written ? exitCode : exitCodes.failure;
+}
+
+/** Serves until SIGTERM, then writes its summary where the manager reads it (the termination message). */
+async function broker(args: Record<string, unknown>, io: CliIo): Promise<number> {
+  const log = (level: "info" | "warn", msg: string, fields: Record<string, unknown> = {}) =>
+    io.stderr(`${JSON.stringify({ ts: new Date().toISOString(), level, logger: "broker", msg, ...fields })}\n`);
+  let object: ObjectReference;
+  try {
+    object = parseObjectReference(String(args["event-object"]));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const upstream = resolveInClusterEndpoint({
+    server: typeof args.server === "string" ? args.server : undefined,
+    serviceAccountDir: String(args["service-account-dir"]),
+    env: io.env,
+  });
+  if (typeof upstream === "string") {
+    log("warn", `cannot reach the API server: ${upstream}`);
+    return exitCodes.failure;
+  }
+  // Only the broker loads its server: a run never does.
+  const { brokerScope } = await import("./broker/policy.js");
+  const { startBroker } = await import("./broker/server.js");
+  const events = createEventRecorder({
+    endpoint: upstream,
+    regarding: object,
+    jobName: typeof args["job-name"] === "string" ? args["job-name"] : undefined,
+    instance: io.env.POD_NAME || io.env.HOSTNAME || "broker",
+    log: (message) => log("info", message),
+  });
+  let running;
+  try {
+    running = await startBroker({ scope: brokerScope(object, String(args["state-suffix"])), dir: String(args.dir), upstream, events, log, logRequests: Boolean(args["log-requests"]) });
+  } catch (error) {
+    log("warn", `cannot start: ${(error as Error).message}`);
+    return exitCodes.failure;
+  }
+  const signal = io.signal ?? new AbortController().signal;
+  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+  const summary = await running.close();
+  log("info", "stopped", { requests: summary.requests, allowed: summary.allowed, refused: summary.refused });
+  await closeEvents(events);
+  try {
+    writeFileSync(String(args.result), shrinkBrokerSummary(summary));
+  } catch (error) {
+    log("warn", `cannot write the summary to ${String(args.result)}: ${(error as Error).message}`);
+  }
+  return exitCodes.ok;
+}
+
+/** The summary as JSON within a termination message's 4096 bytes: refusals are dropped from the end until it fits. */
+export function shrinkBrokerSummary(summary: { refusals: unknown[] }): string {
+  const kept = { ...summary, refusals: [...summary.refusals] };
+  let text = JSON.stringify(kept);
+  while (Buffer.byteLength(text) > 4096 && kept.refusals.length > 0) {
+    kept.refusals.pop();
+    text = JSON.stringify(kept);
+  }
+  return text;
 }
 
 async function copy(args: Record<string, unknown>, io: CliIo): Promise<number> {
@@ -400,6 +524,7 @@ async function version(args: Record<string, unknown>, io: CliIo): Promise<number
 async function dispatch(name: string, args: Record<string, unknown>, io: CliIo): Promise<number> {
   if (name === "copy") return await copy({ ...args, dest: String((args._ as unknown[])[0]) }, io);
   if (name === "version") return await version(args, io);
+  if (name === "broker") return await broker(args, io);
   return await run(args, io);
 }
 

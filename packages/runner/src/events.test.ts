@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runnerEventReasons } from "@captf/contract/api";
-import { createEventRecorder, parseObjectReference, resolveEventsEndpoint, type ObjectReference } from "./events.js";
+import { createEventRecorder, parseObjectReference, resolveInClusterEndpoint, type ObjectReference } from "./events.js";
 import { startEventsServer } from "./events-server.test-support.js";
 
 const regarding: ObjectReference = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", namespace: "team-a", name: "prod", uid: "u-1" };
@@ -29,18 +29,18 @@ describe("parseObjectReference", () => {
   });
 });
 
-describe("resolveEventsEndpoint", () => {
+describe("resolveInClusterEndpoint", () => {
   it("uses the in-cluster service address and the ServiceAccount files", async () => {
     await writeFile(join(dir, "ca.crt"), "not checked here");
-    expect(resolveEventsEndpoint({ serviceAccountDir: dir, env: { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" } })).toMatchObject({
+    expect(resolveInClusterEndpoint({ serviceAccountDir: dir, env: { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" } })).toMatchObject({
       server: "https://[fd00::1]:443",
       tokenFile: join(dir, "token"),
     });
   });
 
   it("explains why events cannot be sent outside a cluster or without the CA", () => {
-    expect(resolveEventsEndpoint({ serviceAccountDir: dir, env: {} })).toMatch(/KUBERNETES_SERVICE_HOST\/PORT unset/);
-    expect(resolveEventsEndpoint({ serviceAccountDir: join(dir, "none"), env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" } })).toMatch(/no cluster CA/);
+    expect(resolveInClusterEndpoint({ serviceAccountDir: dir, env: {} })).toMatch(/KUBERNETES_SERVICE_HOST\/PORT unset/);
+    expect(resolveInClusterEndpoint({ serviceAccountDir: join(dir, "none"), env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" } })).toMatch(/no cluster CA/);
   });
 });
 
@@ -118,7 +118,7 @@ describe("createEventRecorder", () => {
     ], { stdio: "ignore" });
     const tls = { key: await readFile(join(dir, "tls.key"), "utf8"), cert: await readFile(join(dir, "ca.crt"), "utf8") };
     const server = await startEventsServer({ tls });
-    const endpoint = resolveEventsEndpoint({ server: server.url, serviceAccountDir: dir, env: {} });
+    const endpoint = resolveInClusterEndpoint({ server: server.url, serviceAccountDir: dir, env: {} });
     if (typeof endpoint === "string") throw new Error(endpoint);
     const logs: string[] = [];
     const recorder = createEventRecorder({ endpoint, regarding, instance: "pod", log: (message) => logs.push(message) });

@@ -23,10 +23,12 @@ export function parseObjectReference(text: string): ObjectReference {
 }
 
 /** Where events go: the API server's base URL and the pod's ServiceAccount credentials. */
-export interface EventsEndpoint {
+export interface ApiEndpoint {
   server: string;
   /** Read on every POST: the kubelet rotates the projected token. */
   tokenFile?: string | undefined;
+  /** A fixed token instead: the state broker's per-run token. */
+  token?: string | undefined;
   ca?: Buffer | undefined;
 }
 
@@ -45,11 +47,11 @@ function readOptional(path: string): Buffer | undefined {
  * `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`; token and CA from the
  * ServiceAccount directory. A string explains why events cannot be sent.
  */
-export function resolveEventsEndpoint(options: {
+export function resolveInClusterEndpoint(options: {
   server?: string | undefined;
   serviceAccountDir: string;
   env: Readonly<Record<string, string | undefined>>;
-}): EventsEndpoint | string {
+}): ApiEndpoint | string {
   let server = options.server;
   if (!server) {
     const host = options.env.KUBERNETES_SERVICE_HOST;
@@ -83,7 +85,7 @@ const maxInstanceBytes = 128;
 const maxNamePrefix = 200;
 
 export interface EventRecorderOptions {
-  endpoint: EventsEndpoint;
+  endpoint: ApiEndpoint;
   regarding: ObjectReference;
   jobName?: string | undefined;
   /** The reporting instance: the pod name. */
@@ -128,7 +130,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     new Promise((resolve, reject) => {
       const { http, agent } = (transport ??= openTransport());
       const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/json" };
-      const token = options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined;
+      const token = options.endpoint.token ?? (options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined);
       if (token) headers.Authorization = `Bearer ${token}`;
       const request = http.request(url, { method: "POST", headers, agent }, (response) => {
         response.resume();

@@ -22,7 +22,7 @@ export { redactor, redactedMarker, environmentSecrets, variableSecrets, planSecr
 export type { Redactor, Secret } from "./redact.js";
 export { failureSummary } from "./summary.js";
 export { parseDuration } from "./durations.js";
-export { parseObjectReference, createEventRecorder, resolveEventsEndpoint } from "./events.js";
-export type { EventRecorder, ObjectReference, EventsEndpoint } from "./events.js";
+export { parseObjectReference, createEventRecorder, resolveInClusterEndpoint } from "./events.js";
+export type { EventRecorder, ObjectReference, ApiEndpoint } from "./events.js";
 export { copyBundle } from "./copy.js";
 export { runnerVersion } from "./version.js";

@@ -3,7 +3,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { stringify } from "yaml";
-import { buildJob, jobName, maxJobNameLength, type JobRequest } from "./build-job.js";
+import { stateSecretSuffix } from "@captf/render";
+import { brokerCommand, brokerContainerName, buildJob, jobName, maxJobNameLength, type JobRequest } from "./build-job.js";
 
 // UPDATE_GOLDEN=1 rewrites testdata/jobs/*.yaml from the current builder.
 const update = process.env.UPDATE_GOLDEN === "1";
@@ -73,7 +74,36 @@ describe("buildJob", () => {
       expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
       expect(container.securityContext?.privileged).toBeUndefined();
     }
-    expect(pod.volumes!.every((volume) => volume.emptyDir || volume.secret)).toBe(true);
+    // The volume types the restricted profile allows that a Job uses.
+    expect(pod.volumes!.every((volume) => volume.emptyDir || volume.secret || volume.projected)).toBe(true);
+  });
+
+  it("gives the module's container no Kubernetes credential: only the broker sidecar mounts the Job's token", () => {
+    const pod = buildJob({ ...base, credentialsSecret: "captf-creds-gcp" }).spec!.template.spec!;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.shareProcessNamespace).toBeUndefined();
+    const source = pod.containers.find((container) => container.name === "source")!;
+    const broker = pod.initContainers!.find((container) => container.name === brokerContainerName)!;
+    expect(broker).toMatchObject({ restartPolicy: "Always", command: [...brokerCommand] });
+    expect(broker.args).toEqual([
+      `--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformCluster/team-a/prod/${owner.uid}`,
+      `--state-suffix=${stateSecretSuffix({ role: "cluster", namespace: "team-a", name: "prod" })}`,
+      `--job-name=${jobName(base)}`,
+      "--dir=/captf/broker",
+    ]);
+    const tokenVolumes = pod.volumes!.filter((volume) => volume.projected?.sources?.some((source) => source.serviceAccountToken)).map((volume) => volume.name);
+    expect(tokenVolumes).toEqual(["broker-token"]);
+    const mountsOf = (container: typeof source) => (container.volumeMounts ?? []).map((mount) => mount.name);
+    expect(mountsOf(broker)).toContain("broker-token");
+    for (const container of [...pod.initContainers!, ...pod.containers].filter((container) => container !== broker)) expect(mountsOf(container)).not.toContain("broker-token");
+    // Cloud credentials reach the module's container only.
+    expect(mountsOf(broker)).not.toContain("creds");
+    expect(broker.envFrom).toBeUndefined();
+    expect(mountsOf(source)).toContain("creds");
+    expect(source.volumeMounts).toContainEqual({ name: "broker", mountPath: "/captf/broker", readOnly: true });
+    expect(source.args).toContain("--broker=/captf/broker");
+    expect(source.args).toContain("--backend-config=config_path=/captf/broker/kubeconfig");
+    expect(source.args!.join(" ")).not.toContain("in_cluster_config");
   });
 
   it("keeps the restricted settings over a policy's, drops TF_ and KUBE_ env, and takes the policy's deadline", () => {

@@ -3,7 +3,7 @@ import type { V1Job, V1EnvVar, V1SecurityContext, V1ResourceRequirements, V1Loca
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import { isOperation } from "@captf/contract/run-result";
-import { backendConfigValues } from "@captf/render";
+import { backendConfigValues, stateSecretSuffix } from "@captf/render";
 import type { Operation } from "../reconcile/decide-operation.js";
 import { reservedEnvPrefixes } from "../webhooks/job-policy.js";
 
@@ -69,6 +69,21 @@ export interface JobEnvironment {
  * (runner.mjs would first start Node's ES module loader, about 1 ms on every run).
  */
 export const runnerRunCommand: readonly string[] = ["/captf/bin/node", "/captf/bin/runner.cjs", "run"];
+
+/**
+ * The state broker: a native sidecar from the runner image, the only container that holds the
+ * Job's ServiceAccount token. It serves the module's container this object's state, lock and
+ * events through a kubeconfig in /captf/broker (docs/security.md).
+ */
+export const brokerCommand: readonly string[] = ["/captf/bin/node", "/captf/bin/runner.cjs", "broker"];
+export const brokerDir = "/captf/broker";
+/** How the backend reaches the broker instead of `in_cluster_config=true`. */
+export const brokerBackendConnection: readonly string[] = [`config_path=${brokerDir}/kubeconfig`];
+/** The broker's name among the Pod's init containers: the manager reads its summary there. */
+export const brokerContainerName = "broker";
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+/** A bound token's lifetime as the kubelet's own projection asks for it (it rotates it at 80 %). */
+const brokerTokenSeconds = 3607;
 
 /** The runtime settings every Job's runner container passes on to its steps: no prompts, no update checks. */
 export const runtimeEnvironment: readonly { name: string; value: string }[] = [
@@ -142,6 +157,11 @@ export function runSecretName(job: string): string {
   return `captf-run-${job}`;
 }
 
+/** `--event-object`'s value: the object a run's events, and its broker, are about. */
+function eventObject(owner: JobOwner): string {
+  return `${groupVersion}/${kindOfRole[owner.role]}/${owner.namespace}/${owner.name}/${owner.uid}`;
+}
+
 function runnerArguments(request: JobRequest, job: string, lockTimeoutSeconds: number): string[] {
   const { owner } = request;
   const args = [
@@ -155,7 +175,8 @@ function runnerArguments(request: JobRequest, job: string, lockTimeoutSeconds: n
     `--lock-timeout=${lockTimeoutSeconds}s`,
     `--stop-timeout=${runnerStopTimeoutSeconds}s`,
     "--result=/dev/termination-log",
-    ...backendConfigValues(owner).map((value) => `--backend-config=${value}`),
+    `--broker=${brokerDir}`,
+    ...backendConfigValues(owner, brokerBackendConnection).map((value) => `--backend-config=${value}`),
   ];
   if (request.forceUnlock) args.push(`--force-unlock=${request.forceUnlock}`);
   if (request.guard) {
@@ -165,7 +186,7 @@ function runnerArguments(request: JobRequest, job: string, lockTimeoutSeconds: n
   if (request.expectPlan) args.push(`--expect-plan=${request.expectPlan}`);
   if (request.restore) args.push(`--restore-chunks=${request.restore.chunks}`, `--restore-resources=${request.restore.resources}`);
   if (request.runnerEvents ?? true) {
-    args.push(`--event-object=${groupVersion}/${kindOfRole[owner.role]}/${owner.namespace}/${owner.name}/${owner.uid}`, `--job-name=${job}`);
+    args.push(`--event-object=${eventObject(owner)}`, `--job-name=${job}`);
   }
   return args;
 }
@@ -206,6 +227,18 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
   const restricted = (): V1SecurityContext => ({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true });
   const volumes: NonNullable<NonNullable<V1Job["spec"]>["template"]["spec"]>["volumes"] = [
     { name: "runner", emptyDir: {} },
+    { name: "broker", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
+    {
+      name: "broker-token",
+      projected: {
+        defaultMode: secretFileMode,
+        sources: [
+          { serviceAccountToken: { path: "token", expirationSeconds: brokerTokenSeconds } },
+          { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+          { downwardAPI: { items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }] } },
+        ],
+      },
+    },
     { name: "work", emptyDir: {} },
     { name: "tmp", emptyDir: {} },
     request.restore?.backupSecrets
@@ -223,6 +256,7 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
   ];
   const mounts = [
     { name: "runner", mountPath: "/captf/bin", readOnly: true },
+    { name: "broker", mountPath: brokerDir, readOnly: true },
     { name: "work", mountPath: "/captf/work" },
     { name: "tmp", mountPath: "/tmp" },
     { name: "config", mountPath: "/captf/config", readOnly: true },
@@ -251,6 +285,8 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
           restartPolicy: "Never",
           terminationGracePeriodSeconds,
           serviceAccountName: policy.serviceAccountName ?? runnerServiceAccount,
+          // Module code gets no token: only the broker mounts one (broker-token).
+          automountServiceAccountToken: false,
           imagePullSecrets: policy.imagePullSecrets,
           securityContext: { runAsNonRoot: true, fsGroup: nonRootUser, seccompProfile: { type: "RuntimeDefault" }, ...policy.podSecurityContext },
           initContainers: [
@@ -260,6 +296,23 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
               command: environment.runnerCopyCommand,
               volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
               resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { cpu: "100m", memory: "64Mi" } },
+              securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
+            },
+            {
+              name: brokerContainerName,
+              image: environment.runnerImage,
+              restartPolicy: "Always",
+              command: [...brokerCommand],
+              args: [`--event-object=${eventObject(owner)}`, `--state-suffix=${stateSecretSuffix(owner)}`, `--job-name=${name}`, `--dir=${brokerDir}`],
+              env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+              volumeMounts: [
+                { name: "runner", mountPath: "/captf/bin", readOnly: true },
+                { name: "broker", mountPath: brokerDir },
+                { name: "broker-token", mountPath: serviceAccountDir, readOnly: true },
+              ],
+              resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } },
+              terminationMessagePath: "/dev/termination-log",
+              terminationMessagePolicy: "File",
               securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
             },
           ],

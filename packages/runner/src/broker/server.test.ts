@@ -1,0 +1,153 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
+import type { EventRecorder } from "../events.js";
+import { readBrokerEndpoint, waitForBroker } from "./connection.js";
+import { brokerScope } from "./policy.js";
+import { startBroker, type RunningBroker } from "./server.js";
+
+// The broker against a stand-in API server on loopback: what reaches it, with which credential.
+const object = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", namespace: "team-a", name: "m-1", uid: "u-1" };
+const scope = brokerScope(object, "abc-m");
+const state = scope.stateSecret;
+const jobToken = "job-service-account-token";
+
+interface Seen {
+  method: string;
+  url: string;
+  authorization: string | undefined;
+  body: string;
+}
+
+let dir: string;
+let upstream: Server;
+let upstreamUrl: string;
+let seen: Seen[];
+let events: { type: string; reason: string; note: string }[];
+let broker: RunningBroker | undefined;
+let logs: { level: string; message: string; fields?: Record<string, unknown> }[];
+
+const recorder: EventRecorder = {
+  emit(type, reason, _action, note) {
+    void Promise.resolve(note).then((text) => events.push({ type, reason, note: text }));
+  },
+  async close() {},
+};
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "broker-"));
+  writeFileSync(join(dir, "token"), `${jobToken}\n`);
+  seen = [];
+  events = [];
+  logs = [];
+  upstream = createServer((request: IncomingMessage, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization, body: Buffer.concat(chunks).toString("utf8") });
+      const items = [state, "demo-kubeconfig", `${state}-part-1`].map((name) => ({ metadata: { name }, data: { tfstate: "c2VjcmV0" } }));
+      const body = request.url!.startsWith("/api/v1/namespaces/team-a/secrets?") ? { kind: "SecretList", items } : { kind: "Secret", metadata: { name: state } };
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+});
+
+afterEach(async () => {
+  await broker?.close();
+  broker = undefined;
+  await new Promise((resolve) => upstream.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function start(): Promise<{ server: string; token: string }> {
+  broker = await startBroker({
+    scope,
+    dir: join(dir, "broker"),
+    upstream: { server: upstreamUrl, tokenFile: join(dir, "token") },
+    events: recorder,
+    log: (level, message, fields) => logs.push({ level, message, ...(fields ? { fields } : {}) }),
+  });
+  const endpoint = readBrokerEndpoint(join(dir, "broker"))!;
+  return { server: endpoint.server, token: endpoint.token! };
+}
+
+async function call(base: string, method: string, path: string, token: string | undefined, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+describe("the state broker", () => {
+  it("writes a kubeconfig naming its loopback port and a per-run token, readable by its owner only", async () => {
+    const { server, token } = await start();
+    expect(server).toBe(`http://127.0.0.1:${broker!.port}`);
+    expect(token).toMatch(/^[0-9a-f]{64}$/);
+    expect(token).not.toContain(jobToken);
+    expect(statSync(join(dir, "broker", "kubeconfig")).mode & 0o777).toBe(0o440);
+    expect(JSON.parse(readFileSync(join(dir, "broker", "kubeconfig"), "utf8"))["current-context"]).toBe("captf");
+    await expect(waitForBroker(join(dir, "broker"), 1000)).resolves.toEqual({ server, token });
+  });
+
+  it("forwards this object's state requests with the Job's token in place of the run's", async () => {
+    const { server, token } = await start();
+    const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, token);
+    expect(answer).toMatchObject({ status: 200, body: { kind: "Secret" } });
+    expect(seen).toEqual([expect.objectContaining({ method: "GET", url: `/api/v1/namespaces/team-a/secrets/${state}`, authorization: `Bearer ${jobToken}` })]);
+    const created = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", token, { kind: "Secret", metadata: { name: `${state}-part-1` } });
+    expect(created.status).toBe(200);
+    expect(JSON.parse(seen[1]!.body).metadata.name).toBe(`${state}-part-1`);
+  });
+
+  it("narrows a label-selected list to this object's state Secrets", async () => {
+    const { server, token } = await start();
+    const answer = await call(server, "GET", "/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue", token);
+    expect(answer.body.items.map((item: { metadata: { name: string } }) => item.metadata.name)).toEqual([state, `${state}-part-1`]);
+  });
+
+  it("refuses the rest with 403, never asks the API server, and reports the Job's first refusal as one event", async () => {
+    const { server, token } = await start();
+    const kubeconfig = await call(server, "GET", "/api/v1/namespaces/team-a/secrets/demo-kubeconfig", token);
+    expect(kubeconfig).toMatchObject({ status: 403, body: { kind: "Status", reason: "Forbidden" } });
+    expect(kubeconfig.body.message).toMatch(/demo-kubeconfig is not this object's state/);
+    const overwrite = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", token, { kind: "Secret", metadata: { name: "tfstate-default-other-m" } });
+    expect(overwrite.status).toBe(403);
+    const pod = await call(server, "POST", "/api/v1/namespaces/team-a/pods", token, { kind: "Pod", metadata: { name: "x" } });
+    expect(pod.status).toBe(403);
+    const otherEvent = await call(server, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", token, { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } });
+    expect(otherEvent.status).toBe(403);
+    expect(seen).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual([{ type: "Warning", reason: "BrokerRefused", note: expect.stringMatching(/refused GET \/api\/v1\/namespaces\/team-a\/secrets\/demo-kubeconfig/) }]);
+    expect(logs.filter((line) => line.message === "request refused")).toHaveLength(4);
+    const summary = await broker!.close();
+    broker = undefined;
+    expect(summary).toMatchObject({ requests: 4, allowed: 0, refused: 4, refusedByTarget: { other: 3, event: 1 } });
+    expect(summary.refusals[0]).toMatchObject({ method: "GET", path: "/api/v1/namespaces/team-a/secrets/demo-kubeconfig" });
+  });
+
+  it("answers 401 to a request without this run's token, however allowed its path", async () => {
+    const { server } = await start();
+    expect((await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, undefined)).status).toBe(401);
+    expect((await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, jobToken)).status).toBe(401);
+    expect(seen).toEqual([]);
+  });
+
+  it("answers 502 with a clear message when the API server cannot be reached", async () => {
+    const { server, token } = await start();
+    await new Promise((resolve) => upstream.close(resolve));
+    upstream.closeAllConnections();
+    upstream = createServer();
+    const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, token);
+    expect(answer.status).toBe(502);
+    expect(answer.body.message).toMatch(/could not be reached/);
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+  });
+});

@@ -1,0 +1,253 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { join } from "node:path";
+import type { ApiEndpoint, EventRecorder } from "../events.js";
+import { brokerKubeconfigFile } from "./connection.js";
+import { checkBody, decideRequest, narrowSecretList, type BrokerScope, type RequestTarget } from "./policy.js";
+
+/**
+ * The state broker: an HTTP server on loopback, in its own container of the Job's Pod, that holds
+ * the Job's ServiceAccount token and forwards to the API server only what {@link decideRequest}
+ * allows. The module's container reaches it through a kubeconfig the broker writes into a volume
+ * both mount; the per-run token in it keeps out everything else that shares the network.
+ */
+
+
+/** State Secrets are at most 1 MiB, base64 in JSON about 1.4 MiB; anything larger is not a state request. */
+const maxBodyBytes = 4 * 1024 * 1024;
+/** Refusals logged one by one; past this only counted, so a hostile loop cannot flood the log. */
+const maxLoggedRefusals = 100;
+/** Refusals kept for the summary (the termination message holds 4096 bytes). */
+const maxSummaryRefusals = 5;
+
+export interface BrokerOptions {
+  scope: BrokerScope;
+  /** Where the kubeconfig goes: a volume the module's container mounts read-only. */
+  dir: string;
+  upstream: ApiEndpoint;
+  /** Events about refusals (the first of the Job's), posted straight to the API server. */
+  events: EventRecorder;
+  log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
+  /** Log every request, allowed ones too: how the requests each runtime makes were measured. */
+  logRequests?: boolean;
+}
+
+export interface Refusal {
+  method: string;
+  path: string;
+  target: RequestTarget;
+  why: string;
+}
+
+/** What the broker saw, written as its container's termination message for the manager to count. */
+export interface BrokerSummary {
+  requests: number;
+  allowed: number;
+  refused: number;
+  refusedByTarget: Partial<Record<RequestTarget, number>>;
+  refusals: Refusal[];
+}
+
+export interface RunningBroker {
+  port: number;
+  /** Stops serving and returns what the broker saw. */
+  close(): Promise<BrokerSummary>;
+}
+
+function status(response: ServerResponse, code: number, reason: string, message: string): void {
+  const body = JSON.stringify({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code });
+  response.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+  response.end(body);
+}
+
+function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBodyBytes) {
+        resolve(undefined);
+        request.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on("end", () => resolve(Buffer.concat(chunks)));
+    request.on("error", reject);
+  });
+}
+
+/** The kubeconfig the backend reads (`config_path`): JSON, which client-go reads as YAML. */
+export function brokerKubeconfig(port: number, token: string, namespace: string): string {
+  return JSON.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "captf-broker", cluster: { server: `http://127.0.0.1:${port}` } }],
+    users: [{ name: "captf-run", user: { token } }],
+    contexts: [{ name: "captf", context: { cluster: "captf-broker", user: "captf-run", namespace } }],
+    "current-context": "captf",
+  });
+}
+
+export async function startBroker(options: BrokerOptions): Promise<RunningBroker> {
+  const { scope, upstream, log } = options;
+  const http = await import("node:http");
+  const upstreamUrl = new URL(upstream.server);
+  const client = upstreamUrl.protocol === "https:" ? await import("node:https") : http;
+  const agent = new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) });
+  const token = randomBytes(32).toString("hex");
+  const expected = Buffer.from(`Bearer ${token}`);
+  const summary: BrokerSummary = { requests: 0, allowed: 0, refused: 0, refusedByTarget: {}, refusals: [] };
+
+  const upstreamToken = (): string | undefined => {
+    if (upstream.token) return upstream.token;
+    if (!upstream.tokenFile) return undefined;
+    try {
+      // Read per request: the kubelet rotates the projected token.
+      return readFileSync(upstream.tokenFile, "utf8").trim();
+    } catch {
+      return undefined;
+    }
+  };
+
+  const refuse = (response: ServerResponse, refusal: Refusal, code = 403): void => {
+    summary.refused++;
+    summary.refusedByTarget[refusal.target] = (summary.refusedByTarget[refusal.target] ?? 0) + 1;
+    if (summary.refusals.length < maxSummaryRefusals) summary.refusals.push(refusal);
+    if (summary.refused <= maxLoggedRefusals) log("warn", "request refused", { ...refusal });
+    if (summary.refused === 1) {
+      options.events.emit(
+        "Warning",
+        "BrokerRefused",
+        "Refuse",
+        `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`,
+      );
+    }
+    status(response, code, code === 401 ? "Unauthorized" : "Forbidden", `captf state broker: ${refusal.why}`);
+  };
+
+  const forward = (request: IncomingMessage, response: ServerResponse, path: string, body: Buffer | undefined, narrow: boolean): void => {
+    const headers: Record<string, string | number> = {};
+    for (const name of ["accept", "content-type", "user-agent"]) {
+      const value = request.headers[name];
+      if (typeof value === "string") headers[name] = value;
+    }
+    // A narrowed list is read as JSON, whatever encoding the client would have taken.
+    if (narrow) headers.accept = "application/json";
+    if (body) headers["content-length"] = body.length;
+    const bearer = upstreamToken();
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    const outgoing = client.request(new URL(path, upstreamUrl), { method: request.method, headers, agent }, (answer) => {
+      if (!narrow || (answer.statusCode ?? 0) >= 300) {
+        response.writeHead(answer.statusCode ?? 502, filterResponseHeaders(answer.headers));
+        answer.pipe(response);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+      answer.on("end", () => {
+        let text: string;
+        try {
+          text = JSON.stringify(narrowSecretList(scope, JSON.parse(Buffer.concat(chunks).toString("utf8"))));
+        } catch {
+          status(response, 502, "BadGateway", "captf state broker: the API server's list was not JSON");
+          return;
+        }
+        response.writeHead(answer.statusCode ?? 200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+        response.end(text);
+      });
+    });
+    outgoing.on("error", (error) => {
+      log("warn", "the API server could not be reached", { method: request.method, path: request.url, error: error.message });
+      if (!response.headersSent) status(response, 502, "BadGateway", `captf state broker: the API server could not be reached: ${error.message}`);
+      else response.destroy();
+    });
+    outgoing.end(body);
+  };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    summary.requests++;
+    const method = request.method ?? "GET";
+    const url = new URL(request.url ?? "/", "http://broker");
+    const path = url.pathname;
+    const presented = Buffer.from(request.headers.authorization ?? "");
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      request.resume();
+      refuse(response, { method, path, target: "other", why: "the request does not carry this Job's broker token" }, 401);
+      return;
+    }
+    const decision = decideRequest(scope, method, path, url.searchParams);
+    if (options.logRequests) log("info", "request", { method, path, query: url.search, allowed: decision.allowed });
+    if (!decision.allowed) {
+      request.resume();
+      refuse(response, { method, path, target: decision.target, why: decision.why });
+      return;
+    }
+    const body = method === "GET" || method === "DELETE" ? undefined : await readBody(request);
+    if (method !== "GET" && method !== "DELETE" && body === undefined) {
+      refuse(response, { method, path, target: decision.target, why: `the body is larger than ${maxBodyBytes} bytes` });
+      return;
+    }
+    if (decision.bodyCheck) {
+      const contentType = request.headers["content-type"] ?? "";
+      let parsed: unknown;
+      try {
+        parsed = contentType.startsWith("application/json") ? JSON.parse(body!.toString("utf8")) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      const pathName = decision.bodyCheck === "event-regarding" ? undefined : path.split("/").at(-1);
+      const collection = method === "POST";
+      const why = parsed === undefined ? "the body must be JSON" : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
+      if (why) {
+        // A body naming something else is aimed at another object, not at this one's state or lock.
+        refuse(response, { method, path, target: decision.bodyCheck === "event-regarding" ? "event" : "other", why });
+        return;
+      }
+    }
+    summary.allowed++;
+    forward(request, response, `${path}${url.search}`, body, decision.filterList === true);
+  };
+
+  const server: Server = http.createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      log("warn", "request failed", { error: (error as Error).message });
+      if (!response.headersSent) status(response, 500, "InternalError", "captf state broker: internal error");
+    });
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    // Port 0: Pods may share the node's network, so no fixed port; the kubeconfig says which.
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
+  });
+
+  mkdirSync(options.dir, { recursive: true });
+  const file = join(options.dir, brokerKubeconfigFile);
+  // Written whole, then renamed: the runner waits for the name and must never read half a file.
+  writeFileSync(`${file}.tmp`, brokerKubeconfig(port, token, scope.namespace), { mode: 0o440 });
+  chmodSync(`${file}.tmp`, 0o440);
+  renameSync(`${file}.tmp`, file);
+  log("info", "serving", { port, namespace: scope.namespace, stateSecret: scope.stateSecret, lockLease: scope.lockLease, object: `${scope.object.kind}/${scope.object.name}` });
+
+  return {
+    port,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      agent.destroy();
+      return summary;
+    },
+  };
+}
+
+function filterResponseHeaders(headers: IncomingMessage["headers"]): Record<string, string | string[]> {
+  const kept: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || name === "connection" || name === "keep-alive" || name === "transfer-encoding") continue;
+    kept[name] = value;
+  }
+  return kept;
+}
+
