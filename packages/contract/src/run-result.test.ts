@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { completeRunResult, emptyPlanHash, maxResultBytes, parseRunResult, planCounts, type RunResult } from "./run-result.js";
+import { completeRunResult, emptyPlanHash, maxResultBytes, parseBrokerSummary, parseRunResult, planCounts, type RunResult } from "./run-result.js";
 
 const result: RunResult = {
   version: 1,
@@ -65,5 +65,21 @@ describe("completeRunResult", () => {
 
   it("leaves a full document as it is", () => {
     expect(completeRunResult(result)).toBe(result);
+  });
+});
+
+describe("parseBrokerSummary", () => {
+  it("reads the broker's counts by target", () => {
+    const text = JSON.stringify({ requests: 9, allowed: 5, refused: 4, refusedByTarget: { other: 3, event: 1 }, refusals: [{ method: "GET", path: "/x", target: "other", why: "no" }] });
+    expect(parseBrokerSummary(text)).toEqual({ requests: 9, allowed: 5, refused: 4, refusedByTarget: { other: 3, event: 1 } });
+  });
+
+  it("reads nothing from a missing, foreign or malformed message", () => {
+    expect(parseBrokerSummary(undefined)).toBeUndefined();
+    expect(parseBrokerSummary("")).toBeUndefined();
+    expect(parseBrokerSummary("not json")).toBeUndefined();
+    expect(parseBrokerSummary(JSON.stringify({ version: 1, op: "apply" }))).toBeUndefined();
+    expect(parseBrokerSummary(JSON.stringify({ requests: 1, allowed: 1, refused: -1, refusedByTarget: {} }))).toBeUndefined();
+    expect(parseBrokerSummary(JSON.stringify({ requests: 1, allowed: 0, refused: 1, refusedByTarget: { other: "1" } }))).toBeUndefined();
   });
 });

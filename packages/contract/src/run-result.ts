@@ -144,7 +144,7 @@ export function completeRunResult(result: RunResult | MinimalRunResult): RunResu
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-const isCount = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 
 /**
  * Reads a termination message as a result document. Never throws: a Job that died before
@@ -175,4 +175,44 @@ export function parseRunResult(text: string | undefined): RunResultReading {
     return { ok: false, reason: "the result document's plan is malformed" };
   }
   return { ok: true, result: document as unknown as RunResult };
+}
+
+/** What a broker refusal was aimed at: this object's state or lock, its events, or anything else. */
+export const brokerRequestTargets = ["state", "lock", "event", "other"] as const;
+export type BrokerRequestTarget = (typeof brokerRequestTargets)[number];
+
+/** One refused request, as the broker's summary keeps the first few. */
+export interface BrokerRefusal {
+  method: string;
+  path: string;
+  target: BrokerRequestTarget;
+  why: string;
+}
+
+/** The state broker's termination message: what module code asked of the API server in one Job. */
+export interface BrokerSummary {
+  requests: number;
+  allowed: number;
+  refused: number;
+  refusedByTarget: Partial<Record<BrokerRequestTarget, number>>;
+  refusals: BrokerRefusal[];
+}
+
+/** The broker's counts from its termination message; undefined when it wrote none or not this shape. Pure. */
+export function parseBrokerSummary(text: string | undefined): Pick<BrokerSummary, "requests" | "allowed" | "refused" | "refusedByTarget"> | undefined {
+  if (!text) return undefined;
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(document) || !isCount(document.requests) || !isCount(document.allowed) || !isCount(document.refused) || !isRecord(document.refusedByTarget)) return undefined;
+  const refusedByTarget: Partial<Record<BrokerRequestTarget, number>> = {};
+  for (const target of brokerRequestTargets) {
+    const count = document.refusedByTarget[target];
+    if (count !== undefined && !isCount(count)) return undefined;
+    if (count) refusedByTarget[target] = count;
+  }
+  return { requests: document.requests, allowed: document.allowed, refused: document.refused, refusedByTarget };
 }

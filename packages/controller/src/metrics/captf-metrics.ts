@@ -4,6 +4,7 @@
  * start; reconcilers fill them in through the typed helpers below. Only the per-object gauges carry
  * `namespace` and `name`, and {@link CaptfMetrics.forgetObject} deletes those series with the object.
  */
+import type { BrokerRequestTarget } from "@captf/contract/run-result";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 export type MetricKind = "TerraformCluster" | "TerraformMachine" | "TerraformMachinePool";
@@ -86,6 +87,7 @@ export class CaptfMetrics {
   readonly planApprovals: Counter<"kind" | "result">;
   readonly destructivePlanApprovalsConsumed: Counter<"kind">;
   readonly identityDenied: Counter<"reason">;
+  readonly brokerRefusals: Counter<"kind" | "target">;
   readonly imageInspectErrors: Counter<"reason">;
   readonly buildInfo: Gauge<"version" | "commit" | "contract">;
   #activeJobs: ActiveJobsSource = () => [];
@@ -140,6 +142,11 @@ export class CaptfMetrics {
     this.planApprovals = counter("captf_plan_approvals_total", "Plan approval transitions", ["kind", "result"]);
     this.destructivePlanApprovalsConsumed = counter("captf_destructive_plan_approvals_consumed_total", "Destructive-plan approval annotations consumed (legacy flow)", ["kind"]);
     this.identityDenied = counter("captf_identity_denied_total", "Identity resolutions denied", ["reason"]);
+    this.brokerRefusals = counter(
+      "captf_broker_refused_requests_total",
+      "Requests of module code the Jobs' state brokers refused (counted once per finished Job), by what they were aimed at: state, lock, event or other",
+      ["kind", "target"],
+    );
     this.imageInspectErrors = counter("captf_image_inspect_errors_total", "Failures to inspect a module image", ["reason"]);
     this.buildInfo = gauge("captf_build_info", "Build information of the manager, always 1", ["version", "commit", "contract"]);
   }
@@ -163,6 +170,11 @@ export class CaptfMetrics {
 
   jobFailed(kind: MetricKind, op: MetricOp, errorKind: JobErrorKind, step: JobStep | "none" = "none"): void {
     this.jobErrors.inc({ kind, op, error_kind: errorKind, step });
+  }
+
+  /** A finished Job's broker refusals, by target. */
+  brokerRefused(kind: MetricKind, refusedByTarget: Partial<Record<BrokerRequestTarget, number>>): void {
+    for (const [target, count] of Object.entries(refusedByTarget)) if (count) this.brokerRefusals.inc({ kind, target }, count);
   }
 
   decided(kind: MetricKind, op: MetricOp | "none", reason: string): void {

@@ -34,6 +34,7 @@ const referenceMetrics: [string, "counter" | "gauge" | "histogram", string[]][] 
   ["captf_plan_approvals_total", "counter", ["kind", "result"]],
   ["captf_destructive_plan_approvals_consumed_total", "counter", ["kind"]],
   ["captf_identity_denied_total", "counter", ["reason"]],
+  ["captf_broker_refused_requests_total", "counter", ["kind", "target"]],
   ["captf_image_inspect_errors_total", "counter", ["reason"]],
   ["captf_build_info", "gauge", ["version", "commit", "contract"]],
 ];

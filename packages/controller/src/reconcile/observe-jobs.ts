@@ -1,6 +1,7 @@
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
-import { completeRunResult, parseRunResult, type RunResult } from "@captf/contract/run-result";
+import { completeRunResult, parseBrokerSummary, parseRunResult, type RunResult } from "@captf/contract/run-result";
+import { brokerContainerName } from "../jobs/build-job.js";
 import type { JobOutcome, Operation } from "./decide-operation.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 
@@ -37,7 +38,11 @@ export interface ObservedJob {
   remediation: boolean;
   /** Its module image was not pulled within {@link imagePullDeadlineMs} (`captf.io/image-pull-failed`): a failure. */
   imagePullFailed?: boolean;
+  /** The state broker's counts (its termination message), only for a finished Job not bookkept yet. */
+  broker?: BrokerCounts;
 }
+
+export type BrokerCounts = NonNullable<ReturnType<typeof parseBrokerSummary>>;
 
 /** The Job annotations that record an outcome other than succeeded/failed at bookkeeping. */
 const outcomeMarks: Partial<Record<JobOutcome, string>> = {
@@ -169,6 +174,7 @@ export async function observeJobs(clients: { client: KubeApi; cache?: ReadCache 
     const pod = await jobPod(clients, namespace, job);
     const status = pod?.status?.containerStatuses?.find((container) => container.name === "source");
     const reading = parseRunResult(status?.state?.terminated?.message);
+    const broker = parseBrokerSummary(pod?.status?.initContainerStatuses?.find((container) => container.name === brokerContainerName)?.state?.terminated?.message);
     // The shrunk form keeps what matters (the error's kind, the plan's hash): read as a full document.
     const result = reading.ok ? completeRunResult(reading.result) : undefined;
     observed.push({
@@ -177,6 +183,7 @@ export async function observeJobs(clients: { client: KubeApi; cache?: ReadCache 
       finishedAt,
       deadlineExceeded,
       ...(result ? { result } : {}),
+      ...(broker ? { broker } : {}),
       ...(status?.imageID ? { imageId: status.imageID } : {}),
       ...(status?.state?.terminated?.startedAt ? { sourceStartedAt: Date.parse(String(status.state.terminated.startedAt)) } : {}),
     });

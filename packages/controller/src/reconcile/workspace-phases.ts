@@ -154,6 +154,10 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     });
     const failure = jobError(job);
     if (failure) deps.metrics?.jobFailed(metricKindOfJob, job.op, failure.errorKind, failure.step);
+    if (job.broker?.refused) {
+      deps.metrics?.brokerRefused(metricKindOfJob, job.broker.refusedByTarget);
+      deps.logger?.warn({ job: job.name, refused: job.broker.refused, refusedByTarget: job.broker.refusedByTarget }, "the Job's state broker refused requests of module code");
+    }
     for (const step of job.result?.steps ?? []) deps.metrics?.jobStepDuration.observe({ kind: metricKindOfJob, op: job.op, step: stepLabel(step.name) }, step.seconds);
     const created = job.job.metadata?.creationTimestamp;
     if (job.sourceStartedAt !== undefined && created) deps.metrics?.jobQueue.observe({ kind: metricKindOfJob, op: job.op }, Math.max(0, (job.sourceStartedAt - Date.parse(String(created))) / 1000));

@@ -1,3 +1,4 @@
+import type { BrokerRequestTarget } from "@captf/contract/run-result";
 import { stateLockLeaseName, stateSecretName } from "@captf/render";
 import type { ObjectReference } from "../events.js";
 
@@ -23,7 +24,7 @@ export function brokerScope(object: ObjectReference, stateSuffix: string): Broke
 }
 
 /** What a refused or allowed request was aimed at: the label of the broker's counts and logs. */
-export type RequestTarget = "state" | "lock" | "event" | "other";
+export type RequestTarget = BrokerRequestTarget;
 
 /** How an allowed request is checked further: its body, or the list it answers. */
 export type BodyCheck = "state-name" | "lock-name" | "event-regarding";

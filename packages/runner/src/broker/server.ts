@@ -2,9 +2,10 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { join } from "node:path";
+import type { BrokerRefusal as Refusal, BrokerSummary } from "@captf/contract/run-result";
 import type { ApiEndpoint, EventRecorder } from "../events.js";
 import { brokerKubeconfigFile } from "./connection.js";
-import { checkBody, decideRequest, narrowSecretList, type BrokerScope, type RequestTarget } from "./policy.js";
+import { checkBody, decideRequest, narrowSecretList, type BrokerScope } from "./policy.js";
 
 /**
  * The state broker: an HTTP server on loopback, in its own container of the Job's Pod, that holds
@@ -31,22 +32,6 @@ export interface BrokerOptions {
   log: (level: "info" | "warn", message: string, fields?: Record<string, unknown>) => void;
   /** Log every request, allowed ones too: how the requests each runtime makes were measured. */
   logRequests?: boolean;
-}
-
-export interface Refusal {
-  method: string;
-  path: string;
-  target: RequestTarget;
-  why: string;
-}
-
-/** What the broker saw, written as its container's termination message for the manager to count. */
-export interface BrokerSummary {
-  requests: number;
-  allowed: number;
-  refused: number;
-  refusedByTarget: Partial<Record<RequestTarget, number>>;
-  refusals: Refusal[];
 }
 
 export interface RunningBroker {
