@@ -10,6 +10,7 @@
 // ratio, steadier when the load moves), then the bundle's cold start. bench/runner-floor.cjs, a Node
 // program that only starts the same steps, shows how much of the ratio is Node's and how much the runner's.
 // The runner runs `version -json` beside init; the steps-only baseline shows the ratio without it.
+// Last, with etcd and kube-apiserver installed, what the state broker adds to a run and to a Pod.
 //
 //   npx tsc -b && node bench/runner-overhead.mjs [--rounds 8]
 //
@@ -174,4 +175,83 @@ const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]
 for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
 console.log("cold start, median of 10:");
 for (const name of Object.keys(cold)) console.log(`  ${name.padEnd(28)} ${median(cold[name]).toFixed(0).padStart(5)} ms`);
+
+await measureBroker();
 rmSync(base, { recursive: true, force: true });
+
+/**
+ * The state broker's cost, with state in Kubernetes as in a Job: the runner's apply with the backend
+ * talking to the API server itself (as before the broker), against the runner and the broker started
+ * at the same instant, as the kubelet starts a Pod's sidecar and main container, the backend going
+ * through the broker. Its memory: the broker's resident set at the end of each run, and the part of
+ * it a Pod pays for beside the runner (its anonymous memory: the node binary's pages are the runner's
+ * too, one file in the Job's /captf/bin).
+ */
+async function measureBroker() {
+  if (!findTool("etcd") || !findTool("kube-apiserver")) {
+    console.log("state broker: not measured (etcd and kube-apiserver are not installed: tools/install.sh)");
+    return;
+  }
+  const { startControlPlane } = await import(join(repo, "packages/testkit/dist/control-plane.js"));
+  const plane = await startControlPlane({ controllerManager: false });
+  try {
+    const namespace = "default";
+    const credentials = join(base, "service-account");
+    mkdirSync(credentials);
+    writeFileSync(join(credentials, "token"), plane.token);
+    writeFileSync(join(credentials, "ca.crt"), readFileSync(plane.caFile));
+    const object = `infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/${namespace}/bench/00000000-0000-4000-8000-000000000001`;
+    const variantsByName = {};
+    for (const [name, runtime] of Object.entries(runtimes)) {
+      const direct = fixture(`${name}-direct-case`);
+      const brokered = fixture(`${name}-broker-case`);
+      for (const dir of [direct, brokered]) rmSync(join(dir, "config", "backend_override.tf.json"));
+      const backend = (suffix, connection) => [`secret_suffix=${suffix}`, `namespace=${namespace}`, connection].map((value) => `--backend-config=${value}`);
+      const runArgs = (dir, work) => [bundle, "run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`, `--workdir=${work}`, `--providers=${join(dir, "none")}`, `--result=${work}.result.json`];
+      variantsByName[`runner, backend to the API server, ${name}`] = async () => {
+        const work = freshWorkdir(direct);
+        return { ms: await timed(bundleNode, [...runArgs(direct, work), ...backend(`${name}direct00000000-m`, `config_path=${plane.kubeconfigPath}`)], { env: { ...jobEnv(direct), HOME: work } }) };
+      };
+      variantsByName[`runner + broker, ${name}`] = async () => {
+        const work = freshWorkdir(brokered);
+        const brokerDir = `${work}.broker`;
+        const suffix = `${name}broker00000000-m`;
+        const broker = spawn(bundleNode, [bundle, "broker", `--event-object=${object}`, `--state-suffix=${suffix}`, `--dir=${brokerDir}`, `--result=${brokerDir}.summary.json`, `--server=${plane.server}`, `--service-account-dir=${credentials}`], { stdio: "ignore", env: { PATH: process.env.PATH } });
+        const ms = await timed(bundleNode, [...runArgs(brokered, work), `--broker=${brokerDir}`, ...backend(suffix, `config_path=${join(brokerDir, "kubeconfig")}`)], { env: { ...jobEnv(brokered), HOME: work } });
+        const memory = Object.fromEntries(
+          readFileSync(`/proc/${broker.pid}/smaps_rollup`, "utf8")
+            .split("\n")
+            .map((line) => /^(\w+):\s+(\d+) kB/.exec(line))
+            .filter(Boolean)
+            .map(([, key, kb]) => [key, Number(kb) / 1024]),
+        );
+        broker.kill("SIGTERM");
+        await new Promise((resolve) => broker.once("exit", resolve));
+        const summary = JSON.parse(readFileSync(`${brokerDir}.summary.json`, "utf8"));
+        if (summary.refused !== 0) throw new Error(`the broker refused requests of a plain apply: ${JSON.stringify(summary)}`);
+        return { ms, rss: memory.Rss, anonymous: memory.Pss_Anon ?? memory.Private_Dirty, requests: summary.requests };
+      };
+    }
+    const brokerNames = Object.keys(variantsByName);
+    const results = Object.fromEntries(brokerNames.map((name) => [name, []]));
+    for (const name of brokerNames) await variantsByName[name](); // the first apply creates the state and the resources
+    for (let round = 0; round < rounds; round++) {
+      for (const name of brokerNames.map((_, index) => brokerNames[(index + round) % brokerNames.length])) results[name].push(await variantsByName[name]());
+    }
+    console.log(`state broker: runner apply (no changes, state in a Secret on a local kube-apiserver), ${rounds} alternating rounds, medians:`);
+    for (const name of brokerNames) console.log(`  ${name.padEnd(44)} ${median(results[name].map((run) => run.ms)).toFixed(0).padStart(6)} ms`);
+    for (const name of Object.keys(runtimes)) {
+      const brokered = results[`runner + broker, ${name}`];
+      const added = median(brokered.map((run) => run.ms)) - median(results[`runner, backend to the API server, ${name}`].map((run) => run.ms));
+      const paired = median(brokered.map((run, round) => run.ms - results[`runner, backend to the API server, ${name}`][round].ms));
+      const anonymous = Math.max(...brokered.map((run) => run.anonymous));
+      console.log(
+        `${name}: the broker adds ${added.toFixed(1)} ms per run (median of the rounds' differences ${paired.toFixed(1)} ms; target <= 20: ${Math.max(added, paired) <= 20 ? "met" : "missed"}), ` +
+          `${median(brokered.map((run) => run.requests))} requests through it; its memory: resident ${median(brokered.map((run) => run.rss)).toFixed(1)} MiB, ` +
+          `of which a Pod pays beside the runner at most ${anonymous.toFixed(1)} MiB (anonymous; target <= 16: ${anonymous <= 16 ? "met" : "missed"})`,
+      );
+    }
+  } finally {
+    await plane.stop();
+  }
+}

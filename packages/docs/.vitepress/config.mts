@@ -51,6 +51,7 @@ export const sidebar: DefaultTheme.SidebarItem[] = [
     text: "Operator guide",
     items: [
       { text: "Installing captf", link: "/installation" },
+      { text: "Security: what a module can reach", link: "/security" },
       { text: "Webhooks", link: "/webhooks" },
       { text: "Metrics and alerts", link: "/metrics" },
       { text: "Scaling the manager: shards", link: "/scaling" },
