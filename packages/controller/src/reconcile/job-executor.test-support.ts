@@ -1,8 +1,9 @@
 // Runs the Jobs the manager creates, for tests: there is no kubelet on the test plane, so this
-// plays its part for captf's Jobs. For each Pod kube-controller-manager created, it runs the
-// runner (the esbuild bundle of packages/runner, as a child process) with the Job's own
+// plays its part for captf's Jobs. For each Pod kube-controller-manager created, it starts the
+// state broker with the sidecar's own arguments (the plane's admin token standing in for the Job's)
+// and the runner (the esbuild bundle of packages/runner, as child processes) with the Job's own
 // arguments, the module the image names and the per-run Secret's files, then writes the Pod's
-// status (phase, exit code, termination message) so the Job controller completes the Job.
+// status (phase, exit code, both termination messages) so the Job controller completes the Job.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +11,7 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { requireTool } from "@captf/testkit";
-import { runnerRunCommand } from "../jobs/build-job.js";
+import { brokerCommand, brokerContainerName, brokerDir, runnerRunCommand } from "../jobs/build-job.js";
 
 export interface JobExecutor {
   /** Runs every pending Pod of the namespace once; returns how many it ran. */
@@ -37,6 +38,12 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
   const bundle = join(base, "bundle");
   execFileSync(process.execPath, [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle], { stdio: "pipe" });
   const tofu = requireTool("tofu");
+  // What the broker sidecar reads from the Pod's projected token volume.
+  const serviceAccountDir = join(base, "service-account");
+  mkdirSync(serviceAccountDir);
+  const cluster = kc.getCurrentCluster()!;
+  writeFileSync(join(serviceAccountDir, "token"), kc.getCurrentUser()!.token!);
+  writeFileSync(join(serviceAccountDir, "ca.crt"), cluster.caData ? Buffer.from(cluster.caData, "base64") : readFileSync(cluster.caFile!));
   const done = new Set<string>();
   const logs = new Map<string, string>();
 
@@ -72,11 +79,19 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       }
     }
     const resultPath = join(work, "result.json");
+    const brokerResult = join(work, "broker-result.json");
+    const brokerWork = join(work, "broker");
+    const sidecar = pod.spec!.initContainers!.find((c) => c.name === brokerContainerName)!;
+    const broker = spawn(
+      process.execPath,
+      [join(bundle, basename(brokerCommand[1]!)), ...brokerCommand.slice(2), ...(sidecar.args ?? []).map((arg) => (arg.startsWith("--dir=") ? `--dir=${brokerWork}` : arg)), `--result=${brokerResult}`, `--server=${cluster.server}`, `--service-account-dir=${serviceAccountDir}`],
+      { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH ?? "", POD_NAME: name } },
+    );
+    broker.stderr.on("data", (chunk: Buffer) => logs.set(`${name}/${brokerContainerName}`, (logs.get(`${name}/${brokerContainerName}`) ?? "") + chunk.toString("utf8")));
     const args = (container.args ?? [])
-      .filter((arg) => !arg.startsWith("--event-object") && !arg.startsWith("--job-name"))
       .map((arg) =>
-        arg === "--backend-config=in_cluster_config=true"
-          ? `--backend-config=config_path=${options.kubeconfigPath}`
+        arg.startsWith("--broker=") || arg.startsWith(`--backend-config=config_path=${brokerDir}/`)
+          ? arg.replace(brokerDir, brokerWork)
           : arg.startsWith("--bin=")
             ? `--bin=${tofu}`
             : arg.startsWith("--module=")
@@ -99,6 +114,18 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       child.stderr.on("data", append);
       child.on("exit", (code) => resolve(code ?? 1));
     });
+    // The main container has ended: the kubelet stops the sidecar, which writes its summary.
+    const brokerExit = await new Promise<number>((resolve) => {
+      if (broker.exitCode !== null) resolve(broker.exitCode);
+      broker.once("exit", (code) => resolve(code ?? 1));
+      broker.kill("SIGTERM");
+    });
+    let brokerMessage = "";
+    try {
+      brokerMessage = readFileSync(brokerResult, "utf8");
+    } catch {
+      // The broker died before writing its summary: the manager reads none.
+    }
     let message = "";
     try {
       message = readFileSync(resultPath, "utf8");
@@ -114,6 +141,17 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
         body: {
           status: {
             phase: exitCode === 0 ? "Succeeded" : "Failed",
+            initContainerStatuses: [
+              {
+                name: brokerContainerName,
+                image: sidecar.image!,
+                imageID: `${sidecar.image}@sha256:${"0".repeat(64)}`,
+                ready: false,
+                started: false,
+                restartCount: 0,
+                state: { terminated: { exitCode: brokerExit, reason: brokerExit === 0 ? "Completed" : "Error", message: brokerMessage, startedAt: now as never, finishedAt: now as never } },
+              },
+            ],
             containerStatuses: [
               {
                 name: "source",
