@@ -17,6 +17,7 @@ import type { Role } from "@captf/contract";
 import { loadManifest } from "./apply.js";
 import { pointWebhooksAt } from "./cluster-api.js";
 import { captfAssetsDirectory } from "./clusterctl.js";
+import { buildAndPushHostileImage } from "./hostile-module.js";
 
 const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 const componentsFile = join(captfAssetsDirectory, "infrastructure-components.yaml");
@@ -28,9 +29,13 @@ export const moduleTag = "v0.1.0-opentofu";
 export interface CaptfImages {
   manager: string;
   modules: Record<Role, string>;
+  /** The hostile machine module with OpenTofu (e2e/src/hostile-module.ts): the trust boundary's subject. */
+  hostileMachine: string;
+  /** The loopback registry's `host:port`, for images pushed later. */
+  registry: string;
 }
 
-/** Builds the captf-controller image and the three no-op module images, and pushes them to `registry`. */
+/** Builds the captf-controller image, the three no-op module images and the hostile machine image, and pushes them to `registry`. */
 export function buildAndPushImages(registry: LocalRegistry, workDir: string, log: (line: string) => void): CaptfImages {
   const layout = join(workDir, "oci");
   const started = Date.now();
@@ -50,7 +55,9 @@ export function buildAndPushImages(registry: LocalRegistry, workDir: string, log
     pushImage(layout, tag, modules[role]);
   }
   log(`images: no-op module images pushed to ${registry.host}`);
-  return { manager, modules };
+  const hostileMachine = buildAndPushHostileImage(registry.host, layout, "tofu");
+  log(`images: hostile machine image pushed to ${registry.host}`);
+  return { manager, modules, hostileMachine, registry: registry.host };
 }
 
 export interface CaptfInstall {

@@ -17,6 +17,7 @@ import { demoClusterName, demoNamespace, demoObjects, demoVariables, type DemoSe
 import { startManagementPlane, type ManagementPlane } from "./management-plane.js";
 import { formatProgress, listCaptfJobs, listEventsOfReason, readProgress } from "./progress.js";
 import { startHoldServer } from "./hold-server.js";
+import { brokerRefusalsPerJob, describeAttempts, hostileLeftovers, isBoundaryAttempt, readHostileRecord, snapshotChanges, snapshotVictim, startReportServer, victimTargets } from "./hostile-module.js";
 
 type AnyObject = Record<string, any>;
 
@@ -340,6 +341,59 @@ describeWithTools(
 
     // clusterctl generate, describe and move (on their own namespaces).
     clusterctlScenarios(() => ({ plane, planeLog }));
+
+    it("keeps a hostile module's code from every Kubernetes credential and everything of another object, and its own apply still succeeds", async () => {
+      // The hostile machine (packages/module-hostile, OpenTofu) attacks at every step of its apply and destroy a
+      // victim: a demo-md-0 machine, its state, lock and run Secret, the cluster's kubeconfig and CA, the credential mirror.
+      const victim = (await list(infra, "terraformmachines")).find((machine) => machine.metadata.name.startsWith("demo-md-0-"))!.metadata.name as string;
+      const targets = await victimTargets(plane.kubeConfig, demoNamespace, demoClusterName, victim);
+      expect(targets.credentialMirror).toBeDefined();
+      const before = await snapshotVictim(plane.kubeConfig, targets);
+      const reports = await startReportServer();
+      try {
+        const variables = { hostile_targets: JSON.stringify(targets), report_url: reports.url };
+        await applyObjects(plane.applier, [machineTemplate("demo-md-hostile", { source: { image: plane.images.hostileMachine }, variables }), machineDeployment("demo-md-hostile")]);
+        const hostileMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-hostile-"));
+        await waitReady("the hostile machine Ready", async () => (await list(capi, "machines")).some((machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-hostile"));
+        const hostile = (await hostileMachines())[0]!.metadata.name as string;
+        const record = await readHostileRecord(plane.kubeConfig, demoNamespace, hostile);
+        expect(record.jobs.filter((job) => job.op === "apply" && job.succeeded)).toHaveLength(1);
+        // The forged result (attack.cjs writes it during apply and again over the runner's own) must not be what the manager recorded.
+        if (record.forgedRecorded || record.forgedTerminationMessages.length > 0) {
+          throw new Error(`the hostile module's forged result was recorded: status.lastRun ${JSON.stringify(record.lastRun)}; forged termination messages of ${record.forgedTerminationMessages.join(", ") || "no Pod"}`);
+        }
+        const refusalsAtApply = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);
+        expect(refusalsAtApply).toEqual(Object.fromEntries(record.jobs.map((job) => [job.name, 1])));
+
+        await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-hostile" });
+        await waitFor(async () => ((await hostileMachines()).length === 0 ? true : undefined), 300_000, "the hostile machine destroyed and gone");
+        await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformmachinetemplates", name: "demo-md-hostile" });
+        // One BrokerRefused event per Job: the apply's, and now the destroy's.
+        const refusals = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);
+        expect(Object.values(refusals)).toEqual(Object.keys(refusalsAtApply).concat("destroy").map(() => 1));
+        expect(Object.keys(refusals)).toEqual(expect.arrayContaining(Object.keys(refusalsAtApply)));
+
+        const phases = await waitFor(async () => {
+          const seen = new Set(reports.reports.map((report) => report.phase));
+          return ["init", "validate", "apply", "provisioner-apply", "destroy", "provisioner-destroy"].every((phase) => seen.has(phase)) ? [...seen] : undefined;
+        }, 30_000, `reports of every phase (so far: ${reports.reports.map((report) => report.phase).join(", ")})`);
+        expect(phases.length).toBeGreaterThanOrEqual(6);
+        const attempts = reports.reports.flatMap((report) => report.attempts);
+        const boundary = attempts.filter(isBoundaryAttempt);
+        expect(boundary.length).toBeGreaterThan(100);
+        const notRefused = boundary.filter((attempt) => attempt.outcome !== "refused");
+        if (notRefused.length > 0) throw new Error(`${notRefused.length} of ${boundary.length} attempts were not refused:\n${describeAttempts(notRefused)}`);
+        // The refusals came through a live broker: the hostile object's own state answered it at every phase.
+        const controls = attempts.filter((attempt) => attempt.control);
+        expect({ controls: controls.length, succeeded: controls.filter((attempt) => attempt.outcome === "succeeded").length }).toEqual({ controls: reports.reports.length, succeeded: reports.reports.length });
+        expect(new Set(boundary.map((attempt) => attempt.via))).toEqual(new Set(["filesystem", "environment", "direct", "broker"]));
+
+        expect(snapshotChanges(before, await snapshotVictim(plane.kubeConfig, targets))).toEqual([]);
+        expect(await hostileLeftovers(plane.kubeConfig, demoNamespace)).toEqual([]);
+      } finally {
+        await reports.close();
+      }
+    }, scenarioTimeout);
 
     it("removes everything of captf when the Cluster is deleted", async () => {
       await custom.deleteNamespacedCustomObject({ ...capi, plural: "clusters", name: demoClusterName });
