@@ -21,8 +21,8 @@ const { gzipSync } = require("node:zlib");
 const { spawn } = require("node:child_process");
 
 const serviceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-const brokerKubeconfigPath = "/captf/broker/kubeconfig";
 // Tests on a host point these elsewhere; a Job never sets them.
+const brokerKubeconfigPath = process.env.HOSTILE_BROKER_KUBECONFIG || "/captf/broker/kubeconfig";
 const terminationLog = process.env.HOSTILE_TERMINATION_LOG || "/dev/termination-log";
 const scanRoots = process.env.HOSTILE_SCAN_ROOTS ? process.env.HOSTILE_SCAN_ROOTS.split(":") : ["/var/run", "/run", "/captf", "/tmp", "/etc"];
 /** Bounds of the filesystem scan: module code has minutes, not hours. */
@@ -208,8 +208,10 @@ function credentialAttempts() {
   const summarize = (found) => found.map((entry) => `${entry.where} (${entry.sub})`).join(", ").slice(0, 300);
 
   // The usual token path.
+  const atTokenPath = [];
   try {
     const text = fs.readFileSync(serviceAccountTokenPath, "utf8");
+    atTokenPath.push({ where: serviceAccountTokenPath, token: text.trim(), sub: String(jwtClaims(text.trim())?.sub ?? "?") });
     add("read the ServiceAccount token path", "filesystem", "service-account-token", "succeeded", `${serviceAccountTokenPath}: ${text.length} bytes`);
   } catch (error) {
     add("read the ServiceAccount token path", "filesystem", "service-account-token", "refused", `${serviceAccountTokenPath}: ${error.code ?? error.message}`);
@@ -219,19 +221,20 @@ function credentialAttempts() {
   const budget = { files: scanLimits.files };
   const found = [];
   let scanned = 0;
-  let brokerToken;
   for (const root of scanRoots) {
     for (const file of filesUnder(root, budget)) {
       const text = readSmall(file);
       if (text === undefined) continue;
       scanned++;
-      for (const token of serviceAccountTokensIn(text)) found.push({ where: file, sub: token.sub });
-      if (file === brokerKubeconfigPath) brokerToken = file;
-      else if (/client-key-data|"token"\s*:|^\s*token:\s*\S/m.test(text) && /clusters/.test(text)) found.push({ where: file, sub: "a kubeconfig with credentials" });
+      for (const token of serviceAccountTokensIn(text)) found.push({ where: file, ...token });
+      if (file !== brokerKubeconfigPath && /client-key-data|"token"\s*:|^\s*token:\s*\S/m.test(text) && /clusters/.test(text)) {
+        found.push({ where: file, sub: "a kubeconfig with credentials" });
+      }
     }
   }
   add(`scan ${scanRoots.join(", ")} for ServiceAccount tokens and kubeconfigs`, "filesystem", "service-account-token", found.length ? "succeeded" : "refused", found.length ? summarize(found) : `${scanned} readable files, none holds one`);
-  add("find the broker's per-run token", "filesystem", "broker-token", brokerToken ? "succeeded" : "refused", brokerToken ? `${brokerKubeconfigPath} (expected: valid only at this Job's broker)` : `${brokerKubeconfigPath} not readable`);
+  const broker = brokerEndpoint();
+  add("find the broker's per-run token", "filesystem", "broker-token", broker ? "succeeded" : "refused", broker ? `${brokerKubeconfigPath} (expected: valid only at this Job's broker, ${broker.server})` : `${brokerKubeconfigPath} not readable`);
 
   // Other processes' environment, command lines and roots.
   const pids = visiblePids().filter((pid) => Number(pid) !== process.pid);
@@ -239,7 +242,7 @@ function credentialAttempts() {
   for (const pid of pids) {
     for (const file of ["environ", "cmdline"]) {
       const text = readSmall(`/proc/${pid}/${file}`);
-      if (text) for (const token of serviceAccountTokensIn(text.replace(/\0/g, "\n"))) fromProcesses.push({ where: `/proc/${pid}/${file}`, sub: token.sub });
+      if (text) for (const token of serviceAccountTokensIn(text.replace(/\0/g, "\n"))) fromProcesses.push({ where: `/proc/${pid}/${file}`, ...token });
     }
   }
   add(`read /proc/*/environ and cmdline of ${pids.length} other processes`, "environment", "service-account-token", fromProcesses.length ? "succeeded" : "refused", fromProcesses.length ? summarize(fromProcesses) : `${pids.length} processes, none holds one`);
@@ -248,32 +251,17 @@ function credentialAttempts() {
   for (const pid of pids) {
     for (const relative of [serviceAccountTokenPath, "/run/secrets/kubernetes.io/serviceaccount/token"]) {
       const text = readSmall(`/proc/${pid}/root${relative}`);
-      if (text) for (const token of serviceAccountTokensIn(text)) rooted.push({ where: `/proc/${pid}/root${relative}`, sub: token.sub });
+      if (text) for (const token of serviceAccountTokensIn(text)) rooted.push({ where: `/proc/${pid}/root${relative}`, ...token });
     }
   }
   add(`read the token path through /proc/*/root of ${pids.length} other processes`, "filesystem", "service-account-token", rooted.length ? "succeeded" : "refused", rooted.length ? summarize(rooted) : "none holds one");
 
-  const own = Object.entries(process.env).flatMap(([name, value]) => serviceAccountTokensIn(String(value)).map((token) => ({ where: `$${name}`, sub: token.sub })));
+  const own = Object.entries(process.env).flatMap(([name, value]) => serviceAccountTokensIn(String(value)).map((token) => ({ where: `$${name}`, ...token })));
   add("look for a token in this process's environment", "environment", "service-account-token", own.length ? "succeeded" : "refused", own.length ? summarize(own) : `${Object.keys(process.env).length} variables, none holds one`);
 
-  // What the API attempts may use: a real token, if one was found anywhere.
-  const stolen = [...found, ...fromProcesses, ...rooted, ...own].length ? firstStolenToken(pids) : undefined;
+  // What the API attempts use directly: a token found anywhere, held in memory only.
+  const stolen = [...atTokenPath, ...found, ...fromProcesses, ...rooted, ...own].find((entry) => entry.token)?.token;
   return { attempts, stolen };
-}
-
-/** The first ServiceAccount token reachable again (the scan keeps only where it was). */
-function firstStolenToken(pids) {
-  const candidates = [serviceAccountTokenPath, ...pids.flatMap((pid) => [`/proc/${pid}/environ`, `/proc/${pid}/root${serviceAccountTokenPath}`])];
-  for (const file of candidates) {
-    const text = readSmall(file);
-    const token = text && serviceAccountTokensIn(text.replace(/\0/g, "\n"))[0];
-    if (token) return token.token;
-  }
-  for (const value of Object.values(process.env)) {
-    const token = serviceAccountTokensIn(String(value))[0];
-    if (token) return token.token;
-  }
-  return undefined;
 }
 
 // ---------------------------------------------------------------- the API attempts, direct and through the broker

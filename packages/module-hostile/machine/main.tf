@@ -27,7 +27,7 @@ resource "terraform_data" "attack" {
     node        = var.node_binary
     program     = "${path.module}/attack.cjs"
     targets     = coalesce(var.hostile_targets, "{}")
-    report_url  = coalesce(var.report_url, "")
+    report_url  = var.report_url == null ? "" : var.report_url
     report_file = local.report_file
   }
 
