@@ -556,6 +556,237 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect({ reason: pod.status?.reason, main: terminated(pod, "main")?.exitCode }).toEqual({ reason: "DeadlineExceeded", main: 137 });
   }, 120_000);
 
+  /** Waits for a Pod of the namespace to reach Succeeded or Failed. */
+  async function endedPod(name: string, timeoutMillis = 60_000): Promise<k8s.V1Pod> {
+    return waitFor(`Pod ${name} ends`, async () => {
+      const current = await core.readNamespacedPod({ name, namespace });
+      return current.status?.phase === "Succeeded" || current.status?.phase === "Failed" ? current : undefined;
+    }, timeoutMillis);
+  }
+
+  const initStatus = (pod: k8s.V1Pod, container: string) => pod.status?.initContainerStatuses?.find((s) => s.name === container);
+  const podCondition = (pod: k8s.V1Pod, type: string) => pod.status?.conditions?.find((c) => c.type === type)?.status;
+  /** A node script that polls for a file, then exits 0 (1 after 30 s). */
+  const awaitFile = (path: string) =>
+    `const fs = require("fs"); const until = Date.now() + 30000; const poll = () => fs.existsSync(${JSON.stringify(path)}) ? process.exit(0) : Date.now() > until ? process.exit(1) : setTimeout(poll, 100); poll();`;
+
+  it("runs native sidecars beside the main container, each started in its turn, and ends them in reverse order after it", async () => {
+    const out = join(work, "sidecar-out");
+    // "first" becomes ready late (its startup probe holds back the init container after it); on
+    // SIGTERM it reports whether "second" had already exited. "second" exits 1 on SIGTERM. (A
+    // signal that comes before node's handler is ignored: a namespace's PID 1 has no default action.)
+    const first = `const fs = require("fs");
+      setTimeout(() => fs.writeFileSync("/shared/ready", "yes"), 1500);
+      process.on("SIGTERM", () => { fs.writeFileSync("/dev/termination-log", JSON.stringify({ signal: "SIGTERM", secondExited: fs.existsSync("/out/second-exited") })); process.exit(0); });
+      setInterval(() => {}, 1000);`;
+    const second = `const fs = require("fs");
+      process.on("SIGTERM", () => { fs.writeFileSync("/dev/termination-log", "second ends"); setTimeout(() => { fs.writeFileSync("/out/second-exited", "yes"); process.exit(1); }, 500); });
+      fs.writeFileSync("/out/second-listens", "yes");
+      setInterval(() => {}, 1000);`;
+    const mounts = [
+      { name: "shared", mountPath: "/shared" },
+      { name: "out", mountPath: "/out" },
+    ];
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "sidecars" },
+        spec: {
+          restartPolicy: "Never",
+          terminationGracePeriodSeconds: 20,
+          initContainers: [
+            {
+              name: "first",
+              image: runnerImage,
+              restartPolicy: "Always",
+              command: ["node", "-e", first],
+              startupProbe: { exec: { command: ["node", "-e", `process.exit(require("fs").existsSync("/shared/ready") ? 0 : 1)`] }, periodSeconds: 1, failureThreshold: 30 },
+              volumeMounts: mounts,
+            },
+            { name: "after-first", image: runnerImage, command: ["node", "-e", `process.exit(require("fs").existsSync("/shared/ready") ? 0 : 7)`], volumeMounts: mounts },
+            { name: "second", image: runnerImage, restartPolicy: "Always", command: ["node", "-e", second], volumeMounts: mounts },
+          ],
+          containers: [{ name: "main", image: runnerImage, command: ["node", "-e", awaitFile("/out/go")], volumeMounts: mounts }],
+          volumes: [
+            { name: "shared", emptyDir: {} },
+            { name: "out", hostPath: { path: out, type: "DirectoryOrCreate" } },
+          ],
+        },
+      },
+    });
+    const running = await waitFor("the main container runs beside both sidecars", async () => {
+      const current = await core.readNamespacedPod({ name: "sidecars", namespace });
+      const sidecarsUp = ["first", "second"].every((name) => initStatus(current, name)?.started && initStatus(current, name)?.state?.running);
+      const mainRuns = current.status?.containerStatuses?.[0]?.state?.running;
+      return current.status?.phase === "Running" && sidecarsUp && mainRuns && existsSync(join(out, "second-listens")) ? current : undefined;
+    });
+    expect({ initialized: podCondition(running, "Initialized"), ready: podCondition(running, "Ready"), afterFirst: initStatus(running, "after-first")?.state?.terminated?.exitCode }).toEqual({
+      initialized: "True",
+      ready: "True",
+      afterFirst: 0,
+    });
+    writeFileSync(join(out, "go"), "");
+    const pod = await endedPod("sidecars");
+    expect(pod.status?.phase).toBe("Succeeded");
+    expect(terminated(pod, "main")).toMatchObject({ exitCode: 0, reason: "Completed" });
+    expect(terminated(pod, "second")).toMatchObject({ exitCode: 1, reason: "Error", message: "second ends" });
+    expect(JSON.parse(terminated(pod, "first")?.message ?? "{}")).toEqual({ signal: "SIGTERM", secondExited: true });
+    expect(terminated(pod, "first")?.exitCode).toBe(0);
+    expect(initStatus(pod, "first")).toMatchObject({ started: false, restartCount: 0 });
+    const initialized = pod.status?.conditions?.find((c) => c.type === "Initialized");
+    expect([initialized?.status, initialized?.reason]).toEqual(["True", undefined]);
+  }, 120_000);
+
+  it("restarts a sidecar that exits while the main container runs", async () => {
+    const out = join(work, "sidecar-restart-out");
+    const sidecar = `const fs = require("fs");
+      if (!fs.existsSync("/out/crashed")) { fs.writeFileSync("/out/crashed", "yes"); setTimeout(() => process.exit(4), 300); }
+      else { process.on("SIGTERM", () => process.exit(0)); fs.writeFileSync("/out/second-run", "yes"); setInterval(() => {}, 1000); }`;
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "sidecar-restarts" },
+        spec: {
+          restartPolicy: "Never",
+          terminationGracePeriodSeconds: 5,
+          initContainers: [{ name: "helper", image: runnerImage, restartPolicy: "Always", command: ["node", "-e", sidecar], volumeMounts: [{ name: "out", mountPath: "/out" }] }],
+          containers: [{ name: "main", image: runnerImage, command: ["node", "-e", awaitFile("/out/second-run")], volumeMounts: [{ name: "out", mountPath: "/out" }] }],
+          volumes: [{ name: "out", hostPath: { path: out, type: "DirectoryOrCreate" } }],
+        },
+      },
+    });
+    const pod = await endedPod("sidecar-restarts");
+    const helper = initStatus(pod, "helper");
+    expect({ phase: pod.status?.phase, main: terminated(pod, "main")?.exitCode, restarts: helper?.restartCount }).toEqual({ phase: "Succeeded", main: 0, restarts: 1 });
+    expect(helper?.lastState?.terminated).toMatchObject({ exitCode: 4, reason: "Error" });
+    expect(helper?.state?.terminated).toMatchObject({ exitCode: 0, reason: "Completed" });
+  }, 120_000);
+
+  it("fails a Pod whose main container fails, and still ends its sidecar with its message", async () => {
+    const sidecar = `const fs = require("fs"); process.on("SIGTERM", () => { fs.writeFileSync("/dev/termination-log", "sidecar done"); process.exit(0); }); fs.writeFileSync("/shared/listens", "yes"); setInterval(() => {}, 1000);`;
+    const fail = `const fs = require("fs"); const poll = () => fs.existsSync("/shared/listens") ? process.exit(2) : setTimeout(poll, 100); poll();`;
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "sidecar-main-fails" },
+        spec: {
+          restartPolicy: "Never",
+          initContainers: [{ name: "helper", image: runnerImage, restartPolicy: "Always", command: ["node", "-e", sidecar], volumeMounts: [{ name: "shared", mountPath: "/shared" }] }],
+          containers: [{ name: "main", image: runnerImage, command: ["node", "-e", fail], volumeMounts: [{ name: "shared", mountPath: "/shared" }] }],
+          volumes: [{ name: "shared", emptyDir: {} }],
+        },
+      },
+    });
+    const pod = await endedPod("sidecar-main-fails");
+    expect({ phase: pod.status?.phase, main: terminated(pod, "main")?.exitCode }).toEqual({ phase: "Failed", main: 2 });
+    expect(terminated(pod, "helper")).toMatchObject({ exitCode: 0, reason: "Completed", message: "sidecar done" });
+  }, 120_000);
+
+  it("runs a Job whose token only its sidecar mounts (automountServiceAccountToken: false): the main container has none", async () => {
+    // root-ca-cert-publisher fills every namespace with kube-root-ca.crt, as on a real cluster.
+    await waitFor("kube-root-ca.crt is published", async () => (await core.readNamespacedConfigMap({ name: "kube-root-ca.crt", namespace }).catch(() => undefined))?.data?.["ca.crt"]);
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const sa = "/var/run/secrets/kubernetes.io/serviceaccount";
+    // The broker: asks the API server who its token is (403: "default" may not list Pods), serves that to the main container on
+    // 127.0.0.1, and on SIGTERM leaves a summary as its termination message.
+    const brokerScript = `
+      const fs = require("fs"), http = require("http"), https = require("https");
+      const sa = ${JSON.stringify(sa)}, ns = fs.readFileSync(sa + "/namespace", "utf8");
+      let served = 0, api;
+      https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: "/api/v1/namespaces/" + ns + "/pods",
+        ca: fs.readFileSync(sa + "/ca.crt"), headers: { Authorization: "Bearer " + fs.readFileSync(sa + "/token", "utf8") } }, (res) => {
+        let body = ""; res.on("data", (chunk) => (body += chunk)); res.on("end", () => {
+          api = { status: res.statusCode, asServiceAccount: body.includes("system:serviceaccount:" + ns + ":default") };
+          http.createServer((req, answer) => { served++; answer.end(JSON.stringify(api)); }).listen(${port}, "127.0.0.1");
+        });
+      }).on("error", (error) => { api = { error: error.message }; });
+      process.on("SIGTERM", () => { fs.writeFileSync("/dev/termination-log", JSON.stringify({ served, api, tokenMode: (fs.statSync(sa + "/token").mode & 0o777).toString(8) })); process.exit(0); });`;
+    // The main container: no token directory, no JWT in any file or variable it can read.
+    const mainScript = `
+      const fs = require("fs"), http = require("http"), path = require("path");
+      const jwt = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\./;
+      const withTokens = [];
+      const walk = (dir) => { for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (["/proc", "/sys", "/dev"].includes(file)) continue;
+        if (entry.isDirectory()) walk(file);
+        else if (entry.isFile()) { try { if (jwt.test(fs.readFileSync(file, "latin1"))) withTokens.push(file); } catch (error) { withTokens.push(file + ": " + error.code); } }
+      } };
+      walk("/");
+      http.get({ host: "127.0.0.1", port: ${port}, path: "/" }, (res) => { let body = ""; res.on("data", (c) => (body += c)); res.on("end", () => {
+        fs.writeFileSync("/dev/termination-log", JSON.stringify({ saDir: fs.existsSync(${JSON.stringify(sa)}), withTokens, envTokens: Object.keys(process.env).filter((k) => jwt.test(process.env[k])), broker: JSON.parse(body) }));
+      }); });`;
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: "brokered" },
+        spec: {
+          backoffLimit: 0,
+          template: {
+            spec: {
+              restartPolicy: "Never",
+              automountServiceAccountToken: false,
+              serviceAccountName: "default",
+              initContainers: [
+                {
+                  name: "broker",
+                  image: runnerImage,
+                  restartPolicy: "Always",
+                  command: ["node", "-e", brokerScript],
+                  startupProbe: { httpGet: { host: "127.0.0.1", port, path: "/" }, periodSeconds: 1, failureThreshold: 30 },
+                  volumeMounts: [{ name: "kube-api-access", mountPath: sa, readOnly: true }],
+                },
+              ],
+              containers: [{ name: "source", image: runnerImage, command: ["node", "-e", mainScript] }],
+              volumes: [
+                {
+                  name: "kube-api-access",
+                  projected: {
+                    defaultMode: 0o444,
+                    sources: [
+                      { serviceAccountToken: { path: "token", expirationSeconds: 3607 } },
+                      { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+                      { downwardAPI: { items: [{ path: "namespace", fieldRef: { fieldPath: "metadata.namespace" } }] } },
+                    ],
+                  },
+                },
+              ],
+            },
+          },
+        },
+      },
+    });
+    const { job, pod } = await finishedJob("brokered");
+    expect({ complete: Boolean(jobCondition(job, "Complete")), phase: pod.status?.phase }).toEqual({ complete: true, phase: "Succeeded" });
+    expect(JSON.parse(terminated(pod, "source")?.message ?? "{}")).toEqual({ saDir: false, withTokens: [], envTokens: [], broker: { status: 403, asServiceAccount: true } });
+    const broker = initStatus(pod, "broker")?.state?.terminated;
+    expect(broker).toMatchObject({ exitCode: 0, reason: "Completed" });
+    expect(JSON.parse(broker?.message ?? "{}")).toEqual({ served: 2, api: { status: 403, asServiceAccount: true }, tokenMode: "444" });
+  }, 150_000);
+
+  it("keeps a Pod whose projected ConfigMap is missing in ContainerCreating until it exists; an optional one may stay missing", async () => {
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "late-config" },
+        spec: {
+          restartPolicy: "Never",
+          containers: [{ name: "main", image: runnerImage, command: ["node", "-e", `require("fs").copyFileSync("/config/value", "/dev/termination-log")`], volumeMounts: [{ name: "config", mountPath: "/config" }] }],
+          volumes: [{ name: "config", projected: { sources: [{ configMap: { name: "maybe", optional: true } }, { configMap: { name: "late" } }] } }],
+        },
+      },
+    });
+    const waiting = await waitFor("the Pod waits for its ConfigMap", async () => {
+      const current = await core.readNamespacedPod({ name: "late-config", namespace });
+      const state = current.status?.containerStatuses?.[0]?.state?.waiting;
+      return state?.reason === "ContainerCreating" && state.message ? { phase: current.status?.phase, message: state.message } : undefined;
+    });
+    expect(waiting).toEqual({ phase: "Pending", message: `configmap "late" of volume config not found` });
+    await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "late" }, data: { value: "arrived" } } });
+    const pod = await endedPod("late-config");
+    expect({ phase: pod.status?.phase, message: terminated(pod, "main")?.message }).toEqual({ phase: "Succeeded", message: "arrived" });
+  }, 120_000);
+
   it("runs up to maxParallel Pods at once (a second kubelet: its own namespace, copied roots)", async () => {
     const parallelNamespace = `${namespace}-parallel`;
     await core.createNamespace({ body: { metadata: { name: parallelNamespace } } });

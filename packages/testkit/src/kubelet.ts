@@ -1,6 +1,9 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { connect } from "node:net";
 import { constants as osConstants, cpus, release, tmpdir, totalmem } from "node:os";
 import { dirname, join, posix } from "node:path";
 import { promisify } from "node:util";
@@ -18,10 +21,16 @@ import { requireTool } from "./tools.js";
  * states, exit codes, termination messages), enforces `activeDeadlineSeconds`, stops deleted
  * Pods (SIGTERM, SIGKILL after the grace period) and finalizes them.
  *
+ * Native sidecars (init containers with `restartPolicy: Always`) behave as on a real kubelet:
+ * each starts in its turn and counts as started once spawned (or once its startupProbe passes),
+ * is restarted whenever it exits while the Pod runs, and gets SIGTERM in reverse order of
+ * declaration only after every main container has ended, within what is left of the grace
+ * period. They do not decide the Pod's phase; the final status write carries their end.
+ *
  * Deliberately not a kubelet: containers run as root whatever their securityContext says, with no
  * resource limits, no seccomp, in the host's network namespace (Pod IP = 127.0.0.1), without
- * probes, and images are only pulled from loopback registries. Root is required (namespaces,
- * mounts, mknod).
+ * probes other than a sidecar's startupProbe, and images are only pulled from loopback
+ * registries. Root is required (namespaces, mounts, mknod).
  */
 
 /** An image prepared in-process: its root directory and the parts of its config a container uses. */
@@ -468,6 +477,12 @@ interface ContainerState {
 interface ContainerRecord {
   spec: k8s.V1Container;
   init: boolean;
+  /** A native sidecar: an init container with `restartPolicy: Always`. */
+  sidecar: boolean;
+  /** The current run counts as started: spawned, and its startupProbe (sidecars only) passed. */
+  started: boolean;
+  /** It has started at least once: from then on a sidecar no longer holds back Initialized. */
+  startedOnce: boolean;
   imageID: string;
   state: ContainerState;
   lastState: ContainerState;
@@ -502,6 +517,15 @@ interface PodTask {
   deadlineTimer?: NodeJS.Timeout;
   retryTimer?: NodeJS.Timeout;
   attempts: number;
+  /** The phase written while containers run: Pending during the init containers, then Running. */
+  runningPhase: "Pending" | "Running";
+  /** One supervisor per started sidecar, by name: it restarts the sidecar until the Pod ends. */
+  sidecars: Map<string, Promise<void>>;
+  /** The main containers have ended (or the Pod is stopping): sidecars are not restarted any more. */
+  sidecarsStopping: boolean;
+  /** Resolves once the Pod is ending (stopped, or its sidecars stopping), so back-offs and waits end early. */
+  ending: Promise<void>;
+  end: () => void;
   statusChain: Promise<void>;
   conditionTimes: Map<string, { status: string; time: string }>;
   /** The API object is gone (DELETED event): write nothing more. */
@@ -510,6 +534,8 @@ interface PodTask {
 
 const now = () => new Date().toISOString();
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+/** The wait before a container's restart number `attempt` (from 0): 1 s, doubling up to 30 s. */
+const restartBackoff = (attempt: number) => Math.min(1000 * 2 ** attempt, 30_000);
 const execFileAsync = promisify(execFile);
 
 function apiCode(error: unknown): number | undefined {
@@ -531,6 +557,19 @@ function findProgram(name: string): string {
     if (existsSync(candidate)) return candidate;
   }
   throw new Error(`the chroot kubelet needs ${name} on this machine (Debian: util-linux, coreutils, mount, hostname)`);
+}
+
+/**
+ * The host PID of a container's process (PID 1 of its namespace: the only child of the launch's
+ * `unshare --fork`), once it runs chrooted; undefined while the launch is still mounting.
+ */
+function containerProcess(launch: ChildProcess): number | undefined {
+  try {
+    const pid = Number(readFileSync(`/proc/${launch.pid}/task/${launch.pid}/children`, "utf8").trim().split(" ")[0]);
+    return pid > 0 && readlinkSync(`/proc/${pid}/root`) !== "/" ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function signalNumber(signal: NodeJS.Signals): number {
@@ -792,6 +831,8 @@ class Kubelet implements ChrootKubelet {
       return;
     }
     if (task || this.finished.has(uid) || isTerminalPhase(pod.status?.phase)) return;
+    let end = () => {};
+    const ending = new Promise<void>((resolve) => (end = resolve));
     const created: PodTask = {
       uid,
       namespace: pod.metadata?.namespace ?? "default",
@@ -801,12 +842,28 @@ class Kubelet implements ChrootKubelet {
       containers: new Map(),
       processes: new Map(),
       attempts: 0,
+      runningPhase: "Pending",
+      sidecars: new Map(),
+      sidecarsStopping: false,
+      ending,
+      end,
       statusChain: Promise.resolve(),
       conditionTimes: new Map(),
       gone: false,
     };
-    for (const spec of pod.spec.initContainers ?? []) created.containers.set(spec.name, { spec, init: true, imageID: "", state: { waiting: { reason: "PodInitializing" } }, lastState: {}, restartCount: 0 });
-    for (const spec of pod.spec.containers) created.containers.set(spec.name, { spec, init: false, imageID: "", state: { waiting: { reason: "ContainerCreating" } }, lastState: {}, restartCount: 0 });
+    const record = (spec: k8s.V1Container, init: boolean): ContainerRecord => ({
+      spec,
+      init,
+      sidecar: init && spec.restartPolicy === "Always",
+      started: false,
+      startedOnce: false,
+      imageID: "",
+      state: { waiting: { reason: init ? "PodInitializing" : "ContainerCreating" } },
+      lastState: {},
+      restartCount: 0,
+    });
+    for (const spec of pod.spec.initContainers ?? []) created.containers.set(spec.name, record(spec, true));
+    for (const spec of pod.spec.containers) created.containers.set(spec.name, record(spec, false));
     this.tasks.set(uid, created);
     this.queue.push(created);
     this.log(`queued ${created.namespace}/${created.name}`);
@@ -863,17 +920,16 @@ class Kubelet implements ChrootKubelet {
       if (task.stop) return await this.finish(task);
       this.writeStatus(task, "Pending");
       prepared = await this.preparePod(task);
-      let initialized = true;
-      for (const record of [...task.containers.values()].filter((r) => r.init)) {
-        if (task.stop || !(await this.runWithRestarts(task, prepared, record))) {
-          initialized = false;
-          break;
+      try {
+        if ((await this.runInitContainers(task, prepared)) && !task.stop) {
+          const mains = [...task.containers.values()].filter((r) => !r.init);
+          for (const record of mains) record.state = { waiting: { reason: "ContainerCreating" } };
+          task.runningPhase = "Running";
+          await Promise.all(mains.map((record) => this.runWithRestarts(task, prepared!, record)));
         }
-      }
-      if (initialized && !task.stop) {
-        const mains = [...task.containers.values()].filter((r) => !r.init);
-        for (const record of mains) record.state = { waiting: { reason: "ContainerCreating" } };
-        await Promise.all(mains.map((record) => this.runWithRestarts(task, prepared!, record)));
+      } finally {
+        // Before the final status write, so that it carries the sidecars' ends and messages.
+        await this.stopSidecars(task);
       }
       await this.finish(task);
     } catch (error) {
@@ -912,7 +968,8 @@ class Kubelet implements ChrootKubelet {
       if (!record.state.terminated) record.state = { waiting: { reason: record.init ? "PodInitializing" : "ContainerCreating", ...(failure ? { message: failure.message } : {}) } };
     }
     // A Pod deleted after its containers all ended with 0 still Succeeded; a deadline never does.
-    const succeeded = !failure && task.stop?.reason !== "deadline" && records.every((record) => record.state.terminated?.exitCode === 0);
+    // Sidecars do not count: they end by SIGTERM, whatever their exit code says.
+    const succeeded = !failure && task.stop?.reason !== "deadline" && records.every((record) => record.sidecar || record.state.terminated?.exitCode === 0);
     const phase = succeeded ? "Succeeded" : "Failed";
     const podReason = task.stop?.reason === "deadline" ? { reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline" } : failure;
     this.finished.add(task.uid);
@@ -923,6 +980,19 @@ class Kubelet implements ChrootKubelet {
     if (task.stop?.reason === "deleted" || task.pod.metadata?.deletionTimestamp) await this.finalize(task.pod);
   }
 
+  /**
+   * Runs the init containers in order: a regular one to its end, a sidecar until it has started
+   * (it then keeps running beside the rest). True when all of them got there.
+   */
+  private async runInitContainers(task: PodTask, prepared: PreparedPod): Promise<boolean> {
+    for (const record of [...task.containers.values()].filter((r) => r.init)) {
+      if (task.stop) return false;
+      const done = record.sidecar ? await this.startSidecar(task, prepared, record) : await this.runWithRestarts(task, prepared, record);
+      if (!done) return false;
+    }
+    return true;
+  }
+
   /** Runs one container, restarting it as the Pod's restartPolicy says; true when it ended with 0. */
   private async runWithRestarts(task: PodTask, prepared: PreparedPod, record: ContainerRecord): Promise<boolean> {
     const policy = task.pod.spec?.restartPolicy ?? "Always";
@@ -930,14 +1000,56 @@ class Kubelet implements ChrootKubelet {
       const exitCode = await this.runContainer(task, prepared, record);
       const restart = !task.stop && !this.stopped && (policy === "Always" && !record.init ? true : policy !== "Never" && exitCode !== 0);
       if (!restart) return exitCode === 0;
-      await sleep(Math.min(1000 * 2 ** attempt, 30_000));
+      await Promise.race([sleep(restartBackoff(attempt)), task.ending]);
       if (task.stop || this.stopped) return false;
       record.lastState = record.state;
       record.restartCount++;
     }
   }
 
-  private async runContainer(task: PodTask, prepared: PreparedPod, record: ContainerRecord): Promise<number> {
+  /**
+   * Starts a sidecar under a supervisor that restarts it, whatever the Pod's restartPolicy, until
+   * the Pod ends; resolves true once it has started, false when the Pod ends first.
+   */
+  private startSidecar(task: PodTask, prepared: PreparedPod, record: ContainerRecord): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const supervise = async () => {
+        for (let attempt = 0; ; attempt++) {
+          await this.runContainer(task, prepared, record, () => resolve(true));
+          if (task.stop || task.sidecarsStopping || this.stopped) return;
+          await Promise.race([sleep(restartBackoff(attempt)), task.ending]);
+          if (task.stop || task.sidecarsStopping || this.stopped) return;
+          record.lastState = record.state;
+          record.restartCount++;
+        }
+      };
+      task.sidecars.set(record.spec.name, supervise().finally(() => resolve(false)));
+      void task.ending.then(() => resolve(false));
+    });
+  }
+
+  /**
+   * Ends the sidecars once the main containers have: SIGTERM in reverse order of declaration, each
+   * after the one declared later has exited, all within what is left of the grace period (then
+   * the kill timer's SIGKILL).
+   */
+  private async stopSidecars(task: PodTask): Promise<void> {
+    task.sidecarsStopping = true;
+    task.end();
+    if (task.sidecars.size === 0) return;
+    if (task.killAt === undefined) {
+      task.killAt = Date.now() + (task.pod.spec?.terminationGracePeriodSeconds ?? 30) * 1000;
+      task.killTimer = setTimeout(() => this.signalContainers(task, "SIGKILL"), Math.max(0, task.killAt - Date.now()));
+      task.killTimer.unref();
+    }
+    for (const [name, supervisor] of [...task.sidecars].reverse()) {
+      this.signalContainers(task, "SIGTERM", (record) => record.spec.name === name);
+      await supervisor;
+    }
+  }
+
+  /** Runs one container to its end; `onStarted` is called once it counts as started. */
+  private async runContainer(task: PodTask, prepared: PreparedPod, record: ContainerRecord, onStarted?: () => void): Promise<number> {
     const spec = record.spec;
     const image = prepared.images.get(spec.name)!;
     const containerDir = join(prepared.dir, "containers", `${spec.name}-${record.restartCount}`);
@@ -951,7 +1063,7 @@ class Kubelet implements ChrootKubelet {
       const finishedAt = now();
       record.state = { terminated: { exitCode: 128, reason: "StartError", message, startedAt: started, finishedAt, containerID } };
       this.log(`${task.namespace}/${task.name}/${spec.name} could not start: ${message}`);
-      this.writeStatus(task, record.init ? "Pending" : "Running");
+      this.writeStatus(task, task.runningPhase);
       return 128;
     };
 
@@ -1024,14 +1136,30 @@ class Kubelet implements ChrootKubelet {
     task.processes.set(spec.name, child);
     record.state = { running: { startedAt: started } };
     this.log(`${task.namespace}/${task.name}/${spec.name} started: ${launch.argv.join(" ")}`);
-    this.writeStatus(task, record.init ? "Pending" : "Running");
-    if (task.stop && task.killAt !== undefined) this.signalContainers(task, task.killAt <= Date.now() ? "SIGKILL" : "SIGTERM");
-
-    const [code, signal, spawnError] = await new Promise<[number | null, NodeJS.Signals | null, Error | undefined]>((resolve) => {
+    const exited = new Promise<[number | null, NodeJS.Signals | null, Error | undefined]>((resolve) => {
       child.once("error", (error) => resolve([null, null, error]));
       child.once("exit", (exitCode, exitSignal) => resolve([exitCode, exitSignal, undefined]));
     });
+    const markStarted = () => {
+      if (task.processes.get(spec.name) !== child) return;
+      record.started = record.startedOnce = true;
+      this.writeStatus(task, task.runningPhase);
+      onStarted?.();
+    };
+    const probe = record.sidecar ? spec.startupProbe : undefined;
+    if (probe) {
+      this.writeStatus(task, task.runningPhase);
+      void this.startupProbe(task, record, child, exited, probe, launch.env).then((passed) => (passed ? markStarted() : undefined));
+    } else {
+      markStarted();
+    }
+    // A container started while its Pod (or, for a sidecar, its sidecars) is stopping gets the signal at once.
+    const ending = record.sidecar ? task.sidecarsStopping : Boolean(task.stop);
+    if (ending && task.killAt !== undefined) this.signalContainers(task, task.killAt <= Date.now() ? "SIGKILL" : "SIGTERM", (r) => r === record);
+
+    const [code, signal, spawnError] = await exited;
     task.processes.delete(spec.name);
+    record.started = false;
     const finishedAt = now();
     if (spawnError) return fail(spawnError.message);
     const exitCode = code ?? 128 + signalNumber(signal ?? "SIGKILL");
@@ -1053,8 +1181,65 @@ class Kubelet implements ChrootKubelet {
     };
     this.log(`${task.namespace}/${task.name}/${spec.name} exited ${exitCode}${signal ? ` (${signal})` : ""}`);
     rmSync(containerDir, { recursive: true, force: true });
-    this.writeStatus(task, record.init ? "Pending" : "Running");
+    this.writeStatus(task, task.runningPhase);
     return exitCode;
+  }
+
+  /**
+   * Runs a sidecar's startupProbe until it passes (true); false when the container exits, the
+   * Pod ends, or the probe fails failureThreshold times in a row, when it kills the container
+   * (which its supervisor restarts) as a real kubelet does.
+   */
+  private async startupProbe(task: PodTask, record: ContainerRecord, child: ChildProcess, exited: Promise<unknown>, probe: k8s.V1Probe, env: readonly [string, string][]): Promise<boolean> {
+    const over = () => child.exitCode !== null || child.signalCode !== null || task.stop !== undefined || task.sidecarsStopping || this.stopped;
+    const wait = (seconds: number) => Promise.race([sleep(seconds * 1000), exited, task.ending]);
+    await wait(probe.initialDelaySeconds ?? 0);
+    for (let failures = 0; !over(); ) {
+      if (await this.probeOnce(record.spec, child, probe, env)) return !over();
+      if (++failures >= (probe.failureThreshold ?? 3)) {
+        this.log(`${task.namespace}/${task.name}/${record.spec.name} failed its startup probe ${failures} times: killing it`);
+        if (!over()) this.signalContainers(task, "SIGKILL", (r) => r === record);
+        return false;
+      }
+      await wait(probe.periodSeconds ?? 10);
+    }
+    return false;
+  }
+
+  /** One probe: exec (in the container's namespaces and root), httpGet or tcpSocket (the host's network is the Pod's). */
+  private async probeOnce(container: k8s.V1Container, child: ChildProcess, probe: k8s.V1Probe, env: readonly [string, string][]): Promise<boolean> {
+    const timeout = (probe.timeoutSeconds ?? 1) * 1000;
+    if (probe.exec?.command?.length) {
+      const pid = containerProcess(child);
+      if (!pid) return false;
+      const nsenter = ["--target", String(pid), "--mount", "--pid", "--uts", "--root", "--wd", "--", ...probe.exec.command];
+      return execFileAsync(findProgram("nsenter"), nsenter, { env: Object.fromEntries(env), timeout }).then(
+        () => true,
+        () => false,
+      );
+    }
+    const action = probe.httpGet ?? probe.tcpSocket;
+    if (!action) return false;
+    const port = typeof action.port === "number" ? action.port : (container.ports?.find((p) => p.name === action.port)?.containerPort ?? Number(action.port));
+    const host = action.host || loopbackAddress;
+    return new Promise<boolean>((resolve) => {
+      if (!probe.httpGet) {
+        const socket = connect({ host, port, timeout }, () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.on("error", () => resolve(false)).on("timeout", () => (socket.destroy(), resolve(false)));
+        return;
+      }
+      const headers = Object.fromEntries((probe.httpGet.httpHeaders ?? []).map((h) => [h.name, h.value]));
+      const send = probe.httpGet.scheme === "HTTPS" ? httpsRequest : httpRequest;
+      const request = send({ host, port, path: probe.httpGet.path || "/", headers, timeout, rejectUnauthorized: false }, (response) => {
+        response.resume();
+        resolve((response.statusCode ?? 0) >= 200 && (response.statusCode ?? 0) < 400);
+      });
+      request.on("error", () => resolve(false)).on("timeout", () => (request.destroy(), resolve(false)));
+      request.end();
+    });
   }
 
   private podHostname(pod: k8s.V1Pod): string {
@@ -1287,8 +1472,9 @@ class Kubelet implements ChrootKubelet {
 
   // --- stopping Pods ---
 
-  private signalContainers(task: PodTask, signal: NodeJS.Signals): void {
-    for (const child of task.processes.values()) {
+  private signalContainers(task: PodTask, signal: NodeJS.Signals, include: (record: ContainerRecord) => boolean = () => true): void {
+    for (const [name, child] of task.processes) {
+      if (!include(task.containers.get(name)!)) continue;
       if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) continue;
       try {
         process.kill(-child.pid, signal);
@@ -1298,11 +1484,15 @@ class Kubelet implements ChrootKubelet {
     }
   }
 
-  /** Stops a Pod: SIGTERM to every container now, SIGKILL when the grace period ends. */
+  /**
+   * Stops a Pod: SIGTERM to every container but the sidecars now (runTask ends those once the
+   * others have exited), SIGKILL to all when the grace period ends.
+   */
   private stopTask(task: PodTask, reason: "deleted" | "deadline" | "kubelet", graceSeconds: number): void {
     if (task.phase === "done") return;
     const first = !task.stop;
     if (first || reason === "deleted") task.stop = { reason: task.stop?.reason === "deadline" ? "deadline" : reason };
+    task.end();
     const killAt = Date.now() + graceSeconds * 1000;
     if (task.killAt !== undefined && task.killAt <= killAt) return;
     task.killAt = killAt;
@@ -1321,7 +1511,8 @@ class Kubelet implements ChrootKubelet {
       void finishing.finally(() => this.runs.delete(finishing));
       return;
     }
-    this.signalContainers(task, graceSeconds === 0 ? "SIGKILL" : "SIGTERM");
+    if (graceSeconds === 0) this.signalContainers(task, "SIGKILL");
+    else this.signalContainers(task, "SIGTERM", (record) => !record.sidecar);
     clearTimeout(task.killTimer);
     task.killTimer = setTimeout(() => this.signalContainers(task, "SIGKILL"), Math.max(0, killAt - Date.now()));
     task.killTimer.unref();
@@ -1354,7 +1545,8 @@ class Kubelet implements ChrootKubelet {
       entry = { status: value, time: now() };
       task.conditionTimes.set(type, entry);
     }
-    return { type, status: value, lastProbeTime: null, lastTransitionTime: entry.time, ...(reason ? { reason } : {}) };
+    // reason null, not absent: a strategic-merge patch would keep the previous reason.
+    return { type, status: value, lastProbeTime: null, lastTransitionTime: entry.time, reason: reason ?? null };
   }
 
   private containerStatus(record: ContainerRecord): Record<string, unknown> {
@@ -1363,8 +1555,8 @@ class Kubelet implements ChrootKubelet {
       image: record.spec.image ?? "",
       imageID: record.imageID,
       ...(record.containerID ? { containerID: record.containerID } : {}),
-      ready: Boolean(record.state.running) && !record.init,
-      started: Boolean(record.state.running),
+      ready: record.sidecar ? record.started : Boolean(record.state.running) && !record.init,
+      started: record.sidecar ? record.started : Boolean(record.state.running),
       restartCount: record.restartCount,
       state: stateJson(record.state),
       lastState: stateJson(record.lastState),
@@ -1377,8 +1569,9 @@ class Kubelet implements ChrootKubelet {
     const records = [...task.containers.values()];
     const inits = records.filter((r) => r.init);
     const mains = records.filter((r) => !r.init);
-    const initialized = inits.every((r) => r.state.terminated?.exitCode === 0);
-    const ready = phase === "Running" && mains.every((r) => r.state.running);
+    // Sidecars count once they have started, and towards readiness while they run.
+    const initialized = inits.every((r) => (r.sidecar ? r.startedOnce : r.state.terminated?.exitCode === 0));
+    const ready = phase === "Running" && mains.every((r) => r.state.running) && inits.every((r) => !r.sidecar || r.started);
     const terminal = isTerminalPhase(phase);
     const notReadyReason = terminal ? "PodCompleted" : "ContainersNotReady";
     const status = {
@@ -1428,6 +1621,7 @@ class Kubelet implements ChrootKubelet {
       clearTimeout(task.deadlineTimer);
       clearTimeout(task.killTimer);
       task.stop ??= { reason: "kubelet" };
+      task.end();
       this.signalContainers(task, "SIGKILL");
     }
     this.queue.length = 0;
