@@ -56,8 +56,8 @@ port of 127.0.0.1 and writes <dir>/kubeconfig (that port and a token made for th
 backend (config_path) and the runner's events (run --broker) use it.
 
 ALLOWED
-  the state Secret tfstate-default-<suffix> and its -part-N chunks: get, create, update, delete,
-  and the label-selected list, narrowed to them; the lock Lease lock-tfstate-default-<suffix>:
+  the state Secret tfstate-default-<suffix> and its -part-N chunks: get, create, update, and
+  the label-selected list, narrowed to them; the lock Lease lock-tfstate-default-<suffix>:
   get, create, update; events.k8s.io events about --event-object. Everything else is refused
   with 403 (401 without the token), logged, and reported once per Job as a BrokerRefused event.
 
@@ -416,10 +416,14 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const options = runOptions(args);
   const brokerDir = typeof args.broker === "string" && args.broker !== "" ? args.broker : undefined;
   let events: EventRecorder;
+  // The broker's per-run token: no Kubernetes credential, but the key to this object's state for the Job's life.
+  const secrets: string[] = [];
   if (brokerDir) {
     try {
       const { waitForBroker } = await import("./broker/connection.js");
-      events = eventRecorder(args, io, await waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal));
+      const broker = await waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal);
+      secrets.push(broker.token);
+      events = eventRecorder(args, io, broker.endpoint);
     } catch (error) {
       io.stderr(`runner: ${(error as Error).message}\n`);
       await writeResult(String(args.result), earlyFailure(options.op, "prepare", (error as Error).message), io);
@@ -434,6 +438,7 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
     env: io.env,
     signal: io.signal ?? new AbortController().signal,
     events,
+    secrets,
   });
   const written = await writeResult(String(args.result), result, io);
   await closeEvents(events);

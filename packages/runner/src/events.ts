@@ -27,8 +27,6 @@ export interface ApiEndpoint {
   server: string;
   /** Read on every POST: the kubelet rotates the projected token. */
   tokenFile?: string | undefined;
-  /** A fixed token instead: the state broker's per-run token. */
-  token?: string | undefined;
   ca?: Buffer | undefined;
 }
 
@@ -108,7 +106,8 @@ function microTime(date: Date): string {
 export function createEventRecorder(options: EventRecorderOptions): EventRecorder {
   const timeoutMs = options.timeoutMs ?? 2000;
   const maxFailures = options.maxConsecutiveFailures ?? 3;
-  const url = new URL(`/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`, options.endpoint.server);
+  // Appended, not resolved: the broker's server URL has a path of its own.
+  const url = new URL(`${options.endpoint.server.replace(/\/+$/, "")}/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`);
   const secure = url.protocol === "https:";
   const openTransport = () => {
     const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
@@ -130,7 +129,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     new Promise((resolve, reject) => {
       const { http, agent } = (transport ??= openTransport());
       const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/json" };
-      const token = options.endpoint.token ?? (options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined);
+      const token = options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined;
       if (token) headers.Authorization = `Bearer ${token}`;
       const request = http.request(url, { method: "POST", headers, agent }, (response) => {
         response.resume();

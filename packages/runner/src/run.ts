@@ -9,7 +9,7 @@ import { runStep, type StepOutcome } from "./exec.js";
 import { createLogger } from "./log.js";
 import { blockedSummary, destructiveChanges, emptyPlanSummary, noDrift, parsePlanDocument, planChangedSummary, planSensitiveValues, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
 import { planCounts, type PlanSummary } from "@captf/contract/run-result";
-import { environmentSecrets, planSecrets, RedactingLineWriter, redactor, variableSecrets, type Redactor, type Secret } from "./redact.js";
+import { environmentSecrets, planSecrets, RedactingLineWriter, redactor, secretsOf, variableSecrets, type Redactor, type Secret } from "./redact.js";
 import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/run-result";
 import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type StepInvocation } from "./steps.js";
 import { type FailurePoint, type Operation } from "@captf/contract/run-result";
@@ -45,6 +45,8 @@ export interface RunIo {
   /** Aborted on SIGTERM: the running step is stopped and the run ends `interrupted`. */
   signal: AbortSignal;
   events: EventRecorder;
+  /** Values to redact beyond those the run finds itself (the state broker's token). */
+  secrets?: readonly string[];
 }
 
 export interface RunOutcome {
@@ -106,8 +108,8 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     drift: null,
     error: null,
   };
-  let secrets: Secret[] = [];
-  let redact: Redactor = redactor([]);
+  let secrets: Secret[] = secretsOf(io.secrets ?? []);
+  let redact: Redactor = redactor(secrets);
   const currentRedactor = () => redact;
   const log = createLogger(io.stderr, currentRedactor);
   const emit = (type: EventType, reason: RunnerEventReason, action: string, note: string | Promise<string>) =>

@@ -31,12 +31,13 @@ for (const runtime of runtimeNames) {
     let coordination: k8s.CoordinationV1Api;
     let broker: RunningBroker;
     let requests: Shape[] = [];
+    const refusals: string[] = [];
     const brokerDir = () => join(fixture.base, "broker");
     const backendConfig = () => [`config_path=${join(brokerDir(), "kubeconfig")}`, `namespace=${namespace}`, `secret_suffix=${suffix}`];
     const brokerArgs = () => [`--broker=${brokerDir()}`, `--event-object=${object.apiVersion}/${object.kind}/${namespace}/${object.name}/${object.uid}`, "--job-name=captf-m-m-1-apply-a1-abcdef"];
     const measured = new Map<string, Set<Shape>>();
     const shape = (method: string, path: string, query: string) =>
-      `${method} ${path.replaceAll(namespace, "{ns}").replace(scope.stateSecret, "{state}").replace(scope.lockLease, "{lock}")}${query ? `?${[...new URLSearchParams(query).keys()].join("&")}` : ""}`;
+      `${method} ${path.replaceAll(namespace, "{ns}").replace(scope.lockLease, "{lock}").replace(scope.stateSecret, "{state}")}${query ? `?${[...new URLSearchParams(query).keys()].join("&")}` : ""}`;
     const take = (op: string) => {
       measured.set(op, new Set([...(measured.get(op) ?? []), ...requests]));
       requests = [];
@@ -66,13 +67,15 @@ for (const runtime of runtimeNames) {
       fixture = await RunnerFixture.create("module", { variables: { name: { type: "string" }, generation: { type: "number" }, sleep_seconds: { type: "number" } }, outputs: ["provider_id", "generation"] }, runtime);
       await rm(join(fixture.configDir, "backend_override.tf.json"));
       const noEvents: EventRecorder = { emit() {}, async close() {} };
+      await writeFile(join(fixture.base, "job-token"), token!);
       broker = await startBroker({
         scope,
         dir: brokerDir(),
-        upstream: { server: plane.server, token, ca: await readFile(plane.caFile) },
+        upstream: { server: plane.server, tokenFile: join(fixture.base, "job-token"), ca: await readFile(plane.caFile) },
         events: noEvents,
         logRequests: true,
         log: (_level, message, fields) => {
+          if (message === "request refused") refusals.push(JSON.stringify(fields));
           if (message === "request") requests.push(shape(String(fields!.method), String(fields!.path), String(fields!.query ?? "")));
         },
       });
@@ -144,7 +147,7 @@ for (const runtime of runtimeNames) {
 
     it("was refused nothing, asked for nothing beyond this object's state, lock and events, and left the others alone", async () => {
       const summary = await broker.close();
-      expect(summary).toMatchObject({ refused: 0, refusedByTarget: {} });
+      expect({ refusals, summary }).toMatchObject({ refusals: [], summary: { refused: 0, refusedByTarget: {} } });
       const all = new Set([...measured.values()].flatMap((shapes) => [...shapes]));
       // What the backends were measured to ask (docs/security.md): nothing else may appear.
       const allowed = new Set([

@@ -34,11 +34,12 @@ export type BrokerDecision =
   | { allowed: false; target: RequestTarget; why: string };
 
 /**
- * The verbs each runtime's backend was measured to use (docs/security.md lists the requests per
- * operation): OpenTofu 1.12 and Terraform 1.5.7 get, create, update and delete the state Secrets,
- * list them by label at init, and get, create and update the lock Lease.
+ * The verbs each runtime's backend was measured to use in every operation (broker-backend.test.ts;
+ * docs/security.md lists them): OpenTofu 1.12 and Terraform 1.5.7 get, create and update the state
+ * Secret, list the Secrets by label at init, and get, create and update the lock Lease. Neither
+ * deletes anything: only `workspace delete` would, which no Job runs.
  */
-const stateItemVerbs = new Set(["GET", "PUT", "DELETE"]);
+const stateItemVerbs = new Set(["GET", "PUT"]);
 const lockItemVerbs = new Set(["GET", "PUT"]);
 
 const secretsPath = /^\/api\/v1\/namespaces\/([^/]+)\/secrets(?:\/([^/]+))?$/;

@@ -72,56 +72,58 @@ async function start(): Promise<{ server: string; token: string }> {
     events: recorder,
     log: (level, message, fields) => logs.push({ level, message, ...(fields ? { fields } : {}) }),
   });
-  const endpoint = readBrokerEndpoint(join(dir, "broker"))!;
-  return { server: endpoint.server, token: endpoint.token! };
+  const written = readBrokerEndpoint(join(dir, "broker"))!;
+  return { server: written.endpoint.server, token: written.token };
 }
 
-async function call(base: string, method: string, path: string, token: string | undefined, body?: unknown) {
-  const response = await fetch(`${base}${path}`, {
+/** A request as client-go sends it: to the kubeconfig's server URL, which carries the run's token as its path. */
+async function call(server: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${server}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+    headers: body ? { "content-type": "application/json" } : {},
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
   return { status: response.status, body: (await response.json()) as Record<string, any> };
 }
 
 describe("the state broker", () => {
-  it("writes a kubeconfig naming its loopback port and a per-run token, readable by its owner only", async () => {
+  it("writes a kubeconfig naming its loopback port and a per-run token, readable by its owner and group only", async () => {
     const { server, token } = await start();
-    expect(server).toBe(`http://127.0.0.1:${broker!.port}`);
     expect(token).toMatch(/^[0-9a-f]{64}$/);
-    expect(token).not.toContain(jobToken);
+    expect(server).toBe(`http://127.0.0.1:${broker!.port}/${token}`);
     expect(statSync(join(dir, "broker", "kubeconfig")).mode & 0o777).toBe(0o440);
-    expect(JSON.parse(readFileSync(join(dir, "broker", "kubeconfig"), "utf8"))["current-context"]).toBe("captf");
-    await expect(waitForBroker(join(dir, "broker"), 1000)).resolves.toEqual({ server, token });
+    const kubeconfig = readFileSync(join(dir, "broker", "kubeconfig"), "utf8");
+    expect(JSON.parse(kubeconfig)["current-context"]).toBe("captf");
+    expect(kubeconfig).not.toContain(jobToken);
+    await expect(waitForBroker(join(dir, "broker"), 1000)).resolves.toEqual({ endpoint: { server }, token });
   });
 
   it("forwards this object's state requests with the Job's token in place of the run's", async () => {
-    const { server, token } = await start();
-    const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, token);
+    const { server } = await start();
+    const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`);
     expect(answer).toMatchObject({ status: 200, body: { kind: "Secret" } });
     expect(seen).toEqual([expect.objectContaining({ method: "GET", url: `/api/v1/namespaces/team-a/secrets/${state}`, authorization: `Bearer ${jobToken}` })]);
-    const created = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", token, { kind: "Secret", metadata: { name: `${state}-part-1` } });
+    const created = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", { kind: "Secret", metadata: { name: `${state}-part-1` } });
     expect(created.status).toBe(200);
     expect(JSON.parse(seen[1]!.body).metadata.name).toBe(`${state}-part-1`);
   });
 
   it("narrows a label-selected list to this object's state Secrets", async () => {
-    const { server, token } = await start();
-    const answer = await call(server, "GET", "/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue", token);
+    const { server } = await start();
+    const answer = await call(server, "GET", "/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue");
     expect(answer.body.items.map((item: { metadata: { name: string } }) => item.metadata.name)).toEqual([state, `${state}-part-1`]);
   });
 
   it("refuses the rest with 403, never asks the API server, and reports the Job's first refusal as one event", async () => {
-    const { server, token } = await start();
-    const kubeconfig = await call(server, "GET", "/api/v1/namespaces/team-a/secrets/demo-kubeconfig", token);
+    const { server } = await start();
+    const kubeconfig = await call(server, "GET", "/api/v1/namespaces/team-a/secrets/demo-kubeconfig");
     expect(kubeconfig).toMatchObject({ status: 403, body: { kind: "Status", reason: "Forbidden" } });
     expect(kubeconfig.body.message).toMatch(/demo-kubeconfig is not this object's state/);
-    const overwrite = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", token, { kind: "Secret", metadata: { name: "tfstate-default-other-m" } });
+    const overwrite = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", { kind: "Secret", metadata: { name: "tfstate-default-other-m" } });
     expect(overwrite.status).toBe(403);
-    const pod = await call(server, "POST", "/api/v1/namespaces/team-a/pods", token, { kind: "Pod", metadata: { name: "x" } });
+    const pod = await call(server, "POST", "/api/v1/namespaces/team-a/pods", { kind: "Pod", metadata: { name: "x" } });
     expect(pod.status).toBe(403);
-    const otherEvent = await call(server, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", token, { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } });
+    const otherEvent = await call(server, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } });
     expect(otherEvent.status).toBe(403);
     expect(seen).toEqual([]);
     await new Promise((resolve) => setImmediate(resolve));
@@ -134,18 +136,24 @@ describe("the state broker", () => {
   });
 
   it("answers 401 to a request without this run's token, however allowed its path", async () => {
-    const { server } = await start();
-    expect((await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, undefined)).status).toBe(401);
-    expect((await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, jobToken)).status).toBe(401);
+    const { token } = await start();
+    const port = `http://127.0.0.1:${broker!.port}`;
+    expect((await call(port, "GET", `/api/v1/namespaces/team-a/secrets/${state}`)).status).toBe(401);
+    expect((await call(`${port}/${"0".repeat(64)}`, "GET", `/api/v1/namespaces/team-a/secrets/${state}`)).status).toBe(401);
+    expect((await call(`${port}/${token.slice(0, 63)}`, "GET", `/api/v1/namespaces/team-a/secrets/${state}`)).status).toBe(401);
+    const bearer = await fetch(`${port}/api/v1/namespaces/team-a/secrets/${state}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(bearer.status).toBe(401);
     expect(seen).toEqual([]);
+    // A guessed token never reaches the log.
+    expect(JSON.stringify(logs)).not.toContain("0".repeat(64));
   });
 
   it("answers 502 with a clear message when the API server cannot be reached", async () => {
-    const { server, token } = await start();
+    const { server } = await start();
     await new Promise((resolve) => upstream.close(resolve));
     upstream.closeAllConnections();
     upstream = createServer();
-    const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`, token);
+    const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`);
     expect(answer.status).toBe(502);
     expect(answer.body.message).toMatch(/could not be reached/);
     await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));

@@ -6,12 +6,15 @@ import type { BrokerRefusal as Refusal, BrokerSummary } from "@captf/contract/ru
 import type { ApiEndpoint, EventRecorder } from "../events.js";
 import { brokerKubeconfigFile } from "./connection.js";
 import { checkBody, decideRequest, narrowSecretList, type BrokerScope } from "./policy.js";
+import { decodeProtobufObject, protobufContentType } from "./protobuf.js";
 
 /**
  * The state broker: an HTTP server on loopback, in its own container of the Job's Pod, that holds
  * the Job's ServiceAccount token and forwards to the API server only what {@link decideRequest}
  * allows. The module's container reaches it through a kubeconfig the broker writes into a volume
- * both mount; the per-run token in it keeps out everything else that shares the network.
+ * both mount; the per-run token in it keeps out everything else that shares the network. The token
+ * is the server URL's first path segment, not a bearer token: client-go sends credentials over TLS
+ * only, and a plain loopback port has none.
  */
 
 
@@ -69,8 +72,8 @@ export function brokerKubeconfig(port: number, token: string, namespace: string)
   return JSON.stringify({
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "captf-broker", cluster: { server: `http://127.0.0.1:${port}` } }],
-    users: [{ name: "captf-run", user: { token } }],
+    clusters: [{ name: "captf-broker", cluster: { server: `http://127.0.0.1:${port}/${token}` } }],
+    users: [{ name: "captf-run", user: {} }],
     contexts: [{ name: "captf", context: { cluster: "captf-broker", user: "captf-run", namespace } }],
     "current-context": "captf",
   });
@@ -83,11 +86,10 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   const client = upstreamUrl.protocol === "https:" ? await import("node:https") : http;
   const agent = new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) });
   const token = randomBytes(32).toString("hex");
-  const expected = Buffer.from(`Bearer ${token}`);
+  const expected = Buffer.from(`/${token}/`);
   const summary: BrokerSummary = { requests: 0, allowed: 0, refused: 0, refusedByTarget: {}, refusals: [] };
 
   const upstreamToken = (): string | undefined => {
-    if (upstream.token) return upstream.token;
     if (!upstream.tokenFile) return undefined;
     try {
       // Read per request: the kubelet rotates the projected token.
@@ -156,13 +158,14 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     summary.requests++;
     const method = request.method ?? "GET";
     const url = new URL(request.url ?? "/", "http://broker");
-    const path = url.pathname;
-    const presented = Buffer.from(request.headers.authorization ?? "");
+    const presented = Buffer.from(url.pathname.slice(0, expected.length));
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       request.resume();
-      refuse(response, { method, path, target: "other", why: "the request does not carry this Job's broker token" }, 401);
+      // The path without its first segment: that may be a guess at the token.
+      refuse(response, { method, path: url.pathname.replace(/^\/[^/]*/, "/…"), target: "other", why: "the request does not carry this Job's broker token" }, 401);
       return;
     }
+    const path = url.pathname.slice(expected.length - 1);
     const decision = decideRequest(scope, method, path, url.searchParams);
     if (options.logRequests) log("info", "request", { method, path, query: url.search, allowed: decision.allowed });
     if (!decision.allowed) {
@@ -176,16 +179,10 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       return;
     }
     if (decision.bodyCheck) {
-      const contentType = request.headers["content-type"] ?? "";
-      let parsed: unknown;
-      try {
-        parsed = contentType.startsWith("application/json") ? JSON.parse(body!.toString("utf8")) : undefined;
-      } catch {
-        parsed = undefined;
-      }
+      const parsed = parseBody(request.headers["content-type"] ?? "", body!);
       const pathName = decision.bodyCheck === "event-regarding" ? undefined : path.split("/").at(-1);
       const collection = method === "POST";
-      const why = parsed === undefined ? "the body must be JSON" : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
+      const why = parsed === undefined ? "the body must be a JSON or protobuf object" : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
       if (why) {
         // A body naming something else is aimed at another object, not at this one's state or lock.
         refuse(response, { method, path, target: decision.bodyCheck === "event-regarding" ? "event" : "other", why });
@@ -225,6 +222,17 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       return summary;
     },
   };
+}
+
+/** A request body as the object it encodes, JSON or (built-in kinds from newer client-go) protobuf; undefined when neither. */
+function parseBody(contentType: string, body: Buffer): unknown {
+  if (contentType.startsWith(protobufContentType)) return decodeProtobufObject(body);
+  if (!contentType.startsWith("application/json")) return undefined;
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
 }
 
 function filterResponseHeaders(headers: IncomingMessage["headers"]): Record<string, string | string[]> {
