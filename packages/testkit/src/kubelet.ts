@@ -63,7 +63,8 @@ export interface ChrootKubeletOptions {
   /**
    * The token mounted at /var/run/secrets/kubernetes.io/serviceaccount (with ca.crt and namespace)
    * unless the Pod opts out: "request" (default) asks the TokenRequest API for a token of the Pod's
-   * ServiceAccount, bound to the Pod; `{ token }` mounts that token; false mounts nothing.
+   * ServiceAccount, bound to the Pod; `{ token }` mounts that token; false mounts nothing. A projected
+   * serviceAccountToken volume gets `{ token }` too when given, else a requested token.
    */
   serviceAccountTokens?: "request" | { token: string } | false;
   /** How often the Node's Ready condition is renewed. Default 10 s. */
@@ -1341,7 +1342,8 @@ class Kubelet implements ChrootKubelet {
           } else if (projection.downwardAPI) {
             writeFiles(path, downwardFiles(projection.downwardAPI.items ?? [], mode, volume.name));
           } else if (projection.serviceAccountToken) {
-            const token = await this.serviceAccountToken(pod, projection.serviceAccountToken.audience, projection.serviceAccountToken.expirationSeconds);
+            const fixed = this.options.serviceAccountTokens;
+            const token = typeof fixed === "object" ? fixed.token : await this.serviceAccountToken(pod, projection.serviceAccountToken.audience, projection.serviceAccountToken.expirationSeconds);
             writeFiles(path, [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }]);
           } else {
             throw new PodFailure("UnsupportedVolume", `volume ${volume.name}: the chroot kubelet projects secret, configMap, downwardAPI and serviceAccountToken sources only`);
