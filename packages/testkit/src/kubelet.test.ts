@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
@@ -10,6 +10,7 @@ import { parseRunResult } from "@captf/contract/run-result";
 import { describeWithTools } from "./integration.js";
 import {
   containerEnvironment,
+  containerUser,
   expandReferences,
   isLoopbackReference,
   launchScript,
@@ -19,6 +20,7 @@ import {
   projectKeys,
   resolveContainerCommand,
   resolveInRoot,
+  setprivArgs,
   startChrootKubelet,
   type ChrootKubelet,
   type HostPrograms,
@@ -27,6 +29,20 @@ import {
 import { buildModuleImage, pushImage, startLocalRegistry, type LocalRegistry } from "./oci.js";
 import { sharedControlPlane } from "./shared-control-plane.js";
 import { requireTool } from "./tools.js";
+
+/** Copies this machine's program `name` into a root at /usr/bin, with the libraries ldd names. */
+function placeHostProgram(rootDir: string, name: string): void {
+  const program = realpathSync(execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim());
+  const place = (from: string, to: string) => {
+    mkdirSync(dirname(to), { recursive: true });
+    cpSync(from, to);
+  };
+  place(program, join(rootDir, "usr/bin", name));
+  for (const line of execFileSync("ldd", [program], { encoding: "utf8" }).split("\n")) {
+    const path = /=>\s+(\/\S+)/.exec(line)?.[1] ?? /^\s*(\/\S+)\s+\(/.exec(line)?.[1];
+    if (path) place(realpathSync(path), join(rootDir, path));
+  }
+}
 
 describe("the chroot kubelet's pure parts", () => {
   it("expands $(VAR) like Kubernetes: known names, $$ escapes, unknown names kept", () => {
@@ -124,6 +140,46 @@ describe("the chroot kubelet's pure parts", () => {
     expect(script.indexOf(`remount,bind,ro "$R" ||`)).toBeGreaterThan(script.indexOf("--bind '/v/it"));
   });
 
+  it("runs a container as runAsUser/runAsGroup, else the Pod's, else the image's numeric User, refusing root under runAsNonRoot", () => {
+    const main = (securityContext?: k8s.V1SecurityContext): k8s.V1Container => ({ name: "main", securityContext });
+    const pod = (securityContext?: k8s.V1PodSecurityContext): k8s.V1PodSpec => ({ containers: [], securityContext });
+    expect(containerUser(pod(), main(), "")).toEqual({ uid: 0, gid: 0, groups: [], noNewPrivs: false, dropCapabilities: [] });
+    expect(containerUser(pod(), main(), "65532:65532")).toMatchObject({ uid: 65532, gid: 65532 });
+    expect(containerUser(pod({ runAsUser: 1000 }), main(), "65532:65532")).toMatchObject({ uid: 1000, gid: 0 });
+    expect(containerUser(pod({ runAsUser: 1000, runAsGroup: 10 }), main({ runAsUser: 7 }), "")).toMatchObject({ uid: 7, gid: 10 });
+    expect(containerUser(pod(), main(), "nobody")).toMatchObject({ uid: 0, gid: 0 });
+    expect(containerUser(pod({ fsGroup: 2000, supplementalGroups: [2000, 5] }), main({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } }), "1:1")).toEqual({
+      uid: 1,
+      gid: 1,
+      groups: [2000, 5],
+      noNewPrivs: true,
+      dropCapabilities: ["all"],
+    });
+    const refused = (spec: k8s.V1PodSpec, container: k8s.V1Container, user: string) => {
+      try {
+        containerUser(spec, container, user);
+        return "allowed";
+      } catch (error) {
+        return error instanceof PodWaiting ? `${error.reason}: ${error.message}` : String(error);
+      }
+    };
+    expect(refused(pod({ runAsNonRoot: true }), main(), "")).toBe("CreateContainerConfigError: container has runAsNonRoot and image will run as root (container: main)");
+    expect(refused(pod(), main({ runAsNonRoot: true }), "nonroot")).toBe(
+      "CreateContainerConfigError: container has runAsNonRoot and image has non-numeric user (nonroot), cannot verify user is non-root (container: main)",
+    );
+    expect(refused(pod({ runAsNonRoot: true }), main({ runAsUser: 0 }), "65532")).toBe("CreateContainerConfigError: container's runAsUser breaks non-root policy (container: main)");
+    expect(refused(pod({ runAsNonRoot: true }), main(), "65532:65532")).toBe("allowed");
+  });
+
+  it("drops to the container's user with setpriv around the chroot, which keeps only what the chroot and setuid need", () => {
+    const user = { uid: 65532, gid: 65532, groups: [2000], noNewPrivs: true, dropCapabilities: ["all"] };
+    expect(setprivArgs("/bin/setpriv", user)).toEqual(["/bin/setpriv", "--regid=65532", "--groups=2000", "--no-new-privs", "--bounding-set=-all,+sys_chroot,+setuid"]);
+    expect(setprivArgs("/bin/setpriv", { ...user, groups: [], noNewPrivs: false, dropCapabilities: [] })).toEqual(["/bin/setpriv", "--regid=65532", "--clear-groups"]);
+    const bin = Object.fromEntries(["sh", "env", "unshare", "mount", "mkdir", "mknod", "touch", "ln", "hostname", "setpriv"].map((name) => [name, `/bin/${name}`])) as unknown as HostPrograms;
+    const script = launchScript({ root: { dir: "/r" }, mounts: [], readOnlyRoot: false, hostname: "p", workingDir: "/", workingDirInRoot: "/", env: [], argv: ["/x"], user }, bin);
+    expect(script).toContain(`exec /bin/env -i  /bin/setpriv --regid=65532 --groups=2000 --no-new-privs --bounding-set=-all,+sys_chroot,+setuid -- /bin/unshare --root="$R" --wd='/' --setuid=65532 -- '/x'`);
+  });
+
   it("keeps the last 80 lines, at most 2048 bytes, of a log", () => {
     const lines = Array.from({ length: 100 }, (_, i) => `line ${i}`).join("\n");
     expect(logTail(`${lines}\n`).split("\n")).toHaveLength(80);
@@ -139,6 +195,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   const namespace = `kubelet-${suffix}`;
   const work = mkdtempSync(join(tmpdir(), "captf-kubelet-test-"));
   const runnerImage = "captf.invalid/captf-controller:kubelet-test";
+  // The runner image's root plus id, chroot and a root-only file, for running as a user.
+  const userImage = "captf.invalid/user-test:kubelet-test";
   const kubeletLog: string[] = [];
   let moduleImage = "";
   let registry: LocalRegistry | undefined;
@@ -203,7 +261,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const bundle = join(work, "bundle");
     execFileSync(process.execPath, [fileURLToPath(new URL("../../runner/scripts/build-bundle.mjs", import.meta.url)), "--out", bundle], { stdio: "pipe" });
     const runnerRoot = prepareRunnerImageRoot(join(work, "runner-image"), bundle);
-    kubeletImageResolver = (reference) => (reference === runnerImage ? runnerRoot : undefined);
+    const userRoot = prepareRunnerImageRoot(join(work, "user-image"), bundle);
+    for (const program of ["id", "chroot"]) placeHostProgram(userRoot.rootfs, program);
+    writeFileSync(join(userRoot.rootfs, "root-only"), "secret", { mode: 0o600 });
+    kubeletImageResolver = (reference) => (reference === runnerImage ? runnerRoot : reference === userImage ? userRoot : undefined);
 
     kubelet = await startChrootKubelet({
       kubeconfigPath: plane.kubeconfigPath,
@@ -785,6 +846,57 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "late" }, data: { value: "arrived" } } });
     const pod = await endedPod("late-config");
     expect({ phase: pod.status?.phase, message: terminated(pod, "main")?.message }).toEqual({ phase: "Succeeded", message: "arrived" });
+  }, 120_000);
+
+  it("runs a container as its user: root-only files stay closed, chroot is refused, volumes are its own", async () => {
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "group-secret" }, stringData: { key: "for the group" } } });
+    const script = `
+      const fs = require("fs"), { spawnSync } = require("child_process");
+      const attempt = (action) => { try { return action(); } catch (error) { return error.code; } };
+      const run = (...argv) => { const r = spawnSync(argv[0], argv.slice(1), { encoding: "utf8" }); return { status: r.status, output: (r.stdout + r.stderr).trim() }; };
+      fs.writeFileSync("/dev/termination-log", JSON.stringify({
+        rootOnly: attempt(() => fs.readFileSync("/root-only", "utf8")),
+        uid: run("id", "-u").output, groups: run("id", "-G").output,
+        chroot: run("chroot", "/", "id"),
+        secret: attempt(() => fs.readFileSync("/secret/key", "utf8")),
+        scratch: attempt(() => (fs.writeFileSync("/scratch/file", "x"), fs.statSync("/scratch/file").gid)),
+      }));`;
+    await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: "as-user" },
+        spec: {
+          restartPolicy: "Never",
+          securityContext: { fsGroup: 2000 },
+          containers: [
+            {
+              name: "main",
+              image: userImage,
+              command: ["node", "-e", script],
+              securityContext: { runAsUser: 65532, runAsGroup: 3000, runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+              volumeMounts: [
+                { name: "secret", mountPath: "/secret" },
+                { name: "scratch", mountPath: "/scratch" },
+              ],
+            },
+          ],
+          volumes: [
+            { name: "secret", secret: { secretName: "group-secret", defaultMode: 0o440 } },
+            { name: "scratch", emptyDir: {} },
+          ],
+        },
+      },
+    });
+    const pod = await endedPod("as-user");
+    expect({ phase: pod.status?.phase, log: kubelet!.containerLog(namespace, "as-user", "main") }).toEqual({ phase: "Succeeded", log: "" });
+    expect(JSON.parse(terminated(pod, "main")?.message ?? "{}")).toEqual({
+      rootOnly: "EACCES",
+      uid: "65532",
+      groups: "3000 2000",
+      chroot: { status: 125, output: "chroot: cannot change root directory to '/': Operation not permitted" },
+      secret: "for the group",
+      scratch: 2000,
+    });
   }, 120_000);
 
   it("runs up to maxParallel Pods at once (a second kubelet: its own namespace, copied roots)", async () => {

@@ -1,6 +1,6 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
@@ -27,10 +27,19 @@ import { requireTool } from "./tools.js";
  * declaration only after every main container has ended, within what is left of the grace
  * period. They do not decide the Pod's phase; the final status write carries their end.
  *
- * Deliberately not a kubelet: containers run as root whatever their securityContext says, with no
- * resource limits, no seccomp, in the host's network namespace (Pod IP = 127.0.0.1), without
- * probes other than a sidecar's startupProbe, and images are only pulled from loopback
- * registries. Root is required (namespaces, mounts, mknod).
+ * Containers run as their user, as a real runtime runs them: the uid and gid of runAsUser and
+ * runAsGroup (container, else Pod) or of the image's numeric `User`, with fsGroup and
+ * supplementalGroups as supplementary groups, no_new_privs when allowPrivilegeEscalation is
+ * false, and the capabilities `drop` names taken out of the bounding set. The launch mounts and
+ * chroots as root, then drops to that user (`setpriv` around `unshare --setuid`). Volumes are
+ * owned so that user can use them (emptyDir 0777, or group fsGroup with setgid; projected files
+ * in group fsGroup).
+ *
+ * Deliberately not a kubelet: no resource limits, no seccomp, the host's network namespace (Pod
+ * IP = 127.0.0.1), no probes other than a sidecar's startupProbe, and images are only pulled from
+ * loopback registries. A container running as root keeps CAP_SYS_CHROOT (the launch needs it),
+ * so it can leave its chroot; one running as another user cannot. Root is required (namespaces,
+ * mounts, mknod).
  */
 
 /** An image prepared in-process: its root directory and the parts of its config a container uses. */
@@ -41,6 +50,8 @@ export interface ResolvedImage {
   entrypoint?: readonly string[];
   cmd?: readonly string[];
   workingDir?: string;
+  /** The user it runs as unless the Pod says otherwise, like an OCI image config's User (`uid[:gid]`). */
+  user?: string;
 }
 
 /** Maps an image reference to a root prepared in-process; undefined means "pull it". */
@@ -319,6 +330,45 @@ export function containerEnvironment(pod: k8s.V1Pod, container: k8s.V1Container,
   return [...env];
 }
 
+/** Whom a container runs as, and what it may not do. */
+export interface ContainerUser {
+  uid: number;
+  gid: number;
+  /** Supplementary groups: the Pod's fsGroup and supplementalGroups. */
+  groups: number[];
+  noNewPrivs: boolean;
+  /** Capabilities taken out of the bounding set, lower case without CAP_ (`all` for ALL). */
+  dropCapabilities: string[];
+}
+
+/**
+ * Whom a container runs as, as the kubelet and a runtime decide it: runAsUser and runAsGroup of
+ * the container, else of the Pod, else the image's `User` (`uid[:gid]`; a name stands for root,
+ * as this kubelet reads no /etc/passwd). runAsNonRoot refuses uid 0 and user names
+ * ({@link PodWaiting} CreateContainerConfigError, with the real kubelet's messages).
+ */
+export function containerUser(pod: k8s.V1PodSpec, container: k8s.V1Container, imageUser: string): ContainerUser {
+  const own = container.securityContext ?? {};
+  const shared = pod.securityContext ?? {};
+  const [imageUid = "", imageGid = ""] = imageUser.split(":");
+  const numeric = (text: string) => /^\d+$/.test(text);
+  const runAsUser = own.runAsUser ?? shared.runAsUser;
+  const uid = runAsUser ?? (numeric(imageUid) ? Number(imageUid) : 0);
+  // A uid from the Pod has no group from the image (no /etc/passwd is read): gid 0, as containerd gives.
+  const gid = own.runAsGroup ?? shared.runAsGroup ?? (runAsUser === undefined && numeric(imageGid) ? Number(imageGid) : 0);
+  if (own.runAsNonRoot ?? shared.runAsNonRoot) {
+    const refuse = (message: string): never => {
+      throw new PodWaiting("CreateContainerConfigError", `${message} (container: ${container.name})`);
+    };
+    if (runAsUser === 0) refuse("container's runAsUser breaks non-root policy");
+    if (runAsUser === undefined && imageUid && !numeric(imageUid)) refuse(`container has runAsNonRoot and image has non-numeric user (${imageUid}), cannot verify user is non-root`);
+    if (uid === 0) refuse("container has runAsNonRoot and image will run as root");
+  }
+  const groups = [...new Set([...(shared.fsGroup === undefined ? [] : [shared.fsGroup]), ...(shared.supplementalGroups ?? [])])];
+  const dropCapabilities = (own.capabilities?.drop ?? []).map((name) => name.toLowerCase().replace(/^cap_/, ""));
+  return { uid, gid, groups, noNewPrivs: own.allowPrivilegeEscalation === false, dropCapabilities };
+}
+
 /** Whether a reference names an image on a loopback registry (127.x, localhost, [::1]). */
 export function isLoopbackReference(reference: string): boolean {
   const slash = reference.indexOf("/");
@@ -338,6 +388,7 @@ export interface HostPrograms {
   touch: string;
   ln: string;
   hostname: string;
+  setpriv: string;
 }
 
 export interface ContainerLaunch {
@@ -352,6 +403,8 @@ export interface ContainerLaunch {
   workingDirInRoot: string;
   env: readonly [string, string][];
   argv: readonly string[];
+  /** Whom the command runs as once chrooted; absent: root, unrestricted. */
+  user?: ContainerUser;
 }
 
 /** Exit code of a launch whose setup (mounts, nodes) failed before the container started. */
@@ -382,7 +435,7 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
     `${bin.mount} -t proc proc "$R/proc" || fail "cannot mount /proc"`,
     `${bin.mount} -t tmpfs -o mode=755,nosuid tmpfs "$R/dev" || fail "cannot mount /dev"`,
     `${bin.mknod} -m 666 "$R/dev/null" c 1 3 && ${bin.mknod} -m 666 "$R/dev/zero" c 1 5 && ${bin.mknod} -m 666 "$R/dev/random" c 1 8 && ${bin.mknod} -m 666 "$R/dev/urandom" c 1 9 && ${bin.mknod} -m 666 "$R/dev/tty" c 5 0 || fail "cannot create the device nodes"`,
-    `${bin.mkdir} -p "$R/dev/shm" && ${bin.ln} -s /proc/self/fd "$R/dev/fd" && ${bin.ln} -s /proc/self/fd/0 "$R/dev/stdin" && ${bin.ln} -s /proc/self/fd/1 "$R/dev/stdout" && ${bin.ln} -s /proc/self/fd/2 "$R/dev/stderr" || fail "cannot populate /dev"`,
+    `${bin.mkdir} -m 1777 "$R/dev/shm" && ${bin.ln} -s /proc/self/fd "$R/dev/fd" && ${bin.ln} -s /proc/self/fd/0 "$R/dev/stdin" && ${bin.ln} -s /proc/self/fd/1 "$R/dev/stdout" && ${bin.ln} -s /proc/self/fd/2 "$R/dev/stderr" || fail "cannot populate /dev"`,
   );
   for (const mount of launch.mounts) {
     const target = `"$R"${quote(mount.target)}`;
@@ -395,8 +448,30 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
   if (launch.readOnlyRoot) lines.push(`${bin.mount} -o remount,bind,ro "$R" || fail "cannot make the root read-only"`);
   lines.push(`${bin.hostname} ${quote(launch.hostname)} || fail "cannot set the hostname"`);
   const env = launch.env.map(([name, value]) => quote(`${name}=${value}`)).join(" ");
-  lines.push(`exec ${bin.env} -i ${env} ${bin.unshare} --root="$R" --wd=${quote(launch.workingDir)} -- ${launch.argv.map(quote).join(" ")}`);
+  const chroot = `${bin.unshare} --root="$R" --wd=${quote(launch.workingDir)}`;
+  const argv = launch.argv.map(quote).join(" ");
+  if (!launch.user) {
+    lines.push(`exec ${bin.env} -i ${env} ${chroot} -- ${argv}`);
+  } else {
+    // setpriv sets the groups and limits while still root; unshare chroots, then setuid drops root.
+    lines.push(`exec ${bin.env} -i ${env} ${setprivArgs(bin.setpriv, launch.user).join(" ")} -- ${chroot} --setuid=${launch.user.uid} -- ${argv}`);
+  }
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The `setpriv` command that gives a root process a container's gid, supplementary groups,
+ * no_new_privs and bounding set, before a chroot and a setuid that still need root: the bounding
+ * set keeps CAP_SYS_CHROOT and CAP_SETUID for them (setuid to a non-root uid clears them anyway).
+ */
+export function setprivArgs(setpriv: string, user: ContainerUser): string[] {
+  const args = [setpriv, `--regid=${user.gid}`, user.groups.length ? `--groups=${user.groups.join(",")}` : "--clear-groups"];
+  if (user.noNewPrivs) args.push("--no-new-privs");
+  if (user.dropCapabilities.length) {
+    const drops = user.dropCapabilities.map((name) => `-${name}`);
+    args.push(`--bounding-set=${[...drops, "+sys_chroot", "+setuid"].join(",")}`);
+  }
+  return args;
 }
 
 /** The first 4096 bytes of a termination-message file, as the kubelet reads it. */
@@ -467,6 +542,8 @@ interface PulledImage {
   cmd: string[];
   workingDir: string;
   imageID: string;
+  /** The image config's User ("" for root). */
+  user: string;
 }
 
 interface ContainerState {
@@ -499,6 +576,8 @@ interface PreparedPod {
   env: Map<string, [string, string][]>;
   tokenDir?: string;
   hostsFile: string;
+  /** Whom each container runs as, by name. */
+  users: Map<string, ContainerUser>;
 }
 
 type TaskPhase = "queued" | "running" | "waiting" | "done";
@@ -571,6 +650,11 @@ function containerProcess(launch: ChildProcess): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Root with nothing taken away: launched without setpriv, as before users existed here. */
+function isPlainRoot(user: ContainerUser): boolean {
+  return user.uid === 0 && user.gid === 0 && user.groups.length === 0 && !user.noNewPrivs && user.dropCapabilities.length === 0;
 }
 
 function signalNumber(signal: NodeJS.Signals): number {
@@ -654,6 +738,7 @@ class Kubelet implements ChrootKubelet {
       touch: findProgram("touch"),
       ln: findProgram("ln"),
       hostname: findProgram("hostname"),
+      setpriv: findProgram("setpriv"),
     };
     for (const dir of ["images", "pods", "logs"]) mkdirSync(join(this.workDir, dir), { recursive: true });
   }
@@ -1079,7 +1164,9 @@ class Kubelet implements ChrootKubelet {
         await execFileAsync(findProgram("cp"), ["-a", "--reflink=auto", `${image.rootfs}/.`, join(containerDir, "rootfs")]);
         root = { dir: join(containerDir, "rootfs") };
       }
-      writeFileSync(terminationFile, "", { mode: 0o666 });
+      const user = prepared.users.get(spec.name)!;
+      writeFileSync(terminationFile, "");
+      chownSync(terminationFile, user.uid, user.gid);
       const mounts: ContainerLaunch["mounts"][number][] = [];
       const mountPaths = new Set<string>();
       for (const mount of [...(spec.volumeMounts ?? [])].sort((a, b) => a.mountPath.split("/").length - b.mountPath.split("/").length)) {
@@ -1117,6 +1204,7 @@ class Kubelet implements ChrootKubelet {
         workingDirInRoot: resolveInRoot(image.rootfs, workingDir),
         env: [...env],
         argv,
+        ...(isPlainRoot(user) ? {} : { user }),
       };
     } catch (error) {
       return fail(describeError(error));
@@ -1150,7 +1238,7 @@ class Kubelet implements ChrootKubelet {
     const probe = record.sidecar ? spec.startupProbe : undefined;
     if (probe) {
       this.writeStatus(task, task.runningPhase);
-      void this.startupProbe(task, record, child, exited, probe, launch.env).then((passed) => (passed ? markStarted() : undefined));
+      void this.startupProbe(task, record, prepared.users.get(spec.name)!, child, exited, probe, launch.env).then((passed) => (passed ? markStarted() : undefined));
     } else {
       markStarted();
     }
@@ -1191,12 +1279,20 @@ class Kubelet implements ChrootKubelet {
    * Pod ends, or the probe fails failureThreshold times in a row, when it kills the container
    * (which its supervisor restarts) as a real kubelet does.
    */
-  private async startupProbe(task: PodTask, record: ContainerRecord, child: ChildProcess, exited: Promise<unknown>, probe: k8s.V1Probe, env: readonly [string, string][]): Promise<boolean> {
+  private async startupProbe(
+    task: PodTask,
+    record: ContainerRecord,
+    user: ContainerUser,
+    child: ChildProcess,
+    exited: Promise<unknown>,
+    probe: k8s.V1Probe,
+    env: readonly [string, string][],
+  ): Promise<boolean> {
     const over = () => child.exitCode !== null || child.signalCode !== null || task.stop !== undefined || task.sidecarsStopping || this.stopped;
     const wait = (seconds: number) => Promise.race([sleep(seconds * 1000), exited, task.ending]);
     await wait(probe.initialDelaySeconds ?? 0);
     for (let failures = 0; !over(); ) {
-      if (await this.probeOnce(record.spec, child, probe, env)) return !over();
+      if (await this.probeOnce(record.spec, user, child, probe, env)) return !over();
       if (++failures >= (probe.failureThreshold ?? 3)) {
         this.log(`${task.namespace}/${task.name}/${record.spec.name} failed its startup probe ${failures} times: killing it`);
         if (!over()) this.signalContainers(task, "SIGKILL", (r) => r === record);
@@ -1208,13 +1304,15 @@ class Kubelet implements ChrootKubelet {
   }
 
   /** One probe: exec (in the container's namespaces and root), httpGet or tcpSocket (the host's network is the Pod's). */
-  private async probeOnce(container: k8s.V1Container, child: ChildProcess, probe: k8s.V1Probe, env: readonly [string, string][]): Promise<boolean> {
+  private async probeOnce(container: k8s.V1Container, user: ContainerUser, child: ChildProcess, probe: k8s.V1Probe, env: readonly [string, string][]): Promise<boolean> {
     const timeout = (probe.timeoutSeconds ?? 1) * 1000;
     if (probe.exec?.command?.length) {
       const pid = containerProcess(child);
       if (!pid) return false;
-      const nsenter = ["--target", String(pid), "--mount", "--pid", "--uts", "--root", "--wd", "--", ...probe.exec.command];
-      return execFileAsync(findProgram("nsenter"), nsenter, { env: Object.fromEntries(env), timeout }).then(
+      // As the container's user: the same setpriv as its launch, then setuid once inside its root.
+      const [setpriv, ...limits] = setprivArgs(this.bin.setpriv, user);
+      const nsenter = [...limits, "--", findProgram("nsenter"), "--target", String(pid), "--mount", "--pid", "--uts", "--root", "--wd", `--setuid=${user.uid}`, "--", ...probe.exec.command];
+      return execFileAsync(setpriv!, nsenter, { env: Object.fromEntries(env), timeout }).then(
         () => true,
         () => false,
       );
@@ -1255,7 +1353,7 @@ class Kubelet implements ChrootKubelet {
     const dir = join(this.workDir, "pods", task.uid);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(join(dir, "volumes"), { recursive: true });
-    const prepared: PreparedPod = { dir, images: new Map(), volumes: new Map(), env: new Map(), hostsFile: join(dir, "hosts") };
+    const prepared: PreparedPod = { dir, images: new Map(), volumes: new Map(), env: new Map(), hostsFile: join(dir, "hosts"), users: new Map() };
     const hostname = this.podHostname(pod);
     writeFileSync(prepared.hostsFile, `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${loopbackAddress}\t${hostname}\n`);
 
@@ -1263,7 +1361,16 @@ class Kubelet implements ChrootKubelet {
       const image = await this.image(record.spec.image ?? "", record.spec.imagePullPolicy);
       prepared.images.set(record.spec.name, image);
       record.imageID = image.imageID;
+      prepared.users.set(record.spec.name, containerUser(spec, record.spec, image.user));
     }
+    const fsGroup = spec.securityContext?.fsGroup;
+    // Who owns a projected volume's files: group fsGroup, else the one non-root user of the containers mounting it.
+    const projectedOwner = (volume: string) => {
+      if (fsGroup !== undefined) return { uid: 0, gid: fsGroup };
+      const uids = new Set([...task.containers.values()].filter((r) => r.spec.volumeMounts?.some((m) => m.name === volume)).map((r) => prepared.users.get(r.spec.name)!.uid));
+      const [only] = uids;
+      return uids.size === 1 && only !== 0 ? { uid: only!, gid: 0 } : { uid: 0, gid: 0 };
+    };
 
     const secrets = new Map<string, Record<string, Buffer> | null>();
     const configMaps = new Map<string, Record<string, Buffer> | null>();
@@ -1284,12 +1391,13 @@ class Kubelet implements ChrootKubelet {
       }
       return configMaps.get(name)!;
     };
-    const writeFiles = (root: string, files: readonly ProjectedFile[]) => {
+    const writeFiles = (root: string, files: readonly ProjectedFile[], owner = { uid: 0, gid: fsGroup ?? 0 }) => {
       for (const file of files) {
         const path = join(root, file.path);
         mkdirSync(dirname(path), { recursive: true });
         writeFileSync(path, file.content);
         chmodSync(path, file.mode & 0o777);
+        chownSync(path, owner.uid, owner.gid);
       }
     };
     const downwardFiles = (items: readonly k8s.V1DownwardAPIVolumeFile[], defaultMode: number, volume: string): ProjectedFile[] =>
@@ -1304,8 +1412,10 @@ class Kubelet implements ChrootKubelet {
     for (const volume of spec.volumes ?? []) {
       const path = join(dir, "volumes", volume.name);
       if (volume.emptyDir) {
-        mkdirSync(path, { mode: 0o777 });
-        chmodSync(path, 0o777);
+        mkdirSync(path);
+        // As the real kubelet: world-writable, or in group fsGroup with setgid so new files stay in it.
+        if (fsGroup !== undefined) chownSync(path, 0, fsGroup);
+        chmodSync(path, fsGroup === undefined ? 0o777 : 0o2777);
         prepared.volumes.set(volume.name, { path, readOnly: false });
       } else if (volume.hostPath) {
         const host = volume.hostPath.path;
@@ -1338,13 +1448,13 @@ class Kubelet implements ChrootKubelet {
             const kind = projection.secret ? "secret" : "configmap";
             const data = kind === "secret" ? await readSecret(ref.name ?? "") : await readConfigMap(ref.name ?? "");
             if (!data && !ref.optional) throw new PodWaiting("ContainerCreating", `${kind} "${ref.name}" of volume ${volume.name} not found`);
-            writeFiles(path, projectKeys(`${kind} "${ref.name}"`, data ?? {}, ref.items, mode, Boolean(ref.optional)));
+            writeFiles(path, projectKeys(`${kind} "${ref.name}"`, data ?? {}, ref.items, mode, Boolean(ref.optional)), projectedOwner(volume.name));
           } else if (projection.downwardAPI) {
-            writeFiles(path, downwardFiles(projection.downwardAPI.items ?? [], mode, volume.name));
+            writeFiles(path, downwardFiles(projection.downwardAPI.items ?? [], mode, volume.name), projectedOwner(volume.name));
           } else if (projection.serviceAccountToken) {
             const fixed = this.options.serviceAccountTokens;
             const token = typeof fixed === "object" ? fixed.token : await this.serviceAccountToken(pod, projection.serviceAccountToken.audience, projection.serviceAccountToken.expirationSeconds);
-            writeFiles(path, [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }]);
+            writeFiles(path, [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }], projectedOwner(volume.name));
           } else {
             throw new PodFailure("UnsupportedVolume", `volume ${volume.name}: the chroot kubelet projects secret, configMap, downwardAPI and serviceAccountToken sources only`);
           }
@@ -1421,7 +1531,7 @@ class Kubelet implements ChrootKubelet {
     const resolved = await this.options.imageResolver?.(reference);
     if (resolved) {
       const image = typeof resolved === "string" ? { rootfs: resolved } : resolved;
-      return { rootfs: image.rootfs, env: [...(image.env ?? [])], entrypoint: [...(image.entrypoint ?? [])], cmd: [...(image.cmd ?? [])], workingDir: image.workingDir ?? "", imageID: `resolver://${reference}` };
+      return { rootfs: image.rootfs, env: [...(image.env ?? [])], entrypoint: [...(image.entrypoint ?? [])], cmd: [...(image.cmd ?? [])], workingDir: image.workingDir ?? "", imageID: `resolver://${reference}`, user: image.user ?? "" };
     }
     if (pullPolicy === "Always") this.images.delete(reference);
     let pull = this.images.get(reference);
@@ -1460,16 +1570,17 @@ class Kubelet implements ChrootKubelet {
     const descriptor = index.manifests.find((m) => m.annotations?.["org.opencontainers.image.ref.name"] === "image") ?? index.manifests[0];
     if (!descriptor) throw new PodWaiting("ErrImagePull", `pulling ${reference}: the copied layout has no manifest`);
     const manifest = blob(descriptor.digest) as { config: { digest: string } };
-    const config = ((blob(manifest.config.digest) as { config?: { Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string } }).config ?? {}) as {
+    const config = ((blob(manifest.config.digest) as { config?: { Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string; User?: string } }).config ?? {}) as {
       Env?: string[];
       Entrypoint?: string[];
       Cmd?: string[];
       WorkingDir?: string;
+      User?: string;
     };
     rmSync(layout, { recursive: true, force: true });
     const repository = reference.replace(/@sha256:[0-9a-f]+$/, "").replace(/:[^/:]+$/, "");
     this.log(`pulled ${reference} (${descriptor.digest.slice(0, 19)}…) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-    return { rootfs, env: config.Env ?? [], entrypoint: config.Entrypoint ?? [], cmd: config.Cmd ?? [], workingDir: config.WorkingDir ?? "", imageID: `${repository}@${descriptor.digest}` };
+    return { rootfs, env: config.Env ?? [], entrypoint: config.Entrypoint ?? [], cmd: config.Cmd ?? [], workingDir: config.WorkingDir ?? "", imageID: `${repository}@${descriptor.digest}`, user: config.User ?? "" };
   }
 
   // --- stopping Pods ---
