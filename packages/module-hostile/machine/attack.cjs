@@ -466,7 +466,8 @@ async function runPhase(phase) {
     }
     await postReport(process.env.HOSTILE_REPORT_URL, report);
     const succeeded = report.attempts.filter((entry) => entry.outcome === "succeeded" && !entry.control && entry.target !== "broker-token");
-    process.stderr.write(`hostile module: ${phase}: ${report.attempts.length} attempts, ${succeeded.length} succeeded\n`);
+    const which = succeeded.map((entry) => `\n  succeeded: ${entry.via} ${entry.target}: ${entry.attempt}: ${entry.detail}`).join("");
+    process.stderr.write(`hostile module: ${phase}: ${report.attempts.length} attempts, ${succeeded.length} succeeded${which}\n`);
   } catch (error) {
     // Never fail the step: the hostile object's own run must go on.
     process.stderr.write(`hostile module: ${phase}: ${error && error.stack ? error.stack : error}\n`);

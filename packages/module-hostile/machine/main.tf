@@ -56,11 +56,12 @@ resource "terraform_data" "attack" {
 }
 
 # The apply's attempts, read back from the file attack.cjs wrote: at apply time, as it depends on
-# the provisioned resource. A later run (a fresh work directory) finds no file and reads [].
+# the provisioned resource. A later run (a fresh work directory, no such file) reads the empty
+# report the module ships: the local backend fails on a missing file.
 data "terraform_remote_state" "report" {
   backend = "local"
   config = {
-    path = local.report_file
+    path = fileexists(local.report_file) ? local.report_file : "${path.module}/empty-report.tfstate"
   }
   defaults = {
     attempts_json = "[]"
