@@ -35,7 +35,7 @@ if (![testkitDist, buildJobDist, stepsDist].every((file) => existsSync(file))) {
 const { values: flags } = parseArgs({ options: { rounds: { type: "string", default: "8" } } });
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
-const { runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
+const { brokerCommand, runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
 const { stepsFor } = await import(stepsDist);
 // An apply's steps as the runner runs them with a Job's default lock timeout (5m0s): init, validate, apply.
 const applySteps = stepsFor("apply", { workdir: "", backendConfig: [], lockTimeoutSeconds: 300, guardDeletes: false }).map((step) => step.args);
@@ -216,7 +216,7 @@ async function measureBroker() {
         const work = freshWorkdir(brokered);
         const brokerDir = `${work}.broker`;
         const suffix = `${name}broker00000000-m`;
-        const broker = spawn(bundleNode, [bundle, "broker", `--event-object=${object}`, `--state-suffix=${suffix}`, `--dir=${brokerDir}`, `--result=${brokerDir}.summary.json`, `--server=${plane.server}`, `--service-account-dir=${credentials}`], { stdio: "ignore", env: { PATH: process.env.PATH } });
+        const broker = spawn(bundleNode, [...brokerCommand.slice(1, -1), join(bundleDir, basename(brokerCommand.at(-1))), `--event-object=${object}`, `--state-suffix=${suffix}`, `--dir=${brokerDir}`, `--result=${brokerDir}.summary.json`, `--server=${plane.server}`, `--service-account-dir=${credentials}`], { stdio: "ignore", env: { PATH: process.env.PATH } });
         const ms = await timed(bundleNode, [...runArgs(brokered, work), `--broker=${brokerDir}`, ...backend(suffix, `config_path=${join(brokerDir, "kubeconfig")}`)], { env: { ...jobEnv(brokered), HOME: work } });
         const memory = Object.fromEntries(
           readFileSync(`/proc/${broker.pid}/smaps_rollup`, "utf8")

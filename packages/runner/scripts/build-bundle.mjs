@@ -6,6 +6,7 @@
 //   <out>/runner.mjs  what Jobs start: it loads runner.cjs
 //   <out>/runner.cjs  the runner and every dependency a run needs as one CommonJS file (esbuild)
 //   <out>/runner-yargs.mjs what only help and usage errors load (yargs), apart so a run never parses it
+//   <out>/broker.cjs  the state broker sidecar's entry: the broker alone, as one CommonJS file
 // Copied into /captf/bin (by `runner copy`, which points node's interpreter and runpath at the
 // copy), it runs in any Linux root of the same architecture, with or without a libc of its own; it
 // never sets LD_LIBRARY_PATH, so the children it starts (the image's /captf/runtime) see the
@@ -62,6 +63,15 @@ await build({
   banner: { js: 'const __captfModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
   plugins: [{ name: "yargs-module", setup: (b) => b.onResolve({ filter: /^yargs$/ }, () => ({ path: `./${yargsModule}`, external: true })) }],
 });
+// The broker sidecar's own entry, broker.cjs: the same form, without the runner's code.
+await build({
+  ...common,
+  entryPoints: [join(packageDir, "src", "broker", "entry.ts")],
+  outfile: join(out, "broker.cjs"),
+  format: "cjs",
+  define: { "import.meta.url": "__captfModuleUrl" },
+  banner: { js: 'const __captfModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
+});
 await build({
   ...common,
   stdin: { contents: 'export { default } from "yargs";', resolveDir: packageDir, loader: "js" },
@@ -87,7 +97,7 @@ execFileSync("patchelf", ["--set-interpreter", `${binDir}/lib/${loader}`, "--set
 
 const size = (path) => statSync(path).size;
 const libs = execFileSync("ls", [join(out, "lib")], { encoding: "utf8" }).trim().split("\n");
-const scripts = readdirSync(out).filter((name) => name.startsWith("runner"));
+const scripts = readdirSync(out).filter((name) => name.startsWith("runner") || name.startsWith("broker"));
 const totalBytes = size(join(out, "node")) + [...scripts, ...libs.map((lib) => join("lib", lib))].reduce((sum, file) => sum + size(join(out, file)), 0);
 console.log(
   `build-bundle: ${out} for ${binDir} (${arch}) in ${((Date.now() - started) / 1000).toFixed(1)}s: node v${nodeRelease.version}, ` +

@@ -77,7 +77,7 @@ describe("usage errors", () => {
 
   it("exits 2 for an unknown command or none", async () => {
     expect((await cli(["frobnicate"])).code).toBe(2);
-    expect((await cli([])).stderr).toContain("name a command: run, copy or version");
+    expect((await cli([])).stderr).toContain("name a command: run, broker, copy or version");
   });
 });
 
@@ -120,6 +120,7 @@ describe("runner copy", () => {
     await writeFile(join(from, "node"), "n");
     await writeFile(join(from, "runner.mjs"), "r");
     await writeFile(join(from, "runner.cjs"), "c");
+    await writeFile(join(from, "broker.cjs"), "b");
     const { code } = await cli(["copy", join(dir, "bin"), `--from=${from}`]);
     expect(code).toBe(0);
     expect(await readFile(join(dir, "bin", "runner.mjs"), "utf8")).toBe("r");

@@ -12,6 +12,8 @@ import { resultVersion, type RunResult } from "@captf/contract/run-result";
 import { runOperation, type RunOptions } from "./run.js";
 import { operations, type Operation } from "@captf/contract/run-result";
 import { runnerVersion } from "./version.js";
+import { BrokerUsageError, brokerFlags, brokerSummary } from "./broker/command.js";
+import { parseFast } from "./flags.js";
 
 /** Exit codes of every runner command. */
 export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const;
@@ -189,23 +191,11 @@ const runFlags = {
   "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" },
 } satisfies Record<string, Options>;
 
-/** `broker`'s flags: the yargs parser and the fast path read this table. */
-const brokerFlags = {
-  "event-object": { type: "string", demandOption: true, describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid>: the one object this broker serves" },
-  "state-suffix": { type: "string", demandOption: true, describe: "The object's state suffix: its Secret tfstate-default-<suffix> and Lease lock-tfstate-default-<suffix>" },
-  "job-name": { type: "string", describe: "The Job, the refusal event's related object" },
-  "dir": { type: "string", default: "/captf/broker", describe: "Where the kubeconfig for the module's container is written" },
-  "result": { type: "string", default: defaultResultPath, describe: "Where the summary (requests, refusals) is written when the broker stops" },
-  "log-requests": { type: "boolean", default: false, describe: "Log every request, allowed ones too" },
-  "server": { type: "string", hidden: true, describe: "API server URL instead of the in-cluster one" },
-  "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the Job's token and ca.crt are" },
-} satisfies Record<string, Options>;
 
 /** The flags of `version` and `copy`, for their fast path (yargs still gives their help and errors). */
 const versionFlags = { format: { type: "string", choices: ["text", "json"], default: "text" } } satisfies Record<string, Options>;
 const copyFlags = { from: { type: "string" } } satisfies Record<string, Options>;
 
-const brokerSummary = "Serve the module's container this object's state, lock and events, and nothing else";
 const copySummary = "Copy the runner bundle (node, its libraries, runner.mjs) into <dest>";
 const versionSummary = "Print the runner's version";
 
@@ -247,66 +237,6 @@ const commandParsers = {
       .demandCommand(0, 0, "", "version takes no arguments")
       .option("format", { ...versionFlags.format, describe: "Output format" }),
 } as const;
-
-/**
- * A command's flags in the forms a Job writes them (`--flag=value`, `--flag value`, `--switch`),
- * parsed by hand: yargs takes tens of milliseconds to load and node:util's parser about half a
- * millisecond, both before every Job's first step. Only the common case: long flags of its table,
- * values that need no coercion beyond whole numbers, exactly `positionals` arguments. Anything
- * else (help, an unknown or negated flag, a repeated single-value flag, a missing or dash-led
- * separate value, a bad choice, a missing demanded flag) returns undefined and yargs parses it,
- * errors included.
- */
-function parseFast(flags: Record<string, Options>, argv: readonly string[], positionals = 0): Record<string, unknown> | undefined {
-  const values = new Map<string, string | boolean | string[]>();
-  const positional: string[] = [];
-  for (let index = 0; index < argv.length; index++) {
-    const arg = argv[index]!;
-    if (!arg.startsWith("-")) {
-      positional.push(arg);
-      continue;
-    }
-    const equals = arg.indexOf("=");
-    const flag = arg.startsWith("--") ? arg.slice(2, equals === -1 ? undefined : equals) : "";
-    const spec = Object.hasOwn(flags, flag) ? flags[flag]! : undefined;
-    if (!spec) return undefined;
-    let value: string | boolean;
-    if (spec.type === "boolean") {
-      if (equals !== -1) return undefined;
-      value = true;
-    } else if (equals !== -1) {
-      value = arg.slice(equals + 1);
-    } else {
-      const next = argv[index + 1];
-      if (next === undefined || next.startsWith("-")) return undefined;
-      value = next;
-      index++;
-    }
-    const earlier = values.get(flag);
-    // yargs turns a repeated single-value flag into an array; leave that case to yargs.
-    if (earlier !== undefined && !spec.array) return undefined;
-    values.set(flag, spec.array ? [...((earlier as string[] | undefined) ?? []), String(value)] : value);
-  }
-  if (positional.length !== positionals) return undefined;
-  const args: Record<string, unknown> = { _: positional };
-  for (const [flag, spec] of Object.entries(flags)) {
-    const value = values.get(flag);
-    if (value === undefined) {
-      if (spec.demandOption) return undefined;
-      if (spec.default !== undefined) args[flag] = Array.isArray(spec.default) ? [...(spec.default as unknown[])] : spec.default;
-      continue;
-    }
-    if (spec.type === "number") {
-      if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,8})$/.test(value)) return undefined;
-      args[flag] = Number(value);
-    } else if (spec.choices && !(spec.choices as readonly unknown[]).includes(value)) {
-      return undefined;
-    } else {
-      args[flag] = value;
-    }
-  }
-  return args;
-}
 
 /** `run`'s flags without yargs when they are well-formed (see {@link parseFast}); undefined otherwise. */
 export function parseRunFast(argv: readonly string[]): Record<string, unknown> | undefined {
@@ -445,66 +375,6 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   return written ? exitCode : exitCodes.failure;
 }
 
-/** Serves until SIGTERM, then writes its summary where the manager reads it (the termination message). */
-async function broker(args: Record<string, unknown>, io: CliIo): Promise<number> {
-  const log = (level: "info" | "warn", msg: string, fields: Record<string, unknown> = {}) =>
-    io.stderr(`${JSON.stringify({ ts: new Date().toISOString(), level, logger: "broker", msg, ...fields })}\n`);
-  let object: ObjectReference;
-  try {
-    object = parseObjectReference(String(args["event-object"]));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const upstream = resolveInClusterEndpoint({
-    server: typeof args.server === "string" ? args.server : undefined,
-    serviceAccountDir: String(args["service-account-dir"]),
-    env: io.env,
-  });
-  if (typeof upstream === "string") {
-    log("warn", `cannot reach the API server: ${upstream}`);
-    return exitCodes.failure;
-  }
-  // Only the broker loads its server: a run never does.
-  const { brokerScope } = await import("./broker/policy.js");
-  const { startBroker } = await import("./broker/server.js");
-  const events = createEventRecorder({
-    endpoint: upstream,
-    regarding: object,
-    jobName: typeof args["job-name"] === "string" ? args["job-name"] : undefined,
-    instance: io.env.POD_NAME || io.env.HOSTNAME || "broker",
-    log: (message) => log("info", message),
-  });
-  let running;
-  try {
-    running = await startBroker({ scope: brokerScope(object, String(args["state-suffix"])), dir: String(args.dir), upstream, events, log, logRequests: Boolean(args["log-requests"]) });
-  } catch (error) {
-    log("warn", `cannot start: ${(error as Error).message}`);
-    return exitCodes.failure;
-  }
-  const signal = io.signal ?? new AbortController().signal;
-  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-  const summary = await running.close();
-  log("info", "stopped", { requests: summary.requests, allowed: summary.allowed, refused: summary.refused });
-  await closeEvents(events);
-  try {
-    writeFileSync(String(args.result), shrinkBrokerSummary(summary));
-  } catch (error) {
-    log("warn", `cannot write the summary to ${String(args.result)}: ${(error as Error).message}`);
-  }
-  return exitCodes.ok;
-}
-
-/** The summary as JSON within a termination message's 4096 bytes: refusals are dropped from the end until it fits. */
-export function shrinkBrokerSummary(summary: { refusals: unknown[] }): string {
-  const kept = { ...summary, refusals: [...summary.refusals] };
-  let text = JSON.stringify(kept);
-  while (Buffer.byteLength(text) > 4096 && kept.refusals.length > 0) {
-    kept.refusals.pop();
-    text = JSON.stringify(kept);
-  }
-  return text;
-}
-
 async function copy(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const from = typeof args.from === "string" ? args.from : (io.bundleDir ?? dirname(fileURLToPath(import.meta.url)));
   try {
@@ -529,7 +399,11 @@ async function version(args: Record<string, unknown>, io: CliIo): Promise<number
 async function dispatch(name: string, args: Record<string, unknown>, io: CliIo): Promise<number> {
   if (name === "copy") return await copy({ ...args, dest: String((args._ as unknown[])[0]) }, io);
   if (name === "version") return await version(args, io);
-  if (name === "broker") return await broker(args, io);
+  if (name === "broker") {
+    // Only the broker loads its server: a run never does.
+    const { runBroker } = await import("./broker/command.js");
+    return await runBroker(args, io);
+  }
   return await run(args, io);
 }
 
@@ -561,7 +435,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     return await dispatch(name!, args, io);
   } catch (error) {
-    if (!(error instanceof UsageError) && !(error instanceof Error && error.name === "YError")) {
+    if (!(error instanceof UsageError) && !(error instanceof BrokerUsageError) && !(error instanceof Error && error.name === "YError")) {
       io.stderr(`runner: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
       return exitCodes.failure;
     }

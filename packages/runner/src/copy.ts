@@ -2,8 +2,8 @@ import { chmod, copyFile, lstat, mkdir, readdir, readlink, stat, symlink } from 
 import { join, resolve } from "node:path";
 import { relocateNode } from "./relocate.js";
 
-/** The files every runner bundle holds: the patched interpreter-relocated node, and the runner itself (runner.mjs loads runner.cjs). */
-export const bundleEntryFiles = ["node", "runner.mjs", "runner.cjs"] as const;
+/** The files every runner bundle holds: the patched interpreter-relocated node, the runner itself (runner.mjs loads runner.cjs), and the broker sidecar's entry. */
+export const bundleEntryFiles = ["node", "runner.mjs", "runner.cjs", "broker.cjs"] as const;
 
 export class NotABundleError extends Error {
   constructor(dir: string) {

@@ -84,7 +84,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const sidecar = pod.spec!.initContainers!.find((c) => c.name === brokerContainerName)!;
     const broker = spawn(
       process.execPath,
-      [join(bundle, basename(brokerCommand[1]!)), ...brokerCommand.slice(2), ...(sidecar.args ?? []).map((arg) => (arg.startsWith("--dir=") ? `--dir=${brokerWork}` : arg)), `--result=${brokerResult}`, `--server=${cluster.server}`, `--service-account-dir=${serviceAccountDir}`],
+      [...brokerCommand.slice(1, -1), join(bundle, basename(brokerCommand.at(-1)!)), ...(sidecar.args ?? []).map((arg) => (arg.startsWith("--dir=") ? `--dir=${brokerWork}` : arg)), `--result=${brokerResult}`, `--server=${cluster.server}`, `--service-account-dir=${serviceAccountDir}`],
       { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH ?? "", POD_NAME: name } },
     );
     broker.stderr.on("data", (chunk: Buffer) => logs.set(`${name}/${brokerContainerName}`, (logs.get(`${name}/${brokerContainerName}`) ?? "") + chunk.toString("utf8")));

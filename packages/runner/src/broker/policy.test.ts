@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { brokerScope, checkBody, decideRequest, isStateSecretName, narrowSecretList } from "./policy.js";
+import { brokerScope, checkBody, decideRequest, isStateSecretName, narrowListQuery, narrowSecretList } from "./policy.js";
 
 const object = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", namespace: "team-a", name: "m-1", uid: "u-1" };
 const scope = brokerScope(object, "abc-m");
@@ -95,6 +95,13 @@ describe("checkBody", () => {
     expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } })).toMatch(/not this run's object/);
     expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object, uid: "u-2" } })).toMatch(/not this run's object/);
     expect(checkBody(scope, "event-regarding", { metadata: { name: "e" } })).toMatch(/about nothing/);
+  });
+});
+
+describe("narrowListQuery", () => {
+  it("asks for this object's suffix beside the backend's own selector", () => {
+    expect(narrowListQuery(scope, q("labelSelector=tfstate%3Dtrue&limit=500")).toString()).toBe("labelSelector=tfstate%3Dtrue%2CtfstateSecretSuffix%3Dabc-m&limit=500");
+    expect(narrowListQuery(scope, q()).get("labelSelector")).toBe("tfstateSecretSuffix=abc-m");
   });
 });
 

@@ -11,6 +11,8 @@ import type { ObjectReference } from "../events.js";
 /** The one object a broker serves. */
 export interface BrokerScope {
   namespace: string;
+  /** The object's state suffix: the label the backend's list is narrowed to. */
+  stateSuffix: string;
   /** `tfstate-default-<suffix>`; its `-part-N` chunks are the same state. */
   stateSecret: string;
   /** `lock-tfstate-default-<suffix>`. */
@@ -20,7 +22,7 @@ export interface BrokerScope {
 }
 
 export function brokerScope(object: ObjectReference, stateSuffix: string): BrokerScope {
-  return { namespace: object.namespace, stateSecret: stateSecretName(stateSuffix), lockLease: stateLockLeaseName(stateSuffix), object };
+  return { namespace: object.namespace, stateSuffix, stateSecret: stateSecretName(stateSuffix), lockLease: stateLockLeaseName(stateSuffix), object };
 }
 
 /** What a refused or allowed request was aimed at: the label of the broker's counts and logs. */
@@ -136,6 +138,18 @@ export function checkBody(scope: BrokerScope, check: BodyCheck, body: unknown, p
     return `the event is about ${String(regarding.kind)} ${String(regarding.namespace)}/${String(regarding.name)}, not this run's object`;
   }
   return undefined;
+}
+
+/**
+ * The list's query as forwarded: the backend lists every state Secret of the namespace (`tfstate=true`),
+ * each with its data, to find workspaces; asking for this object's suffix alone keeps the others' data
+ * away from the broker and the API server's answer small.
+ */
+export function narrowListQuery(scope: BrokerScope, query: URLSearchParams): URLSearchParams {
+  const narrowed = new URLSearchParams(query);
+  const selector = query.get("labelSelector");
+  narrowed.set("labelSelector", `${selector ? `${selector},` : ""}tfstateSecretSuffix=${scope.stateSuffix}`);
+  return narrowed;
 }
 
 /** A Secret list narrowed to this object's state Secrets: the backend lists by label, which any Secret can carry. */

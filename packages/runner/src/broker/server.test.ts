@@ -112,6 +112,7 @@ describe("the state broker", () => {
     const { server } = await start();
     const answer = await call(server, "GET", "/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue");
     expect(answer.body.items.map((item: { metadata: { name: string } }) => item.metadata.name)).toEqual([state, `${state}-part-1`]);
+    expect(seen[0]!.url).toBe("/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue%2CtfstateSecretSuffix%3Dabc-m");
   });
 
   it("refuses the rest with 403, never asks the API server, and reports the Job's first refusal as one event", async () => {

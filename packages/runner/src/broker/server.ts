@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { BrokerRefusal as Refusal, BrokerSummary } from "@captf/contract/run-result";
 import type { ApiEndpoint, EventRecorder } from "../events.js";
 import { brokerKubeconfigFile } from "./connection.js";
-import { checkBody, decideRequest, narrowSecretList, type BrokerScope } from "./policy.js";
+import { checkBody, decideRequest, narrowListQuery, narrowSecretList, type BrokerScope } from "./policy.js";
 import { decodeProtobufObject, protobufContentType } from "./protobuf.js";
 
 /**
@@ -83,8 +83,12 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   const { scope, upstream, log } = options;
   const http = await import("node:http");
   const upstreamUrl = new URL(upstream.server);
-  const client = upstreamUrl.protocol === "https:" ? await import("node:https") : http;
-  const agent = new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) });
+  // Loaded once the kubeconfig is written (below), beside the module's own start: the runner waits for that file, not for TLS.
+  let upstreamClient: Promise<{ client: typeof http; agent: import("node:http").Agent }> | undefined;
+  const connectUpstream = async () => {
+    const client = upstreamUrl.protocol === "https:" ? ((await import("node:https")) as unknown as typeof http) : http;
+    return { client, agent: new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) }) };
+  };
   const token = randomBytes(32).toString("hex");
   const expected = Buffer.from(`/${token}/`);
   const summary: BrokerSummary = { requests: 0, allowed: 0, refused: 0, refusedByTarget: {}, refusals: [] };
@@ -115,7 +119,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     status(response, code, code === 401 ? "Unauthorized" : "Forbidden", `captf state broker: ${refusal.why}`);
   };
 
-  const forward = (request: IncomingMessage, response: ServerResponse, path: string, body: Buffer | undefined, narrow: boolean): void => {
+  const forward = async (request: IncomingMessage, response: ServerResponse, path: string, body: Buffer | undefined, narrow: boolean): Promise<void> => {
+    const { client, agent } = await (upstreamClient ??= connectUpstream());
     const headers: Record<string, string | number> = {};
     for (const name of ["accept", "content-type", "user-agent"]) {
       const value = request.headers[name];
@@ -190,7 +195,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       }
     }
     summary.allowed++;
-    forward(request, response, `${path}${url.search}`, body, decision.filterList === true);
+    const query = decision.filterList ? narrowListQuery(scope, url.searchParams) : url.searchParams;
+    await forward(request, response, `${path}${query.size > 0 ? `?${query}` : ""}`, body, decision.filterList === true);
   };
 
   const server: Server = http.createServer((request, response) => {
@@ -211,6 +217,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   writeFileSync(`${file}.tmp`, brokerKubeconfig(port, token, scope.namespace), { mode: 0o440 });
   chmodSync(`${file}.tmp`, 0o440);
   renameSync(`${file}.tmp`, file);
+  upstreamClient ??= connectUpstream();
   log("info", "serving", { port, namespace: scope.namespace, stateSecret: scope.stateSecret, lockLease: scope.lockLease, object: `${scope.object.kind}/${scope.object.name}` });
 
   return {
@@ -218,7 +225,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      agent.destroy();
+      if (upstreamClient) (await upstreamClient).agent.destroy();
       return summary;
     },
   };
