@@ -142,6 +142,7 @@ function judge(runtime, outcome) {
   console.log(
     `result forgery: ${forged ? "RECORDED" : "not recorded"} (status.lastRun ${outcome.record.forgedRecorded ? "carries" : "does not carry"} the forged step; forged termination messages: ${outcome.record.forgedTerminationMessages.join(", ") || "none"}; lastRun ${JSON.stringify(outcome.record.lastRun?.steps ?? null)})`,
   );
+  for (const attempt of attempts.filter((candidate) => candidate.observed)) console.log(`  ${attempt.phase}: ${attempt.attempt}: ${attempt.outcome === "refused" ? "refused" : "made"} (${attempt.detail})`);
   const problems = [];
   if (breaches.length) problems.push(`${breaches.length} attempts succeeded:\n${describeAttempts(breaches)}`);
   if (errors.length) problems.push(`${errors.length} attempts could not be made (not a refusal):\n${describeAttempts(errors)}`);
