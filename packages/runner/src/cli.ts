@@ -307,8 +307,8 @@ function runOptions(args: Record<string, unknown>): RunOptions {
   };
 }
 
-/** The run's event recorder: through the broker when given one, else straight to the API server. */
-function eventRecorder(args: Record<string, unknown>, io: CliIo, broker?: ApiEndpoint): EventRecorder {
+/** The run's event recorder: through the broker when given one (once it is there), else straight to the API server. */
+function eventRecorder(args: Record<string, unknown>, io: CliIo, broker?: Promise<ApiEndpoint>): EventRecorder {
   const object = args["event-object"];
   if (typeof object !== "string" || object === "") return noEvents;
   const log = (message: string) => io.stderr(JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: message }) + "\n");
@@ -345,30 +345,21 @@ const brokerStartTimeoutMs = 60_000;
 async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const options = runOptions(args);
   const brokerDir = typeof args.broker === "string" && args.broker !== "" ? args.broker : undefined;
-  let events: EventRecorder;
+  // The broker sidecar starts beside the runner: the run prepares meanwhile, and its first step waits for it.
+  const broker = brokerDir ? import("./broker/connection.js").then(({ waitForBroker }) => waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal)) : undefined;
+  const endpoint = broker?.then((found) => found.endpoint);
   // The broker's per-run token: no Kubernetes credential, but the key to this object's state for the Job's life.
-  const secrets: string[] = [];
-  if (brokerDir) {
-    try {
-      const { waitForBroker } = await import("./broker/connection.js");
-      const broker = await waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal);
-      secrets.push(broker.token);
-      events = eventRecorder(args, io, broker.endpoint);
-    } catch (error) {
-      io.stderr(`runner: ${(error as Error).message}\n`);
-      await writeResult(String(args.result), earlyFailure(options.op, "prepare", (error as Error).message), io);
-      return exitCodes.failure;
-    }
-  } else {
-    events = eventRecorder(args, io);
-  }
+  const ready = broker?.then((found) => ({ secrets: [found.token] }));
+  // Each is awaited later (the first step, the first event) or never, when preflight stops the run: a failure is reported there.
+  for (const pending of [endpoint, ready]) pending?.catch(() => {});
+  const events = eventRecorder(args, io, endpoint);
   const { result, exitCode } = await runOperation(options, {
     stdout: io.stdout,
     stderr: io.stderr,
     env: io.env,
     signal: io.signal ?? new AbortController().signal,
     events,
-    secrets,
+    ...(ready ? { ready } : {}),
   });
   const written = await writeResult(String(args.result), result, io);
   await closeEvents(events);

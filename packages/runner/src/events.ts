@@ -83,7 +83,8 @@ const maxInstanceBytes = 128;
 const maxNamePrefix = 200;
 
 export interface EventRecorderOptions {
-  endpoint: ApiEndpoint;
+  /** A promise while the state broker starts: events wait in their queue for it. */
+  endpoint: ApiEndpoint | Promise<ApiEndpoint>;
   regarding: ObjectReference;
   jobName?: string | undefined;
   /** The reporting instance: the pod name. */
@@ -106,13 +107,13 @@ function microTime(date: Date): string {
 export function createEventRecorder(options: EventRecorderOptions): EventRecorder {
   const timeoutMs = options.timeoutMs ?? 2000;
   const maxFailures = options.maxConsecutiveFailures ?? 3;
-  // Appended, not resolved: the broker's server URL has a path of its own.
-  const url = new URL(`${options.endpoint.server.replace(/\/+$/, "")}/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`);
-  const secure = url.protocol === "https:";
-  const openTransport = () => {
+  const openTransport = (endpoint: ApiEndpoint) => {
+    // Appended, not resolved: the broker's server URL has a path of its own.
+    const url = new URL(`${endpoint.server.replace(/\/+$/, "")}/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`);
+    const secure = url.protocol === "https:";
     const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
-    const agent = secure ? new http.Agent({ keepAlive: true, ca: options.endpoint.ca }) : new http.Agent({ keepAlive: true });
-    return { http, agent };
+    const agent = secure ? new http.Agent({ keepAlive: true, ca: endpoint.ca }) : new http.Agent({ keepAlive: true });
+    return { url, http, agent, tokenFile: endpoint.tokenFile };
   };
   // Loaded at the first POST (in a run, once its first step has started and the runtime's version
   // is known), not at start: TLS takes milliseconds to load that the first step would wait for.
@@ -125,11 +126,11 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   let disabled = false;
   let lastNanos = 0n;
 
-  const post = (body: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const { http, agent } = (transport ??= openTransport());
+  const post = async (body: string): Promise<void> => {
+    const { url, http, agent, tokenFile } = (transport ??= openTransport(await options.endpoint));
+    return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/json" };
-      const token = options.endpoint.tokenFile ? readOptional(options.endpoint.tokenFile)?.toString("utf8").trim() : undefined;
+      const token = tokenFile ? readOptional(tokenFile)?.toString("utf8").trim() : undefined;
       if (token) headers.Authorization = `Bearer ${token}`;
       const request = http.request(url, { method: "POST", headers, agent }, (response) => {
         response.resume();
@@ -146,6 +147,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
       request.on("error", reject);
       request.end(body);
     });
+  };
 
   const send = async (type: EventType, reason: RunnerEventReason, action: string, note: string | Promise<string>) => {
     if (disabled) return;

@@ -45,8 +45,8 @@ export interface RunIo {
   /** Aborted on SIGTERM: the running step is stopped and the run ends `interrupted`. */
   signal: AbortSignal;
   events: EventRecorder;
-  /** Values to redact beyond those the run finds itself (the state broker's token). */
-  secrets?: readonly string[];
+  /** What the first step waits for (the state broker sidecar), and the values it brings to redact (its token); a rejection fails the run in prepare. */
+  ready?: Promise<{ secrets: readonly string[] }>;
 }
 
 export interface RunOutcome {
@@ -108,8 +108,8 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     drift: null,
     error: null,
   };
-  let secrets: Secret[] = secretsOf(io.secrets ?? []);
-  let redact: Redactor = redactor(secrets);
+  let secrets: Secret[] = [];
+  let redact: Redactor = redactor([]);
   const currentRedactor = () => redact;
   const log = createLogger(io.stderr, currentRedactor);
   const emit = (type: EventType, reason: RunnerEventReason, action: string, note: string | Promise<string>) =>
@@ -189,6 +189,17 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     if (heldPlanOutput) io.stdout(redact(heldPlanOutput));
     heldPlanOutput = "";
   };
+
+  if (io.ready) {
+    // The runtime's version needs no broker: it runs while the run waits.
+    startVersion();
+    try {
+      addSecrets(secretsOf((await io.ready).secrets));
+    } catch (error) {
+      log.error("prepare failed", { reason: (error as Error).message });
+      return finish({ kind: "step", step: "prepare", summary: (error as Error).message });
+    }
+  }
 
   for (const step of steps) {
     if (step.name === "show-json" && lastPlanExit !== 2) continue;

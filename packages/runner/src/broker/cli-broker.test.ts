@@ -63,7 +63,14 @@ describe("runner run --broker", () => {
     const stop = new AbortController();
     const result = join(dir, "run-result.json");
     setTimeout(() => stop.abort(), 50);
-    const { code } = await cli(["run", "--op=apply", `--broker=${join(dir, "no-broker")}`, `--result=${result}`, `--workdir=${join(dir, "work")}`], { signal: stop.signal });
+    // A module and a runtime that pass preflight and prepare: the wait comes right before the first step.
+    mkdirSync(join(dir, "module"), { recursive: true });
+    writeFileSync(join(dir, "module", "main.tf"), "");
+    mkdirSync(join(dir, "config"), { recursive: true });
+    const { code } = await cli(
+      ["run", "--op=apply", "--bin=/bin/true", `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`, `--broker=${join(dir, "no-broker")}`, `--result=${result}`, `--workdir=${join(dir, "work")}`],
+      { signal: stop.signal },
+    );
     expect(code).toBe(1);
     expect(JSON.parse(readFileSync(result, "utf8")).error).toMatchObject({ kind: "step", step: "prepare", summary: "stopped while waiting for the state broker" });
   });

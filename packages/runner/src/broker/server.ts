@@ -84,11 +84,23 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   // Builtins through getBuiltinModule: an import() of them in the CommonJS bundle starts Node's ES module loader, tens of milliseconds.
   const http = process.getBuiltinModule("node:http");
   const upstreamUrl = new URL(upstream.server);
-  // Loaded once the kubeconfig is written (below), beside the module's own start: the runner waits for that file, not for TLS.
+  // Made once the kubeconfig is written (below), beside the module's own start: the runner waits for that file, not for TLS.
   let upstreamClient: Promise<{ client: typeof http; agent: import("node:http").Agent }> | undefined;
   const connectUpstream = async () => {
     const client = upstreamUrl.protocol === "https:" ? (process.getBuiltinModule("node:https") as unknown as typeof http) : http;
-    return { client, agent: new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) }) };
+    const agent = new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) });
+    warmUp(client, agent);
+    return { client, agent };
+  };
+  /**
+   * One request the API server answers anyone authenticated (`/version`), so the TLS connection is
+   * open and in the agent's pool when the backend's first request comes (init starts its runtime first).
+   */
+  const warmUp = (client: typeof http, agent: import("node:http").Agent) => {
+    const bearer = upstreamToken();
+    const request = client.request(new URL("/version", upstreamUrl), { agent, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} }, (answer) => answer.resume());
+    request.on("error", () => {}); // The real requests report an unreachable API server.
+    request.end();
   };
   const token = randomBytes(32).toString("hex");
   const expected = Buffer.from(`/${token}/`);
