@@ -339,6 +339,20 @@ async function closeEvents(events: EventRecorder): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * In a Job the runner is its container's PID 1: once the steps are done, every process still in the
+ * container was left by module code (a provisioner, a provider), and one could write its own result
+ * over the runner's. SIGKILL to -1 from PID 1 reaches exactly the container's other processes.
+ */
+function stopLeftovers(): void {
+  if (process.pid !== 1) return;
+  try {
+    process.kill(-1, "SIGKILL");
+  } catch {
+    // ESRCH: nothing was left.
+  }
+}
+
 /** How long `run --broker` waits for the broker sidecar's kubeconfig. */
 const brokerStartTimeoutMs = 60_000;
 
@@ -361,6 +375,7 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
     events,
     ...(ready ? { ready } : {}),
   });
+  stopLeftovers();
   const written = await writeResult(String(args.result), result, io);
   await closeEvents(events);
   return written ? exitCode : exitCodes.failure;
