@@ -1,4 +1,8 @@
+import { spawn } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { gunzipSync } from "node:zlib";
+import type * as k8s from "@kubernetes/client-node";
+import { stateLockLeaseName, stateSecretName } from "@captf/render";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -126,9 +130,43 @@ export class RunnerFixture {
     return JSON.parse(await readFile(this.statePath, "utf8"));
   }
 
+  /**
+   * Leaves a stale lock as a killed Job would: a real apply of the runtime (inputs as set, a long
+   * sleep_seconds) takes the lock in the kubernetes backend, then is SIGKILLed. Returns the lock's ID.
+   */
+  async leaveStaleLock(backendConfig: string[], coordination: k8s.CoordinationV1Api, namespace: string, suffix: string): Promise<string> {
+    const work = join(this.base, "killed");
+    await mkdir(join(work, "root"), { recursive: true });
+    for (const file of ["main.tf.json", "terraform.tfvars.json"]) await writeFile(join(work, "root", file), await readFile(join(this.configDir, file)));
+    await writeFile(join(work, "cli.tfrc"), "");
+    const env = { PATH: process.env.PATH ?? "", HOME: work, TF_CLI_CONFIG_FILE: join(work, "cli.tfrc"), TF_DATA_DIR: join(work, ".terraform"), TF_IN_AUTOMATION: "1" };
+    // The root's module source is ../../module: from <base>/killed/root it resolves to the fixture's module.
+    await new Promise<void>((resolve, reject) => {
+      const init = spawn(this.runtime, ["init", "-input=false", ...backendConfig.map((value) => `-backend-config=${value}`)], { cwd: join(work, "root"), env, stdio: "ignore" });
+      init.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${this.runtimeName} init exited ${code}`))));
+    });
+    const apply = spawn(this.runtime, ["apply", "-auto-approve", "-input=false"], { cwd: join(work, "root"), env, stdio: "ignore", detached: true });
+    let holder: string | undefined;
+    for (let i = 0; i < 150 && !holder; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      holder = (await coordination.readNamespacedLease({ name: stateLockLeaseName(suffix), namespace }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
+    }
+    process.kill(-apply.pid!, "SIGKILL");
+    await new Promise((r) => apply.once("exit", r));
+    if (!holder) throw new Error(`${this.runtimeName} apply took no lock within 15 s`);
+    return holder;
+  }
+
   async remove(): Promise<void> {
     await rm(this.base, { recursive: true, force: true });
   }
+}
+
+/** The state a kubernetes backend keeps in `tfstate-default-<suffix>`, decoded, and its gzip as stored. */
+export async function stateInSecret(core: k8s.CoreV1Api, namespace: string, suffix: string): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; gzip: Buffer }> {
+  const secret = await core.readNamespacedSecret({ name: stateSecretName(suffix), namespace });
+  const gzip = Buffer.from(secret.data!.tfstate!, "base64");
+  return { ...JSON.parse(gunzipSync(gzip).toString("utf8")), gzip };
 }
 
 export function stepNamesOf(run: RunnerRun): string[] {

@@ -1,14 +1,12 @@
-import { spawn } from "node:child_process";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
-import { gunzipSync } from "node:zlib";
-import { renderBackendRoot, stateLockLeaseName, stateSecretName } from "@captf/render";
+import { renderBackendRoot } from "@captf/render";
 import { describeWithTools, moduleRuntimes, runtimeNames, sharedControlPlane } from "@captf/testkit";
 import type { EventRecorder } from "../events.js";
-import { RunnerFixture } from "../runner-fixture.test-support.js";
+import { RunnerFixture, stateInSecret as readState } from "../runner-fixture.test-support.js";
 import { brokerScope } from "./policy.js";
 import { startBroker, type RunningBroker } from "./server.js";
 
@@ -87,11 +85,7 @@ for (const runtime of runtimeNames) {
       await core?.deleteNamespace({ name: namespace }).catch(() => undefined);
     });
 
-    async function stateInSecret(): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; gzip: Buffer }> {
-      const secret = await core.readNamespacedSecret({ name: stateSecretName(suffix), namespace });
-      const gzip = Buffer.from(secret.data!.tfstate!, "base64");
-      return { ...JSON.parse(gunzipSync(gzip).toString("utf8")), gzip };
-    }
+    const stateInSecret = () => readState(core, namespace, suffix);
 
     it("applies, plans, refreshes, finds drift and destroys through the broker", async () => {
       await fixture.setInputs({ name: "one", generation: 1, sleep_seconds: 0 });
@@ -105,24 +99,8 @@ for (const runtime of runtimeNames) {
 
     it("gets past a stale lock with --force-unlock, and restores a backup, through the broker", async () => {
       await fixture.setInputs({ name: "one", generation: 1, sleep_seconds: 30 });
-      const work = join(fixture.base, "killed");
-      await mkdir(join(work, "root"), { recursive: true });
-      for (const file of ["main.tf.json", "terraform.tfvars.json"]) await writeFile(join(work, "root", file), await readFile(join(fixture.configDir, file)));
-      await writeFile(join(work, "cli.tfrc"), "");
-      const env = { PATH: process.env.PATH ?? "", HOME: work, TF_CLI_CONFIG_FILE: join(work, "cli.tfrc"), TF_DATA_DIR: join(work, ".terraform"), TF_IN_AUTOMATION: "1" };
-      await new Promise<void>((resolve, reject) => {
-        const init = spawn(fixture.runtime, ["init", "-input=false", ...backendConfig().map((value) => `-backend-config=${value}`)], { cwd: join(work, "root"), env, stdio: "ignore" });
-        init.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${runtime} init exited ${code}`))));
-      });
-      const apply = spawn(fixture.runtime, ["apply", "-auto-approve", "-input=false"], { cwd: join(work, "root"), env, stdio: "ignore", detached: true });
-      let holder: string | undefined;
-      for (let i = 0; i < 150 && !holder; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        holder = (await coordination.readNamespacedLease({ name: stateLockLeaseName(suffix), namespace }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
-      }
-      expect(holder).toBeTruthy();
-      process.kill(-apply.pid!, "SIGKILL");
-      await new Promise((r) => apply.once("exit", r));
+      // A real apply of the runtime takes the lock, then dies without releasing it.
+      const holder = await fixture.leaveStaleLock(backendConfig(), coordination, namespace, suffix);
       take("apply (killed)");
 
       await fixture.setInputs({ name: "two", generation: 1, sleep_seconds: 0 });
