@@ -350,17 +350,24 @@ describeWithTools(
       expect(targets.credentialMirror).toBeDefined();
       const before = await snapshotVictim(plane.kubeConfig, targets);
       const reports = await startReportServer();
+      // Every finding is gathered and the destroy still runs: one failure must not hide the others.
+      const problems: string[] = [];
       try {
         const variables = { hostile_targets: JSON.stringify(targets), report_url: reports.url };
         await applyObjects(plane.applier, [machineTemplate("demo-md-hostile", { source: { image: plane.images.hostileMachine }, variables }), machineDeployment("demo-md-hostile")]);
         const hostileMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-hostile-"));
-        await waitReady("the hostile machine Ready", async () => (await list(capi, "machines")).some((machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-hostile"));
+        // Its own Machine Ready as Cluster API reports it (Running, Ready, a nodeRef): the attacks never fail its run.
+        await waitFor(async () => {
+          const machine = (await list(capi, "machines")).find((candidate) => candidate.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-hostile");
+          const ready = machine?.status?.phase === "Running" && machine.status?.nodeRef?.name && (machine.status?.conditions ?? []).some((condition: AnyObject) => condition.type === "Ready" && condition.status === "True");
+          return ready ? true : undefined;
+        }, 300_000, `the hostile Machine Ready\n${await progressTable()}`);
         const hostile = (await hostileMachines())[0]!.metadata.name as string;
         const record = await readHostileRecord(plane.kubeConfig, demoNamespace, hostile);
         expect(record.jobs.filter((job) => job.op === "apply" && job.succeeded)).toHaveLength(1);
         // The forged result (attack.cjs writes it during apply and again over the runner's own) must not be what the manager recorded.
         if (record.forgedRecorded || record.forgedTerminationMessages.length > 0) {
-          throw new Error(`the hostile module's forged result was recorded: status.lastRun ${JSON.stringify(record.lastRun)}; forged termination messages of ${record.forgedTerminationMessages.join(", ") || "no Pod"}`);
+          problems.push(`the hostile module's forged result was recorded: status.lastRun ${JSON.stringify(record.lastRun)}; forged termination messages of ${record.forgedTerminationMessages.join(", ") || "no Pod"}`);
         }
         const refusalsAtApply = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);
         expect(refusalsAtApply).toEqual(Object.fromEntries(record.jobs.map((job) => [job.name, 1])));
@@ -382,17 +389,20 @@ describeWithTools(
         const boundary = attempts.filter(isBoundaryAttempt);
         expect(boundary.length).toBeGreaterThan(100);
         const notRefused = boundary.filter((attempt) => attempt.outcome !== "refused");
-        if (notRefused.length > 0) throw new Error(`${notRefused.length} of ${boundary.length} attempts were not refused:\n${describeAttempts(notRefused)}`);
+        if (notRefused.length > 0) problems.push(`${notRefused.length} of ${boundary.length} attempts were not refused:\n${describeAttempts(notRefused)}`);
         // The refusals came through a live broker: the hostile object's own state answered it at every phase.
         const controls = attempts.filter((attempt) => attempt.control);
         expect({ controls: controls.length, succeeded: controls.filter((attempt) => attempt.outcome === "succeeded").length }).toEqual({ controls: reports.reports.length, succeeded: reports.reports.length });
         expect(new Set(boundary.map((attempt) => attempt.via))).toEqual(new Set(["filesystem", "environment", "direct", "broker"]));
 
-        expect(snapshotChanges(before, await snapshotVictim(plane.kubeConfig, targets))).toEqual([]);
-        expect(await hostileLeftovers(plane.kubeConfig, demoNamespace)).toEqual([]);
+        const changes = snapshotChanges(before, await snapshotVictim(plane.kubeConfig, targets));
+        if (changes.length > 0) problems.push(`the victim changed: ${changes.join("; ")}`);
+        const leftovers = await hostileLeftovers(plane.kubeConfig, demoNamespace);
+        if (leftovers.length > 0) problems.push(`the attacks created ${leftovers.join(", ")}`);
       } finally {
         await reports.close();
       }
+      expect(problems).toEqual([]);
     }, scenarioTimeout);
 
     it("removes everything of captf when the Cluster is deleted", async () => {
