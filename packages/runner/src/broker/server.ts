@@ -22,6 +22,7 @@ import { decodeProtobufObject, protobufContentType } from "./protobuf.js";
 const maxBodyBytes = 4 * 1024 * 1024;
 /** Refusals logged one by one; past this only counted, so a hostile loop cannot flood the log. */
 const maxLoggedRefusals = 100;
+const maxRefusalPathLength = 256;
 /** Refusals kept for the summary (the termination message holds 4096 bytes). */
 const maxSummaryRefusals = 5;
 
@@ -116,7 +117,9 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     }
   };
 
-  const refuse = (response: ServerResponse, refusal: Refusal, code = 403): void => {
+  const refuse = (response: ServerResponse, asked: Refusal, code = 403): void => {
+    // A path is whatever module code sent: kept short in logs, the event and the summary.
+    const refusal = { ...asked, path: asked.path.length > maxRefusalPathLength ? `${asked.path.slice(0, maxRefusalPathLength)}…` : asked.path };
     summary.refused++;
     summary.refusedByTarget[refusal.target] = (summary.refusedByTarget[refusal.target] ?? 0) + 1;
     if (summary.refusals.length < maxSummaryRefusals) summary.refusals.push(refusal);
