@@ -141,6 +141,15 @@ describe("the state broker", () => {
     expect(summary.refusals[0]).toMatchObject({ method: "GET", path: "/api/v1/namespaces/team-a/secrets/demo-kubeconfig" });
   });
 
+  it("keeps a refused path short in its log and summary", async () => {
+    const { server } = await start();
+    expect((await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${"x".repeat(1000)}`)).status).toBe(403);
+    const logged = logs.find((line) => line.message === "request refused")!.fields!.path as string;
+    expect(logged).toHaveLength(257);
+    expect((await broker!.close()).refusals[0]!.path).toBe(logged);
+    broker = undefined;
+  });
+
   it("answers 401 to a request without this run's token, however allowed its path", async () => {
     const { token } = await start();
     const port = `http://127.0.0.1:${broker!.port}`;
