@@ -3,7 +3,6 @@
 // objects: its Deployment, its ServiceAccount, its RBAC), and the user's objects come from
 // e2e/manifests/demo. Scenarios run in order on one plane.
 import { randomBytes } from "node:crypto";
-import { gzipSync } from "node:zlib";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
@@ -17,6 +16,7 @@ import { demoClusterName, demoNamespace, demoObjects, demoVariables, type DemoSe
 import { startManagementPlane, type ManagementPlane } from "./management-plane.js";
 import { formatProgress, listCaptfJobs, listEventsOfReason, readProgress } from "./progress.js";
 import { startHoldServer } from "./hold-server.js";
+import { startHealthServer } from "./health-server.js";
 import { brokerRefusalsPerJob, describeAttempts, hostileLeftovers, isBoundaryAttempt, readHostileRecord, snapshotChanges, snapshotVictim, startReportServer, victimTargets } from "./hostile-module.js";
 
 type AnyObject = Record<string, any>;
@@ -286,36 +286,35 @@ describeWithTools(
 
     it("remediates a machine its module reports unhealthy, through Cluster API's MachineHealthCheck, and a replacement comes up", async () => {
       const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-health" } };
-      await applyObjects(plane.applier, [
-        machineTemplate("demo-md-health", { variables: { health_state_suffix: "e2e-health" }, remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 } }),
-        machineDeployment("demo-md-health"),
-        { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineHealthCheck", metadata: { name: "demo-md-health", namespace: demoNamespace }, spec: { clusterName: demoClusterName, selector } } as unknown as k8s.KubernetesObject,
-      ]);
-      const healthMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
-      await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
-      const victim = (await healthMachines())[0]!.metadata.name as string;
+      const health = await startHealthServer();
+      try {
+        await applyObjects(plane.applier, [
+          machineTemplate("demo-md-health", { variables: { health_state_url: health.url }, remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 } }),
+          machineDeployment("demo-md-health"),
+          { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineHealthCheck", metadata: { name: "demo-md-health", namespace: demoNamespace }, spec: { clusterName: demoClusterName, selector } } as unknown as k8s.KubernetesObject,
+        ]);
+        const healthMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
+        await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
+        const victim = (await healthMachines())[0]!.metadata.name as string;
 
-      // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_suffix).
-      // The module's own read created that state (empty) already: it is replaced.
-      const observed = observedHealthState(`e2e-health-${victim}`, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] });
-      await core.replaceNamespacedSecret({ namespace: demoNamespace, name: observed.metadata!.name!, body: observed }).catch(async (error) => ((error as { code?: number }).code === 404 ? core.createNamespacedSecret({ namespace: demoNamespace, body: observed }) : Promise.reject(error)));
-      let annotated = false;
-      await waitFor(async () => {
-        const machine = (await list(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
-        if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
-        const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
-        return !machine && replacements.length === 1 ? true : undefined;
-      }, 300_000, `${victim} remediated and replaced`);
-      await waitReady("the replacement Ready", async () => (await healthMachines()).length === 1);
-      expect(annotated || (await events.listNamespacedEvent({ namespace: demoNamespace })).items.some((event) => event.regarding?.name === victim && /remediat/i.test(event.reason ?? ""))).toBe(true);
+        // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_url).
+        health.set(victim, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] });
+        let annotated = false;
+        await waitFor(async () => {
+          const machine = (await list(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
+          if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
+          const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
+          return !machine && replacements.length === 1 ? true : undefined;
+        }, 300_000, `${victim} remediated and replaced`);
+        await waitReady("the replacement Ready", async () => (await healthMachines()).length === 1);
+        expect(annotated || (await events.listNamespacedEvent({ namespace: demoNamespace })).items.some((event) => event.regarding?.name === victim && /remediat/i.test(event.reason ?? ""))).toBe(true);
 
-      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinehealthchecks", name: "demo-md-health" });
-      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-health" });
-      await waitFor(async () => ((await healthMachines()).length === 0 ? true : undefined), 180_000, "demo-md-health's machines gone");
-      // The observed-health states the module read (the backend makes them on a first read) are the e2e's to remove.
-      for (const secret of (await core.listNamespacedSecret({ namespace: demoNamespace })).items) if (secret.metadata!.name!.startsWith("tfstate-default-e2e-health-")) await core.deleteNamespacedSecret({ namespace: demoNamespace, name: secret.metadata!.name! });
-      const coordination = plane.kubeConfig.makeApiClient(k8s.CoordinationV1Api);
-      for (const lease of (await coordination.listNamespacedLease({ namespace: demoNamespace })).items) if (lease.metadata!.name!.startsWith("lock-tfstate-default-e2e-health-")) await coordination.deleteNamespacedLease({ namespace: demoNamespace, name: lease.metadata!.name! });
+        await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinehealthchecks", name: "demo-md-health" });
+        await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-health" });
+        await waitFor(async () => ((await healthMachines()).length === 0 ? true : undefined), 180_000, "demo-md-health's machines gone");
+      } finally {
+        await health.close();
+      }
     }, scenarioTimeout);
 
     it("lets no secret value reach a log, an event, a status, a Job or a termination message", async () => {
@@ -437,19 +436,3 @@ describeWithTools(
     }, scenarioTimeout);
   },
 );
-
-/** A state Secret of the kubernetes backend whose only output is `health` (what the no-op machine reads back). */
-function observedHealthState(suffix: string, health: { state: string; healthy: boolean; message: string; reasons: string[] }): k8s.V1Secret {
-  const state = {
-    version: 4,
-    terraform_version: "1.12.6",
-    serial: 1,
-    lineage: "e2e-observed-health",
-    outputs: { health: { value: health, type: ["object", { state: "string", healthy: "bool", message: "string", reasons: ["list", "string"] }] } },
-    resources: [],
-  };
-  return {
-    metadata: { name: `tfstate-default-${suffix}`, annotations: { encoding: "gzip" }, labels: { tfstate: "true", tfstateSecretSuffix: suffix, tfstateWorkspace: "default" } },
-    data: { tfstate: gzipSync(JSON.stringify(state)).toString("base64") },
-  };
-}

@@ -19,14 +19,12 @@ resource "terraform_data" "instance" {
   }
 }
 
-# What a real module would observe of its instance (see var.health_state_suffix).
+# What a real module would observe of its instance (see var.health_state_url).
 data "terraform_remote_state" "observed" {
-  count   = var.health_state_suffix == null ? 0 : 1
-  backend = "kubernetes"
+  count   = var.health_state_url == null ? 0 : 1
+  backend = "http"
   config = {
-    secret_suffix     = "${var.health_state_suffix}-${var.captf_object.name}"
-    namespace         = var.captf_object.namespace
-    in_cluster_config = true
+    address = "${var.health_state_url}/${var.captf_object.name}"
   }
   defaults = {
     health = null

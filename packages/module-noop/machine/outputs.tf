@@ -24,7 +24,7 @@ output "interruptible" {
 }
 
 output "health" {
-  description = "Running and healthy, unless var.health_state_suffix names an observed state that says otherwise."
+  description = "Running and healthy, unless var.health_state_url answers an observed state that says otherwise."
   value = local.observed_health != null ? local.observed_health : {
     state   = "running"
     healthy = true

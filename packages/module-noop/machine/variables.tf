@@ -6,8 +6,8 @@ variable "hold_apply_url" {
   default     = null
 }
 
-variable "health_state_suffix" {
-  description = "Stands in for observing a real instance: when set, the health output is read from the outputs of the state Secret tfstate-default-<suffix>-<object name> in the object's namespace (the kubernetes backend, in-cluster); running and healthy while it does not exist. The e2e breaks one machine with it."
+variable "health_state_url" {
+  description = "Stands in for observing a real instance: when set, the health output is read from the outputs of the state that <url>/<object name> answers (the built-in http backend); running and healthy while that state has no health output. The e2e breaks one machine with it. (Module code holds no Kubernetes credential, so what it observes comes from outside the cluster's API, as a real instance's health does.)"
   type        = string
   default     = null
 }

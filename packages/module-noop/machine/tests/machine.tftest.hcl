@@ -86,7 +86,7 @@ run "held_by_a_url" {
 run "observed_health" {
   command = plan
   variables {
-    health_state_suffix = "e2e-health"
+    health_state_url = "http://127.0.0.1:9/health"
   }
   override_data {
     target = data.terraform_remote_state.observed
@@ -98,7 +98,11 @@ run "observed_health" {
   }
   assert {
     condition     = output.health.healthy == false && output.health.reasons[0] == "E2EBroken"
-    error_message = "health must be what the observed state says when health_state_suffix is set."
+    error_message = "health must be what the observed state says when health_state_url is set."
+  }
+  assert {
+    condition     = data.terraform_remote_state.observed[0].backend == "http" && endswith(data.terraform_remote_state.observed[0].config.address, "/health/${var.captf_object.name}")
+    error_message = "The observed health must be asked of the URL, over HTTP, for this object."
   }
 }
 
