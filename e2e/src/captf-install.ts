@@ -64,6 +64,8 @@ export interface CaptfInstall {
   /** The admission server's port on loopback. */
   webhookPort: number;
   healthPort: number;
+  /** The manager's /metrics (HTTPS, authenticated and authorized by the API server) on loopback. */
+  diagnosticsPort: number;
   /** The CA of the admission server's certificate. */
   webhookCaPem: string;
   /** What this plane changes after `clusterctl init` (see the file's header): the certificate Secret, the Deployment's ports, the webhooks' URLs. */
@@ -93,7 +95,7 @@ export async function installObjects(options: { managerImage: string; workDir: s
     if (object.kind === "Deployment") objects.push(withPorts(object as k8s.V1Deployment, { webhookPort, healthPort, diagnosticsPort }));
     if (object.kind === "ValidatingWebhookConfiguration" || object.kind === "MutatingWebhookConfiguration") objects.push(pointWebhooksAt(object, `https://127.0.0.1:${webhookPort}`, serving.caPem));
   }
-  return { webhookPort, healthPort, webhookCaPem: serving.caPem, objects };
+  return { webhookPort, healthPort, diagnosticsPort, webhookCaPem: serving.caPem, objects };
 }
 
 /** The shipped Deployment on free loopback ports (the chroot kubelet's Pods share the host's network). */

@@ -349,6 +349,8 @@ describeWithTools(
       expect(targets.credentialMirror).toBeDefined();
       const before = await snapshotVictim(plane.kubeConfig, targets);
       const reports = await startReportServer();
+      const refusedCounted = async () => sumOfSeries(await plane.managerMetrics(), "captf_broker_refused_requests_total", 'kind="TerraformMachine"');
+      const countedBefore = await refusedCounted();
       // Every finding is gathered and the destroy still runs: one failure must not hide the others.
       const problems: string[] = [];
       try {
@@ -370,6 +372,9 @@ describeWithTools(
         }
         const refusalsAtApply = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);
         expect(refusalsAtApply).toEqual(Object.fromEntries(record.jobs.map((job) => [job.name, 1])));
+        // The manager counted the apply's refusals (the broker's summary) and said so in its log.
+        await waitFor(async () => ((await refusedCounted()) > countedBefore ? true : undefined), 60_000, "captf_broker_refused_requests_total counting the hostile apply's refusals");
+        expect(await plane.managerLog()).toContain("the Job's state broker refused requests of module code");
 
         await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-hostile" });
         await waitFor(async () => ((await hostileMachines()).length === 0 ? true : undefined), 300_000, "the hostile machine destroyed and gone");
@@ -436,3 +441,11 @@ describeWithTools(
     }, scenarioTimeout);
   },
 );
+
+/** The sum of a metric's series whose labels include `label` (Prometheus text format). */
+function sumOfSeries(metrics: string, name: string, label: string): number {
+  return metrics
+    .split("\n")
+    .filter((line) => line.startsWith(`${name}{`) && line.includes(label))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
+}

@@ -5,6 +5,7 @@
 // assets (the objects of config/install.yaml, labelled for clusterctl). Nothing on captf's path
 // holds admin credentials: its manager runs as its Deployment's ServiceAccount, its Jobs as the
 // runner ServiceAccount it binds.
+import { get as httpsGet } from "node:https";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +33,8 @@ export interface ManagementPlane {
   readonly startSteps: readonly { step: string; seconds: number }[];
   /** What every manager Pod of the plane wrote (all its restarts), as the chroot kubelet captured it. */
   managerLog(): Promise<string>;
+  /** The manager's /metrics text, scraped as Prometheus would with the plane's admin token. */
+  managerMetrics(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -136,10 +139,23 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
       workDir,
       startSteps: steps,
       managerLog,
+      managerMetrics: () => scrapeMetrics(install.diagnosticsPort, controlPlane.token),
       stop,
     };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** GETs the manager's /metrics: its serving certificate is its own, self-signed, so it is not verified. */
+function scrapeMetrics(port: number, token: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const request = httpsGet({ host: "127.0.0.1", port, path: "/metrics", headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false }, (response) => {
+      let body = "";
+      response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+      response.on("end", () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`/metrics answered ${response.statusCode}: ${body.slice(0, 200)}`))));
+    });
+    request.on("error", reject);
+  });
 }
