@@ -125,12 +125,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     if (summary.refusals.length < maxSummaryRefusals) summary.refusals.push(refusal);
     if (summary.refused <= maxLoggedRefusals) log("warn", "request refused", { ...refusal });
     if (summary.refused === 1) {
-      options.events.emit(
-        "Warning",
-        "BrokerRefused",
-        "Refuse",
-        `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`,
-      );
+      const note = `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`;
+      options.events.emit("Warning", "BrokerRefused", "Refuse", note);
     }
     status(response, code, code === 401 ? "Unauthorized" : "Forbidden", `captf state broker: ${refusal.why}`);
   };
