@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { groupVersion, labels } from "@captf/contract/api";
 import { parseRunResult } from "@captf/contract/run-result";
+import { freeLoopbackPort } from "./control-plane.js";
 import { describeWithTools } from "./integration.js";
 import {
   containerEnvironment,
@@ -746,7 +747,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   it("runs a Job whose token only its sidecar mounts (automountServiceAccountToken: false): the main container has none", async () => {
     // root-ca-cert-publisher fills every namespace with kube-root-ca.crt, as on a real cluster.
     await waitFor("kube-root-ca.crt is published", async () => (await core.readNamespacedConfigMap({ name: "kube-root-ca.crt", namespace }).catch(() => undefined))?.data?.["ca.crt"]);
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // A port free now (the test command runs other planes beside this one); a fixed one could be taken, and the sidecar would crash-loop on it.
+    const port = await freeLoopbackPort();
     const sa = "/var/run/secrets/kubernetes.io/serviceaccount";
     // The broker: asks the API server who its token is (403: "default" may not list Pods), serves that to the main container on
     // 127.0.0.1, and on SIGTERM leaves a summary as its termination message.
