@@ -395,8 +395,10 @@ describeWithTools(
         const notRefused = boundary.filter((attempt) => attempt.outcome !== "refused");
         if (notRefused.length > 0) problems.push(`${notRefused.length} of ${boundary.length} attempts were not refused:\n${describeAttempts(notRefused)}`);
         // The refusals came through a live broker: the hostile object's own state answered it at every phase.
-        const controls = attempts.filter((attempt) => attempt.control);
-        expect({ controls: controls.length, succeeded: controls.filter((attempt) => attempt.outcome === "succeeded").length }).toEqual({ controls: reports.reports.length, succeeded: reports.reports.length });
+        // Not `version`: the runner starts `version -json` while it still waits for the broker (it waits only before its first step).
+        const served = reports.reports.filter((report) => report.phase !== "version");
+        const controls = served.flatMap((report) => report.attempts).filter((attempt) => attempt.control);
+        expect({ controls: controls.length, succeeded: controls.filter((attempt) => attempt.outcome === "succeeded").length }).toEqual({ controls: served.length, succeeded: served.length });
         expect(new Set(boundary.map((attempt) => attempt.via))).toEqual(new Set(["filesystem", "environment", "direct", "broker"]));
 
         const changes = snapshotChanges(before, await snapshotVictim(plane.kubeConfig, targets));
