@@ -31,6 +31,7 @@ export {
   JsonSyntaxError,
 } from "./json-encoding.js";
 export type { JsonEncodingOptions } from "./json-encoding.js";
+export { applyMergePatch, mergePatchChanges, replacingMergePatch, sameJsonValue } from "./merge-patch.js";
 export { validateDocument, validateAgainstLabelSchema, schemaId, maxReportedErrors } from "./validate.js";
 export type { DocumentKind, DocumentError, DocumentValidation, LabelSchemaValidation } from "./validate.js";
 export {

@@ -7,7 +7,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import { annotations, apiGroup, kinds, labels } from "@captf/contract/api";
 import type { Condition } from "../api/kubernetes-types.js";
 import { maxMirrorNamespaces, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
-import { sameValue } from "../webhooks/verdict.js";
+import { sameJsonValue } from "@captf/contract";
 import { conditionReport, type ConditionReport } from "./condition-report.js";
 import { isCredentialsMirror } from "./credentials-mirror.js";
 import type { CredentialsEvent } from "./ensure-credentials.js";
@@ -90,7 +90,7 @@ export function decideIdentityStatus(facts: IdentityStatusFacts): IdentityStatus
   };
   const conditions = [...stored.filter((c) => c.type !== "Ready"), condition];
   const namespaces = mirroredNamespaces(name, facts.mirrors);
-  const changed = !sameValue(conditions, stored) || !sameValue(namespaces, identity.status?.namespaces ?? []);
+  const changed = !sameJsonValue(conditions, stored) || !sameJsonValue(namespaces, identity.status?.namespaces ?? []);
   const { namespace, name: secretName } = identity.spec.secretRef;
   const event = identityEvent(previous, ready, `Secret ${namespace}/${secretName}`);
   return {

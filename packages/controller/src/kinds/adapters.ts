@@ -1,11 +1,11 @@
-import { decodeOutputs, type JsonValue } from "@captf/contract";
+import { decodeOutputs, replacingMergePatch, type JsonValue } from "@captf/contract";
 import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiTypes } from "../api/cluster-api.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
-import { replacingMergePatch, type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import { type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";

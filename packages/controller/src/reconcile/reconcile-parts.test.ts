@@ -6,10 +6,9 @@ import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
 import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait } from "./job-slots.js";
-import { applyMergePatch } from "@captf/testkit";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
-import { lineageCheck, mergePatchChanges, replacingMergePatch } from "./workspace-reconciler.js";
+import { lineageCheck } from "./workspace-reconciler.js";
 import { changedBeyondOwnMarks, jobFinishedOrGone, queueResult } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";
@@ -180,38 +179,6 @@ describe("jobSlotWait", () => {
     const wait = jobSlotWait(op, usage, limits);
     if (message === undefined) expect(wait).toBeUndefined();
     else expect(wait).toContain(message);
-  });
-});
-
-describe("a value replaced wholesale by a merge patch", () => {
-  it.each([
-    ["a key the module no longer exports", { vpc: "v", subnet: "s" }, { vpc: "v" }],
-    ["a nested key dropped", { network: { vpc: "v", subnets: ["a", "b"] }, region: "r" }, { network: { vpc: "v" }, region: "r" }],
-    ["a value that changes type", { network: { vpc: "v" } }, { network: "flat" }],
-    ["an array that shrinks", { zones: ["a", "b", "c"] }, { zones: ["a"] }],
-    ["no exports before", undefined, { vpc: "v" }],
-    ["everything dropped", { vpc: "v" }, {}],
-  ])("turns the old value into the new one: %s", (_what, current, next) => {
-    expect(applyMergePatch(current, replacingMergePatch(current, next))).toEqual(next);
-    // A plain merge patch would keep what the module dropped; this one must not.
-    expect(mergePatchChanges(next, replacingMergePatch(next, next))).toBe(false);
-  });
-});
-
-describe("the status patch is sent only when it changes the status", () => {
-  it("tells a merge patch that changes nothing from one that does", () => {
-    const current = { activeJob: { name: "j", attempt: 1 }, conditions: [{ type: "Ready", status: "True" }], replicas: 2 };
-    expect(mergePatchChanges(current, { activeJob: { name: "j" }, conditions: [{ type: "Ready", status: "True" }] })).toBe(false);
-    expect(mergePatchChanges(current, { unset: null, skipped: undefined })).toBe(false);
-    expect(mergePatchChanges(current, { replicas: null })).toBe(true);
-    expect(mergePatchChanges(current, { replicas: 3 })).toBe(true);
-    expect(mergePatchChanges(current, { activeJob: { attempt: 2 } })).toBe(true);
-    expect(mergePatchChanges(current, { conditions: [{ type: "Ready", status: "False" }] })).toBe(true);
-    expect(mergePatchChanges(current, { newField: [] })).toBe(true);
-    // The API server returns keys in its own (sorted) order.
-    expect(mergePatchChanges({ conditions: [{ reason: "R", status: "True", type: "Ready" }] }, { conditions: [{ type: "Ready", status: "True", reason: "R", message: undefined }] })).toBe(false);
-    expect(mergePatchChanges(current, { activeJob: null })).toBe(true);
-    expect(mergePatchChanges({}, { activeJob: null })).toBe(false);
   });
 });
 

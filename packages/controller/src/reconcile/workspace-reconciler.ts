@@ -1,5 +1,5 @@
 import type { V1ServiceAccount } from "@kubernetes/client-node";
-import { decodeOutputs, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
+import { decodeOutputs, mergePatchChanges, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
 import { approvalHash, exportsHash, generatedRootBytes, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
 import type { Logger } from "pino";
@@ -659,37 +659,6 @@ async function countDependents(client: KubeApi, namespace: string, clusterName: 
 /** The waits that are also events (reference: "the Normal events of the same names once per wait"). */
 const eventedWaits: readonly string[] = ["WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "WaitingForJobSlot"];
 
-
-/** JSON with object keys sorted and undefined members left out: the API server returns an object's keys in its own order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value).filter(([, member]) => member !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "undefined";
-}
-
-/** Whether a JSON merge patch changes `current` (null removes a field; objects merge; anything else replaces). Pure. */
-export function mergePatchChanges(current: unknown, patch: unknown): boolean {
-  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return canonicalJson(current) !== canonicalJson(patch);
-  const base = current !== null && typeof current === "object" && !Array.isArray(current) ? (current as Record<string, unknown>) : undefined;
-  if (!base) return true;
-  return Object.entries(patch).some(([key, value]) => (value === null ? key in base : value !== undefined && (!(key in base) || mergePatchChanges(base[key], value))));
-}
-
-/**
- * The JSON merge patch that turns `current` into `next` (a field only `current` has is set to null), so
- * a value the patch must replace wholesale, such as a module's exports, loses the keys it no longer has. Pure.
- */
-export function replacingMergePatch(current: unknown, next: unknown): unknown {
-  const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
-  if (!isObject(next) || !isObject(current)) return next;
-  const patch: Record<string, unknown> = {};
-  for (const key of Object.keys(current)) if (!(key in next)) patch[key] = null;
-  for (const [key, value] of Object.entries(next)) patch[key] = replacingMergePatch(current[key], value);
-  return patch;
-}
 
 /** Patches the status, only when that changes it (the object as read this pass). */
 async function patchStatus(deps: ReconcilerDeps, adapter: Pick<KindAdapter<Role>, "kind" | "plural">, object: WorkspaceObject, status: Record<string, unknown>): Promise<void> {

@@ -7,6 +7,7 @@
  * are counted in memory (a restarted manager starts again at 30 s).
  */
 import type { V1Secret } from "@kubernetes/client-node";
+import { replacingMergePatch } from "@captf/contract";
 import { apiGroup, apiVersion, groupVersion, kinds } from "@captf/contract/api";
 import { terraformMachineTemplateDefinition, type TerraformMachineTemplate } from "../api/templates.js";
 import type { EventRecorder } from "../events/event-recorder.js";
@@ -50,11 +51,10 @@ interface FailedInspections {
   retryAt: number;
 }
 
-/** A merge patch that replaces `next` wholesale: keys `previous` had and `next` lacks become null. */
+/** A merge patch that replaces `next` wholesale: keys `previous` had and `next` lacks become null; no `next` removes the field. */
 export function replacing(previous: object | undefined, next: object | undefined): object | null {
   if (next === undefined) return null;
-  const removed = Object.keys(previous ?? {}).filter((key) => !(key in next));
-  return { ...Object.fromEntries(removed.map((key) => [key, null])), ...next };
+  return replacingMergePatch(previous, next) as object;
 }
 
 function statusPatch(template: TerraformMachineTemplate, status: TemplateStatusDecision["status"]): object {

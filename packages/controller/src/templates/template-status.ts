@@ -5,14 +5,13 @@
  * template's variables against the image label io.captf.variables-schema). Pure: the controller
  * does the reads, the status patch and the events.
  */
-import { validateAgainstLabelSchema } from "@captf/contract";
+import { sameJsonValue, validateAgainstLabelSchema } from "@captf/contract";
 import { capacityLabel, nodeInfoLabel, parseCapacityLabel, parseNodeInfoLabel, variablesSchemaLabel, type NodeInfo } from "@captf/contract/oci";
 import type { UserVariables } from "@captf/render";
 import type { TerraformMachineTemplate } from "../api/templates.js";
 import type { ConditionValue } from "../kinds/map-outputs.js";
 import type { VariablesReading } from "../kinds/read-variables.js";
 import { ConditionSet, type Condition } from "../reconcile/conditions.js";
-import { sameValue } from "../webhooks/verdict.js";
 import type { ImageInspection } from "./inspect-image.js";
 
 type Quantities = Record<string, string | number>;
@@ -52,7 +51,7 @@ export function resolutionNeeded(template: TerraformMachineTemplate): boolean {
   const source = status.capacitySource;
   if (!source || source.image !== templateImage(template)) return true;
   const spec = template.spec.capacity;
-  if (spec !== undefined ? !sameValue(spec, status.capacity) : source.source === "Spec") return true;
+  if (spec !== undefined ? !sameJsonValue(spec, status.capacity) : source.source === "Spec") return true;
   if (conditionReason(template, "CapacityResolved") === "ImageInspectFailed") return true;
   const variables = conditionReason(template, "VariablesValid");
   return variables === undefined || variables === "VariablesSourcePending";
@@ -153,8 +152,8 @@ export function decideTemplateStatus(facts: TemplateStatusFacts): TemplateStatus
   conditions.set("VariablesValid", variablesValid);
   const status = { ...capacity.status, conditions: conditions.toStatus(template.status?.conditions as Condition[] | undefined, facts.now, template.metadata?.generation) };
   const previous = template.status ?? {};
-  const capacityChanged = !sameValue(capacity.status.capacity, previous.capacity) || !sameValue(capacity.status.capacitySource, previous.capacitySource);
-  const changed = capacityChanged || !sameValue(capacity.status.nodeInfo, previous.nodeInfo) || !sameValue(status.conditions, previous.conditions ?? []);
+  const capacityChanged = !sameJsonValue(capacity.status.capacity, previous.capacity) || !sameJsonValue(capacity.status.capacitySource, previous.capacitySource);
+  const changed = capacityChanged || !sameJsonValue(capacity.status.nodeInfo, previous.nodeInfo) || !sameJsonValue(status.conditions, previous.conditions ?? []);
   const event = templateEvent(capacity.condition, capacityChanged || conditionReason(template, "CapacityResolved") !== capacity.condition.reason, capacity.status);
   return { status, changed, ...(event ? { event } : {}), variablesPending: variablesValid.reason === "VariablesSourcePending" };
 }

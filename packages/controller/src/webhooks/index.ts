@@ -1,5 +1,5 @@
 // The validating webhooks' pure validators, one per kind; the HTTPS admission server wraps them.
-export { verdict, sameValue, isDeleting } from "./verdict.js";
+export { verdict, isDeleting } from "./verdict.js";
 export type { Verdict, Requester, AdmissionContext } from "./verdict.js";
 export { imageReferenceProblem } from "./image-reference.js";
 export { jobPolicyProblems, securityContextProblems, podSecurityContextProblems, reservedEnvPrefixes, safeSysctls, allowedSeLinuxTypes } from "./job-policy.js";

@@ -10,7 +10,8 @@ import { templateMetadataProblems } from "./kubernetes-names.js";
 import { clusterSpecProblems } from "./terraformcluster.js";
 import { machineSpecProblems } from "./terraformmachine.js";
 import { poolSpecProblems } from "./terraformmachinepool.js";
-import { isDeleting, sameValue, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { isDeleting, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { sameJsonValue } from "@captf/contract";
 
 /** Cluster API marks the objects of a topology dry-run with this annotation. */
 export const topologyDryRunAnnotation = annotations.topologyDryRun;
@@ -22,7 +23,7 @@ function isTopologyDryRun(object: Template, context: AdmissionContext): boolean 
 }
 
 function immutabilityProblems(kind: string, oldObject: Template | undefined, newObject: Template, context: AdmissionContext): string[] {
-  if (!oldObject || isTopologyDryRun(newObject, context) || sameValue(oldObject.spec.template.spec, newObject.spec.template.spec)) return [];
+  if (!oldObject || isTopologyDryRun(newObject, context) || sameJsonValue(oldObject.spec.template.spec, newObject.spec.template.spec)) return [];
   return [`${kind} spec.template.spec is immutable; create a new ${kind} and point its users at it (Cluster API then rolls out the change)`];
 }
 

@@ -2,17 +2,18 @@
 import type { ApiEndpoint } from "../api/kubernetes-types.js";
 import type { TerraformCluster, TerraformClusterSpec } from "../api/terraformcluster.js";
 import { jobPolicyProblems } from "./job-policy.js";
-import { isDeleting, sameValue, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { isDeleting, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { sameJsonValue } from "@captf/contract";
 import { workspaceProblems } from "./workspace.js";
 
 /** Rules on a TerraformCluster spec at `path` that hold for the kind and its template alike. */
 export function clusterSpecProblems(path: string, oldSpec: TerraformClusterSpec | undefined, newSpec: TerraformClusterSpec, deleting: boolean): string[] {
   const problems = workspaceProblems({ role: "cluster", path, oldSpec, newSpec, deleting });
-  if (!deleting && (oldSpec === undefined || !sameValue(oldSpec.defaults?.jobs, newSpec.defaults?.jobs))) {
+  if (!deleting && (oldSpec === undefined || !sameJsonValue(oldSpec.defaults?.jobs, newSpec.defaults?.jobs))) {
     problems.push(...jobPolicyProblems(`${path}.defaults.jobs`, newSpec.defaults?.jobs));
   }
   const endpoint = newSpec.controlPlaneEndpoint;
-  if (endpoint && (endpoint.host === undefined) !== (endpoint.port === undefined) && !sameValue(oldSpec?.controlPlaneEndpoint, endpoint)) {
+  if (endpoint && (endpoint.host === undefined) !== (endpoint.port === undefined) && !sameJsonValue(oldSpec?.controlPlaneEndpoint, endpoint)) {
     problems.push(`${path}.controlPlaneEndpoint: set host and port together, or neither`);
   }
   return problems;

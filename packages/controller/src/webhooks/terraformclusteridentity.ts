@@ -6,7 +6,8 @@
  */
 import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { isDnsLabel, isDnsSubdomain, labelSelectorProblems } from "./kubernetes-names.js";
-import { sameValue, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { sameJsonValue } from "@captf/contract";
 
 /** The answer of a SubjectAccessReview for `get` on the referenced Secret, as the requester. */
 export interface SecretAccess {
@@ -22,8 +23,8 @@ export interface IdentityAdmissionContext extends AdmissionContext {
 export function identityNeedsAccessReview(oldObject: TerraformClusterIdentity | undefined, newObject: TerraformClusterIdentity): boolean {
   return (
     oldObject === undefined ||
-    !sameValue(oldObject.spec.secretRef, newObject.spec.secretRef) ||
-    !sameValue(oldObject.spec.allowedNamespaces, newObject.spec.allowedNamespaces)
+    !sameJsonValue(oldObject.spec.secretRef, newObject.spec.secretRef) ||
+    !sameJsonValue(oldObject.spec.allowedNamespaces, newObject.spec.allowedNamespaces)
   );
 }
 

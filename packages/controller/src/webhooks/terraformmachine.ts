@@ -1,7 +1,8 @@
 /** Validating webhook of TerraformMachine (CREATE, UPDATE, DELETE). Metadata changes are never refused. */
 import { annotations } from "@captf/contract/api";
 import type { TerraformMachine, TerraformMachineSpec } from "../api/terraformmachine.js";
-import { isDeleting, sameValue, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { isDeleting, verdict, type AdmissionContext, type Verdict } from "./verdict.js";
+import { sameJsonValue } from "@captf/contract";
 import { workspaceProblems } from "./workspace.js";
 
 /** Fields that define the machine: a change means a new machine, which Cluster API rolls out. */
@@ -16,7 +17,7 @@ export function validateTerraformMachine(oldObject: TerraformMachine | undefined
   const problems = machineSpecProblems("spec", oldObject?.spec, newObject.spec, isDeleting(newObject));
   if (oldObject) {
     for (const field of definingFields) {
-      if (!sameValue(oldObject.spec[field], newObject.spec[field])) {
+      if (!sameJsonValue(oldObject.spec[field], newObject.spec[field])) {
         problems.push(`spec.${field} is immutable: a TerraformMachine is replaced, never changed; roll out a new machine (for example through a new TerraformMachineTemplate)`);
       }
     }

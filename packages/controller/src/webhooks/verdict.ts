@@ -3,7 +3,6 @@
  * (who references an object, whether the requester may read a Secret) is looked up by the
  * admission server and handed in as a fact.
  */
-import { canonicalJson } from "@captf/contract";
 
 /** The outcome of one admission review. Reasons name the field and the fix; they never carry a variable value. */
 export type Verdict = { allowed: true; warnings?: string[] } | { allowed: false; reasons: string[]; warnings?: string[] };
@@ -26,12 +25,6 @@ export interface AdmissionContext {
 export function verdict(reasons: readonly string[], warnings: readonly string[] = []): Verdict {
   const extra = warnings.length > 0 ? { warnings: [...warnings] } : {};
   return reasons.length === 0 ? { allowed: true, ...extra } : { allowed: false, reasons: [...reasons], ...extra };
-}
-
-/** Deep equality by value: key order does not matter, as for a JSON document. */
-export function sameValue(a: unknown, b: unknown): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  return canonicalJson(a, "any") === canonicalJson(b, "any");
 }
 
 /** Whether an object's deletion has started: rules on policies are then skipped, so its finalizer stays removable. */

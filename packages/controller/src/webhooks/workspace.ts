@@ -4,13 +4,12 @@
  * field changed, so an object stored before a rule existed never gets stuck; policies are not
  * checked at all on an object being deleted, so its finalizer stays removable.
  */
-import type { Role } from "@captf/contract";
+import { sameJsonValue, type Role } from "@captf/contract";
 import { maxInlineVariables, maxVariablesSources, reservedVariableReason } from "@captf/render";
 import type { TerraformMachinePoolSpec } from "../api/terraformmachinepool.js";
 import { imageReferenceProblem } from "./image-reference.js";
 import { jobPolicyProblems } from "./job-policy.js";
 import { isDnsSubdomain } from "./kubernetes-names.js";
-import { sameValue } from "./verdict.js";
 
 /** The shared part of a TerraformCluster, TerraformMachine or TerraformMachinePool spec. */
 export type WorkspaceSpec = Pick<TerraformMachinePoolSpec, "source" | "identityRef" | "jobs" | "variables" | "variablesFrom">;
@@ -26,7 +25,7 @@ export interface WorkspaceCheck {
 
 /** A field is checked on create, and on update when it changed. */
 function checked<K extends keyof WorkspaceSpec>(check: WorkspaceCheck, field: K): boolean {
-  return check.oldSpec === undefined || !sameValue(check.oldSpec[field], check.newSpec[field]);
+  return check.oldSpec === undefined || !sameJsonValue(check.oldSpec[field], check.newSpec[field]);
 }
 
 export function workspaceProblems(check: WorkspaceCheck): string[] {
