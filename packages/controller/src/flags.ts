@@ -5,7 +5,7 @@
  * the `FLAG: --name="value"` startup lines and docs/manager-flags.md (checked by a test) follow it.
  */
 import yargs from "yargs";
-import { imageReferenceProblem } from "./webhooks/image-reference.js";
+import { imageReferenceProblem } from "@captf/contract/oci";
 
 export type FlagType = "string" | "boolean" | "int" | "duration" | "list";
 

@@ -1,7 +1,12 @@
 // Reading module images over the OCI distribution API, and the image labels the contract defines:
 // shared by tfcapi-lint and the manager's TerraformMachineTemplate controller.
-export * from "./documents.js";
-export * from "./labels.js";
-export * from "./reference.js";
-export * from "./registry-client.js";
-export * from "./source.js";
+export { parseDocument, readJsonBlob } from "./documents.js";
+export type { ManifestDocument } from "./documents.js";
+export { capacityLabel, nodeInfoLabel, variablesSchemaLabel, architectures, parseCapacityLabel, parseNodeInfoLabel } from "./labels.js";
+export type { LabelReading, NodeInfo } from "./labels.js";
+export { imageReferenceName, splitImageReference, imageReferenceProblem, parseRegistryReference, isLoopback } from "./reference.js";
+export type { RegistryReference, ImageReferenceParts } from "./reference.js";
+export { dockerConfigAuths, credentialsFromAuths, findCredentials, parseChallenge, RegistrySource } from "./registry-client.js";
+export type { RegistryOptions, Credentials, DockerAuths } from "./registry-client.js";
+export { ImageReferenceError, ImageReadError, mediaTypes, isIndex, isManifest, sha256, verifyDigest, verifiedStream, documentMediaType } from "./source.js";
+export type { Platform, Descriptor, Fetched, ImageSource, ImageReadFailure } from "./source.js";

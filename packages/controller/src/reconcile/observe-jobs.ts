@@ -1,6 +1,7 @@
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import { completeRunResult, parseBrokerSummary, parseRunResult, type RunResult } from "@captf/contract/run-result";
+import { imageReferenceName } from "@captf/contract/oci";
 import { brokerContainerName } from "../jobs/build-job.js";
 import type { JobOutcome, Operation } from "./decide-operation.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
@@ -200,6 +201,5 @@ export function pinnedImageReference(image: string, imageId: string): string | u
   const id = imageId.replace(/^[a-z-]+:\/\//, "");
   const digest = /@?(sha256:[0-9a-f]{64})$/.exec(id)?.[1];
   if (!digest) return undefined;
-  const repository = image.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w][\w.-]{0,127}$/, (tag, offset: number) => (image.lastIndexOf("/") < offset ? "" : tag));
-  return `${repository}@${digest}`;
+  return `${imageReferenceName(image)}@${digest}`;
 }

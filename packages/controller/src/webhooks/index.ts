@@ -1,7 +1,7 @@
 // The validating webhooks' pure validators, one per kind; the HTTPS admission server wraps them.
 export { verdict, isDeleting } from "./verdict.js";
 export type { Verdict, Requester, AdmissionContext } from "./verdict.js";
-export { imageReferenceProblem } from "./image-reference.js";
+export { imageReferenceProblem } from "@captf/contract/oci";
 export { jobPolicyProblems, securityContextProblems, podSecurityContextProblems, reservedEnvPrefixes, safeSysctls, allowedSeLinuxTypes } from "./job-policy.js";
 export { workspaceProblems, variablesProblems, variablesFromProblems } from "./workspace.js";
 export type { WorkspaceSpec, WorkspaceCheck } from "./workspace.js";

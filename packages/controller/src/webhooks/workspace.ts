@@ -7,7 +7,7 @@
 import { sameJsonValue, type Role } from "@captf/contract";
 import { maxInlineVariables, maxVariablesSources, reservedVariableReason } from "@captf/render";
 import type { TerraformMachinePoolSpec } from "../api/terraformmachinepool.js";
-import { imageReferenceProblem } from "./image-reference.js";
+import { imageReferenceProblem } from "@captf/contract/oci";
 import { jobPolicyProblems } from "./job-policy.js";
 import { isDnsSubdomain } from "./kubernetes-names.js";
 
