@@ -12,7 +12,7 @@
 // The runner runs `version -json` beside init; the steps-only baseline shows the ratio without it.
 // Last, with etcd and kube-apiserver installed, what the state broker adds to a run and to a Pod.
 //
-//   npx tsc -b && node bench/runner-overhead.mjs [--rounds 8]
+//   npx tsc -b && node bench/runner-overhead.mjs [--rounds 8] [--broker-only]
 //
 // The runner is measured as Jobs run it: the bundle that packages/runner/scripts/build-bundle.mjs
 // writes (the pinned Node LTS with its libraries and the runner), laid out for the directory it
@@ -32,10 +32,10 @@ if (![testkitDist, buildJobDist, stepsDist].every((file) => existsSync(file))) {
   console.error("bench: packages are not built; run `npx tsc -b` first");
   process.exit(2);
 }
-const { values: flags } = parseArgs({ options: { rounds: { type: "string", default: "8" } } });
+const { values: flags } = parseArgs({ options: { rounds: { type: "string", default: "8" }, "broker-only": { type: "boolean", default: false } } });
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
-const { brokerCommand, runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
+const { defaultJobEnvironment, runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
 const { stepsFor } = await import(stepsDist);
 // An apply's steps as the runner runs them with a Job's default lock timeout (5m0s): init, validate, apply.
 const applySteps = stepsFor("apply", { workdir: "", backendConfig: [], lockTimeoutSeconds: 300, guardDeletes: false }).map((step) => step.args);
@@ -121,71 +121,78 @@ function floorApply(runtime, dir) {
   };
 }
 
-const variants = {};
-for (const [name, runtime] of Object.entries(runtimes)) {
-  variants[`runner (bundle), ${name}`] = runnerApply(runtime, fixture(`${name}-bundle-case`));
-  variants[`node floor, ${name}`] = floorApply(runtime, fixture(`${name}-floor-case`));
-  variants[`bare ${name}`] = bareApply(runtime, fixture(`${name}-bare-case`), true);
-  variants[`bare ${name}, steps only`] = bareApply(runtime, fixture(`${name}-bare-steps-case`), false);
-}
-const names = Object.keys(variants);
-const load = () => loadavg().map((value) => value.toFixed(1)).join(" ");
-const loadBefore = load();
-const samples = Object.fromEntries(names.map((name) => [name, []]));
-// CPU the finished children used, user and system, in clock ticks (Linux /proc: utime … cstime are fields 14-17).
-const childCpuMs = () => {
-  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
-  return (Number(fields[13]) + Number(fields[14])) * (1000 / 100);
-};
-const cpu = Object.fromEntries(names.map((name) => [name, 0]));
-for (const name of names) await variants[name](); // the first apply creates the resources
-for (let round = 0; round < rounds; round++) {
-  const order = names.map((_, index) => names[(index + round) % names.length]);
-  for (const name of order) {
-    const cpuBefore = childCpuMs();
-    samples[name].push(await variants[name]());
-    cpu[name] += childCpuMs() - cpuBefore;
-  }
-}
-
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-console.log(`runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ${load()} after):`);
-for (const name of names) console.log(`  ${name.padEnd(28)} ${median(samples[name]).toFixed(0).padStart(6)} ms`);
-for (const name of Object.keys(runtimes)) {
-  const runner = median(samples[`runner (bundle), ${name}`]);
-  const ratio = runner / median(samples[`bare ${name}`]);
-  const stepsOnly = runner / median(samples[`bare ${name}, steps only`]);
-  // Load moves while the rounds run: the median of each round's own ratio (runner and bare a few seconds apart) moves less.
-  const paired = median(samples[`runner (bundle), ${name}`].map((value, round) => value / samples[`bare ${name}`][round]));
-  const floor = median(samples[`node floor, ${name}`]) / median(samples[`bare ${name}`]);
-  console.log(`${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; node floor ${floor.toFixed(3)}`);
+
+/** The runner against the bare commands and the node floor, then the bundle's cold start. */
+async function measureRunner() {
+  const variants = {};
+  for (const [name, runtime] of Object.entries(runtimes)) {
+    variants[`runner (bundle), ${name}`] = runnerApply(runtime, fixture(`${name}-bundle-case`));
+    variants[`node floor, ${name}`] = floorApply(runtime, fixture(`${name}-floor-case`));
+    variants[`bare ${name}`] = bareApply(runtime, fixture(`${name}-bare-case`), true);
+    variants[`bare ${name}, steps only`] = bareApply(runtime, fixture(`${name}-bare-steps-case`), false);
+  }
+  const names = Object.keys(variants);
+  const load = () => loadavg().map((value) => value.toFixed(1)).join(" ");
+  const loadBefore = load();
+  const samples = Object.fromEntries(names.map((name) => [name, []]));
+  // CPU the finished children used, user and system, in clock ticks (Linux /proc: utime … cstime are fields 14-17).
+  const childCpuMs = () => {
+    const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * (1000 / 100);
+  };
+  const cpu = Object.fromEntries(names.map((name) => [name, 0]));
+  for (const name of names) await variants[name](); // the first apply creates the resources
+  for (let round = 0; round < rounds; round++) {
+    const order = names.map((_, index) => names[(index + round) % names.length]);
+    for (const name of order) {
+      const cpuBefore = childCpuMs();
+      samples[name].push(await variants[name]());
+      cpu[name] += childCpuMs() - cpuBefore;
+    }
+  }
+
+  console.log(`runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ${load()} after):`);
+  for (const name of names) console.log(`  ${name.padEnd(28)} ${median(samples[name]).toFixed(0).padStart(6)} ms`);
+  for (const name of Object.keys(runtimes)) {
+    const runner = median(samples[`runner (bundle), ${name}`]);
+    const ratio = runner / median(samples[`bare ${name}`]);
+    const stepsOnly = runner / median(samples[`bare ${name}, steps only`]);
+    // Load moves while the rounds run: the median of each round's own ratio (runner and bare a few seconds apart) moves less.
+    const paired = median(samples[`runner (bundle), ${name}`].map((value, round) => value / samples[`bare ${name}`][round]));
+    const floor = median(samples[`node floor, ${name}`]) / median(samples[`bare ${name}`]);
+    console.log(`${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; node floor ${floor.toFixed(3)}`);
+  }
+  // Under a loaded machine every millisecond of CPU costs several of wall time: the CPU the runs used says what the runner adds.
+  console.log(`CPU of the processes, mean per run (user + system):`);
+  for (const name of names) console.log(`  ${name.padEnd(28)} ${(cpu[name] / rounds).toFixed(0).padStart(6)} ms`);
+  for (const name of Object.keys(runtimes)) console.log(`${name}: CPU ratio ${(cpu[`runner (bundle), ${name}`] / cpu[`bare ${name}`]).toFixed(3)}`);
+  if (!runtimes.terraform) console.log("terraform: not installed (tools/install.sh builds it; or set CAPTF_TERRAFORM), not measured");
+
+  // A run stopped by preflight (no runtime): the start of every Job's run, without its steps.
+  const preflight = join(base, "preflight");
+  mkdirSync(preflight);
+  const preflightRun = ["run", "--op=apply", `--bin=${join(preflight, "none")}`, `--module=${preflight}`, `--config=${preflight}`, `--workdir=${join(preflight, "work")}`, `--result=${join(preflight, "result.json")}`];
+  const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], [`${entry} run (preflight)`]: [bundleNode, [bundle, ...preflightRun]], [`${entry} version`]: [bundleNode, [bundle, "version"]] };
+  const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]));
+  for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
+  console.log("cold start, median of 10:");
+  for (const name of Object.keys(cold)) console.log(`  ${name.padEnd(28)} ${median(cold[name]).toFixed(0).padStart(5)} ms`);
 }
-// Under a loaded machine every millisecond of CPU costs several of wall time: the CPU the runs used says what the runner adds.
-console.log(`CPU of the processes, mean per run (user + system):`);
-for (const name of names) console.log(`  ${name.padEnd(28)} ${(cpu[name] / rounds).toFixed(0).padStart(6)} ms`);
-for (const name of Object.keys(runtimes)) console.log(`${name}: CPU ratio ${(cpu[`runner (bundle), ${name}`] / cpu[`bare ${name}`]).toFixed(3)}`);
-if (!runtimes.terraform) console.log("terraform: not installed (tools/install.sh builds it; or set CAPTF_TERRAFORM), not measured");
 
-// A run stopped by preflight (no runtime): the start of every Job's run, without its steps.
-const preflight = join(base, "preflight");
-mkdirSync(preflight);
-const preflightRun = ["run", "--op=apply", `--bin=${join(preflight, "none")}`, `--module=${preflight}`, `--config=${preflight}`, `--workdir=${join(preflight, "work")}`, `--result=${join(preflight, "result.json")}`];
-const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], [`${entry} run (preflight)`]: [bundleNode, [bundle, ...preflightRun]], [`${entry} version`]: [bundleNode, [bundle, "version"]] };
-const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]));
-for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
-console.log("cold start, median of 10:");
-for (const name of Object.keys(cold)) console.log(`  ${name.padEnd(28)} ${median(cold[name]).toFixed(0).padStart(5)} ms`);
-
+if (!flags["broker-only"]) await measureRunner();
 await measureBroker();
 rmSync(base, { recursive: true, force: true });
 
 /**
- * The state broker's cost, with state in Kubernetes as in a Job: the runner's apply with the backend
- * talking to the API server itself (as before the broker), against the runner and the broker started
- * at the same instant, as the kubelet starts a Pod's sidecar and main container, the backend going
- * through the broker. Its memory: the broker's resident set at the end of each run, and the part of
- * it a Pod pays for beside the runner (its anonymous memory: the node binary's pages are the runner's
- * too, one file in the Job's /captf/bin).
+ * The state broker's cost, with state in Kubernetes as in a Job. A Job's Pod as the kubelet starts it
+ * (one container after the other): before the broker, the init container copying the runner into
+ * the Pod's /captf/bin, then the runner with the backend talking to the API server itself; now, the
+ * broker's sidecar first (from the image's own bundle), then the same copy, then the runner with the
+ * backend going through the broker. Also, as the worst case no kubelet gives, the broker and the
+ * runner started at the same instant. Its memory: the broker's resident set at the end of each run,
+ * and the part of it a Pod pays for beside the runner (its anonymous memory: the node binary's pages
+ * are the runner's too, one file in the image).
  */
 async function measureBroker() {
   if (!findTool("etcd") || !findTool("kube-apiserver")) {
@@ -201,35 +208,71 @@ async function measureBroker() {
     writeFileSync(join(credentials, "token"), plane.token);
     writeFileSync(join(credentials, "ca.crt"), readFileSync(plane.caFile));
     const object = `infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/${namespace}/bench/00000000-0000-4000-8000-000000000001`;
+    // The image's bundle is bundleDir: the broker runs from it, the copy container copies it (runner.mjs copy).
+    const [, ...brokerNodeFlags] = defaultJobEnvironment.brokerCommand.slice(0, -1);
+    const brokerEntry = join(bundleDir, basename(defaultJobEnvironment.brokerCommand.at(-1)));
+    const startBroker = (brokerDir, suffix) =>
+      spawn(bundleNode, [...brokerNodeFlags, brokerEntry, `--event-object=${object}`, `--state-suffix=${suffix}`, `--dir=${brokerDir}`, `--result=${brokerDir}.summary.json`, `--server=${plane.server}`, `--service-account-dir=${credentials}`], { stdio: "ignore", env: { PATH: process.env.PATH } });
+    const stopBroker = async (broker, brokerDir) => {
+      const memory = Object.fromEntries(
+        readFileSync(`/proc/${broker.pid}/smaps_rollup`, "utf8")
+          .split("\n")
+          .map((line) => /^(\w+):\s+(\d+) kB/.exec(line))
+          .filter(Boolean)
+          .map(([, key, kb]) => [key, Number(kb) / 1024]),
+      );
+      broker.kill("SIGTERM");
+      await new Promise((resolve) => broker.once("exit", resolve));
+      const summary = JSON.parse(readFileSync(`${brokerDir}.summary.json`, "utf8"));
+      if (summary.refused !== 0) throw new Error(`the broker refused requests of a plain apply: ${JSON.stringify(summary)}`);
+      return { rss: memory.Rss, anonymous: memory.Pss_Anon ?? memory.Private_Dirty, requests: summary.requests };
+    };
+    const copyRunner = (bin) => timed(bundleNode, [join(bundleDir, "runner.mjs"), "copy", bin], { env: { PATH: process.env.PATH } });
     const variantsByName = {};
     for (const [name, runtime] of Object.entries(runtimes)) {
       const direct = fixture(`${name}-direct-case`);
       const brokered = fixture(`${name}-broker-case`);
       for (const dir of [direct, brokered]) rmSync(join(dir, "config", "backend_override.tf.json"));
       const backend = (suffix, connection) => [`secret_suffix=${suffix}`, `namespace=${namespace}`, connection].map((value) => `--backend-config=${value}`);
-      const runArgs = (dir, work) => [bundle, "run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`, `--workdir=${work}`, `--providers=${join(dir, "none")}`, `--result=${work}.result.json`];
-      variantsByName[`runner, backend to the API server, ${name}`] = async () => {
+      const runArgs = (dir, work) => ["run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`, `--workdir=${work}`, `--providers=${join(dir, "none")}`, `--result=${work}.result.json`];
+      const directArgs = (work) => [...runArgs(direct, work), ...backend(`${name}direct00000000-m`, `config_path=${plane.kubeconfigPath}`)];
+      const brokeredArgs = (work, brokerDir) => [...runArgs(brokered, work), `--broker=${brokerDir}`, ...backend(`${name}broker00000000-m`, `config_path=${join(brokerDir, "kubeconfig")}`)];
+      // The runner as the Pod's main container starts it: from the copy in its /captf/bin.
+      // A Pod's /captf/bin: no longer than the bundle's directory, which the copy's relocation needs.
+      const podBin = () => join(base, `p${runs++}`);
+      const runFrom = (bin, args, dir, work) => timed(join(bin, "node"), [join(bin, entry), ...args], { env: { ...jobEnv(dir), HOME: work } });
+      variantsByName[`Pod before the broker, ${name}`] = async () => {
         const work = freshWorkdir(direct);
-        return { ms: await timed(bundleNode, [...runArgs(direct, work), ...backend(`${name}direct00000000-m`, `config_path=${plane.kubeconfigPath}`)], { env: { ...jobEnv(direct), HOME: work } }) };
+        const bin = podBin();
+        const started = performance.now();
+        await copyRunner(bin);
+        await runFrom(bin, directArgs(work), direct, work);
+        const ms = performance.now() - started;
+        rmSync(bin, { recursive: true, force: true });
+        return { ms };
       };
-      variantsByName[`runner + broker, ${name}`] = async () => {
+      variantsByName[`Pod with the broker, ${name}`] = async () => {
         const work = freshWorkdir(brokered);
         const brokerDir = `${work}.broker`;
-        const suffix = `${name}broker00000000-m`;
-        const broker = spawn(bundleNode, [...brokerCommand.slice(1, -1), join(bundleDir, basename(brokerCommand.at(-1))), `--event-object=${object}`, `--state-suffix=${suffix}`, `--dir=${brokerDir}`, `--result=${brokerDir}.summary.json`, `--server=${plane.server}`, `--service-account-dir=${credentials}`], { stdio: "ignore", env: { PATH: process.env.PATH } });
-        const ms = await timed(bundleNode, [...runArgs(brokered, work), `--broker=${brokerDir}`, ...backend(suffix, `config_path=${join(brokerDir, "kubeconfig")}`)], { env: { ...jobEnv(brokered), HOME: work } });
-        const memory = Object.fromEntries(
-          readFileSync(`/proc/${broker.pid}/smaps_rollup`, "utf8")
-            .split("\n")
-            .map((line) => /^(\w+):\s+(\d+) kB/.exec(line))
-            .filter(Boolean)
-            .map(([, key, kb]) => [key, Number(kb) / 1024]),
-        );
-        broker.kill("SIGTERM");
-        await new Promise((resolve) => broker.once("exit", resolve));
-        const summary = JSON.parse(readFileSync(`${brokerDir}.summary.json`, "utf8"));
-        if (summary.refused !== 0) throw new Error(`the broker refused requests of a plain apply: ${JSON.stringify(summary)}`);
-        return { ms, rss: memory.Rss, anonymous: memory.Pss_Anon ?? memory.Private_Dirty, requests: summary.requests };
+        const bin = podBin();
+        const started = performance.now();
+        const broker = startBroker(brokerDir, `${name}broker00000000-m`);
+        await copyRunner(bin);
+        await runFrom(bin, brokeredArgs(work, brokerDir), brokered, work);
+        const ms = performance.now() - started;
+        rmSync(bin, { recursive: true, force: true });
+        return { ms, ...(await stopBroker(broker, brokerDir)) };
+      };
+      variantsByName[`runner alone, ${name}`] = async () => {
+        const work = freshWorkdir(direct);
+        return { ms: await runFrom(bundleDir, directArgs(work), direct, work) };
+      };
+      variantsByName[`runner + broker at one instant, ${name}`] = async () => {
+        const work = freshWorkdir(brokered);
+        const brokerDir = `${work}.broker`;
+        const broker = startBroker(brokerDir, `${name}broker00000000-m`);
+        const ms = await runFrom(bundleDir, brokeredArgs(work, brokerDir), brokered, work);
+        return { ms, ...(await stopBroker(broker, brokerDir)) };
       };
     }
     const brokerNames = Object.keys(variantsByName);
@@ -238,15 +281,21 @@ async function measureBroker() {
     for (let round = 0; round < rounds; round++) {
       for (const name of brokerNames.map((_, index) => brokerNames[(index + round) % brokerNames.length])) results[name].push(await variantsByName[name]());
     }
-    console.log(`state broker: runner apply (no changes, state in a Secret on a local kube-apiserver), ${rounds} alternating rounds, medians:`);
-    for (const name of brokerNames) console.log(`  ${name.padEnd(44)} ${median(results[name].map((run) => run.ms)).toFixed(0).padStart(6)} ms`);
+    console.log(`state broker: a Job's Pod, runner apply (no changes, state in a Secret on a local kube-apiserver), ${rounds} alternating rounds, medians:`);
+    for (const name of brokerNames) console.log(`  ${name.padEnd(48)} ${median(results[name].map((run) => run.ms)).toFixed(0).padStart(6)} ms`);
+    const added = (withBroker, without) => {
+      const difference = median(results[withBroker].map((run) => run.ms)) - median(results[without].map((run) => run.ms));
+      const paired = median(results[withBroker].map((run, round) => run.ms - results[without][round].ms));
+      return { difference, paired, worst: Math.max(difference, paired) };
+    };
     for (const name of Object.keys(runtimes)) {
-      const brokered = results[`runner + broker, ${name}`];
-      const added = median(brokered.map((run) => run.ms)) - median(results[`runner, backend to the API server, ${name}`].map((run) => run.ms));
-      const paired = median(brokered.map((run, round) => run.ms - results[`runner, backend to the API server, ${name}`][round].ms));
-      const anonymous = Math.max(...brokered.map((run) => run.anonymous));
+      const brokered = results[`Pod with the broker, ${name}`];
+      const pod = added(`Pod with the broker, ${name}`, `Pod before the broker, ${name}`);
+      const instant = added(`runner + broker at one instant, ${name}`, `runner alone, ${name}`);
+      const anonymous = Math.max(...[...brokered, ...results[`runner + broker at one instant, ${name}`]].map((run) => run.anonymous));
       console.log(
-        `${name}: the broker adds ${added.toFixed(1)} ms per run (median of the rounds' differences ${paired.toFixed(1)} ms; target <= 20: ${Math.max(added, paired) <= 20 ? "met" : "missed"}), ` +
+        `${name}: the broker adds ${pod.difference.toFixed(1)} ms to a Pod's run (median of the rounds' differences ${pod.paired.toFixed(1)} ms; target <= 20: ${pod.worst <= 20 ? "met" : "missed"}); ` +
+          `started at the same instant as the runner, which no kubelet does, ${instant.difference.toFixed(1)} ms (rounds' ${instant.paired.toFixed(1)} ms); ` +
           `${median(brokered.map((run) => run.requests))} requests through it; its memory: resident ${median(brokered.map((run) => run.rss)).toFixed(1)} MiB, ` +
           `of which a Pod pays beside the runner at most ${anonymous.toFixed(1)} MiB (anonymous; target <= 16: ${anonymous <= 16 ? "met" : "missed"})`,
       );

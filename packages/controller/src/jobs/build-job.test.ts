@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { stringify } from "yaml";
 import { stateSecretSuffix } from "@captf/render";
-import { brokerCommand, brokerContainerName, buildJob, jobName, maxJobNameLength, type JobRequest } from "./build-job.js";
+import { brokerContainerName, buildJob, defaultJobEnvironment, jobName, maxJobNameLength, type JobRequest } from "./build-job.js";
 
 // UPDATE_GOLDEN=1 rewrites testdata/jobs/*.yaml from the current builder.
 const update = process.env.UPDATE_GOLDEN === "1";
@@ -84,7 +84,7 @@ describe("buildJob", () => {
     expect(pod.shareProcessNamespace).toBeUndefined();
     const source = pod.containers.find((container) => container.name === "source")!;
     const broker = pod.initContainers!.find((container) => container.name === brokerContainerName)!;
-    expect(broker).toMatchObject({ restartPolicy: "Always", command: [...brokerCommand] });
+    expect(broker).toMatchObject({ restartPolicy: "Always", command: defaultJobEnvironment.brokerCommand });
     expect(broker.args).toEqual([
       `--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformCluster/team-a/prod/${owner.uid}`,
       `--state-suffix=${stateSecretSuffix({ role: "cluster", namespace: "team-a", name: "prod" })}`,
@@ -94,7 +94,7 @@ describe("buildJob", () => {
     const tokenVolumes = pod.volumes!.filter((volume) => volume.projected?.sources?.some((source) => source.serviceAccountToken)).map((volume) => volume.name);
     expect(tokenVolumes).toEqual(["broker-token"]);
     const mountsOf = (container: typeof source) => (container.volumeMounts ?? []).map((mount) => mount.name);
-    expect(mountsOf(broker)).toContain("broker-token");
+    expect(mountsOf(broker)).toEqual(["broker", "broker-token"]);
     for (const container of [...pod.initContainers!, ...pod.containers].filter((container) => container !== broker)) expect(mountsOf(container)).not.toContain("broker-token");
     // Cloud credentials reach the module's container only.
     expect(mountsOf(broker)).not.toContain("creds");
@@ -104,6 +104,15 @@ describe("buildJob", () => {
     expect(source.args).toContain("--broker=/captf/broker");
     expect(source.args).toContain("--backend-config=config_path=/captf/broker/kubeconfig");
     expect(source.args!.join(" ")).not.toContain("in_cluster_config");
+  });
+
+  it("starts the broker first, from its own image, so it boots while the next init container copies the runner", () => {
+    const pod = buildJob(base).spec!.template.spec!;
+    expect(pod.initContainers!.map((container) => container.name)).toEqual([brokerContainerName, "runner"]);
+    const [broker, copy] = pod.initContainers!;
+    // The broker runs the image's bundle, not the copy the runner container writes after it has started.
+    expect(broker!.command!.join(" ")).not.toContain("/captf/bin");
+    expect(broker!.image).toBe(copy!.image);
   });
 
   it("keeps the restricted settings over a policy's, drops TF_ and KUBE_ env, and takes the policy's deadline", () => {

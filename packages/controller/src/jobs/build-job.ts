@@ -62,6 +62,12 @@ export interface JobEnvironment {
   runnerImage: string;
   /** The command that copies the bundle into /captf/bin from the runner image. */
   runnerCopyCommand: string[];
+  /**
+   * The command that starts the state broker from the runner image's own bundle: a native sidecar,
+   * the only container that holds the Job's ServiceAccount token. It serves the module's container
+   * this object's state, lock and events through a kubeconfig in /captf/broker (docs/security.md).
+   */
+  brokerCommand: string[];
 }
 
 /**
@@ -70,13 +76,6 @@ export interface JobEnvironment {
  */
 export const runnerRunCommand: readonly string[] = ["/captf/bin/node", "/captf/bin/runner.cjs", "run"];
 
-/**
- * The state broker: a native sidecar from the runner image, the only container that holds the
- * Job's ServiceAccount token. It serves the module's container this object's state, lock and
- * events through a kubeconfig in /captf/broker (docs/security.md).
- */
-// A 1 MiB young generation: the broker's requests are small, and the default's pages would be most of what it adds to a Pod.
-export const brokerCommand: readonly string[] = ["/captf/bin/node", "--max-semi-space-size=1", "/captf/bin/broker.cjs"];
 export const brokerDir = "/captf/broker";
 /** How the backend reaches the broker instead of `in_cluster_config=true`. */
 export const brokerBackendConnection: readonly string[] = [`config_path=${brokerDir}/kubeconfig`];
@@ -93,9 +92,14 @@ export const runtimeEnvironment: readonly { name: string; value: string }[] = [
   { name: "CHECKPOINT_DISABLE", value: "1" },
 ];
 
+/** Where the runner image keeps the runner bundle (packages/controller/scripts/build-manager-image.mjs). */
+const imageRunnerDir = "/opt/captf/runner";
+
 export const defaultJobEnvironment: JobEnvironment = {
   runnerImage: "ghcr.io/captf/captf-controller:latest",
-  runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"],
+  runnerCopyCommand: ["node", `${imageRunnerDir}/runner.mjs`, "copy", "/captf/bin"],
+  // A 1 MiB young generation: the broker's requests are small, and the default's pages would be most of what it adds to a Pod.
+  brokerCommand: ["node", "--max-semi-space-size=1", `${imageRunnerDir}/broker.cjs`],
 };
 
 export const kindShort: Record<Role, string> = { cluster: "c", machine: "m", machinepool: "mp" };
@@ -291,29 +295,30 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
           imagePullSecrets: policy.imagePullSecrets,
           securityContext: { runAsNonRoot: true, fsGroup: nonRootUser, seccompProfile: { type: "RuntimeDefault" }, ...policy.podSecurityContext },
           initContainers: [
-            {
-              name: "runner",
-              image: environment.runnerImage,
-              command: environment.runnerCopyCommand,
-              volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
-              resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { cpu: "100m", memory: "64Mi" } },
-              securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
-            },
+            // First: the broker starts from its own image's bundle while the next init container copies
+            // that bundle for the module's container, so it serves before the runner's first step.
             {
               name: brokerContainerName,
               image: environment.runnerImage,
               restartPolicy: "Always",
-              command: [...brokerCommand],
+              command: [...environment.brokerCommand],
               args: [`--event-object=${eventObject(owner)}`, `--state-suffix=${stateSecretSuffix(owner)}`, `--job-name=${name}`, `--dir=${brokerDir}`],
               env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
               volumeMounts: [
-                { name: "runner", mountPath: "/captf/bin", readOnly: true },
                 { name: "broker", mountPath: brokerDir },
                 { name: "broker-token", mountPath: serviceAccountDir, readOnly: true },
               ],
               resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } },
               terminationMessagePath: "/dev/termination-log",
               terminationMessagePolicy: "File",
+              securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
+            },
+            {
+              name: "runner",
+              image: environment.runnerImage,
+              command: environment.runnerCopyCommand,
+              volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
+              resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { cpu: "100m", memory: "64Mi" } },
               securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
             },
           ],

@@ -11,7 +11,7 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { requireTool } from "@captf/testkit";
-import { brokerCommand, brokerContainerName, brokerDir, runnerRunCommand } from "../jobs/build-job.js";
+import { brokerContainerName, brokerDir, defaultJobEnvironment, runnerRunCommand } from "../jobs/build-job.js";
 
 export interface JobExecutor {
   /** Runs every pending Pod of the namespace once; returns how many it ran. */
@@ -82,6 +82,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const brokerResult = join(work, "broker-result.json");
     const brokerWork = join(work, "broker");
     const sidecar = pod.spec!.initContainers!.find((c) => c.name === brokerContainerName)!;
+    const { brokerCommand } = defaultJobEnvironment;
     const broker = spawn(
       process.execPath,
       [...brokerCommand.slice(1, -1), join(bundle, basename(brokerCommand.at(-1)!)), ...(sidecar.args ?? []).map((arg) => (arg.startsWith("--dir=") ? `--dir=${brokerWork}` : arg)), `--result=${brokerResult}`, `--server=${cluster.server}`, `--service-account-dir=${serviceAccountDir}`],

@@ -19,6 +19,7 @@ import {
   type ChrootKubelet,
   type LocalRegistry,
 } from "@captf/testkit";
+import { defaultJobEnvironment } from "../jobs/build-job.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { allJobsFinished, preparePlane } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
@@ -55,7 +56,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       // The runner's state and events go through this token; a real install binds captf-runner's Role.
       serviceAccountTokens: { token: sharedControlPlane().token },
     });
-    deps = { client: plane.client, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
+    deps = { client: plane.client, jobEnvironment: { ...defaultJobEnvironment, runnerImage } };
 
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
     await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {

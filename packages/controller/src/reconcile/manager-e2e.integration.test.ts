@@ -20,6 +20,7 @@ import {
   type ChrootKubelet,
   type LocalRegistry,
 } from "@captf/testkit";
+import { defaultJobEnvironment } from "../jobs/build-job.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { KubeClient } from "../runtime/kube-client.js";
 import { Manager } from "../runtime/manager.js";
@@ -68,7 +69,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       metricsAddress: "127.0.0.1:0",
       leaderElection: { namespace, leaseName: "captf-manager", leaseDurationMillis: 6_000, renewDeadlineMillis: 5_000, retryPeriodMillis: 250 },
     });
-    const deps = { client: plane.client, jobEnvironment: { runnerImage, runnerCopyCommand: ["node", "/opt/captf/runner/runner.mjs", "copy", "/captf/bin"] } };
+    const deps = { client: plane.client, jobEnvironment: { ...defaultJobEnvironment, runnerImage } };
     manager.addController(workspaceController(machineAdapter, deps, { concurrency: 2, manager }));
     running = manager.run(stop.signal);
 
