@@ -11,7 +11,6 @@ export const brokerSummary = "Serve the module's container this object's state, 
 
 /** The broker's exit codes, the runner's: 0 stopped, 1 could not serve, 2 usage. */
 export const brokerExitCodes = { ok: 0, failure: 1, usage: 2 } as const;
-const exit = brokerExitCodes;
 const defaultResultPath = "/dev/termination-log";
 /** At most this long is spent delivering the refusal event when stopped. */
 const eventsCloseTimeoutMs = 2000;
@@ -55,7 +54,7 @@ export async function runBroker(args: Record<string, unknown>, io: BrokerIo): Pr
   });
   if (typeof upstream === "string") {
     log("warn", `cannot reach the API server: ${upstream}`);
-    return exit.failure;
+    return brokerExitCodes.failure;
   }
   const { brokerScope } = await import("./policy.js");
   const { startBroker } = await import("./server.js");
@@ -71,7 +70,7 @@ export async function runBroker(args: Record<string, unknown>, io: BrokerIo): Pr
     running = await startBroker({ scope: brokerScope(object, String(args["state-suffix"])), dir: String(args.dir), upstream, events, log, logRequests: Boolean(args["log-requests"]) });
   } catch (error) {
     log("warn", `cannot start: ${(error as Error).message}`);
-    return exit.failure;
+    return brokerExitCodes.failure;
   }
   const signal = io.signal ?? new AbortController().signal;
   if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
@@ -85,7 +84,7 @@ export async function runBroker(args: Record<string, unknown>, io: BrokerIo): Pr
   } catch (error) {
     log("warn", `cannot write the summary to ${String(args.result)}: ${(error as Error).message}`);
   }
-  return exit.ok;
+  return brokerExitCodes.ok;
 }
 
 /** The summary as JSON within a termination message's 4096 bytes: refusals are dropped from the end until it fits. */

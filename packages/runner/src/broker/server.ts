@@ -86,8 +86,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   const http = process.getBuiltinModule("node:http");
   const upstreamUrl = new URL(upstream.server);
   // Made once the kubeconfig is written (below), beside the module's own start: the runner waits for that file, not for TLS.
-  let upstreamClient: Promise<{ client: typeof http; agent: import("node:http").Agent }> | undefined;
-  const connectUpstream = async () => {
+  let upstreamClient: { client: typeof http; agent: import("node:http").Agent } | undefined;
+  const connectUpstream = () => {
     const client = upstreamUrl.protocol === "https:" ? (process.getBuiltinModule("node:https") as unknown as typeof http) : http;
     const agent = new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) });
     warmUp(client, agent);
@@ -132,7 +132,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   };
 
   const forward = async (request: IncomingMessage, response: ServerResponse, path: string, body: Buffer | undefined, narrow: boolean): Promise<void> => {
-    const { client, agent } = await (upstreamClient ??= connectUpstream());
+    const { client, agent } = (upstreamClient ??= connectUpstream());
     const headers: Record<string, string | number> = {};
     for (const name of ["accept", "content-type", "user-agent"]) {
       const value = request.headers[name];
@@ -237,7 +237,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (upstreamClient) (await upstreamClient).agent.destroy();
+      upstreamClient?.agent.destroy();
       return summary;
     },
   };
