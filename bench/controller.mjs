@@ -2,9 +2,9 @@
 // The manager at scale on the real API server: N TerraformMachines (each with its Machine and
 // bootstrap Secret, in one externally managed cluster whose TerraformCluster names the
 // TerraformClusterIdentity `bench`), the manager started as a child process with the shipped
-// wiring (bench/controller-manager.mjs: parseManagerFlags, bootstrapManager,
+// wiring (bench/lib/controller-manager.mjs: parseManagerFlags, bootstrapManager,
 // createManagerControllers; no leader election, no webhooks), and every apply Job it creates
-// completed by this process (bench/controller-jobs.mjs: state Secret + Pod status through
+// completed by this process (bench/lib/controller-jobs.mjs: state Secret + Pod status through
 // pods/status; kube-controller-manager's Job controller then marks the Job Complete).
 //
 // Prints the wall time until all N are provisioned, reconciles (the manager's own /metrics) and
@@ -19,7 +19,7 @@
 //                                           [--settle-seconds 20] [--timeout-seconds S] [--cpu-prof-dir <dir>]
 //                                           [--resync-seconds 30] [--managers M [--clusters 20]]
 //
-// --managers M runs bench/controller-shards.mjs instead: the machines spread over --clusters
+// --managers M runs bench/lib/controller-shards.mjs instead: the machines spread over --clusters
 // clusters, provisioned once by 1 manager and once by M managers with --shards=M; both figures and
 // the ratio.
 //
@@ -41,7 +41,7 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { loadController, loadControllerFile, loadDependency, loadTestkit, repo, requireBuilt } from "./controller-packages.mjs";
+import { loadController, loadControllerFile, loadDependency, loadTestkit, repo, requireBuilt } from "./lib/controller-packages.mjs";
 
 requireBuilt();
 const { values: flags } = parseArgs({
@@ -53,13 +53,13 @@ const { values: flags } = parseArgs({
     "settle-seconds": { type: "string", default: "20" },
     "cpu-prof-dir": { type: "string" },
     "resync-seconds": { type: "string", default: "30" },
-    // The shard bench (bench/controller-shards.mjs): this workload spread over --clusters, by 1 manager and by M.
+    // The shard bench (bench/lib/controller-shards.mjs): this workload spread over --clusters, by 1 manager and by M.
     managers: { type: "string" },
     clusters: { type: "string", default: "20" },
   },
 });
 if (flags.managers !== undefined) {
-  const { runShardBench } = await import("./controller-shards.mjs");
+  const { runShardBench } = await import("./lib/controller-shards.mjs");
   const machines = Number(flags.machines);
   const options = { managers: Number(flags.managers), clusters: Number(flags.clusters), machines, concurrency: Number(flags.concurrency), jobSeconds: Number(flags["job-seconds"]) };
   process.exit(await runShardBench({ ...options, timeoutMillis: 1000 * Number(flags["timeout-seconds"] ?? 120 + 2 * machines + options.jobSeconds) }));
@@ -84,10 +84,10 @@ const k8s = await loadDependency("@kubernetes/client-node");
 const { pino } = await loadDependency("pino");
 const { decodeOutputs } = await loadDependency("@captf/contract");
 const { labels: contractLabels } = await loadDependency("@captf/contract/api");
-const { startCountingProxy, difference } = await import("./controller-proxy.mjs");
-const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./controller-fixtures.mjs");
-const { startJobCompleter, noopMachineOutputs } = await import("./controller-jobs.mjs");
-const { memoryOf, percentile, quietWhile } = await import("./controller-samples.mjs");
+const { startCountingProxy, difference } = await import("./lib/controller-proxy.mjs");
+const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./lib/controller-fixtures.mjs");
+const { startJobCompleter, noopMachineOutputs } = await import("./lib/controller-jobs.mjs");
+const { memoryOf, percentile, quietWhile } = await import("./lib/controller-samples.mjs");
 
 // The synthetic state must decode as the reconciler decodes it, or nothing ever provisions.
 const selfCheck = decodeOutputs("machine", Object.fromEntries(Object.entries(noopMachineOutputs("ns", "m")).map(([k, v]) => [k, v.value])), undefined, { fromState: true });
@@ -165,7 +165,7 @@ async function startManager(mode, kubeconfig, syncPeriodSeconds) {
   const logFile = join(work, `manager-${mode}.log`);
   const fd = openSync(logFile, "a");
   const started = Date.now();
-  const child = spawn(process.execPath, ["--expose-gc", ...(flags["cpu-prof-dir"] && mode === "manager" ? ["--cpu-prof", `--cpu-prof-dir=${flags["cpu-prof-dir"]}`] : []), join(repo, "bench/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), "--mode", mode, ...(syncPeriodSeconds ? ["--sync-period", `${syncPeriodSeconds}s`] : [])], {
+  const child = spawn(process.execPath, ["--expose-gc", ...(flags["cpu-prof-dir"] && mode === "manager" ? ["--cpu-prof", `--cpu-prof-dir=${flags["cpu-prof-dir"]}`] : []), join(repo, "bench/lib/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), "--mode", mode, ...(syncPeriodSeconds ? ["--sync-period", `${syncPeriodSeconds}s`] : [])], {
     stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
   });
   closeSync(fd);

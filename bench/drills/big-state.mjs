@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { parseArgs } from "node:util";
-import { loadControllerFile, loadDependency, loadTestkit, requireBuilt } from "../controller-packages.mjs";
+import { loadControllerFile, loadDependency, loadTestkit, requireBuilt } from "../lib/controller-packages.mjs";
 
 requireBuilt();
 const { values } = parseArgs({ options: { mib: { type: "string", default: "20" }, runtime: { type: "string", multiple: true } } });

@@ -21,7 +21,7 @@ import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { get } from "node:https";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { drillRunner, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step } from "./faults-plane.mjs";
+import { drillRunner, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step } from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({
   options: {

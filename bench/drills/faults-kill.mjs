@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Fault drill: the manager SIGKILLed at random moments during a bring-up, on the real plane.
 // N machines (bench fixtures) exist before the first manager starts; the manager (the shipped
-// wiring, bench/controller-manager.mjs) is spawned, SIGKILLed after a random delay (from when it serves:
+// wiring, bench/lib/controller-manager.mjs) is spawned, SIGKILLed after a random delay (from when it serves:
 // some kills land while it syncs its caches, most while it creates Jobs and bookkeeps their
 // results), and spawned again, `--kills` times; then a last manager runs until every machine
 // is provisioned and no more Jobs appear. Jobs complete after --job-seconds (the bench's
@@ -17,7 +17,7 @@
 // not provisioned at the end: must be 0; failed Jobs: must be 0) and the time to converge (from
 // the last kill's restart to all provisioned and quiet). Exits 1 when any of these is missed.
 import { parseArgs } from "node:util";
-import { drillRunner, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step } from "./faults-plane.mjs";
+import { drillRunner, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step } from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({
   options: {

@@ -18,8 +18,8 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { loadDependency, repo } from "../controller-packages.mjs";
-import { drillRunner, seconds, sleep, step } from "./faults-plane.mjs";
+import { loadDependency, repo } from "../lib/controller-packages.mjs";
+import { drillRunner, seconds, sleep, step } from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({ options: { "scale-to": { type: "string", default: "5" }, "outage-seconds": { type: "string", default: "30" } } });
 const scaleTo = Number(flags["scale-to"]);

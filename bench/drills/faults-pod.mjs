@@ -11,8 +11,8 @@
 // one later one did), one apply Job for each other machine, results lost (0), the time to converge
 // after the deletion. Exits 1 when any of these is missed. About 30 s here: a regression test.
 import { parseArgs } from "node:util";
-import { loadDependency } from "../controller-packages.mjs";
-import { drillRunner, jobsPerOwner, seconds, sleep, spawnManager, startDrillPlane, step } from "./faults-plane.mjs";
+import { loadDependency } from "../lib/controller-packages.mjs";
+import { drillRunner, jobsPerOwner, seconds, sleep, spawnManager, startDrillPlane, step } from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({ options: { machines: { type: "string", default: "5" } } });
 const N = Number(flags.machines);

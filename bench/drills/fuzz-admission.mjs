@@ -4,10 +4,10 @@
 // kube-apiserver with captf's CRDs and webhooks. The API server's own validation and the
 // documented rules restated in admission-objects.mjs are the oracle. Starts its own plane.
 // Run `npx tsc -b` first. Usage: node bench/drills/fuzz-admission.mjs [--runs N] [--seed S]
-import { loadController, loadControllerFile, loadDependency, loadTestkit, requireBuilt } from "../controller-packages.mjs";
-import { startAdmissionChain } from "./admission-chain.mjs";
-import { admissionProperty } from "./admission-objects.mjs";
-import { drillOptions, fc, runProperty } from "./run-property.mjs";
+import { loadController, loadControllerFile, loadDependency, loadTestkit, requireBuilt } from "../lib/controller-packages.mjs";
+import { startAdmissionChain } from "../lib/admission-chain.mjs";
+import { admissionProperty } from "../lib/admission-objects.mjs";
+import { drillOptions, fc, runProperty } from "../lib/run-property.mjs";
 
 requireBuilt();
 const k8s = await loadDependency("@kubernetes/client-node");

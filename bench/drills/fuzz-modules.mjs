@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { mutatedModule, mutatedModuleProperty, seedModules, verdictProblem, writeMutatedModule } from "./mutated-modules.mjs";
-import { drillOptions, fc, runProperty } from "./run-property.mjs";
+import { mutatedModule, mutatedModuleProperty, seedModules, verdictProblem, writeMutatedModule } from "../lib/mutated-modules.mjs";
+import { drillOptions, fc, runProperty } from "../lib/run-property.mjs";
 
 const repo = new URL("../..", import.meta.url).pathname;
 const { main } = await import(pathToFileURL(join(repo, "packages/lint/dist/index.js")).href);

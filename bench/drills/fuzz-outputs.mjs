@@ -5,8 +5,8 @@
 // Usage: node bench/drills/fuzz-outputs.mjs [--runs N] [--seed S]
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { outputDocumentProperties } from "./output-documents.mjs";
-import { drillOptions, fc, runProperty } from "./run-property.mjs";
+import { outputDocumentProperties } from "../lib/output-documents.mjs";
+import { drillOptions, fc, runProperty } from "../lib/run-property.mjs";
 
 const repo = new URL("../..", import.meta.url).pathname;
 const load = (pkg, file) => import(pathToFileURL(join(repo, "packages", pkg, "dist", file)).href);

@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { loadDependency, loadTestkit } from "../controller-packages.mjs";
+import { loadDependency, loadTestkit } from "../lib/controller-packages.mjs";
 import { applyObjects } from "../../e2e/dist/apply.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables } from "../../e2e/dist/demo-objects.js";
 import { startManagementPlane } from "../../e2e/dist/management-plane.js";

@@ -17,7 +17,7 @@
 // lost (0), and the manager's RSS (peak, end).
 // Exits 1 when a phase does not converge or a figure is missed.
 import { parseArgs } from "node:util";
-import { drillRunner, inParallel, jobsPerOwner, metricSum, percentile, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step, types } from "./faults-plane.mjs";
+import { drillRunner, inParallel, jobsPerOwner, metricSum, percentile, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step, types } from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({
   options: {

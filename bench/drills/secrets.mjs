@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
-import { loadTestkit, repo } from "../controller-packages.mjs";
+import { loadTestkit, repo } from "../lib/controller-packages.mjs";
 
 const cli = join(repo, "packages/runner/dist/cli.js");
 if (!existsSync(cli)) {

@@ -6,7 +6,7 @@
 // manager-main wires them: identity credentials, events, leases, job slots, …), so the bench
 // follows whatever the manager grows. No leader election.
 //
-//   node bench/controller-manager.mjs --kubeconfig <path> [--concurrency 10] [--mode manager|informers] [--sync-period 10m]
+//   node bench/lib/controller-manager.mjs --kubeconfig <path> [--concurrency 10] [--mode manager|informers] [--sync-period 10m]
 //                                     [--manager-flag=--max-active-jobs=20 ...]
 //
 // --mode informers is the baseline: the same Manager, controllers and watches (so the same
@@ -45,7 +45,7 @@ const parsed = await parseManagerFlags(
     "--runner-image=registry.invalid/captf/captf-controller:bench",
     ...flags["manager-flag"],
   ],
-  // The namespace of the shard Leases (bench/controller-shards.mjs sets it).
+  // The namespace of the shard Leases (bench/lib/controller-shards.mjs sets it).
   { POD_NAMESPACE: process.env.POD_NAMESPACE },
 );
 if (parsed.kind !== "run") throw new Error(`the manager's flags: ${parsed.message ?? parsed.kind}`);
@@ -53,7 +53,7 @@ const settings = parsed.options;
 const { logger, client, metrics, manager } = bootstrapManager(settings, { buildInfo: managerBuildInfo(), stdout: process.stderr, stderr: process.stderr });
 
 const controllers = createManagerControllers({ client, logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
-// --manager-flag=--shards=N (bench/controller-shards.mjs): the cluster controllers gated to the shards this process claims.
+// --manager-flag=--shards=N (bench/lib/controller-shards.mjs): the cluster controllers gated to the shards this process claims.
 const sharding = managerSharding(settings, { logger, metrics, client, manager });
 // The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.
 addManagerControllers(manager, controllers.map((controller) => (flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} })), sharding?.gate);

@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-export const repo = new URL("..", import.meta.url).pathname;
+export const repo = new URL("../..", import.meta.url).pathname;
 const dist = (pkg, file = "index.js") => join(repo, "packages", pkg, "dist", file);
 const fromController = createRequire(join(repo, "packages/controller/package.json"));
 

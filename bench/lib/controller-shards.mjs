@@ -1,8 +1,8 @@
 // `bench/controller.mjs --managers M`: one workload, run twice on one control plane, by 1 manager
-// (--shards=1, today's wiring) and by M managers with --shards=M (bench/controller-manager.mjs
+// (--shards=1, today's wiring) and by M managers with --shards=M (bench/lib/controller-manager.mjs
 // processes claiming the shard Leases, as the Deployment's replicas do). The workload: --clusters
 // externally managed clusters (each its own shard key) sharing --machines TerraformMachines, every
-// apply Job completed by bench/controller-jobs.mjs. Each run gets its own namespace; the managers
+// apply Job completed by bench/lib/controller-jobs.mjs. Each run gets its own namespace; the managers
 // start over it empty and, once the shards settled (every shard Lease held, one per manager), the
 // fixtures are created: the clock runs from their creation to the last machine provisioned.
 // Prints per run the wall time, machines per second, Jobs (one per machine, else flagged),
@@ -31,7 +31,7 @@ function cpuOf(pid) {
   }
 }
 
-/** bench/controller-fixtures.mjs's cluster, once per cluster name, and its share of the machines. */
+/** bench/lib/controller-fixtures.mjs's cluster, once per cluster name, and its share of the machines. */
 async function createWorkload(client, namespace, identity, clusters, machines) {
   await client.create(types.secret, namespace, { apiVersion: "v1", kind: "Secret", metadata: { name: "bench-credentials" }, stringData: { NOOP_TOKEN: "bench" } });
   await client.create(types.identity, undefined, {
@@ -69,11 +69,11 @@ async function createWorkload(client, namespace, identity, clusters, machines) {
   });
 }
 
-/** One bench/controller-manager.mjs process on `namespace`; resolves once it serves. */
+/** One bench/lib/controller-manager.mjs process on `namespace`; resolves once it serves. */
 async function startManager({ kubeconfig, namespace, shards, concurrency, work, index }) {
   const logFile = join(work, `manager-${shards}-${index}.log`);
   const sharded = shards > 1 ? ["--manager-flag=--leader-elect", `--manager-flag=--shards=${shards}`] : [];
-  const child = spawn(process.execPath, [join(repo, "bench/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), `--manager-flag=--namespace=${namespace}`, ...sharded], {
+  const child = spawn(process.execPath, [join(repo, "bench/lib/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), `--manager-flag=--namespace=${namespace}`, ...sharded], {
     env: { ...process.env, POD_NAMESPACE: namespace },
     stdio: ["pipe", "pipe", "pipe"],
   });

@@ -1,15 +1,15 @@
 // What the fault and load drills (bench/drills/faults-*.mjs, load-*.mjs) share: the testkit's
-// control plane with the bench's fixtures (bench/controller-fixtures.mjs: one externally managed
+// control plane with the bench's fixtures (bench/lib/controller-fixtures.mjs: one externally managed
 // cluster, N TerraformMachines with their Machines and bootstrap Secrets), the bench's Job
-// completer (bench/controller-jobs.mjs), a watch recording when each machine is provisioned, and
-// the manager as a child process with the shipped wiring (bench/controller-manager.mjs) that a
+// completer (bench/lib/controller-jobs.mjs), a watch recording when each machine is provisioned, and
+// the manager as a child process with the shipped wiring (bench/lib/controller-manager.mjs) that a
 // drill may SIGKILL and start again. Everything started is stopped on every exit path.
 import { spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { loadController, loadDependency, loadTestkit, loadControllerFile, repo, requireBuilt } from "../controller-packages.mjs";
+import { loadController, loadDependency, loadTestkit, loadControllerFile, repo, requireBuilt } from "./controller-packages.mjs";
 
 requireBuilt();
 const { startControlPlane, clusterApiCrdPaths } = await loadTestkit();
@@ -17,9 +17,9 @@ const { KubeClient, Informer } = await loadController();
 const { rbacObjects, defaultInstallOptions } = await loadControllerFile("install/manifests.js");
 const k8s = await loadDependency("@kubernetes/client-node");
 const { pino } = await loadDependency("pino");
-const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("../controller-fixtures.mjs");
-const { startJobCompleter } = await import("../controller-jobs.mjs");
-const { memoryOf, quietWhile, percentile } = await import("../controller-samples.mjs");
+const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./controller-fixtures.mjs");
+const { startJobCompleter } = await import("./controller-jobs.mjs");
+const { memoryOf, quietWhile, percentile } = await import("./controller-samples.mjs");
 
 export const sleep = (millis) => new Promise((resolve) => setTimeout(resolve, millis));
 export const seconds = (millis) => (millis / 1000).toFixed(1);
@@ -128,7 +128,7 @@ export async function startDrillPlane({ runner, drill, machines, jobSeconds = 0,
 }
 
 /**
- * The manager as a child process (bench/controller-manager.mjs) on `kubeconfig`, its log appended
+ * The manager as a child process (bench/lib/controller-manager.mjs) on `kubeconfig`, its log appended
  * to `<work>/manager.log`; resolves once it serves (its ports printed), or with `ready: true`
  * once /readyz answers 200. `managerFlags` are more of the manager's own flags.
  */
@@ -136,7 +136,7 @@ export async function spawnManager({ runner, kubeconfig, concurrency = 10, manag
   const logFile = join(runner.work, "manager.log");
   const fd = openSync(logFile, "a");
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [join(repo, "bench/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), ...managerFlags.map((flag) => `--manager-flag=${flag}`)], {
+  const child = spawn(process.execPath, [join(repo, "bench/lib/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), ...managerFlags.map((flag) => `--manager-flag=${flag}`)], {
     stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
   });
   closeSync(fd);

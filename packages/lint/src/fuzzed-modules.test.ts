@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { main } from "./cli.js";
 import { testdataDir } from "./cli.test-support.js";
 
-const drill = fileURLToPath(new URL("../../../bench/drills/mutated-modules.mjs", import.meta.url));
+const drill = fileURLToPath(new URL("../../../bench/lib/mutated-modules.mjs", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "tfcapi-lint-fuzz-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
