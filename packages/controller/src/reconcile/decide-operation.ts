@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { HealthState, Role } from "@captf/contract";
 import type { Operation } from "@captf/contract/run-result";
+import { exponentialBackoffMillis } from "../runtime/backoff.js";
 
 /**
  * Deciding the next operation of a TerraformCluster, TerraformMachine or TerraformMachinePool:
@@ -161,7 +162,7 @@ export function consecutiveFailures(jobs: readonly FinishedJob[], op: Operation)
 export function backoffMs(failures: number, failedLimit: number): number {
   if (failures <= 0) return 0;
   if (failures >= Math.max(1, failedLimit)) return retryMaxMs;
-  return Math.min(retryBaseMs * 2 ** (failures - 1), retryMaxMs);
+  return exponentialBackoffMillis(failures - 1, retryBaseMs, retryMaxMs);
 }
 
 /** A deterministic per-object jitter of up to a tenth of the interval, so objects created together spread out. */

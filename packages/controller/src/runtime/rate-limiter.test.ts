@@ -2,26 +2,11 @@ import { describe, expect, it } from "@jest/globals";
 import { FakeClock } from "./clock.test-support.js";
 import {
   controllerRateLimiter,
-  exponentialBackoffMillis,
   ExponentialFailureRateLimiter,
   MaxOfRateLimiter,
   reserveToken,
   TokenBucketRateLimiter,
 } from "./rate-limiter.js";
-
-describe("exponentialBackoffMillis", () => {
-  it.each([
-    [0, 5],
-    [1, 10],
-    [2, 20],
-    [10, 5120],
-    [17, 655_360],
-    [18, 1_000_000],
-    [5000, 1_000_000],
-  ])("after %i failures waits %i ms (5 ms base, 1000 s cap)", (failures, expected) => {
-    expect(exponentialBackoffMillis(failures, 5, 1_000_000)).toBe(expected);
-  });
-});
 
 describe("ExponentialFailureRateLimiter", () => {
   it("doubles per key and starts over after forget", () => {

@@ -3,6 +3,7 @@
  * before it is retried. The default combines a per-key exponential backoff with an overall token
  * bucket, so one failing object backs off alone while a storm of failures is capped as a whole.
  */
+import { exponentialBackoffMillis } from "./backoff.js";
 import { realClock, type Clock } from "./clock.js";
 
 export interface RateLimiter {
@@ -12,13 +13,6 @@ export interface RateLimiter {
   forget(key: string): void;
   /** How many times `key` failed since it was last forgotten. */
   numRequeues(key: string): number;
-}
-
-/** `base · 2^failures`, capped at `max`: the pure core of {@link ExponentialFailureRateLimiter}. */
-export function exponentialBackoffMillis(failures: number, baseMillis: number, maxMillis: number): number {
-  // 2^failures overflows to Infinity past ~1023; the cap still applies.
-  const backoff = baseMillis * 2 ** failures;
-  return Number.isFinite(backoff) ? Math.min(backoff, maxMillis) : maxMillis;
 }
 
 /** Per-key exponential backoff: client-go's ItemExponentialFailureRateLimiter. */

@@ -12,6 +12,7 @@ import type { TerraformMachineTemplate } from "../api/templates.js";
 import type { ConditionValue } from "../kinds/map-outputs.js";
 import type { VariablesReading } from "../kinds/read-variables.js";
 import { ConditionSet, type Condition } from "../reconcile/conditions.js";
+import { exponentialBackoffMillis } from "../runtime/backoff.js";
 import type { ImageInspection } from "./inspect-image.js";
 
 type Quantities = Record<string, string | number>;
@@ -29,7 +30,7 @@ export const variablesSourceRetryMillis = 30_000;
 
 /** The wait before the next inspection after `failures` consecutive failures (>= 1). */
 export function inspectRetryDelayMillis(failures: number): number {
-  return Math.min(inspectRetry.firstMillis * 2 ** Math.max(0, Math.min(failures - 1, 30)), inspectRetry.maxMillis);
+  return exponentialBackoffMillis(Math.max(0, failures - 1), inspectRetry.firstMillis, inspectRetry.maxMillis);
 }
 
 export function templateImage(template: TerraformMachineTemplate): string {
