@@ -31,7 +31,7 @@ export { decideOperation, backoffMs, consecutiveFailures, jitterMs } from "./rec
 export type { Observed, Decision, FinishedJob, JobOutcome } from "./reconcile/decide-operation.js";
 export { reconcileWorkspace } from "./reconcile/workspace-reconciler.js";
 export { workspaceController, workspaceResourceType } from "./reconcile/workspace-controller.js";
-export type { ReconcilerDeps, KindAdapter, PassResult, WorkspaceObject } from "./reconcile/workspace-reconciler.js";
+export type { ReconcilerDeps, KindAdapter, PassResult, WorkspaceObject } from "./reconcile/types.js";
 export { machineAdapter, clusterAdapter, poolAdapter } from "./kinds/adapters.js";
 export { buildJob, jobName, runSecretName } from "./jobs/build-job.js";
 export type { JobRequest, JobPolicy, JobEnvironment } from "./jobs/build-job.js";

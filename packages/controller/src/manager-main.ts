@@ -25,7 +25,7 @@ import { machineTemplateController } from "./templates/template-controller.js";
 import { managedSecretSelector, managerReadCache, withoutManagedFields } from "./reconcile/manager-cache.js";
 import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
-import type { ReconcilerDeps } from "./reconcile/workspace-reconciler.js";
+import type { ReconcilerDeps } from "./reconcile/types.js";
 import { activeJobCounts } from "./metrics/active-jobs.js";
 import { JobSlots, slotJobCache } from "./reconcile/job-slots.js";
 import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./runtime/bootstrap.js";
@@ -41,7 +41,7 @@ import { andSelectors, heldShardsSelector, shardLeaseName, shardOf, unassignedSh
 import { labels } from "@captf/contract/api";
 import type { KubeApi, KubeObject } from "./runtime/kube-client.js";
 import { objectKey } from "./runtime/informer.js";
-import { workspaceResourceType } from "./reconcile/pass-reads.js";
+import { workspaceResourceType } from "./api/resource-types.js";
 import { kubernetesAdmissionFacts } from "./webhooks/facts.js";
 import { startAdmissionServer, type AdmissionServer, type AdmissionServerOptions } from "./webhooks/server.js";
 

@@ -1,4 +1,4 @@
-import type { ResourceType } from "../runtime/kube-client.js";
+import type { ResourceType } from "./resource.js";
 
 /** The Cluster API contract captf implements: the group and version of the objects it reads and writes, in one place. */
 export const capiGroup = "cluster.x-k8s.io";

@@ -5,8 +5,17 @@
 import { Type, type TObject, type TOptional, type TSchema, type TString, type TUnsafe } from "@sinclair/typebox";
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import { apiGroup, apiVersion, type Kind } from "@captf/contract/api";
-import type { ResourceType } from "../runtime/kube-client.js";
 import { OpaqueObject, embedded } from "./schema.js";
+
+/** Where a kind lives in the API. */
+export interface ResourceType {
+  /** "" for the core group. */
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
 
 export interface PrinterColumn {
   name: string;

@@ -6,7 +6,7 @@
 import { kindOfRole } from "@captf/contract";
 import { groupVersion, kinds } from "@captf/contract/api";
 import type { EventRecorder } from "../events/event-recorder.js";
-import type { CredentialsResolver, JobCredentials } from "../reconcile/workspace-reconciler.js";
+import type { CredentialsResolver, JobCredentials } from "../reconcile/types.js";
 import { conditionReport } from "./condition-report.js";
 import { ensureCredentials, type IdentityClients } from "./ensure-credentials.js";
 import { resolveIdentityName } from "./resolve-identity.js";

@@ -12,7 +12,7 @@ import { apiErrorMessage, ignoreNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { Controller } from "../runtime/controller.js";
 import type { KubeApi } from "../runtime/kube-client.js";
-import { terraformClusterType, terraformMachinePoolType, terraformMachineType } from "../reconcile/pass-reads.js";
+import { terraformClusterType, terraformMachinePoolType, terraformMachineType } from "../api/resource-types.js";
 
 const workspaceTypes = [terraformClusterType, terraformMachineType, terraformMachinePoolType];
 

@@ -5,7 +5,7 @@ import { readState } from "../state/read-state.js";
 import { capiGroup, capiTypes } from "../api/cluster-api.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
-import { type KindAdapter, type ReconcilerDeps, type WorkspaceObject } from "../reconcile/workspace-reconciler.js";
+import type { KindAdapter, ReconcilerDeps, WorkspaceObject } from "../reconcile/types.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";

@@ -17,10 +17,12 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
 import { ReadCache } from "../runtime/read-cache.js";
-import { capiSecrets, capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+import { capiTypes } from "../api/cluster-api.js";
+import { terraformClusterType, workspaceResourceType } from "../api/resource-types.js";
+import { capiSecrets } from "./pass-reads.js";
 import { jobNameLabel } from "./observe-jobs.js";
 import { backendSuffixLabel } from "../state/read-state.js";
-import type { KindAdapter } from "./workspace-reconciler.js";
+import type { KindAdapter } from "./types.js";
 
 /** The Secrets, Leases and Pods the manager caches: captf's. */
 export const managedSecretSelector = `${labels.managed}=true`;

@@ -1,10 +1,8 @@
-import type { Role } from "@captf/contract";
 import type { NamespacedMeta } from "../kinds/render-inputs.js";
 import { undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
-import type { KindAdapter } from "./workspace-reconciler.js";
 
 /**
  * Reads of the objects around a Terraform* object, memoised for one reconcile pass: the owner's
@@ -13,20 +11,7 @@ import type { KindAdapter } from "./workspace-reconciler.js";
  */
 
 import { capiTypes } from "../api/cluster-api.js";
-import { resourceTypeOf } from "../api/resource.js";
-import { terraformClusterDefinition } from "../api/terraformcluster.js";
-import { terraformMachineDefinition } from "../api/terraformmachine.js";
-import { terraformMachinePoolDefinition } from "../api/terraformmachinepool.js";
-export { capiGroup, capiVersion, capiTypes } from "../api/cluster-api.js";
-
-/** The resource type of a kind adapter's objects, for the manager's informers and cached reads. */
-export function workspaceResourceType<R extends Role>(adapter: Pick<KindAdapter<R>, "kind" | "plural">): ResourceType {
-  return resourceTypeOf({ kind: adapter.kind, plural: adapter.plural, scope: "Namespaced" });
-}
-
-export const terraformClusterType = resourceTypeOf(terraformClusterDefinition);
-export const terraformMachineType = resourceTypeOf(terraformMachineDefinition);
-export const terraformMachinePoolType = resourceTypeOf(terraformMachinePoolDefinition);
+import { terraformClusterType } from "../api/resource-types.js";
 
 /** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */
 export function readObject<T>(cache: ReadCache | undefined, client: KubeApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {

@@ -8,7 +8,7 @@ import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait } from "./job-slots.js";
 import { ConditionSet } from "./conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
-import { lineageCheck } from "./workspace-reconciler.js";
+import { lineageCheck } from "./workspace-phases.js";
 import { changedBeyondOwnMarks, jobFinishedOrGone, queueResult } from "./workspace-controller.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { bookkeepingAnnotations, pinnedImageReference } from "./observe-jobs.js";

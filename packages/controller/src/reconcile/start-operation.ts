@@ -19,7 +19,7 @@ import type { TerraformClusterObject } from "./pass-reads.js";
 import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
 import { jobStartEvents } from "./transition-events.js";
 import { createRunSecret, gateRequeueMs, longRequeueMs, patchObject, rootForOperation, type Pass } from "./workspace-phases.js";
-import type { InputsOutcome, JobCredentials } from "./workspace-reconciler.js";
+import type { InputsOutcome, JobCredentials } from "./types.js";
 import { httpStatusOf, isConflict } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 

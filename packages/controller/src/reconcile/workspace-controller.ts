@@ -8,11 +8,13 @@ import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watc
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
-import { capiTypes, terraformClusterType, workspaceResourceType } from "./pass-reads.js";
+import { capiTypes } from "../api/cluster-api.js";
+import { terraformClusterType, workspaceResourceType } from "../api/resource-types.js";
 import { variablesSourceWatches } from "./variables-source-watches.js";
 
 export { capiTypes, workspaceResourceType };
-import { reconcileWorkspace, type KindAdapter, type PassResult, type ReconcilerDeps } from "./workspace-reconciler.js";
+import { reconcileWorkspace } from "./workspace-reconciler.js";
+import type { KindAdapter, PassResult, ReconcilerDeps } from "./types.js";
 
 /** The Cluster API object whose `infrastructureRef` points at objects of each kind. */
 const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }> = {

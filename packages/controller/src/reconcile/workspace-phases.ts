@@ -8,7 +8,8 @@ import { decideOperation, type Decision } from "./decide-operation.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
 import { observedPlan } from "./plan-approval.js";
 import type { DeletionPolicy } from "./retained-state.js";
-import { workspaceResourceType, type TerraformClusterObject } from "./pass-reads.js";
+import { workspaceResourceType } from "../api/resource-types.js";
+import type { TerraformClusterObject } from "./pass-reads.js";
 import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
 import { runSecretName } from "../jobs/build-job.js";
 import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
@@ -30,7 +31,7 @@ import { exportsRecordOf, type ExportsRecord } from "./held-exports.js";
 import { jobError, retryNumber, stepLabel } from "./job-metrics.js";
 import { finishedCondition, imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
-import { lineageCheck, type KindAdapter, type PassResult, type ReconcilerDeps, type WorkspaceObject } from "./workspace-reconciler.js";
+import type { KindAdapter, PassResult, ReconcilerDeps, WorkspaceObject } from "./types.js";
 
 /**
  * The phases of a reconcile pass (Cluster API's `_phases.go`): each takes the pass, does the reads and
@@ -537,4 +538,15 @@ export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable"
 /** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
 function appliedExportsHash(durable: DurableInputs): string {
   return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
+}
+
+/** The reading as this object may use it: a decoded state of a lineage other than the recorded one is unreadable. Pure. */
+export function lineageCheck(reading: StateReading, recordedLineage: string | undefined): StateReading {
+  if (reading.kind !== "ok" || !recordedLineage || !reading.state.lineage || reading.state.lineage === recordedLineage) return reading;
+  return {
+    kind: "unreadable",
+    reason: "StateLineageChanged",
+    message: `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
+      `Nothing runs on it: restore a backup with ${annotations.restoreState}=<serial>, or accept this state by removing that annotation`,
+  };
 }

@@ -1,45 +1,42 @@
 import type { V1ServiceAccount } from "@kubernetes/client-node";
 import { decodeOutputs, mergePatchChanges, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
-import { approvalHash, exportsHash, generatedRootBytes, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type GeneratedRoot, type UserVariables } from "@captf/render";
-import type { Logger } from "pino";
-import { discardEvents, type EventRecorder, type EventSubject } from "../events/event-recorder.js";
-import { runnerServiceAccount, type JobEnvironment } from "../jobs/build-job.js";
+import { approvalHash, exportsHash, generatedRootBytes, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type UserVariables } from "@captf/render";
+import { discardEvents, type EventSubject } from "../events/event-recorder.js";
+import { runnerServiceAccount } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
 import { identityDeniedReason } from "../identity/job-credentials.js";
 import { mergeJobPolicy, type StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { effectiveRemediation, type StoredRemediation } from "../kinds/machine-remediation.js";
 import { infrastructureHealthy, isProvisioned, providerIDConditions, type ConditionValue } from "../kinds/map-outputs.js";
-import { readUserVariables, type VariablesFromEntry } from "../kinds/read-variables.js";
-import type { InputsResult, NamespacedMeta } from "../kinds/render-inputs.js";
-import type { CaptfMetrics, MetricKind } from "../metrics/captf-metrics.js";
+import { readUserVariables } from "../kinds/read-variables.js";
+import type { MetricKind } from "../metrics/captf-metrics.js";
 import { watchFilterLabel } from "../runtime/controller.js";
-import type { StateReading } from "../state/decode-state.js";
 import { deleteFreeStateLock } from "../state/state-lock.js";
 import { previousReason, type Condition } from "./conditions.js";
 import { startOperation } from "./start-operation.js";
 import { bookkeepFinishedJobs, decide, writeDurableNotes, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, type Pass } from "./workspace-phases.js";
-import { computeStatus, type InputsOutcome as StatusInputs, type PassOutcome, type StatusScope } from "./compute-status.js";
+import { computeStatus, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
-import type { ActiveJob, PlanPreview } from "../api/workspace.js";
-import type { ApiEndpoint } from "../api/kubernetes-types.js";
 import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
-import { type StoredDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
-import { settlingJobSlot, type JobSlotSource } from "./job-slots.js";
+import { settlingJobSlot } from "./job-slots.js";
 import { approverNote, bookkeepPlans, planSupersession } from "./plan-approval.js";
-import { adoptRetainedState, resolveDeletionPolicy, retainState, type DeletionPolicy } from "./retained-state.js";
+import { adoptRetainedState, resolveDeletionPolicy, retainState } from "./retained-state.js";
 import { readDurableInputs, type DurableInputs } from "./durable-inputs.js";
 import { holdsExports, pendingChangeGone } from "./held-exports.js";
 import { bookkeepingAnnotations, failedApplyBefore, observeJobs, type ObservedJob } from "./observe-jobs.js";
-import { passReads, terraformMachinePoolType, terraformMachineType, workspaceResourceType, type PassReads, type TerraformClusterObject } from "./pass-reads.js";
+import { terraformMachinePoolType, terraformMachineType, workspaceResourceType } from "../api/resource-types.js";
+import { passReads, type TerraformClusterObject } from "./pass-reads.js";
 import { runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
-import { type ReadCache } from "../runtime/read-cache.js";
+import type { ContractSpecFields, CredentialsResolver, InputsOutcome, JobCredentials, KindAdapter, OwnerWriteBackContext, PassResult, ReconcilerDeps, RenderedInputs, WorkspaceObject } from "./types.js";
+// The pass's entry keeps naming its shared types for the callers that import them with it.
+export type { ContractSpecFields, CredentialsResolver, InputsContext, InputsOutcome, JobCredentials, KindAdapter, OwnerWriteBackContext, PassResult, ReconcilerDeps, RenderedInputs, WorkspaceObject } from "./types.js";
 
 /**
  * One reconcile pass of a Terraform* object, shared by every kind, cut as Cluster API cuts its controllers:
@@ -56,147 +53,6 @@ import { type ReadCache } from "../runtime/read-cache.js";
  * Every write is idempotent, so a pass cut short anywhere converges on the next: Job names are
  * deterministic, an existing Job is adopted and a lease already held by that Job is ours.
  */
-
-/** Credentials for an object's Jobs (identity resolution and the mirror Secret), when wired. */
-export interface JobCredentials {
-  /** IdentityAllowed, CredentialsMirrored, RunnerRBACReady as computed. */
-  conditions: { type: string; value: ConditionValue }[];
-  /** Jobs may start: the mirror is in place (or no identity is needed). */
-  ready: boolean;
-  /** The mirror Secret to mount in Jobs. */
-  secretName?: string;
-  identity?: string;
-  requeueAfterMs?: number;
-}
-
-export type CredentialsResolver = (request: {
-  role: Role;
-  object: WorkspaceObject;
-  terraformCluster: TerraformClusterObject | undefined;
-}) => Promise<JobCredentials>;
-
-export interface ReconcilerDeps {
-  /** The one API client (the manager's records its writes for the cache). */
-  client: KubeApi;
-  jobEnvironment?: JobEnvironment;
-  /** The manager's informer caches with its writes as expectations; without it every read is live. */
-  cache?: ReadCache;
-  /** Identity resolution and credential mirroring; without it Jobs carry no credentials. */
-  credentials?: CredentialsResolver;
-  events?: EventRecorder;
-  metrics?: CaptfMetrics;
-  logger?: Logger;
-  /** `--drift-default-interval` in seconds (default 30 minutes). */
-  driftDefaultIntervalSeconds?: number;
-  /** `--runner-events` (default true): Jobs report their steps as events on the object. */
-  runnerEvents?: boolean;
-  /** `--watch-filter`: only objects labelled `cluster.x-k8s.io/watch-filter=<value>` are reconciled. */
-  watchFilter?: string;
-  /** Running Jobs, for `--max-active-jobs` and a cluster's `spec.maxActiveJobs` (from the Job cache). */
-  jobSlots?: JobSlotSource;
-  /** `--state-backups`: complete backup sets kept per object (default 5; 0 takes none). */
-  stateBackups?: number;
-  /** `--cluster-operation-gate` (default true). */
-  clusterOperationGate?: boolean;
-  /** Runs after a finalizer is removed: clears what captf made in a namespace left without objects. */
-  sweepNamespace?: (namespace: string) => Promise<void>;
-  now?: () => number;
-}
-
-export interface PassResult {
-  requeueAfterMs?: number;
-  /** What the pass did, for logs and tests. */
-  action: string;
-}
-
-/** The fields of a Terraform* object the shared core reads. */
-export interface WorkspaceObject {
-  metadata: NamespacedMeta & {
-    uid: string;
-    generation?: number;
-    resourceVersion?: string;
-    deletionTimestamp?: string;
-    finalizers?: string[];
-    ownerReferences?: { kind: string; name: string; apiVersion: string; uid?: string }[];
-    creationTimestamp?: string;
-  };
-  spec: {
-    source: { image: string; imagePullPolicy?: "Always" | "IfNotPresent" | "Never" };
-    deletionPolicy?: DeletionPolicy;
-    adoptRetainedState?: boolean;
-    drift?: StoredDriftPolicy;
-    applyPolicy?: "Automatic" | "Manual";
-    jobs?: StoredJobPolicy;
-    variables?: Record<string, JsonValue>;
-    variablesFrom?: VariablesFromEntry[];
-    identityRef?: { name?: string };
-    membershipRefreshIntervalSeconds?: number;
-    /** A TerraformMachine's or TerraformMachinePool's, latched once set. */
-    providerID?: string;
-    /** A TerraformMachinePool's. */
-    providerIDList?: string[];
-    /** A TerraformCluster's. */
-    controlPlaneEndpoint?: Partial<ApiEndpoint>;
-    [key: string]: unknown;
-  };
-  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; lastRestoredSerial?: number; plan?: PlanPreview; activeJob?: ActiveJob; unhealthySamples?: number; [key: string]: unknown };
-}
-
-/** The spec fields a kind writes from its module's outputs. */
-export type ContractSpecFields = Pick<WorkspaceObject["spec"], "providerID" | "providerIDList" | "controlPlaneEndpoint">;
-
-/** What a kind adapter sees of the pass when it builds inputs. */
-export interface InputsContext {
-  reads: PassReads;
-  durable: DurableInputs | undefined;
-}
-
-/** What the pass knows when a kind writes back to its owner. */
-export interface OwnerWriteBackContext {
-  /** The status this pass writes; a kind may add fields. */
-  status: Record<string, unknown>;
-  events: EventRecorder;
-  subject: EventSubject;
-  /** InfrastructureHealthy as computed this pass, when the state was read. */
-  health: ConditionValue | undefined;
-  /** A refresh, drift or apply finished this pass: its health reading is a new sample. */
-  sampled: boolean;
-  provisioned: boolean;
-  terraformCluster: TerraformClusterObject | undefined;
-}
-
-/** What a kind adds to the shared pass. */
-export interface KindAdapter<R extends Role> {
-  role: R;
-  kind: keyof typeof finalizers;
-  plural: string;
-  /** The cluster name and the inputs, or undefined when the Cluster API owner is not there yet. */
-  observeInputs(deps: ReconcilerDeps, object: WorkspaceObject, context: InputsContext): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
-  /** Also publish provisioning as the v1beta1 `status.ready` flag Cluster API still reads for this kind. */
-  publishesReady?: boolean;
-  /**
-   * Kind-specific writes to the owner after the outputs are known (pool replicas write-back);
-   * not while paused or deleting. Returns conditions for the status patch.
-   */
-  ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: OwnerWriteBackContext): Promise<{ type: string; value: ConditionValue }[]>;
-  /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
-  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: ContractSpecFields; annotations?: Record<string, string>; status?: Record<string, unknown>; exportsNotPublished?: { bytes: number } };
-}
-
-
-/** Inputs that can run an apply: rendered root, hash and the user variables in them. */
-export interface RenderedInputs {
-  root: GeneratedRoot;
-  hash: string;
-  /** What a destructive-plan approval names: the hash, for a pool without its (rotating) bootstrap data. */
-  approvalHash: string;
-  /** Pool only: the hash of the cluster exports it renders. */
-  exportsHash?: string;
-  /** Pool only: it renders the exports of its last successful apply in place of a change held for approval. */
-  held?: boolean;
-}
-
-export type InputsOutcome = StatusInputs<RenderedInputs>;
 
 function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs[R], variables: UserVariables): InputsOutcome {
   try {
@@ -631,18 +487,6 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
-}
-
-
-/** The reading as this object may use it: a decoded state of a lineage other than the recorded one is unreadable. Pure. */
-export function lineageCheck(reading: StateReading, recordedLineage: string | undefined): StateReading {
-  if (reading.kind !== "ok" || !recordedLineage || !reading.state.lineage || reading.state.lineage === recordedLineage) return reading;
-  return {
-    kind: "unreadable",
-    reason: "StateLineageChanged",
-    message: `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
-      `Nothing runs on it: restore a backup with ${annotations.restoreState}=<serial>, or accept this state by removing that annotation`,
-  };
 }
 
 

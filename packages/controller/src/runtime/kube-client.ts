@@ -8,17 +8,11 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { createInterface } from "node:readline";
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { ResourceType } from "../api/resource.js";
 import { KubeApiError, type KubeStatus } from "./api-errors.js";
 
-/** Where a kind lives in the API. */
-export interface ResourceType {
-  /** "" for the core group. */
-  group: string;
-  version: string;
-  plural: string;
-  kind: string;
-  namespaced: boolean;
-}
+// Where a kind lives is an API fact; the client names it too for the callers that import it from here.
+export type { ResourceType };
 
 /** The metadata every object has; enough for caches, keys and indexes. */
 export interface ObjectMeta {

@@ -13,7 +13,7 @@ import type { MachineDeletionFacts } from "./terraformmachine.js";
 import { apiErrorMessage, isNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi, KubeObject, ResourceType } from "../runtime/kube-client.js";
-import { terraformClusterType, terraformMachinePoolType, terraformMachineType } from "../reconcile/pass-reads.js";
+import { terraformClusterType, terraformMachinePoolType, terraformMachineType } from "../api/resource-types.js";
 
 /** The requester as the AdmissionReview describes it; a SubjectAccessReview asks as exactly this user. */
 export interface AdmissionUserInfo {

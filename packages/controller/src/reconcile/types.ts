@@ -1,0 +1,164 @@
+// The types the reconcile pass shares with its phases, the operation starter and the kind adapters: one file below them all, so they import no pass.
+import type { JsonValue, OutputsDecoding, Role, RoleInputs } from "@captf/contract";
+import type { finalizers } from "@captf/contract/api";
+import type { GeneratedRoot } from "@captf/render";
+import type { Logger } from "pino";
+import type { ApiEndpoint } from "../api/kubernetes-types.js";
+import type { ActiveJob, PlanPreview } from "../api/workspace.js";
+import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
+import type { JobEnvironment } from "../jobs/build-job.js";
+import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
+import type { ConditionValue } from "../kinds/map-outputs.js";
+import type { VariablesFromEntry } from "../kinds/read-variables.js";
+import type { InputsResult, NamespacedMeta } from "../kinds/render-inputs.js";
+import type { CaptfMetrics } from "../metrics/captf-metrics.js";
+import type { KubeApi } from "../runtime/kube-client.js";
+import type { ReadCache } from "../runtime/read-cache.js";
+import type { InputsOutcome as StatusInputs } from "./compute-status.js";
+import type { Condition } from "./conditions.js";
+import type { StoredDriftPolicy } from "./drift-policy.js";
+import type { DurableInputs } from "./durable-inputs.js";
+import type { JobSlotSource } from "./job-slots.js";
+import type { PassReads, TerraformClusterObject } from "./pass-reads.js";
+import type { DeletionPolicy } from "./retained-state.js";
+
+/** Credentials for an object's Jobs (identity resolution and the mirror Secret), when wired. */
+export interface JobCredentials {
+  /** IdentityAllowed, CredentialsMirrored, RunnerRBACReady as computed. */
+  conditions: { type: string; value: ConditionValue }[];
+  /** Jobs may start: the mirror is in place (or no identity is needed). */
+  ready: boolean;
+  /** The mirror Secret to mount in Jobs. */
+  secretName?: string;
+  identity?: string;
+  requeueAfterMs?: number;
+}
+
+export type CredentialsResolver = (request: {
+  role: Role;
+  object: WorkspaceObject;
+  terraformCluster: TerraformClusterObject | undefined;
+}) => Promise<JobCredentials>;
+
+export interface ReconcilerDeps {
+  /** The one API client (the manager's records its writes for the cache). */
+  client: KubeApi;
+  jobEnvironment?: JobEnvironment;
+  /** The manager's informer caches with its writes as expectations; without it every read is live. */
+  cache?: ReadCache;
+  /** Identity resolution and credential mirroring; without it Jobs carry no credentials. */
+  credentials?: CredentialsResolver;
+  events?: EventRecorder;
+  metrics?: CaptfMetrics;
+  logger?: Logger;
+  /** `--drift-default-interval` in seconds (default 30 minutes). */
+  driftDefaultIntervalSeconds?: number;
+  /** `--runner-events` (default true): Jobs report their steps as events on the object. */
+  runnerEvents?: boolean;
+  /** `--watch-filter`: only objects labelled `cluster.x-k8s.io/watch-filter=<value>` are reconciled. */
+  watchFilter?: string;
+  /** Running Jobs, for `--max-active-jobs` and a cluster's `spec.maxActiveJobs` (from the Job cache). */
+  jobSlots?: JobSlotSource;
+  /** `--state-backups`: complete backup sets kept per object (default 5; 0 takes none). */
+  stateBackups?: number;
+  /** `--cluster-operation-gate` (default true). */
+  clusterOperationGate?: boolean;
+  /** Runs after a finalizer is removed: clears what captf made in a namespace left without objects. */
+  sweepNamespace?: (namespace: string) => Promise<void>;
+  now?: () => number;
+}
+
+export interface PassResult {
+  requeueAfterMs?: number;
+  /** What the pass did, for logs and tests. */
+  action: string;
+}
+
+/** The fields of a Terraform* object the shared core reads. */
+export interface WorkspaceObject {
+  metadata: NamespacedMeta & {
+    uid: string;
+    generation?: number;
+    resourceVersion?: string;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    ownerReferences?: { kind: string; name: string; apiVersion: string; uid?: string }[];
+    creationTimestamp?: string;
+  };
+  spec: {
+    source: { image: string; imagePullPolicy?: "Always" | "IfNotPresent" | "Never" };
+    deletionPolicy?: DeletionPolicy;
+    adoptRetainedState?: boolean;
+    drift?: StoredDriftPolicy;
+    applyPolicy?: "Automatic" | "Manual";
+    jobs?: StoredJobPolicy;
+    variables?: Record<string, JsonValue>;
+    variablesFrom?: VariablesFromEntry[];
+    identityRef?: { name?: string };
+    membershipRefreshIntervalSeconds?: number;
+    /** A TerraformMachine's or TerraformMachinePool's, latched once set. */
+    providerID?: string;
+    /** A TerraformMachinePool's. */
+    providerIDList?: string[];
+    /** A TerraformCluster's. */
+    controlPlaneEndpoint?: Partial<ApiEndpoint>;
+    [key: string]: unknown;
+  };
+  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; lastRestoredSerial?: number; plan?: PlanPreview; activeJob?: ActiveJob; unhealthySamples?: number; [key: string]: unknown };
+}
+
+/** The spec fields a kind writes from its module's outputs. */
+export type ContractSpecFields = Pick<WorkspaceObject["spec"], "providerID" | "providerIDList" | "controlPlaneEndpoint">;
+
+/** What a kind adapter sees of the pass when it builds inputs. */
+export interface InputsContext {
+  reads: PassReads;
+  durable: DurableInputs | undefined;
+}
+
+/** What the pass knows when a kind writes back to its owner. */
+export interface OwnerWriteBackContext {
+  /** The status this pass writes; a kind may add fields. */
+  status: Record<string, unknown>;
+  events: EventRecorder;
+  subject: EventSubject;
+  /** InfrastructureHealthy as computed this pass, when the state was read. */
+  health: ConditionValue | undefined;
+  /** A refresh, drift or apply finished this pass: its health reading is a new sample. */
+  sampled: boolean;
+  provisioned: boolean;
+  terraformCluster: TerraformClusterObject | undefined;
+}
+
+/** What a kind adds to the shared pass. */
+export interface KindAdapter<R extends Role> {
+  role: R;
+  kind: keyof typeof finalizers;
+  plural: string;
+  /** The cluster name and the inputs, or undefined when the Cluster API owner is not there yet. */
+  observeInputs(deps: ReconcilerDeps, object: WorkspaceObject, context: InputsContext): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
+  /** Also publish provisioning as the v1beta1 `status.ready` flag Cluster API still reads for this kind. */
+  publishesReady?: boolean;
+  /**
+   * Kind-specific writes to the owner after the outputs are known (pool replicas write-back);
+   * not while paused or deleting. Returns conditions for the status patch.
+   */
+  ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: OwnerWriteBackContext): Promise<{ type: string; value: ConditionValue }[]>;
+  /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
+  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: ContractSpecFields; annotations?: Record<string, string>; status?: Record<string, unknown>; exportsNotPublished?: { bytes: number } };
+}
+
+
+/** Inputs that can run an apply: rendered root, hash and the user variables in them. */
+export interface RenderedInputs {
+  root: GeneratedRoot;
+  hash: string;
+  /** What a destructive-plan approval names: the hash, for a pool without its (rotating) bootstrap data. */
+  approvalHash: string;
+  /** Pool only: the hash of the cluster exports it renders. */
+  exportsHash?: string;
+  /** Pool only: it renders the exports of its last successful apply in place of a change held for approval. */
+  held?: boolean;
+}
+
+export type InputsOutcome = StatusInputs<RenderedInputs>;
