@@ -1,11 +1,11 @@
 // From flags to a running manager on the real API server.
 import { afterAll, beforeAll, expect, it, jest } from "@jest/globals";
 import { describeWithTools, sharedControlPlane } from "@captf/testkit";
-import { parseManagerFlags } from "../flags.js";
+import { parseManagerFlags } from "./flags.js";
 import { bootstrapManager } from "./bootstrap.js";
-import { builtinTypes } from "./builtin-types.js";
-import type { Lease } from "./leader-election.js";
-import { createTestNamespace, eventually, FaultyKubeClient } from "./runtime.test-support.js";
+import { builtinTypes } from "./runtime/builtin-types.js";
+import type { Lease } from "./runtime/leader-election.js";
+import { createTestNamespace, eventually, FaultyKubeClient } from "./runtime/runtime.test-support.js";
 
 jest.setTimeout(30_000);
 

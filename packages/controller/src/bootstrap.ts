@@ -7,13 +7,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { logLevelForVerbosity, type ManagerSettings } from "../flags.js";
-import type { BuildInfo } from "../metrics/captf-metrics.js";
-import { createManagerMetrics, type ManagerMetrics } from "../metrics/manager-metrics.js";
-import { kubeMetricsAuthorizer } from "./http-endpoints.js";
-import { KubeClient } from "./kube-client.js";
-import { createLogger } from "./logging.js";
-import { Manager } from "./manager.js";
+import { logLevelForVerbosity, type ManagerSettings } from "./flags.js";
+import type { BuildInfo } from "./metrics/captf-metrics.js";
+import { createManagerMetrics, type ManagerMetrics } from "./metrics/manager-metrics.js";
+import { kubeMetricsAuthorizer } from "./runtime/http-endpoints.js";
+import { KubeClient } from "./runtime/kube-client.js";
+import { createLogger } from "./runtime/logging.js";
+import { Manager } from "./runtime/manager.js";
 
 /** Where a pod finds its own namespace. */
 export const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";

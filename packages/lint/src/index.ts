@@ -13,3 +13,5 @@ export type { Finding, Severity, Summary } from "./findings.js";
 export { parseType, accepts } from "./checks/type-match.js";
 export type { TypeExpr } from "./checks/type-match.js";
 export { variablesSchema, maxSchemaLabelBytes } from "./schema/variables-schema.js";
+export { renderContractInputs, runtimes } from "./inputs/contract-inputs.js";
+export type { Runtime } from "./inputs/contract-inputs.js";

@@ -38,8 +38,8 @@ describe("the READMEs of the published packages", () => {
     rmSync(consumer, { recursive: true, force: true });
   });
 
-  it("are there for every published package: the four release.mjs packs", () => {
-    expect(published.map(({ manifest }) => manifest.name).sort()).toEqual(["@captf/contract", "@captf/render", "kubectl-captf", "tfcapi-lint"]);
+  it("are there for every published package: the five release.mjs packs", () => {
+    expect(published.map(({ manifest }) => manifest.name).sort()).toEqual(["@captf/contract", "@captf/render", "captf-module", "kubectl-captf", "tfcapi-lint"]);
   });
 
   describe.each(published.map(({ dir, manifest }) => [manifest.name, dir, manifest] as const))("%s", (name, dir, manifest) => {

@@ -1,4 +1,11 @@
-import type { ConditionValue } from "../kinds/map-outputs.js";
+// Status conditions as the manager computes and writes them: below every folder that sets one.
+
+/** A condition as a pass computes it, before its transition time is known. */
+export interface ConditionValue {
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  message?: string;
+}
 
 /** A status condition as the API stores it. */
 export interface Condition {

@@ -51,7 +51,7 @@ describe("a default release", () => {
       .filter((manifest) => !manifest.private)
       .map((manifest) => manifest.name);
     expect(plan.npm.map((entry) => entry.name).sort()).toEqual(publicPackages.sort());
-    expect(publicPackages.sort()).toEqual(["@captf/contract", "@captf/render", "kubectl-captf", "tfcapi-lint"]);
+    expect(publicPackages.sort()).toEqual(["@captf/contract", "@captf/render", "captf-module", "kubectl-captf", "tfcapi-lint"]);
     expect(plan.clusterctl).toBe(`clusterctl/infrastructure-terraform/v${controller.version}`);
     expect(plan.notes).toBe("RELEASE-NOTES.md");
   });

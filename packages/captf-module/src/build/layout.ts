@@ -1,0 +1,84 @@
+// What every captf image build shares: one build time for every file, layer and config, file
+// hashes, and the OCI index of the platforms' manifests, so two builds of the same inputs give one
+// digest. scripts/lib/oci-layout.mjs (the manager's and the repository's image builds) imports
+// these from here.
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { closeSync, lutimesSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The build's one time: `sourceDateEpoch` (SOURCE_DATE_EPOCH, seconds) when given, else the time of
+ * the last commit of the git checkout holding `gitDir`, else the epoch.
+ */
+export function sourceDate(gitDir: string, sourceDateEpoch?: string): Date {
+  if (sourceDateEpoch) {
+    const seconds = Number(sourceDateEpoch);
+    if (!Number.isInteger(seconds) || seconds < 0) throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970, not ${JSON.stringify(sourceDateEpoch)}`);
+    return new Date(seconds * 1000);
+  }
+  try {
+    const seconds = Number(execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: gitDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim());
+    return Number.isInteger(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date(0);
+  } catch {
+    return new Date(0);
+  }
+}
+
+/** Gives every entry under `dir`, and `dir` itself, the time `at`, so a layer's tar is the same on every build. */
+export function stampTimes(dir: string, at: Date): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) stampTimes(join(dir, entry.name), at);
+    else lutimesSync(join(dir, entry.name), at, at);
+  }
+  lutimesSync(dir, at, at);
+}
+
+export const sha256 = (bytes: string | Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
+
+/** The SHA-256 of a file, read in 1 MiB pieces (runtimes and providers are 100 MiB and more). */
+export function sha256File(path: string): string {
+  const hash = createHash("sha256");
+  const piece = Buffer.alloc(1 << 20);
+  const fd = openSync(path, "r");
+  try {
+    for (let read = readSync(fd, piece); read > 0; read = readSync(fd, piece)) hash.update(piece.subarray(0, read));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest("hex");
+}
+
+export const refNameAnnotation = "org.opencontainers.image.ref.name";
+
+/** A manifest descriptor of an OCI index. */
+export interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  platform?: { architecture: string; os: string };
+  annotations?: Record<string, string>;
+}
+
+function layoutIndex(layout: string): { manifests: Descriptor[] } & Record<string, unknown> {
+  return JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
+}
+
+/** The manifest descriptor `ref` names in the layout's index.json, with its platform (linux/`arch`). */
+export function platformDescriptor(layout: string, ref: string, arch: string): Descriptor {
+  const entry = layoutIndex(layout).manifests.find((manifest) => manifest.annotations?.[refNameAnnotation] === ref);
+  if (!entry) throw new Error(`${layout} names no image ${ref}`);
+  return { mediaType: entry.mediaType, digest: entry.digest, size: entry.size, platform: { architecture: arch, os: "linux" } };
+}
+
+/** Writes the OCI index of `manifests` as a blob, names it `tag` in the layout's index.json and returns its digest. */
+export function tagIndex(layout: string, tag: string, manifests: readonly Descriptor[], createdIso: string): string {
+  const index = JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests, annotations: { "org.opencontainers.image.created": createdIso } });
+  const digest = sha256(index);
+  writeFileSync(join(layout, "blobs/sha256", digest), index);
+  const top = layoutIndex(layout);
+  top.manifests = top.manifests.filter((manifest) => manifest.annotations?.[refNameAnnotation] !== tag);
+  top.manifests.push({ mediaType: "application/vnd.oci.image.index.v1+json", digest: `sha256:${digest}`, size: Buffer.byteLength(index), annotations: { [refNameAnnotation]: tag } });
+  writeFileSync(join(layout, "index.json"), JSON.stringify(top));
+  return `sha256:${digest}`;
+}

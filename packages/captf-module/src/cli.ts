@@ -1,0 +1,136 @@
+// The command line: yargs for parsing and --help; every command is a function of (io, options)
+// returning the exit code, so tests run the CLI in-process through main().
+import { resolve } from "node:path";
+import { roles, type Role } from "@captf/contract/roles";
+import { runtimes as inputRuntimes, type Runtime } from "tfcapi-lint";
+import type { Argv } from "yargs";
+import { CommandError, exitCodes, outputFormats, UsageError, type CliIo, type OutputFormat } from "./io.js";
+import { runtimeNames, type RuntimeName } from "./build/runtime.js";
+
+const exitCodeHelp = `Exit codes:
+0: done
+1: the command failed (a refused directory, a failed build); the message names what and the fix
+3: a usage error: a bad flag, role or value`;
+
+function outputOption<T>(y: Argv<T>) {
+  return y.option("output", { alias: "o", choices: outputFormats, default: "text" as OutputFormat, describe: "text, or json: one document describing what was done" });
+}
+
+async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Argv> {
+  const { default: yargs } = await import("yargs");
+  const cwd = io.cwd ?? process.cwd();
+  return yargs()
+    .scriptName("captf-module")
+    .usage("captf-module: start a captf module from an empty directory, and build its image without Docker.\n\nUsage: $0 <command> [options]")
+    .command(
+      "init [dir]",
+      "Write a new module for a role: contract inputs and outputs, versions, tests, a README",
+      (y) =>
+        outputOption(y)
+          .positional("dir", { type: "string", default: ".", describe: "the module directory: absent or empty (see --force)" })
+          .option("role", { choices: roles, demandOption: true, describe: "the role the module plays: cluster, machine or machinepool" })
+          .option("runtime", { choices: inputRuntimes, default: "tofu" as Runtime, describe: "the runtime inputs.tf's header names (both read the same declarations)" })
+          .option("force", { type: "boolean", default: false, describe: "write into a directory that has entries: the skeleton's files replace files of the same name, others stay" })
+          .usage(
+            "Usage: $0 init [dir] --role <role> [--force] [-o json]\n\n" +
+              "Writes a module skeleton that passes `tfcapi-lint module --strict` as generated: inputs.tf (the role's contract " +
+              "inputs, as `tfcapi-lint inputs` prints them: keep it unedited), outputs.tf (every contract output), main.tf " +
+              "(terraform_data standing in for your cloud's resources), versions.tf (Terraform 1.5+ and OpenTofu), " +
+              "tests/<role>.tftest.hcl (`tofu test`, no provider needed), README.md and .gitignore. A directory that has " +
+              "entries is refused unless --force.\n\n" +
+              exitCodeHelp,
+          )
+          .example("$0 init --role machine ./my-machine", "a machine module in a new directory")
+          .example("$0 init --role machinepool .", "a pool module in the (empty) current directory"),
+      async (a) => {
+        const { runInit } = await import("./init/init-command.js");
+        setExit(runInit(io, { role: a.role as Role, dir: resolve(cwd, a.dir as string), runtime: a.runtime as Runtime, force: a.force as boolean, format: a.output as OutputFormat }));
+      },
+    )
+    .command(
+      "build [dir]",
+      "Build the module's image per platform into an OCI layout: module, runtime, locked providers, SBOM",
+      (y) =>
+        outputOption(y)
+          .positional("dir", { type: "string", default: ".", describe: "the module directory" })
+          .option("runtime", { type: "string", array: true, demandOption: true, describe: "a tofu or terraform binary, [linux/<arch>=]<path>; once per platform (linux/amd64, linux/arm64), the platform read from the binary" })
+          .option("out", { type: "string", demandOption: true, describe: "the OCI layout directory to build into (created, or added to)" })
+          .option("tag", { type: "string", demandOption: true, describe: "the tag of the image index; each platform's image is <tag>-<arch>" })
+          .option("providers", { type: "string", describe: "a filesystem provider mirror (as `tofu providers mirror` writes it) holding the locked providers; without it they are fetched from their registries" })
+          .option("role", { choices: roles, describe: "the role (default: read from the module's contract inputs)" })
+          .option("runtime-name", { choices: runtimeNames, describe: "which runtime the binaries are, when none of them runs on this machine" })
+          .option("runtime-version", { type: "string", describe: "their release, when none of them runs on this machine" })
+          .option("name", { type: "string", describe: "org.opencontainers.image.title (default: the directory's name)" })
+          .option("version", { type: "string", describe: "org.opencontainers.image.version (default: the tag)" })
+          .option("source", { type: "string", describe: "org.opencontainers.image.source: where the module's code lives" })
+          .option("revision", { type: "string", describe: "org.opencontainers.image.revision: the module's commit" })
+          .option("label", { type: "string", array: true, default: [] as string[], describe: "another label, key=value (repeatable); it wins over the built-in ones" })
+          .usage(
+            "Usage: $0 build [dir] --runtime <path>... --out <oci-layout> --tag <tag> [--providers <mirror>] [-o json]\n\n" +
+              "Builds one image per runtime binary given (linux/amd64, linux/arm64), without a container engine (umoci), as the " +
+              "captf image contract asks: the module at /captf/module, the runtime at /captf/runtime, the providers the module's " +
+              ".terraform.lock.hcl pins at /captf/providers (checked against its hashes), user 65532:65532, the io.captf.* and " +
+              "org.opencontainers.image.* labels, a CycloneDX SBOM at /usr/share/doc/captf/sbom.cdx.json. Every time in it is " +
+              "SOURCE_DATE_EPOCH, else the module's last commit, else 1970: two builds of the same inputs give one digest.\n\n" +
+              "Then: skopeo copy --all oci:<oci-layout>:<tag> docker://<registry>/<name>:<tag>\n\n" +
+              exitCodeHelp,
+          )
+          .example("$0 build --runtime $(command -v tofu) --out ./image --tag v0.1.0", "this machine's platform")
+          .example("$0 build --runtime ./tofu-amd64 --runtime ./tofu-arm64 --providers ~/mirror --out ./image --tag v0.1.0", "both platforms, providers from a mirror"),
+      async (a) => {
+        const { runBuild } = await import("./build/build-command.js");
+        setExit(
+          runBuild(io, {
+            dir: a.dir as string,
+            role: a.role as Role | undefined,
+            runtime: a.runtime as string[],
+            runtimeName: a["runtime-name"] as RuntimeName | undefined,
+            runtimeVersion: a["runtime-version"] as string | undefined,
+            providers: a.providers as string | undefined,
+            out: a.out as string,
+            tag: a.tag as string,
+            name: a.name as string | undefined,
+            version: a.version as string | undefined,
+            source: a.source as string | undefined,
+            revision: a.revision as string | undefined,
+            label: a.label as string[],
+            format: a.output as OutputFormat,
+          }),
+        );
+      },
+    )
+    .demandCommand(1, "name a command: init or build")
+    .epilogue(`${exitCodeHelp}\n\nComing: push (to a registry) and test (the lifecycle against a cluster where captf runs).`)
+    .strict()
+    .help()
+    .version(false)
+    .wrap(Math.min(120, Math.max(80, (io.stdout as { columns?: number }).columns ?? 100)))
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw error ?? new UsageError(message);
+    });
+}
+
+/** Runs the CLI with `argv` (without node and the script) and returns the exit code; never throws. */
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  let exitCode: number = exitCodes.ok;
+  try {
+    const cli = await buildCli(io, (code) => (exitCode = code));
+    await cli.parseAsync([...argv], {}, (_error, _parsed, output) => {
+      if (output) io.stdout.write(`${output}\n`);
+    });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`captf-module: ${error.message}\nRun captf-module --help, or captf-module <command> --help, for usage.\n`);
+      return exitCodes.usage;
+    }
+    io.stderr.write(`captf-module: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (io.env?.CAPTF_MODULE_DEBUG && error instanceof Error && error.stack && !(error instanceof CommandError)) io.stderr.write(`${error.stack}\n`);
+    return exitCodes.failed;
+  }
+}
+
+function processIo(): CliIo {
+  return { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd(), env: process.env };
+}

@@ -1,0 +1,16 @@
+// The public surface of captf-module: the CLI entry point and the pieces other tools reuse (the
+// repository's own image builds, through scripts/lib/oci-layout.mjs and the manager's SBOM).
+export { main } from "./cli.js";
+export { exitCodes, CommandError, UsageError } from "./io.js";
+export { moduleSkeleton, requiredVersion } from "./init/skeleton.js";
+export type { SkeletonFile } from "./init/skeleton.js";
+export { initModule } from "./init/init-command.js";
+export type { InitReport } from "./init/init-command.js";
+export { buildModuleImage, imageLabels, moduleImageUser, roleOfModule, sbomPath } from "./build/image.js";
+export type { BuildOptions, BuildReport, PlatformReport, RuntimeBinary } from "./build/image.js";
+export { platformDescriptor, sha256, sha256File, sourceDate, stampTimes, tagIndex } from "./build/layout.js";
+export type { Descriptor } from "./build/layout.js";
+export { cycloneDxBom, cycloneDxJson } from "./build/sbom.js";
+export type { ComponentDescription, SbomDocument } from "./build/sbom.js";
+export { parseLockFile } from "./build/lockfile.js";
+export type { LockedProvider } from "./build/lockfile.js";
