@@ -17,7 +17,7 @@ export { Manager, shutdownSignal } from "./runtime/manager.js";
 export type { ManagerOptions, ManagerExit } from "./runtime/manager.js";
 export { TerminalError, watchSelf, watchControllerOwner, generationOrMetadataChanged, watchFilterSelector } from "./runtime/controller.js";
 export type { Controller, ReconcileContext, ReconcileOutcome, WatchSpec } from "./runtime/controller.js";
-export { bootstrapManager } from "./runtime/bootstrap.js";
+export { bootstrapManager } from "./bootstrap.js";
 export { createLogger } from "./runtime/logging.js";
 export type { Clock } from "./runtime/clock.js";
 export { createManagerMetrics } from "./metrics/manager-metrics.js";

@@ -28,7 +28,7 @@ import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/types.js";
 import { activeJobCounts } from "./metrics/active-jobs.js";
 import { JobSlots, slotJobCache } from "./reconcile/job-slots.js";
-import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./runtime/bootstrap.js";
+import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
 import { openProfiler } from "./runtime/profiler.js";
 import type { Controller } from "./runtime/controller.js";

@@ -35,6 +35,8 @@ export const maxRunSteps = 16;
 export const maxPlanResourceLength = 600;
 /** At most this many entries in spec.jobs.env. */
 export const maxJobEnv = 64;
+/** Environment name prefixes the runner owns: TF_* configure the runtime, KUBE_* the state backend. */
+export const reservedEnvPrefixes = ["TF_", "KUBE_"] as const;
 /** At most this many entries in spec.jobs.imagePullSecrets. */
 export const maxImagePullSecrets = 10;
 

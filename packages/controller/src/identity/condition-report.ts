@@ -1,5 +1,5 @@
 import type { ConditionType } from "@captf/contract/api";
-import type { ConditionValue } from "../kinds/map-outputs.js";
+import type { ConditionValue } from "../conditions/conditions.js";
 
 /** A condition as a function decided it, for the caller to put in its one status patch. */
 export interface ConditionReport extends ConditionValue {

@@ -2,10 +2,9 @@ import { createHash } from "node:crypto";
 import type { V1Job, V1EnvVar, V1SecurityContext, V1ResourceRequirements, V1LocalObjectReference, V1PodSecurityContext } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
-import { isOperation } from "@captf/contract/run-result";
+import { isOperation, type Operation } from "@captf/contract/run-result";
 import { backendConfigValues, stateSecretSuffix } from "@captf/render";
-import type { Operation } from "../reconcile/decide-operation.js";
-import { reservedEnvPrefixes } from "../webhooks/job-policy.js";
+import { reservedEnvPrefixes } from "../api/workspace.js";
 
 /**
  * Building the Job that runs one operation of a Terraform* object: a pure function from

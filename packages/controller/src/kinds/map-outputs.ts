@@ -1,15 +1,10 @@
 import type { DecodedOutputs, Health, HealthState, OutputsDecoding, PoolInstance, Role } from "@captf/contract";
+import type { ConditionValue } from "../conditions/conditions.js";
 
 /**
  * Mapping decoded module outputs onto the Cluster API v1beta2 contract fields and the
  * InfrastructureHealthy condition. Pure; the reconciler writes the result in its one status patch.
  */
-
-export interface ConditionValue {
-  status: "True" | "False" | "Unknown";
-  reason: string;
-  message?: string;
-}
 
 /** InfrastructureHealthy from the newest health reading, before and after provisioning. */
 export function infrastructureHealthy(health: Health | undefined, phase: { applyStarted: boolean; provisioned: boolean }): ConditionValue {

@@ -1,5 +1,5 @@
 import { annotations, replicasManagedByValue } from "@captf/contract/api";
-import type { ConditionValue } from "./map-outputs.js";
+import type { ConditionValue } from "../conditions/conditions.js";
 import { autoscalingFromAnnotations, type NamespacedMeta } from "./render-inputs.js";
 
 /**

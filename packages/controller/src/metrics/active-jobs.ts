@@ -1,5 +1,5 @@
 import { labels } from "@captf/contract/api";
-import { finishedCondition, type JobConditions } from "../reconcile/observe-jobs.js";
+import { finishedCondition, type JobConditions } from "../runtime/job-conditions.js";
 import type { MetricKind, MetricOp } from "./captf-metrics.js";
 import { metricOps } from "./captf-metrics.js";
 

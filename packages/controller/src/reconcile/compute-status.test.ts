@@ -2,7 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import type { RunResult } from "@captf/contract/run-result";
 import type { StateReading } from "../state/decode-state.js";
 import { computeStatus, readyInputs, readySummary, type PassOutcome, type StatusScope } from "./compute-status.js";
-import type { Condition } from "./conditions.js";
+import type { Condition } from "../conditions/conditions.js";
 import type { ObservedJob } from "./observe-jobs.js";
 
 const now = Date.parse("2026-12-01T00:00:00Z");

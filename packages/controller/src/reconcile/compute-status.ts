@@ -1,12 +1,11 @@
 import type { Role } from "@captf/contract";
 import { annotations, negativePolarityConditions, type ConditionType, type DeclaredCondition } from "@captf/contract/api";
 import type { V1Job } from "@kubernetes/client-node";
-import type { ConditionValue } from "../kinds/map-outputs.js";
 import { maxDriftResources } from "@captf/contract/run-result";
 import { maxApproverLength, type PlanPreview } from "../api/workspace.js";
 import type { StateReading } from "../state/decode-state.js";
 import { stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
-import { ConditionSet, type Condition } from "./conditions.js";
+import { ConditionSet, type Condition, type ConditionValue } from "../conditions/conditions.js";
 import type { Decision, Operation } from "./decide-operation.js";
 import { driftDetectedCondition, type DriftPolicy } from "./drift-policy.js";
 import { imagePullDeadlineMs, type ObservedJob } from "./observe-jobs.js";

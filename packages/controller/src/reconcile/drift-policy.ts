@@ -1,6 +1,6 @@
 import type { Role } from "@captf/contract";
 import type { DriftSummary } from "@captf/contract/run-result";
-import type { ConditionValue } from "../kinds/map-outputs.js";
+import type { ConditionValue } from "../conditions/conditions.js";
 
 /** A drift policy as stored: either field may be unset. */
 export interface StoredDriftPolicy {

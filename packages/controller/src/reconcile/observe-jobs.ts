@@ -5,6 +5,7 @@ import { imageReferenceName } from "@captf/contract/oci";
 import { brokerContainerName } from "../jobs/build-job.js";
 import type { JobOutcome, Operation } from "./decide-operation.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import { finishedCondition, type JobConditions } from "../runtime/job-conditions.js";
 
 /** The label the Job controller puts on a Job's Pods. */
 export const jobNameLabel = "job-name";
@@ -80,16 +81,6 @@ export function bookkeepingAnnotations(outcome: JobOutcome, job?: Pick<ObservedJ
 export function failedApplyBefore(jobs: readonly Pick<ObservedJob, "name" | "op" | "outcome" | "finishedAt">[]): string | undefined {
   const newestApply = jobs.filter((job) => job.op === "apply" && job.outcome !== undefined).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   return newestApply?.outcome === "failed" ? newestApply.name : undefined;
-}
-
-/** The fields of a Job that say whether it finished. */
-export interface JobConditions {
-  status?: { conditions?: { type?: string; status?: string; reason?: string; lastTransitionTime?: Date | string }[] };
-}
-
-/** The Job's Complete or Failed condition once it finished, else undefined (it runs). */
-export function finishedCondition<J extends JobConditions>(job: J) {
-  return job.status?.conditions?.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
 }
 
 /** The outcome of a finished Job from its condition, its runner's result and whether its Pod was removed from outside. Pure. */

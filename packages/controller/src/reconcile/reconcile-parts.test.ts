@@ -6,7 +6,7 @@ import { mergeJobPolicy } from "../jobs/merge-job-policy.js";
 import { driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { jobsToPrune } from "./job-history.js";
 import { jobSlotWait } from "./job-slots.js";
-import { ConditionSet } from "./conditions.js";
+import { ConditionSet } from "../conditions/conditions.js";
 import { changedOrResync } from "../runtime/controller.js";
 import { lineageCheck } from "./workspace-phases.js";
 import { changedBeyondOwnMarks, jobFinishedOrGone, queueResult } from "./workspace-controller.js";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
 import type { Operation } from "./decide-operation.js";
-import { finishedCondition } from "./observe-jobs.js";
+import { finishedCondition } from "../runtime/job-conditions.js";
 import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";

@@ -9,7 +9,7 @@ import type { Role } from "@captf/contract";
 import { annotations } from "@captf/contract/api";
 import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, type JobRequest } from "../jobs/build-job.js";
 import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
-import type { ConditionValue } from "../kinds/map-outputs.js";
+import type { ConditionValue } from "../conditions/conditions.js";
 import type { BackupSet } from "../state/state-backups.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
 import { activeJobRequeueMs, type Decision, type JobRun, type Operation } from "./decide-operation.js";

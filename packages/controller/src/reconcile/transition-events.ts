@@ -1,6 +1,6 @@
 import { managerEventReasons, negativePolarityConditions, type ConditionType, type ManagerEventReason } from "@captf/contract/api";
 import type { Changes } from "@captf/contract/run-result";
-import type { Condition } from "./conditions.js";
+import type { Condition } from "../conditions/conditions.js";
 import type { Decision } from "./decide-operation.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { Role } from "@captf/contract";
 import { annotations, labels } from "@captf/contract/api";
-import { finishedCondition, type JobConditions } from "./observe-jobs.js";
+import { finishedCondition, type JobConditions } from "../runtime/job-conditions.js";
 import { jobLeftRunning } from "./job-slots.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { isNotFoundOf } from "../runtime/api-errors.js";

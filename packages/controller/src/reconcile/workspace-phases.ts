@@ -24,12 +24,13 @@ import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../
 import { newStateReadError } from "../state/state-read-errors.js";
 import { adoptState, repairStateOwnership, type StateOwner } from "../state/state-ownership.js";
 import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
-import { previousReason } from "./conditions.js";
+import { previousReason } from "../conditions/conditions.js";
 import type { Operation } from "./decide-operation.js";
 import { annotateDurableInputs, appliedClusterOutputsKey, exportsRecordFits, type DurableInputs } from "./durable-inputs.js";
 import { exportsRecordOf, type ExportsRecord } from "./held-exports.js";
 import { jobError, retryNumber, stepLabel } from "./job-metrics.js";
-import { finishedCondition, imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
+import { imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
+import { finishedCondition } from "../runtime/job-conditions.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
 import type { KindAdapter, PassResult, ReconcilerDeps, WorkspaceObject } from "./types.js";
 

@@ -9,9 +9,8 @@ import { sameJsonValue, validateAgainstLabelSchema } from "@captf/contract";
 import { capacityLabel, nodeInfoLabel, parseCapacityLabel, parseNodeInfoLabel, variablesSchemaLabel, type NodeInfo } from "@captf/contract/oci";
 import type { UserVariables } from "@captf/render";
 import type { TerraformMachineTemplate } from "../api/templates.js";
-import type { ConditionValue } from "../kinds/map-outputs.js";
 import type { VariablesReading } from "../kinds/read-variables.js";
-import { ConditionSet, type Condition } from "../reconcile/conditions.js";
+import { ConditionSet, type Condition, type ConditionValue } from "../conditions/conditions.js";
 import { exponentialBackoffMillis } from "../runtime/backoff.js";
 import type { ImageInspection } from "./inspect-image.js";
 

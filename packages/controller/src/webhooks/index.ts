@@ -2,7 +2,8 @@
 export { verdict, isDeleting } from "./verdict.js";
 export type { Verdict, Requester, AdmissionContext } from "./verdict.js";
 export { imageReferenceProblem } from "@captf/contract/oci";
-export { jobPolicyProblems, securityContextProblems, podSecurityContextProblems, reservedEnvPrefixes, safeSysctls, allowedSeLinuxTypes } from "./job-policy.js";
+export { jobPolicyProblems, securityContextProblems, podSecurityContextProblems, safeSysctls, allowedSeLinuxTypes } from "./job-policy.js";
+export { reservedEnvPrefixes } from "../api/workspace.js";
 export { workspaceProblems, variablesProblems, variablesFromProblems } from "./workspace.js";
 export type { WorkspaceSpec, WorkspaceCheck } from "./workspace.js";
 export { validateTerraformCluster, clusterSpecProblems } from "./terraformcluster.js";

@@ -7,10 +7,7 @@
  */
 import { jobPolicyDefaults } from "../api/defaults.js";
 import type { PodSecurityContext, SecurityContext } from "../api/kubernetes-types.js";
-import type { JobPolicy } from "../api/workspace.js";
-
-/** Environment name prefixes the runner owns: TF_* configure the runtime, KUBE_* the state backend. */
-export const reservedEnvPrefixes = ["TF_", "KUBE_"] as const;
+import { reservedEnvPrefixes, type JobPolicy } from "../api/workspace.js";
 
 /** SELinux types the baseline Pod Security profile allows (empty means the runtime's default). */
 export const allowedSeLinuxTypes: readonly string[] = ["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"];
