@@ -11,10 +11,20 @@
 // Usage: node scripts/build-module-image.mjs --out <oci-layout> --tag <tag> --module <dir> --role <role>
 //          --runtime tofu|terraform --runtime-version <v> --runtime-binary <arch>=<path>...
 //          [--providers <arch>=<mirror dir>]... [--name <title>] [--version <v>] [--label k=v]... [--commit <id>] [--source <url>]
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
 import { cycloneDxJson } from "../packages/controller/scripts/sbom.mjs";
@@ -25,10 +35,10 @@ export const runtimeModules = { tofu: "github.com/opentofu/opentofu", terraform:
 /** The user module images run as, and owner of nothing: the module is read-only to it. */
 export const moduleImageUser = "65532:65532";
 /** Files of a module directory that are the checkout's, not the module's. */
-export const moduleFileFilter = /(^|\/)(\.terraform|\.terraform\.lock\.hcl|node_modules|src|dist|package\.json|tsconfig[^/]*\.json|jest\.config\.js)$/;
+export const moduleFileFilter =
+  /(^|\/)(\.terraform|\.terraform\.lock\.hcl|node_modules|src|dist|package\.json|tsconfig[^/]*\.json|jest\.config\.js)$/;
 
 const tool = "build-module-image";
-const repoDir = fileURLToPath(new URL("..", import.meta.url));
 const { values } = parseArgs({
   options: {
     out: { type: "string" },
@@ -49,8 +59,20 @@ const { values } = parseArgs({
 const pairs = (list) => Object.fromEntries(list.map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]));
 const binaries = pairs(values["runtime-binary"]);
 const providerDirs = pairs(values.providers);
-if (!values.out || !values.tag || !values.module || !values.role || !values["runtime-version"] || Object.keys(binaries).length === 0 || !(values.runtime in runtimeModules)) {
-  console.error("usage: build-module-image.mjs --out <oci-layout> --tag <tag> --module <dir> --role <role> --runtime tofu|terraform --runtime-version <v> --runtime-binary <arch>=<path>... [--providers <arch>=<dir>]... [--name <title>] [--version <v>] [--label k=v]... [--commit <id>] [--source <url>]");
+if (
+  !values.out ||
+  !values.tag ||
+  !values.module ||
+  !values.role ||
+  !values["runtime-version"] ||
+  Object.keys(binaries).length === 0 ||
+  !(values.runtime in runtimeModules)
+) {
+  console.error(
+    "usage: build-module-image.mjs --out <oci-layout> --tag <tag> --module <dir> --role <role> --runtime tofu|terraform " +
+      "--runtime-version <v> --runtime-binary <arch>=<path>... [--providers <arch>=<dir>]... [--name <title>] [--version <v>] " +
+      "[--label k=v]... [--commit <id>] [--source <url>]",
+  );
   process.exit(2);
 }
 const layout = resolve(values.out);
@@ -65,7 +87,9 @@ const umoci = (...args) => runOrExit(tool, "umoci", args);
 function filesUnder(dir, prefix = "") {
   return readdirSync(join(dir, prefix), { withFileTypes: true })
     .sort((a, b) => a.name.localeCompare(b.name))
-    .flatMap((entry) => (entry.isDirectory() ? filesUnder(dir, join(prefix, entry.name)) : entry.isFile() ? [join(prefix, entry.name)] : []));
+    .flatMap((entry) =>
+      entry.isDirectory() ? filesUnder(dir, join(prefix, entry.name)) : entry.isFile() ? [join(prefix, entry.name)] : [],
+    );
 }
 
 /** The SBOM of one platform's image: the runtime, each provider package of the mirror, each module file. */
@@ -85,10 +109,22 @@ function sbomOf(arch, stagedModule, runtimeBinary, providersDir) {
         .map((path) => {
           const [host, namespace, type, ...rest] = path.split("/");
           const version = /_(\d+\.\d+\.\d+[^_]*)_/.exec(rest.join("/"))?.[1] ?? rest[0];
-          return { type: "application", bomRef: `provider:${path}`, name: `${host}/${namespace}/${type}`, version, purl: `pkg:terraform/${namespace}/${type}@${version}`, hashes: { "SHA-256": sha256File(join(providersDir, path)) } };
+          return {
+            type: "application",
+            bomRef: `provider:${path}`,
+            name: `${host}/${namespace}/${type}`,
+            version,
+            purl: `pkg:terraform/${namespace}/${type}@${version}`,
+            hashes: { "SHA-256": sha256File(join(providersDir, path)) },
+          };
         })
     : [];
-  const moduleFiles = filesUnder(stagedModule).map((path) => ({ type: "file", bomRef: `file:/captf/module/${path}`, name: `/captf/module/${path}`, hashes: { "SHA-256": sha256(readFileSync(join(stagedModule, path))) } }));
+  const moduleFiles = filesUnder(stagedModule).map((path) => ({
+    type: "file",
+    bomRef: `file:/captf/module/${path}`,
+    name: `/captf/module/${path}`,
+    hashes: { "SHA-256": sha256(readFileSync(join(stagedModule, path))) },
+  }));
   const subject = { type: "container", name: title, version: values.version ?? values.tag, properties: { "oci:architecture": arch } };
   return cycloneDxJson({ subject, created: createdIso, components: [runtime, ...providers, ...moduleFiles] });
 }
@@ -120,7 +156,11 @@ function buildPlatform(work, arch) {
   chmodSync(join(runtimeRoot, "runtime"), 0o755);
   const stagedModule = join(moduleRoot, "captf/module");
   // A sub-module shared between modules is a link in the checkout (modules/bootstrap of the pools): the image holds its files.
-  cpSync(realpathSync(moduleDir), stagedModule, { recursive: true, dereference: true, filter: (path) => !moduleFileFilter.test(relative(realpathSync(moduleDir), path)) });
+  cpSync(realpathSync(moduleDir), stagedModule, {
+    recursive: true,
+    dereference: true,
+    filter: (path) => !moduleFileFilter.test(relative(realpathSync(moduleDir), path)),
+  });
   const providersDir = providerDirs[arch];
   mkdirSync(join(moduleRoot, "usr/share/doc/captf"), { recursive: true });
   writeFileSync(join(moduleRoot, "usr/share/doc/captf/sbom.cdx.json"), sbomOf(arch, stagedModule, binaries[arch], providersDir));
@@ -129,7 +169,8 @@ function buildPlatform(work, arch) {
   const target = `${layout}:${ref}`;
   const history = ["--history.created", createdIso];
   umoci("new", "--image", target);
-  const insert = (source, path, createdBy) => umoci("insert", "--image", target, ...history, "--history.created_by", createdBy, source, path);
+  const insert = (source, path, createdBy) =>
+    umoci("insert", "--image", target, ...history, "--history.created_by", createdBy, source, path);
   insert(join(work, `runtime-${arch}`), "/", `${values.runtime} v${values["runtime-version"]} for linux/${arch} at /captf/runtime`);
   insert(moduleRoot, "/", `the ${values.role} module at /captf/module, the SBOM`);
   if (providersDir) {
@@ -138,7 +179,22 @@ function buildPlatform(work, arch) {
     stampTimes(staged, created);
     insert(staged, "/captf/providers", "the provider mirror at /captf/providers");
   }
-  const config = ["config", "--image", target, "--no-history", "--created", createdIso, "--config.user", moduleImageUser, "--config.workingdir", "/", "--architecture", arch, "--os", "linux"];
+  const config = [
+    "config",
+    "--image",
+    target,
+    "--no-history",
+    "--created",
+    createdIso,
+    "--config.user",
+    moduleImageUser,
+    "--config.workingdir",
+    "/",
+    "--architecture",
+    arch,
+    "--os",
+    "linux",
+  ];
   for (const [key, value] of Object.entries(labels())) config.push("--config.label", `${key}=${value}`);
   umoci(...config);
   return platformDescriptor(layout, ref, arch);
@@ -157,4 +213,5 @@ try {
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
-console.log(`${tool}: ${layout}:${values.tag} = ${digest} (${title}, ${values.runtime} v${values["runtime-version"]}, ${Object.keys(binaries).join(" and ")}) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+const built = `${title}, ${values.runtime} v${values["runtime-version"]}, ${Object.keys(binaries).join(" and ")}`;
+console.log(`${tool}: ${layout}:${values.tag} = ${digest} (${built}) in ${((Date.now() - started) / 1000).toFixed(1)}s`);

@@ -8,9 +8,22 @@
 //   node scripts/check-names-produced.mjs [.test-results/coverage/coverage-final.json]
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { annotations, conditionReasons, labels, managerEventReasons, pluginEventReasons, runnerEventReasons } from "../packages/contract/dist/api.js";
+import {
+  annotations,
+  conditionReasons,
+  labels,
+  managerEventReasons,
+  pluginEventReasons,
+  runnerEventReasons,
+} from "../packages/contract/dist/api.js";
 import { reservedNames } from "../packages/contract/dist/reserved-names.js";
-import { eventRecordingLine, findNamesProduced, literalPattern, metricsDeclaredIn, propertyPattern } from "../packages/testkit/dist/names-produced.js";
+import {
+  eventRecordingLine,
+  findNamesProduced,
+  literalPattern,
+  metricsDeclaredIn,
+  propertyPattern,
+} from "../packages/testkit/dist/names-produced.js";
 
 const root = resolve(new URL("..", import.meta.url).pathname);
 const coverageFile = process.argv[2] ?? join(root, ".test-results/coverage/coverage-final.json");
@@ -40,12 +53,21 @@ const eventName = (id, reason) => ({ id, patterns: [literalPattern(reason)], con
 
 const declared = [
   ...Object.keys(conditionReasons).map((type) => ({ id: `condition:${type}`, patterns: [literalPattern(type)] })),
-  ...[...new Set(Object.values(conditionReasons).flatMap((table) => Object.values(table).flat()))].map((reason) => ({ id: `condition-reason:${reason}`, patterns: [literalPattern(reason)] })),
+  ...[...new Set(Object.values(conditionReasons).flatMap((table) => Object.values(table).flat()))].map((reason) => ({
+    id: `condition-reason:${reason}`,
+    patterns: [literalPattern(reason)],
+  })),
   ...Object.keys(managerEventReasons).map((reason) => eventName(`event:${reason}`, reason)),
   ...runnerEventReasons.map((reason) => eventName(`runner-event:${reason}`, reason)),
   ...Object.keys(pluginEventReasons).map((reason) => eventName(`plugin-event:${reason}`, reason)),
-  ...Object.entries(annotations).map(([key, value]) => ({ id: `annotation:${value}`, patterns: [propertyPattern("annotations", key), literalPattern(value)] })),
-  ...Object.entries(labels).map(([key, value]) => ({ id: `label:${value}`, patterns: [propertyPattern("labels", key), literalPattern(value)] })),
+  ...Object.entries(annotations).map(([key, value]) => ({
+    id: `annotation:${value}`,
+    patterns: [propertyPattern("annotations", key), literalPattern(value)],
+  })),
+  ...Object.entries(labels).map(([key, value]) => ({
+    id: `label:${value}`,
+    patterns: [propertyPattern("labels", key), literalPattern(value)],
+  })),
   ...declaredMetrics(),
 ];
 
@@ -62,12 +84,22 @@ if (!existsSync(coverageFile)) {
   process.exit(2);
 }
 // Coverage taken in another checkout of the same commit (a CI run) names its own paths: read them as this checkout's.
-const coverage = new Map(Object.entries(JSON.parse(readFileSync(coverageFile, "utf8"))).map(([path, entry]) => [path.startsWith(root) ? path : join(root, path.slice(path.indexOf("/packages/") + 1)), entry]));
+const coverage = new Map(
+  Object.entries(JSON.parse(readFileSync(coverageFile, "utf8"))).map(([path, entry]) => [
+    path.startsWith(root) ? path : join(root, path.slice(path.indexOf("/packages/") + 1)),
+    entry,
+  ]),
+);
 const finding = findNamesProduced({ declared, sources, coverage, reserved: reservedNames });
-console.log(`names produced on tested paths: ${finding.produced.size} of ${declared.length} declared; ${Object.keys(reservedNames).length} reserved for later`);
+const reservedCount = Object.keys(reservedNames).length;
+console.log(`names produced on tested paths: ${finding.produced.size} of ${declared.length} declared; ${reservedCount} reserved for later`);
 for (const id of finding.unproduced) {
   const where = finding.namedUntested.get(id);
-  console.log(`  not produced on any tested path, not reserved: ${id} (${where ? `named at ${where.slice(root.length + 1)}, which produces it on no tested path` : "named by no source line"})`);
+  const why = where ? `named at ${where.slice(root.length + 1)}, which produces it on no tested path` : "named by no source line";
+  console.log(`  not produced on any tested path, not reserved: ${id} (${why})`);
 }
-for (const id of finding.staleReservations) console.log(`  reserved, but ${declared.some((name) => name.id === id) ? "produced now" : "not declared"}: ${id} (drop it from reservedNames)`);
+for (const id of finding.staleReservations)
+  console.log(
+    `  reserved, but ${declared.some((name) => name.id === id) ? "produced now" : "not declared"}: ${id} (drop it from reservedNames)`,
+  );
 process.exit(finding.unproduced.length + finding.staleReservations.length > 0 ? 1 : 0);

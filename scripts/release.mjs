@@ -18,7 +18,6 @@
 // Usage: [CAPTF_PROVIDER_MIRROR=<dir>] node scripts/release.mjs --dry-run --out <dir> [--arch amd64,arm64] [--modules noop-cluster,...]
 //          [--runtimes tofu,terraform] [--manager-layout <oci-layout>:<tag>] [--commit <id>]
 //        node scripts/release.mjs --plan   prints the artifacts a release would hold, as JSON
-import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
@@ -53,7 +52,9 @@ const run = (command, args, options = {}) => runOrExit(tool, command, args, opti
 /** Every workspace package (pnpm-workspace.yaml: packages/* and e2e): its directory and package.json. */
 export function workspacePackages() {
   const dirs = [...readdirSync(join(repoDir, "packages")).map((name) => `packages/${name}`), "e2e"];
-  return dirs.filter((dir) => existsSync(join(repoDir, dir, "package.json"))).map((dir) => ({ dir, manifest: readJson(join(repoDir, dir, "package.json")) }));
+  return dirs
+    .filter((dir) => existsSync(join(repoDir, dir, "package.json")))
+    .map((dir) => ({ dir, manifest: readJson(join(repoDir, dir, "package.json")) }));
 }
 
 const packages = workspacePackages();
@@ -61,8 +62,12 @@ const controller = packages.find((entry) => entry.manifest.name === "@captf/cont
 const version = controller.manifest.version;
 const publicPackages = packages.filter((entry) => !entry.manifest.private);
 // The tools lookup of the testkit and the controller's clusterctl assets, from their builds.
-const { runtimeBinaries, runtimeNames, runtimeVersion, moduleRuntimes } = await import(new URL("../packages/testkit/dist/runtimes.js", import.meta.url).href);
-const { platformProviderMirrors, providerMirrorVariable } = await import(new URL("../packages/testkit/dist/provider-sources.js", import.meta.url).href);
+const { runtimeBinaries, runtimeNames, runtimeVersion, moduleRuntimes } = await import(
+  new URL("../packages/testkit/dist/runtimes.js", import.meta.url).href
+);
+const { platformProviderMirrors, providerMirrorVariable } = await import(
+  new URL("../packages/testkit/dist/provider-sources.js", import.meta.url).href
+);
 const { staleClusterctlFiles } = await import(new URL("../packages/controller/dist/install/clusterctl.js", import.meta.url).href);
 const architectures = values.arch.split(",");
 const runtimes = values.runtimes?.split(",") ?? runtimeNames;
@@ -81,8 +86,17 @@ function plan() {
         }),
       ),
     ],
-    packages: packages.map(({ dir, manifest }) => ({ name: manifest.name, dir, version: manifest.version, private: manifest.private === true })),
-    npm: publicPackages.map(({ manifest }) => ({ name: manifest.name, version: manifest.version, tarball: `npm/${manifest.name.replace(/^@/, "").replace("/", "-")}-${manifest.version}.tgz` })),
+    packages: packages.map(({ dir, manifest }) => ({
+      name: manifest.name,
+      dir,
+      version: manifest.version,
+      private: manifest.private === true,
+    })),
+    npm: publicPackages.map(({ manifest }) => ({
+      name: manifest.name,
+      version: manifest.version,
+      tarball: `npm/${manifest.name.replace(/^@/, "").replace("/", "-")}-${manifest.version}.tgz`,
+    })),
     clusterctl: `clusterctl/${clusterctlProviderDirectory}/v${version}`,
     notes: "RELEASE-NOTES.md",
   };
@@ -93,11 +107,17 @@ if (values.plan) {
   process.exit(0);
 }
 if (!values["dry-run"]) {
-  console.error("release: only --dry-run is implemented: publish its folder with `skopeo copy --all oci-archive:...`, `npm publish <tarball>` and the clusterctl files as release assets");
+  console.error(
+    "release: only --dry-run is implemented: publish its folder with `skopeo copy --all oci-archive:...`, `npm publish " +
+      "<tarball>` and the clusterctl files as release assets",
+  );
   process.exit(2);
 }
 if (!values.out) {
-  console.error("usage: release.mjs --dry-run --out <dir> [--arch amd64,arm64] [--modules a,b] [--runtimes tofu,terraform] [--manager-layout <layout>:<tag>]");
+  console.error(
+    "usage: release.mjs --dry-run --out <dir> [--arch amd64,arm64] [--modules a,b] [--runtimes tofu,terraform] " +
+      "[--manager-layout <layout>:<tag>]",
+  );
   process.exit(2);
 }
 
@@ -120,7 +140,8 @@ function pendingChanges(work) {
   cpSync(join(repoDir, ".changeset"), join(copy, ".changeset"), { recursive: true });
   for (const { dir } of packages) {
     mkdirSync(join(copy, dir), { recursive: true });
-    for (const file of ["package.json", "CHANGELOG.md"]) if (existsSync(join(repoDir, dir, file))) cpSync(join(repoDir, dir, file), join(copy, dir, file));
+    for (const file of ["package.json", "CHANGELOG.md"])
+      if (existsSync(join(repoDir, dir, file))) cpSync(join(repoDir, dir, file), join(copy, dir, file));
   }
   symlinkSync(join(repoDir, "node_modules"), join(copy, "node_modules"));
   run(process.execPath, [join(repoDir, "node_modules/@changesets/cli/bin.js"), "version"], { cwd: copy });
@@ -128,7 +149,12 @@ function pendingChanges(work) {
     .map(({ dir, manifest }) => {
       const next = readJson(join(copy, dir, "package.json")).version;
       const changelog = join(copy, dir, "CHANGELOG.md");
-      return { name: manifest.name, from: manifest.version, to: next, notes: next !== manifest.version && existsSync(changelog) ? changelogSection(readFileSync(changelog, "utf8"), next) : undefined };
+      return {
+        name: manifest.name,
+        from: manifest.version,
+        to: next,
+        notes: next !== manifest.version && existsSync(changelog) ? changelogSection(readFileSync(changelog, "utf8"), next) : undefined,
+      };
     })
     .filter((change) => change.notes !== undefined);
 }
@@ -168,7 +194,14 @@ function packPublicPackages(work, npmDir) {
  * versions (as pnpm publish does) and no `@captf/source` export condition (consumers never set it; src/ does not ship).
  */
 export function publishedManifest(manifest, versions) {
-  const strip = (value) => (value && typeof value === "object" ? Object.fromEntries(Object.entries(value).filter(([key]) => key !== "@captf/source").map(([key, inner]) => [key, strip(inner)])) : value);
+  const strip = (value) =>
+    value && typeof value === "object"
+      ? Object.fromEntries(
+          Object.entries(value)
+            .filter(([key]) => key !== "@captf/source")
+            .map(([key, inner]) => [key, strip(inner)]),
+        )
+      : value;
   const resolveWorkspace = (dependencies) =>
     dependencies &&
     Object.fromEntries(
@@ -180,13 +213,15 @@ export function publishedManifest(manifest, versions) {
     );
   const published = { ...manifest };
   if (manifest.exports) published.exports = strip(manifest.exports);
-  for (const field of ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"]) if (manifest[field]) published[field] = resolveWorkspace(manifest[field]);
+  for (const field of ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"])
+    if (manifest[field]) published[field] = resolveWorkspace(manifest[field]);
   return published;
 }
 
 function copyClusterctlAssets(target) {
   const stale = staleClusterctlFiles(join(repoDir, "packages/controller"), join(repoDir, "e2e/manifests/demo"));
-  if (stale.length > 0) throw new Error(`release: stale clusterctl assets (run \`pnpm --filter @captf/controller gen\`): ${stale.join(", ")}`);
+  if (stale.length > 0)
+    throw new Error(`release: stale clusterctl assets (run \`pnpm --filter @captf/controller gen\`): ${stale.join(", ")}`);
   cpSync(join(repoDir, "packages/controller/config/clusterctl"), target, { recursive: true });
 }
 
@@ -197,7 +232,8 @@ function archive(layout, ref, file, tag) {
 
 const staleConstants = syncVersionConstants(repoDir, { write: false });
 if (staleConstants.length > 0) {
-  console.error(`release: ${staleConstants.map(({ name, from, to }) => `${name} is ${from}, its package.json ${to}`).join("; ")}: run \`pnpm version-packages\` (or node scripts/version-constants.mjs) and commit`);
+  const stale = staleConstants.map(({ name, from, to }) => `${name} is ${from}, its package.json ${to}`).join("; ");
+  console.error(`release: ${stale}: run \`pnpm version-packages\` (or node scripts/version-constants.mjs) and commit`);
   process.exit(1);
 }
 const commit = values.commit ?? gitCommit();
@@ -212,22 +248,63 @@ try {
   const [controllerImage, ...moduleImages] = contents.images;
   if (values["manager-layout"]) {
     const at = values["manager-layout"].lastIndexOf(":");
-    archive(values["manager-layout"].slice(0, at), values["manager-layout"].slice(at + 1), join(out, controllerImage.archive), controllerImage.tag);
+    archive(
+      values["manager-layout"].slice(0, at),
+      values["manager-layout"].slice(at + 1),
+      join(out, controllerImage.archive),
+      controllerImage.tag,
+    );
   } else {
     const layout = join(work, "controller");
-    run(process.execPath, [join(repoDir, "packages/controller/scripts/build-manager-image.mjs"), "--out", layout, "--tag", controllerImage.tag, "--commit", commit, "--arch", architectures.join(",")]);
+    run(process.execPath, [
+      join(repoDir, "packages/controller/scripts/build-manager-image.mjs"),
+      "--out",
+      layout,
+      "--tag",
+      controllerImage.tag,
+      "--commit",
+      commit,
+      "--arch",
+      architectures.join(","),
+    ]);
     archive(layout, controllerImage.tag, join(out, controllerImage.archive), controllerImage.tag);
   }
   for (const image of moduleImages) {
     const module = modules.find((candidate) => candidate.name === image.name);
     const binaries = runtimeBinaries(image.runtime);
     const missing = architectures.filter((arch) => !binaries[arch]);
-    if (missing.length > 0) throw new Error(`release: no ${image.runtime} binary for ${missing.join(", ")}: tools/install.sh --only ${image.runtime}-${missing[0]}`);
+    if (missing.length > 0)
+      throw new Error(
+        `release: no ${image.runtime} binary for ${missing.join(", ")}: tools/install.sh --only ${image.runtime}-${missing[0]}`,
+      );
     const layout = join(work, `module-${image.name}`);
-    const args = ["--out", layout, "--tag", image.tag, "--module", join(repoDir, module.dir), "--role", module.role, "--runtime", image.runtime, "--runtime-version", runtimeVersion(image.runtime), "--name", image.name, "--commit", commit];
+    const args = [
+      "--out",
+      layout,
+      "--tag",
+      image.tag,
+      "--module",
+      join(repoDir, module.dir),
+      "--role",
+      module.role,
+      "--runtime",
+      image.runtime,
+      "--runtime-version",
+      runtimeVersion(image.runtime),
+      "--name",
+      image.name,
+      "--commit",
+      commit,
+    ];
     for (const arch of architectures) args.push("--runtime-binary", `${arch}=${binaries[arch]}`);
     const providersWork = join(work, `providers-${image.name}-${image.runtime}`);
-    const providers = await platformProviderMirrors(join(repoDir, module.dir), image.runtime, process.env[providerMirrorVariable] || undefined, architectures, providersWork);
+    const providers = await platformProviderMirrors(
+      join(repoDir, module.dir),
+      image.runtime,
+      process.env[providerMirrorVariable] || undefined,
+      architectures,
+      providersWork,
+    );
     for (const arch of architectures) if (providers[arch].dir) args.push("--providers", `${arch}=${providers[arch].dir}`);
     run(process.execPath, [join(repoDir, "scripts/build-module-image.mjs"), ...args]);
     rmSync(providersWork, { recursive: true, force: true });
@@ -235,17 +312,27 @@ try {
     image.providers = Object.fromEntries(architectures.map((arch) => [arch, providers[arch].packages]));
     const without = architectures.filter((arch) => providers[arch].missing);
     if (without.length > 0) image.missingProviders = Object.fromEntries(without.map((arch) => [arch, providers[arch].missing]));
-    for (const arch of without) console.log(`release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs registry access): ${providers[arch].missing}`);
+    for (const arch of without)
+      console.log(
+        `release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs registry access): ` +
+          `${providers[arch].missing}`,
+      );
   }
 
   copyClusterctlAssets(join(out, contents.clusterctl));
   packPublicPackages(work, join(out, "npm"));
   const notes = releaseNotes(work);
   writeFileSync(join(out, contents.notes), notes.text);
-  writeFileSync(join(out, "release.json"), `${JSON.stringify({ ...contents, commit, architectures, pendingChangesets: notes.pending.map(({ name, from, to }) => ({ name, from, to })) }, null, 2)}\n`);
+  const pendingChangesets = notes.pending.map(({ name, from, to }) => ({ name, from, to }));
+  writeFileSync(join(out, "release.json"), `${JSON.stringify({ ...contents, commit, architectures, pendingChangesets }, null, 2)}\n`);
 
-  const files = (dir) => readdirSync(dir, { withFileTypes: true, recursive: true }).filter((entry) => entry.isFile()).map((entry) => relative(out, join(entry.parentPath, entry.name)));
-  const sums = files(out).sort().map((file) => `${sha256File(join(out, file))}  ${file}`);
+  const files = (dir) =>
+    readdirSync(dir, { withFileTypes: true, recursive: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(out, join(entry.parentPath, entry.name)));
+  const sums = files(out)
+    .sort()
+    .map((file) => `${sha256File(join(out, file))}  ${file}`);
   writeFileSync(join(out, "SHA256SUMS"), `${sums.join("\n")}\n`);
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -40,16 +40,29 @@ try {
 } catch (error) {
   pinnedProblem = `the pinned Node ${nodeRelease.version} could not be had: ${error.message.split("\n")[0]}`;
   if (process.env.CAPTF_ALLOW_MISSING_TOOLS !== "1") {
-    console.error(`test: ${pinnedProblem}\ntest: the controller and runner suites run under it (packages/runner/scripts/pinned-node.mjs fetches it with npm); set CAPTF_ALLOW_MISSING_TOOLS=1 to run them under ${process.version} instead`);
+    console.error(
+      `test: ${pinnedProblem}\ntest: the controller and runner suites run under it (packages/runner/scripts/pinned-node.mjs ` +
+        `fetches it with npm); set CAPTF_ALLOW_MISSING_TOOLS=1 to run them under ${process.version} instead`,
+    );
     process.exit(1);
   }
 }
 
-const packages = [...readdirSync("packages").map((name) => `packages/${name}`), "e2e"].filter((dir) => existsSync(`${dir}/tsconfig.test.json`));
+const packages = [...readdirSync("packages").map((name) => `packages/${name}`), "e2e"].filter((dir) =>
+  existsSync(`${dir}/tsconfig.test.json`),
+);
 
+// Formatting and lint over the paths biome.json's files.includes lists (docs/testing.md#formatting-and-lint).
+step("format (biome)", "node", ["node_modules/@biomejs/biome/bin/biome", "format"]);
+step("lint (eslint)", "node", ["node_modules/eslint/bin/eslint.js", "--max-warnings", "0"]);
+step("lines at most 140 characters", "node", ["scripts/check-line-length.mjs"]);
 step("build (tsc -b)", "node", ["node_modules/typescript/bin/tsc", "-b"]);
 for (const dir of packages) {
-  step(`typecheck tests of ${dir.replace(/^packages\//, "")}`, "node", ["node_modules/typescript/bin/tsc", "-p", `${dir}/tsconfig.test.json`]);
+  step(`typecheck tests of ${dir.replace(/^packages\//, "")}`, "node", [
+    "node_modules/typescript/bin/tsc",
+    "-p",
+    `${dir}/tsconfig.test.json`,
+  ]);
 }
 
 mkdirSync(".test-results", { recursive: true });
@@ -67,7 +80,8 @@ const lanes = await Promise.all(
     return outcomes;
   }),
 );
-for (const [laneIndex, lane] of plan.lanes.entries()) for (const [index, run] of lane.entries()) countJestReport(run, lanes[laneIndex][index]);
+for (const [laneIndex, lane] of plan.lanes.entries())
+  for (const [index, run] of lane.entries()) countJestReport(run, lanes[laneIndex][index]);
 mergeCoverageOf(plan.coverageDirs, ".test-results/coverage");
 // Over the whole run only: every declared name is produced on a line the tests ran, or reserved with a reason.
 if (filters.length === 0) step("declared names produced on tested paths", "node", ["scripts/check-names-produced.mjs"]);
@@ -76,15 +90,22 @@ function runJest({ name, node, args, report, prefix }) {
   rmSync(report, { force: true });
   process.stdout.write(`\n== ${name}\n`);
   const child = spawn(node, args, { stdio: prefix ? ["ignore", "pipe", "pipe"] : "inherit" });
-  if (prefix) for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on("line", (line) => process.stdout.write(`${prefix}${line}\n`));
+  if (prefix)
+    for (const stream of [child.stdout, child.stderr])
+      createInterface({ input: stream }).on("line", (line) => process.stdout.write(`${prefix}${line}\n`));
   const started = Date.now();
   // The run's own time: a lane's later runs start after the earlier ones end.
-  return new Promise((resolve) => child.on("close", (status, signal) => resolve({ exit: status ?? signal, seconds: (Date.now() - started) / 1000 })));
+  return new Promise((resolve) =>
+    child.on("close", (status, signal) => resolve({ exit: status ?? signal, seconds: (Date.now() - started) / 1000 })),
+  );
 }
 
 /** One coverage-final.json (the names check reads it) from the runs' coverage directories. */
 function mergeCoverageOf(dirs, out) {
-  const maps = dirs.map((dir) => join(dir, "coverage-final.json")).filter((file) => existsSync(file)).map((file) => JSON.parse(readFileSync(file, "utf8")));
+  const maps = dirs
+    .map((dir) => join(dir, "coverage-final.json"))
+    .filter((file) => existsSync(file))
+    .map((file) => JSON.parse(readFileSync(file, "utf8")));
   rmSync(out, { recursive: true, force: true });
   if (maps.length === 0) return;
   mkdirSync(out, { recursive: true });

@@ -37,9 +37,15 @@ export function syncVersionConstants(root, { write }) {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { check: { type: "boolean", default: false }, root: { type: "string", default: fileURLToPath(new URL("..", import.meta.url)) } } });
+  const { values } = parseArgs({
+    options: {
+      check: { type: "boolean", default: false },
+      root: { type: "string", default: fileURLToPath(new URL("..", import.meta.url)) },
+    },
+  });
   const stale = syncVersionConstants(resolve(values.root), { write: !values.check });
-  for (const { file, name, from, to } of stale) console.log(`${file}: ${name} ${from} ${values.check ? "differs from package.json's" : "→"} ${to}`);
+  for (const { file, name, from, to } of stale)
+    console.log(`${file}: ${name} ${from} ${values.check ? "differs from package.json's" : "→"} ${to}`);
   if (values.check && stale.length > 0) {
     console.error("version-constants: stale; run `pnpm version-packages` (or node scripts/version-constants.mjs)");
     process.exit(1);

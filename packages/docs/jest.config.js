@@ -4,5 +4,10 @@ import base from "../../jest.base.js";
 export default {
   ...base,
   displayName: "docs",
-  collectCoverageFrom: [...base.collectCoverageFrom, "!<rootDir>/src/reference.ts", "!<rootDir>/src/events.ts", "!<rootDir>/src/anchors.ts"],
+  collectCoverageFrom: [
+    ...base.collectCoverageFrom,
+    "!<rootDir>/src/reference.ts",
+    "!<rootDir>/src/events.ts",
+    "!<rootDir>/src/anchors.ts",
+  ],
 };

@@ -12,7 +12,15 @@ const toolsModule = new URL("./dist/tools.js", import.meta.url);
 export default async function setup() {
   if (process.env.CAPTF_CONTROL_PLANE || globalThis.captfControlPlane) return;
   if (!existsSync(fileURLToPath(dist))) {
-    execFileSync(process.execPath, [fileURLToPath(new URL("../../node_modules/typescript/bin/tsc", import.meta.url)), "-b", fileURLToPath(new URL(".", import.meta.url))], { stdio: "inherit" });
+    execFileSync(
+      process.execPath,
+      [
+        fileURLToPath(new URL("../../node_modules/typescript/bin/tsc", import.meta.url)),
+        "-b",
+        fileURLToPath(new URL(".", import.meta.url)),
+      ],
+      { stdio: "inherit" },
+    );
   }
   const { startControlPlane } = await import(dist.href);
   const { findTool } = await import(toolsModule.href);

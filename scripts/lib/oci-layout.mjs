@@ -25,7 +25,11 @@ export function sourceDate(gitDir) {
   const fromEnv = process.env.SOURCE_DATE_EPOCH;
   if (fromEnv) return new Date(Number(fromEnv) * 1000);
   try {
-    return new Date(Number(execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: gitDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()) * 1000);
+    return new Date(
+      Number(
+        execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: gitDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(),
+      ) * 1000,
+    );
   } catch {
     return new Date(0);
   }
@@ -59,18 +63,30 @@ const refName = "org.opencontainers.image.ref.name";
 
 /** The manifest descriptor `ref` names in the layout's index.json, with its platform. */
 export function platformDescriptor(layout, ref, arch) {
-  const entry = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")).manifests.find((manifest) => manifest.annotations?.[refName] === ref);
+  const entry = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")).manifests.find(
+    (manifest) => manifest.annotations?.[refName] === ref,
+  );
   return { mediaType: entry.mediaType, digest: entry.digest, size: entry.size, platform: { architecture: arch, os: "linux" } };
 }
 
 /** Writes the OCI index of `manifests` as a blob and names it `tag` in the layout's index.json; returns its digest. */
 export function tagIndex(layout, tag, manifests, createdIso) {
-  const index = JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests, annotations: { "org.opencontainers.image.created": createdIso } });
+  const index = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: "application/vnd.oci.image.index.v1+json",
+    manifests,
+    annotations: { "org.opencontainers.image.created": createdIso },
+  });
   const digest = sha256(index);
   writeFileSync(join(layout, "blobs/sha256", digest), index);
   const top = JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
   top.manifests = top.manifests.filter((manifest) => manifest.annotations?.[refName] !== tag);
-  top.manifests.push({ mediaType: "application/vnd.oci.image.index.v1+json", digest: `sha256:${digest}`, size: Buffer.byteLength(index), annotations: { [refName]: tag } });
+  top.manifests.push({
+    mediaType: "application/vnd.oci.image.index.v1+json",
+    digest: `sha256:${digest}`,
+    size: Buffer.byteLength(index),
+    annotations: { [refName]: tag },
+  });
   writeFileSync(join(layout, "index.json"), JSON.stringify(top));
   return `sha256:${digest}`;
 }

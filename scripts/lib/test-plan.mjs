@@ -19,7 +19,8 @@ const projectFlags = (flag, names) => names.map((name) => `--${flag}=${name}`);
  * lane runs both halves with the filters. `pinned` is `{ path, version }` of the pinned Node, or
  * undefined when it could not be had (`pinnedProblem` says why): then its projects run on the host
  * node and `didNotRun` says so. `coverageDirs` are the directories to merge into one coverage.
- * @param {{ filters: string[], projects: string[], host: { path: string, version: string }, pinned?: { path: string, version: string }, pinnedProblem?: string }} input
+ * @param {{ filters: string[], projects: string[], host: { path: string, version: string }, pinned?: { path: string, version:
+ * string }, pinnedProblem?: string }} input
  */
 export function planJestRuns({ filters, projects, host, pinned, pinnedProblem }) {
   const onPinned = projects.filter((project) => pinnedNodeProjects.includes(project));
@@ -27,7 +28,14 @@ export function planJestRuns({ filters, projects, host, pinned, pinnedProblem })
   const pinnedNode = pinned ?? host;
   const hostCoverage = ".test-results/coverage-host";
   const pinnedCoverage = ".test-results/coverage-pinned";
-  const run = ({ name, node, report, args, prefix }) => ({ name, node: node.path, nodeVersion: node.version, args: [...jestFlags, ...filters, "--json", `--outputFile=${report}`, ...args], report, ...(prefix ? { prefix } : {}) });
+  const run = ({ name, node, report, args, prefix }) => ({
+    name,
+    node: node.path,
+    nodeVersion: node.version,
+    args: [...jestFlags, ...filters, "--json", `--outputFile=${report}`, ...args],
+    report,
+    ...(prefix ? { prefix } : {}),
+  });
   // The coverage floors of jest.config.js name contract and render, which the pinned run never loads.
   const pinnedArgs = [...coverageFlags(pinnedCoverage), "--coverageThreshold={}", ...projectFlags("selectProjects", onPinned)];
   const hostIgnores = projectFlags("ignoreProjects", [...onPinned, ...(filters.length > 0 ? [] : ["e2e"])]);
@@ -35,22 +43,52 @@ export function planJestRuns({ filters, projects, host, pinned, pinnedProblem })
     filters.length > 0
       ? [
           [
-            run({ name: `jest (host node ${host.version})`, node: host, report: ".test-results/jest.json", args: [...coverageFlags(hostCoverage), "--passWithNoTests", ...hostIgnores] }),
-            run({ name: `jest (${onPinned.join(", ")}, node ${pinnedNode.version})`, node: pinnedNode, report: ".test-results/jest-pinned.json", args: [...pinnedArgs, "--passWithNoTests"] }),
+            run({
+              name: `jest (host node ${host.version})`,
+              node: host,
+              report: ".test-results/jest.json",
+              args: [...coverageFlags(hostCoverage), "--passWithNoTests", ...hostIgnores],
+            }),
+            run({
+              name: `jest (${onPinned.join(", ")}, node ${pinnedNode.version})`,
+              node: pinnedNode,
+              report: ".test-results/jest-pinned.json",
+              args: [...pinnedArgs, "--passWithNoTests"],
+            }),
           ],
         ]
       : [
           [
-            run({ name: `jest (packages, host node ${host.version})`, node: host, report: ".test-results/jest.json", args: [...coverageFlags(hostCoverage), ...hostIgnores] }),
-            run({ name: `jest (${onPinned.join(", ")}, node ${pinnedNode.version})`, node: pinnedNode, report: ".test-results/jest-pinned.json", args: pinnedArgs }),
+            run({
+              name: `jest (packages, host node ${host.version})`,
+              node: host,
+              report: ".test-results/jest.json",
+              args: [...coverageFlags(hostCoverage), ...hostIgnores],
+            }),
+            run({
+              name: `jest (${onPinned.join(", ")}, node ${pinnedNode.version})`,
+              node: pinnedNode,
+              report: ".test-results/jest-pinned.json",
+              args: pinnedArgs,
+            }),
           ],
-          [run({ name: `jest (e2e, host node ${host.version})`, node: host, report: ".test-results/jest-e2e.json", args: projectFlags("selectProjects", ["e2e"]), prefix: "[e2e] " })],
+          [
+            run({
+              name: `jest (e2e, host node ${host.version})`,
+              node: host,
+              report: ".test-results/jest-e2e.json",
+              args: projectFlags("selectProjects", ["e2e"]),
+              prefix: "[e2e] ",
+            }),
+          ],
         ];
   const nodes = [
     `node ${host.version} (this machine's): ${onHost.join(", ")}`,
     `node ${pinnedNode.version} (${pinned ? "pinned, the image's" : "this machine's, NOT the pinned one"}): ${onPinned.join(", ")}`,
   ];
-  const didNotRun = pinned ? [] : [`${onPinned.join(" and ")} under the pinned Node (ran under ${host.version} instead): ${pinnedProblem ?? "no pinned Node"}`];
+  const didNotRun = pinned
+    ? []
+    : [`${onPinned.join(" and ")} under the pinned Node (ran under ${host.version} instead): ${pinnedProblem ?? "no pinned Node"}`];
   return { lanes, nodes, didNotRun, coverageDirs: [hostCoverage, pinnedCoverage] };
 }
 

@@ -44,26 +44,47 @@ function internalLinks(page: string, html: string): [string, string | undefined]
 /** A static file server of the built book that records what was asked and answered. */
 function serve(root: string): Promise<{ server: Server; url: string; requests: { path: string; status: number }[] }> {
   const requests: { path: string; status: number }[] = [];
-  const server = createServer(async (request, response) => {
+  const server = createServer((request, response) => {
     const path = decodeURIComponent(new URL(request.url ?? "/", "http://book").pathname);
     const file = join(root, path.endsWith("/") ? `${path}index.html` : path);
-    const type = file.endsWith(".html") ? "text/html" : file.endsWith(".js") ? "text/javascript" : file.endsWith(".css") ? "text/css" : "application/octet-stream";
-    try {
-      if (relative(root, file).startsWith("..")) throw new Error("outside the book");
-      const body = await readFile(file);
-      response.writeHead(200, { "content-type": type }).end(body);
-      requests.push({ path, status: 200 });
-    } catch {
-      response.writeHead(404).end();
-      requests.push({ path, status: 404 });
-    }
+    const type = file.endsWith(".html")
+      ? "text/html"
+      : file.endsWith(".js")
+        ? "text/javascript"
+        : file.endsWith(".css")
+          ? "text/css"
+          : "application/octet-stream";
+    const body = relative(root, file).startsWith("..") ? Promise.reject(new Error("outside the book")) : readFile(file);
+    body.then(
+      (content) => {
+        response.writeHead(200, { "content-type": type }).end(content);
+        requests.push({ path, status: 200 });
+      },
+      () => {
+        response.writeHead(404).end();
+        requests.push({ path, status: 404 });
+      },
+    );
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests })));
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests })),
+  );
 }
 
 /** Chromium's DOM of a page after it loaded, and the console messages it logged. */
 function dumpDom(chromium: string, url: string, profile: string): Promise<{ status: number | null; dom: string; console: string[] }> {
-  const args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", `--user-data-dir=${profile}`, "--enable-logging=stderr", "--log-level=0", "--dump-dom", url];
+  const args = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    `--user-data-dir=${profile}`,
+    "--enable-logging=stderr",
+    "--log-level=0",
+    "--dump-dom",
+    url,
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(chromium, args, { stdio: ["ignore", "pipe", "pipe"] });
     let dom = "";
@@ -101,8 +122,8 @@ describe("the book", () => {
       return !existsSync(file) || !/<h1 id="[^"]+"/.test(readFileSync(file, "utf8"));
     });
     expect(missing).toEqual([]);
-    const sidebar = [...readFileSync(join(out, "index.html"), "utf8").matchAll(/class="VPLink link link" href="\/([^"#]*)/g)].map((match) =>
-      match[1]!.endsWith("/") || match[1] === "" ? `${match[1]}index.md` : match[1]!.replace(/\.html$/, ".md"),
+    const sidebar = [...readFileSync(join(out, "index.html"), "utf8").matchAll(/class="VPLink link link" href="\/([^"#]*)/g)].map(
+      (match) => (match[1]!.endsWith("/") || match[1] === "" ? `${match[1]}index.md` : match[1]!.replace(/\.html$/, ".md")),
     );
     expect(markdownPages().filter((page) => !sidebar.includes(page))).toEqual([]);
   });
@@ -112,7 +133,10 @@ describe("the book", () => {
     const idsOf = (file: string) => {
       if (!ids.has(file)) {
         const path = join(out, file);
-        ids.set(file, new Set(existsSync(path) ? [...readFileSync(path, "utf8").matchAll(/ id="([^"]+)"/g)].map((match) => match[1]!) : []));
+        ids.set(
+          file,
+          new Set(existsSync(path) ? [...readFileSync(path, "utf8").matchAll(/ id="([^"]+)"/g)].map((match) => match[1]!) : []),
+        );
       }
       return ids.get(file)!;
     };
@@ -134,7 +158,9 @@ describe("the book", () => {
           status: page.status,
           title: /<h1 id="quick-start-the-demo"[^>]*>([^<]*)/.exec(page.dom)?.[1]?.trim(),
           prose: page.dom.includes("Once Ready, the demo prints its kubeconfig and stays up."),
-          sidebar: ["Getting started", "Concepts", "User guide", "Operator guide", "Module author guide", "Reference"].filter((chapter) => page.dom.includes(`>${chapter}</h2>`)).length,
+          sidebar: ["Getting started", "Concepts", "User guide", "Operator guide", "Module author guide", "Reference"].filter((chapter) =>
+            page.dom.includes(`>${chapter}</h2>`),
+          ).length,
         };
         expect(rendered).toEqual({ status: 0, title: "Quick start: the demo", prose: true, sidebar: 6 });
         expect(page.console).toEqual([]);

@@ -23,7 +23,10 @@ it("names docs/events.md when it differs from what src/events.ts and the contrac
     expect(edited).not.toBe(generated);
     writeFileSync(page, edited);
     const run = spawnSync(process.execPath, [generator, "--check", "--docs", copy], { encoding: "utf8" });
-    expect([run.status, run.stderr]).toEqual([1, "stale generated reference pages (run `pnpm --filter @captf/docs gen`):\n  docs/events.md\n"]);
+    expect([run.status, run.stderr]).toEqual([
+      1,
+      "stale generated reference pages (run `pnpm --filter @captf/docs gen`):\n  docs/events.md\n",
+    ]);
   } finally {
     rmSync(copy, { recursive: true, force: true });
   }

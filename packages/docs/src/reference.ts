@@ -21,7 +21,15 @@ import {
 import { alertRules, createManagerMetrics, managerFlags, renderAlertTable, type FlagDefinition } from "@captf/controller";
 import { moduleChecks, ruleCatalog } from "tfcapi-lint";
 import { headingAnchor } from "./anchors.js";
-import { managerEventDocs, managerEventSections, pluginEventDocs, runnerEventDocs, type EventDoc, type ManagerEventDoc, type ManagerEventSection } from "./events.js";
+import {
+  managerEventDocs,
+  managerEventSections,
+  pluginEventDocs,
+  runnerEventDocs,
+  type EventDoc,
+  type ManagerEventDoc,
+  type ManagerEventSection,
+} from "./events.js";
 
 /** The command that rewrites every generated page and block. */
 export const generateCommand = "pnpm --filter @captf/docs gen";
@@ -47,7 +55,9 @@ function cell(text: string): string {
 }
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  return [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`, ...rows.map((row) => `| ${row.join(" | ")} |`)].join("\n");
+  return [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`, ...rows.map((row) => `| ${row.join(" | ")} |`)].join(
+    "\n",
+  );
 }
 
 function flagRow(flag: FlagDefinition): string[] {
@@ -61,7 +71,10 @@ function flagRow(flag: FlagDefinition): string[] {
 export function renderFlagTables(): string {
   const groups = [...new Set(managerFlags.map((flag) => flag.group))];
   return groups
-    .map((group) => `### ${group}\n\n${table(["Flag", "Default", "Type", "Description"], managerFlags.filter((flag) => flag.group === group).map(flagRow))}`)
+    .map((group) => {
+      const rows = managerFlags.filter((flag) => flag.group === group).map(flagRow);
+      return `### ${group}\n\n${table(["Flag", "Default", "Type", "Description"], rows)}`;
+    })
     .join("\n\n");
 }
 
@@ -89,8 +102,13 @@ export function renderMetricTable(): string {
     .filter((metric) => metric.name.startsWith("captf_"));
   const rows = metrics.map((metric) => {
     const bounds = metric.upperBounds ?? [];
-    const buckets = bounds.length === 0 ? "" : `; buckets ${bounds.map((bound) => (metric.name.endsWith("_seconds") ? duration(bound) : String(bound))).join(", ")}`;
-    const alerts = alertRules.filter((rule) => new RegExp(`\\b${metric.name}(_bucket|_sum|_count)?\\b`).test(rule.expr)).map((rule) => `[${rule.alert}](runbooks/${rule.alert}.md)`);
+    const buckets =
+      bounds.length === 0
+        ? ""
+        : `; buckets ${bounds.map((bound) => (metric.name.endsWith("_seconds") ? duration(bound) : String(bound))).join(", ")}`;
+    const alerts = alertRules
+      .filter((rule) => new RegExp(`\\b${metric.name}(_bucket|_sum|_count)?\\b`).test(rule.expr))
+      .map((rule) => `[${rule.alert}](runbooks/${rule.alert}.md)`);
     return [
       `\`${metric.name}\``,
       metric.type,
@@ -196,12 +214,18 @@ export function renderLintChecksPage(guide: string): string {
 
 /** A table of event reasons: each with its type and meaning, in the order given. */
 function eventTable(rows: readonly (readonly [reason: string, type: string, meaning: string])[]): string {
-  return table(["Reason", "Type", "Meaning"], rows.map(([reason, type, meaning]) => [`\`${reason}\``, type, cell(meaning)]));
+  return table(
+    ["Reason", "Type", "Meaning"],
+    rows.map(([reason, type, meaning]) => [`\`${reason}\``, type, cell(meaning)]),
+  );
 }
 
 export class EmptyEventSectionError extends Error {
   constructor(section: ManagerEventSection) {
-    super(`the manager event section ${section} (${managerEventSections[section].heading}) of packages/docs/src/events.ts lists no event: give it one or remove it`);
+    super(
+      `the manager event section ${section} (${managerEventSections[section].heading}) of packages/docs/src/events.ts lists no ` +
+        `event: give it one or remove it`,
+    );
     this.name = "EmptyEventSectionError";
   }
 }
@@ -211,12 +235,16 @@ export function renderEventsPage(): string {
   const managerRows = Object.entries(managerEventDocs) as [ManagerEventReason, ManagerEventDoc][];
   const managerSections = (Object.keys(managerEventSections) as ManagerEventSection[]).map((section) => {
     const { heading, intro }: { heading: string; intro?: string } = managerEventSections[section];
-    const rows = managerRows.filter(([, doc]) => doc.section === section).map(([reason, doc]) => [reason, managerEventReasons[reason], doc.meaning] as const);
+    const rows = managerRows
+      .filter(([, doc]) => doc.section === section)
+      .map(([reason, doc]) => [reason, managerEventReasons[reason], doc.meaning] as const);
     if (rows.length === 0) throw new EmptyEventSectionError(section);
     return [`### ${heading}`, "", ...(intro ? [intro, ""] : []), eventTable(rows), ""];
   });
   const runnerRows = Object.entries(runnerEventDocs).map(([reason, doc]) => [reason, doc.type, doc.meaning] as const);
-  const pluginRows = (Object.entries(pluginEventDocs) as [PluginEventReason, EventDoc][]).map(([reason, doc]) => [reason, pluginEventReasons[reason], doc.meaning] as const);
+  const pluginRows = (Object.entries(pluginEventDocs) as [PluginEventReason, EventDoc][]).map(
+    ([reason, doc]) => [reason, pluginEventReasons[reason], doc.meaning] as const,
+  );
   return [
     generatedNotice("the event reasons of `@captf/contract` and their meanings in `packages/docs/src/events.ts`"),
     "",
@@ -228,7 +256,9 @@ export function renderEventsPage(): string {
     "`packages/docs/src/reference.test.ts` fails when this page differs from what they generate.",
     "",
     `Events are \`events.k8s.io/v1\`. The manager records as \`${eventReporters.manager}\`; the runner reports as`,
-    `\`${eventReporters.runner}\` (with \`--runner-events\`); [\`kubectl captf\`](kubectl-captf.md) records as \`${eventReporters.plugin}\`. An event is emitted once per transition or occurrence,`,
+    `\`${eventReporters.runner}\` (with \`--runner-events\`); ` +
+      `[\`kubectl captf\`](kubectl-captf.md) records as \`${eventReporters.plugin}\`. ` +
+      "An event is emitted once per transition or occurrence,",
     "never per reconcile; a newly appearing condition emits only if it starts bad. Notes never carry",
     "credentials, variable values, outputs, plan values or raw stderr.",
     "",

@@ -9,7 +9,10 @@ import type { Connection } from "./kube.js";
 import { Refusal, type CaptfObject } from "./objects.js";
 
 function withPlan(planHash: string, resourceVersion: string): Omit<CaptfObject, "kind"> {
-  return { metadata: { name: "demo", namespace: "team-a", resourceVersion }, status: { plan: { inputsHash: "h2:x", job: "c-demo-plan-a1", planHash } } };
+  return {
+    metadata: { name: "demo", namespace: "team-a", resourceVersion },
+    status: { plan: { inputsHash: "h2:x", job: "c-demo-plan-a1", planHash } },
+  };
 }
 
 function fakeConnection(reads: Omit<CaptfObject, "kind">[]) {
@@ -18,9 +21,12 @@ function fakeConnection(reads: Omit<CaptfObject, "kind">[]) {
     namespace: "team-a",
     objects: {
       getNamespacedCustomObject: async () => reads.shift(),
-      patchNamespacedCustomObject: async (request: { body: { metadata: { resourceVersion: string; annotations: Record<string, string> } } }) => {
+      patchNamespacedCustomObject: async (request: {
+        body: { metadata: { resourceVersion: string; annotations: Record<string, string> } };
+      }) => {
         patches.push(request.body);
-        if (request.body.metadata.resourceVersion === "1") throw new k8s.ApiException(409, "Conflict", '{"kind":"Status","reason":"Conflict"}', {});
+        if (request.body.metadata.resourceVersion === "1")
+          throw new k8s.ApiException(409, "Conflict", '{"kind":"Status","reason":"Conflict"}', {});
         return { metadata: { name: "demo", namespace: "team-a", annotations: request.body.metadata.annotations } };
       },
     },
@@ -44,8 +50,13 @@ describe("plan approve after a conflicting write", () => {
 
   it("refuses, writing nothing more, when the plan changed in between", async () => {
     const { connection, patches } = fakeConnection([withPlan("p1:aaa", "1"), withPlan("p1:bbb", "2")]);
-    await expect(approvePlan(connection, { kind: kinds.cluster, name: "demo" }, undefined, "text", { write: () => undefined })).rejects.toThrow(
-      new Refusal("the plan of TerraformCluster team-a/demo changed since it was shown: it is now p1:bbb (add 0, change 0, destroy 0), not p1:aaa; review it with plan show and approve that hash"),
+    await expect(
+      approvePlan(connection, { kind: kinds.cluster, name: "demo" }, undefined, "text", { write: () => undefined }),
+    ).rejects.toThrow(
+      new Refusal(
+        "the plan of TerraformCluster team-a/demo changed since it was shown: it is now p1:bbb (add 0, change 0, destroy 0), " +
+          "not p1:aaa; review it with plan show and approve that hash",
+      ),
     );
     expect(patches).toHaveLength(1);
   });

@@ -9,26 +9,41 @@ import { connect, kubeconfigFiles } from "./kube.js";
 async function run(argv: string[], env: Record<string, string> = {}) {
   let stdout = "";
   let stderr = "";
-  const code = await main(argv, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, env });
+  const code = await main(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    env,
+  });
   return { code, stdout, stderr };
 }
 
 describe("kubectl captf --help", () => {
-  it.each([[[]], [["describe", "cluster"]], [["plan"]], [["plan", "show"]], [["plan", "approve"]], [["restore"]], [["logs"]]])("%j --help prints usage and exits 0", async (command) => {
-    const { code, stdout, stderr } = await run([...command, "--help"]);
-    expect(stderr).toBe("");
-    expect(code).toBe(exitCodes.ok);
-    expect(stdout).toContain(`kubectl captf ${command.join(" ")}`.trim());
-    expect(stdout).toContain("--output");
-  });
+  it.each([[[]], [["describe", "cluster"]], [["plan"]], [["plan", "show"]], [["plan", "approve"]], [["restore"]], [["logs"]]])(
+    "%j --help prints usage and exits 0",
+    async (command) => {
+      const { code, stdout, stderr } = await run([...command, "--help"]);
+      expect(stderr).toBe("");
+      expect(code).toBe(exitCodes.ok);
+      expect(stdout).toContain(`kubectl captf ${command.join(" ")}`.trim());
+      expect(stdout).toContain("--output");
+    },
+  );
 
   it("refuses bad arguments with exit 2 before connecting", async () => {
-    expect(await run([])).toEqual({ code: exitCodes.usage, stdout: "", stderr: expect.stringContaining("name a command: describe, plan, restore or logs") });
+    expect(await run([])).toEqual({
+      code: exitCodes.usage,
+      stdout: "",
+      stderr: expect.stringContaining("name a command: describe, plan, restore or logs"),
+    });
     expect((await run(["plan", "show", "demo"])).stderr).toContain('"demo" is not <kind>/<name>');
     expect((await run(["restore", "tfc/x"])).stderr).toContain("Missing required argument: serial");
     expect((await run(["logs", "terraformcluster/x", "-o", "yaml"])).code).toBe(exitCodes.usage);
     const missing = await run(["logs", "terraformcluster/x"], { KUBECONFIG: "/nonexistent/config" });
-    expect(missing).toEqual({ code: exitCodes.usage, stdout: "", stderr: expect.stringContaining("no kubeconfig: /nonexistent/config not found") });
+    expect(missing).toEqual({
+      code: exitCodes.usage,
+      stdout: "",
+      stderr: expect.stringContaining("no kubeconfig: /nonexistent/config not found"),
+    });
   });
 });
 
@@ -44,6 +59,7 @@ describe("the connection", () => {
     try {
       const file = (name: string, context: string, namespace?: string) => {
         const path = join(dir, name);
+        const inNamespace = namespace ? `, namespace: ${namespace}` : "";
         writeFileSync(
           path,
           [
@@ -51,7 +67,7 @@ describe("the connection", () => {
             "kind: Config",
             `clusters: [{name: ${context}, cluster: {server: "https://${context}.invalid"}}]`,
             `users: [{name: ${context}, user: {token: t}}]`,
-            `contexts: [{name: ${context}, context: {cluster: ${context}, user: ${context}${namespace ? `, namespace: ${namespace}` : ""}}}]`,
+            `contexts: [{name: ${context}, context: {cluster: ${context}, user: ${context}${inNamespace}}}]`,
             `current-context: ${context}`,
           ].join("\n"),
         );
@@ -76,12 +92,15 @@ describe("docs", () => {
   it("docs/events.md lists every event reason kubectl captf records, and no other", () => {
     const events = readFileSync(new URL("events.md", docs), "utf8");
     const section = events.split(/^## /m).find((part) => part.startsWith("kubectl captf events")) ?? "";
-    const documented = Object.fromEntries([...section.matchAll(/^\| `(\w+)` \| (\w+) \|/gm)].map((match) => [match[1], match[2]]));
+    const documented = Object.fromEntries(
+      [...section.matchAll(/^\| `(\w+)` \| (\w+) \|/gm)].map((match) => [match[1]!, match[2]!] as const),
+    );
     expect(documented).toEqual({ ...pluginEventReasons });
   });
 
   it("docs/kubectl-captf.md has a section per command", () => {
     const page = readFileSync(new URL("kubectl-captf.md", docs), "utf8");
-    for (const command of ["describe cluster", "plan show", "plan approve", "restore", "logs"]) expect(page).toContain(`## \`kubectl captf ${command}`);
+    for (const command of ["describe cluster", "plan show", "plan approve", "restore", "logs"])
+      expect(page).toContain(`## \`kubectl captf ${command}`);
   });
 });

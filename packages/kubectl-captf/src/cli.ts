@@ -28,17 +28,26 @@ interface GlobalArgs {
   output: OutputFormat;
 }
 
-const epilogue = `Connection: like kubectl, the kubeconfig is --kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context picks a context and -n a namespace (else the context's, else default).
+const epilogue =
+  `Connection: like kubectl, the kubeconfig is --kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context ` +
+  `picks a context and -n a namespace (else the context's, else default).
 Exit codes: 0 done; 1 refused (the plan changed, no such backup, not found) or failed by the API server; 2 a usage error.
 Documentation: docs/kubectl-captf.md.`;
 
-async function buildCli(io: CliIo, run: (action: (connection: Connection, format: OutputFormat) => Promise<void>, args: GlobalArgs) => Promise<void>): Promise<Argv> {
+async function buildCli(
+  io: CliIo,
+  run: (action: (connection: Connection, format: OutputFormat) => Promise<void>, args: GlobalArgs) => Promise<void>,
+): Promise<Argv> {
   const { default: yargs } = await import("yargs");
   const out = io.stdout;
-  const reference = <T>(y: Argv<T>) => y.positional("object", { type: "string", demandOption: true, describe: "the object as <kind>/<name>, e.g. terraformcluster/demo" });
+  const reference = <T>(y: Argv<T>) =>
+    y.positional("object", { type: "string", demandOption: true, describe: "the object as <kind>/<name>, e.g. terraformcluster/demo" });
   return yargs()
     .scriptName("kubectl captf")
-    .usage("kubectl captf: look at and act on captf's Terraform objects (TerraformCluster, TerraformMachine, TerraformMachinePool).\n\nUsage: $0 <command> [options]")
+    .usage(
+      "kubectl captf: look at and act on captf's Terraform objects (TerraformCluster, TerraformMachine, " +
+        "TerraformMachinePool).\n\nUsage: $0 <command> [options]",
+    )
     .option("kubeconfig", { type: "string", describe: "path of the kubeconfig file" })
     .option("context", { type: "string", describe: "the kubeconfig context to use" })
     .option("namespace", { alias: "n", type: "string", describe: "the namespace of the objects" })
@@ -48,7 +57,11 @@ async function buildCli(io: CliIo, run: (action: (connection: Connection, format
       "Show the tree of a cluster's Terraform objects: each one's conditions (Ready first), running Jobs and last run",
       (y) =>
         y
-          .positional("name", { type: "string", demandOption: true, describe: "the Cluster API cluster's name (the cluster.x-k8s.io/cluster-name label), or the TerraformCluster's" })
+          .positional("name", {
+            type: "string",
+            demandOption: true,
+            describe: "the Cluster API cluster's name (the cluster.x-k8s.io/cluster-name label), or the TerraformCluster's",
+          })
           .example("$0 describe cluster demo -n team-a", "the TerraformCluster, its identity, machine pools and machines of cluster demo"),
       (a) => run((connection, format) => describeCluster(connection, a.name as string, format, out), a as unknown as GlobalArgs),
     )
@@ -57,7 +70,8 @@ async function buildCli(io: CliIo, run: (action: (connection: Connection, format
         .command(
           "show <object>",
           "Show the pending plan (status.plan): its hash, counts and resource entries",
-          (z) => reference(z).example("$0 plan show terraformcluster/demo", "the plan waiting for approval, and the command that approves it"),
+          (z) =>
+            reference(z).example("$0 plan show terraformcluster/demo", "the plan waiting for approval, and the command that approves it"),
           (a) => {
             const object = parseObjectReference(a.object as string);
             return run((connection, format) => showPlan(connection, object, a.object as string, format, out), a as unknown as GlobalArgs);
@@ -68,11 +82,19 @@ async function buildCli(io: CliIo, run: (action: (connection: Connection, format
           "Approve exactly the plan shown: sets captf.io/approve-plan to its hash, refusing when the plan changed; records the approver",
           (z) =>
             reference(z)
-              .option("hash", { type: "string", describe: "the planHash plan show printed; refused when status.plan holds another (without it: the plan pending now, read and written with one resourceVersion)" })
+              .option("hash", {
+                type: "string",
+                describe:
+                  "the planHash plan show printed; refused when status.plan holds another (without it: the plan pending now, " +
+                  "read and written with one resourceVersion)",
+              })
               .example("$0 plan approve terraformcluster/demo --hash p1:…", "approve the plan plan show printed, and only that one"),
           (a) => {
             const object = parseObjectReference(a.object as string);
-            return run((connection, format) => approvePlan(connection, object, a.hash as string | undefined, format, out), a as unknown as GlobalArgs);
+            return run(
+              (connection, format) => approvePlan(connection, object, a.hash as string | undefined, format, out),
+              a as unknown as GlobalArgs,
+            );
           },
         )
         .demandCommand(1, "name a plan command: show or approve"),
@@ -116,7 +138,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   try {
     let action: Promise<void> | undefined;
     const cli = await buildCli(io, (command, args) => {
-      const options: ConnectionOptions = { ...(args.kubeconfig ? { kubeconfig: args.kubeconfig } : {}), ...(args.context ? { context: args.context } : {}), ...(args.namespace ? { namespace: args.namespace } : {}) };
+      const options: ConnectionOptions = {
+        ...(args.kubeconfig ? { kubeconfig: args.kubeconfig } : {}),
+        ...(args.context ? { context: args.context } : {}),
+        ...(args.namespace ? { namespace: args.namespace } : {}),
+      };
       action = command(connect(options, env), args.output);
       return action;
     });

@@ -5,7 +5,16 @@
  */
 import { randomBytes } from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
-import { annotations, eventReporters, groupVersion, kinds, labels, pluginEventReasons, type ConditionType, type PluginEventReason } from "@captf/contract/api";
+import {
+  annotations,
+  eventReporters,
+  groupVersion,
+  kinds,
+  labels,
+  pluginEventReasons,
+  type ConditionType,
+  type PluginEventReason,
+} from "@captf/contract/api";
 import { buildClusterTree, formatClusterTree, type ClusterTree, type JobSummary } from "./describe.js";
 import { approvalDecision, formatPlan, lastJob, lastPod, pendingPlan, restoreDecision, type Decision } from "./decisions.js";
 import { isObjectNotFound, isStatus, type Connection } from "./kube.js";
@@ -32,7 +41,11 @@ function unwrap<T>(decision: Decision<T>): T {
 
 async function readObject(connection: Connection, reference: ObjectReference): Promise<CaptfObject> {
   try {
-    const found = (await connection.objects.getNamespacedCustomObject({ ...resourceOf(reference.kind), namespace: connection.namespace, name: reference.name })) as Omit<CaptfObject, "kind">;
+    const found = (await connection.objects.getNamespacedCustomObject({
+      ...resourceOf(reference.kind),
+      namespace: connection.namespace,
+      name: reference.name,
+    })) as Omit<CaptfObject, "kind">;
     return { ...found, kind: reference.kind };
   } catch (error) {
     if (isObjectNotFound(error)) throw new Refusal(`${reference.kind} ${connection.namespace}/${reference.name} not found`);
@@ -41,13 +54,19 @@ async function readObject(connection: Connection, reference: ObjectReference): P
 }
 
 async function listObjects(connection: Connection, kind: string, labelSelector?: string): Promise<CaptfObject[]> {
-  const list = (await connection.objects.listNamespacedCustomObject({ ...resourceOf(kind), namespace: connection.namespace, ...(labelSelector ? { labelSelector } : {}) })) as { items: Omit<CaptfObject, "kind">[] };
+  const list = (await connection.objects.listNamespacedCustomObject({
+    ...resourceOf(kind),
+    namespace: connection.namespace,
+    ...(labelSelector ? { labelSelector } : {}),
+  })) as { items: Omit<CaptfObject, "kind">[] };
   return list.items.map((item) => ({ ...item, kind }));
 }
 
 function jobSummary(job: k8s.V1Job): JobSummary {
   const jobLabels = job.metadata?.labels ?? {};
-  const finished = job.status?.conditions?.find((condition) => (condition.type === "Complete" || condition.type === "Failed") && condition.status === "True");
+  const finished = job.status?.conditions?.find(
+    (condition) => (condition.type === "Complete" || condition.type === "Failed") && condition.status === "True",
+  );
   return {
     name: job.metadata?.name ?? "",
     ownerKind: jobLabels[labels.ownerKind] ?? "",
@@ -68,7 +87,9 @@ async function listJobs(connection: Connection, labelSelector: string): Promise<
 /** The requester as the API server authenticates it (SelfSubjectReview); undefined when it cannot say. */
 async function whoAmI(connection: Connection): Promise<string | undefined> {
   try {
-    const review = await connection.authentication.createSelfSubjectReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } });
+    const review = await connection.authentication.createSelfSubjectReview({
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+    });
     return review.status?.userInfo?.username;
   } catch {
     return undefined;
@@ -76,7 +97,13 @@ async function whoAmI(connection: Connection): Promise<string | undefined> {
 }
 
 /** An events.k8s.io/v1 event on the object; best effort, like kubectl's own. */
-async function recordEvent(connection: Connection, object: CaptfObject, reason: PluginEventReason, action: string, note: string): Promise<boolean> {
+async function recordEvent(
+  connection: Connection,
+  object: CaptfObject,
+  reason: PluginEventReason,
+  action: string,
+  note: string,
+): Promise<boolean> {
   const namespace = object.metadata.namespace ?? connection.namespace;
   try {
     await connection.events.createNamespacedEvent({
@@ -175,23 +202,48 @@ export async function describeClusterTree(connection: Connection, cluster: strin
   });
 }
 
-export async function describeCluster(connection: Connection, cluster: string, format: OutputFormat, out: Output, now = Date.now()): Promise<void> {
+export async function describeCluster(
+  connection: Connection,
+  cluster: string,
+  format: OutputFormat,
+  out: Output,
+  now = Date.now(),
+): Promise<void> {
   const tree = await describeClusterTree(connection, cluster);
   out.write(format === "json" ? json(tree) : formatClusterTree(tree, now));
 }
 
 // ---- plan show / approve ----
 
-export async function showPlan(connection: Connection, reference: ObjectReference, referenceText: string, format: OutputFormat, out: Output): Promise<void> {
+export async function showPlan(
+  connection: Connection,
+  reference: ObjectReference,
+  referenceText: string,
+  format: OutputFormat,
+  out: Output,
+): Promise<void> {
   const object = await readObject(connection, reference);
   const plan = unwrap(pendingPlan(object));
   if (format === "json") {
     const approvals = object.metadata.annotations ?? {};
-    out.write(json({ object: { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name }, plan, approvedPlan: approvals[annotations.approvePlan] ?? null, approvedBy: approvals[annotations.planApprovedBy] ?? null }));
+    out.write(
+      json({
+        object: { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name },
+        plan,
+        approvedPlan: approvals[annotations.approvePlan] ?? null,
+        approvedBy: approvals[annotations.planApprovedBy] ?? null,
+      }),
+    );
   } else out.write(formatPlan(object, plan, referenceText));
 }
 
-export async function approvePlan(connection: Connection, reference: ObjectReference, expectedHash: string | undefined, format: OutputFormat, out: Output): Promise<void> {
+export async function approvePlan(
+  connection: Connection,
+  reference: ObjectReference,
+  expectedHash: string | undefined,
+  format: OutputFormat,
+  out: Output,
+): Promise<void> {
   const first = await readObject(connection, reference);
   // After a conflict the plan must still be the one first read: approving "whatever is pending now" would approve unseen changes.
   let shown = expectedHash;
@@ -208,16 +260,34 @@ export async function approvePlan(connection: Connection, reference: ObjectRefer
   );
   const approver = object.metadata.annotations?.[annotations.planApprovedBy] ?? (await whoAmI(connection));
   const recorded = written
-    ? await recordEvent(connection, object, "PlanApprovalRequested", "Approve", `plan ${decision.planHash} approved by ${approver ?? "an unknown user"} with kubectl captf`)
+    ? await recordEvent(
+        connection,
+        object,
+        "PlanApprovalRequested",
+        "Approve",
+        `plan ${decision.planHash} approved by ${approver ?? "an unknown user"} with kubectl captf`,
+      )
     : false;
   if (format === "json") {
-    out.write(json({ object: { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name }, planHash: decision.planHash, written, approvedBy: object.metadata.annotations?.[annotations.planApprovedBy] ?? null, event: recorded }));
+    out.write(
+      json({
+        object: { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name },
+        planHash: decision.planHash,
+        written,
+        approvedBy: object.metadata.annotations?.[annotations.planApprovedBy] ?? null,
+        event: recorded,
+      }),
+    );
     return;
   }
   const who = object.metadata.annotations?.[annotations.planApprovedBy];
   out.write(
     written
-      ? `approved plan ${decision.planHash} of ${describeObject(object)}${who ? ` (recorded approver: ${who})` : ` (no approver recorded: ${annotations.planApprovedBy} is set by captf's mutating webhook)`}\n`
+      ? `approved plan ${decision.planHash} of ${describeObject(object)}${
+          who
+            ? ` (recorded approver: ${who})`
+            : ` (no approver ` + `recorded: ${annotations.planApprovedBy} is set by captf's mutating webhook)`
+        }\n`
       : `plan ${decision.planHash} of ${describeObject(object)} is approved already${who ? ` (by ${who})` : ""}\n`,
   );
 }
@@ -227,7 +297,10 @@ export async function approvePlan(connection: Connection, reference: ObjectRefer
 /** The condition that reports the restore Job's outcome: what a requester watches. */
 const restoreCondition: ConditionType = "RestoreJobSucceeded";
 
-/** `restore -o json`: the object, the serial, whether this run wrote the request (false: it was in place), whether the event was recorded, and the condition to watch. */
+/**
+ * `restore -o json`: the object, the serial, whether this run wrote the request (false: it was in place), whether the event was
+ * recorded, and the condition to watch.
+ */
 export interface RestoreRequest {
   object: { kind: string; namespace: string; name: string };
   serial: number;
@@ -236,7 +309,13 @@ export interface RestoreRequest {
   watch: ConditionType;
 }
 
-export async function requestRestore(connection: Connection, reference: ObjectReference, serial: number, format: OutputFormat, out: Output): Promise<void> {
+export async function requestRestore(
+  connection: Connection,
+  reference: ObjectReference,
+  serial: number,
+  format: OutputFormat,
+  out: Output,
+): Promise<void> {
   const first = await readObject(connection, reference);
   const { object, written } = await guardedAnnotate(
     connection,
@@ -246,11 +325,30 @@ export async function requestRestore(connection: Connection, reference: ObjectRe
     (restore) => (restore.alreadyRequested ? undefined : [annotations.restoreState, String(restore.serial)]),
   );
   const requester = written ? await whoAmI(connection) : undefined;
-  const recorded = written ? await recordEvent(connection, object, "StateRestoreRequested", "Restore", `restore of state serial ${serial} requested by ${requester ?? "an unknown user"} with kubectl captf`) : false;
+  const recorded = written
+    ? await recordEvent(
+        connection,
+        object,
+        "StateRestoreRequested",
+        "Restore",
+        `restore of state serial ${serial} requested by ${requester ?? "an unknown user"} with kubectl captf`,
+      )
+    : false;
   if (format === "json") {
-    const request: RestoreRequest = { object: { kind: object.kind, namespace: object.metadata.namespace ?? connection.namespace, name: object.metadata.name }, serial, written, event: recorded, watch: restoreCondition };
+    const request: RestoreRequest = {
+      object: { kind: object.kind, namespace: object.metadata.namespace ?? connection.namespace, name: object.metadata.name },
+      serial,
+      written,
+      event: recorded,
+      watch: restoreCondition,
+    };
     out.write(json(request));
-  } else out.write(written ? `restore of serial ${serial} requested on ${describeObject(object)}: watch ${restoreCondition}\n` : `restore of serial ${serial} is already requested on ${describeObject(object)}\n`);
+  } else
+    out.write(
+      written
+        ? `restore of serial ${serial} requested on ${describeObject(object)}: watch ${restoreCondition}\n`
+        : `restore of serial ${serial} is already requested on ${describeObject(object)}\n`,
+    );
 }
 
 // ---- logs ----
@@ -259,9 +357,22 @@ export async function showLogs(connection: Connection, reference: ObjectReferenc
   await readObject(connection, reference);
   const jobs = await listJobs(connection, `${labels.ownerKind}=${reference.kind},${labels.ownerName}=${reference.name}`);
   const job = lastJob(jobs);
-  if (!job) throw new Refusal(`${reference.kind} ${connection.namespace}/${reference.name} has no Job (captf deletes finished Jobs after its retention; see status.lastRun)`);
-  const pods = await connection.core.listNamespacedPod({ namespace: connection.namespace, labelSelector: `batch.kubernetes.io/job-name=${job.name}` });
-  const pod = lastPod(pods.items.map((item) => ({ name: item.metadata?.name ?? "", ...(item.metadata?.creationTimestamp ? { createdAt: new Date(item.metadata.creationTimestamp).toISOString() } : {}), ...(item.status?.phase ? { phase: item.status.phase } : {}) })));
+  if (!job)
+    throw new Refusal(
+      `${reference.kind} ${connection.namespace}/${reference.name} has no Job (captf deletes finished Jobs after its retention; ` +
+        `see status.lastRun)`,
+    );
+  const pods = await connection.core.listNamespacedPod({
+    namespace: connection.namespace,
+    labelSelector: `batch.kubernetes.io/job-name=${job.name}`,
+  });
+  const pod = lastPod(
+    pods.items.map((item) => ({
+      name: item.metadata?.name ?? "",
+      ...(item.metadata?.creationTimestamp ? { createdAt: new Date(item.metadata.creationTimestamp).toISOString() } : {}),
+      ...(item.status?.phase ? { phase: item.status.phase } : {}),
+    })),
+  );
   if (!pod) throw new Refusal(`Job ${connection.namespace}/${job.name} has no pod left to read a log from`);
   // The module container is the pod's only container (the runner copy is an init container), so the API picks it.
   const log = await connection.core.readNamespacedPodLog({ namespace: connection.namespace, name: pod.name });

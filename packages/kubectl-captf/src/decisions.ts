@@ -21,7 +21,10 @@ export function planCounts(plan: PlanPreview): string {
 
 /** The pending plan of an object, or why it has none. */
 export function pendingPlan(object: CaptfObject): Decision<PlanPreview> {
-  if (object.kind !== kinds.cluster) return { refused: `${describeObject(object)} has no plans: only a TerraformCluster with applyPolicy Manual waits for approval (status.plan)` };
+  if (object.kind !== kinds.cluster)
+    return {
+      refused: `${describeObject(object)} has no plans: only a TerraformCluster with applyPolicy Manual waits for approval (status.plan)`,
+    };
   const plan = object.status?.plan;
   if (!plan) return { refused: `${describeObject(object)} has no plan waiting for approval (status.plan is empty)` };
   return { ok: plan };
@@ -43,7 +46,9 @@ export function approvalDecision(object: CaptfObject, expectedHash: string | und
   const plan = pending.ok;
   if (expectedHash !== undefined && expectedHash !== plan.planHash) {
     return {
-      refused: `the plan of ${describeObject(object)} changed since it was shown: it is now ${plan.planHash} (${planCounts(plan)}), not ${expectedHash}; review it with plan show and approve that hash`,
+      refused:
+        `the plan of ${describeObject(object)} changed since it was shown: it is now ${plan.planHash} (${planCounts(plan)}), ` +
+        `not ${expectedHash}; review it with plan show and approve that hash`,
     };
   }
   return { ok: { planHash: plan.planHash, alreadyApproved: object.metadata.annotations?.[annotations.approvePlan] === plan.planHash } };
@@ -51,21 +56,28 @@ export function approvalDecision(object: CaptfObject, expectedHash: string | und
 
 /** Restore a backup the object lists, once: the manager never runs the same serial twice. */
 export function restoreDecision(object: CaptfObject, serial: number): Decision<{ serial: number; alreadyRequested: boolean }> {
-  if (!Number.isSafeInteger(serial) || serial < 1) return { refused: `--serial ${serial} is not a state serial: give a positive integer from status.stateBackups` };
+  if (!Number.isSafeInteger(serial) || serial < 1)
+    return { refused: `--serial ${serial} is not a state serial: give a positive integer from status.stateBackups` };
   const backups = object.status?.stateBackups ?? [];
   if (!backups.some((backup) => backup.serial === serial)) {
     const listed = backups.length === 0 ? "it lists no backups" : `it lists ${backups.map((backup) => backup.serial).join(", ")}`;
     return { refused: `${describeObject(object)} has no backup of serial ${serial} in status.stateBackups (${listed})` };
   }
   if (object.status?.lastRestoredSerial === serial && object.metadata.annotations?.[annotations.restoreState] !== String(serial)) {
-    return { refused: `serial ${serial} of ${describeObject(object)} was restored already (status.lastRestoredSerial); the manager runs a serial once` };
+    return {
+      refused:
+        `serial ${serial} of ${describeObject(object)} was restored already (status.lastRestoredSerial); the manager ` +
+        `runs a serial once`,
+    };
   }
   return { ok: { serial, alreadyRequested: object.metadata.annotations?.[annotations.restoreState] === String(serial) } };
 }
 
 /** The newest Job of an object: the one whose runner log `logs` shows. */
 export function lastJob(jobs: readonly JobSummary[]): JobSummary | undefined {
-  return [...jobs].sort((a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? "") || a.attempt - b.attempt || a.name.localeCompare(b.name)).at(-1);
+  return [...jobs]
+    .sort((a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? "") || a.attempt - b.attempt || a.name.localeCompare(b.name))
+    .at(-1);
 }
 
 export interface PodSummary {
@@ -93,7 +105,8 @@ export function formatPlan(object: CaptfObject, plan: PlanPreview, reference: st
     for (const entry of plan.resources) lines.push(`    ${entry}`);
     if (plan.truncated) lines.push("    … (more resources than status.plan lists)");
   }
-  if (approvedHash === plan.planHash) lines.push(`approved${approvedBy ? ` by ${approvedBy}` : ""}: the manager applies it if it plans the same again`);
+  if (approvedHash === plan.planHash)
+    lines.push(`approved${approvedBy ? ` by ${approvedBy}` : ""}: the manager applies it if it plans the same again`);
   else lines.push(`approve it: kubectl captf plan approve ${reference} --hash ${plan.planHash}`);
   return `${lines.join("\n")}\n`;
 }

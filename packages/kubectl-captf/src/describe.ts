@@ -76,7 +76,15 @@ export function buildClusterTree(input: {
 }): ClusterTree {
   const children: TreeNode[] = [];
   if (input.identity) children.push(nodeOf(input.identity, []));
-  else if (input.identityName) children.push({ kind: kinds.clusterIdentity, name: input.identityName, conditions: [], runningJobs: [], unreadable: input.identityUnreadable ?? "not found", children: [] });
+  else if (input.identityName)
+    children.push({
+      kind: kinds.clusterIdentity,
+      name: input.identityName,
+      conditions: [],
+      runningJobs: [],
+      unreadable: input.identityUnreadable ?? "not found",
+      children: [],
+    });
   for (const pool of [...input.pools].sort(byName)) children.push(nodeOf(pool, input.jobs));
   for (const machine of [...input.machines].sort(byName)) children.push(nodeOf(machine, input.jobs));
   return { cluster: input.cluster, namespace: input.namespace, root: nodeOf(input.terraformCluster, input.jobs, children) };
@@ -109,13 +117,16 @@ function nodeLines(node: TreeNode, now: number): string[] {
   for (const condition of node.conditions) {
     const when = age(condition.lastTransitionTime, now);
     const message = condition.message ? `  ${condition.message.split("\n")[0]}` : "";
-    lines.push(`${condition.type.padEnd(width)}  ${condition.status.padEnd(7)}  ${condition.reason ?? ""}${when ? ` (${when})` : ""}${message}`);
+    lines.push(
+      `${condition.type.padEnd(width)}  ${condition.status.padEnd(7)}  ${condition.reason ?? ""}${when ? ` (${when})` : ""}${message}`,
+    );
   }
   const running = new Map(node.runningJobs.map((job) => [job.name, job]));
   if (node.activeJob) {
     running.delete(node.activeJob.name);
-    const started = age(node.activeJob.startTime, now);
-    lines.push(`active Job: ${node.activeJob.name} (${node.activeJob.operation}, attempt ${node.activeJob.attempt}${started ? `, started ${started} ago` : ""})`);
+    const { name, operation, attempt, startTime } = node.activeJob;
+    const started = age(startTime, now);
+    lines.push(`active Job: ${name} (${operation}, attempt ${attempt}${started ? `, started ${started} ago` : ""})`);
   }
   for (const job of running.values()) lines.push(`running Job: ${job.name} (${job.operation}, attempt ${job.attempt})`);
   if (node.lastRun) lines.push(`last run: ${describeLastRun(node.lastRun)}`);

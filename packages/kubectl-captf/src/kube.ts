@@ -47,7 +47,8 @@ export function connect(options: ConnectionOptions, env: Readonly<Record<string,
     }
   }
   if (options.context) {
-    if (!kubeConfig.getContextObject(options.context)) throw new UsageError(`context ${JSON.stringify(options.context)} is not in ${present.join(", ")}`);
+    if (!kubeConfig.getContextObject(options.context))
+      throw new UsageError(`context ${JSON.stringify(options.context)} is not in ${present.join(", ")}`);
     kubeConfig.setCurrentContext(options.context);
   }
   const namespace = options.namespace || kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace || "default";
@@ -71,7 +72,10 @@ export function isStatus(error: unknown, code: number): boolean {
 export function isObjectNotFound(error: unknown): boolean {
   if (!isStatus(error, 404)) return false;
   try {
-    const body: unknown = typeof (error as k8s.ApiException<unknown>).body === "string" ? JSON.parse((error as k8s.ApiException<string>).body) : (error as k8s.ApiException<unknown>).body;
+    const body: unknown =
+      typeof (error as k8s.ApiException<unknown>).body === "string"
+        ? JSON.parse((error as k8s.ApiException<string>).body)
+        : (error as k8s.ApiException<unknown>).body;
     return (body as { kind?: unknown } | undefined)?.kind === "Status";
   } catch {
     return false;
@@ -88,7 +92,9 @@ export function apiMessage(error: unknown): string {
     } catch {
       // fall through to the exception's own text
     }
-    return error.code === 404 ? "the API server does not serve captf's kinds (HTTP 404): are captf's CRDs installed?" : `HTTP ${error.code}`;
+    return error.code === 404
+      ? "the API server does not serve captf's kinds (HTTP 404): are captf's CRDs installed?"
+      : `HTTP ${error.code}`;
   }
   return error instanceof Error ? error.message : String(error);
 }

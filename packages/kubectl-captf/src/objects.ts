@@ -45,7 +45,10 @@ export function parseObjectReference(text: string): ObjectReference {
     return [lower, pluralOf(candidate), `${lower}.${apiGroup}`, `${pluralOf(candidate)}.${apiGroup}`].includes(spelled);
   });
   if (!kind || name === "" || name.includes("/")) {
-    throw new UsageError(`${JSON.stringify(text)} is not <kind>/<name>: the kind is one of ${jobKinds.join(", ")} (any case, singular or plural), e.g. terraformcluster/demo`);
+    throw new UsageError(
+      `${JSON.stringify(text)} is not <kind>/<name>: the kind is one of ${jobKinds.join(", ")} (any case, singular or plural), ` +
+        `e.g. terraformcluster/demo`,
+    );
   }
   return { kind, name };
 }

@@ -15,8 +15,11 @@ import { describeWithTools, generateServingCertificate, sharedControlPlane, wait
 import { annotations, apiGroup, eventReporters, groupVersion, kinds, labels } from "@captf/contract/api";
 import { main } from "./cli.js";
 import { resourceOf } from "./objects.js";
+import type { ClusterTree } from "./describe.js";
 
 type AnyObject = Record<string, any>;
+/** An object as the API server answers: its metadata, the rest as it came. */
+type StoredObject = { metadata: { name: string; annotations?: Record<string, string> }; [field: string]: unknown };
 
 const crdDir = new URL("../../controller/config/crd/", import.meta.url).pathname;
 
@@ -24,11 +27,15 @@ async function installCrds(extensions: k8s.ApiextensionsV1Api): Promise<void> {
   for (const file of readdirSync(crdDir).filter((name) => name.endsWith(".yaml"))) {
     const body = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(crdDir, file), "utf8"));
     // Another suite of this run may have installed them already, from the same sources.
-    await extensions.createCustomResourceDefinition({ body }).catch((error: unknown) => (error instanceof k8s.ApiException && error.code === 409 ? undefined : Promise.reject(error)));
+    await extensions
+      .createCustomResourceDefinition({ body })
+      .catch((error: unknown) => (error instanceof k8s.ApiException && error.code === 409 ? undefined : Promise.reject(error)));
     await waitFor(
       async () => {
         const crd = await extensions.readCustomResourceDefinition({ name: body.metadata!.name! });
-        return crd.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True") ? true : undefined;
+        return crd.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True")
+          ? true
+          : undefined;
       },
       30_000,
       `CRD ${body.metadata!.name!} Established`,
@@ -61,15 +68,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
   async function run(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     let stdout = "";
     let stderr = "";
-    const code = await main(argv, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, env: { KUBECONFIG: kubeconfigPath } });
+    const code = await main(argv, {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      env: { KUBECONFIG: kubeconfigPath },
+    });
     return { code, stdout, stderr };
   }
 
-  const create = (kind: string, body: AnyObject) => objects.createNamespacedCustomObject({ ...resourceOf(kind), namespace, body }) as Promise<AnyObject>;
-  const read = (kind: string, name: string) => objects.getNamespacedCustomObject({ ...resourceOf(kind), namespace, name }) as Promise<AnyObject>;
+  const create = (kind: string, body: AnyObject) =>
+    objects.createNamespacedCustomObject({ ...resourceOf(kind), namespace, body }) as Promise<AnyObject>;
+  const read = (kind: string, name: string) =>
+    objects.getNamespacedCustomObject({ ...resourceOf(kind), namespace, name }) as Promise<StoredObject>;
   async function writeStatus(kind: string, name: string, status: AnyObject): Promise<AnyObject> {
     const current = await read(kind, name);
-    return (await objects.replaceNamespacedCustomObjectStatus({ ...resourceOf(kind), namespace, name, body: { ...current, status } })) as AnyObject;
+    return (await objects.replaceNamespacedCustomObjectStatus({
+      ...resourceOf(kind),
+      namespace,
+      name,
+      body: { ...current, status },
+    })) as AnyObject;
   }
   const clusterLabels = { [labels.clusterName]: cluster };
 
@@ -115,18 +133,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
     });
     await rbac.createNamespacedRoleBinding({
       namespace,
-      body: { metadata: { name: approver }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver }, subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: approver }] },
+      body: {
+        metadata: { name: approver },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: approver }],
+      },
     });
 
     // The cluster's objects, with statuses as the manager writes them.
     await objects.createClusterCustomObject({
       ...resourceOf(kinds.clusterIdentity),
-      body: { apiVersion: groupVersion, kind: kinds.clusterIdentity, metadata: { name: identityName }, spec: { type: "Secret", secretRef: { name: "aws", namespace: "captf-system" } } },
+      body: {
+        apiVersion: groupVersion,
+        kind: kinds.clusterIdentity,
+        metadata: { name: identityName },
+        spec: { type: "Secret", secretRef: { name: "aws", namespace: "captf-system" } },
+      },
     });
     await objects.replaceClusterCustomObjectStatus({
       ...resourceOf(kinds.clusterIdentity),
       name: identityName,
-      body: { ...(await objects.getClusterCustomObject({ ...resourceOf(kinds.clusterIdentity), name: identityName })), status: { conditions: [condition("Ready", "True", "SecretFound")] } },
+      body: {
+        ...((await objects.getClusterCustomObject({ ...resourceOf(kinds.clusterIdentity), name: identityName })) as StoredObject),
+        status: { conditions: [condition("Ready", "True", "SecretFound")] },
+      },
     });
     await create(kinds.cluster, {
       apiVersion: groupVersion,
@@ -135,28 +165,68 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       spec: { source: { image: "registry.invalid/noop-cluster:v1" }, identityRef: { name: identityName }, applyPolicy: "Manual" },
     });
     await writeStatus(kinds.cluster, cluster, {
-      conditions: [condition("ApplyJobSucceeded", "Unknown", "PlanAwaitingApproval", "plan p1:aaa waits for approval"), condition("Ready", "False", "NotReady", "ApplyJobSucceeded is Unknown")],
+      conditions: [
+        condition("ApplyJobSucceeded", "Unknown", "PlanAwaitingApproval", "plan p1:aaa waits for approval"),
+        condition("Ready", "False", "NotReady", "ApplyJobSucceeded is Unknown"),
+      ],
       activeJob: { name: clusterJob, operation: "apply", attempt: 2, startTime: "2026-12-01T10:00:00Z" },
       lastRun: { job: `c-${cluster}-plan-a1`, operation: "plan", steps: [{ name: "plan", exitCode: 0 }] },
-      plan: { inputsHash: "h2:abc", job: `c-${cluster}-plan-a1`, planHash: "p1:aaa", add: 1, change: 0, destroy: 1, import: 1, resources: ["null_resource.a (create)", "null_resource.b (delete)", "null_resource.c (import)"] },
+      plan: {
+        inputsHash: "h2:abc",
+        job: `c-${cluster}-plan-a1`,
+        planHash: "p1:aaa",
+        add: 1,
+        change: 0,
+        destroy: 1,
+        import: 1,
+        resources: ["null_resource.a (create)", "null_resource.b (delete)", "null_resource.c (import)"],
+      },
       stateBackups: [{ serial: 3, takenAt: "2026-12-01T09:00:00Z", bytes: 512 }],
     });
-    await create(kinds.machine, { apiVersion: groupVersion, kind: kinds.machine, metadata: { name: `${cluster}-md-0-a`, labels: clusterLabels }, spec: { source: { image: "registry.invalid/noop-machine:v1" } } });
-    await writeStatus(kinds.machine, `${cluster}-md-0-a`, {
-      conditions: [condition("ApplyJobSucceeded", "False", "ApplyFailed", "apply failed at step apply"), condition("Ready", "False", "NotReady")],
-      lastRun: { job: `m-${cluster}-md-0-a-apply-a1`, operation: "apply", error: { kind: "step", step: "apply", summary: "Error: quota exceeded" } },
+    await create(kinds.machine, {
+      apiVersion: groupVersion,
+      kind: kinds.machine,
+      metadata: { name: `${cluster}-md-0-a`, labels: clusterLabels },
+      spec: { source: { image: "registry.invalid/noop-machine:v1" } },
     });
-    await create(kinds.machinePool, { apiVersion: groupVersion, kind: kinds.machinePool, metadata: { name: `${cluster}-mp-0`, labels: clusterLabels }, spec: { source: { image: "registry.invalid/noop-machinepool:v1" } } });
+    await writeStatus(kinds.machine, `${cluster}-md-0-a`, {
+      conditions: [
+        condition("ApplyJobSucceeded", "False", "ApplyFailed", "apply failed at step apply"),
+        condition("Ready", "False", "NotReady"),
+      ],
+      lastRun: {
+        job: `m-${cluster}-md-0-a-apply-a1`,
+        operation: "apply",
+        error: { kind: "step", step: "apply", summary: "Error: quota exceeded" },
+      },
+    });
+    await create(kinds.machinePool, {
+      apiVersion: groupVersion,
+      kind: kinds.machinePool,
+      metadata: { name: `${cluster}-mp-0`, labels: clusterLabels },
+      spec: { source: { image: "registry.invalid/noop-machinepool:v1" } },
+    });
     await writeStatus(kinds.machinePool, `${cluster}-mp-0`, { conditions: [condition("Ready", "True", "Ready")] });
     // An object of another cluster, which the tree must leave out.
-    await create(kinds.machine, { apiVersion: groupVersion, kind: kinds.machine, metadata: { name: `other-${suffix}`, labels: { [labels.clusterName]: `other-${suffix}` } }, spec: { source: { image: "registry.invalid/noop-machine:v1" } } });
+    await create(kinds.machine, {
+      apiVersion: groupVersion,
+      kind: kinds.machine,
+      metadata: { name: `other-${suffix}`, labels: { [labels.clusterName]: `other-${suffix}` } },
+      spec: { source: { image: "registry.invalid/noop-machine:v1" } },
+    });
 
     // The cluster's running Job (suspended, so the Job controller starts no pod of its own) and its pod on the stand-in node.
     await kubeConfig.makeApiClient(k8s.BatchV1Api).createNamespacedJob({
       namespace,
       body: {
-        metadata: { name: clusterJob, labels: { [labels.ownerKind]: kinds.cluster, [labels.ownerName]: cluster, [labels.op]: "apply", [labels.attempt]: "2" } },
-        spec: { suspend: true, template: { spec: { restartPolicy: "Never", containers: [{ name: "source", image: "registry.invalid/noop-cluster:v1" }] } } },
+        metadata: {
+          name: clusterJob,
+          labels: { [labels.ownerKind]: kinds.cluster, [labels.ownerName]: cluster, [labels.op]: "apply", [labels.attempt]: "2" },
+        },
+        spec: {
+          suspend: true,
+          template: { spec: { restartPolicy: "Never", containers: [{ name: "source", image: "registry.invalid/noop-cluster:v1" }] } },
+        },
       },
     });
     const serving = generateServingCertificate(join(dir, "kubelet"));
@@ -172,13 +242,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
     // Unconditional (no resourceVersion): kube-controller-manager's node controllers may write the Node meanwhile.
     await core.replaceNodeStatus({
       name: nodeName,
-      body: { ...node, metadata: { ...node.metadata, resourceVersion: undefined }, status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }], daemonEndpoints: { kubeletEndpoint: { Port: (kubelet.address() as AddressInfo).port } } } },
+      body: {
+        ...node,
+        metadata: { ...node.metadata, resourceVersion: undefined },
+        status: {
+          addresses: [{ type: "InternalIP", address: "127.0.0.1" }],
+          daemonEndpoints: { kubeletEndpoint: { Port: (kubelet.address() as AddressInfo).port } },
+        },
+      },
     });
     await core.createNamespacedPod({
       namespace,
       body: {
         metadata: { name: `${clusterJob}-x1y2z`, labels: { "batch.kubernetes.io/job-name": clusterJob } },
-        spec: { nodeName, restartPolicy: "Never", initContainers: [{ name: "runner", image: "registry.invalid/captf-controller:v1" }], containers: [{ name: "source", image: "registry.invalid/noop-cluster:v1" }] },
+        spec: {
+          nodeName,
+          restartPolicy: "Never",
+          initContainers: [{ name: "runner", image: "registry.invalid/captf-controller:v1" }],
+          containers: [{ name: "source", image: "registry.invalid/noop-cluster:v1" }],
+        },
       },
     });
   }, 120_000);
@@ -212,11 +294,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
     it("gives the same tree as JSON, with the Job the API lists as running", async () => {
       const { code, stdout } = await run("describe", "cluster", cluster, "-o", "json");
       expect(code).toBe(0);
-      const tree = JSON.parse(stdout) as AnyObject;
+      const tree = JSON.parse(stdout) as ClusterTree;
       expect(tree).toMatchObject({ cluster, namespace, root: { kind: kinds.cluster, name: cluster } });
-      expect(tree.root.conditions.map((c: AnyObject) => c.type)).toEqual(["Ready", "ApplyJobSucceeded"]);
+      expect(tree.root.conditions.map((c) => c.type)).toEqual(["Ready", "ApplyJobSucceeded"]);
       expect(tree.root.runningJobs).toEqual([expect.objectContaining({ name: clusterJob, operation: "apply", attempt: 2, running: true })]);
-      expect(tree.root.children.map((child: AnyObject) => `${child.kind}/${child.name}`)).toEqual([
+      expect(tree.root.children.map((child) => `${child.kind}/${child.name}`)).toEqual([
         `${kinds.clusterIdentity}/${identityName}`,
         `${kinds.machinePool}/${cluster}-mp-0`,
         `${kinds.machine}/${cluster}-md-0-a`,
@@ -238,7 +320,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       expect(stdout).toContain("    null_resource.b (delete)\n");
       expect(stdout).toContain(`approve it: kubectl captf plan approve terraformcluster/${cluster} --hash p1:aaa\n`);
       const asJson = JSON.parse((await run("plan", "show", `TerraformClusters/${cluster}`, "-o", "json")).stdout) as AnyObject;
-      expect(asJson).toMatchObject({ plan: { planHash: "p1:aaa", destroy: 1, resources: expect.arrayContaining(["null_resource.a (create)"]) }, approvedPlan: null });
+      expect(asJson).toMatchObject({
+        plan: { planHash: "p1:aaa", destroy: 1, resources: expect.arrayContaining(["null_resource.a (create)"]) },
+        approvedPlan: null,
+      });
     });
 
     it("refuses a kind without plans", async () => {
@@ -256,7 +341,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       // RBAC bindings reach the authorizer's cache shortly after they are written.
       const approved = await waitFor(
         async () => {
-          const attempt = await run("--context", "approver", "plan", "approve", `terraformcluster/${cluster}`, "--hash", "p1:aaa", "-o", "json");
+          const attempt = await run(
+            "--context",
+            "approver",
+            "plan",
+            "approve",
+            `terraformcluster/${cluster}`,
+            "--hash",
+            "p1:aaa",
+            "-o",
+            "json",
+          );
           return attempt.stderr.includes("forbidden") ? undefined : attempt;
         },
         30_000,
@@ -266,13 +361,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       expect(JSON.parse(approved.stdout)).toMatchObject({ planHash: "p1:aaa", written: true, event: true });
       expect((await read(kinds.cluster, cluster)).metadata.annotations?.[annotations.approvePlan]).toBe("p1:aaa");
       const events = await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace });
-      expect(events.items.filter((event) => event.reportingController === eventReporters.plugin && event.reason === "PlanApprovalRequested")).toEqual([
-        expect.objectContaining({ type: "Normal", note: `plan p1:aaa approved by ${approver} with kubectl captf`, regarding: expect.objectContaining({ kind: kinds.cluster, name: cluster }) }),
+      expect(
+        events.items.filter((event) => event.reportingController === eventReporters.plugin && event.reason === "PlanApprovalRequested"),
+      ).toEqual([
+        expect.objectContaining({
+          type: "Normal",
+          note: `plan p1:aaa approved by ${approver} with kubectl captf`,
+          regarding: expect.objectContaining({ kind: kinds.cluster, name: cluster }),
+        }),
       ]);
 
       const again = await run("plan", "approve", `terraformcluster/${cluster}`);
-      expect(again).toEqual({ code: 0, stdout: `plan p1:aaa of TerraformCluster ${namespace}/${cluster} is approved already\n`, stderr: "" });
-      expect((await run("plan", "show", `terraformcluster/${cluster}`)).stdout).toContain("approved: the manager applies it if it plans the same again");
+      expect(again).toEqual({
+        code: 0,
+        stdout: `plan p1:aaa of TerraformCluster ${namespace}/${cluster} is approved already\n`,
+        stderr: "",
+      });
+      expect((await run("plan", "show", `terraformcluster/${cluster}`)).stdout).toContain(
+        "approved: the manager applies it if it plans the same again",
+      );
     });
   });
 
@@ -282,25 +389,60 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`has no backup of serial 4 in status.stateBackups (it lists 3)`);
       const requested = await run("restore", `terraformcluster/${cluster}`, "--serial", "3");
-      expect(requested).toEqual({ code: 0, stdout: `restore of serial 3 requested on TerraformCluster ${namespace}/${cluster}: watch RestoreJobSucceeded\n`, stderr: "" });
+      expect(requested).toEqual({
+        code: 0,
+        stdout: `restore of serial 3 requested on TerraformCluster ${namespace}/${cluster}: watch RestoreJobSucceeded\n`,
+        stderr: "",
+      });
       expect((await read(kinds.cluster, cluster)).metadata.annotations?.[annotations.restoreState]).toBe("3");
     });
 
     it("with -o json prints the request as JSON: written with its event, in place already, and a refusal on stderr only", async () => {
       const pool = `${cluster}-mp-0`;
-      await writeStatus(kinds.machinePool, pool, { conditions: [condition("Ready", "True", "Ready")], stateBackups: [{ serial: 5, takenAt: "2026-12-01T09:00:00Z", bytes: 256 }] });
+      await writeStatus(kinds.machinePool, pool, {
+        conditions: [condition("Ready", "True", "Ready")],
+        stateBackups: [{ serial: 5, takenAt: "2026-12-01T09:00:00Z", bytes: 256 }],
+      });
       const requested = await run("restore", `terraformmachinepool/${pool}`, "--serial", "5", "-o", "json");
       expect([requested.code, requested.stderr]).toEqual([0, ""]);
-      expect(JSON.parse(requested.stdout)).toEqual({ object: { kind: kinds.machinePool, namespace, name: pool }, serial: 5, written: true, event: true, watch: "RestoreJobSucceeded" });
+      expect(JSON.parse(requested.stdout)).toEqual({
+        object: { kind: kinds.machinePool, namespace, name: pool },
+        serial: 5,
+        written: true,
+        event: true,
+        watch: "RestoreJobSucceeded",
+      });
       expect((await read(kinds.machinePool, pool)).metadata.annotations?.[annotations.restoreState]).toBe("5");
       const events = await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace });
-      expect(events.items.filter((event) => event.reportingController === eventReporters.plugin && event.reason === "StateRestoreRequested" && event.regarding?.name === pool)).toEqual([
-        expect.objectContaining({ type: "Normal", action: "Restore", note: expect.stringMatching(/^restore of state serial 5 requested by \S+ with kubectl captf$/), regarding: expect.objectContaining({ kind: kinds.machinePool }) }),
+      expect(
+        events.items.filter(
+          (event) =>
+            event.reportingController === eventReporters.plugin &&
+            event.reason === "StateRestoreRequested" &&
+            event.regarding?.name === pool,
+        ),
+      ).toEqual([
+        expect.objectContaining({
+          type: "Normal",
+          action: "Restore",
+          note: expect.stringMatching(/^restore of state serial 5 requested by \S+ with kubectl captf$/),
+          regarding: expect.objectContaining({ kind: kinds.machinePool }),
+        }),
       ]);
 
       // Asked again: in place already, so nothing written and no second event.
       const again = await run("restore", `terraformmachinepool/${pool}`, "--serial", "5", "-o", "json");
-      expect([again.code, again.stderr, JSON.parse(again.stdout)]).toEqual([0, "", { object: { kind: kinds.machinePool, namespace, name: pool }, serial: 5, written: false, event: false, watch: "RestoreJobSucceeded" }]);
+      expect([again.code, again.stderr, JSON.parse(again.stdout)]).toEqual([
+        0,
+        "",
+        {
+          object: { kind: kinds.machinePool, namespace, name: pool },
+          serial: 5,
+          written: false,
+          event: false,
+          watch: "RestoreJobSucceeded",
+        },
+      ]);
       expect(await run("restore", `terraformmachinepool/${pool}`, "--serial", "4", "-o", "json")).toEqual({
         code: 1,
         stdout: "",
@@ -318,7 +460,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "kubect
       expect(code).toBe(0);
       expect(stdout).toBe(runnerLog);
       expect(kubeletRequests.at(-1)).toMatch(new RegExp(`^/containerLogs/${namespace}/${clusterJob}-x1y2z/source`));
-      expect(JSON.parse((await run("logs", `terraformcluster/${cluster}`, "-o", "json")).stdout)).toEqual({ job: clusterJob, operation: "apply", attempt: 2, pod: `${clusterJob}-x1y2z`, log: runnerLog });
+      expect(JSON.parse((await run("logs", `terraformcluster/${cluster}`, "-o", "json")).stdout)).toEqual({
+        job: clusterJob,
+        operation: "apply",
+        attempt: 2,
+        pod: `${clusterJob}-x1y2z`,
+        log: runnerLog,
+      });
     });
 
     it("says when the object has no Job", async () => {

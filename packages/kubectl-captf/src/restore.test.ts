@@ -17,7 +17,10 @@ function fakeConnection(object: Omit<CaptfObject, "kind">, eventsAllowed = true)
       getNamespacedCustomObject: async () => object,
       patchNamespacedCustomObject: async (request: { body: { metadata: { annotations: Record<string, string> } } }) => {
         patches.push(request.body);
-        return { ...object, metadata: { ...object.metadata, annotations: { ...object.metadata.annotations, ...request.body.metadata.annotations } } };
+        return {
+          ...object,
+          metadata: { ...object.metadata, annotations: { ...object.metadata.annotations, ...request.body.metadata.annotations } },
+        };
       },
     },
     authentication: { createSelfSubjectReview: async () => ({ status: { userInfo: { username: "alice" } } }) },
@@ -50,7 +53,13 @@ describe("restore -o json", () => {
   it("prints the object, the serial, that it wrote the request and recorded the event, and the condition to watch", async () => {
     const { connection, patches, events } = fakeConnection(withBackups());
     expect(await restoreAsJson(connection, 3)).toBe(
-      document({ object: { kind: kinds.cluster, namespace: "team-a", name: "demo" }, serial: 3, written: true, event: true, watch: "RestoreJobSucceeded" }),
+      document({
+        object: { kind: kinds.cluster, namespace: "team-a", name: "demo" },
+        serial: 3,
+        written: true,
+        event: true,
+        watch: "RestoreJobSucceeded",
+      }),
     );
     expect(patches).toEqual([{ metadata: { resourceVersion: "7", annotations: { [annotations.restoreState]: "3" } } }]);
     expect(events).toEqual([{ reason: "StateRestoreRequested", note: "restore of state serial 3 requested by alice with kubectl captf" }]);
@@ -58,22 +67,34 @@ describe("restore -o json", () => {
 
   it("says event false when the user may not create events, the request written all the same", async () => {
     const { connection, patches } = fakeConnection(withBackups(), false);
-    expect(JSON.parse(await restoreAsJson(connection, 3))).toEqual({ object: { kind: kinds.cluster, namespace: "team-a", name: "demo" }, serial: 3, written: true, event: false, watch: "RestoreJobSucceeded" });
+    expect(JSON.parse(await restoreAsJson(connection, 3))).toEqual({
+      object: { kind: kinds.cluster, namespace: "team-a", name: "demo" },
+      serial: 3,
+      written: true,
+      event: false,
+      watch: "RestoreJobSucceeded",
+    });
     expect(patches).toHaveLength(1);
   });
 
   it("says written false, and records no event, when the same serial is requested already", async () => {
     const { connection, patches, events } = fakeConnection(withBackups({ [annotations.restoreState]: "3" }));
-    expect(JSON.parse(await restoreAsJson(connection, 3))).toEqual({ object: { kind: kinds.cluster, namespace: "team-a", name: "demo" }, serial: 3, written: false, event: false, watch: "RestoreJobSucceeded" });
+    expect(JSON.parse(await restoreAsJson(connection, 3))).toEqual({
+      object: { kind: kinds.cluster, namespace: "team-a", name: "demo" },
+      serial: 3,
+      written: false,
+      event: false,
+      watch: "RestoreJobSucceeded",
+    });
     expect([patches, events]).toEqual([[], []]);
   });
 
   it("prints nothing for a serial without a backup: the refusal is main's to report", async () => {
     const { connection, patches } = fakeConnection(withBackups());
     let out = "";
-    await expect(requestRestore(connection, { kind: kinds.cluster, name: "demo" }, 4, "json", { write: (text: string) => (out += text) })).rejects.toThrow(
-      new Refusal("TerraformCluster team-a/demo has no backup of serial 4 in status.stateBackups (it lists 3)"),
-    );
+    await expect(
+      requestRestore(connection, { kind: kinds.cluster, name: "demo" }, 4, "json", { write: (text: string) => (out += text) }),
+    ).rejects.toThrow(new Refusal("TerraformCluster team-a/demo has no backup of serial 4 in status.stateBackups (it lists 3)"));
     expect([out, patches]).toEqual(["", []]);
   });
 });

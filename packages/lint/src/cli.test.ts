@@ -64,7 +64,9 @@ describe("module command", () => {
   it("prints text grouped by file, without colour off a terminal", async () => {
     const result = await run(["module", "testdata/reference/bad/wrong-type", "--role", "cluster"]);
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(/^variables\.tf\n {2}\d+:1 +error +input\/type {2}variable control_plane_initialized is declared as string/);
+    expect(result.stdout).toMatch(
+      /^variables\.tf\n {2}\d+:1 +error +input\/type {2}variable control_plane_initialized is declared as string/,
+    );
     expect(result.stdout).toContain("fix: declare type = bool");
     expect(result.stdout).toMatch(/1 error\(s\), 0 warning\(s\), 0 info \(read terraform files\)\n$/);
     expect(result.stdout).not.toContain("\u001b[");
@@ -86,7 +88,13 @@ describe("module command", () => {
     const finding = (JSON.parse(allowed.stdout) as { findings: { severity: string; message: string }[] }).findings[0]!;
     expect(finding.severity).toBe("info");
     expect(finding.message).toMatch(/\(allowed by --allow-warning\)$/);
-    const error = await run(["module", "testdata/reference/bad/wrong-type", "--role", "cluster", "--allow-warning=input/type,input/default"]);
+    const error = await run([
+      "module",
+      "testdata/reference/bad/wrong-type",
+      "--role",
+      "cluster",
+      "--allow-warning=input/type,input/default",
+    ]);
     expect(error.code).toBe(1);
   });
 
@@ -95,11 +103,26 @@ describe("module command", () => {
     expect(result.code).toBe(1);
     const sarif = JSON.parse(result.stdout) as {
       version: string;
-      runs: { tool: { driver: { rules: { id: string }[] } }; results: { ruleId: string; ruleIndex: number; level: string; locations: { physicalLocation: { artifactLocation: { uri: string }; region: { startLine: number } } }[] }[] }[];
+      runs: {
+        tool: { driver: { rules: { id: string }[] } };
+        results: {
+          ruleId: string;
+          ruleIndex: number;
+          level: string;
+          locations: { physicalLocation: { artifactLocation: { uri: string }; region: { startLine: number } } }[];
+        }[];
+      }[];
     };
     expect(sarif.version).toBe("2.1.0");
     const [run0] = sarif.runs;
-    expect(run0!.results.map((r) => [r.ruleId, r.level, r.locations[0]!.physicalLocation.artifactLocation.uri, r.locations[0]!.physicalLocation.region.startLine])).toEqual([
+    expect(
+      run0!.results.map((r) => [
+        r.ruleId,
+        r.level,
+        r.locations[0]!.physicalLocation.artifactLocation.uri,
+        r.locations[0]!.physicalLocation.region.startLine,
+      ]),
+    ).toEqual([
       ["module/backend", "error", "backend.tf", 2],
       ["module/backend", "error", "modules/state/backend.tf", 2],
     ]);
@@ -172,7 +195,11 @@ describe("validate", () => {
   };
 
   it("accepts a valid document and rejects an invalid one, naming the path", async () => {
-    const dir = writeModule({ "ok.json": JSON.stringify(valid), "bad.json": JSON.stringify({ ...valid, health: { state: "ok", healthy: true } }), "broken.json": "{" });
+    const dir = writeModule({
+      "ok.json": JSON.stringify(valid),
+      "bad.json": JSON.stringify({ ...valid, health: { state: "ok", healthy: true } }),
+      "broken.json": "{",
+    });
     expect((await run(["validate", join(dir, "ok.json"), "--role", "machine", "--document", "outputs"])).code).toBe(0);
     const bad = await run(["validate", join(dir, "bad.json"), "--role", "machine", "--document", "outputs"]);
     expect(bad.code).toBe(1);
@@ -202,15 +229,20 @@ describe("schema", () => {
     const result = await run(["schema", dir, "--role", "machine"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(
-      '{"type":"object","properties":{"disk":{"type":"object","properties":{"kind":{"type":"string"},"size":{"type":"number"}},"required":["size"]},' +
-        '"extra":{},"labels":{"type":"object","additionalProperties":{"type":"string"}},"pair":{"type":"array","prefixItems":[{"type":"string"},{"type":"number"}]},' +
-        '"region":{"type":"string"},"zones":{"type":"array","items":{"type":"string"}}},"required":["region"],"additionalProperties":false}\n',
+      '{"type":"object","properties":{"disk":{"type":"object","properties":{"kind":{"type":"string"},"size":{"type":"number"}},' +
+        '"required":["size"]},"extra":{},"labels":{"type":"object","additionalProperties":{"type":"string"}},' +
+        '"pair":{"type":"array","prefixItems":[{"type":"string"},{"type":"number"}]},' +
+        '"region":{"type":"string"},"zones":{"type":"array","items":{"type":"string"}}},' +
+        '"required":["region"],"additionalProperties":false}\n',
     );
   });
 
   it("exits 2 for a module that does not parse, 1 for a schema over the label limit", async () => {
     expect((await run(["schema", "testdata/checks/module-parse/triggers", "--role", "machine"])).code).toBe(2);
-    const many = Array.from({ length: 400 }, (_, i) => `variable "v${i}_${"x".repeat(60)}" {\n  type = object({ a = string, b = number })\n}`).join("\n");
+    const many = Array.from(
+      { length: 400 },
+      (_, i) => `variable "v${i}_${"x".repeat(60)}" {\n  type = object({ a = string, b = number })\n}`,
+    ).join("\n");
     const big = await run(["schema", writeModule({ "v.tf": many }), "--role", "machine"]);
     expect(big.code).toBe(1);
     expect(big.stderr).toContain("label limit");
@@ -220,16 +252,26 @@ describe("schema", () => {
 describe("the fast path agrees with yargs", () => {
   it.each([
     [["module", "d", "--role", "machine"], { dir: "d", role: "machine", strict: false, format: "text", allowWarning: [] }],
-    [["module", "--role=cluster", "d", "--strict", "--json"], { dir: "d", role: "cluster", strict: true, format: "json", allowWarning: [] }],
-    [["module", "d", "--role", "machinepool", "--format", "sarif", "--allow-warning", "a,b", "--allow-warning=c"], { dir: "d", role: "machinepool", format: "sarif", allowWarning: ["a", "b", "c"] }],
+    [
+      ["module", "--role=cluster", "d", "--strict", "--json"],
+      { dir: "d", role: "cluster", strict: true, format: "json", allowWarning: [] },
+    ],
+    [
+      ["module", "d", "--role", "machinepool", "--format", "sarif", "--allow-warning", "a,b", "--allow-warning=c"],
+      { dir: "d", role: "machinepool", format: "sarif", allowWarning: ["a", "b", "c"] },
+    ],
   ])("%j", (argv, expected) => {
     expect(fastModuleArgs(argv)).toMatchObject(expected);
   });
 
-  it.each([[["module", "d"]], [["module", "d", "--role", "x"]], [["module", "d", "--role", "machine", "--help"]], [["module", "d", "--role", "machine", "--strict=yes"]], [["module", "--role", "machine"]], [["image", "x", "--role", "machine"]]])(
-    "leaves %j to yargs",
-    (argv) => {
-      expect(fastModuleArgs(argv)).toBeUndefined();
-    },
-  );
+  it.each([
+    [["module", "d"]],
+    [["module", "d", "--role", "x"]],
+    [["module", "d", "--role", "machine", "--help"]],
+    [["module", "d", "--role", "machine", "--strict=yes"]],
+    [["module", "--role", "machine"]],
+    [["image", "x", "--role", "machine"]],
+  ])("leaves %j to yargs", (argv) => {
+    expect(fastModuleArgs(argv)).toBeUndefined();
+  });
 });

@@ -26,7 +26,11 @@ function commonOptions<T>(y: Argv<T>) {
       array: true,
       describe: "turn this check's warnings into info, with a note (repeatable, or comma-separated); errors cannot be allowed",
     })
-    .option("format", { choices: formats, default: "text" as OutputFormat, describe: "text (grouped by file), json (schema in docs/tfcapi-lint.md) or sarif (2.1.0)" })
+    .option("format", {
+      choices: formats,
+      default: "text" as OutputFormat,
+      describe: "text (grouped by file), json (schema in docs/tfcapi-lint.md) or sarif (2.1.0)",
+    })
     .option("json", { type: "boolean", default: false, describe: "same as --format json (the reference's spelling)" });
 }
 
@@ -41,11 +45,20 @@ interface CommonArgs {
 
 /** `--allow-warning a,b --allow-warning c` → [a, b, c]. */
 function splitList(values: readonly string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
+  return (values ?? [])
+    .flatMap((v) => v.split(","))
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 function reportOptions(a: CommonArgs) {
-  return { role: a.role, contract: a.contract, strict: a.strict, allowWarning: splitList(a["allow-warning"]), format: a.json ? ("json" as const) : a.format };
+  return {
+    role: a.role,
+    contract: a.contract,
+    strict: a.strict,
+    allowWarning: splitList(a["allow-warning"]),
+    format: a.json ? ("json" as const) : a.format,
+  };
 }
 
 async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Argv> {
@@ -53,7 +66,8 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
   return yargs()
     .scriptName("tfcapi-lint")
     .usage(
-      "tfcapi-lint: check a Terraform/OpenTofu module, or a module image, against the captf module contract.\n\nUsage: $0 <command> [options]",
+      "tfcapi-lint: check a Terraform/OpenTofu module, or a module image, against the captf module contract.\n\nUsage: $0 " +
+        "<command> [options]",
     )
     .command(
       "module <dir>",
@@ -69,7 +83,10 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
               "Suppress one finding with a comment on the line above it, reason required: # tfcapi-lint:ignore <check-id> <reason>\n\n" +
               exitCodeHelp,
           )
-          .example("$0 module . --role machine --strict", "lint the module in the current directory as a machine module, failing on warnings")
+          .example(
+            "$0 module . --role machine --strict",
+            "lint the module in the current directory as a machine module, failing on warnings",
+          )
           .example("$0 module ./pool --role machinepool --format sarif > lint.sarif", "SARIF for code scanning"),
       async (a) => {
         const { runModuleCommand } = await import("./commands/module.js");
@@ -81,10 +98,21 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
       "Check a built module image: its layout, labels, user, provider mirror and the module inside it",
       (y) =>
         commonOptions(y)
-          .positional("ref", { type: "string", demandOption: true, describe: "a registry reference, oci:<dir>[:tag] or oci-archive:<file>[:tag]" })
-          .option("platform", { type: "string", describe: "the os/arch[/variant] to check in a multi-platform image (default linux/amd64)" })
+          .positional("ref", {
+            type: "string",
+            demandOption: true,
+            describe: "a registry reference, oci:<dir>[:tag] or oci-archive:<file>[:tag]",
+          })
+          .option("platform", {
+            type: "string",
+            describe: "the os/arch[/variant] to check in a multi-platform image (default linux/amd64)",
+          })
           .option("all-platforms", { type: "boolean", default: false, describe: "check every platform of a multi-platform image" })
-          .option("insecure", { type: "boolean", default: false, describe: "allow plain HTTP to a registry that is not on a loopback address" })
+          .option("insecure", {
+            type: "boolean",
+            default: false,
+            describe: "allow plain HTTP to a registry that is not on a loopback address",
+          })
           .usage(
             "Usage: $0 image <ref> --role <role> [options]\n\n" +
               "Reads the image from a registry (anonymous, or with the credentials of the docker/podman auth files), an OCI " +
@@ -113,7 +141,11 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
       "Check an inputs or outputs JSON document against the contract's JSON Schema (for module authors' tests)",
       (y) =>
         y
-          .positional("file", { type: "string", demandOption: true, describe: "the JSON document, e.g. a tfvars file or `terraform output -json` values" })
+          .positional("file", {
+            type: "string",
+            demandOption: true,
+            describe: "the JSON document, e.g. a tfvars file or `terraform output -json` values",
+          })
           .option("role", { choices: roles, demandOption: true, describe: "the role whose schema applies" })
           .option("document", { choices: ["inputs", "outputs"] as const, demandOption: true, describe: "which document the file is" })
           .option("json", { type: "boolean", default: false, describe: "print the result as JSON" })
@@ -123,7 +155,14 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
           ),
       async (a) => {
         const { runValidate } = await import("./commands/validate.js");
-        setExit(await runValidate(io, { file: a.file as string, role: a.role as Role, document: a.document as "inputs" | "outputs", json: a.json as boolean }));
+        setExit(
+          await runValidate(io, {
+            file: a.file as string,
+            role: a.role as Role,
+            document: a.document as "inputs" | "outputs",
+            json: a.json as boolean,
+          }),
+        );
       },
     )
     .command(
@@ -151,7 +190,11 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
       (y) =>
         y
           .option("role", { choices: roles, demandOption: true, describe: "the role whose contract inputs to print" })
-          .option("runtime", { choices: runtimes, default: "tofu" as Runtime, describe: "the runtime the module targets: tofu (OpenTofu) or terraform" })
+          .option("runtime", {
+            choices: runtimes,
+            default: "tofu" as Runtime,
+            describe: "the runtime the module targets: tofu (OpenTofu) or terraform",
+          })
           .usage(
             "Usage: $0 inputs --role <role> [--runtime tofu|terraform]\n\n" +
               "Prints the variable blocks of the role's contract inputs (type, description, null default, sensitivity and the " +

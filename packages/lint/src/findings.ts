@@ -28,7 +28,13 @@ export function moduleWide(id: string, severity: Severity, message: string, fix:
 }
 
 /** A finding at a position. */
-export function at(position: { file: string; line: number; column: number }, id: string, severity: Severity, message: string, fix: string): Finding {
+export function at(
+  position: { file: string; line: number; column: number },
+  id: string,
+  severity: Severity,
+  message: string,
+  fix: string,
+): Finding {
   return { id, severity, file: position.file, line: position.line, column: position.column, message, fix };
 }
 
@@ -39,7 +45,8 @@ function compareText(a: string, b: string): number {
 /** Stable order: file, line, column, check ID, message. */
 export function sortFindings(findings: readonly Finding[]): Finding[] {
   return [...findings].sort(
-    (a, b) => compareText(a.file, b.file) || a.line - b.line || a.column - b.column || compareText(a.id, b.id) || compareText(a.message, b.message),
+    (a, b) =>
+      compareText(a.file, b.file) || a.line - b.line || a.column - b.column || compareText(a.id, b.id) || compareText(a.message, b.message),
   );
 }
 

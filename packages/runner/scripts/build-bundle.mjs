@@ -52,7 +52,14 @@ mkdirSync(join(out, "lib"), { recursive: true });
 // run, only loads it. yargs (ESM only) is its own ES module, runner-yargs.mjs, imported by
 // help and usage errors alone.
 const { build } = await import("esbuild");
-const common = { bundle: true, platform: "node", target: "node20", conditions: ["@captf/source"], legalComments: "none", logLevel: "warning" };
+const common = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  conditions: ["@captf/source"],
+  legalComments: "none",
+  logLevel: "warning",
+};
 await build({
   ...common,
   entryPoints: [join(packageDir, "src", "entry.ts")],
@@ -61,7 +68,9 @@ await build({
   // The sources are ES modules: their import.meta.url is this file's URL.
   define: { "import.meta.url": "__captfModuleUrl" },
   banner: { js: 'const __captfModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
-  plugins: [{ name: "yargs-module", setup: (b) => b.onResolve({ filter: /^yargs$/ }, () => ({ path: `./${yargsModule}`, external: true })) }],
+  plugins: [
+    { name: "yargs-module", setup: (b) => b.onResolve({ filter: /^yargs$/ }, () => ({ path: `./${yargsModule}`, external: true })) },
+  ],
 });
 // The broker sidecar's own entry, broker.cjs: the same form, without the runner's code.
 await build({
@@ -78,7 +87,9 @@ await build({
   outfile: join(out, yargsModule),
   format: "esm",
   // yargs's own CommonJS dependencies still call require(): give them one.
-  banner: { js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);' },
+  banner: {
+    js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);',
+  },
 });
 writeFileSync(join(out, "runner.mjs"), 'import { createRequire } from "node:module";\ncreateRequire(import.meta.url)("./runner.cjs");\n');
 
@@ -96,10 +107,14 @@ chmodSync(join(out, "node"), 0o755);
 execFileSync("patchelf", ["--set-interpreter", `${binDir}/lib/${loader}`, "--set-rpath", `${binDir}/lib`, join(out, "node")]);
 
 const size = (path) => statSync(path).size;
-const libs = execFileSync("ls", [join(out, "lib")], { encoding: "utf8" }).trim().split("\n");
+const libs = execFileSync("ls", [join(out, "lib")], { encoding: "utf8" })
+  .trim()
+  .split("\n");
 const scripts = readdirSync(out).filter((name) => name.startsWith("runner") || name.startsWith("broker"));
-const totalBytes = size(join(out, "node")) + [...scripts, ...libs.map((lib) => join("lib", lib))].reduce((sum, file) => sum + size(join(out, file)), 0);
+const totalBytes =
+  size(join(out, "node")) + [...scripts, ...libs.map((lib) => join("lib", lib))].reduce((sum, file) => sum + size(join(out, file)), 0);
 console.log(
   `build-bundle: ${out} for ${binDir} (${arch}) in ${((Date.now() - started) / 1000).toFixed(1)}s: node v${nodeRelease.version}, ` +
-    `${libs.length} libraries, runner.cjs ${(size(join(out, "runner.cjs")) / 1024).toFixed(0)} KiB (+${yargsModule} for help), ${(totalBytes / 1048576).toFixed(1)} MiB in all`,
+    `${libs.length} libraries, runner.cjs ` +
+    `${(size(join(out, "runner.cjs")) / 1024).toFixed(0)} KiB (+${yargsModule} for help), ${(totalBytes / 1048576).toFixed(1)} MiB in all`,
 );

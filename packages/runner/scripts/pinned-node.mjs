@@ -54,7 +54,8 @@ export function pinnedNodeDir(arch) {
     execFileSync("npm", ["pack", spec, "--pack-destination", staging, "--silent"], { stdio: ["ignore", "ignore", "pipe"] });
     const tarball = join(staging, `${build.package}-${nodeRelease.version}.tgz`);
     const integrity = `sha512-${createHash("sha512").update(readFileSync(tarball)).digest("base64")}`;
-    if (integrity !== build.integrity) throw new Error(`pinned-node: ${spec} has integrity ${integrity}, node-release.json pins ${build.integrity}`);
+    if (integrity !== build.integrity)
+      throw new Error(`pinned-node: ${spec} has integrity ${integrity}, node-release.json pins ${build.integrity}`);
     execFileSync("tar", ["xzf", tarball, "-C", staging, "--strip-components=1", "package/bin/node", "package/LICENSE"]);
     const out = join(staging, "out");
     mkdirSync(out);
@@ -85,7 +86,8 @@ export function sharedLibraries(elf, arch) {
   const locate = (name) => {
     const dir = dirs.find((candidate) => existsSync(join(candidate, name)));
     if (!dir) {
-      const cross = arch === hostArchitecture() ? "libc6 libstdc++6 libgcc-s1" : `libc6-${arch}-cross libstdc++6-${arch}-cross libgcc-s1-${arch}-cross`;
+      const cross =
+        arch === hostArchitecture() ? "libc6 libstdc++6 libgcc-s1" : `libc6-${arch}-cross libstdc++6-${arch}-cross libgcc-s1-${arch}-cross`;
       throw new Error(`pinned-node: ${name} for ${arch} is in none of ${dirs.join(", ")} (Debian: apt-get install -y ${cross})`);
     }
     return realpathSync(join(dir, name));

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { commonInputs, type MachineInputs } from "@captf/contract";
+import type { RunResult } from "@captf/contract/run-result";
 import { backendConfigValues, renderGeneratedRoot, stateSecretName, stateSecretSuffix } from "@captf/render";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools, requireTool, sharedControlPlane, writeKubeconfig } from "@captf/testkit";
@@ -30,7 +31,9 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
     await core.createNamespace({ body: { metadata: { name: namespace } } });
 
     const bundle = join(root, "captf", "bin");
-    execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build-bundle.mjs", import.meta.url)), "--out", bundle], { stdio: "pipe" });
+    execFileSync(process.execPath, [fileURLToPath(new URL("../scripts/build-bundle.mjs", import.meta.url)), "--out", bundle], {
+      stdio: "pipe",
+    });
     cpSync(noopModuleDirectory("machine"), join(root, "captf", "module"), { recursive: true, filter: (src) => !src.includes("/tests") });
     copyFileSync(requireTool("tofu"), join(root, "captf", "runtime"));
     execFileSync("chmod", ["0755", join(root, "captf", "runtime")]);
@@ -50,7 +53,8 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
       kubernetes_version: "v1.36.2",
       control_plane: false,
     };
-    for (const [file, text] of Object.entries(renderGeneratedRoot("machine", inputs))) writeFileSync(join(root, "captf/config", file), text);
+    for (const [file, text] of Object.entries(renderGeneratedRoot("machine", inputs)) as [string, string][])
+      writeFileSync(join(root, "captf/config", file), text);
   });
 
   afterAll(async () => {
@@ -81,14 +85,19 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
       ],
       { encoding: "utf8", env: { PATH: "/captf/bin", TF_IN_AUTOMATION: "1", TF_INPUT: "0" }, timeout: 120_000 },
     );
-    expect({ spawnError: run.error?.message, stderr: existsSync(join(root, "captf/work/result.json")) ? "" : run.stderr }).toEqual({ spawnError: undefined, stderr: "" });
-    const result = JSON.parse(readFileSync(join(root, "captf/work/result.json"), "utf8"));
+    expect({ spawnError: run.error?.message, stderr: existsSync(join(root, "captf/work/result.json")) ? "" : run.stderr }).toEqual({
+      spawnError: undefined,
+      stderr: "",
+    });
+    const result = JSON.parse(readFileSync(join(root, "captf/work/result.json"), "utf8")) as RunResult;
     expect({ status: run.status, error: result.error }).toEqual({ status: 0, error: null });
-    expect(result.steps.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "apply"]);
+    expect(result.steps.map((step) => step.name)).toEqual(["init", "validate", "apply"]);
 
     const secret = await core.readNamespacedSecret({ name: stateSecretName(stateSecretSuffix(owner)), namespace });
     expect(secret.metadata?.labels).toMatchObject({ "captf.io/managed": "true", "cluster.x-k8s.io/cluster-name": "demo" });
-    const state = JSON.parse(gunzipSync(Buffer.from(secret.data!.tfstate!, "base64")).toString("utf8"));
-    expect(state.outputs.provider_id.value).toBe(`noop:///${namespace}/m-0`);
+    const state = JSON.parse(gunzipSync(Buffer.from(secret.data!.tfstate!, "base64")).toString("utf8")) as {
+      outputs: Record<string, { value: unknown }>;
+    };
+    expect(state.outputs.provider_id?.value).toBe(`noop:///${namespace}/m-0`);
   });
 });

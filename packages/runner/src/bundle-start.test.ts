@@ -4,6 +4,7 @@ import { cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { RunResult } from "@captf/contract/run-result";
 
 const buildScript = fileURLToPath(new URL("../scripts/build-bundle.mjs", import.meta.url));
 const pinnedNodeScript = new URL("../scripts/pinned-node.mjs", import.meta.url).href;
@@ -15,7 +16,10 @@ describe("the bundle's start for a run", () => {
   /** The node Jobs run the bundle with (the pinned LTS), not this machine's. */
   let jobNode: string;
   beforeAll(async () => {
-    const { pinnedNodeDir, hostArchitecture } = (await import(pinnedNodeScript)) as { pinnedNodeDir: (arch: string) => string; hostArchitecture: () => string };
+    const { pinnedNodeDir, hostArchitecture } = (await import(pinnedNodeScript)) as {
+      pinnedNodeDir: (arch: string) => string;
+      hostArchitecture: () => string;
+    };
     jobNode = join(pinnedNodeDir(hostArchitecture()), "node");
     base = await mkdtemp(join(tmpdir(), "runner-start-"));
     bundle = join(base, "bundle");
@@ -33,11 +37,26 @@ describe("the bundle's start for a run", () => {
     const resultPath = join(base, "result.json");
     const child = spawnSync(
       jobNode,
-      ["--import", join(base, "loaded.mjs"), entry, "run", "--op=apply", `--bin=${join(base, "no-runtime")}`, `--module=${base}`, `--config=${base}`, `--workdir=${join(base, "work")}`, `--result=${resultPath}`],
+      [
+        "--import",
+        join(base, "loaded.mjs"),
+        entry,
+        "run",
+        "--op=apply",
+        `--bin=${join(base, "no-runtime")}`,
+        `--module=${base}`,
+        `--config=${base}`,
+        `--workdir=${join(base, "work")}`,
+        `--result=${resultPath}`,
+      ],
       { encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
     );
     const loaded = JSON.parse(child.stderr.trim().split("\n").at(-1)!) as string[];
-    return { status: child.status, builtins: loaded.filter((name) => name.startsWith("NativeModule ")).map((name) => name.slice("NativeModule ".length)), result: child.status === null ? "" : resultPath };
+    return {
+      status: child.status,
+      builtins: loaded.filter((name) => name.startsWith("NativeModule ")).map((name) => name.slice("NativeModule ".length)),
+      result: child.status === null ? "" : resultPath,
+    };
   }
 
   it("splits off what only help and usage errors need; run, version and copy work without it", async () => {
@@ -49,7 +68,7 @@ describe("the bundle's start for a run", () => {
     await writeFile(join(withoutHelp, "node"), "a stand-in: --js-only builds no node, and copy relocates only an ELF node");
     const run = preflightRun(join(withoutHelp, "runner.mjs"));
     expect(run.status).toBe(1);
-    expect(JSON.parse(await readFile(run.result, "utf8")).error).toMatchObject({ kind: "image-layout" });
+    expect((JSON.parse(await readFile(run.result, "utf8")) as RunResult).error).toMatchObject({ kind: "image-layout" });
     // version and copy are what a Job's init container runs.
     const start = (args: string[]) => spawnSync(jobNode, [join(withoutHelp, "runner.mjs"), ...args], { encoding: "utf8" });
     expect(start(["version", "--format=json"])).toMatchObject({ status: 0, stderr: "" });
@@ -74,12 +93,14 @@ describe("the bundle's start for a run", () => {
         "const touched = new Set();",
         'for (const name of ["stdout", "stderr"]) {',
         "  const { get } = Object.getOwnPropertyDescriptor(process, name);",
-        "  Object.defineProperty(process, name, { configurable: true, enumerable: true, get() { touched.add(name); return get.call(process); } });",
+        "  Object.defineProperty(process, name, { configurable: true, enumerable: true, get() { touched.add(name); return " +
+          "get.call(process); } });",
         "}",
         "let atFirstStep;",
         "const spawn = ChildProcess.prototype.spawn;",
         "ChildProcess.prototype.spawn = function (options) {",
-        "  atFirstStep ??= { builtins: process.moduleLoadList.filter((name) => name.startsWith(\"NativeModule \")).map((name) => name.slice(13)), touched: [...touched] };",
+        '  atFirstStep ??= { builtins: process.moduleLoadList.filter((name) => name.startsWith("NativeModule ")).map((name) => ' +
+          "name.slice(13)), touched: [...touched] };",
         "  return spawn.call(this, options);",
         "};",
         'process.on("exit", () => process._rawDebug(JSON.stringify({ atFirstStep, touched: [...touched] })));',
@@ -89,14 +110,27 @@ describe("the bundle's start for a run", () => {
     const child = spawnSync(
       jobNode,
       [
-        "--import", probe, join(bundle, "runner.cjs"), "run", "--op=apply", "--bin=/bin/true", `--module=${base}`, `--config=${base}`, `--workdir=${work}`,
-        `--result=${join(base, "events-result.json")}`, "--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/team-a/m/uid-1",
-        "--events-server=https://127.0.0.1:1", `--service-account-dir=${join(base, "no-service-account")}`,
+        "--import",
+        probe,
+        join(bundle, "runner.cjs"),
+        "run",
+        "--op=apply",
+        "--bin=/bin/true",
+        `--module=${base}`,
+        `--config=${base}`,
+        `--workdir=${work}`,
+        `--result=${join(base, "events-result.json")}`,
+        "--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/team-a/m/uid-1",
+        "--events-server=https://127.0.0.1:1",
+        `--service-account-dir=${join(base, "no-service-account")}`,
       ],
       { encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
     );
     expect(child.status).toBe(0);
-    const { atFirstStep, touched } = JSON.parse(child.stderr.trim().split("\n").at(-1)!) as { atFirstStep: { builtins: string[]; touched: string[] }; touched: string[] };
+    const { atFirstStep, touched } = JSON.parse(child.stderr.trim().split("\n").at(-1)!) as {
+      atFirstStep: { builtins: string[]; touched: string[] };
+      touched: string[];
+    };
     expect(atFirstStep.builtins).toContain("child_process");
     expect(atFirstStep.builtins.filter((name) => ["https", "tls"].includes(name))).toEqual([]);
     // The events were tried once the steps ran (the API server here refuses them), so TLS did load.

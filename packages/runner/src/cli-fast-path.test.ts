@@ -30,9 +30,25 @@ describe("run's fast flag parser", () => {
   it.each([
     ["a Job's arguments", jobArgs],
     ["the minimum", ["--op", "destroy"]],
-    ["separate values and repeated --bin", ["--op", "restore", "--bin", "/usr/bin/tofu", "--bin=-chdir=x", "--restore-chunks", "3", "--restore-resources=12", "--expect-plan=p1:x"]],
+    [
+      "separate values and repeated --bin",
+      [
+        "--op",
+        "restore",
+        "--bin",
+        "/usr/bin/tofu",
+        "--bin=-chdir=x",
+        "--restore-chunks",
+        "3",
+        "--restore-resources=12",
+        "--expect-plan=p1:x",
+      ],
+    ],
     ["hidden flags", ["--op=plan", "--events-server=https://127.0.0.1:6443", "--service-account-dir=/tmp/sa", "--force-unlock=1234"]],
-    ["an empty value, a value holding =, and a switch between values", ["--op=apply", "--image=", "--backend-config", "labels={\"a\"=\"b\"}", "--guard-deletes", "--bin", "tofu"]],
+    [
+      "an empty value, a value holding =, and a switch between values",
+      ["--op=apply", "--image=", "--backend-config", 'labels={"a"="b"}', "--guard-deletes", "--bin", "tofu"],
+    ],
   ])("gives what yargs gives for %s", async (_, argv) => {
     const fast = parseRunFast(argv);
     expect(fast).toBeDefined();

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { main, type CliIo } from "./cli.js";
 import { runnerVersion } from "./version.js";
+import type { RunResult } from "@captf/contract/run-result";
 
 let dir: string;
 beforeAll(async () => {
@@ -16,7 +17,12 @@ afterAll(async () => {
 async function cli(argv: string[], io: Partial<CliIo> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await main(argv, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text), env: { PATH: "/usr/bin:/bin" }, ...io });
+  const code = await main(argv, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    env: { PATH: "/usr/bin:/bin" },
+    ...io,
+  });
   return { code, stdout, stderr };
 }
 
@@ -32,7 +38,28 @@ describe("runner --help", () => {
   it("documents every run flag with its default, the steps and the signals", async () => {
     const { code, stdout } = await cli(["run", "--help"]);
     expect(code).toBe(0);
-    for (const flag of ["--op", "--bin", "--image", "--module", "--providers", "--workdir", "--config", "--backend-config", "--lock-timeout", "--stop-timeout", "--force-unlock", "--guard-deletes", "--inputs-hash", "--allow-deletes-hash", "--expect-plan", "--restore-chunks", "--restore-resources", "--event-object", "--job-name", "--result"]) {
+    for (const flag of [
+      "--op",
+      "--bin",
+      "--image",
+      "--module",
+      "--providers",
+      "--workdir",
+      "--config",
+      "--backend-config",
+      "--lock-timeout",
+      "--stop-timeout",
+      "--force-unlock",
+      "--guard-deletes",
+      "--inputs-hash",
+      "--allow-deletes-hash",
+      "--expect-plan",
+      "--restore-chunks",
+      "--restore-resources",
+      "--event-object",
+      "--job-name",
+      "--result",
+    ]) {
       expect(stdout).toContain(`  ${flag} `);
     }
     expect(stdout).toContain('[default: "/dev/termination-log"]');
@@ -45,12 +72,16 @@ describe("runner --help", () => {
 describe("runner version", () => {
   it("prints the runner, contract and node versions, as text or JSON", async () => {
     expect((await cli(["version"])).stdout).toBe(`runner ${runnerVersion} (contract v1alpha1, node ${process.version})\n`);
-    expect(JSON.parse((await cli(["version", "--format=json"])).stdout)).toEqual({ runner: runnerVersion, contract: "v1alpha1", node: process.version });
+    expect(JSON.parse((await cli(["version", "--format=json"])).stdout)).toEqual({
+      runner: runnerVersion,
+      contract: "v1alpha1",
+      node: process.version,
+    });
     expect((await cli(["--version"])).stdout).toBe(`runner ${runnerVersion} (contract v1alpha1, node ${process.version})\n`);
   });
 
   it("matches package.json", async () => {
-    const manifest = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8"));
+    const manifest = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
     expect(runnerVersion).toBe(manifest.version);
   });
 });
@@ -70,9 +101,9 @@ describe("usage errors", () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(message);
     expect(stderr).toContain('Run "runner --help"');
-    const document = JSON.parse(await readFile(result, "utf8"));
+    const document = JSON.parse(await readFile(result, "utf8")) as RunResult;
     expect(document).toMatchObject({ version: 1, steps: [], error: { kind: "step", step: "flags" } });
-    expect(document.error.summary).toMatch(message);
+    expect(document.error?.summary).toMatch(message);
   });
 
   it("exits 2 for an unknown command or none", async () => {
@@ -84,24 +115,36 @@ describe("usage errors", () => {
 describe("runner run outside an image", () => {
   it("reports an image-layout error, exit 1, without running a step", async () => {
     const result = join(dir, "layout.json");
-    const { code } = await cli(["run", "--op=apply", `--module=${join(dir, "nothing")}`, "--bin=/nonexistent/tofu", `--result=${result}`, "--image=m:1"]);
+    const { code } = await cli([
+      "run",
+      "--op=apply",
+      `--module=${join(dir, "nothing")}`,
+      "--bin=/nonexistent/tofu",
+      `--result=${result}`,
+      "--image=m:1",
+    ]);
     expect(code).toBe(1);
-    const document = JSON.parse(await readFile(result, "utf8"));
+    const document = JSON.parse(await readFile(result, "utf8")) as RunResult;
     expect(document).toMatchObject({ op: "apply", image: { ref: "m:1" }, steps: [], error: { kind: "image-layout", step: null } });
-    expect(document.error.summary).toMatch(/no module directory at .*nothing/);
+    expect(document.error?.summary).toMatch(/no module directory at .*nothing/);
   });
 
   it("resolves relative paths before the steps change directory", async () => {
     const result = join(dir, "relative.json");
     const { code } = await cli(["run", "--op=apply", "--module=relative/module", "--bin=./tofu", `--result=${result}`], {});
     expect(code).toBe(1);
-    const document = JSON.parse(await readFile(result, "utf8"));
+    const document = JSON.parse(await readFile(result, "utf8")) as RunResult;
     expect(document.runtime.command).toEqual([join(process.cwd(), "tofu")]);
-    expect(document.error.summary).toContain(`no module directory at ${join(process.cwd(), "relative/module")}`);
+    expect(document.error?.summary).toContain(`no module directory at ${join(process.cwd(), "relative/module")}`);
   });
 
   it("exits 1 when the result cannot be written, saying where it tried", async () => {
-    const { code, stderr } = await cli(["run", "--op=apply", `--module=${join(dir, "nothing")}`, `--result=${join(dir, "missing", "dir", "result.json")}`]);
+    const { code, stderr } = await cli([
+      "run",
+      "--op=apply",
+      `--module=${join(dir, "nothing")}`,
+      `--result=${join(dir, "missing", "dir", "result.json")}`,
+    ]);
     expect(code).toBe(1);
     expect(stderr).toMatch(/cannot write the result to .*missing\/dir\/result\.json/);
   });

@@ -4,8 +4,15 @@ import { fileURLToPath } from "node:url";
 import { contractVersion } from "@captf/contract/roles";
 import type { Options } from "yargs";
 import { DurationSyntaxError, parseDuration } from "./durations.js";
-import type { ObjectReference } from "./events.js";
-import { createEventRecorder, defaultServiceAccountDir, noEvents, parseObjectReference, resolveInClusterEndpoint, type ApiEndpoint, type EventRecorder } from "./events.js";
+import {
+  createEventRecorder,
+  defaultServiceAccountDir,
+  noEvents,
+  parseObjectReference,
+  resolveInClusterEndpoint,
+  type ApiEndpoint,
+  type EventRecorder,
+} from "./events.js";
 import { standardStreamWriter } from "./output.js";
 import { shrinkResult } from "./result.js";
 import { resultVersion, type RunResult } from "@captf/contract/run-result";
@@ -166,18 +173,27 @@ function base(yargs: Yargs, argv: readonly string[]) {
 
 /** `run`'s flags, once: the yargs parser (help, errors) and the fast path both read this table. */
 const runFlags = {
-  "op": { type: "string", choices: operations, demandOption: true, describe: "The operation to run" },
-  "bin": { type: "string", array: true, default: ["/captf/runtime"], describe: "The runtime command; repeat for each argument of it" },
-  "image": { type: "string", default: "", describe: "The module image reference, echoed in the result" },
-  "module": { type: "string", default: "/captf/module", describe: "The module directory (checked by preflight)" },
-  "providers": { type: "string", default: "/captf/providers", describe: "The provider mirror; used only when it is a directory" },
-  "workdir": { type: "string", default: "/captf/work", describe: "The writable work directory; steps run in <workdir>/root" },
-  "config": { type: "string", default: "/captf/config", describe: "The rendered root (main.tf.json, terraform.tfvars.json)" },
-  "backend-config": { type: "string", array: true, default: [] as string[], describe: "A key=value for init's -backend-config; repeatable" },
+  op: { type: "string", choices: operations, demandOption: true, describe: "The operation to run" },
+  bin: { type: "string", array: true, default: ["/captf/runtime"], describe: "The runtime command; repeat for each argument of it" },
+  image: { type: "string", default: "", describe: "The module image reference, echoed in the result" },
+  module: { type: "string", default: "/captf/module", describe: "The module directory (checked by preflight)" },
+  providers: { type: "string", default: "/captf/providers", describe: "The provider mirror; used only when it is a directory" },
+  workdir: { type: "string", default: "/captf/work", describe: "The writable work directory; steps run in <workdir>/root" },
+  config: { type: "string", default: "/captf/config", describe: "The rendered root (main.tf.json, terraform.tfvars.json)" },
+  "backend-config": {
+    type: "string",
+    array: true,
+    default: [] as string[],
+    describe: "A key=value for init's -backend-config; repeatable",
+  },
   "lock-timeout": { type: "string", default: "5m0s", describe: "How long a step waits for the state lock (passed as -lock-timeout=<n>s)" },
   "stop-timeout": { type: "string", default: "1m0s", describe: "After SIGTERM, how long a step may take before it is killed" },
   "force-unlock": { type: "string", describe: "A stale lock ID to clear after init; an already released lock is fine" },
-  "guard-deletes": { type: "boolean", default: false, describe: "Stop an apply whose plan deletes or replaces resources (error kind blocked)" },
+  "guard-deletes": {
+    type: "boolean",
+    default: false,
+    describe: "Stop an apply whose plan deletes or replaces resources (error kind blocked)",
+  },
   "inputs-hash": { type: "string", describe: "The inputs hash this Job renders" },
   "allow-deletes-hash": { type: "string", describe: "The approved inputs hash; equal to --inputs-hash, it lets a guarded apply delete" },
   "expect-plan": { type: "string", describe: "The approved plan hash (p1:…); any other plan stops with plan-changed" },
@@ -185,12 +201,16 @@ const runFlags = {
   "restore-resources": { type: "number", default: 0, describe: "The backup's managed resources; state list must find some when > 0" },
   "event-object": { type: "string", describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid> the run's events are about; none without it" },
   "job-name": { type: "string", describe: "The Job, the events' related object" },
-  "result": { type: "string", default: defaultResultPath, describe: "Where the result document is written" },
-  "broker": { type: "string", describe: "The state broker's directory: wait for its kubeconfig, send events through it" },
+  result: { type: "string", default: defaultResultPath, describe: "Where the result document is written" },
+  broker: { type: "string", describe: "The state broker's directory: wait for its kubeconfig, send events through it" },
   "events-server": { type: "string", hidden: true, describe: "API server URL for events instead of the in-cluster one" },
-  "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the token and ca.crt for events are" },
+  "service-account-dir": {
+    type: "string",
+    hidden: true,
+    default: defaultServiceAccountDir,
+    describe: "Where the token and ca.crt for events are",
+  },
 } satisfies Record<string, Options>;
-
 
 /** The flags of `version` and `copy`, for their fast path (yargs still gives their help and errors). */
 const versionFlags = { format: { type: "string", choices: ["text", "json"], default: "text" } } satisfies Record<string, Options>;
@@ -227,7 +247,10 @@ const commandParsers = {
       .options(brokerFlags),
   copy: (yargs: Yargs, argv: readonly string[]) =>
     base(yargs, argv)
-      .usage(`$0 copy <dest> [--from <dir>]\n\n${copySummary}, creating <dest> when missing. The Job's init container runs it to put the runner into the shared /captf/bin volume.`)
+      .usage(
+        `$0 copy <dest> [--from <dir>]\n\n${copySummary}, creating <dest> when missing. The Job's init container runs it to put ` +
+          `the runner into the shared /captf/bin volume.`,
+      )
       .epilog(exitStatus)
       .demandCommand(1, 1, "copy needs the target directory <dest>", "copy takes one <dest>")
       .option("from", { ...copyFlags.from, describe: "The bundle directory (default: the directory of the running runner.mjs)" }),
@@ -278,7 +301,8 @@ function runOptions(args: Record<string, unknown>): RunOptions {
   };
   const count = (flag: string) => {
     const value = args[flag];
-    if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw new UsageError(`--${flag} must be a whole number of at least 0`);
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 0)
+      throw new UsageError(`--${flag} must be a whole number of at least 0`);
     return value;
   };
   const optional = (flag: string) => (typeof args[flag] === "string" && args[flag] !== "" ? (args[flag] as string) : undefined);
@@ -311,7 +335,8 @@ function runOptions(args: Record<string, unknown>): RunOptions {
 function eventRecorder(args: Record<string, unknown>, io: CliIo, broker?: Promise<ApiEndpoint>): EventRecorder {
   const object = args["event-object"];
   if (typeof object !== "string" || object === "") return noEvents;
-  const log = (message: string) => io.stderr(JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: message }) + "\n");
+  const log = (message: string) =>
+    io.stderr(JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: message }) + "\n");
   try {
     const regarding = parseObjectReference(object);
     const endpoint =
@@ -360,7 +385,9 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const options = runOptions(args);
   const brokerDir = typeof args.broker === "string" && args.broker !== "" ? args.broker : undefined;
   // The broker sidecar starts beside the runner: the run prepares meanwhile, and its first step waits for it.
-  const broker = brokerDir ? import("./broker/connection.js").then(({ waitForBroker }) => waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal)) : undefined;
+  const broker = brokerDir
+    ? import("./broker/connection.js").then(({ waitForBroker }) => waitForBroker(brokerDir, brokerStartTimeoutMs, io.signal))
+    : undefined;
   const endpoint = broker?.then((found) => found.endpoint);
   // The broker's per-run token: no Kubernetes credential, but the key to this object's state for the Job's life.
   const ready = broker?.then((found) => ({ secrets: [found.token] }));
@@ -397,7 +424,11 @@ async function copy(args: Record<string, unknown>, io: CliIo): Promise<number> {
 
 async function version(args: Record<string, unknown>, io: CliIo): Promise<number> {
   const fields = { runner: runnerVersion, contract: contractVersion, node: process.version };
-  io.stdout(args.format === "json" ? `${JSON.stringify(fields)}\n` : `runner ${runnerVersion} (contract ${contractVersion}, node ${process.version})\n`);
+  io.stdout(
+    args.format === "json"
+      ? `${JSON.stringify(fields)}\n`
+      : `runner ${runnerVersion} (contract ${contractVersion}, node ${process.version})\n`,
+  );
   return exitCodes.ok;
 }
 
@@ -457,7 +488,14 @@ export async function runFromProcess(argv: readonly string[] = process.argv.slic
   const stdout = standardStreamWriter({ fd: 1, stream: () => process.stdout });
   const stderr = standardStreamWriter({ fd: 2, stream: () => process.stderr });
   const onSignal = (signal: NodeJS.Signals) => {
-    stderr(`${JSON.stringify({ ts: new Date().toISOString(), level: "info", logger: "runner", msg: `received ${signal}; stopping the running step` })}\n`);
+    stderr(
+      `${JSON.stringify({
+        ts: new Date().toISOString(),
+        level: "info",
+        logger: "runner",
+        msg: `received ${signal}; stopping the ` + `running step`,
+      })}\n`,
+    );
     stop.abort();
   };
   process.on("SIGTERM", onSignal);

@@ -2,12 +2,18 @@ import { chmod, copyFile, lstat, mkdir, readdir, readlink, stat, symlink } from 
 import { join, resolve } from "node:path";
 import { relocateNode } from "./relocate.js";
 
-/** The files every runner bundle holds: the patched interpreter-relocated node, the runner itself (runner.mjs loads runner.cjs), and the broker sidecar's entry. */
+/**
+ * The files every runner bundle holds: the patched interpreter-relocated node, the runner itself (runner.mjs loads runner.cjs),
+ * and the broker sidecar's entry.
+ */
 export const bundleEntryFiles = ["node", "runner.mjs", "runner.cjs", "broker.cjs"] as const;
 
 export class NotABundleError extends Error {
   constructor(dir: string) {
-    super(`${dir} is not a runner bundle (it needs ${bundleEntryFiles.join(" and ")}): build one with packages/runner/scripts/build-bundle.mjs, or pass --from <bundle dir>`);
+    super(
+      `${dir} is not a runner bundle (it needs ${bundleEntryFiles.join(" and ")}): build one with ` +
+        `packages/runner/scripts/build-bundle.mjs, or pass --from <bundle dir>`,
+    );
     this.name = "NotABundleError";
   }
 }

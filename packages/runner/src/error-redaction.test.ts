@@ -9,7 +9,7 @@ import { RunnerFixture } from "./runner-fixture.test-support.js";
 jest.setTimeout(60_000);
 
 /** A passphrase of words the runtime's word wrap may break apart; each word is a canary of its own. */
-const errorCanaries = { credential: "cred-canary-7d1e9f3a2b4c6e8d", passphrase: "tulip-4e2f quartz-9a1c \"amber-77d0\" staple-b3e5" };
+const errorCanaries = { credential: "cred-canary-7d1e9f3a2b4c6e8d", passphrase: 'tulip-4e2f quartz-9a1c "amber-77d0" staple-b3e5' };
 const forbidden = [errorCanaries.credential, ...errorCanaries.passphrase.split(" ").map((word) => word.replace(/"/g, ""))];
 
 // Issue 17's secrets drill, fast: a module whose apply fails with an error message printing sensitive
@@ -19,7 +19,13 @@ describeWithTools(["tofu"], "sensitive values in a module's error message", () =
   let events: EventsServer;
   let serviceAccountDir: string;
   beforeAll(async () => {
-    fixture = await RunnerFixture.create("error-module", { variables: { credential: { type: "string", sensitive: true }, passphrase: { type: "string", sensitive: true }, fail_with: { type: "string" } } });
+    fixture = await RunnerFixture.create("error-module", {
+      variables: {
+        credential: { type: "string", sensitive: true },
+        passphrase: { type: "string", sensitive: true },
+        fail_with: { type: "string" },
+      },
+    });
     events = await startEventsServer();
     serviceAccountDir = join(fixture.base, "serviceaccount");
     await mkdir(serviceAccountDir, { recursive: true });
@@ -30,7 +36,12 @@ describeWithTools(["tofu"], "sensitive values in a module's error message", () =
     await fixture?.remove();
   });
 
-  const eventArgs = () => ["--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformCluster/team-a/prod/u-1", "--job-name=prod-apply-1", `--events-server=${events.url}`, `--service-account-dir=${serviceAccountDir}`];
+  const eventArgs = () => [
+    "--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformCluster/team-a/prod/u-1",
+    "--job-name=prod-apply-1",
+    `--events-server=${events.url}`,
+    `--service-account-dir=${serviceAccountDir}`,
+  ];
 
   it("never leave the runner when a precondition's message wraps the passphrase over two lines", async () => {
     await fixture.setInputs({ ...errorCanaries, fail_with: "precondition" });
@@ -40,7 +51,8 @@ describeWithTools(["tofu"], "sensitive values in a module's error message", () =
     // The runtime printed the message, values replaced.
     expect(run.stdout + run.stderr).toContain("rejected the passphrase (sensitive) and the credential");
     const places = { stdout: run.stdout, stderr: run.stderr, result: JSON.stringify(run.result), events: events.rawBodies.join("\n") };
-    for (const [place, text] of Object.entries(places)) for (const canary of forbidden) expect([place, text.includes(canary)]).toEqual([place, false]);
+    for (const [place, text] of Object.entries(places))
+      for (const canary of forbidden) expect([place, text.includes(canary)]).toEqual([place, false]);
     expect(events.requests.map((request) => request.body.reason)).toContain("StepFailed");
   });
 

@@ -33,7 +33,12 @@ describeWithTools(["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
 
   it("reports the run's stages as Events regarding the object, related to the Job", async () => {
     const run = await fixture.run("apply", {
-      args: [`--event-object=v1/ConfigMap/${namespace}/m-0/${uid}`, "--job-name=captf-m-m-0-apply-a1-abcdef", `--events-server=${sharedControlPlane().server}`, `--service-account-dir=${serviceAccountDir}`],
+      args: [
+        `--event-object=v1/ConfigMap/${namespace}/m-0/${uid}`,
+        "--job-name=captf-m-m-0-apply-a1-abcdef",
+        `--events-server=${sharedControlPlane().server}`,
+        `--service-account-dir=${serviceAccountDir}`,
+      ],
       env: { POD_NAME: "captf-m-m-0-apply-a1-abcdef-x7k2p" },
     });
     expect(run.result.error).toBeNull();

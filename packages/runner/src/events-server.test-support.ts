@@ -2,11 +2,22 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 
+/** An events.k8s.io/v1 Event as a client posted it: the fields the tests read, and the rest unread. */
+export interface PostedEvent {
+  metadata: { name: string; namespace?: string };
+  reason: string;
+  note: string;
+  action: string;
+  type: string;
+  eventTime: string;
+  [field: string]: unknown;
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
   authorization: string | undefined;
-  body: Record<string, any>;
+  body: PostedEvent;
 }
 
 export interface EventsServer {
@@ -21,7 +32,9 @@ export interface EventsServer {
 export type Answer = number | "hang";
 
 /** A local stand-in for the API server's events endpoint that records what it is sent. */
-export async function startEventsServer(options: { answer?: (index: number) => Answer; tls?: { key: string; cert: string } } = {}): Promise<EventsServer> {
+export async function startEventsServer(
+  options: { answer?: (index: number) => Answer; tls?: { key: string; cert: string } } = {},
+): Promise<EventsServer> {
   const requests: RecordedRequest[] = [];
   const rawBodies: string[] = [];
   const hanging: ServerResponse[] = [];
@@ -32,7 +45,12 @@ export async function startEventsServer(options: { answer?: (index: number) => A
     request.on("end", () => {
       const index = requests.length;
       rawBodies.push(raw);
-      requests.push({ method: request.method ?? "", path: request.url ?? "", authorization: request.headers.authorization, body: JSON.parse(raw) });
+      requests.push({
+        method: request.method ?? "",
+        path: request.url ?? "",
+        authorization: request.headers.authorization,
+        body: JSON.parse(raw) as PostedEvent,
+      });
       const answer = options.answer?.(index) ?? 201;
       if (answer === "hang") {
         hanging.push(response);

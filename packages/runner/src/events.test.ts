@@ -7,7 +7,13 @@ import { runnerEventReasons } from "@captf/contract/api";
 import { createEventRecorder, parseObjectReference, resolveInClusterEndpoint, type ObjectReference } from "./events.js";
 import { startEventsServer } from "./events-server.test-support.js";
 
-const regarding: ObjectReference = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", namespace: "team-a", name: "prod", uid: "u-1" };
+const regarding: ObjectReference = {
+  apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+  kind: "TerraformCluster",
+  namespace: "team-a",
+  name: "prod",
+  uid: "u-1",
+};
 
 let dir: string;
 beforeAll(async () => {
@@ -32,7 +38,9 @@ describe("parseObjectReference", () => {
 describe("resolveInClusterEndpoint", () => {
   it("uses the in-cluster service address and the ServiceAccount files", async () => {
     await writeFile(join(dir, "ca.crt"), "not checked here");
-    expect(resolveInClusterEndpoint({ serviceAccountDir: dir, env: { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" } })).toMatchObject({
+    expect(
+      resolveInClusterEndpoint({ serviceAccountDir: dir, env: { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" } }),
+    ).toMatchObject({
       server: "https://[fd00::1]:443",
       tokenFile: join(dir, "token"),
     });
@@ -40,7 +48,12 @@ describe("resolveInClusterEndpoint", () => {
 
   it("explains why events cannot be sent outside a cluster or without the CA", () => {
     expect(resolveInClusterEndpoint({ serviceAccountDir: dir, env: {} })).toMatch(/KUBERNETES_SERVICE_HOST\/PORT unset/);
-    expect(resolveInClusterEndpoint({ serviceAccountDir: join(dir, "none"), env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" } })).toMatch(/no cluster CA/);
+    expect(
+      resolveInClusterEndpoint({
+        serviceAccountDir: join(dir, "none"),
+        env: { KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "443" },
+      }),
+    ).toMatch(/no cluster CA/);
   });
 });
 
@@ -95,7 +108,13 @@ describe("createEventRecorder", () => {
   it("gives up after three consecutive failures, each bounded by the timeout, and never throws", async () => {
     const server = await startEventsServer({ answer: (index) => (index === 0 ? 500 : index === 1 ? 201 : "hang") });
     const logs: string[] = [];
-    const recorder = createEventRecorder({ endpoint: { server: server.url }, regarding, instance: "pod", timeoutMs: 100, log: (message) => logs.push(message) });
+    const recorder = createEventRecorder({
+      endpoint: { server: server.url },
+      regarding,
+      instance: "pod",
+      timeoutMs: 100,
+      log: (message) => logs.push(message),
+    });
     const started = Date.now();
     for (const reason of runnerEventReasons) recorder.emit("Normal", reason, "apply", "note");
     await recorder.close();
@@ -111,11 +130,29 @@ describe("createEventRecorder", () => {
   });
 
   it("reaches an API server over TLS with the cluster CA", async () => {
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-      "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-      "-keyout", join(dir, "tls.key"), "-out", join(dir, "ca.crt"),
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        join(dir, "tls.key"),
+        "-out",
+        join(dir, "ca.crt"),
+      ],
+      { stdio: "ignore" },
+    );
     const tls = { key: await readFile(join(dir, "tls.key"), "utf8"), cert: await readFile(join(dir, "ca.crt"), "utf8") };
     const server = await startEventsServer({ tls });
     const endpoint = resolveInClusterEndpoint({ server: server.url, serviceAccountDir: dir, env: {} });

@@ -15,7 +15,10 @@ export interface ObjectReference {
 /** Parses `--event-object`: `<apiVersion>/<kind>/<namespace>/<name>/<uid>`, the apiVersion possibly holding a slash. */
 export function parseObjectReference(text: string): ObjectReference {
   const parts = text.split("/");
-  const fields = parts.length >= 5 ? { apiVersion: parts.slice(0, -4).join("/"), kind: parts.at(-4)!, namespace: parts.at(-3)!, name: parts.at(-2)!, uid: parts.at(-1)! } : undefined;
+  const fields =
+    parts.length >= 5
+      ? { apiVersion: parts.slice(0, -4).join("/"), kind: parts.at(-4)!, namespace: parts.at(-3)!, name: parts.at(-2)!, uid: parts.at(-1)! }
+      : undefined;
   if (!fields || Object.values(fields).some((field) => field === "")) {
     throw new Error(`--event-object "${text}" must be <apiVersion>/<kind>/<namespace>/<name>/<uid> with every field set`);
   }
@@ -109,7 +112,9 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   const maxFailures = options.maxConsecutiveFailures ?? 3;
   const openTransport = (endpoint: ApiEndpoint) => {
     // Appended, not resolved: the broker's server URL has a path of its own.
-    const url = new URL(`${endpoint.server.replace(/\/+$/, "")}/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`);
+    const url = new URL(
+      `${endpoint.server.replace(/\/+$/, "")}/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(options.regarding.namespace)}/events`,
+    );
     const secure = url.protocol === "https:";
     const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
     const agent = secure ? new http.Agent({ keepAlive: true, ca: endpoint.ca }) : new http.Agent({ keepAlive: true });
@@ -119,7 +124,9 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   // is known), not at start: TLS takes milliseconds to load that the first step would wait for.
   let transport: ReturnType<typeof openTransport> | undefined;
   const prefix = options.regarding.name.slice(0, maxNamePrefix).replace(/[-.]+$/, "");
-  const related = options.jobName ? { apiVersion: "batch/v1", kind: "Job", namespace: options.regarding.namespace, name: options.jobName } : undefined;
+  const related = options.jobName
+    ? { apiVersion: "batch/v1", kind: "Job", namespace: options.regarding.namespace, name: options.jobName }
+    : undefined;
   let queue: Promise<void> = Promise.resolve();
   let failures = 0;
   let warned = false;

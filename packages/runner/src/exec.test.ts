@@ -26,7 +26,10 @@ function alive(pid: number): boolean {
 describe("runStep", () => {
   it("reports the exit code, captures stdout and keeps the stderr tail while passing both on", async () => {
     const seen: string[] = [];
-    const outcome = await shell("echo out; echo err >&2; exit 3", { onStdout: (text) => seen.push(`o:${text}`), onStderr: (text) => seen.push(`e:${text}`) });
+    const outcome = await shell("echo out; echo err >&2; exit 3", {
+      onStdout: (text) => seen.push(`o:${text}`),
+      onStderr: (text) => seen.push(`e:${text}`),
+    });
     expect(outcome).toMatchObject({ exit: 3, stdout: "out\n", stderrTail: "err\n" });
     expect(outcome.failure).toBeUndefined();
     expect(seen.sort()).toEqual(["e:err\n", "o:out\n"]);
@@ -45,7 +48,14 @@ describe("runStep", () => {
   });
 
   it("reports a command that cannot start", async () => {
-    const outcome = await runStep({ command: ["/nonexistent/tofu"], cwd: "/", env: {}, captureStdout: false, signal: new AbortController().signal, stopTimeoutMs: 1000 });
+    const outcome = await runStep({
+      command: ["/nonexistent/tofu"],
+      cwd: "/",
+      env: {},
+      captureStdout: false,
+      signal: new AbortController().signal,
+      stopTimeoutMs: 1000,
+    });
     expect(outcome.exit).toBe(1);
     expect(outcome.failure).toMatch(/\/nonexistent\/tofu could not be started: .*ENOENT/);
   });

@@ -59,4 +59,3 @@ export function parseFast(flags: Record<string, Options>, argv: readonly string[
   }
   return args;
 }
-

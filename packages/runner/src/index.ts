@@ -4,20 +4,27 @@ export type { CliIo } from "./cli.js";
 export { runOperation } from "./run.js";
 export type { RunOptions, RunIo, RunOutcome } from "./run.js";
 export {
-  stepsFor, checksPlanBeforeApply,
+  stepsFor,
+  checksPlanBeforeApply,
 } from "./steps.js";
 export type {
-  StepInvocation, StepOptions,
+  StepInvocation,
+  StepOptions,
 } from "./steps.js";
 export {
-  parsePlanDocument, planHash, planHashLines, summarizePlan, summarizeDrift, destructiveChanges, planSensitiveValues, blockedSummary, planChangedSummary, PlanUnreadableError,
+  parsePlanDocument,
+  planHash,
+  planHashLines,
+  summarizePlan,
+  summarizeDrift,
+  destructiveChanges,
+  planSensitiveValues,
+  blockedSummary,
+  planChangedSummary,
+  PlanUnreadableError,
 } from "./plan.js";
-export type {
-  PlanDocument,
-} from "./plan.js";
-export {
-  shrinkResult,
-} from "./result.js";
+export type { PlanDocument } from "./plan.js";
+export { shrinkResult } from "./result.js";
 export { redactor, redactedMarker, environmentSecrets, variableSecrets, planSecrets } from "./redact.js";
 export type { Redactor, Secret } from "./redact.js";
 export { failureSummary } from "./summary.js";

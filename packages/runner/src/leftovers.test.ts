@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-
 jest.setTimeout(60_000);
 
 // A module's code can leave a process behind that writes its own result over the runner's. The
@@ -37,10 +36,22 @@ describe("the runner as its container's PID 1", () => {
 
   it("stops every process module code left running before it writes its result", async () => {
     const result = join(base, "result.json");
-    const args = ["run", "--op=refresh", `--bin=${join(base, "runtime")}`, `--module=${join(base, "module")}`, `--config=${join(base, "config")}`, `--workdir=${join(base, "work")}`, `--providers=${join(base, "none")}`, `--result=${result}`];
+    const args = [
+      "run",
+      "--op=refresh",
+      `--bin=${join(base, "runtime")}`,
+      `--module=${join(base, "module")}`,
+      `--config=${join(base, "config")}`,
+      `--workdir=${join(base, "work")}`,
+      `--providers=${join(base, "none")}`,
+      `--result=${result}`,
+    ];
     // unshare's forked child is PID 1 of a new PID namespace and execs node, as a container's entrypoint is.
     const code = await new Promise<number | null>((resolve) => {
-      const child = spawn("unshare", ["--pid", "--fork", "--mount-proc", process.execPath, join(bundle, "runner.cjs"), ...args], { stdio: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", RESULT_FILE: result } });
+      const child = spawn("unshare", ["--pid", "--fork", "--mount-proc", process.execPath, join(bundle, "runner.cjs"), ...args], {
+        stdio: "ignore",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", RESULT_FILE: result },
+      });
       child.on("close", resolve);
     });
     expect(code).toBe(0);

@@ -1,5 +1,17 @@
 import { describe, expect, it } from "@jest/globals";
-import { blockedSummary, destructiveChanges, parsePlanDocument, planChangedSummary, planHash, planHashLines, planSensitiveValues, PlanUnreadableError, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
+import {
+  blockedSummary,
+  destructiveChanges,
+  parsePlanDocument,
+  planChangedSummary,
+  planHash,
+  planHashLines,
+  planSensitiveValues,
+  PlanUnreadableError,
+  summarizeDrift,
+  summarizePlan,
+  type PlanDocument,
+} from "./plan.js";
 import { emptyPlanHash, maxPlanResources } from "@captf/contract/run-result";
 
 /** The worked example of docs/runner.md ("The plan hash"). */
@@ -7,7 +19,10 @@ const example: PlanDocument = parsePlanDocument(
   JSON.stringify({
     format_version: "1.2",
     resource_changes: [
-      { address: "module.role.terraform_data.thing", change: { actions: ["delete", "create"], before: { input: "a" }, after: { input: "b" } } },
+      {
+        address: "module.role.terraform_data.thing",
+        change: { actions: ["delete", "create"], before: { input: "a" }, after: { input: "b" } },
+      },
       { address: "module.role.terraform_data.keep", change: { actions: ["no-op"] } },
       { address: "module.role.terraform_data.label", change: { actions: ["update"] } },
     ],
@@ -27,15 +42,23 @@ describe("planHash", () => {
 
   it("does not depend on the order the runtime lists changes in, nor on their values", () => {
     const reordered: PlanDocument = {
-      resource_changes: [...example.resource_changes].reverse().map((entry) => ({ ...entry, change: { ...entry.change, after: { input: "other" } } })),
+      resource_changes: [...example.resource_changes]
+        .reverse()
+        .map((entry) => ({ ...entry, change: { ...entry.change, after: { input: "other" } } })),
       output_changes: example.output_changes,
     };
     expect(planHash(reordered)).toBe(planHash(example));
   });
 
   it("tells the two replacement orders apart", () => {
-    const createFirst: PlanDocument = { resource_changes: [{ address: "a.b", change: { actions: ["create", "delete"] } }], output_changes: {} };
-    const deleteFirst: PlanDocument = { resource_changes: [{ address: "a.b", change: { actions: ["delete", "create"] } }], output_changes: {} };
+    const createFirst: PlanDocument = {
+      resource_changes: [{ address: "a.b", change: { actions: ["create", "delete"] } }],
+      output_changes: {},
+    };
+    const deleteFirst: PlanDocument = {
+      resource_changes: [{ address: "a.b", change: { actions: ["delete", "create"] } }],
+      output_changes: {},
+    };
     expect(planHash(createFirst)).not.toBe(planHash(deleteFirst));
   });
 
@@ -53,8 +76,12 @@ describe("planHash", () => {
   });
 
   it("gives a plan that only imports or moves a hash of its own, never the empty one", () => {
-    const importOnly = parsePlanDocument(JSON.stringify({ resource_changes: [{ address: "a.i", change: { actions: ["no-op"], importing: { id: "i-1" } } }] }));
-    const moveOnly = parsePlanDocument(JSON.stringify({ resource_changes: [{ address: "a.m", previous_address: "a.old", change: { actions: ["no-op"] } }] }));
+    const importOnly = parsePlanDocument(
+      JSON.stringify({ resource_changes: [{ address: "a.i", change: { actions: ["no-op"], importing: { id: "i-1" } } }] }),
+    );
+    const moveOnly = parsePlanDocument(
+      JSON.stringify({ resource_changes: [{ address: "a.m", previous_address: "a.old", change: { actions: ["no-op"] } }] }),
+    );
     expect(planHash(importOnly)).not.toBe(emptyPlanHash);
     expect(planHash(moveOnly)).not.toBe(emptyPlanHash);
     expect(planHash(importOnly)).not.toBe(planHash(moveOnly));
@@ -97,7 +124,10 @@ describe("summarizePlan", () => {
 
   it(`keeps at most ${maxPlanResources} entries and says it truncated`, () => {
     const plan: PlanDocument = {
-      resource_changes: Array.from({ length: 60 }, (_, index) => ({ address: `a.r${String(index).padStart(2, "0")}`, change: { actions: ["create"] } })),
+      resource_changes: Array.from({ length: 60 }, (_, index) => ({
+        address: `a.r${String(index).padStart(2, "0")}`,
+        change: { actions: ["create"] },
+      })),
       output_changes: {},
     };
     const summary = summarizePlan(plan);
@@ -138,7 +168,9 @@ describe("summarizeDrift", () => {
 describe("destructiveChanges and blockedSummary", () => {
   it("names every delete and replacement, sorted", () => {
     expect(destructiveChanges(example)).toEqual(["module.role.terraform_data.thing (replace)"]);
-    expect(blockedSummary(["a.x (delete)", "a.y (replace)"])).toBe("the plan deletes or replaces 2 resource(s): a.x (delete), a.y (replace)");
+    expect(blockedSummary(["a.x (delete)", "a.y (replace)"])).toBe(
+      "the plan deletes or replaces 2 resource(s): a.x (delete), a.y (replace)",
+    );
   });
 
   it("lists as many as fit in 512 bytes and counts the rest", () => {
@@ -153,7 +185,8 @@ describe("destructiveChanges and blockedSummary", () => {
 describe("planChangedSummary", () => {
   it("names both hashes and the new counts", () => {
     expect(planChangedSummary("p1:old", summarizePlan(example))).toBe(
-      `the plan changed since it was approved: approved p1:old, now ${planHash(example)} (1 to add, 1 to change, 1 to destroy, 1 output(s) to change); nothing was applied`,
+      `the plan changed since it was approved: approved p1:old, now ${planHash(example)} (1 to add, 1 to change, 1 to destroy, ` +
+        `1 output(s) to change); nothing was applied`,
     );
   });
 });
@@ -193,8 +226,11 @@ describe("parsePlanDocument", () => {
     expect(parsePlanDocument('Warning: something\n\n{"resource_changes":[]}').resource_changes).toEqual([]);
   });
 
-  it.each(["not json", "[]", '{"resource_changes":{}}', '{"resource_changes":[{"address":"a","change":{}}]}'])("rejects %j, naming the image contract", (text) => {
-    expect(() => parsePlanDocument(text)).toThrow(PlanUnreadableError);
-    expect(() => parsePlanDocument(text)).toThrow(/image contract/);
-  });
+  it.each(["not json", "[]", '{"resource_changes":{}}', '{"resource_changes":[{"address":"a","change":{}}]}'])(
+    "rejects %j, naming the image contract",
+    (text) => {
+      expect(() => parsePlanDocument(text)).toThrow(PlanUnreadableError);
+      expect(() => parsePlanDocument(text)).toThrow(/image contract/);
+    },
+  );
 });

@@ -1,6 +1,15 @@
 import { truncateUtf8 } from "./text.js";
 
-import { emptyPlanHash, maxDriftResources, maxPlanResources, maxSummaryBytes, planCounts, planHashPrefix, type DriftSummary, type PlanSummary } from "@captf/contract/run-result";
+import {
+  emptyPlanHash,
+  maxDriftResources,
+  maxPlanResources,
+  maxSummaryBytes,
+  planCounts,
+  planHashPrefix,
+  type DriftSummary,
+  type PlanSummary,
+} from "@captf/contract/run-result";
 
 /** The part of one `show -json` change the runner reads. Values only feed redaction, never a report. */
 export interface PlanChange {
@@ -32,7 +41,10 @@ export interface PlanDocument {
 
 export class PlanUnreadableError extends Error {
   constructor(reason: string) {
-    super(`the plan printed by show -json could not be read (${reason}); the runtime may not support show -json <planfile>, which the image contract requires`);
+    super(
+      `the plan printed by show -json could not be read (${reason}); the runtime may not support show -json <planfile>, which ` +
+        `the image contract requires`,
+    );
     this.name = "PlanUnreadableError";
   }
 }
@@ -131,9 +143,11 @@ export function planHashLines(plan: PlanDocument): string[] {
 /** `p1:` + hex sha256 of the sorted hash lines joined by "\n" (no trailing newline). */
 export function planHash(plan: PlanDocument): string {
   // node:crypto only when a plan is hashed: it is the largest built-in module a run could load at start.
-  return planHashPrefix + process.getBuiltinModule("node:crypto").createHash("sha256").update(planHashLines(plan).join("\n"), "utf8").digest("hex");
+  return (
+    planHashPrefix +
+    process.getBuiltinModule("node:crypto").createHash("sha256").update(planHashLines(plan).join("\n"), "utf8").digest("hex")
+  );
 }
-
 
 interface Counts {
   add: number;
@@ -184,7 +198,6 @@ export function summarizePlan(plan: PlanDocument): PlanSummary {
 export function emptyPlanSummary(): PlanSummary {
   return { hash: emptyPlanHash, add: 0, change: 0, destroy: 0, resources: [], truncated: false };
 }
-
 
 /** Drift is a resource to create, change or destroy; output changes, imports and moves come from the configuration. */
 export function summarizeDrift(plan: PlanDocument): DriftSummary {
@@ -264,5 +277,8 @@ export function blockedSummary(destructive: readonly string[]): string {
 
 /** The failure summary of an approved apply whose plan is no longer the approved one. */
 export function planChangedSummary(approved: string, now: PlanSummary): string {
-  return truncateUtf8(`the plan changed since it was approved: approved ${approved}, now ${now.hash} (${planCounts(now)}); nothing was applied`, maxSummaryBytes);
+  return truncateUtf8(
+    `the plan changed since it was approved: approved ${approved}, now ${now.hash} (${planCounts(now)}); nothing was applied`,
+    maxSummaryBytes,
+  );
 }

@@ -16,7 +16,10 @@ interface Manifest {
 
 const published = readdirSync(join(repoDir, "packages"))
   .filter((name) => existsSync(join(repoDir, "packages", name, "package.json")))
-  .map((name) => ({ dir: join(repoDir, "packages", name), manifest: JSON.parse(readFileSync(join(repoDir, "packages", name, "package.json"), "utf8")) as Manifest }))
+  .map((name) => ({
+    dir: join(repoDir, "packages", name),
+    manifest: JSON.parse(readFileSync(join(repoDir, "packages", name, "package.json"), "utf8")) as Manifest,
+  }))
   .filter(({ manifest }) => manifest.private !== true);
 
 /** The fenced blocks of `language` in a Markdown text. */
@@ -39,7 +42,13 @@ describe("the READMEs of the published packages", () => {
   });
 
   it("are there for every published package: the five release.mjs packs", () => {
-    expect(published.map(({ manifest }) => manifest.name).sort()).toEqual(["@captf/contract", "@captf/render", "captf-module", "kubectl-captf", "tfcapi-lint"]);
+    expect(published.map(({ manifest }) => manifest.name).sort()).toEqual([
+      "@captf/contract",
+      "@captf/render",
+      "captf-module",
+      "kubectl-captf",
+      "tfcapi-lint",
+    ]);
   });
 
   describe.each(published.map(({ dir, manifest }) => [manifest.name, dir, manifest] as const))("%s", (name, dir, manifest) => {
@@ -48,7 +57,9 @@ describe("the READMEs of the published packages", () => {
     it("says what it is, how to install it, and links docs/ pages that exist", () => {
       const text = readme();
       expect(text.split("\n", 1)[0]).toBe(`# ${name}`);
-      expect(codeBlocks(text, "sh").join("\n")).toMatch(new RegExp(`^npm install (--global |--save-dev )?${name.replace("/", "\\/")}\\b`, "m"));
+      expect(codeBlocks(text, "sh").join("\n")).toMatch(
+        new RegExp(`^npm install (--global |--save-dev )?${name.replace("/", "\\/")}\\b`, "m"),
+      );
       const links = [...text.matchAll(/\]\((\.\.\/\.\.\/docs\/[^)#]+)\)/g)].map((match) => match[1]!);
       expect(links.length).toBeGreaterThan(0);
       for (const link of links) expect([link, existsSync(join(dir, link))]).toEqual([link, true]);
@@ -73,7 +84,9 @@ describe("the READMEs of the published packages", () => {
         const spelled = bin === "kubectl-captf" ? "kubectl captf" : `npx ${bin}`;
         // The bin runs dist/cli.js's main(argv, io): asked in-process, its help costs one load of the CLI, not one per command.
         expect(readFileSync(join(dir, manifest.bin![bin]!), "utf8")).toContain('await import("../dist/cli.js")');
-        const { main } = (await import(pathToFileURL(join(dir, "dist/cli.js")).href)) as { main: (argv: string[], io: object) => Promise<number> };
+        const { main } = (await import(pathToFileURL(join(dir, "dist/cli.js")).href)) as {
+          main: (argv: string[], io: object) => Promise<number>;
+        };
         const helps = new Map<string, string>();
         const helpOf = async (path: string[]) => {
           const key = path.join(" ");
@@ -85,21 +98,29 @@ describe("the READMEs of the published packages", () => {
           }
           return helps.get(key)!;
         };
-        const lines = codeBlocks(text, "sh").flatMap((block) => block.split("\n")).filter((line) => line.startsWith(`${spelled} `));
+        const lines = codeBlocks(text, "sh")
+          .flatMap((block) => block.split("\n"))
+          .filter((line) => line.startsWith(`${spelled} `));
         expect(lines.length).toBeGreaterThan(0);
         for (const line of lines) {
-          const words = line.slice(spelled.length).split("#", 1)[0]!.split(/[\s>]+/).filter(Boolean);
+          const words = line
+            .slice(spelled.length)
+            .split("#", 1)[0]!
+            .split(/[\s>]+/)
+            .filter(Boolean);
           // The command path: the leading words a help lists as a command (the others are its arguments).
           const path: string[] = [];
           for (const word of words) {
             const command = `${helpName} ${[...path, word].join(" ")}`;
-            const listed = (help: string) => new RegExp(`^\\s*(Usage: )?${command.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}( |$)`, "m").test(help);
+            const listed = (help: string) =>
+              new RegExp(`^\\s*(Usage: )?${command.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}( |$)`, "m").test(help);
             if (word.startsWith("-") || !([...helps.values()].some(listed) || listed(await helpOf(path)))) break;
             path.push(word);
           }
           expect([line, path.length]).not.toEqual([line, 0]);
           const help = await helpOf(path);
-          for (const flag of words.filter((word) => word.startsWith("-"))) expect([line, flag, help.includes(flag)]).toEqual([line, flag, true]);
+          for (const flag of words.filter((word) => word.startsWith("-")))
+            expect([line, flag, help.includes(flag)]).toEqual([line, flag, true]);
         }
       }
     });

@@ -30,12 +30,15 @@ describe("redactor", () => {
     expect(redact("export TOKEN=abcdefghijklmnop")).toBe("(sensitive)");
   });
 
-  it("finds a secret with spaces that the runtime wrapped: a space became a line break, on its own or before a diagnostic box's bar", () => {
-    const redact = redactor(secretsOf(["correct horse battery staple"]));
-    expect(redact("rejected the passphrase correct\nhorse battery staple and")).toBe("rejected the passphrase (sensitive) and");
-    expect(redact("│ rejected correct horse\n│ battery  staple.")).toBe("│ rejected (sensitive).");
-    expect(redact("correct horses battery staple")).toBe("correct horses battery staple");
-  });
+  it(
+    "finds a secret with spaces that the runtime wrapped: a space became a line break, on its own or before a diagnostic box's " + "bar",
+    () => {
+      const redact = redactor(secretsOf(["correct horse battery staple"]));
+      expect(redact("rejected the passphrase correct\nhorse battery staple and")).toBe("rejected the passphrase (sensitive) and");
+      expect(redact("│ rejected correct horse\n│ battery  staple.")).toBe("│ rejected (sensitive).");
+      expect(redact("correct horses battery staple")).toBe("correct horses battery staple");
+    },
+  );
 
   it("escapes regular-expression characters in values", () => {
     expect(redactor(secretsOf(["a.b*c(d)"]))("a.b*c(d) axbbc")).toBe("(sensitive) axbbc");
@@ -62,7 +65,12 @@ describe("environmentSecrets", () => {
 
 describe("variableSecrets", () => {
   const main = JSON.stringify({
-    variable: { password: { sensitive: true }, settings: { sensitive: true }, name: {}, bootstrap_data: { type: "string", sensitive: true } },
+    variable: {
+      password: { sensitive: true },
+      settings: { sensitive: true },
+      name: {},
+      bootstrap_data: { type: "string", sensitive: true },
+    },
   });
   const script = "#cloud-config\nruncmd:\n  - echo join-token-0123456789abcdef\n";
   const tfvars = JSON.stringify({
@@ -91,7 +99,10 @@ describe("variableSecrets", () => {
 describe("RedactingLineWriter", () => {
   it("finds a secret split across two writes and passes whole lines on", () => {
     const out: string[] = [];
-    const writer = new RedactingLineWriter((text) => out.push(text), () => redactor(secretsOf(["canary-0123456789"])));
+    const writer = new RedactingLineWriter(
+      (text) => out.push(text),
+      () => redactor(secretsOf(["canary-0123456789"])),
+    );
     writer.write("first canary-01234");
     writer.write("56789 line\nsecond ");
     expect(out.join("")).toBe("first (sensitive) line\n");
@@ -102,7 +113,10 @@ describe("RedactingLineWriter", () => {
 
   it("holds back the last lines while a wrapped secret may still continue, so one split across writes and lines is found", () => {
     const out: string[] = [];
-    const writer = new RedactingLineWriter((text) => out.push(text), () => redactor(secretsOf(["correct horse battery staple"])));
+    const writer = new RedactingLineWriter(
+      (text) => out.push(text),
+      () => redactor(secretsOf(["correct horse battery staple"])),
+    );
     writer.write("line one\nthe passphrase correct\n");
     writer.write("horse battery\nstaple for this account\n");
     writer.flush();
@@ -116,7 +130,10 @@ describe("RedactingLineWriter", () => {
   it("uses the redactor current at each write", () => {
     let redact = redactor([]);
     const out: string[] = [];
-    const writer = new RedactingLineWriter((text) => out.push(text), () => redact);
+    const writer = new RedactingLineWriter(
+      (text) => out.push(text),
+      () => redact,
+    );
     writer.write("value-learned-late\n");
     redact = redactor(secretsOf(["value-learned-late"]));
     writer.write("value-learned-late\n");

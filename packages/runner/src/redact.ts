@@ -69,7 +69,9 @@ export function redactor(secrets: readonly Secret[]): Redactor {
   // A long alternation is slow to run on every line; plain substring checks find the few lines that need it.
   const clues = longestFirst.map((form) => wrappedWords(form)?.[0] ?? form);
   const wrapSpan = Math.max(0, ...longestFirst.filter((form) => wrappedWords(form)).map((form) => 2 * form.length + 16));
-  return Object.assign((text: string) => (clues.some((clue) => text.includes(clue)) ? text.replace(pattern, redactedMarker) : text), { wrapSpan });
+  return Object.assign((text: string) => (clues.some((clue) => text.includes(clue)) ? text.replace(pattern, redactedMarker) : text), {
+    wrapSpan,
+  });
 }
 
 /** The words of a form with inner spaces, which the runtime's word wrap may break at; undefined for one word. */
@@ -84,7 +86,18 @@ function formPattern(form: string): string {
 }
 
 /** Step environment entries that are paths, flags, addresses or the pod's name, set by the runner or the Job: never credentials. */
-const notSecretEnvironment = new Set(["TF_DATA_DIR", "HOME", "TMPDIR", "TF_CLI_CONFIG_FILE", "TF_IN_AUTOMATION", "TF_INPUT", "KUBE_NAMESPACE", "PATH", "HOSTNAME", "POD_NAME"]);
+const notSecretEnvironment = new Set([
+  "TF_DATA_DIR",
+  "HOME",
+  "TMPDIR",
+  "TF_CLI_CONFIG_FILE",
+  "TF_IN_AUTOMATION",
+  "TF_INPUT",
+  "KUBE_NAMESPACE",
+  "PATH",
+  "HOSTNAME",
+  "POD_NAME",
+]);
 const credentialNameMarkers = ["KEY", "SECRET", "TOKEN", "PASS", "CREDENTIAL", "PRIVATE", "AUTH", "CERT", "SESSION"];
 /** A value this long is redacted whatever its name: opaque credentials rarely are shorter, regions and flags usually are. */
 const minAnonymousSecretBytes = 16;

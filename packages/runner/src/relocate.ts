@@ -69,7 +69,9 @@ export async function elfLoaderPaths(read: ElfReader): Promise<{ interpreter?: E
   const strtab = tags.get(dtStrtab);
   const pathIndex = tags.get(dtRunpath) ?? tags.get(dtRpath);
   if (strtab === undefined || pathIndex === undefined) return result;
-  const load = segments.find((segment) => segment.type === ptLoad && segment.vaddr <= Number(strtab) && Number(strtab) < segment.vaddr + segment.filesz);
+  const load = segments.find(
+    (segment) => segment.type === ptLoad && segment.vaddr <= Number(strtab) && Number(strtab) < segment.vaddr + segment.filesz,
+  );
   if (!load) throw new NotRelocatableError("the string table lies in no loaded segment");
   const offset = Number(strtab) - load.vaddr + load.offset + Number(pathIndex);
   const value = await stringAt(read, offset);
@@ -79,7 +81,8 @@ export async function elfLoaderPaths(read: ElfReader): Promise<{ interpreter?: E
 
 /** The bytes to write at `path.offset` so it reads `value`: the text, then NULs to the end of its room. */
 export function rewrittenPath(path: ElfPath, value: string): Buffer {
-  if (Buffer.byteLength(value) >= path.room) throw new NotRelocatableError(`"${value}" is longer than the ${path.room - 1} bytes "${path.value}" leaves`);
+  if (Buffer.byteLength(value) >= path.room)
+    throw new NotRelocatableError(`"${value}" is longer than the ${path.room - 1} bytes "${path.value}" leaves`);
   const bytes = Buffer.alloc(path.room);
   bytes.write(value);
   return bytes;

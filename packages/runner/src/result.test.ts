@@ -19,7 +19,8 @@ function base(): RunResult {
   };
 }
 
-const parse = (text: string) => JSON.parse(text) as Record<string, any>;
+/** A shrunk result read back; these cases keep a full document (the minimal form has its own test). */
+const parse = (text: string) => JSON.parse(text) as RunResult;
 
 describe("shrinkResult", () => {
   it("writes a small result unchanged, keys in the documented order", () => {
@@ -39,7 +40,10 @@ describe("shrinkResult", () => {
   });
 
   it("then halves the error summary, then the plan's resources (marking them truncated)", () => {
-    const resources = Array.from({ length: 50 }, (_, index) => `module.role.some_long_resource_type.instance_number_${index}_${"n".repeat(50)} (create)`);
+    const resources = Array.from(
+      { length: 50 },
+      (_, index) => `module.role.some_long_resource_type.instance_number_${index}_${"n".repeat(50)} (create)`,
+    );
     const result: RunResult = {
       ...base(),
       error: { kind: "plan-changed", step: null, summary: "s".repeat(512) },
@@ -48,10 +52,10 @@ describe("shrinkResult", () => {
     const text = shrinkResult(result);
     const shrunk = parse(text);
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(maxResultBytes);
-    expect(shrunk.error.summary).toBe("");
-    expect(shrunk.plan.resources.length).toBeLessThan(50);
-    expect(shrunk.plan.resources[0]).toBe(resources[0]);
-    expect(shrunk.plan.truncated).toBe(true);
+    expect(shrunk.error?.summary).toBe("");
+    expect(shrunk.plan?.resources.length).toBeLessThan(50);
+    expect(shrunk.plan?.resources[0]).toBe(resources[0]);
+    expect(shrunk.plan?.truncated).toBe(true);
     expect(shrunk.steps).toHaveLength(4);
   });
 
@@ -59,13 +63,19 @@ describe("shrinkResult", () => {
     const result: RunResult = {
       ...base(),
       op: "drift",
-      drift: { detected: true, add: 0, change: 20, destroy: 0, resources: Array.from({ length: 20 }, (_, index) => `a.${"r".repeat(100)}${index}`) },
+      drift: {
+        detected: true,
+        add: 0,
+        change: 20,
+        destroy: 0,
+        resources: Array.from({ length: 20 }, (_, index) => `a.${"r".repeat(100)}${index}`),
+      },
       steps: Array.from({ length: 80 }, (_, index) => ({ name: `step-with-a-long-name-${index}`, exit: 0, seconds: 1.25 })),
     };
     const shrunk = parse(shrinkResult(result));
     expect(shrunk.drift).toEqual({ detected: true, add: 0, change: 20, destroy: 0, resources: [] });
-    expect(shrunk.steps[0].name).toBe("step-with-a-long-name-0");
-    expect(shrunk.steps.at(-1).name).toBe("step-with-a-long-name-79");
+    expect(shrunk.steps[0]?.name).toBe("step-with-a-long-name-0");
+    expect(shrunk.steps.at(-1)?.name).toBe("step-with-a-long-name-79");
     expect(shrunk.steps.length).toBeLessThan(80);
   });
 
@@ -88,7 +98,17 @@ describe("shrinkResult", () => {
     const result: RunResult = {
       ...base(),
       runtime: { command: ["x".repeat(5000)], version: "1.12.6" },
-      plan: { hash: "p1:def", add: 0, change: 0, destroy: 0, import: 1, move: 2, outputs: 3, resources: ["a.b (import)"], truncated: false },
+      plan: {
+        hash: "p1:def",
+        add: 0,
+        change: 0,
+        destroy: 0,
+        import: 1,
+        move: 2,
+        outputs: 3,
+        resources: ["a.b (import)"],
+        truncated: false,
+      },
     };
     expect(parse(shrinkResult(result))).toEqual({
       version: 1,

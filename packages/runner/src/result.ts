@@ -1,7 +1,6 @@
 import { maxResultBytes, resultVersion, type RunResult } from "@captf/contract/run-result";
 import { truncateUtf8 } from "./text.js";
 
-
 function encode(result: RunResult): string {
   return JSON.stringify(result);
 }

@@ -73,7 +73,14 @@ for (const runtime of runtimeNames) {
         step: null,
         summary: "the plan deletes or replaces 1 resource(s): module.role.terraform_data.server (replace)",
       });
-      expect(run.result.plan).toMatchObject({ add: 1, change: 0, destroy: 1, outputs: 2, resources: ["module.role.terraform_data.server (replace)"], truncated: false });
+      expect(run.result.plan).toMatchObject({
+        add: 1,
+        change: 0,
+        destroy: 1,
+        outputs: 2,
+        resources: ["module.role.terraform_data.server (replace)"],
+        truncated: false,
+      });
       replacementHash = run.result.plan!.hash;
       expect(replacementHash).toMatch(/^p1:[0-9a-f]{64}$/);
       expect((await fixture.state()).outputs.generation!.value).toBe(1);
@@ -94,7 +101,9 @@ for (const runtime of runtimeNames) {
       expect(run.result.error).toEqual({
         kind: "plan-changed",
         step: null,
-        summary: `the plan changed since it was approved: approved p1:0000, now ${replacementHash} (1 to add, 0 to change, 1 to destroy, 2 output(s) to change); nothing was applied`,
+        summary:
+          `the plan changed since it was approved: approved p1:0000, now ${replacementHash} (1 to add, 0 to change, 1 to ` +
+          `destroy, 2 output(s) to change); nothing was applied`,
       });
       expect(run.result.plan!.hash).toBe(replacementHash);
       expect((await fixture.state()).outputs.generation!.value).toBe(1);
@@ -137,7 +146,9 @@ for (const runtime of runtimeNames) {
 
     it("detects drift: a change made outside the configuration shows up in the drift summary", async () => {
       const state = await fixture.state();
-      const label = state.resources.find((resource) => resource.name === "label") as unknown as { instances: { attributes: { input: { value: string } } }[] };
+      const label = state.resources.find((resource) => resource.name === "label") as unknown as {
+        instances: { attributes: { input: { value: string } } }[];
+      };
       // terraform_data keeps its dynamic input as {value, type}
       label.instances[0]!.attributes.input.value = "changed-by-hand";
       await writeFile(fixture.statePath, JSON.stringify(state));
@@ -152,7 +163,10 @@ for (const runtime of runtimeNames) {
       await fixture.setInputs({ name: "alpha", generation: 3, sleep_seconds: 30 });
       const stop = new AbortController();
       const started = Date.now();
-      const run = await fixture.run("apply", { signal: stop.signal, onStdout: (text) => text.includes("slow-step-started") && stop.abort() });
+      const run = await fixture.run("apply", {
+        signal: stop.signal,
+        onStdout: (text) => text.includes("slow-step-started") && stop.abort(),
+      });
       expect(run.exitCode).toBe(1);
       expect(Date.now() - started).toBeLessThan(15_000);
       expect(run.result.error).toMatchObject({ kind: "interrupted", step: "apply" });
@@ -179,34 +193,54 @@ for (const runtime of runtimeNames) {
       await mkdir(join(configDir, "restore"), { recursive: true });
       const payload = gzipSync(state);
       const size = Math.ceil(payload.length / chunks);
-      for (let index = 0; index < chunks; index++) await writeFile(join(configDir, "restore", String(index)), payload.subarray(index * size, (index + 1) * size));
+      for (let index = 0; index < chunks; index++)
+        await writeFile(join(configDir, "restore", String(index)), payload.subarray(index * size, (index + 1) * size));
       return configDir;
     }
 
     it("restores a backup from its chunks into the backend, from a fresh work directory", async () => {
       const configDir = await restoreConfig("restore-config", backup, 2);
-      const run = await fixture.run("restore", { configDir, workdir: join(fixture.base, "restore-work"), args: ["--restore-chunks=2", "--restore-resources=2"] });
+      const run = await fixture.run("restore", {
+        configDir,
+        workdir: join(fixture.base, "restore-work"),
+        args: ["--restore-chunks=2", "--restore-resources=2"],
+      });
       expect(run.exitCode).toBe(0);
       expect(stepNamesOf(run)).toEqual(["init", "state-push", "state-list"]);
       expect(run.stdout).toContain("module.role.terraform_data.server");
       const state = await fixture.state();
       expect(state.outputs.generation!.value).toBe(1);
-      expect(state.resources.map((resource) => `${resource.type}.${resource.name}`).sort()).toEqual(["terraform_data.label", "terraform_data.server"]);
+      expect(state.resources.map((resource) => `${resource.type}.${resource.name}`).sort()).toEqual([
+        "terraform_data.label",
+        "terraform_data.server",
+      ]);
     });
 
     it("fails a restore whose pushed state lists none of the resources the backup should have", async () => {
       const empty = JSON.stringify({ ...JSON.parse(backup), resources: [], outputs: {} });
       const configDir = await restoreConfig("restore-empty", empty, 1);
-      const run = await fixture.run("restore", { configDir, workdir: join(fixture.base, "restore-work-2"), args: ["--restore-chunks=1", "--restore-resources=2"] });
+      const run = await fixture.run("restore", {
+        configDir,
+        workdir: join(fixture.base, "restore-work-2"),
+        args: ["--restore-chunks=1", "--restore-resources=2"],
+      });
       expect(run.exitCode).toBe(1);
-      expect(run.result.error).toEqual({ kind: "step", step: "state-list", summary: "the restored state lists no managed resources, but the backup has 2" });
+      expect(run.result.error).toEqual({
+        kind: "step",
+        step: "state-list",
+        summary: "the restored state lists no managed resources, but the backup has 2",
+      });
     });
   });
 
   describeWithTools([runtime], `runner run under ${moduleRuntimes[runtime].displayName} with a root the module does not accept`, () => {
     let fixture: RunnerFixture;
     beforeAll(async () => {
-      fixture = await RunnerFixture.create("module", { variables: { name: { type: "string" }, undeclared_input: { type: "string" } } }, runtime);
+      fixture = await RunnerFixture.create(
+        "module",
+        { variables: { name: { type: "string" }, undeclared_input: { type: "string" } } },
+        runtime,
+      );
       await fixture.setInputs({ name: "gamma", undeclared_input: "x" });
     });
     afterAll(async () => {

@@ -7,9 +7,29 @@ import { monotonicMs, wholeSeconds } from "./durations.js";
 import type { EventRecorder, EventType } from "./events.js";
 import { runStep, type StepOutcome } from "./exec.js";
 import { createLogger } from "./log.js";
-import { blockedSummary, destructiveChanges, emptyPlanSummary, noDrift, parsePlanDocument, planChangedSummary, planSensitiveValues, summarizeDrift, summarizePlan, type PlanDocument } from "./plan.js";
+import {
+  blockedSummary,
+  destructiveChanges,
+  emptyPlanSummary,
+  noDrift,
+  parsePlanDocument,
+  planChangedSummary,
+  planSensitiveValues,
+  summarizeDrift,
+  summarizePlan,
+  type PlanDocument,
+} from "./plan.js";
 import { planCounts, type PlanSummary } from "@captf/contract/run-result";
-import { environmentSecrets, planSecrets, RedactingLineWriter, redactor, secretsOf, variableSecrets, type Redactor, type Secret } from "./redact.js";
+import {
+  environmentSecrets,
+  planSecrets,
+  RedactingLineWriter,
+  redactor,
+  secretsOf,
+  variableSecrets,
+  type Redactor,
+  type Secret,
+} from "./redact.js";
 import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/run-result";
 import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type StepInvocation } from "./steps.js";
 import { type FailurePoint, type Operation } from "@captf/contract/run-result";
@@ -45,7 +65,10 @@ export interface RunIo {
   /** Aborted on SIGTERM: the running step is stopped and the run ends `interrupted`. */
   signal: AbortSignal;
   events: EventRecorder;
-  /** What the first step waits for (the state broker sidecar), and the values it brings to redact (its token); a rejection fails the run in prepare. */
+  /**
+   * What the first step waits for (the state broker sidecar), and the values it brings to redact (its token); a rejection fails
+   * the run in prepare.
+   */
   ready?: Promise<{ secrets: readonly string[] }>;
 }
 
@@ -113,7 +136,12 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
   const currentRedactor = () => redact;
   const log = createLogger(io.stderr, currentRedactor);
   const emit = (type: EventType, reason: RunnerEventReason, action: string, note: string | Promise<string>) =>
-    io.events.emit(type, reason, action, Promise.resolve(note).then((text) => redact(text)));
+    io.events.emit(
+      type,
+      reason,
+      action,
+      Promise.resolve(note).then((text) => redact(text)),
+    );
   const addSecrets = (more: Secret[]) => {
     secrets = [...secrets, ...more];
     redact = redactor(secrets);
@@ -164,8 +192,14 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
 
   let prepared: PreparedWorkspace;
   try {
-    prepared = await prepareWorkspace({ configDir: options.configDir, workdir: options.workdir, providersDir: options.providersDir, baseEnv: io.env });
-    if (options.op === "restore") await assembleRestoreState({ configDir: options.configDir, workdir: options.workdir, chunks: options.restoreChunks });
+    prepared = await prepareWorkspace({
+      configDir: options.configDir,
+      workdir: options.workdir,
+      providersDir: options.providersDir,
+      baseEnv: io.env,
+    });
+    if (options.op === "restore")
+      await assembleRestoreState({ configDir: options.configDir, workdir: options.workdir, chunks: options.restoreChunks });
   } catch (error) {
     log.error("prepare failed", { reason: (error as Error).message });
     return finish({ kind: "step", step: "prepare", summary: (error as Error).message });
@@ -173,14 +207,22 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
   result.image.providersMirror = prepared.providersMirror;
   addSecrets([
     ...environmentSecrets(prepared.env),
-    ...variableSecrets(await readOptional(join(prepared.rootDir, "main.tf.json")), await readOptional(join(prepared.rootDir, "terraform.tfvars.json"))),
+    ...variableSecrets(
+      await readOptional(join(prepared.rootDir, "main.tf.json")),
+      await readOptional(join(prepared.rootDir, "terraform.tfvars.json")),
+    ),
   ]);
   if (prepared.dropped.length > 0) log.info("ignoring environment variables the runner owns", { names: prepared.dropped });
 
   // Informational only, so it starts once the first step has (never delaying it) and runs beside it.
   const versionStarted = new Promise<void>((resolve) => (startVersion = resolve));
   version = versionStarted.then(() => runtimeVersion(options.bin, prepared, io.signal));
-  emit("Normal", "RunStarted", options.op, version.then((v) => `${options.op} started: image ${options.image || "(unknown)"}, runtime ${v || "version unknown"}`));
+  emit(
+    "Normal",
+    "RunStarted",
+    options.op,
+    version.then((v) => `${options.op} started: image ${options.image || "(unknown)"}, runtime ${v || "version unknown"}`),
+  );
 
   const checked = checksPlanBeforeApply(options.op, options);
   let lastPlanExit: number | undefined;
@@ -216,7 +258,9 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
 
     if (failed(step, outcome)) {
       releasePlanOutput();
-      const fallback = outcome.failure ? `step ${step.name} exited ${outcome.exit}: ${outcome.failure}` : `step ${step.name} exited ${outcome.exit}; see the Job's logs`;
+      const fallback = outcome.failure
+        ? `step ${step.name} exited ${outcome.exit}: ${outcome.failure}`
+        : `step ${step.name} exited ${outcome.exit}; see the Job's logs`;
       const summary = failureSummary({ step: step.name, stdout: outcome.stdout, stderrTail: outcome.stderrTail, fallback }, redact);
       emit("Warning", "StepFailed", step.name, `step ${step.name} failed (exit ${outcome.exit}) after ${outcome.seconds}s: ${summary}`);
       if ((step.name === "apply" || step.name === "destroy") && !io.signal.aborted && (await pushErroredState(prepared)) === "failed") {
@@ -274,7 +318,12 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     emit("Normal", "StepSucceeded", step.name, `step ${step.name} succeeded (exit ${outcome.exit}) in ${outcome.seconds}s`);
     if ((step.name === "apply" || step.name === "destroy") && result.changes) {
       const { add, change, destroy } = result.changes;
-      emit("Normal", "ResourcesChanged", step.name, `${step.name} changed resources: ${add} added, ${change} changed, ${destroy} destroyed, ${result.changes.import ?? 0} imported`);
+      emit(
+        "Normal",
+        "ResourcesChanged",
+        step.name,
+        `${step.name} changed resources: ${add} added, ${change} changed, ${destroy} destroyed, ${result.changes.import ?? 0} imported`,
+      );
     }
   }
   return finish(undefined);
@@ -316,7 +365,14 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     }
     const summary: PlanSummary = summarizePlan(plan);
     emit("Normal", "PlanSummary", "show-json", `plan: ${planCounts(summary)}`);
-    log.info("plan computed", { hash: summary.hash, add: summary.add, change: summary.change, destroy: summary.destroy, import: summary.import ?? 0, move: summary.move ?? 0 });
+    log.info("plan computed", {
+      hash: summary.hash,
+      add: summary.add,
+      change: summary.change,
+      destroy: summary.destroy,
+      import: summary.import ?? 0,
+      move: summary.move ?? 0,
+    });
     if (options.op === "plan") {
       result.plan = summary;
       return undefined;
@@ -330,7 +386,10 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     if (destructive.length === 0) return undefined;
     const approved = Boolean(options.allowDeletesHash) && options.allowDeletesHash === options.inputsHash;
     if (approved) {
-      log.info("applying an approved plan that deletes or replaces resources", { inputsHash: options.inputsHash, count: destructive.length });
+      log.info("applying an approved plan that deletes or replaces resources", {
+        inputsHash: options.inputsHash,
+        count: destructive.length,
+      });
       return undefined;
     }
     result.plan = summary;

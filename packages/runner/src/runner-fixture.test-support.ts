@@ -42,6 +42,13 @@ export interface RunnerCall {
  * the root's `../../module` source resolves. State goes to one local file shared by every work
  * directory of the fixture, through `--backend-config path=…`.
  */
+/** The parts of a local state file the tests read. */
+export interface LocalState {
+  serial: number;
+  outputs: Record<string, { value: unknown }>;
+  resources: { module?: string; type: string; name: string }[];
+}
+
 export class RunnerFixture {
   /** The runtime binary the runs use (`--bin`). */
   readonly runtime: string;
@@ -67,15 +74,23 @@ export class RunnerFixture {
   }
 
   /** A fixture for the testdata module `moduleName` under `runtime`, with a root passing `variables` through. */
-  static async create(moduleName: string, root: { variables: Record<string, { type: string; sensitive?: boolean }>; outputs?: string[] }, runtime: RuntimeName = "tofu"): Promise<RunnerFixture> {
+  static async create(
+    moduleName: string,
+    root: { variables: Record<string, { type: string; sensitive?: boolean }>; outputs?: string[] },
+    runtime: RuntimeName = "tofu",
+  ): Promise<RunnerFixture> {
     const fixture = new RunnerFixture(await mkdtemp(join(tmpdir(), `runner-${runtime}-${moduleName}-`)), runtime);
     await cp(join(testdata, moduleName), fixture.moduleDir, { recursive: true });
     await mkdir(fixture.configDir, { recursive: true });
     const main = {
       terraform: { backend: { kubernetes: {} } },
       variable: root.variables,
-      module: { role: { source: "../../module", ...Object.fromEntries(Object.keys(root.variables).map((name) => [name, `\${var.${name}}`])) } },
-      ...(root.outputs ? { output: Object.fromEntries(root.outputs.map((name) => [name, { value: `\${module.role.${name}}`, sensitive: true }])) } : {}),
+      module: {
+        role: { source: "../../module", ...Object.fromEntries(Object.keys(root.variables).map((name) => [name, `\${var.${name}}`])) },
+      },
+      ...(root.outputs
+        ? { output: Object.fromEntries(root.outputs.map((name) => [name, { value: `\${module.role.${name}}`, sensitive: true }])) }
+        : {}),
     };
     await fixture.writeConfig("main.tf.json", main);
     await fixture.writeConfig("backend_override.tf.json", localBackendOverride);
@@ -126,8 +141,8 @@ export class RunnerFixture {
   }
 
   /** The local state file the runs share. */
-  async state(): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; resources: { module?: string; type: string; name: string }[] }> {
-    return JSON.parse(await readFile(this.statePath, "utf8"));
+  async state(): Promise<LocalState> {
+    return JSON.parse(await readFile(this.statePath, "utf8")) as LocalState;
   }
 
   /**
@@ -137,19 +152,37 @@ export class RunnerFixture {
   async leaveStaleLock(backendConfig: string[], coordination: k8s.CoordinationV1Api, namespace: string, suffix: string): Promise<string> {
     const work = join(this.base, "killed");
     await mkdir(join(work, "root"), { recursive: true });
-    for (const file of ["main.tf.json", "terraform.tfvars.json"]) await writeFile(join(work, "root", file), await readFile(join(this.configDir, file)));
+    for (const file of ["main.tf.json", "terraform.tfvars.json"])
+      await writeFile(join(work, "root", file), await readFile(join(this.configDir, file)));
     await writeFile(join(work, "cli.tfrc"), "");
-    const env = { PATH: process.env.PATH ?? "", HOME: work, TF_CLI_CONFIG_FILE: join(work, "cli.tfrc"), TF_DATA_DIR: join(work, ".terraform"), TF_IN_AUTOMATION: "1" };
+    const env = {
+      PATH: process.env.PATH ?? "",
+      HOME: work,
+      TF_CLI_CONFIG_FILE: join(work, "cli.tfrc"),
+      TF_DATA_DIR: join(work, ".terraform"),
+      TF_IN_AUTOMATION: "1",
+    };
     // The root's module source is ../../module: from <base>/killed/root it resolves to the fixture's module.
     await new Promise<void>((resolve, reject) => {
-      const init = spawn(this.runtime, ["init", "-input=false", ...backendConfig.map((value) => `-backend-config=${value}`)], { cwd: join(work, "root"), env, stdio: "ignore" });
+      const init = spawn(this.runtime, ["init", "-input=false", ...backendConfig.map((value) => `-backend-config=${value}`)], {
+        cwd: join(work, "root"),
+        env,
+        stdio: "ignore",
+      });
       init.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${this.runtimeName} init exited ${code}`))));
     });
-    const apply = spawn(this.runtime, ["apply", "-auto-approve", "-input=false"], { cwd: join(work, "root"), env, stdio: "ignore", detached: true });
+    const apply = spawn(this.runtime, ["apply", "-auto-approve", "-input=false"], {
+      cwd: join(work, "root"),
+      env,
+      stdio: "ignore",
+      detached: true,
+    });
     let holder: string | undefined;
     for (let i = 0; i < 150 && !holder; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      holder = (await coordination.readNamespacedLease({ name: stateLockLeaseName(suffix), namespace }).catch(() => undefined))?.spec?.holderIdentity ?? undefined;
+      holder =
+        (await coordination.readNamespacedLease({ name: stateLockLeaseName(suffix), namespace }).catch(() => undefined))?.spec
+          ?.holderIdentity ?? undefined;
     }
     process.kill(-apply.pid!, "SIGKILL");
     await new Promise((r) => apply.once("exit", r));
@@ -163,10 +196,15 @@ export class RunnerFixture {
 }
 
 /** The state a kubernetes backend keeps in `tfstate-default-<suffix>`, decoded, and its gzip as stored. */
-export async function stateInSecret(core: k8s.CoreV1Api, namespace: string, suffix: string): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; gzip: Buffer }> {
+export async function stateInSecret(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  suffix: string,
+): Promise<{ serial: number; outputs: Record<string, { value: unknown }>; gzip: Buffer }> {
   const secret = await core.readNamespacedSecret({ name: stateSecretName(suffix), namespace });
   const gzip = Buffer.from(secret.data!.tfstate!, "base64");
-  return { ...JSON.parse(gunzipSync(gzip).toString("utf8")), gzip };
+  const state = JSON.parse(gunzipSync(gzip).toString("utf8")) as { serial: number; outputs: Record<string, { value: unknown }> };
+  return { ...state, gzip };
 }
 
 export function stepNamesOf(run: RunnerRun): string[] {

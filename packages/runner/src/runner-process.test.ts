@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describeWithTools } from "@captf/testkit";
 import { RunnerFixture } from "./runner-fixture.test-support.js";
+import type { RunResult } from "@captf/contract/run-result";
 
 jest.setTimeout(60_000);
 
@@ -12,7 +13,10 @@ const buildScript = fileURLToPath(new URL("../scripts/build-bundle.mjs", import.
 
 /** Runs the bundled runner.mjs as its own process, the way a Job's container does. */
 function runBundle(bundle: string, args: string[], onStdout?: (text: string, child: ReturnType<typeof spawn>) => void) {
-  const child = spawn(process.execPath, [join(bundle, "runner.mjs"), ...args], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [join(bundle, "runner.mjs"), ...args], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (text: string) => {
@@ -20,7 +24,9 @@ function runBundle(bundle: string, args: string[], onStdout?: (text: string, chi
     onStdout?.(text, child);
   });
   child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on("close", (code) => resolve({ code, stdout, stderr })),
+  );
 }
 
 describeWithTools(["tofu"], "the bundled runner as a process", () => {
@@ -60,9 +66,9 @@ describeWithTools(["tofu"], "the bundled runner as a process", () => {
     expect(run.code).toBe(1);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(run.stderr).toContain("received SIGTERM; stopping the running step");
-    const result = JSON.parse(await readFile(resultPath, "utf8"));
+    const result = JSON.parse(await readFile(resultPath, "utf8")) as RunResult;
     expect(result.error).toMatchObject({ kind: "interrupted", step: "apply" });
-    expect(result.steps.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "apply"]);
+    expect(result.steps.map((step) => step.name)).toEqual(["init", "validate", "apply"]);
   });
 
   it("copies its own bundle directory into the shared volume", async () => {
@@ -75,7 +81,9 @@ describeWithTools(["tofu"], "the bundled runner as a process", () => {
     expect(scripts.length).toBeGreaterThan(3); // runner.mjs, the runner.cjs it loads, the yargs module for help and the broker's broker.cjs
     const run = await runBundle(bundle, ["copy", dest]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(new RegExp(`^copied the runner bundle from ${bundle} to ${dest}: ${scripts.length + 2} files, \\d+ bytes\\n$`));
+    expect(run.stdout).toMatch(
+      new RegExp(`^copied the runner bundle from ${bundle} to ${dest}: ${scripts.length + 2} files, \\d+ bytes\\n$`),
+    );
     expect((await stat(join(dest, "node"))).mode & 0o777).toBe(0o755);
     expect(await readFile(join(dest, "lib", "libc.so.6"), "utf8")).toBe("not really");
     for (const script of scripts) expect(await readFile(join(dest, script), "utf8")).toBe(await readFile(join(bundle, script), "utf8"));

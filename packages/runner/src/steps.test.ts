@@ -38,10 +38,19 @@ describe("stepsFor", () => {
   it("plans a checked apply to a file under the work directory and applies exactly that file", () => {
     const steps = stepsFor("apply", { ...options, guardDeletes: true });
     const plan = steps.find((step) => step.name === "plan")!;
-    expect(plan.args).toEqual(["plan", ...common, "-detailed-exitcode", "-var-file=terraform.tfvars.json", "-out=/captf/work/apply.tfplan"]);
+    expect(plan.args).toEqual([
+      "plan",
+      ...common,
+      "-detailed-exitcode",
+      "-var-file=terraform.tfvars.json",
+      "-out=/captf/work/apply.tfplan",
+    ]);
     expect(plan.okExits).toEqual([0, 2]);
     expect(plan.stdout).toBe("hold-for-plan");
-    expect(steps.find((step) => step.name === "show-json")).toMatchObject({ args: ["show", "-json", "-no-color", "/captf/work/apply.tfplan"], stdout: "capture" });
+    expect(steps.find((step) => step.name === "show-json")).toMatchObject({
+      args: ["show", "-json", "-no-color", "/captf/work/apply.tfplan"],
+      stdout: "capture",
+    });
     expect(steps.at(-1)!.args).toEqual(["apply", ...common, "/captf/work/apply.tfplan"]);
   });
 

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 
-import { type FailurePoint, type Operation, type StepName } from "@captf/contract/run-result";
+import { type Operation, type StepName } from "@captf/contract/run-result";
 
 /** The tfvars file of the generated root, relative to the root (the steps' working directory). */
 export const tfvarsFile = "terraform.tfvars.json";
@@ -103,7 +103,13 @@ export function stepsFor(op: Operation, options: StepOptions): StepInvocation[] 
     case "restore":
       return [
         ...steps,
-        step("state-push", ["state", "push", "-force", `-lock-timeout=${options.lockTimeoutSeconds}s`, join(options.workdir, restoreStateFile)]),
+        step("state-push", [
+          "state",
+          "push",
+          "-force",
+          `-lock-timeout=${options.lockTimeoutSeconds}s`,
+          join(options.workdir, restoreStateFile),
+        ]),
         step("state-list", ["state", "list"], { stdout: "capture-and-log" }),
       ];
   }

@@ -19,7 +19,8 @@ describe("failureSummary", () => {
   });
 
   it("takes the Error: lines of stderr for other steps, colours stripped", () => {
-    const stderrTail = "\n\x1b[31m╷\x1b[0m\n\x1b[31m│\x1b[0m \x1b[1m\x1b[31mError: \x1b[0mFailed to lock state\n│\n│ details\nError: second\n";
+    const stderrTail =
+      "\n\x1b[31m╷\x1b[0m\n\x1b[31m│\x1b[0m \x1b[1m\x1b[31mError: \x1b[0mFailed to lock state\n│\n│ details\nError: second\n";
     expect(failureSummary({ step: "apply", stderrTail, fallback: "x" }, none)).toBe("Error: Failed to lock state\nError: second");
   });
 
@@ -31,7 +32,10 @@ describe("failureSummary", () => {
 
   it("redacts before choosing lines and caps at 512 bytes after, never leaving part of a secret", () => {
     const secret = "s3cr3t-".repeat(100);
-    const summary = failureSummary({ step: "apply", stderrTail: `Error: bad value ${secret}\n`.repeat(3) + `Error: ${"é".repeat(600)}\n`, fallback: "" }, redactor(secretsOf([secret])));
+    const summary = failureSummary(
+      { step: "apply", stderrTail: `Error: bad value ${secret}\n`.repeat(3) + `Error: ${"é".repeat(600)}\n`, fallback: "" },
+      redactor(secretsOf([secret])),
+    );
     expect(summary).not.toContain("s3cr3t");
     expect(summary.startsWith("Error: bad value (sensitive)\n")).toBe(true);
     expect(Buffer.byteLength(summary)).toBeLessThanOrEqual(512);

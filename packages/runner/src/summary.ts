@@ -53,5 +53,9 @@ export function failureSummary(output: FailedStepOutput, redact: Redactor): stri
 
 /** A state-save failure's summary: what was lost first, then the step's own diagnostics, at most 512 bytes. */
 export function stateNotSavedSummary(step: string, stepSummary: string): string {
-  return truncateUtf8(`the ${step} ran but its new state could not be saved, nor pushed after it; the state Secret keeps the state from before: ${stepSummary}`, maxSummaryBytes);
+  return truncateUtf8(
+    `the ${step} ran but its new state could not be saved, nor pushed after it; the state Secret keeps the state from before: ` +
+      `${stepSummary}`,
+    maxSummaryBytes,
+  );
 }

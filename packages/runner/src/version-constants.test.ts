@@ -13,8 +13,10 @@ const constants = [
   { dir: "packages/runner", file: "src/version.ts", name: "runnerVersion" },
 ];
 
-const versionOf = (root: string, dir: string) => (JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")) as { version: string }).version;
-const constantIn = (root: string, dir: string, file: string, name: string) => new RegExp(`^export const ${name} = "([^"]*)";$`, "m").exec(readFileSync(join(root, dir, file), "utf8"))?.[1];
+const versionOf = (root: string, dir: string) =>
+  (JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")) as { version: string }).version;
+const constantIn = (root: string, dir: string, file: string, name: string) =>
+  new RegExp(`^export const ${name} = "([^"]*)";$`, "m").exec(readFileSync(join(root, dir, file), "utf8"))?.[1];
 
 describe("the version constants in a release", () => {
   let copy: string;
@@ -41,13 +43,18 @@ describe("the version constants in a release", () => {
 
   it("follow package.json through `changeset version` and the script, as `pnpm version-packages` runs them", () => {
     const before = Object.fromEntries(constants.map(({ dir }) => [dir, versionOf(copy, dir)]));
-    writeFileSync(join(copy, ".changeset/minor-release.md"), '---\n"@captf/controller": minor\n"@captf/runner": minor\n---\n\nA release.\n');
-    const versionPackages = (JSON.parse(readFileSync(join(repoDir, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["version-packages"];
+    writeFileSync(
+      join(copy, ".changeset/minor-release.md"),
+      '---\n"@captf/controller": minor\n"@captf/runner": minor\n---\n\nA release.\n',
+    );
+    const versionPackages = (JSON.parse(readFileSync(join(repoDir, "package.json"), "utf8")) as { scripts: Record<string, string> })
+      .scripts["version-packages"];
     expect(versionPackages).toBe("changeset version && node scripts/version-constants.mjs");
     execFileSync(process.execPath, [join(repoDir, "node_modules/@changesets/cli/bin.js"), "version"], { cwd: copy, stdio: "pipe" });
     const stale = spawnSync(process.execPath, [script, "--check", "--root", copy], { encoding: "utf8" });
     expect(stale.status).toBe(1);
-    for (const { dir, name } of constants) expect(stale.stdout).toContain(`${name} ${before[dir]} differs from package.json's ${versionOf(copy, dir)}`);
+    for (const { dir, name } of constants)
+      expect(stale.stdout).toContain(`${name} ${before[dir]} differs from package.json's ${versionOf(copy, dir)}`);
 
     execFileSync(process.execPath, [script, "--root", copy], { stdio: "pipe" });
     for (const { dir, file, name } of constants) {

@@ -3,7 +3,14 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { assembleRestoreState, checkImageLayout, countManagedAddresses, ImageLayoutError, prepareWorkspace, stepEnvironment } from "./workspace.js";
+import {
+  assembleRestoreState,
+  checkImageLayout,
+  countManagedAddresses,
+  ImageLayoutError,
+  prepareWorkspace,
+  stepEnvironment,
+} from "./workspace.js";
 
 let dir: string;
 beforeAll(async () => {
@@ -46,7 +53,11 @@ describe("stepEnvironment", () => {
   });
 
   it("keeps the Job's TMPDIR and sets TF_CLI_CONFIG_FILE only for a mirror, replacing any inherited one", () => {
-    expect(stepEnvironment({ TMPDIR: "/tmp", TF_CLI_CONFIG_FILE: "/evil" }, "/w").env).toEqual({ TMPDIR: "/tmp", TF_DATA_DIR: "/w/.terraform", HOME: "/w" });
+    expect(stepEnvironment({ TMPDIR: "/tmp", TF_CLI_CONFIG_FILE: "/evil" }, "/w").env).toEqual({
+      TMPDIR: "/tmp",
+      TF_DATA_DIR: "/w/.terraform",
+      HOME: "/w",
+    });
     expect(stepEnvironment({}, "/w", "/w/cli.tfrc").env.TF_CLI_CONFIG_FILE).toBe("/w/cli.tfrc");
   });
 });
@@ -66,7 +77,12 @@ describe("prepareWorkspace", () => {
     await writeFile(join(config, "restore", "0"), "chunk");
     const workdir = join(dir, "work-a");
 
-    const prepared = await prepareWorkspace({ configDir: config, workdir, providersDir: join(dir, "no-mirror"), baseEnv: { PATH: "/bin" } });
+    const prepared = await prepareWorkspace({
+      configDir: config,
+      workdir,
+      providersDir: join(dir, "no-mirror"),
+      baseEnv: { PATH: "/bin" },
+    });
 
     expect(prepared.rootDir).toBe(join(workdir, "root"));
     expect(((await stat(prepared.rootDir)).mode & 0o777).toString(8)).toBe("700");
@@ -97,9 +113,9 @@ describe("prepareWorkspace", () => {
   });
 
   it("names the config directory and what it must hold when it is missing", async () => {
-    await expect(prepareWorkspace({ configDir: join(dir, "nope"), workdir: join(dir, "work-c"), providersDir: "/nope", baseEnv: {} })).rejects.toThrow(
-      /config directory .*nope.*main\.tf\.json, terraform\.tfvars\.json/,
-    );
+    await expect(
+      prepareWorkspace({ configDir: join(dir, "nope"), workdir: join(dir, "work-c"), providersDir: "/nope", baseEnv: {} }),
+    ).rejects.toThrow(/config directory .*nope.*main\.tf\.json, terraform\.tfvars\.json/);
   });
 });
 
@@ -122,9 +138,17 @@ describe("checkImageLayout", () => {
 
   it.each<[string, () => { moduleDir: string; bin: string[]; path?: string }, RegExp]>([
     ["a missing module directory", () => ({ moduleDir: join(dir, "missing"), bin: [runtime] }), /no module directory at .*missing/],
-    ["a module without top-level configuration", () => ({ moduleDir: dir, bin: [runtime] }), /no top-level \.tf, \.tf\.json, \.tofu or \.tofu\.json file/],
+    [
+      "a module without top-level configuration",
+      () => ({ moduleDir: dir, bin: [runtime] }),
+      /no top-level \.tf, \.tf\.json, \.tofu or \.tofu\.json file/,
+    ],
     ["an empty runtime command", () => ({ moduleDir: module, bin: [""] }), /runtime command is empty/],
-    ["a missing runtime", () => ({ moduleDir: module, bin: [join(dir, "tofu")] }), /runtime .*tofu is missing, not a regular file or not executable/],
+    [
+      "a missing runtime",
+      () => ({ moduleDir: module, bin: [join(dir, "tofu")] }),
+      /runtime .*tofu is missing, not a regular file or not executable/,
+    ],
     ["a runtime that is a directory", () => ({ moduleDir: module, bin: [module] }), /not a regular file/],
     ["a runtime name not on PATH", () => ({ moduleDir: module, bin: ["no-such-tofu"], path: "/bin" }), /no-such-tofu is not on PATH/],
   ])("rejects %s", async (_name, options, message) => {
@@ -148,7 +172,8 @@ describe("assembleRestoreState", () => {
     const config = join(dir, name);
     await mkdir(join(config, "restore"), { recursive: true });
     const size = Math.ceil(payload.length / parts);
-    for (let index = 0; index < parts; index++) await writeFile(join(config, "restore", String(index)), payload.subarray(index * size, (index + 1) * size));
+    for (let index = 0; index < parts; index++)
+      await writeFile(join(config, "restore", String(index)), payload.subarray(index * size, (index + 1) * size));
     return config;
   }
 
@@ -164,10 +189,26 @@ describe("assembleRestoreState", () => {
   it.each<[string, () => Promise<{ configDir: string; chunks: number; maxBytes?: number }>, RegExp]>([
     ["no chunk count", async () => ({ configDir: dir, chunks: 0 }), /--restore-chunks between 1 and 32, got 0/],
     ["too many chunks", async () => ({ configDir: dir, chunks: 33 }), /between 1 and 32/],
-    ["a missing chunk", async () => ({ configDir: await chunked("restore-short", gzipSync(state), 1), chunks: 2 }), /restore\/1 cannot be read.*restore\/0 … restore\/1/],
-    ["data that is not gzip", async () => ({ configDir: await chunked("restore-plain", Buffer.from(state), 1), chunks: 1 }), /not gzip data/],
-    ["a backup that is not JSON", async () => ({ configDir: await chunked("restore-text", gzipSync("hello"), 1), chunks: 1 }), /not a JSON state document/],
-    ["a backup over the size cap", async () => ({ configDir: await chunked("restore-big", gzipSync("x".repeat(5000)), 1), chunks: 1, maxBytes: 1000 }), /more than 1000 bytes/],
+    [
+      "a missing chunk",
+      async () => ({ configDir: await chunked("restore-short", gzipSync(state), 1), chunks: 2 }),
+      /restore\/1 cannot be read.*restore\/0 … restore\/1/,
+    ],
+    [
+      "data that is not gzip",
+      async () => ({ configDir: await chunked("restore-plain", Buffer.from(state), 1), chunks: 1 }),
+      /not gzip data/,
+    ],
+    [
+      "a backup that is not JSON",
+      async () => ({ configDir: await chunked("restore-text", gzipSync("hello"), 1), chunks: 1 }),
+      /not a JSON state document/,
+    ],
+    [
+      "a backup over the size cap",
+      async () => ({ configDir: await chunked("restore-big", gzipSync("x".repeat(5000)), 1), chunks: 1, maxBytes: 1000 }),
+      /more than 1000 bytes/,
+    ],
   ])("rejects %s", async (_name, options, message) => {
     const { configDir, chunks, maxBytes } = await options();
     await expect(assembleRestoreState({ configDir, workdir: dir, chunks, ...(maxBytes ? { maxBytes } : {}) })).rejects.toThrow(message);

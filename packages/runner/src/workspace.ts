@@ -34,18 +34,25 @@ export async function checkImageLayout(options: { moduleDir: string; bin: readon
   try {
     names = readdirSync(options.moduleDir);
   } catch {
-    throw new ImageLayoutError(`the image has no module directory at ${options.moduleDir}: copy the module's .tf files there (image contract, "Fixed paths")`);
+    throw new ImageLayoutError(
+      `the image has no module directory at ${options.moduleDir}: copy the module's .tf files there (image contract, "Fixed paths")`,
+    );
   }
   if (!names.some((name) => moduleFile.test(name))) {
     throw new ImageLayoutError(
-      `the module directory ${options.moduleDir} has no top-level .tf, .tf.json, .tofu or .tofu.json file: copy the module's root files there, not a folder holding them`,
+      `the module directory ${options.moduleDir} has no top-level .tf, .tf.json, .tofu or .tofu.json file: copy the module's ` +
+        `root files there, not a folder holding them`,
     );
   }
   const command = options.bin[0];
-  if (!command) throw new ImageLayoutError("the runtime command is empty: pass --bin with the path of tofu or terraform (default /captf/runtime)");
+  if (!command)
+    throw new ImageLayoutError("the runtime command is empty: pass --bin with the path of tofu or terraform (default /captf/runtime)");
   if (command.includes("/")) {
     if (!(await isExecutableFile(command))) {
-      throw new ImageLayoutError(`the runtime ${command} is missing, not a regular file or not executable: ship tofu or terraform there, executable by the image's USER`);
+      throw new ImageLayoutError(
+        `the runtime ${command} is missing, not a regular file or not executable: ship tofu or terraform there, executable by ` +
+          `the image's USER`,
+      );
     }
     return;
   }
@@ -134,7 +141,10 @@ export async function prepareWorkspace(options: {
   try {
     names = readdirSync(options.configDir);
   } catch (error) {
-    throw new Error(`cannot read the config directory ${options.configDir} (${(error as Error).message}): it must hold the generated root (main.tf.json, terraform.tfvars.json)`);
+    throw new Error(
+      `cannot read the config directory ${options.configDir} (${(error as Error).message}): it must hold the generated root ` +
+        `(main.tf.json, terraform.tfvars.json)`,
+    );
   }
   for (const name of names.sort()) {
     if (name.startsWith(".")) continue;
@@ -165,7 +175,12 @@ export const maxRestoreBytes = 64 * 1024 * 1024;
  * Joins the gzip chunks `<configDir>/restore/0` … `<n-1>` of a state backup (the backend Secret's
  * payloads, verbatim), decompresses them and writes the state JSON to `<workdir>/restore.tfstate`.
  */
-export async function assembleRestoreState(options: { configDir: string; workdir: string; chunks: number; maxBytes?: number }): Promise<string> {
+export async function assembleRestoreState(options: {
+  configDir: string;
+  workdir: string;
+  chunks: number;
+  maxBytes?: number;
+}): Promise<string> {
   const { chunks } = options;
   const maxBytes = options.maxBytes ?? maxRestoreBytes;
   if (!Number.isInteger(chunks) || chunks < 1 || chunks > maxRestoreChunks) {
@@ -177,7 +192,9 @@ export async function assembleRestoreState(options: { configDir: string; workdir
     try {
       parts.push(readFileSync(path));
     } catch (error) {
-      throw new Error(`backup chunk ${path} cannot be read (${(error as Error).message}): the run Secret must hold restore/0 … restore/${chunks - 1}`);
+      throw new Error(
+        `backup chunk ${path} cannot be read (${(error as Error).message}): the run Secret must hold restore/0 … restore/${chunks - 1}`,
+      );
     }
   }
   let state: Buffer;
@@ -186,7 +203,9 @@ export async function assembleRestoreState(options: { configDir: string; workdir
     state = process.getBuiltinModule("node:zlib").gunzipSync(Buffer.concat(parts), { maxOutputLength: maxBytes });
   } catch (error) {
     const tooLarge = error instanceof RangeError || /larger than|maxOutputLength/i.test((error as Error).message);
-    throw new Error(tooLarge ? `the backup decompresses to more than ${maxBytes} bytes` : `the backup is not gzip data (${(error as Error).message})`);
+    throw new Error(
+      tooLarge ? `the backup decompresses to more than ${maxBytes} bytes` : `the backup is not gzip data (${(error as Error).message})`,
+    );
   }
   try {
     JSON.parse(state.toString("utf8"));

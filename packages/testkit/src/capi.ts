@@ -7,7 +7,11 @@ import { requireTool } from "./tools.js";
 export const clusterApiVersion = "v1.14.2";
 
 /** The core Cluster API CRDs tests need, by file name under core/config/crd/bases. */
-export const clusterApiCrdFiles = ["cluster.x-k8s.io_clusters.yaml", "cluster.x-k8s.io_machines.yaml", "cluster.x-k8s.io_machinepools.yaml"] as const;
+export const clusterApiCrdFiles = [
+  "cluster.x-k8s.io_clusters.yaml",
+  "cluster.x-k8s.io_machines.yaml",
+  "cluster.x-k8s.io_machinepools.yaml",
+] as const;
 
 /**
  * Paths of the real Cluster API CRDs, from the Cluster API Go module (downloaded once into the Go
@@ -29,6 +33,7 @@ export function clusterApiModuleDirectory(): string {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const download = JSON.parse(output) as { Dir?: string; Error?: string };
-  if (!download.Dir) throw new Error(`go mod download sigs.k8s.io/cluster-api@${clusterApiVersion} failed: ${download.Error ?? "no directory"}`);
+  if (!download.Dir)
+    throw new Error(`go mod download sigs.k8s.io/cluster-api@${clusterApiVersion} failed: ${download.Error ?? "no directory"}`);
   return download.Dir;
 }

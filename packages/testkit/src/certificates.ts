@@ -21,11 +21,50 @@ function openssl(args: string[], cwd: string): void {
 export function generateServingCertificate(dir: string, ip = "127.0.0.1", dnsNames: readonly string[] = []): ServingCertificate {
   mkdirSync(dir, { recursive: true });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  openssl(["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=captf-webhook-test-ca", "-addext", "keyUsage=critical,keyCertSign,cRLSign"], dir);
+  openssl(
+    [
+      "req",
+      "-x509",
+      ...ec,
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=captf-webhook-test-ca",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
+    ],
+    dir,
+  );
   openssl(["req", ...ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", `/CN=${ip}`], dir);
   const sans = [`IP:${ip}`, ...dnsNames.map((name) => `DNS:${name}`)].join(",");
-  writeFileSync(join(dir, "leaf.ext"), `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n`);
-  openssl(["x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "tls.crt", "-days", "2", "-extfile", "leaf.ext"], dir);
+  writeFileSync(
+    join(dir, "leaf.ext"),
+    `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n`,
+  );
+  openssl(
+    [
+      "x509",
+      "-req",
+      "-in",
+      "tls.csr",
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      "tls.crt",
+      "-days",
+      "2",
+      "-extfile",
+      "leaf.ext",
+    ],
+    dir,
+  );
   const certFile = join(dir, "tls.crt");
   return {
     caFile: join(dir, "ca.crt"),

@@ -1,4 +1,4 @@
-import { describe, expect, it, beforeAll } from "@jest/globals";
+import { expect, it, beforeAll } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { describeWithTools } from "./integration.js";
 import { sharedControlPlane } from "./shared-control-plane.js";
@@ -27,7 +27,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the lo
       namespace,
       body: {
         metadata: { name: "probe" },
-        spec: { backoffLimit: 0, template: { spec: { restartPolicy: "Never", containers: [{ name: "main", image: "example.invalid/probe:v1" }] } } },
+        spec: {
+          backoffLimit: 0,
+          template: { spec: { restartPolicy: "Never", containers: [{ name: "main", image: "example.invalid/probe:v1" }] } },
+        },
       },
     });
     const pods = await waitFor(async () => {
@@ -36,6 +39,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the lo
     });
     expect(pods[0]?.metadata?.ownerReferences?.[0]?.kind).toBe("Job");
     await batch.deleteNamespacedJob({ name: "probe", namespace, propagationPolicy: "Background" });
-    await waitFor(async () => ((await core.listNamespacedPod({ namespace, labelSelector: "job-name=probe" })).items.length === 0 ? true : undefined));
+    await waitFor(async () =>
+      (await core.listNamespacedPod({ namespace, labelSelector: "job-name=probe" })).items.length === 0 ? true : undefined,
+    );
   });
 });

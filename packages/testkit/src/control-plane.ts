@@ -78,10 +78,14 @@ function startComponent(dir: string, name: string, binary: string, args: string[
 function probe(url: string, token?: string, caFile?: string): Promise<number> {
   return new Promise((resolve) => {
     const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {};
-    const req = get(url, { headers, ca: caFile ? readFileSync(caFile) : undefined, rejectUnauthorized: Boolean(caFile), timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = get(
+      url,
+      { headers, ca: caFile ? readFileSync(caFile) : undefined, rejectUnauthorized: Boolean(caFile), timeout: 2000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on("error", () => resolve(0));
     req.on("timeout", () => req.destroy());
   });
@@ -91,10 +95,14 @@ async function waitReady(component: Component, check: () => Promise<boolean>, ti
   const deadline = Date.now() + timeoutMillis;
   for (;;) {
     if (component.process.exitCode !== null || component.process.signalCode !== null) {
-      throw new Error(`${component.name} exited (${component.process.exitCode ?? component.process.signalCode}) before it was ready; its log ends:\n${tail(component.logFile)}`);
+      throw new Error(
+        `${component.name} exited (${component.process.exitCode ?? component.process.signalCode}) before it was ready; its log ` +
+          `ends:\n${tail(component.logFile)}`,
+      );
     }
     if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${component.name} was not ready after ${timeoutMillis / 1000}s; its log ends:\n${tail(component.logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${component.name} was not ready after ${timeoutMillis / 1000}s; its log ends:\n${tail(component.logFile)}`);
     await new Promise((r) => setTimeout(r, 150));
   }
 }
@@ -157,7 +165,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   };
 
   try {
-    const [clientPort, peerPort, apiPort, kcmPort] = await Promise.all([freeLoopbackPort(), freeLoopbackPort(), freeLoopbackPort(), freeLoopbackPort()]);
+    const [clientPort, peerPort, apiPort, kcmPort] = await Promise.all([
+      freeLoopbackPort(),
+      freeLoopbackPort(),
+      freeLoopbackPort(),
+      freeLoopbackPort(),
+    ]);
     const etcdComponent = startComponent(dir, "etcd", etcd, [
       "--name=captf",
       `--data-dir=${join(dir, "etcd")}`,

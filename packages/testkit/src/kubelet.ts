@@ -1,6 +1,23 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, chownSync, closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { connect } from "node:net";
@@ -151,7 +168,10 @@ export function expandReferences(input: string, lookup: (name: string) => string
 }
 
 /** The argv a container runs: `command` replaces the image's entrypoint, `args` its cmd. */
-export function resolveContainerCommand(container: Pick<k8s.V1Container, "command" | "args">, image: Pick<ResolvedImage, "entrypoint" | "cmd">): string[] {
+export function resolveContainerCommand(
+  container: Pick<k8s.V1Container, "command" | "args">,
+  image: Pick<ResolvedImage, "entrypoint" | "cmd">,
+): string[] {
   if (container.command?.length) return [...container.command, ...(container.args ?? [])];
   if (container.args?.length) return [...(image.entrypoint ?? []), ...container.args];
   return [...(image.entrypoint ?? []), ...(image.cmd ?? [])];
@@ -207,7 +227,8 @@ export interface ProjectedFile {
 }
 
 function checkRelativePath(path: string, what: string): void {
-  if (!path || path.startsWith("/") || path.split("/").includes("..")) throw new PodFailure("InvalidVolume", `${what}: path "${path}" must be relative and must not contain ".."`);
+  if (!path || path.startsWith("/") || path.split("/").includes(".."))
+    throw new PodFailure("InvalidVolume", `${what}: path "${path}" must be relative and must not contain ".."`);
 }
 
 /** The files of a Secret or ConfigMap volume: every key, or just `items`, with their modes. */
@@ -280,7 +301,12 @@ export interface EnvironmentSources {
  * expanded against what came before and the service variables), then the remaining service
  * variables. Missing required sources throw {@link PodWaiting} (CreateContainerConfigError).
  */
-export function containerEnvironment(pod: k8s.V1Pod, container: k8s.V1Container, sources: EnvironmentSources, serviceEnv: readonly [string, string][]): [string, string][] {
+export function containerEnvironment(
+  pod: k8s.V1Pod,
+  container: k8s.V1Container,
+  sources: EnvironmentSources,
+  serviceEnv: readonly [string, string][],
+): [string, string][] {
   const env = new Map<string, string>();
   const service = new Map(serviceEnv);
   const missing = (what: string): never => {
@@ -288,7 +314,11 @@ export function containerEnvironment(pod: k8s.V1Pod, container: k8s.V1Container,
   };
   for (const from of container.envFrom ?? []) {
     const prefix = from.prefix ?? "";
-    const [kind, ref] = from.secretRef ? (["secret", from.secretRef] as const) : from.configMapRef ? (["configmap", from.configMapRef] as const) : [undefined, undefined];
+    const [kind, ref] = from.secretRef
+      ? (["secret", from.secretRef] as const)
+      : from.configMapRef
+        ? (["configmap", from.configMapRef] as const)
+        : [undefined, undefined];
     if (!kind || !ref) continue;
     const data = (kind === "secret" ? sources.secrets : sources.configMaps).get(ref.name ?? "");
     if (!data) {
@@ -310,7 +340,11 @@ export function containerEnvironment(pod: k8s.V1Pod, container: k8s.V1Container,
     }
     if (from.fieldRef) {
       const value = downwardValue(pod, from.fieldRef.fieldPath);
-      if (value === undefined) throw new PodFailure("CreateContainerConfigError", `container "${container.name}": env ${entry.name}: the chroot kubelet does not know field ${from.fieldRef.fieldPath}`);
+      if (value === undefined)
+        throw new PodFailure(
+          "CreateContainerConfigError",
+          `container "${container.name}": env ${entry.name}: the chroot kubelet does not know field ${from.fieldRef.fieldPath}`,
+        );
       env.set(entry.name, value);
     } else if (from.secretKeyRef || from.configMapKeyRef) {
       const ref = (from.secretKeyRef ?? from.configMapKeyRef)!;
@@ -323,7 +357,11 @@ export function containerEnvironment(pod: k8s.V1Pod, container: k8s.V1Container,
       }
       env.set(entry.name, value!);
     } else {
-      throw new PodFailure("CreateContainerConfigError", `container "${container.name}": env ${entry.name}: the chroot kubelet supports value, fieldRef, secretKeyRef and configMapKeyRef only`);
+      throw new PodFailure(
+        "CreateContainerConfigError",
+        `container "${container.name}": env ${entry.name}: the chroot kubelet supports value, fieldRef, secretKeyRef and ` +
+          `configMapKeyRef only`,
+      );
     }
   }
   for (const [name, value] of serviceEnv) if (!env.has(name)) env.set(name, value);
@@ -361,7 +399,8 @@ export function containerUser(pod: k8s.V1PodSpec, container: k8s.V1Container, im
       throw new PodWaiting("CreateContainerConfigError", `${message} (container: ${container.name})`);
     };
     if (runAsUser === 0) refuse("container's runAsUser breaks non-root policy");
-    if (runAsUser === undefined && imageUid && !numeric(imageUid)) refuse(`container has runAsNonRoot and image has non-numeric user (${imageUid}), cannot verify user is non-root`);
+    if (runAsUser === undefined && imageUid && !numeric(imageUid))
+      refuse(`container has runAsNonRoot and image has non-numeric user (${imageUid}), cannot verify user is non-root`);
     if (uid === 0) refuse("container has runAsNonRoot and image will run as root");
   }
   const groups = [...new Set([...(shared.fsGroup === undefined ? [] : [shared.fsGroup]), ...(shared.supplementalGroups ?? [])])];
@@ -426,25 +465,45 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
   lines.push(`R=${quote(root)}`);
   if ("overlay" in launch.root) {
     const { lower, upper, work } = launch.root.overlay;
-    lines.push(`${bin.mount} -t overlay overlay -o ${quote(`lowerdir=${lower},upperdir=${upper},workdir=${work}`)} "$R" || fail "cannot mount the container root (overlay)"`);
+    const options = quote(`lowerdir=${lower},upperdir=${upper},workdir=${work}`);
+    lines.push(`${bin.mount} -t overlay overlay -o ${options} "$R" || fail "cannot mount the container root (overlay)"`);
   } else {
     lines.push(`${bin.mount} --bind "$R" "$R" || fail "cannot bind the container root"`);
   }
+  const devices = [
+    ["null", "1 3"],
+    ["zero", "1 5"],
+    ["random", "1 8"],
+    ["urandom", "1 9"],
+    ["tty", "5 0"],
+  ].map(([name, numbers]) => `${bin.mknod} -m 666 "$R/dev/${name}" c ${numbers}`);
+  const links = [
+    ["/proc/self/fd", "fd"],
+    ["/proc/self/fd/0", "stdin"],
+    ["/proc/self/fd/1", "stdout"],
+    ["/proc/self/fd/2", "stderr"],
+  ].map(([from, name]) => `${bin.ln} -s ${from} "$R/dev/${name}"`);
   lines.push(
     `${bin.mkdir} -p "$R/proc" "$R/dev" || fail "cannot create /proc and /dev"`,
     `${bin.mount} -t proc proc "$R/proc" || fail "cannot mount /proc"`,
     `${bin.mount} -t tmpfs -o mode=755,nosuid tmpfs "$R/dev" || fail "cannot mount /dev"`,
-    `${bin.mknod} -m 666 "$R/dev/null" c 1 3 && ${bin.mknod} -m 666 "$R/dev/zero" c 1 5 && ${bin.mknod} -m 666 "$R/dev/random" c 1 8 && ${bin.mknod} -m 666 "$R/dev/urandom" c 1 9 && ${bin.mknod} -m 666 "$R/dev/tty" c 5 0 || fail "cannot create the device nodes"`,
-    `${bin.mkdir} -m 1777 "$R/dev/shm" && ${bin.ln} -s /proc/self/fd "$R/dev/fd" && ${bin.ln} -s /proc/self/fd/0 "$R/dev/stdin" && ${bin.ln} -s /proc/self/fd/1 "$R/dev/stdout" && ${bin.ln} -s /proc/self/fd/2 "$R/dev/stderr" || fail "cannot populate /dev"`,
+    `${devices.join(" && ")} || fail "cannot create the device nodes"`,
+    `${bin.mkdir} -m 1777 "$R/dev/shm" && ${links.join(" && ")} || fail "cannot populate /dev"`,
   );
   for (const mount of launch.mounts) {
     const target = `"$R"${quote(mount.target)}`;
-    if (mount.file) lines.push(`${bin.mkdir} -p "$R"${quote(posix.dirname(mount.target))} && { [ -e ${target} ] || ${bin.touch} ${target}; } || fail ${quote(`cannot create ${mount.target}`)}`);
-    else lines.push(`${bin.mkdir} -p ${target} || fail ${quote(`cannot create ${mount.target}`)}`);
+    if (mount.file) {
+      const parent = `"$R"${quote(posix.dirname(mount.target))}`;
+      lines.push(
+        `${bin.mkdir} -p ${parent} && { [ -e ${target} ] || ${bin.touch} ${target}; } || fail ${quote(`cannot create ${mount.target}`)}`,
+      );
+    } else lines.push(`${bin.mkdir} -p ${target} || fail ${quote(`cannot create ${mount.target}`)}`);
     lines.push(`${bin.mount} --bind ${quote(mount.source)} ${target} || fail ${quote(`cannot mount ${mount.target}`)}`);
     if (mount.readOnly) lines.push(`${bin.mount} -o remount,bind,ro ${target} || fail ${quote(`cannot make ${mount.target} read-only`)}`);
   }
-  lines.push(`${bin.mkdir} -p "$R"${quote(launch.workingDirInRoot)} || fail ${quote(`cannot create the working directory ${launch.workingDir}`)}`);
+  lines.push(
+    `${bin.mkdir} -p "$R"${quote(launch.workingDirInRoot)} || fail ${quote(`cannot create the working directory ${launch.workingDir}`)}`,
+  );
   if (launch.readOnlyRoot) lines.push(`${bin.mount} -o remount,bind,ro "$R" || fail "cannot make the root read-only"`);
   lines.push(`${bin.hostname} ${quote(launch.hostname)} || fail "cannot set the hostname"`);
   const env = launch.env.map(([name, value]) => quote(`${name}=${value}`)).join(" ");
@@ -454,7 +513,9 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
     lines.push(`exec ${bin.env} -i ${env} ${chroot} -- ${argv}`);
   } else {
     // setpriv sets the groups and limits while still root; unshare chroots, then setuid drops root.
-    lines.push(`exec ${bin.env} -i ${env} ${setprivArgs(bin.setpriv, launch.user).join(" ")} -- ${chroot} --setuid=${launch.user.uid} -- ${argv}`);
+    lines.push(
+      `exec ${bin.env} -i ${env} ${setprivArgs(bin.setpriv, launch.user).join(" ")} -- ${chroot} --setuid=${launch.user.uid} -- ${argv}`,
+    );
   }
   return `${lines.join("\n")}\n`;
 }
@@ -549,7 +610,15 @@ interface PulledImage {
 interface ContainerState {
   waiting?: { reason: string; message?: string };
   running?: { startedAt: string };
-  terminated?: { exitCode: number; signal?: number; reason: string; message?: string; startedAt: string; finishedAt: string; containerID: string };
+  terminated?: {
+    exitCode: number;
+    signal?: number;
+    reason: string;
+    message?: string;
+    startedAt: string;
+    finishedAt: string;
+    containerID: string;
+  };
 }
 
 interface ContainerRecord {
@@ -631,7 +700,15 @@ function describeError(error: unknown): string {
 }
 
 function findProgram(name: string): string {
-  for (const dir of [...(process.env.PATH ?? "").split(":"), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]) {
+  for (const dir of [
+    ...(process.env.PATH ?? "").split(":"),
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+  ]) {
     if (!dir) continue;
     const candidate = join(dir, name);
     if (existsSync(candidate)) return candidate;
@@ -758,10 +835,14 @@ class Kubelet implements ChrootKubelet {
   async start(): Promise<void> {
     const wanted = this.options.rootfs ?? "auto";
     this.rootfsMode = wanted === "copy" ? "copy" : (await this.overlayWorks()) ? "overlay" : "copy";
-    if (wanted === "overlay" && this.rootfsMode !== "overlay") throw new Error(`overlayfs does not work under ${this.workDir}: use rootfs "copy" or "auto"`);
+    if (wanted === "overlay" && this.rootfsMode !== "overlay")
+      throw new Error(`overlayfs does not work under ${this.workDir}: use rootfs "copy" or "auto"`);
     await this.registerNode();
     const period = (this.options.heartbeatSeconds ?? 10) * 1000;
-    this.heartbeat = setInterval(() => void this.patchNodeStatus().catch((error) => this.log(`node heartbeat failed: ${describeError(error)}`)), period);
+    this.heartbeat = setInterval(
+      () => void this.patchNodeStatus().catch((error) => this.log(`node heartbeat failed: ${describeError(error)}`)),
+      period,
+    );
     this.heartbeat.unref();
     const scopes = this.options.namespaces?.length ? [...this.options.namespaces] : [undefined];
     for (const namespace of scopes) this.loops.push(this.watchLoop(namespace));
@@ -796,7 +877,12 @@ class Kubelet implements ChrootKubelet {
   // --- the Node ---
 
   private nodeLabels(): Record<string, string> {
-    return { "kubernetes.io/hostname": this.nodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "captf.io/chroot-kubelet": "true" };
+    return {
+      "kubernetes.io/hostname": this.nodeName,
+      "kubernetes.io/os": "linux",
+      "kubernetes.io/arch": "amd64",
+      "captf.io/chroot-kubelet": "true",
+    };
   }
 
   private async registerNode(): Promise<void> {
@@ -812,7 +898,14 @@ class Kubelet implements ChrootKubelet {
 
   private async patchNodeStatus(full = false): Promise<void> {
     const time = now();
-    const condition = (type: string, status: string, reason: string, message: string) => ({ type, status, reason, message, lastHeartbeatTime: time, lastTransitionTime: this.nodeReadySince });
+    const condition = (type: string, status: string, reason: string, message: string) => ({
+      type,
+      status,
+      reason,
+      message,
+      lastHeartbeatTime: time,
+      lastTransitionTime: this.nodeReadySince,
+    });
     const conditions = [
       condition("Ready", "True", "KubeletReady", "the captf chroot kubelet is posting ready status"),
       condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "no memory pressure"),
@@ -844,7 +937,10 @@ class Kubelet implements ChrootKubelet {
         },
       });
     }
-    await this.core.patchNodeStatus({ name: this.nodeName, body: { status } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch));
+    await this.core.patchNodeStatus(
+      { name: this.nodeName, body: { status } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch),
+    );
   }
 
   // --- watching Pods ---
@@ -860,7 +956,8 @@ class Kubelet implements ChrootKubelet {
           seen.add(pod.metadata?.uid ?? "");
           this.onPod("SYNC", pod);
         }
-        for (const task of [...this.tasks.values()]) if ((!namespace || task.namespace === namespace) && !seen.has(task.uid)) this.onPod("DELETED", task.pod);
+        for (const task of [...this.tasks.values()])
+          if ((!namespace || task.namespace === namespace) && !seen.has(task.uid)) this.onPod("DELETED", task.pod);
         if (this.stopped) break;
         await new Promise<void>((resolve) => {
           let controller: AbortController | undefined;
@@ -871,9 +968,14 @@ class Kubelet implements ChrootKubelet {
           };
           this.wakeups.add(done);
           watch
-            .watch(path, { resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true }, (type, object) => {
-              if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.onPod(type, object as k8s.V1Pod);
-            }, done)
+            .watch(
+              path,
+              { resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
+              (type, object) => {
+                if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") this.onPod(type, object as k8s.V1Pod);
+              },
+              done,
+            )
             .then((created) => {
               controller = created;
               if (this.stopped) created.abort();
@@ -967,7 +1069,11 @@ class Kubelet implements ChrootKubelet {
     const namespace = pod.metadata!.namespace!;
     const name = pod.metadata!.name!;
     this.core
-      .createNamespacedPodBinding({ name, namespace, body: { metadata: { name, namespace }, target: { apiVersion: "v1", kind: "Node", name: this.nodeName } } })
+      .createNamespacedPodBinding({
+        name,
+        namespace,
+        body: { metadata: { name, namespace }, target: { apiVersion: "v1", kind: "Node", name: this.nodeName } },
+      })
       .then(() => this.log(`bound ${namespace}/${name}`))
       .catch((error: unknown) => {
         this.binding.delete(uid);
@@ -997,7 +1103,10 @@ class Kubelet implements ChrootKubelet {
       task.startTime = now();
       const deadline = task.pod.spec?.activeDeadlineSeconds;
       if (deadline) {
-        task.deadlineTimer = setTimeout(() => this.stopTask(task, "deadline", task.pod.spec?.terminationGracePeriodSeconds ?? 30), deadline * 1000);
+        task.deadlineTimer = setTimeout(
+          () => this.stopTask(task, "deadline", task.pod.spec?.terminationGracePeriodSeconds ?? 30),
+          deadline * 1000,
+        );
         task.deadlineTimer.unref();
       }
     }
@@ -1020,7 +1129,8 @@ class Kubelet implements ChrootKubelet {
       await this.finish(task);
     } catch (error) {
       if (error instanceof PodWaiting && !task.stop && !this.stopped) {
-        for (const record of task.containers.values()) if (!record.state.terminated) record.state = { waiting: { reason: error.reason, message: error.message } };
+        for (const record of task.containers.values())
+          if (!record.state.terminated) record.state = { waiting: { reason: error.reason, message: error.message } };
         this.log(`${task.namespace}/${task.name} waits: ${error.reason}: ${error.message}`);
         this.writeStatus(task, "Pending");
         const delay = Math.min(1000 * 2 ** Math.min(task.attempts, 5), 30_000);
@@ -1051,13 +1161,20 @@ class Kubelet implements ChrootKubelet {
     if (this.stopped) return;
     const records = [...task.containers.values()];
     for (const record of records) {
-      if (!record.state.terminated) record.state = { waiting: { reason: record.init ? "PodInitializing" : "ContainerCreating", ...(failure ? { message: failure.message } : {}) } };
+      if (!record.state.terminated)
+        record.state = {
+          waiting: { reason: record.init ? "PodInitializing" : "ContainerCreating", ...(failure ? { message: failure.message } : {}) },
+        };
     }
     // A Pod deleted after its containers all ended with 0 still Succeeded; a deadline never does.
     // Sidecars do not count: they end by SIGTERM, whatever their exit code says.
-    const succeeded = !failure && task.stop?.reason !== "deadline" && records.every((record) => record.sidecar || record.state.terminated?.exitCode === 0);
+    const succeeded =
+      !failure && task.stop?.reason !== "deadline" && records.every((record) => record.sidecar || record.state.terminated?.exitCode === 0);
     const phase = succeeded ? "Succeeded" : "Failed";
-    const podReason = task.stop?.reason === "deadline" ? { reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline" } : failure;
+    const podReason =
+      task.stop?.reason === "deadline"
+        ? { reason: "DeadlineExceeded", message: "Pod was active on the node longer than the specified deadline" }
+        : failure;
     this.finished.add(task.uid);
     this.log(`${task.namespace}/${task.name} ${phase}${podReason ? ` (${podReason.reason})` : ""}`);
     this.writeStatus(task, phase, podReason);
@@ -1109,7 +1226,10 @@ class Kubelet implements ChrootKubelet {
           record.restartCount++;
         }
       };
-      task.sidecars.set(record.spec.name, supervise().finally(() => resolve(false)));
+      task.sidecars.set(
+        record.spec.name,
+        supervise().finally(() => resolve(false)),
+      );
       void task.ending.then(() => resolve(false));
     });
   }
@@ -1159,7 +1279,14 @@ class Kubelet implements ChrootKubelet {
       let root: ContainerLaunch["root"];
       if (this.rootfsMode === "overlay") {
         for (const dir of ["upper", "work", "merged"]) mkdirSync(join(containerDir, dir));
-        root = { overlay: { lower: image.rootfs, upper: join(containerDir, "upper"), work: join(containerDir, "work"), merged: join(containerDir, "merged") } };
+        root = {
+          overlay: {
+            lower: image.rootfs,
+            upper: join(containerDir, "upper"),
+            work: join(containerDir, "work"),
+            merged: join(containerDir, "merged"),
+          },
+        };
       } else {
         await execFileAsync(findProgram("cp"), ["-a", "--reflink=auto", `${image.rootfs}/.`, join(containerDir, "rootfs")]);
         root = { dir: join(containerDir, "rootfs") };
@@ -1175,12 +1302,24 @@ class Kubelet implements ChrootKubelet {
         const source = subPath ? join(volume.path, subPath) : volume.path;
         if (subPath && !existsSync(source)) mkdirSync(source, { recursive: true });
         mountPaths.add(posix.normalize(mount.mountPath));
-        mounts.push({ source, target: resolveInRoot(image.rootfs, mount.mountPath), readOnly: Boolean(mount.readOnly) || volume.readOnly, file: !statSync(source).isDirectory() });
+        mounts.push({
+          source,
+          target: resolveInRoot(image.rootfs, mount.mountPath),
+          readOnly: Boolean(mount.readOnly) || volume.readOnly,
+          file: !statSync(source).isDirectory(),
+        });
       }
-      if (prepared.tokenDir && !mountPaths.has(serviceAccountDir)) mounts.push({ source: prepared.tokenDir, target: resolveInRoot(image.rootfs, serviceAccountDir), readOnly: true, file: false });
-      if (!mountPaths.has("/etc/hosts")) mounts.push({ source: prepared.hostsFile, target: resolveInRoot(image.rootfs, "/etc/hosts"), readOnly: false, file: true });
+      if (prepared.tokenDir && !mountPaths.has(serviceAccountDir))
+        mounts.push({ source: prepared.tokenDir, target: resolveInRoot(image.rootfs, serviceAccountDir), readOnly: true, file: false });
+      if (!mountPaths.has("/etc/hosts"))
+        mounts.push({ source: prepared.hostsFile, target: resolveInRoot(image.rootfs, "/etc/hosts"), readOnly: false, file: true });
       const messagePath = spec.terminationMessagePath || "/dev/termination-log";
-      mounts.push({ source: terminationFile, target: messagePath.startsWith("/dev/") ? posix.normalize(messagePath) : resolveInRoot(image.rootfs, messagePath), readOnly: false, file: true });
+      mounts.push({
+        source: terminationFile,
+        target: messagePath.startsWith("/dev/") ? posix.normalize(messagePath) : resolveInRoot(image.rootfs, messagePath),
+        readOnly: false,
+        file: true,
+      });
 
       const env = new Map<string, string>();
       for (const entry of image.env) {
@@ -1214,11 +1353,15 @@ class Kubelet implements ChrootKubelet {
     const logFd = openSync(logPath, "a");
     let child: ChildProcess;
     try {
-      child = spawn(this.bin.unshare, ["--mount", "--propagation", "private", "--pid", "--uts", "--fork", "--kill-child", "--", this.bin.sh, "-c", script], {
-        detached: true,
-        stdio: ["ignore", logFd, logFd],
-        env: { PATH: defaultPath },
-      });
+      child = spawn(
+        this.bin.unshare,
+        ["--mount", "--propagation", "private", "--pid", "--uts", "--fork", "--kill-child", "--", this.bin.sh, "-c", script],
+        {
+          detached: true,
+          stdio: ["ignore", logFd, logFd],
+          env: { PATH: defaultPath },
+        },
+      );
     } finally {
       closeSync(logFd);
     }
@@ -1238,13 +1381,16 @@ class Kubelet implements ChrootKubelet {
     const probe = record.sidecar ? spec.startupProbe : undefined;
     if (probe) {
       this.writeStatus(task, task.runningPhase);
-      void this.startupProbe(task, record, prepared.users.get(spec.name)!, child, exited, probe, launch.env).then((passed) => (passed ? markStarted() : undefined));
+      void this.startupProbe(task, record, prepared.users.get(spec.name)!, child, exited, probe, launch.env).then((passed) =>
+        passed ? markStarted() : undefined,
+      );
     } else {
       markStarted();
     }
     // A container started while its Pod (or, for a sidecar, its sidecars) is stopping gets the signal at once.
     const ending = record.sidecar ? task.sidecarsStopping : Boolean(task.stop);
-    if (ending && task.killAt !== undefined) this.signalContainers(task, task.killAt <= Date.now() ? "SIGKILL" : "SIGTERM", (r) => r === record);
+    if (ending && task.killAt !== undefined)
+      this.signalContainers(task, task.killAt <= Date.now() ? "SIGKILL" : "SIGTERM", (r) => r === record);
 
     const [code, signal, spawnError] = await exited;
     task.processes.delete(spec.name);
@@ -1266,7 +1412,15 @@ class Kubelet implements ChrootKubelet {
       message = logTail(logText);
     }
     record.state = {
-      terminated: { exitCode, ...(signal ? { signal: signalNumber(signal) } : {}), reason, ...(message ? { message } : {}), startedAt: started, finishedAt, containerID },
+      terminated: {
+        exitCode,
+        ...(signal ? { signal: signalNumber(signal) } : {}),
+        reason,
+        ...(message ? { message } : {}),
+        startedAt: started,
+        finishedAt,
+        containerID,
+      },
     };
     this.log(`${task.namespace}/${task.name}/${spec.name} exited ${exitCode}${signal ? ` (${signal})` : ""}`);
     rmSync(containerDir, { recursive: true, force: true });
@@ -1288,7 +1442,8 @@ class Kubelet implements ChrootKubelet {
     probe: k8s.V1Probe,
     env: readonly [string, string][],
   ): Promise<boolean> {
-    const over = () => child.exitCode !== null || child.signalCode !== null || task.stop !== undefined || task.sidecarsStopping || this.stopped;
+    const over = () =>
+      child.exitCode !== null || child.signalCode !== null || task.stop !== undefined || task.sidecarsStopping || this.stopped;
     const wait = (seconds: number) => Promise.race([sleep(seconds * 1000), exited, task.ending]);
     await wait(probe.initialDelaySeconds ?? 0);
     for (let failures = 0; !over(); ) {
@@ -1304,14 +1459,34 @@ class Kubelet implements ChrootKubelet {
   }
 
   /** One probe: exec (in the container's namespaces and root), httpGet or tcpSocket (the host's network is the Pod's). */
-  private async probeOnce(container: k8s.V1Container, user: ContainerUser, child: ChildProcess, probe: k8s.V1Probe, env: readonly [string, string][]): Promise<boolean> {
+  private async probeOnce(
+    container: k8s.V1Container,
+    user: ContainerUser,
+    child: ChildProcess,
+    probe: k8s.V1Probe,
+    env: readonly [string, string][],
+  ): Promise<boolean> {
     const timeout = (probe.timeoutSeconds ?? 1) * 1000;
     if (probe.exec?.command?.length) {
       const pid = containerProcess(child);
       if (!pid) return false;
       // As the container's user: the same setpriv as its launch, then setuid once inside its root.
       const [setpriv, ...limits] = setprivArgs(this.bin.setpriv, user);
-      const nsenter = [...limits, "--", findProgram("nsenter"), "--target", String(pid), "--mount", "--pid", "--uts", "--root", "--wd", `--setuid=${user.uid}`, "--", ...probe.exec.command];
+      const nsenter = [
+        ...limits,
+        "--",
+        findProgram("nsenter"),
+        "--target",
+        String(pid),
+        "--mount",
+        "--pid",
+        "--uts",
+        "--root",
+        "--wd",
+        `--setuid=${user.uid}`,
+        "--",
+        ...probe.exec.command,
+      ];
       return execFileAsync(setpriv!, nsenter, { env: Object.fromEntries(env), timeout }).then(
         () => true,
         () => false,
@@ -1319,7 +1494,10 @@ class Kubelet implements ChrootKubelet {
     }
     const action = probe.httpGet ?? probe.tcpSocket;
     if (!action) return false;
-    const port = typeof action.port === "number" ? action.port : (container.ports?.find((p) => p.name === action.port)?.containerPort ?? Number(action.port));
+    const port =
+      typeof action.port === "number"
+        ? action.port
+        : (container.ports?.find((p) => p.name === action.port)?.containerPort ?? Number(action.port));
     const host = action.host || loopbackAddress;
     return new Promise<boolean>((resolve) => {
       if (!probe.httpGet) {
@@ -1353,7 +1531,14 @@ class Kubelet implements ChrootKubelet {
     const dir = join(this.workDir, "pods", task.uid);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(join(dir, "volumes"), { recursive: true });
-    const prepared: PreparedPod = { dir, images: new Map(), volumes: new Map(), env: new Map(), hostsFile: join(dir, "hosts"), users: new Map() };
+    const prepared: PreparedPod = {
+      dir,
+      images: new Map(),
+      volumes: new Map(),
+      env: new Map(),
+      hostsFile: join(dir, "hosts"),
+      users: new Map(),
+    };
     const hostname = this.podHostname(pod);
     writeFileSync(prepared.hostsFile, `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${loopbackAddress}\t${hostname}\n`);
 
@@ -1367,7 +1552,11 @@ class Kubelet implements ChrootKubelet {
     // Who owns a projected volume's files: group fsGroup, else the one non-root user of the containers mounting it.
     const projectedOwner = (volume: string) => {
       if (fsGroup !== undefined) return { uid: 0, gid: fsGroup };
-      const uids = new Set([...task.containers.values()].filter((r) => r.spec.volumeMounts?.some((m) => m.name === volume)).map((r) => prepared.users.get(r.spec.name)!.uid));
+      const uids = new Set(
+        [...task.containers.values()]
+          .filter((r) => r.spec.volumeMounts?.some((m) => m.name === volume))
+          .map((r) => prepared.users.get(r.spec.name)!.uid),
+      );
       const [only] = uids;
       return uids.size === 1 && only !== 0 ? { uid: only!, gid: 0 } : { uid: 0, gid: 0 };
     };
@@ -1376,17 +1565,26 @@ class Kubelet implements ChrootKubelet {
     const configMaps = new Map<string, Record<string, Buffer> | null>();
     const readSecret = async (name: string) => {
       if (!secrets.has(name)) {
-        const secret = await this.core.readNamespacedSecret({ name, namespace: task.namespace }).catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
+        const secret = await this.core
+          .readNamespacedSecret({ name, namespace: task.namespace })
+          .catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
         secrets.set(name, secret ? decodeBase64Map(secret.data) : null);
       }
       return secrets.get(name)!;
     };
     const readConfigMap = async (name: string) => {
       if (!configMaps.has(name)) {
-        const map = await this.core.readNamespacedConfigMap({ name, namespace: task.namespace }).catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
+        const map = await this.core
+          .readNamespacedConfigMap({ name, namespace: task.namespace })
+          .catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
         configMaps.set(
           name,
-          map ? { ...Object.fromEntries(Object.entries(map.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "utf8")])), ...decodeBase64Map(map.binaryData) } : null,
+          map
+            ? {
+                ...Object.fromEntries(Object.entries(map.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "utf8")])),
+                ...decodeBase64Map(map.binaryData),
+              }
+            : null,
         );
       }
       return configMaps.get(name)!;
@@ -1405,7 +1603,8 @@ class Kubelet implements ChrootKubelet {
         checkRelativePath(item.path, `volume ${volume}`);
         const fieldPath = item.fieldRef?.fieldPath;
         const value = fieldPath ? downwardValue(pod, fieldPath) : undefined;
-        if (value === undefined) throw new PodFailure("InvalidVolume", `volume ${volume}: the chroot kubelet supports fieldRef items only, of known fields`);
+        if (value === undefined)
+          throw new PodFailure("InvalidVolume", `volume ${volume}: the chroot kubelet supports fieldRef items only, of known fields`);
         return { path: item.path, content: Buffer.from(value), mode: item.mode ?? defaultMode };
       });
 
@@ -1421,7 +1620,8 @@ class Kubelet implements ChrootKubelet {
         const host = volume.hostPath.path;
         const type = volume.hostPath.type ?? "";
         if (!existsSync(host)) {
-          if (type === "File" || type === "Directory" || type === "Socket" || type === "CharDevice" || type === "BlockDevice") throw new PodWaiting("ContainerCreating", `hostPath ${host} of volume ${volume.name} does not exist`);
+          if (type === "File" || type === "Directory" || type === "Socket" || type === "CharDevice" || type === "BlockDevice")
+            throw new PodWaiting("ContainerCreating", `hostPath ${host} of volume ${volume.name} does not exist`);
           if (type === "FileOrCreate") {
             mkdirSync(dirname(host), { recursive: true });
             writeFileSync(host, "");
@@ -1429,11 +1629,23 @@ class Kubelet implements ChrootKubelet {
         }
         prepared.volumes.set(volume.name, { path: host, readOnly: false });
       } else if (volume.secret || volume.configMap) {
-        const source = volume.secret ? { kind: "secret", name: volume.secret.secretName ?? "", ...volume.secret } : { kind: "configmap", ...volume.configMap! };
+        const source = volume.secret
+          ? { kind: "secret", name: volume.secret.secretName ?? "", ...volume.secret }
+          : { kind: "configmap", ...volume.configMap! };
         const data = source.kind === "secret" ? await readSecret(source.name ?? "") : await readConfigMap(source.name ?? "");
         mkdirSync(path, { mode: 0o755 });
-        if (!data && !source.optional) throw new PodWaiting("ContainerCreating", `${source.kind} "${source.name}" of volume ${volume.name} not found`);
-        writeFiles(path, projectKeys(`${source.kind} "${source.name}"`, data ?? {}, source.items, source.defaultMode ?? defaultFileMode, Boolean(source.optional)));
+        if (!data && !source.optional)
+          throw new PodWaiting("ContainerCreating", `${source.kind} "${source.name}" of volume ${volume.name} not found`);
+        writeFiles(
+          path,
+          projectKeys(
+            `${source.kind} "${source.name}"`,
+            data ?? {},
+            source.items,
+            source.defaultMode ?? defaultFileMode,
+            Boolean(source.optional),
+          ),
+        );
         prepared.volumes.set(volume.name, { path, readOnly: true });
       } else if (volume.downwardAPI) {
         mkdirSync(path, { mode: 0o755 });
@@ -1447,21 +1659,44 @@ class Kubelet implements ChrootKubelet {
             const ref = (projection.secret ?? projection.configMap)!;
             const kind = projection.secret ? "secret" : "configmap";
             const data = kind === "secret" ? await readSecret(ref.name ?? "") : await readConfigMap(ref.name ?? "");
-            if (!data && !ref.optional) throw new PodWaiting("ContainerCreating", `${kind} "${ref.name}" of volume ${volume.name} not found`);
-            writeFiles(path, projectKeys(`${kind} "${ref.name}"`, data ?? {}, ref.items, mode, Boolean(ref.optional)), projectedOwner(volume.name));
+            if (!data && !ref.optional)
+              throw new PodWaiting("ContainerCreating", `${kind} "${ref.name}" of volume ${volume.name} not found`);
+            writeFiles(
+              path,
+              projectKeys(`${kind} "${ref.name}"`, data ?? {}, ref.items, mode, Boolean(ref.optional)),
+              projectedOwner(volume.name),
+            );
           } else if (projection.downwardAPI) {
             writeFiles(path, downwardFiles(projection.downwardAPI.items ?? [], mode, volume.name), projectedOwner(volume.name));
           } else if (projection.serviceAccountToken) {
             const fixed = this.options.serviceAccountTokens;
-            const token = typeof fixed === "object" ? fixed.token : await this.serviceAccountToken(pod, projection.serviceAccountToken.audience, projection.serviceAccountToken.expirationSeconds);
-            writeFiles(path, [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }], projectedOwner(volume.name));
+            const token =
+              typeof fixed === "object"
+                ? fixed.token
+                : await this.serviceAccountToken(
+                    pod,
+                    projection.serviceAccountToken.audience,
+                    projection.serviceAccountToken.expirationSeconds,
+                  );
+            writeFiles(
+              path,
+              [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }],
+              projectedOwner(volume.name),
+            );
           } else {
-            throw new PodFailure("UnsupportedVolume", `volume ${volume.name}: the chroot kubelet projects secret, configMap, downwardAPI and serviceAccountToken sources only`);
+            throw new PodFailure(
+              "UnsupportedVolume",
+              `volume ${volume.name}: the chroot kubelet projects secret, configMap, downwardAPI and serviceAccountToken sources only`,
+            );
           }
         }
         prepared.volumes.set(volume.name, { path, readOnly: true });
       } else {
-        throw new PodFailure("UnsupportedVolume", `volume ${volume.name}: the chroot kubelet supports emptyDir, hostPath, secret, configMap, downwardAPI and projected volumes only`);
+        throw new PodFailure(
+          "UnsupportedVolume",
+          `volume ${volume.name}: the chroot kubelet supports emptyDir, hostPath, secret, configMap, downwardAPI and projected ` +
+            `volumes only`,
+        );
       }
     }
 
@@ -1490,13 +1725,19 @@ class Kubelet implements ChrootKubelet {
     }
     for (const record of task.containers.values()) {
       for (const mount of record.spec.volumeMounts ?? []) {
-        if (!prepared.volumes.has(mount.name)) throw new PodFailure("CreateContainerConfigError", `container "${record.spec.name}" mounts volume "${mount.name}", which the Pod does not declare`);
+        if (!prepared.volumes.has(mount.name))
+          throw new PodFailure(
+            "CreateContainerConfigError",
+            `container "${record.spec.name}" mounts volume "${mount.name}", which the Pod does not declare`,
+          );
         if (mount.subPath) checkRelativePath(mount.subPath, `volume mount ${mount.name} of container "${record.spec.name}"`);
       }
     }
-    const texts = (map: Map<string, Record<string, Buffer> | null>) => new Map([...map].map(([name, data]) => [name, data ? textMap(data) : null]));
+    const texts = (map: Map<string, Record<string, Buffer> | null>) =>
+      new Map([...map].map(([name, data]) => [name, data ? textMap(data) : null]));
     const sources: EnvironmentSources = { secrets: texts(secrets), configMaps: texts(configMaps) };
-    for (const record of task.containers.values()) prepared.env.set(record.spec.name, containerEnvironment(pod, record.spec, sources, this.serviceEnv));
+    for (const record of task.containers.values())
+      prepared.env.set(record.spec.name, containerEnvironment(pod, record.spec, sources, this.serviceEnv));
     return prepared;
   }
 
@@ -1522,7 +1763,12 @@ class Kubelet implements ChrootKubelet {
       if (!token) throw new Error("the TokenRequest answered without a token");
       return token;
     } catch (error) {
-      if (apiCode(error) === 404) throw new PodWaiting("ContainerCreating", `serviceaccount "${serviceAccount}" not found in ${namespace}: create it, or start the kubelet with serviceAccountTokens: false or { token }`);
+      if (apiCode(error) === 404)
+        throw new PodWaiting(
+          "ContainerCreating",
+          `serviceaccount "${serviceAccount}" not found in ${namespace}: create it, or start the kubelet with ` +
+            `serviceAccountTokens: false or { token }`,
+        );
       throw error;
     }
   }
@@ -1531,7 +1777,15 @@ class Kubelet implements ChrootKubelet {
     const resolved = await this.options.imageResolver?.(reference);
     if (resolved) {
       const image = typeof resolved === "string" ? { rootfs: resolved } : resolved;
-      return { rootfs: image.rootfs, env: [...(image.env ?? [])], entrypoint: [...(image.entrypoint ?? [])], cmd: [...(image.cmd ?? [])], workingDir: image.workingDir ?? "", imageID: `resolver://${reference}`, user: image.user ?? "" };
+      return {
+        rootfs: image.rootfs,
+        env: [...(image.env ?? [])],
+        entrypoint: [...(image.entrypoint ?? [])],
+        cmd: [...(image.cmd ?? [])],
+        workingDir: image.workingDir ?? "",
+        imageID: `resolver://${reference}`,
+        user: image.user ?? "",
+      };
     }
     if (pullPolicy === "Always") this.images.delete(reference);
     let pull = this.images.get(reference);
@@ -1548,7 +1802,8 @@ class Kubelet implements ChrootKubelet {
     if (!isLoopbackReference(reference)) {
       throw new PodWaiting(
         "ErrImagePull",
-        `${reference} is not on a loopback registry: the chroot kubelet pulls only from 127.0.0.1/localhost (startLocalRegistry()), or takes an imageResolver root`,
+        `${reference} is not on a loopback registry: the chroot kubelet pulls only from 127.0.0.1/localhost ` +
+          `(startLocalRegistry()), or takes an imageResolver root`,
       );
     }
     const started = Date.now();
@@ -1558,19 +1813,35 @@ class Kubelet implements ChrootKubelet {
     const rootfs = join(dir, "rootfs");
     mkdirSync(dir, { recursive: true });
     try {
-      await execFileAsync(requireTool("skopeo"), ["--insecure-policy", "--command-timeout", "120s", "copy", "--quiet", "--src-tls-verify=false", `docker://${reference}`, `oci:${layout}:image`]);
+      await execFileAsync(requireTool("skopeo"), [
+        "--insecure-policy",
+        "--command-timeout",
+        "120s",
+        "copy",
+        "--quiet",
+        "--src-tls-verify=false",
+        `docker://${reference}`,
+        `oci:${layout}:image`,
+      ]);
       await execFileAsync(requireTool("umoci"), ["raw", "unpack", "--image", `${layout}:image`, rootfs]);
     } catch (error) {
       rmSync(dir, { recursive: true, force: true });
       const stderr = (error as { stderr?: string }).stderr?.trim().split("\n").at(-1) ?? describeError(error);
       throw new PodWaiting("ErrImagePull", `pulling ${reference}: ${stderr}`);
     }
-    const blob = (digest: string) => JSON.parse(readFileSync(join(layout, "blobs", ...digest.split(":")), "utf8")) as Record<string, unknown>;
-    const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: { digest: string; annotations?: Record<string, string> }[] };
+    const blob = (digest: string) =>
+      JSON.parse(readFileSync(join(layout, "blobs", ...digest.split(":")), "utf8")) as Record<string, unknown>;
+    const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as {
+      manifests: { digest: string; annotations?: Record<string, string> }[];
+    };
     const descriptor = index.manifests.find((m) => m.annotations?.["org.opencontainers.image.ref.name"] === "image") ?? index.manifests[0];
     if (!descriptor) throw new PodWaiting("ErrImagePull", `pulling ${reference}: the copied layout has no manifest`);
     const manifest = blob(descriptor.digest) as { config: { digest: string } };
-    const config = ((blob(manifest.config.digest) as { config?: { Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string; User?: string } }).config ?? {}) as {
+    const config = ((
+      blob(manifest.config.digest) as {
+        config?: { Env?: string[]; Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string; User?: string };
+      }
+    ).config ?? {}) as {
       Env?: string[];
       Entrypoint?: string[];
       Cmd?: string[];
@@ -1580,7 +1851,15 @@ class Kubelet implements ChrootKubelet {
     rmSync(layout, { recursive: true, force: true });
     const repository = reference.replace(/@sha256:[0-9a-f]+$/, "").replace(/:[^/:]+$/, "");
     this.log(`pulled ${reference} (${descriptor.digest.slice(0, 19)}…) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-    return { rootfs, env: config.Env ?? [], entrypoint: config.Entrypoint ?? [], cmd: config.Cmd ?? [], workingDir: config.WorkingDir ?? "", imageID: `${repository}@${descriptor.digest}`, user: config.User ?? "" };
+    return {
+      rootfs,
+      env: config.Env ?? [],
+      entrypoint: config.Entrypoint ?? [],
+      cmd: config.Cmd ?? [],
+      workingDir: config.WorkingDir ?? "",
+      imageID: `${repository}@${descriptor.digest}`,
+      user: config.User ?? "",
+    };
   }
 
   // --- stopping Pods ---
@@ -1639,7 +1918,12 @@ class Kubelet implements ChrootKubelet {
     const namespace = pod.metadata?.namespace ?? "default";
     const name = pod.metadata?.name ?? "";
     try {
-      await this.core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0, body: { gracePeriodSeconds: 0, preconditions: { uid } } });
+      await this.core.deleteNamespacedPod({
+        name,
+        namespace,
+        gracePeriodSeconds: 0,
+        body: { gracePeriodSeconds: 0, preconditions: { uid } },
+      });
       this.log(`finalized ${namespace}/${name}`);
     } catch (error) {
       if (apiCode(error) !== 404 && apiCode(error) !== 409) {
@@ -1752,7 +2036,10 @@ class Kubelet implements ChrootKubelet {
  */
 export async function startChrootKubelet(options: ChrootKubeletOptions): Promise<ChrootKubelet> {
   if (process.getuid?.() !== 0) {
-    throw new Error("the chroot kubelet needs root (it creates mount, PID and UTS namespaces, mounts and device nodes): run the tests as root, as CI does");
+    throw new Error(
+      "the chroot kubelet needs root (it creates mount, PID and UTS namespaces, mounts and device nodes): run the tests as " +
+        "root, as CI does",
+    );
   }
   const kubelet = new Kubelet(options);
   try {

@@ -7,7 +7,10 @@ import { moduleRuntimes, runtimeNames, runtimeVersion, type RuntimeName } from "
 import { requireTool } from "./tools.js";
 
 /** The in-process linter entry point (tfcapi-lint's `main`), passed in: testkit does not depend on the linter. */
-export type LintMain = (argv: readonly string[], io: { stdout: { write(text: string): unknown }; stderr: { write(text: string): unknown } }) => Promise<number>;
+export type LintMain = (
+  argv: readonly string[],
+  io: { stdout: { write(text: string): unknown }; stderr: { write(text: string): unknown } },
+) => Promise<number>;
 
 export interface PublishedImageLint {
   reference: string;
@@ -31,21 +34,30 @@ export async function lintPublishedModuleImages(
   const registry = await startLocalRegistry();
   try {
     const results: PublishedImageLint[] = [];
-    for (const module of modules) for (const runtimeName of runtimes) {
-      const tag = `v0.1.0-${moduleRuntimes[runtimeName].imageTagSuffix}`;
-      const providersDir = module.providers ? join(layout, `${module.name}-${runtimeName}-providers`) : undefined;
-      if (module.providers && providersDir) await mirrorModuleProviders(module.dir, requireTool(runtimeName), module.providers, providersDir);
-      buildModuleImage(join(layout, module.name), tag, { moduleDir: module.dir, runtime: requireTool(runtimeName), runtimeVersion: runtimeVersion(runtimeName), runtimeName, role: module.role, providersDir });
-      const reference = `${registry.host}/captf/${module.name}:${tag}`;
-      pushImage(join(layout, module.name), tag, reference);
-      let stdout = "";
-      let stderr = "";
-      const exitCode = await lint(["image", reference, "--role", module.role, "--strict", "--format", "json"], {
-        stdout: { write: (text: string) => (stdout += text) },
-        stderr: { write: (text: string) => (stderr += text) },
-      });
-      results.push({ reference, exitCode, report: stdout ? JSON.parse(stdout) : {}, stderr });
-    }
+    for (const module of modules)
+      for (const runtimeName of runtimes) {
+        const tag = `v0.1.0-${moduleRuntimes[runtimeName].imageTagSuffix}`;
+        const providersDir = module.providers ? join(layout, `${module.name}-${runtimeName}-providers`) : undefined;
+        if (module.providers && providersDir)
+          await mirrorModuleProviders(module.dir, requireTool(runtimeName), module.providers, providersDir);
+        buildModuleImage(join(layout, module.name), tag, {
+          moduleDir: module.dir,
+          runtime: requireTool(runtimeName),
+          runtimeVersion: runtimeVersion(runtimeName),
+          runtimeName,
+          role: module.role,
+          providersDir,
+        });
+        const reference = `${registry.host}/captf/${module.name}:${tag}`;
+        pushImage(join(layout, module.name), tag, reference);
+        let stdout = "";
+        let stderr = "";
+        const exitCode = await lint(["image", reference, "--role", module.role, "--strict", "--format", "json"], {
+          stdout: { write: (text: string) => (stdout += text) },
+          stderr: { write: (text: string) => (stderr += text) },
+        });
+        results.push({ reference, exitCode, report: stdout ? (JSON.parse(stdout) as PublishedImageLint["report"]) : {}, stderr });
+      }
     return results;
   } finally {
     await registry.stop();

@@ -28,7 +28,10 @@ function coverageOf(source: string, ran: number[], functions: [number, number][]
   for (const [index, [from, to]] of functions.entries()) {
     const first = lines[from - 1] ?? "";
     const column = first.length - first.trimStart().length;
-    fnMap[String(index)] = { decl: { start: { line: from, column }, end: { line: from, column: column + 1 } }, loc: { start: { line: from, column }, end: { line: to, column: (lines[to - 1] ?? "").length } } };
+    fnMap[String(index)] = {
+      decl: { start: { line: from, column }, end: { line: from, column: column + 1 } },
+      loc: { start: { line: from, column }, end: { line: to, column: (lines[to - 1] ?? "").length } },
+    };
   }
   return { statementMap, s, fnMap };
 }
@@ -60,17 +63,28 @@ const declared = [
 ];
 
 describe("findNamesProduced", () => {
-  it("names produced on statements that ran; the rest unproduced unless reserved; reservations of produced or undeclared names are stale", () => {
-    const finding = find(declared, { "/src/a.ts": [source, passCoverage] }, { "event:PlanSuperseded": "not emitted yet", "annotation:captf.io/inputs-hash": "stale", "event:Gone": "renamed" });
-    expect(Object.fromEntries(finding.produced)).toEqual({
-      "event:JobInterrupted": "/src/a.ts:2",
-      "annotation:captf.io/inputs-hash": "/src/a.ts:6",
-      "metric:captf_jobs_total": "/src/a.ts:6",
-    });
-    expect(finding.unproduced).toEqual(["condition-reason:DriftPending"]);
-    expect(Object.fromEntries(finding.namedUntested)).toEqual({ "event:PlanSuperseded": "/src/a.ts:3", "condition-reason:DriftPending": "/src/a.ts:5" });
-    expect(finding.staleReservations).toEqual(["annotation:captf.io/inputs-hash", "event:Gone"]);
-  });
+  it(
+    "names produced on statements that ran; the rest unproduced unless reserved; reservations of produced or undeclared names " +
+      "are stale",
+    () => {
+      const finding = find(
+        declared,
+        { "/src/a.ts": [source, passCoverage] },
+        { "event:PlanSuperseded": "not emitted yet", "annotation:captf.io/inputs-hash": "stale", "event:Gone": "renamed" },
+      );
+      expect(Object.fromEntries(finding.produced)).toEqual({
+        "event:JobInterrupted": "/src/a.ts:2",
+        "annotation:captf.io/inputs-hash": "/src/a.ts:6",
+        "metric:captf_jobs_total": "/src/a.ts:6",
+      });
+      expect(finding.unproduced).toEqual(["condition-reason:DriftPending"]);
+      expect(Object.fromEntries(finding.namedUntested)).toEqual({
+        "event:PlanSuperseded": "/src/a.ts:3",
+        "condition-reason:DriftPending": "/src/a.ts:5",
+      });
+      expect(finding.staleReservations).toEqual(["annotation:captf.io/inputs-hash", "event:Gone"]);
+    },
+  );
 
   it("a file without coverage produces nothing", () => {
     const finding = findNamesProduced({ declared, sources: new Map([["/src/a.ts", source]]), coverage: new Map(), reserved: {} });
@@ -87,9 +101,16 @@ describe("findNamesProduced", () => {
         record: { start: { line: 2, column: recordColumn }, end: { line: 2, column: 70 } },
       },
       s: { if: 4, record: 0 },
-      fnMap: { pass: { decl: { start: { line: 1, column: 9 }, end: { line: 1, column: 13 } }, loc: { start: { line: 1, column: 0 }, end: { line: 3, column: 1 } } } },
+      fnMap: {
+        pass: {
+          decl: { start: { line: 1, column: 9 }, end: { line: 1, column: 13 } },
+          loc: { start: { line: 1, column: 0 }, end: { line: 3, column: 1 } },
+        },
+      },
     };
-    const finding = find([{ id: "event:InputsChanged", patterns: [literalPattern("InputsChanged")], context: eventRecordingLine }], { "/src/a.ts": [text, coverage] });
+    const finding = find([{ id: "event:InputsChanged", patterns: [literalPattern("InputsChanged")], context: eventRecordingLine }], {
+      "/src/a.ts": [text, coverage],
+    });
     expect(finding.unproduced).toEqual(["event:InputsChanged"]);
   });
 
@@ -103,8 +124,13 @@ describe("findNamesProduced", () => {
       "}",
     ].join("\n");
     const event = (reason: string) => ({ id: `event:${reason}`, patterns: [literalPattern(reason)], context: eventRecordingLine });
-    const finding = find([event("StateUnreadable"), event("StateLocked"), event("PlanReady"), event("StateLost")], { "/src/decide.ts": [text, coverageOf(text, [1, 2, 3, 4, 5], [[1, 6]])] });
-    expect(Object.fromEntries(finding.produced)).toEqual({ "event:StateLocked": "/src/decide.ts:3", "event:PlanReady": "/src/decide.ts:4" });
+    const finding = find([event("StateUnreadable"), event("StateLocked"), event("PlanReady"), event("StateLost")], {
+      "/src/decide.ts": [text, coverageOf(text, [1, 2, 3, 4, 5], [[1, 6]])],
+    });
+    expect(Object.fromEntries(finding.produced)).toEqual({
+      "event:StateLocked": "/src/decide.ts:3",
+      "event:PlanReady": "/src/decide.ts:4",
+    });
     expect(finding.unproduced).toEqual(["event:StateUnreadable", "event:StateLost"]);
   });
 
@@ -119,16 +145,29 @@ describe("findNamesProduced", () => {
     const event = (reason: string) => ({ id: `event:${reason}`, patterns: [literalPattern(reason)], context: eventRecordingLine });
     const names = [event("WaitingForRunLease"), { id: "condition-reason:DestroyFailed", patterns: [literalPattern("DestroyFailed")] }];
     // Imported (the lists ran) and the pass recorded a wait.
-    expect(Object.fromEntries(find(names, { "/src/waits.ts": [text, coverageOf(text, [1, 2, 3, 4], [[3, 5]])] }).produced)).toEqual({ "event:WaitingForRunLease": "/src/waits.ts:4" });
+    expect(Object.fromEntries(find(names, { "/src/waits.ts": [text, coverageOf(text, [1, 2, 3, 4], [[3, 5]])] }).produced)).toEqual({
+      "event:WaitingForRunLease": "/src/waits.ts:4",
+    });
     // Imported only: the lists ran, nothing used them.
-    expect(find(names, { "/src/waits.ts": [text, coverageOf(text, [1, 2], [[3, 5]])] }).unproduced).toEqual(["event:WaitingForRunLease", "condition-reason:DestroyFailed"]);
+    expect(find(names, { "/src/waits.ts": [text, coverageOf(text, [1, 2], [[3, 5]])] }).unproduced).toEqual([
+      "event:WaitingForRunLease",
+      "condition-reason:DestroyFailed",
+    ]);
   });
 
   it("a module-level list exported and used in another file produces its names there", () => {
     const table = 'export const waitReasons = ["WaitingForJobSlot"];';
-    const user = ['import { waitReasons } from "./table.js";', "export function check(reason) {", "  return waitReasons.includes(reason);", "}"].join("\n");
+    const user = [
+      'import { waitReasons } from "./table.js";',
+      "export function check(reason) {",
+      "  return waitReasons.includes(reason);",
+      "}",
+    ].join("\n");
     const names = [{ id: "condition-reason:WaitingForJobSlot", patterns: [literalPattern("WaitingForJobSlot")] }];
-    const files = (ran: number[]): Record<string, [string, FileCoverage]> => ({ "/src/table.ts": [table, coverageOf(table, [1])], "/src/user.ts": [user, coverageOf(user, ran, [[2, 4]])] });
+    const files = (ran: number[]): Record<string, [string, FileCoverage]> => ({
+      "/src/table.ts": [table, coverageOf(table, [1])],
+      "/src/user.ts": [user, coverageOf(user, ran, [[2, 4]])],
+    });
     expect(Object.fromEntries(find(names, files([1, 2, 3])).produced)).toEqual({ "condition-reason:WaitingForJobSlot": "/src/user.ts:3" });
     expect(find(names, files([1, 2])).unproduced).toEqual(["condition-reason:WaitingForJobSlot"]);
   });
@@ -159,39 +198,67 @@ describe("findNamesProduced", () => {
     ].join("\n");
     const declaredMetrics = metricsDeclaredIn(metricsClass, "/src/metrics/");
     // A unit test of the class ran every line of it.
-    const classCoverage = coverageOf(metricsClass, Array.from({ length: 21 }, (_, index) => index + 1), [
-      [2, 13],
-      [7, 9],
-      [14, 16],
-      [17, 20],
-    ]);
+    const classCoverage = coverageOf(
+      metricsClass,
+      Array.from({ length: 21 }, (_, index) => index + 1),
+      [
+        [2, 13],
+        [7, 9],
+        [14, 16],
+        [17, 20],
+      ],
+    );
 
     it("reads each metric's declaration as its own statement: a collect() of the next metric is not the earlier one's", () => {
-      expect(declaredMetrics.map((metric) => metric.id)).toEqual(["metric:captf_jobs_total", "metric:captf_job_errors_total", "metric:captf_jobs_active", "metric:captf_ready", "metric:captf_infrastructure_healthy"]);
+      expect(declaredMetrics.map((metric) => metric.id)).toEqual([
+        "metric:captf_jobs_total",
+        "metric:captf_job_errors_total",
+        "metric:captf_jobs_active",
+        "metric:captf_ready",
+        "metric:captf_infrastructure_healthy",
+      ]);
       const finding = find(declaredMetrics, { "/src/metrics/metrics.ts": [metricsClass, classCoverage] });
       expect(Object.fromEntries(finding.produced)).toEqual({ "metric:captf_jobs_active": "/src/metrics/metrics.ts:8" });
       expect(finding.unproduced).toContain("metric:captf_jobs_total");
       expect(finding.unproduced).toContain("metric:captf_job_errors_total");
     });
 
-    it("a helper of the metrics class produces a metric only where code outside the metrics folder calls it on a tested path, passing its optional field", () => {
-      const pass = [
-        "export function reconcile(metrics) {",
-        "  metrics.objectStatus(kind, { ready: 1 });",
-        "  if (failed) metrics.jobFailed(kind);",
-        "}",
-        "export function later(metrics) {",
-        "  metrics.objectStatus(kind, { healthy: 1 });",
-        "}",
-      ].join("\n");
-      const finding = find(declaredMetrics, {
-        "/src/metrics/metrics.ts": [metricsClass, classCoverage],
-        "/src/reconcile/pass.ts": [pass, coverageOf(pass, [1, 2, 5], [[1, 4], [5, 7]])],
-      });
-      expect(finding.produced.get("metric:captf_ready")).toBe("/src/reconcile/pass.ts:2");
-      expect(finding.unproduced).toEqual(["metric:captf_jobs_total", "metric:captf_job_errors_total", "metric:captf_infrastructure_healthy"]);
-      expect(finding.namedUntested.get("metric:captf_job_errors_total")).toBe("/src/metrics/metrics.ts:15");
-    });
+    it(
+      "a helper of the metrics class produces a metric only where code outside the metrics folder calls it on a tested path, " +
+        "passing its optional field",
+      () => {
+        const pass = [
+          "export function reconcile(metrics) {",
+          "  metrics.objectStatus(kind, { ready: 1 });",
+          "  if (failed) metrics.jobFailed(kind);",
+          "}",
+          "export function later(metrics) {",
+          "  metrics.objectStatus(kind, { healthy: 1 });",
+          "}",
+        ].join("\n");
+        const finding = find(declaredMetrics, {
+          "/src/metrics/metrics.ts": [metricsClass, classCoverage],
+          "/src/reconcile/pass.ts": [
+            pass,
+            coverageOf(
+              pass,
+              [1, 2, 5],
+              [
+                [1, 4],
+                [5, 7],
+              ],
+            ),
+          ],
+        });
+        expect(finding.produced.get("metric:captf_ready")).toBe("/src/reconcile/pass.ts:2");
+        expect(finding.unproduced).toEqual([
+          "metric:captf_jobs_total",
+          "metric:captf_job_errors_total",
+          "metric:captf_infrastructure_healthy",
+        ]);
+        expect(finding.namedUntested.get("metric:captf_job_errors_total")).toBe("/src/metrics/metrics.ts:15");
+      },
+    );
   });
 
   it("patterns match the ways code names things, not their look-alikes", () => {

@@ -73,7 +73,9 @@ export function metricUsePattern(property: string): RegExp {
  */
 export function metricsDeclaredIn(text: string, definedUnder: string): DeclaredName[] {
   const metrics: DeclaredName[] = [];
-  for (const match of text.matchAll(/this\.(\w+) = (?:counter|gauge|histogram|new (?:Counter|Gauge|Histogram))\(\s*(?:\{\s*name: )?"(\w+)"/g)) {
+  for (const match of text.matchAll(
+    /this\.(\w+) = (?:counter|gauge|histogram|new (?:Counter|Gauge|Histogram))\(\s*(?:\{\s*name: )?"(\w+)"/g,
+  )) {
     const [, property = "", name = ""] = match;
     const patterns = [metricUsePattern(property)];
     // This declaration's statement only, never the next metric's collect().
@@ -85,7 +87,10 @@ export function metricsDeclaredIn(text: string, definedUnder: string): DeclaredN
   return metrics;
 }
 
-/** A line that records an event: the recorder's `.record(`, the `event(`/`emit(`/`recordEvent(` helpers, or an event entry (`reason:` beside `note`). */
+/**
+ * A line that records an event: the recorder's `.record(`, the `event(`/`emit(`/`recordEvent(` helpers, or an event entry
+ * (`reason:` beside `note`).
+ */
 export const eventRecordingLine = /\.record\(|\b(?:event|emit|recordEvent)\(|\breason:.*\bnote\b|\bnote\b.*\breason:/;
 
 /** Where the statement starting at `start` ends: its `;` (or the bracket closing around it) outside strings and comments. */
@@ -151,7 +156,8 @@ class SourceFile {
   /** The outermost function holding the position (a class method, a top-level function), with its name if it has one. */
   outermostFunction(at: Position): { name?: string; decl: Range } | undefined {
     let outermost: { decl: Range; loc: Range } | undefined;
-    for (const fn of Object.values(this.coverage?.fnMap ?? {})) if (contains(fn.loc, at) && (!outermost || size(fn.loc) > size(outermost.loc))) outermost = fn;
+    for (const fn of Object.values(this.coverage?.fnMap ?? {}))
+      if (contains(fn.loc, at) && (!outermost || size(fn.loc) > size(outermost.loc))) outermost = fn;
     if (!outermost) return undefined;
     const declStart = (this.lineStarts[outermost.decl.start.line - 1] ?? 0) + outermost.decl.start.column;
     return { name: /^(?:async\s+)?(?:function\s*)?([\w$]+)/.exec(this.text.slice(declStart, declStart + 200))?.[1], decl: outermost.decl };
@@ -208,7 +214,8 @@ export function findNamesProduced(input: {
       if (other !== file && !importing.test(other.text)) continue;
       for (const match of allMatches(use, other.text)) {
         const outside = other !== file || match.index < declaration.start || match.index >= declaration.end;
-        if (outside && !/^\s*import\b/.test(other.lineAt(match.index)) && !isComment(other.lineAt(match.index))) uses.push({ file: other, index: match.index });
+        if (outside && !/^\s*import\b/.test(other.lineAt(match.index)) && !isComment(other.lineAt(match.index)))
+          uses.push({ file: other, index: match.index });
       }
     }
     return uses;
@@ -221,8 +228,10 @@ export function findNamesProduced(input: {
     for (const file of files) {
       for (const match of allMatches(call, file.text)) {
         const open = match.index + match[0].length - 1;
-        if (file.isDeclarationAt(file.position(match.index)) || /\bfunction\s+$/.test(file.text.slice(match.index - 20, match.index))) continue;
-        if (!isComment(file.lineAt(match.index))) calls.push({ file, index: match.index, args: file.text.slice(open + 1, statementEnd(file.text, open + 1)) });
+        if (file.isDeclarationAt(file.position(match.index)) || /\bfunction\s+$/.test(file.text.slice(match.index - 20, match.index)))
+          continue;
+        if (!isComment(file.lineAt(match.index)))
+          calls.push({ file, index: match.index, args: file.text.slice(open + 1, statementEnd(file.text, open + 1)) });
       }
     }
     return calls;

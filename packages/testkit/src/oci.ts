@@ -37,7 +37,21 @@ export const moduleImageScript = fileURLToPath(new URL("../../../scripts/build-m
  * labels, user 65532, an SBOM. The image has no shell and no libc.
  */
 export function buildModuleImage(layout: string, tag: string, image: ModuleImage): void {
-  const args = [moduleImageScript, "--out", layout, "--tag", tag, "--module", image.moduleDir, "--role", image.role, "--runtime", image.runtimeName ?? "tofu", "--runtime-version", image.runtimeVersion];
+  const args = [
+    moduleImageScript,
+    "--out",
+    layout,
+    "--tag",
+    tag,
+    "--module",
+    image.moduleDir,
+    "--role",
+    image.role,
+    "--runtime",
+    image.runtimeName ?? "tofu",
+    "--runtime-version",
+    image.runtimeVersion,
+  ];
   args.push("--runtime-binary", `${hostArchitecture}=${image.runtime}`);
   if (image.providersDir) args.push("--providers", `${hostArchitecture}=${image.providersDir}`);
   for (const [key, value] of Object.entries(image.labels ?? {})) args.push("--label", `${key}=${value}`);
@@ -56,7 +70,11 @@ export async function startLocalRegistry(): Promise<LocalRegistry> {
   const dir = mkdtempSync(join(tmpdir(), "captf-registry-"));
   const config = join(dir, "config.yml");
   mkdirSync(join(dir, "data"));
-  writeFileSync(config, `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\nhttp:\n  addr: 127.0.0.1:${port}\n`);
+  writeFileSync(
+    config,
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, "data")}\n` +
+      `http:\n  addr: 127.0.0.1:${port}\n`,
+  );
   const child = spawn("docker-registry", ["serve", config], { stdio: "ignore" });
   const host = `127.0.0.1:${port}`;
   for (let attempt = 0; ; attempt++) {
@@ -86,5 +104,7 @@ export async function startLocalRegistry(): Promise<LocalRegistry> {
 
 /** Copies every platform of `layout:tag` to `docker://<destination>` over plain HTTP. */
 export function pushImage(layout: string, tag: string, destination: string): void {
-  execFileSync("skopeo", ["copy", "--all", "--quiet", "--dest-tls-verify=false", `oci:${layout}:${tag}`, `docker://${destination}`], { stdio: ["ignore", "ignore", "pipe"] });
+  execFileSync("skopeo", ["copy", "--all", "--quiet", "--dest-tls-verify=false", `oci:${layout}:${tag}`, `docker://${destination}`], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
 }

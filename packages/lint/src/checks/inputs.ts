@@ -55,7 +55,8 @@ export function inputUserVariableDefault(ctx: CheckContext): Finding[] {
         v.at,
         checkIds.inputUserVariableDefault,
         "warning",
-        `variable ${v.name} is not a contract input and has no default: an object that does not set it in spec.variables or variablesFrom fails to apply`,
+        `variable ${v.name} is not a contract input and has no default: an object that does not set it in spec.variables or ` +
+          `variablesFrom fails to apply`,
         `give variable ${v.name} a default, or allow this warning if every object must set it`,
       ),
     );
@@ -77,10 +78,26 @@ export function inputType(ctx: CheckContext): Finding[] {
     const written = collapseWhitespace(v.type.text);
     try {
       if (accepts(parseType(v.type.text), parseType(spec.type))) continue;
-      out.push(at(v.at, checkIds.inputType, "error", `variable ${name} is declared as ${written}, which does not accept the contract's ${spec.type}`, fix));
+      out.push(
+        at(
+          v.at,
+          checkIds.inputType,
+          "error",
+          `variable ${name} is declared as ${written}, which does not accept the contract's ${spec.type}`,
+          fix,
+        ),
+      );
     } catch (error) {
       if (!(error instanceof TypeSyntaxError)) throw error;
-      out.push(at(v.at, checkIds.inputType, "warning", `variable ${name}: cannot check type ${written} against the contract's ${spec.type}: ${error.message}`, fix));
+      out.push(
+        at(
+          v.at,
+          checkIds.inputType,
+          "warning",
+          `variable ${name}: cannot check type ${written} against the contract's ${spec.type}: ${error.message}`,
+          fix,
+        ),
+      );
     }
   }
   return out.sort((a, b) => a.message.localeCompare(b.message));
@@ -91,7 +108,13 @@ export function inputSensitive(ctx: CheckContext): Finding[] {
   const v = config(ctx).variables.get(bootstrapInput);
   if (!v || v.sensitive) return [];
   return [
-    at(v.at, checkIds.inputSensitive, "warning", `variable ${bootstrapInput} is not sensitive = true, though it carries the bootstrap payload`, `add sensitive = true to variable "${bootstrapInput}"`),
+    at(
+      v.at,
+      checkIds.inputSensitive,
+      "warning",
+      `variable ${bootstrapInput} is not sensitive = true, though it carries the bootstrap payload`,
+      `add sensitive = true to variable "${bootstrapInput}"`,
+    ),
   ];
 }
 
@@ -103,7 +126,13 @@ export function inputDefault(ctx: CheckContext): Finding[] {
     const v = variables.get(name);
     if (!v || v.default === undefined || spec.nullable || name === clusterOutputsInput) continue;
     out.push(
-      at(v.at, checkIds.inputDefault, "warning", `contract input ${name} has a default, but captf always sets it: a default only hides a missing value`, `remove the default from variable "${name}"`),
+      at(
+        v.at,
+        checkIds.inputDefault,
+        "warning",
+        `contract input ${name} has a default, but captf always sets it: a default only hides a missing value`,
+        `remove the default from variable "${name}"`,
+      ),
     );
   }
   return out;
@@ -117,12 +146,21 @@ export function inputReserved(ctx: CheckContext): Finding[] {
     if (v.name.startsWith(reservedInputPrefix)) {
       if (v.name === clusterOutputsInput && v.default !== undefined) continue;
       out.push(
-        at(v.at, checkIds.inputReserved, "error", `variable ${v.name} uses the reserved ${reservedInputPrefix} prefix but is not a ${ctx.role} contract input`, `rename variable ${v.name} without the ${reservedInputPrefix} prefix`),
+        at(
+          v.at,
+          checkIds.inputReserved,
+          "error",
+          `variable ${v.name} uses the reserved ${reservedInputPrefix} prefix but is not a ${ctx.role} contract input`,
+          `rename variable ${v.name} without the ${reservedInputPrefix} prefix`,
+        ),
       );
       continue;
     }
     const reason = reservedVariableReason(ctx.role, v.name);
-    if (reason) out.push(at(v.at, checkIds.inputReserved, "error", reason, `rename variable ${v.name}: captf passes user variables as module arguments`));
+    if (reason)
+      out.push(
+        at(v.at, checkIds.inputReserved, "error", reason, `rename variable ${v.name}: captf passes user variables as module arguments`),
+      );
   }
   return out;
 }
@@ -133,7 +171,11 @@ function variableUsed(m: LoadedModule, name: string): boolean {
   const calls = configSet(m).moduleCalls;
   return m.nested.some((n) => {
     const call = calls.get(n.name);
-    return call?.args.some((arg) => referencesOf(arg.expr).some((r) => r.root === "var" && r.attrs[0] === name) && variableUsed(n.module, arg.name)) ?? false;
+    return (
+      call?.args.some(
+        (arg) => referencesOf(arg.expr).some((r) => r.root === "var" && r.attrs[0] === name) && variableUsed(n.module, arg.name),
+      ) ?? false
+    );
   });
 }
 
@@ -141,6 +183,12 @@ export function inputTagsUnused(ctx: CheckContext): Finding[] {
   const v = config(ctx).variables.get(tagsInput);
   if (!v || variableUsed(ctx.module, tagsInput)) return [];
   return [
-    at(v.at, checkIds.inputTagsUnused, "warning", `variable ${tagsInput} is never referenced: the module should tag what it creates with it`, `pass var.${tagsInput} to the tags (or labels) of every taggable resource`),
+    at(
+      v.at,
+      checkIds.inputTagsUnused,
+      "warning",
+      `variable ${tagsInput} is never referenced: the module should tag what it creates with it`,
+      `pass var.${tagsInput} to the tags (or labels) of every taggable resource`,
+    ),
   ];
 }

@@ -21,13 +21,25 @@ export function moduleVersion(ctx: CheckContext): Finding[] {
 
 export const moduleBackend = inEveryModule((m) =>
   expressionSet(m).backends.map((b) =>
-    at(b.at, checkIds.moduleBackend, "error", `terraform { backend "${b.labels[0] ?? ""}" } in the module: the generated root owns the backend`, "delete the backend block; captf stores state in its own kubernetes backend"),
+    at(
+      b.at,
+      checkIds.moduleBackend,
+      "error",
+      `terraform { backend "${b.labels[0] ?? ""}" } in the module: the generated root owns the backend`,
+      "delete the backend block; captf stores state in its own kubernetes backend",
+    ),
   ),
 );
 
 export const moduleCloud = inEveryModule((m) =>
   expressionSet(m).clouds.map((b) =>
-    at(b.at, checkIds.moduleCloud, "error", "terraform { cloud } in the module: state lives in the generated root's backend", "delete the cloud block"),
+    at(
+      b.at,
+      checkIds.moduleCloud,
+      "error",
+      "terraform { cloud } in the module: state lives in the generated root's backend",
+      "delete the cloud block",
+    ),
   ),
 );
 
@@ -106,11 +118,35 @@ export function moduleTofuShadow(ctx: CheckContext): Finding[] {
     const b = tofu.get(key);
     if (a && b && a.signature === b.signature) continue;
     if (a && !b) {
-      out.push(at(a.at, checkIds.moduleTofuShadow, "warning", `${key} is declared for Terraform, but a .tofu file hides it from OpenTofu; the contract checks read Terraform's files`, fix));
+      out.push(
+        at(
+          a.at,
+          checkIds.moduleTofuShadow,
+          "warning",
+          `${key} is declared for Terraform, but a .tofu file hides it from OpenTofu; the contract checks read Terraform's files`,
+          fix,
+        ),
+      );
     } else if (!a && b) {
-      out.push(at(b.at, checkIds.moduleTofuShadow, "warning", `${key} is declared only in a .tofu file: Terraform does not see it; the contract checks read Terraform's files`, fix));
+      out.push(
+        at(
+          b.at,
+          checkIds.moduleTofuShadow,
+          "warning",
+          `${key} is declared only in a .tofu file: Terraform does not see it; the contract checks read Terraform's files`,
+          fix,
+        ),
+      );
     } else if (b) {
-      out.push(at(b.at, checkIds.moduleTofuShadow, "warning", `${key} differs between OpenTofu's files and Terraform's; the contract checks read Terraform's files`, fix));
+      out.push(
+        at(
+          b.at,
+          checkIds.moduleTofuShadow,
+          "warning",
+          `${key} differs between OpenTofu's files and Terraform's; the contract checks read Terraform's files`,
+          fix,
+        ),
+      );
     }
   }
   return out;
@@ -144,7 +180,8 @@ function poolAutoscalingOne(m: LoadedModule): Finding[] {
       where,
       checkIds.poolAutoscalingIgnoreChanges,
       "warning",
-      "the module uses var.autoscaling, but no resource that uses it ignores changes to its desired capacity: every apply resets the autoscaler",
+      "the module uses var.autoscaling, but no resource that uses it ignores changes to its desired capacity: every apply " +
+        "resets the autoscaler",
       "add lifecycle { ignore_changes = [desired_capacity] } (or your group's count attribute) to the scaling group",
     ),
   ];

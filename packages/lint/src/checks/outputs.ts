@@ -13,7 +13,14 @@ export function outputRequired(ctx: CheckContext): Finding[] {
   const outputs = config(ctx).outputs;
   return roleTables[ctx.role].outputs
     .filter((spec) => spec.name !== healthOutput && spec.name !== providerIdList && !outputs.has(spec.name))
-    .map((spec) => moduleWide(checkIds.outputRequired, "error", `contract output ${spec.name} is not declared`, `add output "${spec.name}" (decoded as ${spec.type})`));
+    .map((spec) =>
+      moduleWide(
+        checkIds.outputRequired,
+        "error",
+        `contract output ${spec.name} is not declared`,
+        `add output "${spec.name}" (decoded as ${spec.type})`,
+      ),
+    );
 }
 
 export function outputHealth(ctx: CheckContext): Finding[] {
@@ -31,7 +38,15 @@ export function outputHealth(ctx: CheckContext): Finding[] {
 export function outputReserved(ctx: CheckContext): Finding[] {
   return [...config(ctx).outputs.values()]
     .filter((o) => o.name.startsWith(reservedInputPrefix))
-    .map((o) => at(o.at, checkIds.outputReserved, "warning", `output ${o.name} uses the ${reservedInputPrefix} prefix, which the contract reserves`, `rename output ${o.name} without the ${reservedInputPrefix} prefix`));
+    .map((o) =>
+      at(
+        o.at,
+        checkIds.outputReserved,
+        "warning",
+        `output ${o.name} uses the ${reservedInputPrefix} prefix, which the contract reserves`,
+        `rename output ${o.name} without the ${reservedInputPrefix} prefix`,
+      ),
+    );
 }
 
 export function outputEndpointNeverSet(ctx: CheckContext): Finding[] {
@@ -113,12 +128,26 @@ export function outputProviderIdListShape(ctx: CheckContext): Finding[] {
   walkExpr(value, (e) => {
     if (e.kind === "for" && e.condition && filtersOnStatus(e.condition)) {
       out.push(
-        at(output.at, checkIds.outputProviderIdListShape, "warning", `output ${providerIdList} filters on health or state: it must list every non-terminated member`, "drop the running/healthy filter: report unhealthy members through health, not by hiding them"),
+        at(
+          output.at,
+          checkIds.outputProviderIdListShape,
+          "warning",
+          `output ${providerIdList} filters on health or state: it must list every non-terminated member`,
+          "drop the running/healthy filter: report unhealthy members through health, not by hiding them",
+        ),
       );
     }
   });
   if (!isSorted(value)) {
-    out.push(at(output.at, checkIds.outputProviderIdListShape, "warning", `output ${providerIdList} is not sorted with sort(): its order churns between runs`, "wrap the list in sort(...)"));
+    out.push(
+      at(
+        output.at,
+        checkIds.outputProviderIdListShape,
+        "warning",
+        `output ${providerIdList} is not sorted with sort(): its order churns between runs`,
+        "wrap the list in sort(...)",
+      ),
+    );
   }
   return out;
 }

@@ -53,6 +53,8 @@ describe("the rule registry", () => {
     expect(ids.cluster).toContain("output/endpoint-never-set");
     expect(ids.cluster).not.toContain("input/sensitive");
     expect(ids.machine).not.toContain("output/provider-id-list-shape");
-    expect(ids.machinepool).toEqual(expect.arrayContaining(["output/provider-id-list-shape", "pool/autoscaling-ignore-changes", "input/sensitive"]));
+    expect(ids.machinepool).toEqual(
+      expect.arrayContaining(["output/provider-id-list-shape", "pool/autoscaling-ignore-changes", "input/sensitive"]),
+    );
   });
 });

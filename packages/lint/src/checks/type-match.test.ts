@@ -15,9 +15,12 @@ describe("parseType", () => {
     ]);
   });
 
-  it.each(["", "strin", "list(string", "object({a = })", "map(string) x", "optional(string)", "object({a = optional(string, [})"])("rejects %j", (source) => {
-    expect(() => parseType(source)).toThrow(TypeSyntaxError);
-  });
+  it.each(["", "strin", "list(string", "object({a = })", "map(string) x", "optional(string)", "object({a = optional(string, [})"])(
+    "rejects %j",
+    (source) => {
+      expect(() => parseType(source)).toThrow(TypeSyntaxError);
+    },
+  );
 });
 
 describe("accepts (declared, given)", () => {
@@ -39,7 +42,11 @@ describe("accepts (declared, given)", () => {
     ["object({name=string})", "object({name=string, namespace=string})", true],
     ["object({name=string, uid=string})", "object({name=string, namespace=string})", false],
     ["object({name=string, uid=optional(string)})", "object({name=string, namespace=string})", true],
-    ["object({pods=list(string), service_domain=optional(string), api_server_port=optional(number, 6443)})", "object({pods=list(string), services=list(string), service_domain=string, api_server_port=number})", true],
+    [
+      "object({pods=list(string), service_domain=optional(string), api_server_port=optional(number, 6443)})",
+      "object({pods=list(string), services=list(string), service_domain=string, api_server_port=number})",
+      true,
+    ],
     ["object({port=string})", "object({host=string, port=number})", false],
     ["list(object({a=any}))", "list(object({a=string, b=bool}))", true],
   ])("%s accepts %s: %s", (declared, given, expected) => {

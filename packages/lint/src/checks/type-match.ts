@@ -46,7 +46,10 @@ export function parseType(source: string): TypeExpr {
   const peek = (): string => tokens[pos] ?? "";
   const expect = (token: string): void => {
     const got = next();
-    if (got !== token) throw new TypeSyntaxError(got ? `expected ${JSON.stringify(token)}, found ${JSON.stringify(got)}` : `expected ${JSON.stringify(token)} at the end`);
+    if (got !== token)
+      throw new TypeSyntaxError(
+        got ? `expected ${JSON.stringify(token)}, found ${JSON.stringify(got)}` : `expected ${JSON.stringify(token)} at the end`,
+      );
   };
   const skipDefault = (): void => {
     // Skips an optional() default up to the closing parenthesis at this depth.
@@ -138,7 +141,11 @@ export function accepts(declared: TypeExpr, given: TypeExpr): boolean {
   if (declared.kind === "any" || given.kind === "any") return true;
   if (sequenceKinds.has(declared.kind) && sequenceKinds.has(given.kind)) {
     if (declared.kind === "tuple") {
-      return given.kind === "tuple" && given.elements.length === declared.elements.length && declared.elements.every((d, i) => accepts(d, given.elements[i]!));
+      return (
+        given.kind === "tuple" &&
+        given.elements.length === declared.elements.length &&
+        declared.elements.every((d, i) => accepts(d, given.elements[i]!))
+      );
     }
     const element = (declared as { element: TypeExpr }).element;
     if (given.kind === "tuple") return given.elements.every((g) => accepts(element, g));

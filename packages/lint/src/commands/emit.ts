@@ -16,7 +16,13 @@ export interface ReportOptions {
 }
 
 /** Applies --allow-warning, prints, and returns 0 or 1 (or `unreadableCode` when the target could not be read). */
-export async function emitReport(io: CliIo, head: Omit<Report, "findings" | "summary">, raw: readonly Finding[], options: ReportOptions, unreadable = false): Promise<number> {
+export async function emitReport(
+  io: CliIo,
+  head: Omit<Report, "findings" | "summary">,
+  raw: readonly Finding[],
+  options: ReportOptions,
+  unreadable = false,
+): Promise<number> {
   const findings = sortFindings(allowWarnings(raw, options.allowWarning));
   const report: Report = { ...head, findings, summary: summarize(findings) };
   const colour = Boolean(io.stdout.isTTY) && !io.env?.NO_COLOR;
@@ -24,7 +30,10 @@ export async function emitReport(io: CliIo, head: Omit<Report, "findings" | "sum
     options.format === "json"
       ? formatJson(report)
       : options.format === "sarif"
-        ? (await import("../format/sarif.js")).formatSarif(report, { toolVersion, ...(options.moduleRoot ? { moduleRoot: options.moduleRoot } : {}) })
+        ? (await import("../format/sarif.js")).formatSarif(report, {
+            toolVersion,
+            ...(options.moduleRoot ? { moduleRoot: options.moduleRoot } : {}),
+          })
         : formatText(report, colour);
   io.stdout.write(text);
   if (unreadable) return exitCodes.unreadable;

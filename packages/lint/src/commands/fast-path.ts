@@ -53,7 +53,12 @@ export function fastModuleArgs(argv: readonly string[]): FastModuleArgs | undefi
       case "--allow-warning": {
         const v = value();
         if (v === undefined) return undefined;
-        allow.push(...v.split(",").map((s) => s.trim()).filter(Boolean));
+        allow.push(
+          ...v
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean),
+        );
         break;
       }
       case "--strict":

@@ -20,11 +20,24 @@ export interface ImageCommandOptions {
 export async function runImageCommand(io: CliIo, o: ImageCommandOptions): Promise<number> {
   let result;
   try {
-    result = await lintImage({ ref: o.ref, role: o.role, contract: o.contract, platform: o.platform, allPlatforms: o.allPlatforms, insecure: o.insecure, env: io.env ?? process.env });
+    result = await lintImage({
+      ref: o.ref,
+      role: o.role,
+      contract: o.contract,
+      platform: o.platform,
+      allPlatforms: o.allPlatforms,
+      insecure: o.insecure,
+      env: io.env ?? process.env,
+    });
   } catch (error) {
     if (error instanceof ImageReferenceError) throw new UsageError(error.message);
     io.stderr.write(`tfcapi-lint image: cannot read ${o.ref}: ${(error as Error).message}\n`);
     return exitCodes.unreadable;
   }
-  return emitReport(io, { target: { image: result.target }, contract: o.contract, role: o.role, fileSet: result.fileSet }, result.findings, { format: o.format, strict: o.strict, allowWarning: o.allowWarning });
+  return emitReport(
+    io,
+    { target: { image: result.target }, contract: o.contract, role: o.role, fileSet: result.fileSet },
+    result.findings,
+    { format: o.format, strict: o.strict, allowWarning: o.allowWarning },
+  );
 }

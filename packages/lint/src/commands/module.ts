@@ -18,5 +18,11 @@ export async function runModuleCommand(io: CliIo, o: ModuleCommandOptions): Prom
   const absolute = resolve(io.cwd ?? process.cwd(), o.dir);
   const result = await lintModule(absolute, o.role);
   const head = { target: { module: o.dir }, contract: o.contract, role: o.role, fileSet: result.ok ? result.fileSet : ("" as const) };
-  return emitReport(io, head, result.findings, { format: o.format, strict: o.strict, allowWarning: o.allowWarning, moduleRoot: absolute }, !result.ok);
+  return emitReport(
+    io,
+    head,
+    result.findings,
+    { format: o.format, strict: o.strict, allowWarning: o.allowWarning, moduleRoot: absolute },
+    !result.ok,
+  );
 }

@@ -20,7 +20,10 @@ export async function runSchema(io: CliIo, dir: string, role: Role): Promise<num
   const text = JSON.stringify(variablesSchema(module, role));
   const bytes = Buffer.byteLength(text);
   if (bytes > maxSchemaLabelBytes) {
-    io.stderr.write(`tfcapi-lint schema: the schema is ${bytes} bytes, more than the label limit of ${maxSchemaLabelBytes}; simplify variable types or drop variables the image need not describe\n`);
+    io.stderr.write(
+      `tfcapi-lint schema: the schema is ${bytes} bytes, more than the label limit of ${maxSchemaLabelBytes}; simplify variable ` +
+        `types or drop variables the image need not describe\n`,
+    );
     return exitCodes.findings;
   }
   io.stdout.write(`${text}\n`);

@@ -28,7 +28,9 @@ export async function runValidate(io: CliIo, o: ValidateOptions): Promise<number
   }
   const result = validateDocument(o.role, o.document, document);
   if (o.json) {
-    io.stdout.write(`${JSON.stringify({ file: o.file, role: o.role, document: o.document, valid: result.valid, errors: result.errors }, null, 2)}\n`);
+    io.stdout.write(
+      `${JSON.stringify({ file: o.file, role: o.role, document: o.document, valid: result.valid, errors: result.errors }, null, 2)}\n`,
+    );
   } else if (result.valid) {
     io.stdout.write(`${o.file}: a valid ${o.role} ${o.document} document\n`);
   } else {

@@ -4,7 +4,8 @@ import { contractVersion } from "@captf/contract/roles";
 import type { CliIo } from "./io.js";
 
 /** The package version; package.json sits one directory above both src/ and dist/. */
-export const toolVersion: string = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+export const toolVersion: string = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string })
+  .version;
 
 export const supportedContracts: readonly string[] = [contractVersion];
 

@@ -8,7 +8,15 @@ export function formatJson(report: Report): string {
     contract: report.contract,
     role: report.role,
     fileSet: report.fileSet,
-    findings: report.findings.map((f) => ({ id: f.id, severity: f.severity, file: f.file, line: f.line, column: f.column, message: f.message, fix: f.fix })),
+    findings: report.findings.map((f) => ({
+      id: f.id,
+      severity: f.severity,
+      file: f.file,
+      line: f.line,
+      column: f.column,
+      message: f.message,
+      fix: f.fix,
+    })),
     summary: report.summary,
   };
   return `${JSON.stringify(document, null, 2)}\n`;

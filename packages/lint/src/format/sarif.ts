@@ -34,7 +34,9 @@ export function formatSarif(report: Report, options: SarifOptions): string {
     };
   });
   const originalUriBaseIds =
-    baseId === "MODULEROOT" && options.moduleRoot ? { MODULEROOT: { uri: `${pathToFileURL(options.moduleRoot).href.replace(/\/?$/, "/")}` } } : {};
+    baseId === "MODULEROOT" && options.moduleRoot
+      ? { MODULEROOT: { uri: `${pathToFileURL(options.moduleRoot).href.replace(/\/?$/, "/")}` } }
+      : {};
   const document = {
     $schema: "https://json.schemastore.org/sarif-2.1.0.json",
     version: "2.1.0",

@@ -2,7 +2,13 @@
 import type { Finding, Severity } from "../findings.js";
 import type { Report } from "./report.js";
 
-const colours: Record<Severity | "file" | "dim", string> = { error: "\u001b[31m", warning: "\u001b[33m", info: "\u001b[36m", file: "\u001b[1m", dim: "\u001b[2m" };
+const colours: Record<Severity | "file" | "dim", string> = {
+  error: "\u001b[31m",
+  warning: "\u001b[33m",
+  info: "\u001b[36m",
+  file: "\u001b[1m",
+  dim: "\u001b[2m",
+};
 const reset = "\u001b[0m";
 
 export function formatText(report: Report, colour: boolean): string {

@@ -66,23 +66,48 @@ export function userCan(user: ImageUser, entry: Pick<FsEntry, "mode" | "uid" | "
 
 export function hasModule(fs: Filesystem): boolean {
   for (const entry of fs.entries.values()) {
-    if (entry.type === "file" && entry.path.slice(0, entry.path.lastIndexOf("/")) === moduleDir && isModuleFile(entry.path.slice(moduleDir.length + 1))) return true;
+    if (
+      entry.type === "file" &&
+      entry.path.slice(0, entry.path.lastIndexOf("/")) === moduleDir &&
+      isModuleFile(entry.path.slice(moduleDir.length + 1))
+    )
+      return true;
   }
   return false;
 }
 
 function modulePresent({ fs }: ImageCheckInput): Finding[] {
   if (hasModule(fs)) return [];
-  return [finding(checkIds.imageModulePresent, "error", moduleDir, `${moduleDir} has no .tf, .tf.json, .tofu or .tofu.json file at its top`, "COPY the module's files to /captf/module in the Containerfile")];
+  return [
+    finding(
+      checkIds.imageModulePresent,
+      "error",
+      moduleDir,
+      `${moduleDir} has no .tf, .tf.json, .tofu or .tofu.json file at its top`,
+      "COPY the module's files to /captf/module in the Containerfile",
+    ),
+  ];
 }
 
 function runtimePresent({ fs, config }: ImageCheckInput): Finding[] {
   const fix = "install tofu or terraform at /captf/runtime (a file, or a link to one inside the image), mode 0755";
   const resolved = resolvePath(fs, runtimePath);
-  if (!resolved) return [finding(checkIds.imageRuntimePresent, "error", runtimePath, `${runtimePath} is missing, or a link whose target is not in the image`, fix)];
-  if (resolved.entry.type !== "file") return [finding(checkIds.imageRuntimePresent, "error", runtimePath, `${runtimePath} is not a regular file`, fix)];
+  if (!resolved)
+    return [
+      finding(
+        checkIds.imageRuntimePresent,
+        "error",
+        runtimePath,
+        `${runtimePath} is missing, or a link whose target is not in the image`,
+        fix,
+      ),
+    ];
+  if (resolved.entry.type !== "file")
+    return [finding(checkIds.imageRuntimePresent, "error", runtimePath, `${runtimePath} is not a regular file`, fix)];
   if (!userCan(parseUser(config.user), resolved.entry, 0o1)) {
-    return [finding(checkIds.imageRuntimePresent, "error", runtimePath, `${runtimePath} (mode ${resolved.entry.mode.toString(8).padStart(4, "0")}) is not executable by user ${JSON.stringify(config.user)}`, fix)];
+    const mode = resolved.entry.mode.toString(8).padStart(4, "0");
+    const problem = `${runtimePath} (mode ${mode}) is not executable by user ${JSON.stringify(config.user)}`;
+    return [finding(checkIds.imageRuntimePresent, "error", runtimePath, problem, fix)];
   }
   return [];
 }
@@ -95,7 +120,15 @@ function runtimeVersion({ fs, config }: ImageCheckInput): Finding[] {
   const base = name.slice(name.lastIndexOf("/") + 1);
   const seen = base.includes("tofu") ? "tofu" : base.includes("terraform") ? "terraform" : undefined;
   if (!seen || seen === want) return [];
-  return [finding(checkIds.imageRuntimeVersion, "warning", runtimePath, `${runtimePath} looks like ${seen} (${name}), but ${labelRuntime} says ${want}`, `set ${labelRuntime}=${seen}, or install ${want} at ${runtimePath}`)];
+  return [
+    finding(
+      checkIds.imageRuntimeVersion,
+      "warning",
+      runtimePath,
+      `${runtimePath} looks like ${seen} (${name}), but ${labelRuntime} says ${want}`,
+      `set ${labelRuntime}=${seen}, or install ${want} at ${runtimePath}`,
+    ),
+  ];
 }
 
 const packedZip = /^terraform-provider-[^_]+_[^_]+_([a-z0-9]+_[a-z0-9]+)\.zip$/;
@@ -118,7 +151,15 @@ function providers(input: ImageCheckInput): Finding[] {
   const { fs, config } = input;
   const entries = entriesUnder(fs, providersDir).filter((e) => e.type === "file" || e.type === "symlink" || e.type === "hardlink");
   if (!fs.entries.has(providersDir) && entries.length === 0) {
-    return [finding(checkIds.imageProvidersAbsent, "info", providersDir, "no provider mirror: init needs registry access when the Job runs", "mirror the providers into /captf/providers with `tofu providers mirror` at build time")];
+    return [
+      finding(
+        checkIds.imageProvidersAbsent,
+        "info",
+        providersDir,
+        "no provider mirror: init needs registry access when the Job runs",
+        "mirror the providers into /captf/providers with `tofu providers mirror` at build time",
+      ),
+    ];
   }
   const target = `${config.os}_${config.architecture}`;
   const out: Finding[] = [];
@@ -145,11 +186,27 @@ function providers(input: ImageCheckInput): Finding[] {
       if (ok && parts[4] === target) have.add(parts.slice(0, 3).join("/"));
     }
     if (!ok) {
-      out.push(finding(checkIds.imageProvidersLayout, "error", entry.path, `${entry.path} is neither a packed (HOST/NS/TYPE/*.zip, *.json) nor an unpacked (HOST/NS/TYPE/VERSION/TARGET/) mirror entry`, "build the mirror with `tofu providers mirror` (or `terraform providers mirror`) and copy it unchanged"));
+      out.push(
+        finding(
+          checkIds.imageProvidersLayout,
+          "error",
+          entry.path,
+          `${entry.path} is neither a packed (HOST/NS/TYPE/*.zip, *.json) nor an unpacked (HOST/NS/TYPE/VERSION/TARGET/) mirror entry`,
+          "build the mirror with `tofu providers mirror` (or `terraform providers mirror`) and copy it unchanged",
+        ),
+      );
     }
   }
   for (const path of broken) {
-    out.push(finding(checkIds.imageProvidersComplete, "error", path, `${path} is a link whose target is missing from the image or is not a provider zip or directory: init cannot use it`, "copy the provider package into the mirror instead of linking it"));
+    out.push(
+      finding(
+        checkIds.imageProvidersComplete,
+        "error",
+        path,
+        `${path} is a link whose target is missing from the image or is not a provider zip or directory: init cannot use it`,
+        "copy the provider package into the mirror instead of linking it",
+      ),
+    );
   }
   for (const p of input.requiredProviders ?? []) {
     if (isBuiltin(p)) continue;
@@ -160,7 +217,8 @@ function providers(input: ImageCheckInput): Finding[] {
         checkIds.imageProvidersComplete,
         "error",
         providersDir,
-        `the mirror has no ${target} package of provider ${p.local} (${sources.join(" or ")}): init fails, as the Job turns off direct installation`,
+        `the mirror has no ${target} package of provider ${p.local} (${sources.join(" or ")}): init fails, as the Job turns off ` +
+          `direct installation`,
         `mirror it for every platform: providers mirror -platform=${target} /captf/providers`,
       ),
     );
@@ -172,21 +230,48 @@ function reserved({ fs }: ImageCheckInput): Finding[] {
   return reservedPaths.flatMap((dir) => {
     const files = entriesUnder(fs, dir).filter((e) => e.type !== "dir");
     if (files.length === 0) return [];
-    return [finding(checkIds.imageReservedPaths, "error", dir, `${files.length} file(s) under ${dir}, which is mounted over when the Job runs: the image must not ship anything there`, `remove ${dir} from the image`)];
+    return [
+      finding(
+        checkIds.imageReservedPaths,
+        "error",
+        dir,
+        `${files.length} file(s) under ${dir}, which is mounted over when the Job runs: the image must not ship anything there`,
+        `remove ${dir} from the image`,
+      ),
+    ];
   });
 }
 
 function labelRoleCheck({ config, role }: ImageCheckInput): Finding[] {
   const got = config.labels[labelRole];
   if (got === undefined) return [finding(checkIds.imageLabelRole, "info", "", `${labelRole} is not set`, `LABEL ${labelRole}=${role}`)];
-  if (got !== role) return [finding(checkIds.imageLabelRole, "error", "", `${labelRole} is ${JSON.stringify(got)}, but the image is linted as ${role}`, `lint with --role ${got}, or set LABEL ${labelRole}=${role}`)];
+  if (got !== role)
+    return [
+      finding(
+        checkIds.imageLabelRole,
+        "error",
+        "",
+        `${labelRole} is ${JSON.stringify(got)}, but the image is linted as ${role}`,
+        `lint with --role ${got}, or set LABEL ${labelRole}=${role}`,
+      ),
+    ];
   return [];
 }
 
 function labelContractCheck({ config, contract }: ImageCheckInput): Finding[] {
   const got = config.labels[labelContract];
-  if (got === undefined) return [finding(checkIds.imageLabelContract, "info", "", `${labelContract} is not set`, `LABEL ${labelContract}=${contract}`)];
-  if (got !== contract) return [finding(checkIds.imageLabelContract, "warning", "", `${labelContract} is ${JSON.stringify(got)}, but the image is linted against ${contract}`, `set LABEL ${labelContract}=${contract} once the module implements it`)];
+  if (got === undefined)
+    return [finding(checkIds.imageLabelContract, "info", "", `${labelContract} is not set`, `LABEL ${labelContract}=${contract}`)];
+  if (got !== contract)
+    return [
+      finding(
+        checkIds.imageLabelContract,
+        "warning",
+        "",
+        `${labelContract} is ${JSON.stringify(got)}, but the image is linted against ${contract}`,
+        `set LABEL ${labelContract}=${contract} once the module implements it`,
+      ),
+    ];
   return [];
 }
 
@@ -195,10 +280,26 @@ function labelCapacity({ config, role }: ImageCheckInput): Finding[] {
   const nodeInfo = config.labels[nodeInfoLabel];
   if (role !== "machine") {
     if (capacity === undefined && nodeInfo === undefined) return [];
-    return [finding(checkIds.imageLabelCapacity, "info", "", `the capacity labels are read for the machine role only; ignored for ${role}`, `drop ${capacityLabel} and ${nodeInfoLabel} from a ${role} image`)];
+    return [
+      finding(
+        checkIds.imageLabelCapacity,
+        "info",
+        "",
+        `the capacity labels are read for the machine role only; ignored for ${role}`,
+        `drop ${capacityLabel} and ${nodeInfoLabel} from a ${role} image`,
+      ),
+    ];
   }
   if (capacity === undefined && nodeInfo === undefined) {
-    return [finding(checkIds.imageLabelCapacity, "info", "", `neither ${capacityLabel} nor ${nodeInfoLabel} is set: no scale-from-zero capacity`, `LABEL ${capacityLabel}='{"cpu":"4","memory":"16Gi"}'`)];
+    return [
+      finding(
+        checkIds.imageLabelCapacity,
+        "info",
+        "",
+        `neither ${capacityLabel} nor ${nodeInfoLabel} is set: no scale-from-zero capacity`,
+        `LABEL ${capacityLabel}='{"cpu":"4","memory":"16Gi"}'`,
+      ),
+    ];
   }
   const out: Finding[] = [];
   const fix = "see the image contract's capacity labels";
@@ -215,7 +316,15 @@ function labelCapacity({ config, role }: ImageCheckInput): Finding[] {
 
 function userRoot({ config }: ImageCheckInput): Finding[] {
   if (!parseUser(config.user).root) return [];
-  return [finding(checkIds.imageUserRoot, "warning", "", `the image runs as root (User ${JSON.stringify(config.user)}): the Job cannot run under the restricted Pod Security Standard`, "USER 65532 (and make /captf readable by it)")];
+  return [
+    finding(
+      checkIds.imageUserRoot,
+      "warning",
+      "",
+      `the image runs as root (User ${JSON.stringify(config.user)}): the Job cannot run under the restricted Pod Security Standard`,
+      "USER 65532 (and make /captf readable by it)",
+    ),
+  ];
 }
 
 function userUnresolved({ config }: ImageCheckInput): Finding[] {
@@ -226,7 +335,8 @@ function userUnresolved({ config }: ImageCheckInput): Finding[] {
       checkIds.imageUserUnresolved,
       "warning",
       "",
-      `the image user ${JSON.stringify(config.user)} is a name the linter cannot resolve to a uid: the permission checks are approximate and module-readable is skipped`,
+      `the image user ${JSON.stringify(config.user)} is a name the linter cannot resolve to a uid: the permission checks are ` +
+        `approximate and module-readable is skipped`,
       "use a numeric USER, e.g. USER 65532",
     ),
   ];
@@ -246,7 +356,13 @@ function moduleReadable({ fs, config }: ImageCheckInput): Finding[] {
   bad.sort();
   const shown = bad.slice(0, 5);
   return [
-    finding(checkIds.imageModuleReadable, "warning", shown[0]!, `${bad.length} path(s) not readable or traversable by user ${user.uid}: ${shown.join(", ")}`, `chown -R ${user.uid} /captf (or chmod a+rX) in the Containerfile`),
+    finding(
+      checkIds.imageModuleReadable,
+      "warning",
+      shown[0]!,
+      `${bad.length} path(s) not readable or traversable by user ${user.uid}: ${shown.join(", ")}`,
+      `chown -R ${user.uid} /captf (or chmod a+rX) in the Containerfile`,
+    ),
   ];
 }
 
@@ -264,16 +380,44 @@ export function badModuleLinks(fs: Filesystem): { path: string; target: string }
 
 function moduleLinks({ fs }: ImageCheckInput): Finding[] {
   return badModuleLinks(fs).map((l) =>
-    finding(checkIds.imageModuleLink, "error", l.path, `${l.path} links to ${l.target}, which is not a file inside ${moduleDir}: the lint cannot read it, and it may be missing at run time`, "copy the file into the module instead of linking it"),
+    finding(
+      checkIds.imageModuleLink,
+      "error",
+      l.path,
+      `${l.path} links to ${l.target}, which is not a file inside ${moduleDir}: the lint cannot read it, and it may be missing at run time`,
+      "copy the file into the module instead of linking it",
+    ),
   );
 }
 
 function entrypoint({ config }: ImageCheckInput): Finding[] {
   if (config.entrypoint.length === 0 && config.cmd.length === 0) return [];
-  return [finding(checkIds.imageEntrypoint, "info", "", "ENTRYPOINT/CMD are set; the runner replaces them when the Job runs", "leave them unset, or ignore this note")];
+  return [
+    finding(
+      checkIds.imageEntrypoint,
+      "info",
+      "",
+      "ENTRYPOINT/CMD are set; the runner replaces them when the Job runs",
+      "leave them unset, or ignore this note",
+    ),
+  ];
 }
 
 /** Every image check of one platform. */
 export function runImageChecks(input: ImageCheckInput): Finding[] {
-  return [modulePresent, runtimePresent, runtimeVersion, providers, reserved, labelRoleCheck, labelContractCheck, labelCapacity, userRoot, userUnresolved, moduleReadable, moduleLinks, entrypoint].flatMap((check) => check(input));
+  return [
+    modulePresent,
+    runtimePresent,
+    runtimeVersion,
+    providers,
+    reserved,
+    labelRoleCheck,
+    labelContractCheck,
+    labelCapacity,
+    userRoot,
+    userUnresolved,
+    moduleReadable,
+    moduleLinks,
+    entrypoint,
+  ].flatMap((check) => check(input));
 }

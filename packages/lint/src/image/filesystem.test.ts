@@ -46,7 +46,9 @@ describe("flattenLayers", () => {
   it("applies whiteouts and opaque directories to lower layers only, and follows links", async () => {
     const layers = [
       tarOf({ "captf/module/a.tf": "a", "captf/module/b.tf": "b", "captf/config/x": "x", "etc/keep": "k" }),
-      tarOf({ "captf/module/.wh..wh..opq": "", "captf/module/c.tf": "c", "captf/.wh.config": "", "bin/tofu": "#!" }, "pax", { "captf/runtime": "/bin/tofu" }),
+      tarOf({ "captf/module/.wh..wh..opq": "", "captf/module/c.tf": "c", "captf/.wh.config": "", "bin/tofu": "#!" }, "pax", {
+        "captf/runtime": "/bin/tofu",
+      }),
     ];
     const fs = await flattenLayers(2, async (i) => chunks(i === 0 ? gzipSync(layers[0]!) : layers[1]!));
     const paths = [...fs.entries.keys()].filter((p) => p.startsWith("/captf")).sort();

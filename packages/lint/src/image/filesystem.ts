@@ -64,7 +64,11 @@ export async function* decompressed(stream: AsyncIterable<Uint8Array>): AsyncIte
 }
 
 /** Applies layers in order. `openLayer(i)` streams layer i's (possibly gzipped) tar. */
-export async function flattenLayers(layerCount: number, openLayer: (index: number) => Promise<AsyncIterable<Uint8Array>>, maxKeptBytes = defaultMaxKeptBytes): Promise<Filesystem> {
+export async function flattenLayers(
+  layerCount: number,
+  openLayer: (index: number) => Promise<AsyncIterable<Uint8Array>>,
+  maxKeptBytes = defaultMaxKeptBytes,
+): Promise<Filesystem> {
   const entries = new Map<string, FsEntry>();
   const contents = new Map<string, Buffer>();
   let budget = maxKeptBytes;
@@ -139,7 +143,10 @@ export function resolvePath(fs: Filesystem, path: string): { entry: FsEntry; pat
       const entry = fs.entries.get(prefix);
       const last = i === parts.length - 1;
       if (!entry) {
-        if (last) return hasBelow(fs, prefix) ? { entry: { path: prefix, type: "dir", mode: 0o755, uid: 0, gid: 0, size: 0, linkname: "" }, path: prefix } : undefined;
+        if (last)
+          return hasBelow(fs, prefix)
+            ? { entry: { path: prefix, type: "dir", mode: 0o755, uid: 0, gid: 0, size: 0, linkname: "" }, path: prefix }
+            : undefined;
         continue;
       }
       if (entry.type === "symlink") {

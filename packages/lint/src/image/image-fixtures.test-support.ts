@@ -27,8 +27,20 @@ export function describeWithImageTools(name: string, body: () => void): void {
     appendFileSync(join(root, ".test-results", "skipped-suites.txt"), `${name} (missing: ${missing.join(", ")})\n`);
     return describe.skip(name, body);
   }
-  throw new Error(`${missing.join(", ")} not installed: run apt-get install -y umoci skopeo docker-registry, or set CAPTF_ALLOW_MISSING_TOOLS=1 to skip this suite`);
+  throw new Error(
+    `${missing.join(", ")} not installed: run apt-get install -y umoci skopeo docker-registry, or set ` +
+      `CAPTF_ALLOW_MISSING_TOOLS=1 to skip this suite`,
+  );
 }
 
 // The image builders, the loopback registries and the push come from the testkit, shared with the controller's tests.
-export { addIndex, buildImage, freeLoopbackPort as freePort, pushImage as push, startLocalRegistry as startRegistry, startTokenRegistry, type FileSpec, type ImageSpec } from "@captf/testkit";
+export {
+  addIndex,
+  buildImage,
+  freeLoopbackPort as freePort,
+  pushImage as push,
+  startLocalRegistry as startRegistry,
+  startTokenRegistry,
+  type FileSpec,
+  type ImageSpec,
+} from "@captf/testkit";

@@ -4,7 +4,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { run, testdataDir } from "../cli.test-support.js";
-import { addIndex, buildImage, describeWithImageTools, push, startRegistry, startTokenRegistry, type ImageSpec } from "./image-fixtures.test-support.js";
+import {
+  addIndex,
+  buildImage,
+  describeWithImageTools,
+  push,
+  startRegistry,
+  startTokenRegistry,
+  type ImageSpec,
+} from "./image-fixtures.test-support.js";
 
 interface JsonReport {
   image: { ref: string; digest: string; platforms: string[] };
@@ -19,7 +27,13 @@ const machineModule = Object.fromEntries(
 );
 
 const runtime = { content: "#!/bin/sh\nexit 0\n", mode: 0o755 };
-const goodLabels = { "io.captf.role": "machine", "io.captf.contract": "v1alpha1", "io.captf.runtime": "tofu", "io.captf.capacity": '{"cpu":"4","memory":"16Gi"}', "io.captf.node-info": '{"architecture":"amd64"}' };
+const goodLabels = {
+  "io.captf.role": "machine",
+  "io.captf.contract": "v1alpha1",
+  "io.captf.runtime": "tofu",
+  "io.captf.capacity": '{"cpu":"4","memory":"16Gi"}',
+  "io.captf.node-info": '{"architecture":"amd64"}',
+};
 
 const good: ImageSpec = {
   files: { ...machineModule, "/captf/runtime": runtime, "/captf/providers/registry.opentofu.org/hashicorp/null/3.2.0.json": "{}" },
@@ -31,7 +45,7 @@ const bad: ImageSpec = {
   files: {
     ...machineModule,
     "/captf/module/providers.tf": 'terraform {\n  required_providers {\n    aws = { source = "hashicorp/aws" }\n  }\n}\n',
-    "/captf/module/secret.tf": { content: 'locals {\n  x = 1\n}\n', mode: 0o600 },
+    "/captf/module/secret.tf": { content: "locals {\n  x = 1\n}\n", mode: 0o600 },
     "/captf/runtime": { content: "#!/bin/sh\n", mode: 0o644 },
     "/captf/work/leftover": "x",
     "/captf/config/old": "x",
@@ -51,7 +65,11 @@ beforeAll(() => {
   layout = join(mkdtempSync(join(tmpdir(), "tfcapi-lint-images-")), "layout");
   buildImage(layout, "good", good);
   buildImage(layout, "bad", bad);
-  buildImage(layout, "arm64", { ...good, architecture: "arm64", labels: { ...goodLabels, "io.captf.node-info": '{"architecture":"arm64"}' } });
+  buildImage(layout, "arm64", {
+    ...good,
+    architecture: "arm64",
+    labels: { ...goodLabels, "io.captf.node-info": '{"architecture":"arm64"}' },
+  });
   addIndex(layout, "multi", [
     { tag: "good", architecture: "amd64" },
     { tag: "arm64", architecture: "arm64" },
@@ -83,23 +101,27 @@ describeWithImageTools("image: OCI layouts and archives built with umoci", () =>
     const result = await run(["image", `oci:${layout}:bad`, "--role", "machine", "--format", "json"]);
     expect(result.code).toBe(1);
     const report = parse(result.stdout);
-    expect(ids(report)).toEqual([
-      "error image/label-capacity ",
-      "info image/entrypoint ",
-      "error image/label-role ",
-      "warning image/label-contract ",
-      "warning image/user-root ",
-      "error image/reserved-paths /captf/work",
-      "error image/module-link /captf/module/passwd.tf",
-      "error image/providers-layout /captf/providers/registry.opentofu.org/hashicorp/aws/notes.txt",
-      "error image/providers-complete /captf/providers",
-      "error image/runtime-present /captf/runtime",
-    ].sort((a, b) => {
-      const fa = a.split(" ")[2]!;
-      const fb = b.split(" ")[2]!;
-      return fa < fb ? -1 : fa > fb ? 1 : a.split(" ")[1]! < b.split(" ")[1]! ? -1 : 1;
-    }));
-    expect(report.findings.find((f) => f.id === "image/providers-complete")!.message).toContain("provider aws (registry.terraform.io/hashicorp/aws or registry.opentofu.org/hashicorp/aws)");
+    expect(ids(report)).toEqual(
+      [
+        "error image/label-capacity ",
+        "info image/entrypoint ",
+        "error image/label-role ",
+        "warning image/label-contract ",
+        "warning image/user-root ",
+        "error image/reserved-paths /captf/work",
+        "error image/module-link /captf/module/passwd.tf",
+        "error image/providers-layout /captf/providers/registry.opentofu.org/hashicorp/aws/notes.txt",
+        "error image/providers-complete /captf/providers",
+        "error image/runtime-present /captf/runtime",
+      ].sort((a, b) => {
+        const fa = a.split(" ")[2]!;
+        const fb = b.split(" ")[2]!;
+        return fa < fb ? -1 : fa > fb ? 1 : a.split(" ")[1]! < b.split(" ")[1]! ? -1 : 1;
+      }),
+    );
+    expect(report.findings.find((f) => f.id === "image/providers-complete")!.message).toContain(
+      "provider aws (registry.terraform.io/hashicorp/aws or registry.opentofu.org/hashicorp/aws)",
+    );
     expect(report.findings.find((f) => f.id === "image/runtime-present")!.message).toContain("not executable");
   });
 
@@ -120,10 +142,14 @@ describeWithImageTools("image: OCI layouts and archives built with umoci", () =>
     const all = await run(["image", `oci:${layout}:multi`, "--role", "machine", "--all-platforms", "--json"]);
     const report = parse(all.stdout);
     expect(report.image.platforms).toEqual(["linux/amd64", "linux/arm64"]);
-    expect(report.findings.map((f) => [f.severity, f.id, f.message])).toEqual([["warning", "image/label-capacity", "the capacity labels differ between platforms: a template sizes nodes from one of them"]]);
+    expect(report.findings.map((f) => [f.severity, f.id, f.message])).toEqual([
+      ["warning", "image/label-capacity", "the capacity labels differ between platforms: a template sizes nodes from one of them"],
+    ]);
     const missing = await run(["image", `oci:${layout}:multi`, "--role", "machine", "--platform", "linux/s390x", "--json"]);
     expect(missing.code).toBe(1);
-    expect(parse(missing.stdout).findings.map((f) => [f.id, f.message])).toEqual([["image/platform", "the index has no manifest for linux/s390x (it has linux/amd64, linux/arm64)"]]);
+    expect(parse(missing.stdout).findings.map((f) => [f.id, f.message])).toEqual([
+      ["image/platform", "the index has no manifest for linux/s390x (it has linux/amd64, linux/arm64)"],
+    ]);
     const single = await run(["image", `oci:${layout}:good`, "--role", "machine", "--platform", "linux/arm64", "--json"]);
     expect(parse(single.stdout).findings.map((f) => f.message)).toEqual(["the image is for linux/amd64, not linux/arm64"]);
   });
@@ -147,7 +173,9 @@ describeWithImageTools("image: OCI layouts and archives built with umoci", () =>
     expect((await run(["image", `oci:${layout}:good`, "--role", "machine", "--platform", "linux"])).code).toBe(3);
     const corrupt = join(layout, "..", "corrupt");
     execFileSync("cp", ["-r", layout, corrupt]);
-    const index = JSON.parse(readFileSync(join(corrupt, "index.json"), "utf8")) as { manifests: { digest: string; annotations: Record<string, string> }[] };
+    const index = JSON.parse(readFileSync(join(corrupt, "index.json"), "utf8")) as {
+      manifests: { digest: string; annotations: Record<string, string> }[];
+    };
     const digest = index.manifests.find((m) => m.annotations["org.opencontainers.image.ref.name"] === "good")!.digest;
     writeFileSync(join(corrupt, "blobs", "sha256", digest.slice(7)), "{}");
     const tampered = await run(["image", `oci:${corrupt}:good`, "--role", "machine"]);
@@ -182,7 +210,9 @@ describeWithImageTools("image: registries on loopback", () => {
     try {
       const authFile = join(mkdtempSync(join(tmpdir(), "tfcapi-lint-auth-")), "auth.json");
       writeFileSync(authFile, JSON.stringify({ auths: { [token.host]: { auth: Buffer.from("robot:s3cret").toString("base64") } } }));
-      const ok = await run(["image", `${token.host}/noop/machine:good`, "--role", "machine", "--strict", "--json"], { env: { REGISTRY_AUTH_FILE: authFile, HOME: "/nonexistent" } });
+      const ok = await run(["image", `${token.host}/noop/machine:good`, "--role", "machine", "--strict", "--json"], {
+        env: { REGISTRY_AUTH_FILE: authFile, HOME: "/nonexistent" },
+      });
       expect(ok.stderr).toBe("");
       expect(ok.code).toBe(0);
       expect(token.requests.filter((r) => r === "GET /token")).toHaveLength(1);

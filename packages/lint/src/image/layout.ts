@@ -33,7 +33,8 @@ interface BlobStore {
 
 function blobPath(digest: string): string {
   const [algorithm, hex] = digest.split(":");
-  if (!algorithm || !hex || !/^[a-z0-9]+$/.test(algorithm) || !/^[a-f0-9]+$/.test(hex)) throw new ImageReadError(`invalid digest ${digest}`);
+  if (!algorithm || !hex || !/^[a-z0-9]+$/.test(algorithm) || !/^[a-f0-9]+$/.test(hex))
+    throw new ImageReadError(`invalid digest ${digest}`);
   return `blobs/${algorithm}/${hex}`;
 }
 
@@ -64,7 +65,10 @@ class LayoutSource implements ImageSource {
     }
     if (manifests.length === 1) return this.manifest(manifests[0]!);
     const tagged = manifests.filter((m) => m.annotations?.[refName]);
-    if (tagged.length > 1) throw new ImageReferenceError(`${this.display} holds several tags (${tagged.map((m) => m.annotations![refName]).join(", ")}): name one with :<tag>`);
+    if (tagged.length > 1)
+      throw new ImageReferenceError(
+        `${this.display} holds several tags (${tagged.map((m) => m.annotations![refName]).join(", ")}): name one with :<tag>`,
+      );
     // The layout's own index lists the platforms, as `podman save --format oci-dir` writes it.
     return { mediaType: mediaTypes.ociIndex, digest: sha256(indexBytes), bytes: indexBytes };
   }

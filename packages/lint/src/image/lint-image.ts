@@ -52,7 +52,8 @@ export interface ImageLint {
 
 export function parsePlatform(text: string): Platform {
   const [os, architecture, variant, extra] = text.split("/");
-  if (!os || !architecture || extra !== undefined) throw new ImageReferenceError(`invalid platform ${JSON.stringify(text)}: use os/arch[/variant], e.g. linux/arm64`);
+  if (!os || !architecture || extra !== undefined)
+    throw new ImageReferenceError(`invalid platform ${JSON.stringify(text)}: use os/arch[/variant], e.g. linux/arm64`);
   return { os, architecture, ...(variant ? { variant } : {}) };
 }
 
@@ -68,11 +69,20 @@ export function openSource(ref: string, insecure: boolean, env: ImageLintOptions
   if (ref.startsWith("oci:")) return layoutDirectorySource(ref.slice(4));
   if (ref.startsWith("oci-archive:")) return layoutArchiveSource(ref.slice(12));
   const reference = parseRegistryReference(ref.replace(/^docker:\/\//, ""));
-  return new RegistrySource(reference, { insecure, credentials: findCredentials(reference.registry, env), credentialsOrigin: "the docker or podman auth files" });
+  return new RegistrySource(reference, {
+    insecure,
+    credentials: findCredentials(reference.registry, env),
+    credentialsOrigin: "the docker or podman auth files",
+  });
 }
 
 function imageConfig(raw: unknown): ImageConfig {
-  const c = raw as { os?: string; architecture?: string; variant?: string; config?: { User?: string; Labels?: Record<string, string> | null; Entrypoint?: string[] | null; Cmd?: string[] | null } };
+  const c = raw as {
+    os?: string;
+    architecture?: string;
+    variant?: string;
+    config?: { User?: string; Labels?: Record<string, string> | null; Entrypoint?: string[] | null; Cmd?: string[] | null };
+  };
   return {
     os: c.os ?? "",
     architecture: c.architecture ?? "",
@@ -94,7 +104,11 @@ async function candidate(source: ImageSource, bytes: Buffer, what: string): Prom
   const manifest = parseDocument(bytes, what);
   if (!manifest.config) throw new ImageReadError(`${what} has no config`);
   const config = imageConfig(await readJsonBlob(source, manifest.config));
-  return { platform: { os: config.os, architecture: config.architecture, ...(config.variant ? { variant: config.variant } : {}) }, manifest, config };
+  return {
+    platform: { os: config.os, architecture: config.architecture, ...(config.variant ? { variant: config.variant } : {}) },
+    manifest,
+    config,
+  };
 }
 
 /** Every platform image of an index, nested indexes walked, attestations (unknown/unknown) skipped. */
@@ -133,7 +147,8 @@ function writeModuleTree(fs: Filesystem, dir: string): void {
       if (!resolved || !within(resolved.path, moduleDir)) continue;
       mkdirSync(join(target, ".."), { recursive: true });
       if (resolved.entry.type === "file") writeFileSync(target, fs.contents.get(resolved.path) ?? Buffer.alloc(0));
-      else if (resolved.entry.type === "dir") symlinkSync(relative(join(target, ".."), join(dir, ...resolved.path.slice(moduleDir.length + 1).split("/"))) || ".", target);
+      else if (resolved.entry.type === "dir")
+        symlinkSync(relative(join(target, ".."), join(dir, ...resolved.path.slice(moduleDir.length + 1).split("/"))) || ".", target);
     }
   }
 }
@@ -144,7 +159,10 @@ function requiredProviders(module: LoadedModule): RequiredProvider[] {
     const set = configSet(m);
     for (const [local, p] of set.requiredProviders) seen.set(`${local}|${p.source ?? ""}`, { local, source: p.source });
     for (const block of [...set.resources, ...set.dataSources]) {
-      const explicit = block.body.attributes.find((a) => a.name === "provider")?.expr.text.split(".")[0]?.trim();
+      const explicit = block.body.attributes
+        .find((a) => a.name === "provider")
+        ?.expr.text.split(".")[0]
+        ?.trim();
       const local = explicit || block.labels[0]!.split("_")[0]!;
       if (![...seen.values()].some((p) => p.local === local)) seen.set(`${local}|`, { local, source: undefined });
     }
@@ -154,7 +172,11 @@ function requiredProviders(module: LoadedModule): RequiredProvider[] {
   return [...seen.values()].sort((a, b) => (a.local < b.local ? -1 : 1));
 }
 
-async function lintPlatform(source: ImageSource, c: Candidate, o: ImageLintOptions): Promise<{ findings: Finding[]; fileSet: ImageLint["fileSet"] }> {
+async function lintPlatform(
+  source: ImageSource,
+  c: Candidate,
+  o: ImageLintOptions,
+): Promise<{ findings: Finding[]; fileSet: ImageLint["fileSet"] }> {
   const layers = c.manifest.layers ?? [];
   const fs = await flattenLayers(layers.length, (i) => source.blob(layers[i]!));
   let moduleFindings: Finding[] = [];
@@ -188,15 +210,29 @@ export async function lintImage(o: ImageLintOptions): Promise<ImageLint> {
   const platformFinding = (message: string): ImageLint => ({
     target,
     fileSet: "",
-    findings: [{ id: checkIds.imagePlatform, severity: "error", file: "", line: 0, column: 0, message, fix: "build the image for that platform, or lint another with --platform" }],
+    findings: [
+      {
+        id: checkIds.imagePlatform,
+        severity: "error",
+        file: "",
+        line: 0,
+        column: 0,
+        message,
+        fix: "build the image for that platform, or lint another with --platform",
+      },
+    ],
   });
   let selected: Candidate[];
   if (isIndex(root.mediaType)) {
     const all = await indexCandidates(source, root.bytes);
     const chosen = o.allPlatforms ? all : all.filter((c) => satisfies(c.platform, want)).slice(0, 1);
-    if (chosen.length === 0) return platformFinding(`the index has no manifest for ${formatPlatform(want)} (it has ${all.map((c) => formatPlatform(c.platform)).join(", ") || "none"})`);
+    if (chosen.length === 0)
+      return platformFinding(
+        `the index has no manifest for ${formatPlatform(want)} (it has ${all.map((c) => formatPlatform(c.platform)).join(", ") || "none"})`,
+      );
     selected = [];
-    for (const c of chosen) selected.push(await candidate(source, (await source.manifest(c.descriptor)).bytes, `manifest ${c.descriptor.digest}`));
+    for (const c of chosen)
+      selected.push(await candidate(source, (await source.manifest(c.descriptor)).bytes, `manifest ${c.descriptor.digest}`));
   } else if (isManifest(root.mediaType)) {
     const single = await candidate(source, root.bytes, "the manifest");
     if (o.platform !== undefined && !o.allPlatforms && !satisfies(single.platform, want)) {
@@ -218,7 +254,15 @@ export async function lintImage(o: ImageLintOptions): Promise<ImageLint> {
     fileSet = result.fileSet || fileSet;
   }
   if (capacities.size > 1) {
-    findings.push({ id: checkIds.imageLabelCapacity, severity: "warning", file: "", line: 0, column: 0, message: "the capacity labels differ between platforms: a template sizes nodes from one of them", fix: "set the same capacity labels on every platform" });
+    findings.push({
+      id: checkIds.imageLabelCapacity,
+      severity: "warning",
+      file: "",
+      line: 0,
+      column: 0,
+      message: "the capacity labels differ between platforms: a template sizes nodes from one of them",
+      fix: "set the same capacity labels on every platform",
+    });
   }
   return { target, fileSet, findings };
 }

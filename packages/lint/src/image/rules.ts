@@ -10,15 +10,39 @@ export interface RuleInfo {
 }
 
 export const imageRules: readonly RuleInfo[] = [
-  { id: checkIds.imageModulePresent, severity: "error", description: "/captf/module holds a .tf, .tf.json, .tofu or .tofu.json file at its top" },
-  { id: checkIds.imageRuntimePresent, severity: "error", description: "/captf/runtime is a regular file (or an in-image link to one) the image user can execute" },
-  { id: checkIds.imageRuntimeVersion, severity: "warning", description: "the runtime's name (tofu or terraform) agrees with the io.captf.runtime label" },
+  {
+    id: checkIds.imageModulePresent,
+    severity: "error",
+    description: "/captf/module holds a .tf, .tf.json, .tofu or .tofu.json file at its top",
+  },
+  {
+    id: checkIds.imageRuntimePresent,
+    severity: "error",
+    description: "/captf/runtime is a regular file (or an in-image link to one) the image user can execute",
+  },
+  {
+    id: checkIds.imageRuntimeVersion,
+    severity: "warning",
+    description: "the runtime's name (tofu or terraform) agrees with the io.captf.runtime label",
+  },
   { id: checkIds.imageProvidersAbsent, severity: "info", description: "the image ships a provider mirror under /captf/providers" },
   { id: checkIds.imageProvidersLayout, severity: "error", description: "every mirror entry is in the packed or the unpacked layout" },
-  { id: checkIds.imageProvidersComplete, severity: "error", description: "the mirror has a package for the platform of every provider the module requires, and no broken link" },
-  { id: checkIds.imageReservedPaths, severity: "error", description: "nothing under /captf/work, /captf/bin, /captf/config or /var/run/captf/credentials" },
+  {
+    id: checkIds.imageProvidersComplete,
+    severity: "error",
+    description: "the mirror has a package for the platform of every provider the module requires, and no broken link",
+  },
+  {
+    id: checkIds.imageReservedPaths,
+    severity: "error",
+    description: "nothing under /captf/work, /captf/bin, /captf/config or /var/run/captf/credentials",
+  },
   { id: checkIds.imageLabelRole, severity: "error", description: "io.captf.role names the role the image is linted for (unset: info)" },
-  { id: checkIds.imageLabelContract, severity: "warning", description: "io.captf.contract names the contract the image is linted against (unset: info)" },
+  {
+    id: checkIds.imageLabelContract,
+    severity: "warning",
+    description: "io.captf.contract names the contract the image is linted against (unset: info)",
+  },
   { id: checkIds.imageLabelCapacity, severity: "error", description: "machine capacity labels parse and agree across platforms" },
   { id: checkIds.imageUserRoot, severity: "warning", description: "the image does not run as root" },
   { id: checkIds.imageUserUnresolved, severity: "warning", description: "the image user is numeric, so permissions can be checked" },

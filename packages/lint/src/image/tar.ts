@@ -80,7 +80,16 @@ export async function readTar(
   onBody: (header: TarHeader, body: Buffer) => void,
 ): Promise<void> {
   let pending = Buffer.alloc(0);
-  let state: { header: TarHeader | undefined; meta: "pax" | "longname" | "longlink" | undefined; remaining: number; padding: number; keep: boolean; chunks: Buffer[] } | undefined;
+  let state:
+    | {
+        header: TarHeader | undefined;
+        meta: "pax" | "longname" | "longlink" | undefined;
+        remaining: number;
+        padding: number;
+        keep: boolean;
+        chunks: Buffer[];
+      }
+    | undefined;
   let longName: string | undefined;
   let longLink: string | undefined;
   let pax: Record<string, string> = {};

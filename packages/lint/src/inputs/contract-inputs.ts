@@ -76,7 +76,18 @@ function variableBlock(spec: InputSpec): string {
   if (spec.sensitive) attributes.push(["sensitive", ["true"]]);
   const lines = [`variable "${spec.name}" {`, ...attributeLines(attributes, "  ")];
   for (const validation of spec.validations) {
-    lines.push("", "  validation {", ...attributeLines([["condition", [validation.condition]], ["error_message", [quoted(validation.errorMessage)]]], "    "), "  }");
+    lines.push(
+      "",
+      "  validation {",
+      ...attributeLines(
+        [
+          ["condition", [validation.condition]],
+          ["error_message", [quoted(validation.errorMessage)]],
+        ],
+        "    ",
+      ),
+      "  }",
+    );
   }
   lines.push("}");
   return lines.join("\n");

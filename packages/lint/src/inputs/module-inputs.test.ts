@@ -32,7 +32,9 @@ describe.each(modules)("the contract inputs of $dir", ({ dir, role }) => {
     const names = new Set(roleTables[role].inputs.map((spec) => spec.name));
     const elsewhere = topLevelFiles(dir)
       .filter((file) => file !== "inputs.tf")
-      .flatMap((file) => [...readFileSync(join(packages, dir, file), "utf8").matchAll(/^variable\s+"([^"]+)"/gm)].map((match) => `${file}: ${match[1]}`))
+      .flatMap((file) =>
+        [...readFileSync(join(packages, dir, file), "utf8").matchAll(/^variable\s+"([^"]+)"/gm)].map((match) => `${file}: ${match[1]}`),
+      )
       .filter((entry) => names.has(entry.split(": ")[1]!));
     expect(elsewhere).toEqual([]);
   });

@@ -53,7 +53,10 @@ export function referencesOf(expr: Expr): Traversal[] {
   return out;
 }
 
-/** Pushes the references of `expr` onto `out` in {@link walkExpr}'s order, without its per-node arrays: the loader does this for every argument. */
+/**
+ * Pushes the references of `expr` onto `out` in {@link walkExpr}'s order, without its per-node arrays: the loader does this for
+ * every argument.
+ */
 export function collectReferences(expr: Expr, out: Traversal[]): void {
   switch (expr.kind) {
     case "traversal": {

@@ -46,11 +46,13 @@ function comparable(value: unknown): Json {
   if (Array.isArray(value)) return value.map(comparable);
   if (value === null || typeof value !== "object") return value as Json;
   const node = value as Record<string, unknown>;
-  if (node.kind === "conditional") return { kind: "conditional chain", text: node.text as string, at: comparable(node.at), operands: chain(node).map(comparable) };
+  if (node.kind === "conditional")
+    return { kind: "conditional chain", text: node.text as string, at: comparable(node.at), operands: chain(node).map(comparable) };
   const out: { [key: string]: Json } = {};
   for (const [key, v] of Object.entries(node)) {
     if (v === undefined) continue;
-    if (node.kind === "template" && key === "parts") out[key] = (v as Record<string, unknown>[]).filter((p) => p.kind !== "literal" || (p.text as string).trim() !== "").map(trimmedChunk);
+    if (node.kind === "template" && key === "parts")
+      out[key] = (v as Record<string, unknown>[]).filter((p) => p.kind !== "literal" || (p.text as string).trim() !== "").map(trimmedChunk);
     else if (node.kind === "literal" && key === "value" && typeof v === "string") out[key] = v.trim();
     else if (key === "keyName" && typeof v === "string") out[key] = v.trim();
     else if (key === "labels") out[key] = (v as string[]).map((l) => l.trim());
@@ -111,15 +113,15 @@ describe("hcl-parser against tree-sitter", () => {
   // Syntax the corpus has little or none of; every one parses the same, exactly.
   it.each([
     'a = x.0.1\nb = (x).y[0][*].z\nc = x.*.y\nd = f(x...)\ne = provider::aws::arn_parse("x").region\n',
-    'a = -1 + 2 * 3 >= 4 && !false || null == null\nb = 1.5 % 2 / 3 - -x\nc = !x.y\nd = a < b != c <= d\n',
+    "a = -1 + 2 * 3 >= 4 && !false || null == null\nb = 1.5 % 2 / 3 - -x\nc = !x.y\nd = a < b != c <= d\n",
     'a = { "k" = 1, (var.k) : 2, k3 = [1, 2,], }\nb = {}\nc = []\nd = { a = 1\n  b = 2 }\n',
     'a = [for k, v in var.m : "${k}=${v}"]\nb = { for k, v in var.m : k => v... if v != null }\nc = [for x in y : x if x]\n',
     'a = "${x}${y}"\nb = "$${x} %%{y} \\u00e9\\n\\"q\\""\nc = "%{ if x }a%{ else }b%{ endif }"\nd = "%{ for i, v in xs }${i}%{ endfor }"\n',
-    'a = x ? y : z\nb = (x ? y : z) ? 1 : 2\nc = x ? (y ? 1 : 2) : 3\nd = x == 1 ? y + 1 : z * 2\n',
+    "a = x ? y : z\nb = (x ? y : z) ? 1 : 2\nc = x ? (y ? 1 : 2) : 3\nd = x == 1 ? y + 1 : z * 2\n",
     'block "one" two "three" {\n  nested {\n    x = 1\n  }\n  empty {}\n}\nother {\n}\n',
     '# c1\n// c2\n/* c3\n */ a = 1 # tfcapi-lint:ignore x y\nb = "# not a comment"\n',
     'a = ["é€😀", b]\nnamé = ünïcode.attr\n',
-    'a = 1\n\n\n',
+    "a = 1\n\n\n",
     "",
   ])("%j", async (source) => {
     const { ours, theirs } = await both("m.tf", source);
@@ -127,7 +129,7 @@ describe("hcl-parser against tree-sitter", () => {
   });
 
   it.each([
-    ["an unclosed block", 'a {\n  b = 1\n', 3, 1, 'syntax error: missing "}"'],
+    ["an unclosed block", "a {\n  b = 1\n", 3, 1, 'syntax error: missing "}"'],
     ["an unclosed tuple", 'output "a" {\n  value = [1, 2\n}\n', 3, 1, 'syntax error: missing "]"'],
     ["an unclosed call", "a = f(1, 2\n", 2, 1, 'syntax error: missing ")"'],
     ["an unclosed object", "a = { b = 1\n", 2, 1, 'syntax error: missing "}"'],

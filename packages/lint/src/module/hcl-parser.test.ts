@@ -36,12 +36,20 @@ describe("parseHclFile", () => {
     const nested = (depth: number) => `a = ${open.repeat(depth)}1${close.repeat(depth)}\n`;
     expect(() => parseHclFile("m.tf", nested(maxNesting - 1))).not.toThrow();
     expect(failure(nested(maxNesting)).message).toContain("nested more than");
-    expect(failure(nested(100_000))).toMatchObject({ file: "m.tf", line: 1, message: `syntax error: nested more than ${maxNesting} levels deep; tfcapi-lint reads at most ${maxNesting}` });
+    expect(failure(nested(100_000))).toMatchObject({
+      file: "m.tf",
+      line: 1,
+      message: `syntax error: nested more than ${maxNesting} levels deep; tfcapi-lint reads at most ${maxNesting}`,
+    });
   });
 
   it("refuses blocks nested past the limit at the block that crosses it", () => {
     expect(() => parseHclFile("m.tf", "b {\n".repeat(maxNesting) + "}\n".repeat(maxNesting))).not.toThrow();
-    expect(failure("b {\n".repeat(100_000))).toMatchObject({ line: maxNesting + 1, column: 3, message: expect.stringContaining("nested more than") });
+    expect(failure("b {\n".repeat(100_000))).toMatchObject({
+      line: maxNesting + 1,
+      column: 3,
+      message: expect.stringContaining("nested more than"),
+    });
   });
 
   it("refuses JSON nested past the limit as a parse error", () => {
@@ -53,7 +61,12 @@ describe("parseHclFile", () => {
 
   it("chains conditionals to the right, as HCL does (tree-sitter-hcl chained them to the left)", () => {
     const e = expr("a = x ? 1 : y ? 2 : 3\n");
-    expect(e).toMatchObject({ kind: "conditional", condition: { text: "x" }, whenTrue: { text: "1" }, whenFalse: { kind: "conditional", text: "y ? 2 : 3" } });
+    expect(e).toMatchObject({
+      kind: "conditional",
+      condition: { text: "x" },
+      whenTrue: { text: "1" },
+      whenFalse: { kind: "conditional", text: "y ? 2 : 3" },
+    });
   });
 
   it("keeps the blanks at the ends of literal chunks (tree-sitter-hcl dropped them)", () => {
@@ -81,7 +94,13 @@ describe("parseHclFile", () => {
 
   it("reads numbers with fractions and exponents, and digits after a dot as an index", () => {
     expect(expr("a = 1.5e3\n")).toMatchObject({ kind: "literal", value: 1500 });
-    expect(expr("a = x.0.1\n")).toMatchObject({ kind: "traversal", steps: [{ kind: "index", key: { value: 0 } }, { kind: "index", key: { value: 1 } }] });
+    expect(expr("a = x.0.1\n")).toMatchObject({
+      kind: "traversal",
+      steps: [
+        { kind: "index", key: { value: 0 } },
+        { kind: "index", key: { value: 1 } },
+      ],
+    });
   });
 
   it("reads template directives, their expressions in order, and strip markers", () => {
@@ -117,7 +136,12 @@ describe("parseHclFile", () => {
   it("reads object keys as names, and for expressions with and without keys", () => {
     const object = expr('a = { b = 1, "c" : 2, (d) = 3 }\n');
     expect(object.kind === "object" && object.items.map((i) => i.keyName)).toEqual(["b", "c", "d"]);
-    expect(expr("a = { for k, v in m : k => v... if v }\n")).toMatchObject({ kind: "for", key: { text: "k" }, value: { text: "v" }, condition: { text: "v" } });
+    expect(expr("a = { for k, v in m : k => v... if v }\n")).toMatchObject({
+      kind: "for",
+      key: { text: "k" },
+      value: { text: "v" },
+      condition: { text: "v" },
+    });
     expect(expr("a = [for x in m : x]\n")).not.toHaveProperty("key");
     expect(expr("a = [for, x]\n")).toMatchObject({ kind: "tuple", items: [{ text: "for" }, { text: "x" }] });
   });
@@ -136,7 +160,7 @@ describe("parseHclFile", () => {
   it.each([
     ['a = "x\n"\n', 1, 7, "syntax error: missing a closing quote"],
     ['a = "%{ if x }y"\n', 1, 9, "syntax error: this %{ if } has no %{ endif }"],
-    ['a = "%{ endfor }"\n', 1, 9, "syntax error: unexpected \"endfor\", expected if or for"],
+    ['a = "%{ endfor }"\n', 1, 9, 'syntax error: unexpected "endfor", expected if or for'],
     ["a = <<EOT\nx\n", 2, 1, "syntax error: missing the heredoc's end marker EOT"],
     ["a = << EOT\nx\nEOT\n", 1, 5, "syntax error: a heredoc needs a marker right after <<, such as <<EOT"],
     ["a = 1\n/* open\n", 2, 1, 'syntax error: missing "*/" to close this comment'],

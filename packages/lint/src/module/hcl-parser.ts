@@ -2,7 +2,20 @@
 // plain model of model.ts: blocks, attributes, every expression with its source text and position.
 // It replaced tree-sitter, whose WASM start-up and node copying cost more than the whole lint.
 import { HclScanner, unescapeTemplate, type TokenKind } from "./hcl-scanner.js";
-import { maxNesting, ModuleParseError, tooDeepMessage, type Attribute, type Block, type Body, type Comment, type Expr, type ParsedFile, type ParseFailure, type Position, type TraversalStep } from "./model.js";
+import {
+  maxNesting,
+  ModuleParseError,
+  tooDeepMessage,
+  type Attribute,
+  type Block,
+  type Body,
+  type Comment,
+  type Expr,
+  type ParsedFile,
+  type ParseFailure,
+  type Position,
+  type TraversalStep,
+} from "./model.js";
 
 /** Parses one native-syntax file; throws {@link ModuleParseError} at the first error's position. */
 export function parseHclFile(name: string, source: string): ParsedFile {
@@ -144,7 +157,8 @@ class HclParser {
         this.advance();
       } else if (this.kind() === "quote") {
         const label = this.quoted();
-        if (label.kind !== "literal") throw new ModuleParseError({ ...label.at, message: "syntax error: a block label is a plain string, without ${…} or %{…}" });
+        if (label.kind !== "literal")
+          throw new ModuleParseError({ ...label.at, message: "syntax error: a block label is a plain string, without ${…} or %{…}" });
         labels.push(label.value as string);
       } else break;
     }
@@ -167,7 +181,15 @@ class HclParser {
     const whenTrue = this.expression();
     this.expect(":");
     const whenFalse = this.expression();
-    return this.leave({ kind: "conditional", condition, whenTrue, whenFalse, text: this.textFrom(start), at: condition.at, syntax: "native" });
+    return this.leave({
+      kind: "conditional",
+      condition,
+      whenTrue,
+      whenFalse,
+      text: this.textFrom(start),
+      at: condition.at,
+      syntax: "native",
+    });
   }
 
   /** One level deeper; a parse error past maxNesting, where the input would overflow the stack. */
@@ -221,10 +243,16 @@ class HclParser {
           (steps ??= []).push({ kind: "attr", name: s.text() });
         } else if (this.kind() === "number") {
           const digits = s.text();
-          const key: Expr = { kind: "literal", value: Number(digits), text: digits, at: { file: this.fileName, line: dotLine, column: dotColumn }, syntax: "native" };
+          const key: Expr = {
+            kind: "literal",
+            value: Number(digits),
+            text: digits,
+            at: { file: this.fileName, line: dotLine, column: dotColumn },
+            syntax: "native",
+          };
           (steps ??= []).push({ kind: "index", key });
         } else {
-          this.unexpected("an attribute name after \".\"");
+          this.unexpected('an attribute name after "."');
         }
         this.advance();
       } else if (kind === "[") {
@@ -284,7 +312,6 @@ class HclParser {
   }
 
   private call(name: string, start: number, at: Position): Expr {
-    const s = this.s;
     this.advance();
     const args: Expr[] = [];
     while (this.kind() !== ")") {
@@ -376,7 +403,8 @@ class HclParser {
     const at = this.at();
     const { parts, interpolated } = this.templateParts(false);
     const text = this.textFrom(start);
-    if (!interpolated) return { kind: "literal", value: parts.length > 0 ? (parts[0] as LiteralPart).value : "", text, at, syntax: "native" };
+    if (!interpolated)
+      return { kind: "literal", value: parts.length > 0 ? (parts[0] as LiteralPart).value : "", text, at, syntax: "native" };
     return { kind: "template", parts, text, at, syntax: "native" };
   }
 
@@ -407,12 +435,23 @@ class HclParser {
       if (s.chunkEnd > s.chunkStart) {
         const raw = this.source.slice(s.chunkStart, s.chunkEnd);
         const value = heredoc ? raw.replaceAll("$${", "${").replaceAll("%%{", "%{") : unescapeTemplate(raw);
-        literal = { kind: "literal", value: stripLeading ? value.trimStart() : value, text: raw, at: { file: this.fileName, line: s.chunkLine, column: s.chunkColumn }, syntax: "native" };
+        literal = {
+          kind: "literal",
+          value: stripLeading ? value.trimStart() : value,
+          text: raw,
+          at: { file: this.fileName, line: s.chunkLine, column: s.chunkColumn },
+          syntax: "native",
+        };
       }
       if (end === "quote" || end === "heredoc-end") {
         if (literal) parts.push(literal);
         const unclosed = open[open.length - 1];
-        if (unclosed) s.fail(`syntax error: this %{ ${unclosed.word} } has no %{ end${unclosed.word === "for" ? "for" : "if"} }`, unclosed.line, unclosed.column);
+        if (unclosed)
+          s.fail(
+            `syntax error: this %{ ${unclosed.word} } has no %{ end${unclosed.word === "for" ? "for" : "if"} }`,
+            unclosed.line,
+            unclosed.column,
+          );
         this.prevEnd = end === "quote" ? s.chunkEnd + 1 : s.markerEnd;
         s.pos = this.prevEnd;
         s.resume(0);
@@ -493,5 +532,6 @@ function stripIndent(parts: readonly Expr[]): void {
     lineStart = literal.value.endsWith("\n");
   }
   if (smallest === 0 || smallest === Infinity) return;
-  for (const { part, lines, counted } of literals) part.value = lines.map((line, i) => (counted[i] ? line.slice(smallest) : line)).join("\n");
+  for (const { part, lines, counted } of literals)
+    part.value = lines.map((line, i) => (counted[i] ? line.slice(smallest) : line)).join("\n");
 }

@@ -10,8 +10,36 @@ export type TokenKind =
   | "quote" // `"`: a quoted template follows
   | "heredoc" // `<<EOT` or `<<-EOT` and its newline: the heredoc's body follows
   | "eof"
-  | "{" | "}" | "[" | "]" | "(" | ")" | "," | "=" | ":" | "?" | "." | ".*" | "[*]" | "..." | "=>" | "~"
-  | "+" | "-" | "*" | "/" | "%" | "!" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "&&" | "||";
+  | "{"
+  | "}"
+  | "["
+  | "]"
+  | "("
+  | ")"
+  | ","
+  | "="
+  | ":"
+  | "?"
+  | "."
+  | ".*"
+  | "[*]"
+  | "..."
+  | "=>"
+  | "~"
+  | "+"
+  | "-"
+  | "*"
+  | "/"
+  | "%"
+  | "!"
+  | "=="
+  | "!="
+  | "<"
+  | "<="
+  | ">"
+  | ">="
+  | "&&"
+  | "||";
 
 /** Where a template's literal chunk stopped. */
 export type ChunkEnd = "quote" | "interpolation" | "directive" | "heredoc-end";
@@ -82,7 +110,17 @@ export class HclScanner {
 
   /** Whether the token after the current one is an identifier, without consuming anything. */
   peekIsIdent(): boolean {
-    const saved = { pos: this.pos, line: this.line, lineStart: this.lineStart, kind: this.kind, start: this.start, end: this.end, tokLine: this.tokLine, tokColumn: this.tokColumn, previous: this.previous };
+    const saved = {
+      pos: this.pos,
+      line: this.line,
+      lineStart: this.lineStart,
+      kind: this.kind,
+      start: this.start,
+      end: this.end,
+      tokLine: this.tokLine,
+      tokColumn: this.tokColumn,
+      previous: this.previous,
+    };
     const commentCount = this.comments?.length ?? 0;
     this.next();
     const ident = this.kind === "ident";
@@ -109,7 +147,12 @@ export class HclScanner {
     const c1 = src.charCodeAt(start + 1);
     let kind: TokenKind;
     let length = 1;
-    if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || (c > 127 && identStart.test(String.fromCodePoint(src.codePointAt(start)!)))) {
+    if (
+      (c >= 97 && c <= 122) ||
+      (c >= 65 && c <= 90) ||
+      c === 95 ||
+      (c > 127 && identStart.test(String.fromCodePoint(src.codePointAt(start)!)))
+    ) {
       this.end = this.identEnd(start + (c >= 0xd800 && c <= 0xdbff ? 2 : 1));
       this.kind = "ident";
       this.pos = this.end;
@@ -132,8 +175,10 @@ export class HclScanner {
         kind = "}";
         break;
       case 91: // [
-        if (c1 === 42 && src.charCodeAt(start + 2) === 93) (kind = "[*]"), (length = 3);
-        else kind = "[";
+        if (c1 === 42 && src.charCodeAt(start + 2) === 93) {
+          kind = "[*]";
+          length = 3;
+        } else kind = "[";
         break;
       case 93: // ]
         kind = "]";
@@ -148,9 +193,13 @@ export class HclScanner {
         kind = ",";
         break;
       case 61: // =
-        if (c1 === 61) (kind = "=="), (length = 2);
-        else if (c1 === 62) (kind = "=>"), (length = 2);
-        else kind = "=";
+        if (c1 === 61) {
+          kind = "==";
+          length = 2;
+        } else if (c1 === 62) {
+          kind = "=>";
+          length = 2;
+        } else kind = "=";
         break;
       case 58: // :
         kind = ":";
@@ -159,9 +208,13 @@ export class HclScanner {
         kind = "?";
         break;
       case 46: // .
-        if (c1 === 42) (kind = ".*"), (length = 2);
-        else if (c1 === 46 && src.charCodeAt(start + 2) === 46) (kind = "..."), (length = 3);
-        else kind = ".";
+        if (c1 === 42) {
+          kind = ".*";
+          length = 2;
+        } else if (c1 === 46 && src.charCodeAt(start + 2) === 46) {
+          kind = "...";
+          length = 3;
+        } else kind = ".";
         break;
       case 126: // ~
         kind = "~";
@@ -182,25 +235,37 @@ export class HclScanner {
         kind = "%";
         break;
       case 33: // !
-        if (c1 === 61) (kind = "!="), (length = 2);
-        else kind = "!";
+        if (c1 === 61) {
+          kind = "!=";
+          length = 2;
+        } else kind = "!";
         break;
       case 60: // <
         if (c1 === 60) return this.heredocStart(start);
-        if (c1 === 61) (kind = "<="), (length = 2);
-        else kind = "<";
+        if (c1 === 61) {
+          kind = "<=";
+          length = 2;
+        } else kind = "<";
         break;
       case 62: // >
-        if (c1 === 61) (kind = ">="), (length = 2);
-        else kind = ">";
+        if (c1 === 61) {
+          kind = ">=";
+          length = 2;
+        } else kind = ">";
         break;
       case 38: // &
         if (c1 !== 38) this.fail('syntax error: unexpected "&"');
-        (kind = "&&"), (length = 2);
+        {
+          kind = "&&";
+          length = 2;
+        }
         break;
       case 124: // |
         if (c1 !== 124) this.fail('syntax error: unexpected "|"');
-        (kind = "||"), (length = 2);
+        {
+          kind = "||";
+          length = 2;
+        }
         break;
       default:
         this.fail(`syntax error: unexpected ${JSON.stringify(String.fromCodePoint(src.codePointAt(start)!))}`);
@@ -246,7 +311,8 @@ export class HclScanner {
     this.heredocFlush = src.charCodeAt(i) === 45;
     if (this.heredocFlush) i++;
     const c = src.charCodeAt(i);
-    if (!((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95)) this.fail("syntax error: a heredoc needs a marker right after <<, such as <<EOT");
+    if (!((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95))
+      this.fail("syntax error: a heredoc needs a marker right after <<, such as <<EOT");
     const markerEnd = this.identEnd(i + 1);
     this.heredocMarker = src.slice(i, markerEnd);
     i = markerEnd;
@@ -319,7 +385,11 @@ export class HclScanner {
     const digits = this.source.slice(i + 2, i + 2 + hex);
     if (hex > 0 && digits.length === hex && /^[0-9a-fA-F]+$/.test(digits)) return 2 + hex;
     if (e !== undefined && e in escapes) return 2;
-    return this.fail(`syntax error: invalid escape ${JSON.stringify(this.source.slice(i, i + 2))} in a quoted string`, this.line, i - this.lineStart + 1);
+    return this.fail(
+      `syntax error: invalid escape ${JSON.stringify(this.source.slice(i, i + 2))} in a quoted string`,
+      this.line,
+      i - this.lineStart + 1,
+    );
   }
 
   /**

@@ -1,6 +1,17 @@
 // JSON syntax (.tf.json, .tofu.json): a small JSON reader that keeps positions, then Terraform's
 // JSON conventions (block types as object keys, labels as nested keys) mapped onto model.ts.
-import { maxNesting, ModuleParseError, tooDeepMessage, type Attribute, type Block, type Body, type Expr, type ParsedFile, type Position, type Traversal } from "./model.js";
+import {
+  maxNesting,
+  ModuleParseError,
+  tooDeepMessage,
+  type Attribute,
+  type Block,
+  type Body,
+  type Expr,
+  type ParsedFile,
+  type Position,
+  type Traversal,
+} from "./model.js";
 
 type JsonNode =
   | { type: "object"; entries: { key: string; keyStart: number; value: JsonNode }[]; start: number; end: number }
@@ -43,9 +54,9 @@ class JsonReader {
       return node;
     }
     if (c === '"') return { type: "string", value: this.string(), start, end: this.i };
-    if (c === "t" && this.text.startsWith("true", this.i)) return (this.i += 4), { type: "boolean", value: true, start, end: this.i };
-    if (c === "f" && this.text.startsWith("false", this.i)) return (this.i += 5), { type: "boolean", value: false, start, end: this.i };
-    if (c === "n" && this.text.startsWith("null", this.i)) return (this.i += 4), { type: "null", start, end: this.i };
+    if (c === "t" && this.text.startsWith("true", this.i)) return ((this.i += 4), { type: "boolean", value: true, start, end: this.i });
+    if (c === "f" && this.text.startsWith("false", this.i)) return ((this.i += 5), { type: "boolean", value: false, start, end: this.i });
+    if (c === "n" && this.text.startsWith("null", this.i)) return ((this.i += 4), { type: "null", start, end: this.i });
     const number = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(this.text.slice(this.i, this.i + 64));
     if (number) {
       this.i += number[0].length;
@@ -123,7 +134,16 @@ const nestedBlocks: Record<string, Record<string, number>> = {
 };
 
 /** Label counts of the top-level block types the checks read. */
-const topLevelBlocks: Record<string, number> = { terraform: 0, locals: 0, variable: 1, output: 1, provider: 1, module: 1, resource: 2, data: 2 };
+const topLevelBlocks: Record<string, number> = {
+  terraform: 0,
+  locals: 0,
+  variable: 1,
+  output: 1,
+  provider: 1,
+  module: 1,
+  resource: 2,
+  data: 2,
+};
 
 /** Parses one JSON-syntax file; throws {@link ModuleParseError} with the reader's position. */
 export function parseJsonFile(name: string, source: string): ParsedFile {

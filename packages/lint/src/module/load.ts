@@ -137,8 +137,10 @@ export function allParsedFiles(m: LoadedModule): ParsedFile[] {
 export async function loadModule(dir: string): Promise<LoadedModule> {
   const root = resolve(dir);
   const rootReal = tryRealpath(root);
-  if (rootReal === undefined) throw new ModuleParseError({ file: "", line: 0, column: 0, message: `module directory ${dir} does not exist` });
-  if (!lstatSync(rootReal).isDirectory()) throw new ModuleParseError({ file: "", line: 0, column: 0, message: `${dir} is not a directory` });
+  if (rootReal === undefined)
+    throw new ModuleParseError({ file: "", line: 0, column: 0, message: `module directory ${dir} does not exist` });
+  if (!lstatSync(rootReal).isDirectory())
+    throw new ModuleParseError({ file: "", line: 0, column: 0, message: `${dir} is not a directory` });
   return loadTree(root, rootReal, root, new Set());
 }
 
@@ -174,12 +176,28 @@ async function loadTree(root: string, rootReal: string, dir: string, visiting: S
     if (entry.isSymbolicLink()) {
       const target = tryRealpath(path);
       if (target === undefined) {
-        escapes.push(at(fileAt, checkIds.moduleSourceEscape, "error", `module file ${display} is a symlink that cannot be resolved`, "point the link at a file inside the module directory, or copy the file in"));
+        escapes.push(
+          at(
+            fileAt,
+            checkIds.moduleSourceEscape,
+            "error",
+            `module file ${display} is a symlink that cannot be resolved`,
+            "point the link at a file inside the module directory, or copy the file in",
+          ),
+        );
         continue;
       }
       if (lstatSync(target).isDirectory()) continue;
       if (!within(rootReal, target)) {
-        escapes.push(at(fileAt, checkIds.moduleSourceEscape, "error", `module file ${display} is a symlink to a file outside the module directory; it would not ship with the module`, "copy the file into the module directory instead of linking it"));
+        escapes.push(
+          at(
+            fileAt,
+            checkIds.moduleSourceEscape,
+            "error",
+            `module file ${display} is a symlink to a file outside the module directory; it would not ship with the module`,
+            "copy the file into the module directory instead of linking it",
+          ),
+        );
       }
     }
     files.push(entry.name);
@@ -212,7 +230,15 @@ async function loadTree(root: string, rootReal: string, dir: string, visiting: S
       const source = call.source;
       if (source === undefined || !isLocalSource(source)) continue;
       const escape = (what: string): void => {
-        escapes.push(at(call.at, checkIds.moduleSourceEscape, "error", `module ${name} source ${JSON.stringify(source)} ${what}`, "keep local modules inside the module directory, or use a registry or git source"));
+        escapes.push(
+          at(
+            call.at,
+            checkIds.moduleSourceEscape,
+            "error",
+            `module ${name} source ${JSON.stringify(source)} ${what}`,
+            "keep local modules inside the module directory, or use a registry or git source",
+          ),
+        );
       };
       const childAbs = resolve(dir, source);
       if (!within(root, childAbs)) {
@@ -246,7 +272,16 @@ export function isLocalSource(source: string): boolean {
   return source === "." || source === ".." || source.startsWith("./") || source.startsWith("../");
 }
 
-const labelCounts: Record<string, number> = { variable: 1, output: 1, provider: 1, module: 1, resource: 2, data: 2, terraform: 0, locals: 0 };
+const labelCounts: Record<string, number> = {
+  variable: 1,
+  output: 1,
+  provider: 1,
+  module: 1,
+  resource: 2,
+  data: 2,
+  terraform: 0,
+  locals: 0,
+};
 
 /** Terraform's own decode errors for the blocks the checks read: wrong label counts. */
 function validateBlocks(file: ParsedFile): void {
@@ -359,7 +394,8 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
               declare("cloud", nested.at, () => bodySignature(nested.body), false);
             } else if (nested.type === "required_providers") {
               for (const a of nested.body.attributes) {
-                const source = a.expr.kind === "object" ? literalString(a.expr.items.find((i) => i.keyName === "source")?.value) : literalString(a.expr);
+                const source =
+                  a.expr.kind === "object" ? literalString(a.expr.items.find((i) => i.keyName === "source")?.value) : literalString(a.expr);
                 requiredProviders.set(a.name, { source, at: a.at });
                 declare(`required_providers.${a.name}`, a.at, () => collapseWhitespace(a.expr.text), false);
               }
@@ -369,7 +405,21 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
       }
     }
   }
-  return { files, variables, outputs, requiredVersion, requiredProviders, backends, clouds, providers, resources, dataSources, moduleCalls, references, declarations };
+  return {
+    files,
+    variables,
+    outputs,
+    requiredVersion,
+    requiredProviders,
+    backends,
+    clouds,
+    providers,
+    resources,
+    dataSources,
+    moduleCalls,
+    references,
+    declarations,
+  };
 }
 
 function allAttrs(block: Block): Attribute[] {

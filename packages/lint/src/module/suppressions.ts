@@ -27,10 +27,24 @@ export function readSuppressions(files: readonly ParsedFile[]): { suppressions: 
       const reason = rest.join(" ");
       if (checkId === "" || reason === "") {
         problems.push(
-          at(where, checkIds.suppressionInvalid, "warning", "tfcapi-lint:ignore needs a check ID and a reason; this one suppresses nothing", "write # tfcapi-lint:ignore <check-id> <why this is fine>"),
+          at(
+            where,
+            checkIds.suppressionInvalid,
+            "warning",
+            "tfcapi-lint:ignore needs a check ID and a reason; this one suppresses nothing",
+            "write # tfcapi-lint:ignore <check-id> <why this is fine>",
+          ),
         );
       } else if (!knownIds.has(checkId)) {
-        problems.push(at(where, checkIds.suppressionInvalid, "warning", `tfcapi-lint:ignore names unknown check ${checkId}; it suppresses nothing`, "use a check ID from tfcapi-lint's documentation"));
+        problems.push(
+          at(
+            where,
+            checkIds.suppressionInvalid,
+            "warning",
+            `tfcapi-lint:ignore names unknown check ${checkId}; it suppresses nothing`,
+            "use a check ID from tfcapi-lint's documentation",
+          ),
+        );
       } else {
         suppressions.push({ ...where, checkId, reason });
       }
@@ -67,7 +81,15 @@ export function applySuppressions(findings: readonly Finding[], suppressions: re
   }
   for (const s of suppressions) {
     if (used.has(s)) continue;
-    kept.push(at(s, checkIds.suppressionUnused, "warning", `tfcapi-lint:ignore ${s.checkId} suppresses nothing on the line below`, "delete the stale suppression comment"));
+    kept.push(
+      at(
+        s,
+        checkIds.suppressionUnused,
+        "warning",
+        `tfcapi-lint:ignore ${s.checkId} suppresses nothing on the line below`,
+        "delete the stale suppression comment",
+      ),
+    );
   }
   return kept;
 }

@@ -153,7 +153,10 @@ class Converter {
   }
 
   expression(node: Node): Expr {
-    return this.sequence(node, node.children.filter((c): c is Node => c !== null));
+    return this.sequence(
+      node,
+      node.children.filter((c): c is Node => c !== null),
+    );
   }
 
   /** A flat run of children (tree-sitter inlines terms): a head, then its traversal steps, or an operation. */
@@ -169,7 +172,13 @@ class Converter {
       if (!named[i] && types[i] === "(") {
         const inner = children[i + 1]!;
         const close = children[i + 2] ?? inner;
-        const expr: Expr = { kind: "parens", inner: this.expression(inner), text: slice(child.startIndex, close.endIndex), at: this.pos(child), syntax: "native" };
+        const expr: Expr = {
+          kind: "parens",
+          inner: this.expression(inner),
+          text: slice(child.startIndex, close.endIndex),
+          at: this.pos(child),
+          syntax: "native",
+        };
         terms.push({ expr, start: child.startIndex });
         i += 3;
       } else if (!named[i]) {
@@ -196,7 +205,14 @@ class Converter {
       }
     }
     if (terms.length === 1 && operators.length === 0) return terms[0]!.expr;
-    return { kind: "operation", operator: operators.join(" "), operands: terms.map((t) => t.expr), text: this.text(owner), at: this.pos(owner), syntax: "native" };
+    return {
+      kind: "operation",
+      operator: operators.join(" "),
+      operands: terms.map((t) => t.expr),
+      text: this.text(owner),
+      at: this.pos(owner),
+      syntax: "native",
+    };
   }
 
   private steps(node: Node, type: string): TraversalStep[] {
@@ -243,7 +259,14 @@ class Converter {
         return this.forExpression(node.namedChildren[0]!);
       case "operation": {
         const op = node.namedChildren[0]!;
-        return { ...this.sequence(op, op.children.filter((c): c is Node => c !== null)), text, at };
+        return {
+          ...this.sequence(
+            op,
+            op.children.filter((c): c is Node => c !== null),
+          ),
+          text,
+          at,
+        };
       }
       case "conditional": {
         const parts = node.namedChildren.filter((c): c is Node => c?.type === "expression").map((c) => this.expression(c));
@@ -279,7 +302,16 @@ class Converter {
     const condition = cond ? this.expression(cond.namedChildren.find((c) => c?.type === "expression")!) : undefined;
     const key = bodies.length > 1 ? bodies[0] : undefined;
     const value = bodies[bodies.length - 1]!;
-    return { text: this.text(node), at: this.pos(node), syntax: "native", kind: "for", collection, ...(key ? { key } : {}), value, ...(condition ? { condition } : {}) };
+    return {
+      text: this.text(node),
+      at: this.pos(node),
+      syntax: "native",
+      kind: "for",
+      collection,
+      ...(key ? { key } : {}),
+      value,
+      ...(condition ? { condition } : {}),
+    };
   }
 
   private templateParts(node: Node): Expr[] {

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { main, type CliIo } from "../cli.js";
+import type { RunResult } from "@captf/contract/run-result";
 
 // `runner broker` and `runner run --broker` as a Job's containers start them.
 const dir = mkdtempSync(join(tmpdir(), "runner-broker-cli-"));
@@ -12,7 +13,12 @@ const object = "infrastructure.cluster.x-k8s.io/v1alpha1/TerraformMachine/team-a
 async function cli(argv: string[], io: Partial<CliIo> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = "";
   let stderr = "";
-  const code = await main(argv, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text), env: { PATH: "/usr/bin:/bin" }, ...io });
+  const code = await main(argv, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    env: { PATH: "/usr/bin:/bin" },
+    ...io,
+  });
   return { code, stdout, stderr };
 }
 
@@ -20,7 +26,8 @@ describe("runner broker", () => {
   it("documents its flags, what it allows and how it stops", async () => {
     const { code, stdout } = await cli(["broker", "--help"]);
     expect(code).toBe(0);
-    for (const flag of ["--event-object", "--state-suffix", "--job-name", "--dir", "--result", "--log-requests"]) expect(stdout).toContain(`  ${flag} `);
+    for (const flag of ["--event-object", "--state-suffix", "--job-name", "--dir", "--result", "--log-requests"])
+      expect(stdout).toContain(`  ${flag} `);
     expect(stdout).toContain("ALLOWED");
     expect(stdout).toContain("SIGNALS");
   });
@@ -40,10 +47,21 @@ describe("runner broker", () => {
     const brokerDir = join(dir, "broker");
     const result = join(dir, "summary.json");
     const stop = new AbortController();
-    const running = cli(["broker", `--event-object=${object}`, "--state-suffix=abc-m", `--dir=${brokerDir}`, `--result=${result}`, "--server=http://127.0.0.1:9", `--service-account-dir=${serviceAccount}`], { signal: stop.signal });
+    const running = cli(
+      [
+        "broker",
+        `--event-object=${object}`,
+        "--state-suffix=abc-m",
+        `--dir=${brokerDir}`,
+        `--result=${result}`,
+        "--server=http://127.0.0.1:9",
+        `--service-account-dir=${serviceAccount}`,
+      ],
+      { signal: stop.signal },
+    );
     while (!existsSync(join(brokerDir, "kubeconfig"))) await new Promise((resolve) => setTimeout(resolve, 5));
-    const kubeconfig = JSON.parse(readFileSync(join(brokerDir, "kubeconfig"), "utf8"));
-    const server = kubeconfig.clusters[0].cluster.server as string;
+    const kubeconfig = JSON.parse(readFileSync(join(brokerDir, "kubeconfig"), "utf8")) as { clusters: { cluster: { server: string } }[] };
+    const server = kubeconfig.clusters[0]!.cluster.server;
     // The run's own token, never the Job's, as the server's path.
     expect(server).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{64}$/);
     expect(JSON.stringify(kubeconfig)).not.toContain("job-token");
@@ -68,10 +86,23 @@ describe("runner run --broker", () => {
     writeFileSync(join(dir, "module", "main.tf"), "");
     mkdirSync(join(dir, "config"), { recursive: true });
     const { code } = await cli(
-      ["run", "--op=apply", "--bin=/bin/true", `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`, `--broker=${join(dir, "no-broker")}`, `--result=${result}`, `--workdir=${join(dir, "work")}`],
+      [
+        "run",
+        "--op=apply",
+        "--bin=/bin/true",
+        `--module=${join(dir, "module")}`,
+        `--config=${join(dir, "config")}`,
+        `--broker=${join(dir, "no-broker")}`,
+        `--result=${result}`,
+        `--workdir=${join(dir, "work")}`,
+      ],
       { signal: stop.signal },
     );
     expect(code).toBe(1);
-    expect(JSON.parse(readFileSync(result, "utf8")).error).toMatchObject({ kind: "step", step: "prepare", summary: "stopped while waiting for the state broker" });
+    expect((JSON.parse(readFileSync(result, "utf8")) as RunResult).error).toMatchObject({
+      kind: "step",
+      step: "prepare",
+      summary: "stopped while waiting for the state broker",
+    });
   });
 });

@@ -1,6 +1,12 @@
 import { writeFileSync } from "node:fs";
 import type { Options } from "yargs";
-import { createEventRecorder, defaultServiceAccountDir, parseObjectReference, resolveInClusterEndpoint, type ObjectReference } from "../events.js";
+import {
+  createEventRecorder,
+  defaultServiceAccountDir,
+  parseObjectReference,
+  resolveInClusterEndpoint,
+  type ObjectReference,
+} from "../events.js";
 
 /**
  * `runner broker`: the state broker as a command, for `runner broker` (help, usage errors) and for
@@ -20,14 +26,31 @@ export class BrokerUsageError extends Error {}
 
 /** `broker`'s flags: the yargs parser and the fast path read this table. */
 export const brokerFlags = {
-  "event-object": { type: "string", demandOption: true, describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid>: the one object this broker serves" },
-  "state-suffix": { type: "string", demandOption: true, describe: "The object's state suffix: its Secret tfstate-default-<suffix> and Lease lock-tfstate-default-<suffix>" },
+  "event-object": {
+    type: "string",
+    demandOption: true,
+    describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid>: the one object this broker serves",
+  },
+  "state-suffix": {
+    type: "string",
+    demandOption: true,
+    describe: "The object's state suffix: its Secret tfstate-default-<suffix> and Lease lock-tfstate-default-<suffix>",
+  },
   "job-name": { type: "string", describe: "The Job, the refusal event's related object" },
-  "dir": { type: "string", default: "/captf/broker", describe: "Where the kubeconfig for the module's container is written" },
-  "result": { type: "string", default: defaultResultPath, describe: "Where the summary (requests, refusals) is written when the broker stops" },
+  dir: { type: "string", default: "/captf/broker", describe: "Where the kubeconfig for the module's container is written" },
+  result: {
+    type: "string",
+    default: defaultResultPath,
+    describe: "Where the summary (requests, refusals) is written when the broker stops",
+  },
   "log-requests": { type: "boolean", default: false, describe: "Log every request, allowed ones too" },
-  "server": { type: "string", hidden: true, describe: "API server URL instead of the in-cluster one" },
-  "service-account-dir": { type: "string", hidden: true, default: defaultServiceAccountDir, describe: "Where the Job's token and ca.crt are" },
+  server: { type: "string", hidden: true, describe: "API server URL instead of the in-cluster one" },
+  "service-account-dir": {
+    type: "string",
+    hidden: true,
+    default: defaultServiceAccountDir,
+    describe: "Where the Job's token and ca.crt are",
+  },
 } satisfies Record<string, Options>;
 
 export interface BrokerIo {
@@ -67,7 +90,14 @@ export async function runBroker(args: Record<string, unknown>, io: BrokerIo): Pr
   });
   let running;
   try {
-    running = await startBroker({ scope: brokerScope(object, String(args["state-suffix"])), dir: String(args.dir), upstream, events, log, logRequests: Boolean(args["log-requests"]) });
+    running = await startBroker({
+      scope: brokerScope(object, String(args["state-suffix"])),
+      dir: String(args.dir),
+      upstream,
+      events,
+      log,
+      logRequests: Boolean(args["log-requests"]),
+    });
   } catch (error) {
     log("warn", `cannot start: ${(error as Error).message}`);
     return brokerExitCodes.failure;
@@ -97,4 +127,3 @@ export function shrinkBrokerSummary(summary: { refusals: unknown[] }): string {
   }
   return text;
 }
-

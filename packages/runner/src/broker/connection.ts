@@ -8,7 +8,10 @@ export const brokerKubeconfigFile = "kubeconfig";
 /** How often the runner looks for the broker's kubeconfig while the sidecar starts. */
 const pollMs = 2;
 
-/** The broker's address from the kubeconfig it wrote, and the run's token (its first path segment, a secret to redact); undefined while it is not there. */
+/**
+ * The broker's address from the kubeconfig it wrote, and the run's token (its first path segment, a secret to redact);
+ * undefined while it is not there.
+ */
 export function readBrokerEndpoint(dir: string): { endpoint: ApiEndpoint; token: string } | undefined {
   let text: string;
   try {
@@ -28,13 +31,21 @@ export function readBrokerEndpoint(dir: string): { endpoint: ApiEndpoint; token:
  * Waits until the broker sidecar has written its kubeconfig: the Job's containers start together,
  * and the backend's first request comes at init. Throws after `timeoutMs` or when stopped.
  */
-export async function waitForBroker(dir: string, timeoutMs: number, signal?: AbortSignal): Promise<{ endpoint: ApiEndpoint; token: string }> {
+export async function waitForBroker(
+  dir: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<{ endpoint: ApiEndpoint; token: string }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const broker = readBrokerEndpoint(dir);
     if (broker) return broker;
     if (signal?.aborted) throw new Error("stopped while waiting for the state broker");
-    if (Date.now() >= deadline) throw new Error(`the state broker wrote no ${join(dir, brokerKubeconfigFile)} within ${Math.round(timeoutMs / 1000)}s: see the Pod's broker container`);
+    if (Date.now() >= deadline)
+      throw new Error(
+        `the state broker wrote no ${join(dir, brokerKubeconfigFile)} within ${Math.round(timeoutMs / 1000)}s: see the Pod's ` +
+          `broker container`,
+      );
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }

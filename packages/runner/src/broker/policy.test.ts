@@ -1,7 +1,13 @@
 import { describe, expect, it } from "@jest/globals";
 import { brokerScope, checkBody, decideRequest, isStateSecretName, narrowListQuery, narrowSecretList } from "./policy.js";
 
-const object = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", namespace: "team-a", name: "m-1", uid: "u-1" };
+const object = {
+  apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+  kind: "TerraformMachine",
+  namespace: "team-a",
+  name: "m-1",
+  uid: "u-1",
+};
 const scope = brokerScope(object, "abc-m");
 const state = "tfstate-default-abc-m";
 const lock = "lock-tfstate-default-abc-m";
@@ -71,7 +77,9 @@ describe("decideRequest", () => {
   it("checks bodies where the path alone cannot tell", () => {
     expect(decideRequest(scope, "POST", "/api/v1/namespaces/team-a/secrets", q())).toMatchObject({ bodyCheck: "state-name" });
     expect(decideRequest(scope, "PUT", lease(lock), q())).toMatchObject({ bodyCheck: "lock-name" });
-    expect(decideRequest(scope, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", q())).toMatchObject({ bodyCheck: "event-regarding" });
+    expect(decideRequest(scope, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", q())).toMatchObject({
+      bodyCheck: "event-regarding",
+    });
     expect(decideRequest(scope, "GET", "/api/v1/namespaces/team-a/secrets", q())).toMatchObject({ filterList: true });
   });
 });
@@ -92,22 +100,35 @@ describe("checkBody", () => {
 
   it("lets an event through only about this object", () => {
     expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object } })).toBeUndefined();
-    expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } })).toMatch(/not this run's object/);
-    expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object, uid: "u-2" } })).toMatch(/not this run's object/);
+    expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } })).toMatch(
+      /not this run's object/,
+    );
+    expect(checkBody(scope, "event-regarding", { metadata: { name: "e" }, regarding: { ...object, uid: "u-2" } })).toMatch(
+      /not this run's object/,
+    );
     expect(checkBody(scope, "event-regarding", { metadata: { name: "e" } })).toMatch(/about nothing/);
   });
 });
 
 describe("narrowListQuery", () => {
   it("asks for this object's suffix beside the backend's own selector", () => {
-    expect(narrowListQuery(scope, q("labelSelector=tfstate%3Dtrue&limit=500")).toString()).toBe("labelSelector=tfstate%3Dtrue%2CtfstateSecretSuffix%3Dabc-m&limit=500");
+    expect(narrowListQuery(scope, q("labelSelector=tfstate%3Dtrue&limit=500")).toString()).toBe(
+      "labelSelector=tfstate%3Dtrue%2CtfstateSecretSuffix%3Dabc-m&limit=500",
+    );
     expect(narrowListQuery(scope, q()).get("labelSelector")).toBe("tfstateSecretSuffix=abc-m");
   });
 });
 
 describe("narrowSecretList", () => {
   it("keeps only this object's state Secrets of a list", () => {
-    const items = [state, `${state}-part-1`, "demo-kubeconfig", "tfstate-default-other-m"].map((name) => ({ metadata: { name }, data: { x: "eA==" } }));
-    expect((narrowSecretList(scope, { kind: "SecretList", items }) as { items: { metadata: { name: string } }[] }).items.map((item) => item.metadata.name)).toEqual([state, `${state}-part-1`]);
+    const items = [state, `${state}-part-1`, "demo-kubeconfig", "tfstate-default-other-m"].map((name) => ({
+      metadata: { name },
+      data: { x: "eA==" },
+    }));
+    expect(
+      (narrowSecretList(scope, { kind: "SecretList", items }) as { items: { metadata: { name: string } }[] }).items.map(
+        (item) => item.metadata.name,
+      ),
+    ).toEqual([state, `${state}-part-1`]);
   });
 });

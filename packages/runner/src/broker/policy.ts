@@ -22,7 +22,13 @@ export interface BrokerScope {
 }
 
 export function brokerScope(object: ObjectReference, stateSuffix: string): BrokerScope {
-  return { namespace: object.namespace, stateSuffix, stateSecret: stateSecretName(stateSuffix), lockLease: stateLockLeaseName(stateSuffix), object };
+  return {
+    namespace: object.namespace,
+    stateSuffix,
+    stateSecret: stateSecretName(stateSuffix),
+    lockLease: stateLockLeaseName(stateSuffix),
+    object,
+  };
 }
 
 /** What a refused or allowed request was aimed at: the label of the broker's counts and logs. */
@@ -68,7 +74,8 @@ export function decideRequest(scope: BrokerScope, method: string, path: string, 
     return refuse("other", "the path is not valid percent-encoding");
   }
   // Decoded separators or dot segments could make a name mean another path upstream.
-  if (decoded !== path || path.split("/").some((segment) => segment === "." || segment === "..")) return refuse("other", "the path must be plain, without encoded characters or dot segments");
+  if (decoded !== path || path.split("/").some((segment) => segment === "." || segment === ".."))
+    return refuse("other", "the path must be plain, without encoded characters or dot segments");
   if (query.has("watch") || query.has("fieldSelector")) return refuse("other", "watches and field selectors are not part of a state run");
 
   const secrets = secretsPath.exec(path);
@@ -121,20 +128,28 @@ export function checkBody(scope: BrokerScope, check: BodyCheck, body: unknown, p
   const object = record(body);
   const metadata = record(object?.metadata);
   if (!object || !metadata) return "the body is not a JSON object with metadata";
-  if (metadata.namespace !== undefined && metadata.namespace !== scope.namespace) return `the body's namespace ${String(metadata.namespace)} is not this object's`;
+  if (metadata.namespace !== undefined && metadata.namespace !== scope.namespace)
+    return `the body's namespace ${String(metadata.namespace)} is not this object's`;
   if (check === "state-name" || check === "lock-name") {
     const name = metadata.name;
     if (typeof name !== "string") return "the body names no object";
     if (pathName !== undefined && name !== pathName) return `the body names ${name}, the path ${pathName}`;
     if (check === "state-name" && !isStateSecretName(scope, name)) return `Secret ${name} is not this object's state`;
-    if (check === "state-name" && object.kind !== undefined && object.kind !== "Secret") return `the body is a ${String(object.kind)}, not a Secret`;
+    if (check === "state-name" && object.kind !== undefined && object.kind !== "Secret")
+      return `the body is a ${String(object.kind)}, not a Secret`;
     if (check === "lock-name" && name !== scope.lockLease) return `Lease ${name} is not this object's state lock`;
     return undefined;
   }
   const regarding = record(object.regarding);
   const expected = scope.object;
   if (!regarding) return "the event is about nothing";
-  if (regarding.kind !== expected.kind || regarding.name !== expected.name || regarding.namespace !== expected.namespace || regarding.uid !== expected.uid || regarding.apiVersion !== expected.apiVersion) {
+  if (
+    regarding.kind !== expected.kind ||
+    regarding.name !== expected.name ||
+    regarding.namespace !== expected.namespace ||
+    regarding.uid !== expected.uid ||
+    regarding.apiVersion !== expected.apiVersion
+  ) {
     return `the event is about ${String(regarding.kind)} ${String(regarding.namespace)}/${String(regarding.name)}, not this run's object`;
   }
   return undefined;

@@ -3,7 +3,8 @@ import { decodeProtobufObject } from "./protobuf.js";
 
 // Hand-encoded as client-go writes a Lease: magic, runtime.Unknown {typeMeta, raw {metadata {name, namespace}, spec}}.
 const varint = (value: number): number[] => (value < 0x80 ? [value] : [(value & 0x7f) | 0x80, ...varint(value >>> 7)]);
-const field = (number: number, bytes: Buffer): Buffer => Buffer.concat([Buffer.from([...varint((number << 3) | 2), ...varint(bytes.length)]), bytes]);
+const field = (number: number, bytes: Buffer): Buffer =>
+  Buffer.concat([Buffer.from([...varint((number << 3) | 2), ...varint(bytes.length)]), bytes]);
 const text = (number: number, value: string) => field(number, Buffer.from(value));
 const varintField = (number: number, value: number) => Buffer.from([...varint(number << 3), ...varint(value)]);
 const magic = Buffer.from("k8s\0", "latin1");
@@ -18,9 +19,15 @@ function lease(name: string, namespace: string): Buffer {
 
 describe("decodeProtobufObject", () => {
   it("reads the kind, name and namespace of a protobuf object", () => {
-    expect(decodeProtobufObject(lease("lock-tfstate-default-abc-m", "team-a"))).toEqual({ kind: "Lease", metadata: { name: "lock-tfstate-default-abc-m", namespace: "team-a" } });
+    expect(decodeProtobufObject(lease("lock-tfstate-default-abc-m", "team-a"))).toEqual({
+      kind: "Lease",
+      metadata: { name: "lock-tfstate-default-abc-m", namespace: "team-a" },
+    });
     // A long name: multi-byte lengths.
-    expect(decodeProtobufObject(lease("lock-tfstate-default-abc-m", ""))).toEqual({ kind: "Lease", metadata: { name: "lock-tfstate-default-abc-m" } });
+    expect(decodeProtobufObject(lease("lock-tfstate-default-abc-m", ""))).toEqual({
+      kind: "Lease",
+      metadata: { name: "lock-tfstate-default-abc-m" },
+    });
     const long = "x".repeat(300);
     expect(decodeProtobufObject(lease(long, "team-a"))?.metadata.name).toBe(long);
   });

@@ -9,7 +9,13 @@ import { brokerScope } from "./policy.js";
 import { startBroker, type RunningBroker } from "./server.js";
 
 // The broker against a stand-in API server on loopback: what reaches it, with which credential.
-const object = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", namespace: "team-a", name: "m-1", uid: "u-1" };
+const object = {
+  apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+  kind: "TerraformMachine",
+  namespace: "team-a",
+  name: "m-1",
+  uid: "u-1",
+};
 const scope = brokerScope(object, "abc-m");
 const state = scope.stateSecret;
 const jobToken = "job-service-account-token";
@@ -49,9 +55,16 @@ beforeEach(async () => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
-      seen.push({ method: request.method!, url: request.url!, authorization: request.headers.authorization, body: Buffer.concat(chunks).toString("utf8") });
+      seen.push({
+        method: request.method!,
+        url: request.url!,
+        authorization: request.headers.authorization,
+        body: Buffer.concat(chunks).toString("utf8"),
+      });
       const items = [state, "demo-kubeconfig", `${state}-part-1`].map((name) => ({ metadata: { name }, data: { tfstate: "c2VjcmV0" } }));
-      const body = request.url!.startsWith("/api/v1/namespaces/team-a/secrets?") ? { kind: "SecretList", items } : { kind: "Secret", metadata: { name: state } };
+      const body = request.url!.startsWith("/api/v1/namespaces/team-a/secrets?")
+        ? { kind: "SecretList", items }
+        : { kind: "Secret", metadata: { name: state } };
       response.writeHead(200, { "content-type": "application/json" });
       response.end(JSON.stringify(body));
     });
@@ -86,7 +99,9 @@ async function call(server: string, method: string, path: string, body?: unknown
     headers: body ? { "content-type": "application/json" } : {},
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
-  return { status: response.status, body: (await response.json()) as Record<string, any> };
+  // The few fields the tests read: an object's kind, a Status's message, a list's items.
+  const answer = (await response.json()) as { kind?: string; message?: string; items?: { metadata: { name: string } }[] };
+  return { status: response.status, body: answer };
 }
 
 describe("the state broker", () => {
@@ -96,7 +111,7 @@ describe("the state broker", () => {
     expect(server).toBe(`http://127.0.0.1:${broker!.port}/${token}`);
     expect(statSync(join(dir, "broker", "kubeconfig")).mode & 0o777).toBe(0o440);
     const kubeconfig = readFileSync(join(dir, "broker", "kubeconfig"), "utf8");
-    expect(JSON.parse(kubeconfig)["current-context"]).toBe("captf");
+    expect((JSON.parse(kubeconfig) as Record<string, unknown>)["current-context"]).toBe("captf");
     expect(kubeconfig).not.toContain(jobToken);
     await expect(waitForBroker(join(dir, "broker"), 1000)).resolves.toEqual({ endpoint: { server }, token });
   });
@@ -105,18 +120,23 @@ describe("the state broker", () => {
     const { server } = await start();
     const answer = await call(server, "GET", `/api/v1/namespaces/team-a/secrets/${state}`);
     expect(answer).toMatchObject({ status: 200, body: { kind: "Secret" } });
-    expect(forwarded()).toEqual([expect.objectContaining({ method: "GET", url: `/api/v1/namespaces/team-a/secrets/${state}`, authorization: `Bearer ${jobToken}` })]);
+    expect(forwarded()).toEqual([
+      expect.objectContaining({ method: "GET", url: `/api/v1/namespaces/team-a/secrets/${state}`, authorization: `Bearer ${jobToken}` }),
+    ]);
     // The connection was opened ahead, with the Job's token, on a path anyone authenticated may read.
     expect(seen.find((request) => request.url === "/version")).toMatchObject({ method: "GET", authorization: `Bearer ${jobToken}` });
-    const created = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", { kind: "Secret", metadata: { name: `${state}-part-1` } });
+    const created = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", {
+      kind: "Secret",
+      metadata: { name: `${state}-part-1` },
+    });
     expect(created.status).toBe(200);
-    expect(JSON.parse(forwarded()[1]!.body).metadata.name).toBe(`${state}-part-1`);
+    expect((JSON.parse(forwarded()[1]!.body) as { metadata: { name: string } }).metadata.name).toBe(`${state}-part-1`);
   });
 
   it("narrows a label-selected list to this object's state Secrets", async () => {
     const { server } = await start();
     const answer = await call(server, "GET", "/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue");
-    expect(answer.body.items.map((item: { metadata: { name: string } }) => item.metadata.name)).toEqual([state, `${state}-part-1`]);
+    expect(answer.body.items?.map((item) => item.metadata.name)).toEqual([state, `${state}-part-1`]);
     expect(forwarded()[0]!.url).toBe("/api/v1/namespaces/team-a/secrets?labelSelector=tfstate%3Dtrue%2CtfstateSecretSuffix%3Dabc-m");
   });
 
@@ -125,15 +145,27 @@ describe("the state broker", () => {
     const kubeconfig = await call(server, "GET", "/api/v1/namespaces/team-a/secrets/demo-kubeconfig");
     expect(kubeconfig).toMatchObject({ status: 403, body: { kind: "Status", reason: "Forbidden" } });
     expect(kubeconfig.body.message).toMatch(/demo-kubeconfig is not this object's state/);
-    const overwrite = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", { kind: "Secret", metadata: { name: "tfstate-default-other-m" } });
+    const overwrite = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", {
+      kind: "Secret",
+      metadata: { name: "tfstate-default-other-m" },
+    });
     expect(overwrite.status).toBe(403);
     const pod = await call(server, "POST", "/api/v1/namespaces/team-a/pods", { kind: "Pod", metadata: { name: "x" } });
     expect(pod.status).toBe(403);
-    const otherEvent = await call(server, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", { metadata: { name: "e" }, regarding: { ...object, name: "m-2" } });
+    const otherEvent = await call(server, "POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", {
+      metadata: { name: "e" },
+      regarding: { ...object, name: "m-2" },
+    });
     expect(otherEvent.status).toBe(403);
     expect(forwarded()).toEqual([]);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(events).toEqual([{ type: "Warning", reason: "BrokerRefused", note: expect.stringMatching(/refused GET \/api\/v1\/namespaces\/team-a\/secrets\/demo-kubeconfig/) }]);
+    expect(events).toEqual([
+      {
+        type: "Warning",
+        reason: "BrokerRefused",
+        note: expect.stringMatching(/refused GET \/api\/v1\/namespaces\/team-a\/secrets\/demo-kubeconfig/),
+      },
+    ]);
     expect(logs.filter((line) => line.message === "request refused")).toHaveLength(4);
     const summary = await broker!.close();
     broker = undefined;

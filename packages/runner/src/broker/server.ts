@@ -17,7 +17,6 @@ import { decodeProtobufObject, protobufContentType } from "./protobuf.js";
  * only, and a plain loopback port has none.
  */
 
-
 /** State Secrets are at most 1 MiB, base64 in JSON about 1.4 MiB; anything larger is not a state request. */
 const maxBodyBytes = 4 * 1024 * 1024;
 /** Refusals logged one by one; past this only counted, so a hostile loop cannot flood the log. */
@@ -99,7 +98,11 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
    */
   const warmUp = (client: typeof http, agent: import("node:http").Agent) => {
     const bearer = upstreamToken();
-    const request = client.request(new URL("/version", upstreamUrl), { agent, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} }, (answer) => answer.resume());
+    const request = client.request(
+      new URL("/version", upstreamUrl),
+      { agent, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} },
+      (answer) => answer.resume(),
+    );
     request.on("error", () => {}); // The real requests report an unreachable API server.
     request.end();
   };
@@ -119,19 +122,30 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
 
   const refuse = (response: ServerResponse, asked: Refusal, code = 403): void => {
     // A path is whatever module code sent: kept short in logs, the event and the summary.
-    const refusal = { ...asked, path: asked.path.length > maxRefusalPathLength ? `${asked.path.slice(0, maxRefusalPathLength)}…` : asked.path };
+    const refusal = {
+      ...asked,
+      path: asked.path.length > maxRefusalPathLength ? `${asked.path.slice(0, maxRefusalPathLength)}…` : asked.path,
+    };
     summary.refused++;
     summary.refusedByTarget[refusal.target] = (summary.refusedByTarget[refusal.target] ?? 0) + 1;
     if (summary.refusals.length < maxSummaryRefusals) summary.refusals.push(refusal);
     if (summary.refused <= maxLoggedRefusals) log("warn", "request refused", { ...refusal });
     if (summary.refused === 1) {
-      const note = `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`;
+      const note =
+        `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this ` +
+        `object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`;
       options.events.emit("Warning", "BrokerRefused", "Refuse", note);
     }
     status(response, code, code === 401 ? "Unauthorized" : "Forbidden", `captf state broker: ${refusal.why}`);
   };
 
-  const forward = async (request: IncomingMessage, response: ServerResponse, path: string, body: Buffer | undefined, narrow: boolean): Promise<void> => {
+  const forward = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    path: string,
+    body: Buffer | undefined,
+    narrow: boolean,
+  ): Promise<void> => {
     const { client, agent } = (upstreamClient ??= connectUpstream());
     const headers: Record<string, string | number> = {};
     for (const name of ["accept", "content-type", "user-agent"]) {
@@ -165,7 +179,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     });
     outgoing.on("error", (error) => {
       log("warn", "the API server could not be reached", { method: request.method, path: request.url, error: error.message });
-      if (!response.headersSent) status(response, 502, "BadGateway", `captf state broker: the API server could not be reached: ${error.message}`);
+      if (!response.headersSent)
+        status(response, 502, "BadGateway", `captf state broker: the API server could not be reached: ${error.message}`);
       else response.destroy();
     });
     outgoing.end(body);
@@ -179,7 +194,16 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       request.resume();
       // The path without its first segment: that may be a guess at the token.
-      refuse(response, { method, path: url.pathname.replace(/^\/[^/]*/, "/…"), target: "other", why: "the request does not carry this Job's broker token" }, 401);
+      refuse(
+        response,
+        {
+          method,
+          path: url.pathname.replace(/^\/[^/]*/, "/…"),
+          target: "other",
+          why: "the request does not carry this Job's broker token",
+        },
+        401,
+      );
       return;
     }
     const path = url.pathname.slice(expected.length - 1);
@@ -199,7 +223,10 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       const parsed = parseBody(request.headers["content-type"] ?? "", body!);
       const pathName = decision.bodyCheck === "event-regarding" ? undefined : path.split("/").at(-1);
       const collection = method === "POST";
-      const why = parsed === undefined ? "the body must be a JSON or protobuf object" : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
+      const why =
+        parsed === undefined
+          ? "the body must be a JSON or protobuf object"
+          : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
       if (why) {
         // A body naming something else is aimed at another object, not at this one's state or lock.
         refuse(response, { method, path, target: decision.bodyCheck === "event-regarding" ? "event" : "other", why });
@@ -230,7 +257,13 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   chmodSync(`${file}.tmp`, 0o440);
   renameSync(`${file}.tmp`, file);
   upstreamClient ??= connectUpstream();
-  log("info", "serving", { port, namespace: scope.namespace, stateSecret: scope.stateSecret, lockLease: scope.lockLease, object: `${scope.object.kind}/${scope.object.name}` });
+  log("info", "serving", {
+    port,
+    namespace: scope.namespace,
+    stateSecret: scope.stateSecret,
+    lockLease: scope.lockLease,
+    object: `${scope.object.kind}/${scope.object.name}`,
+  });
 
   return {
     port,
@@ -262,4 +295,3 @@ function filterResponseHeaders(headers: IncomingMessage["headers"]): Record<stri
   }
   return kept;
 }
-
