@@ -10,37 +10,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
+import { hostileModuleDirectory, hostileRuntimeWrapper, type Attempt, type PhaseReport } from "@captf/module-hostile";
 import { buildModuleImage, hostArchitecture, moduleRuntimes, pushImage, requireTool, runtimeVersion, type RuntimeName } from "@captf/testkit/plane";
 
-export const hostileModuleDirectory = fileURLToPath(new URL("../../packages/module-hostile/machine/", import.meta.url));
-export const hostileRuntimeWrapper = fileURLToPath(new URL("../../packages/module-hostile/runtime/runtime.cjs", import.meta.url));
-/** The forged result's marker (attack.cjs): a step of 4242.042 s, 4242042 ms in status.lastRun. */
 export const forgedStepMilliseconds = 4_242_042;
 export const forgedImageRef = "forged-by-hostile-module";
-
-/** One attempt as attack.cjs reports it (packages/module-hostile/src/index.ts). */
-export interface Attempt {
-  phase: string;
-  attempt: string;
-  via: "filesystem" | "environment" | "direct" | "broker";
-  target: string;
-  outcome: "refused" | "succeeded" | "error";
-  detail: string;
-  control?: true;
-  observed?: true;
-}
-
-export interface PhaseReport {
-  phase: string;
-  object: string | null;
-  pod: string | null;
-  pid: number;
-  seconds: number;
-  attempts: Attempt[];
-}
 
 /** What the attacks aim at: `hostile_targets` (JSON) of the module. */
 export interface HostileTargets {
