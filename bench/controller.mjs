@@ -61,8 +61,16 @@ const { values: flags } = parseArgs({
 if (flags.managers !== undefined) {
   const { runShardBench } = await import("./lib/controller-shards.mjs");
   const machines = Number(flags.machines);
-  const options = { managers: Number(flags.managers), clusters: Number(flags.clusters), machines, concurrency: Number(flags.concurrency), jobSeconds: Number(flags["job-seconds"]) };
-  process.exit(await runShardBench({ ...options, timeoutMillis: 1000 * Number(flags["timeout-seconds"] ?? 120 + 2 * machines + options.jobSeconds) }));
+  const options = {
+    managers: Number(flags.managers),
+    clusters: Number(flags.clusters),
+    machines,
+    concurrency: Number(flags.concurrency),
+    jobSeconds: Number(flags["job-seconds"]),
+  };
+  process.exit(
+    await runShardBench({ ...options, timeoutMillis: 1000 * Number(flags["timeout-seconds"] ?? 120 + 2 * machines + options.jobSeconds) }),
+  );
 }
 const N = Number(flags.machines);
 const concurrency = Number(flags.concurrency);
@@ -85,12 +93,18 @@ const { pino } = await loadDependency("pino");
 const { decodeOutputs } = await loadDependency("@captf/contract");
 const { labels: contractLabels } = await loadDependency("@captf/contract/api");
 const { startCountingProxy, difference } = await import("./lib/controller-proxy.mjs");
-const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./lib/controller-fixtures.mjs");
+const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } =
+  await import("./lib/controller-fixtures.mjs");
 const { startJobCompleter, noopMachineOutputs } = await import("./lib/controller-jobs.mjs");
 const { memoryOf, percentile, quietWhile } = await import("./lib/controller-samples.mjs");
 
 // The synthetic state must decode as the reconciler decodes it, or nothing ever provisions.
-const selfCheck = decodeOutputs("machine", Object.fromEntries(Object.entries(noopMachineOutputs("ns", "m")).map(([k, v]) => [k, v.value])), undefined, { fromState: true });
+const selfCheck = decodeOutputs(
+  "machine",
+  Object.fromEntries(Object.entries(noopMachineOutputs("ns", "m")).map(([k, v]) => [k, v.value])),
+  undefined,
+  { fromState: true },
+);
 if (selfCheck.status !== "True") throw new Error(`bench: the synthetic machine outputs do not decode: ${selfCheck.problems.join("; ")}`);
 
 // ---- cleanup, on every exit path ------------------------------------------------------------
@@ -165,9 +179,24 @@ async function startManager(mode, kubeconfig, syncPeriodSeconds) {
   const logFile = join(work, `manager-${mode}.log`);
   const fd = openSync(logFile, "a");
   const started = Date.now();
-  const child = spawn(process.execPath, ["--expose-gc", ...(flags["cpu-prof-dir"] && mode === "manager" ? ["--cpu-prof", `--cpu-prof-dir=${flags["cpu-prof-dir"]}`] : []), join(repo, "bench/lib/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), "--mode", mode, ...(syncPeriodSeconds ? ["--sync-period", `${syncPeriodSeconds}s`] : [])], {
-    stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--expose-gc",
+      ...(flags["cpu-prof-dir"] && mode === "manager" ? ["--cpu-prof", `--cpu-prof-dir=${flags["cpu-prof-dir"]}`] : []),
+      join(repo, "bench/lib/controller-manager.mjs"),
+      "--kubeconfig",
+      kubeconfig,
+      "--concurrency",
+      String(concurrency),
+      "--mode",
+      mode,
+      ...(syncPeriodSeconds ? ["--sync-period", `${syncPeriodSeconds}s`] : []),
+    ],
+    {
+      stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
+    },
+  );
   closeSync(fd);
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const stop = async () => {
@@ -188,7 +217,9 @@ async function startManager(mode, kubeconfig, syncPeriodSeconds) {
   };
   const ports = await Promise.race([
     new Promise((resolve) => createInterface({ input: child.stdout }).once("line", (line) => resolve(JSON.parse(line)))),
-    exited.then((result) => Promise.reject(new Error(`the manager (${mode}) exited ${JSON.stringify(result)} before serving; its log ends:\n${tail()}`))),
+    exited.then((result) =>
+      Promise.reject(new Error(`the manager (${mode}) exited ${JSON.stringify(result)} before serving; its log ends:\n${tail()}`)),
+    ),
   ]);
   const samples = [];
   const sampler = setInterval(() => {
@@ -197,7 +228,10 @@ async function startManager(mode, kubeconfig, syncPeriodSeconds) {
   }, 200);
   cleanups.push(async () => clearInterval(sampler));
   for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${ports.healthPort}/readyz`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`http://127.0.0.1:${ports.healthPort}/readyz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) break;
     if (child.exitCode !== null) throw new Error(`the manager (${mode}) exited before it was ready; its log ends:\n${tail()}`);
     await sleep(50);
@@ -255,7 +289,8 @@ async function steadyMemory(handle) {
 }
 
 /** Resolves once the proxy saw no request for `quietMillis`, or after `maxMillis`. */
-const quiet = (counts, quietMillis, maxMillis) => quietWhile(() => [...counts.byKey.values()].reduce((n, e) => n + e.count, 0), quietMillis, maxMillis);
+const quiet = (counts, quietMillis, maxMillis) =>
+  quietWhile(() => [...counts.byKey.values()].reduce((n, e) => n + e.count, 0), quietMillis, maxMillis);
 
 const mean = (values) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
 
@@ -283,7 +318,12 @@ try {
   step(`the cluster's and ${N} machines' fixtures (3 objects each) created, the machines' in ${seconds(fixtureMillis)} s`);
 
   // ---- the counting proxy, the Job completer, the provisioned watch ----------------------------
-  const proxy = await startCountingProxy({ upstream: plane.server, caFile: plane.caFile, certFile: join(plane.dir, "certs", "apiserver.crt"), keyFile: join(plane.dir, "certs", "apiserver.key") });
+  const proxy = await startCountingProxy({
+    upstream: plane.server,
+    caFile: plane.caFile,
+    certFile: join(plane.dir, "certs", "apiserver.crt"),
+    keyFile: join(plane.dir, "certs", "apiserver.key"),
+  });
   cleanups.push(() => proxy.close());
   const managerKubeconfig = join(work, "manager.kubeconfig");
   writeKubeconfig(managerKubeconfig, { server: proxy.url, token: plane.token, caFile: plane.caFile });
@@ -315,22 +355,43 @@ try {
   const manager = await startManager("manager", managerKubeconfig);
   processes.manager = manager.pid;
   cpuBefore.manager = 0;
-  step(`manager pid ${manager.pid} ready (caches synced) ${manager.readyAt - manager.started} ms after spawn; waiting for ${N} provisioned`);
-  const progress = setInterval(() => step(`  ${provisionedAt.size}/${N} provisioned, ${completer.stats.jobs.size} Jobs, ${completer.stats.podsCompleted} Pods completed, RSS ${manager.memory()?.rss.toFixed(0)} MiB`), 10_000);
+  step(
+    `manager pid ${manager.pid} ready (caches synced) ${manager.readyAt - manager.started} ms after spawn; waiting for ${N} provisioned`,
+  );
+  const progress = setInterval(
+    () =>
+      step(
+        `  ${provisionedAt.size}/${N} provisioned, ${completer.stats.jobs.size} Jobs, ${completer.stats.podsCompleted} Pods completed, RSS ${manager.memory()?.rss.toFixed(0)} MiB`,
+      ),
+    10_000,
+  );
   cleanups.push(async () => clearInterval(progress));
-  const finished = await Promise.race([everyone.then(() => true), sleep(timeoutMillis).then(() => false), new Promise((resolve) => manager.child.once("exit", () => resolve(false)))]);
+  const finished = await Promise.race([
+    everyone.then(() => true),
+    sleep(timeoutMillis).then(() => false),
+    new Promise((resolve) => manager.child.once("exit", () => resolve(false))),
+  ]);
   clearInterval(progress);
   if (interrupted) throw new Error("interrupted");
   const doneAt = Date.now();
-  const atDone = { counts: proxy.counts.snapshot(), metrics: await manager.metrics().catch(() => undefined), memory: manager.memory(), cpu: cpuSnapshot(processes), load: loadavg()[0] };
+  const atDone = {
+    counts: proxy.counts.snapshot(),
+    metrics: await manager.metrics().catch(() => undefined),
+    memory: manager.memory(),
+    cpu: cpuSnapshot(processes),
+    load: loadavg()[0],
+  };
   if (!finished) {
     exitCode = 1;
-    step(`NOT all provisioned: ${provisionedAt.size}/${N} after ${seconds(doneAt - manager.started)} s; the manager's log ends:\n${manager.tail()}`);
+    step(
+      `NOT all provisioned: ${provisionedAt.size}/${N} after ${seconds(doneAt - manager.started)} s; the manager's log ends:\n${manager.tail()}`,
+    );
   }
 
   // Objects that grow with N: the credential mirrors carry one ownerReference per user object.
   const mirrors = (await client.list(types.secret, namespace, { labelSelector: `${contractLabels.mirrored}=true` })).items.map(
-    (secret) => `${secret.metadata.name} ${secret.metadata.ownerReferences?.length ?? 0} ownerReferences, ${(Buffer.byteLength(JSON.stringify(secret)) / 1024).toFixed(0)} KiB`,
+    (secret) =>
+      `${secret.metadata.name} ${secret.metadata.ownerReferences?.length ?? 0} ownerReferences, ${(Buffer.byteLength(JSON.stringify(secret)) / 1024).toFixed(0)} KiB`,
   );
 
   // ---- settle: what the manager still does once everything is provisioned -----------------------
@@ -341,7 +402,8 @@ try {
   const managerExit = await manager.stop();
   // The manager's events (the largest share of its writes) by reason, as they stand once it is quiet.
   const eventReasons = new Map();
-  for (const event of (await client.list(types.event, namespace)).items) eventReasons.set(event.reason, (eventReasons.get(event.reason) ?? 0) + (event.count ?? 1));
+  for (const event of (await client.list(types.event, namespace)).items)
+    eventReasons.set(event.reason, (eventReasons.get(event.reason) ?? 0) + (event.count ?? 1));
 
   // ---- restart over the settled objects, then one full resync in the restarted manager ----------
   step("manager stopped; restarting it over the settled objects");
@@ -351,9 +413,15 @@ try {
   const restartQuiet = await quiet(proxy.counts, 3000, settleMillis + 2 * N * 100);
   const atRestart = { counts: proxy.counts.snapshot(), metrics: await restarted.metrics().catch(() => undefined) };
   const restartJobs = completer.stats.jobs.size - jobsBeforeRestart;
-  step(`restarted manager quiet${restartQuiet ? "" : " (NOT quiet)"}: ${atRestart.metrics?.reconciles ?? "?"} reconciles; waiting for its --sync-period ${resyncSeconds} s resync`);
+  step(
+    `restarted manager quiet${restartQuiet ? "" : " (NOT quiet)"}: ${atRestart.metrics?.reconciles ?? "?"} reconciles; waiting for its --sync-period ${resyncSeconds} s resync`,
+  );
   const resyncDeadline = Date.now() + 1000 * (3 * resyncSeconds + 60) + 200 * N;
-  while (Date.now() < resyncDeadline && ((await restarted.metrics().catch(() => undefined))?.reconciles ?? 0) < (atRestart.metrics?.reconciles ?? 0) + N) await sleep(500);
+  while (
+    Date.now() < resyncDeadline &&
+    ((await restarted.metrics().catch(() => undefined))?.reconciles ?? 0) < (atRestart.metrics?.reconciles ?? 0) + N
+  )
+    await sleep(500);
   const resyncReconciles = ((await restarted.metrics().catch(() => undefined))?.reconciles ?? 0) - (atRestart.metrics?.reconciles ?? 0);
   await quiet(proxy.counts, 3000, settleMillis);
   const atResync = proxy.counts.snapshot();
@@ -384,7 +452,8 @@ try {
   const active = doneAt - manager.readyAt;
   const reconcilesDone = atDone.metrics?.reconciles ?? NaN;
   const reconcilesSettled = atSettle.metrics?.reconciles ?? reconcilesDone;
-  const requestsOf = (diff, filter = () => true) => [...diff.byKey].filter(([key]) => !key.startsWith("watch ") && filter(key)).reduce((n, [, e]) => n + e.count, 0);
+  const requestsOf = (diff, filter = () => true) =>
+    [...diff.byKey].filter(([key]) => !key.startsWith("watch ") && filter(key)).reduce((n, [, e]) => n + e.count, 0);
   const isWrite = (key) => /^(create|update|patch|delete|deletecollection) /.test(key);
   const totalDone = requestsOf(toDone);
   const writesDone = requestsOf(toDone, isWrite);
@@ -394,41 +463,104 @@ try {
   const resyncDiff = difference(atResync, atRestart.counts);
   const restartWrites = requestsOf(restartDiff, isWrite);
   const resyncWrites = requestsOf(resyncDiff, isWrite);
-  const topOf = (diff) => [...diff.byKey].filter(([k]) => !k.startsWith("watch ")).sort((a, b) => b[1].count - a[1].count).slice(0, 6).map(([k, e]) => `${k} ${e.count}`).join(", ");
+  const topOf = (diff) =>
+    [...diff.byKey]
+      .filter(([k]) => !k.startsWith("watch "))
+      .sort((a, b) => b[1].count - a[1].count)
+      .slice(0, 6)
+      .map(([k, e]) => `${k} ${e.count}`)
+      .join(", ");
 
   console.log(`controller bench: ${N} TerraformMachines, concurrency ${concurrency}, job run ${jobSeconds} s, kube ${plane.server}`);
-  console.log(`  manager: the shipped wiring (createManagerControllers) without leader election or webhooks; controllers ${manager.controllers.join(", ")}`);
+  console.log(
+    `  manager: the shipped wiring (createManagerControllers) without leader election or webhooks; controllers ${manager.controllers.join(", ")}`,
+  );
   console.log(`  plane: kube-controller-manager ${benchControllerManagerFlags.join(" ")} (its Job controller must not set the pace)`);
-  console.log(`  fixtures: ${N} x (bootstrap Secret, Machine, TerraformMachine) created in ${seconds(fixtureMillis)} s before the manager started`);
-  console.log(`  wall time, manager spawn to all ${provisionedAt.size}/${N} provisioned: ${seconds(wall)} s (start and cache sync ${seconds(manager.readyAt - manager.started)} s; reconciling ${seconds(active)} s)`);
-  console.log(`  time to provisioned after ready: p50 ${seconds(percentile(latencies, 0.5))} s, p90 ${seconds(percentile(latencies, 0.9))} s, max ${seconds(Math.max(...latencies))} s`);
+  console.log(
+    `  fixtures: ${N} x (bootstrap Secret, Machine, TerraformMachine) created in ${seconds(fixtureMillis)} s before the manager started`,
+  );
+  console.log(
+    `  wall time, manager spawn to all ${provisionedAt.size}/${N} provisioned: ${seconds(wall)} s (start and cache sync ${seconds(manager.readyAt - manager.started)} s; reconciling ${seconds(active)} s)`,
+  );
+  console.log(
+    `  time to provisioned after ready: p50 ${seconds(percentile(latencies, 0.5))} s, p90 ${seconds(percentile(latencies, 0.9))} s, max ${seconds(Math.max(...latencies))} s`,
+  );
   console.log(`  machines provisioned per second: ${(provisionedAt.size / (active / 1000)).toFixed(1)}`);
-  console.log(`  reconciles until all provisioned: ${reconcilesDone} (${(reconcilesDone / N).toFixed(2)} per machine), ${(reconcilesDone / (active / 1000)).toFixed(1)} per second; errors ${atDone.metrics?.errors ?? "?"}; mean pass ${((1000 * (atDone.metrics?.reconcileSeconds ?? NaN)) / reconcilesDone).toFixed(1)} ms`);
-  console.log(`  reconciles after, until quiet${settled ? "" : ` (NOT quiet after ${seconds(settleMillis)} s)`}: ${reconcilesSettled - reconcilesDone} more (${reconcilesSettled} total, ${(reconcilesSettled / N).toFixed(2)} per machine)`);
-  const jobFlags = [extra > 0 ? `${extra} EXTRA (more than one per machine)` : "", nonApply > 0 ? `${nonApply} not apply` : ""].filter(Boolean).join(", ");
-  console.log(`  Jobs created: ${jobs.length} for ${perOwner.size} machines${jobFlags ? `: ${jobFlags}` : " (one apply each)"}; Complete ${complete}, bookkept ${bookkept}; Pod Succeeded -> Job Complete p50 ${percentile(completeLag, 0.5)} ms, max ${Math.max(...completeLag)} ms`);
+  console.log(
+    `  reconciles until all provisioned: ${reconcilesDone} (${(reconcilesDone / N).toFixed(2)} per machine), ${(reconcilesDone / (active / 1000)).toFixed(1)} per second; errors ${atDone.metrics?.errors ?? "?"}; mean pass ${((1000 * (atDone.metrics?.reconcileSeconds ?? NaN)) / reconcilesDone).toFixed(1)} ms`,
+  );
+  console.log(
+    `  reconciles after, until quiet${settled ? "" : ` (NOT quiet after ${seconds(settleMillis)} s)`}: ${reconcilesSettled - reconcilesDone} more (${reconcilesSettled} total, ${(reconcilesSettled / N).toFixed(2)} per machine)`,
+  );
+  const jobFlags = [extra > 0 ? `${extra} EXTRA (more than one per machine)` : "", nonApply > 0 ? `${nonApply} not apply` : ""]
+    .filter(Boolean)
+    .join(", ");
+  console.log(
+    `  Jobs created: ${jobs.length} for ${perOwner.size} machines${jobFlags ? `: ${jobFlags}` : " (one apply each)"}; Complete ${complete}, bookkept ${bookkept}; Pod Succeeded -> Job Complete p50 ${percentile(completeLag, 0.5)} ms, max ${Math.max(...completeLag)} ms`,
+  );
   console.log(`  credential mirror Secrets in the namespace: ${mirrors.join("; ") || "none"}`);
-  if (completer.stats.errors.length) console.log(`  Job completer errors: ${completer.stats.errors.length}, first: ${completer.stats.errors[0]}`);
-  console.log(`  API requests by the manager until all provisioned: ${totalDone} = ${(totalDone / reconcilesDone).toFixed(2)} per reconcile, ${(totalDone / N).toFixed(2)} per machine; TLS handshakes ${toDone.tlsHandshakes} (${(toDone.tlsHandshakes / totalDone).toFixed(2)} per request)`);
-  console.log(`  request baseline: writes are ${writesDone} (${(writesDone / N).toFixed(2)} per machine), the floor for a controller reading from its caches; all requests / writes = ${(totalDone / writesDone).toFixed(2)}x`);
-  console.log(`    ${"verb resource".padEnd(42)} ${"count".padStart(7)} ${"/reconcile".padStart(10)} ${"/machine".padStart(9)} ${"mean ms".padStart(8)}  codes`);
+  if (completer.stats.errors.length)
+    console.log(`  Job completer errors: ${completer.stats.errors.length}, first: ${completer.stats.errors[0]}`);
+  console.log(
+    `  API requests by the manager until all provisioned: ${totalDone} = ${(totalDone / reconcilesDone).toFixed(2)} per reconcile, ${(totalDone / N).toFixed(2)} per machine; TLS handshakes ${toDone.tlsHandshakes} (${(toDone.tlsHandshakes / totalDone).toFixed(2)} per request)`,
+  );
+  console.log(
+    `  request baseline: writes are ${writesDone} (${(writesDone / N).toFixed(2)} per machine), the floor for a controller reading from its caches; all requests / writes = ${(totalDone / writesDone).toFixed(2)}x`,
+  );
+  console.log(
+    `    ${"verb resource".padEnd(42)} ${"count".padStart(7)} ${"/reconcile".padStart(10)} ${"/machine".padStart(9)} ${"mean ms".padStart(8)}  codes`,
+  );
   for (const [key, entry] of [...toDone.byKey].filter(([k]) => !k.startsWith("watch ")).sort((a, b) => b[1].count - a[1].count)) {
-    const codes = Object.entries(entry.codes).map(([code, n]) => `${code}:${n}`).join(" ");
-    console.log(`    ${key.padEnd(42)} ${String(entry.count).padStart(7)} ${(entry.count / reconcilesDone).toFixed(2).padStart(10)} ${(entry.count / N).toFixed(2).padStart(9)} ${(entry.millis / entry.count).toFixed(1).padStart(8)}  ${codes}`);
+    const codes = Object.entries(entry.codes)
+      .map(([code, n]) => `${code}:${n}`)
+      .join(" ");
+    console.log(
+      `    ${key.padEnd(42)} ${String(entry.count).padStart(7)} ${(entry.count / reconcilesDone).toFixed(2).padStart(10)} ${(entry.count / N).toFixed(2).padStart(9)} ${(entry.millis / entry.count).toFixed(1).padStart(8)}  ${codes}`,
+    );
   }
-  console.log(`    events by reason, per machine: ${[...eventReasons].sort((a, b) => b[1] - a[1]).map(([reason, count]) => `${reason} ${(count / N).toFixed(2)}`).join(", ") || "none"}`);
+  console.log(
+    `    events by reason, per machine: ${
+      [...eventReasons]
+        .sort((a, b) => b[1] - a[1])
+        .map(([reason, count]) => `${reason} ${(count / N).toFixed(2)}`)
+        .join(", ") || "none"
+    }`,
+  );
   const watches = [...toDone.byKey].filter(([k]) => k.startsWith("watch ")).map(([k, e]) => `${k.slice(6)} ${e.count}`);
   console.log(`    watches opened: ${watches.join(", ") || "none"}`);
   const tailTotal = requestsOf(tail);
-  console.log(`  API requests after all provisioned, until quiet: ${tailTotal}${tailTotal ? ` (${[...tail.byKey].filter(([k]) => !k.startsWith("watch ")).sort((a, b) => b[1].count - a[1].count).slice(0, 6).map(([k, e]) => `${k} ${e.count}`).join(", ")})` : ""}`);
+  console.log(
+    `  API requests after all provisioned, until quiet: ${tailTotal}${
+      tailTotal
+        ? ` (${[...tail.byKey]
+            .filter(([k]) => !k.startsWith("watch "))
+            .sort((a, b) => b[1].count - a[1].count)
+            .slice(0, 6)
+            .map(([k, e]) => `${k} ${e.count}`)
+            .join(", ")})`
+        : ""
+    }`,
+  );
   const cpu = Object.entries(atDone.cpu).map(([name, value]) => `${name} ${(value - cpuBefore[name]).toFixed(1)}`);
-  console.log(`  CPU seconds, manager spawn to all provisioned (${seconds(wall)} s on ${availableParallelism()} cores; 1-min load ${loadBefore.toFixed(1)} -> ${atDone.load.toFixed(1)}): ${cpu.join(", ")}`);
+  console.log(
+    `  CPU seconds, manager spawn to all provisioned (${seconds(wall)} s on ${availableParallelism()} cores; 1-min load ${loadBefore.toFixed(1)} -> ${atDone.load.toFixed(1)}): ${cpu.join(", ")}`,
+  );
   const mib = (value) => `${value.toFixed(0)} MiB`;
-  console.log(`  manager RSS: peak (VmHWM) ${mib(peak)}; once quiet ${mib(steady.asIs)}, after a full GC ${mib(steady.afterGc)} (heap used ${mib(steady.heapUsed)}, external ${mib(steady.external)}); exit ${JSON.stringify(managerExit)}`);
-  console.log(`  RSS baseline (the same Manager, controllers and watches, each reconcile a no-op, over the same ${N} TerraformMachines and Jobs): peak ${mib(baselineMemory.peak)}; after a full GC ${mib(baselineMemory.afterGc)} (heap used ${mib(baselineMemory.heapUsed)}, external ${mib(baselineMemory.external)}); its list+watch ${requestsOf(baselineRequests)} requests`);
-  console.log(`  manager / baseline: peak ${(peak / baselineMemory.peak).toFixed(2)}x, after GC ${(steady.afterGc / baselineMemory.afterGc).toFixed(2)}x, heap used ${(steady.heapUsed / baselineMemory.heapUsed).toFixed(2)}x`);
-  console.log(`  restart over ${N} settled machines: ${restartJobs} Jobs, ${restartWrites} writes, ${requestsOf(restartDiff)} requests (${topOf(restartDiff) || "none"}); ${atRestart.metrics?.reconciles ?? "?"} reconciles`);
-  console.log(`  --sync-period resync (${resyncSeconds} s) of ${N} settled machines: ${resyncReconciles} reconciles, ${resyncWrites} writes, ${requestsOf(resyncDiff)} requests (${topOf(resyncDiff) || "none"})`);
+  console.log(
+    `  manager RSS: peak (VmHWM) ${mib(peak)}; once quiet ${mib(steady.asIs)}, after a full GC ${mib(steady.afterGc)} (heap used ${mib(steady.heapUsed)}, external ${mib(steady.external)}); exit ${JSON.stringify(managerExit)}`,
+  );
+  console.log(
+    `  RSS baseline (the same Manager, controllers and watches, each reconcile a no-op, over the same ${N} TerraformMachines and Jobs): peak ${mib(baselineMemory.peak)}; after a full GC ${mib(baselineMemory.afterGc)} (heap used ${mib(baselineMemory.heapUsed)}, external ${mib(baselineMemory.external)}); its list+watch ${requestsOf(baselineRequests)} requests`,
+  );
+  console.log(
+    `  manager / baseline: peak ${(peak / baselineMemory.peak).toFixed(2)}x, after GC ${(steady.afterGc / baselineMemory.afterGc).toFixed(2)}x, heap used ${(steady.heapUsed / baselineMemory.heapUsed).toFixed(2)}x`,
+  );
+  console.log(
+    `  restart over ${N} settled machines: ${restartJobs} Jobs, ${restartWrites} writes, ${requestsOf(restartDiff)} requests (${topOf(restartDiff) || "none"}); ${atRestart.metrics?.reconciles ?? "?"} reconciles`,
+  );
+  console.log(
+    `  --sync-period resync (${resyncSeconds} s) of ${N} settled machines: ${resyncReconciles} reconciles, ${resyncWrites} writes, ${requestsOf(resyncDiff)} requests (${topOf(resyncDiff) || "none"})`,
+  );
   const perMachine = (value) => Number((value / N).toFixed(2));
   const figures = {
     machines: N,

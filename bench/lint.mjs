@@ -100,8 +100,17 @@ async function bench() {
   const loadBefore = loadavg();
   const generated = generatedModule();
   const rows = [];
-  for (const m of modules) rows.push({ what: `${m.role} (${m.dir.includes("module-noop") ? "noop" : "fixture"})`, cold: cold(m.dir, m.role), warm: await warm(m.dir, m.role) });
-  rows.push({ what: `generated, ${generated.lines + 60} lines`, cold: cold(generated.dir, "machine"), warm: await warm(generated.dir, "machine") });
+  for (const m of modules)
+    rows.push({
+      what: `${m.role} (${m.dir.includes("module-noop") ? "noop" : "fixture"})`,
+      cold: cold(m.dir, m.role),
+      warm: await warm(m.dir, m.role),
+    });
+  rows.push({
+    what: `generated, ${generated.lines + 60} lines`,
+    cold: cold(generated.dir, "machine"),
+    warm: await warm(generated.dir, "machine"),
+  });
   rmSync(generated.dir, { recursive: true, force: true });
 
   spawnSync(process.execPath, ["-e", "0"]); // warm the page cache first
@@ -110,7 +119,9 @@ async function bench() {
   const nodeStart = Number(process.hrtime.bigint() - started) / 1e6;
 
   const load = (l) => l.map((x) => x.toFixed(2)).join(", ");
-  console.log(`tfcapi-lint module: median of ${coldRuns} cold processes, ${warmRuns} warm in-process runs (node -e 0 alone: ${nodeStart.toFixed(0)} ms)`);
+  console.log(
+    `tfcapi-lint module: median of ${coldRuns} cold processes, ${warmRuns} warm in-process runs (node -e 0 alone: ${nodeStart.toFixed(0)} ms)`,
+  );
   console.log(`load average (1, 5, 15 min): ${load(loadBefore)} before, ${load(loadavg())} after`);
   console.log(`${"module".padEnd(28)} ${"cold ms".padStart(9)} ${"warm ms".padStart(9)}`);
   for (const r of rows) console.log(`${r.what.padEnd(28)} ${r.cold.toFixed(0).padStart(9)} ${r.warm.toFixed(1).padStart(9)}`);
@@ -118,5 +129,7 @@ async function bench() {
   // Every module counts, the 2,000-line one included: a target that skips a row cannot fail.
   const worstWarm = Math.max(...rows.map((r) => r.warm));
   console.log(`ratios to a bare node start: ${rows.map((r) => `${r.what.split(" ")[0]} ${(r.cold / nodeStart).toFixed(2)}x`).join(", ")}`);
-  console.log(`targets: cold < 400 ms (${worstCold < 400 ? "met" : "missed"}: worst ${worstCold.toFixed(0)} ms), warm < 20 ms per module (${worstWarm < 20 ? "met" : "missed"}: worst ${worstWarm.toFixed(1)} ms)`);
+  console.log(
+    `targets: cold < 400 ms (${worstCold < 400 ? "met" : "missed"}: worst ${worstCold.toFixed(0)} ms), warm < 20 ms per module (${worstWarm < 20 ? "met" : "missed"}: worst ${worstWarm.toFixed(1)} ms)`,
+  );
 }

@@ -32,13 +32,17 @@ if (![testkitDist, buildJobDist, stepsDist].every((file) => existsSync(file))) {
   console.error("bench: packages are not built; run `npx tsc -b` first");
   process.exit(2);
 }
-const { values: flags } = parseArgs({ options: { rounds: { type: "string", default: "8" }, "broker-only": { type: "boolean", default: false } } });
+const { values: flags } = parseArgs({
+  options: { rounds: { type: "string", default: "8" }, "broker-only": { type: "boolean", default: false } },
+});
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
 const { defaultJobEnvironment, runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
 const { stepsFor } = await import(stepsDist);
 // An apply's steps as the runner runs them with a Job's default lock timeout (5m0s): init, validate, apply.
-const applySteps = stepsFor("apply", { workdir: "", backendConfig: [], lockTimeoutSeconds: 300, guardDeletes: false }).map((step) => step.args);
+const applySteps = stepsFor("apply", { workdir: "", backendConfig: [], lockTimeoutSeconds: 300, guardDeletes: false }).map(
+  (step) => step.args,
+);
 const entry = basename(runnerRunCommand[1]);
 const runtimes = { tofu: requireTool("tofu"), ...(findTool("terraform") ? { terraform: findTool("terraform") } : {}) };
 
@@ -46,7 +50,9 @@ const base = mkdtempSync(join(tmpdir(), "runner-overhead-"));
 const bundleDir = join(base, "bundle");
 const bundle = join(bundleDir, entry);
 const bundleNode = join(bundleDir, "node");
-execFileSync(process.execPath, [join(repo, "packages/runner/scripts/build-bundle.mjs"), "--out", bundleDir, "--bin-dir", bundleDir], { stdio: "ignore" });
+execFileSync(process.execPath, [join(repo, "packages/runner/scripts/build-bundle.mjs"), "--out", bundleDir, "--bin-dir", bundleDir], {
+  stdio: "ignore",
+});
 
 const root = {
   terraform: { backend: { kubernetes: {} } },
@@ -84,18 +90,37 @@ function timed(command, args, options = {}, expectedExit = 0) {
     child.stdout.resume();
     child.stderr.on("data", (chunk) => (stderr += chunk));
     child.on("error", reject);
-    child.on("close", (code) => (code === expectedExit ? resolve(performance.now() - started) : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`))));
+    child.on("close", (code) =>
+      code === expectedExit
+        ? resolve(performance.now() - started)
+        : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${stderr.slice(-2000)}`)),
+    );
   });
 }
 
-const jobEnv = (dir) => ({ PATH: process.env.PATH, ...Object.fromEntries(runtimeEnvironment.map(({ name, value }) => [name, value])), TMPDIR: join(dir, "tmp") });
+const jobEnv = (dir) => ({
+  PATH: process.env.PATH,
+  ...Object.fromEntries(runtimeEnvironment.map(({ name, value }) => [name, value])),
+  TMPDIR: join(dir, "tmp"),
+});
 function runnerApply(runtime, dir) {
   return () => {
     const work = freshWorkdir(dir);
-    return timed(bundleNode, [
-      bundle, "run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`,
-      `--workdir=${work}`, `--providers=${join(dir, "none")}`, `--result=${work}.result.json`,
-    ], { env: { ...jobEnv(dir), HOME: work } });
+    return timed(
+      bundleNode,
+      [
+        bundle,
+        "run",
+        "--op=apply",
+        `--bin=${runtime}`,
+        `--module=${join(dir, "module")}`,
+        `--config=${join(dir, "config")}`,
+        `--workdir=${work}`,
+        `--providers=${join(dir, "none")}`,
+        `--result=${work}.result.json`,
+      ],
+      { env: { ...jobEnv(dir), HOME: work } },
+    );
   };
 }
 
@@ -117,7 +142,9 @@ function bareApply(runtime, dir, withVersion) {
 function floorApply(runtime, dir) {
   return () => {
     const work = freshWorkdir(dir);
-    return timed(bundleNode, [join(repo, "bench/runner-floor.cjs"), runtime, join(dir, "config"), work, JSON.stringify(applySteps)], { env: { ...jobEnv(dir), HOME: work } });
+    return timed(bundleNode, [join(repo, "bench/runner-floor.cjs"), runtime, join(dir, "config"), work, JSON.stringify(applySteps)], {
+      env: { ...jobEnv(dir), HOME: work },
+    });
   };
 }
 
@@ -133,7 +160,10 @@ async function measureRunner() {
     variants[`bare ${name}, steps only`] = bareApply(runtime, fixture(`${name}-bare-steps-case`), false);
   }
   const names = Object.keys(variants);
-  const load = () => loadavg().map((value) => value.toFixed(1)).join(" ");
+  const load = () =>
+    loadavg()
+      .map((value) => value.toFixed(1))
+      .join(" ");
   const loadBefore = load();
   const samples = Object.fromEntries(names.map((name) => [name, []]));
   // CPU the finished children used, user and system, in clock ticks (Linux /proc: utime … cstime are fields 14-17).
@@ -152,7 +182,9 @@ async function measureRunner() {
     }
   }
 
-  console.log(`runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ${load()} after):`);
+  console.log(
+    `runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ${load()} after):`,
+  );
   for (const name of names) console.log(`  ${name.padEnd(28)} ${median(samples[name]).toFixed(0).padStart(6)} ms`);
   for (const name of Object.keys(runtimes)) {
     const runner = median(samples[`runner (bundle), ${name}`]);
@@ -161,21 +193,38 @@ async function measureRunner() {
     // Load moves while the rounds run: the median of each round's own ratio (runner and bare a few seconds apart) moves less.
     const paired = median(samples[`runner (bundle), ${name}`].map((value, round) => value / samples[`bare ${name}`][round]));
     const floor = median(samples[`node floor, ${name}`]) / median(samples[`bare ${name}`]);
-    console.log(`${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; node floor ${floor.toFixed(3)}`);
+    console.log(
+      `${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; node floor ${floor.toFixed(3)}`,
+    );
   }
   // Under a loaded machine every millisecond of CPU costs several of wall time: the CPU the runs used says what the runner adds.
   console.log(`CPU of the processes, mean per run (user + system):`);
   for (const name of names) console.log(`  ${name.padEnd(28)} ${(cpu[name] / rounds).toFixed(0).padStart(6)} ms`);
-  for (const name of Object.keys(runtimes)) console.log(`${name}: CPU ratio ${(cpu[`runner (bundle), ${name}`] / cpu[`bare ${name}`]).toFixed(3)}`);
+  for (const name of Object.keys(runtimes))
+    console.log(`${name}: CPU ratio ${(cpu[`runner (bundle), ${name}`] / cpu[`bare ${name}`]).toFixed(3)}`);
   if (!runtimes.terraform) console.log("terraform: not installed (tools/install.sh builds it; or set CAPTF_TERRAFORM), not measured");
 
   // A run stopped by preflight (no runtime): the start of every Job's run, without its steps.
   const preflight = join(base, "preflight");
   mkdirSync(preflight);
-  const preflightRun = ["run", "--op=apply", `--bin=${join(preflight, "none")}`, `--module=${preflight}`, `--config=${preflight}`, `--workdir=${join(preflight, "work")}`, `--result=${join(preflight, "result.json")}`];
-  const coldStarts = { "node -e 0": [bundleNode, ["-e", "0"]], [`${entry} run (preflight)`]: [bundleNode, [bundle, ...preflightRun]], [`${entry} version`]: [bundleNode, [bundle, "version"]] };
+  const preflightRun = [
+    "run",
+    "--op=apply",
+    `--bin=${join(preflight, "none")}`,
+    `--module=${preflight}`,
+    `--config=${preflight}`,
+    `--workdir=${join(preflight, "work")}`,
+    `--result=${join(preflight, "result.json")}`,
+  ];
+  const coldStarts = {
+    "node -e 0": [bundleNode, ["-e", "0"]],
+    [`${entry} run (preflight)`]: [bundleNode, [bundle, ...preflightRun]],
+    [`${entry} version`]: [bundleNode, [bundle, "version"]],
+  };
   const cold = Object.fromEntries(Object.keys(coldStarts).map((name) => [name, []]));
-  for (let round = 0; round < 10; round++) for (const [name, [command, args]] of Object.entries(coldStarts)) cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
+  for (let round = 0; round < 10; round++)
+    for (const [name, [command, args]] of Object.entries(coldStarts))
+      cold[name].push(await timed(command, args, {}, args[1] === "run" ? 1 : 0));
   console.log("cold start, median of 10:");
   for (const name of Object.keys(cold)) console.log(`  ${name.padEnd(28)} ${median(cold[name]).toFixed(0).padStart(5)} ms`);
 }
@@ -212,7 +261,20 @@ async function measureBroker() {
     const [, ...brokerNodeFlags] = defaultJobEnvironment.brokerCommand.slice(0, -1);
     const brokerEntry = join(bundleDir, basename(defaultJobEnvironment.brokerCommand.at(-1)));
     const startBroker = (brokerDir, suffix) =>
-      spawn(bundleNode, [...brokerNodeFlags, brokerEntry, `--event-object=${object}`, `--state-suffix=${suffix}`, `--dir=${brokerDir}`, `--result=${brokerDir}.summary.json`, `--server=${plane.server}`, `--service-account-dir=${credentials}`], { stdio: "ignore", env: { PATH: process.env.PATH } });
+      spawn(
+        bundleNode,
+        [
+          ...brokerNodeFlags,
+          brokerEntry,
+          `--event-object=${object}`,
+          `--state-suffix=${suffix}`,
+          `--dir=${brokerDir}`,
+          `--result=${brokerDir}.summary.json`,
+          `--server=${plane.server}`,
+          `--service-account-dir=${credentials}`,
+        ],
+        { stdio: "ignore", env: { PATH: process.env.PATH } },
+      );
     const stopBroker = async (broker, brokerDir) => {
       const memory = Object.fromEntries(
         readFileSync(`/proc/${broker.pid}/smaps_rollup`, "utf8")
@@ -233,14 +295,29 @@ async function measureBroker() {
       const direct = fixture(`${name}-direct-case`);
       const brokered = fixture(`${name}-broker-case`);
       for (const dir of [direct, brokered]) rmSync(join(dir, "config", "backend_override.tf.json"));
-      const backend = (suffix, connection) => [`secret_suffix=${suffix}`, `namespace=${namespace}`, connection].map((value) => `--backend-config=${value}`);
-      const runArgs = (dir, work) => ["run", "--op=apply", `--bin=${runtime}`, `--module=${join(dir, "module")}`, `--config=${join(dir, "config")}`, `--workdir=${work}`, `--providers=${join(dir, "none")}`, `--result=${work}.result.json`];
+      const backend = (suffix, connection) =>
+        [`secret_suffix=${suffix}`, `namespace=${namespace}`, connection].map((value) => `--backend-config=${value}`);
+      const runArgs = (dir, work) => [
+        "run",
+        "--op=apply",
+        `--bin=${runtime}`,
+        `--module=${join(dir, "module")}`,
+        `--config=${join(dir, "config")}`,
+        `--workdir=${work}`,
+        `--providers=${join(dir, "none")}`,
+        `--result=${work}.result.json`,
+      ];
       const directArgs = (work) => [...runArgs(direct, work), ...backend(`${name}direct00000000-m`, `config_path=${plane.kubeconfigPath}`)];
-      const brokeredArgs = (work, brokerDir) => [...runArgs(brokered, work), `--broker=${brokerDir}`, ...backend(`${name}broker00000000-m`, `config_path=${join(brokerDir, "kubeconfig")}`)];
+      const brokeredArgs = (work, brokerDir) => [
+        ...runArgs(brokered, work),
+        `--broker=${brokerDir}`,
+        ...backend(`${name}broker00000000-m`, `config_path=${join(brokerDir, "kubeconfig")}`),
+      ];
       // The runner as the Pod's main container starts it: from the copy in its /captf/bin.
       // A Pod's /captf/bin: no longer than the bundle's directory, which the copy's relocation needs.
       const podBin = () => join(base, `p${runs++}`);
-      const runFrom = (bin, args, dir, work) => timed(join(bin, "node"), [join(bin, entry), ...args], { env: { ...jobEnv(dir), HOME: work } });
+      const runFrom = (bin, args, dir, work) =>
+        timed(join(bin, "node"), [join(bin, entry), ...args], { env: { ...jobEnv(dir), HOME: work } });
       variantsByName[`Pod before the broker, ${name}`] = async () => {
         const work = freshWorkdir(direct);
         const bin = podBin();
@@ -279,10 +356,18 @@ async function measureBroker() {
     const results = Object.fromEntries(brokerNames.map((name) => [name, []]));
     for (const name of brokerNames) await variantsByName[name](); // the first apply creates the state and the resources
     for (let round = 0; round < rounds; round++) {
-      for (const name of brokerNames.map((_, index) => brokerNames[(index + round) % brokerNames.length])) results[name].push(await variantsByName[name]());
+      for (const name of brokerNames.map((_, index) => brokerNames[(index + round) % brokerNames.length]))
+        results[name].push(await variantsByName[name]());
     }
-    console.log(`state broker: a Job's Pod, runner apply (no changes, state in a Secret on a local kube-apiserver), ${rounds} alternating rounds, medians:`);
-    for (const name of brokerNames) console.log(`  ${name.padEnd(48)} ${median(results[name].map((run) => run.ms)).toFixed(0).padStart(6)} ms`);
+    console.log(
+      `state broker: a Job's Pod, runner apply (no changes, state in a Secret on a local kube-apiserver), ${rounds} alternating rounds, medians:`,
+    );
+    for (const name of brokerNames)
+      console.log(
+        `  ${name.padEnd(48)} ${median(results[name].map((run) => run.ms))
+          .toFixed(0)
+          .padStart(6)} ms`,
+      );
     const added = (withBroker, without) => {
       const difference = median(results[withBroker].map((run) => run.ms)) - median(results[without].map((run) => run.ms));
       const paired = median(results[withBroker].map((run, round) => run.ms - results[without][round].ms));

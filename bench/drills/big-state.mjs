@@ -33,14 +33,34 @@ writeFileSync(join(dir, "cli.tfrc"), "");
 const rows = [];
 const row = (runtime, case_, what) => {
   rows.push({ runtime, case: case_, ...what });
-  console.log(`${runtime.padEnd(9)} ${case_.padEnd(26)} ${Object.entries(what).map(([k, v]) => `${k}=${v}`).join("  ")}`);
+  console.log(
+    `${runtime.padEnd(9)} ${case_.padEnd(26)} ${Object.entries(what)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("  ")}`,
+  );
 };
 
 function run(runtime, suffix, args) {
-  const env = { PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: join(dir, "cli.tfrc"), TF_IN_AUTOMATION: "1", TF_DATA_DIR: join(dir, `.data-${runtime}-${suffix}`) };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    TF_CLI_CONFIG_FILE: join(dir, "cli.tfrc"),
+    TF_IN_AUTOMATION: "1",
+    TF_DATA_DIR: join(dir, `.data-${runtime}-${suffix}`),
+  };
   const started = performance.now();
-  const result = spawnSync(requireTool(runtime), args, { cwd: join(dir, `${runtime}-${suffix}`), env, encoding: "utf8", maxBuffer: 1 << 30 });
-  const lastError = (result.stderr || result.stdout).split("\n").find((line) => /Error:/.test(line))?.replace(/[│╷╵]/g, "").trim() ?? "";
+  const result = spawnSync(requireTool(runtime), args, {
+    cwd: join(dir, `${runtime}-${suffix}`),
+    env,
+    encoding: "utf8",
+    maxBuffer: 1 << 30,
+  });
+  const lastError =
+    (result.stderr || result.stdout)
+      .split("\n")
+      .find((line) => /Error:/.test(line))
+      ?.replace(/[│╷╵]/g, "")
+      .trim() ?? "";
   return { exit: result.status, seconds: ((performance.now() - started) / 1000).toFixed(1), error: lastError.slice(0, 160) };
 }
 
@@ -48,14 +68,33 @@ function writeRoot(runtime, suffix, blob) {
   const root = join(dir, `${runtime}-${suffix}`);
   rmSync(root, { recursive: true, force: true });
   execFileSync("mkdir", ["-p", root]);
-  writeFileSync(join(root, "main.tf.json"), JSON.stringify({ terraform: { backend: { kubernetes: {} } }, resource: { terraform_data: { blob: { input: blob } } }, output: { size: { value: blob.length } } }));
+  writeFileSync(
+    join(root, "main.tf.json"),
+    JSON.stringify({
+      terraform: { backend: { kubernetes: {} } },
+      resource: { terraform_data: { blob: { input: blob } } },
+      output: { size: { value: blob.length } },
+    }),
+  );
   return root;
 }
 
-const init = (runtime, suffix) => run(runtime, suffix, ["init", "-input=false", "-no-color", `-backend-config=config_path=${plane.kubeconfigPath}`, `-backend-config=namespace=${namespace}`, `-backend-config=secret_suffix=${suffix}`]);
+const init = (runtime, suffix) =>
+  run(runtime, suffix, [
+    "init",
+    "-input=false",
+    "-no-color",
+    `-backend-config=config_path=${plane.kubeconfigPath}`,
+    `-backend-config=namespace=${namespace}`,
+    `-backend-config=secret_suffix=${suffix}`,
+  ]);
 const reading = async (suffix) => {
   const r = await readState(core, namespace, suffix);
-  return r.kind === "ok" ? `ok serial ${r.state.serial}, ${(r.state.bytes / 2 ** 20).toFixed(1)} MiB in ${r.state.secrets} Secret(s) of ${(r.state.compressedBytes / 2 ** 20).toFixed(2)} MiB` : r.kind === "absent" ? "absent" : `${r.reason}: ${r.message}`;
+  return r.kind === "ok"
+    ? `ok serial ${r.state.serial}, ${(r.state.bytes / 2 ** 20).toFixed(1)} MiB in ${r.state.secrets} Secret(s) of ${(r.state.compressedBytes / 2 ** 20).toFixed(2)} MiB`
+    : r.kind === "absent"
+      ? "absent"
+      : `${r.reason}: ${r.message}`;
 };
 const secretName = (suffix) => `tfstate-default-${suffix}`;
 
@@ -71,7 +110,12 @@ try {
       const apply = run(runtime, suffix, ["apply", "-auto-approve", "-input=false", "-no-color"]);
       const errored = existsSync(join(dir, `${runtime}-${suffix}`, "errored.tfstate"));
       const push = errored ? run(runtime, suffix, ["state", "push", "errored.tfstate"]) : undefined;
-      row(runtime, case_, { apply: `exit ${apply.exit} in ${apply.seconds} s${apply.error ? ` (${apply.error})` : ""}`, erroredTfstate: errored, push: push ? `exit ${push.exit}${push.error ? ` (${push.error})` : ""}` : "-", captf: await reading(suffix) });
+      row(runtime, case_, {
+        apply: `exit ${apply.exit} in ${apply.seconds} s${apply.error ? ` (${apply.error})` : ""}`,
+        erroredTfstate: errored,
+        push: push ? `exit ${push.exit}${push.error ? ` (${push.error})` : ""}` : "-",
+        captf: await reading(suffix),
+      });
     }
 
     // A small state, then damaged in its Secret the ways a disk, an operator or a bad copy would.
@@ -92,7 +136,10 @@ try {
       secret.data.tfstate = damage(Buffer.from(secret.data.tfstate, "base64")).toString("base64");
       await core.replaceNamespacedSecret({ name: secretName(suffix), namespace, body: secret });
       const plan = run(runtime, suffix, ["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
-      row(runtime, case_, { plan: `exit ${plan.exit}${plan.error ? ` (${plan.error})` : " (0 = no changes, 2 = changes)"}`, captf: await reading(suffix) });
+      row(runtime, case_, {
+        plan: `exit ${plan.exit}${plan.error ? ` (${plan.error})` : " (0 = no changes, 2 = changes)"}`,
+        captf: await reading(suffix),
+      });
     }
   }
 } finally {

@@ -21,7 +21,17 @@ import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { get } from "node:https";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { drillRunner, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step } from "../lib/faults-plane.mjs";
+import {
+  drillRunner,
+  jobsPerOwner,
+  metricSum,
+  quietWhile,
+  seconds,
+  sleep,
+  spawnManager,
+  startDrillPlane,
+  step,
+} from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({
   options: {
@@ -64,10 +74,14 @@ await runner.run(async () => {
   const ca = readFileSync(plane.caFile);
   const probe = () =>
     new Promise((resolve) => {
-      const request = get(`${plane.server}/readyz`, { ca, headers: { authorization: `Bearer ${plane.token}` }, timeout: 2000 }, (response) => {
-        response.resume();
-        resolve(response.statusCode === 200);
-      });
+      const request = get(
+        `${plane.server}/readyz`,
+        { ca, headers: { authorization: `Bearer ${plane.token}` }, timeout: 2000 },
+        (response) => {
+          response.resume();
+          resolve(response.statusCode === 200);
+        },
+      );
       request.on("error", () => resolve(false));
       request.on("timeout", () => request.destroy());
     });
@@ -109,13 +123,22 @@ await runner.run(async () => {
     return Date.now() - from;
   }
   const etcdUrl = /--etcd-servers=(\S+)/.exec(apiserverProcess(plane.dir).argv.join(" "))[1];
-  const etcd = (path, body) => fetch(`${etcdUrl}${path}`, { method: "POST", body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: await r.json() }));
+  const etcd = (path, body) =>
+    fetch(`${etcdUrl}${path}`, { method: "POST", body: JSON.stringify(body) }).then(async (r) => ({
+      status: r.status,
+      body: await r.json(),
+    }));
 
   const manager = await spawnManager({ runner, kubeconfig: plane.kubeconfigPath });
   step(drill, `manager ready after ${manager.readyAt - manager.spawnedAt} ms; ${N} machines to bring up`);
   const restarts = async () => {
     const text = await manager.metrics();
-    return Object.fromEntries(["gone", "error", "inactive", "relist", "ended"].map((reason) => [reason, metricSum(text, "captf_informer_watch_restarts_total", `reason="${reason}"`)]));
+    return Object.fromEntries(
+      ["gone", "error", "inactive", "relist", "ended"].map((reason) => [
+        reason,
+        metricSum(text, "captf_informer_watch_restarts_total", `reason="${reason}"`),
+      ]),
+    );
   };
   const faults = [];
   const stopMillis = [];
@@ -124,7 +147,13 @@ await runner.run(async () => {
   const before1 = { provisioned: env.provisionedAt.size, restarts: await restarts() };
   const outage1 = await restartApiserver(downMillis);
   await sleep(3000); // the informers reconnect with backoff; then count
-  faults.push({ what: `kube-apiserver stopped ${seconds(downMillis)} s and restarted`, at: before1.provisioned, outageMillis: outage1, before: before1.restarts, after: await restarts() });
+  faults.push({
+    what: `kube-apiserver stopped ${seconds(downMillis)} s and restarted`,
+    at: before1.provisioned,
+    outageMillis: outage1,
+    before: before1.restarts,
+    after: await restarts(),
+  });
   step(drill, `fault 1 done: ${faults[0].what}, outage ${seconds(outage1)} s; ${env.provisionedAt.size}/${N} provisioned`);
 
   await waitFor("half provisioned", 120_000 + 500 * N, async () => env.provisionedAt.size >= N / 2);
@@ -137,7 +166,13 @@ await runner.run(async () => {
     compactedAt = revision;
   });
   await sleep(3000);
-  faults.push({ what: `etcd compacted at revision ${compactedAt}, kube-apiserver restarted`, at: before2.provisioned, outageMillis: outage2, before: before2.restarts, after: await restarts() });
+  faults.push({
+    what: `etcd compacted at revision ${compactedAt}, kube-apiserver restarted`,
+    at: before2.provisioned,
+    outageMillis: outage2,
+    before: before2.restarts,
+    after: await restarts(),
+  });
   step(drill, `fault 2 done: ${faults[1].what}; ${env.provisionedAt.size}/${N} provisioned`);
   const lastFaultAt = Date.now();
 
@@ -150,17 +185,44 @@ await runner.run(async () => {
 
   const jobs = jobsPerOwner(env.completer);
   const lost = N - env.provisionedAt.size;
-  const delta = (after, before) => Object.entries(after).filter(([k]) => after[k] - before[k] > 0).map(([k, v]) => `${k} +${v - before[k]}`).join(", ") || "none";
+  const delta = (after, before) =>
+    Object.entries(after)
+      .filter(([k]) => after[k] - before[k] > 0)
+      .map(([k, v]) => `${k} +${v - before[k]}`)
+      .join(", ") || "none";
   console.log(`${drill}: ${N} TerraformMachines, job run ${flags["job-seconds"]} s, kube ${plane.server}`);
   console.log(`  kube-apiserver's own graceful stop took ${stopMillis.map((m) => seconds(m)).join(" s, ")} s (SIGKILL after 20 s)`);
-  for (const fault of faults) console.log(`  ${fault.what} at ${fault.at}/${N} provisioned: outage ${seconds(fault.outageMillis)} s; the manager's watch restarts since: ${delta(fault.after, fault.before)}`);
-  console.log(`  watch restarts over the drill (captf_informer_watch_restarts_total): ${Object.entries(final).map(([k, v]) => `${k} ${v}`).join(", ")}`);
-  console.log(`  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; duplicates ${jobs.duplicated.length}; other operations ${jobs.otherOps.length}; failed ${jobs.failed}`);
-  console.log(`  results lost: ${lost} machines not provisioned; Job completer errors ${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`);
-  console.log(`  time to converge after the last restart: all provisioned ${converged ? seconds(provisionedMillis) : "NOT"} s; the manager's reconcile errors ${metricSum(text, "controller_runtime_reconcile_errors_total")}; it exited ${JSON.stringify(exit)}`);
+  for (const fault of faults)
+    console.log(
+      `  ${fault.what} at ${fault.at}/${N} provisioned: outage ${seconds(fault.outageMillis)} s; the manager's watch restarts since: ${delta(fault.after, fault.before)}`,
+    );
+  console.log(
+    `  watch restarts over the drill (captf_informer_watch_restarts_total): ${Object.entries(final)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ")}`,
+  );
+  console.log(
+    `  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; duplicates ${jobs.duplicated.length}; other operations ${jobs.otherOps.length}; failed ${jobs.failed}`,
+  );
+  console.log(
+    `  results lost: ${lost} machines not provisioned; Job completer errors ${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`,
+  );
+  console.log(
+    `  time to converge after the last restart: all provisioned ${converged ? seconds(provisionedMillis) : "NOT"} s; the manager's reconcile errors ${metricSum(text, "controller_runtime_reconcile_errors_total")}; it exited ${JSON.stringify(exit)}`,
+  );
   const relisted = faults[1].after.gone - faults[1].before.gone;
   const ok = converged && quiet && lost === 0 && jobs.duplicated.length === 0 && jobs.failed === 0 && jobs.owners === N && relisted > 0;
   if (relisted === 0) console.log("  MISSED: no 410 relist counted after the compaction");
-  console.log(JSON.stringify({ drill, machines: N, goneRelists: final.gone, duplicates: jobs.duplicated.length, lost, convergeSeconds: Number(seconds(provisionedMillis)), ok }));
+  console.log(
+    JSON.stringify({
+      drill,
+      machines: N,
+      goneRelists: final.gone,
+      duplicates: jobs.duplicated.length,
+      lost,
+      convergeSeconds: Number(seconds(provisionedMillis)),
+      ok,
+    }),
+  );
   return ok;
 });

@@ -17,7 +17,17 @@
 // not provisioned at the end: must be 0; failed Jobs: must be 0) and the time to converge (from
 // the last kill's restart to all provisioned and quiet). Exits 1 when any of these is missed.
 import { parseArgs } from "node:util";
-import { drillRunner, jobsPerOwner, metricSum, quietWhile, seconds, sleep, spawnManager, startDrillPlane, step } from "../lib/faults-plane.mjs";
+import {
+  drillRunner,
+  jobsPerOwner,
+  metricSum,
+  quietWhile,
+  seconds,
+  sleep,
+  spawnManager,
+  startDrillPlane,
+  step,
+} from "../lib/faults-plane.mjs";
 
 const { values: flags } = parseArgs({
   options: {
@@ -35,7 +45,7 @@ const maxKillMillis = 1000 * Number(flags["max-kill-seconds"]);
 const managerFlags = [`--max-active-jobs=${Number(flags["max-active-jobs"])}`];
 // A small seeded generator: a run can be repeated kill for kill.
 let seed = Number(flags.seed) >>> 0 || 1;
-const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 
 const drill = "faults-kill";
 const runner = drillRunner(drill);
@@ -53,8 +63,18 @@ await runner.run(async () => {
     const ready = await manager.readyNow();
     manager.child.kill("SIGKILL");
     const exit = await manager.exited;
-    killLog.push({ k, delay, serving: ready, provisioned: env.provisionedAt.size, jobs: env.completer.stats.jobs.size, exit: exit.signal ?? exit.code });
-    step(drill, `kill ${k}/${kills} after ${delay} ms (${ready ? "ready" : "syncing"}): ${env.provisionedAt.size}/${N} provisioned, ${env.completer.stats.jobs.size} Jobs`);
+    killLog.push({
+      k,
+      delay,
+      serving: ready,
+      provisioned: env.provisionedAt.size,
+      jobs: env.completer.stats.jobs.size,
+      exit: exit.signal ?? exit.code,
+    });
+    step(
+      drill,
+      `kill ${k}/${kills} after ${delay} ms (${ready ? "ready" : "syncing"}): ${env.provisionedAt.size}/${N} provisioned, ${env.completer.stats.jobs.size} Jobs`,
+    );
   }
   const lastKillAt = Date.now();
   const manager = await spawnManager({ runner, kubeconfig, managerFlags });
@@ -71,16 +91,56 @@ await runner.run(async () => {
   const jobs = jobsPerOwner(env.completer);
   const lost = N - env.provisionedAt.size;
   const killsDuringBringUp = killLog.filter((k) => k.provisioned < N).length;
-  console.log(`${drill}: ${N} TerraformMachines, ${kills} SIGKILLs of the manager (each 0-${seconds(maxKillMillis)} s after it serves), job run ${flags["job-seconds"]} s, --max-active-jobs=${flags["max-active-jobs"]}, seed ${flags.seed}`);
-  console.log(`  kills: ${kills} survived (${killLog.filter((k) => k.serving).length} once ready, ${killLog.filter((k) => !k.serving).length} while its caches synced; ${killsDuringBringUp} before all were provisioned)`);
+  console.log(
+    `${drill}: ${N} TerraformMachines, ${kills} SIGKILLs of the manager (each 0-${seconds(maxKillMillis)} s after it serves), job run ${flags["job-seconds"]} s, --max-active-jobs=${flags["max-active-jobs"]}, seed ${flags.seed}`,
+  );
+  console.log(
+    `  kills: ${kills} survived (${killLog.filter((k) => k.serving).length} once ready, ${killLog.filter((k) => !k.serving).length} while its caches synced; ${killsDuringBringUp} before all were provisioned)`,
+  );
   console.log(`  provisioned at each kill: ${killLog.map((k) => k.provisioned).join(" ")}`);
-  console.log(`  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; duplicates ${jobs.duplicated.length}${jobs.duplicated.length ? ` (${jobs.duplicated.slice(0, 5).map(([o, n]) => `${o} x${n}`).join(", ")})` : ""}; other operations ${jobs.otherOps.length}${jobs.otherOps.length ? ` (${jobs.otherOps.slice(0, 5).join(", ")})` : ""}; failed ${jobs.failed}`);
-  console.log(`  results lost: ${lost} machines not provisioned; Job completer errors ${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`);
-  console.log(`  time to converge after the last kill: all provisioned ${converged ? seconds(provisionedMillis) : `NOT within ${seconds(timeoutMillis)}`} s, quiet ${quiet ? seconds(convergeMillis) : "NOT"} s (last manager's start and cache sync ${seconds(manager.readyAt - manager.spawnedAt)} s); whole drill ${seconds(Date.now() - startedAt)} s`);
+  console.log(
+    `  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; duplicates ${jobs.duplicated.length}${
+      jobs.duplicated.length
+        ? ` (${jobs.duplicated
+            .slice(0, 5)
+            .map(([o, n]) => `${o} x${n}`)
+            .join(", ")})`
+        : ""
+    }; other operations ${jobs.otherOps.length}${jobs.otherOps.length ? ` (${jobs.otherOps.slice(0, 5).join(", ")})` : ""}; failed ${jobs.failed}`,
+  );
+  console.log(
+    `  results lost: ${lost} machines not provisioned; Job completer errors ${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`,
+  );
+  console.log(
+    `  time to converge after the last kill: all provisioned ${converged ? seconds(provisionedMillis) : `NOT within ${seconds(timeoutMillis)}`} s, quiet ${quiet ? seconds(convergeMillis) : "NOT"} s (last manager's start and cache sync ${seconds(manager.readyAt - manager.spawnedAt)} s); whole drill ${seconds(Date.now() - startedAt)} s`,
+  );
   console.log(`  last manager: reconcile errors ${metricSum(metrics, "controller_runtime_reconcile_errors_total")}`);
   // Every kill must land during the bring-up: one after it is a restart over settled machines.
-  const ok = converged && quiet && lost === 0 && jobs.duplicated.length === 0 && jobs.otherOps.length === 0 && jobs.failed === 0 && jobs.owners === N && killsDuringBringUp === kills;
-  if (killsDuringBringUp < kills) console.log(`  MISSED: ${kills - killsDuringBringUp} kills after all were provisioned (lengthen the bring-up: --job-seconds, --max-active-jobs)`);
-  console.log(JSON.stringify({ drill, machines: N, kills, killsDuringBringUp, jobs: jobs.jobs, duplicates: jobs.duplicated.length, lost, convergeSeconds: Number(seconds(convergeMillis)), ok }));
+  const ok =
+    converged &&
+    quiet &&
+    lost === 0 &&
+    jobs.duplicated.length === 0 &&
+    jobs.otherOps.length === 0 &&
+    jobs.failed === 0 &&
+    jobs.owners === N &&
+    killsDuringBringUp === kills;
+  if (killsDuringBringUp < kills)
+    console.log(
+      `  MISSED: ${kills - killsDuringBringUp} kills after all were provisioned (lengthen the bring-up: --job-seconds, --max-active-jobs)`,
+    );
+  console.log(
+    JSON.stringify({
+      drill,
+      machines: N,
+      kills,
+      killsDuringBringUp,
+      jobs: jobs.jobs,
+      duplicates: jobs.duplicated.length,
+      lost,
+      convergeSeconds: Number(seconds(convergeMillis)),
+      ok,
+    }),
+  );
   return ok;
 });

@@ -21,7 +21,9 @@ import { parseArgs } from "node:util";
 import { loadDependency, repo } from "../lib/controller-packages.mjs";
 import { drillRunner, seconds, sleep, step } from "../lib/faults-plane.mjs";
 
-const { values: flags } = parseArgs({ options: { "scale-to": { type: "string", default: "5" }, "outage-seconds": { type: "string", default: "30" } } });
+const { values: flags } = parseArgs({
+  options: { "scale-to": { type: "string", default: "5" }, "outage-seconds": { type: "string", default: "30" } },
+});
 const scaleTo = Number(flags["scale-to"]);
 const outageMillis = 1000 * Number(flags["outage-seconds"]);
 if (!Number.isInteger(scaleTo) || scaleTo < 4 || !(outageMillis >= 0)) {
@@ -62,11 +64,18 @@ await runner.run(async () => {
       if (progress.ready && machineCount(progress) === (machines ?? machineCount(progress))) return progress;
       await sleep(2000);
     }
-    step(drill, `${what}: not Ready after ${seconds(timeoutMillis)} s:\n${formatProgress(progress?.rows.filter((row) => !row.ready) ?? [])}`);
+    step(
+      drill,
+      `${what}: not Ready after ${seconds(timeoutMillis)} s:\n${formatProgress(progress?.rows.filter((row) => !row.ready) ?? [])}`,
+    );
     return undefined;
   };
 
-  const secrets = { credential: randomBytes(12).toString("hex"), variable: randomBytes(12).toString("hex"), bootstrap: randomBytes(12).toString("hex") };
+  const secrets = {
+    credential: randomBytes(12).toString("hex"),
+    variable: randomBytes(12).toString("hex"),
+    bootstrap: randomBytes(12).toString("hex"),
+  };
   await applyObjects(plane.applier, demoObjects(demoVariables(plane.images, secrets)));
   const demo = await waitReady("the demo", undefined, 600_000);
   if (!demo) return false;
@@ -74,21 +83,40 @@ await runner.run(async () => {
   const deployment = await custom.getNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0" });
   const added = scaleTo - deployment.spec.replicas;
   step(drill, `demo Ready (${readyMachines} machines); scaling demo-md-0 from ${deployment.spec.replicas} to ${scaleTo}`);
-  await custom.patchNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas: scaleTo } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  await custom.patchNamespacedCustomObject(
+    { ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas: scaleTo } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  );
 
   // The node dies while a new machine's runner applies.
   const runningApply = async () =>
-    (await core.listNamespacedPod({ namespace: demoNamespace })).items.find((pod) => pod.status?.phase === "Running" && pod.metadata?.labels?.[labels.op] === "apply" && pod.status?.containerStatuses?.some((status) => status.state?.running));
+    (await core.listNamespacedPod({ namespace: demoNamespace })).items.find(
+      (pod) =>
+        pod.status?.phase === "Running" &&
+        pod.metadata?.labels?.[labels.op] === "apply" &&
+        pod.status?.containerStatuses?.some((status) => status.state?.running),
+    );
   const deadline = Date.now() + 300_000;
   let victim;
   while (!(victim = await runningApply()) && Date.now() < deadline) await sleep(250);
   if (!victim) throw new Error("no apply Pod ran within 300 s of the scale-up");
-  const runningAtStop = (await core.listNamespacedPod({ namespace: demoNamespace })).items.filter((pod) => pod.status?.phase === "Running").map((pod) => pod.metadata.name);
+  const runningAtStop = (await core.listNamespacedPod({ namespace: demoNamespace })).items
+    .filter((pod) => pod.status?.phase === "Running")
+    .map((pod) => pod.metadata.name);
   await plane.kubelet.stop();
   const stoppedAt = Date.now();
-  step(drill, `kubelet stopped (Node gone) while ${runningAtStop.length} captf Pods ran (${runningAtStop.join(", ")}) and the manager's Pod ran`);
+  step(
+    drill,
+    `kubelet stopped (Node gone) while ${runningAtStop.length} captf Pods ran (${runningAtStop.join(", ")}) and the manager's Pod ran`,
+  );
   await sleep(outageMillis);
-  const kubelet = await startChrootKubelet({ kubeconfigPath: plane.kubeconfigPath, nodeName: "faults-kubelet-2", workDir: join(plane.workDir, "kubelet-2"), maxParallel: 2, log: () => undefined });
+  const kubelet = await startChrootKubelet({
+    kubeconfigPath: plane.kubeconfigPath,
+    nodeName: "faults-kubelet-2",
+    workDir: join(plane.workDir, "kubelet-2"),
+    maxParallel: 2,
+    log: () => undefined,
+  });
   runner.onCleanup(() => kubelet.stop());
   const restartedAt = Date.now();
   step(drill, `a new node (faults-kubelet-2) up after ${seconds(restartedAt - stoppedAt)} s`);
@@ -100,32 +128,50 @@ await runner.run(async () => {
   const jobs = await listCaptfJobs(plane.kubeConfig, demoNamespace);
   const succeeded = jobs.filter((job) => job.status?.succeeded === 1);
   const unsucceeded = jobs.filter((job) => !(job.status?.succeeded === 1));
-  const mentions = async (reason) => (await listEventsOfReason(plane.kubeConfig, demoNamespace, reason)).map((event) => event.message ?? "");
-  const [succeededNotes, interruptedNotes, failedNotes] = await Promise.all([mentions("JobSucceeded"), mentions("JobInterrupted"), mentions("JobFailed")]);
+  const mentions = async (reason) =>
+    (await listEventsOfReason(plane.kubeConfig, demoNamespace, reason)).map((event) => event.message ?? "");
+  const [succeededNotes, interruptedNotes, failedNotes] = await Promise.all([
+    mentions("JobSucceeded"),
+    mentions("JobInterrupted"),
+    mentions("JobFailed"),
+  ]);
   const named = (notes, job) => notes.some((note) => note.includes(job.metadata.name));
   const lost = succeeded.filter((job) => !named(succeededNotes, job)).map((job) => job.metadata.name);
   const notInterrupted = unsucceeded.filter((job) => !named(interruptedNotes, job)).map((job) => job.metadata.name);
   const reportedFailed = jobs.filter((job) => named(failedNotes, job)).map((job) => job.metadata.name);
   // Runs of given inputs (apply, plan, restore carry their hash); refreshes and drift checks recur by design.
-  const runKey = (job) => `${job.metadata.labels[labels.ownerKind]}/${job.metadata.labels[labels.ownerName]} ${job.metadata.labels[labels.op]} ${job.metadata.annotations[annotations.inputsHash]}`;
+  const runKey = (job) =>
+    `${job.metadata.labels[labels.ownerKind]}/${job.metadata.labels[labels.ownerName]} ${job.metadata.labels[labels.op]} ${job.metadata.annotations[annotations.inputsHash]}`;
   const perRun = new Map();
-  for (const job of succeeded.filter((candidate) => candidate.metadata.annotations?.[annotations.inputsHash])) perRun.set(runKey(job), (perRun.get(runKey(job)) ?? 0) + 1);
+  for (const job of succeeded.filter((candidate) => candidate.metadata.annotations?.[annotations.inputsHash]))
+    perRun.set(runKey(job), (perRun.get(runKey(job)) ?? 0) + 1);
   const twice = [...perRun].filter(([, count]) => count > 1).map(([key]) => key);
   const perObject = new Map();
   for (const job of jobs) {
     const key = `${job.metadata.labels[labels.ownerKind]}/${job.metadata.labels[labels.ownerName]}`;
-    perObject.set(key, [...(perObject.get(key) ?? []), `${job.metadata.labels[labels.op]}${job.status?.succeeded === 1 ? "" : "(not succeeded)"}`]);
+    perObject.set(key, [
+      ...(perObject.get(key) ?? []),
+      `${job.metadata.labels[labels.op]}${job.status?.succeeded === 1 ? "" : "(not succeeded)"}`,
+    ]);
   }
-  const managerPods = (await core.listNamespacedPod({ namespace: managerNamespace })).items.map((pod) => `${pod.metadata.name} ${pod.spec?.nodeName ?? "-"} ${pod.status?.phase}`);
+  const managerPods = (await core.listNamespacedPod({ namespace: managerNamespace })).items.map(
+    (pod) => `${pod.metadata.name} ${pod.spec?.nodeName ?? "-"} ${pod.status?.phase}`,
+  );
 
-  console.log(`\nfaults-kubelet: the node lost for ${seconds(restartedAt - stoppedAt)} s while ${runningAtStop.length} captf Pods and the manager ran`);
+  console.log(
+    `\nfaults-kubelet: the node lost for ${seconds(restartedAt - stoppedAt)} s while ${runningAtStop.length} captf Pods and the manager ran`,
+  );
   console.log(`  every object Ready again: ${ready ? "yes" : "NO"}, ${seconds(convergeMillis)} s after the new node came up`);
   console.log(`  Jobs: ${jobs.length} (${succeeded.length} succeeded, ${unsucceeded.length} not) for ${perObject.size} objects:`);
   for (const [object, ops] of [...perObject].sort()) console.log(`    ${object}: ${ops.join(", ")}`);
-  console.log(`  Jobs that did not succeed, reported JobInterrupted: ${unsucceeded.length - notInterrupted.length} of ${unsucceeded.length}${notInterrupted.length ? ` (not: ${notInterrupted.join(", ")})` : ""}`);
+  console.log(
+    `  Jobs that did not succeed, reported JobInterrupted: ${unsucceeded.length - notInterrupted.length} of ${unsucceeded.length}${notInterrupted.length ? ` (not: ${notInterrupted.join(", ")})` : ""}`,
+  );
   console.log(`  Jobs reported JobFailed: ${reportedFailed.length}${reportedFailed.length ? ` (${reportedFailed.join(", ")})` : ""}`);
   console.log(`  results lost (a succeeded Job never recorded): ${lost.length}${lost.length ? ` (${lost.join(", ")})` : ""}`);
-  console.log(`  runs done twice (two succeeded Jobs of one object, operation and inputs hash: applies, plans, restores): ${twice.length}${twice.length ? ` (${twice.join("; ")})` : ""}`);
+  console.log(
+    `  runs done twice (two succeeded Jobs of one object, operation and inputs hash: applies, plans, restores): ${twice.length}${twice.length ? ` (${twice.join("; ")})` : ""}`,
+  );
   console.log(`  manager Pods: ${managerPods.join("; ")}`);
   return ready && lost.length === 0 && notInterrupted.length === 0 && reportedFailed.length === 0 && twice.length === 0;
 });

@@ -49,7 +49,9 @@ await runner.run(async () => {
   const converged = await Promise.race([env.allProvisioned().then(() => true), sleep(180_000).then(() => false)]);
   const convergeMillis = Date.now() - deletedAt;
   await sleep(3000); // the recorder's events are written asynchronously
-  const events = (await env.client.list(eventType, env.namespace)).items.filter((event) => event.involvedObject?.name === victim && event.message?.includes(interruptedJob));
+  const events = (await env.client.list(eventType, env.namespace)).items.filter(
+    (event) => event.involvedObject?.name === victim && event.message?.includes(interruptedJob),
+  );
   const count = (reason) => events.filter((event) => event.reason === reason).reduce((n, event) => n + (event.count ?? 1), 0);
   await manager.stop();
 
@@ -60,10 +62,20 @@ await runner.run(async () => {
   const others = jobsPerOwner({ stats: { jobs: new Map(jobs.filter(([, job]) => job.owner !== victim)) } });
   const lost = N - env.provisionedAt.size;
   console.log(`${drill}: ${N} TerraformMachines; ${victim}'s apply Pod deleted 1 s after it appeared`);
-  console.log(`  ${victim}: Events about Job ${interruptedJob}: JobInterrupted ${count("JobInterrupted")}, JobFailed ${count("JobFailed")}; its apply Jobs ${victimApplies.length} (the deleted one ${interrupted?.completeAt ? "SUCCEEDED" : "did not succeed"}, ${laterSucceeded} later one(s) succeeded)`);
+  console.log(
+    `  ${victim}: Events about Job ${interruptedJob}: JobInterrupted ${count("JobInterrupted")}, JobFailed ${count("JobFailed")}; its apply Jobs ${victimApplies.length} (the deleted one ${interrupted?.completeAt ? "SUCCEEDED" : "did not succeed"}, ${laterSucceeded} later one(s) succeeded)`,
+  );
   console.log(`  other machines: ${others.ofOp} apply Jobs for ${others.owners} machines, duplicates ${others.duplicated.length}`);
   console.log(`  results lost: ${lost}; time to converge after the deletion ${converged ? seconds(convergeMillis) : "NOT"} s`);
-  const ok = converged && lost === 0 && count("JobInterrupted") === 1 && count("JobFailed") === 0 && !interrupted?.completeAt && laterSucceeded === 1 && others.owners === N - 1 && others.duplicated.length === 0;
+  const ok =
+    converged &&
+    lost === 0 &&
+    count("JobInterrupted") === 1 &&
+    count("JobFailed") === 0 &&
+    !interrupted?.completeAt &&
+    laterSucceeded === 1 &&
+    others.owners === N - 1 &&
+    others.duplicated.length === 0;
   console.log(JSON.stringify({ drill, machines: N, interrupted: count("JobInterrupted"), failed: count("JobFailed"), lost, ok }));
   return ok;
 });

@@ -23,7 +23,14 @@ const options = drillOptions();
 const roles = { TerraformCluster: "cluster", TerraformMachine: "machine", TerraformMachinePool: "machinepool" };
 const definitions = kindDefinitions.filter((definition) => definition.kind in roles);
 const kinds = Object.fromEntries(
-  definitions.map((definition) => [definition.kind, { role: roles[definition.kind], specSchema: renderCrd(definition).spec.versions[0].schema.openAPIV3Schema.properties.spec, contractInputs: inputNames(roles[definition.kind]) }]),
+  definitions.map((definition) => [
+    definition.kind,
+    {
+      role: roles[definition.kind],
+      specSchema: renderCrd(definition).spec.versions[0].schema.openAPIV3Schema.properties.spec,
+      contractInputs: inputNames(roles[definition.kind]),
+    },
+  ]),
 );
 
 const started = performance.now();
@@ -54,11 +61,20 @@ try {
     group: apiGroup,
     version: apiVersion,
     plurals: Object.fromEntries(definitions.map((definition) => [definition.kind, definition.plural])),
-    probe: { apiVersion: groupVersion, kind: "TerraformCluster", spec: { source: { image: "ghcr.io/x/y:v1" }, identityRef: { name: "aws" }, jobs: { env: [{ name: "TF_LOG", value: "x" }] } } },
+    probe: {
+      apiVersion: groupVersion,
+      kind: "TerraformCluster",
+      spec: { source: { image: "ghcr.io/x/y:v1" }, identityRef: { name: "aws" }, jobs: { env: [{ name: "TF_LOG", value: "x" }] } },
+    },
   });
   console.log(`fuzz-admission: plane and webhooks up in ${((performance.now() - started) / 1000).toFixed(1)} s (${plane.server})`);
   const tally = new Map();
-  const held = await runProperty("admission chain (dryRun create)", admissionProperty(fc, { kinds, dryRunCreate: chain.dryRunCreate, apiVersion: groupVersion, metadata: chain.metadata }, tally), options, tally);
+  const held = await runProperty(
+    "admission chain (dryRun create)",
+    admissionProperty(fc, { kinds, dryRunCreate: chain.dryRunCreate, apiVersion: groupVersion, metadata: chain.metadata }, tally),
+    options,
+    tally,
+  );
   process.exitCode = held ? 0 : 1;
 } finally {
   await chain?.stop();

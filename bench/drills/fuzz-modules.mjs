@@ -18,7 +18,12 @@ const dir = mkdtempSync(join(tmpdir(), "captf-fuzz-modules-"));
 const options = drillOptions();
 
 const tally = new Map();
-let held = await runProperty("tfcapi-lint module (in-process)", mutatedModuleProperty(fc, { main, seeds, dir: join(dir, "module") }, tally), options, tally);
+let held = await runProperty(
+  "tfcapi-lint module (in-process)",
+  mutatedModuleProperty(fc, { main, seeds, dir: join(dir, "module") }, tally),
+  options,
+  tally,
+);
 
 // A handful through the real binary: its exit code and its text report's file:line:col.
 const samples = fc.sample(mutatedModule(fc), { numRuns: 20, seed: options.seed });
@@ -26,14 +31,27 @@ let binaryFailures = 0;
 const started = performance.now();
 for (const module of samples) {
   const { files, neverParses } = writeMutatedModule(join(dir, "module"), seeds, module);
-  const json = spawnSync(process.execPath, [join(repo, "packages/lint/bin/tfcapi-lint.js"), "module", join(dir, "module"), "--role", module.role, "--format", "json"], { encoding: "utf8", maxBuffer: 1 << 28 });
-  const text = spawnSync(process.execPath, [join(repo, "packages/lint/bin/tfcapi-lint.js"), "module", join(dir, "module"), "--role", module.role], { encoding: "utf8", maxBuffer: 1 << 28 });
-  const problem = verdictProblem(json.status, json.stdout, files, neverParses) ?? (text.status === 2 && !/\n {2}\d+:\d+ +error +module\/parse/.test(text.stdout) ? "text report without line:col" : undefined) ?? (text.status !== json.status ? `text exit ${text.status}, json exit ${json.status}` : undefined);
+  const json = spawnSync(
+    process.execPath,
+    [join(repo, "packages/lint/bin/tfcapi-lint.js"), "module", join(dir, "module"), "--role", module.role, "--format", "json"],
+    { encoding: "utf8", maxBuffer: 1 << 28 },
+  );
+  const text = spawnSync(
+    process.execPath,
+    [join(repo, "packages/lint/bin/tfcapi-lint.js"), "module", join(dir, "module"), "--role", module.role],
+    { encoding: "utf8", maxBuffer: 1 << 28 },
+  );
+  const problem =
+    verdictProblem(json.status, json.stdout, files, neverParses) ??
+    (text.status === 2 && !/\n {2}\d+:\d+ +error +module\/parse/.test(text.stdout) ? "text report without line:col" : undefined) ??
+    (text.status !== json.status ? `text exit ${text.status}, json exit ${json.status}` : undefined);
   if (problem) {
     binaryFailures++;
     console.log(`  binary: ${problem} (${JSON.stringify(module.mutations.map(([, m]) => m.kind))}; stderr ${json.stderr.slice(0, 200)})`);
   }
 }
-console.log(`tfcapi-lint module (binary): ${samples.length} modules, ${((performance.now() - started) / 1000).toFixed(1)} s, ${binaryFailures} failures`);
+console.log(
+  `tfcapi-lint module (binary): ${samples.length} modules, ${((performance.now() - started) / 1000).toFixed(1)} s, ${binaryFailures} failures`,
+);
 rmSync(dir, { recursive: true, force: true });
 process.exit(held && binaryFailures === 0 ? 0 : 1);

@@ -64,7 +64,9 @@ async function until(what, timeoutMillis, probe) {
 
 /** The demo's identity and cluster, and its MachineDeployment at one machine: the victim. */
 function victimObjects(plane) {
-  return demoObjects(demoVariables(plane.images, { credential: "drill-credential", variable: "drill-variable", bootstrap: "drill-bootstrap" }))
+  return demoObjects(
+    demoVariables(plane.images, { credential: "drill-credential", variable: "drill-variable", bootstrap: "drill-bootstrap" }),
+  )
     .filter((object) => !["MachinePool", "TerraformMachinePool"].includes(object.kind))
     .map((object) => (object.kind === "MachineDeployment" ? { ...object, spec: { ...object.spec, replicas: 1 } } : object));
 }
@@ -73,7 +75,12 @@ function victimObjects(plane) {
 function hostileObjects(name, image, variables) {
   const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": name } };
   return [
-    { apiVersion: `${infra.group}/${infra.version}`, kind: "TerraformMachineTemplate", metadata: { name, namespace: demoNamespace }, spec: { template: { spec: { source: { image }, variables } } } },
+    {
+      apiVersion: `${infra.group}/${infra.version}`,
+      kind: "TerraformMachineTemplate",
+      metadata: { name, namespace: demoNamespace },
+      spec: { template: { spec: { source: { image }, variables } } },
+    },
     {
       apiVersion: `${capi.group}/${capi.version}`,
       kind: "MachineDeployment",
@@ -82,7 +89,15 @@ function hostileObjects(name, image, variables) {
         clusterName: demoClusterName,
         replicas: 1,
         selector,
-        template: { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.3", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name } } },
+        template: {
+          metadata: { labels: selector.matchLabels },
+          spec: {
+            clusterName: demoClusterName,
+            version: "v1.36.3",
+            bootstrap: { dataSecretName: "demo-bootstrap" },
+            infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name },
+          },
+        },
       },
     },
   ];
@@ -97,7 +112,10 @@ async function attackWith(plane, runtime, image, targets) {
     const before = await snapshotVictim(plane.kubeConfig, targets);
     step(`${runtime}: the hostile machine on ${image}`);
     await applyObjects(plane.applier, hostileObjects(name, image, { hostile_targets: JSON.stringify(targets), report_url: reports.url }));
-    const machines = async () => ((await custom.listNamespacedCustomObject({ ...infra, plural: "terraformmachines" })).items ?? []).filter((machine) => machine.metadata.name.startsWith(`${name}-`));
+    const machines = async () =>
+      ((await custom.listNamespacedCustomObject({ ...infra, plural: "terraformmachines" })).items ?? []).filter((machine) =>
+        machine.metadata.name.startsWith(`${name}-`),
+      );
     const hostile = (await until(`${name}'s TerraformMachine`, 120_000, async () => (await machines())[0])).metadata.name;
     await until(`${hostile} Ready, the cluster with it`, 600_000, async () => {
       const machine = (await machines())[0];
@@ -106,7 +124,9 @@ async function attackWith(plane, runtime, image, targets) {
     });
     const record = await readHostileRecord(plane.kubeConfig, demoNamespace, hostile);
     const refusalsAtApply = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);
-    step(`${runtime}: ${hostile} Ready (${record.jobs.map((job) => `${job.op}:${job.succeeded ? "ok" : "failed"}`).join(", ")}); deleting it for its destroy`);
+    step(
+      `${runtime}: ${hostile} Ready (${record.jobs.map((job) => `${job.op}:${job.succeeded ? "ok" : "failed"}`).join(", ")}); deleting it for its destroy`,
+    );
 
     await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name });
     await until(`${hostile} destroyed and gone`, 600_000, async () => ((await machines()).length === 0 ? true : undefined));
@@ -115,7 +135,15 @@ async function attackWith(plane, runtime, image, targets) {
     // The destroy's last report may still be on its way when the object goes.
     await sleep(2000);
     const after = await snapshotVictim(plane.kubeConfig, targets);
-    return { hostile, reports: [...reports.reports], record, refusalsAtApply, refusals, changes: snapshotChanges(before, after), leftovers: await hostileLeftovers(plane.kubeConfig, demoNamespace) };
+    return {
+      hostile,
+      reports: [...reports.reports],
+      record,
+      refusalsAtApply,
+      refusals,
+      changes: snapshotChanges(before, after),
+      leftovers: await hostileLeftovers(plane.kubeConfig, demoNamespace),
+    };
   } finally {
     await reports.close();
   }
@@ -128,26 +156,36 @@ function judge(runtime, outcome) {
   console.log(`\n${displayName[runtime]}: ${outcome.hostile}, ${outcome.reports.length} reports, phases ${phases.join(", ")}`);
   console.log("| via | target | attempts | succeeded | refused | error |");
   console.log("| --- | --- | --- | --- | --- | --- |");
-  for (const row of tally(attempts.filter((attempt) => !attempt.observed))) console.log(`| ${row.via} | ${row.target} | ${row.attempts} | ${row.succeeded} | ${row.refused} | ${row.errors} |`);
+  for (const row of tally(attempts.filter((attempt) => !attempt.observed)))
+    console.log(`| ${row.via} | ${row.target} | ${row.attempts} | ${row.succeeded} | ${row.refused} | ${row.errors} |`);
   const boundary = attempts.filter(isBoundaryAttempt);
   const breaches = boundary.filter((attempt) => attempt.outcome === "succeeded");
   const errors = boundary.filter((attempt) => attempt.outcome === "error");
   const controls = attempts.filter((attempt) => attempt.control);
   const forged = outcome.record.forgedRecorded || outcome.record.forgedTerminationMessages.length > 0;
-  console.log(`boundary attempts: ${boundary.length}, succeeded ${breaches.length}, refused ${boundary.filter((attempt) => attempt.outcome === "refused").length}, error ${errors.length}`);
-  console.log(`controls (own state through the broker): ${controls.filter((attempt) => attempt.outcome === "succeeded").length} of ${controls.length} succeeded`);
-  console.log(`victim: ${outcome.changes.length === 0 ? "unchanged (state Secret data and resourceVersion, lock, run Secret, credential mirror, kubeconfig and CA)" : outcome.changes.join("; ")}`);
+  console.log(
+    `boundary attempts: ${boundary.length}, succeeded ${breaches.length}, refused ${boundary.filter((attempt) => attempt.outcome === "refused").length}, error ${errors.length}`,
+  );
+  console.log(
+    `controls (own state through the broker): ${controls.filter((attempt) => attempt.outcome === "succeeded").length} of ${controls.length} succeeded`,
+  );
+  console.log(
+    `victim: ${outcome.changes.length === 0 ? "unchanged (state Secret data and resourceVersion, lock, run Secret, credential mirror, kubeconfig and CA)" : outcome.changes.join("; ")}`,
+  );
   console.log(`created by the attacks: ${outcome.leftovers.length === 0 ? "nothing" : outcome.leftovers.join(", ")}`);
   console.log(`BrokerRefused events per Job: ${JSON.stringify(outcome.refusals)}`);
   console.log(
     `result forgery: ${forged ? "RECORDED" : "not recorded"} (status.lastRun ${outcome.record.forgedRecorded ? "carries" : "does not carry"} the forged step; forged termination messages: ${outcome.record.forgedTerminationMessages.join(", ") || "none"}; lastRun ${JSON.stringify(outcome.record.lastRun?.steps ?? null)})`,
   );
-  for (const attempt of attempts.filter((candidate) => candidate.observed)) console.log(`  ${attempt.phase}: ${attempt.attempt}: ${attempt.outcome === "refused" ? "refused" : "made"} (${attempt.detail})`);
+  for (const attempt of attempts.filter((candidate) => candidate.observed))
+    console.log(`  ${attempt.phase}: ${attempt.attempt}: ${attempt.outcome === "refused" ? "refused" : "made"} (${attempt.detail})`);
   const problems = [];
   if (breaches.length) problems.push(`${breaches.length} attempts succeeded:\n${describeAttempts(breaches)}`);
   if (errors.length) problems.push(`${errors.length} attempts could not be made (not a refusal):\n${describeAttempts(errors)}`);
-  if (controls.length === 0 || controls.some((attempt) => attempt.outcome !== "succeeded")) problems.push(`the broker channel was not proven live: ${describeAttempts(controls) || "no control attempt"}`);
-  for (const phase of ["init", "apply", "provisioner-apply", "destroy", "provisioner-destroy"]) if (!phases.includes(phase)) problems.push(`no report of phase ${phase}`);
+  if (controls.length === 0 || controls.some((attempt) => attempt.outcome !== "succeeded"))
+    problems.push(`the broker channel was not proven live: ${describeAttempts(controls) || "no control attempt"}`);
+  for (const phase of ["init", "apply", "provisioner-apply", "destroy", "provisioner-destroy"])
+    if (!phases.includes(phase)) problems.push(`no report of phase ${phase}`);
   if (outcome.changes.length) problems.push(`the victim changed: ${outcome.changes.join("; ")}`);
   if (outcome.leftovers.length) problems.push(`the attacks created ${outcome.leftovers.join(", ")}`);
   return { problems, forged, breaches: breaches.length, boundary: boundary.length };
@@ -156,11 +194,12 @@ function judge(runtime, outcome) {
 const work = mkdtempSync(join(tmpdir(), `captf-${drill}-`));
 let plane;
 let stopping;
-const stop = () => (stopping ??= (async () => {
-  await plane?.stop().catch((error) => console.error(`${drill}: stopping the plane: ${error.message}`));
-  if (process.env.CAPTF_DRILL_KEEP === "1") console.error(`${drill}: kept ${work}`);
-  else rmSync(work, { recursive: true, force: true });
-})());
+const stop = () =>
+  (stopping ??= (async () => {
+    await plane?.stop().catch((error) => console.error(`${drill}: stopping the plane: ${error.message}`));
+    if (process.env.CAPTF_DRILL_KEEP === "1") console.error(`${drill}: kept ${work}`);
+    else rmSync(work, { recursive: true, force: true });
+  })());
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.once(signal, () => void stop().finally(() => process.exit(130)));
 
 let code = 1;
@@ -172,9 +211,13 @@ try {
   step(`hostile images: ${JSON.stringify(images)}`);
 
   await applyObjects(plane.applier, victimObjects(plane));
-  await until("the cluster and its victim machine Ready", 600_000, async () => ((await readProgress(plane.kubeConfig, demoNamespace, demoClusterName)).ready ? true : undefined));
+  await until("the cluster and its victim machine Ready", 600_000, async () =>
+    (await readProgress(plane.kubeConfig, demoNamespace, demoClusterName)).ready ? true : undefined,
+  );
   const custom = plane.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  const victim = (await custom.listNamespacedCustomObject({ ...infra, plural: "terraformmachines" })).items.find((machine) => machine.metadata.name.startsWith("demo-md-0-")).metadata.name;
+  const victim = (await custom.listNamespacedCustomObject({ ...infra, plural: "terraformmachines" })).items.find((machine) =>
+    machine.metadata.name.startsWith("demo-md-0-"),
+  ).metadata.name;
   const targets = await victimTargets(plane.kubeConfig, demoNamespace, demoClusterName, victim);
   step(`victim ${victim}: ${JSON.stringify(targets)}`);
 
@@ -183,7 +226,10 @@ try {
 
   console.log("\n| runtime | boundary attempts | succeeded | result forgery |");
   console.log("| --- | --- | --- | --- |");
-  for (const runtime of runtimes) console.log(`| ${displayName[runtime]} | ${verdicts[runtime].boundary} | ${verdicts[runtime].breaches} | ${verdicts[runtime].forged ? "recorded" : "not recorded"} |`);
+  for (const runtime of runtimes)
+    console.log(
+      `| ${displayName[runtime]} | ${verdicts[runtime].boundary} | ${verdicts[runtime].breaches} | ${verdicts[runtime].forged ? "recorded" : "not recorded"} |`,
+    );
   const problems = runtimes.flatMap((runtime) => verdicts[runtime].problems.map((problem) => `${displayName[runtime]}: ${problem}`));
   for (const problem of problems) console.log(`FAIL ${problem}`);
   code = problems.length === 0 ? 0 : 1;

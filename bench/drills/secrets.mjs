@@ -45,7 +45,11 @@ const base = mkdtempSync(join(tmpdir(), "captf-secrets-drill-"));
 cpSync(join(repo, "packages/runner/src/testdata/error-module"), join(base, "module"), { recursive: true });
 mkdirSync(join(base, "sa"));
 writeFileSync(join(base, "sa", "token"), "drill-token");
-const variables = { credential: { type: "string", sensitive: true }, passphrase: { type: "string", sensitive: true }, fail_with: { type: "string" } };
+const variables = {
+  credential: { type: "string", sensitive: true },
+  passphrase: { type: "string", sensitive: true },
+  fail_with: { type: "string" },
+};
 const root = {
   terraform: { backend: { local: {} } },
   variable: variables,
@@ -68,17 +72,37 @@ try {
       let stdout = "";
       let stderr = "";
       const exit = await main(
-        ["run", "--op=apply", `--bin=${requireTool(runtime)}`, "--image=registry.invalid/drill:v1", `--module=${join(dir, "module")}`, `--providers=${join(dir, "none")}`, `--workdir=${join(dir, "work")}`, `--config=${join(dir, "config")}`,
-          `--backend-config=path=${join(dir, "terraform.tfstate")}`, `--result=${join(dir, "result.json")}`, "--stop-timeout=5s",
-          "--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformCluster/drill/leaky/u-1", "--job-name=leaky-apply-1", `--events-server=${eventsUrl}`, `--service-account-dir=${join(base, "sa")}`],
+        [
+          "run",
+          "--op=apply",
+          `--bin=${requireTool(runtime)}`,
+          "--image=registry.invalid/drill:v1",
+          `--module=${join(dir, "module")}`,
+          `--providers=${join(dir, "none")}`,
+          `--workdir=${join(dir, "work")}`,
+          `--config=${join(dir, "config")}`,
+          `--backend-config=path=${join(dir, "terraform.tfstate")}`,
+          `--result=${join(dir, "result.json")}`,
+          "--stop-timeout=5s",
+          "--event-object=infrastructure.cluster.x-k8s.io/v1alpha1/TerraformCluster/drill/leaky/u-1",
+          "--job-name=leaky-apply-1",
+          `--events-server=${eventsUrl}`,
+          `--service-account-dir=${join(base, "sa")}`,
+        ],
         { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text), env: { PATH: process.env.PATH } },
       );
       const places = { stdout, stderr, result: readFileSync(join(dir, "result.json"), "utf8"), events: bodies.slice(sent).join("\n") };
-      const found = Object.fromEntries(Object.entries(places).map(([place, text]) => [place, words.filter((word) => text.includes(word)).length]));
+      const found = Object.fromEntries(
+        Object.entries(places).map(([place, text]) => [place, words.filter((word) => text.includes(word)).length]),
+      );
       const replaced = (stdout + stderr).split("(sensitive)").length - 1;
       tried += words.length * Object.keys(places).length;
       lost += Object.values(found).reduce((sum, count) => sum + count, 0);
-      console.log(`${runtime.padEnd(10)}${mode.padEnd(15)}${String(exit).padEnd(6)}${String(replaced).padEnd(10)}${Object.values(found).map((count) => String(count).padEnd(7)).join("")}`);
+      console.log(
+        `${runtime.padEnd(10)}${mode.padEnd(15)}${String(exit).padEnd(6)}${String(replaced).padEnd(10)}${Object.values(found)
+          .map((count) => String(count).padEnd(7))
+          .join("")}`,
+      );
     }
   }
 } finally {

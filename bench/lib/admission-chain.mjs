@@ -14,7 +14,19 @@ import { join } from "node:path";
  * `plurals`: kind → plural; `probe`: an object of one kind the webhooks refuse (to see the
  * configuration in effect).
  */
-export async function startAdmissionChain({ k8s, KubeClient, kubeConfig, webhooks, generateServingCertificate, freeLoopbackPort, logger, group, version, plurals, probe }) {
+export async function startAdmissionChain({
+  k8s,
+  KubeClient,
+  kubeConfig,
+  webhooks,
+  generateServingCertificate,
+  freeLoopbackPort,
+  logger,
+  group,
+  version,
+  plurals,
+  probe,
+}) {
   const suffix = Date.now().toString(36);
   const namespace = `fuzz-admission-${suffix}`;
   const selector = { "captf.io/fuzz": suffix };

@@ -21,7 +21,15 @@ function validImage(fc) {
   const component = fc.stringMatching(/^[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*$/).filter((c) => c.length <= 30);
   // Without a domain, a first component that looks like a host would be read as one.
   const plainFirst = component.filter((c) => !c.includes(".") && c !== "localhost");
-  const domain = fc.constantFrom("ghcr.io", "registry.example.com:5000", "localhost", "localhost:5000", "[::1]:5000", "Registry.Example.COM", "a-b.c");
+  const domain = fc.constantFrom(
+    "ghcr.io",
+    "registry.example.com:5000",
+    "localhost",
+    "localhost:5000",
+    "[::1]:5000",
+    "Registry.Example.COM",
+    "a-b.c",
+  );
   return fc
     .record({
       domain: fc.option(domain),
@@ -69,7 +77,10 @@ function taggedImage(fc) {
   return fc.oneof(
     { weight: 12, arbitrary: validImage(fc).map((value) => ({ [imageTag]: true, value, valid: true })) },
     { weight: 3, arbitrary: invalidImage(fc).map((value) => ({ [imageTag]: true, value, valid: false })) },
-    { weight: 1, arbitrary: fc.constantFrom("", `ghcr.io/${"a".repeat(520)}:v1`).map((value) => ({ [imageTag]: true, value, valid: false })) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom("", `ghcr.io/${"a".repeat(520)}:v1`).map((value) => ({ [imageTag]: true, value, valid: false })),
+    },
   );
 }
 
@@ -126,13 +137,16 @@ function jobsViolations(path, jobs) {
     if (lock >= deadline) found.push(`${path}.lockTimeoutSeconds`);
   } else if (deadline !== undefined && deadline <= builtInLockTimeout) found.push(`${path}.activeDeadlineSeconds`);
   else if (lock !== undefined && lock >= builtInDeadline) found.push(`${path}.lockTimeoutSeconds`);
-  (jobs.env ?? []).forEach((variable, i) => runnerEnvPrefixes.some((prefix) => variable.name?.startsWith(prefix)) && found.push(`${path}.env[${i}].name`));
+  (jobs.env ?? []).forEach(
+    (variable, i) => runnerEnvPrefixes.some((prefix) => variable.name?.startsWith(prefix)) && found.push(`${path}.env[${i}].name`),
+  );
   found.push(...securityViolations(`${path}.securityContext`, jobs.securityContext, false));
   found.push(...securityViolations(`${path}.podSecurityContext`, jobs.podSecurityContext, true));
   return found;
 }
 
-const dnsSubdomain = (name) => typeof name === "string" && name.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
+const dnsSubdomain = (name) =>
+  typeof name === "string" && name.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
 
 /** The fields the documented rules refuse in a spec created by a user (not the manager); [] when none. */
 export function documentedViolations(kind, spec, imageValid, contractInputs) {
@@ -142,7 +156,11 @@ export function documentedViolations(kind, spec, imageValid, contractInputs) {
   const variables = spec.variables;
   if (variables !== undefined) {
     const names = variables && typeof variables === "object" && !Array.isArray(variables) ? Object.keys(variables) : null;
-    const reserved = (name) => !/^[a-zA-Z_][a-zA-Z0-9_-]*$/.test(name) || name.startsWith("captf_") || contractInputs.includes(name) || moduleMetaArguments.includes(name);
+    const reserved = (name) =>
+      !/^[a-zA-Z_][a-zA-Z0-9_-]*$/.test(name) ||
+      name.startsWith("captf_") ||
+      contractInputs.includes(name) ||
+      moduleMetaArguments.includes(name);
     if (names === null || names.length > 256 || names.some(reserved)) found.push("spec.variables");
   }
   const sources = spec.variablesFrom ?? [];
@@ -179,17 +197,31 @@ function overrides(fc, contractInputs, edges) {
   return {
     "source.image": edges ? taggedImage(fc) : validImage(fc).map((value) => ({ [imageTag]: true, value, valid: true })),
     variables,
-    "env[].name": either(fc.stringMatching(/^[A-Z][A-Z0-9_]{0,10}$/).filter((n) => !runnerEnvPrefixes.some((p) => n.startsWith(p))), fc.constantFrom("TF_LOG", "TF_", "KUBE_CONFIG_PATH", "KUBE_", "tf_log")),
+    "env[].name": either(
+      fc.stringMatching(/^[A-Z][A-Z0-9_]{0,10}$/).filter((n) => !runnerEnvPrefixes.some((p) => n.startsWith(p))),
+      fc.constantFrom("TF_LOG", "TF_", "KUBE_CONFIG_PATH", "KUBE_", "tf_log"),
+    ),
     "seccompProfile.type": either(fc.constantFrom("RuntimeDefault", "Unconfined"), fc.constantFrom("Localhost", "Other")),
     "appArmorProfile.type": either(fc.constantFrom("RuntimeDefault", "Unconfined"), fc.constantFrom("Localhost", "Other")),
     "seLinuxOptions.type": fc.constantFrom(...baselineSeLinuxTypes, "spc_t", "unconfined_t"),
     "sysctls[].name": fc.constantFrom(...safeSysctls.slice(0, 3), "kernel.msgmax", "net.core.somaxconn"),
-    "procMount": either(fc.constantFrom("Default", "Unmasked"), fc.constant("Other")),
-    "runAsUser": either(fc.constantFrom(0, 1, 65532, 2 ** 31 - 1), fc.constant(-1)),
-    "activeDeadlineSeconds": either(fc.constantFrom(1, 299, 300, 301, 3600, 7200, 86400), fc.constantFrom(86401, 0)),
-    "lockTimeoutSeconds": either(fc.constantFrom(0, 1, 299, 300, 3599, 3600), fc.constant(3601)),
+    procMount: either(fc.constantFrom("Default", "Unmasked"), fc.constant("Other")),
+    runAsUser: either(fc.constantFrom(0, 1, 65532, 2 ** 31 - 1), fc.constant(-1)),
+    activeDeadlineSeconds: either(fc.constantFrom(1, 299, 300, 301, 3600, 7200, 86400), fc.constantFrom(86401, 0)),
+    lockTimeoutSeconds: either(fc.constantFrom(0, 1, 299, 300, 3599, 3600), fc.constant(3601)),
     // In a clean object at most one source per entry, as the schema's rule wants.
-    "variablesFrom[]": edges ? undefined : fc.record({ name: fc.stringMatching(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).filter((n) => n.length <= 63), secret: fc.boolean(), optional: fc.option(fc.boolean(), { nil: undefined }) }).map(({ name, secret, optional }) => ({ [secret ? "secretRef" : "configMapRef"]: { name }, ...(optional === undefined ? {} : { optional }) })),
+    "variablesFrom[]": edges
+      ? undefined
+      : fc
+          .record({
+            name: fc.stringMatching(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).filter((n) => n.length <= 63),
+            secret: fc.boolean(),
+            optional: fc.option(fc.boolean(), { nil: undefined }),
+          })
+          .map(({ name, secret, optional }) => ({
+            [secret ? "secretRef" : "configMapRef"]: { name },
+            ...(optional === undefined ? {} : { optional }),
+          })),
   };
 }
 
@@ -205,14 +237,22 @@ function fromSchema(fc, schema, path, table, edges) {
   const override = overrideFor(table, path);
   if (override) return override;
   if (schema.enum) return either(fc.constantFrom(...schema.enum), fc.constant("NotInTheEnum"));
-  if (schema["x-kubernetes-int-or-string"]) return either(fc.oneof(fc.nat(1000), fc.constantFrom("250m", "1Gi", "2", "0.5")), fc.constantFrom("lots", "-", "1GiB"));
-  if (schema["x-kubernetes-preserve-unknown-fields"]) return fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 });
+  if (schema["x-kubernetes-int-or-string"])
+    return either(fc.oneof(fc.nat(1000), fc.constantFrom("250m", "1Gi", "2", "0.5")), fc.constantFrom("lots", "-", "1GiB"));
+  if (schema["x-kubernetes-preserve-unknown-fields"])
+    return fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 });
   switch (schema.type) {
     case "string": {
       const min = schema.minLength ?? 0;
       const max = Math.min(schema.maxLength ?? 40, 40);
-      const normal = schema.pattern ? fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length >= min && s.length <= (schema.maxLength ?? Infinity)) : fc.string({ minLength: min, maxLength: Math.max(min, max) });
-      const edgeValues = [min > 0 ? "a".repeat(min - 1) : undefined, schema.maxLength ? "a".repeat(schema.maxLength + 1) : undefined, schema.pattern ? "Not Valid!" : undefined].filter((e) => e !== undefined);
+      const normal = schema.pattern
+        ? fc.stringMatching(new RegExp(schema.pattern)).filter((s) => s.length >= min && s.length <= (schema.maxLength ?? Infinity))
+        : fc.string({ minLength: min, maxLength: Math.max(min, max) });
+      const edgeValues = [
+        min > 0 ? "a".repeat(min - 1) : undefined,
+        schema.maxLength ? "a".repeat(schema.maxLength + 1) : undefined,
+        schema.pattern ? "Not Valid!" : undefined,
+      ].filter((e) => e !== undefined);
       return edgeValues.length ? either(normal, fc.constantFrom(...edgeValues)) : normal;
     }
     case "integer": {
@@ -232,14 +272,30 @@ function fromSchema(fc, schema, path, table, edges) {
     }
     case "object": {
       if (schema.properties) {
-        const fields = Object.fromEntries(Object.entries(schema.properties).map(([key, field]) => [key, fromSchema(fc, field, path ? `${path}.${key}` : key, table, edges)]));
+        const fields = Object.fromEntries(
+          Object.entries(schema.properties).map(([key, field]) => [
+            key,
+            fromSchema(fc, field, path ? `${path}.${key}` : key, table, edges),
+          ]),
+        );
         const required = schema.required ?? [];
         const normal = fc.record(fields, { requiredKeys: required });
         // Now and then a required field is missing.
-        return required.length ? either(normal, fc.tuple(normal, fc.constantFrom(...required)).map(([value, drop]) => Object.fromEntries(Object.entries(value).filter(([key]) => key !== drop)))) : normal;
+        return required.length
+          ? either(
+              normal,
+              fc
+                .tuple(normal, fc.constantFrom(...required))
+                .map(([value, drop]) => Object.fromEntries(Object.entries(value).filter(([key]) => key !== drop))),
+            )
+          : normal;
       }
       if (schema.additionalProperties && typeof schema.additionalProperties === "object") {
-        return fc.dictionary(fc.stringMatching(/^[a-z][a-z.\/-]{0,12}$/), fromSchema(fc, schema.additionalProperties, `${path}{}`, table, edges), { maxKeys: 3 });
+        return fc.dictionary(
+          fc.stringMatching(/^[a-z][a-z.\/-]{0,12}$/),
+          fromSchema(fc, schema.additionalProperties, `${path}{}`, table, edges),
+          { maxKeys: 3 },
+        );
       }
       return fc.constant({});
     }
@@ -283,12 +339,17 @@ const namesAField = (message) => /\bspec(\.|\[|:)/.test(message);
  */
 export function judge({ kind, expected }, answer) {
   if (answer.admitted) {
-    return expected.length === 0 ? { verdict: "admitted (valid)" } : { failure: `${kind} admitted though the documented rules refuse ${expected.join(", ")}` };
+    return expected.length === 0
+      ? { verdict: "admitted (valid)" }
+      : { failure: `${kind} admitted though the documented rules refuse ${expected.join(", ")}` };
   }
   const { code, message } = answer;
-  if (code >= 500 || /failed calling webhook|validator failed|InternalError|context deadline exceeded/.test(message)) return { failure: `${kind}: the webhook failed (${code}): ${message}` };
+  if (code >= 500 || /failed calling webhook|validator failed|InternalError|context deadline exceeded/.test(message))
+    return { failure: `${kind}: the webhook failed (${code}): ${message}` };
   if (!/admission webhook "[^"]+" denied the request/.test(message)) {
-    return namesAField(message) ? { verdict: `refused by the schema (${code})`, field: firstField(message) } : { failure: `${kind} refused by the API server without a field path (${code}): ${message}` };
+    return namesAField(message)
+      ? { verdict: `refused by the schema (${code})`, field: firstField(message) }
+      : { failure: `${kind} refused by the API server without a field path (${code}): ${message}` };
   }
   if (expected.length === 0) return { failure: `${kind} refused by the webhook though the documented rules find nothing: ${message}` };
   const unnamed = expected.filter((path) => !message.includes(path));

@@ -65,8 +65,15 @@ async function until(what, timeoutMillis, check) {
 /** captf's CRDs (packages/controller/config/crd) and the Cluster API ones, each Established. */
 export async function installCrds(client, capiCrdPaths) {
   const crdDir = join(repo, "packages/controller/config/crd");
-  const files = [...readdirSync(crdDir).filter((file) => file.endsWith(".yaml")).map((file) => join(crdDir, file)), ...capiCrdPaths];
-  const bodies = files.flatMap((file) => parseAllDocuments(readFileSync(file, "utf8")).map((document) => document.toJS())).filter((body) => body?.kind === "CustomResourceDefinition");
+  const files = [
+    ...readdirSync(crdDir)
+      .filter((file) => file.endsWith(".yaml"))
+      .map((file) => join(crdDir, file)),
+    ...capiCrdPaths,
+  ];
+  const bodies = files
+    .flatMap((file) => parseAllDocuments(readFileSync(file, "utf8")).map((document) => document.toJS()))
+    .filter((body) => body?.kind === "CustomResourceDefinition");
   await Promise.all(bodies.map((body) => client.create(types.crd, undefined, body)));
   const names = bodies.map((body) => body.metadata.name);
   await Promise.all(
@@ -88,7 +95,8 @@ export async function installCrds(client, capiCrdPaths) {
  * no cluster Job runs, with spec.identityRef naming the identity.
  */
 export async function createClusterFixtures(client, namespace, runnerRole) {
-  if (runnerRole) await client.create(types.clusterRole, undefined, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", ...runnerRole });
+  if (runnerRole)
+    await client.create(types.clusterRole, undefined, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", ...runnerRole });
   await client.create(types.namespace, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
   await client.create(types.secret, namespace, {
     apiVersion: "v1",
@@ -140,7 +148,16 @@ export async function createMachineFixtures(client, namespace, name) {
     metadata: {
       name,
       labels: { "cluster.x-k8s.io/cluster-name": clusterName },
-      ownerReferences: [{ apiVersion: `${capi.group}/${capi.version}`, kind: "Machine", name, uid: machine.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: `${capi.group}/${capi.version}`,
+          kind: "Machine",
+          name,
+          uid: machine.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: { source: { image: moduleImage } },
   });

@@ -27,7 +27,10 @@ const { stateSecretName, stateSecretSuffix, stateSecretLabels, stateWorkspace } 
 export function noopMachineOutputs(namespace, machineName) {
   return {
     provider_id: { value: `noop:///${namespace}/${machineName}`, type: "string" },
-    addresses: { value: [{ type: "InternalIP", address: "10.0.0.1" }], type: ["tuple", [["object", { type: "string", address: "string" }]]] },
+    addresses: {
+      value: [{ type: "InternalIP", address: "10.0.0.1" }],
+      type: ["tuple", [["object", { type: "string", address: "string" }]]],
+    },
     interruptible: { value: false, type: "bool" },
     health: {
       value: { state: "running", healthy: true, message: null, reasons: [] },
@@ -51,7 +54,18 @@ export function noopMachineState(namespace, machineName, serial = 1, lineage = r
         type: "terraform_data",
         name: "instance",
         provider: 'provider["terraform.io/builtin/terraform"]',
-        instances: [{ schema_version: 0, attributes: { id: randomUUID(), input: { value: { name: machineName }, type: ["object", { name: "string" }] }, output: null, triggers_replace: null }, sensitive_attributes: [] }],
+        instances: [
+          {
+            schema_version: 0,
+            attributes: {
+              id: randomUUID(),
+              input: { value: { name: machineName }, type: ["object", { name: "string" }] },
+              output: null,
+              triggers_replace: null,
+            },
+            sensitive_attributes: [],
+          },
+        ],
       },
     ],
     check_results: null,
@@ -154,7 +168,10 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
       const started = Date.now();
       for (;;) {
         if (stopped) return;
-        const present = await client.get(types.secret, namespace, volume).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
+        const present = await client.get(types.secret, namespace, volume).then(
+          () => true,
+          (error) => (isNotFound(error) ? false : Promise.reject(error)),
+        );
         if (present) break;
         if (Date.now() - started > 60_000) throw new Error(`Pod ${pod.metadata.name}: its run Secret ${volume} never appeared`);
         await sleep(100);
@@ -180,22 +197,39 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
       data: { tfstate: gzipSync(JSON.stringify(state)).toString("base64") },
     });
     // A destroy leaves the state with no resources and no outputs, as OpenTofu does.
-    const stateOf = (serial, lineage) => (op === "destroy" ? { ...noopMachineState(namespace, owner, serial, lineage), outputs: {}, resources: [] } : noopMachineState(namespace, owner, serial, lineage));
-    if (op !== "drift") try {
-      await client.create(types.secret, namespace, body(stateOf(1)));
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-      // A later run of the same machine: the backend rewrites the Secret with serial + 1, in the same lineage.
-      const current = await client.get(types.secret, namespace, name);
-      const previous = JSON.parse(gunzipSync(Buffer.from(current.data.tfstate, "base64")));
-      await client.replace(types.secret, namespace, name, body(stateOf(Number(previous.serial) + 1, previous.lineage), current.metadata.resourceVersion, current.metadata.annotations));
-    }
+    const stateOf = (serial, lineage) =>
+      op === "destroy"
+        ? { ...noopMachineState(namespace, owner, serial, lineage), outputs: {}, resources: [] }
+        : noopMachineState(namespace, owner, serial, lineage);
+    if (op !== "drift")
+      try {
+        await client.create(types.secret, namespace, body(stateOf(1)));
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        // A later run of the same machine: the backend rewrites the Secret with serial + 1, in the same lineage.
+        const current = await client.get(types.secret, namespace, name);
+        const previous = JSON.parse(gunzipSync(Buffer.from(current.data.tfstate, "base64")));
+        await client.replace(
+          types.secret,
+          namespace,
+          name,
+          body(stateOf(Number(previous.serial) + 1, previous.lineage), current.metadata.resourceVersion, current.metadata.annotations),
+        );
+      }
 
     // 3. The Pod's status, through the status subresource, as a kubelet reports a finished Pod.
     const now = Date.now();
     const source = pod.spec.containers.find((c) => c.name === "source");
     const init = pod.spec.initContainers?.find((c) => c.name === "runner");
-    const terminated = (message) => ({ terminated: { exitCode: 0, reason: "Completed", startedAt: isoSeconds(seenAt), finishedAt: isoSeconds(now), ...(message ? { message } : {}) } });
+    const terminated = (message) => ({
+      terminated: {
+        exitCode: 0,
+        reason: "Completed",
+        startedAt: isoSeconds(seenAt),
+        finishedAt: isoSeconds(now),
+        ...(message ? { message } : {}),
+      },
+    });
     const condition = (type, status, reason) => ({ type, status, lastTransitionTime: isoSeconds(now), ...(reason ? { reason } : {}) });
     await client.patch(
       types.pod,
@@ -213,8 +247,24 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
             condition("Ready", "False", "PodCompleted"),
             condition("ContainersReady", "False", "PodCompleted"),
           ],
-          ...(init ? { initContainerStatuses: [{ name: "runner", image: init.image, imageID: "", ready: false, restartCount: 0, started: false, state: terminated() }] } : {}),
-          containerStatuses: [{ name: "source", image: source.image, imageID: imageId(source.image), ready: false, restartCount: 0, started: false, state: terminated(applyResult(source.image, op)) }],
+          ...(init
+            ? {
+                initContainerStatuses: [
+                  { name: "runner", image: init.image, imageID: "", ready: false, restartCount: 0, started: false, state: terminated() },
+                ],
+              }
+            : {}),
+          containerStatuses: [
+            {
+              name: "source",
+              image: source.image,
+              imageID: imageId(source.image),
+              ready: false,
+              restartCount: 0,
+              started: false,
+              state: terminated(applyResult(source.image, op)),
+            },
+          ],
         },
       },
       "strategic",
@@ -237,7 +287,8 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
         await complete(item);
       } catch (error) {
         // An API server outage (the fault drills) is retried, as a kubelet reports again; a bug is not.
-        const unreachable = /ECONNREFUSED|ECONNRESET|socket hang up|aborted/.test(`${error?.code} ${error?.message}`) || error?.statusCode >= 500;
+        const unreachable =
+          /ECONNREFUSED|ECONNRESET|socket hang up|aborted/.test(`${error?.code} ${error?.message}`) || error?.statusCode >= 500;
         if (unreachable && (item.retries ?? 0) < 30) {
           stats.retries = (stats.retries ?? 0) + 1;
           setTimeout(() => {
@@ -266,4 +317,3 @@ export function startJobCompleter({ client, namespace, logger, concurrency = 8, 
     },
   };
 }
-

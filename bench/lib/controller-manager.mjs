@@ -50,13 +50,21 @@ const parsed = await parseManagerFlags(
 );
 if (parsed.kind !== "run") throw new Error(`the manager's flags: ${parsed.message ?? parsed.kind}`);
 const settings = parsed.options;
-const { logger, client, metrics, manager } = bootstrapManager(settings, { buildInfo: managerBuildInfo(), stdout: process.stderr, stderr: process.stderr });
+const { logger, client, metrics, manager } = bootstrapManager(settings, {
+  buildInfo: managerBuildInfo(),
+  stdout: process.stderr,
+  stderr: process.stderr,
+});
 
 const controllers = createManagerControllers({ client, logger, metrics, instance: `bench-${process.pid}`, manager }, settings);
 // --manager-flag=--shards=N (bench/lib/controller-shards.mjs): the cluster controllers gated to the shards this process claims.
 const sharding = managerSharding(settings, { logger, metrics, client, manager });
 // The baseline: the same controller (name, watches, queue), its reconcile replaced by nothing.
-addManagerControllers(manager, controllers.map((controller) => (flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} })), sharding?.gate);
+addManagerControllers(
+  manager,
+  controllers.map((controller) => (flags.mode === "manager" ? controller : { ...controller, reconcile: async () => {} })),
+  sharding?.gate,
+);
 const shardsStop = new AbortController();
 const shardsRun = sharding?.coordinator.run(shardsStop.signal);
 
@@ -64,12 +72,17 @@ process.on("SIGUSR2", () => globalThis.gc?.());
 const signal = shutdownSignal(logger);
 // The bench holds our stdin: when it goes away (killed, crashed), stop as on SIGTERM.
 const orphaned = new AbortController();
-process.stdin.on("end", () => orphaned.abort()).on("error", () => orphaned.abort()).resume();
+process.stdin
+  .on("end", () => orphaned.abort())
+  .on("error", () => orphaned.abort())
+  .resume();
 const running = manager.run(AbortSignal.any([signal, orphaned.signal]));
 for (;;) {
   const { health, metrics: metricsPort } = manager.ports;
   if (health !== undefined && metricsPort !== undefined) {
-    process.stdout.write(`${JSON.stringify({ pid: process.pid, metricsPort, healthPort: health, controllers: controllers.map((c) => `${c.name}:${c.concurrency}`) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ pid: process.pid, metricsPort, healthPort: health, controllers: controllers.map((c) => `${c.name}:${c.concurrency}`) })}\n`,
+    );
     break;
   }
   await new Promise((resolve) => setTimeout(resolve, 20));

@@ -12,7 +12,15 @@ const fromController = createRequire(join(repo, "packages/controller/package.jso
 
 /** Exits with the house message when a package is not built. */
 export function requireBuilt() {
-  for (const file of [dist("controller"), dist("controller", "manager-main.js"), dist("controller", "install/manifests.js"), dist("contract"), dist("render"), dist("testkit", "control-plane.js"), dist("testkit", "capi.js")]) {
+  for (const file of [
+    dist("controller"),
+    dist("controller", "manager-main.js"),
+    dist("controller", "install/manifests.js"),
+    dist("contract"),
+    dist("render"),
+    dist("testkit", "control-plane.js"),
+    dist("testkit", "capi.js"),
+  ]) {
     if (!existsSync(file)) {
       console.error(`bench: packages are not built (${file} is missing); run \`npx tsc -b\` first`);
       process.exit(2);

@@ -20,12 +20,23 @@ export function classify(method, rawUrl) {
   const [resource, name, subresource] = parts;
   const watch = method === "GET" && (url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1");
   const verb =
-    method === "GET" ? (watch ? "watch" : name ? "get" : "list")
-    : method === "POST" ? "create"
-    : method === "PUT" ? "update"
-    : method === "PATCH" ? "patch"
-    : method === "DELETE" ? (name ? "delete" : "deletecollection")
-    : method.toLowerCase();
+    method === "GET"
+      ? watch
+        ? "watch"
+        : name
+          ? "get"
+          : "list"
+      : method === "POST"
+        ? "create"
+        : method === "PUT"
+          ? "update"
+          : method === "PATCH"
+            ? "patch"
+            : method === "DELETE"
+              ? name
+                ? "delete"
+                : "deletecollection"
+              : method.toLowerCase();
   return { verb, resource: subresource ? `${resource}/${subresource}` : resource, watch, nonResource: false };
 }
 
@@ -80,14 +91,17 @@ export async function startCountingProxy({ upstream, caFile, certFile, keyFile }
     const { verb, resource, watch } = classify(req.method ?? "GET", req.url ?? "/");
     const key = `${verb} ${resource}`;
     const headers = { ...req.headers, host: target.host };
-    const upstreamRequest = httpsRequest({ hostname: target.hostname, port: target.port, path: req.url, method: req.method, headers, agent }, (upstreamResponse) => {
-      res.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponse.headers);
-      if (watch) res.flushHeaders();
-      upstreamResponse.pipe(res);
-      upstreamResponse.on("end", () => {
-        if (!watch) counts.record(key, upstreamResponse.statusCode ?? 0, performance.now() - started);
-      });
-    });
+    const upstreamRequest = httpsRequest(
+      { hostname: target.hostname, port: target.port, path: req.url, method: req.method, headers, agent },
+      (upstreamResponse) => {
+        res.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponse.headers);
+        if (watch) res.flushHeaders();
+        upstreamResponse.pipe(res);
+        upstreamResponse.on("end", () => {
+          if (!watch) counts.record(key, upstreamResponse.statusCode ?? 0, performance.now() - started);
+        });
+      },
+    );
     // A watch is counted when it opens; its duration is its life, not a latency.
     if (watch) counts.record(key, 200, 0);
     upstreamRequest.on("error", (error) => {

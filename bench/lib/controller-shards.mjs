@@ -33,7 +33,12 @@ function cpuOf(pid) {
 
 /** bench/lib/controller-fixtures.mjs's cluster, once per cluster name, and its share of the machines. */
 async function createWorkload(client, namespace, identity, clusters, machines) {
-  await client.create(types.secret, namespace, { apiVersion: "v1", kind: "Secret", metadata: { name: "bench-credentials" }, stringData: { NOOP_TOKEN: "bench" } });
+  await client.create(types.secret, namespace, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "bench-credentials" },
+    stringData: { NOOP_TOKEN: "bench" },
+  });
   await client.create(types.identity, undefined, {
     apiVersion: `${infra.group}/${infra.version}`,
     kind: "TerraformClusterIdentity",
@@ -48,22 +53,52 @@ async function createWorkload(client, namespace, identity, clusters, machines) {
       metadata: { name, annotations: { "cluster.x-k8s.io/managed-by": "external" } },
       spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: identity } },
     });
-    await client.create(types.cluster, namespace, { apiVersion: `${capi.group}/${capi.version}`, kind: "Cluster", metadata: { name }, spec: { infrastructureRef: { apiGroup: infra.group, kind: "TerraformCluster", name } } });
+    await client.create(types.cluster, namespace, {
+      apiVersion: `${capi.group}/${capi.version}`,
+      kind: "Cluster",
+      metadata: { name },
+      spec: { infrastructureRef: { apiGroup: infra.group, kind: "TerraformCluster", name } },
+    });
   });
-  const machineNames = Array.from({ length: machines }, (_, i) => ({ name: `m-${String(i).padStart(String(machines - 1).length, "0")}`, cluster: clusterNames[i % clusters] }));
+  const machineNames = Array.from({ length: machines }, (_, i) => ({
+    name: `m-${String(i).padStart(String(machines - 1).length, "0")}`,
+    cluster: clusterNames[i % clusters],
+  }));
   await inParallel(machineNames, 16, async ({ name, cluster }) => {
     const clusterLabel = { "cluster.x-k8s.io/cluster-name": cluster };
-    await client.create(types.secret, namespace, { apiVersion: "v1", kind: "Secret", metadata: { name: `${name}-bootstrap`, labels: clusterLabel }, stringData: { value: "#cloud-config\n", format: "cloud-config" } });
+    await client.create(types.secret, namespace, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: `${name}-bootstrap`, labels: clusterLabel },
+      stringData: { value: "#cloud-config\n", format: "cloud-config" },
+    });
     const machine = await client.create(types.machine, namespace, {
       apiVersion: `${capi.group}/${capi.version}`,
       kind: "Machine",
       metadata: { name, labels: clusterLabel },
-      spec: { clusterName: cluster, bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachine", name } },
+      spec: {
+        clusterName: cluster,
+        bootstrap: { dataSecretName: `${name}-bootstrap` },
+        infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachine", name },
+      },
     });
     await client.create(types.terraformMachine, namespace, {
       apiVersion: `${infra.group}/${infra.version}`,
       kind: "TerraformMachine",
-      metadata: { name, labels: clusterLabel, ownerReferences: [{ apiVersion: `${capi.group}/${capi.version}`, kind: "Machine", name, uid: machine.metadata.uid, controller: true, blockOwnerDeletion: true }] },
+      metadata: {
+        name,
+        labels: clusterLabel,
+        ownerReferences: [
+          {
+            apiVersion: `${capi.group}/${capi.version}`,
+            kind: "Machine",
+            name,
+            uid: machine.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
+      },
       spec: { source: { image: moduleImage } },
     });
   });
@@ -73,10 +108,22 @@ async function createWorkload(client, namespace, identity, clusters, machines) {
 async function startManager({ kubeconfig, namespace, shards, concurrency, work, index }) {
   const logFile = join(work, `manager-${shards}-${index}.log`);
   const sharded = shards > 1 ? ["--manager-flag=--leader-elect", `--manager-flag=--shards=${shards}`] : [];
-  const child = spawn(process.execPath, [join(repo, "bench/lib/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), `--manager-flag=--namespace=${namespace}`, ...sharded], {
-    env: { ...process.env, POD_NAMESPACE: namespace },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      join(repo, "bench/lib/controller-manager.mjs"),
+      "--kubeconfig",
+      kubeconfig,
+      "--concurrency",
+      String(concurrency),
+      `--manager-flag=--namespace=${namespace}`,
+      ...sharded,
+    ],
+    {
+      env: { ...process.env, POD_NAMESPACE: namespace },
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
   const log = [];
   createInterface({ input: child.stderr }).on("line", (line) => log.push(line));
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
@@ -107,19 +154,30 @@ async function startManager({ kubeconfig, namespace, shards, concurrency, work, 
 async function runOnce({ client, kubeconfig, managers, clusters, machines, concurrency, jobSeconds, timeoutMillis, work, logger, step }) {
   const namespace = `bench-shards-${managers}`;
   await client.create(types.namespace, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-  const started = await Promise.all(Array.from({ length: managers }, (_, index) => startManager({ kubeconfig, namespace, shards: managers, concurrency, work, index })));
+  const started = await Promise.all(
+    Array.from({ length: managers }, (_, index) => startManager({ kubeconfig, namespace, shards: managers, concurrency, work, index })),
+  );
   try {
     if (managers > 1) {
       // Settled: every shard Lease held, each by another manager.
       const deadline = Date.now() + 120_000;
       for (;;) {
-        const holders = await Promise.all(Array.from({ length: managers }, (_, i) => client.get(leaseType, namespace, `captf-shard-${i}`).then((lease) => lease.spec?.holderIdentity ?? "", () => "")));
+        const holders = await Promise.all(
+          Array.from({ length: managers }, (_, i) =>
+            client.get(leaseType, namespace, `captf-shard-${i}`).then(
+              (lease) => lease.spec?.holderIdentity ?? "",
+              () => "",
+            ),
+          ),
+        );
         if (holders.every(Boolean) && new Set(holders).size === managers) break;
         if (Date.now() > deadline) throw new Error(`shards never settled over ${managers} managers: ${holders.join(", ")}`);
         await sleep(250);
       }
     }
-    step(`${managers} manager(s) up${managers > 1 ? `, ${managers} shards settled` : ""}; creating ${clusters} clusters and ${machines} machines`);
+    step(
+      `${managers} manager(s) up${managers > 1 ? `, ${managers} shards settled` : ""}; creating ${clusters} clusters and ${machines} machines`,
+    );
     const completer = startJobCompleter({ client, namespace, logger, jobSeconds });
     await completer.synced();
     const provisioned = new Set();
@@ -146,7 +204,18 @@ async function runOnce({ client, kubeconfig, managers, clusters, machines, concu
     const owners = new Set(jobs.map((job) => job.owner));
     await informer.stop();
     await completer.stop();
-    return { managers, finished, provisioned: provisioned.size, seconds, machinesPerSecond: provisioned.size / seconds, jobs: jobs.length, extraJobs: jobs.length - owners.size, reconciles, cpu, load };
+    return {
+      managers,
+      finished,
+      provisioned: provisioned.size,
+      seconds,
+      machinesPerSecond: provisioned.size / seconds,
+      jobs: jobs.length,
+      extraJobs: jobs.length - owners.size,
+      reconciles,
+      cpu,
+      load,
+    };
   } finally {
     await Promise.all(started.map((manager) => manager.stop()));
   }
@@ -171,14 +240,34 @@ export async function runShardBench({ managers, clusters, machines, concurrency,
     await installCrds(client, clusterApiCrdPaths());
     // The ClusterRole the install ships and the manager binds in each namespace (captf-runner).
     const { rbacObjects, defaultInstallOptions } = await loadControllerFile("install/manifests.js");
-    await client.create(types.clusterRole, undefined, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", ...rbacObjects(defaultInstallOptions).runnerRole });
+    await client.create(types.clusterRole, undefined, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      ...rbacObjects(defaultInstallOptions).runnerRole,
+    });
     step(`control plane up, CRDs installed; ${machines} machines in ${clusters} clusters, 1 manager then ${managers}`);
     const runs = [];
     for (const count of [1, managers]) {
-      runs.push(await runOnce({ client, kubeconfig: plane.kubeconfigPath, managers: count, clusters, machines, concurrency, jobSeconds, timeoutMillis, work, logger, step }));
+      runs.push(
+        await runOnce({
+          client,
+          kubeconfig: plane.kubeconfigPath,
+          managers: count,
+          clusters,
+          machines,
+          concurrency,
+          jobSeconds,
+          timeoutMillis,
+          work,
+          logger,
+          step,
+        }),
+      );
       step(`run with ${count} manager(s) done`);
     }
-    console.log(`controller bench, shards: ${machines} TerraformMachines in ${clusters} clusters, concurrency ${concurrency} per manager, job run ${jobSeconds} s, ${availableParallelism()} cores`);
+    console.log(
+      `controller bench, shards: ${machines} TerraformMachines in ${clusters} clusters, concurrency ${concurrency} per manager, job run ${jobSeconds} s, ${availableParallelism()} cores`,
+    );
     for (const run of runs) {
       const jobsNote = run.extraJobs > 0 ? `, ${run.extraJobs} EXTRA` : " (one apply each)";
       console.log(
@@ -187,7 +276,17 @@ export async function runShardBench({ managers, clusters, machines, concurrency,
     }
     const ratio = runs[1].machinesPerSecond / runs[0].machinesPerSecond;
     console.log(`  ${managers} managers / 1 manager, machines per second: ${ratio.toFixed(2)}x`);
-    console.log(JSON.stringify({ machines, clusters, managers, seconds: runs.map((r) => Number(r.seconds.toFixed(1))), machinesPerSecond: runs.map((r) => Number(r.machinesPerSecond.toFixed(2))), ratio: Number(ratio.toFixed(2)), extraJobs: runs.map((r) => r.extraJobs) }));
+    console.log(
+      JSON.stringify({
+        machines,
+        clusters,
+        managers,
+        seconds: runs.map((r) => Number(r.seconds.toFixed(1))),
+        machinesPerSecond: runs.map((r) => Number(r.machinesPerSecond.toFixed(2))),
+        ratio: Number(ratio.toFixed(2)),
+        extraJobs: runs.map((r) => r.extraJobs),
+      }),
+    );
     return runs.every((run) => run.finished && run.extraJobs === 0) ? 0 : 1;
   } finally {
     client?.close();

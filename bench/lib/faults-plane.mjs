@@ -17,7 +17,8 @@ const { KubeClient, Informer } = await loadController();
 const { rbacObjects, defaultInstallOptions } = await loadControllerFile("install/manifests.js");
 const k8s = await loadDependency("@kubernetes/client-node");
 const { pino } = await loadDependency("pino");
-const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } = await import("./controller-fixtures.mjs");
+const { benchControllerManagerFlags, createClusterFixtures, createMachineFixtures, inParallel, installCrds, machineName, types } =
+  await import("./controller-fixtures.mjs");
 const { startJobCompleter } = await import("./controller-jobs.mjs");
 const { memoryOf, quietWhile, percentile } = await import("./controller-samples.mjs");
 
@@ -136,9 +137,20 @@ export async function spawnManager({ runner, kubeconfig, concurrency = 10, manag
   const logFile = join(runner.work, "manager.log");
   const fd = openSync(logFile, "a");
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [join(repo, "bench/lib/controller-manager.mjs"), "--kubeconfig", kubeconfig, "--concurrency", String(concurrency), ...managerFlags.map((flag) => `--manager-flag=${flag}`)], {
-    stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      join(repo, "bench/lib/controller-manager.mjs"),
+      "--kubeconfig",
+      kubeconfig,
+      "--concurrency",
+      String(concurrency),
+      ...managerFlags.map((flag) => `--manager-flag=${flag}`),
+    ],
+    {
+      stdio: ["pipe", "pipe", fd], // its stdin closes when this process dies: the child then stops itself
+    },
+  );
   closeSync(fd);
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const gone = () => child.exitCode !== null || child.signalCode !== null;
@@ -169,9 +181,21 @@ export async function spawnManager({ runner, kubeconfig, concurrency = 10, manag
     /** Resolves true once it serves (metrics and health ports open, caches still syncing), false if it exited first. */
     serving: () => serving.then(Boolean),
     /** The manager's /metrics text, or "" when it does not answer. */
-    metrics: () => (ports ? fetch(`http://127.0.0.1:${ports.metricsPort}/metrics`).then((r) => r.text(), () => "") : Promise.resolve("")),
+    metrics: () =>
+      ports
+        ? fetch(`http://127.0.0.1:${ports.metricsPort}/metrics`).then(
+            (r) => r.text(),
+            () => "",
+          )
+        : Promise.resolve(""),
     /** Whether /readyz answers 200 now (its caches synced). */
-    readyNow: () => (ports ? fetch(`http://127.0.0.1:${ports.healthPort}/readyz`).then((r) => r.status === 200, () => false) : Promise.resolve(false)),
+    readyNow: () =>
+      ports
+        ? fetch(`http://127.0.0.1:${ports.healthPort}/readyz`).then(
+            (r) => r.status === 200,
+            () => false,
+          )
+        : Promise.resolve(false),
     async ready() {
       if (!(await serving)) throw new Error(`the manager exited before serving; its log ends:\n${tail()}`);
       for (;;) {

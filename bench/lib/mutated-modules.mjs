@@ -13,7 +13,11 @@ export function seedModules(testdataDir) {
   const modules = {};
   for (const role of ["cluster", "machine", "machinepool"]) {
     const dir = join(root, role);
-    modules[role] = Object.fromEntries(readdirSync(dir).filter((name) => /\.tf(\.json)?$/.test(name)).map((name) => [name, readFileSync(dir + "/" + name)]));
+    modules[role] = Object.fromEntries(
+      readdirSync(dir)
+        .filter((name) => /\.tf(\.json)?$/.test(name))
+        .map((name) => [name, readFileSync(dir + "/" + name)]),
+    );
   }
   return modules;
 }
@@ -21,7 +25,14 @@ export function seedModules(testdataDir) {
 /** Nesting `depth` levels deep in HCL syntax (or JSON for a .tf.json file): recursive parsers overflow their stack here. */
 function deeplyNested(kind, depth, json) {
   if (json) return `{"locals": {"deep": ${"[".repeat(depth)}1${"]".repeat(depth)}}}`;
-  const [open, close] = { list: ["[", "]"], object: ["{ a = ", " }"], parens: ["(", ")"], template: ['"${', '}"'], call: ["max(", ")"], unary: ["-", ""] }[kind];
+  const [open, close] = {
+    list: ["[", "]"],
+    object: ["{ a = ", " }"],
+    parens: ["(", ")"],
+    template: ['"${', '}"'],
+    call: ["max(", ")"],
+    unary: ["-", ""],
+  }[kind];
   return `\nlocals {\n  deep = ${open.repeat(depth)}1${close.repeat(depth)}\n}\n`;
 }
 
@@ -33,11 +44,75 @@ export function moduleMutation(fc, hugeLines = [10_000, 100_000]) {
   return fc.oneof(
     { weight: 4, arbitrary: fc.record({ kind: fc.constant("truncate"), at: fc.nat() }) },
     { weight: 4, arbitrary: fc.record({ kind: fc.constant("truncate-brace") }) },
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant("bad-utf8"), at: fc.nat(), bytes: fc.constantFrom([0xff], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xc0, 0xaf], [0x00], [0xef, 0xbb, 0xbf]) }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant("bad-utf8"),
+        at: fc.nat(),
+        bytes: fc.constantFrom(
+          [0xff],
+          [0xc3],
+          [0xe2, 0x82],
+          [0xed, 0xa0, 0x80],
+          [0xf8, 0x88, 0x80, 0x80, 0x80],
+          [0xc0, 0xaf],
+          [0x00],
+          [0xef, 0xbb, 0xbf],
+        ),
+      }),
+    },
     { weight: 4, arbitrary: fc.record({ kind: fc.constant("flip"), at: fc.nat(), byte: fc.integer({ min: 1, max: 255 }) }) },
-    { weight: 4, arbitrary: fc.record({ kind: fc.constant("splice"), at: fc.nat(), text: fc.constantFrom('"', "${", "%{", "<<EOT\n", "{", "}", "[", "]", "(", ")", "=", "#", "/*", "*/", "\\", "\r", "\t", ",", ".", "..", "...", "?", ":", "=>", "0x", "1e", "\u2028", "\u00a0", "\ud83d", "${var.", "for x in", "null", "\n") }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant("splice"),
+        at: fc.nat(),
+        text: fc.constantFrom(
+          '"',
+          "${",
+          "%{",
+          "<<EOT\n",
+          "{",
+          "}",
+          "[",
+          "]",
+          "(",
+          ")",
+          "=",
+          "#",
+          "/*",
+          "*/",
+          "\\",
+          "\r",
+          "\t",
+          ",",
+          ".",
+          "..",
+          "...",
+          "?",
+          ":",
+          "=>",
+          "0x",
+          "1e",
+          "\u2028",
+          "\u00a0",
+          "\ud83d",
+          "${var.",
+          "for x in",
+          "null",
+          "\n",
+        ),
+      }),
+    },
     { weight: 4, arbitrary: fc.record({ kind: fc.constant("cut"), at: fc.nat(), length: fc.integer({ min: 1, max: 40 }) }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("deep"), nest: fc.constantFrom("list", "object", "parens", "template", "call", "unary"), depth: fc.constantFrom(10, 100, 254, 255, 256, 257, 5_000, 100_000) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant("deep"),
+        nest: fc.constantFrom("list", "object", "parens", "template", "call", "unary"),
+        depth: fc.constantFrom(10, 100, 254, 255, 256, 257, 5_000, 100_000),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant("huge"), lines: fc.constantFrom(...hugeLines), broken: fc.boolean() }) },
   );
 }
@@ -51,22 +126,41 @@ export function applyMutation(name, bytes, mutation) {
       return { bytes: bytes.subarray(0, at(mutation.at)), neverParses: false };
     case "truncate-brace": {
       const last = bytes.lastIndexOf(0x7d);
-      return last < 0 ? { bytes, neverParses: false } : { bytes: Buffer.concat([bytes.subarray(0, last), bytes.subarray(last + 1)]), neverParses: true };
+      return last < 0
+        ? { bytes, neverParses: false }
+        : { bytes: Buffer.concat([bytes.subarray(0, last), bytes.subarray(last + 1)]), neverParses: true };
     }
     case "bad-utf8":
-      return { bytes: Buffer.concat([bytes.subarray(0, at(mutation.at)), Buffer.from(mutation.bytes), bytes.subarray(at(mutation.at))]), neverParses: false };
+      return {
+        bytes: Buffer.concat([bytes.subarray(0, at(mutation.at)), Buffer.from(mutation.bytes), bytes.subarray(at(mutation.at))]),
+        neverParses: false,
+      };
     case "flip":
       return { bytes: Buffer.from(bytes.map((b, i) => (i === at(mutation.at) ? b ^ mutation.byte : b))), neverParses: false };
     case "splice":
-      return { bytes: Buffer.concat([bytes.subarray(0, at(mutation.at)), Buffer.from(mutation.text, "utf8"), bytes.subarray(at(mutation.at))]), neverParses: false };
+      return {
+        bytes: Buffer.concat([bytes.subarray(0, at(mutation.at)), Buffer.from(mutation.text, "utf8"), bytes.subarray(at(mutation.at))]),
+        neverParses: false,
+      };
     case "cut":
-      return { bytes: Buffer.concat([bytes.subarray(0, at(mutation.at)), bytes.subarray(at(mutation.at) + mutation.length)]), neverParses: false };
+      return {
+        bytes: Buffer.concat([bytes.subarray(0, at(mutation.at)), bytes.subarray(at(mutation.at) + mutation.length)]),
+        neverParses: false,
+      };
     case "deep":
-      return { bytes: json ? Buffer.from(deeplyNested(mutation.nest, mutation.depth, true)) : Buffer.concat([bytes, Buffer.from(deeplyNested(mutation.nest, mutation.depth, false))]), neverParses: false };
+      return {
+        bytes: json
+          ? Buffer.from(deeplyNested(mutation.nest, mutation.depth, true))
+          : Buffer.concat([bytes, Buffer.from(deeplyNested(mutation.nest, mutation.depth, false))]),
+        neverParses: false,
+      };
     case "huge": {
       if (json) return { bytes, neverParses: false };
       const body = Array.from({ length: mutation.lines }, (_, i) => `  v${i} = "${i}"`).join("\n");
-      return { bytes: Buffer.concat([bytes, Buffer.from(`\nlocals {\n${body}\n${mutation.broken ? "" : "}\n"}`)]), neverParses: mutation.broken };
+      return {
+        bytes: Buffer.concat([bytes, Buffer.from(`\nlocals {\n${body}\n${mutation.broken ? "" : "}\n"}`)]),
+        neverParses: mutation.broken,
+      };
     }
   }
   throw new Error(`unknown mutation ${mutation.kind}`);
@@ -74,7 +168,10 @@ export function applyMutation(name, bytes, mutation) {
 
 /** A role and 1 to 3 mutations, each on one of the module's files. */
 export function mutatedModule(fc, hugeLines) {
-  return fc.record({ role: fc.constantFrom("cluster", "machine", "machinepool"), mutations: fc.array(fc.tuple(fc.nat(), moduleMutation(fc, hugeLines)), { minLength: 1, maxLength: 3 }) });
+  return fc.record({
+    role: fc.constantFrom("cluster", "machine", "machinepool"),
+    mutations: fc.array(fc.tuple(fc.nat(), moduleMutation(fc, hugeLines)), { minLength: 1, maxLength: 3 }),
+  });
 }
 
 /** Writes the mutated module into `dir` (emptied first); returns the files' bytes and whether it can never parse. */
@@ -113,7 +210,8 @@ export function verdictProblem(code, stdout, files, neverParses) {
     const bytes = files[file];
     if (!bytes) return `module/parse names ${JSON.stringify(file)}, not a file of the module`;
     const lines = bytes.toString("utf8").split("\n").length;
-    if (!(Number.isInteger(line) && line >= 1 && line <= lines && Number.isInteger(column) && column >= 1)) return `module/parse at ${file}:${line}:${column}, outside the file (${lines} lines)`;
+    if (!(Number.isInteger(line) && line >= 1 && line <= lines && Number.isInteger(column) && column >= 1))
+      return `module/parse at ${file}:${line}:${column}, outside the file (${lines} lines)`;
   } else if (parse.length > 0) return `exit ${code} with a module/parse finding`;
   if (neverParses && code !== 2) return `a module with an unclosed brace exits ${code}`;
   return undefined;
@@ -130,7 +228,11 @@ export function mutatedModuleProperty(fc, { main, seeds, dir, hugeLines }, tally
     const { files, neverParses } = writeMutatedModule(dir, seeds, module);
     let stdout = "";
     let stderr = "";
-    const code = await main(["module", dir, "--role", module.role, "--format", "json"], { stdout: { write: (s) => (stdout += s) }, stderr: { write: (s) => (stderr += s) }, env: {} });
+    const code = await main(["module", dir, "--role", module.role, "--format", "json"], {
+      stdout: { write: (s) => (stdout += s) },
+      stderr: { write: (s) => (stderr += s) },
+      env: {},
+    });
     const problem = verdictProblem(code, stdout, files, neverParses);
     if (problem) throw new Error(`${problem}${stderr ? `; stderr: ${stderr.slice(0, 300)}` : ""}`);
     count(`exit ${code}`);

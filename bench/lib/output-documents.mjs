@@ -39,13 +39,34 @@ function nested(depth, asObject) {
 /** JSON values toward the edges: numbers at the limits of doubles and integers, odd strings, deep nesting. */
 export function edgeValue(fc) {
   return fc.oneof(
-    fc.constantFrom(null, true, false, 0, -0, 1, -1, 1.5, 1e21, 1e308, -1e308, 5e-324, 2 ** 53, 2 ** 53 + 2, 2 ** 31, -(2 ** 31) - 1, 65536, ""),
+    fc.constantFrom(
+      null,
+      true,
+      false,
+      0,
+      -0,
+      1,
+      -1,
+      1.5,
+      1e21,
+      1e308,
+      -1e308,
+      5e-324,
+      2 ** 53,
+      2 ** 53 + 2,
+      2 ** 31,
+      -(2 ** 31) - 1,
+      65536,
+      "",
+    ),
     fc.constantFrom("\u0000", "\ud800", "\udfff", "é", "💥", "a".repeat(70_000), " ", "__proto__", "constructor", "toString", "-1", "1e3"),
     fc.string({ unit: "binary", maxLength: 40 }),
     fc.integer({ min: 1, max: 2_000 }).chain((depth) => fc.boolean().map((asObject) => nested(depth, asObject))),
     fc.jsonValue({ maxDepth: 4 }),
     // Lists around the pool's 1000-instance cut, built rather than generated (generation is slow).
-    fc.tuple(fc.integer({ min: 998, max: 1002 }), fc.jsonValue({ maxDepth: 1 })).map(([length, item]) => Array.from({ length }, (_, i) => (i % 2 ? item : { provider_id: `p/${i}` }))),
+    fc
+      .tuple(fc.integer({ min: 998, max: 1002 }), fc.jsonValue({ maxDepth: 1 }))
+      .map(([length, item]) => Array.from({ length }, (_, i) => (i % 2 ? item : { provider_id: `p/${i}` }))),
   );
 }
 
@@ -81,9 +102,21 @@ function mutateAt(document, path, action, value, key) {
 
 /** A seed document with 1 to 4 mutations toward the edges; sometimes not a document at all. */
 export function mutatedOutputs(fc, role) {
-  const mutation = fc.tuple(fc.array(fc.nat(), { maxLength: 5 }), fc.constantFrom("replace", "remove", "add"), edgeValue(fc), fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("__proto__", "health", "provider_id")));
+  const mutation = fc.tuple(
+    fc.array(fc.nat(), { maxLength: 5 }),
+    fc.constantFrom("replace", "remove", "add"),
+    edgeValue(fc),
+    fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom("__proto__", "health", "provider_id")),
+  );
   return fc.oneof(
-    { weight: 9, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 4 }).map((mutations) => mutations.reduce((document, [path, action, value, key]) => mutateAt(document, path, action, value, key), seeds[role])) },
+    {
+      weight: 9,
+      arbitrary: fc
+        .array(mutation, { minLength: 1, maxLength: 4 })
+        .map((mutations) =>
+          mutations.reduce((document, [path, action, value, key]) => mutateAt(document, path, action, value, key), seeds[role]),
+        ),
+    },
     { weight: 1, arbitrary: edgeValue(fc) },
   );
 }
@@ -95,18 +128,34 @@ const secretDamage = ["none", "flip", "truncate", "drop-chunk", "rename-chunk", 
 function stateText(fc) {
   const outputsEntry = (value) => ({ value, type: "string", sensitive: false });
   return fc.oneof(
-    { weight: 6, arbitrary: fc.tuple(fc.constantFrom(...roles), fc.nat()).chain(([role]) => mutatedOutputs(fc, role)).chain((outputs) =>
-      fc.record({
-        version: fc.oneof({ weight: 8, arbitrary: fc.constant(4) }, { weight: 1, arbitrary: edgeValue(fc) }),
-        serial: fc.oneof(fc.nat(), edgeValue(fc)),
-        lineage: fc.oneof(fc.uuid(), edgeValue(fc)),
-        terraform_version: fc.oneof(fc.constant("1.10.7"), edgeValue(fc)),
-        outputs: fc.oneof(
-          { weight: 6, arbitrary: fc.constant(outputs && typeof outputs === "object" && !Array.isArray(outputs) ? Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, outputsEntry(v)])) : outputs) },
-          { weight: 1, arbitrary: edgeValue(fc) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .tuple(fc.constantFrom(...roles), fc.nat())
+        .chain(([role]) => mutatedOutputs(fc, role))
+        .chain((outputs) =>
+          fc
+            .record({
+              version: fc.oneof({ weight: 8, arbitrary: fc.constant(4) }, { weight: 1, arbitrary: edgeValue(fc) }),
+              serial: fc.oneof(fc.nat(), edgeValue(fc)),
+              lineage: fc.oneof(fc.uuid(), edgeValue(fc)),
+              terraform_version: fc.oneof(fc.constant("1.10.7"), edgeValue(fc)),
+              outputs: fc.oneof(
+                {
+                  weight: 6,
+                  arbitrary: fc.constant(
+                    outputs && typeof outputs === "object" && !Array.isArray(outputs)
+                      ? Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, outputsEntry(v)]))
+                      : outputs,
+                  ),
+                },
+                { weight: 1, arbitrary: edgeValue(fc) },
+              ),
+              resources: fc.oneof(fc.constant([{ mode: "managed", type: "terraform_data", name: "x", instances: [] }]), edgeValue(fc)),
+            })
+            .map((document) => JSON.stringify(document)),
         ),
-        resources: fc.oneof(fc.constant([{ mode: "managed", type: "terraform_data", name: "x", instances: [] }]), edgeValue(fc)),
-      }).map((document) => JSON.stringify(document))) },
+    },
     { weight: 1, arbitrary: edgeValue(fc).map((value) => JSON.stringify(value) ?? "") },
     { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 200 }) },
   );
@@ -114,36 +163,56 @@ function stateText(fc) {
 
 /** The Secrets the reader lists for one suffix: the gzip stream over 1 to 4 Secrets, then damaged. */
 export function stateSecrets(fc, baseName) {
-  return fc.record({ text: stateText(fc), chunks: fc.integer({ min: 1, max: 4 }), damage: fc.constantFrom(...secretDamage), at: fc.nat(), byte: fc.integer({ min: 1, max: 255 }) }).map(({ text, chunks, damage, at, byte }) => {
-    let gz = gzipSync(Buffer.from(text, "utf8"));
-    if (damage === "flip") gz = Buffer.from(gz.map((b, i) => (i === at % gz.length ? b ^ byte : b)));
-    if (damage === "truncate") gz = gz.subarray(0, at % gz.length);
-    if (damage === "empty") gz = Buffer.alloc(0);
-    const size = Math.max(1, Math.ceil(gz.length / chunks));
-    let secrets = Array.from({ length: chunks }, (_, i) => ({ name: i === 0 ? baseName : `${baseName}-part-${i}`, data: { tfstate: gz.subarray(i * size, (i + 1) * size).toString("base64") }, annotations: { encoding: "gzip" } }));
-    const victim = at % secrets.length;
-    if (damage === "drop-chunk") secrets = secrets.filter((_, i) => i !== victim);
-    if (damage === "rename-chunk") secrets[victim] = { ...secrets[victim], name: `${baseName}-part-0${victim}` };
-    if (damage === "not-base64") secrets[victim] = { ...secrets[victim], data: { tfstate: "%%%not base64%%%" } };
-    if (damage === "no-tfstate") secrets[victim] = { ...secrets[victim], data: {} };
-    if (damage === "duplicate-chunk") secrets.push({ ...secrets[victim] });
-    return { secrets, damage };
-  });
+  return fc
+    .record({
+      text: stateText(fc),
+      chunks: fc.integer({ min: 1, max: 4 }),
+      damage: fc.constantFrom(...secretDamage),
+      at: fc.nat(),
+      byte: fc.integer({ min: 1, max: 255 }),
+    })
+    .map(({ text, chunks, damage, at, byte }) => {
+      let gz = gzipSync(Buffer.from(text, "utf8"));
+      if (damage === "flip") gz = Buffer.from(gz.map((b, i) => (i === at % gz.length ? b ^ byte : b)));
+      if (damage === "truncate") gz = gz.subarray(0, at % gz.length);
+      if (damage === "empty") gz = Buffer.alloc(0);
+      const size = Math.max(1, Math.ceil(gz.length / chunks));
+      let secrets = Array.from({ length: chunks }, (_, i) => ({
+        name: i === 0 ? baseName : `${baseName}-part-${i}`,
+        data: { tfstate: gz.subarray(i * size, (i + 1) * size).toString("base64") },
+        annotations: { encoding: "gzip" },
+      }));
+      const victim = at % secrets.length;
+      if (damage === "drop-chunk") secrets = secrets.filter((_, i) => i !== victim);
+      if (damage === "rename-chunk") secrets[victim] = { ...secrets[victim], name: `${baseName}-part-0${victim}` };
+      if (damage === "not-base64") secrets[victim] = { ...secrets[victim], data: { tfstate: "%%%not base64%%%" } };
+      if (damage === "no-tfstate") secrets[victim] = { ...secrets[victim], data: {} };
+      if (damage === "duplicate-chunk") secrets.push({ ...secrets[victim] });
+      return { secrets, damage };
+    });
 }
 
 /** Why a decodeOutputs result is not a well-formed verdict, or undefined. */
 function outputsVerdictProblem(result) {
   if (!result || typeof result !== "object") return "no result object";
-  if (!["OutputsMissing", "OutputsInvalid", "FailureDomainMismatch", "OutputsPending", "InstancesTruncated", "OutputsValid"].includes(result.reason)) return `unknown reason ${result.reason}`;
-  if (!Array.isArray(result.problems) || result.problems.some((p) => typeof p !== "string" || p.length === 0)) return "problems are not messages";
-  if (result.reason !== "OutputsValid" && result.reason !== "InstancesTruncated" && result.problems.length === 0) return `${result.reason} without a message`;
+  if (
+    !["OutputsMissing", "OutputsInvalid", "FailureDomainMismatch", "OutputsPending", "InstancesTruncated", "OutputsValid"].includes(
+      result.reason,
+    )
+  )
+    return `unknown reason ${result.reason}`;
+  if (!Array.isArray(result.problems) || result.problems.some((p) => typeof p !== "string" || p.length === 0))
+    return "problems are not messages";
+  if (result.reason !== "OutputsValid" && result.reason !== "InstancesTruncated" && result.problems.length === 0)
+    return `${result.reason} without a message`;
   return undefined;
 }
 
 /** Why a state reading is not a well-formed verdict, or undefined. */
 function stateVerdictProblem(reading) {
   if (!reading || !["absent", "ok", "unreadable"].includes(reading.kind)) return `unknown kind ${reading?.kind}`;
-  if (reading.kind === "unreadable" && !(typeof reading.message === "string" && reading.message.length > 0 && reading.reason)) return "unreadable without a reason and a message";
+  if (reading.kind === "unreadable" && !(typeof reading.message === "string" && reading.message.length > 0 && reading.reason))
+    return "unreadable without a reason and a message";
   return undefined;
 }
 
@@ -159,12 +228,15 @@ export function outputDocumentProperties(fc, subjects, tally = new Map()) {
   const baseName = subjects.stateSecretName(suffix);
   return {
     tally,
-    decodeOutputs: fc.property(fc.constantFrom(...roles).chain((role) => fc.tuple(fc.constant(role), mutatedOutputs(fc, role), fc.boolean())), ([role, document, fromState]) => {
-      const result = subjects.decodeOutputs(role, document, undefined, { fromState });
-      const problem = outputsVerdictProblem(result);
-      if (problem) throw new Error(`decodeOutputs(${role}) answered malformed: ${problem}`);
-      count(`outputs ${result.reason}`);
-    }),
+    decodeOutputs: fc.property(
+      fc.constantFrom(...roles).chain((role) => fc.tuple(fc.constant(role), mutatedOutputs(fc, role), fc.boolean())),
+      ([role, document, fromState]) => {
+        const result = subjects.decodeOutputs(role, document, undefined, { fromState });
+        const problem = outputsVerdictProblem(result);
+        if (problem) throw new Error(`decodeOutputs(${role}) answered malformed: ${problem}`);
+        count(`outputs ${result.reason}`);
+      },
+    ),
     outputsFromState: fc.property(stateText(fc), fc.constantFrom(...roles), (text, role) => {
       let document;
       try {

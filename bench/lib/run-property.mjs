@@ -14,7 +14,9 @@ export function drillOptions(argv = process.argv.slice(2), defaults = { runs: 10
 /** Checks `property` `runs` times; prints the tally (verdict → count) and the time; returns whether it held. */
 export async function runProperty(name, property, { runs, seed }, tally) {
   const started = performance.now();
-  const details = await (property.isAsync?.() ? fc.check(property, { numRuns: runs, seed }) : Promise.resolve(fc.check(property, { numRuns: runs, seed })));
+  const details = await (property.isAsync?.()
+    ? fc.check(property, { numRuns: runs, seed })
+    : Promise.resolve(fc.check(property, { numRuns: runs, seed })));
   const seconds = (performance.now() - started) / 1000;
   console.log(`${name}: ${details.numRuns} inputs, seed ${seed}, ${seconds.toFixed(1)} s, ${details.failed ? "FAILED" : "0 failures"}`);
   if (tally) for (const [key, n] of [...tally].sort(([a], [b]) => a.localeCompare(b))) console.log(`  ${String(n).padStart(6)}  ${key}`);

@@ -15,7 +15,12 @@ export function makeApplier(kubeConfig: k8s.KubeConfig): Applier {
   const api = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
   return {
     apply: (object) => api.patch(object, undefined, undefined, fieldManager, true, k8s.PatchStrategy.ServerSideApply),
-    read: (object) => api.read({ apiVersion: object.apiVersion!, kind: object.kind!, metadata: { name: object.metadata!.name!, namespace: object.metadata!.namespace } }),
+    read: (object) =>
+      api.read({
+        apiVersion: object.apiVersion!,
+        kind: object.kind!,
+        metadata: { name: object.metadata!.name!, namespace: object.metadata!.namespace },
+      }),
     delete: async (object) => {
       await api.delete(object);
     },

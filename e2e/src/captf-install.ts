@@ -12,7 +12,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
-import { buildModuleImage, freeLoopbackPort, generateServingCertificate, pushImage, requireTool, type LocalRegistry } from "@captf/testkit/plane";
+import {
+  buildModuleImage,
+  freeLoopbackPort,
+  generateServingCertificate,
+  pushImage,
+  requireTool,
+  type LocalRegistry,
+} from "@captf/testkit/plane";
 import type { Role } from "@captf/contract";
 import { loadManifest } from "./apply.js";
 import { pointWebhooksAt } from "./cluster-api.js";
@@ -46,7 +53,8 @@ export function buildAndPushImages(registry: LocalRegistry, workDir: string, log
   pushImage(layout, "e2e", manager);
   log(`images: captf-controller built and pushed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const tofu = requireTool("tofu");
-  const runtimeVersion = /^OpenTofu v(\S+)/m.exec(execFileSync(tofu, ["version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }))?.[1] ?? "unknown";
+  const runtimeVersion =
+    /^OpenTofu v(\S+)/m.exec(execFileSync(tofu, ["version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }))?.[1] ?? "unknown";
   const modules = {} as Record<Role, string>;
   for (const role of ["cluster", "machine", "machinepool"] as const) {
     const tag = `${role}-${moduleTag}`;
@@ -75,7 +83,9 @@ export interface CaptfInstall {
 /** The objects of captf's components as this plane runs them (see the file's header). */
 export async function installObjects(options: { managerImage: string; workDir: string }): Promise<CaptfInstall> {
   const shipped = loadManifest(componentsFile, { CAPTF_IMAGE: options.managerImage });
-  const certificate = shipped.find((object) => object.kind === "Certificate") as (k8s.KubernetesObject & { spec: { dnsNames: string[]; secretName: string } }) | undefined;
+  const certificate = shipped.find((object) => object.kind === "Certificate") as
+    | (k8s.KubernetesObject & { spec: { dnsNames: string[]; secretName: string } })
+    | undefined;
   if (!certificate) throw new Error(`${componentsFile} has no cert-manager Certificate`);
   const serving = generateServingCertificate(join(options.workDir, "captf-webhook-certs"), "127.0.0.1", certificate.spec.dnsNames);
   const webhookPort = await freeLoopbackPort();
@@ -88,21 +98,34 @@ export async function installObjects(options: { managerImage: string; workDir: s
       kind: "Secret",
       metadata: { name: certificate.spec.secretName, namespace: certificate.metadata!.namespace },
       type: "kubernetes.io/tls",
-      data: { "tls.crt": readFileSync(serving.certFile).toString("base64"), "tls.key": readFileSync(serving.keyFile).toString("base64"), "ca.crt": Buffer.from(serving.caPem).toString("base64") },
+      data: {
+        "tls.crt": readFileSync(serving.certFile).toString("base64"),
+        "tls.key": readFileSync(serving.keyFile).toString("base64"),
+        "ca.crt": Buffer.from(serving.caPem).toString("base64"),
+      },
     } as k8s.KubernetesObject,
   ];
   for (const object of shipped) {
     if (object.kind === "Deployment") objects.push(withPorts(object as k8s.V1Deployment, { webhookPort, healthPort, diagnosticsPort }));
-    if (object.kind === "ValidatingWebhookConfiguration" || object.kind === "MutatingWebhookConfiguration") objects.push(pointWebhooksAt(object, `https://127.0.0.1:${webhookPort}`, serving.caPem));
+    if (object.kind === "ValidatingWebhookConfiguration" || object.kind === "MutatingWebhookConfiguration")
+      objects.push(pointWebhooksAt(object, `https://127.0.0.1:${webhookPort}`, serving.caPem));
   }
   return { webhookPort, healthPort, diagnosticsPort, webhookCaPem: serving.caPem, objects };
 }
 
 /** The shipped Deployment on free loopback ports (the chroot kubelet's Pods share the host's network). */
-function withPorts(deployment: k8s.V1Deployment, ports: { webhookPort: number; healthPort: number; diagnosticsPort: number }): k8s.V1Deployment {
+function withPorts(
+  deployment: k8s.V1Deployment,
+  ports: { webhookPort: number; healthPort: number; diagnosticsPort: number },
+): k8s.V1Deployment {
   const copy = structuredClone(deployment);
   const container = copy.spec!.template.spec!.containers.find((candidate) => candidate.name === "manager")!;
   // A repeated flag's last value wins.
-  container.args = [...(container.args ?? []), `--webhook-port=${ports.webhookPort}`, `--health-addr=127.0.0.1:${ports.healthPort}`, `--diagnostics-address=127.0.0.1:${ports.diagnosticsPort}`];
+  container.args = [
+    ...(container.args ?? []),
+    `--webhook-port=${ports.webhookPort}`,
+    `--health-addr=127.0.0.1:${ports.healthPort}`,
+    `--diagnostics-address=127.0.0.1:${ports.diagnosticsPort}`,
+  ];
   return copy;
 }

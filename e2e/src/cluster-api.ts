@@ -6,7 +6,14 @@ import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:tls";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { clusterApiModuleDirectory, clusterApiVersion, freeLoopbackPort, generateServingCertificate, requireTool, waitFor } from "@captf/testkit/plane";
+import {
+  clusterApiModuleDirectory,
+  clusterApiVersion,
+  freeLoopbackPort,
+  generateServingCertificate,
+  requireTool,
+  waitFor,
+} from "@captf/testkit/plane";
 import { applyObjects, type Applier } from "./apply.js";
 
 /** Every core CRD of the release: clusters, machines, their sets, deployments, pools, health checks, classes. */
@@ -19,7 +26,12 @@ export interface ClusterApiManager {
 }
 
 /** Starts Cluster API's core manager against the plane's admin kubeconfig and installs its webhooks; its CRDs are `clusterctl init`'s (e2e/src/clusterctl.ts). */
-export async function startClusterApi(options: { kubeconfigPath: string; workDir: string; applier: Applier; log: (line: string) => void }): Promise<ClusterApiManager> {
+export async function startClusterApi(options: {
+  kubeconfigPath: string;
+  workDir: string;
+  applier: Applier;
+  log: (line: string) => void;
+}): Promise<ClusterApiManager> {
   const { kubeconfigPath, workDir, applier, log } = options;
   const moduleDir = clusterApiModuleDirectory();
   const crds = readdirYaml(join(moduleDir, coreCrdDirectory));
@@ -53,10 +65,19 @@ export async function startClusterApi(options: { kubeconfigPath: string; workDir
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
 
   // Cluster API's webhook configurations name its Service; on this plane they point at the loopback port.
-  const webhooks = (k8s.loadAllYaml(readFileSync(join(moduleDir, webhookManifests), "utf8")) as k8s.KubernetesObject[]).map((configuration) =>
-    pointWebhooksAt(configuration, `https://127.0.0.1:${webhookPort}`, certificate.caPem),
+  const webhooks = (k8s.loadAllYaml(readFileSync(join(moduleDir, webhookManifests), "utf8")) as k8s.KubernetesObject[]).map(
+    (configuration) => pointWebhooksAt(configuration, `https://127.0.0.1:${webhookPort}`, certificate.caPem),
   );
-  await waitFor(async () => ((await probeTls(webhookPort)) ? true : child.exitCode !== null ? Promise.reject(new Error(`the Cluster API manager exited (${child.exitCode}); see ${logFile}`)) : undefined), 120_000, `the Cluster API webhook server on 127.0.0.1:${webhookPort} (log: ${logFile})`);
+  await waitFor(
+    async () =>
+      (await probeTls(webhookPort))
+        ? true
+        : child.exitCode !== null
+          ? Promise.reject(new Error(`the Cluster API manager exited (${child.exitCode}); see ${logFile}`))
+          : undefined,
+    120_000,
+    `the Cluster API webhook server on 127.0.0.1:${webhookPort} (log: ${logFile})`,
+  );
   await applyObjects(applier, webhooks);
   log(`cluster-api: core manager ${clusterApiVersion} serving webhooks on 127.0.0.1:${webhookPort}`);
 
@@ -77,7 +98,9 @@ export async function startClusterApi(options: { kubeconfigPath: string; workDir
 
 /** The configuration with every webhook's Service reference replaced by `base` + its path, trusting `caPem`. */
 export function pointWebhooksAt(configuration: k8s.KubernetesObject, base: string, caPem: string): k8s.KubernetesObject {
-  const copy = structuredClone(configuration) as k8s.KubernetesObject & { webhooks?: { clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }[] };
+  const copy = structuredClone(configuration) as k8s.KubernetesObject & {
+    webhooks?: { clientConfig: { service?: { path?: string }; url?: string; caBundle?: string } }[];
+  };
   for (const webhook of copy.webhooks ?? []) {
     const path = webhook.clientConfig.service?.path ?? "/";
     webhook.clientConfig = { url: `${base}${path}`, caBundle: Buffer.from(caPem).toString("base64") };
@@ -94,10 +117,18 @@ function readdirYaml(dir: string): k8s.KubernetesObject[] {
 
 async function waitForCrdsEstablished(applier: Applier, crds: readonly k8s.KubernetesObject[]): Promise<void> {
   for (const crd of crds) {
-    await waitFor(async () => {
-      const current = (await applier.read(crd).catch(() => undefined)) as { status?: { conditions?: { type: string; status: string }[] } } | undefined;
-      return current?.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True") ? true : undefined;
-    }, 60_000, `CRD ${crd.metadata!.name} established`);
+    await waitFor(
+      async () => {
+        const current = (await applier.read(crd).catch(() => undefined)) as
+          | { status?: { conditions?: { type: string; status: string }[] } }
+          | undefined;
+        return current?.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True")
+          ? true
+          : undefined;
+      },
+      60_000,
+      `CRD ${crd.metadata!.name} established`,
+    );
   }
 }
 

@@ -22,9 +22,30 @@ export const captfProviderVersion = `v${(JSON.parse(readFileSync(join(repoRoot, 
 
 /** The stand-ins for Cluster API's own providers: name, type, repository folder, components file, namespace, CRD folder in the module. */
 const clusterApiStandIns = [
-  { name: "cluster-api", type: "CoreProvider", folder: "cluster-api", file: "core-components.yaml", namespace: "capi-system", crds: "core/config/crd/bases" },
-  { name: "kubeadm", type: "BootstrapProvider", folder: "bootstrap-kubeadm", file: "bootstrap-components.yaml", namespace: "capi-kubeadm-bootstrap-system", crds: "bootstrap/kubeadm/config/crd/bases" },
-  { name: "kubeadm", type: "ControlPlaneProvider", folder: "control-plane-kubeadm", file: "control-plane-components.yaml", namespace: "capi-kubeadm-control-plane-system", crds: "controlplane/kubeadm/config/crd/bases" },
+  {
+    name: "cluster-api",
+    type: "CoreProvider",
+    folder: "cluster-api",
+    file: "core-components.yaml",
+    namespace: "capi-system",
+    crds: "core/config/crd/bases",
+  },
+  {
+    name: "kubeadm",
+    type: "BootstrapProvider",
+    folder: "bootstrap-kubeadm",
+    file: "bootstrap-components.yaml",
+    namespace: "capi-kubeadm-bootstrap-system",
+    crds: "bootstrap/kubeadm/config/crd/bases",
+  },
+  {
+    name: "kubeadm",
+    type: "ControlPlaneProvider",
+    folder: "control-plane-kubeadm",
+    file: "control-plane-components.yaml",
+    namespace: "capi-kubeadm-control-plane-system",
+    crds: "controlplane/kubeadm/config/crd/bases",
+  },
 ] as const;
 
 export interface ClusterctlRepository {
@@ -48,8 +69,16 @@ export function writeClusterctlRepository(workDir: string): ClusterctlRepository
       .filter((name) => name.endsWith(".yaml"))
       .sort()
       // Parsed as plain YAML: client-node's typed loader renames x-kubernetes-* schema fields.
-      .flatMap((name) => parseAllDocuments(readFileSync(join(crdDir, name), "utf8")).map((document) => document.toJS() as k8s.KubernetesObject))
-      .map((crd) => ({ ...crd, metadata: { ...crd.metadata, labels: { ...crd.metadata?.labels, "cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2" } } }));
+      .flatMap((name) =>
+        parseAllDocuments(readFileSync(join(crdDir, name), "utf8")).map((document) => document.toJS() as k8s.KubernetesObject),
+      )
+      .map((crd) => ({
+        ...crd,
+        metadata: {
+          ...crd.metadata,
+          labels: { ...crd.metadata?.labels, "cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2" },
+        },
+      }));
     const namespace = { apiVersion: "v1", kind: "Namespace", metadata: { name: standIn.namespace } };
     writeFileSync(join(versionDir, standIn.file), [namespace, ...crds].map((object) => stringify(object, { lineWidth: 0 })).join("---\n"));
     copyFileSync(join(moduleDir, "metadata.yaml"), join(versionDir, "metadata.yaml"));
@@ -80,7 +109,12 @@ export interface RunningClusterctl {
 }
 
 /** Starts clusterctl with the repository's config against `kubeconfigPath`. */
-export function startClusterctl(repository: ClusterctlRepository, kubeconfigPath: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): RunningClusterctl {
+export function startClusterctl(
+  repository: ClusterctlRepository,
+  kubeconfigPath: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): RunningClusterctl {
   const child = spawn(requireTool("clusterctl"), [...args, `--config=${repository.configPath}`, `--kubeconfig=${kubeconfigPath}`], {
     env: { ...process.env, ...env, CLUSTERCTL_DISABLE_VERSIONCHECK: "true", XDG_CONFIG_HOME: join(repository.directory, "home") },
     stdio: ["ignore", "pipe", "pipe"],
@@ -92,19 +126,41 @@ export function startClusterctl(repository: ClusterctlRepository, kubeconfigPath
   child.stderr!.on("data", (chunk: Buffer) => ((stderr += chunk.toString()), (both += chunk.toString())));
   const done = new Promise<ClusterctlRun>((resolve, reject) => {
     child.once("error", reject);
-    child.once("close", (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`clusterctl ${args.join(" ")} exited ${code}:\n${both}`))));
+    child.once("close", (code) =>
+      code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`clusterctl ${args.join(" ")} exited ${code}:\n${both}`)),
+    );
   });
   return { output: () => both, done };
 }
 
 /** Runs clusterctl to its end (see {@link startClusterctl}). */
-export function clusterctl(repository: ClusterctlRepository, kubeconfigPath: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<ClusterctlRun> {
+export function clusterctl(
+  repository: ClusterctlRepository,
+  kubeconfigPath: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): Promise<ClusterctlRun> {
   return startClusterctl(repository, kubeconfigPath, args, env).done;
 }
 
 /** `clusterctl init` of every stand-in and captf, with captf's image set through its components' variable. */
 export async function clusterctlInit(repository: ClusterctlRepository, kubeconfigPath: string, captfImage: string): Promise<ClusterctlRun> {
-  return clusterctl(repository, kubeconfigPath, ["init", "--core", `cluster-api:${clusterApiVersion}`, "--bootstrap", `kubeadm:${clusterApiVersion}`, "--control-plane", `kubeadm:${clusterApiVersion}`, "--infrastructure", `terraform:${captfProviderVersion}`], { CAPTF_IMAGE: captfImage });
+  return clusterctl(
+    repository,
+    kubeconfigPath,
+    [
+      "init",
+      "--core",
+      `cluster-api:${clusterApiVersion}`,
+      "--bootstrap",
+      `kubeadm:${clusterApiVersion}`,
+      "--control-plane",
+      `kubeadm:${clusterApiVersion}`,
+      "--infrastructure",
+      `terraform:${captfProviderVersion}`,
+    ],
+    { CAPTF_IMAGE: captfImage },
+  );
 }
 
 export function certManagerStandInCrds(): k8s.KubernetesObject[] {
@@ -123,7 +179,11 @@ export interface MoveTarget {
  * webhooks point at the first plane's admission server (`webhooks`, already pointed there), the code a captf on this
  * plane would run; Cluster API's stand-in providers have no webhooks.
  */
-export async function startMoveTarget(repository: ClusterctlRepository, captfImage: string, webhooks: readonly k8s.KubernetesObject[]): Promise<MoveTarget> {
+export async function startMoveTarget(
+  repository: ClusterctlRepository,
+  captfImage: string,
+  webhooks: readonly k8s.KubernetesObject[],
+): Promise<MoveTarget> {
   const controlPlane = await startControlPlane({ controllerManager: false });
   try {
     const kubeConfig = new k8s.KubeConfig();

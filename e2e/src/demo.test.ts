@@ -24,18 +24,24 @@ it("answers --help and refuses a bad flag with exit 2", () => {
 it("says in one line that it needs root, and exits 2, when run as another user", () => {
   const run = spawnSync(process.execPath, [demo], { encoding: "utf8", uid: 65534, gid: 65534 });
   expect(run.status).toBe(2);
-  expect(run.stderr.trim().split("\n")).toEqual(["demo: needs root: the chroot kubelet that runs captf's Pods mounts and chroots (run it with sudo)"]);
+  expect(run.stderr.trim().split("\n")).toEqual([
+    "demo: needs root: the chroot kubelet that runs captf's Pods mounts and chroots (run it with sudo)",
+  ]);
 });
 
-describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "capi-manager", "go", "umoci", "skopeo", "docker-registry"], "pnpm demo --exit-when-ready", () => {
-  it("brings the demo to Ready, prints 'demo ready in <s> s' last, exits 0 and removes what it started", () => {
-    const before = planeDirectories();
-    const run = spawnSync(process.execPath, [demo, "--exit-when-ready", "--timeout", "420"], { encoding: "utf8", timeout: 900_000 });
-    const lines = run.stdout.trim().split("\n");
-    if (run.status !== 0) throw new Error(`exit ${run.status ?? run.signal}\n${run.stdout}\n${run.stderr}`);
-    expect(lines.at(-1)).toMatch(/^demo ready in \d+(\.\d+)? s$/);
-    expect(lines.some((line) => /^ {2}tools: (etcd|tofu|kube|capi) \S+ cached$|^ {2}tools: built /.test(line))).toBe(true);
-    expect(run.stdout).toMatch(/^Cluster\/demo\s+Provisioned\s+Ready$/m);
-    expect(planeDirectories()).toEqual(before);
-  }, 900_000);
-});
+describeWithTools(
+  ["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "capi-manager", "go", "umoci", "skopeo", "docker-registry"],
+  "pnpm demo --exit-when-ready",
+  () => {
+    it("brings the demo to Ready, prints 'demo ready in <s> s' last, exits 0 and removes what it started", () => {
+      const before = planeDirectories();
+      const run = spawnSync(process.execPath, [demo, "--exit-when-ready", "--timeout", "420"], { encoding: "utf8", timeout: 900_000 });
+      const lines = run.stdout.trim().split("\n");
+      if (run.status !== 0) throw new Error(`exit ${run.status ?? run.signal}\n${run.stdout}\n${run.stderr}`);
+      expect(lines.at(-1)).toMatch(/^demo ready in \d+(\.\d+)? s$/);
+      expect(lines.some((line) => /^ {2}tools: (etcd|tofu|kube|capi) \S+ cached$|^ {2}tools: built /.test(line))).toBe(true);
+      expect(run.stdout).toMatch(/^Cluster\/demo\s+Provisioned\s+Ready$/m);
+      expect(planeDirectories()).toEqual(before);
+    }, 900_000);
+  },
+);

@@ -37,7 +37,15 @@ const imageTools = ["umoci", "skopeo", "docker-registry", "patchelf"] as const;
 export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream = process.stdout): Promise<number> {
   let options;
   try {
-    options = parseArgs({ args: [...argv], options: { "exit-when-ready": { type: "boolean" }, timeout: { type: "string", default: "600" }, verbose: { type: "boolean" }, help: { type: "boolean", short: "h" } } }).values;
+    options = parseArgs({
+      args: [...argv],
+      options: {
+        "exit-when-ready": { type: "boolean" },
+        timeout: { type: "string", default: "600" },
+        verbose: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
   } catch (error) {
     console.error(`demo: ${(error as Error).message}\n\n${usage}`);
     return 2;
@@ -57,7 +65,9 @@ export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream =
   }
   const missingDebian = imageTools.filter((tool) => !findTool(tool));
   if (missingDebian.length > 0) {
-    console.error(`demo: missing ${missingDebian.join(", ")}: apt-get install -y ${missingDebian.map((tool) => debianTools[tool]).join(" ")}`);
+    console.error(
+      `demo: missing ${missingDebian.join(", ")}: apt-get install -y ${missingDebian.map((tool) => debianTools[tool]).join(" ")}`,
+    );
     return 2;
   }
 
@@ -81,8 +91,14 @@ export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream =
 
   try {
     say("demo: starting the management plane (control plane, registry and images, Cluster API, captf) ...");
-    plane = await startManagementPlane({ log: options.verbose ? (line) => say(`  ${line}`) : (line) => (/: done in /.test(line) ? say(`  ${line}`) : undefined) });
-    const secrets = { credential: randomBytes(12).toString("hex"), variable: randomBytes(12).toString("hex"), bootstrap: randomBytes(12).toString("hex") };
+    plane = await startManagementPlane({
+      log: options.verbose ? (line) => say(`  ${line}`) : (line) => (/: done in /.test(line) ? say(`  ${line}`) : undefined),
+    });
+    const secrets = {
+      credential: randomBytes(12).toString("hex"),
+      variable: randomBytes(12).toString("hex"),
+      bootstrap: randomBytes(12).toString("hex"),
+    };
     const started = Date.now();
     await applyObjects(plane.applier, demoObjects(demoVariables(plane.images, secrets)));
     say(`demo: applied e2e/manifests/demo (namespace ${demoNamespace}); waiting for Ready ...`);
@@ -104,7 +120,9 @@ export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream =
     say(`  export KUBECONFIG=${plane.kubeconfigPath}`);
     say(`  kubectl get clusters,machines,machinepools,terraformclusters,terraformmachines,terraformmachinepools -n ${demoNamespace}`);
     say(`  kubectl scale machinedeployment demo-md-0 -n ${demoNamespace} --replicas=5`);
-    say(`  kubectl patch terraformcluster demo -n ${demoNamespace} --type=merge -p '{"spec":{"applyPolicy":"Manual","variables":{"control_plane_endpoint":{"host":"api.demo.example","port":6443}}}}'`);
+    say(
+      `  kubectl patch terraformcluster demo -n ${demoNamespace} --type=merge -p '{"spec":{"applyPolicy":"Manual","variables":{"control_plane_endpoint":{"host":"api.demo.example","port":6443}}}}'`,
+    );
     say(`  kubectl get terraformcluster demo -n ${demoNamespace} -o jsonpath='{.status.plan}'   # then approve it:`);
     say(`  kubectl annotate terraformcluster demo -n ${demoNamespace} captf.io/approve-plan=<status.plan.hash>`);
     say("Ctrl-C stops everything.");
@@ -139,7 +157,9 @@ async function watchUntilReady(plane: ManagementPlane, out: NodeJS.WriteStream, 
   let previous = "";
   let drawnLines = 0;
   for (;;) {
-    const progress = await readProgress(plane.kubeConfig, demoNamespace, demoClusterName).catch(() => ({ rows: [], ready: false }) as Progress);
+    const progress = await readProgress(plane.kubeConfig, demoNamespace, demoClusterName).catch(
+      () => ({ rows: [], ready: false }) as Progress,
+    );
     const table = formatProgress(progress.rows);
     if (out.isTTY) {
       if (drawnLines > 0) out.write(`\x1b[${drawnLines}A\x1b[J`);

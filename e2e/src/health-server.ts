@@ -23,8 +23,17 @@ export interface HealthServer {
 
 /** A state of the http backend; with no `health` output the module reports its instance running and healthy. */
 function stateDocument(health: ObservedHealth | undefined): string {
-  const outputs = health ? { health: { value: health, type: ["object", { state: "string", healthy: "bool", message: "string", reasons: ["list", "string"] }] } } : {};
-  return JSON.stringify({ version: 4, terraform_version: "1.12.6", serial: 1, lineage: "00000000-0000-4000-8000-00000000e2e0", outputs, resources: [] });
+  const outputs = health
+    ? { health: { value: health, type: ["object", { state: "string", healthy: "bool", message: "string", reasons: ["list", "string"] }] } }
+    : {};
+  return JSON.stringify({
+    version: 4,
+    terraform_version: "1.12.6",
+    serial: 1,
+    lineage: "00000000-0000-4000-8000-00000000e2e0",
+    outputs,
+    resources: [],
+  });
 }
 
 export async function startHealthServer(): Promise<HealthServer> {

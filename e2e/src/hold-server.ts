@@ -7,7 +7,14 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** An empty state: what the http backend must be answered for the run to go on (a 404 fails it). */
-const emptyState = JSON.stringify({ version: 4, terraform_version: "1.5.7", serial: 1, lineage: "00000000-0000-4000-8000-000000000000", outputs: {}, resources: [] });
+const emptyState = JSON.stringify({
+  version: 4,
+  terraform_version: "1.5.7",
+  serial: 1,
+  lineage: "00000000-0000-4000-8000-000000000000",
+  outputs: {},
+  resources: [],
+});
 
 export interface HoldServer {
   /** For `hold_apply_url`: on loopback, which the plane's Pods share with the host. */

@@ -13,7 +13,15 @@ import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { labels } from "@captf/contract/api";
 import { hostileModuleDirectory, hostileRuntimeWrapper, type Attempt, type PhaseReport } from "@captf/module-hostile";
-import { buildModuleImage, hostArchitecture, moduleRuntimes, pushImage, requireTool, runtimeVersion, type RuntimeName } from "@captf/testkit/plane";
+import {
+  buildModuleImage,
+  hostArchitecture,
+  moduleRuntimes,
+  pushImage,
+  requireTool,
+  runtimeVersion,
+  type RuntimeName,
+} from "@captf/testkit/plane";
 
 export const forgedStepMilliseconds = 4_242_042;
 export const forgedImageRef = "forged-by-hostile-module";
@@ -39,7 +47,13 @@ export function hostileImageTag(runtime: RuntimeName): string {
  */
 export function buildAndPushHostileImage(registryHost: string, layout: string, runtime: RuntimeName): string {
   const tag = `hostile-machine-${hostileImageTag(runtime)}`;
-  buildModuleImage(layout, tag, { moduleDir: hostileModuleDirectory, runtime: hostileRuntimeWrapper, runtimeVersion: runtimeVersion(runtime), runtimeName: runtime, role: "machine" });
+  buildModuleImage(layout, tag, {
+    moduleDir: hostileModuleDirectory,
+    runtime: hostileRuntimeWrapper,
+    runtimeVersion: runtimeVersion(runtime),
+    runtimeName: runtime,
+    role: "machine",
+  });
   const platformRef = `${tag}-${hostArchitecture}`;
   const staged = mkdtempSync(join(tmpdir(), "captf-hostile-runtime-"));
   try {
@@ -47,7 +61,19 @@ export function buildAndPushHostileImage(registryHost: string, layout: string, r
     copyFileSync(requireTool(runtime), join(staged, "captf", "runtime.real"));
     chmodSync(join(staged, "captf", "runtime.real"), 0o755);
     // The platform image itself: the tag's index would still name the manifest without this layer.
-    execFileSync("umoci", ["insert", "--image", `${layout}:${platformRef}`, "--history.created_by", `${runtime} at /captf/runtime.real (the hostile wrapper runs it)`, staged, "/"], { stdio: ["ignore", "ignore", "pipe"] });
+    execFileSync(
+      "umoci",
+      [
+        "insert",
+        "--image",
+        `${layout}:${platformRef}`,
+        "--history.created_by",
+        `${runtime} at /captf/runtime.real (the hostile wrapper runs it)`,
+        staged,
+        "/",
+      ],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
   } finally {
     rmSync(staged, { recursive: true, force: true });
   }
@@ -121,7 +147,9 @@ export function tally(attempts: readonly Attempt[]): TallyRow[] {
 
 /** One line per attempt that was not refused (besides controls), for a failure message. */
 export function describeAttempts(attempts: readonly Attempt[]): string {
-  return attempts.map((attempt) => `${attempt.phase} ${attempt.via} ${attempt.target} ${attempt.outcome}: ${attempt.attempt}: ${attempt.detail}`).join("\n");
+  return attempts
+    .map((attempt) => `${attempt.phase} ${attempt.via} ${attempt.target} ${attempt.outcome}: ${attempt.attempt}: ${attempt.detail}`)
+    .join("\n");
 }
 
 type AnyObject = Record<string, any>;
@@ -129,7 +157,9 @@ const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 
 /** A TerraformMachine's apply Jobs, oldest first. */
 async function jobsOf(kubeConfig: k8s.KubeConfig, namespace: string, machine: string): Promise<k8s.V1Job[]> {
-  const jobs = await kubeConfig.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine,${labels.ownerName}=${machine}` });
+  const jobs = await kubeConfig
+    .makeApiClient(k8s.BatchV1Api)
+    .listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine,${labels.ownerName}=${machine}` });
   return jobs.items.sort((a, b) => String(a.metadata!.creationTimestamp).localeCompare(String(b.metadata!.creationTimestamp)));
 }
 
@@ -138,19 +168,35 @@ async function jobsOf(kubeConfig: k8s.KubeConfig, namespace: string, machine: st
  * suffix (from its apply Job's backend flags, as the manager rendered them), its apply Job's run
  * Secret, and the namespace's credential mirror, if any.
  */
-export async function victimTargets(kubeConfig: k8s.KubeConfig, namespace: string, cluster: string, victim: string): Promise<HostileTargets> {
+export async function victimTargets(
+  kubeConfig: k8s.KubeConfig,
+  namespace: string,
+  cluster: string,
+  victim: string,
+): Promise<HostileTargets> {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const machine = (await custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: victim })) as AnyObject;
-  const apply = (await jobsOf(kubeConfig, namespace, victim)).find((job) => job.metadata!.labels![labels.op] === "apply" && job.status?.succeeded === 1);
+  const apply = (await jobsOf(kubeConfig, namespace, victim)).find(
+    (job) => job.metadata!.labels![labels.op] === "apply" && job.status?.succeeded === 1,
+  );
   if (!apply) throw new Error(`TerraformMachine ${namespace}/${victim} has no succeeded apply Job to take its state suffix from`);
   const args = apply.spec!.template.spec!.containers.find((container) => container.name === "source")!.args ?? [];
-  const stateSuffix = args.find((arg) => arg.startsWith("--backend-config=secret_suffix="))?.slice("--backend-config=secret_suffix=".length);
+  const stateSuffix = args
+    .find((arg) => arg.startsWith("--backend-config=secret_suffix="))
+    ?.slice("--backend-config=secret_suffix=".length);
   if (!stateSuffix) throw new Error(`Job ${apply.metadata!.name} passes no secret_suffix`);
-  const mirror = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace, labelSelector: labels.mirrored })).items[0]?.metadata?.name;
+  const mirror = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace, labelSelector: labels.mirrored }))
+    .items[0]?.metadata?.name;
   return {
     namespace,
     cluster,
-    victim: { apiVersion: `${infra.group}/${infra.version}`, kind: "TerraformMachine", name: victim, uid: machine.metadata.uid, stateSuffix },
+    victim: {
+      apiVersion: `${infra.group}/${infra.version}`,
+      kind: "TerraformMachine",
+      name: victim,
+      uid: machine.metadata.uid,
+      stateSuffix,
+    },
     victimRunSecret: `captf-run-${apply.metadata!.name}`,
     ...(mirror ? { credentialMirror: mirror } : {}),
   };
@@ -159,7 +205,11 @@ export async function victimTargets(kubeConfig: k8s.KubeConfig, namespace: strin
 /** What must not change: each object's resourceVersion and a digest of its data, or "absent". */
 export type Snapshot = Record<string, string>;
 
-const digest = (value: unknown) => createHash("sha256").update(JSON.stringify(value ?? null)).digest("hex").slice(0, 16);
+const digest = (value: unknown) =>
+  createHash("sha256")
+    .update(JSON.stringify(value ?? null))
+    .digest("hex")
+    .slice(0, 16);
 
 /** The victim's state Secrets (with chunks) and lock, its run Secret, the credential mirror, the cluster's kubeconfig and CA. */
 export async function snapshotVictim(kubeConfig: k8s.KubeConfig, targets: HostileTargets): Promise<Snapshot> {
@@ -168,8 +218,15 @@ export async function snapshotVictim(kubeConfig: k8s.KubeConfig, targets: Hostil
   const { namespace } = targets;
   const snapshot: Snapshot = {};
   const state = `tfstate-default-${targets.victim.stateSuffix}`;
-  const secrets = [`${targets.cluster}-kubeconfig`, `${targets.cluster}-ca`, state, ...(targets.victimRunSecret ? [targets.victimRunSecret] : []), ...(targets.credentialMirror ? [targets.credentialMirror] : [])];
-  for (const secret of (await core.listNamespacedSecret({ namespace })).items) if (secret.metadata!.name!.startsWith(`${state}-part-`)) secrets.push(secret.metadata!.name!);
+  const secrets = [
+    `${targets.cluster}-kubeconfig`,
+    `${targets.cluster}-ca`,
+    state,
+    ...(targets.victimRunSecret ? [targets.victimRunSecret] : []),
+    ...(targets.credentialMirror ? [targets.credentialMirror] : []),
+  ];
+  for (const secret of (await core.listNamespacedSecret({ namespace })).items)
+    if (secret.metadata!.name!.startsWith(`${state}-part-`)) secrets.push(secret.metadata!.name!);
   for (const name of secrets) {
     // The manager re-mirrors the credentials (a new resourceVersion, the same data): only their data counts.
     const version = (secret: k8s.V1Secret) => (name === targets.credentialMirror ? "" : `${secret.metadata!.resourceVersion} `);
@@ -188,14 +245,22 @@ export async function snapshotVictim(kubeConfig: k8s.KubeConfig, targets: Hostil
 
 /** What differs between two snapshots, one line each. */
 export function snapshotChanges(before: Snapshot, after: Snapshot): string[] {
-  return [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((key) => before[key] !== after[key]).map((key) => `${key}: ${before[key] ?? "absent"} → ${after[key] ?? "absent"}`);
+  return [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter((key) => before[key] !== after[key])
+    .map((key) => `${key}: ${before[key] ?? "absent"} → ${after[key] ?? "absent"}`);
 }
 
 /** Pods and Jobs the attacks would have created (`hostile-<phase>-…`), and events they would have posted. */
 export async function hostileLeftovers(kubeConfig: k8s.KubeConfig, namespace: string): Promise<string[]> {
-  const pods = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace })).items.map((pod) => `Pod/${pod.metadata!.name}`);
-  const jobs = (await kubeConfig.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace })).items.map((job) => `Job/${job.metadata!.name}`);
-  const events = (await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items.filter((event) => event.note === "hostile module: forged").map((event) => `Event/${event.metadata!.name}`);
+  const pods = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace })).items.map(
+    (pod) => `Pod/${pod.metadata!.name}`,
+  );
+  const jobs = (await kubeConfig.makeApiClient(k8s.BatchV1Api).listNamespacedJob({ namespace })).items.map(
+    (job) => `Job/${job.metadata!.name}`,
+  );
+  const events = (await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items
+    .filter((event) => event.note === "hostile module: forged")
+    .map((event) => `Event/${event.metadata!.name}`);
   return [...pods, ...jobs].filter((name) => name.includes("/hostile-")).concat(events);
 }
 
@@ -216,9 +281,15 @@ export async function readHostileRecord(kubeConfig: k8s.KubeConfig, namespace: s
   const object = (await custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: machine })) as AnyObject;
   const lastRun = object.status?.lastRun as AnyObject | undefined;
   const jobs = await jobsOf(kubeConfig, namespace, machine);
-  const pods = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace, labelSelector: `${labels.ownerName}=${machine}` })).items;
+  const pods = (
+    await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace, labelSelector: `${labels.ownerName}=${machine}` })
+  ).items;
   const forgedTerminationMessages = pods
-    .filter((pod) => pod.status?.containerStatuses?.some((status) => status.name === "source" && (status.state?.terminated?.message ?? "").includes(forgedImageRef)))
+    .filter((pod) =>
+      pod.status?.containerStatuses?.some(
+        (status) => status.name === "source" && (status.state?.terminated?.message ?? "").includes(forgedImageRef),
+      ),
+    )
     .map((pod) => pod.metadata!.labels?.["job-name"] ?? pod.metadata!.name!);
   return {
     lastRun,
@@ -229,7 +300,11 @@ export async function readHostileRecord(kubeConfig: k8s.KubeConfig, namespace: s
 }
 
 /** BrokerRefused events about the object, counted per Job (the event's `related`). */
-export async function brokerRefusalsPerJob(kubeConfig: k8s.KubeConfig, namespace: string, machine: string): Promise<Record<string, number>> {
+export async function brokerRefusalsPerJob(
+  kubeConfig: k8s.KubeConfig,
+  namespace: string,
+  machine: string,
+): Promise<Record<string, number>> {
   const events = (await kubeConfig.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items;
   const counts: Record<string, number> = {};
   for (const event of events) {

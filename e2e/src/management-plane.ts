@@ -10,7 +10,15 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { startChrootKubelet, startControlPlane, startLocalRegistry, waitFor, type ChrootKubelet, type ControlPlane, type LocalRegistry } from "@captf/testkit/plane";
+import {
+  startChrootKubelet,
+  startControlPlane,
+  startLocalRegistry,
+  waitFor,
+  type ChrootKubelet,
+  type ControlPlane,
+  type LocalRegistry,
+} from "@captf/testkit/plane";
 import { applyObjects, errorText, makeApplier, replaceObjects, type Applier } from "./apply.js";
 import { buildAndPushImages, installObjects, managerNamespace, type CaptfImages, type CaptfInstall } from "./captf-install.js";
 import { startClusterApi, type ClusterApiManager } from "./cluster-api.js";
@@ -63,7 +71,9 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
   };
 
   try {
-    const controlPlane: ControlPlane = await timed("control plane (etcd, kube-apiserver, kube-controller-manager)", () => startControlPlane());
+    const controlPlane: ControlPlane = await timed("control plane (etcd, kube-apiserver, kube-controller-manager)", () =>
+      startControlPlane(),
+    );
     stops.push(() => controlPlane.stop());
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
@@ -77,9 +87,13 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     await applyObjects(applier, certManagerStandInCrds());
     const clusterctlRepository = writeClusterctlRepository(workDir);
     const install = await installObjects({ managerImage: images.manager, workDir });
-    await timed("clusterctl init --infrastructure terraform", () => clusterctlInit(clusterctlRepository, controlPlane.kubeconfigPath, images.manager));
+    await timed("clusterctl init --infrastructure terraform", () =>
+      clusterctlInit(clusterctlRepository, controlPlane.kubeconfigPath, images.manager),
+    );
 
-    const clusterApi = await timed("Cluster API core manager", () => startClusterApi({ kubeconfigPath: controlPlane.kubeconfigPath, workDir, applier, log }));
+    const clusterApi = await timed("Cluster API core manager", () =>
+      startClusterApi({ kubeconfigPath: controlPlane.kubeconfigPath, workDir, applier, log }),
+    );
     stops.push(() => clusterApi.stop());
 
     await applyObjects(applier, standInControlPlaneCrd());
@@ -91,22 +105,43 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
       // available: scale to none first, so the kubelet only ever sees Pods with this plane's ports.
       const deployment = install.objects.find((object) => object.kind === "Deployment") as k8s.V1Deployment;
       const webhooks = install.objects.filter((object) => object.kind!.endsWith("WebhookConfiguration"));
-      await applyObjects(applier, install.objects.filter((object) => !webhooks.includes(object)).map((object) => (object === deployment ? { ...deployment, spec: { ...deployment.spec!, replicas: 0 } } : object)));
+      await applyObjects(
+        applier,
+        install.objects
+          .filter((object) => !webhooks.includes(object))
+          .map((object) => (object === deployment ? { ...deployment, spec: { ...deployment.spec!, replicas: 0 } } : object)),
+      );
       await replaceObjects(applier, webhooks);
       const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
-      await waitFor(async () => ((await core.listNamespacedPod({ namespace: managerNamespace })).items.length === 0 ? true : undefined), 60_000, "the manager's first Pod gone");
+      await waitFor(
+        async () => ((await core.listNamespacedPod({ namespace: managerNamespace })).items.length === 0 ? true : undefined),
+        60_000,
+        "the manager's first Pod gone",
+      );
       await applyObjects(applier, [deployment]);
     });
     stops.push(async () => {
-      for (const object of install.objects.filter((candidate) => candidate.kind === "ValidatingWebhookConfiguration" || candidate.kind === "MutatingWebhookConfiguration")) await applier.delete(object).catch(() => undefined);
+      for (const object of install.objects.filter(
+        (candidate) => candidate.kind === "ValidatingWebhookConfiguration" || candidate.kind === "MutatingWebhookConfiguration",
+      ))
+        await applier.delete(object).catch(() => undefined);
     });
 
     const kubelet = await timed("chroot kubelet", () =>
-      startChrootKubelet({ kubeconfigPath: controlPlane.kubeconfigPath, nodeName: "e2e-kubelet", workDir: join(workDir, "kubelet"), maxParallel: options.maxParallelPods ?? 2, log: (line) => log(`kubelet: ${line}`) }),
+      startChrootKubelet({
+        kubeconfigPath: controlPlane.kubeconfigPath,
+        nodeName: "e2e-kubelet",
+        workDir: join(workDir, "kubelet"),
+        maxParallel: options.maxParallelPods ?? 2,
+        log: (line) => log(`kubelet: ${line}`),
+      }),
     );
     stops.push(() => kubelet.stop()); // started last, stopped first: no Pod outlives the plane
     const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
-    const managerPod = async () => (await core.listNamespacedPod({ namespace: managerNamespace, labelSelector: "app.kubernetes.io/component=controller-manager" })).items.find((pod) => pod.status?.phase === "Running");
+    const managerPod = async () =>
+      (
+        await core.listNamespacedPod({ namespace: managerNamespace, labelSelector: "app.kubernetes.io/component=controller-manager" })
+      ).items.find((pod) => pod.status?.phase === "Running");
     const managerPods = new Set<string>();
     const managerLog = async () => {
       for (const pod of (await core.listNamespacedPod({ namespace: managerNamespace })).items) managerPods.add(pod.metadata!.name!);
@@ -116,14 +151,30 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
       await waitFor(managerPod, 180_000, "the captf manager Pod running");
       // The manager leads and its webhook admits through the API server: a dry-run create is allowed.
       const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-      await waitFor(async () => {
-        try {
-          await custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace: "default", plural: "terraformmachines", dryRun: "All", body: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", metadata: { name: "probe" }, spec: { source: { image: images.modules.machine } } } });
-          return true;
-        } catch {
-          return undefined;
-        }
-      }, 120_000, "captf's webhook admitting through the API server");
+      await waitFor(
+        async () => {
+          try {
+            await custom.createNamespacedCustomObject({
+              group: "infrastructure.cluster.x-k8s.io",
+              version: "v1alpha1",
+              namespace: "default",
+              plural: "terraformmachines",
+              dryRun: "All",
+              body: {
+                apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+                kind: "TerraformMachine",
+                metadata: { name: "probe" },
+                spec: { source: { image: images.modules.machine } },
+              },
+            });
+            return true;
+          } catch {
+            return undefined;
+          }
+        },
+        120_000,
+        "captf's webhook admitting through the API server",
+      );
     });
 
     return {
@@ -151,11 +202,18 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
 /** GETs the manager's /metrics: its serving certificate is its own, self-signed, so it is not verified. */
 function scrapeMetrics(port: number, token: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const request = httpsGet({ host: "127.0.0.1", port, path: "/metrics", headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false }, (response) => {
-      let body = "";
-      response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`/metrics answered ${response.statusCode}: ${body.slice(0, 200)}`))));
-    });
+    const request = httpsGet(
+      { host: "127.0.0.1", port, path: "/metrics", headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+        response.on("end", () =>
+          response.statusCode === 200
+            ? resolve(body)
+            : reject(new Error(`/metrics answered ${response.statusCode}: ${body.slice(0, 200)}`)),
+        );
+      },
+    );
     request.on("error", reject);
   });
 }

@@ -20,7 +20,20 @@ import { SharedPlane, type Scenario } from "./scenarios/shared-plane.js";
 import { teardown } from "./scenarios/teardown.js";
 
 /** The scenarios in the order they run: a later one may use what an earlier one left (the demo, the clusterctl clusters); teardown stays last. */
-const scenarios: Scenario[] = [bringUp, scale, roll, approvePlan, failingModule, interruptedRuns, healthRemediation, noSecretLeaks, clusterctlGenerate, clusterctlMove, hostileModuleContained, teardown];
+const scenarios: Scenario[] = [
+  bringUp,
+  scale,
+  roll,
+  approvePlan,
+  failingModule,
+  interruptedRuns,
+  healthRemediation,
+  noSecretLeaks,
+  clusterctlGenerate,
+  clusterctlMove,
+  hostileModuleContained,
+  teardown,
+];
 
 describeWithTools(
   ["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "capi-manager", "clusterctl", "go", "umoci", "skopeo", "docker-registry"],

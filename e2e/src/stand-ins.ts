@@ -71,19 +71,32 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
   };
 
   const reconcileControlPlanes = async (kind: (typeof controlPlaneKinds)[number]) => {
-    const planes = (await custom.listClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural })) as { items: AnyObject[] };
+    const planes = (await custom.listClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural })) as {
+      items: AnyObject[];
+    };
     for (const plane of planes.items) {
       const { namespace, name } = plane.metadata;
       if (plane.metadata.deletionTimestamp || plane.status?.initialization?.controlPlaneInitialized) continue;
       const clusters = (await custom.listNamespacedCustomObject({ ...capi, namespace, plural: "clusters" })) as { items: AnyObject[] };
-      const cluster = clusters.items.find((candidate) => candidate.spec?.controlPlaneRef?.name === name && candidate.spec?.controlPlaneRef?.kind === kind.kind);
+      const cluster = clusters.items.find(
+        (candidate) => candidate.spec?.controlPlaneRef?.name === name && candidate.spec?.controlPlaneRef?.kind === kind.kind,
+      );
       if (!cluster?.status?.initialization?.infrastructureProvisioned) continue;
-      const owner = { apiVersion: `${capi.group}/${capi.version}`, kind: "Cluster", name: cluster.metadata.name, uid: cluster.metadata.uid };
+      const owner = {
+        apiVersion: `${capi.group}/${capi.version}`,
+        kind: "Cluster",
+        name: cluster.metadata.name,
+        uid: cluster.metadata.uid,
+      };
       await core
         .createNamespacedSecret({
           namespace,
           body: {
-            metadata: { name: `${cluster.metadata.name}-kubeconfig`, labels: { [clusterNameLabel]: cluster.metadata.name }, ownerReferences: [owner] },
+            metadata: {
+              name: `${cluster.metadata.name}-kubeconfig`,
+              labels: { [clusterNameLabel]: cluster.metadata.name },
+              ownerReferences: [owner],
+            },
             type: "cluster.x-k8s.io/secret",
             stringData: { value: options.workloadKubeconfig },
           },
@@ -101,7 +114,16 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
             status: {
               initialization: { controlPlaneInitialized: true },
               version: plane.spec?.version,
-              conditions: [{ type: "Available", status: "True", reason: "Available", message: "", lastTransitionTime: now, observedGeneration: plane.metadata.generation }],
+              conditions: [
+                {
+                  type: "Available",
+                  status: "True",
+                  reason: "Available",
+                  message: "",
+                  lastTransitionTime: now,
+                  observedGeneration: plane.metadata.generation,
+                },
+              ],
             },
           },
         },
@@ -121,7 +143,11 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
         .createNamespacedSecret({
           namespace,
           body: {
-            metadata: { name, labels: clusterName ? { [clusterNameLabel]: clusterName } : {}, ownerReferences: [{ apiVersion: config.apiVersion, kind: config.kind, name, uid, controller: true }] },
+            metadata: {
+              name,
+              labels: clusterName ? { [clusterNameLabel]: clusterName } : {},
+              ownerReferences: [{ apiVersion: config.apiVersion, kind: config.kind, name, uid, controller: true }],
+            },
             type: "cluster.x-k8s.io/secret",
             stringData: { format: "cloud-config", value: "#cloud-config\n" },
           },
@@ -138,7 +164,8 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
   const reconcileNodes = async () => {
     const wanted = new Set<string>();
     const machines = (await custom.listClusterCustomObject({ ...capi, plural: "machines" })) as { items: AnyObject[] };
-    for (const machine of machines.items) if (machine.spec?.providerID && !machine.metadata.deletionTimestamp) wanted.add(machine.spec.providerID);
+    for (const machine of machines.items)
+      if (machine.spec?.providerID && !machine.metadata.deletionTimestamp) wanted.add(machine.spec.providerID);
     const pools = (await custom.listClusterCustomObject({ ...capi, plural: "machinepools" })) as { items: AnyObject[] };
     for (const pool of pools.items) if (!pool.metadata.deletionTimestamp) for (const id of pool.spec?.providerIDList ?? []) wanted.add(id);
 
@@ -148,7 +175,9 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
     for (const providerId of wanted) {
       const name = nodeNameFor(providerId);
       if (!existing.has(providerId)) {
-        await core.createNode({ body: { metadata: { name, labels: { [standInNodeLabel]: "true" } }, spec: { providerID: providerId } } }).catch(ignoreAlreadyExists);
+        await core
+          .createNode({ body: { metadata: { name, labels: { [standInNodeLabel]: "true" } }, spec: { providerID: providerId } } })
+          .catch(ignoreAlreadyExists);
         options.log(`stand-in kubelet: node ${name} joined (${providerId})`);
         heartbeats.delete(name);
       }
@@ -192,10 +221,35 @@ async function patchNodeReady(core: k8s.CoreV1Api, name: string, ready: boolean)
       body: {
         status: {
           conditions: [
-            { type: "Ready", status: ready ? "True" : "False", reason: ready ? "KubeletReady" : "KubeletNotReady", message: ready ? "stand-in kubelet is posting ready status" : "stand-in kubelet reports the instance unhealthy", lastHeartbeatTime: now, lastTransitionTime: now },
-            ...(["MemoryPressure", "DiskPressure", "PIDPressure"] as const).map((type) => ({ type, status: "False", reason: `KubeletHasNo${type}`, message: `stand-in kubelet has no ${type}`, lastHeartbeatTime: now, lastTransitionTime: now })),
+            {
+              type: "Ready",
+              status: ready ? "True" : "False",
+              reason: ready ? "KubeletReady" : "KubeletNotReady",
+              message: ready ? "stand-in kubelet is posting ready status" : "stand-in kubelet reports the instance unhealthy",
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            },
+            ...(["MemoryPressure", "DiskPressure", "PIDPressure"] as const).map((type) => ({
+              type,
+              status: "False",
+              reason: `KubeletHasNo${type}`,
+              message: `stand-in kubelet has no ${type}`,
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            })),
           ],
-          nodeInfo: { architecture: "amd64", bootID: "", containerRuntimeVersion: "stand-in://1", kernelVersion: "", kubeProxyVersion: "", kubeletVersion: "v1.36.3", machineID: "", operatingSystem: "linux", osImage: "captf e2e stand-in", systemUUID: "" },
+          nodeInfo: {
+            architecture: "amd64",
+            bootID: "",
+            containerRuntimeVersion: "stand-in://1",
+            kernelVersion: "",
+            kubeProxyVersion: "",
+            kubeletVersion: "v1.36.3",
+            machineID: "",
+            operatingSystem: "linux",
+            osImage: "captf e2e stand-in",
+            systemUUID: "",
+          },
         },
       },
     },

@@ -36,17 +36,35 @@ export function decodedState(tfstate: string): { lineage: string; serial: number
 export async function snapshot(kubeConfig: k8s.KubeConfig, namespace: string) {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const objects: Record<string, { spec: AnyObject; status?: AnyObject; annotations: Record<string, string> }> = {};
-  for (const [api, plurals] of [[infraApi, infraPlurals], [capiApi, capiPlurals]] as const) {
+  for (const [api, plurals] of [
+    [infraApi, infraPlurals],
+    [capiApi, capiPlurals],
+  ] as const) {
     for (const plural of plurals) {
       // A plane whose CRDs clusterctl just made answers 429 "storage is (re)initializing" for a moment.
-      const listed = await waitFor(async () => ((await custom.listNamespacedCustomObject({ ...api, namespace, plural }).catch((error: { code?: number }) => (error.code === 429 ? undefined : Promise.reject(error)))) as { items: AnyObject[] } | undefined), 30_000, `listing ${plural}`);
+      const listed = await waitFor(
+        async () =>
+          (await custom
+            .listNamespacedCustomObject({ ...api, namespace, plural })
+            .catch((error: { code?: number }) => (error.code === 429 ? undefined : Promise.reject(error)))) as
+            | { items: AnyObject[] }
+            | undefined,
+        30_000,
+        `listing ${plural}`,
+      );
       for (const object of listed.items) {
-        objects[`${object.kind}/${object.metadata.name}`] = { spec: object.spec, status: object.status, annotations: object.metadata.annotations ?? {} };
+        objects[`${object.kind}/${object.metadata.name}`] = {
+          spec: object.spec,
+          status: object.status,
+          annotations: object.metadata.annotations ?? {},
+        };
       }
     }
   }
   const states = Object.fromEntries(
-    (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace, labelSelector: stateSelector })).items.map((secret) => [secret.metadata!.name!, secret.data!.tfstate!]),
+    (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace, labelSelector: stateSelector })).items.map(
+      (secret) => [secret.metadata!.name!, secret.data!.tfstate!],
+    ),
   );
   return { objects, states };
 }
@@ -54,21 +72,58 @@ export async function snapshot(kubeConfig: k8s.KubeConfig, namespace: string) {
 /** The plane's side of the clusterctl scenarios: waits, `clusterctl generate cluster` and the identity, all on the shared plane. */
 export function clusterctlClusters(shared: SharedPlane) {
   const plane = () => shared.plane;
-  const progressTable = async (at: { namespace: string; cluster: string }) => formatProgress((await readProgress(plane().kubeConfig, at.namespace, at.cluster)).rows);
+  const progressTable = async (at: { namespace: string; cluster: string }) =>
+    formatProgress((await readProgress(plane().kubeConfig, at.namespace, at.cluster)).rows);
   const waitReady = async (at: { namespace: string; cluster: string }) => {
-    await waitFor(async () => ((await readProgress(plane().kubeConfig, at.namespace, at.cluster)).ready ? true : undefined), 300_000, `${at.namespace}/${at.cluster} Ready`).catch(async (error) => {
-      throw new Error(`${(error as Error).message}\nnow:\n${await progressTable(at)}\nplane:\n${shared.planeLog.slice(-30).join("\n")}\nmanager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`);
+    await waitFor(
+      async () => ((await readProgress(plane().kubeConfig, at.namespace, at.cluster)).ready ? true : undefined),
+      300_000,
+      `${at.namespace}/${at.cluster} Ready`,
+    ).catch(async (error) => {
+      throw new Error(
+        `${(error as Error).message}\nnow:\n${await progressTable(at)}\nplane:\n${shared.planeLog.slice(-30).join("\n")}\nmanager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`,
+      );
     });
   };
   const registry = () => plane().images.modules.cluster.slice(0, plane().images.modules.cluster.indexOf("/"));
   const generate = async (flavor: string, name: string, targetNamespace: string, env: Record<string, string>, workers = 1) => {
-    const run = await clusterctl(plane().clusterctlRepository, plane().kubeconfigPath, ["generate", "cluster", name, "--target-namespace", targetNamespace, "--kubernetes-version", kubernetesVersion, "--worker-machine-count", String(workers), ...(flavor ? ["--flavor", flavor] : [])], env);
+    const run = await clusterctl(
+      plane().clusterctlRepository,
+      plane().kubeconfigPath,
+      [
+        "generate",
+        "cluster",
+        name,
+        "--target-namespace",
+        targetNamespace,
+        "--kubernetes-version",
+        kubernetesVersion,
+        "--worker-machine-count",
+        String(workers),
+        ...(flavor ? ["--flavor", flavor] : []),
+      ],
+      env,
+    );
     return k8s.loadAllYaml(run.stdout).filter(Boolean) as k8s.KubernetesObject[];
   };
   const applyIdentity = () =>
     applyObjects(plane().applier, [
-      { apiVersion: "v1", kind: "Secret", metadata: { name: identityName, namespace: managerNamespace }, stringData: { NOOP_API_TOKEN: "unused" } } as k8s.KubernetesObject,
-      { apiVersion: `${infraApi.group}/${infraApi.version}`, kind: "TerraformClusterIdentity", metadata: { name: identityName }, spec: { secretRef: { name: identityName, namespace: managerNamespace }, requiredKeys: ["NOOP_API_TOKEN"], allowedNamespaces: { list: [idle.namespace, busy.namespace, flavorsNamespace, ofClass.namespace] } } } as k8s.KubernetesObject,
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: identityName, namespace: managerNamespace },
+        stringData: { NOOP_API_TOKEN: "unused" },
+      } as k8s.KubernetesObject,
+      {
+        apiVersion: `${infraApi.group}/${infraApi.version}`,
+        kind: "TerraformClusterIdentity",
+        metadata: { name: identityName },
+        spec: {
+          secretRef: { name: identityName, namespace: managerNamespace },
+          requiredKeys: ["NOOP_API_TOKEN"],
+          allowedNamespaces: { list: [idle.namespace, busy.namespace, flavorsNamespace, ofClass.namespace] },
+        },
+      } as k8s.KubernetesObject,
     ]);
   return { plane, progressTable, waitReady, registry, generate, applyIdentity };
 }

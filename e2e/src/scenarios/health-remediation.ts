@@ -9,37 +9,59 @@ import { startHealthServer } from "../health-server.js";
 import { capi, infra, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const healthRemediation: Scenario = (shared) => {
-  it("remediates a machine its module reports unhealthy, through Cluster API's MachineHealthCheck, and a replacement comes up", async () => {
-    const { plane, custom, events, list, waitReady, machineTemplate, machineDeployment } = shared;
-    const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-health" } };
-    const health = await startHealthServer();
-    try {
-      await applyObjects(plane.applier, [
-        machineTemplate("demo-md-health", { variables: { health_state_url: health.url }, remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 } }),
-        machineDeployment("demo-md-health"),
-        { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineHealthCheck", metadata: { name: "demo-md-health", namespace: demoNamespace }, spec: { clusterName: demoClusterName, selector } } as unknown as k8s.KubernetesObject,
-      ]);
-      const healthMachines = async () => (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
-      await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
-      const victim = (await healthMachines())[0]!.metadata.name as string;
+  it(
+    "remediates a machine its module reports unhealthy, through Cluster API's MachineHealthCheck, and a replacement comes up",
+    async () => {
+      const { plane, custom, events, list, waitReady, machineTemplate, machineDeployment } = shared;
+      const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": "demo-md-health" } };
+      const health = await startHealthServer();
+      try {
+        await applyObjects(plane.applier, [
+          machineTemplate("demo-md-health", {
+            variables: { health_state_url: health.url },
+            remediation: { annotateMachine: true, unhealthyThreshold: 1, healthCheckIntervalSeconds: 60 },
+          }),
+          machineDeployment("demo-md-health"),
+          {
+            apiVersion: "cluster.x-k8s.io/v1beta2",
+            kind: "MachineHealthCheck",
+            metadata: { name: "demo-md-health", namespace: demoNamespace },
+            spec: { clusterName: demoClusterName, selector },
+          } as unknown as k8s.KubernetesObject,
+        ]);
+        const healthMachines = async () =>
+          (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
+        await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
+        const victim = (await healthMachines())[0]!.metadata.name as string;
 
-      // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_url).
-      health.set(victim, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] });
-      let annotated = false;
-      await waitFor(async () => {
-        const machine = (await list(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
-        if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
-        const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
-        return !machine && replacements.length === 1 ? true : undefined;
-      }, 300_000, `${victim} remediated and replaced`);
-      await waitReady("the replacement Ready", async () => (await healthMachines()).length === 1);
-      expect(annotated || (await events.listNamespacedEvent({ namespace: demoNamespace })).items.some((event) => event.regarding?.name === victim && /remediat/i.test(event.reason ?? ""))).toBe(true);
+        // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_url).
+        health.set(victim, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] });
+        let annotated = false;
+        await waitFor(
+          async () => {
+            const machine = (await list(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
+            if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
+            const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
+            return !machine && replacements.length === 1 ? true : undefined;
+          },
+          300_000,
+          `${victim} remediated and replaced`,
+        );
+        await waitReady("the replacement Ready", async () => (await healthMachines()).length === 1);
+        expect(
+          annotated ||
+            (await events.listNamespacedEvent({ namespace: demoNamespace })).items.some(
+              (event) => event.regarding?.name === victim && /remediat/i.test(event.reason ?? ""),
+            ),
+        ).toBe(true);
 
-      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinehealthchecks", name: "demo-md-health" });
-      await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-health" });
-      await waitFor(async () => ((await healthMachines()).length === 0 ? true : undefined), 180_000, "demo-md-health's machines gone");
-    } finally {
-      await health.close();
-    }
-  }, scenarioTimeout);
+        await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinehealthchecks", name: "demo-md-health" });
+        await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-health" });
+        await waitFor(async () => ((await healthMachines()).length === 0 ? true : undefined), 180_000, "demo-md-health's machines gone");
+      } finally {
+        await health.close();
+      }
+    },
+    scenarioTimeout,
+  );
 };

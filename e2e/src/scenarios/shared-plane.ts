@@ -70,8 +70,14 @@ export class SharedPlane {
 
   /** Waits until Cluster API reports the whole demo Ready and `extra` holds; on a timeout, throws with the progress table and the plane's and manager's last lines. */
   readonly waitReady = async (what: string, extra: () => Promise<boolean> = async () => true, timeoutMillis = 300_000) => {
-    await waitFor(async () => ((await readProgress(this.plane.kubeConfig, demoNamespace, demoClusterName)).ready && (await extra()) ? true : undefined), timeoutMillis, `${what}\n${await this.progressTable()}`).catch(async (error) => {
-      throw new Error(`${(error as Error).message}\nnow:\n${await this.progressTable()}\nplane:\n${this.planeLog.slice(-40).join("\n")}\nmanager:\n${(await this.plane.managerLog()).split("\n").slice(-40).join("\n")}`);
+    await waitFor(
+      async () => ((await readProgress(this.plane.kubeConfig, demoNamespace, demoClusterName)).ready && (await extra()) ? true : undefined),
+      timeoutMillis,
+      `${what}\n${await this.progressTable()}`,
+    ).catch(async (error) => {
+      throw new Error(
+        `${(error as Error).message}\nnow:\n${await this.progressTable()}\nplane:\n${this.planeLog.slice(-40).join("\n")}\nmanager:\n${(await this.plane.managerLog()).split("\n").slice(-40).join("\n")}`,
+      );
     });
   };
 
@@ -79,17 +85,36 @@ export class SharedPlane {
   readonly captfJobs = () => listCaptfJobs(this.plane.kubeConfig, demoNamespace);
 
   /** The objects of one plural of `api` in the demo's namespace. */
-  readonly list = async (api: typeof capi, plural: string) => ((await this.custom.listNamespacedCustomObject({ ...api, plural })) as { items: AnyObject[] }).items;
+  readonly list = async (api: typeof capi, plural: string) =>
+    ((await this.custom.listNamespacedCustomObject({ ...api, plural })) as { items: AnyObject[] }).items;
 
   /** A TerraformMachineTemplate whose template's spec is `spec` over the no-op machine image. */
   readonly machineTemplate = (name: string, spec: AnyObject = {}) =>
-    ({ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachineTemplate", metadata: { name, namespace: demoNamespace }, spec: { template: { spec: { source: { image: this.plane.images.modules.machine }, ...spec } } } }) as k8s.KubernetesObject;
+    ({
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+      kind: "TerraformMachineTemplate",
+      metadata: { name, namespace: demoNamespace },
+      spec: { template: { spec: { source: { image: this.plane.images.modules.machine }, ...spec } } },
+    }) as k8s.KubernetesObject;
 
   /** A MachineDeployment of one machine of the demo cluster over the TerraformMachineTemplate of its name; its Machines are labelled with its name. */
   readonly machineDeployment = (name: string) => {
     const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": name } };
-    const template = { metadata: { labels: selector.matchLabels }, spec: { clusterName: demoClusterName, version: "v1.36.4", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name } } };
-    return { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineDeployment", metadata: { name, namespace: demoNamespace }, spec: { clusterName: demoClusterName, replicas: 1, selector, template } } as k8s.KubernetesObject;
+    const template = {
+      metadata: { labels: selector.matchLabels },
+      spec: {
+        clusterName: demoClusterName,
+        version: "v1.36.4",
+        bootstrap: { dataSecretName: "demo-bootstrap" },
+        infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachineTemplate", name },
+      },
+    };
+    return {
+      apiVersion: "cluster.x-k8s.io/v1beta2",
+      kind: "MachineDeployment",
+      metadata: { name, namespace: demoNamespace },
+      spec: { clusterName: demoClusterName, replicas: 1, selector, template },
+    } as k8s.KubernetesObject;
   };
 
   private startedClients() {
