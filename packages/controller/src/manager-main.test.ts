@@ -128,10 +128,11 @@ describe("the manager's parts", () => {
     client.close();
   });
 
-  it("gives Jobs the runner image of the flags and the bundle copy command of the Job builder", async () => {
+  it("gives Jobs the runner image of the flags and the bundle copy and broker commands of the Job builder", async () => {
     expect(managerJobEnvironment(await settings(["--runner-image=registry.example/captf-controller:v9"]))).toEqual({
       runnerImage: "registry.example/captf-controller:v9",
       runnerCopyCommand: defaultJobEnvironment.runnerCopyCommand,
+      brokerCommand: defaultJobEnvironment.brokerCommand,
     });
     expect(managerJobEnvironment(await settings()).runnerImage).toBe(image);
   });

@@ -220,7 +220,7 @@ describeWithTools(["umoci", "skopeo", "docker-registry", "etcd", "kube-apiserver
       expect(readFileSync(join(out, release.clusterctl, "infrastructure-components.yaml"), "utf8")).toContain(`:=ghcr.io/captf-io/captf-controller:v${version}}`);
 
       // The public packages, installed from their tarballs beside their registry dependencies, import and run.
-      expect(release.npm.map((entry) => entry.name).sort()).toEqual(["@captf/contract", "@captf/render", "kubectl-captf", "tfcapi-lint"]);
+      expect(release.npm.map((entry) => entry.name).sort()).toEqual(["@captf/contract", "@captf/render", "captf-module", "kubectl-captf", "tfcapi-lint"]);
       const installed = join(work, "installed", "node_modules");
       for (const entry of release.npm) {
         mkdirSync(join(installed, entry.name), { recursive: true });
