@@ -27,6 +27,7 @@ import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
 import { runOrExit, sha256File } from "./lib/oci-layout.mjs";
 import { syncVersionConstants } from "./version-constants.mjs";
 import { releaseModules } from "./lib/release-modules.mjs";
+import { repositoryImageOptions } from "./build-module-image.mjs";
 
 const tool = "release";
 const repoDir = fileURLToPath(new URL("..", import.meta.url));
@@ -40,14 +41,45 @@ const { values } = parseArgs({
     runtimes: { type: "string" },
     "manager-layout": { type: "string" },
     commit: { type: "string" },
+    help: { type: "boolean", default: false },
   },
 });
+if (values.help) {
+  // The usage is this file's opening comment.
+  const header = readFileSync(fileURLToPath(import.meta.url), "utf8")
+    .split("\n")
+    .slice(1);
+  console.log(
+    header
+      .slice(
+        0,
+        header.findIndex((line) => !line.startsWith("//")),
+      )
+      .map((line) => line.replace(/^\/\/ ?/, ""))
+      .join("\n"),
+  );
+  process.exit(0);
+}
 
 /** The clusterctl provider directory name (`clusterctl init --infrastructure terraform`). */
 export const clusterctlProviderDirectory = "infrastructure-terraform";
 
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 const run = (command, args, options = {}) => runOrExit(tool, command, args, options);
+
+/** Builds a module image with captf-module's builder; a build error ends the release with its message. */
+function buildModuleImageOrExit(options) {
+  try {
+    const built = buildModuleImage(options);
+    console.log(
+      `${tool}: ${built.layout}:${built.tag} = ${built.digest} (${options.title}, ${built.runtime.name} v${built.runtime.version})`,
+    );
+  } catch (error) {
+    if (!(error instanceof CommandError)) throw error;
+    console.error(`${tool}: ${error.message}`);
+    process.exit(1);
+  }
+}
 
 /** Every workspace package (pnpm-workspace.yaml: packages/* and e2e): its directory and package.json. */
 export function workspacePackages() {
@@ -68,6 +100,8 @@ const { runtimeBinaries, runtimeNames, runtimeVersion, moduleRuntimes } = await 
 const { platformProviderMirrors, providerMirrorVariable } = await import(
   new URL("../packages/testkit/dist/provider-sources.js", import.meta.url).href
 );
+// The one module image builder, captf-module's.
+const { buildModuleImage, CommandError } = await import(new URL("../packages/captf-module/dist/index.js", import.meta.url).href);
 const { staleClusterctlFiles } = await import(new URL("../packages/controller/dist/install/clusterctl.js", import.meta.url).href);
 const architectures = values.arch.split(",");
 const runtimes = values.runtimes?.split(",") ?? runtimeNames;
@@ -278,25 +312,6 @@ try {
         `release: no ${image.runtime} binary for ${missing.join(", ")}: tools/install.sh --only ${image.runtime}-${missing[0]}`,
       );
     const layout = join(work, `module-${image.name}`);
-    const args = [
-      "--out",
-      layout,
-      "--tag",
-      image.tag,
-      "--module",
-      join(repoDir, module.dir),
-      "--role",
-      module.role,
-      "--runtime",
-      image.runtime,
-      "--runtime-version",
-      runtimeVersion(image.runtime),
-      "--name",
-      image.name,
-      "--commit",
-      commit,
-    ];
-    for (const arch of architectures) args.push("--runtime-binary", `${arch}=${binaries[arch]}`);
     const providersWork = join(work, `providers-${image.name}-${image.runtime}`);
     const providers = await platformProviderMirrors(
       join(repoDir, module.dir),
@@ -305,8 +320,20 @@ try {
       architectures,
       providersWork,
     );
-    for (const arch of architectures) if (providers[arch].dir) args.push("--providers", `${arch}=${providers[arch].dir}`);
-    run(process.execPath, [join(repoDir, "scripts/build-module-image.mjs"), ...args]);
+    buildModuleImageOrExit({
+      ...repositoryImageOptions,
+      out: layout,
+      tag: image.tag,
+      moduleDir: join(repoDir, module.dir),
+      role: module.role,
+      runtimeName: image.runtime,
+      runtimeVersion: runtimeVersion(image.runtime),
+      runtimes: architectures.map((arch) => ({ arch, path: binaries[arch] })),
+      platformProviders: Object.fromEntries(architectures.map((arch) => [arch, providers[arch].dir])),
+      title: image.name,
+      revision: commit,
+      sourceDateEpoch: process.env.SOURCE_DATE_EPOCH,
+    });
     rmSync(providersWork, { recursive: true, force: true });
     archive(layout, image.tag, join(out, image.archive), image.tag);
     image.providers = Object.fromEntries(architectures.map((arch) => [arch, providers[arch].packages]));

@@ -1,10 +1,17 @@
-// What every captf image build shares: umoci and skopeo as child processes, one build time for
-// every file, layer and config (SOURCE_DATE_EPOCH or the commit's), and the OCI index of the
-// platforms' manifests, so two builds of one commit give one digest.
+// What every captf image build shares. The layout pieces (one build time for every file, layer and
+// config, file hashes, the OCI index of the platforms' manifests, so two builds of one commit give one
+// digest) are captf-module's, the one image builder's (packages/captf-module/src/build/layout.ts), from its
+// build (`pnpm build` first); here only what the repository's scripts add: umoci and skopeo as child
+// processes that end the build on failure.
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { closeSync, lutimesSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import * as captfModule from "../../packages/captf-module/dist/index.js";
+
+export const { platformDescriptor, sha256, sha256File, stampTimes, tagIndex } = captfModule;
+
+/** The build's one time: SOURCE_DATE_EPOCH, else the commit's of `gitDir`, else the epoch. */
+export function sourceDate(gitDir) {
+  return captfModule.sourceDate(gitDir, process.env.SOURCE_DATE_EPOCH);
+}
 
 /** Runs `command`, returning its stdout; exits the build with the command's stderr on failure. */
 export function runOrExit(tool, command, args, options = {}) {
@@ -19,77 +26,6 @@ export function runOrExit(tool, command, args, options = {}) {
 
 /** umoci's --rootless when not root: files then keep this user's ids, mapped to 0 in the layer. */
 export const rootlessFlag = process.getuid?.() !== 0 ? ["--rootless"] : [];
-
-/** The build's one time: SOURCE_DATE_EPOCH, else the commit's of `gitDir`, else the epoch. */
-export function sourceDate(gitDir) {
-  const fromEnv = process.env.SOURCE_DATE_EPOCH;
-  if (fromEnv) return new Date(Number(fromEnv) * 1000);
-  try {
-    return new Date(
-      Number(
-        execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: gitDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(),
-      ) * 1000,
-    );
-  } catch {
-    return new Date(0);
-  }
-}
-
-/** Every file under `dir` (and `dir` itself) gets time `at`, so the layer's tar is the same on every build. */
-export function stampTimes(dir, at) {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.isDirectory()) stampTimes(join(dir, entry.name), at);
-    else lutimesSync(join(dir, entry.name), at, at);
-  }
-  lutimesSync(dir, at, at);
-}
-
-export const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
-
-/** The SHA-256 of a file, read in 1 MiB pieces (runtimes and providers are 100 MiB and more). */
-export function sha256File(path) {
-  const hash = createHash("sha256");
-  const piece = Buffer.alloc(1 << 20);
-  const fd = openSync(path, "r");
-  try {
-    for (let read; (read = readSync(fd, piece)) > 0; ) hash.update(piece.subarray(0, read));
-  } finally {
-    closeSync(fd);
-  }
-  return hash.digest("hex");
-}
-
-const refName = "org.opencontainers.image.ref.name";
-
-/** The manifest descriptor `ref` names in the layout's index.json, with its platform. */
-export function platformDescriptor(layout, ref, arch) {
-  const entry = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")).manifests.find(
-    (manifest) => manifest.annotations?.[refName] === ref,
-  );
-  return { mediaType: entry.mediaType, digest: entry.digest, size: entry.size, platform: { architecture: arch, os: "linux" } };
-}
-
-/** Writes the OCI index of `manifests` as a blob and names it `tag` in the layout's index.json; returns its digest. */
-export function tagIndex(layout, tag, manifests, createdIso) {
-  const index = JSON.stringify({
-    schemaVersion: 2,
-    mediaType: "application/vnd.oci.image.index.v1+json",
-    manifests,
-    annotations: { "org.opencontainers.image.created": createdIso },
-  });
-  const digest = sha256(index);
-  writeFileSync(join(layout, "blobs/sha256", digest), index);
-  const top = JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
-  top.manifests = top.manifests.filter((manifest) => manifest.annotations?.[refName] !== tag);
-  top.manifests.push({
-    mediaType: "application/vnd.oci.image.index.v1+json",
-    digest: `sha256:${digest}`,
-    size: Buffer.byteLength(index),
-    annotations: { [refName]: tag },
-  });
-  writeFileSync(join(layout, "index.json"), JSON.stringify(top));
-  return `sha256:${digest}`;
-}
 
 /** The compressed size of `layout:ref`'s layers in MiB, one decimal. */
 export function compressedMiB(tool, layout, ref) {

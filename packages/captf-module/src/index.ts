@@ -12,5 +12,7 @@ export { platformDescriptor, sha256, sha256File, sourceDate, stampTimes, tagInde
 export type { Descriptor } from "./build/layout.js";
 export { cycloneDxBom, cycloneDxJson } from "./build/sbom.js";
 export type { ComponentDescription, SbomDocument } from "./build/sbom.js";
+export { hostArchitecture, imageArchitectures } from "./build/runtime.js";
+export type { ImageArchitecture, RuntimeName } from "./build/runtime.js";
 export { parseLockFile } from "./build/lockfile.js";
 export type { LockedProvider } from "./build/lockfile.js";

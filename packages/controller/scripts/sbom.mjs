@@ -2,20 +2,18 @@
 // The CycloneDX 1.5 SBOM of the captf-controller image, from pnpm-lock.yaml: every package the
 // production dependencies of the image's bundles (the manager and the runner) resolve to, with
 // the lockfile's integrity as its hash, plus what build-manager-image.mjs adds (node, its libraries).
-// The document is built and serialized by the CycloneDX library (@cyclonedx/cyclonedx-library);
-// scripts/build-module-image.mjs uses it for the module images too.
+// The document is built and serialized by captf-module's SBOM writer (the CycloneDX library), from
+// its build (`pnpm build` first); the module images' SBOMs come from the same writer.
 // No timestamp but the one given and no random serial number, so one commit gives one document.
 // Usage: node scripts/sbom.mjs [--version <v>] [--created <iso>]   prints the npm part for this checkout
 import { readFileSync, realpathSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Enums, Models, Serialize, Spec } from "@cyclonedx/cyclonedx-library";
 import { parse } from "yaml";
+import * as captfModule from "../../captf-module/dist/index.js";
 
 const repoDir = fileURLToPath(new URL("../../../", import.meta.url));
-const libraryVersion = createRequire(import.meta.url)("@cyclonedx/cyclonedx-library/package.json").version;
 /** The workspace packages whose bundles the image carries. */
 export const imageImporters = ["packages/controller", "packages/runner"];
 
@@ -76,34 +74,17 @@ export function lockfileComponents(lockfile, importers) {
     }));
 }
 
-/**
- * One component as the library models it, from its description:
- * `{ type, name, bomRef?, version?, purl?, license? (an SPDX id), hashes? ({ "SHA-256": hex }), properties? ({ name: value }) }`.
- */
-function componentModel({ type, name, bomRef, version, purl, license, hashes = {}, properties = {} }) {
-  // A component without a bom-ref would get a random one from the serializer: name it after itself.
-  const component = new Models.Component(type, name, { bomRef: bomRef ?? (version ? `${name}@${version}` : name), version, purl });
-  if (license) component.licenses.add(new Models.SpdxLicense(license));
-  for (const [algorithm, content] of Object.entries(hashes)) component.hashes.set(algorithm, content);
-  for (const [property, value] of Object.entries(properties)) component.properties.add(new Models.Property(property, value));
-  return component;
+/** The tool the manager image's SBOM names as having listed its components. */
+export const sbomTool = "captf sbom.mjs (pnpm-lock.yaml)";
+
+/** The document as a library model (captf-module's, the one SBOM writer): `subject` is the image, `components` what it holds. */
+export function cycloneDxBom(document) {
+  return captfModule.cycloneDxBom({ tool: sbomTool, ...document });
 }
 
-/** The document as a library model: `subject` (a component description) is the image, `components` what it holds. */
-export function cycloneDxBom({ subject, created, components }) {
-  const tools = new Models.Tools();
-  tools.components.add(new Models.Component(Enums.ComponentType.Application, "captf sbom.mjs (pnpm-lock.yaml)"));
-  tools.components.add(new Models.Component(Enums.ComponentType.Library, "@cyclonedx/cyclonedx-library", { version: libraryVersion }));
-  // No serial number: a random one would give each build its own document.
-  const bom = new Models.Bom({ metadata: new Models.Metadata({ timestamp: new Date(created), tools, component: componentModel(subject) }) });
-  for (const component of components) bom.components.add(componentModel(component));
-  return bom;
-}
-
-/** The CycloneDX 1.5 JSON text of the document, components in the order given (callers give a stable one). */
+/** The CycloneDX 1.5 JSON text of the document (captf-module's), components in the order given (callers give a stable one). */
 export function cycloneDxJson(document) {
-  const serializer = new Serialize.JsonSerializer(new Serialize.JSON.Normalize.Factory(Spec.Spec1dot5));
-  return `${serializer.serialize(cycloneDxBom(document), { sortLists: false, space: 2 })}\n`;
+  return captfModule.cycloneDxJson({ tool: sbomTool, ...document });
 }
 
 /** The npm components of the image's bundles, read from this checkout's pnpm-lock.yaml. */

@@ -28,11 +28,14 @@ export interface ModuleImage {
 
 /** The user module images run as, and owner of /captf. */
 export const moduleImageUser = "65532:65532";
-/** scripts/build-module-image.mjs: the one builder of module images, for tests and releases. */
+/**
+ * scripts/build-module-image.mjs: the repository's caller of captf-module's builder, the one builder of module
+ * images (a child process: testkit cannot import captf-module, whose tests import testkit).
+ */
 export const moduleImageScript = fileURLToPath(new URL("../../../scripts/build-module-image.mjs", import.meta.url));
 
 /**
- * Builds a module image into the OCI layout `layout` under `tag` with scripts/build-module-image.mjs:
+ * Builds a module image into the OCI layout `layout` under `tag` with scripts/build-module-image.mjs (captf-module's builder):
  * an OCI index of this machine's platform (the release adds arm64), /captf/module and /captf/runtime, the io.captf.*
  * labels, user 65532, an SBOM. The image has no shell and no libc.
  */

@@ -16,7 +16,7 @@ import { contractVersion, type Role } from "@captf/contract/roles";
 import { CommandError } from "../io.js";
 import { platformDescriptor, sha256File, sourceDate, stampTimes, tagIndex, type Descriptor } from "./layout.js";
 import { moduleProviders, type LockedProvider } from "./lockfile.js";
-import { mirrorFromRegistries, selectMirrorPackages, stageMirror, type MirroredPackage } from "./mirror.js";
+import { mirrorFromRegistries, platformMirrorPackages, selectMirrorPackages, stageMirror, type MirroredPackage } from "./mirror.js";
 import { binaryArchitecture, hostArchitecture, probeRuntime, runtimeModules, type RuntimeName } from "./runtime.js";
 import { cycloneDxJson, type ComponentDescription } from "./sbom.js";
 
@@ -39,8 +39,18 @@ export interface BuildOptions {
   /** Which runtime and release the binaries are, for when none of them runs on this machine. */
   runtimeName?: RuntimeName;
   runtimeVersion?: string;
+  /** false: `runtimeName` and `runtimeVersion` are taken as given and no binary is run (a wrapper, a stand-in). */
+  probe?: boolean;
   /** A filesystem mirror holding the locked providers; absent: `providers mirror` from the registries. */
   providersDir?: string;
+  /**
+   * Instead of `providersDir`: a mirror per platform (`arch` to directory) that holds exactly what that
+   * platform's image ships, shipped as it is (no lock file needed); a platform without one ships no providers
+   * and nothing is fetched. The repository's release picks them with the runtime's own `init`.
+   */
+  platformProviders?: Readonly<Record<string, string | undefined>>;
+  /** Module files left out besides the author's working files: matched against the path inside the module. */
+  exclude?: RegExp;
   out: string;
   tag: string;
   title?: string;
@@ -139,6 +149,10 @@ function run(command: string, args: readonly string[]): string {
 
 /** Which runtime the binaries are: asked of one that runs here, else as the options say. */
 function identifyRuntime(options: BuildOptions): { name: RuntimeName; version: string } {
+  if (options.probe === false) {
+    if (options.runtimeName && options.runtimeVersion) return { name: options.runtimeName, version: options.runtimeVersion };
+    throw new CommandError("without probing the runtime binaries, say which they are (runtimeName and runtimeVersion)", "RuntimeUnknown");
+  }
   const runnable = options.runtimes.find((binary) => binary.arch === hostArchitecture);
   if (runnable) {
     const probed = probeRuntime(runnable.path);
@@ -167,9 +181,13 @@ export function buildModuleImage(options: BuildOptions): BuildReport {
   const role = options.role ?? roleOfModule(moduleTexts(moduleDir));
   if (!role) throw new CommandError(`${options.moduleDir}: cannot tell the module's role from its contract inputs (machinepool_name, machine_name or control_plane_initialized): pass --role`, "RoleUnknown");
   const runtime = identifyRuntime(options);
-  let providers: LockedProvider[];
+  const perPlatform = options.platformProviders;
+  if (perPlatform && options.providersDir) {
+    throw new CommandError("one mirror for every platform or one per platform, not both", "ProvidersTwice");
+  }
+  let providers: LockedProvider[] = [];
   try {
-    providers = moduleProviders(moduleDir);
+    if (!perPlatform) providers = moduleProviders(moduleDir);
   } catch (error) {
     throw new CommandError((error as Error).message, "LockFileMissing");
   }
@@ -180,7 +198,9 @@ export function buildModuleImage(options: BuildOptions): BuildReport {
   const labels = imageLabels({ role, runtime: runtime.name, runtimeVersion: runtime.version, title, version, created: createdIso, source: options.source, revision: options.revision, extra: options.labels });
 
   const work = mkdtempSync(join(tmpdir(), "captf-module-build-"));
-  const fetched = providers.length > 0 && !options.providersDir ? mirrorFromRegistries(options.runtimes.find((binary) => binary.arch === hostArchitecture)?.path ?? options.runtimes[0]!.path, moduleDir, options.runtimes.map((binary) => binary.arch)) : undefined;
+  const fetchWith = options.runtimes.find((binary) => binary.arch === hostArchitecture)?.path ?? options.runtimes[0]!.path;
+  const fromRegistries = providers.length > 0 && !options.providersDir && !perPlatform;
+  const fetched = fromRegistries ? mirrorFromRegistries(fetchWith, moduleDir, options.runtimes.map((binary) => binary.arch)) : undefined;
   try {
     const mirrorDir = options.providersDir ? resolve(options.providersDir) : fetched?.mirror;
     const existed = existsSync(join(layout, "index.json"));
@@ -190,12 +210,16 @@ export function buildModuleImage(options: BuildOptions): BuildReport {
     for (const binary of options.runtimes) {
       let packages: MirroredPackage[] = [];
       try {
-        packages = mirrorDir && providers.length > 0 ? selectMirrorPackages(providers, mirrorDir, runtime.name, binary.arch) : [];
+        const platformMirror = perPlatform?.[binary.arch];
+        if (platformMirror) packages = platformMirrorPackages(resolve(platformMirror), binary.arch);
+        else if (mirrorDir && providers.length > 0) packages = selectMirrorPackages(providers, mirrorDir, runtime.name, binary.arch);
       } catch (error) {
         throw new CommandError((error as Error).message, "ProvidersMissing");
       }
       const ref = `${options.tag}-${binary.arch}`;
-      buildPlatform({ work, layout, ref, arch: binary.arch, binary: binary.path, moduleDir, packages, runtime, role, title, version, created, labels, outside: realpathSync(layout) });
+      const outside = realpathSync(layout);
+      const platformOptions = { ref, arch: binary.arch, binary: binary.path, packages, outside, exclude: options.exclude };
+      buildPlatform({ work, layout, moduleDir, runtime, role, title, version, created, labels, ...platformOptions });
       const descriptor = platformDescriptor(layout, ref, binary.arch);
       manifests.push(descriptor);
       platforms.push({
@@ -232,6 +256,7 @@ interface PlatformBuild {
   labels: Record<string, string>;
   /** A path the module copy leaves out (the layout, when it lies inside the module). */
   outside: string;
+  exclude?: RegExp;
 }
 
 function buildPlatform(build: PlatformBuild): void {
@@ -251,7 +276,7 @@ function buildPlatform(build: PlatformBuild): void {
     dereference: true,
     filter: (path) => {
       const inside = relative(build.moduleDir, path).split(sep).join("/");
-      return !isWorkingFile(inside) && path !== build.outside && !path.startsWith(`${build.outside}${sep}`);
+      return !isWorkingFile(inside) && !build.exclude?.test(inside) && path !== build.outside && !path.startsWith(`${build.outside}${sep}`);
     },
   });
   // Readable by the image's user whatever the author's umask: files 0644, directories 0755.

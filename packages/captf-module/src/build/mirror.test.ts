@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { sha256 } from "./layout.js";
 import type { LockedProvider } from "./lockfile.js";
-import { imageProviderHost, packageHashV1, selectMirrorPackages, stageMirror } from "./mirror.js";
+import { imageProviderHost, packageHashV1, platformMirrorPackages, selectMirrorPackages, stageMirror } from "./mirror.js";
 
 const mirror = mkdtempSync(join(tmpdir(), "captf-module-mirror-"));
 afterAll(() => rmSync(mirror, { recursive: true, force: true }));
@@ -77,5 +77,30 @@ describe("the image's provider mirror", () => {
   it("takes an unpacked package whose h1: the lock file lacks (it lists only the platforms it was made on), unmatched", () => {
     const [entry] = selectMirrorPackages([{ ...fake, hashes: [] }], mirror, "tofu", "arm64");
     expect(entry?.matchedHash).toBeUndefined();
+  });
+});
+
+describe("platformMirrorPackages", () => {
+  it("lists a platform's packed and unpacked packages as they lie, other platforms' left out", () => {
+    expect(platformMirrorPackages(mirror, "amd64")).toEqual([
+      {
+        address: "registry.opentofu.org/example/fake",
+        version: "1.0.0",
+        platform: "linux_amd64",
+        layout: "unpacked",
+        source: join(mirror, "registry.opentofu.org/example/fake/1.0.0/linux_amd64"),
+        target: "registry.opentofu.org/example/fake/1.0.0/linux_amd64",
+      },
+      {
+        address: "registry.terraform.io/example/packed",
+        version: "2.0.0",
+        platform: "linux_amd64",
+        layout: "packed",
+        source: join(mirror, "registry.terraform.io/example/packed/terraform-provider-packed_2.0.0_linux_amd64.zip"),
+        target: "registry.terraform.io/example/packed/terraform-provider-packed_2.0.0_linux_amd64.zip",
+      },
+    ]);
+    const arm64 = platformMirrorPackages(mirror, "arm64").map((entry) => entry.target);
+    expect(arm64).toEqual(["registry.opentofu.org/example/fake/1.0.0/linux_arm64"]);
   });
 });

@@ -104,3 +104,30 @@ export function mirrorFromRegistries(runtimeBinary: string, moduleDir: string, a
   }
   return { mirror: join(dir, "mirror"), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * Every provider package of linux/`arch` in a mirror that holds exactly what an image ships, as it lies
+ * there: unpacked `<host>/<namespace>/<type>/<version>/linux_<arch>/` or packed
+ * `<host>/<namespace>/<type>/terraform-provider-<type>_<version>_linux_<arch>.zip`, sorted by path.
+ */
+export function platformMirrorPackages(mirrorDir: string, arch: string): MirroredPackage[] {
+  const platform = `linux_${arch}`;
+  const isDir = (path: string) => existsSync(join(mirrorDir, path)) && statSync(join(mirrorDir, path)).isDirectory();
+  const below = (path: string) => (isDir(path) ? readdirSync(join(mirrorDir, path)).map((name) => (path ? `${path}/${name}` : name)) : []);
+  const types = below("").flatMap(below).flatMap(below).filter(isDir);
+  const found: MirroredPackage[] = [];
+  for (const typePath of types.sort()) {
+    const [host, namespace, type] = typePath.split("/") as [string, string, string];
+    for (const entry of below(typePath).sort()) {
+      const name = entry.slice(typePath.length + 1);
+      const packed = new RegExp(`^terraform-provider-${type}_(.+)_${platform}\\.zip$`).exec(name);
+      const unpacked = isDir(`${entry}/${platform}`);
+      const version = packed?.[1] ?? (unpacked ? name : undefined);
+      if (version === undefined) continue;
+      const target = packed ? entry : `${entry}/${platform}`;
+      const layout = packed ? "packed" : "unpacked";
+      found.push({ address: `${host}/${namespace}/${type}`, version, platform, layout, source: join(mirrorDir, target), target });
+    }
+  }
+  return found;
+}
