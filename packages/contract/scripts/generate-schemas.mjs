@@ -8,7 +8,9 @@ const schemaDir = fileURLToPath(new URL("../../../schemas/v1alpha1/", import.met
 const target = fileURLToPath(new URL("../src/schemas.generated.ts", import.meta.url));
 
 export function renderSchemasModule() {
-  const files = readdirSync(schemaDir).filter((name) => name.endsWith(".json")).sort();
+  const files = readdirSync(schemaDir)
+    .filter((name) => name.endsWith(".json"))
+    .sort();
   const entries = files.map((name) => {
     const schema = JSON.parse(readFileSync(schemaDir + name, "utf8"));
     return `  ${JSON.stringify(name)}: ${JSON.stringify(schema)},`;

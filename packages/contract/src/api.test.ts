@@ -1,5 +1,14 @@
 import { describe, expect, it } from "@jest/globals";
-import { annotations, conditionReasons, conditionsNeverInReady, finalizers, kinds, labels, managerEventReasons, negativePolarityConditions } from "./api.js";
+import {
+  annotations,
+  conditionReasons,
+  conditionsNeverInReady,
+  finalizers,
+  kinds,
+  labels,
+  managerEventReasons,
+  negativePolarityConditions,
+} from "./api.js";
 
 describe("API constants", () => {
   it("give every condition reason once per type and in PascalCase", () => {

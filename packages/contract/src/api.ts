@@ -32,7 +32,11 @@ type ConditionStatus = "True" | "False" | "Unknown";
 export type ConditionReasonTable = { readonly [S in ConditionStatus]: readonly string[] };
 
 /** The table of one condition type, its reasons kept as literal types so a setter is checked against them. */
-function reasons<const T extends readonly string[], const F extends readonly string[], const U extends readonly string[]>(t: T, f: F, u: U): { readonly True: T; readonly False: F; readonly Unknown: U } {
+function reasons<const T extends readonly string[], const F extends readonly string[], const U extends readonly string[]>(
+  t: T,
+  f: F,
+  u: U,
+): { readonly True: T; readonly False: F; readonly Unknown: U } {
   return { True: t, False: f, Unknown: u };
 }
 
@@ -44,7 +48,15 @@ export const conditionReasons = {
   Ready: reasons(["Ready", "SecretFound"], ["NotReady", "SecretNotFound", "CredentialsIncomplete"], ["ReadyUnknown"]),
   DependenciesReady: reasons(
     ["DependenciesReady"],
-    ["OwnerNotFound", "WaitingForOwnerMachine", "WaitingForOwnerMachinePool", "ClusterNotTerraform", "OwnerMismatch", "VariablesSourceNotFound", "VariablesInvalid"],
+    [
+      "OwnerNotFound",
+      "WaitingForOwnerMachine",
+      "WaitingForOwnerMachinePool",
+      "ClusterNotTerraform",
+      "OwnerMismatch",
+      "VariablesSourceNotFound",
+      "VariablesInvalid",
+    ],
     ["WaitingForOwner", "WaitingForClusterInfrastructure", "WaitingForClusterExports", "WaitingForBootstrapData"],
   ),
   IdentityAllowed: reasons(
@@ -56,12 +68,40 @@ export const conditionReasons = {
   RunnerRBACReady: reasons(["RBACReady"], ["RBACFailed", "ServiceAccountNotOptedIn"], []),
   ApplyJobSucceeded: reasons(
     ["ApplySucceeded", "DestroySucceeded"],
-    ["ApplyFailed", "DestroyFailed", "JobDeadlineExceeded", "IdentityNotAllowed", "ImageInvalid", "ImagePullFailed", "InputsTooLarge", "JobPolicyInvalid", "DestructivePlanBlocked", "StateNotSaved"],
-    ["NoApplyYet", "WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "PlanAwaitingApproval", "PlanChanged", "WaitingForJobSlot"],
+    [
+      "ApplyFailed",
+      "DestroyFailed",
+      "JobDeadlineExceeded",
+      "IdentityNotAllowed",
+      "ImageInvalid",
+      "ImagePullFailed",
+      "InputsTooLarge",
+      "JobPolicyInvalid",
+      "DestructivePlanBlocked",
+      "StateNotSaved",
+    ],
+    [
+      "NoApplyYet",
+      "WaitingForRunLease",
+      "WaitingForClusterOperation",
+      "WaitingForMachineOperations",
+      "PlanAwaitingApproval",
+      "PlanChanged",
+      "WaitingForJobSlot",
+    ],
   ),
   StateReadable: reasons(
     ["StateRead"],
-    ["StateEncrypted", "StateCorrupt", "StateInconsistent", "StateLost", "StateLocked", "StateTooLarge", "RetainedStateFound", "StateLineageChanged"],
+    [
+      "StateEncrypted",
+      "StateCorrupt",
+      "StateInconsistent",
+      "StateLost",
+      "StateLocked",
+      "StateTooLarge",
+      "RetainedStateFound",
+      "StateLineageChanged",
+    ],
     ["StateNotFound"],
   ),
   RestoreJobSucceeded: reasons(
@@ -79,7 +119,11 @@ export const conditionReasons = {
     ["Provisioning", "InstancePending", "InstanceUnhealthy", "InstanceDegraded", "InstanceStopped", "InstanceTerminated"],
     ["WaitingForProvisioning", "HealthUnknown", "ProviderIDMissing"],
   ),
-  InputsApplied: reasons(["InputsApplied"], ["ApplyPending", "AwaitingApproval", "ApplyRunning", "InputsApplyFailed"], ["InputsUnavailable"]),
+  InputsApplied: reasons(
+    ["InputsApplied"],
+    ["ApplyPending", "AwaitingApproval", "ApplyRunning", "InputsApplyFailed"],
+    ["InputsUnavailable"],
+  ),
   DriftJobSucceeded: reasons(
     ["DriftChecked"],
     ["DriftJobFailed", "DriftJobDeadlineExceeded"],
@@ -88,9 +132,17 @@ export const conditionReasons = {
   DriftDetected: reasons(["DriftReported", "DriftPending", "DriftRemediating"], ["NoDrift"], ["DriftNotChecked"]),
   DeletionBlocked: reasons(["DependentsExist"], ["NotBlocked"], []),
   EndpointAvailable: reasons(["EndpointAvailable"], ["WaitingForEndpoint"], []),
-  AutoscalingActive: reasons(["ReplicasManagedByModule"], ["AutoscalingDisabled", "AutoscalingAnnotationsInvalid", "ReplicasManagedExternally"], []),
+  AutoscalingActive: reasons(
+    ["ReplicasManagedByModule"],
+    ["AutoscalingDisabled", "AutoscalingAnnotationsInvalid", "ReplicasManagedExternally"],
+    [],
+  ),
   CapacityResolved: reasons(["CapacityResolved", "CapacityNotDeclared"], ["ImageInspectFailed", "CapacityLabelInvalid"], []),
-  VariablesValid: reasons(["VariablesValid", "VariablesSchemaNotDeclared"], ["VariablesRejected"], ["VariablesSourcePending", "VariablesSchemaUnavailable"]),
+  VariablesValid: reasons(
+    ["VariablesValid", "VariablesSchemaNotDeclared"],
+    ["VariablesRejected"],
+    ["VariablesSourcePending", "VariablesSchemaUnavailable"],
+  ),
   Paused: reasons(["Paused"], ["NotPaused"], []),
   Deleting: reasons(["Deleting", "DeletionPolicyUnresolved"], ["NotDeleting"], []),
 } as const satisfies Record<string, ConditionReasonTable>;

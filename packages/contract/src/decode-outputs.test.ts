@@ -7,9 +7,26 @@ const example = (name: string): Record<string, unknown> =>
   JSON.parse(readFileSync(fileURLToPath(new URL(`../../../schemas/v1alpha1/examples/${name}`, import.meta.url)), "utf8"));
 
 const health = { state: "running", healthy: true };
-const cluster = { control_plane_endpoint: { host: "api.example.com", port: 6443 }, failure_domains: [{ name: "fd1" }], exports: { vpc: "v-1", mtu: 1500 }, health };
-const machine = { provider_id: "noop:///ns/m", addresses: [{ type: "InternalIP", address: "10.0.0.1" }], failure_domain: "fd1", interruptible: false, health };
-const pool = { provider_id: "group-1", provider_id_list: ["p/0", "p/1"], replicas: 2, instances: [{ provider_id: "p/0" }, { provider_id: "p/1", state: "running" }], health };
+const cluster = {
+  control_plane_endpoint: { host: "api.example.com", port: 6443 },
+  failure_domains: [{ name: "fd1" }],
+  exports: { vpc: "v-1", mtu: 1500 },
+  health,
+};
+const machine = {
+  provider_id: "noop:///ns/m",
+  addresses: [{ type: "InternalIP", address: "10.0.0.1" }],
+  failure_domain: "fd1",
+  interruptible: false,
+  health,
+};
+const pool = {
+  provider_id: "group-1",
+  provider_id_list: ["p/0", "p/1"],
+  replicas: 2,
+  instances: [{ provider_id: "p/0" }, { provider_id: "p/1", state: "running" }],
+  health,
+};
 
 describe("decodeOutputs", () => {
   it("decodes the valid examples of every role", () => {
@@ -22,12 +39,21 @@ describe("decodeOutputs", () => {
   });
 
   it("applies the cluster defaults and normalizations", () => {
-    const result = decodeOutputs("cluster", { ...cluster, control_plane_endpoint: { host: "", port: 0 }, failure_domains: null, exports: null, extra: 1 });
+    const result = decodeOutputs("cluster", {
+      ...cluster,
+      control_plane_endpoint: { host: "", port: 0 },
+      failure_domains: null,
+      exports: null,
+      extra: 1,
+    });
     expect(result.outputs.control_plane_endpoint).toEqual({ state: "ok", value: null });
     expect(result.outputs.failure_domains).toEqual({ state: "ok", value: [] });
     expect(result.outputs.exports).toEqual({ state: "ok", value: {} });
     expect(result.outputs.health).toEqual({ state: "ok", value: { state: "running", healthy: true, message: null, reasons: [] } });
-    const defaults = decodeOutputs("cluster", { ...cluster, failure_domains: [{ name: "a" }, { name: "b", control_plane: false, attributes: { zone: "z" } }] });
+    const defaults = decodeOutputs("cluster", {
+      ...cluster,
+      failure_domains: [{ name: "a" }, { name: "b", control_plane: false, attributes: { zone: "z" } }],
+    });
     expect(defaults.outputs.failure_domains).toEqual({
       state: "ok",
       value: [
@@ -51,7 +77,11 @@ describe("decodeOutputs", () => {
   });
 
   it("reports a half-set endpoint and a bad health state as invalid, naming the output but not the value", () => {
-    const result = decodeOutputs("cluster", { ...cluster, control_plane_endpoint: { host: "SECRET-HOST", port: 0 }, health: { state: "ok", healthy: true } });
+    const result = decodeOutputs("cluster", {
+      ...cluster,
+      control_plane_endpoint: { host: "SECRET-HOST", port: 0 },
+      health: { state: "ok", healthy: true },
+    });
     expect(result.outputs.control_plane_endpoint.state).toBe("invalid");
     expect(result.outputs.health.state).toBe("invalid");
     expect(result.reason).toBe("OutputsInvalid");
@@ -131,19 +161,32 @@ describe("decodeOutputs", () => {
 
   it("sorts and de-duplicates provider_id_list, and says so", () => {
     const result = decodeOutputs("machinepool", { ...pool, provider_id_list: ["p/1", "p/0", "p/1"] });
-    expect(result.outputs.provider_id_list).toMatchObject({ state: "ok", value: ["p/0", "p/1"], note: expect.stringMatching(/sort\(distinct/) });
+    expect(result.outputs.provider_id_list).toMatchObject({
+      state: "ok",
+      value: ["p/0", "p/1"],
+      note: expect.stringMatching(/sort\(distinct/),
+    });
     expect(result.reason).toBe("OutputsValid");
   });
 
   it("truncates instances past 1000 with a flag and the InstancesTruncated reason", () => {
-    const instances = Array.from({ length: 1500 }, (_, i) => ({ provider_id: `p/${i}`, addresses: [{ type: "Hostname", address: `h${i}` }] }));
+    const instances = Array.from({ length: 1500 }, (_, i) => ({
+      provider_id: `p/${i}`,
+      addresses: [{ type: "Hostname", address: `h${i}` }],
+    }));
     const result = decodeOutputs("machinepool", { ...pool, instances });
     expect(result.instancesTruncated).toBe(true);
     expect(result.reason).toBe("InstancesTruncated");
     expect(result.status).toBe("True");
     const decoded = result.outputs.instances;
     expect(decoded.state === "ok" && decoded.value.length).toBe(maxInstances);
-    expect(decoded.state === "ok" && decoded.value[0]).toEqual({ provider_id: "p/0", instance_id: null, addresses: [{ type: "Hostname", address: "h0" }], failure_domain: null, state: null });
+    expect(decoded.state === "ok" && decoded.value[0]).toEqual({
+      provider_id: "p/0",
+      instance_id: null,
+      addresses: [{ type: "Hostname", address: "h0" }],
+      failure_domain: null,
+      state: null,
+    });
   });
 
   it("keeps a pool's null provider_id and treats a null replicas as pending", () => {
@@ -154,12 +197,20 @@ describe("decodeOutputs", () => {
 
   it("ranks reasons Missing > Invalid > FailureDomainMismatch > Pending", () => {
     const { interruptible: _, ...noInterruptible } = machine;
-    expect(decodeOutputs("machine", { ...noInterruptible, health: { state: "bad" }, provider_id: null }, { failure_domain: "x" }).reason).toBe("OutputsMissing");
-    expect(decodeOutputs("machine", { ...machine, health: { state: "bad" }, provider_id: null }, { failure_domain: "x" }).reason).toBe("OutputsInvalid");
+    expect(
+      decodeOutputs("machine", { ...noInterruptible, health: { state: "bad" }, provider_id: null }, { failure_domain: "x" }).reason,
+    ).toBe("OutputsMissing");
+    expect(decodeOutputs("machine", { ...machine, health: { state: "bad" }, provider_id: null }, { failure_domain: "x" }).reason).toBe(
+      "OutputsInvalid",
+    );
     expect(decodeOutputs("machine", { ...machine, provider_id: null }, { failure_domain: "x" }).reason).toBe("FailureDomainMismatch");
   });
 
-  it.each([["an array", []], ["a string", "x"], ["null", null]])("never throws on %s", (_, raw) => {
+  it.each([
+    ["an array", []],
+    ["a string", "x"],
+    ["null", null],
+  ])("never throws on %s", (_, raw) => {
     const result = decodeOutputs("cluster", raw);
     expect(result.reason).toBe("OutputsMissing");
     expect(result.problems[0]).toBe("the outputs are not an object");
@@ -168,7 +219,10 @@ describe("decodeOutputs", () => {
 
 describe("outputValuesFromState", () => {
   it("reads output values out of a state document", () => {
-    expect(outputValuesFromState({ version: 4, outputs: { a: { value: 1, type: "number" }, b: { value: null }, c: "junk" } })).toEqual({ a: 1, b: null });
+    expect(outputValuesFromState({ version: 4, outputs: { a: { value: 1, type: "number" }, b: { value: null }, c: "junk" } })).toEqual({
+      a: 1,
+      b: null,
+    });
     expect(outputValuesFromState(null)).toEqual({});
     expect(outputValuesFromState({ outputs: [] })).toEqual({});
   });
@@ -204,8 +258,16 @@ describe("optional attributes Terraform renders as null", () => {
       health: { state: "running", healthy: true, message: null, reasons: null },
     });
     expect(pool.reason).toBe("OutputsValid");
-    expect(pool.outputs.instances).toEqual({ state: "ok", value: [{ provider_id: "p/0", instance_id: null, addresses: [], failure_domain: null, state: null }] });
-    const cluster = decodeOutputs("cluster", { control_plane_endpoint: null, failure_domains: [{ name: "fd1", control_plane: null, attributes: null }], exports: {}, health: { state: "running", healthy: true } });
+    expect(pool.outputs.instances).toEqual({
+      state: "ok",
+      value: [{ provider_id: "p/0", instance_id: null, addresses: [], failure_domain: null, state: null }],
+    });
+    const cluster = decodeOutputs("cluster", {
+      control_plane_endpoint: null,
+      failure_domains: [{ name: "fd1", control_plane: null, attributes: null }],
+      exports: {},
+      health: { state: "running", healthy: true },
+    });
     expect(cluster.outputs.failure_domains).toEqual({ state: "ok", value: [{ name: "fd1", control_plane: true, attributes: {} }] });
   });
 });

@@ -244,7 +244,9 @@ export function decodeOutputs<R extends Role>(
   }
 }
 
-type Checked = { value: unknown; note?: string; truncated?: boolean } | { invalid: string; conditionReason?: "OutputsInvalid" | "FailureDomainMismatch" };
+type Checked =
+  | { value: unknown; note?: string; truncated?: boolean }
+  | { invalid: string; conditionReason?: "OutputsInvalid" | "FailureDomainMismatch" };
 
 function checkOutput(role: Role, name: string, value: unknown, requested: Record<string, unknown> | undefined): Checked {
   if (name === "health") return { value: decodeHealth(value as Record<string, unknown>) };
@@ -254,7 +256,9 @@ function checkOutput(role: Role, name: string, value: unknown, requested: Record
       canonicalJson(value, "integer");
     } catch (error) {
       if (error instanceof NonIntegerNumberError) {
-        return { invalid: `output exports contains a fractional or exponent number at ${error.path || "/"}: export numbers as integers or strings` };
+        return {
+          invalid: `output exports contains a fractional or exponent number at ${error.path || "/"}: export numbers as integers or strings`,
+        };
       }
       return { invalid: `output exports is not a JSON value: ${(error as Error).message}` };
     }
@@ -265,7 +269,8 @@ function checkOutput(role: Role, name: string, value: unknown, requested: Record
     const wanted = requested?.failure_domain;
     if (typeof wanted === "string" && value !== wanted) {
       return {
-        invalid: "output failure_domain differs from the failure_domain input: a machine must be placed in the failure domain it was asked for",
+        invalid:
+          "output failure_domain differs from the failure_domain input: a machine must be placed in the failure domain it was asked for",
         conditionReason: "FailureDomainMismatch",
       };
     }
@@ -276,7 +281,10 @@ function checkOutput(role: Role, name: string, value: unknown, requested: Record
     const normalized = [...new Set(list)].sort(compareCodePoints);
     const changed = normalized.length !== list.length || normalized.some((id, i) => id !== list[i]);
     return changed
-      ? { value: normalized, note: "output provider_id_list was not sorted and distinct: wrap it in sort(distinct(...)); captf sorted and de-duplicated it" }
+      ? {
+          value: normalized,
+          note: "output provider_id_list was not sorted and distinct: wrap it in sort(distinct(...)); captf sorted and de-duplicated it",
+        }
       : { value: list };
   }
   if (role === "machinepool" && name === "instances") {
@@ -327,7 +335,12 @@ function checkFailureDomains(list: Record<string, unknown>[]): Checked {
     });
   }
   if (duplicates.size > 0) {
-    return { invalid: `output failure_domains has duplicate names (${[...duplicates].sort().map((n) => JSON.stringify(n)).join(", ")}): each failure domain needs a unique name` };
+    return {
+      invalid: `output failure_domains has duplicate names (${[...duplicates]
+        .sort()
+        .map((n) => JSON.stringify(n))
+        .join(", ")}): each failure domain needs a unique name`,
+    };
   }
   return { value: domains };
 }

@@ -78,7 +78,10 @@ function shuffleKeys(value: unknown, seed: number): unknown {
   if (Array.isArray(value)) return value.map((item) => shuffleKeys(item, seed + 1));
   if (value && typeof value === "object") {
     const entries = Object.entries(value);
-    const rotated = entries.slice(seed % (entries.length || 1)).concat(entries.slice(0, seed % (entries.length || 1))).reverse();
+    const rotated = entries
+      .slice(seed % (entries.length || 1))
+      .concat(entries.slice(0, seed % (entries.length || 1)))
+      .reverse();
     return Object.fromEntries(rotated.map(([k, v]) => [k, shuffleKeys(v, seed + 1)]));
   }
   return value;
@@ -101,21 +104,45 @@ describe("canonicalJson properties", () => {
   it("accepts every safe integer and refuses every non-integer", () => {
     fc.assert(fc.property(fc.maxSafeInteger(), (n) => canonicalJson({ n }) === `{"n":${n}}`));
     fc.assert(
-      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)), (d) => {
-        expect(() => canonicalJson([d])).toThrow(NonIntegerNumberError);
-      }),
+      fc.property(
+        fc.double({ noNaN: true, noDefaultInfinity: true }).filter((d) => !Number.isInteger(d)),
+        (d) => {
+          expect(() => canonicalJson([d])).toThrow(NonIntegerNumberError);
+        },
+      ),
     );
   });
 
   it("writes the same bytes on the native fast path as the exact walker", () => {
-    const options = fc.record({ sortKeys: fc.boolean(), escapeHtml: fc.boolean(), indent: fc.constantFrom(0, 2), numbers: fc.constantFrom("integer" as const, "any" as const) });
-    const withSpecials = fc.oneof(jsonTree, fc.constantFrom({ "10": 1, "9": 2, a: "\u2028" }, ["\ud800", { "<b>": "&" }], { __proto__x: [undefined, 1] }, { z: 1, y: [new JsonNumber("1.50")] }));
+    const options = fc.record({
+      sortKeys: fc.boolean(),
+      escapeHtml: fc.boolean(),
+      indent: fc.constantFrom(0, 2),
+      numbers: fc.constantFrom("integer" as const, "any" as const),
+    });
+    const withSpecials = fc.oneof(
+      jsonTree,
+      fc.constantFrom(
+        { "10": 1, "9": 2, a: "\u2028" },
+        ["\ud800", { "<b>": "&" }],
+        { __proto__x: [undefined, 1] },
+        { z: 1, y: [new JsonNumber("1.50")] },
+      ),
+    );
     fc.assert(
       fc.property(withSpecials, options, (tree, opts) => {
         let fast: string | Error;
         let exact: string | Error;
-        try { fast = encodeJson(tree, opts); } catch (error) { fast = error as Error; }
-        try { exact = encodeJsonByWalking(tree, opts); } catch (error) { exact = error as Error; }
+        try {
+          fast = encodeJson(tree, opts);
+        } catch (error) {
+          fast = error as Error;
+        }
+        try {
+          exact = encodeJsonByWalking(tree, opts);
+        } catch (error) {
+          exact = error as Error;
+        }
         expect(fast).toEqual(exact);
       }),
       { numRuns: 500 },
@@ -141,7 +168,10 @@ describe("parseJsonExact", () => {
   });
 
   it("parses escapes, nesting and a __proto__ key as plain data", () => {
-    const parsed = parseJsonExact(' { "__proto__" : {"x":1}, "s":"a\\u00e9\\ud83d\\ude00\\n\\/" , "l":[true,false,null,[]]} ') as Record<string, unknown>;
+    const parsed = parseJsonExact(' { "__proto__" : {"x":1}, "s":"a\\u00e9\\ud83d\\ude00\\n\\/" , "l":[true,false,null,[]]} ') as Record<
+      string,
+      unknown
+    >;
     expect(Object.keys(parsed)).toEqual(["__proto__", "s", "l"]);
     expect(parsed.s).toBe("aé\ud83d\ude00\n/");
     expect(({} as Record<string, unknown>).x).toBeUndefined();

@@ -262,7 +262,17 @@ export function quoteJsonString(s: string, escapeHtml: boolean): string {
     let replacement: string | undefined;
     if (c < 0x20) {
       replacement =
-        c === 0x0a ? "\\n" : c === 0x0d ? "\\r" : c === 0x09 ? "\\t" : c === 0x08 ? "\\b" : c === 0x0c ? "\\f" : "\\u00" + hex[c >> 4] + hex[c & 0xf];
+        c === 0x0a
+          ? "\\n"
+          : c === 0x0d
+            ? "\\r"
+            : c === 0x09
+              ? "\\t"
+              : c === 0x08
+                ? "\\b"
+                : c === 0x0c
+                  ? "\\f"
+                  : "\\u00" + hex[c >> 4] + hex[c & 0xf];
     } else if (c === 0x22) replacement = '\\"';
     else if (c === 0x5c) replacement = "\\\\";
     else if (escapeHtml && (c === 0x3c || c === 0x3e || c === 0x26)) replacement = "\\u00" + hex[c >> 4] + hex[c & 0xf];
@@ -360,9 +370,9 @@ export function parseJsonExact(text: string): JsonValue {
       }
     }
     if (c === '"') return parseString();
-    if (text.startsWith("true", i)) return (i += 4), true;
-    if (text.startsWith("false", i)) return (i += 5), false;
-    if (text.startsWith("null", i)) return (i += 4), null;
+    if (text.startsWith("true", i)) return ((i += 4), true);
+    if (text.startsWith("false", i)) return ((i += 5), false);
+    if (text.startsWith("null", i)) return ((i += 4), null);
     const match = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
     match.lastIndex = i;
     const m = match.exec(text);
@@ -395,14 +405,30 @@ export function parseJsonExact(text: string): JsonValue {
       const e = text[i + 1];
       i += 2;
       switch (e) {
-        case '"': out += '"'; break;
-        case "\\": out += "\\"; break;
-        case "/": out += "/"; break;
-        case "b": out += "\b"; break;
-        case "f": out += "\f"; break;
-        case "n": out += "\n"; break;
-        case "r": out += "\r"; break;
-        case "t": out += "\t"; break;
+        case '"':
+          out += '"';
+          break;
+        case "\\":
+          out += "\\";
+          break;
+        case "/":
+          out += "/";
+          break;
+        case "b":
+          out += "\b";
+          break;
+        case "f":
+          out += "\f";
+          break;
+        case "n":
+          out += "\n";
+          break;
+        case "r":
+          out += "\r";
+          break;
+        case "t":
+          out += "\t";
+          break;
         case "u": {
           const code = text.slice(i, i + 4);
           if (!/^[0-9a-fA-F]{4}$/.test(code)) throw new JsonSyntaxError("bad \\u escape", i);

@@ -4,7 +4,12 @@ import { applyMergePatch, mergePatchChanges, replacingMergePatch, sameJsonValue 
 describe("applyMergePatch", () => {
   it("removes a member set to null, merges objects and replaces anything else, leaving the target as it was", () => {
     const target = { keep: 1, drop: "x", nested: { a: 1, b: 2 }, list: [1, 2] };
-    expect(applyMergePatch(target, { drop: null, nested: { b: null, c: 3 }, list: [3], added: { d: 4 } })).toEqual({ keep: 1, nested: { a: 1, c: 3 }, list: [3], added: { d: 4 } });
+    expect(applyMergePatch(target, { drop: null, nested: { b: null, c: 3 }, list: [3], added: { d: 4 } })).toEqual({
+      keep: 1,
+      nested: { a: 1, c: 3 },
+      list: [3],
+      added: { d: 4 },
+    });
     expect(target).toEqual({ keep: 1, drop: "x", nested: { a: 1, b: 2 }, list: [1, 2] });
   });
 
@@ -56,7 +61,12 @@ describe("the status patch is sent only when it changes the status", () => {
     expect(mergePatchChanges(current, { conditions: [{ type: "Ready", status: "False" }] })).toBe(true);
     expect(mergePatchChanges(current, { newField: [] })).toBe(true);
     // The API server returns keys in its own (sorted) order.
-    expect(mergePatchChanges({ conditions: [{ reason: "R", status: "True", type: "Ready" }] }, { conditions: [{ type: "Ready", status: "True", reason: "R", message: undefined }] })).toBe(false);
+    expect(
+      mergePatchChanges(
+        { conditions: [{ reason: "R", status: "True", type: "Ready" }] },
+        { conditions: [{ type: "Ready", status: "True", reason: "R", message: undefined }] },
+      ),
+    ).toBe(false);
     expect(mergePatchChanges(current, { activeJob: null })).toBe(true);
     expect(mergePatchChanges({}, { activeJob: null })).toBe(false);
   });

@@ -32,7 +32,9 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
 export function mergePatchChanges(current: unknown, patch: unknown): boolean {
   if (!isObject(patch)) return !sameJsonValue(current, patch);
   if (!isObject(current)) return true;
-  return Object.entries(patch).some(([key, value]) => (value === null ? key in current : value !== undefined && (!(key in current) || mergePatchChanges(current[key], value))));
+  return Object.entries(patch).some(([key, value]) =>
+    value === null ? key in current : value !== undefined && (!(key in current) || mergePatchChanges(current[key], value)),
+  );
 }
 
 /**

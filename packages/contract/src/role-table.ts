@@ -47,12 +47,10 @@ export interface RoleTable {
 }
 
 const typeEndpoint = "object({host=string, port=number})";
-const typeClusterNetwork =
-  "object({pods=list(string), services=list(string), service_domain=string, api_server_port=number})";
+const typeClusterNetwork = "object({pods=list(string), services=list(string), service_domain=string, api_server_port=number})";
 const typeAutoscaling = "object({enabled=bool, min=number, max=number})";
 const typeAddress = "object({type=string, address=string})";
-const typeHealth =
-  "object({state=string, healthy=bool, message=optional(string), reasons=optional(list(string), [])})";
+const typeHealth = "object({state=string, healthy=bool, message=optional(string), reasons=optional(list(string), [])})";
 
 function input(
   name: string,
@@ -78,19 +76,35 @@ const labelKey = "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-
 const labelValue = "^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$";
 
 const validations = {
-  contract: [{ condition: `var.captf_contract == "${contractVersion}"`, errorMessage: `captf_contract must be \"${contractVersion}\": this module implements contract ${contractVersion} only.` }],
+  contract: [
+    {
+      condition: `var.captf_contract == "${contractVersion}"`,
+      errorMessage: `captf_contract must be \"${contractVersion}\": this module implements contract ${contractVersion} only.`,
+    },
+  ],
   bootstrapData: [
     {
       condition: 'can(regex("^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", var.bootstrap_data))',
       errorMessage: "bootstrap_data must be standard padded base64.",
     },
   ],
-  bootstrapFormat: [{ condition: 'contains(["cloud-config", "ignition"], var.bootstrap_format)', errorMessage: "bootstrap_format must be cloud-config or ignition." }],
-  replicas: [{ condition: "var.replicas >= 0 && floor(var.replicas) == var.replicas", errorMessage: "replicas must be a whole number of at least 0." }],
+  bootstrapFormat: [
+    {
+      condition: 'contains(["cloud-config", "ignition"], var.bootstrap_format)',
+      errorMessage: "bootstrap_format must be cloud-config or ignition.",
+    },
+  ],
+  replicas: [
+    {
+      condition: "var.replicas >= 0 && floor(var.replicas) == var.replicas",
+      errorMessage: "replicas must be a whole number of at least 0.",
+    },
+  ],
   nodeLabels: [
     {
       condition: `alltrue([for k, v in var.node_labels : can(regex("${labelKey}", k)) && can(regex("${labelValue}", v))])`,
-      errorMessage: "node_labels must be Kubernetes labels: keys [prefix/]name with a name of at most 63 characters of [A-Za-z0-9-_.], and values likewise or empty.",
+      errorMessage:
+        "node_labels must be Kubernetes labels: keys [prefix/]name with a name of at most 63 characters of [A-Za-z0-9-_.], and values likewise or empty.",
     },
   ],
   autoscaling: [
@@ -116,14 +130,25 @@ function output(name: string, type: string, nullable: boolean): OutputSpec {
 const commonInputs: readonly InputSpec[] = [
   input("captf_contract", "string", "The contract version the controller rendered the root for.", { validations: validations.contract }),
   input("captf_cluster", "object({name=string, namespace=string})", "The owning Cluster API Cluster.", { rootType: "any" }),
-  input("captf_object", "object({kind=string, name=string, namespace=string})", "The Terraform* object this module runs for.", { rootType: "any" }),
+  input("captf_object", "object({kind=string, name=string, namespace=string})", "The Terraform* object this module runs for.", {
+    rootType: "any",
+  }),
   input("captf_tags", "map(string)", "Tags for every taggable resource: the six captf.io/ keys."),
 ];
 
-const clusterOutputsInput = input("captf_cluster_outputs", "any", "The cluster module's exports, verbatim, or {} when the TerraformCluster is externally managed.");
+const clusterOutputsInput = input(
+  "captf_cluster_outputs",
+  "any",
+  "The cluster module's exports, verbatim, or {} when the TerraformCluster is externally managed.",
+);
 const bootstrapInputs: readonly InputSpec[] = [
-  input("bootstrap_data", "string", "Standard padded base64 of the bootstrap data (cloud-config or Ignition, maybe gzipped). It rotates.", { sensitive: true, validations: validations.bootstrapData }),
-  input("bootstrap_format", "string", "The bootstrap data's format: cloud-config or ignition.", { validations: validations.bootstrapFormat }),
+  input("bootstrap_data", "string", "Standard padded base64 of the bootstrap data (cloud-config or Ignition, maybe gzipped). It rotates.", {
+    sensitive: true,
+    validations: validations.bootstrapData,
+  }),
+  input("bootstrap_format", "string", "The bootstrap data's format: cloud-config or ignition.", {
+    validations: validations.bootstrapFormat,
+  }),
 ];
 
 /** The single table of every role's inputs and outputs; the renderer and the linter both read it. */
@@ -132,10 +157,18 @@ export const roleTables: { readonly [R in Role]: RoleTable } = {
     role: "cluster",
     inputs: [
       ...commonInputs,
-      input("control_plane_endpoint", typeEndpoint, "The endpoint the user set, or null when the module must provide one.", { nullable: true, validations: validations.endpoint }),
+      input("control_plane_endpoint", typeEndpoint, "The endpoint the user set, or null when the module must provide one.", {
+        nullable: true,
+        validations: validations.endpoint,
+      }),
       input("kubernetes_version", "string", "The ClusterClass topology version, verbatim, or null.", { nullable: true }),
       input("control_plane_initialized", "bool", "Whether the control plane has been initialized (latched once true)."),
-      input("cluster_network", typeClusterNetwork, "Cluster.spec.clusterNetwork, or null when none is set. Unset lists are [], unset scalars null.", { nullable: true }),
+      input(
+        "cluster_network",
+        typeClusterNetwork,
+        "Cluster.spec.clusterNetwork, or null when none is set. Unset lists are [], unset scalars null.",
+        { nullable: true },
+      ),
     ],
     outputs: [
       output("control_plane_endpoint", typeEndpoint, true),
@@ -173,13 +206,23 @@ export const roleTables: { readonly [R in Role]: RoleTable } = {
       ...commonInputs,
       clusterOutputsInput,
       input("machinepool_name", "string", "The owning MachinePool's name."),
-      input("replicas", "number", "The desired member count; with autoscaling on, the observed count clamped into [min, max].", { validations: validations.replicas }),
+      input("replicas", "number", "The desired member count; with autoscaling on, the observed count clamped into [min, max].", {
+        validations: validations.replicas,
+      }),
       ...bootstrapInputs,
-      input("failure_domains", "list(string)", "MachinePool.spec.failureDomains: the failure domains to spread over, or [] to let the module choose."),
+      input(
+        "failure_domains",
+        "list(string)",
+        "MachinePool.spec.failureDomains: the failure domains to spread over, or [] to let the module choose.",
+      ),
       input("cluster_failure_domains", "list(string)", "The failure domain names the cluster module reported."),
-      input("kubernetes_version", "string", "The pool's Kubernetes version, verbatim (a +rke2rN suffix included), or null.", { nullable: true }),
+      input("kubernetes_version", "string", "The pool's Kubernetes version, verbatim (a +rke2rN suffix included), or null.", {
+        nullable: true,
+      }),
       input("node_labels", "map(string)", "Labels every member's Node registers with.", { validations: validations.nodeLabels }),
-      input("autoscaling", typeAutoscaling, "The MachinePool's autoscaler annotations: {enabled=false, min=0, max=0} when off.", { validations: validations.autoscaling }),
+      input("autoscaling", typeAutoscaling, "The MachinePool's autoscaler annotations: {enabled=false, min=0, max=0} when off.", {
+        validations: validations.autoscaling,
+      }),
     ],
     outputs: [
       output("provider_id", "string", true),
@@ -209,13 +252,4 @@ export function outputNames(role: Role): string[] {
  * Module meta-arguments a user variable may not be named after: the generated
  * root passes every user variable as an argument of `module "role"`.
  */
-export const moduleMetaArguments = [
-  "source",
-  "version",
-  "providers",
-  "count",
-  "for_each",
-  "depends_on",
-  "lifecycle",
-  "locals",
-] as const;
+export const moduleMetaArguments = ["source", "version", "providers", "count", "for_each", "depends_on", "lifecycle", "locals"] as const;

@@ -1,12 +1,23 @@
 import { describe, expect, it } from "@jest/globals";
-import { completeRunResult, emptyPlanHash, maxResultBytes, parseBrokerSummary, parseRunResult, planCounts, type RunResult } from "./run-result.js";
+import {
+  completeRunResult,
+  emptyPlanHash,
+  maxResultBytes,
+  parseBrokerSummary,
+  parseRunResult,
+  planCounts,
+  type RunResult,
+} from "./run-result.js";
 
 const result: RunResult = {
   version: 1,
   op: "apply",
   image: { ref: "registry.invalid/m:v1", providersMirror: false },
   runtime: { command: ["/captf/runtime"], version: "1.12.6" },
-  steps: [{ name: "init", exit: 0, seconds: 1.2 }, { name: "plan", exit: 2, seconds: 3 }],
+  steps: [
+    { name: "init", exit: 0, seconds: 1.2 },
+    { name: "plan", exit: 2, seconds: 3 },
+  ],
   drift: null,
   error: { kind: "blocked", step: null, summary: "the plan deletes or replaces 1 resource(s): terraform_data.x (replace)" },
   plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1, resources: ["terraform_data.x (replace)"], truncated: false },
@@ -40,7 +51,9 @@ describe("parseRunResult", () => {
 describe("planCounts", () => {
   it("shows imports, moves and output changes apart from adds, changes and destroys, each only when there are some", () => {
     expect(planCounts({ add: 1, change: 0, destroy: 1 })).toBe("1 to add, 0 to change, 1 to destroy");
-    expect(planCounts({ add: 0, change: 0, destroy: 0, import: 1, move: 2, outputs: 3 })).toBe("0 to add, 0 to change, 0 to destroy, 1 to import, 2 to move, 3 output(s) to change");
+    expect(planCounts({ add: 0, change: 0, destroy: 0, import: 1, move: 2, outputs: 3 })).toBe(
+      "0 to add, 0 to change, 0 to destroy, 1 to import, 2 to move, 3 output(s) to change",
+    );
   });
 
   it("reads back a plan's import and move counts, and refuses a malformed one", () => {
@@ -52,10 +65,18 @@ describe("planCounts", () => {
 
 describe("completeRunResult", () => {
   it("reads the runner's shrunk form as a full document that keeps the error's kind and the plan's hash", () => {
-    const shrunk = parseRunResult(JSON.stringify({ version: 1, op: "plan", error: null, plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1 } }));
+    const shrunk = parseRunResult(
+      JSON.stringify({ version: 1, op: "plan", error: null, plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1 } }),
+    );
     if (!shrunk.ok) throw new Error(shrunk.reason);
     expect(completeRunResult(shrunk.result)).toEqual({
-      version: 1, op: "plan", image: { ref: "", providersMirror: false }, runtime: { command: [], version: "" }, steps: [], drift: null, error: null,
+      version: 1,
+      op: "plan",
+      image: { ref: "", providersMirror: false },
+      runtime: { command: [], version: "" },
+      steps: [],
+      drift: null,
+      error: null,
       plan: { hash: "p1:abc", add: 1, change: 0, destroy: 1, resources: [], truncated: true },
     });
     const failed = parseRunResult(JSON.stringify({ version: 1, op: "apply", error: { kind: "step" } }));
@@ -70,7 +91,13 @@ describe("completeRunResult", () => {
 
 describe("parseBrokerSummary", () => {
   it("reads the broker's counts by target", () => {
-    const text = JSON.stringify({ requests: 9, allowed: 5, refused: 4, refusedByTarget: { other: 3, event: 1 }, refusals: [{ method: "GET", path: "/x", target: "other", why: "no" }] });
+    const text = JSON.stringify({
+      requests: 9,
+      allowed: 5,
+      refused: 4,
+      refusedByTarget: { other: 3, event: 1 },
+      refusals: [{ method: "GET", path: "/x", target: "other", why: "no" }],
+    });
     expect(parseBrokerSummary(text)).toEqual({ requests: 9, allowed: 5, refused: 4, refusedByTarget: { other: 3, event: 1 } });
   });
 

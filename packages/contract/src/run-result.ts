@@ -12,7 +12,18 @@ export function isOperation(value: unknown): value is Operation {
 }
 
 /** Names of the runtime steps, as the result document and events carry them. */
-export const stepNames = ["init", "force-unlock", "validate", "plan", "show-json", "apply", "destroy", "apply-refresh-only", "state-push", "state-list"] as const;
+export const stepNames = [
+  "init",
+  "force-unlock",
+  "validate",
+  "plan",
+  "show-json",
+  "apply",
+  "destroy",
+  "apply-refresh-only",
+  "state-push",
+  "state-list",
+] as const;
 export type StepName = (typeof stepNames)[number];
 
 /** Pseudo-steps a failure can name when no runtime step ran. */
@@ -120,7 +131,10 @@ export interface RunResult {
 }
 
 /** The shrunk form the runner falls back to when nothing else fits in {@link maxResultBytes}. */
-export type MinimalRunResult = Pick<RunResult, "version" | "op"> & { error: { kind: ErrorKind } | null; plan?: Omit<PlanSummary, "resources"> };
+export type MinimalRunResult = Pick<RunResult, "version" | "op"> & {
+  error: { kind: ErrorKind } | null;
+  plan?: Omit<PlanSummary, "resources">;
+};
 
 export type RunResultReading = { ok: true; result: RunResult | MinimalRunResult } | { ok: false; reason: string };
 
@@ -160,18 +174,40 @@ export function parseRunResult(text: string | undefined): RunResultReading {
     return { ok: false, reason: "the termination message is not a JSON result document" };
   }
   if (!isRecord(document)) return { ok: false, reason: "the result document is not an object" };
-  if (document.version !== resultVersion) return { ok: false, reason: `the result document has version ${JSON.stringify(document.version)}; this manager reads version ${resultVersion}` };
+  if (document.version !== resultVersion)
+    return {
+      ok: false,
+      reason: `the result document has version ${JSON.stringify(document.version)}; this manager reads version ${resultVersion}`,
+    };
   if (!isOperation(document.op)) return { ok: false, reason: "the result document names no known operation" };
   const error = document.error;
   if (error !== null && error !== undefined && !(isRecord(error) && (errorKinds as readonly unknown[]).includes(error.kind))) {
     return { ok: false, reason: "the result document's error has no known kind" };
   }
-  if (document.steps !== undefined && !(Array.isArray(document.steps) && document.steps.every((step) => isRecord(step) && typeof step.name === "string" && Number.isInteger(step.exit)))) {
+  if (
+    document.steps !== undefined &&
+    !(
+      Array.isArray(document.steps) &&
+      document.steps.every((step) => isRecord(step) && typeof step.name === "string" && Number.isInteger(step.exit))
+    )
+  ) {
     return { ok: false, reason: "the result document's steps are malformed" };
   }
   const plan = document.plan;
   const optionalCount = (value: unknown) => value === undefined || isCount(value);
-  if (plan !== undefined && !(isRecord(plan) && typeof plan.hash === "string" && isCount(plan.add) && isCount(plan.change) && isCount(plan.destroy) && optionalCount(plan.import) && optionalCount(plan.move) && optionalCount(plan.outputs))) {
+  if (
+    plan !== undefined &&
+    !(
+      isRecord(plan) &&
+      typeof plan.hash === "string" &&
+      isCount(plan.add) &&
+      isCount(plan.change) &&
+      isCount(plan.destroy) &&
+      optionalCount(plan.import) &&
+      optionalCount(plan.move) &&
+      optionalCount(plan.outputs)
+    )
+  ) {
     return { ok: false, reason: "the result document's plan is malformed" };
   }
   return { ok: true, result: document as unknown as RunResult };
@@ -199,7 +235,9 @@ export interface BrokerSummary {
 }
 
 /** The broker's counts from its termination message; undefined when it wrote none or not this shape. Pure. */
-export function parseBrokerSummary(text: string | undefined): Pick<BrokerSummary, "requests" | "allowed" | "refused" | "refusedByTarget"> | undefined {
+export function parseBrokerSummary(
+  text: string | undefined,
+): Pick<BrokerSummary, "requests" | "allowed" | "refused" | "refusedByTarget"> | undefined {
   if (!text) return undefined;
   let document: unknown;
   try {
@@ -207,7 +245,14 @@ export function parseBrokerSummary(text: string | undefined): Pick<BrokerSummary
   } catch {
     return undefined;
   }
-  if (!isRecord(document) || !isCount(document.requests) || !isCount(document.allowed) || !isCount(document.refused) || !isRecord(document.refusedByTarget)) return undefined;
+  if (
+    !isRecord(document) ||
+    !isCount(document.requests) ||
+    !isCount(document.allowed) ||
+    !isCount(document.refused) ||
+    !isRecord(document.refusedByTarget)
+  )
+    return undefined;
   const refusedByTarget: Partial<Record<BrokerRequestTarget, number>> = {};
   for (const target of brokerRequestTargets) {
     const count = document.refusedByTarget[target];

@@ -58,7 +58,11 @@ describe("the v1alpha1 schemas", () => {
 
   it("declare exactly the role table's inputs, closed", () => {
     for (const role of roles) {
-      const schema = schemaFiles[`${role}-inputs.json`] as { properties: Record<string, unknown>; required: string[]; additionalProperties: boolean };
+      const schema = schemaFiles[`${role}-inputs.json`] as {
+        properties: Record<string, unknown>;
+        required: string[];
+        additionalProperties: boolean;
+      };
       const tableNames = roleTables[role].inputs.map((spec) => spec.name).sort();
       const schemaNames = Object.keys(schema.properties).filter((name) => !(role === "cluster" && name === "captf_cluster_outputs"));
       expect(schemaNames.sort()).toEqual(tableNames);

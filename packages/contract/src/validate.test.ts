@@ -9,17 +9,22 @@ const validMachineInputs = JSON.parse(
 ) as Record<string, unknown>;
 
 describe("validateDocument", () => {
-  it.each([["an array", []], ["a string", "inputs"], ["null", null], ["a number", 42], ["undefined", undefined]])(
-    "rejects %s without throwing",
-    (_, document) => {
-      const result = validateDocument("machine", "inputs", document);
-      expect(result.valid).toBe(false);
-      expect(result.errors[0]).toEqual({ path: "", message: "must be object" });
-    },
-  );
+  it.each([
+    ["an array", []],
+    ["a string", "inputs"],
+    ["null", null],
+    ["a number", 42],
+    ["undefined", undefined],
+  ])("rejects %s without throwing", (_, document) => {
+    const result = validateDocument("machine", "inputs", document);
+    expect(result.valid).toBe(false);
+    expect(result.errors[0]).toEqual({ path: "", message: "must be object" });
+  });
 
   it("rejects an unknown role or document kind with a message naming the choices", () => {
-    expect(validateDocument("bogus" as Role, "inputs", {}).errors[0]?.message).toMatch(/unknown role "bogus": expected one of cluster, machine, machinepool/);
+    expect(validateDocument("bogus" as Role, "inputs", {}).errors[0]?.message).toMatch(
+      /unknown role "bogus": expected one of cluster, machine, machinepool/,
+    );
     expect(validateDocument("machine", "state" as "inputs", {}).errors[0]?.message).toMatch(/expected inputs or outputs/);
   });
 

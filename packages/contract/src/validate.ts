@@ -52,10 +52,16 @@ export function schemaId(role: Role, kind: DocumentKind): string {
  */
 export function validateDocument(role: Role, kind: DocumentKind, document: unknown): DocumentValidation {
   if (!isRole(role)) {
-    return { valid: false, errors: [{ path: "", message: `unknown role ${JSON.stringify(String(role))}: expected one of ${roles.join(", ")}` }] };
+    return {
+      valid: false,
+      errors: [{ path: "", message: `unknown role ${JSON.stringify(String(role))}: expected one of ${roles.join(", ")}` }],
+    };
   }
   if (kind !== "inputs" && kind !== "outputs") {
-    return { valid: false, errors: [{ path: "", message: `unknown document kind ${JSON.stringify(String(kind))}: expected inputs or outputs` }] };
+    return {
+      valid: false,
+      errors: [{ path: "", message: `unknown document kind ${JSON.stringify(String(kind))}: expected inputs or outputs` }],
+    };
   }
   const validate = validators().get(`${role}-${kind}`)!;
   let ok: boolean;
@@ -106,10 +112,24 @@ function describeErrors(raw: readonly ErrorObject[]): DocumentError[] {
   // A failed anyOf (e.g. "null or an endpoint") also reports each branch; keep the specific errors.
   const specific = mapped.filter((error, _, all) => {
     if (error.keyword === "anyOf" || error.keyword === "oneOf") {
-      return !all.some((other) => other !== error && isWithin(other.path, error.path) && other.keyword !== "anyOf" && other.keyword !== "oneOf" && !isNullBranch(other));
+      return !all.some(
+        (other) =>
+          other !== error &&
+          isWithin(other.path, error.path) &&
+          other.keyword !== "anyOf" &&
+          other.keyword !== "oneOf" &&
+          !isNullBranch(other),
+      );
     }
     if (isNullBranch(error)) {
-      return !all.some((other) => other !== error && isWithin(other.path, error.path) && !isNullBranch(other) && other.keyword !== "anyOf" && other.keyword !== "oneOf");
+      return !all.some(
+        (other) =>
+          other !== error &&
+          isWithin(other.path, error.path) &&
+          !isNullBranch(other) &&
+          other.keyword !== "anyOf" &&
+          other.keyword !== "oneOf",
+      );
     }
     return true;
   });

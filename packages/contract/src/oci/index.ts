@@ -8,5 +8,15 @@ export { imageReferenceName, splitImageReference, imageReferenceProblem, parseRe
 export type { RegistryReference, ImageReferenceParts } from "./reference.js";
 export { dockerConfigAuths, credentialsFromAuths, findCredentials, parseChallenge, RegistrySource } from "./registry-client.js";
 export type { RegistryOptions, Credentials, DockerAuths } from "./registry-client.js";
-export { ImageReferenceError, ImageReadError, mediaTypes, isIndex, isManifest, sha256, verifyDigest, verifiedStream, documentMediaType } from "./source.js";
+export {
+  ImageReferenceError,
+  ImageReadError,
+  mediaTypes,
+  isIndex,
+  isManifest,
+  sha256,
+  verifyDigest,
+  verifiedStream,
+  documentMediaType,
+} from "./source.js";
 export type { Platform, Descriptor, Fetched, ImageSource, ImageReadFailure } from "./source.js";

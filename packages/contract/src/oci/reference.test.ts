@@ -65,14 +65,22 @@ describe("imageReferenceName", () => {
 describe("parseRegistryReference", () => {
   it.each([
     ["ubuntu", { apiHost: "registry-1.docker.io", registry: "docker.io", repository: "library/ubuntu", tag: "latest", digest: undefined }],
-    ["docker.io/team/module:v2", { apiHost: "registry-1.docker.io", registry: "docker.io", repository: "team/module", tag: "v2", digest: undefined }],
-    [`127.0.0.1:5000/captf/m@sha256:${sha256}`, { apiHost: "127.0.0.1:5000", registry: "127.0.0.1:5000", repository: "captf/m", tag: undefined, digest: `sha256:${sha256}` }],
+    [
+      "docker.io/team/module:v2",
+      { apiHost: "registry-1.docker.io", registry: "docker.io", repository: "team/module", tag: "v2", digest: undefined },
+    ],
+    [
+      `127.0.0.1:5000/captf/m@sha256:${sha256}`,
+      { apiHost: "127.0.0.1:5000", registry: "127.0.0.1:5000", repository: "captf/m", tag: undefined, digest: `sha256:${sha256}` },
+    ],
   ])("reads %s with Docker Hub's defaults", (reference, parsed) => {
     expect(parseRegistryReference(reference)).toEqual(parsed);
   });
 
   it("refuses what the grammar refuses, saying why", () => {
     expect(() => parseRegistryReference("ghcr.io/x/module@sha256:abc")).toThrow(ImageReferenceError);
-    expect(() => parseRegistryReference("ghcr.io/X/module:v1")).toThrow("invalid image reference ghcr.io/X/module:v1: the repository name must be lowercase");
+    expect(() => parseRegistryReference("ghcr.io/X/module:v1")).toThrow(
+      "invalid image reference ghcr.io/X/module:v1: the repository name must be lowercase",
+    );
   });
 });

@@ -58,7 +58,9 @@ export function imageReferenceName(reference: string): string {
 }
 
 /** The parts of `reference`, or why it is not a valid image reference (a message that names the fix). */
-export function splitImageReference(reference: string): { parts: ImageReferenceParts; problem?: undefined } | { parts?: undefined; problem: string } {
+export function splitImageReference(
+  reference: string,
+): { parts: ImageReferenceParts; problem?: undefined } | { parts?: undefined; problem: string } {
   if (reference.length === 0) return { problem: "it is empty" };
   if (reference !== reference.trim()) return { problem: "it has leading or trailing whitespace" };
   const { name, tag, digest } = cutReference(reference);
@@ -66,24 +68,33 @@ export function splitImageReference(reference: string): { parts: ImageReferenceP
     if (!digestPattern.test(digest)) return { problem: `digest "${digest}" is not <algorithm>:<hex>` };
     const [algorithm, hex] = digest.split(":") as [string, string];
     const length = digestLengths[algorithm];
-    if (length !== undefined && hex.length !== length) return { problem: `a ${algorithm} digest has ${length} hex digits, not ${hex.length}` };
+    if (length !== undefined && hex.length !== length)
+      return { problem: `a ${algorithm} digest has ${length} hex digits, not ${hex.length}` };
   }
-  if (tag !== undefined && !tagPattern.test(tag)) return { problem: `tag "${tag}" is not valid (letters, digits, _, . and -, at most 128, not starting with . or -)` };
+  if (tag !== undefined && !tagPattern.test(tag))
+    return { problem: `tag "${tag}" is not valid (letters, digits, _, . and -, at most 128, not starting with . or -)` };
   if (name.length === 0) return { problem: "it names no repository" };
   if (name.length > maxNameLength) return { problem: `the repository name is longer than ${maxNameLength} characters` };
   const components = name.split("/");
   const first = components[0]!;
   // As runtimes normalize: the first component is a registry when it looks like a host.
-  const domain = components.length > 1 && (first.includes(".") || first.includes(":") || first === "localhost" || first !== first.toLowerCase()) ? first : undefined;
+  const domain =
+    components.length > 1 && (first.includes(".") || first.includes(":") || first === "localhost" || first !== first.toLowerCase())
+      ? first
+      : undefined;
   if (domain !== undefined) {
     if (!domainPattern.test(domain)) return { problem: `registry "${domain}" is not a valid host[:port]` };
     components.shift();
   }
   for (const component of components) {
     if (component !== component.toLowerCase()) return { problem: "the repository name must be lowercase" };
-    if (!pathComponentPattern.test(component)) return { problem: `repository path component "${component}" is not valid (lowercase letters and digits, separated by ., _, __ or -)` };
+    if (!pathComponentPattern.test(component))
+      return {
+        problem: `repository path component "${component}" is not valid (lowercase letters and digits, separated by ., _, __ or -)`,
+      };
   }
-  if (domain === undefined && digest === undefined && tag === undefined && /^[a-f0-9]{64}$/.test(name)) return { problem: "a 64-hex-digit identifier is not a repository name; use <repository>@sha256:<digest>" };
+  if (domain === undefined && digest === undefined && tag === undefined && /^[a-f0-9]{64}$/.test(name))
+    return { problem: "a 64-hex-digit identifier is not a repository name; use <repository>@sha256:<digest>" };
   return { parts: { domain, path: components.join("/"), tag, digest } };
 }
 

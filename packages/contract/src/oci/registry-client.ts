@@ -50,7 +50,10 @@ export function dockerConfigAuths(text: string): DockerAuths | undefined {
 
 /** The entry of `auths` for `registry`, by the keys docker writes for it. */
 export function credentialsFromAuths(auths: DockerAuths, registry: string): Credentials | undefined {
-  const keys = registry === "docker.io" ? ["docker.io", "index.docker.io", "https://index.docker.io/v1/", "registry-1.docker.io"] : [registry, `https://${registry}`, `http://${registry}`];
+  const keys =
+    registry === "docker.io"
+      ? ["docker.io", "index.docker.io", "https://index.docker.io/v1/", "registry-1.docker.io"]
+      : [registry, `https://${registry}`, `http://${registry}`];
   for (const key of keys) {
     const entry = auths[key];
     if (!entry) continue;
@@ -129,36 +132,54 @@ export class RegistrySource implements ImageSource {
     if (response.status === 401 && !this.authorization) {
       const challenge = response.headers.get("www-authenticate");
       await response.body?.cancel();
-      if (!challenge) throw new ImageReadError(`${this.ref.registry} refused access (401) without saying how to authenticate`, "unauthorized");
+      if (!challenge)
+        throw new ImageReadError(`${this.ref.registry} refused access (401) without saying how to authenticate`, "unauthorized");
       this.authorization = await this.authorize(challenge);
       response = await send();
     }
     if (response.status === 401 || response.status === 403) {
       await response.body?.cancel();
-      throw new ImageReadError(`${this.ref.registry} refused access to ${this.ref.repository} (${response.status})${this.credentials ? "" : `: no credentials for it in ${this.options.credentialsOrigin}`}`, "unauthorized");
+      throw new ImageReadError(
+        `${this.ref.registry} refused access to ${this.ref.repository} (${response.status})${this.credentials ? "" : `: no credentials for it in ${this.options.credentialsOrigin}`}`,
+        "unauthorized",
+      );
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw new ImageReadError(`${this.ref.registry}: GET ${path} answered ${response.status}`, response.status === 404 ? "not_found" : "unreachable");
+      throw new ImageReadError(
+        `${this.ref.registry}: GET ${path} answered ${response.status}`,
+        response.status === 404 ? "not_found" : "unreachable",
+      );
     }
     return response;
   }
 
   private async authorize(header: string): Promise<string> {
     const { scheme, params } = parseChallenge(header);
-    const basic = this.credentials ? `Basic ${Buffer.from(`${this.credentials.username}:${this.credentials.password}`).toString("base64")}` : undefined;
+    const basic = this.credentials
+      ? `Basic ${Buffer.from(`${this.credentials.username}:${this.credentials.password}`).toString("base64")}`
+      : undefined;
     if (scheme === "basic") {
-      if (!basic) throw new ImageReadError(`${this.ref.registry} needs a username and password: none for it in ${this.options.credentialsOrigin}`, "unauthorized");
+      if (!basic)
+        throw new ImageReadError(
+          `${this.ref.registry} needs a username and password: none for it in ${this.options.credentialsOrigin}`,
+          "unauthorized",
+        );
       return basic;
     }
-    if (scheme !== "bearer" || !params.realm) throw new ImageReadError(`${this.ref.registry} asks for unsupported authentication ${scheme}`, "unauthorized");
+    if (scheme !== "bearer" || !params.realm)
+      throw new ImageReadError(`${this.ref.registry} asks for unsupported authentication ${scheme}`, "unauthorized");
     const url = new URL(params.realm);
     if (params.service) url.searchParams.set("service", params.service);
     url.searchParams.set("scope", params.scope ?? `repository:${this.ref.repository}:pull`);
-    if (url.protocol === "http:" && !isLoopback(url.host) && !this.options.insecure) throw new ImageReadError(`the token service ${url.host} is plain HTTP; pass --insecure to allow it`);
+    if (url.protocol === "http:" && !isLoopback(url.host) && !this.options.insecure)
+      throw new ImageReadError(`the token service ${url.host} is plain HTTP; pass --insecure to allow it`);
     let response: Response;
     try {
-      response = await fetch(url, { headers: basic ? { authorization: basic } : {}, signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000) });
+      response = await fetch(url, {
+        headers: basic ? { authorization: basic } : {},
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
+      });
     } catch (error) {
       throw new ImageReadError(`cannot reach the token service ${url.host}: ${describeFetchError(error)}`, "unreachable");
     }
@@ -191,7 +212,11 @@ export class RegistrySource implements ImageSource {
   async blob(descriptor: Descriptor): Promise<AsyncIterable<Uint8Array>> {
     const response = await this.request(`blobs/${descriptor.digest}`, undefined, false);
     if (!response.body) throw new ImageReadError(`blob ${descriptor.digest} has no body`);
-    return verifiedStream(Readable.fromWeb(response.body as import("node:stream/web").ReadableStream<Uint8Array>), descriptor.digest, `blob ${descriptor.digest}`);
+    return verifiedStream(
+      Readable.fromWeb(response.body as import("node:stream/web").ReadableStream<Uint8Array>),
+      descriptor.digest,
+      `blob ${descriptor.digest}`,
+    );
   }
 }
 
