@@ -56,6 +56,8 @@ const packages = [...readdirSync("packages").map((name) => `packages/${name}`), 
 step("format (biome)", "node", ["node_modules/@biomejs/biome/bin/biome", "format"]);
 step("lint (eslint)", "node", ["node_modules/eslint/bin/eslint.js", "--max-warnings", "0"]);
 step("lines at most 140 characters", "node", ["scripts/check-line-length.mjs"]);
+const layers = ["node_modules/dependency-cruiser/bin/dependency-cruise.mjs", "packages", "e2e/src", "--config", ".dependency-cruiser.cjs"];
+step("layers: no import cycle, controller folders one way (dependency-cruiser)", "node", [...layers, "--output-type", "err"]);
 step("build (tsc -b)", "node", ["node_modules/typescript/bin/tsc", "-b"]);
 for (const dir of packages) {
   step(`typecheck tests of ${dir.replace(/^packages\//, "")}`, "node", [
