@@ -339,7 +339,10 @@ export const labels = {
   stateBackup: "captf.io/state-backup",
   stateBackupSuffix: "captf.io/state-backup-suffix",
   retainedFromUid: "captf.io/retained-from-uid",
-  /** With `--shards` > 1: the shard (`0` … N-1) of a TerraformCluster, TerraformMachine or TerraformMachinePool, kept by the manager; each replica watches the shards it holds. */
+  /**
+   * With `--shards` > 1: the shard (`0` … N-1) of a TerraformCluster, TerraformMachine or TerraformMachinePool, kept by the manager;
+   * each replica watches the shards it holds.
+   */
   shard: "captf.io/shard",
   ownerKind: "captf.infrastructure.cluster.x-k8s.io/owner-kind",
   ownerName: "captf.infrastructure.cluster.x-k8s.io/owner-name",

@@ -3,8 +3,10 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { decodeOutputs, maxInstances, outputValuesFromState } from "./decode-outputs.js";
 
-const example = (name: string): Record<string, unknown> =>
-  JSON.parse(readFileSync(fileURLToPath(new URL(`../../../schemas/v1alpha1/examples/${name}`, import.meta.url)), "utf8"));
+const example = (name: string): Record<string, unknown> => {
+  const path = fileURLToPath(new URL(`../../../schemas/v1alpha1/examples/${name}`, import.meta.url));
+  return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+};
 
 const health = { state: "running", healthy: true };
 const cluster = {

@@ -104,20 +104,24 @@ const validations = {
     {
       condition: `alltrue([for k, v in var.node_labels : can(regex("${labelKey}", k)) && can(regex("${labelValue}", v))])`,
       errorMessage:
-        "node_labels must be Kubernetes labels: keys [prefix/]name with a name of at most 63 characters of [A-Za-z0-9-_.], and values likewise or empty.",
+        "node_labels must be Kubernetes labels: keys [prefix/]name with a name of at most 63 characters of [A-Za-z0-9-_.], " +
+        "and values likewise or empty.",
     },
   ],
   autoscaling: [
     {
       condition:
-        "!var.autoscaling.enabled || (var.autoscaling.min >= 0 && var.autoscaling.min <= var.autoscaling.max && floor(var.autoscaling.min) == var.autoscaling.min && floor(var.autoscaling.max) == var.autoscaling.max)",
+        "!var.autoscaling.enabled || (var.autoscaling.min >= 0 && var.autoscaling.min <= var.autoscaling.max && " +
+        "floor(var.autoscaling.min) == var.autoscaling.min && floor(var.autoscaling.max) == var.autoscaling.max)",
       errorMessage: "With autoscaling enabled, min and max must be whole numbers with 0 <= min <= max.",
     },
   ],
   endpoint: [
     {
       condition:
-        "var.control_plane_endpoint == null || try(length(var.control_plane_endpoint.host) > 0 && var.control_plane_endpoint.port >= 1 && var.control_plane_endpoint.port <= 65535 && floor(var.control_plane_endpoint.port) == var.control_plane_endpoint.port, false)",
+        "var.control_plane_endpoint == null || try(length(var.control_plane_endpoint.host) > 0 && " +
+        "var.control_plane_endpoint.port >= 1 && var.control_plane_endpoint.port <= 65535 && " +
+        "floor(var.control_plane_endpoint.port) == var.control_plane_endpoint.port, false)",
       errorMessage: "control_plane_endpoint needs a non-empty host and a whole port between 1 and 65535.",
     },
   ],
@@ -230,7 +234,8 @@ export const roleTables: { readonly [R in Role]: RoleTable } = {
       output("replicas", "number", true),
       output(
         "instances",
-        `list(object({provider_id=string, instance_id=optional(string), addresses=optional(list(${typeAddress}), []), failure_domain=optional(string), state=optional(string)}))`,
+        "list(object({provider_id=string, instance_id=optional(string), " +
+          `addresses=optional(list(${typeAddress}), []), failure_domain=optional(string), state=optional(string)}))`,
         false,
       ),
       output("health", typeHealth, false),

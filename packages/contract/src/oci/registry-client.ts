@@ -140,7 +140,8 @@ export class RegistrySource implements ImageSource {
     if (response.status === 401 || response.status === 403) {
       await response.body?.cancel();
       throw new ImageReadError(
-        `${this.ref.registry} refused access to ${this.ref.repository} (${response.status})${this.credentials ? "" : `: no credentials for it in ${this.options.credentialsOrigin}`}`,
+        `${this.ref.registry} refused access to ${this.ref.repository} (${response.status})` +
+          (this.credentials ? "" : `: no credentials for it in ${this.options.credentialsOrigin}`),
         "unauthorized",
       );
     }
