@@ -41,7 +41,8 @@ function sortedRecord<T>(entries: [string, T][]): Record<string, T> {
 /** Keys of objects captf renders whose order is a fixed struct order, not sorted (as Go writes them). */
 function orderedInputValue(name: string, value: unknown): unknown {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
-  const pick = (keys: string[]) => Object.fromEntries(keys.filter((k) => k in value).map((k) => [k, (value as Record<string, unknown>)[k]]));
+  const pick = (keys: string[]) =>
+    Object.fromEntries(keys.filter((k) => k in value).map((k) => [k, (value as Record<string, unknown>)[k]]));
   switch (name) {
     case "captf_cluster":
       return pick(["name", "namespace"]);
@@ -79,7 +80,10 @@ export function renderGeneratedRoot<R extends Role>(role: R, inputs: RoleInputs[
   });
   for (const name of userNames) variables.push([name, userVariables[name]!.sensitive ? { sensitive: true } : {}]);
 
-  const moduleArguments: [string, string][] = [...table.inputs.map((spec) => spec.name), ...userNames].map((name) => [name, `\${var.${name}}`]);
+  const moduleArguments: [string, string][] = [...table.inputs.map((spec) => spec.name), ...userNames].map((name) => [
+    name,
+    `\${var.${name}}`,
+  ]);
   moduleArguments.push(["source", moduleSource]);
 
   const main = {

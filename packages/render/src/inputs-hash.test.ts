@@ -11,7 +11,13 @@ const referenceMachineHash = "h2:e10a5fcbec6ca2745898f8cae279211c217179b1d90afa7
 
 function machineFixture(): MachineInputs {
   return {
-    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachine", name: "prod-md-0-abcde", namespace: "team-a", template: "prod-md-0" }),
+    ...commonInputs({
+      cluster: { name: "prod", namespace: "team-a" },
+      kind: "TerraformMachine",
+      name: "prod-md-0-abcde",
+      namespace: "team-a",
+      template: "prod-md-0",
+    }),
     captf_cluster_outputs: { network_id: "net-1", subnets: ["a", "b"], mtu: 1500 },
     machine_name: "prod-md-0-abcde-xyz12",
     bootstrap_data: "I2Nsb3VkLWNvbmZpZw==",
@@ -34,7 +40,12 @@ function clusterFixture(): ClusterInputs {
 
 function poolFixture(): MachinePoolInputs {
   return {
-    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachinePool", name: "prod-mp-0", namespace: "team-a" }),
+    ...commonInputs({
+      cluster: { name: "prod", namespace: "team-a" },
+      kind: "TerraformMachinePool",
+      name: "prod-mp-0",
+      namespace: "team-a",
+    }),
     captf_cluster_outputs: { network_id: "net-1", subnets: ["a", "b"], mtu: 1500 },
     machinepool_name: "prod-mp-0",
     replicas: 3,
@@ -71,8 +82,12 @@ describe("inputsHash", () => {
       for (const key of path.slice(0, -1)) parent = parent[key] as Record<string, unknown>;
       const last = path.at(-1)!;
       const old = parent[last];
-      parent[last] = typeof old === "boolean" ? !old : typeof old === "number" ? old + 1 : Array.isArray(old) ? [...old, "x"] : `${String(old)}x`;
-      expect([path.join("."), inputsHash({ role: "machine", image, inputs: mutated as unknown as MachineInputs })]).not.toEqual([path.join("."), base]);
+      parent[last] =
+        typeof old === "boolean" ? !old : typeof old === "number" ? old + 1 : Array.isArray(old) ? [...old, "x"] : `${String(old)}x`;
+      expect([path.join("."), inputsHash({ role: "machine", image, inputs: mutated as unknown as MachineInputs })]).not.toEqual([
+        path.join("."),
+        base,
+      ]);
     }
     expect(inputsHash({ role: "machine", image: `${image}x`, inputs: machineFixture() })).not.toBe(base);
     expect(inputsHash({ role: "cluster", image, inputs: machineFixture() as never })).not.toBe(base);
@@ -84,7 +99,9 @@ describe("inputsHash", () => {
     expect(inputsHash({ role: "machinepool", image, inputs: { ...pool, replicas: 999 } })).toBe(base);
     expect(inputsHash({ role: "machinepool", image, inputs: { ...pool, autoscaling: { enabled: true, min: 2, max: 5 } } })).not.toBe(base);
     const fixed = { ...pool, autoscaling: { enabled: false, min: 0, max: 0 } };
-    expect(inputsHash({ role: "machinepool", image, inputs: fixed })).not.toBe(inputsHash({ role: "machinepool", image, inputs: { ...fixed, replicas: 4 } }));
+    expect(inputsHash({ role: "machinepool", image, inputs: fixed })).not.toBe(
+      inputsHash({ role: "machinepool", image, inputs: { ...fixed, replicas: 4 } }),
+    );
   });
 
   it("covers user variables, their sensitivity and exact numbers, but not their formatting", () => {
@@ -97,7 +114,14 @@ describe("inputsHash", () => {
     };
     const h = inputsHash({ role: "machine", image, inputs: machineFixture(), variables });
     expect(h).not.toBe(referenceMachineHash);
-    expect(inputsHash({ role: "machine", image, inputs: machineFixture(), variables: { ...variables, tags: { value: { a: [true, null], b: 1 }, sensitive: false } } })).toBe(h);
+    expect(
+      inputsHash({
+        role: "machine",
+        image,
+        inputs: machineFixture(),
+        variables: { ...variables, tags: { value: { a: [true, null], b: 1 }, sensitive: false } },
+      }),
+    ).toBe(h);
     for (const edit of <UserVariables[]>[
       { ratio: { value: 0.25, sensitive: false } },
       { big: { value: new JsonNumber("12345678901234567891"), sensitive: false } },
@@ -111,9 +135,13 @@ describe("inputsHash", () => {
   it("refuses a fractional number in the cluster's exports, naming its path", () => {
     const inputs = { ...machineFixture(), captf_cluster_outputs: { net: { ratio: 0.5 } } };
     expect(() => inputsHash({ role: "machine", image, inputs })).toThrow(InputsHashError);
-    expect(() => inputsHash({ role: "machine", image, inputs })).toThrow(/^exports contains a fractional or exponent number at \/net\/ratio/);
+    expect(() => inputsHash({ role: "machine", image, inputs })).toThrow(
+      /^exports contains a fractional or exponent number at \/net\/ratio/,
+    );
     const exponent = { ...machineFixture(), captf_cluster_outputs: { n: new JsonNumber("1e3") } };
-    expect(() => inputsHash({ role: "machine", image, inputs: exponent })).toThrow(/exports contains a fractional or exponent number at \/n/);
+    expect(() => inputsHash({ role: "machine", image, inputs: exponent })).toThrow(
+      /exports contains a fractional or exponent number at \/n/,
+    );
   });
 
   it("is always h2 with 64 hex digits", () => {
@@ -129,9 +157,13 @@ describe("inputsHash", () => {
 describe("approvalHash", () => {
   it("ignores a pool's bootstrap data and equals the inputs hash for a cluster", () => {
     const pool = poolFixture();
-    expect(approvalHash({ role: "machinepool", image, inputs: { ...pool, bootstrap_data: "b3RoZXI=" } })).toBe(approvalHash({ role: "machinepool", image, inputs: pool }));
+    expect(approvalHash({ role: "machinepool", image, inputs: { ...pool, bootstrap_data: "b3RoZXI=" } })).toBe(
+      approvalHash({ role: "machinepool", image, inputs: pool }),
+    );
     expect(approvalHash({ role: "machinepool", image, inputs: pool })).not.toBe(inputsHash({ role: "machinepool", image, inputs: pool }));
-    expect(approvalHash({ role: "cluster", image, inputs: clusterFixture() })).toBe(inputsHash({ role: "cluster", image, inputs: clusterFixture() }));
+    expect(approvalHash({ role: "cluster", image, inputs: clusterFixture() })).toBe(
+      inputsHash({ role: "cluster", image, inputs: clusterFixture() }),
+    );
   });
 });
 
@@ -155,7 +187,9 @@ describe("the worked example of docs/inputs-hash.md", () => {
   const exampleImage = "ghcr.io/example/noop-cluster:v0.1.0";
 
   it("hashes to the documented values", () => {
-    expect(inputsHash({ role: "cluster", image: exampleImage, inputs })).toBe("h2:b5271d9c16db44086c2c8a778931ba12344d81d13c012f718db62bd55f065b4f");
+    expect(inputsHash({ role: "cluster", image: exampleImage, inputs })).toBe(
+      "h2:b5271d9c16db44086c2c8a778931ba12344d81d13c012f718db62bd55f065b4f",
+    );
     expect(inputsHash({ role: "cluster", image: exampleImage, inputs, variables: { size: { value: "small", sensitive: false } } })).toBe(
       "h2:60709717fbf79c96209b44387ba04b5188a480abecc74ac773f2ac12ac25acf7",
     );

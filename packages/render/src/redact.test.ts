@@ -16,7 +16,11 @@ describe("redactRenderedInputs", () => {
     expect(parsed.instance_type).toBe("t3.large");
   });
 
-  it.each([["not JSON", "{bootstrap_data: CANARY"], ["an array", '["CANARY"]'], ["a string", '"CANARY"']])("gives %s no partial output", (_, text) => {
+  it.each([
+    ["not JSON", "{bootstrap_data: CANARY"],
+    ["an array", '["CANARY"]'],
+    ["a string", '"CANARY"'],
+  ])("gives %s no partial output", (_, text) => {
     expect(redactRenderedInputs(text)).toBe(redactionFailed);
   });
 });

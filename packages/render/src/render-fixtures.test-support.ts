@@ -16,7 +16,12 @@ export function clusterInputs(): ClusterInputs {
 
 export function machineInputs(): MachineInputs {
   return {
-    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachine", name: "prod-md-0-abcde", namespace: "team-a" }),
+    ...commonInputs({
+      cluster: { name: "prod", namespace: "team-a" },
+      kind: "TerraformMachine",
+      name: "prod-md-0-abcde",
+      namespace: "team-a",
+    }),
     captf_cluster_outputs: { network_id: "net-1", note: "a<b & c>d" },
     machine_name: "prod-md-0-abcde-xyz12",
     bootstrap_data: bootstrapData,
@@ -29,7 +34,12 @@ export function machineInputs(): MachineInputs {
 
 export function machinePoolInputs(): MachinePoolInputs {
   return {
-    ...commonInputs({ cluster: { name: "prod", namespace: "team-a" }, kind: "TerraformMachinePool", name: "prod-mp-0", namespace: "team-a" }),
+    ...commonInputs({
+      cluster: { name: "prod", namespace: "team-a" },
+      kind: "TerraformMachinePool",
+      name: "prod-mp-0",
+      namespace: "team-a",
+    }),
     captf_cluster_outputs: { network_id: "net-1", note: "a<b & c>d" },
     machinepool_name: "prod-mp-0",
     replicas: 3,

@@ -17,9 +17,16 @@ describe("mergeUserVariables", () => {
   });
 
   it("parses JSON-format sources exactly and reports bad JSON by key and source, never by value", () => {
-    const merged = mergeUserVariables("cluster", undefined, [{ kind: "ConfigMap", name: "sizes", format: "JSON", data: { n: "40", r: "1.50", l: '["a"]' } }]);
-    expect(merged).toEqual({ n: { value: 40, sensitive: false }, r: { value: new JsonNumber("1.50"), sensitive: false }, l: { value: ["a"], sensitive: false } });
-    const attempt = () => mergeUserVariables("cluster", undefined, [{ kind: "Secret", name: "bad", format: "JSON", data: { pw: "{CANARY-s3cr3t" } }]);
+    const merged = mergeUserVariables("cluster", undefined, [
+      { kind: "ConfigMap", name: "sizes", format: "JSON", data: { n: "40", r: "1.50", l: '["a"]' } },
+    ]);
+    expect(merged).toEqual({
+      n: { value: 40, sensitive: false },
+      r: { value: new JsonNumber("1.50"), sensitive: false },
+      l: { value: ["a"], sensitive: false },
+    });
+    const attempt = () =>
+      mergeUserVariables("cluster", undefined, [{ kind: "Secret", name: "bad", format: "JSON", data: { pw: "{CANARY-s3cr3t" } }]);
     expect(attempt).toThrow(UserVariablesError);
     expect(attempt).toThrow(/key "pw" of Secret bad is not valid JSON/);
     expect(attempt).not.toThrow(/CANARY/);
@@ -41,7 +48,9 @@ describe("mergeUserVariables", () => {
       expect((error as UserVariablesError).variable).toBe(name);
       expect((error as Error).message).toContain(JSON.stringify(name));
     }
-    expect(() => mergeUserVariables("machine", undefined, [{ kind: "ConfigMap", name: "src", data: { [name]: "1" } }])).toThrow(/of ConfigMap src/);
+    expect(() => mergeUserVariables("machine", undefined, [{ kind: "ConfigMap", name: "src", data: { [name]: "1" } }])).toThrow(
+      /of ConfigMap src/,
+    );
   });
 
   it("allows a name that is reserved only for another role", () => {
