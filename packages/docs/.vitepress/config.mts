@@ -1,5 +1,5 @@
 // The captf book: VitePress around the Markdown pages of docs/ (they stay readable on GitHub as
-// they are). `pnpm --filter @captf/docs book` builds it; src/book.test.ts builds it in its test.
+// they are). `pnpm --filter @captf/docs book` builds it; src/book.integration.test.ts builds it in its test.
 import { existsSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, relative, resolve } from "node:path";
@@ -19,7 +19,7 @@ const runbooks = readdirSync(resolve(docsDir, "runbooks"))
   .map((name) => name.slice(0, -".md".length))
   .sort();
 
-/** The book's chapters: every page of docs/ belongs to one (src/book.test.ts checks it). */
+/** The book's chapters: every page of docs/ belongs to one (src/book.integration.test.ts checks it). */
 export const sidebar: DefaultTheme.SidebarItem[] = [
   {
     text: "Getting started",

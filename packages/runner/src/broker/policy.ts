@@ -42,7 +42,7 @@ export type BrokerDecision =
   | { allowed: false; target: RequestTarget; why: string };
 
 /**
- * The verbs each runtime's backend was measured to use in every operation (broker-backend.test.ts;
+ * The verbs each runtime's backend was measured to use in every operation (broker-backend.integration.test.ts;
  * docs/security.md lists them): OpenTofu 1.12 and Terraform 1.5.7 get, create and update the state
  * Secret, list the Secrets by label at init, and get, create and update the lock Lease. Neither
  * deletes anything: only `workspace delete` would, which no Job runs.
