@@ -7,7 +7,13 @@ const packageDir = fileURLToPath(new URL("..", import.meta.url));
 /** The checkout's commit, 12 hex digits, or "unknown" outside a git checkout. */
 export function gitCommit() {
   try {
-    return execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: packageDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || "unknown";
+    return (
+      execFileSync("git", ["rev-parse", "--short=12", "HEAD"], {
+        cwd: packageDir,
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      }).trim() || "unknown"
+    );
   } catch {
     return "unknown";
   }

@@ -30,7 +30,9 @@ const { build } = await import(pathToFileURL(esbuildPath).href);
 const distToSource = {
   name: "dist-to-source",
   setup(builder) {
-    builder.onResolve({ filter: /^\.\.\/dist\/.+\.js$/ }, (args) => ({ path: join(packageDir, "src", args.path.slice("../dist/".length).replace(/\.js$/, ".ts")) }));
+    builder.onResolve({ filter: /^\.\.\/dist\/.+\.js$/ }, (args) => ({
+      path: join(packageDir, "src", args.path.slice("../dist/".length).replace(/\.js$/, ".ts")),
+    }));
   },
 };
 
@@ -49,8 +51,12 @@ await build({
   legalComments: "none",
   define: { CAPTF_BUILD_COMMIT: JSON.stringify(commit) },
   // CommonJS dependencies still call require(): give them one.
-  banner: { js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);' },
+  banner: {
+    js: 'import { createRequire as __captfCreateRequire } from "node:module"; const require = __captfCreateRequire(import.meta.url);',
+  },
   plugins: [distToSource],
   logLevel: "warning",
 });
-console.log(`build-manager-bundle: ${outfile} (commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ${(statSync(outfile).size / 1048576).toFixed(1)} MiB`);
+console.log(
+  `build-manager-bundle: ${outfile} (commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ${(statSync(outfile).size / 1048576).toFixed(1)} MiB`,
+);

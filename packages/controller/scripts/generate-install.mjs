@@ -11,12 +11,20 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const packageRoot = fileURLToPath(new URL("..", import.meta.url));
-const { values } = parseArgs({ options: { check: { type: "boolean", default: false }, image: { type: "string" }, namespace: { type: "string" } } });
+const { values } = parseArgs({
+  options: { check: { type: "boolean", default: false }, image: { type: "string" }, namespace: { type: "string" } },
+});
 execFileSync(process.execPath, [join(packageRoot, "../../node_modules/typescript/bin/tsc"), "-b", packageRoot], { stdio: "inherit" });
-const { renderInstallFiles, staleInstallFiles, defaultInstallOptions, installPath } = await import(new URL("../dist/install/manifests.js", import.meta.url).href);
+const { renderInstallFiles, staleInstallFiles, defaultInstallOptions, installPath } = await import(
+  new URL("../dist/install/manifests.js", import.meta.url).href
+);
 
 if (values.image !== undefined || values.namespace !== undefined) {
-  const options = { ...defaultInstallOptions, ...(values.image ? { image: values.image } : {}), ...(values.namespace ? { namespace: values.namespace } : {}) };
+  const options = {
+    ...defaultInstallOptions,
+    ...(values.image ? { image: values.image } : {}),
+    ...(values.namespace ? { namespace: values.namespace } : {}),
+  };
   process.stdout.write(renderInstallFiles(options).find((file) => file.path === installPath).content);
 } else if (values.check) {
   const stale = staleInstallFiles(packageRoot);

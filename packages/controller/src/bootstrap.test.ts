@@ -25,7 +25,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "bootst
 
   const parse = async (extra: string[]) => {
     const parsed = await parseManagerFlags(
-      [`--kubeconfig=${sharedControlPlane().kubeconfigPath}`, "--health-addr=127.0.0.1:0", "--diagnostics-address=127.0.0.1:0", "--logging-format=json", ...extra],
+      [
+        `--kubeconfig=${sharedControlPlane().kubeconfigPath}`,
+        "--health-addr=127.0.0.1:0",
+        "--diagnostics-address=127.0.0.1:0",
+        "--logging-format=json",
+        ...extra,
+      ],
       { CAPTF_MANAGER_IMAGE: "ghcr.io/captf-io/manager:test", POD_NAMESPACE: namespace },
     );
     if (parsed.kind !== "run") throw new Error(JSON.stringify(parsed));
@@ -64,7 +70,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "bootst
 
   it("fails at start when secure diagnostics have no certificate", async () => {
     const { options } = await parse(["--webhook-cert-dir=/nonexistent/certs"]);
-    const { manager, client: managerClient } = bootstrapManager(options, { buildInfo: { version: "v", commit: "c", contract: "v1alpha1" }, stdout: { write: () => undefined } });
+    const { manager, client: managerClient } = bootstrapManager(options, {
+      buildInfo: { version: "v", commit: "c", contract: "v1alpha1" },
+      stdout: { write: () => undefined },
+    });
     await expect(manager.run(new AbortController().signal)).rejects.toThrow(/ENOENT.*\/nonexistent\/certs\/tls\.crt/);
     managerClient.close();
   });

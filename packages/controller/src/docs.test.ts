@@ -1,6 +1,12 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
-import { conditionReasons, conditionsNeverInReady, managerEventReasons, negativePolarityConditions, runnerEventReasons } from "@captf/contract/api";
+import {
+  conditionReasons,
+  conditionsNeverInReady,
+  managerEventReasons,
+  negativePolarityConditions,
+  runnerEventReasons,
+} from "@captf/contract/api";
 
 // docs/conditions.md and docs/events.md list every condition reason and event reason of the
 // constants in @captf/contract/api; these tests fail when one is missing, stale or mistyped.
@@ -24,7 +30,12 @@ function rows(section: string): string[][] {
   return section
     .split("\n")
     .filter((line) => line.startsWith("|") && !/^\|\s*-/.test(line))
-    .map((line) => line.slice(1, -1).split("|").map((cell) => cell.trim()))
+    .map((line) =>
+      line
+        .slice(1, -1)
+        .split("|")
+        .map((cell) => cell.trim()),
+    )
     .filter((cells) => cells[0] !== "Status" && cells[0] !== "Reason");
 }
 
@@ -38,18 +49,26 @@ describe("docs/conditions.md", () => {
 
   it("lists every reason of every condition type under its status, and no other", () => {
     for (const [type, byStatus] of Object.entries(conditionReasons)) {
-      const documented = rows(byType.get(type) ?? "").filter((cells) => cells[1] !== "—").map((cells) => `${cells[0]} ${cells[1]}`);
-      const expected = (["True", "False", "Unknown"] as const).flatMap((status) => byStatus[status].map((reason) => `${status} \`${reason}\``));
+      const documented = rows(byType.get(type) ?? "")
+        .filter((cells) => cells[1] !== "—")
+        .map((cells) => `${cells[0]} ${cells[1]}`);
+      const expected = (["True", "False", "Unknown"] as const).flatMap((status) =>
+        byStatus[status].map((reason) => `${status} \`${reason}\``),
+      );
       expect([type, documented.sort()]).toEqual([type, expected.sort()]);
     }
   });
 
   it("names the negative-polarity conditions and those never in the Ready summary", () => {
-    for (const type of negativePolarityConditions) expect([type, byType.get(type)]).toEqual([type, expect.stringContaining("Negative polarity")]);
-    for (const type of conditionsNeverInReady) expect([type, byType.get(type)]).toEqual([type, expect.stringContaining("not in the Ready summary")]);
+    for (const type of negativePolarityConditions)
+      expect([type, byType.get(type)]).toEqual([type, expect.stringContaining("Negative polarity")]);
+    for (const type of conditionsNeverInReady)
+      expect([type, byType.get(type)]).toEqual([type, expect.stringContaining("not in the Ready summary")]);
     for (const type of Object.keys(conditionReasons) as (keyof typeof conditionReasons)[]) {
-      if (!negativePolarityConditions.includes(type)) expect([type, byType.get(type)]).toEqual([type, expect.stringContaining("Normal polarity")]);
-      if (!conditionsNeverInReady.includes(type)) expect([type, byType.get(type)]).toEqual([type, expect.not.stringContaining("not in the Ready summary")]);
+      if (!negativePolarityConditions.includes(type))
+        expect([type, byType.get(type)]).toEqual([type, expect.stringContaining("Normal polarity")]);
+      if (!conditionsNeverInReady.includes(type))
+        expect([type, byType.get(type)]).toEqual([type, expect.not.stringContaining("not in the Ready summary")]);
     }
   });
 });

@@ -1,6 +1,13 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
-import { logLevelForVerbosity, managerFlags, parseFeatureGates, parseGoDuration, parseManagerFlags, type ManagerSettings } from "./flags.js";
+import {
+  logLevelForVerbosity,
+  managerFlags,
+  parseFeatureGates,
+  parseGoDuration,
+  parseManagerFlags,
+  type ManagerSettings,
+} from "./flags.js";
 
 const env = { CAPTF_MANAGER_IMAGE: "ghcr.io/captf-io/manager:v0.1.0" };
 
@@ -134,22 +141,24 @@ describe("the manager flags", () => {
     expect(errors).toEqual([
       "--runner-image: required (or set $CAPTF_MANAGER_IMAGE)",
       "--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline",
-      "--tls-min-version: unsupported \"VersionTLS10\": want VersionTLS12 or VersionTLS13",
-      "--logging-format: unsupported \"xml\": want text or json",
-      "--health-addr: invalid address \"9440\": want host:port, e.g. \":9440\"",
+      '--tls-min-version: unsupported "VersionTLS10": want VersionTLS12 or VersionTLS13',
+      '--logging-format: unsupported "xml": want text or json',
+      '--health-addr: invalid address "9440": want host:port, e.g. ":9440"',
       expect.stringMatching(/^--tls-cipher-suites: unsupported "TLS_RSA_WITH_RC4_128_SHA": want one of TLS_AES_128_GCM_SHA256, /),
       "--feature-gates: unrecognized feature gate: Bogus",
       "--sync-period: must be > 0, got 0",
       "--shards: must be >= 1, got 0",
       "--terraformcluster-concurrency: must be >= 1, got 0",
-      "--terraformmachinepool-concurrency: invalid value \"two\": want an integer",
-      "--drift-default-interval: invalid duration \"soon\": want e.g. 30s, 10m or 1h30m",
+      '--terraformmachinepool-concurrency: invalid value "two": want an integer',
+      '--drift-default-interval: invalid duration "soon": want e.g. 30s, 10m or 1h30m',
       "--state-backups: must be >= 0, got -1",
     ]);
   });
 
   it("reject an unparsable runner image and unknown flags", async () => {
-    expect(await parseErrors(["--runner-image=Not A Ref"])).toEqual([expect.stringMatching(/^--runner-image: invalid reference "Not A Ref": /)]);
+    expect(await parseErrors(["--runner-image=Not A Ref"])).toEqual([
+      expect.stringMatching(/^--runner-image: invalid reference "Not A Ref": /),
+    ]);
     expect((await parseErrors(["--bogus=1"]))[0]).toMatch(/bogus/);
   });
 
@@ -179,7 +188,9 @@ describe("the manager flags", () => {
 
   it("know the logging feature gates", () => {
     expect(parseFeatureGates("LoggingAlphaOptions=true").gates.LoggingAlphaOptions).toBe(true);
-    expect(parseFeatureGates("AllAlpha=maybe").errors).toEqual(["--feature-gates: invalid value of AllAlpha: maybe, err: want true or false"]);
+    expect(parseFeatureGates("AllAlpha=maybe").errors).toEqual([
+      "--feature-gates: invalid value of AllAlpha: maybe, err: want true or false",
+    ]);
   });
 
   it("are all documented in docs/manager-flags.md with their defaults", () => {

@@ -22,46 +22,263 @@ export interface FlagDefinition {
 
 /** Every flag, in the order of the reference's table. */
 export const managerFlags: readonly FlagDefinition[] = [
-  { name: "namespace", type: "string", default: "", description: "Namespace the caches watch; empty watches all (identities are always cluster-wide)", group: "Manager" },
-  { name: "watch-filter", type: "string", default: "", description: "Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value; empty reconciles all", group: "Manager" },
-  { name: "shards", type: "int", default: 1, description: "Split the clusters into this many shards, claimed by the replicas through the Leases captf-shard-<i> (timings of --leader-elect-*); 1 runs every controller on the leader alone (>= 1, see docs/scaling.md)", group: "Manager" },
-  { name: "sync-period", type: "duration", default: "10m", description: "Informer resync (every cached object passed to its controllers again, from the cache: no list), and the interval of the namespace sweep (plus up to 10% jitter); must be > 0", group: "Manager" },
-  { name: "terraformcluster-concurrency", type: "int", default: 10, description: "TerraformClusters reconciled at once (>= 1)", group: "Controllers" },
-  { name: "terraformmachine-concurrency", type: "int", default: 10, description: "TerraformMachines reconciled at once (>= 1)", group: "Controllers" },
-  { name: "terraformmachinetemplate-concurrency", type: "int", default: 10, description: "TerraformMachineTemplates reconciled at once (>= 1)", group: "Controllers" },
-  { name: "terraformmachinepool-concurrency", type: "int", default: 10, description: "TerraformMachinePools reconciled at once (>= 1)", group: "Controllers" },
-  { name: "health-addr", type: "string", default: ":9440", description: "Address of /healthz and /readyz; \"0\" disables", group: "Manager", aliases: ["health-probe-bind-address"] },
-  { name: "profiler-address", type: "string", default: "", description: "Address of the profiler (Node inspector); empty disables", group: "Diagnostics" },
-  { name: "kubeconfig", type: "string", default: "", description: "Path to a kubeconfig; empty uses $KUBECONFIG or the in-cluster config", group: "Manager" },
-  { name: "leader-elect", type: "boolean", default: false, description: "Elect a leader on the Lease controller-leader-election-captf before reconciling (the shipped manifest sets it)", group: "Leader election" },
-  { name: "leader-elect-lease-duration", type: "duration", default: "15s", description: "How long standbys wait before taking over a lease that was not renewed", group: "Leader election" },
-  { name: "leader-elect-renew-deadline", type: "duration", default: "10s", description: "How long the leader retries renewing before it gives up leading", group: "Leader election" },
-  { name: "leader-elect-retry-period", type: "duration", default: "2s", description: "How often candidates try to acquire or renew the lease", group: "Leader election" },
+  {
+    name: "namespace",
+    type: "string",
+    default: "",
+    description: "Namespace the caches watch; empty watches all (identities are always cluster-wide)",
+    group: "Manager",
+  },
+  {
+    name: "watch-filter",
+    type: "string",
+    default: "",
+    description: "Only reconcile objects whose cluster.x-k8s.io/watch-filter label has this value; empty reconciles all",
+    group: "Manager",
+  },
+  {
+    name: "shards",
+    type: "int",
+    default: 1,
+    description:
+      "Split the clusters into this many shards, claimed by the replicas through the Leases captf-shard-<i> (timings of --leader-elect-*); 1 runs every controller on the leader alone (>= 1, see docs/scaling.md)",
+    group: "Manager",
+  },
+  {
+    name: "sync-period",
+    type: "duration",
+    default: "10m",
+    description:
+      "Informer resync (every cached object passed to its controllers again, from the cache: no list), and the interval of the namespace sweep (plus up to 10% jitter); must be > 0",
+    group: "Manager",
+  },
+  {
+    name: "terraformcluster-concurrency",
+    type: "int",
+    default: 10,
+    description: "TerraformClusters reconciled at once (>= 1)",
+    group: "Controllers",
+  },
+  {
+    name: "terraformmachine-concurrency",
+    type: "int",
+    default: 10,
+    description: "TerraformMachines reconciled at once (>= 1)",
+    group: "Controllers",
+  },
+  {
+    name: "terraformmachinetemplate-concurrency",
+    type: "int",
+    default: 10,
+    description: "TerraformMachineTemplates reconciled at once (>= 1)",
+    group: "Controllers",
+  },
+  {
+    name: "terraformmachinepool-concurrency",
+    type: "int",
+    default: 10,
+    description: "TerraformMachinePools reconciled at once (>= 1)",
+    group: "Controllers",
+  },
+  {
+    name: "health-addr",
+    type: "string",
+    default: ":9440",
+    description: 'Address of /healthz and /readyz; "0" disables',
+    group: "Manager",
+    aliases: ["health-probe-bind-address"],
+  },
+  {
+    name: "profiler-address",
+    type: "string",
+    default: "",
+    description: "Address of the profiler (Node inspector); empty disables",
+    group: "Diagnostics",
+  },
+  {
+    name: "kubeconfig",
+    type: "string",
+    default: "",
+    description: "Path to a kubeconfig; empty uses $KUBECONFIG or the in-cluster config",
+    group: "Manager",
+  },
+  {
+    name: "leader-elect",
+    type: "boolean",
+    default: false,
+    description: "Elect a leader on the Lease controller-leader-election-captf before reconciling (the shipped manifest sets it)",
+    group: "Leader election",
+  },
+  {
+    name: "leader-elect-lease-duration",
+    type: "duration",
+    default: "15s",
+    description: "How long standbys wait before taking over a lease that was not renewed",
+    group: "Leader election",
+  },
+  {
+    name: "leader-elect-renew-deadline",
+    type: "duration",
+    default: "10s",
+    description: "How long the leader retries renewing before it gives up leading",
+    group: "Leader election",
+  },
+  {
+    name: "leader-elect-retry-period",
+    type: "duration",
+    default: "2s",
+    description: "How often candidates try to acquire or renew the lease",
+    group: "Leader election",
+  },
   { name: "webhook-port", type: "int", default: 9443, description: "Port of the validating webhook server", group: "Webhooks" },
-  { name: "webhook-cert-dir", type: "string", default: "/tmp/k8s-webhook-server/serving-certs/", description: "Directory of the webhook serving certificate", group: "Webhooks" },
-  { name: "webhook-cert-name", type: "string", default: "tls.crt", description: "Certificate file name in --webhook-cert-dir", group: "Webhooks" },
+  {
+    name: "webhook-cert-dir",
+    type: "string",
+    default: "/tmp/k8s-webhook-server/serving-certs/",
+    description: "Directory of the webhook serving certificate",
+    group: "Webhooks",
+  },
+  {
+    name: "webhook-cert-name",
+    type: "string",
+    default: "tls.crt",
+    description: "Certificate file name in --webhook-cert-dir",
+    group: "Webhooks",
+  },
   { name: "webhook-key-name", type: "string", default: "tls.key", description: "Key file name in --webhook-cert-dir", group: "Webhooks" },
-  { name: "runner-image", type: "string", default: "$CAPTF_MANAGER_IMAGE", description: "Image of the runner bundle copied into every Job (required; defaults to $CAPTF_MANAGER_IMAGE)", group: "Jobs" },
+  {
+    name: "runner-image",
+    type: "string",
+    default: "$CAPTF_MANAGER_IMAGE",
+    description: "Image of the runner bundle copied into every Job (required; defaults to $CAPTF_MANAGER_IMAGE)",
+    group: "Jobs",
+  },
   { name: "runner-events", type: "boolean", default: true, description: "Let runners report their progress as Events", group: "Jobs" },
-  { name: "drift-default-interval", type: "duration", default: "30m", description: "Drift check interval when an object sets none; must be > 0", group: "Jobs" },
-  { name: "cluster-operation-gate", type: "boolean", default: true, description: "Never run a TerraformCluster's apply or destroy at the same time as its machines' (per-Cluster write lease)", group: "Jobs" },
-  { name: "state-backups", type: "int", default: 5, description: "State backups kept per object (>= 0; 0 takes no new backups)", group: "Jobs" },
-  { name: "max-active-jobs", type: "int", default: 0, description: "Jobs running at once across the manager (>= 0; 0 = no limit)", group: "Jobs" },
-  { name: "cluster-max-active-jobs", type: "int", default: 0, description: "Default for a TerraformCluster's spec.maxActiveJobs (>= 0; 0 = no limit)", group: "Jobs" },
-  { name: "diagnostics-address", type: "string", default: ":8443", description: "Address of /metrics; \"0\" disables", group: "Diagnostics", aliases: ["metrics-bind-address"] },
-  { name: "insecure-diagnostics", type: "boolean", default: false, description: "Serve /metrics over plain HTTP without authentication and authorization", group: "Diagnostics" },
-  { name: "tls-cipher-suites", type: "list", default: "", description: "Comma-separated TLS 1.2 cipher suites of the diagnostics and webhook servers, Go's names (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); empty uses Node's defaults", group: "Diagnostics" },
-  { name: "tls-curve-preferences", type: "list", default: "", description: "Comma-separated elliptic curves of the diagnostics and webhook servers: CurveP256, CurveP384, CurveP521, X25519; empty uses Node's defaults", group: "Diagnostics" },
-  { name: "tls-min-version", type: "string", default: "VersionTLS12", description: "Minimum TLS version (VersionTLS12 or VersionTLS13)", group: "Diagnostics" },
+  {
+    name: "drift-default-interval",
+    type: "duration",
+    default: "30m",
+    description: "Drift check interval when an object sets none; must be > 0",
+    group: "Jobs",
+  },
+  {
+    name: "cluster-operation-gate",
+    type: "boolean",
+    default: true,
+    description: "Never run a TerraformCluster's apply or destroy at the same time as its machines' (per-Cluster write lease)",
+    group: "Jobs",
+  },
+  {
+    name: "state-backups",
+    type: "int",
+    default: 5,
+    description: "State backups kept per object (>= 0; 0 takes no new backups)",
+    group: "Jobs",
+  },
+  {
+    name: "max-active-jobs",
+    type: "int",
+    default: 0,
+    description: "Jobs running at once across the manager (>= 0; 0 = no limit)",
+    group: "Jobs",
+  },
+  {
+    name: "cluster-max-active-jobs",
+    type: "int",
+    default: 0,
+    description: "Default for a TerraformCluster's spec.maxActiveJobs (>= 0; 0 = no limit)",
+    group: "Jobs",
+  },
+  {
+    name: "diagnostics-address",
+    type: "string",
+    default: ":8443",
+    description: 'Address of /metrics; "0" disables',
+    group: "Diagnostics",
+    aliases: ["metrics-bind-address"],
+  },
+  {
+    name: "insecure-diagnostics",
+    type: "boolean",
+    default: false,
+    description: "Serve /metrics over plain HTTP without authentication and authorization",
+    group: "Diagnostics",
+  },
+  {
+    name: "tls-cipher-suites",
+    type: "list",
+    default: "",
+    description:
+      "Comma-separated TLS 1.2 cipher suites of the diagnostics and webhook servers, Go's names (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); empty uses Node's defaults",
+    group: "Diagnostics",
+  },
+  {
+    name: "tls-curve-preferences",
+    type: "list",
+    default: "",
+    description:
+      "Comma-separated elliptic curves of the diagnostics and webhook servers: CurveP256, CurveP384, CurveP521, X25519; empty uses Node's defaults",
+    group: "Diagnostics",
+  },
+  {
+    name: "tls-min-version",
+    type: "string",
+    default: "VersionTLS12",
+    description: "Minimum TLS version (VersionTLS12 or VersionTLS13)",
+    group: "Diagnostics",
+  },
   { name: "v", type: "int", default: 2, description: "Log verbosity: 0–2 info, 3–4 debug, 5+ trace", group: "Logging" },
-  { name: "vmodule", type: "string", default: "", description: "Accepted for compatibility; per-module verbosity is not supported", group: "Logging" },
-  { name: "logging-format", type: "string", default: "text", description: "Log format: text (one readable line per entry) or json", group: "Logging" },
+  {
+    name: "vmodule",
+    type: "string",
+    default: "",
+    description: "Accepted for compatibility; per-module verbosity is not supported",
+    group: "Logging",
+  },
+  {
+    name: "logging-format",
+    type: "string",
+    default: "text",
+    description: "Log format: text (one readable line per entry) or json",
+    group: "Logging",
+  },
   { name: "log-flush-frequency", type: "duration", default: "5s", description: "Maximum time between log flushes", group: "Logging" },
-  { name: "log-json-info-buffer-size", type: "string", default: "0", description: "Accepted for compatibility (component-base); no effect", group: "Logging" },
-  { name: "log-json-split-stream", type: "boolean", default: false, description: "Write info to stdout and errors to stderr in json format", group: "Logging" },
-  { name: "log-text-info-buffer-size", type: "string", default: "0", description: "Accepted for compatibility (component-base); no effect", group: "Logging" },
-  { name: "log-text-split-stream", type: "boolean", default: false, description: "Write info to stdout and errors to stderr in text format", group: "Logging" },
-  { name: "feature-gates", type: "string", default: "", description: "key=value pairs of logging gates: AllAlpha, AllBeta, ContextualLogging (true), LoggingAlphaOptions, LoggingBetaOptions (true)", group: "Logging" },
+  {
+    name: "log-json-info-buffer-size",
+    type: "string",
+    default: "0",
+    description: "Accepted for compatibility (component-base); no effect",
+    group: "Logging",
+  },
+  {
+    name: "log-json-split-stream",
+    type: "boolean",
+    default: false,
+    description: "Write info to stdout and errors to stderr in json format",
+    group: "Logging",
+  },
+  {
+    name: "log-text-info-buffer-size",
+    type: "string",
+    default: "0",
+    description: "Accepted for compatibility (component-base); no effect",
+    group: "Logging",
+  },
+  {
+    name: "log-text-split-stream",
+    type: "boolean",
+    default: false,
+    description: "Write info to stdout and errors to stderr in text format",
+    group: "Logging",
+  },
+  {
+    name: "feature-gates",
+    type: "string",
+    default: "",
+    description:
+      "key=value pairs of logging gates: AllAlpha, AllBeta, ContextualLogging (true), LoggingAlphaOptions, LoggingBetaOptions (true)",
+    group: "Logging",
+  },
 ];
 
 /** The logging feature gates component-base knows, with their defaults. */
@@ -93,7 +310,13 @@ export interface ManagerSettings {
   maxActiveJobs: number;
   clusterMaxActiveJobs: number;
   /** Cipher suites and curves in OpenSSL's names (Node's), translated from Go's; empty = Node's defaults. */
-  diagnostics: { address: string; insecure: boolean; tlsCipherSuites: string[]; tlsCurvePreferences: string[]; tlsMinVersion: "TLSv1.2" | "TLSv1.3" };
+  diagnostics: {
+    address: string;
+    insecure: boolean;
+    tlsCipherSuites: string[];
+    tlsCurvePreferences: string[];
+    tlsMinVersion: "TLSv1.2" | "TLSv1.3";
+  };
   logging: { verbosity: number; vmodule: string; format: "text" | "json"; flushFrequencyMillis: number; splitStream: boolean };
   featureGates: Record<string, boolean>;
   /** From $POD_NAMESPACE: the namespace of the leader election Lease. */
@@ -103,7 +326,11 @@ export interface ManagerSettings {
 }
 
 export type ParsedFlags =
-  | { kind: "run"; options: ManagerSettings; /** Every flag with its effective value, as the startup log prints them. */ flagLines: string[] }
+  | {
+      kind: "run";
+      options: ManagerSettings /** Every flag with its effective value, as the startup log prints them. */;
+      flagLines: string[];
+    }
   | { kind: "help"; text: string }
   | { kind: "version" }
   | { kind: "invalid"; errors: string[]; message: string };
@@ -134,7 +361,16 @@ export const goCipherSuites: Readonly<Record<string, string>> = {
 /** Go's curve names → OpenSSL's. */
 export const goCurves: Readonly<Record<string, string>> = { CurveP256: "P-256", CurveP384: "P-384", CurveP521: "P-521", X25519: "X25519" };
 
-const goDurationUnits: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, "μs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const goDurationUnits: Readonly<Record<string, number>> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
 
 /** Parses a Go duration (`10m`, `1h30m`, `1.5s`, `300ms`, `0`) into milliseconds; undefined if malformed. */
 export function parseGoDuration(text: string): number | undefined {
@@ -144,7 +380,8 @@ export function parseGoDuration(text: string): number | undefined {
   const body = trimmed.replace(/^[-+]/, "");
   if (!/^(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*$/.test(body)) return undefined;
   let total = 0;
-  for (const [, value, unit] of body.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(value) * goDurationUnits[unit!]!;
+  for (const [, value, unit] of body.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g))
+    total += Number(value) * goDurationUnits[unit!]!;
   return sign * total;
 }
 
@@ -152,7 +389,10 @@ export function parseGoDuration(text: string): number | undefined {
 export function parseFeatureGates(text: string): { gates: Record<string, boolean>; errors: string[] } {
   const gates: Record<string, boolean> = { ...featureGateDefaults };
   const errors: string[] = [];
-  for (const pair of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [key = "", value = ""] = pair.split("=", 2).map((s) => s.trim());
     if (!(key in featureGateDefaults)) errors.push(`--feature-gates: unrecognized feature gate: ${key}`);
     else if (!/^(true|false)$/i.test(value)) errors.push(`--feature-gates: invalid value of ${key}: ${value}, err: want true or false`);
@@ -164,7 +404,9 @@ export function parseFeatureGates(text: string): { gates: Record<string, boolean
 function buildParser(argv: readonly string[]) {
   let parser = yargs([...argv])
     .scriptName("manager")
-    .usage("manager [flags]\n\nThe captf manager: reconciles TerraformCluster, TerraformMachine and TerraformMachinePool objects by running Terraform Jobs.")
+    .usage(
+      "manager [flags]\n\nThe captf manager: reconciles TerraformCluster, TerraformMachine and TerraformMachinePool objects by running Terraform Jobs.",
+    )
     .parserConfiguration({ "camel-case-expansion": false, "short-option-groups": false, "strip-aliased": true, "boolean-negation": false })
     .strict()
     .exitProcess(false)
@@ -192,7 +434,10 @@ function buildParser(argv: readonly string[]) {
 }
 
 /** Parses the manager's arguments (without `node` and the script) and environment. */
-export async function parseManagerFlags(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): Promise<ParsedFlags> {
+export async function parseManagerFlags(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<ParsedFlags> {
   const parser = buildParser(argv);
   let raw: Record<string, unknown>;
   try {
@@ -250,18 +495,23 @@ export async function parseManagerFlags(argv: readonly string[], env: Readonly<R
   const leaseDurationMillis = duration("leader-elect-lease-duration", true);
   const renewDeadlineMillis = duration("leader-elect-renew-deadline", true);
   const retryPeriodMillis = duration("leader-elect-retry-period", true);
-  if (leaseDurationMillis <= renewDeadlineMillis) errors.push("--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
-  if (renewDeadlineMillis <= retryPeriodMillis * 1.2) errors.push("--leader-elect-renew-deadline: must be greater than 1.2 × --leader-elect-retry-period");
+  if (leaseDurationMillis <= renewDeadlineMillis)
+    errors.push("--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
+  if (renewDeadlineMillis <= retryPeriodMillis * 1.2)
+    errors.push("--leader-elect-renew-deadline: must be greater than 1.2 × --leader-elect-retry-period");
 
   const webhookPort = int("webhook-port", 1);
   if (webhookPort > 65535) errors.push(`--webhook-port: must be <= 65535, got ${webhookPort}`);
   const tlsMinVersion = text("tls-min-version");
-  if (tlsMinVersion !== "VersionTLS12" && tlsMinVersion !== "VersionTLS13") errors.push(`--tls-min-version: unsupported "${tlsMinVersion}": want VersionTLS12 or VersionTLS13`);
+  if (tlsMinVersion !== "VersionTLS12" && tlsMinVersion !== "VersionTLS13")
+    errors.push(`--tls-min-version: unsupported "${tlsMinVersion}": want VersionTLS12 or VersionTLS13`);
   const loggingFormat = text("logging-format");
-  if (loggingFormat !== "text" && loggingFormat !== "json") errors.push(`--logging-format: unsupported "${loggingFormat}": want text or json`);
+  if (loggingFormat !== "text" && loggingFormat !== "json")
+    errors.push(`--logging-format: unsupported "${loggingFormat}": want text or json`);
   for (const name of ["health-addr", "diagnostics-address", "profiler-address"]) {
     const address = text(name);
-    if (address !== "" && address !== "0" && !/^(\[[^\]]+\]|[^:]*):\d{1,5}$/.test(address)) errors.push(`--${name}: invalid address "${address}": want host:port, e.g. ":9440"`);
+    if (address !== "" && address !== "0" && !/^(\[[^\]]+\]|[^:]*):\d{1,5}$/.test(address))
+      errors.push(`--${name}: invalid address "${address}": want host:port, e.g. ":9440"`);
   }
   const translate = (name: string, table: Readonly<Record<string, string>>) =>
     list(name).map((entry) => {
@@ -289,7 +539,12 @@ export async function parseManagerFlags(argv: readonly string[], env: Readonly<R
     profilerAddress: text("profiler-address"),
     kubeconfig: text("kubeconfig"),
     leaderElection: { enabled: bool("leader-elect"), leaseDurationMillis, renewDeadlineMillis, retryPeriodMillis },
-    webhook: { port: webhookPort, certDir: text("webhook-cert-dir"), certName: text("webhook-cert-name"), keyName: text("webhook-key-name") },
+    webhook: {
+      port: webhookPort,
+      certDir: text("webhook-cert-dir"),
+      certName: text("webhook-cert-name"),
+      keyName: text("webhook-key-name"),
+    },
     runnerImage,
     runnerEvents: bool("runner-events"),
     driftDefaultIntervalMillis: duration("drift-default-interval", true),
@@ -313,10 +568,13 @@ export async function parseManagerFlags(argv: readonly string[], env: Readonly<R
     },
     featureGates: gates.gates,
     podNamespace: env.POD_NAMESPACE || undefined,
-    managerUser: env.POD_NAMESPACE && env.SERVICE_ACCOUNT_NAME ? `system:serviceaccount:${env.POD_NAMESPACE}:${env.SERVICE_ACCOUNT_NAME}` : undefined,
+    managerUser:
+      env.POD_NAMESPACE && env.SERVICE_ACCOUNT_NAME ? `system:serviceaccount:${env.POD_NAMESPACE}:${env.SERVICE_ACCOUNT_NAME}` : undefined,
   };
   if (errors.length > 0) return invalid(errors);
-  const flagLines = managerFlags.map((flag) => `FLAG: --${flag.name}=${JSON.stringify(flag.name === "runner-image" ? runnerImage : text(flag.name))}`);
+  const flagLines = managerFlags.map(
+    (flag) => `FLAG: --${flag.name}=${JSON.stringify(flag.name === "runner-image" ? runnerImage : text(flag.name))}`,
+  );
   return { kind: "run", options, flagLines };
 }
 

@@ -3,7 +3,17 @@ export * from "./api/index.js";
 export * from "./webhooks/index.js";
 export { KubeClient, resourcePath, apiVersionOf } from "./runtime/kube-client.js";
 export { KubeApiError, isConflict, isAlreadyExists, isGone } from "./runtime/api-errors.js";
-export type { KubeApi, ResourceType, KubeObject, ObjectMeta, KubeList, WatchEvent, PatchType, DeleteOptions, KubeRequestOptions } from "./runtime/kube-client.js";
+export type {
+  KubeApi,
+  ResourceType,
+  KubeObject,
+  ObjectMeta,
+  KubeList,
+  WatchEvent,
+  PatchType,
+  DeleteOptions,
+  KubeRequestOptions,
+} from "./runtime/kube-client.js";
 export type { KubeStatus } from "./runtime/api-errors.js";
 export { builtinTypes } from "./runtime/builtin-types.js";
 export { Informer, objectKey, splitKey, labelIndex, controllerOwnerIndex } from "./runtime/informer.js";

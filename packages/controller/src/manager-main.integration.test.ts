@@ -12,7 +12,14 @@ import { apiGroup, apiVersion, finalizers, kinds } from "@captf/contract/api";
 import { minimalMachine } from "./api/examples.test-support.js";
 import { managerFlags } from "./flags.js";
 import { managerVersion } from "./manager-main.js";
-import { buildManagerBundle, httpsRequest, killManagerProcess, runManagerBundle, startManagerProcess, type ManagerProcess } from "./manager-process.test-support.js";
+import {
+  buildManagerBundle,
+  httpsRequest,
+  killManagerProcess,
+  runManagerBundle,
+  startManagerProcess,
+  type ManagerProcess,
+} from "./manager-process.test-support.js";
 import { preparePlane, type PlaneClients, mergePatchOptions } from "./reconcile/plane.test-support.js";
 import { webhookPath } from "./webhooks/configuration.js";
 
@@ -35,7 +42,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
   afterAll(async () => {
     await killManagerProcess(manager);
     // The manager is gone: take its finalizer off so the namespace can go.
-    await plane?.custom.patchNamespacedCustomObject({ ...machines, name: "m-0", body: { metadata: { finalizers: null } } }, mergePatchOptions()).catch(() => undefined);
+    await plane?.custom
+      .patchNamespacedCustomObject({ ...machines, name: "m-0", body: { metadata: { finalizers: null } } }, mergePatchOptions())
+      .catch(() => undefined);
     await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
   });
@@ -43,7 +52,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
   it("exits 2 with every problem on one line for invalid flags", () => {
     const invalid = runManagerBundle(bundle, ["--sync-period=0"]);
     expect(invalid.code).toBe(2);
-    expect(invalid.stderr).toBe("manager: invalid flags: --runner-image: required (or set $CAPTF_MANAGER_IMAGE); --sync-period: must be > 0, got 0\n");
+    expect(invalid.stderr).toBe(
+      "manager: invalid flags: --runner-image: required (or set $CAPTF_MANAGER_IMAGE); --sync-period: must be > 0, got 0\n",
+    );
   });
 
   it("prints its help, listing every flag, and its version", () => {
@@ -51,7 +62,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     expect(help.code).toBe(0);
     for (const flag of managerFlags) expect(help.stdout).toContain(`--${flag.name}`);
     const version = runManagerBundle(bundle, ["--version"]);
-    expect(version).toEqual({ code: 0, stdout: `manager ${managerVersion} (commit c0ffee, contract v1alpha1, node ${process.version})\n`, stderr: "" });
+    expect(version).toEqual({
+      code: 0,
+      stdout: `manager ${managerVersion} (commit c0ffee, contract v1alpha1, node ${process.version})\n`,
+      stderr: "",
+    });
   });
 
   it("leads, serves probes, metrics and the webhooks, reconciles a TerraformMachine, and exits 0 on SIGTERM", async () => {
@@ -82,9 +97,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     expect(metrics.body).toContain(`captf_build_info{version="${managerVersion}",commit="c0ffee",contract="v1alpha1"} 1`);
 
     const review = await httpsRequest(`https://127.0.0.1:${running.ports.webhook}${webhookPath(kinds.machine)}`, ca, {
-      json: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u-1", kind: { group: apiGroup, version: apiVersion, kind: kinds.machine }, operation: "CREATE", userInfo: { username: "alice" }, object: minimalMachine("m-0") } },
+      json: {
+        apiVersion: "admission.k8s.io/v1",
+        kind: "AdmissionReview",
+        request: {
+          uid: "u-1",
+          kind: { group: apiGroup, version: apiVersion, kind: kinds.machine },
+          operation: "CREATE",
+          userInfo: { username: "alice" },
+          object: minimalMachine("m-0"),
+        },
+      },
     });
-    expect({ status: review.status, response: JSON.parse(review.body).response }).toEqual({ status: 200, response: { uid: "u-1", allowed: true } });
+    expect({ status: review.status, response: JSON.parse(review.body).response }).toEqual({
+      status: 200,
+      response: { uid: "u-1", allowed: true },
+    });
 
     await plane.custom.createNamespacedCustomObject({ ...machines, body: minimalMachine("m-0") });
     const reconciled = await waitFor(
@@ -96,14 +124,24 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
       "the TerraformMachine reconciled",
     );
     expect(reconciled.metadata.finalizers).toContain(finalizers.TerraformMachine);
-    expect(reconciled.status.conditions).toContainEqual(expect.objectContaining({ type: "DependenciesReady", status: "Unknown", reason: "WaitingForOwner" }));
+    expect(reconciled.status.conditions).toContainEqual(
+      expect.objectContaining({ type: "DependenciesReady", status: "Unknown", reason: "WaitingForOwner" }),
+    );
 
     const started = Date.now();
     running.child.kill("SIGTERM");
     expect(await running.exited).toEqual({ code: 0, signal: null });
     expect(Date.now() - started).toBeLessThan(20_000);
     const messages = running.records().map((record) => record.msg);
-    expect(messages).toEqual(expect.arrayContaining(["captf manager starting", "started leading", "signal received, shutting down", "manager exiting", "manager stopped"]));
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        "captf manager starting",
+        "started leading",
+        "signal received, shutting down",
+        "manager exiting",
+        "manager stopped",
+      ]),
+    );
     expect(messages).toContain(`FLAG: --namespace="${namespace}"`);
     const released = await plane.coordination.readNamespacedLease({ namespace, name: leaseName });
     expect(released.spec!.holderIdentity ?? "").toBe("");

@@ -34,7 +34,11 @@ async function settings(argv: string[] = [], env: Record<string, string> = {}): 
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  return { io: { stdout: { write: (text: string) => out.push(text) }, stderr: { write: (text: string) => err.push(text) } }, stdout: () => out.join(""), stderr: () => err.join("") };
+  return {
+    io: { stdout: { write: (text: string) => out.push(text) }, stderr: { write: (text: string) => err.push(text) } },
+    stdout: () => out.join(""),
+    stderr: () => err.join(""),
+  };
 }
 
 describe("runManager", () => {
@@ -48,7 +52,9 @@ describe("runManager", () => {
     const { io, stdout } = capture();
     expect(await runManager(["--version"], {}, io)).toBe(0);
     expect(stdout()).toBe(`manager ${managerVersion} (commit unknown, contract v1alpha1, node ${process.version})\n`);
-    expect(versionLine({ version: "1.2.3", commit: "abc", contract: "v1alpha1" })).toBe(`manager 1.2.3 (commit abc, contract v1alpha1, node ${process.version})\n`);
+    expect(versionLine({ version: "1.2.3", commit: "abc", contract: "v1alpha1" })).toBe(
+      `manager 1.2.3 (commit abc, contract v1alpha1, node ${process.version})\n`,
+    );
   });
 
   it("exits 2 with the parser's one-line message for invalid flags", async () => {
@@ -73,12 +79,25 @@ describe("runManager", () => {
 describe("the manager's parts", () => {
   it("builds the three workspace controllers and the machine template controller with their concurrency flags, the identity controller and the namespace sweep", async () => {
     const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({ clusters: [{ name: "c", server: "https://127.0.0.1:1" }], users: [{ name: "u" }], contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x" });
-    const options = await settings(["--terraformcluster-concurrency=2", "--terraformmachine-concurrency=3", "--terraformmachinepool-concurrency=4", "--terraformmachinetemplate-concurrency=5"]);
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    const options = await settings([
+      "--terraformcluster-concurrency=2",
+      "--terraformmachine-concurrency=3",
+      "--terraformmachinepool-concurrency=4",
+      "--terraformmachinetemplate-concurrency=5",
+    ]);
     const logger = pino({ level: "silent" });
     const client = new KubeClient(kubeConfig);
     const manager = new Manager({ client, logger });
-    const controllers = createManagerControllers({ client, logger, metrics: createManagerMetrics({ processMetrics: false }), instance: "test", manager }, options);
+    const controllers = createManagerControllers(
+      { client, logger, metrics: createManagerMetrics({ processMetrics: false }), instance: "test", manager },
+      options,
+    );
     client.close();
     expect(controllers.map((controller) => [controller.name, controller.kind, controller.concurrency])).toEqual([
       ["terraformcluster", "TerraformCluster", 2],
@@ -92,7 +111,12 @@ describe("the manager's parts", () => {
 
   it("with --shards 3 scopes the sharded kinds' informers to the held shards by their label and watches the unassigned ones; with --shards 1 nothing", async () => {
     const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({ clusters: [{ name: "c", server: "https://127.0.0.1:1" }], users: [{ name: "u" }], contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x" });
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
+      users: [{ name: "u" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
     const logger = pino({ level: "silent" });
     const client = new KubeClient(kubeConfig);
     const build = async (argv: string[]) => {
@@ -100,7 +124,11 @@ describe("the manager's parts", () => {
       const manager = new Manager({ client, logger });
       const metrics = createManagerMetrics({ processMetrics: false });
       const sharding = managerSharding(options, { logger, metrics, client, manager });
-      addManagerControllers(manager, createManagerControllers({ client, logger, metrics, instance: "test", manager }, options), sharding?.gate);
+      addManagerControllers(
+        manager,
+        createManagerControllers({ client, logger, metrics, instance: "test", manager }, options),
+        sharding?.gate,
+      );
       return { manager, metrics, sharding };
     };
     const sharded = await build(["--shards=3", "--leader-elect"]);
@@ -117,7 +145,9 @@ describe("the manager's parts", () => {
     expect(selectors().map(([, selector]) => selector)).toEqual(new Array(3).fill("captf.io/shard in (0)"));
     // The objects no shard informer sees, per kind, whole.
     for (const type of sharded.manager.scopedInformers().map((informer) => informer.type)) {
-      expect(sharded.manager.informer(type, { labelSelector: "captf.io/shard notin (0,1,2)", unscoped: true }).labelSelector).toBe("captf.io/shard notin (0,1,2)");
+      expect(sharded.manager.informer(type, { labelSelector: "captf.io/shard notin (0,1,2)", unscoped: true }).labelSelector).toBe(
+        "captf.io/shard notin (0,1,2)",
+      );
     }
     // Nothing cached yet: the gauge has no series.
     expect(await sharded.metrics.registry.metrics()).toContain("# TYPE captf_shard_cached_objects gauge\n\n");
@@ -138,7 +168,9 @@ describe("the manager's parts", () => {
   });
 
   it("names the manager's user from POD_NAMESPACE and SERVICE_ACCOUNT_NAME, else the shipped ServiceAccount's", async () => {
-    expect(managerUsername(await settings([], { POD_NAMESPACE: "ops", SERVICE_ACCOUNT_NAME: "captf" }))).toBe("system:serviceaccount:ops:captf");
+    expect(managerUsername(await settings([], { POD_NAMESPACE: "ops", SERVICE_ACCOUNT_NAME: "captf" }))).toBe(
+      "system:serviceaccount:ops:captf",
+    );
     expect(managerUsername(await settings([], { POD_NAMESPACE: "ops" }))).toBe("system:serviceaccount:ops:captf-controller-manager");
     expect(managerUsername(await settings())).toBe("system:serviceaccount:captf-system:captf-controller-manager");
   });
@@ -147,9 +179,21 @@ describe("the manager's parts", () => {
     const dir = mkdtempSync(join(tmpdir(), "captf-manager-main-"));
     try {
       generateServingCertificate(dir);
-      const options = await settings([`--webhook-cert-dir=${dir}/`, "--webhook-port=10443", "--tls-min-version=VersionTLS13", "--tls-curve-preferences=CurveP256,X25519"]);
-      expect(admissionServing(options)).toEqual({ port: 10443, certFile: `${dir}/tls.crt`, keyFile: `${dir}/tls.key`, tls: { minVersion: "TLSv1.3", ecdhCurve: "P-256:X25519" } });
-      await expect(async () => admissionServing(await settings(["--webhook-cert-dir=/nonexistent"]))).rejects.toThrow(/ENOENT.*\/nonexistent\/tls\.crt/);
+      const options = await settings([
+        `--webhook-cert-dir=${dir}/`,
+        "--webhook-port=10443",
+        "--tls-min-version=VersionTLS13",
+        "--tls-curve-preferences=CurveP256,X25519",
+      ]);
+      expect(admissionServing(options)).toEqual({
+        port: 10443,
+        certFile: `${dir}/tls.crt`,
+        keyFile: `${dir}/tls.key`,
+        tls: { minVersion: "TLSv1.3", ecdhCurve: "P-256:X25519" },
+      });
+      await expect(async () => admissionServing(await settings(["--webhook-cert-dir=/nonexistent"]))).rejects.toThrow(
+        /ENOENT.*\/nonexistent\/tls\.crt/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

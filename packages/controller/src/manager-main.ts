@@ -56,7 +56,11 @@ export const defaultManagerNamespace = "captf-system";
 declare const CAPTF_BUILD_COMMIT: string | undefined;
 
 export function managerBuildInfo(): BuildInfo {
-  return { version: managerVersion, commit: typeof CAPTF_BUILD_COMMIT === "string" ? CAPTF_BUILD_COMMIT : "unknown", contract: contractVersion };
+  return {
+    version: managerVersion,
+    commit: typeof CAPTF_BUILD_COMMIT === "string" ? CAPTF_BUILD_COMMIT : "unknown",
+    contract: contractVersion,
+  };
 }
 
 export function versionLine(build: BuildInfo = managerBuildInfo()): string {
@@ -90,7 +94,10 @@ export function managerJobEnvironment(settings: Pick<ManagerSettings, "runnerIma
 export function createManagerControllers(deps: ManagerControllerDeps, settings: ManagerSettings): Controller[] {
   const { logger } = deps;
   // First: the cache's informers strip managedFields, which only their first request can ask for.
-  const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], { ...(settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {}), sharded: settings.shards > 1 });
+  const cache = managerReadCache(deps.manager, [clusterAdapter, machineAdapter, poolAdapter], {
+    ...(settings.watchFilter ? { watchFilterSelector: watchFilterSelector(settings.watchFilter)! } : {}),
+    sharded: settings.shards > 1,
+  });
   // Every write recorded as an expectation of the read cache.
   const client = recordingWrites(deps.client, cache);
   const events = kubeEventRecorder(client, { instance: deps.instance, logger });
@@ -113,17 +120,30 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const jobCache = deps.manager.informer(builtinTypes.job);
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
-  const podCache = { informer: deps.manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector }), labelSelector: managedSecretSelector };
-  reconcilerDeps.jobSlots = new JobSlots(slotJobCache(jobCache, podCache), { manager: settings.maxActiveJobs, clusterDefault: settings.clusterMaxActiveJobs });
+  const podCache = {
+    informer: deps.manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector }),
+    labelSelector: managedSecretSelector,
+  };
+  reconcilerDeps.jobSlots = new JobSlots(slotJobCache(jobCache, podCache), {
+    manager: settings.maxActiveJobs,
+    clusterDefault: settings.clusterMaxActiveJobs,
+  });
   // The identity controller's mirror watch fills this cache.
   const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
-  const controllerOptions = (concurrency: number) => ({ concurrency, manager: deps.manager, ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}) });
+  const controllerOptions = (concurrency: number) => ({
+    concurrency,
+    manager: deps.manager,
+    ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
+  });
   return [
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
     identityController({ client, events }, { cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
-    machineTemplateController({ client, events, metrics: deps.metrics.captf }, { concurrency: settings.concurrency.terraformMachineTemplate }),
+    machineTemplateController(
+      { client, events, metrics: deps.metrics.captf },
+      { concurrency: settings.concurrency.terraformMachineTemplate },
+    ),
     namespaceSweepController(client, { syncPeriodMillis: settings.syncPeriodMillis }),
   ];
 }
@@ -135,7 +155,11 @@ const shardedKinds: ReadonlySet<string> = new Set([clusterAdapter.kind, machineA
  * Adds the controllers to the manager; with a gate, those of the sharded kinds run on every
  * replica for the shards it holds, the others (identities, …) stay on the leader.
  */
-export function addManagerControllers(manager: Pick<Manager, "informer" | "addController">, controllers: readonly Controller[], gate: ShardGate | undefined): void {
+export function addManagerControllers(
+  manager: Pick<Manager, "informer" | "addController">,
+  controllers: readonly Controller[],
+  gate: ShardGate | undefined,
+): void {
   for (const controller of controllers) {
     if (!gate || !shardedKinds.has(controller.kind)) {
       manager.addController(controller);
@@ -168,13 +192,20 @@ export interface ManagerSharding {
  */
 export function managerSharding(
   settings: ManagerSettings,
-  deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & { client: Manager["client"]; manager?: Pick<Manager, "informer" | "scopeInformers" | "rescope" | "scopedInformers"> },
+  deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & {
+    client: Manager["client"];
+    manager?: Pick<Manager, "informer" | "scopeInformers" | "rescope" | "scopedInformers">;
+  },
 ): ManagerSharding | undefined {
   if (settings.shards <= 1) return undefined;
   const namespace = settings.podNamespace ?? readNamespaceFile(inClusterNamespaceFile);
   if (!namespace) throw new Error("--shards needs the manager's namespace for its Leases: set POD_NAMESPACE or run in a pod");
   // Without leader election the controllers that are not sharded (identities, …) would run on every replica at once.
-  if (!settings.leaderElection.enabled) deps.logger.warn({ shards: settings.shards }, "--shards without --leader-elect: the controllers that are not sharded run on every replica");
+  if (!settings.leaderElection.enabled)
+    deps.logger.warn(
+      { shards: settings.shards },
+      "--shards without --leader-elect: the controllers that are not sharded run on every replica",
+    );
   const shardOfObject = (object: KubeObject) => shardOf(object.metadata?.namespace ?? "", clusterNameOf(object), settings.shards);
   const gate = new ShardGate(
     shardOfObject,
@@ -225,13 +256,22 @@ function scopeShardedInformers(
   deps: Pick<ManagerControllerDeps, "logger" | "metrics"> & { client: Manager["client"] },
 ): ShardLabeller {
   const sharded = new Set(shardedTypes.map((type) => `${type.group}/${type.plural}`));
-  manager.scopeInformers({ scopes: (type) => sharded.has(`${type.group}/${type.plural}`), requirement: () => heldShardsSelector(labels.shard, held) });
+  manager.scopeInformers({
+    scopes: (type) => sharded.has(`${type.group}/${type.plural}`),
+    requirement: () => heldShardsSelector(labels.shard, held),
+  });
   const labeller = new ShardLabeller({ client: deps.client, label: labels.shard, shardOfObject, held: () => held, logger: deps.logger });
   const filter = settings.watchFilter ? watchFilterSelector(settings.watchFilter) : undefined;
   for (const type of shardedTypes) {
     // The controllers' own informer of the kind (the read cache asks for the same one, with the same transform).
     labeller.watchScoped(manager.informer(type, { ...(filter ? { labelSelector: filter } : {}), transform: withoutManagedFields }));
-    labeller.watchUnassigned(manager.informer(type, { labelSelector: andSelectors(filter, unassignedShardSelector(labels.shard, settings.shards))!, unscoped: true, transform: shardLabelMetadata }));
+    labeller.watchUnassigned(
+      manager.informer(type, {
+        labelSelector: andSelectors(filter, unassignedShardSelector(labels.shard, settings.shards))!,
+        unscoped: true,
+        transform: shardLabelMetadata,
+      }),
+    );
   }
   deps.metrics.runtime.setShardCacheSource(() => {
     // Keys per kind and shard: with --watch-filter a kind may have two scoped informers.
@@ -268,7 +308,12 @@ export function admissionServing(settings: ManagerSettings): Pick<AdmissionServe
     ciphers: settings.diagnostics.tlsCipherSuites,
     curves: settings.diagnostics.tlsCurvePreferences,
   });
-  return { port: settings.webhook.port, certFile, keyFile, tls: { minVersion, ...(ciphers ? { ciphers } : {}), ...(ecdhCurve ? { ecdhCurve } : {}) } };
+  return {
+    port: settings.webhook.port,
+    certFile,
+    keyFile,
+    tls: { minVersion, ...(ciphers ? { ciphers } : {}), ...(ecdhCurve ? { ecdhCurve } : {}) },
+  };
 }
 
 /** 0 for a graceful stop; 1 when the process must restart (leadership lost, caches never synced). */
@@ -281,7 +326,11 @@ function messageOf(error: unknown): string {
 }
 
 /** Runs the manager with `argv` (without node and the script) and resolves its exit code. */
-export async function runManager(argv: readonly string[], env: Readonly<Record<string, string | undefined>>, io: ManagerIo): Promise<number> {
+export async function runManager(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  io: ManagerIo,
+): Promise<number> {
   const parsed = await parseManagerFlags(argv, env);
   if (parsed.kind === "help") {
     io.stdout.write(`${parsed.text}\n`);
@@ -298,7 +347,12 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
   const settings = parsed.options;
   let bootstrapped: ReturnType<typeof bootstrapManager>;
   try {
-    bootstrapped = bootstrapManager(settings, { buildInfo: managerBuildInfo(), flagLines: parsed.flagLines, stdout: io.stdout, stderr: io.stderr });
+    bootstrapped = bootstrapManager(settings, {
+      buildInfo: managerBuildInfo(),
+      flagLines: parsed.flagLines,
+      stdout: io.stdout,
+      stderr: io.stderr,
+    });
   } catch (error) {
     io.stderr.write(`manager: cannot start: ${messageOf(error)}\n`);
     return 1;
@@ -345,7 +399,11 @@ export async function runManager(argv: readonly string[], env: Readonly<Record<s
 
 function logExit(logger: Logger, exit: ManagerExit): void {
   if (exit.reason === "stopped") logger.info({ drained: exit.drained }, "manager exiting");
-  else logger.error({ reason: exit.reason, ...(exit.reason === "cache-sync-timeout" ? { unsynced: exit.unsynced } : {}) }, "manager exiting for a restart");
+  else
+    logger.error(
+      { reason: exit.reason, ...(exit.reason === "cache-sync-timeout" ? { unsynced: exit.unsynced } : {}) },
+      "manager exiting for a restart",
+    );
 }
 
 /** The process entry point: this process's arguments, environment and signals; exits with the code. */

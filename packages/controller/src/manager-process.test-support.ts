@@ -16,9 +16,18 @@ export function buildManagerBundle(dir: string, commit = "test"): string {
 }
 
 /** Runs `node <bundle> <args>` to its end: exit code and output. */
-export function runManagerBundle(bundle: string, args: string[], env: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
+export function runManagerBundle(
+  bundle: string,
+  args: string[],
+  env: Record<string, string> = {},
+): { code: number | null; stdout: string; stderr: string } {
   try {
-    const stdout = execFileSync(process.execPath, [bundle, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 30_000 });
+    const stdout = execFileSync(process.execPath, [bundle, ...args], {
+      env: { PATH: process.env.PATH ?? "", ...env },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 30_000,
+    });
     return { code: 0, stdout, stderr: "" };
   } catch (error) {
     const failed = error as { status: number | null; stdout: string; stderr: string };
@@ -65,7 +74,10 @@ export async function startManagerProcess(options: ManagerProcessOptions): Promi
     "--logging-format=json",
     ...(options.args ?? []),
   ];
-  const child = spawn(process.execPath, [options.bundle, ...args], { env: { PATH: process.env.PATH ?? "", ...options.env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [options.bundle, ...args], {
+    env: { PATH: process.env.PATH ?? "", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const lines: string[] = [];
   const collect = (stream: NodeJS.ReadableStream) => {
     let partial = "";
@@ -78,7 +90,9 @@ export async function startManagerProcess(options: ManagerProcessOptions): Promi
   };
   collect(child.stdout!);
   collect(child.stderr!);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     records: () =>
@@ -104,7 +118,11 @@ export async function killManagerProcess(manager: ManagerProcess | undefined): P
 }
 
 /** GET (or POST `json`) over HTTPS trusting the PEM `ca`, with an optional bearer token. */
-export function httpsRequest(url: string, ca: string, options: { token?: string; json?: unknown } = {}): Promise<{ status: number; body: string }> {
+export function httpsRequest(
+  url: string,
+  ca: string,
+  options: { token?: string; json?: unknown } = {},
+): Promise<{ status: number; body: string }> {
   const body = options.json === undefined ? undefined : JSON.stringify(options.json);
   const headers: Record<string, string> = {
     ...(options.token ? { Authorization: `Bearer ${options.token}` } : {}),

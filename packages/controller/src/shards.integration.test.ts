@@ -58,16 +58,32 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
       bundle,
       kubeconfigPath: sharedControlPlane().kubeconfigPath,
       dir: mkdtempSync(join(work, "m-")),
-      args: [`--namespace=${namespace}`, "--insecure-diagnostics", "--leader-elect", `--shards=${shards}`, "--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"],
+      args: [
+        `--namespace=${namespace}`,
+        "--insecure-diagnostics",
+        "--leader-elect",
+        `--shards=${shards}`,
+        "--leader-elect-lease-duration=8s",
+        "--leader-elect-renew-deadline=6s",
+        "--leader-elect-retry-period=1s",
+      ],
       env: { POD_NAMESPACE: namespace, CAPTF_MANAGER_IMAGE: "registry.invalid/captf-controller:test" },
     });
     managers.push(manager);
     return manager;
   };
-  const identityOf = (manager: ManagerProcess) => manager.records().find((record) => record.msg === "claiming shards")?.identity as string | undefined;
+  const identityOf = (manager: ManagerProcess) =>
+    manager.records().find((record) => record.msg === "claiming shards")?.identity as string | undefined;
   const alive = (manager: ManagerProcess) => manager.child.exitCode === null && manager.child.signalCode === null;
   const holders = async () =>
-    Promise.all(Array.from({ length: shards }, (_, i) => plane.coordination.readNamespacedLease({ namespace, name: shardLeaseName(i) }).then((lease) => lease.spec?.holderIdentity ?? "", () => "")));
+    Promise.all(
+      Array.from({ length: shards }, (_, i) =>
+        plane.coordination.readNamespacedLease({ namespace, name: shardLeaseName(i) }).then(
+          (lease) => lease.spec?.holderIdentity ?? "",
+          () => "",
+        ),
+      ),
+    );
   /** Waits until the running managers hold every shard, `perManager` each at most, and returns shard → manager. */
   const settled = async (running: ManagerProcess[], perManager: number): Promise<ManagerProcess[]> =>
     waitFor(
@@ -75,13 +91,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
         const ids = running.map(identityOf);
         const owners = (await holders()).map((holder) => running[ids.indexOf(holder)]);
         if (owners.some((owner) => owner === undefined)) return undefined;
-        return running.every((manager) => owners.filter((owner) => owner === manager).length <= perManager) ? (owners as ManagerProcess[]) : undefined;
+        return running.every((manager) => owners.filter((owner) => owner === manager).length <= perManager)
+          ? (owners as ManagerProcess[])
+          : undefined;
       },
       60_000,
       `shards settled over ${running.length} managers`,
     ).catch((error: Error) => {
       // Under heavy load a lease can be lost (a replica then logs it, or exits on losing the leader Lease): say which.
-      const story = running.map((manager) => `${managers.indexOf(manager)} ${alive(manager) ? "running" : `exited ${manager.child.exitCode ?? manager.child.signalCode}`}: ${manager.records().filter((record) => /shard|lead/.test(record.msg)).slice(-8).map((record) => `${record.msg} ${record.shard ?? ""}`).join("; ")}`);
+      const story = running.map(
+        (manager) =>
+          `${managers.indexOf(manager)} ${alive(manager) ? "running" : `exited ${manager.child.exitCode ?? manager.child.signalCode}`}: ${manager
+            .records()
+            .filter((record) => /shard|lead/.test(record.msg))
+            .slice(-8)
+            .map((record) => `${record.msg} ${record.shard ?? ""}`)
+            .join("; ")}`,
+      );
       throw new Error(`${error.message}\n${story.join("\n")}`);
     });
   /** Keys each manager logged "reconciled" for, from its `from`-th record on. */
@@ -100,7 +126,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
       .filter((i) => {
         const start = from.get(managers[i]!) ?? 0;
         // The coordinator's hand-over records only (other records may name a shard too).
-        const events = managers[i]!.records().map((record, at) => ({ record, at })).filter(({ record }) => record.shard === shard && /^(shard gained|shard lost|releasing shard)/.test(record.msg));
+        const events = managers[i]!.records()
+          .map((record, at) => ({ record, at }))
+          .filter(({ record }) => record.shard === shard && /^(shard gained|shard lost|releasing shard)/.test(record.msg));
         const heldAtStart = events.filter(({ at }) => at < start).at(-1)?.record.msg === "shard gained";
         return heldAtStart || events.some(({ record, at }) => at >= start && record.msg === "shard gained");
       });
@@ -108,7 +136,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
    * Every key is reconciled by the manager holding its cluster's shard and by no other; only where
    * that shard changed hands meanwhile (a lease lost under load: each step is logged) by its holders.
    */
-  const expectOneManagerPerObject = (owners: ManagerProcess[], keys: readonly { key: string; cluster: string }[], from: Map<ManagerProcess, number> = new Map()) => {
+  const expectOneManagerPerObject = (
+    owners: ManagerProcess[],
+    keys: readonly { key: string; cluster: string }[],
+    from: Map<ManagerProcess, number> = new Map(),
+  ) => {
     const seen = managers.map((manager) => reconciledKeys(manager, from.get(manager) ?? 0));
     const by = keys.map(({ key }) => ({ key, managers: managers.map((_, i) => i).filter((i) => seen[i]!.has(key)) }));
     const expected = keys.map(({ key, cluster }) => {
@@ -138,7 +170,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     Object.fromEntries(
       held.flatMap((shard) => {
         const count = clusterNames.filter((cluster) => shardOfCluster(cluster) === shard).length;
-        return count === 0 ? [] : [[`TerraformCluster ${shard}`, count], [`TerraformMachine ${shard}`, count]];
+        return count === 0
+          ? []
+          : [
+              [`TerraformCluster ${shard}`, count],
+              [`TerraformMachine ${shard}`, count],
+            ];
       }),
     );
   /**
@@ -148,7 +185,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
    * the objects of its shards: a cache holding a label's count holds all objects of that label.
    */
   const expectCachesHoldTheirShards = async (running: ManagerProcess[], owners: ManagerProcess[]) => {
-    const expected = running.map((manager) => expectedCached(owners.map((owner, shard) => (owner === manager ? shard : -1)).filter((shard) => shard >= 0)));
+    const expected = running.map((manager) =>
+      expectedCached(owners.map((owner, shard) => (owner === manager ? shard : -1)).filter((shard) => shard >= 0)),
+    );
     let observed: Record<string, number>[] = [];
     await waitFor(
       async () => {
@@ -165,7 +204,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     for (const plural of ["terraformclusters", "terraformmachines"]) {
       const items = ((await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural })) as { items: AnyObject[] }).items;
       const cluster = (item: AnyObject) => (plural === "terraformclusters" ? item.metadata.name : item.metadata.labels[labels.clusterName]);
-      expect(items.map((item) => [item.metadata.name, item.metadata.labels?.[labels.shard]])).toEqual(items.map((item) => [item.metadata.name, String(shardOfCluster(cluster(item)))]));
+      expect(items.map((item) => [item.metadata.name, item.metadata.labels?.[labels.shard]])).toEqual(
+        items.map((item) => [item.metadata.name, String(shardOfCluster(cluster(item)))]),
+      );
     }
   };
   const machineKeys = clusterNames.map((cluster) => ({ key: `${namespace}/${machineOf(cluster)}`, cluster }));
@@ -183,10 +224,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await completer?.stop();
     for (const manager of managers) await killManagerProcess(manager);
     // The managers are gone: take the finalizers off so the namespace can go.
-    for (const [plural, names] of [["terraformmachines", clusterNames.map(machineOf)], ["terraformclusters", clusterNames]] as const) {
-      for (const name of names) await plane?.custom.patchNamespacedCustomObject({ ...infra, namespace, plural, name, body: { metadata: { finalizers: null } } }, mergePatchOptions()).catch(() => undefined);
+    for (const [plural, names] of [
+      ["terraformmachines", clusterNames.map(machineOf)],
+      ["terraformclusters", clusterNames],
+    ] as const) {
+      for (const name of names)
+        await plane?.custom
+          .patchNamespacedCustomObject({ ...infra, namespace, plural, name, body: { metadata: { finalizers: null } } }, mergePatchOptions())
+          .catch(() => undefined);
     }
-    await plane?.custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identityName }).catch(() => undefined);
+    await plane?.custom
+      .deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identityName })
+      .catch(() => undefined);
     await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
     client?.close();
     rmSync(work, { recursive: true, force: true });
@@ -198,31 +247,74 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await plane.custom.createClusterCustomObject({
       ...infra,
       plural: "terraformclusteridentities",
-      body: { apiVersion: `${infra.group}/${infra.version}`, kind: "TerraformClusterIdentity", metadata: { name: identityName }, spec: { type: "Secret", secretRef: { name: "credentials", namespace }, allowedNamespaces: { list: [namespace] } } },
+      body: {
+        apiVersion: `${infra.group}/${infra.version}`,
+        kind: "TerraformClusterIdentity",
+        metadata: { name: identityName },
+        spec: { type: "Secret", secretRef: { name: "credentials", namespace }, allowedNamespaces: { list: [namespace] } },
+      },
     });
-    const create = (group: typeof capi | typeof infra, plural: string, body: AnyObject) => plane.custom.createNamespacedCustomObject({ ...group, namespace, plural, body: { apiVersion: `${group.group}/${group.version}`, ...body } }) as Promise<AnyObject>;
+    const create = (group: typeof capi | typeof infra, plural: string, body: AnyObject) =>
+      plane.custom.createNamespacedCustomObject({
+        ...group,
+        namespace,
+        plural,
+        body: { apiVersion: `${group.group}/${group.version}`, ...body },
+      }) as Promise<AnyObject>;
     await Promise.all(
       clusterNames.map(async (cluster) => {
         const machine = machineOf(cluster);
         const clusterLabel = { [labels.clusterName]: cluster };
-        await create(infra, "terraformclusters", { kind: "TerraformCluster", metadata: { name: cluster, annotations: { "cluster.x-k8s.io/managed-by": "external" } }, spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: identityName } } });
-        await create(capi, "clusters", { kind: "Cluster", metadata: { name: cluster }, spec: { infrastructureRef: { apiGroup: infra.group, kind: "TerraformCluster", name: cluster } } });
-        await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${machine}-bootstrap`, labels: clusterLabel }, stringData: { value: "#cloud-config\n", format: "cloud-config" } } });
+        await create(infra, "terraformclusters", {
+          kind: "TerraformCluster",
+          metadata: { name: cluster, annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+          spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: identityName } },
+        });
+        await create(capi, "clusters", {
+          kind: "Cluster",
+          metadata: { name: cluster },
+          spec: { infrastructureRef: { apiGroup: infra.group, kind: "TerraformCluster", name: cluster } },
+        });
+        await plane.core.createNamespacedSecret({
+          namespace,
+          body: {
+            metadata: { name: `${machine}-bootstrap`, labels: clusterLabel },
+            stringData: { value: "#cloud-config\n", format: "cloud-config" },
+          },
+        });
         const owner = await create(capi, "machines", {
           kind: "Machine",
           metadata: { name: machine, labels: clusterLabel },
-          spec: { clusterName: cluster, bootstrap: { dataSecretName: `${machine}-bootstrap` }, infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachine", name: machine } },
+          spec: {
+            clusterName: cluster,
+            bootstrap: { dataSecretName: `${machine}-bootstrap` },
+            infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachine", name: machine },
+          },
         });
         await create(infra, "terraformmachines", {
           kind: "TerraformMachine",
-          metadata: { name: machine, labels: clusterLabel, ownerReferences: [{ apiVersion: `${capi.group}/${capi.version}`, kind: "Machine", name: machine, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true }] },
+          metadata: {
+            name: machine,
+            labels: clusterLabel,
+            ownerReferences: [
+              {
+                apiVersion: `${capi.group}/${capi.version}`,
+                kind: "Machine",
+                name: machine,
+                uid: owner.metadata.uid,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
+            ],
+          },
           spec: { source: { image: "registry.invalid/captf/noop-machine:v0.1.0" } },
         });
       }),
     );
   }
 
-  const applyJobs = async () => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine` })).items;
+  const applyJobs = async () =>
+    (await plane.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine` })).items;
 
   it("reconciles each object on one manager, hands a killed manager's clusters over without a second Job, and rebalances 3 → 1 → 3", async () => {
     const [a, b, c] = await Promise.all([startManager(), startManager(), startManager()]);
@@ -231,12 +323,27 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     // 30 clusters; every machine's apply Job is created and stays running (no Pod completes yet).
     await createClusters();
     await waitFor(async () => ((await applyJobs()).length === clusterCount ? true : undefined), 60_000, `${clusterCount} apply Jobs`);
-    await waitFor(async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) && clusterKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) ? true : undefined), 30_000, "every object reconciled");
+    await waitFor(
+      async () =>
+        machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key))) &&
+        clusterKeys.every(({ key }) => managers.some((m) => reconciledKeys(m).has(key)))
+          ? true
+          : undefined,
+      30_000,
+      "every object reconciled",
+    );
     expectOneManagerPerObject(owners, [...clusterKeys, ...machineKeys]);
     // Each new object was labelled once, by the holder of its shard, and each replica caches its shard alone.
     await expectShardLabels();
-    const labelledBy = (key: string) => managers.map((manager, i) => ({ i, n: manager.records().filter((record) => record.msg === "labelled with its shard" && record.key === key).length })).filter(({ n }) => n > 0);
-    for (const { key, cluster } of [...clusterKeys, ...machineKeys]) expect([key, labelledBy(key)]).toEqual([key, [{ i: managers.indexOf(owners[shardOfCluster(cluster)]!), n: 1 }]]);
+    const labelledBy = (key: string) =>
+      managers
+        .map((manager, i) => ({
+          i,
+          n: manager.records().filter((record) => record.msg === "labelled with its shard" && record.key === key).length,
+        }))
+        .filter(({ n }) => n > 0);
+    for (const { key, cluster } of [...clusterKeys, ...machineKeys])
+      expect([key, labelledBy(key)]).toEqual([key, [{ i: managers.indexOf(owners[shardOfCluster(cluster)]!), n: 1 }]]);
     await expectCachesHoldTheirShards([a!, b!, c!], owners);
 
     // SIGKILL one manager mid-run: its shard's Jobs are still running.
@@ -249,12 +356,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await victim.exited;
 
     // Now the stand-in kubelet completes every Pod; the survivors bookkeep every run.
-    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/controller-jobs.mjs", import.meta.url)))) as { startJobCompleter: (options: unknown) => { stop(): Promise<void>; synced(): Promise<void>; stats: { errors: string[] } } };
+    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/controller-jobs.mjs", import.meta.url)))) as {
+      startJobCompleter: (options: unknown) => { stop(): Promise<void>; synced(): Promise<void>; stats: { errors: string[] } };
+    };
     const started = startJobCompleter({ client, namespace, logger: pino({ level: "silent" }) });
     completer = started;
     await started.synced();
     const provisioned = async () => {
-      const items = ((await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines" })) as { items: AnyObject[] }).items;
+      const items = (
+        (await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines" })) as { items: AnyObject[] }
+      ).items;
       return items.filter((item) => item.status?.initialization?.provisioned === true).length;
     };
     await waitFor(async () => ((await provisioned()) === clusterCount ? true : undefined), 90_000, `${clusterCount} machines provisioned`);
@@ -263,10 +374,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     // The survivors' caches now hold the killed manager's shard too.
     await expectCachesHoldTheirShards(survivors, owners);
     // The killed manager's machines were finished by the managers that took its shard.
-    const reconcilersOf = (cluster: string) => survivors.filter((manager) => reconciledKeys(manager, beforeKill.get(manager)).has(`${namespace}/${machineOf(cluster)}`));
+    const reconcilersOf = (cluster: string) =>
+      survivors.filter((manager) => reconciledKeys(manager, beforeKill.get(manager)).has(`${namespace}/${machineOf(cluster)}`));
     // The managers flush their log every few seconds: wait for the lines, not only for the status.
-    await waitFor(async () => (victimClusters.every((cluster) => reconcilersOf(cluster).length > 0) ? true : undefined), 30_000, "the killed manager's machines in the others' logs");
-    for (const cluster of victimClusters) for (const manager of reconcilersOf(cluster)) expect(holdersOf(shardOfCluster(cluster), beforeKill)).toContain(managers.indexOf(manager));
+    await waitFor(
+      async () => (victimClusters.every((cluster) => reconcilersOf(cluster).length > 0) ? true : undefined),
+      30_000,
+      "the killed manager's machines in the others' logs",
+    );
+    for (const cluster of victimClusters)
+      for (const manager of reconcilersOf(cluster))
+        expect(holdersOf(shardOfCluster(cluster), beforeKill)).toContain(managers.indexOf(manager));
     // Every run finished once: one apply Job per machine, complete and bookkept.
     const jobs = await applyJobs();
     expect(jobs.map((job) => job.metadata!.labels![labels.ownerName]).sort()).toEqual(clusterNames.map(machineOf).sort());
@@ -292,18 +410,56 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     const [inRange, otherCount] = [machineKeys[0]!, machineKeys[1]!];
     const wrongShard = (shardOfCluster(inRange.cluster) + 1) % shards;
     const beforeRelabel = new Map(managers.map((manager) => [manager, manager.records().length]));
-    const setShardLabel = (key: string, value: string) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { [labels.shard]: value } } } }, mergePatchOptions());
+    const setShardLabel = (key: string, value: string) =>
+      plane.custom.patchNamespacedCustomObject(
+        {
+          ...infra,
+          namespace,
+          plural: "terraformmachines",
+          name: key.split("/")[1]!,
+          body: { metadata: { labels: { [labels.shard]: value } } },
+        },
+        mergePatchOptions(),
+      );
     await setShardLabel(inRange.key, String(wrongShard));
     await setShardLabel(otherCount.key, "7");
-    const relabelledBy = (key: string, from: string) => managers.filter((manager) => manager.records().slice(beforeRelabel.get(manager)).some((record) => record.msg === "labelled with its shard" && record.key === key && record.from === from));
-    await waitFor(async () => (relabelledBy(inRange.key, String(wrongShard)).length > 0 && relabelledBy(otherCount.key, "7").length > 0 ? true : undefined), 30_000, "both labels put right");
+    const relabelledBy = (key: string, from: string) =>
+      managers.filter((manager) =>
+        manager
+          .records()
+          .slice(beforeRelabel.get(manager))
+          .some((record) => record.msg === "labelled with its shard" && record.key === key && record.from === from),
+      );
+    await waitFor(
+      async () =>
+        relabelledBy(inRange.key, String(wrongShard)).length > 0 && relabelledBy(otherCount.key, "7").length > 0 ? true : undefined,
+      30_000,
+      "both labels put right",
+    );
     expect(relabelledBy(inRange.key, String(wrongShard))).toEqual([owners[wrongShard]]);
     expect(relabelledBy(otherCount.key, "7")).toEqual([owners[shardOfCluster(otherCount.cluster)]]);
     await expectShardLabels();
     await expectCachesHoldTheirShards([last, d!, e!], owners);
     const window = new Map(managers.map((manager) => [manager, manager.records().length]));
-    await Promise.all(machineKeys.map(({ key }) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: key.split("/")[1]!, body: { metadata: { labels: { "test.captf.io/touched": "1" } } } }, mergePatchOptions())));
-    await waitFor(async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m, window.get(m)).has(key))) ? true : undefined), 30_000, "every machine reconciled after 1 → 3");
+    await Promise.all(
+      machineKeys.map(({ key }) =>
+        plane.custom.patchNamespacedCustomObject(
+          {
+            ...infra,
+            namespace,
+            plural: "terraformmachines",
+            name: key.split("/")[1]!,
+            body: { metadata: { labels: { "test.captf.io/touched": "1" } } },
+          },
+          mergePatchOptions(),
+        ),
+      ),
+    );
+    await waitFor(
+      async () => (machineKeys.every(({ key }) => managers.some((m) => reconciledKeys(m, window.get(m)).has(key))) ? true : undefined),
+      30_000,
+      "every machine reconciled after 1 → 3",
+    );
     expectOneManagerPerObject(owners, machineKeys, window);
     expect((await applyJobs()).length).toBe(clusterCount);
     for (const manager of managers.filter(alive)) expect(manager.records().filter((record) => record.level >= 50)).toEqual([]);

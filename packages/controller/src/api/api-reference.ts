@@ -62,7 +62,9 @@ function limitsOf(schema: JsonSchema): string[] {
     range(schema.minItems, schema.maxItems, "items"),
     range(schema.minProperties, schema.maxProperties, "keys"),
     schema.pattern ? `pattern \`${schema.pattern}\`` : undefined,
-    schema["x-kubernetes-list-type"] === "map" ? `keyed by \`${(schema["x-kubernetes-list-map-keys"] as string[]).join(", ")}\`` : undefined,
+    schema["x-kubernetes-list-type"] === "map"
+      ? `keyed by \`${(schema["x-kubernetes-list-map-keys"] as string[]).join(", ")}\``
+      : undefined,
     schema["x-kubernetes-list-type"] === "set" ? "unique items" : undefined,
   ];
   return limits.filter((limit): limit is string => limit !== undefined);
@@ -71,7 +73,14 @@ function limitsOf(schema: JsonSchema): string[] {
 /** Walks a schema depth first, collecting one row per field and every CEL rule with its path. */
 function walk(schema: JsonSchema, path: string, required: boolean, rows: FieldRow[], rules: RuleRow[], isField = true): void {
   if (isField) {
-    rows.push({ path, type: typeName(schema), required, defaultValue: schema.default, limits: limitsOf(schema), description: schema.description ?? "" });
+    rows.push({
+      path,
+      type: typeName(schema),
+      required,
+      defaultValue: schema.default,
+      limits: limitsOf(schema),
+      description: schema.description ?? "",
+    });
   }
   for (const rule of (schema["x-kubernetes-validations"] as CelRule[] | undefined) ?? []) rules.push({ path, rule });
   // Embedded Kubernetes types and template specs are documented elsewhere: name them, do not repeat them.
@@ -119,9 +128,15 @@ function renderKind(definition: KindDefinition): string {
     "",
   ];
   if (rules.length > 0) {
-    lines.push("### Rules the API server enforces", "", "Besides the types and limits below, these CEL rules reject a write with `422 Invalid`:", "");
+    lines.push(
+      "### Rules the API server enforces",
+      "",
+      "Besides the types and limits below, these CEL rules reject a write with `422 Invalid`:",
+      "",
+    );
     lines.push("| Field | Rejected when | Message |", "| --- | --- | --- |");
-    for (const { path, rule } of rules) lines.push(`| \`${path}${rule.fieldPath ?? ""}\` | \`${cell(rule.rule)}\` is false | ${cell(rule.message)} |`);
+    for (const { path, rule } of rules)
+      lines.push(`| \`${path}${rule.fieldPath ?? ""}\` | \`${cell(rule.rule)}\` is false | ${cell(rule.message)} |`);
     lines.push("");
   }
   lines.push("### Fields", "", "| Field | Type | Required | Default | Limits | Description |", "| --- | --- | --- | --- | --- | --- |");

@@ -10,7 +10,13 @@ export const kubeadmControlPlaneGroup = "controlplane.cluster.x-k8s.io";
 /** Where the Cluster API Machines and Clusters are read: the v1beta2 contract. */
 export const clusterApiCoordinates = { group: capiGroup, version: capiVersion } as const;
 
-const capiType = (kind: string, plural: string): ResourceType => ({ group: capiGroup, version: capiVersion, kind, plural, namespaced: true });
+const capiType = (kind: string, plural: string): ResourceType => ({
+  group: capiGroup,
+  version: capiVersion,
+  kind,
+  plural,
+  namespaced: true,
+});
 /** The Cluster API resource types the manager watches. */
 export const capiTypes = {
   cluster: capiType("Cluster", "clusters"),

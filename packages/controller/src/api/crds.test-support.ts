@@ -46,7 +46,9 @@ export async function installCrds(extensions: k8s.ApiextensionsV1Api): Promise<v
   for (const definition of kindDefinitions) {
     await waitFor(`CRD ${definition.plural} Established`, async () => {
       const crd = await extensions.readCustomResourceDefinition({ name: `${definition.plural}.${apiGroup}` });
-      return crd.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True") ? true : undefined;
+      return crd.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True")
+        ? true
+        : undefined;
     });
   }
 }
@@ -92,7 +94,9 @@ export async function getTable(path: string): Promise<{ columnDefinitions: { nam
       (response) => {
         let text = "";
         response.on("data", (chunk: Buffer) => (text += chunk.toString()));
-        response.on("end", () => (response.statusCode === 200 ? resolve(JSON.parse(text)) : reject(new Error(`GET ${path}: ${response.statusCode} ${text}`))));
+        response.on("end", () =>
+          response.statusCode === 200 ? resolve(JSON.parse(text)) : reject(new Error(`GET ${path}: ${response.statusCode} ${text}`)),
+        );
       },
     );
     req.on("error", reject);

@@ -90,7 +90,8 @@ export function toStructuralSchema(schema: TSchema | JsonSchema, path = ""): Jso
         out.items = toStructuralSchema(value as JsonSchema, `${path}[]`);
         break;
       case "additionalProperties":
-        if (typeof value !== "object") throw new SchemaNotStructuralError(path, "additionalProperties must be a schema (false is implied by properties)");
+        if (typeof value !== "object")
+          throw new SchemaNotStructuralError(path, "additionalProperties must be a schema (false is implied by properties)");
         out.additionalProperties = toStructuralSchema(value as JsonSchema, `${path}{}`);
         break;
       case "anyOf":
@@ -154,7 +155,8 @@ export interface GeneratedFile {
   content: string;
 }
 
-const generatedHeader = "# Generated from packages/controller/src/api by scripts/generate-crds.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
+const generatedHeader =
+  "# Generated from packages/controller/src/api by scripts/generate-crds.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
 
 /** Where a kind's CRD is written, relative to the package root. */
 export function crdPath(definition: KindDefinition): string {

@@ -10,7 +10,8 @@ import type { TerraformClusterIdentity } from "./terraformclusteridentity.js";
 
 export const clusterImage = "ghcr.io/captf-io/module-images/noop-cluster:v0.1.0-opentofu";
 export const machineImage = "ghcr.io/captf-io/module-images/noop-machine:v0.1.0-opentofu";
-export const poolImage = "registry.example.com:5000/team/noop-machinepool@sha256:3f1c0e9d5a7b2c64e8f1a0b9d7c3e5f2a4b6c8d0e1f3a5b7c9d1e3f5a7b9c1d3";
+export const poolImage =
+  "registry.example.com:5000/team/noop-machinepool@sha256:3f1c0e9d5a7b2c64e8f1a0b9d7c3e5f2a4b6c8d0e1f3a5b7c9d1e3f5a7b9c1d3";
 
 /** A job policy touching every field, hardened rather than weakened. */
 export function fullJobPolicy(): JobPolicy {
@@ -55,7 +56,12 @@ export function fullJobPolicy(): JobPolicy {
 }
 
 export function minimalCluster(name = "demo"): TerraformCluster {
-  return { apiVersion: groupVersion, kind: kinds.cluster, metadata: { name }, spec: { source: { image: clusterImage }, identityRef: { name: "aws" } } };
+  return {
+    apiVersion: groupVersion,
+    kind: kinds.cluster,
+    metadata: { name },
+    spec: { source: { image: clusterImage }, identityRef: { name: "aws" } },
+  };
 }
 
 export function fullCluster(name = "demo-full"): TerraformCluster {
@@ -137,7 +143,12 @@ export function fullPool(name = "demo-mp-full"): TerraformMachinePool {
 
 export function clusterTemplate(name = "noop"): TerraformClusterTemplate {
   const { spec } = fullCluster();
-  return { apiVersion: groupVersion, kind: kinds.clusterTemplate, metadata: { name }, spec: { template: { metadata: { labels: { team: "platform" } }, spec } } };
+  return {
+    apiVersion: groupVersion,
+    kind: kinds.clusterTemplate,
+    metadata: { name },
+    spec: { template: { metadata: { labels: { team: "platform" } }, spec } },
+  };
 }
 
 export function machineTemplate(name = "demo-md-0"): TerraformMachineTemplate {
@@ -166,7 +177,13 @@ export function identity(name = "aws"): TerraformClusterIdentity {
       type: "Secret",
       secretRef: { name: "aws", namespace: "captf-system" },
       requiredKeys: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
-      allowedNamespaces: { list: ["team-a", "team-b"], selector: { matchLabels: { "captf.io/identity-aws": "true" }, matchExpressions: [{ key: "env", operator: "In", values: ["prod"] }] } },
+      allowedNamespaces: {
+        list: ["team-a", "team-b"],
+        selector: {
+          matchLabels: { "captf.io/identity-aws": "true" },
+          matchExpressions: [{ key: "env", operator: "In", values: ["prod"] }],
+        },
+      },
     },
   };
 }

@@ -25,25 +25,32 @@ describe("generated files", () => {
 
   it("writes one CRD per kind, named <group>_<plural>.yaml, each parsing back to the rendered object", () => {
     const files = renderCrdFiles();
-    expect(files.map((file) => file.path)).toEqual(kindDefinitions.map((definition) => `config/crd/infrastructure.cluster.x-k8s.io_${definition.plural}.yaml`));
+    expect(files.map((file) => file.path)).toEqual(
+      kindDefinitions.map((definition) => `config/crd/infrastructure.cluster.x-k8s.io_${definition.plural}.yaml`),
+    );
     for (const [index, file] of files.entries()) expect(parse(file.content)).toEqual(renderCrd(kindDefinitions[index]!));
   });
 });
 
 describe("the CRDs", () => {
-  it.each(kindDefinitions.map((definition) => [definition.kind, definition] as const))("%s is a structural v1 CRD with the contract and clusterctl move labels and category", (_kind, definition) => {
-    const crd = renderCrd(definition) as AnyObject;
-    expect(crd.metadata.labels[capiContractLabel]).toBe("v1alpha1");
-    expect(crd.metadata.labels[clusterctlMoveLabel]).toBe("");
-    expect(crd.spec.preserveUnknownFields).toBe(false);
-    expect(crd.spec.names.categories).toEqual(["cluster-api"]);
-    expect(crd.spec.versions).toHaveLength(1);
-    expect(crd.spec.versions[0].schema.openAPIV3Schema.required).toEqual(["spec"]);
-    expect(JSON.stringify(crd)).not.toContain('"default"');
-  });
+  it.each(kindDefinitions.map((definition) => [definition.kind, definition] as const))(
+    "%s is a structural v1 CRD with the contract and clusterctl move labels and category",
+    (_kind, definition) => {
+      const crd = renderCrd(definition) as AnyObject;
+      expect(crd.metadata.labels[capiContractLabel]).toBe("v1alpha1");
+      expect(crd.metadata.labels[clusterctlMoveLabel]).toBe("");
+      expect(crd.spec.preserveUnknownFields).toBe(false);
+      expect(crd.spec.names.categories).toEqual(["cluster-api"]);
+      expect(crd.spec.versions).toHaveLength(1);
+      expect(crd.spec.versions[0].schema.openAPIV3Schema.required).toEqual(["spec"]);
+      expect(JSON.stringify(crd)).not.toContain('"default"');
+    },
+  );
 
   it("gives every kind with a status the status subresource, and the two status-less templates none", () => {
-    const withStatus = kindDefinitions.filter((definition) => "subresources" in versionOf(definition.kind)).map((definition) => definition.kind);
+    const withStatus = kindDefinitions
+      .filter((definition) => "subresources" in versionOf(definition.kind))
+      .map((definition) => definition.kind);
     expect(withStatus).toEqual([kinds.cluster, kinds.machine, kinds.machineTemplate, kinds.machinePool, kinds.clusterIdentity]);
   });
 
@@ -54,15 +61,25 @@ describe("the CRDs", () => {
   });
 
   it("puts the machine's immutability rules on the TerraformMachine kind only, not on the template's copy of its spec", () => {
-    const machineRules = versionOf(kinds.machine).schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"].map((rule: AnyObject) => rule.fieldPath);
+    const machineRules = versionOf(kinds.machine).schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"].map(
+      (rule: AnyObject) => rule.fieldPath,
+    );
     expect(machineRules).toEqual([".source", ".identityRef", ".variables", ".variablesFrom", ".providerID"]);
-    expect(versionOf(kinds.machineTemplate).schema.openAPIV3Schema.properties.spec.properties.template.properties.spec["x-kubernetes-validations"]).toBeUndefined();
+    expect(
+      versionOf(kinds.machineTemplate).schema.openAPIV3Schema.properties.spec.properties.template.properties.spec[
+        "x-kubernetes-validations"
+      ],
+    ).toBeUndefined();
   });
 
   it("requires identityRef on the TerraformCluster kind but not on the template", () => {
     const clusterRules = versionOf(kinds.cluster).schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"];
     expect(clusterRules[0]).toMatchObject({ rule: "has(self.identityRef)", fieldPath: ".identityRef", reason: "FieldValueRequired" });
-    expect(versionOf(kinds.clusterTemplate).schema.openAPIV3Schema.properties.spec.properties.template.properties.spec["x-kubernetes-validations"]).toBeUndefined();
+    expect(
+      versionOf(kinds.clusterTemplate).schema.openAPIV3Schema.properties.spec.properties.template.properties.spec[
+        "x-kubernetes-validations"
+      ],
+    ).toBeUndefined();
   });
 
   it("lists printer columns with Image and InputsApplied only in -o wide", () => {
@@ -83,11 +100,18 @@ describe("the CRDs", () => {
 describe("toStructuralSchema", () => {
   it("drops defaults but names them in the description, so kubectl explain still shows them", () => {
     const schema = toStructuralSchema(Type.Object({ limit: Type.Integer({ description: "How many.", default: 3 }) }));
-    expect(schema).toEqual({ type: "object", properties: { limit: { description: "How many. Default: 3, applied by the manager when unset (never stored).", type: "integer" } }, required: ["limit"] });
+    expect(schema).toEqual({
+      type: "object",
+      properties: { limit: { description: "How many. Default: 3, applied by the manager when unset (never stored).", type: "integer" } },
+      required: ["limit"],
+    });
   });
 
   it("keeps int-or-string and preserve-unknown-fields nodes, the two allowed without a plain type", () => {
-    expect(toStructuralSchema(Quantity())).toMatchObject({ anyOf: [{ type: "integer" }, { type: "string" }], "x-kubernetes-int-or-string": true });
+    expect(toStructuralSchema(Quantity())).toMatchObject({
+      anyOf: [{ type: "integer" }, { type: "string" }],
+      "x-kubernetes-int-or-string": true,
+    });
     expect(toStructuralSchema(JsonObject())).toEqual({ type: "object", "x-kubernetes-preserve-unknown-fields": true });
     expect(toStructuralSchema(StringEnum(["A", "B"] as const))).toEqual({ type: "string", enum: ["A", "B"] });
   });
@@ -127,7 +151,7 @@ describe("the API reference", () => {
     expect(page).toContain(
       "| `spec.membershipRefreshIntervalSeconds` | int32 |  | `60` | 15–86400 | How often the manager runs apply -refresh-only to pick up members that joined or left between applies, in seconds; the cluster's defaults when unset. |",
     );
-    expect(page).toContain("| `spec.variablesFrom[].format` | enum |  | `\"String\"` | one of `String`, `JSON` |");
+    expect(page).toContain('| `spec.variablesFrom[].format` | enum |  | `"String"` | one of `String`, `JSON` |');
     expect(page).toContain("| `status.stateBackups` | []object |  |  | 1–16 items |");
   });
 

@@ -21,6 +21,10 @@ export function staleGeneratedFiles(packageRoot: string): string[] {
   });
   const expected = new Set(files.map((file) => file.path));
   const crdDir = join(packageRoot, crdDirectory);
-  const extra = existsSync(crdDir) ? readdirSync(crdDir).map((name) => `${crdDirectory}/${name}`).filter((path) => !expected.has(path)) : [];
+  const extra = existsSync(crdDir)
+    ? readdirSync(crdDir)
+        .map((name) => `${crdDirectory}/${name}`)
+        .filter((path) => !expected.has(path))
+    : [];
   return [...stale.map((file) => file.path), ...extra.map((path) => `${path} (no kind generates it)`)];
 }

@@ -2,7 +2,18 @@
 // CRD metadata and the generators of config/crd and docs/api-reference.md.
 export * as schema from "./schema.js";
 export * from "./defaults.js";
-export type { Condition, LabelSelector, EnvVar, ResourceRequirements, SecurityContext, PodSecurityContext, ApiEndpoint, MachineAddress, FailureDomain, TemplateObjectMeta } from "./kubernetes-types.js";
+export type {
+  Condition,
+  LabelSelector,
+  EnvVar,
+  ResourceRequirements,
+  SecurityContext,
+  PodSecurityContext,
+  ApiEndpoint,
+  MachineAddress,
+  FailureDomain,
+  TemplateObjectMeta,
+} from "./kubernetes-types.js";
 export {
   SourceSchema,
   IdentityReferenceSchema,
@@ -26,12 +37,44 @@ export {
   maxJobEnv,
   maxImagePullSecrets,
 } from "./workspace.js";
-export type { Source, IdentityReference, JobPolicy, DriftPolicy, MachineDriftPolicy, MachinePoolDriftPolicy, MachineRemediation, VariablesSource, StateBackup, PlanPreview } from "./workspace.js";
-export { TerraformClusterSchema, TerraformClusterSpecSchema, TerraformClusterStatusSchema, TerraformClusterDefaultsSchema, terraformClusterDefinition, applyPolicies, maxFailureDomains, maxPublishedExportsBytes } from "./terraformcluster.js";
+export type {
+  Source,
+  IdentityReference,
+  JobPolicy,
+  DriftPolicy,
+  MachineDriftPolicy,
+  MachinePoolDriftPolicy,
+  MachineRemediation,
+  VariablesSource,
+  StateBackup,
+  PlanPreview,
+} from "./workspace.js";
+export {
+  TerraformClusterSchema,
+  TerraformClusterSpecSchema,
+  TerraformClusterStatusSchema,
+  TerraformClusterDefaultsSchema,
+  terraformClusterDefinition,
+  applyPolicies,
+  maxFailureDomains,
+  maxPublishedExportsBytes,
+} from "./terraformcluster.js";
 export type { TerraformCluster, TerraformClusterSpec, TerraformClusterStatus, TerraformClusterDefaults } from "./terraformcluster.js";
-export { TerraformMachineSchema, TerraformMachineSpecSchema, TerraformMachineStatusSchema, terraformMachineDefinition } from "./terraformmachine.js";
+export {
+  TerraformMachineSchema,
+  TerraformMachineSpecSchema,
+  TerraformMachineStatusSchema,
+  terraformMachineDefinition,
+} from "./terraformmachine.js";
 export type { TerraformMachine, TerraformMachineSpec, TerraformMachineStatus } from "./terraformmachine.js";
-export { TerraformMachinePoolSchema, TerraformMachinePoolSpecSchema, TerraformMachinePoolStatusSchema, MachinePoolInstanceSchema, terraformMachinePoolDefinition, maxProviderIDList } from "./terraformmachinepool.js";
+export {
+  TerraformMachinePoolSchema,
+  TerraformMachinePoolSpecSchema,
+  TerraformMachinePoolStatusSchema,
+  MachinePoolInstanceSchema,
+  terraformMachinePoolDefinition,
+  maxProviderIDList,
+} from "./terraformmachinepool.js";
 export type { TerraformMachinePool, TerraformMachinePoolSpec, TerraformMachinePoolStatus } from "./terraformmachinepool.js";
 export {
   TerraformClusterTemplateSchema,

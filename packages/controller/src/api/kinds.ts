@@ -4,7 +4,11 @@ import { terraformClusterDefinition } from "./terraformcluster.js";
 import { terraformClusterIdentityDefinition } from "./terraformclusteridentity.js";
 import { terraformMachineDefinition } from "./terraformmachine.js";
 import { terraformMachinePoolDefinition } from "./terraformmachinepool.js";
-import { terraformClusterTemplateDefinition, terraformMachinePoolTemplateDefinition, terraformMachineTemplateDefinition } from "./templates.js";
+import {
+  terraformClusterTemplateDefinition,
+  terraformMachinePoolTemplateDefinition,
+  terraformMachineTemplateDefinition,
+} from "./templates.js";
 
 export const kindDefinitions: readonly KindDefinition[] = [
   terraformClusterDefinition,

@@ -15,11 +15,20 @@ const atomicMap = { "x-kubernetes-map-type": "atomic" } as const;
 
 export const ConditionSchema = Type.Object(
   {
-    type: Type.String({ description: "Type of the condition, in CamelCase (e.g. Ready).", maxLength: 316, pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$" }),
+    type: Type.String({
+      description: "Type of the condition, in CamelCase (e.g. Ready).",
+      maxLength: 316,
+      pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+    }),
     status: StringEnum(["True", "False", "Unknown"] as const, { description: "Status of the condition." }),
     observedGeneration: Type.Optional(Int64({ description: "The metadata.generation the condition was computed for.", minimum: 0 })),
     lastTransitionTime: Timestamp({ description: "When the status last changed." }),
-    reason: Type.String({ description: "Why the condition has its status, a CamelCase identifier.", minLength: 1, maxLength: 1024, pattern: "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$" }),
+    reason: Type.String({
+      description: "Why the condition has its status, a CamelCase identifier.",
+      minLength: 1,
+      maxLength: 1024,
+      pattern: "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+    }),
     message: Type.String({ description: "Details for a human; never holds a variable value.", maxLength: 32768 }),
   },
   { description: "One aspect of the object's state (metav1.Condition).", ...embedded("metav1.Condition") },
@@ -35,17 +44,25 @@ export const LabelSelectorRequirementSchema = Type.Object(
   {
     key: Type.String({ description: "The label key the requirement applies to." }),
     operator: Type.String({ description: "How the key relates to the values: In, NotIn, Exists or DoesNotExist." }),
-    values: Type.Optional(Type.Array(Type.String(), { description: "Values for In and NotIn; empty for Exists and DoesNotExist.", ...atomicList })),
+    values: Type.Optional(
+      Type.Array(Type.String(), { description: "Values for In and NotIn; empty for Exists and DoesNotExist.", ...atomicList }),
+    ),
   },
   { description: "One label requirement of a selector." },
 );
 
 export const LabelSelectorSchema = Type.Object(
   {
-    matchExpressions: Type.Optional(Type.Array(LabelSelectorRequirementSchema, { description: "Requirements, all of which must hold.", ...atomicList })),
+    matchExpressions: Type.Optional(
+      Type.Array(LabelSelectorRequirementSchema, { description: "Requirements, all of which must hold.", ...atomicList }),
+    ),
     matchLabels: Type.Optional(StringMap({ description: "Labels that must all be present with these values." })),
   },
-  { description: "A label query (metav1.LabelSelector). An empty selector matches everything.", ...atomicMap, ...embedded("metav1.LabelSelector") },
+  {
+    description: "A label query (metav1.LabelSelector). An empty selector matches everything.",
+    ...atomicMap,
+    ...embedded("metav1.LabelSelector"),
+  },
 );
 export type LabelSelector = Static<typeof LabelSelectorSchema>;
 
@@ -102,7 +119,9 @@ export const EnvVarSourceSchema = Type.Object(
 
 export const EnvVarSchema = Type.Object(
   {
-    name: Type.String({ description: "Name of the environment variable. Names starting with TF_ or KUBE_ are rejected: the runner owns them." }),
+    name: Type.String({
+      description: "Name of the environment variable. Names starting with TF_ or KUBE_ are rejected: the runner owns them.",
+    }),
     value: Type.Optional(Type.String({ description: "The value; $(VAR) references to earlier variables are expanded." })),
     valueFrom: Type.Optional(EnvVarSourceSchema),
   },
@@ -124,7 +143,11 @@ export const ResourceRequirementsSchema = Type.Object(
     limits: Type.Optional(QuantityMap({ description: "Upper bounds on compute resources." })),
     requests: Type.Optional(QuantityMap({ description: "Compute resources the scheduler reserves." })),
   },
-  { description: "Compute resources of the main container (corev1.ResourceRequirements), replacing the built-in requests (250m CPU, 512Mi memory) and limit (2Gi memory) as a whole.", ...embedded("corev1.ResourceRequirements") },
+  {
+    description:
+      "Compute resources of the main container (corev1.ResourceRequirements), replacing the built-in requests (250m CPU, 512Mi memory) and limit (2Gi memory) as a whole.",
+    ...embedded("corev1.ResourceRequirements"),
+  },
 );
 export type ResourceRequirements = Static<typeof ResourceRequirementsSchema>;
 
@@ -137,7 +160,11 @@ const SELinuxOptionsSchema = Type.Object(
   {
     level: Type.Optional(Type.String({ description: "SELinux level label." })),
     role: Type.Optional(Type.String({ description: "SELinux role label (rejected: not allowed by the baseline Pod Security profile)." })),
-    type: Type.Optional(Type.String({ description: "SELinux type label; only container_t, container_init_t, container_kvm_t and container_engine_t are accepted." })),
+    type: Type.Optional(
+      Type.String({
+        description: "SELinux type label; only container_t, container_init_t, container_kvm_t and container_engine_t are accepted.",
+      }),
+    ),
     user: Type.Optional(Type.String({ description: "SELinux user label (rejected: not allowed by the baseline Pod Security profile)." })),
   },
   { description: "SELinux context." },
@@ -155,7 +182,9 @@ const WindowsOptionsSchema = Type.Object(
 
 export const SecurityContextSchema = Type.Object(
   {
-    allowPrivilegeEscalation: Type.Optional(Type.Boolean({ description: "Whether a process may gain more privileges than its parent (true is rejected)." })),
+    allowPrivilegeEscalation: Type.Optional(
+      Type.Boolean({ description: "Whether a process may gain more privileges than its parent (true is rejected)." }),
+    ),
     appArmorProfile: Type.Optional(Type.Object(ProfileFields, { description: "AppArmor profile." })),
     capabilities: Type.Optional(
       Type.Object(
@@ -192,7 +221,9 @@ export const PodSecurityContextSchema = Type.Object(
     runAsGroup: Type.Optional(Int64({ description: "GID of the pod's processes." })),
     runAsNonRoot: Type.Optional(Type.Boolean({ description: "Require a non-root user (false is rejected)." })),
     runAsUser: Type.Optional(Int64({ description: "UID of the pod's processes (0 is rejected)." })),
-    seLinuxChangePolicy: Type.Optional(Type.String({ description: "How the SELinux label is applied to volumes: Recursive or MountOption." })),
+    seLinuxChangePolicy: Type.Optional(
+      Type.String({ description: "How the SELinux label is applied to volumes: Recursive or MountOption." }),
+    ),
     seLinuxOptions: Type.Optional(SELinuxOptionsSchema),
     seccompProfile: Type.Optional(Type.Object(ProfileFields, { description: "Seccomp profile." })),
     supplementalGroups: Type.Optional(Type.Array(Int64(), { description: "Extra GIDs of the pod's processes.", ...atomicList })),
@@ -228,9 +259,18 @@ export type ApiEndpoint = Static<typeof ApiEndpointSchema>;
 
 export const MachineAddressSchema = Type.Object(
   {
-    type: StringEnum(["Hostname", "ExternalIP", "InternalIP", "ExternalDNS", "InternalDNS"] as const satisfies readonly (typeof addressTypeOrder)[number][], {
-      description: "The Cluster API address type.",
-    }),
+    type: StringEnum(
+      [
+        "Hostname",
+        "ExternalIP",
+        "InternalIP",
+        "ExternalDNS",
+        "InternalDNS",
+      ] as const satisfies readonly (typeof addressTypeOrder)[number][],
+      {
+        description: "The Cluster API address type.",
+      },
+    ),
     address: Type.String({ description: "The address.", minLength: 1, maxLength: 256 }),
   },
   { description: "One address of an instance (clusterv1.MachineAddress)." },

@@ -57,7 +57,9 @@ export function kindSchema<Spec extends TSchema, Status extends TSchema | undefi
   status?: Status,
 ): TObject<RootFields<Spec, Status>> {
   const fields = {
-    apiVersion: Type.Optional(Type.String({ description: "Version of the schema of this object: infrastructure.cluster.x-k8s.io/v1alpha1." })),
+    apiVersion: Type.Optional(
+      Type.String({ description: "Version of the schema of this object: infrastructure.cluster.x-k8s.io/v1alpha1." }),
+    ),
     kind: Type.Optional(Type.String({ description: "Kind of this object." })),
     // The server validates metadata itself and refuses a schema that says more than its type.
     metadata: Type.Optional(OpaqueObject<V1ObjectMeta>(embedded("metav1.ObjectMeta"))),
@@ -72,8 +74,18 @@ export function conditionStatusPath(type: string): string {
   return `.status.conditions[?(@.type=="${type}")].status`;
 }
 
-export const readyColumn: PrinterColumn = { name: "Ready", type: "string", jsonPath: conditionStatusPath("Ready"), description: "Status of the Ready condition" };
-export const ageColumn: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp", description: "Time since creation" };
+export const readyColumn: PrinterColumn = {
+  name: "Ready",
+  type: "string",
+  jsonPath: conditionStatusPath("Ready"),
+  description: "Status of the Ready condition",
+};
+export const ageColumn: PrinterColumn = {
+  name: "Age",
+  type: "date",
+  jsonPath: ".metadata.creationTimestamp",
+  description: "Time since creation",
+};
 export const clusterColumn: PrinterColumn = {
   name: "Cluster",
   type: "string",
@@ -99,5 +111,11 @@ export function imageColumn(jsonPath: string, priority?: number): PrinterColumn 
 
 /** Where a captf kind's objects live in the API: what the client and the informers take. */
 export function resourceTypeOf(definition: Pick<KindDefinition, "kind" | "plural" | "scope">): ResourceType {
-  return { group: apiGroup, version: apiVersion, plural: definition.plural, kind: definition.kind, namespaced: definition.scope === "Namespaced" };
+  return {
+    group: apiGroup,
+    version: apiVersion,
+    plural: definition.plural,
+    kind: definition.kind,
+    namespaced: definition.scope === "Namespaced",
+  };
 }

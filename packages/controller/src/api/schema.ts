@@ -50,7 +50,8 @@ export function StringMap(options: SchemaOptions = {}): TUnsafe<Record<string, s
 }
 
 /** The Kubernetes resource.Quantity grammar ("250m", "2Gi", 4). */
-export const quantityPattern = "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+export const quantityPattern =
+  "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
 
 /** A resource.Quantity: an integer or a quantity string. */
 export function Quantity(options: SchemaOptions = {}): TUnsafe<string | number> {
@@ -103,4 +104,3 @@ export const setList = { "x-kubernetes-list-type": "set" } as const;
 export function mapList(key: string): { "x-kubernetes-list-type": "map"; "x-kubernetes-list-map-keys": string[] } {
   return { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key] };
 }
-

@@ -17,7 +17,10 @@ function templateResource<Spec extends TObject>(kind: string, spec: Spec, specNo
   return Type.Object(
     {
       metadata: Type.Optional(TemplateObjectMetaSchema),
-      spec: Object.assign(described(spec, `Spec of each ${kind} created from the template. Immutable: create a new template instead. ${specNote}`.trim()), sameAs(kind)),
+      spec: Object.assign(
+        described(spec, `Spec of each ${kind} created from the template. Immutable: create a new template instead. ${specNote}`.trim()),
+        sameAs(kind),
+      ),
     },
     { description: `The ${kind} created from this template.`, minProperties: 1 },
   );
@@ -31,7 +34,11 @@ export const TerraformClusterTemplateSchema = kindSchema(
   "TerraformClusterTemplate holds the TerraformCluster a ClusterClass creates for each Cluster of the class.",
   Type.Object(
     {
-      template: templateResource(kinds.cluster, TerraformClusterSpecSchema, "identityRef may be left to a ClusterClass patch (admitted with a warning)."),
+      template: templateResource(
+        kinds.cluster,
+        TerraformClusterSpecSchema,
+        "identityRef may be left to a ClusterClass patch (admitted with a warning).",
+      ),
     },
     { description: "Desired state of a TerraformClusterTemplate." },
   ),
@@ -45,7 +52,10 @@ export const terraformClusterTemplateDefinition: KindDefinition<typeof Terraform
   shortNames: ["tfct"],
   scope: "Namespaced",
   description: TerraformClusterTemplateSchema.description!,
-  notes: ["Referenced by ClusterClass.spec.infrastructure.templateRef. No status.", "spec.template.spec is immutable; spec.template.metadata is mutable."],
+  notes: [
+    "Referenced by ClusterClass.spec.infrastructure.templateRef. No status.",
+    "spec.template.spec is immutable; spec.template.metadata is mutable.",
+  ],
   schema: TerraformClusterTemplateSchema,
   statusSubresource: false,
   printerColumns: [templateImageColumn, ageColumn],
@@ -59,12 +69,19 @@ export const capacitySources = ["Spec", "Image"] as const;
 export const TerraformMachineTemplateStatusSchema = Type.Object(
   {
     conditions: Type.Optional(Conditions("Conditions of the template: CapacityResolved and VariablesValid (no Ready).")),
-    capacity: Type.Optional(QuantityMap({ description: "Resources of the nodes the template creates: spec.capacity when set, else the image label io.captf.capacity. Read by the Cluster Autoscaler to scale from zero." })),
+    capacity: Type.Optional(
+      QuantityMap({
+        description:
+          "Resources of the nodes the template creates: spec.capacity when set, else the image label io.captf.capacity. Read by the Cluster Autoscaler to scale from zero.",
+      }),
+    ),
     nodeInfo: Type.Optional(
       Type.Object(
         {
           architecture: Type.Optional(StringEnum(architectures, { description: "CPU architecture of the nodes." })),
-          operatingSystem: Type.Optional(Type.String({ description: "Operating system of the nodes, e.g. linux.", minLength: 1, maxLength: 64 })),
+          operatingSystem: Type.Optional(
+            Type.String({ description: "Operating system of the nodes, e.g. linux.", minLength: 1, maxLength: 64 }),
+          ),
         },
         { description: "Platform of the nodes, from the image label io.captf.node-info.", minProperties: 1 },
       ),
@@ -72,12 +89,20 @@ export const TerraformMachineTemplateStatusSchema = Type.Object(
     capacitySource: Type.Optional(
       Type.Object(
         {
-          source: Type.Optional(StringEnum(capacitySources, { description: "Spec when capacity is spec.capacity, Image when it comes from the image label." })),
-          image: Type.Optional(Type.String({ description: "The spec.template.spec.source.image last resolved.", minLength: 1, maxLength: 512 })),
+          source: Type.Optional(
+            StringEnum(capacitySources, { description: "Spec when capacity is spec.capacity, Image when it comes from the image label." }),
+          ),
+          image: Type.Optional(
+            Type.String({ description: "The spec.template.spec.source.image last resolved.", minLength: 1, maxLength: 512 }),
+          ),
         },
         {
           description: "Where capacity and nodeInfo came from; they are resolved again when the image or spec.capacity changes.",
-          ...cel({ rule: "!has(self.source) || self.source != 'Image' || has(self.image)", message: "image is required when source is Image", fieldPath: ".image" }),
+          ...cel({
+            rule: "!has(self.source) || self.source != 'Image' || has(self.image)",
+            message: "image is required when source is Image",
+            fieldPath: ".image",
+          }),
         },
       ),
     ),
@@ -91,7 +116,10 @@ export const TerraformMachineTemplateSchema = kindSchema(
     {
       template: templateResource(kinds.machine, TerraformMachineSpecSchema, "providerID must stay empty."),
       capacity: Type.Optional(
-        QuantityMap({ description: "Resources of the nodes the template creates (e.g. cpu: 4, memory: 16Gi), overriding the image label io.captf.capacity as a whole. Mutable; never copied to machines." }),
+        QuantityMap({
+          description:
+            "Resources of the nodes the template creates (e.g. cpu: 4, memory: 16Gi), overriding the image label io.captf.capacity as a whole. Mutable; never copied to machines.",
+        }),
       ),
     },
     { description: "Desired state of a TerraformMachineTemplate." },
@@ -120,7 +148,10 @@ export const terraformMachineTemplateDefinition: KindDefinition<typeof Terraform
 
 export const TerraformMachinePoolTemplateSchema = kindSchema(
   "TerraformMachinePoolTemplate holds the TerraformMachinePool a ClusterClass creates for a machine pool class.",
-  Type.Object({ template: templateResource(kinds.machinePool, TerraformMachinePoolSpecSchema, "") }, { description: "Desired state of a TerraformMachinePoolTemplate." }),
+  Type.Object(
+    { template: templateResource(kinds.machinePool, TerraformMachinePoolSpecSchema, "") },
+    { description: "Desired state of a TerraformMachinePoolTemplate." },
+  ),
 );
 export type TerraformMachinePoolTemplate = Static<typeof TerraformMachinePoolTemplateSchema>;
 

@@ -33,21 +33,45 @@ export const maxPublishedExportsBytes = 65536;
 
 export const TerraformClusterDefaultsSchema = Type.Object(
   {
-    identityRef: Type.Optional(described(IdentityReferenceSchema, "Identity of machines and pools that set none; spec.identityRef when unset.")),
-    jobs: Type.Optional(described(JobPolicySchema, "Job policy merged field by field under each machine's and pool's own jobs (env by name, imagePullSecrets as a union).")),
-    drift: Type.Optional(described(DriftPolicySchema, "Drift policy merged field by field under each machine's and pool's own drift. intervalSeconds 0 disables machines' drift checks but not pools'; action reaches pools only.")),
+    identityRef: Type.Optional(
+      described(IdentityReferenceSchema, "Identity of machines and pools that set none; spec.identityRef when unset."),
+    ),
+    jobs: Type.Optional(
+      described(
+        JobPolicySchema,
+        "Job policy merged field by field under each machine's and pool's own jobs (env by name, imagePullSecrets as a union).",
+      ),
+    ),
+    drift: Type.Optional(
+      described(
+        DriftPolicySchema,
+        "Drift policy merged field by field under each machine's and pool's own drift. intervalSeconds 0 disables machines' drift checks but not pools'; action reaches pools only.",
+      ),
+    ),
     remediation: Type.Optional(described(MachineRemediationSchema, "Remediation policy merged field by field under each machine's own.")),
     membershipRefreshIntervalSeconds: Type.Optional(
       Int32({ description: "Membership refresh interval of pools that set none.", minimum: 15, maximum: 86400 }),
     ),
-    deletionPolicy: Type.Optional(StringEnum(deletionPolicies, { description: "Deletion policy of machines and pools that set none; the cluster's own deletionPolicy when unset." })),
+    deletionPolicy: Type.Optional(
+      StringEnum(deletionPolicies, {
+        description: "Deletion policy of machines and pools that set none; the cluster's own deletionPolicy when unset.",
+      }),
+    ),
   },
-  { description: "Values this cluster's TerraformMachines and TerraformMachinePools inherit field by field; they never apply to the TerraformCluster itself." },
+  {
+    description:
+      "Values this cluster's TerraformMachines and TerraformMachinePools inherit field by field; they never apply to the TerraformCluster itself.",
+  },
 );
 export type TerraformClusterDefaults = Static<typeof TerraformClusterDefaultsSchema>;
 
 const clusterSpecFields = {
-  controlPlaneEndpoint: Type.Optional(described(ApiEndpointSchema, "Endpoint of the workload cluster's API server. A value set here is the module's control_plane_endpoint input; otherwise the manager writes the module's output here once. Immutable once it has a host: every Machine and kubeconfig points at it.")),
+  controlPlaneEndpoint: Type.Optional(
+    described(
+      ApiEndpointSchema,
+      "Endpoint of the workload cluster's API server. A value set here is the module's control_plane_endpoint input; otherwise the manager writes the module's output here once. Immutable once it has a host: every Machine and kubeconfig points at it.",
+    ),
+  ),
   ...workspaceSpecFields({ definition: "Mutable: a change re-applies the module." }),
   drift: Type.Optional(described(DriftPolicySchema, "Periodic drift detection of the cluster. Mutable.")),
   applyPolicy: Type.Optional(
@@ -58,7 +82,11 @@ const clusterSpecFields = {
     }),
   ),
   maxActiveJobs: Type.Optional(
-    Int32({ description: "Cap on the running Jobs of this cluster, its machines and pools together; the manager's --cluster-max-active-jobs when unset. Drift and refresh start only below 80% of it.", minimum: 1 }),
+    Int32({
+      description:
+        "Cap on the running Jobs of this cluster, its machines and pools together; the manager's --cluster-max-active-jobs when unset. Drift and refresh start only below 80% of it.",
+      minimum: 1,
+    }),
   ),
   defaults: Type.Optional(TerraformClusterDefaultsSchema),
 };
@@ -74,24 +102,32 @@ export type TerraformClusterSpec = Static<typeof TerraformClusterSpecSchema>;
 const clusterKindRules = cel(
   {
     rule: "has(self.identityRef)",
-    message: "spec.identityRef is required: a TerraformCluster uses only its own identity (spec.defaults.identityRef applies to its machines and pools); name a TerraformClusterIdentity",
+    message:
+      "spec.identityRef is required: a TerraformCluster uses only its own identity (spec.defaults.identityRef applies to its machines and pools); name a TerraformClusterIdentity",
     fieldPath: ".identityRef",
     reason: "FieldValueRequired",
   },
   {
-    rule:
-      "!has(oldSelf.controlPlaneEndpoint) || !has(oldSelf.controlPlaneEndpoint.host) || (has(self.controlPlaneEndpoint) && has(self.controlPlaneEndpoint.host) && self.controlPlaneEndpoint.host == oldSelf.controlPlaneEndpoint.host && (!has(oldSelf.controlPlaneEndpoint.port) || (has(self.controlPlaneEndpoint.port) && self.controlPlaneEndpoint.port == oldSelf.controlPlaneEndpoint.port)))",
-    message: "spec.controlPlaneEndpoint is immutable once it has a host: every Machine and kubeconfig of the cluster points at it; create a new cluster to use another endpoint",
+    rule: "!has(oldSelf.controlPlaneEndpoint) || !has(oldSelf.controlPlaneEndpoint.host) || (has(self.controlPlaneEndpoint) && has(self.controlPlaneEndpoint.host) && self.controlPlaneEndpoint.host == oldSelf.controlPlaneEndpoint.host && (!has(oldSelf.controlPlaneEndpoint.port) || (has(self.controlPlaneEndpoint.port) && self.controlPlaneEndpoint.port == oldSelf.controlPlaneEndpoint.port)))",
+    message:
+      "spec.controlPlaneEndpoint is immutable once it has a host: every Machine and kubeconfig of the cluster points at it; create a new cluster to use another endpoint",
     fieldPath: ".controlPlaneEndpoint",
   },
 );
 
 export const TerraformClusterStatusSchema = Type.Object(
   {
-    conditions: Type.Optional(Conditions("Conditions of the TerraformCluster; Cluster API mirrors Ready into the Cluster's InfrastructureReady.")),
+    conditions: Type.Optional(
+      Conditions("Conditions of the TerraformCluster; Cluster API mirrors Ready into the Cluster's InfrastructureReady."),
+    ),
     ...workspaceStatusFields(),
     failureDomains: Type.Optional(
-      Type.Array(FailureDomainSchema, { description: "Failure domains from the module's failure_domains output.", minItems: 1, maxItems: maxFailureDomains, ...mapList("name") }),
+      Type.Array(FailureDomainSchema, {
+        description: "Failure domains from the module's failure_domains output.",
+        minItems: 1,
+        maxItems: maxFailureDomains,
+        ...mapList("name"),
+      }),
     ),
     exports: Type.Optional(
       JsonObject({

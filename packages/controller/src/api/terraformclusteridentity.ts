@@ -23,10 +23,16 @@ export const AllowedNamespacesSchema = Type.Object(
         ...setList,
       }),
     ),
-    selector: Type.Optional(described(LabelSelectorSchema, "Namespaces whose labels match are allowed; selector: {} allows every namespace, existing or not. Anyone who may label a namespace can opt it in.")),
+    selector: Type.Optional(
+      described(
+        LabelSelectorSchema,
+        "Namespaces whose labels match are allowed; selector: {} allows every namespace, existing or not. Anyone who may label a namespace can opt it in.",
+      ),
+    ),
   },
   {
-    description: "Namespaces that may use the identity: those in list or matched by selector. Unset allows none; {} is rejected as ambiguous.",
+    description:
+      "Namespaces that may use the identity: those in list or matched by selector. Unset allows none; {} is rejected as ambiguous.",
     ...cel({
       rule: "has(self.list) || has(self.selector)",
       message: "allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace",
@@ -37,11 +43,18 @@ export type AllowedNamespaces = Static<typeof AllowedNamespacesSchema>;
 
 export const TerraformClusterIdentitySpecSchema = Type.Object(
   {
-    type: Type.Optional(StringEnum(identityTypes, { description: "How the credentials are held: Secret, the only type.", default: "Secret" })),
+    type: Type.Optional(
+      StringEnum(identityTypes, { description: "How the credentials are held: Secret, the only type.", default: "Secret" }),
+    ),
     secretRef: Type.Object(
       {
         name: Type.String({ description: "Name of the Secret.", minLength: 1, maxLength: 253, pattern: dnsSubdomainPattern }),
-        namespace: Type.String({ description: "Namespace of the Secret, any namespace; never defaulted.", minLength: 1, maxLength: 63, pattern: dnsLabelPattern }),
+        namespace: Type.String({
+          description: "Namespace of the Secret, any namespace; never defaulted.",
+          minLength: 1,
+          maxLength: 63,
+          pattern: dnsLabelPattern,
+        }),
       },
       {
         description:
@@ -57,7 +70,10 @@ export const TerraformClusterIdentitySpecSchema = Type.Object(
     ),
     allowedNamespaces: Type.Optional(AllowedNamespacesSchema),
   },
-  { description: "Desired state of a TerraformClusterIdentity: the credentials Secret and who may use it. Every field is mutable.", minProperties: 1 },
+  {
+    description: "Desired state of a TerraformClusterIdentity: the credentials Secret and who may use it. Every field is mutable.",
+    minProperties: 1,
+  },
 );
 export type TerraformClusterIdentitySpec = Static<typeof TerraformClusterIdentitySpecSchema>;
 

@@ -26,8 +26,18 @@ const machineSpecFields = {
     }),
   ),
   ...workspaceSpecFields({ definition: "Immutable: a machine is replaced, never changed." }),
-  drift: Type.Optional(described(MachineDriftPolicySchema, `${MachineDriftPolicySchema.description} Merged field by field over the cluster's defaults.drift. Mutable.`)),
-  remediation: Type.Optional(described(MachineRemediationSchema, `${MachineRemediationSchema.description} Merged field by field over the cluster's defaults.remediation. Mutable.`)),
+  drift: Type.Optional(
+    described(
+      MachineDriftPolicySchema,
+      `${MachineDriftPolicySchema.description} Merged field by field over the cluster's defaults.drift. Mutable.`,
+    ),
+  ),
+  remediation: Type.Optional(
+    described(
+      MachineRemediationSchema,
+      `${MachineRemediationSchema.description} Merged field by field over the cluster's defaults.remediation. Mutable.`,
+    ),
+  ),
 };
 
 /** The spec of a TerraformMachine as a template carries it: without the kind-level immutability rules. */
@@ -51,7 +61,11 @@ function unchanged(field: string, why: string): CelRule {
  * immutability stays with the webhook, which exempts ClusterClass dry-runs.
  */
 const machineKindRules = cel(
-  { rule: "self.source == oldSelf.source", message: "spec.source is immutable: a machine is replaced, never changed; roll out a new machine (a new template)", fieldPath: ".source" },
+  {
+    rule: "self.source == oldSelf.source",
+    message: "spec.source is immutable: a machine is replaced, never changed; roll out a new machine (a new template)",
+    fieldPath: ".source",
+  },
   unchanged("identityRef", "a machine is replaced, never changed; roll out a new machine with the new identity"),
   unchanged("variables", "a machine is replaced, never changed; roll out a new machine with the new variables"),
   unchanged("variablesFrom", "a machine is replaced, never changed; roll out a new machine with the new sources"),
@@ -64,17 +78,36 @@ const machineKindRules = cel(
 
 export const TerraformMachineStatusSchema = Type.Object(
   {
-    conditions: Type.Optional(Conditions("Conditions of the TerraformMachine; Cluster API mirrors Ready into the Machine's InfrastructureReady.")),
+    conditions: Type.Optional(
+      Conditions("Conditions of the TerraformMachine; Cluster API mirrors Ready into the Machine's InfrastructureReady."),
+    ),
     ...workspaceStatusFields(),
     addresses: Type.Optional(
-      Type.Array(MachineAddressSchema, { description: "Addresses of the instance from the module's addresses output, in canonical order.", minItems: 1, maxItems: maxAddresses, ...atomicList }),
+      Type.Array(MachineAddressSchema, {
+        description: "Addresses of the instance from the module's addresses output, in canonical order.",
+        minItems: 1,
+        maxItems: maxAddresses,
+        ...atomicList,
+      }),
     ),
     failureDomain: Type.Optional(
-      Type.String({ description: "Failure domain the instance runs in, from the failure_domain output; must equal Machine.spec.failureDomain when that is set.", minLength: 1, maxLength: 256 }),
+      Type.String({
+        description:
+          "Failure domain the instance runs in, from the failure_domain output; must equal Machine.spec.failureDomain when that is set.",
+        minLength: 1,
+        maxLength: 256,
+      }),
     ),
-    interruptible: Type.Optional(Type.Boolean({ description: "True for a spot or preemptible instance; Cluster API then labels the Node cluster.x-k8s.io/interruptible." })),
+    interruptible: Type.Optional(
+      Type.Boolean({
+        description: "True for a spot or preemptible instance; Cluster API then labels the Node cluster.x-k8s.io/interruptible.",
+      }),
+    ),
     unhealthySamples: Type.Optional(
-      Int32({ description: "Consecutive unhealthy health samples; unset while healthy. Status only: restarts after clusterctl move.", minimum: 1 }),
+      Int32({
+        description: "Consecutive unhealthy health samples; unset while healthy. Status only: restarts after clusterctl move.",
+        minimum: 1,
+      }),
     ),
   },
   { description: "Observed state of the TerraformMachine, rebuilt from state, durable inputs and Jobs.", minProperties: 1 },
@@ -104,7 +137,12 @@ export const terraformMachineDefinition: KindDefinition<typeof TerraformMachineS
   statusSubresource: true,
   printerColumns: [
     clusterColumn,
-    { name: "Machine", type: "string", jsonPath: '.metadata.ownerReferences[?(@.kind=="Machine")].name', description: "The Machine owning this object" },
+    {
+      name: "Machine",
+      type: "string",
+      jsonPath: '.metadata.ownerReferences[?(@.kind=="Machine")].name',
+      description: "The Machine owning this object",
+    },
     readyColumn,
     provisionedColumn,
     { name: "ProviderID", type: "string", jsonPath: ".spec.providerID", description: "Provider ID of the instance" },

@@ -13,20 +13,32 @@ export const maxProviderIDList = 10000;
 
 const poolSpecFields = {
   providerID: Type.Optional(
-    Type.String({ description: "Provider ID of the scaling group, from the module's provider_id output (optional in the contract): a new ID is followed, a null reading keeps the last one.", minLength: 1, maxLength: 512 }),
+    Type.String({
+      description:
+        "Provider ID of the scaling group, from the module's provider_id output (optional in the contract): a new ID is followed, a null reading keeps the last one.",
+      minLength: 1,
+      maxLength: 512,
+    }),
   ),
   providerIDList: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
-      description: "Provider IDs of every non-terminated member, from the module's provider_id_list output, sorted and without duplicates; Cluster API copies it to MachinePool.spec.providerIDList.",
+      description:
+        "Provider IDs of every non-terminated member, from the module's provider_id_list output, sorted and without duplicates; Cluster API copies it to MachinePool.spec.providerIDList.",
       maxItems: maxProviderIDList,
       ...atomicList,
     }),
   ),
   ...workspaceSpecFields({ definition: "Mutable: a change re-applies the pool." }),
-  drift: Type.Optional(described(MachinePoolDriftPolicySchema, `${MachinePoolDriftPolicySchema.description} Merged field by field over the cluster's defaults.drift. Mutable.`)),
+  drift: Type.Optional(
+    described(
+      MachinePoolDriftPolicySchema,
+      `${MachinePoolDriftPolicySchema.description} Merged field by field over the cluster's defaults.drift. Mutable.`,
+    ),
+  ),
   membershipRefreshIntervalSeconds: Type.Optional(
     Int32({
-      description: "How often the manager runs apply -refresh-only to pick up members that joined or left between applies, in seconds; the cluster's defaults when unset.",
+      description:
+        "How often the manager runs apply -refresh-only to pick up members that joined or left between applies, in seconds; the cluster's defaults when unset.",
       minimum: 15,
       maximum: 86400,
       default: defaultMembershipRefreshIntervalSeconds,
@@ -43,8 +55,12 @@ export type TerraformMachinePoolSpec = Static<typeof TerraformMachinePoolSpecSch
 export const MachinePoolInstanceSchema = Type.Object(
   {
     providerID: Type.String({ description: "Provider ID of the instance.", minLength: 1, maxLength: 512 }),
-    instanceID: Type.Optional(Type.String({ description: "Provider-defined identifier, when distinct from providerID.", minLength: 1, maxLength: 256 })),
-    addresses: Type.Optional(Type.Array(MachineAddressSchema, { description: "Addresses of the instance.", minItems: 1, maxItems: maxAddresses, ...atomicList })),
+    instanceID: Type.Optional(
+      Type.String({ description: "Provider-defined identifier, when distinct from providerID.", minLength: 1, maxLength: 256 }),
+    ),
+    addresses: Type.Optional(
+      Type.Array(MachineAddressSchema, { description: "Addresses of the instance.", minItems: 1, maxItems: maxAddresses, ...atomicList }),
+    ),
     failureDomain: Type.Optional(Type.String({ description: "Failure domain the instance runs in.", minLength: 1, maxLength: 256 })),
     state: Type.Optional(StringEnum(healthStates, { description: "The instance's health state, as the module reports it." })),
   },
@@ -53,10 +69,20 @@ export const MachinePoolInstanceSchema = Type.Object(
 
 export const TerraformMachinePoolStatusSchema = Type.Object(
   {
-    conditions: Type.Optional(Conditions("Conditions of the TerraformMachinePool; Cluster API mirrors Ready into the MachinePool's InfrastructureReady.")),
+    conditions: Type.Optional(
+      Conditions("Conditions of the TerraformMachinePool; Cluster API mirrors Ready into the MachinePool's InfrastructureReady."),
+    ),
     ...workspaceStatusFields(),
-    ready: Type.Optional(Type.Boolean({ description: "The v1beta1 provisioned flag Cluster API v1.14 still reads; latched with initialization.provisioned." })),
-    replicas: Type.Optional(Int32({ description: "Desired capacity observed at the last refresh (replicas output); equals the length of providerIDList outside a scaling transition.", minimum: 0 })),
+    ready: Type.Optional(
+      Type.Boolean({ description: "The v1beta1 provisioned flag Cluster API v1.14 still reads; latched with initialization.provisioned." }),
+    ),
+    replicas: Type.Optional(
+      Int32({
+        description:
+          "Desired capacity observed at the last refresh (replicas output); equals the length of providerIDList outside a scaling transition.",
+        minimum: 0,
+      }),
+    ),
     instances: Type.Optional(
       Type.Array(MachinePoolInstanceSchema, {
         description: `Members of the group; cut at ${maxInstances} with OutputsValid=True/InstancesTruncated.`,
@@ -92,7 +118,12 @@ export const terraformMachinePoolDefinition: KindDefinition<typeof TerraformMach
   statusSubresource: true,
   printerColumns: [
     clusterColumn,
-    { name: "MachinePool", type: "string", jsonPath: '.metadata.ownerReferences[?(@.kind=="MachinePool")].name', description: "The MachinePool owning this object" },
+    {
+      name: "MachinePool",
+      type: "string",
+      jsonPath: '.metadata.ownerReferences[?(@.kind=="MachinePool")].name',
+      description: "The MachinePool owning this object",
+    },
     { name: "Replicas", type: "integer", jsonPath: ".status.replicas", description: "Observed desired capacity" },
     readyColumn,
     ageColumn,

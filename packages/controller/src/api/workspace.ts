@@ -7,13 +7,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import { kinds } from "@captf/contract/api";
 import { maxInlineVariables, maxVariablesSources } from "@captf/render";
 import { errorKinds, maxDriftResources, maxPlanResources, maxSummaryBytes, operations } from "@captf/contract/run-result";
-import {
-  defaultDriftAction,
-  defaultImagePullPolicy,
-  defaultVariablesFormat,
-  jobPolicyDefaults,
-  remediationDefaults,
-} from "./defaults.js";
+import { defaultDriftAction, defaultImagePullPolicy, defaultVariablesFormat, jobPolicyDefaults, remediationDefaults } from "./defaults.js";
 import {
   EnvVarSchema,
   LocalObjectReferenceSchema,
@@ -57,7 +51,10 @@ export const SourceSchema = Type.Object(
       maxLength: 512,
     }),
     imagePullPolicy: Type.Optional(
-      StringEnum(imagePullPolicies, { description: "Pull policy of the Job's main container; use Always with a mutable tag.", default: defaultImagePullPolicy }),
+      StringEnum(imagePullPolicies, {
+        description: "Pull policy of the Job's main container; use Always with a mutable tag.",
+        default: defaultImagePullPolicy,
+      }),
     ),
   },
   { description: "The role image: module code and runtime in one OCI image." },
@@ -66,10 +63,15 @@ export type Source = Static<typeof SourceSchema>;
 
 export const IdentityReferenceSchema = Type.Object(
   {
-    name: Type.String({ description: "Name of the TerraformClusterIdentity (or, with kind Secret, of a Secret in the object's namespace).", minLength: 1, maxLength: 253 }),
+    name: Type.String({
+      description: "Name of the TerraformClusterIdentity (or, with kind Secret, of a Secret in the object's namespace).",
+      minLength: 1,
+      maxLength: 253,
+    }),
     kind: Type.Optional(
       StringEnum(identityReferenceKinds, {
-        description: "What name refers to: a cluster-scoped TerraformClusterIdentity, or a Secret in the object's own namespace used as is.",
+        description:
+          "What name refers to: a cluster-scoped TerraformClusterIdentity, or a Secret in the object's own namespace used as is.",
         default: kinds.clusterIdentity,
       }),
     ),
@@ -81,11 +83,17 @@ export type IdentityReference = Static<typeof IdentityReferenceSchema>;
 export const JobPolicySchema = Type.Object(
   {
     successfulJobsHistoryLimit: Type.Optional(
-      Int32({ description: "Succeeded Jobs kept per operation; the newest succeeded Job of each operation is kept even at 0.", minimum: 0, maximum: 100, default: jobPolicyDefaults.successfulJobsHistoryLimit }),
+      Int32({
+        description: "Succeeded Jobs kept per operation; the newest succeeded Job of each operation is kept even at 0.",
+        minimum: 0,
+        maximum: 100,
+        default: jobPolicyDefaults.successfulJobsHistoryLimit,
+      }),
     ),
     failedJobsHistoryLimit: Type.Optional(
       Int32({
-        description: "Failed Jobs kept per operation; the newest failed Job of an operation is kept even at 0 until a later one succeeds, because retry backoff counts it.",
+        description:
+          "Failed Jobs kept per operation; the newest failed Job of an operation is kept even at 0 until a later one succeeds, because retry backoff counts it.",
         minimum: 0,
         maximum: 100,
         default: jobPolicyDefaults.failedJobsHistoryLimit,
@@ -93,7 +101,8 @@ export const JobPolicySchema = Type.Object(
     ),
     activeDeadlineSeconds: Type.Optional(
       Int64({
-        description: "Longest run of one Job, in seconds; a Job reaching it is interrupted and counts as failed. Must exceed lockTimeoutSeconds (the built-in 300 when that is unset).",
+        description:
+          "Longest run of one Job, in seconds; a Job reaching it is interrupted and counts as failed. Must exceed lockTimeoutSeconds (the built-in 300 when that is unset).",
         minimum: 1,
         maximum: 86400,
         default: jobPolicyDefaults.activeDeadlineSeconds,
@@ -101,7 +110,8 @@ export const JobPolicySchema = Type.Object(
     ),
     lockTimeoutSeconds: Type.Optional(
       Int32({
-        description: "How long the runtime waits for the state lock (-lock-timeout), in seconds. Must be below activeDeadlineSeconds (the built-in 3600 when that is unset).",
+        description:
+          "How long the runtime waits for the state lock (-lock-timeout), in seconds. Must be below activeDeadlineSeconds (the built-in 3600 when that is unset).",
         minimum: 0,
         maximum: 3600,
         default: jobPolicyDefaults.lockTimeoutSeconds,
@@ -109,7 +119,8 @@ export const JobPolicySchema = Type.Object(
     ),
     serviceAccountName: Type.Optional(
       Type.String({
-        description: "ServiceAccount of the Job pod instead of the managed captf-runner; it must exist and carry the label captf.io/runner=true, else no Job starts.",
+        description:
+          "ServiceAccount of the Job pod instead of the managed captf-runner; it must exist and carry the label captf.io/runner=true, else no Job starts.",
         minLength: 1,
         maxLength: 253,
       }),
@@ -156,7 +167,11 @@ export const DriftPolicySchema = Type.Object(
       }),
     ),
     action: Type.Optional(
-      StringEnum(driftActions, { description: "What a check that finds drift does: Report records it; Remediate applies the current inputs, reverting out-of-band changes.", default: defaultDriftAction }),
+      StringEnum(driftActions, {
+        description:
+          "What a check that finds drift does: Report records it; Remediate applies the current inputs, reverting out-of-band changes.",
+        default: defaultDriftAction,
+      }),
     ),
   },
   { description: "Periodic drift detection." },
@@ -173,16 +188,25 @@ export const MachineDriftPolicySchema = Type.Object(
       }),
     ),
   },
-  { description: "Periodic drift detection of a machine. Machine drift is always reported, never remediated: a machine is replaced, not repaired." },
+  {
+    description:
+      "Periodic drift detection of a machine. Machine drift is always reported, never remediated: a machine is replaced, not repaired.",
+  },
 );
 export type MachineDriftPolicy = Static<typeof MachineDriftPolicySchema>;
 
 export const MachinePoolDriftPolicySchema = Type.Object(
   {
     intervalSeconds: Type.Optional(
-      Int32({ description: "Seconds between drift checks; inherited when positive, else --drift-default-interval (30m). A pool's drift cannot be disabled.", minimum: 1 }),
+      Int32({
+        description:
+          "Seconds between drift checks; inherited when positive, else --drift-default-interval (30m). A pool's drift cannot be disabled.",
+        minimum: 1,
+      }),
     ),
-    action: Type.Optional(StringEnum(driftActions, { description: "What a check that finds drift does: Report or Remediate.", default: defaultDriftAction })),
+    action: Type.Optional(
+      StringEnum(driftActions, { description: "What a check that finds drift does: Report or Remediate.", default: defaultDriftAction }),
+    ),
   },
   { description: "Periodic drift detection of a pool." },
 );
@@ -198,11 +222,18 @@ export const MachineRemediationSchema = Type.Object(
       }),
     ),
     unhealthyThreshold: Type.Optional(
-      Int32({ description: "Consecutive unhealthy health samples before the Machine is annotated; a sample is one completed refresh or drift Job.", minimum: 1, maximum: 100, default: remediationDefaults.unhealthyThreshold }),
+      Int32({
+        description:
+          "Consecutive unhealthy health samples before the Machine is annotated; a sample is one completed refresh or drift Job.",
+        minimum: 1,
+        maximum: 100,
+        default: remediationDefaults.unhealthyThreshold,
+      }),
     ),
     healthCheckIntervalSeconds: Type.Optional(
       Int32({
-        description: "While annotateMachine is true, how often a provisioned machine is refreshed to sample its health, independent of drift.",
+        description:
+          "While annotateMachine is true, how often a provisioned machine is refreshed to sample its health, independent of drift.",
         minimum: 60,
         maximum: 86400,
         default: remediationDefaults.healthCheckIntervalSeconds,
@@ -221,10 +252,24 @@ export const VariablesSourceReferenceSchema = Type.Object(
 export const VariablesSourceSchema = Type.Object(
   {
     configMapRef: Type.Optional(described(VariablesSourceReferenceSchema, "A ConfigMap; set exactly one of configMapRef and secretRef.")),
-    secretRef: Type.Optional(described(VariablesSourceReferenceSchema, "A Secret; its variables are declared sensitive in the generated root. Set exactly one of configMapRef and secretRef.")),
-    optional: Type.Optional(Type.Boolean({ description: "A missing or unlabeled source contributes nothing instead of holding the object at DependenciesReady=False (VariablesSourceNotFound).", default: false })),
+    secretRef: Type.Optional(
+      described(
+        VariablesSourceReferenceSchema,
+        "A Secret; its variables are declared sensitive in the generated root. Set exactly one of configMapRef and secretRef.",
+      ),
+    ),
+    optional: Type.Optional(
+      Type.Boolean({
+        description:
+          "A missing or unlabeled source contributes nothing instead of holding the object at DependenciesReady=False (VariablesSourceNotFound).",
+        default: false,
+      }),
+    ),
     format: Type.Optional(
-      StringEnum(variablesFormats, { description: "String passes each data value as a string; JSON parses each value as JSON (lists, maps, objects).", default: defaultVariablesFormat }),
+      StringEnum(variablesFormats, {
+        description: "String passes each data value as a string; JSON parses each value as JSON (lists, maps, objects).",
+        default: defaultVariablesFormat,
+      }),
     ),
   },
   {
@@ -262,7 +307,10 @@ export function workspaceSpecFields(mutability: { definition: string }) {
       }),
     ),
     adoptRetainedState: Type.Optional(
-      Type.Boolean({ description: "Take over the state an earlier object of the same kind, namespace and name retained at deletion. Never inherited. Mutable." }),
+      Type.Boolean({
+        description:
+          "Take over the state an earlier object of the same kind, namespace and name retained at deletion. Never inherited. Mutable.",
+      }),
     ),
   };
 }
@@ -272,7 +320,10 @@ export function workspaceSpecFields(mutability: { definition: string }) {
 export const InitializationSchema = Type.Object(
   {
     provisioned: Type.Optional(
-      Type.Boolean({ description: "True once the infrastructure is provisioned: derived from state until it first holds, then latched for the object's life." }),
+      Type.Boolean({
+        description:
+          "True once the infrastructure is provisioned: derived from state until it first holds, then latched for the object's life.",
+      }),
     ),
   },
   { description: "The Cluster API v1beta2 contract's initialization status.", minProperties: 1 },
@@ -282,7 +333,10 @@ export const ActiveJobSchema = Type.Object(
   {
     name: Type.String({ description: "Name of the Job.", minLength: 1, maxLength: 63 }),
     operation: StringEnum(operations, { description: "Operation the Job runs." }),
-    attempt: Int32({ description: "Sequence number of the operation's Job (a<N> in its name), counting retained Jobs, not retries.", minimum: 1 }),
+    attempt: Int32({
+      description: "Sequence number of the operation's Job (a<N> in its name), counting retained Jobs, not retries.",
+      minimum: 1,
+    }),
     startTime: Type.Optional(Timestamp({ description: "When captf created the Job (its creationTimestamp; its Pod may start later)." })),
   },
   { description: "The Job running for the object now." },
@@ -306,9 +360,20 @@ export const RunErrorSchema = Type.Object(
         "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently; state-save: an apply or destroy ran but its new state could not be saved (larger than a Secret holds), so nothing is retried.",
     }),
     step: Type.Optional(Type.String({ description: "The failed step, for kind step.", minLength: 1, maxLength: 64 })),
-    summary: Type.Optional(Type.String({ description: "The runner's redacted summary of the failure, not raw stderr (the Job's log has that).", minLength: 1, maxLength: maxSummaryBytes })),
+    summary: Type.Optional(
+      Type.String({
+        description: "The runner's redacted summary of the failure, not raw stderr (the Job's log has that).",
+        minLength: 1,
+        maxLength: maxSummaryBytes,
+      }),
+    ),
     resources: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { description: "Failed resources as '<address>: <summary>'.", minItems: 1, maxItems: maxErrorResources, ...atomicList }),
+      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+        description: "Failed resources as '<address>: <summary>'.",
+        minItems: 1,
+        maxItems: maxErrorResources,
+        ...atomicList,
+      }),
     ),
   },
   { description: "Why the run failed." },
@@ -320,7 +385,12 @@ export const DriftSummarySchema = Type.Object(
     change: Type.Optional(Int32({ description: "Resources the plan would update in place.", minimum: 0 })),
     destroy: Type.Optional(Int32({ description: "Resources the plan would destroy, replacements included.", minimum: 0 })),
     resources: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { description: "Addresses of the drifted resources.", minItems: 1, maxItems: maxDriftResources, ...atomicList }),
+      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+        description: "Addresses of the drifted resources.",
+        minItems: 1,
+        maxItems: maxDriftResources,
+        ...atomicList,
+      }),
     ),
   },
   { description: "The drift a drift run found.", minProperties: 1 },
@@ -330,11 +400,18 @@ export const LastRunSchema = Type.Object(
   {
     job: Type.String({ description: "Name of the Job.", minLength: 1, maxLength: 63 }),
     operation: StringEnum(operations, { description: "Operation the Job ran." }),
-    steps: Type.Optional(Type.Array(RunStepSchema, { description: "Steps the runner ran, in order.", minItems: 1, maxItems: maxRunSteps, ...atomicList })),
+    steps: Type.Optional(
+      Type.Array(RunStepSchema, { description: "Steps the runner ran, in order.", minItems: 1, maxItems: maxRunSteps, ...atomicList }),
+    ),
     error: Type.Optional(RunErrorSchema),
     drift: Type.Optional(DriftSummarySchema),
     approvedBy: Type.Optional(
-      Type.String({ description: "Who approved the plan this apply Job applied (applyPolicy Manual): the user captf's mutating webhook recorded in captf.io/plan-approved-by, kept on the Job.", minLength: 1, maxLength: maxApproverLength }),
+      Type.String({
+        description:
+          "Who approved the plan this apply Job applied (applyPolicy Manual): the user captf's mutating webhook recorded in captf.io/plan-approved-by, kept on the Job.",
+        minLength: 1,
+        maxLength: maxApproverLength,
+      }),
     ),
   },
   { description: "The result of the newest finished Job, from the runner's termination message." },
@@ -344,7 +421,11 @@ export const SourceStatusSchema = Type.Object(
   {
     image: Type.Optional(Type.String({ description: "The image reference last run, as the spec gave it.", minLength: 1, maxLength: 512 })),
     imageDigest: Type.Optional(
-      Type.String({ description: "The digest the container runtime resolved it to (informational; the pinned copy is on the durable inputs Secret).", minLength: 1, maxLength: 512 }),
+      Type.String({
+        description: "The digest the container runtime resolved it to (informational; the pinned copy is on the durable inputs Secret).",
+        minLength: 1,
+        maxLength: 512,
+      }),
     ),
     runtimeVersion: Type.Optional(Type.String({ description: "Version the runtime reported.", minLength: 1, maxLength: 64 })),
   },
@@ -353,7 +434,10 @@ export const SourceStatusSchema = Type.Object(
 
 export const StateBackupSchema = Type.Object(
   {
-    serial: Int64({ description: "State serial the backup holds; name it in the captf.io/restore-state annotation to restore it.", minimum: 1 }),
+    serial: Int64({
+      description: "State serial the backup holds; name it in the captf.io/restore-state annotation to restore it.",
+      minimum: 1,
+    }),
     takenAt: Timestamp({ description: "When the manager copied the state." }),
     bytes: Int64({ description: "Compressed size of the backup over all its Secrets.", minimum: 1 }),
   },
@@ -369,19 +453,38 @@ export function workspaceStatusFields() {
     activeJob: Type.Optional(ActiveJobSchema),
     lastRun: Type.Optional(LastRunSchema),
     lastDriftCheck: Type.Optional(Timestamp({ description: "When the last drift check finished." })),
-    lastRefresh: Type.Optional(Timestamp({ description: "When the last refresh or drift check finished, or the apply whose health reading stood in for one." })),
+    lastRefresh: Type.Optional(
+      Timestamp({ description: "When the last refresh or drift check finished, or the apply whose health reading stood in for one." }),
+    ),
     pendingRefreshes: Type.Optional(
       Int32({
-        description: "Consecutive health samples that read pending since the last other reading or apply; spaces refreshes 30s, 1m, 2m, 4m, then 5m. Status only: restarts after clusterctl move.",
+        description:
+          "Consecutive health samples that read pending since the last other reading or apply; spaces refreshes 30s, 1m, 2m, 4m, then 5m. Status only: restarts after clusterctl move.",
         minimum: 1,
       }),
     ),
     observedStateSerial: Type.Optional(Int64({ description: "The state serial the outputs were read from.", minimum: 1 })),
-    lastRestoredSerial: Type.Optional(Int64({ description: "Backup serial of the last restore Job consumed (succeeded or failed), so the same request does not run twice.", minimum: 1 })),
-    stateSecretSuffix: Type.Optional(Type.String({ description: "secret_suffix of the object's state in the kubernetes backend (informational).", minLength: 1, maxLength: 63 })),
+    lastRestoredSerial: Type.Optional(
+      Int64({
+        description: "Backup serial of the last restore Job consumed (succeeded or failed), so the same request does not run twice.",
+        minimum: 1,
+      }),
+    ),
+    stateSecretSuffix: Type.Optional(
+      Type.String({
+        description: "secret_suffix of the object's state in the kubernetes backend (informational).",
+        minLength: 1,
+        maxLength: 63,
+      }),
+    ),
     source: Type.Optional(SourceStatusSchema),
     stateBackups: Type.Optional(
-      Type.Array(StateBackupSchema, { description: "State backups kept, newest first.", minItems: 1, maxItems: maxStateBackups, ...atomicList }),
+      Type.Array(StateBackupSchema, {
+        description: "State backups kept, newest first.",
+        minItems: 1,
+        maxItems: maxStateBackups,
+        ...atomicList,
+      }),
     ),
   };
 }
@@ -390,14 +493,40 @@ export function workspaceStatusFields() {
 export const PlanPreviewSchema = Type.Object(
   {
     inputsHash: Type.String({ description: "Hash of the inputs the plan was made for.", minLength: 1, maxLength: 128 }),
-    job: Type.String({ description: "The Job that made the plan: a plan Job, or an approved apply that planned differently.", minLength: 1, maxLength: 63 }),
-    planHash: Type.String({ description: "Fingerprint of the plan's changes (p1:<sha256>); approve the plan by setting the captf.io/approve-plan annotation to it.", minLength: 1, maxLength: 128 }),
+    job: Type.String({
+      description: "The Job that made the plan: a plan Job, or an approved apply that planned differently.",
+      minLength: 1,
+      maxLength: 63,
+    }),
+    planHash: Type.String({
+      description:
+        "Fingerprint of the plan's changes (p1:<sha256>); approve the plan by setting the captf.io/approve-plan annotation to it.",
+      minLength: 1,
+      maxLength: 128,
+    }),
     add: Type.Optional(Int32({ description: "Resources the plan creates.", minimum: 0 })),
     change: Type.Optional(Int32({ description: "Resources the plan updates in place.", minimum: 0 })),
     destroy: Type.Optional(Int32({ description: "Resources the plan destroys, replacements included.", minimum: 0 })),
-    import: Type.Optional(Int32({ description: "Resources the plan imports (import blocks), counted apart from add, change and destroy; an import alone needs approval.", minimum: 0 })),
-    move: Type.Optional(Int32({ description: "Resources the plan moves to a new address (moved blocks), counted apart from add, change and destroy; a move alone needs approval.", minimum: 0 })),
-    outputChanges: Type.Optional(Int32({ description: "Root outputs the plan changes; an output change alone needs approval, since exports feed every machine and pool.", minimum: 0 })),
+    import: Type.Optional(
+      Int32({
+        description:
+          "Resources the plan imports (import blocks), counted apart from add, change and destroy; an import alone needs approval.",
+        minimum: 0,
+      }),
+    ),
+    move: Type.Optional(
+      Int32({
+        description:
+          "Resources the plan moves to a new address (moved blocks), counted apart from add, change and destroy; a move alone needs approval.",
+        minimum: 0,
+      }),
+    ),
+    outputChanges: Type.Optional(
+      Int32({
+        description: "Root outputs the plan changes; an output change alone needs approval, since exports feed every machine and pool.",
+        minimum: 0,
+      }),
+    ),
     resources: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: maxPlanResourceLength }), {
         description: "'<address> (<action>)' of each changed resource, sorted by address; never a value.",

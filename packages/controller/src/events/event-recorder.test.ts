@@ -11,7 +11,11 @@ describe("kubeEventRecorder", () => {
 
   it("records an events.k8s.io Event in the object's namespace, regarding the object, with a MicroTime", async () => {
     const { created, events } = recorded();
-    await events.record({ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", namespace: "team-a", name: "m-1", uid: "u-1" }, "Provisioned", "provisioned");
+    await events.record(
+      { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", namespace: "team-a", name: "m-1", uid: "u-1" },
+      "Provisioned",
+      "provisioned",
+    );
     expect(created).toHaveLength(1);
     expect(created[0]!.namespace).toBe("team-a");
     expect(created[0]!.body).toMatchObject({
@@ -28,10 +32,21 @@ describe("kubeEventRecorder", () => {
 
   it("records a cluster-scoped object's events in the default namespace, regarding no namespace", async () => {
     const { created, events } = recorded();
-    await events.record({ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformClusterIdentity", name: "aws", uid: "u-2" }, "IdentitySecretNotFound", "Secret creds/aws does not exist", "CheckSecret", "Warning");
+    await events.record(
+      { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformClusterIdentity", name: "aws", uid: "u-2" },
+      "IdentitySecretNotFound",
+      "Secret creds/aws does not exist",
+      "CheckSecret",
+      "Warning",
+    );
     expect(clusterScopedEventNamespace).toBe("default");
     expect(created[0]!.namespace).toBe("default");
-    expect(created[0]!.body).toMatchObject({ metadata: { namespace: "default" }, action: "CheckSecret", type: "Warning", regarding: { kind: "TerraformClusterIdentity", name: "aws", uid: "u-2" } });
+    expect(created[0]!.body).toMatchObject({
+      metadata: { namespace: "default" },
+      action: "CheckSecret",
+      type: "Warning",
+      regarding: { kind: "TerraformClusterIdentity", name: "aws", uid: "u-2" },
+    });
     expect((created[0]!.body as { regarding: object }).regarding).not.toHaveProperty("namespace");
   });
 
@@ -52,7 +67,9 @@ describe("kubeEventRecorder", () => {
       },
     });
     const events = kubeEventRecorder(client, { instance: "m", logger: { warn: (...args: unknown[]) => warnings.push(args) } as never });
-    await expect(events.record({ apiVersion: "v1", kind: "Thing", name: "cluster-wide", uid: "u" }, "Provisioned", "x")).resolves.toBeUndefined();
+    await expect(
+      events.record({ apiVersion: "v1", kind: "Thing", name: "cluster-wide", uid: "u" }, "Provisioned", "x"),
+    ).resolves.toBeUndefined();
     expect(warnings).toHaveLength(1);
     expect(JSON.stringify(warnings[0])).toContain("cluster-wide");
   });

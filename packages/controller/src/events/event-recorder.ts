@@ -49,11 +49,25 @@ export function kubeEventRecorder(client: KubeApi, options: { instance: string; 
           reason,
           type,
           note: note.length > maxNoteLength ? `${note.slice(0, maxNoteLength - 1)}…` : note,
-          regarding: { apiVersion: subject.apiVersion, kind: subject.kind, ...(subject.namespace ? { namespace: subject.namespace } : {}), name: subject.name, ...(subject.uid ? { uid: subject.uid } : {}) },
+          regarding: {
+            apiVersion: subject.apiVersion,
+            kind: subject.kind,
+            ...(subject.namespace ? { namespace: subject.namespace } : {}),
+            name: subject.name,
+            ...(subject.uid ? { uid: subject.uid } : {}),
+          },
         })
         .then(
           () => undefined,
-          (error: unknown) => options.logger?.warn({ reason, object: subject.namespace ? `${subject.namespace}/${subject.name}` : subject.name, error: (error as Error).message }, "could not record an event"),
+          (error: unknown) =>
+            options.logger?.warn(
+              {
+                reason,
+                object: subject.namespace ? `${subject.namespace}/${subject.name}` : subject.name,
+                error: (error as Error).message,
+              },
+              "could not record an event",
+            ),
         );
     },
   };

@@ -14,7 +14,12 @@ describe("namespaceAllowance", () => {
     ["selector {} allows even a namespace that does not exist", { selector: {} }, undefined, "selector"],
     ["empty matchLabels is an empty selector", { selector: { matchLabels: {} } }, undefined, "selector"],
     ["matching labels", { selector: { matchLabels: { team: "a" } } }, team, "selector"],
-    ["a matching expression", { selector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod", "stage"] }] } }, team, "selector"],
+    [
+      "a matching expression",
+      { selector: { matchExpressions: [{ key: "env", operator: "In", values: ["prod", "stage"] }] } },
+      team,
+      "selector",
+    ],
     ["labels that do not match", { selector: { matchLabels: { team: "b" } } }, team, false],
     ["a namespace without labels", { selector: { matchExpressions: [{ key: "team", operator: "Exists" }] } }, {}, false],
     ["a missing namespace with a selector", { selector: { matchLabels: { team: "a" } } }, undefined, false],
@@ -30,7 +35,10 @@ describe("namespaceAllowance", () => {
   });
 
   it("says why a namespace is denied", () => {
-    expect(namespaceAllowance(undefined, "ns", team)).toEqual({ allowed: false, why: "spec.allowedNamespaces is unset, so no namespace may use it" });
+    expect(namespaceAllowance(undefined, "ns", team)).toEqual({
+      allowed: false,
+      why: "spec.allowedNamespaces is unset, so no namespace may use it",
+    });
     expect(namespaceAllowance({ list: ["x"], selector: { matchLabels: { team: "b" } } }, "ns", team)).toEqual({
       allowed: false,
       why: "spec.allowedNamespaces.list does not name ns and the labels of namespace ns do not match spec.allowedNamespaces.selector",

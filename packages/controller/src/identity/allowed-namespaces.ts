@@ -21,7 +21,11 @@ export function allowanceNeedsLabels(allowed: AllowedNamespaces | undefined, nam
   return selector !== undefined && !isEmptySelector(selector) && !(allowed?.list ?? []).includes(namespaceName);
 }
 
-export function namespaceAllowance(allowed: AllowedNamespaces | undefined, namespaceName: string, namespace: NamespaceLabels | undefined): NamespaceAllowance {
+export function namespaceAllowance(
+  allowed: AllowedNamespaces | undefined,
+  namespaceName: string,
+  namespace: NamespaceLabels | undefined,
+): NamespaceAllowance {
   if (!allowed) return { allowed: false, why: "spec.allowedNamespaces is unset, so no namespace may use it" };
   if ((allowed.list ?? []).includes(namespaceName)) return { allowed: true, by: "list" };
   const selector = allowed.selector;
@@ -29,8 +33,13 @@ export function namespaceAllowance(allowed: AllowedNamespaces | undefined, names
   if (isEmptySelector(selector)) return { allowed: true, by: "selector" };
   const notListed = allowed.list ? `spec.allowedNamespaces.list does not name ${namespaceName} and ` : "";
   const problems = labelSelectorProblems("spec.allowedNamespaces.selector", selector);
-  if (problems.length > 0) return { allowed: false, why: `${notListed}spec.allowedNamespaces.selector is invalid and matches nothing: ${problems.join("; ")}` };
-  if (!namespace) return { allowed: false, why: `${notListed}namespace ${namespaceName} does not exist, so spec.allowedNamespaces.selector cannot match it` };
+  if (problems.length > 0)
+    return { allowed: false, why: `${notListed}spec.allowedNamespaces.selector is invalid and matches nothing: ${problems.join("; ")}` };
+  if (!namespace)
+    return {
+      allowed: false,
+      why: `${notListed}namespace ${namespaceName} does not exist, so spec.allowedNamespaces.selector cannot match it`,
+    };
   // labelSelectorProblems rejected every selector structuredSelectorRequirements would throw on.
   if (matchesLabels(structuredSelectorRequirements(selector), namespace.labels)) return { allowed: true, by: "selector" };
   return { allowed: false, why: `${notListed}the labels of namespace ${namespaceName} do not match spec.allowedNamespaces.selector` };

@@ -13,11 +13,22 @@ import {
 } from "./credentials-mirror.js";
 
 const user: CredentialsUser = { kind: "TerraformMachine", namespace: "team-a", name: "m-0", uid: "uid-2", identity: "aws" };
-const data = { AWS_ACCESS_KEY_ID: Buffer.from("AKIA").toString("base64"), AWS_SECRET_ACCESS_KEY: Buffer.from("canary-7f3e").toString("base64") };
+const data = {
+  AWS_ACCESS_KEY_ID: Buffer.from("AKIA").toString("base64"),
+  AWS_SECRET_ACCESS_KEY: Buffer.from("canary-7f3e").toString("base64"),
+};
 const userRef = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", name: "m-0", uid: "uid-2" };
 const otherRef = { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", name: "c", uid: "uid-c" };
 
-function mirror(overrides: { data?: Record<string, string>; hash?: string; ownerReferences?: V1OwnerReference[]; labels?: Record<string, string>; identity?: string } = {}): V1Secret {
+function mirror(
+  overrides: {
+    data?: Record<string, string>;
+    hash?: string;
+    ownerReferences?: V1OwnerReference[];
+    labels?: Record<string, string>;
+    identity?: string;
+  } = {},
+): V1Secret {
   const secretData = overrides.data ?? data;
   return {
     metadata: {
@@ -25,7 +36,10 @@ function mirror(overrides: { data?: Record<string, string>; hash?: string; owner
       namespace: "team-a",
       resourceVersion: "7",
       labels: overrides.labels ?? { "captf.io/mirrored": "true", "captf.io/managed": "true" },
-      annotations: { "captf.io/source-hash": overrides.hash ?? credentialsHash(secretData), "captf.io/identity": overrides.identity ?? "aws" },
+      annotations: {
+        "captf.io/source-hash": overrides.hash ?? credentialsHash(secretData),
+        "captf.io/identity": overrides.identity ?? "aws",
+      },
       ownerReferences: overrides.ownerReferences ?? [userRef],
       managedFields: [{ manager: "captf" }],
     },
@@ -104,7 +118,11 @@ describe("planMirror", () => {
   it("rewrites the data when the source's hash differs (rotation)", () => {
     const rotated = { ...data, AWS_SECRET_ACCESS_KEY: Buffer.from("rotated").toString("base64") };
     const plan = planMirror(mirror(), rotated, user);
-    expect(plan).toMatchObject({ action: "replace", rewritesData: true, secret: { data: rotated, metadata: { resourceVersion: "7", annotations: { "captf.io/source-hash": credentialsHash(rotated) } } } });
+    expect(plan).toMatchObject({
+      action: "replace",
+      rewritesData: true,
+      secret: { data: rotated, metadata: { resourceVersion: "7", annotations: { "captf.io/source-hash": credentialsHash(rotated) } } },
+    });
     expect(plan.action === "replace" && plan.secret.metadata?.managedFields).toBeUndefined();
   });
 
@@ -122,9 +140,16 @@ describe("planMirror", () => {
   it("lists at most mirrorOwnersLimit users: another uses a full mirror without a write, and still gets its data rewritten", () => {
     const owners = Array.from({ length: mirrorOwnersLimit }, (_, i) => ({ ...otherRef, name: `c-${i}`, uid: `uid-c${i}` }));
     expect(planMirror(mirror({ ownerReferences: owners }), data, user)).toEqual({ action: "keep" });
-    expect(planMirror(mirror({ ownerReferences: owners.slice(1) }), data, user)).toMatchObject({ action: "addOwner", ownerReference: userRef });
+    expect(planMirror(mirror({ ownerReferences: owners.slice(1) }), data, user)).toMatchObject({
+      action: "addOwner",
+      ownerReference: userRef,
+    });
     const rotated = { ...data, AWS_SECRET_ACCESS_KEY: Buffer.from("rotated").toString("base64") };
-    expect(planMirror(mirror({ ownerReferences: owners }), rotated, user)).toMatchObject({ action: "replace", rewritesData: true, secret: { data: rotated, metadata: { ownerReferences: owners } } });
+    expect(planMirror(mirror({ ownerReferences: owners }), rotated, user)).toMatchObject({
+      action: "replace",
+      rewritesData: true,
+      secret: { data: rotated, metadata: { ownerReferences: owners } },
+    });
   });
 
   it("replaces the ref of an earlier object of the same name", () => {
@@ -138,9 +163,16 @@ describe("planMirror", () => {
   });
 
   it("never overwrites a Secret of that name that is not a captf mirror of this identity", () => {
-    for (const existing of [mirror({ labels: {} }), mirror({ identity: "gcp" }), { metadata: { name: "captf-creds-aws", namespace: "team-a" }, data: { x: "eQ==" } }]) {
+    for (const existing of [
+      mirror({ labels: {} }),
+      mirror({ identity: "gcp" }),
+      { metadata: { name: "captf-creds-aws", namespace: "team-a" }, data: { x: "eQ==" } },
+    ]) {
       const plan = planMirror(existing, data, user);
-      expect(plan).toEqual({ action: "foreign", why: expect.stringContaining("Secret team-a/captf-creds-aws exists and is not a captf mirror of TerraformClusterIdentity aws") });
+      expect(plan).toEqual({
+        action: "foreign",
+        why: expect.stringContaining("Secret team-a/captf-creds-aws exists and is not a captf mirror of TerraformClusterIdentity aws"),
+      });
     }
   });
 });
@@ -148,7 +180,10 @@ describe("planMirror", () => {
 describe("planRevocation", () => {
   it("deletes the mirror when the user was its last owner, with the read resourceVersion as precondition", () => {
     expect(planRevocation(mirror(), user)).toEqual({ action: "delete", resourceVersion: "7" });
-    expect(planRevocation(mirror({ ownerReferences: [{ ...userRef, uid: "uid-1" }] }), user)).toEqual({ action: "delete", resourceVersion: "7" });
+    expect(planRevocation(mirror({ ownerReferences: [{ ...userRef, uid: "uid-1" }] }), user)).toEqual({
+      action: "delete",
+      resourceVersion: "7",
+    });
     expect(planRevocation(mirror({ ownerReferences: [] }), user)).toEqual({ action: "delete", resourceVersion: "7" });
   });
 

@@ -41,7 +41,11 @@ export function userOwnerReference(user: CredentialsUser): V1OwnerReference {
 /** A mirror captf made for this identity: only those are ever rewritten or deleted. */
 export function isCredentialsMirror(secret: V1Secret, identity: string): boolean {
   const meta = secret.metadata;
-  return meta?.labels?.[labels.mirrored] === "true" && meta.labels[labels.managed] === "true" && meta.annotations?.[annotations.identity] === identity;
+  return (
+    meta?.labels?.[labels.mirrored] === "true" &&
+    meta.labels[labels.managed] === "true" &&
+    meta.annotations?.[annotations.identity] === identity
+  );
 }
 
 function refersToUser(ref: V1OwnerReference, user: CredentialsUser): boolean {
@@ -74,7 +78,11 @@ export type MirrorPlan =
   | { action: "foreign"; why: string };
 
 /** What to write so the user's namespace holds an up-to-date mirror owned by the user. */
-export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<Record<string, string>>, user: CredentialsUser): MirrorPlan {
+export function planMirror(
+  existing: V1Secret | undefined,
+  sourceData: Readonly<Record<string, string>>,
+  user: CredentialsUser,
+): MirrorPlan {
   const name = credentialsMirrorName(user.identity);
   const hash = credentialsHash(sourceData);
   const ourLabels = { [labels.mirrored]: "true", [labels.managed]: "true" };
@@ -85,7 +93,13 @@ export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<
       secret: {
         apiVersion: "v1",
         kind: "Secret",
-        metadata: { name, namespace: user.namespace, labels: ourLabels, annotations: ourAnnotations, ownerReferences: [userOwnerReference(user)] },
+        metadata: {
+          name,
+          namespace: user.namespace,
+          labels: ourLabels,
+          annotations: ourAnnotations,
+          ownerReferences: [userOwnerReference(user)],
+        },
         type: "Opaque",
         data: { ...sourceData },
       },
@@ -100,12 +114,15 @@ export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<
   const meta = existing.metadata ?? {};
   const rewritesData = credentialsHash(existing.data) !== hash;
   const refs = meta.ownerReferences ?? [];
-  const ownedAlready = refs.some((ref) => ref.uid === user.uid && ref.controller !== true && ref.blockOwnerDeletion !== true) && refs.filter((ref) => refersToUser(ref, user)).length === 1;
+  const ownedAlready =
+    refs.some((ref) => ref.uid === user.uid && ref.controller !== true && ref.blockOwnerDeletion !== true) &&
+    refs.filter((ref) => refersToUser(ref, user)).length === 1;
   const current = meta.annotations ?? {};
   // A user not listed on a mirror that already has its fill of owners uses it without owning it.
   const full = !refs.some((ref) => refersToUser(ref, user)) && refs.length >= mirrorOwnersLimit;
   if (!rewritesData && (ownedAlready || full) && current[annotations.sourceHash] === hash) return { action: "keep" };
-  if (!rewritesData && current[annotations.sourceHash] === hash && !refs.some((ref) => refersToUser(ref, user))) return { action: "addOwner", ownerReference: userOwnerReference(user), order: [...refs.map((ref) => ref.uid), user.uid] };
+  if (!rewritesData && current[annotations.sourceHash] === hash && !refs.some((ref) => refersToUser(ref, user)))
+    return { action: "addOwner", ownerReference: userOwnerReference(user), order: [...refs.map((ref) => ref.uid), user.uid] };
   const { managedFields: _managedFields, ...kept } = meta;
   return {
     action: "replace",
@@ -123,7 +140,10 @@ export function planMirror(existing: V1Secret | undefined, sourceData: Readonly<
   };
 }
 
-export type RevocationPlan = { action: "none" } | { action: "replace"; secret: V1Secret } | { action: "delete"; resourceVersion: string | undefined };
+export type RevocationPlan =
+  | { action: "none" }
+  | { action: "replace"; secret: V1Secret }
+  | { action: "delete"; resourceVersion: string | undefined };
 
 /** The user's namespace may no longer use the identity: drop the user's ref, and the mirror once no user is left. */
 export function planRevocation(existing: V1Secret | undefined, user: CredentialsUser): RevocationPlan {

@@ -7,14 +7,26 @@ import { apiError, fakeClient, type FakeCall } from "../runtime/fake-client.test
 // server's own behaviour are in identity.integration.test.ts.
 
 const user = { kind: "TerraformCluster", namespace: "team-a", name: "c", uid: "u", identity: "aws" };
-const identity = { spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { selector: { matchLabels: { team: "a" } } } } };
+const identity = {
+  spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { selector: { matchLabels: { team: "a" } } } },
+};
 
-function stubs(overrides: { identity?: () => Promise<unknown>; namespace?: () => Promise<unknown>; secret?: (name: string) => Promise<unknown>; create?: () => Promise<unknown>; patch?: (call: FakeCall) => unknown }) {
+function stubs(overrides: {
+  identity?: () => Promise<unknown>;
+  namespace?: () => Promise<unknown>;
+  secret?: (name: string) => Promise<unknown>;
+  create?: () => Promise<unknown>;
+  patch?: (call: FakeCall) => unknown;
+}) {
   const client = fakeClient({
     "get terraformclusteridentities": overrides.identity ?? (async () => identity),
     "get namespaces": overrides.namespace ?? (async () => ({ metadata: { name: "team-a", labels: { team: "a" } } })),
     "get secrets": async ({ name }) =>
-      overrides.secret ? overrides.secret(name!) : name === "aws-creds" ? { data: { KEY: Buffer.from("canary-value").toString("base64") } } : Promise.reject(apiError(404, "not found")),
+      overrides.secret
+        ? overrides.secret(name!)
+        : name === "aws-creds"
+          ? { data: { KEY: Buffer.from("canary-value").toString("base64") } }
+          : Promise.reject(apiError(404, "not found")),
     "create secrets": overrides.create ?? (async () => ({})),
     ...(overrides.patch ? { "patch secrets": overrides.patch } : {}),
   });
@@ -23,8 +35,16 @@ function stubs(overrides: { identity?: () => Promise<unknown>; namespace?: () =>
 
 describe("ensureCredentials when the API fails", () => {
   it.each<[string, Parameters<typeof stubs>[0], string]>([
-    ["the identity cannot be read", { identity: () => Promise.reject(apiError(500, "etcdserver: request timed out")) }, "reading TerraformClusterIdentity aws failed: HTTP 500: etcdserver: request timed out"],
-    ["the namespace cannot be read", { namespace: () => Promise.reject(apiError(403, "namespaces is forbidden")) }, "reading namespace team-a for TerraformClusterIdentity aws failed: HTTP 403: namespaces is forbidden"],
+    [
+      "the identity cannot be read",
+      { identity: () => Promise.reject(apiError(500, "etcdserver: request timed out")) },
+      "reading TerraformClusterIdentity aws failed: HTTP 500: etcdserver: request timed out",
+    ],
+    [
+      "the namespace cannot be read",
+      { namespace: () => Promise.reject(apiError(403, "namespaces is forbidden")) },
+      "reading namespace team-a for TerraformClusterIdentity aws failed: HTTP 403: namespaces is forbidden",
+    ],
     [
       "the source Secret cannot be read",
       { secret: () => Promise.reject(apiError(403, 'secrets "aws-creds" is forbidden')) },
@@ -39,13 +59,22 @@ describe("ensureCredentials when the API fails", () => {
 
   it("denies a selector-allowed namespace that does not exist", async () => {
     const outcome = await ensureCredentials(stubs({ namespace: () => Promise.reject(apiError(404, "not found")) }), user);
-    expect(outcome.identityAllowed).toMatchObject({ status: "False", reason: "NamespaceNotAllowed", message: expect.stringContaining("namespace team-a does not exist") });
+    expect(outcome.identityAllowed).toMatchObject({
+      status: "False",
+      reason: "NamespaceNotAllowed",
+      message: expect.stringContaining("namespace team-a does not exist"),
+    });
   });
 
   it("a failed write of the mirror: CredentialsMirrored=False/MirrorFailed; a lost race: MirrorPending", async () => {
     const failed = await ensureCredentials(stubs({ create: () => Promise.reject(apiError(422, "Secret is invalid")) }), user);
     expect(failed.identityAllowed).toMatchObject({ status: "True", reason: "IdentityAllowed" });
-    expect(failed.credentialsMirrored).toEqual({ type: "CredentialsMirrored", status: "False", reason: "MirrorFailed", message: "writing Secret team-a/captf-creds-aws failed: HTTP 422: Secret is invalid" });
+    expect(failed.credentialsMirrored).toEqual({
+      type: "CredentialsMirrored",
+      status: "False",
+      reason: "MirrorFailed",
+      message: "writing Secret team-a/captf-creds-aws failed: HTTP 422: Secret is invalid",
+    });
     const raced = await ensureCredentials(stubs({ create: () => Promise.reject(apiError(409, "already exists")) }), user);
     expect(raced.credentialsMirrored).toMatchObject({ status: "Unknown", reason: "MirrorPending" });
     // A lost race is retried at once (many users of one identity add their ownerReferences together), a failure later.
@@ -60,7 +89,16 @@ describe("ensureCredentials racing other users of the identity", () => {
     const data = { KEY: Buffer.from("canary-value").toString("base64") };
     const { credentialsHash } = await import("./credentials-mirror.js");
     const winner = {
-      metadata: { name: "captf-creds-aws", namespace: "team-a", resourceVersion: "5", labels: { "captf.io/mirrored": "true", "captf.io/managed": "true" }, annotations: { "captf.io/source-hash": credentialsHash(data), "captf.io/identity": "aws" }, ownerReferences: [{ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", name: "other", uid: "u-other" }] },
+      metadata: {
+        name: "captf-creds-aws",
+        namespace: "team-a",
+        resourceVersion: "5",
+        labels: { "captf.io/mirrored": "true", "captf.io/managed": "true" },
+        annotations: { "captf.io/source-hash": credentialsHash(data), "captf.io/identity": "aws" },
+        ownerReferences: [
+          { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", name: "other", uid: "u-other" },
+        ],
+      },
       data,
     };
     let mirrorReads = 0;
@@ -74,7 +112,14 @@ describe("ensureCredentials racing other users of the identity", () => {
     const outcome = await ensureCredentials(clients, user);
     expect(outcome.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
     expect(outcome.lostRace).toBeUndefined();
-    expect(patches).toEqual([{ metadata: { "$setElementOrder/ownerReferences": [{ uid: "u-other" }, { uid: "u" }], ownerReferences: [expect.objectContaining({ uid: "u", name: "c" })] } }]);
+    expect(patches).toEqual([
+      {
+        metadata: {
+          "$setElementOrder/ownerReferences": [{ uid: "u-other" }, { uid: "u" }],
+          ownerReferences: [expect.objectContaining({ uid: "u", name: "c" })],
+        },
+      },
+    ]);
     // A strategic merge: the ownerReferences merge by uid, a JSON merge patch would replace the list.
     expect(patchTypes).toEqual(["strategic"]);
   });
@@ -83,8 +128,20 @@ describe("ensureCredentials racing other users of the identity", () => {
 describe("ensureRunnerRbac when the API fails", () => {
   it("RunnerRBACReady=False/RBACFailed, never Unknown", async () => {
     const client = fakeClient({ "get serviceaccounts": async () => ({}), "get rolebindings": () => Promise.reject(apiError(500, "boom")) });
-    expect(await ensureRunnerRbac({ client }, "team-a")).toEqual({ type: "RunnerRBACReady", status: "False", reason: "RBACFailed", message: "RoleBinding team-a/captf-runner: HTTP 500: boom" });
-    const denied = fakeClient({ "get serviceaccounts": () => Promise.reject(apiError(403, "forbidden")), "get rolebindings": () => Promise.reject(apiError(500, "boom")) });
-    expect(await ensureRunnerRbac({ client: denied }, "team-a")).toMatchObject({ status: "False", reason: "RBACFailed", message: "ServiceAccount team-a/captf-runner: HTTP 403: forbidden" });
+    expect(await ensureRunnerRbac({ client }, "team-a")).toEqual({
+      type: "RunnerRBACReady",
+      status: "False",
+      reason: "RBACFailed",
+      message: "RoleBinding team-a/captf-runner: HTTP 500: boom",
+    });
+    const denied = fakeClient({
+      "get serviceaccounts": () => Promise.reject(apiError(403, "forbidden")),
+      "get rolebindings": () => Promise.reject(apiError(500, "boom")),
+    });
+    expect(await ensureRunnerRbac({ client: denied }, "team-a")).toMatchObject({
+      status: "False",
+      reason: "RBACFailed",
+      message: "ServiceAccount team-a/captf-runner: HTTP 403: forbidden",
+    });
   });
 });

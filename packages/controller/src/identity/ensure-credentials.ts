@@ -76,11 +76,22 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
     events: [],
   });
 
-  const identity = await readLive(() => (cache ? cache.get<TerraformClusterIdentity>(identityResourceType, undefined, identityName).then((found) => found ?? Promise.reject(notFound)) : readIdentity(client, identityName)));
+  const identity = await readLive(() =>
+    cache
+      ? cache
+          .get<TerraformClusterIdentity>(identityResourceType, undefined, identityName)
+          .then((found) => found ?? Promise.reject(notFound))
+      : readIdentity(client, identityName),
+  );
   if ("failed" in identity) return checkFailed(`reading ${identityLabel} failed: ${identity.failed}`);
   if (!identity.found) {
     return {
-      identityAllowed: conditionReport("IdentityAllowed", "False", "IdentityNotFound", `${identityLabel} does not exist; create it or reference another identity`),
+      identityAllowed: conditionReport(
+        "IdentityAllowed",
+        "False",
+        "IdentityNotFound",
+        `${identityLabel} does not exist; create it or reference another identity`,
+      ),
       credentialsMirrored: pending(`waiting for ${identityLabel} to exist`),
       events: [],
     };
@@ -94,12 +105,19 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
     namespace = read.found ? read.value : undefined;
   }
   const allowance = namespaceAllowance(spec.allowedNamespaces, user.namespace, namespace?.metadata);
-  if (!allowance.allowed) return revoke(client, user, mirrorName, `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`);
+  if (!allowance.allowed)
+    return revoke(client, user, mirrorName, `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`);
 
   const { name: secretName, namespace: secretNamespace } = spec.secretRef;
   const secretLabel = `Secret ${secretNamespace}/${secretName} of ${identityLabel}`;
   // The user's Secret, which no label scopes: from a watch of its own when the manager's caches are given.
-  const source = await readLive(() => (cache ? cache.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName, { cache: watchedByName }).then((found) => found ?? Promise.reject(notFound)) : client.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName)));
+  const source = await readLive(() =>
+    cache
+      ? cache
+          .get<V1Secret>(builtinTypes.secret, secretNamespace, secretName, { cache: watchedByName })
+          .then((found) => found ?? Promise.reject(notFound))
+      : client.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName),
+  );
   if ("failed" in source) return checkFailed(`reading ${secretLabel} failed: ${source.failed}`);
   if (!source.found) {
     return {
@@ -112,13 +130,23 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
   const missingKeys = (spec.requiredKeys ?? []).filter((key) => !(key in sourceData));
   if (missingKeys.length > 0) {
     return {
-      identityAllowed: conditionReport("IdentityAllowed", "False", "CredentialsIncomplete", `${secretLabel} lacks required keys: ${missingKeys.join(", ")}`),
+      identityAllowed: conditionReport(
+        "IdentityAllowed",
+        "False",
+        "CredentialsIncomplete",
+        `${secretLabel} lacks required keys: ${missingKeys.join(", ")}`,
+      ),
       credentialsMirrored: pending(`waiting for ${secretLabel} to hold every required key`),
       events: [],
     };
   }
 
-  const identityAllowed = conditionReport("IdentityAllowed", "True", "IdentityAllowed", `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`);
+  const identityAllowed = conditionReport(
+    "IdentityAllowed",
+    "True",
+    "IdentityAllowed",
+    `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`,
+  );
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
   const mirrored = (message: string, events: CredentialsEvent[] = []): CredentialsOutcome => ({
     identityAllowed,
@@ -126,14 +154,24 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
     credentialsSecret: mirrorName,
     events,
   });
-  const failed = (message: string): CredentialsOutcome => ({ identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", message), events: [] });
+  const failed = (message: string): CredentialsOutcome => ({
+    identityAllowed,
+    credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", message),
+    events: [],
+  });
   // Users of one identity in one namespace race to make its mirror: a write that lost reads the winner's live and plans again, once.
   for (let attempt = 1; ; attempt++) {
     // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read live: a foreign Secret of that name is not in the cache's view.
-    const cachedMirror = cache && attempt === 1 ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true })) : undefined;
+    const cachedMirror =
+      cache && attempt === 1
+        ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true }))
+        : undefined;
     const cachedFound = cachedMirror && "found" in cachedMirror && cachedMirror.found && cachedMirror.value !== undefined;
-    const existing = cachedFound ? cachedMirror : await readLive(() => client.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName));
-    if ("failed" in existing) return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
+    const existing = cachedFound
+      ? cachedMirror
+      : await readLive(() => client.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName));
+    if ("failed" in existing)
+      return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
     const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
     try {
       switch (plan.action) {
@@ -146,16 +184,34 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
           return mirrored(`${mirrorLabel} mirrors ${secretLabel}`, [event("MirrorCreated", `mirrored ${secretLabel} into ${mirrorLabel}`)]);
         case "addOwner":
           // Appended after the refs as read; refs other users added meanwhile are kept (a strategic merge, by uid).
-          await client.patch(builtinTypes.secret, user.namespace, mirrorName, { metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] } }, "strategic");
+          await client.patch(
+            builtinTypes.secret,
+            user.namespace,
+            mirrorName,
+            {
+              metadata: { "$setElementOrder/ownerReferences": plan.order.map((uid) => ({ uid })), ownerReferences: [plan.ownerReference] },
+            },
+            "strategic",
+          );
           return mirrored(`${mirrorLabel} mirrors ${secretLabel}`);
         case "replace":
           await client.replace(builtinTypes.secret, user.namespace, mirrorName, plan.secret);
-          return mirrored(plan.rewritesData ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data` : `${mirrorLabel} mirrors ${secretLabel}`);
+          return mirrored(
+            plan.rewritesData
+              ? `${mirrorLabel} mirrors ${secretLabel}; rewritten with its changed data`
+              : `${mirrorLabel} mirrors ${secretLabel}`,
+          );
       }
     } catch (error) {
       if (isConflict(error) && attempt === 1) continue;
       // Someone else wrote the Secret between our read and write, again: the next pass reads it again.
-      if (isConflict(error)) return { identityAllowed, credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`), events: [], lostRace: true };
+      if (isConflict(error))
+        return {
+          identityAllowed,
+          credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`),
+          events: [],
+          lostRace: true,
+        };
       return failed(`writing ${mirrorLabel} failed: ${apiErrorMessage(error)}`);
     }
   }
@@ -165,9 +221,24 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
 async function revoke(client: KubeApi, user: CredentialsUser, mirrorName: string, why: string): Promise<CredentialsOutcome> {
   const identityAllowed = conditionReport("IdentityAllowed", "False", "NamespaceNotAllowed", why);
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
-  const notMirrored = conditionReport("CredentialsMirrored", "Unknown", "MirrorPending", `not mirrored while namespace ${user.namespace} is not allowed`);
+  const notMirrored = conditionReport(
+    "CredentialsMirrored",
+    "Unknown",
+    "MirrorPending",
+    `not mirrored while namespace ${user.namespace} is not allowed`,
+  );
   const existing = await readLive(() => client.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName));
-  if ("failed" in existing) return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `reading ${mirrorLabel} to remove it failed: ${existing.failed}`), events: [] };
+  if ("failed" in existing)
+    return {
+      identityAllowed,
+      credentialsMirrored: conditionReport(
+        "CredentialsMirrored",
+        "False",
+        "MirrorFailed",
+        `reading ${mirrorLabel} to remove it failed: ${existing.failed}`,
+      ),
+      events: [],
+    };
   const plan = planRevocation(existing.found ? existing.value : undefined, user);
   try {
     switch (plan.action) {
@@ -177,12 +248,36 @@ async function revoke(client: KubeApi, user: CredentialsUser, mirrorName: string
         await client.replace(builtinTypes.secret, user.namespace, mirrorName, plan.secret);
         return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
       case "delete":
-        await client.delete(builtinTypes.secret, user.namespace, mirrorName, plan.resourceVersion ? { preconditions: { resourceVersion: plan.resourceVersion } } : undefined);
+        await client.delete(
+          builtinTypes.secret,
+          user.namespace,
+          mirrorName,
+          plan.resourceVersion ? { preconditions: { resourceVersion: plan.resourceVersion } } : undefined,
+        );
         return { identityAllowed, credentialsMirrored: notMirrored, events: [event("MirrorRemoved", `removed ${mirrorLabel}: ${why}`)] };
     }
   } catch (error) {
     if (isNotFound(error)) return { identityAllowed, credentialsMirrored: notMirrored, events: [] };
-    if (isConflict(error)) return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `${mirrorLabel} changed while it was being removed, will retry`), events: [] };
-    return { identityAllowed, credentialsMirrored: conditionReport("CredentialsMirrored", "False", "MirrorFailed", `removing ${mirrorLabel} failed: ${apiErrorMessage(error)}`), events: [] };
+    if (isConflict(error))
+      return {
+        identityAllowed,
+        credentialsMirrored: conditionReport(
+          "CredentialsMirrored",
+          "False",
+          "MirrorFailed",
+          `${mirrorLabel} changed while it was being removed, will retry`,
+        ),
+        events: [],
+      };
+    return {
+      identityAllowed,
+      credentialsMirrored: conditionReport(
+        "CredentialsMirrored",
+        "False",
+        "MirrorFailed",
+        `removing ${mirrorLabel} failed: ${apiErrorMessage(error)}`,
+      ),
+      events: [],
+    };
   }
 }

@@ -21,22 +21,41 @@ describe("identityController", () => {
     const mirrors = controller.watches[1]!;
     expect(mirrors.type).toMatchObject({ plural: "secrets", group: "" });
     expect(mirrors.labelSelector).toBe("captf.io/mirrored=true,captf.io/managed=true");
-    expect(mirrors.map({ metadata: { namespace: "team-a", name: "captf-creds-aws", annotations: { "captf.io/identity": "aws" } } }, "delete")).toEqual(["aws"]);
+    expect(
+      mirrors.map({ metadata: { namespace: "team-a", name: "captf-creds-aws", annotations: { "captf.io/identity": "aws" } } }, "delete"),
+    ).toEqual(["aws"]);
     expect(mirrors.map({ metadata: { namespace: "team-a", name: "captf-creds-x" } }, "add")).toEqual([]);
   });
 });
 
 describe("identityController with the manager's caches", () => {
   it("reads the identity from the cache and the mirrors from the mirror watch's cache: only the source Secret is read live", async () => {
-    const identity = { metadata: { name: "aws", resourceVersion: "3" }, spec: { secretRef: { name: "creds", namespace: "captf-system" }, allowedNamespaces: { list: ["team-a"] } } };
-    const informer = { hasSynced: () => true, resourceVersion: "3", get: (key: string | undefined, name?: string) => ((name ?? key) === "aws" ? identity : undefined), list: () => [] };
+    const identity = {
+      metadata: { name: "aws", resourceVersion: "3" },
+      spec: { secretRef: { name: "creds", namespace: "captf-system" }, allowedNamespaces: { list: ["team-a"] } },
+    };
+    const informer = {
+      hasSynced: () => true,
+      resourceVersion: "3",
+      get: (key: string | undefined, name?: string) => ((name ?? key) === "aws" ? identity : undefined),
+      list: () => [],
+    };
     const live = { get: async () => Promise.reject(new Error("read live")), list: async () => Promise.reject(new Error("listed live")) };
     const reads = new ReadCache(live).add(identityResourceType, { informer });
     // Only these two answer: a live read of the identity or a live list of the mirrors fails the pass.
-    const client = fakeClient({ "get secrets": async () => ({ data: { KEY: "dg==" } }), "patchStatus terraformclusteridentities": async () => ({}) });
+    const client = fakeClient({
+      "get secrets": async () => ({ data: { KEY: "dg==" } }),
+      "patchStatus terraformclusteridentities": async () => ({}),
+    });
     const mirror = { metadata: { namespace: "team-a", name: "captf-creds-aws", annotations: { "captf.io/identity": "aws" } } };
     const controller = identityController({ client }, { cache: { reads, mirrors: () => [mirror] }, now: () => 0 });
-    const context = { namespace: undefined, name: "aws", reconcileId: "r", logger: pino({ level: "silent" }), signal: new AbortController().signal };
+    const context = {
+      namespace: undefined,
+      name: "aws",
+      reconcileId: "r",
+      logger: pino({ level: "silent" }),
+      signal: new AbortController().signal,
+    };
     await controller.reconcile("aws", context);
     expect(client.calls).toEqual(["get secrets creds", "patchStatus terraformclusteridentities aws"]);
     expect(await controller.reconcile("gone", { ...context, name: "gone" })).toEqual({});

@@ -48,7 +48,11 @@ async function listMirrors(client: KubeApi): Promise<V1Secret[]> {
   const mirrors: V1Secret[] = [];
   let token: string | undefined;
   do {
-    const page = await client.list<V1Secret>(builtinTypes.secret, undefined, { labelSelector: mirrorLabelSelector, limit: 500, continue: token });
+    const page = await client.list<V1Secret>(builtinTypes.secret, undefined, {
+      labelSelector: mirrorLabelSelector,
+      limit: 500,
+      continue: token,
+    });
     mirrors.push(...page.items);
     token = page.metadata?.continue || undefined;
   } while (token);
@@ -75,7 +79,9 @@ export function identityController(clients: IdentityControllerClients, options: 
     async reconcile(_key, context) {
       let identity: TerraformClusterIdentity;
       try {
-        const cached = options.cache ? await options.cache.reads.get<TerraformClusterIdentity>(identityResourceType, undefined, context.name) : undefined;
+        const cached = options.cache
+          ? await options.cache.reads.get<TerraformClusterIdentity>(identityResourceType, undefined, context.name)
+          : undefined;
         if (options.cache && !cached) return {};
         identity = cached ?? (await readIdentity(client, context.name));
       } catch (error) {
@@ -83,15 +89,30 @@ export function identityController(clients: IdentityControllerClients, options: 
         throw error;
       }
       // The source Secret is the user's, outside the managed-Secret cache: read live.
-      const [source, mirrors] = await Promise.all([readSource(client, identity), options.cache ? [...options.cache.mirrors()] : listMirrors(client)]);
+      const [source, mirrors] = await Promise.all([
+        readSource(client, identity),
+        options.cache ? [...options.cache.mirrors()] : listMirrors(client),
+      ]);
       const decision = decideIdentityStatus({ identity, source, mirrors, now: now() });
       if (decision.changed) {
         const { conditions, namespaces } = decision.status;
-        await client.patchStatus(identityResourceType, undefined, context.name, { status: { conditions, namespaces: namespaces.length > 0 ? namespaces : null } }, "merge");
+        await client.patchStatus(
+          identityResourceType,
+          undefined,
+          context.name,
+          { status: { conditions, namespaces: namespaces.length > 0 ? namespaces : null } },
+          "merge",
+        );
       }
       if (decision.event) {
         const { reason, note, type } = decision.event;
-        await clients.events?.record({ apiVersion: groupVersion, kind: kinds.clusterIdentity, name: context.name, uid: identity.metadata?.uid ?? "" }, reason, note, "CheckSecret", type);
+        await clients.events?.record(
+          { apiVersion: groupVersion, kind: kinds.clusterIdentity, name: context.name, uid: identity.metadata?.uid ?? "" },
+          reason,
+          note,
+          "CheckSecret",
+          type,
+        );
       }
       const ready = decision.status.conditions.find((condition) => condition.type === "Ready");
       context.logger.info({ ready: ready?.reason, namespaces: decision.status.namespaces.length, patched: decision.changed }, "reconciled");

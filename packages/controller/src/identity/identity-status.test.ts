@@ -13,20 +13,41 @@ function identity(options: { requiredKeys?: string[]; conditions?: Condition[]; 
     apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
     kind: "TerraformClusterIdentity",
     metadata: { name: "aws", generation: 4 },
-    spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, ...(options.requiredKeys ? { requiredKeys: options.requiredKeys } : {}) },
-    ...(options.conditions || options.namespaces ? { status: { ...(options.conditions ? { conditions: options.conditions } : {}), ...(options.namespaces ? { namespaces: options.namespaces } : {}) } } : {}),
+    spec: {
+      secretRef: { name: "aws-creds", namespace: "captf-system" },
+      ...(options.requiredKeys ? { requiredKeys: options.requiredKeys } : {}),
+    },
+    ...(options.conditions || options.namespaces
+      ? {
+          status: {
+            ...(options.conditions ? { conditions: options.conditions } : {}),
+            ...(options.namespaces ? { namespaces: options.namespaces } : {}),
+          },
+        }
+      : {}),
   } as TerraformClusterIdentity;
 }
 
-const ref = (kind = "TerraformMachine", apiVersion = "infrastructure.cluster.x-k8s.io/v1alpha1") => ({ apiVersion, kind, name: "x", uid: "u" });
+const ref = (kind = "TerraformMachine", apiVersion = "infrastructure.cluster.x-k8s.io/v1alpha1") => ({
+  apiVersion,
+  kind,
+  name: "x",
+  uid: "u",
+});
 
-function mirror(namespace: string, overrides: { identity?: string; labels?: Record<string, string>; hash?: boolean; refs?: ReturnType<typeof ref>[] } = {}): V1Secret {
+function mirror(
+  namespace: string,
+  overrides: { identity?: string; labels?: Record<string, string>; hash?: boolean; refs?: ReturnType<typeof ref>[] } = {},
+): V1Secret {
   return {
     metadata: {
       name: "captf-creds-aws",
       namespace,
       labels: overrides.labels ?? { "captf.io/mirrored": "true", "captf.io/managed": "true" },
-      annotations: { "captf.io/identity": overrides.identity ?? "aws", ...(overrides.hash === false ? {} : { "captf.io/source-hash": "abc" }) },
+      annotations: {
+        "captf.io/identity": overrides.identity ?? "aws",
+        ...(overrides.hash === false ? {} : { "captf.io/source-hash": "abc" }),
+      },
       ownerReferences: overrides.refs ?? [ref()],
     },
   };
@@ -36,7 +57,13 @@ const found: SourceSecretReading = { found: true, keys: ["AWS_ACCESS_KEY_ID", "A
 
 describe("decideIdentityStatus", () => {
   it.each<[string, TerraformClusterIdentity, SourceSecretReading, Pick<Condition, "status" | "reason" | "message">, number]>([
-    ["the Secret exists", identity(), found, { status: "True", reason: "SecretFound", message: "Secret captf-system/aws-creds exists" }, 300_000],
+    [
+      "the Secret exists",
+      identity(),
+      found,
+      { status: "True", reason: "SecretFound", message: "Secret captf-system/aws-creds exists" },
+      300_000,
+    ],
     [
       "it holds every required key",
       identity({ requiredKeys: ["AWS_ACCESS_KEY_ID"] }),
@@ -44,12 +71,22 @@ describe("decideIdentityStatus", () => {
       { status: "True", reason: "SecretFound", message: "Secret captf-system/aws-creds exists and holds every required key" },
       300_000,
     ],
-    ["the Secret is missing", identity(), { found: false }, { status: "False", reason: "SecretNotFound", message: "Secret captf-system/aws-creds does not exist" }, 30_000],
+    [
+      "the Secret is missing",
+      identity(),
+      { found: false },
+      { status: "False", reason: "SecretNotFound", message: "Secret captf-system/aws-creds does not exist" },
+      30_000,
+    ],
     [
       "required keys are missing (named, never valued)",
       identity({ requiredKeys: ["AWS_ACCESS_KEY_ID", "AWS_REGION", "AWS_SESSION_TOKEN"] }),
       found,
-      { status: "False", reason: "CredentialsIncomplete", message: "Secret captf-system/aws-creds lacks required keys: AWS_REGION, AWS_SESSION_TOKEN" },
+      {
+        status: "False",
+        reason: "CredentialsIncomplete",
+        message: "Secret captf-system/aws-creds lacks required keys: AWS_REGION, AWS_SESSION_TOKEN",
+      },
       30_000,
     ],
     [
@@ -61,17 +98,31 @@ describe("decideIdentityStatus", () => {
     ],
   ])("%s", (_title, object, source, ready, requeue) => {
     const decision = decideIdentityStatus({ identity: object, source, mirrors: [], now });
-    expect(decision.status.conditions).toEqual([{ type: "Ready", observedGeneration: 4, lastTransitionTime: "2026-03-01T12:00:00Z", ...ready }]);
+    expect(decision.status.conditions).toEqual([
+      { type: "Ready", observedGeneration: 4, lastTransitionTime: "2026-03-01T12:00:00Z", ...ready },
+    ]);
     expect(decision.requeueAfterMillis).toBe(requeue);
     expect(decision.changed).toBe(true);
     expect(conditionReasons.Ready[ready.status as "True" | "False" | "Unknown"]).toContain(ready.reason);
   });
 
   it("keeps lastTransitionTime while the status stays, and reports no change when nothing changed", () => {
-    const stored: Condition = { type: "Ready", status: "True", observedGeneration: 4, lastTransitionTime: earlier, reason: "SecretFound", message: "Secret captf-system/aws-creds exists" };
+    const stored: Condition = {
+      type: "Ready",
+      status: "True",
+      observedGeneration: 4,
+      lastTransitionTime: earlier,
+      reason: "SecretFound",
+      message: "Secret captf-system/aws-creds exists",
+    };
     // the API server returns keys in its own order
     const reordered = Object.fromEntries(Object.entries(stored).sort(([a], [b]) => a.localeCompare(b))) as Condition;
-    const decision = decideIdentityStatus({ identity: identity({ conditions: [reordered], namespaces: ["team-a"] }), source: found, mirrors: [mirror("team-a")], now });
+    const decision = decideIdentityStatus({
+      identity: identity({ conditions: [reordered], namespaces: ["team-a"] }),
+      source: found,
+      mirrors: [mirror("team-a")],
+      now,
+    });
     expect(decision.status.conditions[0]?.lastTransitionTime).toBe(earlier);
     expect(decision.changed).toBe(false);
     expect(decision.event).toBeUndefined();
@@ -80,17 +131,45 @@ describe("decideIdentityStatus", () => {
   it("moves lastTransitionTime when the status changes, and keeps other conditions", () => {
     const other: Condition = { type: "Custom", status: "True", lastTransitionTime: earlier, reason: "X", message: "" } as Condition;
     const stored: Condition = { type: "Ready", status: "True", lastTransitionTime: earlier, reason: "SecretFound", message: "" };
-    const decision = decideIdentityStatus({ identity: identity({ conditions: [other, stored] }), source: { found: false }, mirrors: [], now });
-    expect(decision.status.conditions).toEqual([other, expect.objectContaining({ type: "Ready", status: "False", lastTransitionTime: "2026-03-01T12:00:00Z" })]);
+    const decision = decideIdentityStatus({
+      identity: identity({ conditions: [other, stored] }),
+      source: { found: false },
+      mirrors: [],
+      now,
+    });
+    expect(decision.status.conditions).toEqual([
+      other,
+      expect.objectContaining({ type: "Ready", status: "False", lastTransitionTime: "2026-03-01T12:00:00Z" }),
+    ]);
   });
 
   it.each<[string, Condition | undefined, SourceSecretReading, string | undefined]>([
     ["a first reading that is good emits nothing", undefined, found, undefined],
     ["a first reading that is bad emits IdentitySecretNotFound", undefined, { found: false }, "IdentitySecretNotFound"],
-    ["found again after missing", { type: "Ready", status: "False", lastTransitionTime: earlier, reason: "SecretNotFound", message: "" }, found, "IdentitySecretFound"],
-    ["lost after found", { type: "Ready", status: "True", lastTransitionTime: earlier, reason: "SecretFound", message: "" }, { found: false }, "IdentitySecretNotFound"],
-    ["still missing emits nothing", { type: "Ready", status: "False", lastTransitionTime: earlier, reason: "SecretNotFound", message: "" }, { found: false }, undefined],
-    ["unreadable emits nothing", { type: "Ready", status: "True", lastTransitionTime: earlier, reason: "SecretFound", message: "" }, { failed: "HTTP 500" }, undefined],
+    [
+      "found again after missing",
+      { type: "Ready", status: "False", lastTransitionTime: earlier, reason: "SecretNotFound", message: "" },
+      found,
+      "IdentitySecretFound",
+    ],
+    [
+      "lost after found",
+      { type: "Ready", status: "True", lastTransitionTime: earlier, reason: "SecretFound", message: "" },
+      { found: false },
+      "IdentitySecretNotFound",
+    ],
+    [
+      "still missing emits nothing",
+      { type: "Ready", status: "False", lastTransitionTime: earlier, reason: "SecretNotFound", message: "" },
+      { found: false },
+      undefined,
+    ],
+    [
+      "unreadable emits nothing",
+      { type: "Ready", status: "True", lastTransitionTime: earlier, reason: "SecretFound", message: "" },
+      { failed: "HTTP 500" },
+      undefined,
+    ],
   ])("%s", (_title, previous, source, reason) => {
     const decision = decideIdentityStatus({ identity: identity(previous ? { conditions: [previous] } : {}), source, mirrors: [], now });
     expect(decision.event?.reason).toBe(reason);
@@ -98,8 +177,17 @@ describe("decideIdentityStatus", () => {
 
   it("emits IdentitySecretNotFound, a Warning naming the missing keys, when keys go missing", () => {
     const previous: Condition = { type: "Ready", status: "False", lastTransitionTime: earlier, reason: "SecretNotFound", message: "" };
-    const decision = decideIdentityStatus({ identity: identity({ requiredKeys: ["AWS_REGION"], conditions: [previous] }), source: found, mirrors: [], now });
-    expect(decision.event).toEqual({ reason: "IdentitySecretNotFound", type: "Warning", note: "Secret captf-system/aws-creds lacks required keys: AWS_REGION" });
+    const decision = decideIdentityStatus({
+      identity: identity({ requiredKeys: ["AWS_REGION"], conditions: [previous] }),
+      source: found,
+      mirrors: [],
+      now,
+    });
+    expect(decision.event).toEqual({
+      reason: "IdentitySecretNotFound",
+      type: "Warning",
+      note: "Secret captf-system/aws-creds lacks required keys: AWS_REGION",
+    });
   });
 });
 
@@ -119,7 +207,12 @@ describe("mirroredNamespaces", () => {
   });
 
   it("goes into status.namespaces", () => {
-    const decision = decideIdentityStatus({ identity: identity({ namespaces: ["gone"] }), source: found, mirrors: [mirror("team-b"), mirror("team-a")], now });
+    const decision = decideIdentityStatus({
+      identity: identity({ namespaces: ["gone"] }),
+      source: found,
+      mirrors: [mirror("team-b"), mirror("team-a")],
+      now,
+    });
     expect(decision.status.namespaces).toEqual(["team-a", "team-b"]);
     expect(decision.changed).toBe(true);
   });

@@ -43,8 +43,14 @@ export function readyCondition(identity: TerraformClusterIdentity, source: Sourc
   if ("failed" in source) return conditionReport("Ready", "Unknown", "ReadyUnknown", `reading ${secret} failed: ${source.failed}`);
   if (!source.found) return conditionReport("Ready", "False", "SecretNotFound", `${secret} does not exist`);
   const missing = (identity.spec.requiredKeys ?? []).filter((key) => !source.keys.includes(key));
-  if (missing.length > 0) return conditionReport("Ready", "False", "CredentialsIncomplete", `${secret} lacks required keys: ${missing.join(", ")}`);
-  return conditionReport("Ready", "True", "SecretFound", identity.spec.requiredKeys?.length ? `${secret} exists and holds every required key` : `${secret} exists`);
+  if (missing.length > 0)
+    return conditionReport("Ready", "False", "CredentialsIncomplete", `${secret} lacks required keys: ${missing.join(", ")}`);
+  return conditionReport(
+    "Ready",
+    "True",
+    "SecretFound",
+    identity.spec.requiredKeys?.length ? `${secret} exists and holds every required key` : `${secret} exists`,
+  );
 }
 
 /** Namespaces holding a correctly labelled and annotated mirror of the identity that at least one object owns. */

@@ -45,7 +45,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
   function expectKnownReason(condition: ConditionReport): void {
     const table = conditionReasons[condition.type];
-    expect([condition.type, condition.status, table[condition.status]]).toEqual([condition.type, condition.status, expect.arrayContaining([condition.reason])]);
+    expect([condition.type, condition.status, table[condition.status]]).toEqual([
+      condition.type,
+      condition.status,
+      expect.arrayContaining([condition.reason]),
+    ]);
   }
 
   interface User {
@@ -60,30 +64,54 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     await core.createNamespace({ body: { metadata: { name, ...(labels ? { labels } : {}) } } });
   }
 
-  async function createUser(kind: "TerraformCluster" | "TerraformMachine", userNamespace: string, name: string, identity: string): Promise<User> {
+  async function createUser(
+    kind: "TerraformCluster" | "TerraformMachine",
+    userNamespace: string,
+    name: string,
+    identity: string,
+  ): Promise<User> {
     const plural = kind === "TerraformCluster" ? "terraformclusters" : "terraformmachines";
-    const spec = kind === "TerraformCluster" ? { source: { image: "registry.invalid/c:v1" }, identityRef: { name: identity } } : { source: { image: "registry.invalid/m:v1" }, identityRef: { name: identity } };
-    const created = (await custom.createNamespacedCustomObject({ ...infra, namespace: userNamespace, plural, body: { apiVersion: groupVersion, kind, metadata: { name }, spec } })) as { metadata: { uid: string } };
+    const spec =
+      kind === "TerraformCluster"
+        ? { source: { image: "registry.invalid/c:v1" }, identityRef: { name: identity } }
+        : { source: { image: "registry.invalid/m:v1" }, identityRef: { name: identity } };
+    const created = (await custom.createNamespacedCustomObject({
+      ...infra,
+      namespace: userNamespace,
+      plural,
+      body: { apiVersion: groupVersion, kind, metadata: { name }, spec },
+    })) as { metadata: { uid: string } };
     return { kind, namespace: userNamespace, name, uid: created.metadata.uid, identity };
   }
 
   async function createIdentity(suffix: string, spec: Record<string, unknown>): Promise<string> {
     const name = `${run}-${suffix}`;
-    await custom.createClusterCustomObject({ ...infra, plural: "terraformclusteridentities", body: { apiVersion: groupVersion, kind: "TerraformClusterIdentity", metadata: { name }, spec } });
+    await custom.createClusterCustomObject({
+      ...infra,
+      plural: "terraformclusteridentities",
+      body: { apiVersion: groupVersion, kind: "TerraformClusterIdentity", metadata: { name }, spec },
+    });
     identities.push(name);
     return name;
   }
 
   function patchIdentity(name: string, spec: Record<string, unknown>): Promise<unknown> {
-    return custom.patchClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name, body: { spec } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    return custom.patchClusterCustomObject(
+      { ...infra, plural: "terraformclusteridentities", name, body: { spec } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
   }
 
-  async function readIdentity(name: string): Promise<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[]; namespaces?: string[] } }> {
+  async function readIdentity(
+    name: string,
+  ): Promise<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[]; namespaces?: string[] } }> {
     return (await custom.getClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name })) as never;
   }
 
   function readMirror(mirrorNamespace: string, name: string): Promise<k8s.V1Secret | undefined> {
-    return core.readNamespacedSecret({ namespace: mirrorNamespace, name }).catch((error: { code?: number }) => (error.code === 404 ? undefined : Promise.reject(error)));
+    return core
+      .readNamespacedSecret({ namespace: mirrorNamespace, name })
+      .catch((error: { code?: number }) => (error.code === 404 ? undefined : Promise.reject(error)));
   }
 
   const sourceData = { AWS_ACCESS_KEY_ID: "AKIAEXAMPLE", AWS_SECRET_ACCESS_KEY: canary };
@@ -97,11 +125,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     rbac = kc.makeApiClient(k8s.RbacAuthorizationV1Api);
     events = kc.makeApiClient(k8s.EventsV1Api);
     await createNamespace(sourceNamespace);
-    await core.createNamespacedSecret({ namespace: sourceNamespace, body: { metadata: { name: "aws-creds" }, type: "Opaque", stringData: sourceData } });
+    await core.createNamespacedSecret({
+      namespace: sourceNamespace,
+      body: { metadata: { name: "aws-creds" }, type: "Opaque", stringData: sourceData },
+    });
   }, 120_000);
 
   afterAll(async () => {
-    for (const name of identities) await custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name }).catch(() => undefined);
+    for (const name of identities)
+      await custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name }).catch(() => undefined);
   });
 
   describe("ensureCredentials", () => {
@@ -110,7 +142,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     let machine: User;
 
     beforeAll(async () => {
-      identity = await createIdentity("list", { secretRef: sourceRef(), allowedNamespaces: { list: [namespace] }, requiredKeys: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] });
+      identity = await createIdentity("list", {
+        secretRef: sourceRef(),
+        allowedNamespaces: { list: [namespace] },
+        requiredKeys: ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+      });
       cluster = await createUser("TerraformCluster", namespace, "c1", identity);
       machine = await createUser("TerraformMachine", namespace, "m1", identity);
     });
@@ -119,10 +155,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       const outcome = await ensure(cluster);
       const mirrorName = `captf-creds-${identity}`;
       expect(outcome).toEqual({
-        identityAllowed: { type: "IdentityAllowed", status: "True", reason: "IdentityAllowed", message: `TerraformClusterIdentity ${identity} allows namespace ${namespace} (by spec.allowedNamespaces.list)` },
-        credentialsMirrored: { type: "CredentialsMirrored", status: "True", reason: "Mirrored", message: `Secret ${namespace}/${mirrorName} mirrors Secret ${sourceNamespace}/aws-creds of TerraformClusterIdentity ${identity}` },
+        identityAllowed: {
+          type: "IdentityAllowed",
+          status: "True",
+          reason: "IdentityAllowed",
+          message: `TerraformClusterIdentity ${identity} allows namespace ${namespace} (by spec.allowedNamespaces.list)`,
+        },
+        credentialsMirrored: {
+          type: "CredentialsMirrored",
+          status: "True",
+          reason: "Mirrored",
+          message: `Secret ${namespace}/${mirrorName} mirrors Secret ${sourceNamespace}/aws-creds of TerraformClusterIdentity ${identity}`,
+        },
         credentialsSecret: mirrorName,
-        events: [{ reason: "MirrorCreated", type: "Normal", note: `mirrored Secret ${sourceNamespace}/aws-creds of TerraformClusterIdentity ${identity} into Secret ${namespace}/${mirrorName}` }],
+        events: [
+          {
+            reason: "MirrorCreated",
+            type: "Normal",
+            note: `mirrored Secret ${sourceNamespace}/aws-creds of TerraformClusterIdentity ${identity} into Secret ${namespace}/${mirrorName}`,
+          },
+        ],
       });
       const source = await core.readNamespacedSecret({ namespace: sourceNamespace, name: "aws-creds" });
       const mirror = (await readMirror(namespace, mirrorName))!;
@@ -130,7 +182,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect(mirror.data).toEqual(source.data);
       expect(mirror.metadata?.labels).toEqual({ "captf.io/mirrored": "true", "captf.io/managed": "true" });
       expect(mirror.metadata?.annotations).toEqual({ "captf.io/source-hash": credentialsHash(source.data), "captf.io/identity": identity });
-      expect(mirror.metadata?.ownerReferences).toEqual([{ apiVersion: groupVersion, kind: "TerraformCluster", name: "c1", uid: cluster.uid }]);
+      expect(mirror.metadata?.ownerReferences).toEqual([
+        { apiVersion: groupVersion, kind: "TerraformCluster", name: "c1", uid: cluster.uid },
+      ]);
 
       const again = await ensure(cluster);
       expect(again).toMatchObject({ credentialsMirrored: { status: "True", reason: "Mirrored" }, events: [] });
@@ -147,13 +201,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
     it("adds the refs of many users starting at once without a conflict", async () => {
       const identity = await createIdentity("many", { secretRef: sourceRef(), allowedNamespaces: { list: [namespace] } });
-      const users = await Promise.all(["p1", "p2", "p3", "p4", "p5", "p6"].map((name) => createUser("TerraformMachine", namespace, name, identity)));
+      const users = await Promise.all(
+        ["p1", "p2", "p3", "p4", "p5", "p6"].map((name) => createUser("TerraformMachine", namespace, name, identity)),
+      );
       await ensure(users[0]!);
       const outcomes = await Promise.all(users.slice(1).map((user) => ensure(user)));
       expect(outcomes.map((outcome) => outcome.credentialsMirrored.reason)).toEqual(users.slice(1).map(() => "Mirrored"));
       const refs = (await readMirror(namespace, `captf-creds-${identity}`))!.metadata?.ownerReferences ?? [];
       expect(users.every((user) => refs.filter((ref) => ref.uid === user.uid).length === 1)).toBe(true);
-      for (const user of users) await custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: user.name });
+      for (const user of users)
+        await custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: user.name });
     });
 
     it("replaces the ref of an earlier object of the same name", async () => {
@@ -171,10 +228,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       await core.replaceNamespacedSecret({
         namespace: sourceNamespace,
         name: "aws-creds",
-        body: { metadata: { name: "aws-creds" }, type: "Opaque", stringData: { ...sourceData, AWS_SECRET_ACCESS_KEY: `${canary}-rotated` } },
+        body: {
+          metadata: { name: "aws-creds" },
+          type: "Opaque",
+          stringData: { ...sourceData, AWS_SECRET_ACCESS_KEY: `${canary}-rotated` },
+        },
       });
       const outcome = await ensure(cluster);
-      expect(outcome.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored", message: expect.stringContaining("rewritten with its changed data") });
+      expect(outcome.credentialsMirrored).toMatchObject({
+        status: "True",
+        reason: "Mirrored",
+        message: expect.stringContaining("rewritten with its changed data"),
+      });
       const after = (await readMirror(namespace, mirrorName))!;
       expect(Buffer.from(after.data!.AWS_SECRET_ACCESS_KEY!, "base64").toString()).toBe(`${canary}-rotated`);
       expect(after.metadata?.annotations?.["captf.io/source-hash"]).not.toBe(before.metadata?.annotations?.["captf.io/source-hash"]);
@@ -187,11 +252,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       await createNamespace(foreignNamespace);
       await patchIdentity(identity, { allowedNamespaces: { list: [namespace, foreignNamespace] } });
       const mirrorName = `captf-creds-${identity}`;
-      const foreign = await core.createNamespacedSecret({ namespace: foreignNamespace, body: { metadata: { name: mirrorName, labels: { "captf.io/managed": "true" } }, stringData: { mine: "keep" } } });
+      const foreign = await core.createNamespacedSecret({
+        namespace: foreignNamespace,
+        body: { metadata: { name: mirrorName, labels: { "captf.io/managed": "true" } }, stringData: { mine: "keep" } },
+      });
       const user = await createUser("TerraformCluster", foreignNamespace, "c2", identity);
       const outcome = await ensure(user);
       expect(outcome.identityAllowed).toMatchObject({ status: "True", reason: "IdentityAllowed" });
-      expect(outcome.credentialsMirrored).toMatchObject({ status: "False", reason: "MirrorFailed", message: expect.stringContaining(`Secret ${foreignNamespace}/${mirrorName} exists and is not a captf mirror`) });
+      expect(outcome.credentialsMirrored).toMatchObject({
+        status: "False",
+        reason: "MirrorFailed",
+        message: expect.stringContaining(`Secret ${foreignNamespace}/${mirrorName} exists and is not a captf mirror`),
+      });
       expect(outcome.credentialsSecret).toBeUndefined();
       const after = (await readMirror(foreignNamespace, mirrorName))!;
       expect(after.metadata?.resourceVersion).toBe(foreign.metadata?.resourceVersion);
@@ -214,7 +286,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect((await readMirror(namespace, mirrorName))!.metadata?.ownerReferences?.map((ref) => ref.name)).toEqual(["m1"]);
 
       const last = await ensure(machine);
-      expect(last.events).toEqual([{ reason: "MirrorRemoved", type: "Normal", note: expect.stringContaining(`removed Secret ${namespace}/${mirrorName}`) }]);
+      expect(last.events).toEqual([
+        { reason: "MirrorRemoved", type: "Normal", note: expect.stringContaining(`removed Secret ${namespace}/${mirrorName}`) },
+      ]);
       expect(await readMirror(namespace, mirrorName)).toBeUndefined();
       expect(await ensure(cluster)).toMatchObject({ identityAllowed: { reason: "NamespaceNotAllowed" }, events: [] });
     });
@@ -222,18 +296,36 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     it("allows by namespace labels when the identity has a selector", async () => {
       const labelled = `ident-sel-${run}`;
       await createNamespace(labelled);
-      const selected = await createIdentity("selector", { secretRef: sourceRef(), allowedNamespaces: { selector: { matchLabels: { [`captf-test/${run}`]: "allowed" } } } });
+      const selected = await createIdentity("selector", {
+        secretRef: sourceRef(),
+        allowedNamespaces: { selector: { matchLabels: { [`captf-test/${run}`]: "allowed" } } },
+      });
       const user = await createUser("TerraformCluster", labelled, "c3", selected);
-      expect((await ensure(user)).identityAllowed).toMatchObject({ status: "False", reason: "NamespaceNotAllowed", message: expect.stringContaining(`the labels of namespace ${labelled} do not match`) });
-      await core.patchNamespace({ name: labelled, body: { metadata: { labels: { [`captf-test/${run}`]: "allowed" } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+      expect((await ensure(user)).identityAllowed).toMatchObject({
+        status: "False",
+        reason: "NamespaceNotAllowed",
+        message: expect.stringContaining(`the labels of namespace ${labelled} do not match`),
+      });
+      await core.patchNamespace(
+        { name: labelled, body: { metadata: { labels: { [`captf-test/${run}`]: "allowed" } } } },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
       const allowed = await ensure(user);
-      expect(allowed.identityAllowed).toMatchObject({ status: "True", reason: "IdentityAllowed", message: expect.stringContaining("by spec.allowedNamespaces.selector") });
+      expect(allowed.identityAllowed).toMatchObject({
+        status: "True",
+        reason: "IdentityAllowed",
+        message: expect.stringContaining("by spec.allowedNamespaces.selector"),
+      });
       expect(allowed.credentialsSecret).toBe(`captf-creds-${selected}`);
       expect(await readMirror(labelled, `captf-creds-${selected}`)).toBeDefined();
     });
 
     it("does not mirror a Secret missing required keys: CredentialsIncomplete names the keys", async () => {
-      const incomplete = await createIdentity("incomplete", { secretRef: sourceRef(), allowedNamespaces: { selector: {} }, requiredKeys: ["AWS_ACCESS_KEY_ID", "AWS_REGION"] });
+      const incomplete = await createIdentity("incomplete", {
+        secretRef: sourceRef(),
+        allowedNamespaces: { selector: {} },
+        requiredKeys: ["AWS_ACCESS_KEY_ID", "AWS_REGION"],
+      });
       const user = await createUser("TerraformCluster", namespace, "c4", incomplete);
       const outcome = await ensure(user);
       expect(outcome.identityAllowed).toEqual({
@@ -247,8 +339,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     });
 
     it("reports an identity or Secret that does not exist", async () => {
-      const missingSecret = await createIdentity("nosecret", { secretRef: { name: "absent", namespace: sourceNamespace }, allowedNamespaces: { selector: {} } });
-      expect((await ensure({ ...cluster, identity: missingSecret })).identityAllowed).toMatchObject({ status: "False", reason: "SecretNotFound" });
+      const missingSecret = await createIdentity("nosecret", {
+        secretRef: { name: "absent", namespace: sourceNamespace },
+        allowedNamespaces: { selector: {} },
+      });
+      expect((await ensure({ ...cluster, identity: missingSecret })).identityAllowed).toMatchObject({
+        status: "False",
+        reason: "SecretNotFound",
+      });
       expect((await ensure({ ...cluster, identity: `${run}-absent` })).identityAllowed).toMatchObject({
         status: "False",
         reason: "IdentityNotFound",
@@ -261,7 +359,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     it("creates the runner's ServiceAccount and RoleBinding, labelled managed, and is idempotent", async () => {
       const condition = await ensureRunnerRbac({ client }, namespace);
       reported.push(condition);
-      expect(condition).toEqual({ type: "RunnerRBACReady", status: "True", reason: "RBACReady", message: `ServiceAccount captf-runner is bound to ClusterRole captf-runner in namespace ${namespace}` });
+      expect(condition).toEqual({
+        type: "RunnerRBACReady",
+        status: "True",
+        reason: "RBACReady",
+        message: `ServiceAccount captf-runner is bound to ClusterRole captf-runner in namespace ${namespace}`,
+      });
       const account = await core.readNamespacedServiceAccount({ namespace, name: "captf-runner" });
       expect(account.metadata?.labels).toEqual({ "captf.io/managed": "true" });
       const binding = await rbac.readNamespacedRoleBinding({ namespace, name: "captf-runner" });
@@ -269,7 +372,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "captf-runner" });
       expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "captf-runner", namespace }]);
       expect(await ensureRunnerRbac({ client }, namespace)).toMatchObject({ status: "True", reason: "RBACReady" });
-      expect((await rbac.readNamespacedRoleBinding({ namespace, name: "captf-runner" })).metadata?.resourceVersion).toBe(binding.metadata?.resourceVersion);
+      expect((await rbac.readNamespacedRoleBinding({ namespace, name: "captf-runner" })).metadata?.resourceVersion).toBe(
+        binding.metadata?.resourceVersion,
+      );
     });
 
     it("never takes over a RoleBinding of that name captf did not make that binds something else: RBACFailed", async () => {
@@ -277,27 +382,54 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       await createNamespace(other);
       const foreign = await rbac.createNamespacedRoleBinding({
         namespace: other,
-        body: { metadata: { name: "captf-runner" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" }, subjects: [{ kind: "User", name: "someone", apiGroup: "rbac.authorization.k8s.io" }] },
+        body: {
+          metadata: { name: "captf-runner" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" },
+          subjects: [{ kind: "User", name: "someone", apiGroup: "rbac.authorization.k8s.io" }],
+        },
       });
       const condition = await ensureRunnerRbac({ client }, other);
-      expect(condition).toMatchObject({ type: "RunnerRBACReady", status: "False", reason: "RBACFailed", message: expect.stringContaining("binds ClusterRole view rather than ClusterRole captf-runner") });
-      expect((await rbac.readNamespacedRoleBinding({ namespace: other, name: "captf-runner" })).metadata?.resourceVersion).toBe(foreign.metadata?.resourceVersion);
+      expect(condition).toMatchObject({
+        type: "RunnerRBACReady",
+        status: "False",
+        reason: "RBACFailed",
+        message: expect.stringContaining("binds ClusterRole view rather than ClusterRole captf-runner"),
+      });
+      expect((await rbac.readNamespacedRoleBinding({ namespace: other, name: "captf-runner" })).metadata?.resourceVersion).toBe(
+        foreign.metadata?.resourceVersion,
+      );
     });
   });
 
   describe("the identity controller", () => {
-    const context = (name: string) => ({ namespace: undefined, name, reconcileId: "test", logger: logs.logger, signal: new AbortController().signal });
+    const context = (name: string) => ({
+      namespace: undefined,
+      name,
+      reconcileId: "test",
+      logger: logs.logger,
+      signal: new AbortController().signal,
+    });
     const controller = () => identityController({ client, events: kubeEventRecorder(client, { instance: "test-manager" }) });
 
     it("sets Ready=True/SecretFound and status.namespaces from the used mirrors, requeueing in 5 minutes", async () => {
-      const identity = await createIdentity("ctrl", { secretRef: sourceRef(), allowedNamespaces: { list: [namespace] }, requiredKeys: ["AWS_SECRET_ACCESS_KEY"] });
+      const identity = await createIdentity("ctrl", {
+        secretRef: sourceRef(),
+        allowedNamespaces: { list: [namespace] },
+        requiredKeys: ["AWS_SECRET_ACCESS_KEY"],
+      });
       const user = await createUser("TerraformCluster", namespace, "c5", identity);
       expect((await ensure(user)).credentialsSecret).toBe(`captf-creds-${identity}`);
       const outcome = await controller().reconcile(identity, context(identity));
       expect(outcome).toEqual({ requeueAfterMillis: 300_000 });
       const stored = await readIdentity(identity);
       expect(stored.status?.conditions).toEqual([
-        expect.objectContaining({ type: "Ready", status: "True", reason: "SecretFound", message: `Secret ${sourceNamespace}/aws-creds exists and holds every required key`, observedGeneration: 1 }),
+        expect.objectContaining({
+          type: "Ready",
+          status: "True",
+          reason: "SecretFound",
+          message: `Secret ${sourceNamespace}/aws-creds exists and holds every required key`,
+          observedGeneration: 1,
+        }),
       ]);
       expect(stored.status?.namespaces).toEqual([namespace]);
 
@@ -308,7 +440,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     });
 
     it("sets Ready=False/CredentialsIncomplete naming the keys and SecretNotFound, requeueing in 30 seconds, with a Warning event", async () => {
-      const incomplete = await createIdentity("ctrl-incomplete", { secretRef: sourceRef(), requiredKeys: ["AWS_REGION", "AWS_SECRET_ACCESS_KEY"] });
+      const incomplete = await createIdentity("ctrl-incomplete", {
+        secretRef: sourceRef(),
+        requiredKeys: ["AWS_REGION", "AWS_SECRET_ACCESS_KEY"],
+      });
       expect(await controller().reconcile(incomplete, context(incomplete))).toEqual({ requeueAfterMillis: 30_000 });
       expect((await readIdentity(incomplete)).status?.conditions?.[0]).toMatchObject({
         type: "Ready",
@@ -319,11 +454,29 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
 
       const missing = await createIdentity("ctrl-missing", { secretRef: { name: "absent", namespace: sourceNamespace } });
       expect(await controller().reconcile(missing, context(missing))).toEqual({ requeueAfterMillis: 30_000 });
-      expect((await readIdentity(missing)).status?.conditions?.[0]).toMatchObject({ type: "Ready", status: "False", reason: "SecretNotFound" });
+      expect((await readIdentity(missing)).status?.conditions?.[0]).toMatchObject({
+        type: "Ready",
+        status: "False",
+        reason: "SecretNotFound",
+      });
 
-      const recorded = (await events.listNamespacedEvent({ namespace: "default" })).items.filter((event) => event.regarding?.name === incomplete || event.regarding?.name === missing);
+      const recorded = (await events.listNamespacedEvent({ namespace: "default" })).items.filter(
+        (event) => event.regarding?.name === incomplete || event.regarding?.name === missing,
+      );
       // The identity is cluster-scoped: its events are in the default namespace, regarding no namespace.
-      expect(recorded.map((event) => [event.regarding?.name, event.regarding?.namespace, event.reason, event.type, event.action, event.reportingController, event.reportingInstance]).sort()).toEqual(
+      expect(
+        recorded
+          .map((event) => [
+            event.regarding?.name,
+            event.regarding?.namespace,
+            event.reason,
+            event.type,
+            event.action,
+            event.reportingController,
+            event.reportingInstance,
+          ])
+          .sort(),
+      ).toEqual(
         [
           [incomplete, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
           [missing, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
@@ -331,7 +484,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       );
       // Still missing: no second event.
       await controller().reconcile(missing, context(missing));
-      expect((await events.listNamespacedEvent({ namespace: "default" })).items.filter((event) => event.regarding?.name === missing)).toHaveLength(1);
+      expect(
+        (await events.listNamespacedEvent({ namespace: "default" })).items.filter((event) => event.regarding?.name === missing),
+      ).toHaveLength(1);
     });
 
     it("does nothing for an identity that is gone", async () => {

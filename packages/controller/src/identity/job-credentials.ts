@@ -30,7 +30,11 @@ export function identityCredentials(clients: IdentityClients, events?: EventReco
   return async ({ role, object, terraformCluster }): Promise<JobCredentials> => {
     const { namespace, name } = object.metadata;
     const kind = kindOfRole[role];
-    const resolution = resolveIdentityName(role, object.spec as Parameters<typeof resolveIdentityName>[1], terraformCluster?.spec as Parameters<typeof resolveIdentityName>[2]);
+    const resolution = resolveIdentityName(
+      role,
+      object.spec as Parameters<typeof resolveIdentityName>[1],
+      terraformCluster?.spec as Parameters<typeof resolveIdentityName>[2],
+    );
     if (!resolution.resolved) {
       return { conditions: [{ type: "IdentityAllowed", value: resolution.condition }], ready: false, requeueAfterMs: credentialsRetryMs };
     }
@@ -39,13 +43,21 @@ export function identityCredentials(clients: IdentityClients, events?: EventReco
       const secret = (await undefinedIfNotFound(clients.client.get(builtinTypes.secret, namespace, resolution.name))) !== undefined;
       const allowed = secret
         ? conditionReport("IdentityAllowed", "True", "LocalSecret", `Jobs use Secret ${resolution.name} of this namespace`)
-        : conditionReport("IdentityAllowed", "False", "SecretNotFound", `Secret ${resolution.name} named by ${resolution.source} does not exist in namespace ${namespace}`);
+        : conditionReport(
+            "IdentityAllowed",
+            "False",
+            "SecretNotFound",
+            `Secret ${resolution.name} named by ${resolution.source} does not exist in namespace ${namespace}`,
+          );
       if (!secret) return { conditions: [{ type: "IdentityAllowed", value: allowed }], ready: false, requeueAfterMs: credentialsRetryMs };
       // The Job still runs as captf-runner, which needs its ServiceAccount and RoleBinding like any other.
       const rbac = await ensureRunnerRbac(clients, namespace);
       const ready = rbac.status === "True";
       return {
-        conditions: [{ type: "IdentityAllowed", value: allowed }, { type: "RunnerRBACReady", value: rbac }],
+        conditions: [
+          { type: "IdentityAllowed", value: allowed },
+          { type: "RunnerRBACReady", value: rbac },
+        ],
         ready,
         secretName: resolution.name,
         ...(ready ? {} : { requeueAfterMs: credentialsRetryMs }),

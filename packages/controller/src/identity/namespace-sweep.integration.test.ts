@@ -32,8 +32,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
   it("keeps everything while an object remains, then removes only what captf made", async () => {
     const client = plane.client;
     expect((await ensureRunnerRbac({ client }, namespace)).status).toBe("True");
-    await plane.coordination.createNamespacedLease({ namespace, body: { metadata: { name: "captf-run-test", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } } });
-    await plane.coordination.createNamespacedLease({ namespace, body: { metadata: { name: "someone-elses" }, spec: { holderIdentity: "them" } } });
+    await plane.coordination.createNamespacedLease({
+      namespace,
+      body: { metadata: { name: "captf-run-test", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } },
+    });
+    await plane.coordination.createNamespacedLease({
+      namespace,
+      body: { metadata: { name: "someone-elses" }, spec: { holderIdentity: "them" } },
+    });
     await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "team-runner" } } });
     const machines = { group: apiGroup, version: apiVersion, namespace, plural: "terraformmachines" };
     await plane.custom.createNamespacedCustomObject({ ...machines, body: minimalMachine("m-0") });
@@ -45,9 +51,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
     const result = await sweepNamespace(client, namespace);
     expect(result).toEqual({ swept: true, removed: ["ServiceAccount/captf-runner", "RoleBinding/captf-runner", "Lease/captf-run-test"] });
     expect((await rbac.listNamespacedRoleBinding({ namespace })).items).toEqual([]);
-    expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name).sort()).toEqual(expect.not.arrayContaining(["captf-runner"]));
-    expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name)).toContain("team-runner");
-    expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).toEqual(["someone-elses"]);
+    expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name).sort()).toEqual(
+      expect.not.arrayContaining(["captf-runner"]),
+    );
+    expect((await plane.core.listNamespacedServiceAccount({ namespace })).items.map((account) => account.metadata!.name)).toContain(
+      "team-runner",
+    );
+    expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).toEqual([
+      "someone-elses",
+    ]);
   });
 
   it("sweeps at start, as the manager's leader: a namespace left with captf's RBAC and no object is cleaned, one with an object is kept", async () => {
@@ -56,9 +68,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
     for (const name of [left, used]) {
       await plane.core.createNamespace({ body: { metadata: { name } } });
       await ensureRunnerRbac({ client: plane.client }, name);
-      await plane.coordination.createNamespacedLease({ namespace: name, body: { metadata: { name: "captf-run-left", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } } });
+      await plane.coordination.createNamespacedLease({
+        namespace: name,
+        body: { metadata: { name: "captf-run-left", labels: { [labels.managed]: "true" } }, spec: { holderIdentity: "job" } },
+      });
     }
-    await plane.custom.createNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace: used, plural: "terraformmachines", body: minimalMachine("m-0") });
+    await plane.custom.createNamespacedCustomObject({
+      group: apiGroup,
+      version: apiVersion,
+      namespace: used,
+      plural: "terraformmachines",
+      body: minimalMachine("m-0"),
+    });
     const kubeConfig = new k8s.KubeConfig();
     kubeConfig.loadFromFile(plane.kubeconfigPath);
     const client = new KubeClient(kubeConfig);
@@ -72,8 +93,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
         ...(await rbac.listNamespacedRoleBinding({ namespace: name, labelSelector: `${labels.managed}=true` })).items,
         ...(await plane.coordination.listNamespacedLease({ namespace: name, labelSelector: `${labels.managed}=true` })).items,
       ];
-      await waitFor(async () => ((await managed(left)).length === 0 ? true : undefined), 30_000, `captf's RBAC and Lease swept from ${left}`);
-      expect((await managed(used)).map((object) => object.metadata!.name).sort()).toEqual(["captf-run-left", "captf-runner", "captf-runner"]);
+      await waitFor(
+        async () => ((await managed(left)).length === 0 ? true : undefined),
+        30_000,
+        `captf's RBAC and Lease swept from ${left}`,
+      );
+      expect((await managed(used)).map((object) => object.metadata!.name).sort()).toEqual([
+        "captf-run-left",
+        "captf-runner",
+        "captf-runner",
+      ]);
     } finally {
       stop.abort();
       await running;

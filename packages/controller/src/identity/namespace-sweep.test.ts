@@ -17,7 +17,13 @@ function listingClient(objects: number, workspaces?: FakeHandlers[string]) {
   });
 }
 
-const context = (name: string) => ({ namespace: undefined, name, reconcileId: "r", logger: pino({ level: "silent" }), signal: new AbortController().signal });
+const context = (name: string) => ({
+  namespace: undefined,
+  name,
+  reconcileId: "r",
+  logger: pino({ level: "silent" }),
+  signal: new AbortController().signal,
+});
 
 describe("the periodic namespace sweep", () => {
   it("waits the sync period plus up to 10% jitter", () => {

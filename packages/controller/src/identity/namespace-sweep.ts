@@ -39,16 +39,25 @@ export async function sweepNamespace(client: KubeApi, namespace: string): Promis
 }
 
 /** Sweeps a namespace and logs what went; a failed attempt (a dropped connection under load) is tried twice more, then logged and left to the next sweep (never thrown). */
-export async function sweepNamespaceLogged(client: KubeApi, namespace: string, logger: Logger, retryDelayMillis = 1000): Promise<NamespaceSweepResult | undefined> {
+export async function sweepNamespaceLogged(
+  client: KubeApi,
+  namespace: string,
+  logger: Logger,
+  retryDelayMillis = 1000,
+): Promise<NamespaceSweepResult | undefined> {
   let result: NamespaceSweepResult | undefined;
   for (let attempt = 1; attempt <= 3 && !result; attempt++) {
     result = await sweepNamespace(client, namespace).catch(async (error: unknown) => {
-      logger.warn({ namespace, attempt, err: apiErrorMessage(error) }, attempt < 3 ? "namespace sweep failed; trying again" : "namespace sweep failed; the next sweep tries again");
+      logger.warn(
+        { namespace, attempt, err: apiErrorMessage(error) },
+        attempt < 3 ? "namespace sweep failed; trying again" : "namespace sweep failed; the next sweep tries again",
+      );
       if (attempt < 3) await new Promise((resolve) => setTimeout(resolve, retryDelayMillis));
       return undefined;
     });
   }
-  if (result?.swept && result.removed.length > 0) logger.info({ namespace, removed: result.removed }, "no captf objects left in the namespace: removed what captf made there");
+  if (result?.swept && result.removed.length > 0)
+    logger.info({ namespace, removed: result.removed }, "no captf objects left in the namespace: removed what captf made there");
   return result;
 }
 

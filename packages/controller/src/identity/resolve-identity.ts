@@ -27,7 +27,11 @@ export type IdentityResolution =
   | { resolved: false; reason: "IdentityNotFound"; condition: ConditionReport };
 
 /** `clusterSpec` is the owning TerraformCluster's spec, undefined when it is not known (or for a cluster). */
-export function resolveIdentityName(role: Role, objectSpec: ObjectIdentitySpec, clusterSpec: ClusterIdentitySpec | undefined): IdentityResolution {
+export function resolveIdentityName(
+  role: Role,
+  objectSpec: ObjectIdentitySpec,
+  clusterSpec: ClusterIdentitySpec | undefined,
+): IdentityResolution {
   const candidates: [IdentitySource, IdentityReference | undefined][] =
     role === "cluster"
       ? [["spec.identityRef", objectSpec.identityRef]]
@@ -46,5 +50,9 @@ export function resolveIdentityName(role: Role, objectSpec: ObjectIdentitySpec, 
       : clusterSpec === undefined
         ? `${kind} sets no spec.identityRef and its TerraformCluster is not known; set spec.identityRef or wait for the cluster`
         : `${kind} sets no spec.identityRef and its TerraformCluster sets neither spec.defaults.identityRef nor spec.identityRef; set one of them`;
-  return { resolved: false, reason: "IdentityNotFound", condition: conditionReport("IdentityAllowed", "False", "IdentityNotFound", message) };
+  return {
+    resolved: false,
+    reason: "IdentityNotFound",
+    condition: conditionReport("IdentityAllowed", "False", "IdentityNotFound", message),
+  };
 }

@@ -8,7 +8,13 @@ const managed = { "captf.io/managed": "true" };
 
 function binding(overrides: Partial<V1RoleBinding> & { labels?: Record<string, string> } = {}): V1RoleBinding {
   return {
-    metadata: { name: "captf-runner", namespace: "team-a", resourceVersion: "3", labels: overrides.labels ?? managed, managedFields: [{ manager: "x" }] },
+    metadata: {
+      name: "captf-runner",
+      namespace: "team-a",
+      resourceVersion: "3",
+      labels: overrides.labels ?? managed,
+      managedFields: [{ manager: "x" }],
+    },
     roleRef: overrides.roleRef ?? runnerRoleRef,
     subjects: overrides.subjects ?? [runner],
   };
@@ -30,12 +36,32 @@ describe("planRunnerRoleBinding", () => {
 
   it.each<[string, V1RoleBinding, string]>([
     ["captf's own, current", binding(), "keep"],
-    ["captf's own, with more subjects", binding({ subjects: [{ kind: "ServiceAccount", name: "custom", namespace: "team-a" }, runner] }), "keep"],
+    [
+      "captf's own, with more subjects",
+      binding({ subjects: [{ kind: "ServiceAccount", name: "custom", namespace: "team-a" }, runner] }),
+      "keep",
+    ],
     ["someone else's that binds the same", binding({ labels: {} }), "keep"],
-    ["captf's own, without the runner", binding({ subjects: [{ kind: "ServiceAccount", name: "custom", namespace: "team-a" }] }), "replace"],
-    ["captf's own, bound to another role", binding({ roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "old" } }), "recreate"],
-    ["someone else's that binds another role", binding({ labels: {}, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" } }), "conflict"],
-    ["someone else's that binds other subjects", binding({ labels: { app: "x" }, subjects: [{ kind: "User", name: "mallory" }] }), "conflict"],
+    [
+      "captf's own, without the runner",
+      binding({ subjects: [{ kind: "ServiceAccount", name: "custom", namespace: "team-a" }] }),
+      "replace",
+    ],
+    [
+      "captf's own, bound to another role",
+      binding({ roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "old" } }),
+      "recreate",
+    ],
+    [
+      "someone else's that binds another role",
+      binding({ labels: {}, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" } }),
+      "conflict",
+    ],
+    [
+      "someone else's that binds other subjects",
+      binding({ labels: { app: "x" }, subjects: [{ kind: "User", name: "mallory" }] }),
+      "conflict",
+    ],
   ])("%s: %s", (_title, existing, action) => {
     expect(planRunnerRoleBinding(existing, "team-a").action).toBe(action);
   });
@@ -48,12 +74,21 @@ describe("planRunnerRoleBinding", () => {
   });
 
   it("recreates captf's binding with the ClusterRole when its roleRef changed", () => {
-    const plan = planRunnerRoleBinding(binding({ roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "old" } }), "team-a");
-    expect(plan).toMatchObject({ action: "recreate", roleBinding: { roleRef: runnerRoleRef, subjects: [runner], metadata: { labels: managed } } });
+    const plan = planRunnerRoleBinding(
+      binding({ roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "old" } }),
+      "team-a",
+    );
+    expect(plan).toMatchObject({
+      action: "recreate",
+      roleBinding: { roleRef: runnerRoleRef, subjects: [runner], metadata: { labels: managed } },
+    });
   });
 
   it("says what a conflicting binding binds", () => {
-    const plan = planRunnerRoleBinding(binding({ labels: {}, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" } }), "team-a");
+    const plan = planRunnerRoleBinding(
+      binding({ labels: {}, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" } }),
+      "team-a",
+    );
     expect(plan.action === "conflict" && plan.why).toBe(
       "RoleBinding team-a/captf-runner exists, was not made by captf and binds ClusterRole admin rather than ClusterRole captf-runner to ServiceAccount captf-runner; captf never takes it over: delete or rename it",
     );
@@ -62,9 +97,17 @@ describe("planRunnerRoleBinding", () => {
 
 describe("serviceAccountOverrideCondition", () => {
   it("lets Jobs run only as a ServiceAccount that exists and is labelled captf.io/runner=true", () => {
-    expect(serviceAccountOverrideCondition("own", "ns", undefined)).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn", message: expect.stringContaining("does not exist") });
-    expect(serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "false" } } })).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn" });
-    expect(serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "true" } } })).toMatchObject({ status: "True", reason: "RBACReady" });
+    expect(serviceAccountOverrideCondition("own", "ns", undefined)).toMatchObject({
+      status: "False",
+      reason: "ServiceAccountNotOptedIn",
+      message: expect.stringContaining("does not exist"),
+    });
+    expect(
+      serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "false" } } }),
+    ).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn" });
+    expect(
+      serviceAccountOverrideCondition("own", "ns", { metadata: { name: "own", labels: { "captf.io/runner": "true" } } }),
+    ).toMatchObject({ status: "True", reason: "RBACReady" });
   });
 });
 
@@ -85,7 +128,12 @@ describe("ensureRunnerRbac", () => {
       },
     });
     expect(await ensureRunnerRbac({ client }, "team-a")).toMatchObject({ type: "RunnerRBACReady", status: "True", reason: "RBACReady" });
-    expect(client.calls).toEqual(["get serviceaccounts captf-runner", "get rolebindings captf-runner", "create rolebindings captf-runner", "get rolebindings captf-runner"]);
+    expect(client.calls).toEqual([
+      "get serviceaccounts captf-runner",
+      "get rolebindings captf-runner",
+      "create rolebindings captf-runner",
+      "get rolebindings captf-runner",
+    ]);
   });
 
   it("reports RBACFailed, to be retried, when the binding changes under it twice", async () => {
@@ -98,7 +146,11 @@ describe("ensureRunnerRbac", () => {
         throw alreadyExists();
       },
     });
-    expect(await ensureRunnerRbac({ client }, "team-a")).toMatchObject({ status: "False", reason: "RBACFailed", message: "RoleBinding team-a/captf-runner changed while it was being written, will retry" });
+    expect(await ensureRunnerRbac({ client }, "team-a")).toMatchObject({
+      status: "False",
+      reason: "RBACFailed",
+      message: "RoleBinding team-a/captf-runner changed while it was being written, will retry",
+    });
     expect(client.calls.filter((call) => call.startsWith("create"))).toHaveLength(2);
   });
 });

@@ -35,7 +35,9 @@ function sameRoleRef(a: V1RoleRef | undefined, b: V1RoleRef): boolean {
 }
 
 function bindsRunner(subjects: readonly RbacV1Subject[] | undefined, namespace: string): boolean {
-  return (subjects ?? []).some((s) => s.kind === "ServiceAccount" && s.name === runnerServiceAccount && (s.namespace ?? namespace) === namespace);
+  return (subjects ?? []).some(
+    (s) => s.kind === "ServiceAccount" && s.name === runnerServiceAccount && (s.namespace ?? namespace) === namespace,
+  );
 }
 
 /** What to write so `captf-runner` in the namespace is bound to the ClusterRole; subjects others added to captf's binding are kept. */
@@ -68,28 +70,47 @@ export function planRunnerRoleBinding(existing: V1RoleBinding | undefined, names
   if (!sameRoleRef(existing.roleRef, runnerRoleRef)) {
     return {
       action: "recreate",
-      roleBinding: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: runnerRbacName, namespace, labels: kept.labels }, roleRef: runnerRoleRef, subjects },
+      roleBinding: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: runnerRbacName, namespace, labels: kept.labels },
+        roleRef: runnerRoleRef,
+        subjects,
+      },
     };
   }
   return { action: "replace", roleBinding: { ...existing, metadata: kept, subjects } };
 }
 
 /** Makes the runner's ServiceAccount and RoleBinding exist in the namespace; never throws for an API failure. */
-export async function ensureRunnerRbac(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string): Promise<ConditionReport> {
+export async function ensureRunnerRbac(
+  clients: { client: KubeApi; cache?: ReadCache | undefined },
+  namespace: string,
+): Promise<ConditionReport> {
   const { client, cache } = clients;
   const failed = (message: string) => conditionReport("RunnerRBACReady", "False", "RBACFailed", message);
-  const ready = conditionReport("RunnerRBACReady", "True", "RBACReady", `ServiceAccount ${runnerServiceAccount} is bound to ClusterRole ${runnerRbacName} in namespace ${namespace}`);
+  const ready = conditionReport(
+    "RunnerRBACReady",
+    "True",
+    "RBACReady",
+    `ServiceAccount ${runnerServiceAccount} is bound to ClusterRole ${runnerRbacName} in namespace ${namespace}`,
+  );
   // Settled (both in the caches as planned): no request at all. Anything else is planned on live reads.
   if (cache) {
     const inScope = { inScope: true };
-    const [account, binding] = await Promise.all([cache.get(builtinTypes.serviceAccount, namespace, runnerServiceAccount, inScope), cache.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName, inScope)]).catch(() => [undefined, undefined]);
+    const [account, binding] = await Promise.all([
+      cache.get(builtinTypes.serviceAccount, namespace, runnerServiceAccount, inScope),
+      cache.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName, inScope),
+    ]).catch(() => [undefined, undefined]);
     if (account && binding && planRunnerRoleBinding(binding, namespace).action === "keep") return ready;
   }
   try {
     await client.get(builtinTypes.serviceAccount, namespace, runnerServiceAccount).catch(async (error: unknown) => {
       if (!isNotFound(error)) throw error;
       await client
-        .create(builtinTypes.serviceAccount, namespace, { metadata: { name: runnerServiceAccount, namespace, labels: { [labels.managed]: "true" } } })
+        .create(builtinTypes.serviceAccount, namespace, {
+          metadata: { name: runnerServiceAccount, namespace, labels: { [labels.managed]: "true" } },
+        })
         .catch((createError: unknown) => (isConflict(createError) ? undefined : Promise.reject(createError)));
     });
   } catch (error) {
@@ -99,7 +120,9 @@ export async function ensureRunnerRbac(clients: { client: KubeApi; cache?: ReadC
   // A conflict is another writer getting there first (the pass of another object in the namespace, another manager): plan once more on what it wrote.
   for (let attempt = 1; ; attempt++) {
     try {
-      const existing = await client.get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+      const existing = await client
+        .get<V1RoleBinding>(builtinTypes.roleBinding, namespace, runnerRbacName)
+        .catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
       const plan = planRunnerRoleBinding(existing, namespace);
       switch (plan.action) {
         case "conflict":
@@ -133,9 +156,25 @@ export async function ensureRunnerRbac(clients: { client: KubeApi; cache?: ReadC
  */
 export function serviceAccountOverrideCondition(name: string, namespace: string, account: V1ServiceAccount | undefined): ConditionReport {
   const optIn = `${labels.runnerServiceAccount}=true`;
-  if (!account) return conditionReport("RunnerRBACReady", "False", "ServiceAccountNotOptedIn", `spec.jobs.serviceAccountName names ServiceAccount ${namespace}/${name}, which does not exist: create it labelled ${optIn}, or drop the override`);
+  if (!account)
+    return conditionReport(
+      "RunnerRBACReady",
+      "False",
+      "ServiceAccountNotOptedIn",
+      `spec.jobs.serviceAccountName names ServiceAccount ${namespace}/${name}, which does not exist: create it labelled ${optIn}, or drop the override`,
+    );
   if (account.metadata?.labels?.[labels.runnerServiceAccount] !== "true") {
-    return conditionReport("RunnerRBACReady", "False", "ServiceAccountNotOptedIn", `ServiceAccount ${namespace}/${name} (spec.jobs.serviceAccountName) is not labelled ${optIn}: no Job runs as it until it is`);
+    return conditionReport(
+      "RunnerRBACReady",
+      "False",
+      "ServiceAccountNotOptedIn",
+      `ServiceAccount ${namespace}/${name} (spec.jobs.serviceAccountName) is not labelled ${optIn}: no Job runs as it until it is`,
+    );
   }
-  return conditionReport("RunnerRBACReady", "True", "RBACReady", `Jobs run as ServiceAccount ${namespace}/${name}, opted in with ${optIn}; its permissions are its owner's`);
+  return conditionReport(
+    "RunnerRBACReady",
+    "True",
+    "RBACReady",
+    `Jobs run as ServiceAccount ${namespace}/${name}, opted in with ${optIn}; its permissions are its owner's`,
+  );
 }

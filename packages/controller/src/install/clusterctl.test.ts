@@ -1,7 +1,14 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { parseAllDocuments } from "yaml";
-import { clusterctlFlavors, flavorFileName, infrastructureComponentObjects, metadataObject, renderClusterctlFiles, staleClusterctlFiles } from "./clusterctl.js";
+import {
+  clusterctlFlavors,
+  flavorFileName,
+  infrastructureComponentObjects,
+  metadataObject,
+  renderClusterctlFiles,
+  staleClusterctlFiles,
+} from "./clusterctl.js";
 import { defaultInstallOptions, installPath, renderInstallFiles } from "./manifests.js";
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -14,21 +21,37 @@ describe("the clusterctl assets", () => {
   });
 
   it("declares the release series of the manager's version on contract v1beta2", () => {
-    expect(metadataObject()).toEqual({ apiVersion: "clusterctl.cluster.x-k8s.io/v1alpha3", kind: "Metadata", releaseSeries: [{ major: 0, minor: 1, contract: "v1beta2" }] });
+    expect(metadataObject()).toEqual({
+      apiVersion: "clusterctl.cluster.x-k8s.io/v1alpha3",
+      kind: "Metadata",
+      releaseSeries: [{ major: 0, minor: 1, contract: "v1beta2" }],
+    });
   });
 
   it("ships install.yaml's objects, each labelled infrastructure-terraform, the CRDs also for clusterctl move", () => {
     const components = infrastructureComponentObjects();
-    const install = parseAllDocuments(renderInstallFiles().find((file) => file.path === installPath)!.content).map((document) => document.toJS() as AnyObject);
-    expect(components.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual(install.map((object) => `${object.kind}/${object.metadata.name.replace(defaultInstallOptions.namespace, "${CAPTF_NAMESPACE:=captf-system}")}`));
+    const install = parseAllDocuments(renderInstallFiles().find((file) => file.path === installPath)!.content).map(
+      (document) => document.toJS() as AnyObject,
+    );
+    expect(components.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual(
+      install.map(
+        (object) => `${object.kind}/${object.metadata.name.replace(defaultInstallOptions.namespace, "${CAPTF_NAMESPACE:=captf-system}")}`,
+      ),
+    );
     for (const object of components) expect(object.metadata.labels["cluster.x-k8s.io/provider"]).toBe("infrastructure-terraform");
-    for (const crd of components.filter((object) => object.kind === "CustomResourceDefinition")) expect(crd.metadata.labels).toHaveProperty(["clusterctl.cluster.x-k8s.io"], "");
+    for (const crd of components.filter((object) => object.kind === "CustomResourceDefinition"))
+      expect(crd.metadata.labels).toHaveProperty(["clusterctl.cluster.x-k8s.io"], "");
   });
 
   it("names the image, the namespace, the replicas and the shards as variables with the shipped defaults", () => {
     const text = renderClusterctlFiles(demoDirectory).find((file) => file.path.endsWith("infrastructure-components.yaml"))!.content;
     const variables = new Set([...text.matchAll(/\$\{([A-Z0-9_]+)(:=[^}]*)?\}/g)].map((match) => `${match[1]}${match[2] ?? ""}`));
-    expect([...variables].sort()).toEqual([`CAPTF_IMAGE:=${defaultInstallOptions.image}`, "CAPTF_NAMESPACE:=captf-system", "CAPTF_REPLICAS:=1", "CAPTF_SHARDS:=1"]);
+    expect([...variables].sort()).toEqual([
+      `CAPTF_IMAGE:=${defaultInstallOptions.image}`,
+      "CAPTF_NAMESPACE:=captf-system",
+      "CAPTF_REPLICAS:=1",
+      "CAPTF_SHARDS:=1",
+    ]);
     expect(text).not.toMatch(/captf-system(?![}])/);
   });
 
@@ -36,7 +59,10 @@ describe("the clusterctl assets", () => {
     const files = renderClusterctlFiles(demoDirectory);
     for (const flavor of clusterctlFlavors) {
       const text = files.find((file) => file.path.endsWith(`/${flavorFileName(flavor)}`))!.content;
-      const substituted = text.replace(/\$\{([A-Z0-9_]+)(?::=([^}]*))?\}/g, (_, name: string, fallback?: string) => fallback ?? (name === "KUBERNETES_VERSION" ? "v1.36.3" : "x"));
+      const substituted = text.replace(
+        /\$\{([A-Z0-9_]+)(?::=([^}]*))?\}/g,
+        (_, name: string, fallback?: string) => fallback ?? (name === "KUBERNETES_VERSION" ? "v1.36.3" : "x"),
+      );
       const objects = parseAllDocuments(substituted).map((document) => document.toJS() as AnyObject);
       expect(objects.length).toBeGreaterThan(0);
       for (const object of objects) expect(object.metadata.namespace).toBe("x");

@@ -23,7 +23,12 @@ export const clusterctlProvider = { name: "terraform", type: "InfrastructureProv
 /** Where the generator writes the assets, relative to the package root. */
 export const clusterctlDirectory = "config/clusterctl";
 /** The components' variables, with their defaults. */
-export const componentVariables = { image: "CAPTF_IMAGE", namespace: "CAPTF_NAMESPACE", replicas: "CAPTF_REPLICAS", shards: "CAPTF_SHARDS" } as const;
+export const componentVariables = {
+  image: "CAPTF_IMAGE",
+  namespace: "CAPTF_NAMESPACE",
+  replicas: "CAPTF_REPLICAS",
+  shards: "CAPTF_SHARDS",
+} as const;
 /** The flavors: `clusterctl generate cluster --flavor <name>` ("" is the default template). */
 export const clusterctlFlavors = ["", "gcp-machinepool", "azure-machinepool", "clusterclass"] as const;
 export type ClusterctlFlavor = (typeof clusterctlFlavors)[number];
@@ -32,7 +37,8 @@ export type ClusterctlFlavor = (typeof clusterctlFlavors)[number];
 const providerLabel = "cluster.x-k8s.io/provider";
 const moduleTag = `v${managerVersion}-opentofu`;
 
-const header = (source: string) => `# Generated from ${source} by packages/controller/scripts/generate-clusterctl.mjs. Do not edit: run \`pnpm --filter @captf/controller gen\`.\n`;
+const header = (source: string) =>
+  `# Generated from ${source} by packages/controller/scripts/generate-clusterctl.mjs. Do not edit: run \`pnpm --filter @captf/controller gen\`.\n`;
 
 function documents(objects: readonly unknown[]): string {
   return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
@@ -77,7 +83,8 @@ const demoName = "demo";
 
 function templatedDemo(value: unknown, key = ""): unknown {
   if (Array.isArray(value)) return value.map((item) => templatedDemo(item, key));
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, templatedDemo(item, name)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, templatedDemo(item, name)]));
   if (key === "replicas") return "${WORKER_MACHINE_COUNT:=3}";
   if (key === "version") return "${KUBERNETES_VERSION}";
   if (typeof value !== "string") return value;
@@ -103,7 +110,10 @@ export function noopFlavorObjects(demoDirectory: string): AnyObject[] {
 
 const meta = (name: string, extra: AnyObject = {}) => ({ name, namespace: "${NAMESPACE}", ...extra });
 const clusterLabel = { "cluster.x-k8s.io/cluster-name": "${CLUSTER_NAME}" };
-const clusterNetwork = { pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] }, services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] } };
+const clusterNetwork = {
+  pods: { cidrBlocks: ["${POD_CIDR:=192.168.0.0/16}"] },
+  services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] },
+};
 
 /** A Cluster on a TerraformCluster run from `${CAPTF_CLUSTER_MODULE_IMAGE}` under the identity `${CAPTF_IDENTITY_NAME}`, with a KubeadmControlPlane. */
 function cloudClusterObjects(): AnyObject[] {
@@ -131,7 +141,9 @@ function cloudClusterObjects(): AnyObject[] {
       spec: {
         replicas: "${CONTROL_PLANE_MACHINE_COUNT:=3}",
         version: "${KUBERNETES_VERSION}",
-        machineTemplate: { spec: { infrastructureRef: { apiGroup: infraGroup, kind: "TerraformMachineTemplate", name: "${CLUSTER_NAME}-control-plane" } } },
+        machineTemplate: {
+          spec: { infrastructureRef: { apiGroup: infraGroup, kind: "TerraformMachineTemplate", name: "${CLUSTER_NAME}-control-plane" } },
+        },
         kubeadmConfigSpec: { format: "cloud-config" },
       },
     },
@@ -165,7 +177,12 @@ function cloudPoolObjects(module: "gcp-machinepool" | "azure-machinepool", varia
         },
       },
     },
-    { apiVersion: `${kubeadmBootstrapGroup}/${capiVersion}`, kind: "KubeadmConfig", metadata: meta(name), spec: { format: "cloud-config" } },
+    {
+      apiVersion: `${kubeadmBootstrapGroup}/${capiVersion}`,
+      kind: "KubeadmConfig",
+      metadata: meta(name),
+      spec: { format: "cloud-config" },
+    },
     {
       apiVersion: infraGroupVersion,
       kind: "TerraformMachinePool",
@@ -181,7 +198,9 @@ export const clusterClassName = "captf-noop";
 /** A ClusterClass on the no-op modules (cluster, MachineDeployment and MachinePool classes) with its templates. */
 function clusterClassObjects(): AnyObject[] {
   const className = clusterClassName;
-  const ref = (kind: string, name: string, group = infraGroup, version = infraVersion) => ({ templateRef: { apiVersion: `${group}/${version}`, kind, name } });
+  const ref = (kind: string, name: string, group = infraGroup, version = infraVersion) => ({
+    templateRef: { apiVersion: `${group}/${version}`, kind, name },
+  });
   // As the default flavor's: the no-op module images are the e2e's (<registry>/captf/noop-<role>).
   const noopImage = (role: string) => `\${CAPTF_MODULE_REGISTRY}/captf/noop-${role}:${moduleTag}`;
   const bootstrap = ref("KubeadmConfigTemplate", `${className}-worker`, kubeadmBootstrapGroup, capiVersion);
@@ -192,19 +211,54 @@ function clusterClassObjects(): AnyObject[] {
       metadata: meta(className),
       spec: {
         infrastructure: ref("TerraformClusterTemplate", className),
-        controlPlane: { ...ref("KubeadmControlPlaneTemplate", className, kubeadmControlPlaneGroup, capiVersion), machineInfrastructure: ref("TerraformMachineTemplate", `${className}-control-plane`) },
+        controlPlane: {
+          ...ref("KubeadmControlPlaneTemplate", className, kubeadmControlPlaneGroup, capiVersion),
+          machineInfrastructure: ref("TerraformMachineTemplate", `${className}-control-plane`),
+        },
         workers: {
-          machineDeployments: [{ class: "default-worker", bootstrap, infrastructure: ref("TerraformMachineTemplate", `${className}-worker`) }],
+          machineDeployments: [
+            { class: "default-worker", bootstrap, infrastructure: ref("TerraformMachineTemplate", `${className}-worker`) },
+          ],
           machinePools: [{ class: "default-pool", bootstrap, infrastructure: ref("TerraformMachinePoolTemplate", `${className}-pool`) }],
         },
       },
     },
-    { apiVersion: infraGroupVersion, kind: "TerraformClusterTemplate", metadata: meta(className), spec: { template: { spec: { source: { image: noopImage("cluster") }, identityRef: { name: "${CAPTF_IDENTITY_NAME}" } } } } },
-    { apiVersion: `${kubeadmControlPlaneGroup}/${capiVersion}`, kind: "KubeadmControlPlaneTemplate", metadata: meta(className), spec: { template: { spec: { kubeadmConfigSpec: { format: "cloud-config" } } } } },
-    { apiVersion: infraGroupVersion, kind: "TerraformMachineTemplate", metadata: meta(`${className}-control-plane`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
-    { apiVersion: infraGroupVersion, kind: "TerraformMachineTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { source: { image: noopImage("machine") } } } } },
-    { apiVersion: infraGroupVersion, kind: "TerraformMachinePoolTemplate", metadata: meta(`${className}-pool`), spec: { template: { spec: { source: { image: noopImage("machinepool") } } } } },
-    { apiVersion: `${kubeadmBootstrapGroup}/${capiVersion}`, kind: "KubeadmConfigTemplate", metadata: meta(`${className}-worker`), spec: { template: { spec: { format: "cloud-config" } } } },
+    {
+      apiVersion: infraGroupVersion,
+      kind: "TerraformClusterTemplate",
+      metadata: meta(className),
+      spec: { template: { spec: { source: { image: noopImage("cluster") }, identityRef: { name: "${CAPTF_IDENTITY_NAME}" } } } },
+    },
+    {
+      apiVersion: `${kubeadmControlPlaneGroup}/${capiVersion}`,
+      kind: "KubeadmControlPlaneTemplate",
+      metadata: meta(className),
+      spec: { template: { spec: { kubeadmConfigSpec: { format: "cloud-config" } } } },
+    },
+    {
+      apiVersion: infraGroupVersion,
+      kind: "TerraformMachineTemplate",
+      metadata: meta(`${className}-control-plane`),
+      spec: { template: { spec: { source: { image: noopImage("machine") } } } },
+    },
+    {
+      apiVersion: infraGroupVersion,
+      kind: "TerraformMachineTemplate",
+      metadata: meta(`${className}-worker`),
+      spec: { template: { spec: { source: { image: noopImage("machine") } } } },
+    },
+    {
+      apiVersion: infraGroupVersion,
+      kind: "TerraformMachinePoolTemplate",
+      metadata: meta(`${className}-pool`),
+      spec: { template: { spec: { source: { image: noopImage("machinepool") } } } },
+    },
+    {
+      apiVersion: `${kubeadmBootstrapGroup}/${capiVersion}`,
+      kind: "KubeadmConfigTemplate",
+      metadata: meta(`${className}-worker`),
+      spec: { template: { spec: { format: "cloud-config" } } },
+    },
   ];
 }
 
@@ -240,9 +294,15 @@ function flavorObjects(flavor: ClusterctlFlavor, demoDirectory: string): AnyObje
     case "":
       return noopFlavorObjects(demoDirectory);
     case "gcp-machinepool":
-      return [...cloudClusterObjects(), ...cloudPoolObjects("gcp-machinepool", { image: "${GCP_NODE_IMAGE}", machine_type: "${GCP_MACHINE_TYPE:=n2-standard-4}" })];
+      return [
+        ...cloudClusterObjects(),
+        ...cloudPoolObjects("gcp-machinepool", { image: "${GCP_NODE_IMAGE}", machine_type: "${GCP_MACHINE_TYPE:=n2-standard-4}" }),
+      ];
     case "azure-machinepool":
-      return [...cloudClusterObjects(), ...cloudPoolObjects("azure-machinepool", { image_id: "${AZURE_NODE_IMAGE_ID}", vm_size: "${AZURE_VM_SIZE:=Standard_D4s_v5}" })];
+      return [
+        ...cloudClusterObjects(),
+        ...cloudPoolObjects("azure-machinepool", { image_id: "${AZURE_NODE_IMAGE_ID}", vm_size: "${AZURE_VM_SIZE:=Standard_D4s_v5}" }),
+      ];
     case "clusterclass":
       return clusterOfClassObjects();
   }
@@ -254,13 +314,24 @@ const numericVariable = /(replicas: )(['"]?)(\$\{[A-Z_]+(?::=\d+)?\})\2/g;
 /** Every asset, paths relative to the package root; `demoDirectory` is e2e/manifests/demo. */
 export function renderClusterctlFiles(demoDirectory: string): GeneratedFile[] {
   return [
-    { path: `${clusterctlDirectory}/metadata.yaml`, content: header("packages/controller/src/manager-main.ts") + documents([metadataObject()]) },
-    { path: `${clusterctlDirectory}/infrastructure-components.yaml`, content: header("packages/controller/src/install") + documents(infrastructureComponentObjects()) },
+    {
+      path: `${clusterctlDirectory}/metadata.yaml`,
+      content: header("packages/controller/src/manager-main.ts") + documents([metadataObject()]),
+    },
+    {
+      path: `${clusterctlDirectory}/infrastructure-components.yaml`,
+      content: header("packages/controller/src/install") + documents(infrastructureComponentObjects()),
+    },
     { path: `${clusterctlDirectory}/monitoring.yaml`, content: header("packages/controller/src/monitoring") + monitoringDocuments() },
-    { path: `${clusterctlDirectory}/clusterclass-${clusterClassName}.yaml`, content: header("packages/controller/src/install/clusterctl.ts") + documents(clusterClassObjects()) },
+    {
+      path: `${clusterctlDirectory}/clusterclass-${clusterClassName}.yaml`,
+      content: header("packages/controller/src/install/clusterctl.ts") + documents(clusterClassObjects()),
+    },
     ...clusterctlFlavors.map((flavor) => ({
       path: `${clusterctlDirectory}/${flavorFileName(flavor)}`,
-      content: header(flavor === "" ? "e2e/manifests/demo" : "packages/controller/src/install/clusterctl.ts") + documents(flavorObjects(flavor, demoDirectory)).replace(numericVariable, "$1$3"),
+      content:
+        header(flavor === "" ? "e2e/manifests/demo" : "packages/controller/src/install/clusterctl.ts") +
+        documents(flavorObjects(flavor, demoDirectory)).replace(numericVariable, "$1$3"),
     })),
   ];
 }

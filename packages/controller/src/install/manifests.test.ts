@@ -7,8 +7,25 @@ import { renderCrdFiles } from "../api/crds.js";
 import { parseManagerFlags } from "../flags.js";
 import { webhookPath } from "../webhooks/configuration.js";
 import { kinds } from "@captf/contract/api";
-import { defaultInstallOptions, installNames, installPath, podDisruptionBudgetObject, renderInstallFiles, servingCertificateDnsNames, staleInstallFiles, userRoleObjects, webhookCertDir } from "./manifests.js";
-import { editPermissions, managerPermissions, planApproverPermissions, renderPermissionTable, runnerPermissions, viewPermissions } from "./permissions.js";
+import {
+  defaultInstallOptions,
+  installNames,
+  installPath,
+  podDisruptionBudgetObject,
+  renderInstallFiles,
+  servingCertificateDnsNames,
+  staleInstallFiles,
+  userRoleObjects,
+  webhookCertDir,
+} from "./manifests.js";
+import {
+  editPermissions,
+  managerPermissions,
+  planApproverPermissions,
+  renderPermissionTable,
+  runnerPermissions,
+  viewPermissions,
+} from "./permissions.js";
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
 type AnyObject = Record<string, any>;
@@ -49,15 +66,26 @@ describe("the install manifests", () => {
       "ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
       "MutatingWebhookConfiguration/captf-mutating-webhook-configuration",
     ]);
-    for (const object of objects.filter((candidate) => candidate.metadata.namespace !== undefined)) expect(object.metadata.namespace).toBe("captf-system");
+    for (const object of objects.filter((candidate) => candidate.metadata.namespace !== undefined))
+      expect(object.metadata.namespace).toBe("captf-system");
   });
 
   it("runs the Deployment's arguments and environment through the manager's own flag parser", async () => {
     const deployment = deploymentOf(installObjects());
     const container = deployment.spec!.template.spec!.containers[0]!;
-    const env = Object.fromEntries(container.env!.map((variable) => [variable.name, variable.value ?? `<${variable.valueFrom!.fieldRef!.fieldPath}>`]));
-    expect(env).toEqual({ POD_NAMESPACE: "<metadata.namespace>", SERVICE_ACCOUNT_NAME: "<spec.serviceAccountName>", CAPTF_MANAGER_IMAGE: container.image });
-    const parsed = await parseManagerFlags(container.args!, { ...env, POD_NAMESPACE: "captf-system", SERVICE_ACCOUNT_NAME: "captf-controller-manager" });
+    const env = Object.fromEntries(
+      container.env!.map((variable) => [variable.name, variable.value ?? `<${variable.valueFrom!.fieldRef!.fieldPath}>`]),
+    );
+    expect(env).toEqual({
+      POD_NAMESPACE: "<metadata.namespace>",
+      SERVICE_ACCOUNT_NAME: "<spec.serviceAccountName>",
+      CAPTF_MANAGER_IMAGE: container.image,
+    });
+    const parsed = await parseManagerFlags(container.args!, {
+      ...env,
+      POD_NAMESPACE: "captf-system",
+      SERVICE_ACCOUNT_NAME: "captf-controller-manager",
+    });
     if (parsed.kind !== "run") throw new Error(JSON.stringify(parsed));
     const settings = parsed.options;
     expect(settings.leaderElection.enabled).toBe(true);
@@ -79,8 +107,18 @@ describe("the install manifests", () => {
   it("runs the manager as 65532 without privileges, on a read-only root", () => {
     const spec = deploymentOf(installObjects()).spec!.template.spec!;
     expect(spec.serviceAccountName).toBe(installNames.serviceAccount);
-    expect(spec.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: "RuntimeDefault" } });
-    expect(spec.containers[0]!.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true, runAsNonRoot: true });
+    expect(spec.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(spec.containers[0]!.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+    });
   });
 
   it("points the webhooks at the Service in front of the webhook port, with cert-manager's CA for a certificate naming that Service", () => {
@@ -91,7 +129,9 @@ describe("the install manifests", () => {
     const configuration = objects.find((object) => object.kind === "ValidatingWebhookConfiguration")!;
     expect(configuration.metadata.annotations).toEqual({ "cert-manager.io/inject-ca-from": `captf-system/${installNames.certificate}` });
     expect(configuration.webhooks).toHaveLength(7);
-    expect(configuration.webhooks[0].clientConfig).toEqual({ service: { namespace: "captf-system", name: installNames.webhookService, path: webhookPath(kinds.cluster) } });
+    expect(configuration.webhooks[0].clientConfig).toEqual({
+      service: { namespace: "captf-system", name: installNames.webhookService, path: webhookPath(kinds.cluster) },
+    });
     const certificate = objects.find((object) => object.kind === "Certificate")!;
     expect(certificate.spec.secretName).toBe(installNames.certificateSecret);
     expect(certificate.spec.dnsNames).toContain(`${installNames.webhookService}.captf-system.svc`);
@@ -103,15 +143,22 @@ describe("the install manifests", () => {
 
   it("aggregates captf-view into view, captf-edit into edit and admin, and leaves captf-plan-approver to be bound on its own", () => {
     const roles = Object.fromEntries(userRoleObjects().map((role) => [role.metadata!.name!, role]));
-    const aggregation = (name: string) => Object.keys(roles[name]!.metadata!.labels!).filter((label) => label.startsWith("rbac.authorization.k8s.io/aggregate-to-"));
+    const aggregation = (name: string) =>
+      Object.keys(roles[name]!.metadata!.labels!).filter((label) => label.startsWith("rbac.authorization.k8s.io/aggregate-to-"));
     expect(aggregation(installNames.viewRole)).toEqual(["rbac.authorization.k8s.io/aggregate-to-view"]);
-    expect(aggregation(installNames.editRole)).toEqual(["rbac.authorization.k8s.io/aggregate-to-edit", "rbac.authorization.k8s.io/aggregate-to-admin"]);
+    expect(aggregation(installNames.editRole)).toEqual([
+      "rbac.authorization.k8s.io/aggregate-to-edit",
+      "rbac.authorization.k8s.io/aggregate-to-admin",
+    ]);
     expect(aggregation(installNames.planApproverRole)).toEqual([]);
     const verbs = (name: string) => new Set(roles[name]!.rules!.flatMap((rule) => rule.verbs));
     expect([...verbs(installNames.viewRole)]).toEqual(["get", "list", "watch"]);
     // The approver reads and patches the three kinds that run plans (approve: the policy keeps it to the approval), and records its approval as an event.
     expect(roles[installNames.planApproverRole]!.rules!.map((rule) => [rule.resources, rule.verbs])).toEqual([
-      [["terraformclusters", "terraformmachines", "terraformmachinepools"], ["get", "list", "watch", "patch", "approve"]],
+      [
+        ["terraformclusters", "terraformmachines", "terraformmachinepools"],
+        ["get", "list", "watch", "patch", "approve"],
+      ],
       [["events"], ["create"]],
     ]);
     // Identities hold the keys to cloud credentials: cluster administrators' alone.
@@ -119,7 +166,10 @@ describe("the install manifests", () => {
     // Nothing outside captf's API group, but the approver's event (pinned above).
     for (const [name, role] of Object.entries(roles)) {
       const rules = name === installNames.planApproverRole ? role.rules!.slice(0, 1) : role.rules!;
-      expect([name, rules.every((rule) => rule.apiGroups!.length === 1 && rule.apiGroups![0] === "infrastructure.cluster.x-k8s.io")]).toEqual([name, true]);
+      expect([
+        name,
+        rules.every((rule) => rule.apiGroups!.length === 1 && rule.apiGroups![0] === "infrastructure.cluster.x-k8s.io"),
+      ]).toEqual([name, true]);
     }
   });
 
@@ -139,8 +189,12 @@ describe("the install manifests", () => {
     expect(container.image).toBe("registry.example/captf-controller:dev");
     expect(container.env).toContainEqual({ name: "CAPTF_MANAGER_IMAGE", value: "registry.example/captf-controller:dev" });
     expect(objects[0]!.metadata.name).toBe("ops");
-    expect(objects.filter((object) => object.metadata.namespace !== undefined).every((object) => object.metadata.namespace === "ops")).toBe(true);
-    expect(objects.find((object) => object.kind === "ClusterRoleBinding")!.subjects).toEqual([{ kind: "ServiceAccount", name: "captf-controller-manager", namespace: "ops" }]);
+    expect(objects.filter((object) => object.metadata.namespace !== undefined).every((object) => object.metadata.namespace === "ops")).toBe(
+      true,
+    );
+    expect(objects.find((object) => object.kind === "ClusterRoleBinding")!.subjects).toEqual([
+      { kind: "ServiceAccount", name: "captf-controller-manager", namespace: "ops" },
+    ]);
   });
 });
 
@@ -153,7 +207,8 @@ describe("docs/installation.md", () => {
   });
 
   it("lists the permissions of the roles for people", () => {
-    for (const permissions of [viewPermissions, editPermissions, planApproverPermissions]) expect(page).toContain(renderPermissionTable(permissions));
+    for (const permissions of [viewPermissions, editPermissions, planApproverPermissions])
+      expect(page).toContain(renderPermissionTable(permissions));
   });
 
   it("names the Secret and the mount path the Deployment expects", () => {

@@ -6,13 +6,31 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { V1ClusterRole, V1ClusterRoleBinding, V1Deployment, V1Namespace, V1PodDisruptionBudget, V1Service, V1ServiceAccount, V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding } from "@kubernetes/client-node";
+import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1Deployment,
+  V1Namespace,
+  V1PodDisruptionBudget,
+  V1Service,
+  V1ServiceAccount,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
+} from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { renderCrdFiles, type GeneratedFile } from "../api/crds.js";
 import { buildMutatingWebhookConfiguration, buildValidatingWebhookConfiguration } from "../webhooks/configuration.js";
 import { defaultManagerNamespace, managerServiceAccount, managerVersion } from "../manager-main.js";
 import { renderMonitoringFiles, type MonitoringOptions } from "../monitoring/monitoring-files.js";
-import { editPermissions, managerPermissions, planApproverPermissions, policyRules, runnerPermissions, viewPermissions, workspacePlurals } from "./permissions.js";
+import {
+  editPermissions,
+  managerPermissions,
+  planApproverPermissions,
+  policyRules,
+  runnerPermissions,
+  viewPermissions,
+  workspacePlurals,
+} from "./permissions.js";
 import { annotations, apiGroup } from "@captf/contract/api";
 
 export interface InstallOptions {
@@ -74,7 +92,10 @@ export function namespaceObject(options: InstallOptions): V1Namespace {
   return {
     apiVersion: "v1",
     kind: "Namespace",
-    metadata: { name: options.namespace, labels: { ...partOf, "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" } },
+    metadata: {
+      name: options.namespace,
+      labels: { ...partOf, "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" },
+    },
   };
 }
 
@@ -93,7 +114,12 @@ export function deploymentObject(options: InstallOptions): V1Deployment {
           serviceAccountName: installNames.serviceAccount,
           // The manager drains for 20 s after SIGTERM; the preStop sleep lets endpoints drop it first.
           terminationGracePeriodSeconds: 30,
-          securityContext: { runAsNonRoot: true, runAsUser: managerUser, runAsGroup: managerUser, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: managerUser,
+            runAsGroup: managerUser,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
           containers: [
             {
               name: "manager",
@@ -114,7 +140,12 @@ export function deploymentObject(options: InstallOptions): V1Deployment {
               readinessProbe: { httpGet: { path: "/readyz", port: "healthz" }, initialDelaySeconds: 5, periodSeconds: 10 },
               lifecycle: { preStop: { sleep: { seconds: 5 } } },
               resources: { requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } },
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true, runAsNonRoot: true },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                capabilities: { drop: ["ALL"] },
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+              },
               terminationMessagePolicy: "FallbackToLogsOnError",
               volumeMounts: [{ name: "cert", mountPath: webhookCertDir, readOnly: true }],
             },
@@ -128,14 +159,24 @@ export function deploymentObject(options: InstallOptions): V1Deployment {
 }
 
 export function serviceAccountObject(options: InstallOptions): V1ServiceAccount {
-  return { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: installNames.serviceAccount, namespace: options.namespace, labels: partOf } };
+  return {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: installNames.serviceAccount, namespace: options.namespace, labels: partOf },
+  };
 }
 
 function clusterRole(name: string, rules: V1ClusterRole["rules"]): V1ClusterRole {
   return { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels: partOf }, rules };
 }
 
-export function rbacObjects(options: InstallOptions): { serviceAccount: V1ServiceAccount; managerRole: V1ClusterRole; managerRoleBinding: V1ClusterRoleBinding; runnerRole: V1ClusterRole; metricsReaderRole: V1ClusterRole } {
+export function rbacObjects(options: InstallOptions): {
+  serviceAccount: V1ServiceAccount;
+  managerRole: V1ClusterRole;
+  managerRoleBinding: V1ClusterRoleBinding;
+  runnerRole: V1ClusterRole;
+  metricsReaderRole: V1ClusterRole;
+} {
   return {
     serviceAccount: serviceAccountObject(options),
     managerRole: clusterRole(installNames.managerRole, policyRules(managerPermissions)),
@@ -159,7 +200,10 @@ const aggregateTo = (role: "view" | "edit" | "admin") => ({ [`rbac.authorization
  * include `view`), `captf-edit` joins `edit` and `admin`, and `captf-plan-approver` is bound on its own.
  */
 export function userRoleObjects(): V1ClusterRole[] {
-  const withLabels = (role: V1ClusterRole, labels: Record<string, string>): V1ClusterRole => ({ ...role, metadata: { ...role.metadata, labels: { ...partOf, ...labels } } });
+  const withLabels = (role: V1ClusterRole, labels: Record<string, string>): V1ClusterRole => ({
+    ...role,
+    metadata: { ...role.metadata, labels: { ...partOf, ...labels } },
+  });
   return [
     withLabels(clusterRole(installNames.viewRole, policyRules(viewPermissions)), aggregateTo("view")),
     withLabels(clusterRole(installNames.editRole, policyRules(editPermissions)), { ...aggregateTo("edit"), ...aggregateTo("admin") }),
@@ -169,7 +213,8 @@ export function userRoleObjects(): V1ClusterRole[] {
 
 /** What a plan approver (who may `approve` but not `update`) may change: the approval and the webhook's record of it. */
 const approverAnnotations = [annotations.approvePlan, annotations.planApprovedBy];
-const orEmpty = (field: string, empty: "{}" | "[]") => `(has(object.metadata.${field}) ? object.metadata.${field} : ${empty}) == (has(oldObject.metadata.${field}) ? oldObject.metadata.${field} : ${empty})`;
+const orEmpty = (field: string, empty: "{}" | "[]") =>
+  `(has(object.metadata.${field}) ? object.metadata.${field} : ${empty}) == (has(oldObject.metadata.${field}) ? oldObject.metadata.${field} : ${empty})`;
 
 /**
  * The ValidatingAdmissionPolicy and its binding that keep a plan approver's writes to the approval:
@@ -177,7 +222,8 @@ const orEmpty = (field: string, empty: "{}" | "[]") => `(has(object.metadata.${f
  * on the object's kind is refused unless spec, labels, finalizers, owners and every other annotation stay.
  */
 export function planApproverPolicyObjects(): [V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding] {
-  const may = (verb: string) => `authorizer.group('${apiGroup}').resource(request.resource.resource).namespace(request.namespace).check('${verb}').allowed()`;
+  const may = (verb: string) =>
+    `authorizer.group('${apiGroup}').resource(request.resource.resource).namespace(request.namespace).check('${verb}').allowed()`;
   const name = installNames.planApproverRole;
   return [
     {
@@ -186,7 +232,9 @@ export function planApproverPolicyObjects(): [V1ValidatingAdmissionPolicy, V1Val
       metadata: { name, labels: partOf },
       spec: {
         failurePolicy: "Fail",
-        matchConstraints: { resourceRules: [{ apiGroups: [apiGroup], apiVersions: ["*"], operations: ["UPDATE"], resources: [...workspacePlurals] }] },
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [apiGroup], apiVersions: ["*"], operations: ["UPDATE"], resources: [...workspacePlurals] }],
+        },
         matchConditions: [{ name: "approver-only", expression: `${may("approve")} && !${may("update")}` }],
         variables: [
           { name: "approval", expression: JSON.stringify(approverAnnotations).replaceAll('"', "'") },
@@ -209,7 +257,12 @@ export function planApproverPolicyObjects(): [V1ValidatingAdmissionPolicy, V1Val
         ],
       },
     },
-    { apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name, labels: partOf }, spec: { policyName: name, validationActions: ["Deny"] } },
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name, labels: partOf },
+      spec: { policyName: name, validationActions: ["Deny"] },
+    },
   ];
 }
 
@@ -247,18 +300,30 @@ export function metricsServiceObject(options: InstallOptions): V1Service {
 
 /** The DNS names the serving certificate must carry: the webhook Service's and the metrics Service's. */
 export function servingCertificateDnsNames(options: InstallOptions): string[] {
-  return [installNames.webhookService, installNames.metricsService].flatMap((name) => [`${name}.${options.namespace}.svc`, `${name}.${options.namespace}.svc.cluster.local`]);
+  return [installNames.webhookService, installNames.metricsService].flatMap((name) => [
+    `${name}.${options.namespace}.svc`,
+    `${name}.${options.namespace}.svc.cluster.local`,
+  ]);
 }
 
 /** cert-manager's self-signed Issuer and the Certificate it writes into the Secret the Deployment mounts. */
 export function certManagerObjects(options: InstallOptions): Record<string, unknown>[] {
   return [
-    { apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata: { name: installNames.issuer, namespace: options.namespace, labels: partOf }, spec: { selfSigned: {} } },
+    {
+      apiVersion: "cert-manager.io/v1",
+      kind: "Issuer",
+      metadata: { name: installNames.issuer, namespace: options.namespace, labels: partOf },
+      spec: { selfSigned: {} },
+    },
     {
       apiVersion: "cert-manager.io/v1",
       kind: "Certificate",
       metadata: { name: installNames.certificate, namespace: options.namespace, labels: partOf },
-      spec: { dnsNames: servingCertificateDnsNames(options), issuerRef: { kind: "Issuer", name: installNames.issuer }, secretName: installNames.certificateSecret },
+      spec: {
+        dnsNames: servingCertificateDnsNames(options),
+        issuerRef: { kind: "Issuer", name: installNames.issuer },
+        secretName: installNames.certificateSecret,
+      },
     },
   ];
 }
@@ -277,7 +342,8 @@ export function mutatingWebhookConfigurationObject(options: InstallOptions) {
   });
 }
 
-const header = "# Generated from packages/controller/src/install by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
+const header =
+  "# Generated from packages/controller/src/install by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
 
 function yamlDocuments(objects: readonly unknown[]): string {
   return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
@@ -288,7 +354,11 @@ export const installPath = "config/install.yaml";
 
 /** The monitoring objects' options for an install: its namespace, metrics Service and serving certificate. */
 export function monitoringOptions(options: InstallOptions): MonitoringOptions {
-  return { namespace: options.namespace, metricsService: metricsServiceObject(options), servingCertificateSecret: installNames.certificateSecret };
+  return {
+    namespace: options.namespace,
+    metricsService: metricsServiceObject(options),
+    servingCertificateSecret: installNames.certificateSecret,
+  };
 }
 
 /** The component files under config/, config/install.yaml and the opt-in config/monitoring files, paths relative to the package root. */
@@ -308,12 +378,19 @@ export function renderInstallFiles(options: InstallOptions = defaultInstallOptio
     { path: "config/manager/manager.yaml", content: yamlDocuments([deploymentObject(options)]) },
     { path: "config/manager/pdb.yaml", content: yamlDocuments([podDisruptionBudgetObject(options)]) },
     { path: "config/certmanager/certificate.yaml", content: yamlDocuments(certManagerObjects(options)) },
-    { path: "config/webhook/manifests.yaml", content: yamlDocuments([validatingWebhookConfigurationObject(options), mutatingWebhookConfigurationObject(options)]) },
+    {
+      path: "config/webhook/manifests.yaml",
+      content: yamlDocuments([validatingWebhookConfigurationObject(options), mutatingWebhookConfigurationObject(options)]),
+    },
   ];
   const [namespace, ...rest] = components;
   const ordered = [namespace!.content, ...renderCrdFiles().map((file) => file.content), ...rest.map((file) => file.content)];
   const monitoring = renderMonitoringFiles(monitoringOptions(options));
-  return [...components.map((file) => ({ path: file.path, content: header + file.content })), { path: installPath, content: header + ordered.join("---\n") }, ...monitoring];
+  return [
+    ...components.map((file) => ({ path: file.path, content: header + file.content })),
+    { path: installPath, content: header + ordered.join("---\n") },
+    ...monitoring,
+  ];
 }
 
 /** Install files whose content on disk differs from the rendering, or which are missing. */

@@ -21,24 +21,46 @@ interface ReleasePlan {
 
 /** Directories of the module packages (packages/module-*) whose .tf files declare the contract's `captf_object` input: the roots a module image carries. */
 function moduleRoots(dir: string): string[] {
-  const entries = readdirSync(dir).filter((entry) => !entry.startsWith(".") && !["node_modules", "tests", "testdata", "examples"].includes(entry));
-  const declares = entries.some((entry) => entry.endsWith(".tf") && /variable\s+"captf_object"/.test(readFileSync(join(dir, entry), "utf8")));
+  const entries = readdirSync(dir).filter(
+    (entry) => !entry.startsWith(".") && !["node_modules", "tests", "testdata", "examples"].includes(entry),
+  );
+  const declares = entries.some(
+    (entry) => entry.endsWith(".tf") && /variable\s+"captf_object"/.test(readFileSync(join(dir, entry), "utf8")),
+  );
   const below = entries.filter((entry) => statSync(join(dir, entry)).isDirectory()).flatMap((entry) => moduleRoots(join(dir, entry)));
   return declares ? [dir, ...below] : below;
 }
 
 describe("a default release", () => {
-  const plan = JSON.parse(execFileSync(process.execPath, [join(repoDir, "scripts/release.mjs"), "--plan"], { encoding: "utf8" })) as ReleasePlan;
+  const plan = JSON.parse(
+    execFileSync(process.execPath, [join(repoDir, "scripts/release.mjs"), "--plan"], { encoding: "utf8" }),
+  ) as ReleasePlan;
   const controller = JSON.parse(readFileSync(join(repoDir, "packages/controller/package.json"), "utf8")) as { version: string };
 
   it("holds the manager image and, for each runtime, an image of every module root in the repo but the hostile drill's", () => {
     const packagesDir = join(repoDir, "packages");
-    const roots = readdirSync(packagesDir).filter((dir) => dir.startsWith("module-")).flatMap((dir) => moduleRoots(join(packagesDir, dir))).map((root) => root.slice(packagesDir.length + 1));
+    const roots = readdirSync(packagesDir)
+      .filter((dir) => dir.startsWith("module-"))
+      .flatMap((dir) => moduleRoots(join(packagesDir, dir)))
+      .map((root) => root.slice(packagesDir.length + 1));
     // The hostile module attacks the Job it runs in (bench/drills/hostile-module.mjs, the e2e): never a release's.
-    expect(roots.sort()).toEqual(["module-azure-machinepool", "module-gcp-machinepool", "module-hostile/machine", "module-noop/cluster", "module-noop/machine", "module-noop/machinepool"]);
+    expect(roots.sort()).toEqual([
+      "module-azure-machinepool",
+      "module-gcp-machinepool",
+      "module-hostile/machine",
+      "module-noop/cluster",
+      "module-noop/machine",
+      "module-noop/machinepool",
+    ]);
     const version = controller.version;
     expect(plan.version).toBe(version);
-    const expected = ["captf-controller:v" + version, ...["noop-cluster", "noop-machine", "noop-machinepool", "gcp-machinepool", "azure-machinepool"].flatMap((name) => [`${name}:v${version}-opentofu`, `${name}:v${version}-terraform`])];
+    const expected = [
+      "captf-controller:v" + version,
+      ...["noop-cluster", "noop-machine", "noop-machinepool", "gcp-machinepool", "azure-machinepool"].flatMap((name) => [
+        `${name}:v${version}-opentofu`,
+        `${name}:v${version}-terraform`,
+      ]),
+    ];
     expect(plan.images.map((image) => `${image.name}:${image.tag}`).sort()).toEqual(expected.sort());
     for (const image of plan.images) expect(image.archive).toBe(`images/${image.name}-${image.tag}.oci.tar`);
     expect(plan.images.filter((image) => /hostile/.test(image.name))).toEqual([]);

@@ -6,17 +6,29 @@ import { describe, expect, it } from "@jest/globals";
 import { cycloneDxViolations } from "./sbom.test-support.js";
 
 const sbomScript = fileURLToPath(new URL("../../scripts/sbom.mjs", import.meta.url));
-const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as { devDependencies: Record<string, string> };
-const sbomText = (created: string) => execFileSync(process.execPath, [sbomScript, "--version", "1.2.3", "--created", created], { encoding: "utf8" });
+const controllerManifest = JSON.parse(readFileSync(fileURLToPath(new URL("../../package.json", import.meta.url)), "utf8")) as {
+  devDependencies: Record<string, string>;
+};
+const sbomText = (created: string) =>
+  execFileSync(process.execPath, [sbomScript, "--version", "1.2.3", "--created", created], { encoding: "utf8" });
 
 describe("scripts/sbom.mjs", () => {
   it("writes a CycloneDX 1.5 document the specification's JSON schema accepts, made by the CycloneDX library", async () => {
     const text = sbomText("2026-01-02T03:04:05.000Z");
     expect(await cycloneDxViolations(text)).toBeNull();
-    const sbom = JSON.parse(text) as { specVersion: string; serialNumber?: string; metadata: { timestamp: string; tools: { components: { name: string; version?: string }[] } } };
+    const sbom = JSON.parse(text) as {
+      specVersion: string;
+      serialNumber?: string;
+      metadata: { timestamp: string; tools: { components: { name: string; version?: string }[] } };
+    };
     expect(sbom.specVersion).toBe("1.5");
     expect(sbom.metadata.timestamp).toBe("2026-01-02T03:04:05.000Z");
-    expect(sbom.metadata.tools.components).toContainEqual(expect.objectContaining({ name: "@cyclonedx/cyclonedx-library", version: controllerManifest.devDependencies["@cyclonedx/cyclonedx-library"] }));
+    expect(sbom.metadata.tools.components).toContainEqual(
+      expect.objectContaining({
+        name: "@cyclonedx/cyclonedx-library",
+        version: controllerManifest.devDependencies["@cyclonedx/cyclonedx-library"],
+      }),
+    );
   });
 
   it("gives the same text for the same lockfile and time: no serial number, no random bom-ref", () => {

@@ -23,7 +23,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Jobs f
     batch = kc.makeApiClient(k8s.BatchV1Api);
     core = kc.makeApiClient(k8s.CoreV1Api);
     await core.createNamespace({
-      body: { metadata: { name: namespace, labels: { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" } } },
+      body: {
+        metadata: {
+          name: namespace,
+          labels: { "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest" },
+        },
+      },
     });
   });
 
@@ -39,6 +44,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Jobs f
     await expect(core.createNamespacedPod({ namespace, body: pod, dryRun: "All" })).resolves.toBeDefined();
     const privileged = structuredClone(pod);
     privileged.spec!.containers[0]!.securityContext = { privileged: true };
-    await expect(core.createNamespacedPod({ namespace, body: privileged, dryRun: "All" })).rejects.toThrow(/violates PodSecurity \W+restricted:latest.*privileged/);
+    await expect(core.createNamespacedPod({ namespace, body: privileged, dryRun: "All" })).rejects.toThrow(
+      /violates PodSecurity \W+restricted:latest.*privileged/,
+    );
   });
 });

@@ -10,7 +10,13 @@ import { brokerContainerName, buildJob, defaultJobEnvironment, jobName, maxJobNa
 const update = process.env.UPDATE_GOLDEN === "1";
 const goldenDir = fileURLToPath(new URL("../../testdata/jobs/", import.meta.url));
 
-const owner = { role: "cluster" as const, name: "prod", namespace: "team-a", uid: "0b7e2b1e-1111-4c1e-9a55-2f1f0e0c0001", clusterName: "prod" };
+const owner = {
+  role: "cluster" as const,
+  name: "prod",
+  namespace: "team-a",
+  uid: "0b7e2b1e-1111-4c1e-9a55-2f1f0e0c0001",
+  clusterName: "prod",
+};
 const base: JobRequest = {
   owner,
   op: "apply",
@@ -25,8 +31,21 @@ const cases: [string, JobRequest][] = [
   ["cluster-apply-approved-plan", { ...base, attempt: 2, expectPlan: "p1:0f3c", guard: { approvalHash: base.inputsHash } }],
   ["cluster-plan", { ...base, op: "plan" }],
   ["cluster-destroy", { ...base, op: "destroy", image: "ghcr.io/acme/cluster-module@sha256:" + "a".repeat(64) }],
-  ["machine-refresh", { ...base, owner: { ...owner, role: "machine", name: "prod-md-0-abcde" }, op: "refresh", tick: "2026-12-02T10:00:00Z" }],
-  ["machinepool-restore", { ...base, owner: { ...owner, role: "machinepool", name: "workers" }, op: "restore", restore: { chunks: 2, resources: 3, backupSecrets: ["captf-state-backup-x-7", "captf-state-backup-x-7-part-1"], serial: 7 }, tick: "restore/captf-state-backup-x-7", forceUnlock: "4f2a" }],
+  [
+    "machine-refresh",
+    { ...base, owner: { ...owner, role: "machine", name: "prod-md-0-abcde" }, op: "refresh", tick: "2026-12-02T10:00:00Z" },
+  ],
+  [
+    "machinepool-restore",
+    {
+      ...base,
+      owner: { ...owner, role: "machinepool", name: "workers" },
+      op: "restore",
+      restore: { chunks: 2, resources: 3, backupSecrets: ["captf-state-backup-x-7", "captf-state-backup-x-7-part-1"], serial: 7 },
+      tick: "restore/captf-state-backup-x-7",
+      forceUnlock: "4f2a",
+    },
+  ],
 ];
 
 describe("buildJob goldens", () => {
@@ -56,7 +75,13 @@ describe("buildJob", () => {
     const referenceHash6 = (parts: string[]) => createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 6);
     expect(jobName(base)).toBe(`captf-c-prod-apply-a1-${referenceHash6([base.inputsHash, "apply", "1", ""])}`);
     expect(jobName(base)).toBe("captf-c-prod-apply-a1-792673");
-    const refresh = { ...base, owner: { ...owner, role: "machine" as const, name: "prod-md-0-abcde" }, op: "refresh" as const, attempt: 3, tick: "2026-12-02T10:00:00Z" };
+    const refresh = {
+      ...base,
+      owner: { ...owner, role: "machine" as const, name: "prod-md-0-abcde" },
+      op: "refresh" as const,
+      attempt: 3,
+      tick: "2026-12-02T10:00:00Z",
+    };
     expect(jobName(refresh)).toBe(`captf-m-prod-md-0-abcde-refresh-a3-${referenceHash6([base.inputsHash, "refresh", "3", refresh.tick])}`);
     expect(jobName(refresh)).toBe("captf-m-prod-md-0-abcde-refresh-a3-104201");
   });
@@ -91,11 +116,14 @@ describe("buildJob", () => {
       `--job-name=${jobName(base)}`,
       "--dir=/captf/broker",
     ]);
-    const tokenVolumes = pod.volumes!.filter((volume) => volume.projected?.sources?.some((source) => source.serviceAccountToken)).map((volume) => volume.name);
+    const tokenVolumes = pod
+      .volumes!.filter((volume) => volume.projected?.sources?.some((source) => source.serviceAccountToken))
+      .map((volume) => volume.name);
     expect(tokenVolumes).toEqual(["broker-token"]);
     const mountsOf = (container: typeof source) => (container.volumeMounts ?? []).map((mount) => mount.name);
     expect(mountsOf(broker)).toEqual(["broker", "broker-token"]);
-    for (const container of [...pod.initContainers!, ...pod.containers].filter((container) => container !== broker)) expect(mountsOf(container)).not.toContain("broker-token");
+    for (const container of [...pod.initContainers!, ...pod.containers].filter((container) => container !== broker))
+      expect(mountsOf(container)).not.toContain("broker-token");
     // Cloud credentials reach the module's container only.
     expect(mountsOf(broker)).not.toContain("creds");
     expect(broker.envFrom).toBeUndefined();
@@ -121,7 +149,11 @@ describe("buildJob", () => {
       policy: {
         activeDeadlineSeconds: 1200,
         lockTimeoutSeconds: 60,
-        env: [{ name: "TF_LOG", value: "TRACE" }, { name: "KUBE_X", value: "1" }, { name: "HTTPS_PROXY", value: "http://proxy:3128" }],
+        env: [
+          { name: "TF_LOG", value: "TRACE" },
+          { name: "KUBE_X", value: "1" },
+          { name: "HTTPS_PROXY", value: "http://proxy:3128" },
+        ],
         securityContext: { allowPrivilegeEscalation: true, runAsUser: 1000 },
       },
     });

@@ -1,5 +1,12 @@
 import { createHash } from "node:crypto";
-import type { V1Job, V1EnvVar, V1SecurityContext, V1ResourceRequirements, V1LocalObjectReference, V1PodSecurityContext } from "@kubernetes/client-node";
+import type {
+  V1Job,
+  V1EnvVar,
+  V1SecurityContext,
+  V1ResourceRequirements,
+  V1LocalObjectReference,
+  V1PodSecurityContext,
+} from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import { isOperation, type Operation } from "@captf/contract/run-result";
@@ -214,7 +221,8 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     [labels.managed]: "true",
   };
   const jobAnnotations: Record<string, string> = {};
-  if (request.op === "apply" || request.op === "plan" || request.op === "restore") jobAnnotations[annotations.inputsHash] = request.inputsHash;
+  if (request.op === "apply" || request.op === "plan" || request.op === "restore")
+    jobAnnotations[annotations.inputsHash] = request.inputsHash;
   if (request.expectPlan) jobAnnotations[annotations.approvedPlan] = request.expectPlan;
   if (request.restore?.serial !== undefined) jobAnnotations[annotations.restoreSerial] = String(request.restore.serial);
 
@@ -228,7 +236,11 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
   ];
 
   // A function, so each container gets its own objects.
-  const restricted = (): V1SecurityContext => ({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true });
+  const restricted = (): V1SecurityContext => ({
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ["ALL"] },
+    readOnlyRootFilesystem: true,
+  });
   const volumes: NonNullable<NonNullable<V1Job["spec"]>["template"]["spec"]>["volumes"] = [
     { name: "runner", emptyDir: {} },
     { name: "broker", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
@@ -252,7 +264,9 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
             defaultMode: secretFileMode,
             sources: [
               { secret: { name: runSecretName(name) } },
-              ...request.restore.backupSecrets.map((secret, index) => ({ secret: { name: secret, items: [{ key: "tfstate", path: `restore/${index}` }] } })),
+              ...request.restore.backupSecrets.map((secret, index) => ({
+                secret: { name: secret, items: [{ key: "tfstate", path: `restore/${index}` }] },
+              })),
             ],
           },
         }
@@ -292,7 +306,12 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
           // Module code gets no token: only the broker mounts one (broker-token).
           automountServiceAccountToken: false,
           imagePullSecrets: policy.imagePullSecrets,
-          securityContext: { runAsNonRoot: true, fsGroup: nonRootUser, seccompProfile: { type: "RuntimeDefault" }, ...policy.podSecurityContext },
+          securityContext: {
+            runAsNonRoot: true,
+            fsGroup: nonRootUser,
+            seccompProfile: { type: "RuntimeDefault" },
+            ...policy.podSecurityContext,
+          },
           initContainers: [
             // First: the broker starts from its own image's bundle while the next init container copies
             // that bundle for the module's container, so it serves before the runner's first step.
@@ -301,7 +320,12 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
               image: environment.runnerImage,
               restartPolicy: "Always",
               command: [...environment.brokerCommand],
-              args: [`--event-object=${eventObject(owner)}`, `--state-suffix=${stateSecretSuffix(owner)}`, `--job-name=${name}`, `--dir=${brokerDir}`],
+              args: [
+                `--event-object=${eventObject(owner)}`,
+                `--state-suffix=${stateSecretSuffix(owner)}`,
+                `--job-name=${name}`,
+                `--dir=${brokerDir}`,
+              ],
               env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
               volumeMounts: [
                 { name: "broker", mountPath: brokerDir },

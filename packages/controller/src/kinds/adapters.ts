@@ -24,11 +24,31 @@ function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
  * no owner at all; WaitingForOwnerMachine(Pool) while another owner (a control plane) holds it before its
  * Machine (MachinePool) does; OwnerNotFound when the owner it references does not exist.
  */
-function ownerWait(object: WorkspaceObject, owner: "Machine" | "MachinePool" | "Cluster", referenced: string | undefined, clusterName = object.metadata.labels?.[labels.clusterName] ?? ""): { clusterName: string; inputs: InputsPending } | undefined {
-  if (referenced !== undefined) return { clusterName, inputs: { pending: true, reason: "OwnerNotFound", message: `${owner} ${referenced}, named in this object's ownerReferences, does not exist` } };
+function ownerWait(
+  object: WorkspaceObject,
+  owner: "Machine" | "MachinePool" | "Cluster",
+  referenced: string | undefined,
+  clusterName = object.metadata.labels?.[labels.clusterName] ?? "",
+): { clusterName: string; inputs: InputsPending } | undefined {
+  if (referenced !== undefined)
+    return {
+      clusterName,
+      inputs: {
+        pending: true,
+        reason: "OwnerNotFound",
+        message: `${owner} ${referenced}, named in this object's ownerReferences, does not exist`,
+      },
+    };
   if (owner === "Cluster" || !object.metadata.ownerReferences?.length) return undefined;
   const others = object.metadata.ownerReferences.map((ref) => `${ref.kind} ${ref.name}`).join(", ");
-  return { clusterName, inputs: { pending: true, reason: owner === "Machine" ? "WaitingForOwnerMachine" : "WaitingForOwnerMachinePool", message: `owned by ${others}, not by a ${owner} yet: waiting for Cluster API to set its ${owner} as owner` } };
+  return {
+    clusterName,
+    inputs: {
+      pending: true,
+      reason: owner === "Machine" ? "WaitingForOwnerMachine" : "WaitingForOwnerMachinePool",
+      message: `owned by ${others}, not by a ${owner} yet: waiting for Cluster API to set its ${owner} as owner`,
+    },
+  };
 }
 
 function getCapi<T>(deps: ReconcilerDeps, namespace: string, plural: "machines" | "machinepools", name: string): Promise<T | undefined> {
@@ -47,14 +67,28 @@ interface ClusterStateOutputs {
  * until the cluster has applied. An externally managed TerraformCluster runs no module: `{}` and the
  * failure domains its manager publishes in status.
  */
-export async function clusterStateOutputs(deps: ReconcilerDeps, reads: PassReads, namespace: string, clusterName: string): Promise<ClusterStateOutputs | undefined> {
+export async function clusterStateOutputs(
+  deps: ReconcilerDeps,
+  reads: PassReads,
+  namespace: string,
+  clusterName: string,
+): Promise<ClusterStateOutputs | undefined> {
   if (!clusterName) return undefined;
   const terraformCluster = await reads.terraformCluster(clusterName);
   if (!terraformCluster) return undefined;
   if (terraformCluster.metadata.annotations?.[annotations.managedBy] !== undefined) {
-    return { exports: {}, failureDomainNames: (terraformCluster.status?.failureDomains ?? []).map((domain) => domain.name).filter((name): name is string => Boolean(name)) };
+    return {
+      exports: {},
+      failureDomainNames: (terraformCluster.status?.failureDomains ?? [])
+        .map((domain) => domain.name)
+        .filter((name): name is string => Boolean(name)),
+    };
   }
-  const state = await readState(deps.client, namespace, stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }));
+  const state = await readState(
+    deps.client,
+    namespace,
+    stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }),
+  );
   if (state.kind !== "ok" || !state.state.inputsHash) return undefined;
   const failureDomains = decodeOutputs("cluster", state.state.outputs).outputs.failure_domains;
   return {
@@ -71,15 +105,31 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return ownerWait(object, "Machine", undefined);
     const namespace = object.metadata.namespace;
-    const machine = await getCapi<{ metadata: NamespacedMeta & { uid?: string }; spec?: { clusterName?: string; failureDomain?: string; version?: string; bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } }>(deps, namespace, "machines", ownerRef.name);
+    const machine = await getCapi<{
+      metadata: NamespacedMeta & { uid?: string };
+      spec?: {
+        clusterName?: string;
+        failureDomain?: string;
+        version?: string;
+        bootstrap?: { dataSecretName?: string };
+        infrastructureRef?: InfrastructureReference;
+      };
+    }>(deps, namespace, "machines", ownerRef.name);
     if (!machine) return ownerWait(object, "Machine", ownerRef.name);
     const clusterName = machine.spec?.clusterName ?? machine.metadata.labels?.[labels.clusterName] ?? "";
-    const mismatch = ownerMismatch({ owner: { kind: "Machine", metadata: machine.metadata, infrastructureRef: machine.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachine", metadata: object.metadata } });
+    const mismatch = ownerMismatch({
+      owner: { kind: "Machine", metadata: machine.metadata, infrastructureRef: machine.spec?.infrastructureRef, clusterName },
+      ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}),
+      object: { kind: "TerraformMachine", metadata: object.metadata },
+    });
     if (mismatch) return { clusterName, inputs: mismatch };
     const exports = (await clusterStateOutputs(deps, reads, namespace, clusterName))?.exports;
     const secretName = machine.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await readBootstrapSecret(deps, namespace, secretName) : undefined;
-    return { clusterName, inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap) };
+    return {
+      clusterName,
+      inputs: machineInputs({ cluster: { name: clusterName, namespace }, machine, terraformMachine: object }, exports, bootstrap),
+    };
   },
   async ownerWriteBack(deps, object, { status, events, subject, health, sampled, provisioned, terraformCluster }) {
     if (!health || !provisioned) return [];
@@ -87,21 +137,46 @@ export const machineAdapter: KindAdapter<"machine"> = {
     const samples = sampled ? nextUnhealthySamples(previous, health.reason) : previous;
     status.unhealthySamples = samples > 0 ? samples : null;
     deps.metrics?.unhealthySamples.set({ namespace: object.metadata.namespace, name: object.metadata.name }, samples);
-    const policy = effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation);
+    const policy = effectiveRemediation(
+      object.spec.remediation as StoredRemediation | undefined,
+      terraformCluster?.spec?.defaults?.remediation,
+    );
     if (!policy.annotateMachine && previous === 0) return [];
     const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "Machine" && ref.apiVersion.startsWith(`${capiGroup}/`));
     if (!ownerRef) return [];
-    const machine = await getCapi<{ metadata: NamespacedMeta & { deletionTimestamp?: string } }>(deps, object.metadata.namespace, "machines", ownerRef.name);
+    const machine = await getCapi<{ metadata: NamespacedMeta & { deletionTimestamp?: string } }>(
+      deps,
+      object.metadata.namespace,
+      "machines",
+      ownerRef.name,
+    );
     if (!machine || machine.metadata.deletionTimestamp) return [];
     const change = decideRemediation(policy, samples, health.reason, machine.metadata.annotations);
     if (!change) return [];
-    const machineAnnotations = "request" in change ? { [annotations.remediateMachine]: "", [annotations.remediationRequested]: change.request } : { [annotations.remediateMachine]: null, [annotations.remediationRequested]: null };
-    await deps.client.patch(capiTypes.machine, object.metadata.namespace, ownerRef.name, { metadata: { annotations: machineAnnotations } }, "merge");
+    const machineAnnotations =
+      "request" in change
+        ? { [annotations.remediateMachine]: "", [annotations.remediationRequested]: change.request }
+        : { [annotations.remediateMachine]: null, [annotations.remediationRequested]: null };
+    await deps.client.patch(
+      capiTypes.machine,
+      object.metadata.namespace,
+      ownerRef.name,
+      { metadata: { annotations: machineAnnotations } },
+      "merge",
+    );
     if ("request" in change) {
-      void events.record(subject, "RemediationRequested", `asked Cluster API to replace Machine ${ownerRef.name}: ${change.request} after ${samples} unhealthy sample(s)`);
+      void events.record(
+        subject,
+        "RemediationRequested",
+        `asked Cluster API to replace Machine ${ownerRef.name}: ${change.request} after ${samples} unhealthy sample(s)`,
+      );
       deps.metrics?.remediationRequests.inc({ action: "requested" });
     } else {
-      void events.record(subject, "RemediationWithdrawn", `the instance is healthy again: withdrew the remediation request on Machine ${ownerRef.name}`);
+      void events.record(
+        subject,
+        "RemediationWithdrawn",
+        `the instance is healthy again: withdrew the remediation request on Machine ${ownerRef.name}`,
+      );
       deps.metrics?.remediationRequests.inc({ action: "withdrawn" });
     }
     return [];
@@ -136,13 +211,30 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     if (!cluster) return ownerRef ? ownerWait(object, "Cluster", clusterName, clusterName) : undefined;
     const ref = cluster.spec?.infrastructureRef;
     if (ref?.kind && ref.kind !== "TerraformCluster") {
-      return { clusterName, inputs: { pending: true, reason: "ClusterNotTerraform", message: `Cluster ${clusterName}'s infrastructure is a ${ref.kind}, not a TerraformCluster: nothing runs for this one` } };
+      return {
+        clusterName,
+        inputs: {
+          pending: true,
+          reason: "ClusterNotTerraform",
+          message: `Cluster ${clusterName}'s infrastructure is a ${ref.kind}, not a TerraformCluster: nothing runs for this one`,
+        },
+      };
     }
-    const mismatch = ownerMismatch({ owner: { kind: "Cluster", metadata: cluster.metadata, infrastructureRef: ref, clusterName }, ...(ownerRef?.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformCluster", metadata: object.metadata } });
+    const mismatch = ownerMismatch({
+      owner: { kind: "Cluster", metadata: cluster.metadata, infrastructureRef: ref, clusterName },
+      ...(ownerRef?.uid ? { ownerReferenceUid: ownerRef.uid } : {}),
+      object: { kind: "TerraformCluster", metadata: object.metadata },
+    });
     if (mismatch) return { clusterName, inputs: mismatch };
     // control_plane_initialized latches: once an apply started with it true, it stays true.
     const latched = durable?.variables.control_plane_initialized === true;
-    return { clusterName, inputs: { pending: false, inputs: clusterInputs(cluster as Parameters<typeof clusterInputs>[0], object as Parameters<typeof clusterInputs>[1], latched) } };
+    return {
+      clusterName,
+      inputs: {
+        pending: false,
+        inputs: clusterInputs(cluster as Parameters<typeof clusterInputs>[0], object as Parameters<typeof clusterInputs>[1], latched),
+      },
+    };
   },
   contractFields(object, decoding) {
     const fields = clusterContractFields(decoding.outputs);
@@ -150,7 +242,12 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     // Cluster API's failureDomains holds 1-100 entries: none (null or [], or no outputs yet) removes the field.
     if (fields.failureDomains) status.failureDomains = fields.failureDomains.length > 0 ? fields.failureDomains : null;
     let exportsNotPublished: { bytes: number } | undefined;
-    if (decoding.outputs.exports.state === "ok" && decoding.outputs.exports.value && typeof decoding.outputs.exports.value === "object" && !Array.isArray(decoding.outputs.exports.value)) {
+    if (
+      decoding.outputs.exports.state === "ok" &&
+      decoding.outputs.exports.value &&
+      typeof decoding.outputs.exports.value === "object" &&
+      !Array.isArray(decoding.outputs.exports.value)
+    ) {
       const published = publishedExports(decoding.outputs.exports.value);
       // A merge patch merges objects: exports the module dropped must be nulled, not left behind.
       status.exports = replacingMergePatch(object.status?.exports, published.exports);
@@ -161,7 +258,12 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
     // The module's endpoint is copied once, only when nobody set one; from then on the module owns
     // it (endpoint-source: module) and the input stays null, so the copy never re-applies the cluster.
     if (fields.moduleEndpoint && !current?.host) {
-      return { status, spec: { controlPlaneEndpoint: fields.moduleEndpoint }, annotations: { [annotations.endpointSource]: "module" }, ...notPublished };
+      return {
+        status,
+        spec: { controlPlaneEndpoint: fields.moduleEndpoint },
+        annotations: { [annotations.endpointSource]: "module" },
+        ...notPublished,
+      };
     }
     return { status, ...notPublished };
   },
@@ -169,7 +271,10 @@ export const clusterAdapter: KindAdapter<"cluster"> = {
 
 type CapiMachinePool = Parameters<typeof machinePoolInputs>[0]["machinePool"] & {
   metadata: NamespacedMeta & { uid?: string };
-  spec?: { clusterName?: string; template?: { spec?: { bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } } };
+  spec?: {
+    clusterName?: string;
+    template?: { spec?: { bootstrap?: { dataSecretName?: string }; infrastructureRef?: InfrastructureReference } };
+  };
 };
 
 export const poolAdapter: KindAdapter<"machinepool"> = {
@@ -178,22 +283,43 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
   plural: "terraformmachinepools",
   publishesReady: true,
   async observeInputs(deps, object, { reads }) {
-    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    const ownerRef = object.metadata.ownerReferences?.find(
+      (ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`),
+    );
     if (!ownerRef) return ownerWait(object, "MachinePool", undefined);
     const namespace = object.metadata.namespace;
     const machinePool = await getCapi<CapiMachinePool>(deps, namespace, "machinepools", ownerRef.name);
     if (!machinePool) return ownerWait(object, "MachinePool", ownerRef.name);
     const clusterName = machinePool.spec?.clusterName ?? machinePool.metadata.labels?.[labels.clusterName] ?? "";
-    const mismatch = ownerMismatch({ owner: { kind: "MachinePool", metadata: machinePool.metadata, infrastructureRef: machinePool.spec?.template?.spec?.infrastructureRef, clusterName }, ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}), object: { kind: "TerraformMachinePool", metadata: object.metadata } });
+    const mismatch = ownerMismatch({
+      owner: {
+        kind: "MachinePool",
+        metadata: machinePool.metadata,
+        infrastructureRef: machinePool.spec?.template?.spec?.infrastructureRef,
+        clusterName,
+      },
+      ...(ownerRef.uid ? { ownerReferenceUid: ownerRef.uid } : {}),
+      object: { kind: "TerraformMachinePool", metadata: object.metadata },
+    });
     if (mismatch) return { clusterName, inputs: mismatch };
     const cluster = await clusterStateOutputs(deps, reads, namespace, clusterName);
     const secretName = machinePool.spec?.template?.spec?.bootstrap?.dataSecretName;
     const bootstrap = secretName ? await readBootstrapSecret(deps, namespace, secretName) : undefined;
     const terraformMachinePool = object as WorkspaceObject & { status?: { replicas?: number } };
-    return { clusterName, inputs: machinePoolInputs({ cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool }, cluster?.exports, cluster?.failureDomainNames ?? [], bootstrap) };
+    return {
+      clusterName,
+      inputs: machinePoolInputs(
+        { cluster: { name: clusterName, namespace }, machinePool, terraformMachinePool },
+        cluster?.exports,
+        cluster?.failureDomainNames ?? [],
+        bootstrap,
+      ),
+    };
   },
   async ownerWriteBack(deps, object, { status, events, subject }) {
-    const ownerRef = object.metadata.ownerReferences?.find((ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`));
+    const ownerRef = object.metadata.ownerReferences?.find(
+      (ref) => ref.kind === "MachinePool" && ref.apiVersion.startsWith(`${capiGroup}/`),
+    );
     if (!ownerRef) return [];
     const namespace = object.metadata.namespace;
     const machinePool = await getCapi<MachinePoolReplicas>(deps, namespace, "machinepools", ownerRef.name);
@@ -201,14 +327,21 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     const observedReplicas = typeof status.replicas === "number" ? status.replicas : object.status?.replicas;
     const plan = decideReplicasWriteBack(machinePool, observedReplicas);
     const patch: { metadata?: { annotations: Record<string, string | null> }; spec?: { replicas: number } } = {};
-    if (plan.claim !== undefined) patch.metadata = { annotations: { [annotations.replicasManagedBy]: plan.claim ? replicasManagedByValue : null } };
+    if (plan.claim !== undefined)
+      patch.metadata = { annotations: { [annotations.replicasManagedBy]: plan.claim ? replicasManagedByValue : null } };
     if (plan.replicas !== undefined) patch.spec = { replicas: plan.replicas };
     if (patch.metadata || patch.spec) {
       await deps.client.patch(capiTypes.machinePool, namespace, ownerRef.name, patch, "merge");
     }
-    if (plan.replicas !== undefined) void events.record(subject, "ReplicasWrittenBack", `MachinePool ${ownerRef.name} spec.replicas ${machinePool.spec?.replicas ?? "unset"} -> ${plan.replicas}, as the module observed`);
+    if (plan.replicas !== undefined)
+      void events.record(
+        subject,
+        "ReplicasWrittenBack",
+        `MachinePool ${ownerRef.name} spec.replicas ${machinePool.spec?.replicas ?? "unset"} -> ${plan.replicas}, as the module observed`,
+      );
     const previous = (object.status?.conditions ?? []).find((condition) => condition.type === "AutoscalingActive");
-    if (plan.foreignManager && previous?.reason !== "ReplicasManagedExternally") void events.record(subject, "ReplicasManagedExternally", plan.condition.message ?? "");
+    if (plan.foreignManager && previous?.reason !== "ReplicasManagedExternally")
+      void events.record(subject, "ReplicasManagedExternally", plan.condition.message ?? "");
     return [{ type: "AutoscalingActive", value: plan.condition }];
   },
   contractFields(object, decoding) {
@@ -225,7 +358,8 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
     if (fields.providerIDList) {
       const providerIDList = [...new Set(fields.providerIDList)].sort();
       const current = object.spec.providerIDList;
-      const same = current !== undefined && current.length === providerIDList.length && current.every((id, index) => id === providerIDList[index]);
+      const same =
+        current !== undefined && current.length === providerIDList.length && current.every((id, index) => id === providerIDList[index]);
       if (!same) spec.providerIDList = providerIDList;
     }
     return Object.keys(spec).length > 0 ? { status, spec } : { status };

@@ -3,8 +3,16 @@ import { decideRemediation, effectiveRemediation, nextUnhealthySamples } from ".
 
 describe("machine remediation", () => {
   it("merges the machine's policy over the cluster's defaults over the built-in ones", () => {
-    expect(effectiveRemediation(undefined, undefined)).toEqual({ annotateMachine: false, unhealthyThreshold: 3, healthCheckIntervalSeconds: 300 });
-    expect(effectiveRemediation({ unhealthyThreshold: 2 }, { annotateMachine: true, unhealthyThreshold: 5 })).toEqual({ annotateMachine: true, unhealthyThreshold: 2, healthCheckIntervalSeconds: 300 });
+    expect(effectiveRemediation(undefined, undefined)).toEqual({
+      annotateMachine: false,
+      unhealthyThreshold: 3,
+      healthCheckIntervalSeconds: 300,
+    });
+    expect(effectiveRemediation({ unhealthyThreshold: 2 }, { annotateMachine: true, unhealthyThreshold: 5 })).toEqual({
+      annotateMachine: true,
+      unhealthyThreshold: 2,
+      healthCheckIntervalSeconds: 300,
+    });
   });
 
   it.each([
@@ -25,7 +33,14 @@ describe("machine remediation", () => {
     ["at the threshold", on, 3, "InstanceUnhealthy", undefined, { request: "InstanceUnhealthy" }],
     ["terminated, at once", on, 0, "InstanceTerminated", undefined, { request: "InstanceTerminated" }],
     ["already requested", on, 5, "InstanceUnhealthy", { "captf.io/remediation-requested": "InstanceUnhealthy" }, undefined],
-    ["healthy again: withdraw captf's request", on, 0, "Healthy", { "captf.io/remediation-requested": "InstanceUnhealthy" }, { withdraw: true }],
+    [
+      "healthy again: withdraw captf's request",
+      on,
+      0,
+      "Healthy",
+      { "captf.io/remediation-requested": "InstanceUnhealthy" },
+      { withdraw: true },
+    ],
     ["healthy, nothing requested", on, 0, "Healthy", undefined, undefined],
     ["annotateMachine off", { ...on, annotateMachine: false }, 9, "InstanceUnhealthy", undefined, undefined],
   ])("%s", (_what, policy, samples, reason, machineAnnotations, change) => {

@@ -22,7 +22,10 @@ export interface RemediationPolicy {
 }
 
 /** The machine's own remediation policy over the cluster's `spec.defaults.remediation`, field by field. */
-export function effectiveRemediation(own: StoredRemediation | undefined, clusterDefaults: StoredRemediation | undefined): RemediationPolicy {
+export function effectiveRemediation(
+  own: StoredRemediation | undefined,
+  clusterDefaults: StoredRemediation | undefined,
+): RemediationPolicy {
   return { ...remediationDefaults, ...stripUndefined(clusterDefaults), ...stripUndefined(own) };
 }
 
@@ -41,7 +44,12 @@ export function nextUnhealthySamples(previous: number, reason: string): number {
 export type RemediationChange = { request: string } | { withdraw: true } | undefined;
 
 /** Whether to request remediation on the Machine (with the reason), withdraw captf's request, or leave it. */
-export function decideRemediation(policy: RemediationPolicy, samples: number, healthReason: string, machineAnnotations: Record<string, string> | undefined): RemediationChange {
+export function decideRemediation(
+  policy: RemediationPolicy,
+  samples: number,
+  healthReason: string,
+  machineAnnotations: Record<string, string> | undefined,
+): RemediationChange {
   const requested = machineAnnotations?.[annotations.remediationRequested] !== undefined;
   if (healthReason === "Healthy") return requested ? { withdraw: true } : undefined;
   if (!policy.annotateMachine || requested) return undefined;

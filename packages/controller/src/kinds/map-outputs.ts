@@ -41,15 +41,40 @@ const beforeProviderIDChanged = ["OutputsMissing", "OutputsInvalid", "FailureDom
  *   Reconciling the same outputs again is not a sample.
  * Undefined fields: nothing to override.
  */
-export function providerIDConditions(reading: DecodedOutputs["machine"]["provider_id"], observed: { latched: string; sampled: boolean; previousHealthReason: string | undefined; outputsReason: string }): { outputsValid?: ConditionValue; keepOutputsValid?: boolean; health?: ConditionValue } {
+export function providerIDConditions(
+  reading: DecodedOutputs["machine"]["provider_id"],
+  observed: { latched: string; sampled: boolean; previousHealthReason: string | undefined; outputsReason: string },
+): { outputsValid?: ConditionValue; keepOutputsValid?: boolean; health?: ConditionValue } {
   if (reading.state === "ok" && reading.value) {
     if (reading.value === observed.latched || beforeProviderIDChanged.includes(observed.outputsReason)) return {};
-    return { outputsValid: { status: "False", reason: "ProviderIDChanged", message: `provider_id changed from ${observed.latched} to ${reading.value}; providerID keeps ${observed.latched}` } };
+    return {
+      outputsValid: {
+        status: "False",
+        reason: "ProviderIDChanged",
+        message: `provider_id changed from ${observed.latched} to ${reading.value}; providerID keeps ${observed.latched}`,
+      },
+    };
   }
   if (reading.state !== "pending" && !(reading.state === "ok" && !reading.value)) return {};
-  const terminated = observed.previousHealthReason === "InstanceTerminated" || (observed.previousHealthReason === "ProviderIDMissing" && observed.sampled);
-  if (terminated) return { keepOutputsValid: true, health: { status: "False", reason: "InstanceTerminated", message: `provider_id is null on a second sample: the instance of ${observed.latched} is gone` } };
-  return { keepOutputsValid: true, health: { status: "Unknown", reason: "ProviderIDMissing", message: `provider_id is null after provisioning (was ${observed.latched}); a second null sample means the instance is gone` } };
+  const terminated =
+    observed.previousHealthReason === "InstanceTerminated" || (observed.previousHealthReason === "ProviderIDMissing" && observed.sampled);
+  if (terminated)
+    return {
+      keepOutputsValid: true,
+      health: {
+        status: "False",
+        reason: "InstanceTerminated",
+        message: `provider_id is null on a second sample: the instance of ${observed.latched} is gone`,
+      },
+    };
+  return {
+    keepOutputsValid: true,
+    health: {
+      status: "Unknown",
+      reason: "ProviderIDMissing",
+      message: `provider_id is null after provisioning (was ${observed.latched}); a second null sample means the instance is gone`,
+    },
+  };
 }
 
 /**
@@ -81,7 +106,8 @@ export function clusterContractFields(outputs: DecodedOutputs["cluster"]): {
       ...(Object.keys(domain.attributes).length > 0 ? { attributes: domain.attributes } : {}),
     }));
   }
-  if (outputs.control_plane_endpoint.state === "ok" && outputs.control_plane_endpoint.value) fields.moduleEndpoint = outputs.control_plane_endpoint.value;
+  if (outputs.control_plane_endpoint.state === "ok" && outputs.control_plane_endpoint.value)
+    fields.moduleEndpoint = outputs.control_plane_endpoint.value;
   return fields;
 }
 
@@ -125,7 +151,12 @@ function instanceStatus(instance: PoolInstance): MachinePoolInstanceStatus {
  * The v1beta2 contract fields of a TerraformMachinePool: the group's providerID, providerIDList, replicas and
  * instances (already cut at 1000 by decoding, which reports InstancesTruncated).
  */
-export function machinePoolContractFields(outputs: DecodedOutputs["machinepool"]): { providerID?: string; providerIDList?: string[]; replicas?: number; instances?: MachinePoolInstanceStatus[] } {
+export function machinePoolContractFields(outputs: DecodedOutputs["machinepool"]): {
+  providerID?: string;
+  providerIDList?: string[];
+  replicas?: number;
+  instances?: MachinePoolInstanceStatus[];
+} {
   const fields: ReturnType<typeof machinePoolContractFields> = {};
   if (outputs.provider_id.state === "ok" && outputs.provider_id.value) fields.providerID = outputs.provider_id.value;
   if (outputs.provider_id_list.state === "ok") fields.providerIDList = outputs.provider_id_list.value;

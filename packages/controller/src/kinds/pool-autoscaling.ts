@@ -29,13 +29,22 @@ export function decideReplicasWriteBack(machinePool: MachinePoolReplicas, observ
   if (!autoscaling.enabled) {
     const condition: ConditionValue =
       reason === "AutoscalingAnnotationsInvalid"
-        ? { status: "False", reason, message: "the autoscaler min/max annotations must both be non-negative integers with min <= max; the pool applies without autoscaling" }
+        ? {
+            status: "False",
+            reason,
+            message:
+              "the autoscaler min/max annotations must both be non-negative integers with min <= max; the pool applies without autoscaling",
+          }
         : { status: "False", reason };
     return { condition, ...(manager === replicasManagedByValue ? { claim: false } : {}) };
   }
   if (manager !== undefined && manager !== replicasManagedByValue) {
     return {
-      condition: { status: "False", reason: "ReplicasManagedExternally", message: `${annotations.replicasManagedBy} is ${JSON.stringify(manager)}: captf does not write the replica count back` },
+      condition: {
+        status: "False",
+        reason: "ReplicasManagedExternally",
+        message: `${annotations.replicasManagedBy} is ${JSON.stringify(manager)}: captf does not write the replica count back`,
+      },
       foreignManager: manager,
     };
   }

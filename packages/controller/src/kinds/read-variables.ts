@@ -31,7 +31,9 @@ async function readSource(client: KubeApi, namespace: string, entry: VariablesFr
   if (entry.secretRef) {
     const secret = await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, entry.secretRef.name));
     if (!secret || secret.metadata?.labels?.[labels.variablesSource] !== "true") return undefined;
-    const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]));
+    const data = Object.fromEntries(
+      Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "base64").toString("utf8")]),
+    );
     return { kind: "Secret", name: entry.secretRef.name, format: entry.format ?? "String", data };
   }
   return undefined;
@@ -49,7 +51,11 @@ export async function readUserVariables(
     if (source) sources.push(source);
     else if (!entry.optional) {
       const what = entry.configMapRef ? `ConfigMap ${entry.configMapRef.name}` : `Secret ${entry.secretRef?.name ?? ""}`;
-      return { ok: false, reason: "VariablesSourceNotFound", message: `${what} listed in spec.variablesFrom does not exist or is not labelled ${labels.variablesSource}=true` };
+      return {
+        ok: false,
+        reason: "VariablesSourceNotFound",
+        message: `${what} listed in spec.variablesFrom does not exist or is not labelled ${labels.variablesSource}=true`,
+      };
     }
   }
   try {

@@ -44,7 +44,17 @@ interface TerraformClusterLike {
 /** Inputs could not be built: why (a DependenciesReady reason) and what to do. */
 export interface InputsPending {
   pending: true;
-  reason: "WaitingForBootstrapData" | "WaitingForClusterInfrastructure" | "WaitingForClusterExports" | "WaitingForOwner" | "VariablesInvalid" | "OwnerMismatch" | "ClusterNotTerraform" | "OwnerNotFound" | "WaitingForOwnerMachine" | "WaitingForOwnerMachinePool";
+  reason:
+    | "WaitingForBootstrapData"
+    | "WaitingForClusterInfrastructure"
+    | "WaitingForClusterExports"
+    | "WaitingForOwner"
+    | "VariablesInvalid"
+    | "OwnerMismatch"
+    | "ClusterNotTerraform"
+    | "OwnerNotFound"
+    | "WaitingForOwnerMachine"
+    | "WaitingForOwnerMachinePool";
   message: string;
 }
 
@@ -73,7 +83,9 @@ function clusterNetwork(cluster: CapiCluster): ClusterNetwork | null {
  */
 export function clusterInputs(cluster: CapiCluster, terraformCluster: TerraformClusterLike, latchedInitialized = false): ClusterInputs {
   const moduleOwnsEndpoint = terraformCluster.metadata.annotations?.[annotations.endpointSource] === "module";
-  const endpoint = moduleOwnsEndpoint ? null : (validEndpoint(cluster.spec?.controlPlaneEndpoint) ?? validEndpoint(terraformCluster.spec?.controlPlaneEndpoint));
+  const endpoint = moduleOwnsEndpoint
+    ? null
+    : (validEndpoint(cluster.spec?.controlPlaneEndpoint) ?? validEndpoint(terraformCluster.spec?.controlPlaneEndpoint));
   return {
     ...commonInputs({
       cluster: { name: cluster.metadata.name, namespace: cluster.metadata.namespace },
@@ -95,12 +107,18 @@ export interface BootstrapSecret {
 }
 
 /** `bootstrap_data` is the Secret's `value` (already base64 in the API), `bootstrap_format` its `format`. */
-export function bootstrapInputs(secret: BootstrapSecret | undefined): InputsResult<{ bootstrap_data: string; bootstrap_format: BootstrapFormat }> {
+export function bootstrapInputs(
+  secret: BootstrapSecret | undefined,
+): InputsResult<{ bootstrap_data: string; bootstrap_format: BootstrapFormat }> {
   const value = secret?.data?.value;
   if (!value) return { pending: true, reason: "WaitingForBootstrapData", message: "the bootstrap data Secret is not ready yet" };
   const format = secret?.data?.format ? Buffer.from(secret.data.format, "base64").toString("utf8") : "cloud-config";
   if (format !== "cloud-config" && format !== "ignition") {
-    return { pending: true, reason: "WaitingForBootstrapData", message: `the bootstrap Secret's format is ${JSON.stringify(format)}; captf passes cloud-config or ignition` };
+    return {
+      pending: true,
+      reason: "WaitingForBootstrapData",
+      message: `the bootstrap Secret's format is ${JSON.stringify(format)}; captf passes cloud-config or ignition`,
+    };
   }
   return { pending: false, inputs: { bootstrap_data: value, bootstrap_format: format } };
 }
@@ -111,7 +129,8 @@ interface CapiMachine {
 }
 
 /** Why a machine or pool waits before its cluster's first apply (Cluster API providers' WaitingForClusterInfrastructure). */
-const clusterInfrastructureWait = "the TerraformCluster has not applied its module yet: machines and pools start once its state holds the cluster's infrastructure and exports";
+const clusterInfrastructureWait =
+  "the TerraformCluster has not applied its module yet: machines and pools start once its state holds the cluster's infrastructure and exports";
 
 /**
  * The machine role's inputs. `exports` is the cluster state's `exports` output, or `{}` for an
@@ -156,7 +175,10 @@ interface CapiMachinePool {
 }
 
 /** Autoscaling from the MachinePool's autoscaler annotations: on only when both are non-negative integers with min ≤ max. */
-export function autoscalingFromAnnotations(pool: { metadata: NamespacedMeta }): { autoscaling: Autoscaling; reason: "ReplicasManagedByModule" | "AutoscalingDisabled" | "AutoscalingAnnotationsInvalid" } {
+export function autoscalingFromAnnotations(pool: { metadata: NamespacedMeta }): {
+  autoscaling: Autoscaling;
+  reason: "ReplicasManagedByModule" | "AutoscalingDisabled" | "AutoscalingAnnotationsInvalid";
+} {
   const min = pool.metadata.annotations?.[annotations.autoscalerMinSize];
   const max = pool.metadata.annotations?.[annotations.autoscalerMaxSize];
   const off = { enabled: false, min: 0, max: 0 };
@@ -164,7 +186,8 @@ export function autoscalingFromAnnotations(pool: { metadata: NamespacedMeta }): 
   const parse = (text: string | undefined) => (text !== undefined && /^(0|[1-9][0-9]{0,9})$/.test(text) ? Number(text) : NaN);
   const lo = parse(min);
   const hi = parse(max);
-  if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || lo > hi || hi > 2_147_483_647) return { autoscaling: off, reason: "AutoscalingAnnotationsInvalid" };
+  if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi) || lo > hi || hi > 2_147_483_647)
+    return { autoscaling: off, reason: "AutoscalingAnnotationsInvalid" };
   return { autoscaling: { enabled: true, min: lo, max: hi }, reason: "ReplicasManagedByModule" };
 }
 
@@ -173,7 +196,11 @@ export function autoscalingFromAnnotations(pool: { metadata: NamespacedMeta }): 
  * (`status.replicas` of the TerraformMachinePool), else the MachinePool's own, clamped to [min, max].
  */
 export function machinePoolInputs(
-  owner: { cluster: { name: string; namespace: string }; machinePool: CapiMachinePool; terraformMachinePool: { metadata: NamespacedMeta; status?: { replicas?: number } } },
+  owner: {
+    cluster: { name: string; namespace: string };
+    machinePool: CapiMachinePool;
+    terraformMachinePool: { metadata: NamespacedMeta; status?: { replicas?: number } };
+  },
   exports: JsonValue | undefined,
   clusterFailureDomains: readonly string[],
   bootstrap: BootstrapSecret | undefined,

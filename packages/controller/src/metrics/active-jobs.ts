@@ -30,4 +30,3 @@ export function activeJobCounts(jobs: Iterable<JobLike>): { kind: MetricKind; op
 export function runningCaptfJob(job: JobLike): boolean {
   return Boolean(job.metadata?.labels?.[labels.ownerKind]) && finishedCondition(job) === undefined;
 }
-

@@ -94,17 +94,39 @@ export class CaptfMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Counter<L>({ name, help: alpha(help), labelNames, registers });
-    const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) => new Gauge<L>({ name, help: alpha(help), labelNames, registers });
+    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Counter<L>({ name, help: alpha(help), labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Gauge<L>({ name, help: alpha(help), labelNames, registers });
     const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
       new Histogram<L>({ name, help: alpha(help), labelNames, buckets, registers });
     const object = ["kind", "namespace", "name"] as const;
 
     this.jobs = counter("captf_jobs_total", "Finished Terraform Jobs by kind, operation and result", ["kind", "op", "result"]);
-    this.jobDuration = histogram("captf_job_duration_seconds", "Duration of finished Terraform Jobs", ["kind", "op", "result"], jobDurationBuckets);
-    this.jobStepDuration = histogram("captf_job_step_duration_seconds", "Duration of the runner's steps", ["kind", "op", "step"], jobStepDurationBuckets);
-    this.jobQueue = histogram("captf_job_queue_seconds", "Time from Job creation until its source container started", ["kind", "op"], jobQueueBuckets);
-    this.jobErrors = counter("captf_job_errors_total", "Failed Terraform Jobs by error kind and failed step (none if no step failed)", ["kind", "op", "error_kind", "step"]);
+    this.jobDuration = histogram(
+      "captf_job_duration_seconds",
+      "Duration of finished Terraform Jobs",
+      ["kind", "op", "result"],
+      jobDurationBuckets,
+    );
+    this.jobStepDuration = histogram(
+      "captf_job_step_duration_seconds",
+      "Duration of the runner's steps",
+      ["kind", "op", "step"],
+      jobStepDurationBuckets,
+    );
+    this.jobQueue = histogram(
+      "captf_job_queue_seconds",
+      "Time from Job creation until its source container started",
+      ["kind", "op"],
+      jobQueueBuckets,
+    );
+    this.jobErrors = counter("captf_job_errors_total", "Failed Terraform Jobs by error kind and failed step (none if no step failed)", [
+      "kind",
+      "op",
+      "error_kind",
+      "step",
+    ]);
     const activeJobs = () => this.#activeJobs();
     this.jobsActive = new Gauge({
       name: "captf_jobs_active",
@@ -116,31 +138,61 @@ export class CaptfMetrics {
         for (const { kind, op, count } of activeJobs()) this.set({ kind, op }, count);
       },
     });
-    this.jobAttempts = histogram("captf_job_attempts", "Retry number of each succeeded Job (failures of that op since its last success, plus one)", ["kind", "op"], jobAttemptBuckets);
-    this.resourcesChanged = counter("captf_resources_changed_total", "Terraform resources finished Jobs changed, as their apply or destroy step reported (once per Job)", ["kind", "op", "action"]);
-    this.opDecisions = counter("captf_reconcile_op_decisions_total", "Operations chosen by reconcile passes (op none if nothing), by reason", ["kind", "op", "reason"]);
+    this.jobAttempts = histogram(
+      "captf_job_attempts",
+      "Retry number of each succeeded Job (failures of that op since its last success, plus one)",
+      ["kind", "op"],
+      jobAttemptBuckets,
+    );
+    this.resourcesChanged = counter(
+      "captf_resources_changed_total",
+      "Terraform resources finished Jobs changed, as their apply or destroy step reported (once per Job)",
+      ["kind", "op", "action"],
+    );
+    this.opDecisions = counter(
+      "captf_reconcile_op_decisions_total",
+      "Operations chosen by reconcile passes (op none if nothing), by reason",
+      ["kind", "op", "reason"],
+    );
     this.stateReadErrors = counter("captf_state_read_errors_total", "Failures to read Terraform state", ["kind", "reason"]);
     this.stateResources = gauge("captf_state_resources", "Resources in an object's Terraform state", object);
     this.stateBytes = gauge("captf_state_bytes", "Size of an object's Terraform state as its Secrets store it (compressed)", object);
     this.inputsBytes = gauge("captf_inputs_bytes", "Size of an object's rendered inputs (main.tf.json and terraform.tfvars.json)", object);
     this.stateBackups = counter("captf_state_backups_total", "State backups taken, pruned or skipped", ["kind", "result"]);
     this.stateRestores = counter("captf_state_restores_total", "State restores by result", ["kind", "result"]);
-    this.outputsInvalid = counter("captf_outputs_invalid_total", "Transitions of OutputsValid to False (or to another False reason), by that reason", ["kind", "reason"]);
-    this.inputsHashChanges = counter("captf_inputs_hash_changes_total", "Applies started for a new inputs hash after a successful apply (once per hash, not per retry)", ["kind"]);
+    this.outputsInvalid = counter(
+      "captf_outputs_invalid_total",
+      "Transitions of OutputsValid to False (or to another False reason), by that reason",
+      ["kind", "reason"],
+    );
+    this.inputsHashChanges = counter(
+      "captf_inputs_hash_changes_total",
+      "Applies started for a new inputs hash after a successful apply (once per hash, not per retry)",
+      ["kind"],
+    );
     this.ready = gauge("captf_ready", "Ready condition of an object: 1 true, 0 false, -1 unknown", object);
-    this.infrastructureHealthy = gauge("captf_infrastructure_healthy", "InfrastructureHealthy condition: 1 true, 0 false, -1 unknown", object);
+    this.infrastructureHealthy = gauge(
+      "captf_infrastructure_healthy",
+      "InfrastructureHealthy condition: 1 true, 0 false, -1 unknown",
+      object,
+    );
     this.driftDetected = gauge("captf_drift_detected", "1 while drift is detected on an object", object);
     this.driftResources = counter("captf_drift_resources_total", "Drifted resources found by drift Jobs", ["kind", "action"]);
-    this.lastSuccessTimestamp = gauge("captf_last_success_timestamp_seconds", "Time of an object's last successful Job of an operation (drift and refresh only while scheduled)", [
-      ...object,
-      "op",
-    ]);
+    this.lastSuccessTimestamp = gauge(
+      "captf_last_success_timestamp_seconds",
+      "Time of an object's last successful Job of an operation (drift and refresh only while scheduled)",
+      [...object, "op"],
+    );
     this.unhealthySamples = gauge("captf_unhealthy_samples", "Consecutive unhealthy samples of a machine", ["namespace", "name"]);
     this.remediationRequests = counter("captf_remediation_requests_total", "Machine remediation requests and withdrawals", ["action"]);
     this.lockForceUnlocks = counter("captf_lock_force_unlocks_total", "State locks forcibly released", ["kind"]);
     this.leaseWaits = counter("captf_lease_waits_total", "Waits for a run lease or the cluster operation gate", ["kind", "reason"]);
     this.planApprovals = counter("captf_plan_approvals_total", "Plan approval transitions", ["kind", "result"]);
-    this.destructivePlanApprovalsConsumed = counter("captf_destructive_plan_approvals_consumed_total", "Destructive-plan approval annotations consumed (legacy flow)", ["kind"]);
+    this.destructivePlanApprovalsConsumed = counter(
+      "captf_destructive_plan_approvals_consumed_total",
+      "Destructive-plan approval annotations consumed (legacy flow)",
+      ["kind"],
+    );
     this.identityDenied = counter("captf_identity_denied_total", "Identity resolutions denied", ["reason"]);
     this.brokerRefusals = counter(
       "captf_broker_refused_requests_total",
@@ -164,7 +216,8 @@ export class CaptfMetrics {
   /** One finished Job: counted, timed, and (when it succeeded) its attempt number recorded. */
   jobFinished(job: { kind: MetricKind; op: MetricOp; result: JobResult; durationSeconds?: number; attempt?: number }): void {
     this.jobs.inc({ kind: job.kind, op: job.op, result: job.result });
-    if (job.durationSeconds !== undefined) this.jobDuration.observe({ kind: job.kind, op: job.op, result: job.result }, job.durationSeconds);
+    if (job.durationSeconds !== undefined)
+      this.jobDuration.observe({ kind: job.kind, op: job.op, result: job.result }, job.durationSeconds);
     if (job.result === "succeeded" && job.attempt !== undefined) this.jobAttempts.observe({ kind: job.kind, op: job.op }, job.attempt);
   }
 
@@ -189,7 +242,12 @@ export class CaptfMetrics {
     if (status.drift !== undefined) this.driftDetected.set(labels, status.drift);
   }
 
-  objectSizes(kind: MetricKind, namespace: string, name: string, sizes: { stateResources?: number; stateBytes?: number; inputsBytes?: number }): void {
+  objectSizes(
+    kind: MetricKind,
+    namespace: string,
+    name: string,
+    sizes: { stateResources?: number; stateBytes?: number; inputsBytes?: number },
+  ): void {
     const labels = { kind, namespace, name };
     if (sizes.stateResources !== undefined) this.stateResources.set(labels, sizes.stateResources);
     if (sizes.stateBytes !== undefined) this.stateBytes.set(labels, sizes.stateBytes);
@@ -203,7 +261,15 @@ export class CaptfMetrics {
   /** Deletes every per-object series of a deleted object (the 8 gauges carrying namespace and name). */
   forgetObject(kind: MetricKind, namespace: string, name: string): void {
     const labels = { kind, namespace, name };
-    for (const gauge of [this.stateResources, this.stateBytes, this.inputsBytes, this.ready, this.infrastructureHealthy, this.driftDetected]) gauge.remove(labels);
+    for (const gauge of [
+      this.stateResources,
+      this.stateBytes,
+      this.inputsBytes,
+      this.ready,
+      this.infrastructureHealthy,
+      this.driftDetected,
+    ])
+      gauge.remove(labels);
     for (const op of metricOps) this.lastSuccessTimestamp.remove({ ...labels, op });
     if (kind === "TerraformMachine") this.unhealthySamples.remove({ namespace, name });
   }

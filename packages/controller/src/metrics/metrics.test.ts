@@ -77,7 +77,8 @@ describe("the manager's metrics", () => {
     runtime.initController("terraformmachine", 10);
     runtime.workQueueSink("terraformmachine");
     const text = await registry.metrics();
-    for (const result of ["success", "error", "requeue", "requeue_after"]) expect(text).toContain(`controller_runtime_reconcile_total{controller="terraformmachine",result="${result}"} 0`);
+    for (const result of ["success", "error", "requeue", "requeue_after"])
+      expect(text).toContain(`controller_runtime_reconcile_total{controller="terraformmachine",result="${result}"} 0`);
     expect(text).toContain('controller_runtime_reconcile_errors_total{controller="terraformmachine"} 0');
     expect(text).toContain('controller_runtime_max_concurrent_reconciles{controller="terraformmachine"} 10');
     expect(text).toContain('workqueue_depth{name="terraformmachine",controller="terraformmachine"} 0');
@@ -132,7 +133,9 @@ describe("the manager's metrics", () => {
     captf.lastSuccess("TerraformMachine", "ns", "m1", "drift", 1_700_000_000_000);
     captf.unhealthySamples.set({ namespace: "ns", name: "m1" }, 2);
     captf.objectStatus("TerraformMachine", "ns", "m2", { ready: 0 });
-    expect(await registry.metrics()).toContain('captf_last_success_timestamp_seconds{kind="TerraformMachine",namespace="ns",name="m1",op="drift"} 1700000000');
+    expect(await registry.metrics()).toContain(
+      'captf_last_success_timestamp_seconds{kind="TerraformMachine",namespace="ns",name="m1",op="drift"} 1700000000',
+    );
     captf.forgetObject("TerraformMachine", "ns", "m1");
     const text = await registry.metrics();
     expect(text).not.toContain('name="m1"');
@@ -157,7 +160,14 @@ describe("activeJobCounts", () => {
       status: finished ? { conditions: [{ type: finished, status: "True" }] } : {},
     });
     expect(
-      activeJobCounts([job("TerraformMachine", "apply"), job("TerraformMachine", "apply"), job("TerraformMachine", "apply", "Complete"), job("TerraformCluster", "drift"), job("TerraformCluster", "plan", "Failed"), { metadata: { labels: {} } }]),
+      activeJobCounts([
+        job("TerraformMachine", "apply"),
+        job("TerraformMachine", "apply"),
+        job("TerraformMachine", "apply", "Complete"),
+        job("TerraformCluster", "drift"),
+        job("TerraformCluster", "plan", "Failed"),
+        { metadata: { labels: {} } },
+      ]),
     ).toEqual([
       { kind: "TerraformMachine", op: "apply", count: 2 },
       { kind: "TerraformCluster", op: "drift", count: 1 },

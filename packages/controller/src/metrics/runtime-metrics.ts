@@ -15,7 +15,10 @@ export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
 export const reconcileResults: readonly ReconcileResult[] = ["success", "error", "requeue", "requeue_after"];
 
 /** controller-runtime's reconcile-time buckets. */
-const reconcileBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
+const reconcileBuckets = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5,
+  5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
 /** client-go's work queue latency buckets: 1 µs … 10 s, ×10. */
 const queueBuckets = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10];
 
@@ -46,15 +49,30 @@ export class RuntimeMetrics {
 
   constructor(registry: Registry, now: () => number = Date.now) {
     const registers = [registry];
-    this.reconcileTotal = new Counter({ name: "controller_runtime_reconcile_total", help: "Total number of reconciliations per controller", labelNames: ["controller", "result"], registers });
-    this.reconcileErrors = new Counter({ name: "controller_runtime_reconcile_errors_total", help: "Total number of reconciliation errors per controller", labelNames: ["controller"], registers });
+    this.reconcileTotal = new Counter({
+      name: "controller_runtime_reconcile_total",
+      help: "Total number of reconciliations per controller",
+      labelNames: ["controller", "result"],
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: "controller_runtime_reconcile_errors_total",
+      help: "Total number of reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
     this.terminalReconcileErrors = new Counter({
       name: "controller_runtime_terminal_reconcile_errors_total",
       help: "Total number of terminal reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.reconcilePanics = new Counter({ name: "controller_runtime_reconcile_panics_total", help: "Total number of reconciliation panics per controller", labelNames: ["controller"], registers });
+    this.reconcilePanics = new Counter({
+      name: "controller_runtime_reconcile_panics_total",
+      help: "Total number of reconciliation panics per controller",
+      labelNames: ["controller"],
+      registers,
+    });
     this.reconcileTime = new Histogram({
       name: "controller_runtime_reconcile_time_seconds",
       help: "Length of time per reconciliation per controller",
@@ -62,12 +80,32 @@ export class RuntimeMetrics {
       buckets: reconcileBuckets,
       registers,
     });
-    this.maxConcurrentReconciles = new Gauge({ name: "controller_runtime_max_concurrent_reconciles", help: "Maximum number of concurrent reconciles per controller", labelNames: ["controller"], registers });
-    this.activeWorkers = new Gauge({ name: "controller_runtime_active_workers", help: "Number of currently used workers per controller", labelNames: ["controller"], registers });
+    this.maxConcurrentReconciles = new Gauge({
+      name: "controller_runtime_max_concurrent_reconciles",
+      help: "Maximum number of concurrent reconciles per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.activeWorkers = new Gauge({
+      name: "controller_runtime_active_workers",
+      help: "Number of currently used workers per controller",
+      labelNames: ["controller"],
+      registers,
+    });
     const queueLabels = ["name", "controller"] as const;
     this.queueDepth = new Gauge({ name: "workqueue_depth", help: "Current depth of workqueue", labelNames: queueLabels, registers });
-    this.queueAdds = new Counter({ name: "workqueue_adds_total", help: "Total number of adds handled by workqueue", labelNames: queueLabels, registers });
-    this.queueRetries = new Counter({ name: "workqueue_retries_total", help: "Total number of retries handled by workqueue", labelNames: queueLabels, registers });
+    this.queueAdds = new Counter({
+      name: "workqueue_adds_total",
+      help: "Total number of adds handled by workqueue",
+      labelNames: queueLabels,
+      registers,
+    });
+    this.queueRetries = new Counter({
+      name: "workqueue_retries_total",
+      help: "Total number of retries handled by workqueue",
+      labelNames: queueLabels,
+      registers,
+    });
     this.queueLatency = new Histogram({
       name: "workqueue_queue_duration_seconds",
       help: "How long in seconds an item stays in workqueue before being requested",
@@ -89,7 +127,11 @@ export class RuntimeMetrics {
       labelNames: queueLabels,
       registers,
       collect() {
-        for (const [name, since] of inFlight) this.set({ name, controller: name }, since().reduce((sum, start) => sum + (now() - start) / 1000, 0));
+        for (const [name, since] of inFlight)
+          this.set(
+            { name, controller: name },
+            since().reduce((sum, start) => sum + (now() - start) / 1000, 0),
+          );
       },
     });
     this.longestRunningProcessor = new Gauge({
@@ -98,11 +140,25 @@ export class RuntimeMetrics {
       labelNames: queueLabels,
       registers,
       collect() {
-        for (const [name, since] of inFlight) this.set({ name, controller: name }, since().reduce((longest, start) => Math.max(longest, (now() - start) / 1000), 0));
+        for (const [name, since] of inFlight)
+          this.set(
+            { name, controller: name },
+            since().reduce((longest, start) => Math.max(longest, (now() - start) / 1000), 0),
+          );
       },
     });
-    this.leaderStatus = new Gauge({ name: "leader_election_master_status", help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master", labelNames: ["name"], registers });
-    this.restClientRequests = new Counter({ name: "rest_client_requests_total", help: "Number of HTTP requests, partitioned by status code, method, and host", labelNames: ["code", "method", "host"], registers });
+    this.leaderStatus = new Gauge({
+      name: "leader_election_master_status",
+      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+      labelNames: ["name"],
+      registers,
+    });
+    this.restClientRequests = new Counter({
+      name: "rest_client_requests_total",
+      help: "Number of HTTP requests, partitioned by status code, method, and host",
+      labelNames: ["code", "method", "host"],
+      registers,
+    });
     this.restClientLatency = new Histogram({
       name: "rest_client_request_duration_seconds",
       help: "Request latency in seconds. Broken down by verb and host",

@@ -34,7 +34,8 @@ export const alertRules: readonly AlertRule[] = [
     severity: "warning",
     expr: 'sum by (kind, op) (increase(captf_jobs_total{result=~"failed|deadline"}[30m])) > 2',
     summary: "{{ $labels.kind }} {{ $labels.op }} Jobs keep failing",
-    description: "More than 2 {{ $labels.op }} Jobs of {{ $labels.kind }} objects failed or ran past their deadline in the last 30 minutes.",
+    description:
+      "More than 2 {{ $labels.op }} Jobs of {{ $labels.kind }} objects failed or ran past their deadline in the last 30 minutes.",
   },
   {
     alert: "CAPTFDestroyStuck",
@@ -42,7 +43,8 @@ export const alertRules: readonly AlertRule[] = [
     for: "30m",
     expr: 'sum by (kind) (increase(captf_jobs_total{op="destroy",result!="succeeded"}[30m])) > 0',
     summary: "{{ $labels.kind }} destroys do not succeed",
-    description: "Destroy Jobs of {{ $labels.kind }} objects have kept ending without success for over 30 minutes: the objects keep their finalizer and their cloud resources may be half gone.",
+    description:
+      "Destroy Jobs of {{ $labels.kind }} objects have kept ending without success for over 30 minutes: the objects keep their finalizer and their cloud resources may be half gone.",
   },
   {
     alert: "CAPTFClusterDrift",
@@ -57,14 +59,16 @@ export const alertRules: readonly AlertRule[] = [
     severity: "critical",
     expr: "sum by (kind, reason) (increase(captf_state_read_errors_total[15m])) > 0",
     summary: "Terraform state of {{ $labels.kind }} objects unreadable ({{ $labels.reason }})",
-    description: "The manager failed to read the Terraform state of {{ $labels.kind }} objects ({{ $labels.reason }}) in the last 15 minutes; their Jobs are held until the state reads again.",
+    description:
+      "The manager failed to read the Terraform state of {{ $labels.kind }} objects ({{ $labels.reason }}) in the last 15 minutes; their Jobs are held until the state reads again.",
   },
   {
     alert: "CAPTFForceUnlocks",
     severity: "warning",
     expr: "sum by (kind) (increase(captf_lock_force_unlocks_total[1h])) > 0",
     summary: "State locks of {{ $labels.kind }} objects forcibly released",
-    description: "A runner released a stale state lock of a {{ $labels.kind }} object in the last hour: a runner died while it held the lock.",
+    description:
+      "A runner released a stale state lock of a {{ $labels.kind }} object in the last hour: a runner died while it held the lock.",
   },
   {
     alert: "CAPTFReconcileErrors",
@@ -72,7 +76,8 @@ export const alertRules: readonly AlertRule[] = [
     for: "10m",
     expr: 'sum by (controller) (rate(controller_runtime_reconcile_errors_total{controller=~"terraform.*"}[10m])) > 0.1',
     summary: "The {{ $labels.controller }} controller keeps failing",
-    description: "The {{ $labels.controller }} controller's reconcile passes have ended in an error more than 6 times a minute for 10 minutes.",
+    description:
+      "The {{ $labels.controller }} controller's reconcile passes have ended in an error more than 6 times a minute for 10 minutes.",
   },
   {
     alert: "CAPTFJobSlow",
@@ -88,7 +93,8 @@ export const alertRules: readonly AlertRule[] = [
     for: "10m",
     expr: "histogram_quantile(0.9, sum by (kind, op, le) (rate(captf_job_queue_seconds_bucket[10m]))) > 300",
     summary: "{{ $labels.kind }} {{ $labels.op }} Jobs wait over 5 minutes to start",
-    description: "The 90th percentile of the time from Job creation until its first container started is above 5 minutes for {{ $labels.kind }} {{ $labels.op }} Jobs.",
+    description:
+      "The 90th percentile of the time from Job creation until its first container started is above 5 minutes for {{ $labels.kind }} {{ $labels.op }} Jobs.",
   },
   {
     alert: "CAPTFStateNearSecretLimit",
@@ -120,7 +126,8 @@ export const alertRules: readonly AlertRule[] = [
     for: "10m",
     expr: "absent(captf_build_info)",
     summary: "No captf manager is scraped",
-    description: "Prometheus has scraped no captf manager for 10 minutes: no object is reconciled while the manager is down, and none of the other captf alerts can fire.",
+    description:
+      "Prometheus has scraped no captf manager for 10 minutes: no object is reconciled while the manager is down, and none of the other captf alerts can fire.",
   },
   {
     alert: "CAPTFNoLeader",
@@ -136,7 +143,8 @@ export const alertRules: readonly AlertRule[] = [
     for: "5m",
     expr: 'max by (controller) (workqueue_longest_running_processor_seconds{controller=~"terraform.*"}) > 600',
     summary: "A {{ $labels.controller }} reconcile pass has run for over 10 minutes",
-    description: "A reconcile pass of the {{ $labels.controller }} controller has been running for {{ $value | humanizeDuration }}; passes normally end within seconds, since Jobs run on their own.",
+    description:
+      "A reconcile pass of the {{ $labels.controller }} controller has been running for {{ $value | humanizeDuration }}; passes normally end within seconds, since Jobs run on their own.",
   },
   {
     alert: "CAPTFObjectNotReady",
@@ -168,6 +176,9 @@ export function alertRuleGroups(): { groups: Record<string, unknown>[] } {
 
 /** The Markdown table of the alerts, as docs/metrics.md shows it, each linking its runbook page. */
 export function renderAlertTable(): string {
-  const rows = alertRules.map((rule) => `| [\`${rule.alert}\`](runbooks/${rule.alert}.md) | ${rule.severity} | ${rule.for ?? "-"} | \`${rule.expr.replace(/\|/g, "\\|")}\` |`);
+  const rows = alertRules.map(
+    (rule) =>
+      `| [\`${rule.alert}\`](runbooks/${rule.alert}.md) | ${rule.severity} | ${rule.for ?? "-"} | \`${rule.expr.replace(/\|/g, "\\|")}\` |`,
+  );
   return ["| Alert | Severity | For | Expression |", "| --- | --- | --- | --- |", ...rows].join("\n");
 }

@@ -32,7 +32,12 @@ export const alertTestsPath = "config/monitoring/prometheus/alerts.test.yaml";
 const labels = { "app.kubernetes.io/name": "captf", "app.kubernetes.io/part-of": "captf" };
 
 export function prometheusRuleObject(options: MonitoringOptions): Record<string, unknown> {
-  return { apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { name: alertRuleName, namespace: options.namespace, labels }, spec: alertRuleGroups() };
+  return {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: { name: alertRuleName, namespace: options.namespace, labels },
+    spec: alertRuleGroups(),
+  };
 }
 
 /** Scrapes /metrics over HTTPS with Prometheus' ServiceAccount token (bind it to captf-metrics-reader), verifying the serving certificate. */
@@ -52,7 +57,10 @@ export function serviceMonitorObject(options: MonitoringOptions): Record<string,
           scheme: "https",
           path: "/metrics",
           bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
-          tlsConfig: { serverName: `${service.metadata!.name}.${options.namespace}.svc`, ca: { secret: { name: options.servingCertificateSecret, key: "ca.crt" } } },
+          tlsConfig: {
+            serverName: `${service.metadata!.name}.${options.namespace}.svc`,
+            ca: { secret: { name: options.servingCertificateSecret, key: "ca.crt" } },
+          },
         },
       ],
     },
@@ -73,7 +81,8 @@ function dashboardText(): string {
   return `${JSON.stringify(dashboardJson(), null, 2)}\n`;
 }
 
-const header = "# Generated from packages/controller/src/monitoring by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
+const header =
+  "# Generated from packages/controller/src/monitoring by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
 
 /** The objects of config/monitoring: the PrometheusRule, the ServiceMonitor and the dashboard ConfigMap. */
 export function monitoringObjects(options: MonitoringOptions): Record<string, unknown>[] {

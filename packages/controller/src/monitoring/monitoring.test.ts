@@ -15,7 +15,9 @@ const exported = exportedSeriesNames(createManagerMetrics().registry);
 /** Every query of a dashboard: each panel's targets, and the variables' `label_values(metric, label)`. */
 function dashboardQueries(dashboard: AnyObject): { where: string; names: string[] }[] {
   const panels = (dashboard.panels as AnyObject[]).filter((panel) => panel.type !== "row");
-  const targets = panels.flatMap((panel) => (panel.targets as AnyObject[]).map((target) => ({ where: `panel "${panel.title}" ${target.refId}`, names: metricNames(target.expr) })));
+  const targets = panels.flatMap((panel) =>
+    (panel.targets as AnyObject[]).map((target) => ({ where: `panel "${panel.title}" ${target.refId}`, names: metricNames(target.expr) })),
+  );
   const variables = (dashboard.templating.list as AnyObject[])
     .filter((variable) => variable.type === "query")
     .map((variable) => {
@@ -27,13 +29,17 @@ function dashboardQueries(dashboard: AnyObject): { where: string; names: string[
 
 describe("metricNames", () => {
   it("reads metric names, not functions, keywords, label names, matchers, ranges or Grafana variables", () => {
-    expect(metricNames('histogram_quantile(0.9, sum by (kind, op, le) (rate(captf_job_queue_seconds_bucket{op!="none"}[$__rate_interval])))')).toEqual(["captf_job_queue_seconds_bucket"]);
-    expect(metricNames('time() - captf_last_success_timestamp_seconds{op=~"drift|refresh", namespace=~"$namespace"} > 6 * 3600')).toEqual(["captf_last_success_timestamp_seconds"]);
-    expect(metricNames("sum by (controller) (controller_runtime_active_workers) / on (controller) sum without (name) (controller_runtime_max_concurrent_reconciles) and bool up")).toEqual([
-      "controller_runtime_active_workers",
-      "controller_runtime_max_concurrent_reconciles",
-      "up",
+    expect(
+      metricNames('histogram_quantile(0.9, sum by (kind, op, le) (rate(captf_job_queue_seconds_bucket{op!="none"}[$__rate_interval])))'),
+    ).toEqual(["captf_job_queue_seconds_bucket"]);
+    expect(metricNames('time() - captf_last_success_timestamp_seconds{op=~"drift|refresh", namespace=~"$namespace"} > 6 * 3600')).toEqual([
+      "captf_last_success_timestamp_seconds",
     ]);
+    expect(
+      metricNames(
+        "sum by (controller) (controller_runtime_active_workers) / on (controller) sum without (name) (controller_runtime_max_concurrent_reconciles) and bool up",
+      ),
+    ).toEqual(["controller_runtime_active_workers", "controller_runtime_max_concurrent_reconciles", "up"]);
   });
 });
 
@@ -43,7 +49,9 @@ describe("the Grafana dashboard", () => {
   it("queries only series the manager exports, in every panel and variable", () => {
     const queries = dashboardQueries(dashboard);
     expect(queries.length).toBeGreaterThan(30);
-    const unknown = queries.flatMap(({ where, names }) => (names.length === 0 ? [`${where}: no metric`] : names.filter((name) => !exported.has(name)).map((name) => `${where}: ${name}`)));
+    const unknown = queries.flatMap(({ where, names }) =>
+      names.length === 0 ? [`${where}: no metric`] : names.filter((name) => !exported.has(name)).map((name) => `${where}: ${name}`),
+    );
     expect(unknown).toEqual([]);
   });
 
@@ -57,7 +65,8 @@ describe("the Grafana dashboard", () => {
     const panels = dashboard.panels as AnyObject[];
     expect(new Set(panels.map((panel) => panel.id)).size).toBe(panels.length);
     for (const panel of panels) expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
-    for (const panel of panels.filter((candidate) => candidate.type !== "row")) expect([panel.title, panel.datasource]).toEqual([panel.title, { type: "prometheus", uid: "${datasource}" }]);
+    for (const panel of panels.filter((candidate) => candidate.type !== "row"))
+      expect([panel.title, panel.datasource]).toEqual([panel.title, { type: "prometheus", uid: "${datasource}" }]);
   });
 
   it("is the same JSON in the ConfigMap for Grafana's sidecar", () => {
@@ -72,7 +81,11 @@ describe("the alerts", () => {
   const rules = ruleFile.groups.flatMap((group: AnyObject) => group.rules) as AnyObject[];
 
   it("read only series the manager exports", () => {
-    const unknown = rules.flatMap((rule) => metricNames(rule.expr).filter((name) => !exported.has(name)).map((name) => `${rule.alert}: ${name}`));
+    const unknown = rules.flatMap((rule) =>
+      metricNames(rule.expr)
+        .filter((name) => !exported.has(name))
+        .map((name) => `${rule.alert}: ${name}`),
+    );
     expect(unknown).toEqual([]);
   });
 
@@ -103,7 +116,11 @@ describe("the alerts", () => {
     const tests = (parse(packageFile(alertTestsPath)) as AnyObject).tests.flatMap((test: AnyObject) => test.alert_rule_test) as AnyObject[];
     const coverage = alertRules.map((rule) => {
       const cases = tests.filter((test) => test.alertname === rule.alert);
-      return { alert: rule.alert, fires: cases.some((test) => test.exp_alerts.length > 0), quiet: cases.some((test) => test.exp_alerts.length === 0) };
+      return {
+        alert: rule.alert,
+        fires: cases.some((test) => test.exp_alerts.length > 0),
+        quiet: cases.some((test) => test.exp_alerts.length === 0),
+      };
     });
     expect(coverage.filter((entry) => !entry.fires || !entry.quiet)).toEqual([]);
   });
@@ -117,7 +134,9 @@ describe("the ServiceMonitor", () => {
       .map((document) => document.toJS() as AnyObject)
       .filter((object) => object.kind === "Service");
     const selector = serviceMonitor.spec.selector.matchLabels as Record<string, string>;
-    const selected = services.filter((service) => Object.entries(selector).every(([key, value]) => service.metadata.labels?.[key] === value));
+    const selected = services.filter((service) =>
+      Object.entries(selector).every(([key, value]) => service.metadata.labels?.[key] === value),
+    );
     expect(selected.map((service) => service.metadata.name)).toEqual([installNames.metricsService]);
     const [endpoint] = serviceMonitor.spec.endpoints;
     expect(selected[0]!.spec.ports.map((port: AnyObject) => port.name)).toContain(endpoint.port);

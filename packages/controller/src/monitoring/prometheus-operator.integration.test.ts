@@ -16,62 +16,87 @@ type AnyObject = Record<string, any>;
 const packagePath = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const fieldManager = "captf-monitoring-test";
 
-describeWithTools(["etcd", "kube-apiserver", "clusterctl", "prometheusrule-crd", "servicemonitor-crd"], "the monitoring objects under the Prometheus operator's CRDs", () => {
-  const namespace = `monitoring-${Date.now().toString(36)}`;
-  let kubeConfig: k8s.KubeConfig;
-  let objects: k8s.KubernetesObjectApi;
-  const apply = (object: AnyObject, dryRun?: "All") => objects.patch(object as k8s.KubernetesObject, undefined, dryRun, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
+describeWithTools(
+  ["etcd", "kube-apiserver", "clusterctl", "prometheusrule-crd", "servicemonitor-crd"],
+  "the monitoring objects under the Prometheus operator's CRDs",
+  () => {
+    const namespace = `monitoring-${Date.now().toString(36)}`;
+    let kubeConfig: k8s.KubeConfig;
+    let objects: k8s.KubernetesObjectApi;
+    const apply = (object: AnyObject, dryRun?: "All") =>
+      objects.patch(object as k8s.KubernetesObject, undefined, dryRun, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
 
-  beforeAll(async () => {
-    kubeConfig = new k8s.KubeConfig();
-    kubeConfig.loadFromFile(sharedControlPlane().kubeconfigPath);
-    objects = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
-    const extensions = kubeConfig.makeApiClient(k8s.ApiextensionsV1Api);
-    for (const tool of ["prometheusrule-crd", "servicemonitor-crd"] as const) {
-      const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(requireTool(tool), "utf8"));
-      await apply(crd as AnyObject);
-      await waitFor(async () => ((await extensions.readCustomResourceDefinition({ name: crd.metadata!.name! })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ? true : undefined), 30_000, `${crd.metadata!.name} established`);
-    }
-    await kubeConfig.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-  }, 60_000);
+    beforeAll(async () => {
+      kubeConfig = new k8s.KubeConfig();
+      kubeConfig.loadFromFile(sharedControlPlane().kubeconfigPath);
+      objects = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
+      const extensions = kubeConfig.makeApiClient(k8s.ApiextensionsV1Api);
+      for (const tool of ["prometheusrule-crd", "servicemonitor-crd"] as const) {
+        const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(requireTool(tool), "utf8"));
+        await apply(crd as AnyObject);
+        await waitFor(
+          async () =>
+            (await extensions.readCustomResourceDefinition({ name: crd.metadata!.name! })).status?.conditions?.some(
+              (c) => c.type === "Established" && c.status === "True",
+            )
+              ? true
+              : undefined,
+          30_000,
+          `${crd.metadata!.name} established`,
+        );
+      }
+      await kubeConfig.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    }, 60_000);
 
-  afterAll(async () => {
-    await kubeConfig?.makeApiClient(k8s.CoreV1Api).deleteNamespace({ name: namespace }).catch(() => undefined);
-  });
-
-  it("accepts config/monitoring's PrometheusRule and ServiceMonitor as shipped (a dry run, in this suite's namespace)", async () => {
-    for (const path of [monitoringPaths.prometheusRule, monitoringPaths.serviceMonitor]) {
-      const object = k8s.loadYaml<AnyObject>(readFileSync(packagePath(path), "utf8"));
-      object.metadata.namespace = namespace;
-      const applied = (await apply(object, "All")) as AnyObject;
-      expect([path, applied.spec]).toEqual([path, object.spec]);
-    }
-  });
-
-  it("refuses a field the operator's schema does not declare (the check has teeth)", async () => {
-    const serviceMonitor = k8s.loadYaml<AnyObject>(readFileSync(packagePath(monitoringPaths.serviceMonitor), "utf8"));
-    serviceMonitor.metadata.namespace = namespace;
-    serviceMonitor.spec.endpoints[0].tlsConfig.serverNam = serviceMonitor.spec.endpoints[0].tlsConfig.serverName;
-    const error = await apply(serviceMonitor).then(
-      () => undefined,
-      (failure: { code?: number; body?: string }) => failure,
-    );
-    expect({ code: error?.code, body: error?.body }).toEqual({ code: expect.any(Number), body: expect.stringContaining("serverNam") });
-  });
-
-  it("renders config/clusterctl/monitoring.yaml for the install namespace with clusterctl, and the objects apply there", async () => {
-    const rendered = execFileSync(requireTool("clusterctl"), ["generate", "yaml", "--from", packagePath("config/clusterctl/monitoring.yaml")], {
-      encoding: "utf8",
-      env: { ...process.env, CAPTF_NAMESPACE: namespace, HOME: process.env.HOME ?? "/tmp" },
+    afterAll(async () => {
+      await kubeConfig
+        ?.makeApiClient(k8s.CoreV1Api)
+        .deleteNamespace({ name: namespace })
+        .catch(() => undefined);
     });
-    const documents = parseAllDocuments(rendered).map((document) => document.toJS() as AnyObject);
-    expect(documents).toEqual(monitoringObjects(monitoringOptions({ ...defaultInstallOptions, namespace })));
-    for (const object of documents) {
-      const applied = (await apply(object)) as AnyObject;
-      expect([object.kind, applied.metadata.namespace, applied.spec ?? applied.data]).toEqual([object.kind, namespace, object.spec ?? object.data]);
-    }
-    const serviceMonitor = documents.find((object) => object.kind === "ServiceMonitor")!;
-    expect(serviceMonitor.spec.namespaceSelector.matchNames).toEqual([namespace]);
-    expect(serviceMonitor.spec.endpoints[0].tlsConfig.serverName).toMatch(new RegExp(`\\.${namespace}\\.svc$`));
-  });
-});
+
+    it("accepts config/monitoring's PrometheusRule and ServiceMonitor as shipped (a dry run, in this suite's namespace)", async () => {
+      for (const path of [monitoringPaths.prometheusRule, monitoringPaths.serviceMonitor]) {
+        const object = k8s.loadYaml<AnyObject>(readFileSync(packagePath(path), "utf8"));
+        object.metadata.namespace = namespace;
+        const applied = (await apply(object, "All")) as AnyObject;
+        expect([path, applied.spec]).toEqual([path, object.spec]);
+      }
+    });
+
+    it("refuses a field the operator's schema does not declare (the check has teeth)", async () => {
+      const serviceMonitor = k8s.loadYaml<AnyObject>(readFileSync(packagePath(monitoringPaths.serviceMonitor), "utf8"));
+      serviceMonitor.metadata.namespace = namespace;
+      serviceMonitor.spec.endpoints[0].tlsConfig.serverNam = serviceMonitor.spec.endpoints[0].tlsConfig.serverName;
+      const error = await apply(serviceMonitor).then(
+        () => undefined,
+        (failure: { code?: number; body?: string }) => failure,
+      );
+      expect({ code: error?.code, body: error?.body }).toEqual({ code: expect.any(Number), body: expect.stringContaining("serverNam") });
+    });
+
+    it("renders config/clusterctl/monitoring.yaml for the install namespace with clusterctl, and the objects apply there", async () => {
+      const rendered = execFileSync(
+        requireTool("clusterctl"),
+        ["generate", "yaml", "--from", packagePath("config/clusterctl/monitoring.yaml")],
+        {
+          encoding: "utf8",
+          env: { ...process.env, CAPTF_NAMESPACE: namespace, HOME: process.env.HOME ?? "/tmp" },
+        },
+      );
+      const documents = parseAllDocuments(rendered).map((document) => document.toJS() as AnyObject);
+      expect(documents).toEqual(monitoringObjects(monitoringOptions({ ...defaultInstallOptions, namespace })));
+      for (const object of documents) {
+        const applied = (await apply(object)) as AnyObject;
+        expect([object.kind, applied.metadata.namespace, applied.spec ?? applied.data]).toEqual([
+          object.kind,
+          namespace,
+          object.spec ?? object.data,
+        ]);
+      }
+      const serviceMonitor = documents.find((object) => object.kind === "ServiceMonitor")!;
+      expect(serviceMonitor.spec.namespaceSelector.matchNames).toEqual([namespace]);
+      expect(serviceMonitor.spec.endpoints[0].tlsConfig.serverName).toMatch(new RegExp(`\\.${namespace}\\.svc$`));
+    });
+  },
+);

@@ -2,7 +2,21 @@
 import type { Registry } from "prom-client";
 
 /** Keywords and modifiers that look like names but are not metrics. */
-const keywords = new Set(["by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset", "inf", "nan"]);
+const keywords = new Set([
+  "by",
+  "without",
+  "on",
+  "ignoring",
+  "group_left",
+  "group_right",
+  "bool",
+  "and",
+  "or",
+  "unless",
+  "offset",
+  "inf",
+  "nan",
+]);
 
 /**
  * Metric names in an expression: identifiers that are not functions (followed by `(`), keywords,

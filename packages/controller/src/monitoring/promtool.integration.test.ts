@@ -44,11 +44,19 @@ describeWithTools(["promtool"], "the alerts and the dashboard under promtool", (
 
   it("check rules accepts every query of the dashboard as PromQL", () => {
     const dashboard = JSON.parse(readFileSync(packagePath(monitoringPaths.dashboard), "utf8")) as AnyObject;
-    const exprs = (dashboard.panels as AnyObject[]).flatMap((panel) => (panel.targets ?? []).map((target: AnyObject) => target.expr as string));
+    const exprs = (dashboard.panels as AnyObject[]).flatMap((panel) =>
+      (panel.targets ?? []).map((target: AnyObject) => target.expr as string),
+    );
     // Grafana's variables, as Grafana substitutes them before a query reaches Prometheus.
-    const rules = exprs.map((expr, index) => ({ record: `captf:dashboard_query:${index}`, expr: expr.replaceAll("$__rate_interval", "5m").replaceAll("$namespace", ".*") }));
+    const rules = exprs.map((expr, index) => ({
+      record: `captf:dashboard_query:${index}`,
+      expr: expr.replaceAll("$__rate_interval", "5m").replaceAll("$namespace", ".*"),
+    }));
     const file = join(work, "dashboard.rules.yaml");
     writeFileSync(file, stringify({ groups: [{ name: "dashboard", rules }] }));
-    expect(promtool("check", "rules", file)).toEqual({ status: 0, output: expect.stringContaining(`SUCCESS: ${exprs.length} rules found`) });
+    expect(promtool("check", "rules", file)).toEqual({
+      status: 0,
+      output: expect.stringContaining(`SUCCESS: ${exprs.length} rules found`),
+    });
   });
 });

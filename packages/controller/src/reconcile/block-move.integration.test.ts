@@ -39,7 +39,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       },
     });
     const deps: ReconcilerDeps = { client };
-    for (let pass = 0; pass < 4 && !(await readMachine(plane, namespace, "m-move")).status?.activeJob; pass++) await reconcileWorkspace(deps, machineAdapter, namespace, "m-move");
+    for (let pass = 0; pass < 4 && !(await readMachine(plane, namespace, "m-move")).status?.activeJob; pass++)
+      await reconcileWorkspace(deps, machineAdapter, namespace, "m-move");
     expect(atCreate).toEqual(["true"]);
 
     // While the Job runs, passes keep it.
@@ -47,7 +48,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect((await readMachine(plane, namespace, "m-move")).metadata.annotations?.[blockMove]).toBe("true");
 
     // Jobs finish (a refresh may follow the apply): once a pass finds none running, the annotation goes.
-    const allFinished = async () => (await plane.batch.listNamespacedJob({ namespace })).items.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True"));
+    const allFinished = async () =>
+      (await plane.batch.listNamespacedJob({ namespace })).items.every((job) =>
+        job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True"),
+      );
     let machine = await readMachine(plane, namespace, "m-move");
     for (let pass = 0; pass < 10 && machine.status?.activeJob; pass++) {
       await waitFor(async () => (await executor.runPending(), (await allFinished()) ? true : undefined));

@@ -34,7 +34,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       // local-exec passes its command as one argument after the interpreter's.
       'const [kubeconfig, namespace] = process.argv[2].split(" ");\n' +
         'const { server } = JSON.parse(require("node:fs").readFileSync(kubeconfig, "utf8")).clusters[0].cluster;\n' +
-        'fetch(`${server}/api/v1/namespaces/${namespace}/secrets/someone-elses`).then((answer) => process.exit(answer.status === 403 ? 0 : 1));\n',
+        "fetch(`${server}/api/v1/namespaces/${namespace}/secrets/someone-elses`).then((answer) => process.exit(answer.status === 403 ? 0 : 1));\n",
     );
     // The Job's runner runs steps in <work>/work/root; the executor lays the broker's directory beside <work>/work.
     writeFileSync(
@@ -60,12 +60,29 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       await allJobsFinished(plane.batch, namespace);
     }
     // The module's program saw the 403 (else its apply, and the machine, would have failed).
-    expect((await readMachine(plane, namespace, "m")).status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
-    const refusals = await waitFor(async () => {
-      const found = (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "m" && event.reason === "BrokerRefused");
-      return found.length > 0 ? found : undefined;
-    }, 10_000, "a BrokerRefused event on m");
-    expect(refusals).toEqual([expect.objectContaining({ type: "Warning", reportingController: "captf.io/runner", action: "Refuse", note: expect.stringMatching(/refused GET \/api\/v1\/namespaces\/.*\/secrets\/someone-elses: Secret someone-elses is not this object's state/) })]);
+    expect((await readMachine(plane, namespace, "m")).status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({
+      status: "True",
+    });
+    const refusals = await waitFor(
+      async () => {
+        const found = (await eventsApi.listNamespacedEvent({ namespace })).items.filter(
+          (event) => event.regarding?.name === "m" && event.reason === "BrokerRefused",
+        );
+        return found.length > 0 ? found : undefined;
+      },
+      10_000,
+      "a BrokerRefused event on m",
+    );
+    expect(refusals).toEqual([
+      expect.objectContaining({
+        type: "Warning",
+        reportingController: "captf.io/runner",
+        action: "Refuse",
+        note: expect.stringMatching(
+          /refused GET \/api\/v1\/namespaces\/.*\/secrets\/someone-elses: Secret someone-elses is not this object's state/,
+        ),
+      }),
+    ]);
     const counted = (await metrics.brokerRefusals.get()).values.filter((sample) => sample.labels.kind === "TerraformMachine");
     expect(counted).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachine", target: "other" }, value: 1 })]);
     // Recorded once: another pass over the bookkept Job counts nothing again.

@@ -34,7 +34,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let skew = 0;
 
   /** A no-op module of the role with output values replaced and files added. */
-  function noopVariant(name: string, role: "cluster" | "machinepool", change: { outputs?: Record<string, string>; files?: Record<string, string> }): string {
+  function noopVariant(
+    name: string,
+    role: "cluster" | "machinepool",
+    change: { outputs?: Record<string, string>; files?: Record<string, string> },
+  ): string {
     const dir = join(work, name);
     cpSync(noopModuleDirectory(role), dir, { recursive: true });
     const outputsFile = join(dir, "outputs.tf");
@@ -54,21 +58,45 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     plane = await preparePlane(namespace);
     deps = { client: plane.client, events, metrics, now: () => Date.now() + skew };
     modules["registry.invalid/captf/no-domains:v1"] = noopVariant("no-domains", "cluster", { outputs: { failure_domains: "[]" } });
-    modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", { outputs: { exports: "{ ratio = 0.5 }" } });
+    modules["registry.invalid/captf/fractional-exports:v1"] = noopVariant("fractional-exports", "cluster", {
+      outputs: { exports: "{ ratio = 0.5 }" },
+    });
     // Its configuration follows a marker file: the state differs from it (drift) once the marker is there.
-    modules["registry.invalid/captf/drifting:v1"] = noopVariant("drifting", "cluster", { files: { "drifting.tf": 'resource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n' } });
+    modules["registry.invalid/captf/drifting:v1"] = noopVariant("drifting", "cluster", {
+      files: {
+        "drifting.tf":
+          'resource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n',
+      },
+    });
     // A cluster exporting a user variable, and a pool that replaces a resource whenever the exports change.
-    modules["registry.invalid/captf/exporting:v1"] = noopVariant("exporting", "cluster", { outputs: { exports: "{ generation = var.generation }" }, files: { "generation.tf": 'variable "generation" {\n  type    = string\n  default = "1"\n}\n' } });
+    modules["registry.invalid/captf/exporting:v1"] = noopVariant("exporting", "cluster", {
+      outputs: { exports: "{ generation = var.generation }" },
+      files: { "generation.tf": 'variable "generation" {\n  type    = string\n  default = "1"\n}\n' },
+    });
     // Exports `extra` only while its variable is set: a key the module stops exporting.
-    modules["registry.invalid/captf/dropping-exports:v1"] = noopVariant("dropping-exports", "cluster", { outputs: { exports: 'merge({ base = "b" }, var.extra == "" ? {} : { extra = var.extra })' }, files: { "extra.tf": 'variable "extra" {\n  type    = string\n  default = "x"\n}\n' } });
-    modules["registry.invalid/captf/export-bound-pool:v1"] = noopVariant("export-bound-pool", "machinepool", { files: { "bound.tf": 'resource "terraform_data" "bound" {\n  triggers_replace = var.captf_cluster_outputs\n}\n' } });
+    modules["registry.invalid/captf/dropping-exports:v1"] = noopVariant("dropping-exports", "cluster", {
+      outputs: { exports: 'merge({ base = "b" }, var.extra == "" ? {} : { extra = var.extra })' },
+      files: { "extra.tf": 'variable "extra" {\n  type    = string\n  default = "x"\n}\n' },
+    });
+    modules["registry.invalid/captf/export-bound-pool:v1"] = noopVariant("export-bound-pool", "machinepool", {
+      files: { "bound.tf": 'resource "terraform_data" "bound" {\n  triggers_replace = var.captf_cluster_outputs\n}\n' },
+    });
     // A pool whose apply fails in its apply step (a precondition known only then) while the exports say "fail".
-    modules["registry.invalid/captf/export-failing-pool:v1"] = noopVariant("export-failing-pool", "machinepool", { files: { "failing.tf": [
-      'resource "terraform_data" "exports" {\n  input = var.captf_cluster_outputs\n}\n',
-      'resource "terraform_data" "check" {\n  input = terraform_data.exports.output\n  lifecycle {\n    precondition {\n      condition     = try(terraform_data.exports.output.generation, "") != "fail"\n      error_message = "the exports say fail"\n    }\n  }\n}\n',
-    ].join("") } });
+    modules["registry.invalid/captf/export-failing-pool:v1"] = noopVariant("export-failing-pool", "machinepool", {
+      files: {
+        "failing.tf": [
+          'resource "terraform_data" "exports" {\n  input = var.captf_cluster_outputs\n}\n',
+          'resource "terraform_data" "check" {\n  input = terraform_data.exports.output\n  lifecycle {\n    precondition {\n      condition     = try(terraform_data.exports.output.generation, "") != "fail"\n      error_message = "the exports say fail"\n    }\n  }\n}\n',
+        ].join(""),
+      },
+    });
     // Its plan fails while var.fail is "yes" (a precondition): a re-apply that fails.
-    modules["registry.invalid/captf/failing-cluster:v1"] = noopVariant("failing-cluster", "cluster", { files: { "fail.tf": 'variable "fail" {\n  type    = string\n  default = "no"\n}\n\nresource "terraform_data" "check" {\n  input = var.fail\n  lifecycle {\n    precondition {\n      condition     = var.fail != "yes"\n      error_message = "the test asked this apply to fail"\n    }\n  }\n}\n' } });
+    modules["registry.invalid/captf/failing-cluster:v1"] = noopVariant("failing-cluster", "cluster", {
+      files: {
+        "fail.tf":
+          'variable "fail" {\n  type    = string\n  default = "no"\n}\n\nresource "terraform_data" "check" {\n  input = var.fail\n  lifecycle {\n    precondition {\n      condition     = var.fail != "yes"\n      error_message = "the test asked this apply to fail"\n    }\n  }\n}\n',
+      },
+    });
     modules["registry.invalid/captf/noop-cluster:v1"] = noopModuleDirectory("cluster");
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
   }, 120_000);
@@ -78,40 +106,100 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   async function createCluster(name: string, image: string, spec: Json = {}): Promise<void> {
-    const cluster = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
-    } })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
-      spec: { source: { image }, identityRef: { name: "unused" }, ...spec },
-    } });
+    const cluster = (await plane.custom.createNamespacedCustomObject({
+      ...capi,
+      namespace,
+      plural: "clusters",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Cluster",
+        metadata: { name },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
+      },
+    })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({
+      ...infra,
+      namespace,
+      plural: "terraformclusters",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformCluster",
+        metadata: {
+          name,
+          labels: { "cluster.x-k8s.io/cluster-name": name },
+          ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }],
+        },
+        spec: { source: { image }, identityRef: { name: "unused" }, ...spec },
+      },
+    });
   }
 
   /** A MachinePool of the cluster with its bootstrap data Secret, and its TerraformMachinePool running the module image. */
   async function createPool(name: string, clusterName: string, image: string): Promise<void> {
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
-    const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
-      spec: { clusterName, replicas: 1, template: { spec: { clusterName, bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name } } } },
-    } })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachinepools", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
-      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name, uid: machinePool.metadata.uid, controller: true }] },
-      spec: { source: { image } },
-    } });
+    await plane.core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
+    });
+    const machinePool = (await plane.custom.createNamespacedCustomObject({
+      ...capi,
+      namespace,
+      plural: "machinepools",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "MachinePool",
+        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
+        spec: {
+          clusterName,
+          replicas: 1,
+          template: {
+            spec: {
+              clusterName,
+              bootstrap: { dataSecretName: `${name}-bootstrap` },
+              infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name },
+            },
+          },
+        },
+      },
+    })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({
+      ...infra,
+      namespace,
+      plural: "terraformmachinepools",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachinePool",
+        metadata: {
+          name,
+          labels: { "cluster.x-k8s.io/cluster-name": clusterName },
+          ownerReferences: [
+            { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name, uid: machinePool.metadata.uid, controller: true },
+          ],
+        },
+        spec: { source: { image } },
+      },
+    });
   }
 
   /** The value of one series of a metric (a histogram's `_sum` or `_count` by its metric name). */
-  async function sample(metric: { get(): Promise<{ values: { metricName?: string; labels: Record<string, string | number>; value: number }[] }> }, labels: Record<string, string>, metricName?: string): Promise<number | undefined> {
+  async function sample(
+    metric: { get(): Promise<{ values: { metricName?: string; labels: Record<string, string | number>; value: number }[] }> },
+    labels: Record<string, string>,
+    metricName?: string,
+  ): Promise<number | undefined> {
     const { values } = await metric.get();
-    return values.find((value) => (metricName === undefined || value.metricName === metricName) && Object.entries(labels).every(([key, wanted]) => value.labels[key] === wanted) && Object.keys(value.labels).filter((key) => key !== "le").length === Object.keys(labels).length)?.value;
+    return values.find(
+      (value) =>
+        (metricName === undefined || value.metricName === metricName) &&
+        Object.entries(labels).every(([key, wanted]) => value.labels[key] === wanted) &&
+        Object.keys(value.labels).filter((key) => key !== "le").length === Object.keys(labels).length,
+    )?.value;
   }
 
-  const getCluster = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+  const getCluster = (name: string) =>
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
-  const jobsOf = async (name: string) => (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+  const jobsOf = async (name: string) =>
+    (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
 
   async function drive(name: string, until: (cluster: Json) => boolean, maxPasses = 10): Promise<string[]> {
     const actions: string[] = [];
@@ -127,34 +215,105 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("a fraction in exports: the cluster's OutputsValid is False, its machines and pools wait with WaitingForClusterExports and start no Job", async () => {
       await createCluster("frac", "registry.invalid/captf/fractional-exports:v1");
       await drive("frac", (c) => condition(c, "OutputsValid")?.status === "False");
-      expect(condition(await getCluster("frac"), "OutputsValid")).toMatchObject({ reason: "OutputsInvalid", message: expect.stringContaining("fractional or exponent number at /ratio") });
+      expect(condition(await getCluster("frac"), "OutputsValid")).toMatchObject({
+        reason: "OutputsInvalid",
+        message: expect.stringContaining("fractional or exponent number at /ratio"),
+      });
 
-      await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "frac-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
-      const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
-        spec: { clusterName: "frac", bootstrap: { dataSecretName: "frac-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "frac-m" } },
-      } })) as { metadata: { uid: string } };
-      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-        metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "frac-m", uid: machine.metadata.uid, controller: true }] },
-        spec: { source: { image: "registry.invalid/captf/noop-machine:v1" } },
-      } });
-      const machinePool = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
-        spec: { clusterName: "frac", replicas: 1, template: { spec: { clusterName: "frac", bootstrap: { dataSecretName: "frac-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "frac-p" } } } },
-      } })) as { metadata: { uid: string } };
-      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachinepools", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
-        metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "frac-p", uid: machinePool.metadata.uid, controller: true }] },
-        spec: { source: { image: "registry.invalid/captf/noop-machinepool:v1" } },
-      } });
+      await plane.core.createNamespacedSecret({
+        namespace,
+        body: { metadata: { name: "frac-bootstrap" }, stringData: { value: "#cloud-config\n" } },
+      });
+      const machine = (await plane.custom.createNamespacedCustomObject({
+        ...capi,
+        namespace,
+        plural: "machines",
+        body: {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "Machine",
+          metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
+          spec: {
+            clusterName: "frac",
+            bootstrap: { dataSecretName: "frac-bootstrap" },
+            infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "frac-m" },
+          },
+        },
+      })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({
+        ...infra,
+        namespace,
+        plural: "terraformmachines",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachine",
+          metadata: {
+            name: "frac-m",
+            labels: { "cluster.x-k8s.io/cluster-name": "frac" },
+            ownerReferences: [
+              { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "frac-m", uid: machine.metadata.uid, controller: true },
+            ],
+          },
+          spec: { source: { image: "registry.invalid/captf/noop-machine:v1" } },
+        },
+      });
+      const machinePool = (await plane.custom.createNamespacedCustomObject({
+        ...capi,
+        namespace,
+        plural: "machinepools",
+        body: {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "MachinePool",
+          metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
+          spec: {
+            clusterName: "frac",
+            replicas: 1,
+            template: {
+              spec: {
+                clusterName: "frac",
+                bootstrap: { dataSecretName: "frac-bootstrap" },
+                infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "frac-p" },
+              },
+            },
+          },
+        },
+      })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({
+        ...infra,
+        namespace,
+        plural: "terraformmachinepools",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachinePool",
+          metadata: {
+            name: "frac-p",
+            labels: { "cluster.x-k8s.io/cluster-name": "frac" },
+            ownerReferences: [
+              {
+                apiVersion: "cluster.x-k8s.io/v1beta2",
+                kind: "MachinePool",
+                name: "frac-p",
+                uid: machinePool.metadata.uid,
+                controller: true,
+              },
+            ],
+          },
+          spec: { source: { image: "registry.invalid/captf/noop-machinepool:v1" } },
+        },
+      });
 
-      for (const [adapter, plural, name] of [[machineAdapter, "terraformmachines", "frac-m"], [poolAdapter, "terraformmachinepools", "frac-p"]] as const) {
+      for (const [adapter, plural, name] of [
+        [machineAdapter, "terraformmachines", "frac-m"],
+        [poolAdapter, "terraformmachinepools", "frac-p"],
+      ] as const) {
         expect((await reconcileWorkspace(deps, adapter, namespace, name)).action).toBe("added finalizer");
         const waiting = await reconcileWorkspace(deps, adapter, namespace, name);
         expect(waiting.action).toBe("waiting: WaitingForClusterExports");
         const object = (await plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural, name })) as Json;
-        expect(condition(object, "DependenciesReady")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterExports", message: expect.stringContaining("exports contains a fractional or exponent number at /ratio") });
+        expect(condition(object, "DependenciesReady")).toMatchObject({
+          status: "Unknown",
+          reason: "WaitingForClusterExports",
+          message: expect.stringContaining("exports contains a fractional or exponent number at /ratio"),
+        });
         expect(await jobsOf(name)).toHaveLength(0);
       }
     }, 120_000);
@@ -165,7 +324,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await createCluster("drop", "registry.invalid/captf/dropping-exports:v1");
       await drive("drop", (c) => c.status?.initialization?.provisioned === true);
       expect((await getCluster("drop")).status.exports).toEqual({ base: "b", extra: "x" });
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "drop", body: { spec: { variables: { extra: "" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "drop", body: { spec: { variables: { extra: "" } } } },
+        mergePatchOptions(),
+      );
       await drive("drop", (c) => c.status?.exports !== undefined && c.status.exports.extra === undefined);
       expect((await getCluster("drop")).status.exports).toEqual({ base: "b" });
     }, 180_000);
@@ -183,8 +345,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       }
       throw new Error(`ex-p did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await getPool()).status)}`);
     }
-    const newestApply = async () => (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
-    const args = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) => job.spec!.template.spec!.containers[0]!.args ?? [];
+    const newestApply = async () =>
+      (await jobsOf("ex-p"))
+        .filter((job) => job.metadata?.labels?.[opLabel] === "apply")
+        .sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+    const args = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) =>
+      job.spec!.template.spec!.containers[0]!.args ?? [];
 
     it("is held when its plan replaces a resource, applies once approved, and applies unguarded while the exports stay the same", async () => {
       await createCluster("ex", "registry.invalid/captf/exporting:v1");
@@ -194,71 +360,114 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(args(await newestApply())).not.toContain("--guard-deletes");
 
       // The cluster exports generation 2: the pool's next apply would replace terraform_data.bound.
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } },
+        mergePatchOptions(),
+      );
       await drive("ex", (c) => c.status?.exports?.generation === "2");
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "DestructivePlanBlocked");
       const blocked = await newestApply();
       expect(args(blocked)).toContain("--guard-deletes");
       expect(blocked.metadata?.annotations?.["captf.io/bookkept"]).toBe("true");
-      const blockedApproval = args(blocked).find((arg) => arg.startsWith("--inputs-hash="))!.slice("--inputs-hash=".length);
+      const blockedApproval = args(blocked)
+        .find((arg) => arg.startsWith("--inputs-hash="))!
+        .slice("--inputs-hash=".length);
       expect(blocked.metadata?.annotations?.["captf.io/approval-hash"]).toBe(blockedApproval);
-      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", message: expect.stringContaining("terraform_data.bound") });
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({
+        status: "False",
+        message: expect.stringContaining("terraform_data.bound"),
+      });
 
       // The change is held: recorded on the durable inputs beside the exports the pool applied, and nothing else runs.
       const durableSecret = () => plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("machinepool", "ex-p") });
       let durable = await durableSecret();
       expect(JSON.parse(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]!)).toEqual({
-        exportsHash: blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"], approvalHash: blockedApproval, job: blocked.metadata!.name, summary: expect.stringContaining("terraform_data.bound"),
+        exportsHash: blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"],
+        approvalHash: blockedApproval,
+        job: blocked.metadata!.name,
+        summary: expect.stringContaining("terraform_data.bound"),
       });
       expect(JSON.parse(Buffer.from(durable.data!["applied-cluster-outputs.json"]!, "base64").toString())).toEqual({ generation: "1" });
       const appliedExportsHash = durable.metadata!.annotations!["captf.io/applied-cluster-outputs-hash"];
       expect(appliedExportsHash).not.toBe(blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"]);
       expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("UpToDate");
-      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "DestructivePlanBlocked", message: expect.stringContaining("until then the pool applies the exports of its last successful apply") });
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({
+        status: "False",
+        reason: "DestructivePlanBlocked",
+        message: expect.stringContaining("until then the pool applies the exports of its last successful apply"),
+      });
 
       // Meanwhile an edit of the pool applies, unguarded, with the exports it applied last; the change stays held.
-      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 2 } } },
+        mergePatchOptions(),
+      );
       await drivePool((p) => p.status?.replicas === 2);
       const heldApply = await newestApply();
-      expect(heldApply.metadata?.annotations).toMatchObject({ "captf.io/held-cluster-outputs": "true", "captf.io/cluster-outputs-hash": appliedExportsHash });
+      expect(heldApply.metadata?.annotations).toMatchObject({
+        "captf.io/held-cluster-outputs": "true",
+        "captf.io/cluster-outputs-hash": appliedExportsHash,
+      });
       expect(args(heldApply)).not.toContain("--guard-deletes");
       expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "DestructivePlanBlocked" });
       durable = await durableSecret();
       expect(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]).toBeDefined();
-      expect(JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString()).captf_cluster_outputs).toEqual({ generation: "1" });
+      expect(JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString()).captf_cluster_outputs).toEqual({
+        generation: "1",
+      });
       const applies = (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").length;
 
       // Approving the hash the condition names (the edit changed it) applies the change, once, and settles the records.
       const approval = /captf\.io\/approve-destructive-plan=(\S+?);/.exec(condition(await getPool(), "ApplyJobSucceeded").message)![1]!;
       expect(approval).not.toBe(blockedApproval);
-      await plane.custom.patchNamespacedCustomObject({ ...pools, body: { metadata: { annotations: { "captf.io/approve-destructive-plan": approval } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...pools, body: { metadata: { annotations: { "captf.io/approve-destructive-plan": approval } } } },
+        mergePatchOptions(),
+      );
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.status === "True");
       const approvedApply = await newestApply();
       expect(args(approvedApply)).toContain(`--allow-deletes-hash=${approval}`);
       expect(approvedApply.metadata?.annotations?.["captf.io/approval-hash"]).toBe(approval);
       expect((await getPool()).metadata.annotations?.["captf.io/approve-destructive-plan"]).toBeUndefined();
-      expect((await metrics.destructivePlanApprovalsConsumed.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachinePool" }, value: 1 })]);
+      expect((await metrics.destructivePlanApprovalsConsumed.get()).values).toEqual([
+        expect.objectContaining({ labels: { kind: "TerraformMachinePool" }, value: 1 }),
+      ]);
       expect((await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply")).toHaveLength(applies + 1);
       durable = await durableSecret();
       expect(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]).toBeUndefined();
-      expect(durable.metadata!.annotations!["captf.io/applied-cluster-outputs-hash"]).toBe(blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"]);
+      expect(durable.metadata!.annotations!["captf.io/applied-cluster-outputs-hash"]).toBe(
+        blocked.metadata!.annotations!["captf.io/cluster-outputs-hash"],
+      );
       expect(JSON.parse(Buffer.from(durable.data!["applied-cluster-outputs.json"]!, "base64").toString())).toEqual({ generation: "2" });
 
       // Another change of the pool's inputs, the exports as applied: not guarded.
-      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 3 } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...capi, namespace, plural: "machinepools", name: "ex-p", body: { spec: { replicas: 3 } } },
+        mergePatchOptions(),
+      );
       await drivePool((p) => p.status?.replicas === 3);
       expect(args(await newestApply())).not.toContain("--guard-deletes");
       expect((await newestApply()).metadata?.annotations?.["captf.io/held-cluster-outputs"]).toBeUndefined();
 
       // A change withdrawn (the exports back at those applied): nothing waits, the condition names the Job it stopped.
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "3" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "3" } } } },
+        mergePatchOptions(),
+      );
       await drive("ex", (c) => c.status?.exports?.generation === "3");
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "DestructivePlanBlocked");
       const withdrawn = (await newestApply()).metadata!.name!;
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "ex", body: { spec: { variables: { generation: "2" } } } },
+        mergePatchOptions(),
+      );
       await drive("ex", (c) => c.status?.exports?.generation === "2");
       expect((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action).toBe("UpToDate");
-      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded", message: expect.stringContaining(`Job ${withdrawn} stopped before was withdrawn`) });
+      expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({
+        status: "True",
+        reason: "ApplySucceeded",
+        message: expect.stringContaining(`Job ${withdrawn} stopped before was withdrawn`),
+      });
       expect((await newestApply()).metadata!.name).toBe(withdrawn);
     }, 420_000);
   });
@@ -275,9 +484,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         }
         throw new Error(`fail-p did not converge: ${JSON.stringify((await getPool()).status)}`);
       };
-      const newestApply = async () => (await jobsOf("fail-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
-      const guarded = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) => (job.spec!.template.spec!.containers[0]!.args ?? []).includes("--guard-deletes");
-      const durable = async () => (await plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("machinepool", "fail-p") })).metadata!.annotations ?? {};
+      const newestApply = async () =>
+        (await jobsOf("fail-p"))
+          .filter((job) => job.metadata?.labels?.[opLabel] === "apply")
+          .sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+      const guarded = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) =>
+        (job.spec!.template.spec!.containers[0]!.args ?? []).includes("--guard-deletes");
+      const durable = async () =>
+        (await plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("machinepool", "fail-p") })).metadata!
+          .annotations ?? {};
 
       await createCluster("failex", "registry.invalid/captf/exporting:v1");
       await drive("failex", (c) => c.status?.initialization?.provisioned === true);
@@ -286,20 +501,36 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const appliedHash = (await durable())["captf.io/applied-cluster-outputs-hash"];
 
       // The exports say "fail": the guarded apply updates in place, then fails in its apply step.
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "fail" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "fail" } } } },
+        mergePatchOptions(),
+      );
       await drive("failex", (c) => c.status?.exports?.generation === "fail");
       await drivePool((p) => condition(p, "ApplyJobSucceeded")?.reason === "ApplyFailed");
       // A pool re-applies on every bootstrap rotation: once provisioned, its failed re-apply turns it unready (docs/conditions.md, Ready).
-      expect(condition(await getPool(), "Ready")).toMatchObject({ status: "False", reason: "NotReady", message: "ApplyJobSucceeded is False (ApplyFailed)" });
+      expect(condition(await getPool(), "Ready")).toMatchObject({
+        status: "False",
+        reason: "NotReady",
+        message: "ApplyJobSucceeded is False (ApplyFailed)",
+      });
       const failed = await newestApply();
       expect(guarded(failed)).toBe(true);
       expect(await sample(metrics.jobErrors, { kind: "TerraformMachinePool", op: "apply", error_kind: "step", step: "apply" })).toBe(1);
       const pool = { kind: "TerraformMachinePool", op: "apply" };
-      const attempts = { sum: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"))!, count: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_count"))! };
-      expect(JSON.parse((await durable())["captf.io/partial-cluster-outputs"]!)).toEqual({ exportsHash: failed.metadata!.annotations!["captf.io/cluster-outputs-hash"], job: failed.metadata!.name });
+      const attempts = {
+        sum: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"))!,
+        count: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_count"))!,
+      };
+      expect(JSON.parse((await durable())["captf.io/partial-cluster-outputs"]!)).toEqual({
+        exportsHash: failed.metadata!.annotations!["captf.io/cluster-outputs-hash"],
+        job: failed.metadata!.name,
+      });
 
       // Back at the applied exports: the apply that follows is guarded all the same, and its success clears the record.
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "1" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "failex", body: { spec: { variables: { generation: "1" } } } },
+        mergePatchOptions(),
+      );
       await drive("failex", (c) => c.status?.exports?.generation === "1");
       // Past the failure's one-minute backoff.
       skew = 90_000;
@@ -312,13 +543,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const recovered = await newestApply();
       expect(recovered.metadata!.name).not.toBe(failed.metadata!.name);
       // Its retry number: one failure since the last success, plus one.
-      expect({ sum: await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"), count: await sample(metrics.jobAttempts, pool, "captf_job_attempts_count") }).toEqual({ sum: attempts.sum + 2, count: attempts.count + 1 });
+      expect({
+        sum: await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"),
+        count: await sample(metrics.jobAttempts, pool, "captf_job_attempts_count"),
+      }).toEqual({ sum: attempts.sum + 2, count: attempts.count + 1 });
       expect(recovered.metadata!.annotations!["captf.io/cluster-outputs-hash"]).toBe(appliedHash);
       expect(guarded(recovered)).toBe(true);
       expect((await durable())["captf.io/partial-cluster-outputs"]).toBeUndefined();
 
       // Settled: the next apply of the applied exports is not guarded.
-      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "machinepools", name: "fail-p", body: { spec: { replicas: 2 } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...capi, namespace, plural: "machinepools", name: "fail-p", body: { spec: { replicas: 2 } } },
+        mergePatchOptions(),
+      );
       await drivePool((p) => p.status?.replicas === 2);
       expect(guarded(await newestApply())).toBe(false);
     }, 300_000);
@@ -333,12 +570,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       // First visit: no drift check has run yet, and the first apply runs.
       expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
       expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
-      expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "False", reason: "ApplyRunning", message: `Job ${cluster.status.activeJob.name} applies the current inputs` });
+      expect(condition(cluster, "InputsApplied")).toMatchObject({
+        status: "False",
+        reason: "ApplyRunning",
+        message: `Job ${cluster.status.activeJob.name} applies the current inputs`,
+      });
       await drive("remedy", (c) => c.status?.initialization?.provisioned === true);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
       cluster = await getCluster("remedy");
       expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "True", reason: "InputsApplied" });
-      expect(condition(cluster, "EndpointAvailable")).toMatchObject({ status: "True", reason: "EndpointAvailable", message: "control-plane endpoint noop-remedy.invalid" });
+      expect(condition(cluster, "EndpointAvailable")).toMatchObject({
+        status: "True",
+        reason: "EndpointAvailable",
+        message: "control-plane endpoint noop-remedy.invalid",
+      });
       writeFileSync(join(work, "drift-remedy"), "");
       skew = 70_000;
       try {
@@ -347,13 +592,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         skew = 0;
       }
       cluster = await getCluster("remedy");
-      expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DriftJobRunning", message: `Job ${cluster.status.activeJob.name} checks for drift` });
+      expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({
+        status: "Unknown",
+        reason: "DriftJobRunning",
+        message: `Job ${cluster.status.activeJob.name} checks for drift`,
+      });
       expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
       // While it runs: the Job and when captf started it (its creation), set by the pass that created it and kept while it runs.
       const driftJob = (await jobsOf("remedy")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!;
-      const started = { name: driftJob.metadata!.name, operation: "drift", attempt: 1, startTime: new Date(driftJob.metadata!.creationTimestamp!).toISOString() };
+      const started = {
+        name: driftJob.metadata!.name,
+        operation: "drift",
+        attempt: 1,
+        startTime: new Date(driftJob.metadata!.creationTimestamp!).toISOString(),
+      };
       expect(cluster.status.activeJob).toEqual(started);
-      await waitFor(async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime, 30_000, "the drift Job's startTime");
+      await waitFor(
+        async () => (await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status?.startTime,
+        30_000,
+        "the drift Job's startTime",
+      );
       const resourceVersion = (await getCluster("remedy")).metadata.resourceVersion;
       await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
       const running = await getCluster("remedy");
@@ -361,7 +619,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(running.metadata.resourceVersion).toBe(resourceVersion);
       await allJobsFinished(plane.batch, namespace, executor);
       // The pass that reads the finding cannot start the remediation yet (no Job slot): the drift is pending.
-      const noSlot: ReconcilerDeps = { ...deps, jobSlots: { usage: () => ({ total: 1, cluster: 1 }), managerLimit: 1, clusterDefaultLimit: 0 } };
+      const noSlot: ReconcilerDeps = {
+        ...deps,
+        jobSlots: { usage: () => ({ total: 1, cluster: 1 }), managerLimit: 1, clusterDefaultLimit: 0 },
+      };
       expect((await reconcileWorkspace(noSlot, clusterAdapter, namespace, "remedy")).action).toBe("waiting: WaitingForJobSlot");
       cluster = await getCluster("remedy");
       expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "True", reason: "DriftPending" });
@@ -370,11 +631,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const checked = await getCluster("remedy");
       expect(condition(checked, "DriftDetected")).toMatchObject({ status: "True", reason: "DriftRemediating" });
       // What the drift Job found and ran, and when, in status.
-      const finished = Date.parse(String((await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status!.completionTime));
-      expect(checked.status.lastRun).toMatchObject({ job: driftJob.metadata!.name, operation: "drift", drift: { add: 0, change: 1, destroy: 0, resources: [expect.stringContaining("terraform_data.drifting")] } });
+      const finished = Date.parse(
+        String((await plane.batch.readNamespacedJob({ namespace, name: driftJob.metadata!.name! })).status!.completionTime),
+      );
+      expect(checked.status.lastRun).toMatchObject({
+        job: driftJob.metadata!.name,
+        operation: "drift",
+        drift: { add: 0, change: 1, destroy: 0, resources: [expect.stringContaining("terraform_data.drifting")] },
+      });
       expect(Date.parse(checked.status.lastDriftCheck)).toBe(finished);
       expect(Date.parse(checked.status.lastRefresh)).toBe(finished);
-      expect(checked.status.source).toMatchObject({ image: "registry.invalid/captf/drifting:v1", runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+      expect(checked.status.source).toMatchObject({
+        image: "registry.invalid/captf/drifting:v1",
+        runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      });
       await allJobsFinished(plane.batch, namespace, executor);
 
       const after = await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy");
@@ -407,14 +677,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await createCluster("reapply", "registry.invalid/captf/failing-cluster:v1");
       await drive("reapply", (c) => c.status?.initialization?.provisioned === true);
       expect(condition(await getCluster("reapply"), "Ready")).toMatchObject({ status: "True", reason: "Ready" });
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "reapply", body: { spec: { variables: { fail: "yes" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformclusters", name: "reapply", body: { spec: { variables: { fail: "yes" } } } },
+        mergePatchOptions(),
+      );
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "reapply")).action).toMatch(/^started apply \(InputsChanged\)/);
       await allJobsFinished(plane.batch, namespace, executor);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "reapply")).action).toBe("InputsChangedBackoff");
       const cluster = await getCluster("reapply");
-      const failed = (await jobsOf("reapply")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
+      const failed = (await jobsOf("reapply"))
+        .filter((job) => job.metadata?.labels?.[opLabel] === "apply")
+        .sort((a, b) => Date.parse(String(b.metadata!.creationTimestamp)) - Date.parse(String(a.metadata!.creationTimestamp)))[0]!;
       expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "ApplyFailed" });
-      expect(condition(cluster, "InputsApplied")).toMatchObject({ status: "False", reason: "InputsApplyFailed", message: `Job ${failed.metadata!.name} could not apply the current inputs` });
+      expect(condition(cluster, "InputsApplied")).toMatchObject({
+        status: "False",
+        reason: "InputsApplyFailed",
+        message: `Job ${failed.metadata!.name} could not apply the current inputs`,
+      });
       expect(condition(cluster, "Ready")).toMatchObject({ status: "True", reason: "Ready" });
       expect(cluster.status.initialization).toEqual({ provisioned: true });
     }, 120_000);
@@ -429,30 +708,63 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(cluster, "Ready")).toMatchObject({ status: "True" });
       expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
       // Settled: further passes start nothing and record nothing again.
-      for (let pass = 0; pass < 2; pass++) expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "nofd")).action).toBe("UpToDate");
+      for (let pass = 0; pass < 2; pass++)
+        expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "nofd")).action).toBe("UpToDate");
       const applies = (await jobsOf("nofd")).filter((job) => job.metadata?.labels?.[opLabel] === "apply");
       expect(applies).toHaveLength(1);
       expect(recorded.filter((event) => event.name === "nofd" && event.reason === "JobSucceeded")).toHaveLength(1);
       // The pass's gauges and the Job's timings, from the real pass.
       const object = { kind: "TerraformCluster", namespace, name: "nofd" };
-      const state = await plane.core.readNamespacedSecret({ namespace, name: stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name: "nofd" })) });
+      const state = await plane.core.readNamespacedSecret({
+        namespace,
+        name: stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name: "nofd" })),
+      });
       expect(await sample(metrics.stateBytes, object)).toBe(Buffer.from(state.data!.tfstate!, "base64").length);
       expect(await sample(metrics.stateResources, object)).toBeGreaterThan(0);
       const durable = await plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("cluster", "nofd") });
-      expect(await sample(metrics.inputsBytes, object)).toBe(Buffer.from(durable.data!["main.tf.json"]!, "base64").length + Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").length);
+      expect(await sample(metrics.inputsBytes, object)).toBe(
+        Buffer.from(durable.data!["main.tf.json"]!, "base64").length +
+          Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").length,
+      );
       expect(await sample(metrics.infrastructureHealthy, object)).toBe(1);
-      expect(await sample(metrics.jobStepDuration, { kind: "TerraformCluster", op: "apply", step: "apply" }, "captf_job_step_duration_seconds_count")).toBeGreaterThanOrEqual(1);
-      expect(await sample(metrics.jobQueue, { kind: "TerraformCluster", op: "apply" }, "captf_job_queue_seconds_count")).toBeGreaterThanOrEqual(1);
+      expect(
+        await sample(
+          metrics.jobStepDuration,
+          { kind: "TerraformCluster", op: "apply", step: "apply" },
+          "captf_job_step_duration_seconds_count",
+        ),
+      ).toBeGreaterThanOrEqual(1);
+      expect(
+        await sample(metrics.jobQueue, { kind: "TerraformCluster", op: "apply" }, "captf_job_queue_seconds_count"),
+      ).toBeGreaterThanOrEqual(1);
 
       // A destroy with no digest pinned runs the image by its reference, and says so once.
-      await plane.core.patchNamespacedSecret({ namespace, name: durableInputsSecretName("cluster", "nofd"), body: { metadata: { annotations: { "captf.io/image-digest": null } } } }, mergePatchOptions());
+      await plane.core.patchNamespacedSecret(
+        {
+          namespace,
+          name: durableInputsSecretName("cluster", "nofd"),
+          body: { metadata: { annotations: { "captf.io/image-digest": null } } },
+        },
+        mergePatchOptions(),
+      );
       // A fresh API server answers the first lists of a kind with 429 while its watch cache starts: the deleting cluster counts machines and pools.
-      for (const plural of ["terraformmachines", "terraformmachinepools"]) await waitFor(() => plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural }).then(() => true, () => undefined), 30_000, `${plural} listable`);
+      for (const plural of ["terraformmachines", "terraformmachinepools"])
+        await waitFor(
+          () =>
+            plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural }).then(
+              () => true,
+              () => undefined,
+            ),
+          30_000,
+          `${plural} listable`,
+        );
       await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "nofd" });
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "nofd")).action).toMatch(/^started destroy/);
       const destroy = (await jobsOf("nofd")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
       expect(destroy.spec!.template.spec!.containers[0]!.image).toBe("registry.invalid/captf/no-domains:v1");
-      expect(recorded.filter((event) => event.name === "nofd" && event.reason === "DigestUnknown").map((event) => event.note)).toEqual([expect.stringContaining("no digest pinned for registry.invalid/captf/no-domains:v1")]);
+      expect(recorded.filter((event) => event.name === "nofd" && event.reason === "DigestUnknown").map((event) => event.note)).toEqual([
+        expect.stringContaining("no digest pinned for registry.invalid/captf/no-domains:v1"),
+      ]);
       await executor.runPending();
       await allJobsFinished(plane.batch, namespace);
     }, 120_000);
@@ -473,14 +785,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const next = await reconcileWorkspace(deps, clusterAdapter, namespace, "cut");
       expect(next.action).toMatch(/^started apply/);
       const durableName = durableInputsSecretName("cluster", "cut");
-      expect((await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/interrupted-apply"]).toBe(interrupted);
-      expect(condition(await getCluster("cut"), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "ApplyFailed", message: `Job ${interrupted}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due` });
+      expect(
+        (await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/interrupted-apply"],
+      ).toBe(interrupted);
+      expect(condition(await getCluster("cut"), "ApplyJobSucceeded")).toMatchObject({
+        status: "False",
+        reason: "ApplyFailed",
+        message: `Job ${interrupted}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`,
+      });
       expect(recorded).toContainEqual({ name: "cut", reason: "JobInterrupted", note: expect.stringContaining(interrupted) });
       const [retry] = await jobsOf("cut");
       expect(retry!.metadata?.annotations?.["captf.io/after-interrupted-apply"]).toBe(interrupted);
 
       await drive("cut", (c) => condition(c, "ApplyJobSucceeded")?.reason === "ApplySucceeded");
-      expect((await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/interrupted-apply"]).toBeUndefined();
+      expect(
+        (await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/interrupted-apply"],
+      ).toBeUndefined();
     }, 120_000);
   });
 });

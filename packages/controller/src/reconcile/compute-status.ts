@@ -100,12 +100,17 @@ export interface PassOutcome {
 
 type Setter<T extends ConditionType> = (scope: StatusScope, outcome: PassOutcome) => DeclaredCondition<T> | undefined;
 
-const setPaused: Setter<"Paused"> = ({ paused }) => (paused ? { status: "True", reason: "Paused" } : { status: "False", reason: "NotPaused" });
+const setPaused: Setter<"Paused"> = ({ paused }) =>
+  paused ? { status: "True", reason: "Paused" } : { status: "False", reason: "NotPaused" };
 
 const setDependenciesReady: Setter<"DependenciesReady"> = ({ pinned, inputs, deleting, kind }) => {
   if (pinned) return { status: "True", reason: "DependenciesReady" };
-  if (inputs.kind === "none") return deleting ? undefined : { status: "Unknown", reason: "WaitingForOwner", message: `waiting for a Cluster API owner of this ${kind}` };
-  if (inputs.kind === "pending" && inputs.condition === "DependenciesReady") return { status: inputs.status, reason: inputs.reason, message: inputs.message } as DeclaredCondition<"DependenciesReady">;
+  if (inputs.kind === "none")
+    return deleting
+      ? undefined
+      : { status: "Unknown", reason: "WaitingForOwner", message: `waiting for a Cluster API owner of this ${kind}` };
+  if (inputs.kind === "pending" && inputs.condition === "DependenciesReady")
+    return { status: inputs.status, reason: inputs.reason, message: inputs.message } as DeclaredCondition<"DependenciesReady">;
   return { status: "True", reason: "DependenciesReady" };
 };
 
@@ -116,30 +121,59 @@ function credentialsCondition<T extends "IdentityAllowed" | "CredentialsMirrored
 
 const setRunnerRBACReady: Setter<"RunnerRBACReady"> = ({ credentials, serviceAccount }, { wait }) => {
   if (wait?.type === "RunnerRBACReady") return wait.value as DeclaredCondition<"RunnerRBACReady">;
-  return (serviceAccount ?? credentials.find((entry) => entry.type === "RunnerRBACReady")?.value) as DeclaredCondition<"RunnerRBACReady"> | undefined;
+  return (serviceAccount ?? credentials.find((entry) => entry.type === "RunnerRBACReady")?.value) as
+    | DeclaredCondition<"RunnerRBACReady">
+    | undefined;
 };
 
 const setApplyJobSucceeded: Setter<"ApplyJobSucceeded"> = (scope, { decision, wait, active }) => {
   if (wait?.type === "ApplyJobSucceeded") return wait.value as DeclaredCondition<"ApplyJobSucceeded">;
   const { newestJob: newest, planShown } = scope;
   // A held change reads as blocked until approved, whatever else the pool applied meanwhile; a failure shows first.
-  const newestFailed = newest && (newest.op === "apply" || newest.op === "destroy") && newest.outcome !== "succeeded" && newest.outcome !== "blocked";
-  if (scope.heldExports && !newestFailed) return { status: "False", reason: "DestructivePlanBlocked", message: heldExportsMessage(scope.heldExports.pending, scope.heldExports.approvalHash) };
+  const newestFailed =
+    newest && (newest.op === "apply" || newest.op === "destroy") && newest.outcome !== "succeeded" && newest.outcome !== "blocked";
+  if (scope.heldExports && !newestFailed)
+    return {
+      status: "False",
+      reason: "DestructivePlanBlocked",
+      message: heldExportsMessage(scope.heldExports.pending, scope.heldExports.approvalHash),
+    };
   // A withdrawn change: the last apply's real outcome, naming the Job it stopped.
   if (scope.withdrawnExports) {
-    const before: DeclaredCondition<"ApplyJobSucceeded"> = scope.withdrawnExports.applyBefore ? applyJobCondition(scope.withdrawnExports.applyBefore) : { status: "True", reason: "ApplySucceeded" };
-    return { ...before, message: [withdrawnExportsMessage(scope.withdrawnExports.job), ...(before.message ? [before.message] : [])].join("; ") } as DeclaredCondition<"ApplyJobSucceeded">;
+    const before: DeclaredCondition<"ApplyJobSucceeded"> = scope.withdrawnExports.applyBefore
+      ? applyJobCondition(scope.withdrawnExports.applyBefore)
+      : { status: "True", reason: "ApplySucceeded" };
+    return {
+      ...before,
+      message: [withdrawnExportsMessage(scope.withdrawnExports.job), ...(before.message ? [before.message] : [])].join("; "),
+    } as DeclaredCondition<"ApplyJobSucceeded">;
   }
   if (decision?.reason === "PlanAwaitingApproval" && planShown) {
-    return { status: "Unknown", reason: "PlanAwaitingApproval", message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}` };
+    return {
+      status: "Unknown",
+      reason: "PlanAwaitingApproval",
+      message: `plan ${planShown.planHash} (${previewCounts(planShown)}) waits for ${annotations.approvePlan}=${planShown.planHash}`,
+    };
   }
-  if (newest?.outcome === "plan-changed") return { status: "Unknown", reason: "PlanChanged", message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval` };
+  if (newest?.outcome === "plan-changed")
+    return {
+      status: "Unknown",
+      reason: "PlanChanged",
+      message: `Job ${newest.name} planned differently from the approved plan; the new plan waits for approval`,
+    };
   const planShownOnly = newest?.op === "plan" && newest.result?.plan !== undefined && !newest.result.error;
-  if (newest && (newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly) return applyJobCondition(newest);
+  if (newest && (newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly)
+    return applyJobCondition(newest);
   if (scope.vanishedApply) return { status: "False", reason: "ApplyFailed", message: vanishedApplyMessage(scope.vanishedApply) };
-  if (scope.inputs.kind === "pending" && scope.inputs.condition === "ApplyJobSucceeded") return { status: scope.inputs.status, reason: scope.inputs.reason, message: scope.inputs.message } as DeclaredCondition<"ApplyJobSucceeded">;
+  if (scope.inputs.kind === "pending" && scope.inputs.condition === "ApplyJobSucceeded")
+    return {
+      status: scope.inputs.status,
+      reason: scope.inputs.reason,
+      message: scope.inputs.message,
+    } as DeclaredCondition<"ApplyJobSucceeded">;
   // Nothing has run, and no apply runs yet (it reports its own outcome when it finishes).
-  if (!scope.previous?.some((condition) => condition.type === "ApplyJobSucceeded") && active?.op !== "apply") return { status: "Unknown", reason: "NoApplyYet", message: "no apply has run yet" };
+  if (!scope.previous?.some((condition) => condition.type === "ApplyJobSucceeded") && active?.op !== "apply")
+    return { status: "Unknown", reason: "NoApplyYet", message: "no apply has run yet" };
   return undefined;
 };
 
@@ -147,10 +181,19 @@ const setStateReadable: Setter<"StateReadable"> = ({ state, stateLost, lock, ret
   if (!state) return undefined;
   if (retainedBy?.length && !deleting) {
     const retainer = retainedBy.join(", ");
-    return { status: "False", reason: "RetainedStateFound", message: `state retained by deleted object ${retainer} is in the way: set spec.adoptRetainedState: true to take it over, or delete the Secrets labelled captf.io/retained-from-uid=${retainer}` };
+    return {
+      status: "False",
+      reason: "RetainedStateFound",
+      message: `state retained by deleted object ${retainer} is in the way: set spec.adoptRetainedState: true to take it over, or delete the Secrets labelled captf.io/retained-from-uid=${retainer}`,
+    };
   }
   if (state.kind === "unreadable") return { status: "False", reason: state.reason, message: state.message };
-  if (stateLost) return { status: "False", reason: "StateLost", message: `the state Secrets are gone although this ${kind} applied before: restore a backup with ${annotations.restoreState}=<serial>` };
+  if (stateLost)
+    return {
+      status: "False",
+      reason: "StateLost",
+      message: `the state Secrets are gone although this ${kind} applied before: restore a backup with ${annotations.restoreState}=<serial>`,
+    };
   if (lock?.kind === "foreign") return { status: "False", reason: "StateLocked", message: stateLockedMessage(lock) };
   if (state.kind === "ok") return { status: "True", reason: "StateRead" };
   return { status: "Unknown", reason: "StateNotFound", message: "no state Secret yet: the first apply creates it" };
@@ -158,30 +201,57 @@ const setStateReadable: Setter<"StateReadable"> = ({ state, stateLost, lock, ret
 
 const setRestoreJobSucceeded: Setter<"RestoreJobSucceeded"> = ({ restores, restoreBackupNotFound }, { wait }) => {
   if (wait?.type === "RestoreJobSucceeded") return wait.value as DeclaredCondition<"RestoreJobSucceeded">;
-  if (restoreBackupNotFound !== undefined) return { status: "False", reason: "RestoreBackupNotFound", message: `${annotations.restoreState}=${restoreBackupNotFound} names no complete backup; status.stateBackups lists the serials kept` };
+  if (restoreBackupNotFound !== undefined)
+    return {
+      status: "False",
+      reason: "RestoreBackupNotFound",
+      message: `${annotations.restoreState}=${restoreBackupNotFound} names no complete backup; status.stateBackups lists the serials kept`,
+    };
   const restore = restores.at(-1);
   if (!restore) return undefined;
-  if (restore.succeeded) return { status: "True", reason: "StateRestored", message: `backup serial ${restore.serial} restored by Job ${restore.job}` };
-  return { status: "False", reason: "RestoreFailed", message: `Job ${restore.job} could not restore backup serial ${restore.serial}${restore.summary ? `: ${restore.summary}` : ""}` };
+  if (restore.succeeded)
+    return { status: "True", reason: "StateRestored", message: `backup serial ${restore.serial} restored by Job ${restore.job}` };
+  return {
+    status: "False",
+    reason: "RestoreFailed",
+    message: `Job ${restore.job} could not restore backup serial ${restore.serial}${restore.summary ? `: ${restore.summary}` : ""}`,
+  };
 };
 
 const setOutputsValid: Setter<"OutputsValid"> = ({ outputs }) => outputs?.outputsValid as DeclaredCondition<"OutputsValid"> | undefined;
-const setInfrastructureHealthy: Setter<"InfrastructureHealthy"> = ({ outputs }) => outputs?.health as DeclaredCondition<"InfrastructureHealthy"> | undefined;
+const setInfrastructureHealthy: Setter<"InfrastructureHealthy"> = ({ outputs }) =>
+  outputs?.health as DeclaredCondition<"InfrastructureHealthy"> | undefined;
 
 /** Whether the inputs rendered now are applied; untouched while deleting or paused, or before the state was read. */
 const setInputsApplied: Setter<"InputsApplied"> = (scope, { decision, active }) => {
   const { state, deleting, paused, currentHash } = scope;
   if (deleting || paused || !state) return undefined;
-  if (!currentHash) return { status: "Unknown", reason: "InputsUnavailable", message: scope.inputs.kind === "pending" ? scope.inputs.message : `the inputs of this ${scope.kind} cannot be built yet` };
+  if (!currentHash)
+    return {
+      status: "Unknown",
+      reason: "InputsUnavailable",
+      message: scope.inputs.kind === "pending" ? scope.inputs.message : `the inputs of this ${scope.kind} cannot be built yet`,
+    };
   const appliedHash = state.kind === "ok" ? state.state.inputsHash : undefined;
   if (appliedHash === currentHash && !scope.interruptedApply) return { status: "True", reason: "InputsApplied" };
   if (active?.op === "apply") return { status: "False", reason: "ApplyRunning", message: `Job ${active.name} applies the current inputs` };
-  if (decision?.reason === "PlanAwaitingApproval" || decision?.reason === "DestructivePlanBlocked") return { status: "False", reason: "AwaitingApproval", message: `applying the current inputs waits for approval (${decision.reason})` };
+  if (decision?.reason === "PlanAwaitingApproval" || decision?.reason === "DestructivePlanBlocked")
+    return { status: "False", reason: "AwaitingApproval", message: `applying the current inputs waits for approval (${decision.reason})` };
   const newest = scope.newestJob;
-  if (newest?.op === "apply" && newest.outcome !== undefined && newest.outcome !== "succeeded" && newest.outcome !== "interrupted" && newest.inputsHash === currentHash) {
+  if (
+    newest?.op === "apply" &&
+    newest.outcome !== undefined &&
+    newest.outcome !== "succeeded" &&
+    newest.outcome !== "interrupted" &&
+    newest.inputsHash === currentHash
+  ) {
     return { status: "False", reason: "InputsApplyFailed", message: `Job ${newest.name} could not apply the current inputs` };
   }
-  return { status: "False", reason: "ApplyPending", message: decision ? `an apply of the current inputs is due (${decision.reason})` : "an apply of the current inputs is due" };
+  return {
+    status: "False",
+    reason: "ApplyPending",
+    message: decision ? `an apply of the current inputs is due (${decision.reason})` : "an apply of the current inputs is due",
+  };
 };
 
 const setDriftJobSucceeded: Setter<"DriftJobSucceeded"> = ({ drift, previous }, { wait, active }) => {
@@ -189,24 +259,39 @@ const setDriftJobSucceeded: Setter<"DriftJobSucceeded"> = ({ drift, previous }, 
   const check = drift?.newestCheck;
   if (check?.outcome === "succeeded" && check.op === "drift" && check.result?.drift) return { status: "True", reason: "DriftChecked" };
   if (check && check.outcome !== "succeeded" && check.outcome !== "interrupted") {
-    if (check.deadlineExceeded) return { status: "False", reason: "DriftJobDeadlineExceeded", message: `Job ${check.name} reached its deadline` };
-    return { status: "False", reason: "DriftJobFailed", message: `Job ${check.name} (${check.op}) failed${check.result?.error?.summary ? `: ${check.result.error.summary}` : ""}` };
+    if (check.deadlineExceeded)
+      return { status: "False", reason: "DriftJobDeadlineExceeded", message: `Job ${check.name} reached its deadline` };
+    return {
+      status: "False",
+      reason: "DriftJobFailed",
+      message: `Job ${check.name} (${check.op}) failed${check.result?.error?.summary ? `: ${check.result.error.summary}` : ""}`,
+    };
   }
   if (!drift) return undefined;
   const before = previous?.find((condition) => condition.type === "DriftJobSucceeded");
   // Until a check has finished; afterwards the newest outcome stays while the next one runs.
-  if (active?.op === "drift" && (!before || before.status === "Unknown")) return { status: "Unknown", reason: "DriftJobRunning", message: `Job ${active.name} checks for drift` };
+  if (active?.op === "drift" && (!before || before.status === "Unknown"))
+    return { status: "Unknown", reason: "DriftJobRunning", message: `Job ${active.name} checks for drift` };
   if (!before) return { status: "Unknown", reason: "DriftNotChecked", message: "no drift check has run yet" };
   return undefined;
 };
 
 /** DriftDetected as the newest finding (or the status) has it, before remediation: also what the decision reads. Pure. */
-export function driftFinding({ drift, role, previous }: Pick<StatusScope, "drift" | "role" | "previous">): DeclaredCondition<"DriftDetected"> | undefined {
+export function driftFinding({
+  drift,
+  role,
+  previous,
+}: Pick<StatusScope, "drift" | "role" | "previous">): DeclaredCondition<"DriftDetected"> | undefined {
   const before = previous?.find((condition) => condition.type === "DriftDetected") as DeclaredCondition<"DriftDetected"> | undefined;
   const check = drift?.newestCheck;
   const finding = check?.outcome === "succeeded" && check.op === "drift" ? check.result?.drift : undefined;
   const current = finding && drift ? (driftDetectedCondition(finding, drift.action, role) as DeclaredCondition<"DriftDetected">) : before;
-  if (drift?.remediatedBy && current?.status === "True") return { status: "False", reason: "NoDrift", message: `remediation apply Job ${drift.remediatedBy} applied the current inputs over the drift` };
+  if (drift?.remediatedBy && current?.status === "True")
+    return {
+      status: "False",
+      reason: "NoDrift",
+      message: `remediation apply Job ${drift.remediatedBy} applied the current inputs over the drift`,
+    };
   return current;
 }
 
@@ -216,26 +301,46 @@ const setDriftDetected: Setter<"DriftDetected"> = (scope, { active }) => {
   if (!current) return { status: "Unknown", reason: "DriftNotChecked", message: "no drift check has run yet" };
   // Drift to remediate: remediating while its apply runs, pending until it starts.
   if (current.status === "True" && (current.reason === "DriftRemediating" || current.reason === "DriftPending")) {
-    return { status: "True", reason: active?.op === "apply" && active.remediation ? "DriftRemediating" : "DriftPending", ...(current.message ? { message: current.message } : {}) };
+    return {
+      status: "True",
+      reason: active?.op === "apply" && active.remediation ? "DriftRemediating" : "DriftPending",
+      ...(current.message ? { message: current.message } : {}),
+    };
   }
   return current;
 };
 
 const setDeletionBlocked: Setter<"DeletionBlocked"> = ({ role, deleting, dependents, clusterName }) => {
   if (role !== "cluster" || !deleting || dependents === undefined) return undefined;
-  return dependents > 0 ? { status: "True", reason: "DependentsExist", message: `${dependents} TerraformMachine(s) or TerraformMachinePool(s) of cluster ${clusterName} still exist` } : { status: "False", reason: "NotBlocked" };
+  return dependents > 0
+    ? {
+        status: "True",
+        reason: "DependentsExist",
+        message: `${dependents} TerraformMachine(s) or TerraformMachinePool(s) of cluster ${clusterName} still exist`,
+      }
+    : { status: "False", reason: "NotBlocked" };
 };
 
 const setDeleting: Setter<"Deleting"> = ({ deleting, deletionPolicy }) => {
   if (!deleting) return { status: "False", reason: "NotDeleting" };
   if (deletionPolicy) return { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` };
-  return { status: "True", reason: "DeletionPolicyUnresolved", message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy" };
+  return {
+    status: "True",
+    reason: "DeletionPolicyUnresolved",
+    message: "deletionPolicy is inherited from the TerraformCluster, which is not found: set spec.deletionPolicy",
+  };
 };
 
 /** A cluster's control-plane endpoint, once it is provisioned. */
 const setEndpointAvailable: Setter<"EndpointAvailable"> = ({ role, provisioned, endpointHost }) => {
   if (role !== "cluster" || !provisioned) return undefined;
-  return endpointHost ? { status: "True", reason: "EndpointAvailable", message: `control-plane endpoint ${endpointHost}` } : { status: "False", reason: "WaitingForEndpoint", message: "neither the module's control_plane_endpoint output nor the Cluster gives a control-plane endpoint yet" };
+  return endpointHost
+    ? { status: "True", reason: "EndpointAvailable", message: `control-plane endpoint ${endpointHost}` }
+    : {
+        status: "False",
+        reason: "WaitingForEndpoint",
+        message: "neither the module's control_plane_endpoint output nor the Cluster gives a control-plane endpoint yet",
+      };
 };
 
 /** The setters in the order their conditions appear on a new status. */
@@ -260,12 +365,27 @@ const setters: { [T in ConditionType]?: Setter<T> } = {
 
 /** The inputs of the Ready summary: everything until provisioned; then health (and a pool's re-applies), so a failed re-apply does not turn the infrastructure unready. */
 export function readyInputs(role: Role, provisioned: boolean): ConditionType[] {
-  if (!provisioned) return ["DependenciesReady", "IdentityAllowed", "CredentialsMirrored", "RunnerRBACReady", "ApplyJobSucceeded", "StateReadable", "OutputsValid", "InfrastructureHealthy", "Deleting"];
+  if (!provisioned)
+    return [
+      "DependenciesReady",
+      "IdentityAllowed",
+      "CredentialsMirrored",
+      "RunnerRBACReady",
+      "ApplyJobSucceeded",
+      "StateReadable",
+      "OutputsValid",
+      "InfrastructureHealthy",
+      "Deleting",
+    ];
   return role === "machinepool" ? ["InfrastructureHealthy", "ApplyJobSucceeded", "Deleting"] : ["InfrastructureHealthy", "Deleting"];
 }
 
 /** Ready as the summary of its inputs: True when each is good; an absent input counts as not good, except Deleting. Pure. */
-export function readySummary(conditions: readonly Pick<Condition, "type" | "status" | "reason">[], inputs: readonly ConditionType[], wrote: { optional?: readonly ConditionType[] } = {}): DeclaredCondition<"Ready"> {
+export function readySummary(
+  conditions: readonly Pick<Condition, "type" | "status" | "reason">[],
+  inputs: readonly ConditionType[],
+  wrote: { optional?: readonly ConditionType[] } = {},
+): DeclaredCondition<"Ready"> {
   const notGood: string[] = [];
   for (const type of inputs) {
     const condition = conditions.find((entry) => entry.type === type);
@@ -295,7 +415,14 @@ export function computeStatus(scope: StatusScope, outcome: PassOutcome): Record<
   const lastRun = lastRunOf(scope.newestJob);
   if (lastRun) status.lastRun = lastRun;
   // A merge patch keeps a field unless it is nulled.
-  status.activeJob = outcome.active ? { name: outcome.active.name, operation: outcome.active.op, attempt: outcome.active.attempt, ...(outcome.active.startTime ? { startTime: outcome.active.startTime } : {}) } : null;
+  status.activeJob = outcome.active
+    ? {
+        name: outcome.active.name,
+        operation: outcome.active.op,
+        attempt: outcome.active.attempt,
+        ...(outcome.active.startTime ? { startTime: outcome.active.startTime } : {}),
+      }
+    : null;
   if (scope.provisioned) status.initialization = { provisioned: true };
   status.conditions = conditions.toStatus(scope.previous, scope.now, scope.generation);
   return status;
@@ -309,9 +436,26 @@ function lastRunOf(job: ObservedJob | undefined): Record<string, unknown> | unde
   return {
     job: job.name,
     operation: job.op,
-    steps: result.steps.length ? result.steps.slice(0, 16).map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) })) : null,
-    error: result.error ? { kind: result.error.kind, ...(result.error.step ? { step: result.error.step } : {}), ...(result.error.summary ? { summary: result.error.summary } : {}) } : null,
-    drift: result.drift ? { add: result.drift.add, change: result.drift.change, destroy: result.drift.destroy, ...(result.drift.resources.length ? { resources: result.drift.resources.slice(0, maxDriftResources) } : {}) } : null,
+    steps: result.steps.length
+      ? result.steps
+          .slice(0, 16)
+          .map((step) => ({ name: step.name, exitCode: step.exit, durationMilliseconds: Math.round(step.seconds * 1000) }))
+      : null,
+    error: result.error
+      ? {
+          kind: result.error.kind,
+          ...(result.error.step ? { step: result.error.step } : {}),
+          ...(result.error.summary ? { summary: result.error.summary } : {}),
+        }
+      : null,
+    drift: result.drift
+      ? {
+          add: result.drift.add,
+          change: result.drift.change,
+          destroy: result.drift.destroy,
+          ...(result.drift.resources.length ? { resources: result.drift.resources.slice(0, maxDriftResources) } : {}),
+        }
+      : null,
     approvedBy: approvedBy ? approvedBy.slice(0, maxApproverLength) : null,
   };
 }
@@ -325,30 +469,51 @@ export function vanishedApplyMessage(job: string): string {
 export function applyJobCondition(job: ObservedJob): DeclaredCondition<"ApplyJobSucceeded"> {
   const destroy = job.op === "destroy";
   if (job.imagePullFailed) {
-    const images = [...(job.job.spec?.template.spec?.initContainers ?? []), ...(job.job.spec?.template.spec?.containers ?? [])].map((container) => container.image).join(", ");
-    return { status: "False", reason: "ImagePullFailed", message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff` };
+    const images = [...(job.job.spec?.template.spec?.initContainers ?? []), ...(job.job.spec?.template.spec?.containers ?? [])]
+      .map((container) => container.image)
+      .join(", ");
+    return {
+      status: "False",
+      reason: "ImagePullFailed",
+      message: `Job ${job.name}: an image (${images}) was not pulled within ${imagePullDeadlineMs / 60_000} minutes; retried with backoff`,
+    };
   }
   if (job.deadlineExceeded) return { status: "False", reason: "JobDeadlineExceeded", message: `Job ${job.name} reached its deadline` };
   if (!job.result && job.outcome !== "succeeded") {
-    const why = job.outcome === "interrupted" ? "was stopped from outside (its Pod deleted or evicted) before it reported; it runs again at once" : "failed without reporting a result (its runner did not finish)";
+    const why =
+      job.outcome === "interrupted"
+        ? "was stopped from outside (its Pod deleted or evicted) before it reported; it runs again at once"
+        : "failed without reporting a result (its runner did not finish)";
     return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", message: `Job ${job.name} ${why}` };
   }
   const error = job.result?.error;
   if (!error && job.op === "plan" && !job.result?.plan) {
-    return { status: "False", reason: "ApplyFailed", message: `Job ${job.name} finished without a readable plan (${annotations.planUnreadable}): there is nothing to show or approve` };
+    return {
+      status: "False",
+      reason: "ApplyFailed",
+      message: `Job ${job.name} finished without a readable plan (${annotations.planUnreadable}): there is nothing to show or approve`,
+    };
   }
   if (!error) return { status: "True", reason: destroy ? "DestroySucceeded" : "ApplySucceeded" };
-  if (error.kind === "blocked") return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
+  if (error.kind === "blocked")
+    return { status: "False", reason: "DestructivePlanBlocked", message: blockedMessage(job.job, error.summary) };
   if (error.kind === "state-save") return { status: "False", reason: "StateNotSaved", message: stateNotSavedMessage(job.name, job.op) };
-  if (error.kind === "image-layout") return { status: "False", reason: "ImageInvalid", message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}` };
+  if (error.kind === "image-layout")
+    return {
+      status: "False",
+      reason: "ImageInvalid",
+      message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}`,
+    };
   return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", ...(error.summary ? { message: error.summary } : {}) };
 }
 
 /** Why an object whose apply or destroy lost its new state is held, the limit, and the documented way out (docs/reliability.md). */
 export function stateNotSavedMessage(job: string, op: string): string {
-  return `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds (OpenTofu's kubernetes backend keeps one Secret). ` +
+  return (
+    `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds (OpenTofu's kubernetes backend keeps one Secret). ` +
     "The state Secret still holds the state from before, so nothing runs until the inputs change: change the module or its inputs so the state compresses below 1 MiB, " +
-    "with import blocks for what the lost run created (docs/reliability.md, \"State larger than a Secret\")";
+    'with import blocks for what the lost run created (docs/reliability.md, "State larger than a Secret")'
+  );
 }
 
 /** The approval hash a guarded apply Job compared (its `--inputs-hash`); undefined for an unguarded Job. */
@@ -359,5 +524,8 @@ export function guardedApprovalHash(job: V1Job): string | undefined {
 /** What a blocked apply stopped before, and the approval that lets it through (the hash its guard compared). */
 function blockedMessage(job: V1Job, summary: string | undefined): string {
   const guarded = guardedApprovalHash(job);
-  return [summary ?? "the plan deletes or replaces resources", ...(guarded ? [`approve it with ${annotations.approveDestructivePlan}=${guarded}`] : [])].join("; ");
+  return [
+    summary ?? "the plan deletes or replaces resources",
+    ...(guarded ? [`approve it with ${annotations.approveDestructivePlan}=${guarded}`] : []),
+  ].join("; ");
 }

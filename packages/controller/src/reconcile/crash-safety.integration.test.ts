@@ -48,29 +48,67 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     plane = await preparePlane(namespace);
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
-    await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
-    } });
-    await plane.custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
-    } });
+    await plane.custom.createNamespacedCustomObject({
+      group: "infrastructure.cluster.x-k8s.io",
+      version: "v1alpha1",
+      namespace,
+      plural: "terraformclusters",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformCluster",
+        metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+        spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
+      },
+    });
+    await plane.custom.createNamespacedCustomObject({
+      ...capi,
+      plural: "clusters",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Cluster",
+        metadata: { name: "ext" },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
+      },
+    });
   }, 120_000);
   afterAll(() => executor?.close());
 
   async function createMachine(name: string): Promise<void> {
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
-    const machine = (await plane.custom.createNamespacedCustomObject({ group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machines", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
-      spec: { clusterName: "ext", bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name } },
-    } })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-      metadata: { name, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
-      spec: { source: { image } },
-    } });
+    await plane.core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
+    });
+    const machine = (await plane.custom.createNamespacedCustomObject({
+      group: "cluster.x-k8s.io",
+      version: "v1beta2",
+      namespace,
+      plural: "machines",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Machine",
+        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
+        spec: {
+          clusterName: "ext",
+          bootstrap: { dataSecretName: `${name}-bootstrap` },
+          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name },
+        },
+      },
+    })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({
+      group: "infrastructure.cluster.x-k8s.io",
+      version: "v1alpha1",
+      namespace,
+      plural: "terraformmachines",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachine",
+        metadata: {
+          name,
+          ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }],
+        },
+        spec: { source: { image } },
+      },
+    });
   }
 
   /** The manager's read cache over this namespace's informers (started here), or none: every read live. */
@@ -85,21 +123,41 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     client = new KubeClient(planeKubeConfig());
     const logger = pino({ level: "silent" });
     const before = informers.length;
-    const started = managerReadCache({
-      client,
-      informer: <T extends KubeObject>(type: ResourceType, request: { labelSelector?: string; fieldSelector?: string; transform?: (object: T) => T } = {}) => {
-        const informer = new Informer<T>({ client: client!, type, logger, ...(type.namespaced ? { namespace } : {}), ...request });
-        informers.push(informer as unknown as Informer<KubeObject>);
-        return informer;
-      },
-    } as unknown as Parameters<typeof managerReadCache>[0], [machineAdapter]);
+    const started = managerReadCache(
+      {
+        client,
+        informer: <T extends KubeObject>(
+          type: ResourceType,
+          request: { labelSelector?: string; fieldSelector?: string; transform?: (object: T) => T } = {},
+        ) => {
+          const informer = new Informer<T>({ client: client!, type, logger, ...(type.namespaced ? { namespace } : {}), ...request });
+          informers.push(informer as unknown as Informer<KubeObject>);
+          return informer;
+        },
+      } as unknown as Parameters<typeof managerReadCache>[0],
+      [machineAdapter],
+    );
     // Started once the cache added its indexes, as the manager starts them.
     for (const informer of informers.slice(before)) informer.start();
     return started;
   }
 
   // Without a cache (every read live), and with the manager's cache: its reads lag its own writes, which are expectations.
-  for (const [budget, cached] of [[0, false], [1, false], [2, false], [3, false], [4, false], [5, false], [6, false], [7, false], [8, false], [9, false], [2, true], [5, true], [8, true]] as const) {
+  for (const [budget, cached] of [
+    [0, false],
+    [1, false],
+    [2, false],
+    [3, false],
+    [4, false],
+    [5, false],
+    [6, false],
+    [7, false],
+    [8, false],
+    [9, false],
+    [2, true],
+    [5, true],
+    [8, true],
+  ] as const) {
     it(`converges with one apply Job when every pass is killed after ${budget} writes${cached ? ", reading from the manager's caches" : ""}`, async () => {
       const name = `m-${budget}${cached ? "-cached" : ""}`;
       if (cached && !cache) {
@@ -120,9 +178,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           kills++;
         }
         if (await executor.runPending()) await allJobsFinished(plane.batch, namespace);
-        const object = (await plane.custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name })) as Record<string, any>;
-        const jobs = (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
-        if (object.status?.initialization?.provisioned && jobs.every((job) => job.metadata?.annotations?.["captf.io/bookkept"] === "true")) {
+        const object = (await plane.custom.getNamespacedCustomObject({
+          group: "infrastructure.cluster.x-k8s.io",
+          version: "v1alpha1",
+          namespace,
+          plural: "terraformmachines",
+          name,
+        })) as Record<string, any>;
+        const jobs = (
+          await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })
+        ).items;
+        if (
+          object.status?.initialization?.provisioned &&
+          jobs.every((job) => job.metadata?.annotations?.["captf.io/bookkept"] === "true")
+        ) {
           expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])).toEqual(["apply"]);
           expect(object.status.lastRun).toMatchObject({ operation: "apply", job: jobs[0]!.metadata!.name });
           expect(object.spec.providerID).toBe(`noop:///${namespace}/${name}`);

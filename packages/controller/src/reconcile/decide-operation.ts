@@ -38,7 +38,12 @@ export type ObservedState =
   | { kind: "absent" }
   /** Present but lost, corrupt, encrypted or too large: nothing may run on it but a restore. */
   | { kind: "unreadable" }
-  | { kind: "present"; inputsHash?: string; health?: HealthState; /** Managed resources in the state; 0: nothing a destroy could remove. */ managedResources?: number };
+  | {
+      kind: "present";
+      inputsHash?: string;
+      health?: HealthState /** Managed resources in the state; 0: nothing a destroy could remove. */;
+      managedResources?: number;
+    };
 
 export interface ObservedPlan {
   /** The inputs hash the plan was made for. */
@@ -175,7 +180,11 @@ export function jitterMs(uid: string, intervalMs: number): number {
  * `status.pendingRefreshes` after this pass: consecutive refresh or drift samples that read pending
  * since the last apply or other reading. A new apply restarts it; a reading that is not pending clears it.
  */
-export function nextPendingRefreshes(previous: number, reading: HealthState | undefined, finished: { applied: boolean; sampled: boolean }): number {
+export function nextPendingRefreshes(
+  previous: number,
+  reading: HealthState | undefined,
+  finished: { applied: boolean; sampled: boolean },
+): number {
   if (reading !== "pending") return 0;
   if (finished.sampled) return (finished.applied ? 0 : previous) + 1;
   return finished.applied ? 0 : previous;
@@ -197,14 +206,16 @@ export function decideOperation(observed: Observed): Decision {
       return { reason: "DeletionHeld", requeueAfterMs: stateRequeueMs };
     }
     // A cluster's infrastructure outlives its machines and pools: they are destroyed first.
-    if (observed.role === "cluster" && (observed.dependents ?? 0) > 0) return { reason: "DependentsExist", requeueAfterMs: dependentsRequeueMs };
+    if (observed.role === "cluster" && (observed.dependents ?? 0) > 0)
+      return { reason: "DependentsExist", requeueAfterMs: dependentsRequeueMs };
     if (observed.state.kind === "absent") return { dropFinalizer: true, reason: "DeletingWithoutState" };
     // A state without resources (an apply that failed before creating any) has nothing to destroy:
     // a destroy of it could only fail the same way, and would hold the deletion forever.
     if (observed.state.managedResources === 0) return { dropFinalizer: true, cleanupState: true, reason: "DeletingWithoutState" };
     const destroyed = lastSuccess(observed.jobs, "destroy");
     const newestApply = newestFirst(observed.jobs, "apply")[0];
-    if (destroyed && (!newestApply || destroyed.finishedAt >= newestApply.finishedAt)) return { dropFinalizer: true, cleanupState: true, reason: "Destroyed" };
+    if (destroyed && (!newestApply || destroyed.finishedAt >= newestApply.finishedAt))
+      return { dropFinalizer: true, cleanupState: true, reason: "Destroyed" };
     return withBackoff(observed, { op: "destroy", reason: "Deleting" });
   }
 
@@ -259,14 +270,17 @@ function decideApply(observed: Observed, due: { reason: string; remediation?: bo
   const manual = observed.role === "cluster" && observed.applyPolicy === "Manual" && due.reason !== "NoState";
   const extra = due.remediation ? { remediation: true } : {};
   if (manual) {
-    if (!observed.plan || observed.plan.inputsHash !== inputsHash) return withBackoff(observed, { op: "plan", reason: `${due.reason}PlanNeeded`, ...extra }, "plan");
+    if (!observed.plan || observed.plan.inputsHash !== inputsHash)
+      return withBackoff(observed, { op: "plan", reason: `${due.reason}PlanNeeded`, ...extra }, "plan");
     if (observed.plan.empty || observed.approvedPlanHash === observed.plan.planHash) {
       return withBackoff(observed, { op: "apply", reason: due.reason, expectPlan: observed.plan.planHash, ...extra });
     }
     return { reason: "PlanAwaitingApproval", requeueAfterMs: approvalRequeueMs };
   }
   // Every cluster apply is guarded; a pool's only while it renders changed cluster exports, or one may be partly applied.
-  const guarded = observed.role === "cluster" || (observed.role === "machinepool" && (observed.exportsChanged === true || observed.exportsPartlyApplied === true));
+  const guarded =
+    observed.role === "cluster" ||
+    (observed.role === "machinepool" && (observed.exportsChanged === true || observed.exportsPartlyApplied === true));
   const newestApply = newestFirst(observed.jobs, "apply")[0];
   const approvalHash = observed.approvalHash ?? inputsHash;
   const approved = observed.approvedDestructiveHash !== undefined && observed.approvedDestructiveHash === approvalHash;
@@ -296,28 +310,49 @@ function decideSchedule(observed: Observed): Decision {
   const candidates: { dueAt: number; op?: Operation; reason: string }[] = [];
 
   // 1. Read health right after an apply whose own outputs did not give a definite reading.
-  if (observed.role !== "cluster" && lastApplyAt !== undefined && !(lastRefreshAt !== undefined && lastRefreshAt >= lastApplyAt) && !health.appliedReadingDefinite) {
+  if (
+    observed.role !== "cluster" &&
+    lastApplyAt !== undefined &&
+    !(lastRefreshAt !== undefined && lastRefreshAt >= lastApplyAt) &&
+    !health.appliedReadingDefinite
+  ) {
     candidates.push({ dueAt: lastApplyAt, op: "refresh", reason: "RefreshAfterApply" });
   }
   // 2. A pool whose members do not match its replicas yet is read every 30 s.
   if (pool && pool.providerIDCount !== pool.statusReplicas) {
     const interval = Math.min(membershipConvergingMs, pool.membershipRefreshIntervalSeconds * second);
-    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval, op: "refresh", reason: "MembershipConverging" });
+    candidates.push({
+      dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval,
+      op: "refresh",
+      reason: "MembershipConverging",
+    });
   }
   // 3. Pending health backs off 30 s, 1 m, 2 m, 4 m, then every 5 m after the first pending refresh (pools: 30 s flat).
   if (health.state === "pending") {
     const step = pool ? pendingSteps[0]! : pendingSteps[Math.min(Math.max(0, health.pendingRefreshes - 1), pendingSteps.length - 1)]!;
-    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? now) + step + jitterMs(observed.uid, step), op: "refresh", reason: "HealthPending" });
+    candidates.push({
+      dueAt: (lastRefreshAt ?? lastApplyAt ?? now) + step + jitterMs(observed.uid, step),
+      op: "refresh",
+      reason: "HealthPending",
+    });
   }
   // 4. Pool membership on its interval.
   if (pool) {
     const interval = pool.membershipRefreshIntervalSeconds * second;
-    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval + jitterMs(observed.uid, interval), op: "refresh", reason: "MembershipRefreshDue" });
+    candidates.push({
+      dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval + jitterMs(observed.uid, interval),
+      op: "refresh",
+      reason: "MembershipRefreshDue",
+    });
   }
   // 5. Machine health sampling for remediation.
   if (health.checkIntervalSeconds) {
     const interval = health.checkIntervalSeconds * second;
-    candidates.push({ dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval + jitterMs(observed.uid, interval), op: "refresh", reason: "HealthCheckDue" });
+    candidates.push({
+      dueAt: (lastRefreshAt ?? lastApplyAt ?? observed.createdAt) + interval + jitterMs(observed.uid, interval),
+      op: "refresh",
+      reason: "HealthCheckDue",
+    });
   }
   // 6. Drift, one interval after the last check (or the last successful apply).
   if (observed.drift.intervalSeconds > 0) {
@@ -333,7 +368,9 @@ function decideSchedule(observed: Observed): Decision {
     if (backedOff.op) return backedOff;
   }
   const future = candidates.filter((candidate) => candidate.dueAt > now).map((candidate) => candidate.dueAt - now);
-  const backoffWaits = due.map((candidate) => withBackoff(observed, { op: candidate.op!, reason: candidate.reason }).requeueAfterMs ?? Infinity);
+  const backoffWaits = due.map(
+    (candidate) => withBackoff(observed, { op: candidate.op!, reason: candidate.reason }).requeueAfterMs ?? Infinity,
+  );
   const soonest = Math.min(...future, ...backoffWaits);
   return Number.isFinite(soonest) ? { reason: "UpToDate", requeueAfterMs: soonest } : { reason: "UpToDate" };
 }
@@ -371,9 +408,21 @@ export function jobRun(decision: Decision & { op: Operation }, facts: RunFacts):
   const { op } = decision;
   const attempt = 1 + Math.max(0, ...facts.jobs.filter((job) => job.op === op).map((job) => job.attempt));
   const fresh = op === "apply" || op === "plan";
-  const inputsHash = fresh ? facts.currentInputsHash! : op === "restore" ? (facts.restore?.inputsHash ?? "h2:none") : (facts.stateInputsHash ?? facts.applied?.inputsHash ?? facts.currentInputsHash ?? "h2:none");
-  const lastSuccessAt = (of: Operation) => String(Math.max(0, ...facts.jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
-  const tick = op === "refresh" || op === "drift" ? lastSuccessAt(op) : decision.remediation ? `remediate/${lastSuccessAt("drift")}` : op === "restore" && facts.restore ? `restore/${facts.restore.firstSecret}` : undefined;
+  const inputsHash = fresh
+    ? facts.currentInputsHash!
+    : op === "restore"
+      ? (facts.restore?.inputsHash ?? "h2:none")
+      : (facts.stateInputsHash ?? facts.applied?.inputsHash ?? facts.currentInputsHash ?? "h2:none");
+  const lastSuccessAt = (of: Operation) =>
+    String(Math.max(0, ...facts.jobs.filter((job) => job.op === of && job.outcome === "succeeded").map((job) => job.finishedAt!)));
+  const tick =
+    op === "refresh" || op === "drift"
+      ? lastSuccessAt(op)
+      : decision.remediation
+        ? `remediate/${lastSuccessAt("drift")}`
+        : op === "restore" && facts.restore
+          ? `restore/${facts.restore.firstSecret}`
+          : undefined;
   const image = fresh ? facts.image : (facts.applied?.imageDigest ?? facts.applied?.image ?? facts.image);
   return { op, attempt, inputsHash, image, digestUnknown: !fresh && facts.applied?.imageDigest === undefined, ...(tick ? { tick } : {}) };
 }

@@ -21,11 +21,20 @@ export const defaultDriftIntervalSeconds = 30 * 60;
  * theirs over the cluster's `spec.defaults.drift`. A machine always reports (it is replaced, not
  * repaired); a pool's interval cannot be 0 (its membership depends on refreshes). Pure.
  */
-export function effectiveDriftPolicy(role: Role, own: StoredDriftPolicy | undefined, clusterDefaults: StoredDriftPolicy | undefined, defaultIntervalSeconds: number): DriftPolicy {
+export function effectiveDriftPolicy(
+  role: Role,
+  own: StoredDriftPolicy | undefined,
+  clusterDefaults: StoredDriftPolicy | undefined,
+  defaultIntervalSeconds: number,
+): DriftPolicy {
   if (role === "cluster") return { intervalSeconds: own?.intervalSeconds ?? defaultIntervalSeconds, action: own?.action ?? "Report" };
-  if (role === "machine") return { intervalSeconds: own?.intervalSeconds ?? clusterDefaults?.intervalSeconds ?? defaultIntervalSeconds, action: "Report" };
+  if (role === "machine")
+    return { intervalSeconds: own?.intervalSeconds ?? clusterDefaults?.intervalSeconds ?? defaultIntervalSeconds, action: "Report" };
   const inherited = clusterDefaults?.intervalSeconds && clusterDefaults.intervalSeconds > 0 ? clusterDefaults.intervalSeconds : undefined;
-  return { intervalSeconds: own?.intervalSeconds ?? inherited ?? defaultIntervalSeconds, action: own?.action ?? clusterDefaults?.action ?? "Report" };
+  return {
+    intervalSeconds: own?.intervalSeconds ?? inherited ?? defaultIntervalSeconds,
+    action: own?.action ?? clusterDefaults?.action ?? "Report",
+  };
 }
 
 /** What a finished drift Job says about drift, for the DriftDetected condition. Pure. */
@@ -34,5 +43,9 @@ export function driftDetectedCondition(drift: DriftSummary, action: DriftPolicy[
   const counts = `${drift.add} to add, ${drift.change} to change, ${drift.destroy} to destroy`;
   const listed = drift.resources.length ? `: ${drift.resources.join(", ")}` : "";
   const remediating = action === "Remediate" && role !== "machine";
-  return { status: "True", reason: remediating ? "DriftRemediating" : "DriftReported", message: `the infrastructure differs from the state (${counts})${listed}`.slice(0, 1024) };
+  return {
+    status: "True",
+    reason: remediating ? "DriftRemediating" : "DriftReported",
+    message: `the infrastructure differs from the state (${counts})${listed}`.slice(0, 1024),
+  };
 }

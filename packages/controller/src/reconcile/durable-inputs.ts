@@ -64,12 +64,23 @@ function decodeData(secret: V1Secret, key: string): string {
 }
 
 /** Reads the durable inputs (from the cache, where a pass's own write is an expectation); undefined when absent. */
-export async function readDurableInputs(client: KubeApi, role: Role, namespace: string, name: string, cache?: ReadCache): Promise<DurableInputs | undefined> {
+export async function readDurableInputs(
+  client: KubeApi,
+  role: Role,
+  namespace: string,
+  name: string,
+  cache?: ReadCache,
+): Promise<DurableInputs | undefined> {
   const secretName = durableInputsSecretName(role, name);
   // captf labels the durable inputs captf.io/managed: the managed-Secret cache holds them.
-  const secret = cache ? await cache.get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true }) : await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, secretName));
+  const secret = cache
+    ? await cache.get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true })
+    : await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, secretName));
   if (!secret) return undefined;
-  const root: GeneratedRoot = { "main.tf.json": decodeData(secret, "main.tf.json"), "terraform.tfvars.json": decodeData(secret, "terraform.tfvars.json") };
+  const root: GeneratedRoot = {
+    "main.tf.json": decodeData(secret, "main.tf.json"),
+    "terraform.tfvars.json": decodeData(secret, "terraform.tfvars.json"),
+  };
   let variables: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(root["terraform.tfvars.json"] || "{}");
@@ -137,7 +148,8 @@ export async function writeDurableInputs(
   if (previous?.partialClusterOutputs) notes[annotations.partialClusterOutputs] = JSON.stringify(previous.partialClusterOutputs);
   // The applied exports record stays while it fits beside the new files; its hash stays either way.
   const recordText = previous?.appliedClusterOutputs !== undefined ? JSON.stringify(previous.appliedClusterOutputs) : undefined;
-  const record: Record<string, string> = recordText !== undefined && exportsRecordFits(inputs.root, recordText) ? { [appliedClusterOutputsKey]: recordText } : {};
+  const record: Record<string, string> =
+    recordText !== undefined && exportsRecordFits(inputs.root, recordText) ? { [appliedClusterOutputsKey]: recordText } : {};
   if (previous?.interruptedApply) notes[annotations.interruptedApply] = previous.interruptedApply;
   if (previous?.stateLineage) notes[annotations.stateLineage] = previous.stateLineage;
   const kind = kindOfRole[owner.role];
@@ -161,7 +173,24 @@ export async function writeDurableInputs(
 }
 
 /** Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest), and data keys given as text; absent is fine. */
-export async function annotateDurableInputs(client: KubeApi, role: Role, namespace: string, name: string, values: Record<string, string | null>, data?: Record<string, string | null>): Promise<void> {
-  const encoded = data && Object.fromEntries(Object.entries(data).map(([key, text]) => [key, text === null ? null : Buffer.from(text).toString("base64")]));
-  await undefinedIfNotFound(client.patch(builtinTypes.secret, namespace, durableInputsSecretName(role, name), { metadata: { annotations: values }, ...(encoded ? { data: encoded } : {}) }, "merge"));
+export async function annotateDurableInputs(
+  client: KubeApi,
+  role: Role,
+  namespace: string,
+  name: string,
+  values: Record<string, string | null>,
+  data?: Record<string, string | null>,
+): Promise<void> {
+  const encoded =
+    data &&
+    Object.fromEntries(Object.entries(data).map(([key, text]) => [key, text === null ? null : Buffer.from(text).toString("base64")]));
+  await undefinedIfNotFound(
+    client.patch(
+      builtinTypes.secret,
+      namespace,
+      durableInputsSecretName(role, name),
+      { metadata: { annotations: values }, ...(encoded ? { data: encoded } : {}) },
+      "merge",
+    ),
+  );
 }

@@ -32,8 +32,19 @@ export function parsePendingExports(raw: string | undefined): PendingExports | u
   if (!raw) return undefined;
   try {
     const parsed = JSON.parse(raw) as Partial<PendingExports>;
-    if (typeof parsed?.exportsHash !== "string" || !parsed.exportsHash || typeof parsed.approvalHash !== "string" || typeof parsed.job !== "string") return undefined;
-    return { exportsHash: parsed.exportsHash, approvalHash: parsed.approvalHash, job: parsed.job, ...(typeof parsed.summary === "string" && parsed.summary ? { summary: parsed.summary } : {}) };
+    if (
+      typeof parsed?.exportsHash !== "string" ||
+      !parsed.exportsHash ||
+      typeof parsed.approvalHash !== "string" ||
+      typeof parsed.job !== "string"
+    )
+      return undefined;
+    return {
+      exportsHash: parsed.exportsHash,
+      approvalHash: parsed.approvalHash,
+      job: parsed.job,
+      ...(typeof parsed.summary === "string" && parsed.summary ? { summary: parsed.summary } : {}),
+    };
   } catch {
     return undefined;
   }
@@ -83,7 +94,10 @@ export function exportsRecordOf(job: FinishedPoolApply, appliedExportsHash: stri
   if (!change || job.held) return undefined;
   if (job.outcome === "blocked" && job.approvalHash) {
     const summary = job.result?.error?.summary;
-    return { kind: "pending", pending: { exportsHash: job.exportsHash, approvalHash: job.approvalHash, job: job.name, ...(summary ? { summary } : {}) } };
+    return {
+      kind: "pending",
+      pending: { exportsHash: job.exportsHash, approvalHash: job.approvalHash, job: job.name, ...(summary ? { summary } : {}) },
+    };
   }
   if (mayHaveAppliedPart(job)) return { kind: "partial", partial: { exportsHash: job.exportsHash, job: job.name } };
   return undefined;
@@ -95,7 +109,11 @@ function mayHaveAppliedPart(job: FinishedPoolApply): boolean {
   if (job.imagePullFailed) return false;
   const error = job.result?.error;
   if (!job.result || !error) return true;
-  return error.kind === "interrupted" || error.kind === "state-save" || (error.kind === "step" && (error.step === "apply" || error.step === "state-push"));
+  return (
+    error.kind === "interrupted" ||
+    error.kind === "state-save" ||
+    (error.kind === "step" && (error.step === "apply" || error.step === "state-push"))
+  );
 }
 
 /** What the pass knows when it decides whether a pool holds its exports. */
@@ -128,9 +146,17 @@ export function holdsExports(facts: HoldFacts): boolean {
  * record stays, so a return to the change holds it again), superseded by another change. Either way an approval
  * of that change is removed: an approval is for one change. Undefined while the change is current. Pure.
  */
-export function pendingChangeGone(pending: PendingExports, current: { exportsHash: string }, appliedExportsHash: string | undefined, approvedHash: string | undefined): { withdrawn: boolean; removeApproval: boolean } | undefined {
+export function pendingChangeGone(
+  pending: PendingExports,
+  current: { exportsHash: string },
+  appliedExportsHash: string | undefined,
+  approvedHash: string | undefined,
+): { withdrawn: boolean; removeApproval: boolean } | undefined {
   if (pending.exportsHash === current.exportsHash) return undefined;
-  return { withdrawn: current.exportsHash === appliedExportsHash, removeApproval: approvedHash !== undefined && approvedHash === pending.approvalHash };
+  return {
+    withdrawn: current.exportsHash === appliedExportsHash,
+    removeApproval: approvedHash !== undefined && approvedHash === pending.approvalHash,
+  };
 }
 
 /** The ApplyJobSucceeded message while a change is held, with the approval hash of the current inputs with the change. Pure. */

@@ -25,7 +25,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     pullPlane = await preparePlane(pullNamespace);
     layoutPlane = await preparePlane(layoutNamespace);
-    executor = startJobExecutor({ kubeconfigPath: layoutPlane.kubeconfigPath, namespace: layoutNamespace, modules: { [noModule]: emptyModule } });
+    executor = startJobExecutor({
+      kubeconfigPath: layoutPlane.kubeconfigPath,
+      namespace: layoutNamespace,
+      modules: { [noModule]: emptyModule },
+    });
     await createMachine(pullPlane, pullNamespace, "m-pull", unpullable);
     await createMachine(layoutPlane, layoutNamespace, "m-layout", noModule);
   }, 120_000);
@@ -38,28 +42,59 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const { core, batch } = pullPlane;
     let clock = Date.now();
     const deps: ReconcilerDeps = { client: pullPlane.client, now: () => clock };
-    for (let pass = 0; pass < 4 && !(await readMachine(pullPlane, pullNamespace, "m-pull")).status?.activeJob; pass++) await reconcileWorkspace(deps, machineAdapter, pullNamespace, "m-pull");
+    for (let pass = 0; pass < 4 && !(await readMachine(pullPlane, pullNamespace, "m-pull")).status?.activeJob; pass++)
+      await reconcileWorkspace(deps, machineAdapter, pullNamespace, "m-pull");
     const jobName = (await readMachine(pullPlane, pullNamespace, "m-pull")).status!.activeJob!.name;
-    const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: pullNamespace, labelSelector: `job-name=${jobName}` })).items[0], 60_000, "the Job's Pod");
+    const pod = await waitFor(
+      async () => (await core.listNamespacedPod({ namespace: pullNamespace, labelSelector: `job-name=${jobName}` })).items[0],
+      60_000,
+      "the Job's Pod",
+    );
     // What a kubelet reports while it cannot pull the module image.
     const startTime = new Date(clock).toISOString();
-    await core.patchNamespacedPodStatus({ name: pod.metadata!.name!, namespace: pullNamespace, body: { status: { phase: "Pending", startTime, containerStatuses: [
-      { name: "source", image: unpullable, imageID: "", ready: false, restartCount: 0, state: { waiting: { reason: "ImagePullBackOff", message: `Back-off pulling image "${unpullable}"` } } },
-    ] } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    await core.patchNamespacedPodStatus(
+      {
+        name: pod.metadata!.name!,
+        namespace: pullNamespace,
+        body: {
+          status: {
+            phase: "Pending",
+            startTime,
+            containerStatuses: [
+              {
+                name: "source",
+                image: unpullable,
+                imageID: "",
+                ready: false,
+                restartCount: 0,
+                state: { waiting: { reason: "ImagePullBackOff", message: `Back-off pulling image "${unpullable}"` } },
+              },
+            ],
+          },
+        },
+      },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
 
     // Within the pull deadline the Job is left to the kubelet's retries.
     clock += 60_000;
     await reconcileWorkspace(deps, machineAdapter, pullNamespace, "m-pull");
-    expect((await batch.readNamespacedJob({ name: jobName, namespace: pullNamespace })).metadata?.annotations?.["captf.io/image-pull-failed"]).toBeUndefined();
+    expect(
+      (await batch.readNamespacedJob({ name: jobName, namespace: pullNamespace })).metadata?.annotations?.["captf.io/image-pull-failed"],
+    ).toBeUndefined();
 
     // Past it, the Job is marked and fails.
     clock += 61_000;
     const failing = await reconcileWorkspace(deps, machineAdapter, pullNamespace, "m-pull");
     expect(failing.action).toContain("ImagePullBackOff");
-    const failed = await waitFor(async () => {
-      const job = await batch.readNamespacedJob({ name: jobName, namespace: pullNamespace });
-      return job.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True") ? job : undefined;
-    }, 60_000, "the Job failed");
+    const failed = await waitFor(
+      async () => {
+        const job = await batch.readNamespacedJob({ name: jobName, namespace: pullNamespace });
+        return job.status?.conditions?.some((c) => c.type === "Failed" && c.status === "True") ? job : undefined;
+      },
+      60_000,
+      "the Job failed",
+    );
     expect(failed.metadata?.annotations?.["captf.io/image-pull-failed"]).toBe("true");
 
     // Bookkeeping: ImagePullFailed, and the failure counts toward backoff: no new Job within a minute of it.
@@ -85,7 +120,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       // Like a kubelet: run each Pod once it exists, until every Job finished.
       await waitFor(async () => {
         await executor.runPending();
-        return (await layoutPlane.batch.listNamespacedJob({ namespace: layoutNamespace })).items.every((job) => job.status?.conditions?.some((c) => c.status === "True")) ? true : undefined;
+        return (await layoutPlane.batch.listNamespacedJob({ namespace: layoutNamespace })).items.every((job) =>
+          job.status?.conditions?.some((c) => c.status === "True"),
+        )
+          ? true
+          : undefined;
       });
       machine = await readMachine(layoutPlane, layoutNamespace, "m-layout");
     }

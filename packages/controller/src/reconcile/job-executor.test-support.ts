@@ -36,7 +36,11 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const base = mkdtempSync(join(tmpdir(), "captf-executor-"));
   const bundle = join(base, "bundle");
-  execFileSync(process.execPath, [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle], { stdio: "pipe" });
+  execFileSync(
+    process.execPath,
+    [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle],
+    { stdio: "pipe" },
+  );
   const tofu = requireTool("tofu");
   // What the broker sidecar reads from the Pod's projected token volume.
   const serviceAccountDir = join(base, "service-account");
@@ -52,7 +56,9 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const container = pod.spec!.containers.find((c) => c.name === "source")!;
     // A pinned image runs by digest: its module is the one of the same repository.
     const repository = (reference: string) => reference.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w][\w.-]*$/, "");
-    const moduleDir = options.modules[container.image!] ?? Object.entries(options.modules).find(([reference]) => repository(reference) === repository(container.image!))?.[1];
+    const moduleDir =
+      options.modules[container.image!] ??
+      Object.entries(options.modules).find(([reference]) => repository(reference) === repository(container.image!))?.[1];
     if (!moduleDir) throw new Error(`no module for image ${container.image}`);
     const work = join(base, name);
     const config = join(work, "config");
@@ -72,7 +78,9 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
         rmSync(work, { recursive: true, force: true });
         return false;
       }
-      const files = source.items ? source.items.map((item) => [item.path, secret.data?.[item.key] ?? ""] as const) : Object.entries(secret.data ?? {});
+      const files = source.items
+        ? source.items.map((item) => [item.path, secret.data?.[item.key] ?? ""] as const)
+        : Object.entries(secret.data ?? {});
       for (const [file, value] of files) {
         mkdirSync(dirname(join(config, file)), { recursive: true });
         writeFileSync(join(config, file), Buffer.from(value, "base64"));
@@ -85,30 +93,41 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const { brokerCommand } = defaultJobEnvironment;
     const broker = spawn(
       process.execPath,
-      [...brokerCommand.slice(1, -1), join(bundle, basename(brokerCommand.at(-1)!)), ...(sidecar.args ?? []).map((arg) => (arg.startsWith("--dir=") ? `--dir=${brokerWork}` : arg)), `--result=${brokerResult}`, `--server=${cluster.server}`, `--service-account-dir=${serviceAccountDir}`],
+      [
+        ...brokerCommand.slice(1, -1),
+        join(bundle, basename(brokerCommand.at(-1)!)),
+        ...(sidecar.args ?? []).map((arg) => (arg.startsWith("--dir=") ? `--dir=${brokerWork}` : arg)),
+        `--result=${brokerResult}`,
+        `--server=${cluster.server}`,
+        `--service-account-dir=${serviceAccountDir}`,
+      ],
       { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH ?? "", POD_NAME: name } },
     );
-    broker.stderr.on("data", (chunk: Buffer) => logs.set(`${name}/${brokerContainerName}`, (logs.get(`${name}/${brokerContainerName}`) ?? "") + chunk.toString("utf8")));
-    const args = (container.args ?? [])
-      .map((arg) =>
-        arg.startsWith("--broker=") || arg.startsWith(`--backend-config=config_path=${brokerDir}/`)
-          ? arg.replace(brokerDir, brokerWork)
-          : arg.startsWith("--bin=")
-            ? `--bin=${tofu}`
-            : arg.startsWith("--module=")
-              ? `--module=${moduleDir}`
-              : arg.startsWith("--workdir=")
-                ? `--workdir=${join(work, "work")}`
-                : arg.startsWith("--config=")
-                  ? `--config=${config}`
-                  : arg.startsWith("--providers=")
-                    ? `--providers=${join(work, "no-providers")}`
-                    : arg.startsWith("--result=")
-                      ? `--result=${resultPath}`
-                      : arg,
-      );
+    broker.stderr.on("data", (chunk: Buffer) =>
+      logs.set(`${name}/${brokerContainerName}`, (logs.get(`${name}/${brokerContainerName}`) ?? "") + chunk.toString("utf8")),
+    );
+    const args = (container.args ?? []).map((arg) =>
+      arg.startsWith("--broker=") || arg.startsWith(`--backend-config=config_path=${brokerDir}/`)
+        ? arg.replace(brokerDir, brokerWork)
+        : arg.startsWith("--bin=")
+          ? `--bin=${tofu}`
+          : arg.startsWith("--module=")
+            ? `--module=${moduleDir}`
+            : arg.startsWith("--workdir=")
+              ? `--workdir=${join(work, "work")}`
+              : arg.startsWith("--config=")
+                ? `--config=${config}`
+                : arg.startsWith("--providers=")
+                  ? `--providers=${join(work, "no-providers")}`
+                  : arg.startsWith("--result=")
+                    ? `--result=${resultPath}`
+                    : arg,
+    );
     const exitCode = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, [join(bundle, basename(runnerRunCommand[1]!)), ...runnerRunCommand.slice(2), ...args], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" } });
+      const child = spawn(process.execPath, [join(bundle, basename(runnerRunCommand[1]!)), ...runnerRunCommand.slice(2), ...args], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" },
+      });
       // On exit, not close: a runtime process the runner left behind may hold the pipes open.
       const append = (chunk: Buffer) => logs.set(name, (logs.get(name) ?? "") + chunk.toString("utf8"));
       child.stdout.on("data", append);
@@ -150,7 +169,15 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
                 ready: false,
                 started: false,
                 restartCount: 0,
-                state: { terminated: { exitCode: brokerExit, reason: brokerExit === 0 ? "Completed" : "Error", message: brokerMessage, startedAt: now as never, finishedAt: now as never } },
+                state: {
+                  terminated: {
+                    exitCode: brokerExit,
+                    reason: brokerExit === 0 ? "Completed" : "Error",
+                    message: brokerMessage,
+                    startedAt: now as never,
+                    finishedAt: now as never,
+                  },
+                },
               },
             ],
             containerStatuses: [
@@ -160,7 +187,15 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
                 imageID: `${container.image}@sha256:${"0".repeat(64)}`,
                 ready: false,
                 restartCount: 0,
-                state: { terminated: { exitCode, reason: exitCode === 0 ? "Completed" : "Error", message, startedAt: now as never, finishedAt: now as never } },
+                state: {
+                  terminated: {
+                    exitCode,
+                    reason: exitCode === 0 ? "Completed" : "Error",
+                    message,
+                    startedAt: now as never,
+                    finishedAt: now as never,
+                  },
+                },
               },
             ],
           },

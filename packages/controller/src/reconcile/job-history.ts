@@ -25,7 +25,8 @@ export function jobsToPrune(jobs: readonly HistoryJob[], limits: HistoryLimits):
     const newestFirst = jobs.filter((job) => job.op === op).sort((a, b) => b.finishedAt - a.finishedAt);
     const newestSuccess = newestFirst.find((job) => job.succeeded);
     const newestFailure = newestFirst.find((job) => !job.succeeded);
-    const keepFailure = newestFailure && (!newestSuccess || newestFailure.finishedAt > newestSuccess.finishedAt) ? newestFailure : undefined;
+    const keepFailure =
+      newestFailure && (!newestSuccess || newestFailure.finishedAt > newestSuccess.finishedAt) ? newestFailure : undefined;
     let successes = 0;
     let failures = 0;
     for (const job of newestFirst) {

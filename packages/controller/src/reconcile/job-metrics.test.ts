@@ -7,18 +7,55 @@ const failedIn = (kind: string, step: string | null) => ({ error: { kind, step, 
 describe("the error a finished Job is counted under", () => {
   it.each<[string, Parameters<typeof jobError>[0], ReturnType<typeof jobError>]>([
     ["a success is no error", { outcome: "succeeded", deadlineExceeded: false }, undefined],
-    ["a failed step names the step", { outcome: "failed", deadlineExceeded: false, result: failedIn("step", "apply") }, { errorKind: "step", step: "apply" }],
-    ["a step the metrics do not know is other", { outcome: "failed", deadlineExceeded: false, result: failedIn("step", "something-new") }, { errorKind: "step", step: "other" }],
-    ["a blocked apply names no step", { outcome: "blocked", deadlineExceeded: false, result: failedIn("blocked", null) }, { errorKind: "blocked", step: "none" }],
-    ["the deadline wins over what the runner said", { outcome: "failed", deadlineExceeded: true, result: failedIn("interrupted", null) }, { errorKind: "deadline", step: "none" }],
-    ["stopped from outside without a result", { outcome: "interrupted", deadlineExceeded: false }, { errorKind: "interrupted", step: "none" }],
-    ["failed without a result (an image never pulled)", { outcome: "failed", deadlineExceeded: false }, { errorKind: "unknown", step: "none" }],
+    [
+      "a failed step names the step",
+      { outcome: "failed", deadlineExceeded: false, result: failedIn("step", "apply") },
+      { errorKind: "step", step: "apply" },
+    ],
+    [
+      "a step the metrics do not know is other",
+      { outcome: "failed", deadlineExceeded: false, result: failedIn("step", "something-new") },
+      { errorKind: "step", step: "other" },
+    ],
+    [
+      "a blocked apply names no step",
+      { outcome: "blocked", deadlineExceeded: false, result: failedIn("blocked", null) },
+      { errorKind: "blocked", step: "none" },
+    ],
+    [
+      "the deadline wins over what the runner said",
+      { outcome: "failed", deadlineExceeded: true, result: failedIn("interrupted", null) },
+      { errorKind: "deadline", step: "none" },
+    ],
+    [
+      "stopped from outside without a result",
+      { outcome: "interrupted", deadlineExceeded: false },
+      { errorKind: "interrupted", step: "none" },
+    ],
+    [
+      "failed without a result (an image never pulled)",
+      { outcome: "failed", deadlineExceeded: false },
+      { errorKind: "unknown", step: "none" },
+    ],
   ])("%s", (_what, job, expected) => {
     expect(jobError(job)).toEqual(expected);
   });
 
   it("labels every step the runner reports", () => {
-    for (const step of ["init", "force-unlock", "validate", "plan", "show-json", "apply", "apply-refresh-only", "destroy", "state-push", "state-list", "prepare"]) expect(stepLabel(step)).toBe(step);
+    for (const step of [
+      "init",
+      "force-unlock",
+      "validate",
+      "plan",
+      "show-json",
+      "apply",
+      "apply-refresh-only",
+      "destroy",
+      "state-push",
+      "state-list",
+      "prepare",
+    ])
+      expect(stepLabel(step)).toBe(step);
   });
 });
 

@@ -6,7 +6,19 @@ import type { JobErrorKind, JobStep } from "../metrics/captf-metrics.js";
 import { consecutiveFailures } from "./decide-operation.js";
 import type { ObservedJob } from "./observe-jobs.js";
 
-const jobSteps: readonly string[] = ["init", "force-unlock", "validate", "plan", "show-json", "apply", "apply-refresh-only", "destroy", "state-push", "state-list", "prepare"];
+const jobSteps: readonly string[] = [
+  "init",
+  "force-unlock",
+  "validate",
+  "plan",
+  "show-json",
+  "apply",
+  "apply-refresh-only",
+  "destroy",
+  "state-push",
+  "state-list",
+  "prepare",
+];
 
 /** A metric label for a runner step name: the steps it knows, `other` for any it does not. */
 export function stepLabel(step: string): JobStep {
@@ -14,7 +26,9 @@ export function stepLabel(step: string): JobStep {
 }
 
 /** The error kind and failed step of a Job that did not succeed; undefined for a success. Pure. */
-export function jobError(job: Pick<ObservedJob, "outcome" | "deadlineExceeded" | "result">): { errorKind: JobErrorKind; step: JobStep | "none" } | undefined {
+export function jobError(
+  job: Pick<ObservedJob, "outcome" | "deadlineExceeded" | "result">,
+): { errorKind: JobErrorKind; step: JobStep | "none" } | undefined {
   if (job.outcome === undefined || job.outcome === "succeeded") return undefined;
   if (job.deadlineExceeded) return { errorKind: "deadline", step: "none" };
   const error = job.result?.error;
@@ -24,7 +38,15 @@ export function jobError(job: Pick<ObservedJob, "outcome" | "deadlineExceeded" |
 }
 
 /** The retry number of a finished Job: failures of its operation since the last success before it, plus one. Pure. */
-export function retryNumber(job: Pick<ObservedJob, "op" | "finishedAt">, jobs: readonly Pick<ObservedJob, "op" | "outcome" | "finishedAt">[]): number {
+export function retryNumber(
+  job: Pick<ObservedJob, "op" | "finishedAt">,
+  jobs: readonly Pick<ObservedJob, "op" | "outcome" | "finishedAt">[],
+): number {
   const before = jobs.filter((other) => other.op === job.op && other.outcome !== undefined && other.finishedAt! < job.finishedAt!);
-  return consecutiveFailures(before.map((other) => ({ op: other.op, outcome: other.outcome!, finishedAt: other.finishedAt! })), job.op).count + 1;
+  return (
+    consecutiveFailures(
+      before.map((other) => ({ op: other.op, outcome: other.outcome!, finishedAt: other.finishedAt! })),
+      job.op,
+    ).count + 1
+  );
 }

@@ -15,7 +15,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the me
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    await createMachine(plane, namespace, "m-policy", image, { clusterSpec: { defaults: { jobs: { lockTimeoutSeconds: 600 } } }, machineSpec: { jobs: { activeDeadlineSeconds: 500 } } });
+    await createMachine(plane, namespace, "m-policy", image, {
+      clusterSpec: { defaults: { jobs: { lockTimeoutSeconds: 600 } } },
+      machineSpec: { jobs: { activeDeadlineSeconds: 500 } },
+    });
   }, 120_000);
 
   it("a lock timeout not below the deadline once merged is ApplyJobSucceeded=False/JobPolicyInvalid, naming both values, and no Job", async () => {

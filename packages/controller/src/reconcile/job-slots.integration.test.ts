@@ -39,9 +39,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
     plane = await preparePlane(namespace);
     client = new KubeClient(planeKubeConfig());
     jobCache = new Informer({ client, type: builtinTypes.job, namespace, logger: pino({ level: "silent" }) });
-    podCache = new Informer({ client, type: builtinTypes.pod, namespace, labelSelector: managedSecretSelector, logger: pino({ level: "silent" }) });
+    podCache = new Informer({
+      client,
+      type: builtinTypes.pod,
+      namespace,
+      labelSelector: managedSecretSelector,
+      logger: pino({ level: "silent" }),
+    });
     podCache.indexLabel(jobNameLabel);
-    slots = new JobSlots(slotJobCache(jobCache, { informer: podCache, labelSelector: managedSecretSelector }), { manager: limit, clusterDefault: 0 });
+    slots = new JobSlots(slotJobCache(jobCache, { informer: podCache, labelSelector: managedSecretSelector }), {
+      manager: limit,
+      clusterDefault: 0,
+    });
     deps = { ...planeReconcilerDeps(plane, "job-slots-test").deps, jobSlots: slots };
     // The machine controller's Job and Pod watches, on these informers as the manager wires them: the keys they start passes for.
     for (const watch of workspaceController(machineAdapter, deps).watches.filter((watch) => ["jobs", "pods"].includes(watch.type.plural))) {
@@ -53,7 +62,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
         wokenBy.push(...keys.map((key) => ({ plural: watch.type.plural, key })));
       };
       const informer = watch.type.plural === "pods" ? podCache : jobCache;
-      informer.addHandlers({ add: (object) => collect("add")(object), update: (old, object) => collect("update")(object, old), delete: (object) => collect("delete")(object) });
+      informer.addHandlers({
+        add: (object) => collect("add")(object),
+        update: (old, object) => collect("update")(object, old),
+        delete: (object) => collect("delete")(object),
+      });
     }
     jobCache.start();
     podCache.start();
@@ -82,7 +95,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
     expect(again.filter((action) => action.startsWith("started"))).toHaveLength(0);
     expect((await plane.batch.listNamespacedJob({ namespace })).items).toHaveLength(limit);
     const waiting = machines.find((_, index) => actions[index] === "waiting: WaitingForJobSlot")!;
-    expect(condition(await readMachine(plane, namespace, waiting), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForJobSlot" });
+    expect(condition(await readMachine(plane, namespace, waiting), "ApplyJobSucceeded")).toMatchObject({
+      status: "Unknown",
+      reason: "WaitingForJobSlot",
+    });
 
     // A running Job goes: its owner's pass, and the one machine that has waited longest for a slot, which starts its apply.
     const waiters = machines.filter((_, index) => actions[index] === "waiting: WaitingForJobSlot").map((name) => `${namespace}/${name}`);
@@ -102,11 +118,36 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
 
     // A running Job's Pod ends (a kubelet reports it Succeeded): its slot frees then, a second or more before the Job
     // controller marks the Job Complete, and only the Pod's event wakes a waiter.
-    await waitFor(async () => (jobCache.list().length === limit && podCache.list().length === limit ? true : undefined), 30_000, "a Pod for each running Job");
+    await waitFor(
+      async () => (jobCache.list().length === limit && podCache.list().length === limit ? true : undefined),
+      30_000,
+      "a Pod for each running Job",
+    );
     const [ending] = podCache.list();
     const endingJob = ending!.metadata!.labels![jobNameLabel]!;
     wokenBy.length = 0;
-    await client.patch(builtinTypes.pod, namespace, ending!.metadata!.name!, { status: { phase: "Succeeded", containerStatuses: [{ name: "source", image, imageID: "", ready: false, restartCount: 0, state: { terminated: { exitCode: 0, reason: "Completed" } } }] } }, "strategic", { subresource: "status" });
+    await client.patch(
+      builtinTypes.pod,
+      namespace,
+      ending!.metadata!.name!,
+      {
+        status: {
+          phase: "Succeeded",
+          containerStatuses: [
+            {
+              name: "source",
+              image,
+              imageID: "",
+              ready: false,
+              restartCount: 0,
+              state: { terminated: { exitCode: 0, reason: "Completed" } },
+            },
+          ],
+        },
+      },
+      "strategic",
+      { subresource: "status" },
+    );
     // (The Job's own owner is woken too once the Job is marked Complete: not a waiter.)
     const wokenWaiting = (inLine = stillWaiting) => wokenBy.filter((entry) => inLine.includes(entry.key));
     await waitFor(async () => (wokenWaiting().length >= 1 ? true : undefined), 30_000, "a waiter woken by the Pod's end");
@@ -118,10 +159,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
     const ownerKey = (key: string) => `${namespace}/TerraformMachine/${key.split("/")[1]}`;
     expect(slots.usage(namespace, "", ownerKey(podWoken)).total).toBe(limit - 1);
     expect(slots.usage(namespace, "", ownerKey(notWoken)).total).toBe(limit);
-    const jobFinished = await waitFor(async () => {
-      const current = jobCache.get(namespace, endingJob) as { status?: { conditions?: { type: string; status: string }[] } } | undefined;
-      return current?.status?.conditions?.some((c) => ["Complete", "SuccessCriteriaMet", "Failed"].includes(c.type) && c.status === "True") ? true : undefined;
-    }, 60_000, "the Job controller marking the Job finished");
+    const jobFinished = await waitFor(
+      async () => {
+        const current = jobCache.get(namespace, endingJob) as { status?: { conditions?: { type: string; status: string }[] } } | undefined;
+        return current?.status?.conditions?.some(
+          (c) => ["Complete", "SuccessCriteriaMet", "Failed"].includes(c.type) && c.status === "True",
+        )
+          ? true
+          : undefined;
+      },
+      60_000,
+      "the Job controller marking the Job finished",
+    );
     expect(jobFinished).toBe(true);
     // The Job's finish wakes the Job's owner, not a second waiter for the same slot.
     expect(wokenWaiting()).toEqual([{ plural: "pods", key: podWoken }]);
@@ -131,7 +180,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "Job sl
 
     // The next freed slot goes to the next in line, not again to those that took one.
     wokenBy.length = 0;
-    const [another] = (await plane.batch.listNamespacedJob({ namespace })).items.filter((job) => !job.status?.conditions?.some((c) => c.status === "True"));
+    const [another] = (await plane.batch.listNamespacedJob({ namespace })).items.filter(
+      (job) => !job.status?.conditions?.some((c) => c.status === "True"),
+    );
     await plane.batch.deleteNamespacedJob({ namespace, name: another!.metadata!.name!, propagationPolicy: "Background" });
     const inLine = stillWaiting.filter((key) => key !== podWoken);
     await waitFor(async () => (wokenWaiting(inLine).length >= 1 ? true : undefined), 30_000, "the next waiter woken");

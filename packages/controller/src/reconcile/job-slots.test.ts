@@ -4,25 +4,42 @@ import { machineAdapter } from "../kinds/adapters.js";
 import type { KubeObject } from "../runtime/kube-client.js";
 import { workspaceController } from "./workspace-controller.js";
 import type { ReconcilerDeps } from "./workspace-reconciler.js";
-import { jobLeftRunning, jobSlotWait, JobSlots, reservationTtlMs, settlingJobSlot, slotJobCache, wakePromiseTtlMs, type SlotJob } from "./job-slots.js";
+import {
+  jobLeftRunning,
+  jobSlotWait,
+  JobSlots,
+  reservationTtlMs,
+  settlingJobSlot,
+  slotJobCache,
+  wakePromiseTtlMs,
+  type SlotJob,
+} from "./job-slots.js";
 
 const job = (name: string, clusterName: string, finished = false): SlotJob => ({
-  metadata: { name, namespace: "ns", labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine", "cluster.x-k8s.io/cluster-name": clusterName } },
+  metadata: {
+    name,
+    namespace: "ns",
+    labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine", "cluster.x-k8s.io/cluster-name": clusterName },
+  },
   ...(finished ? { status: { conditions: [{ type: "Complete", status: "True" }] } } : {}),
 });
 
-const pod = (jobName: string, phase: string): KubeObject => ({ metadata: { name: `${jobName}-x`, namespace: "ns", labels: { "job-name": jobName } }, status: { phase } }) as KubeObject;
+const pod = (jobName: string, phase: string): KubeObject =>
+  ({ metadata: { name: `${jobName}-x`, namespace: "ns", labels: { "job-name": jobName } }, status: { phase } }) as KubeObject;
 
 /** An informer's indexes over a mutable array, as slotJobCache reads them; `deleted` fires its delete handlers. */
 function indexedArray(objects: KubeObject[]): Parameters<typeof slotJobCache>[0] & { deleted(object: KubeObject): void } {
   const deletes: ((object: KubeObject) => void)[] = [];
-  const indexes = new Map<string, (object: KubeObject) => string[]>([["label:job-name", (object) => [object.metadata?.labels?.["job-name"] ?? ""]]]);
+  const indexes = new Map<string, (object: KubeObject) => string[]>([
+    ["label:job-name", (object) => [object.metadata?.labels?.["job-name"] ?? ""]],
+  ]);
   return {
     addIndex: (name: string, fn: (object: KubeObject) => string[]) => void indexes.set(name, fn),
     addHandlers: (handlers: { delete?: (object: KubeObject) => void }) => void (handlers.delete && deletes.push(handlers.delete)),
     deleted: (object: KubeObject) => deletes.forEach((handler) => handler(object)),
     byIndex: (name: string, value: string) => objects.filter((object) => indexes.get(name)!(object).includes(value)),
-    get: ((namespace: string, name: string) => objects.find((object) => object.metadata?.namespace === namespace && object.metadata.name === name)) as never,
+    get: ((namespace: string, name: string) =>
+      objects.find((object) => object.metadata?.namespace === namespace && object.metadata.name === name)) as never,
   };
 }
 
@@ -35,7 +52,11 @@ describe("JobSlots", () => {
     const pods: KubeObject[] = [];
     let now = 0;
     const jobInformer = indexedArray(cache as KubeObject[]);
-    const slots = new JobSlots(slotJobCache(jobInformer, { informer: indexedArray(pods), labelSelector: "captf.io/managed=true" }, () => now), { manager: limit, clusterDefault: 0 }, () => now);
+    const slots = new JobSlots(
+      slotJobCache(jobInformer, { informer: indexedArray(pods), labelSelector: "captf.io/managed=true" }, () => now),
+      { manager: limit, clusterDefault: 0 },
+      () => now,
+    );
     /** What a pass does between its look at the count and the Job's creation, synchronously. */
     const take = (owner: string) => {
       const wait = jobSlotWait("apply", slots.usage("ns", "c", owner), { manager: limit, cluster: 0 });
@@ -92,7 +113,8 @@ describe("JobSlots", () => {
   it("wakes, oldest first, the waiters the freed slots let start, each through its own kind's controller, keeping a place in line for one that waits again", () => {
     const { cache, slots, advance } = setup(2);
     cache.push(job("j1", "c"), job("j2", "c"));
-    for (const owner of ["ns/TerraformMachine/a", "ns/TerraformMachinePool/p", "ns/TerraformMachine/b", "ns/TerraformMachine/c"]) slots.wait(owner, apply);
+    for (const owner of ["ns/TerraformMachine/a", "ns/TerraformMachinePool/p", "ns/TerraformMachine/b", "ns/TerraformMachine/c"])
+      slots.wait(owner, apply);
     expect(slots.wake("TerraformMachine")).toEqual([]);
     // One slot frees: the oldest waiter, a, gets it, whichever kind's watch saw the Job first.
     cache[0] = job("j1", "c", true);
@@ -236,7 +258,14 @@ describe("JobSlots", () => {
       const made = job(`${namespace}-${clusterName}-${cache.length}`, clusterName, finished);
       return { ...made, metadata: { ...made.metadata, namespace } };
     };
-    cache.push(inNamespace("a", "c1"), inNamespace("a", "c1"), inNamespace("a", "c1", true), inNamespace("b", "c1"), inNamespace("a", "c2"), { metadata: { name: "not-captf", namespace: "a", labels: {} } });
+    cache.push(
+      inNamespace("a", "c1"),
+      inNamespace("a", "c1"),
+      inNamespace("a", "c1", true),
+      inNamespace("b", "c1"),
+      inNamespace("a", "c2"),
+      { metadata: { name: "not-captf", namespace: "a", labels: {} } },
+    );
     expect(slots.usage("a", "c1")).toEqual({ total: 4, cluster: 2 });
   });
 
@@ -264,7 +293,12 @@ describe("JobSlots", () => {
 describe("the workspace controller and the slots", () => {
   it("forgets the waiter of an object its pass finds gone", async () => {
     const forgotten: string[] = [];
-    const slots = { usage: () => ({ total: 0, cluster: 0 }), managerLimit: 1, clusterDefaultLimit: 0, forget: (owner: string) => void forgotten.push(owner) };
+    const slots = {
+      usage: () => ({ total: 0, cluster: 0 }),
+      managerLimit: 1,
+      clusterDefaultLimit: 0,
+      forget: (owner: string) => void forgotten.push(owner),
+    };
     const deps = { cache: { get: async () => undefined }, jobSlots: slots } as unknown as ReconcilerDeps;
     const controller = workspaceController(machineAdapter, deps);
     const logger = pino({ level: "silent" });

@@ -39,8 +39,10 @@ function full(used: number, limit: number, background: boolean): boolean {
 export function jobSlotWait(op: Operation, usage: JobSlotUsage, limits: JobSlotLimits): string | undefined {
   const background = op === "drift" || op === "refresh";
   const share = background ? " (drift and refresh use at most 80% of it)" : "";
-  if (full(usage.total, limits.manager, background)) return `${usage.total} Jobs run for this manager; --max-active-jobs is ${limits.manager}${share}`;
-  if (full(usage.cluster, limits.cluster, background)) return `${usage.cluster} Jobs run for this cluster; its limit is ${limits.cluster}${share}`;
+  if (full(usage.total, limits.manager, background))
+    return `${usage.total} Jobs run for this manager; --max-active-jobs is ${limits.manager}${share}`;
+  if (full(usage.cluster, limits.cluster, background))
+    return `${usage.cluster} Jobs run for this cluster; its limit is ${limits.cluster}${share}`;
   return undefined;
 }
 
@@ -119,14 +121,21 @@ export function slotJobCache(
   const gone = new Map<string, number>();
   jobs.addHandlers({
     delete: (job) => {
-      for (const [key, at] of gone) if (at + reservationTtlMs <= now()) gone.delete(key);
-      else break;
+      for (const [key, at] of gone)
+        if (at + reservationTtlMs <= now()) gone.delete(key);
+        else break;
       gone.set(objectKey(job), now());
     },
   });
-  const podEndedFor = (namespace: string, jobName: string) => (pods?.informer.byIndex(labelIndexName(jobNameLabel), jobName) ?? []).some((pod) => pod.metadata?.namespace === namespace && podEnded(pod));
+  const podEndedFor = (namespace: string, jobName: string) =>
+    (pods?.informer.byIndex(labelIndexName(jobNameLabel), jobName) ?? []).some(
+      (pod) => pod.metadata?.namespace === namespace && podEnded(pod),
+    );
   return {
-    running: () => (jobs.byIndex(runningIndex, "running") as SlotJob[]).filter((job) => !podEndedFor(job.metadata?.namespace ?? "", job.metadata?.name ?? "")),
+    running: () =>
+      (jobs.byIndex(runningIndex, "running") as SlotJob[]).filter(
+        (job) => !podEndedFor(job.metadata?.namespace ?? "", job.metadata?.name ?? ""),
+      ),
     shown: (namespace, name) => jobs.get(namespace, name) !== undefined || gone.has(`${namespace}/${name}`),
     podEnded: podEndedFor,
     jobRunning: (namespace, name) => {
@@ -249,11 +258,13 @@ export class JobSlots implements JobSlotSource {
   settle(owner: string, outcome: { createdJob?: string } | "failed"): void {
     if (outcome === "failed") return;
     this.#promised.delete(owner);
-    for (const [key, reservation] of this.#reserved) if (reservation.owner === owner && reservation.job !== outcome.createdJob) this.#reserved.delete(key);
+    for (const [key, reservation] of this.#reserved)
+      if (reservation.owner === owner && reservation.job !== outcome.createdJob) this.#reserved.delete(key);
   }
 
   /** A Job that finished or went frees its slot, unless its Pod's end freed it first. */
-  jobFreesSlot = (job: KubeObject, event: WatchEvent, oldJob?: KubeObject): boolean => jobLeftRunning(job, event, oldJob) && !this.#jobs.podEnded(job.metadata?.namespace ?? "", job.metadata?.name ?? "");
+  jobFreesSlot = (job: KubeObject, event: WatchEvent, oldJob?: KubeObject): boolean =>
+    jobLeftRunning(job, event, oldJob) && !this.#jobs.podEnded(job.metadata?.namespace ?? "", job.metadata?.name ?? "");
 
   /** A Pod that ended frees its Job's slot, unless the Job finished first. */
   get podFreesSlot(): JobSlotSource["podFreesSlot"] {
@@ -263,7 +274,13 @@ export class JobSlots implements JobSlotSource {
       labelSelector: cache.podSelector,
       predicate: (pod, event, oldPod) => {
         const jobName = pod.metadata?.labels?.[jobNameLabel];
-        return event === "update" && jobName !== undefined && !podEnded(oldPod) && podEnded(pod) && cache.jobRunning(pod.metadata?.namespace ?? "", jobName);
+        return (
+          event === "update" &&
+          jobName !== undefined &&
+          !podEnded(oldPod) &&
+          podEnded(pod) &&
+          cache.jobRunning(pod.metadata?.namespace ?? "", jobName)
+        );
       },
     };
   }
@@ -298,7 +315,11 @@ export class JobSlots implements JobSlotSource {
 }
 
 /** Runs a pass's start of a Job; a slot it reserved goes back unless it created the Job. */
-export async function settlingJobSlot<T extends { job?: { name: string } }>(slots: JobSlotSource | undefined, owner: string, start: () => Promise<T>): Promise<T> {
+export async function settlingJobSlot<T extends { job?: { name: string } }>(
+  slots: JobSlotSource | undefined,
+  owner: string,
+  start: () => Promise<T>,
+): Promise<T> {
   try {
     const outcome = await start();
     slots?.settle?.(owner, outcome.job ? { createdJob: outcome.job.name } : {});

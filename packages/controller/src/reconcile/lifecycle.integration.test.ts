@@ -47,27 +47,52 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     // The no-op machine module plus the two user variables the tests set.
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
-    writeFileSync(join(moduleDir, "user-variables.tf"), 'variable "size" {\n  type    = string\n  default = ""\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n');
+    writeFileSync(
+      join(moduleDir, "user-variables.tf"),
+      'variable "size" {\n  type    = string\n  default = ""\n}\n\nvariable "zone" {\n  type    = string\n  default = ""\n}\n',
+    );
     // Health follows marker files, so a test can make an instance unhealthy or pending between refreshes.
     const outputs = join(moduleDir, "outputs.tf");
     writeFileSync(
       outputs,
       readFileSync(outputs, "utf8")
-        .replace("healthy = true", 'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")')
-        .replace('state   = "running"', 'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" : "running"'),
+        .replace(
+          "healthy = true",
+          'healthy = !fileexists("${path.module}/../unhealthy-${var.captf_object.namespace}-${var.captf_object.name}")',
+        )
+        .replace(
+          'state   = "running"',
+          'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" : "running"',
+        ),
     );
     // A marker file makes every plan of that machine fail (an output's precondition), so a test can fail a drift check.
-    writeFileSync(join(moduleDir, "fail-marker.tf"), 'output "fail_marker" {\n  value = null\n  precondition {\n    condition     = !fileexists("${path.module}/../fail-${var.captf_object.namespace}-${var.captf_object.name}")\n    error_message = "the test asked this plan to fail"\n  }\n}\n');
+    writeFileSync(
+      join(moduleDir, "fail-marker.tf"),
+      'output "fail_marker" {\n  value = null\n  precondition {\n    condition     = !fileexists("${path.module}/../fail-${var.captf_object.namespace}-${var.captf_object.name}")\n    error_message = "the test asked this plan to fail"\n  }\n}\n',
+    );
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
-    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name: "c", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
-    } });
-    await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "c" },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "c" } },
-    } });
+    await plane.custom.createNamespacedCustomObject({
+      ...infra,
+      namespace,
+      plural: "terraformclusters",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformCluster",
+        metadata: { name: "c", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+        spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
+      },
+    });
+    await plane.custom.createNamespacedCustomObject({
+      ...capi,
+      namespace,
+      plural: "clusters",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Cluster",
+        metadata: { name: "c" },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "c" } },
+      },
+    });
   }, 120_000);
   afterAll(() => {
     executor?.close();
@@ -75,30 +100,60 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   async function createMachine(name: string, spec: Json = {}, metadata: Json = {}): Promise<void> {
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } } });
-    const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, namespace, plural: "machines", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c" } },
-      spec: { clusterName: "c", bootstrap: { dataSecretName: `${name}-bootstrap` }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name } },
-    } })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c" }, ...metadata, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }] },
-      spec: { source: { image }, ...spec },
-    } });
+    await plane.core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
+    });
+    const machine = (await plane.custom.createNamespacedCustomObject({
+      ...capi,
+      namespace,
+      plural: "machines",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Machine",
+        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c" } },
+        spec: {
+          clusterName: "c",
+          bootstrap: { dataSecretName: `${name}-bootstrap` },
+          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name },
+        },
+      },
+    })) as { metadata: { uid: string } };
+    await plane.custom.createNamespacedCustomObject({
+      ...infra,
+      namespace,
+      plural: "terraformmachines",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachine",
+        metadata: {
+          name,
+          labels: { "cluster.x-k8s.io/cluster-name": "c" },
+          ...metadata,
+          ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }],
+        },
+        spec: { source: { image }, ...spec },
+      },
+    });
   }
 
-  const getMachine = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }).catch(() => ({})) as Promise<Json>;
+  const getMachine = (name: string) =>
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }).catch(() => ({})) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
   // The Jobs of the current object of that name (an earlier one's may still wait for the garbage collector).
   const jobsOf = async (name: string) => {
     const uid = (await getMachine(name)).metadata?.uid;
-    const jobs = (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
+    const jobs = (
+      await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })
+    ).items;
     return uid ? jobs.filter((job) => job.metadata?.ownerReferences?.[0]?.uid === uid) : jobs;
   };
 
   // The manager's events about one object (recorded in the background: wait for what a test expects).
   const eventsOf = async (name: string) =>
-    (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reportingController === "captf-manager");
+    (await eventsApi.listNamespacedEvent({ namespace })).items.filter(
+      (event) => event.regarding?.name === name && event.reportingController === "captf-manager",
+    );
 
   async function drive(name: string, until: (machine: Json) => boolean, maxPasses = 12): Promise<string[]> {
     const actions: string[] = [];
@@ -112,7 +167,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   describe("user variables, durable inputs and the pinned digest", () => {
     it("renders spec.variables over labelled variablesFrom sources into the Job's inputs", async () => {
-      await plane.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "vars", labels: { "captf.io/variables": "true" } }, data: { size: "small", zone: "a" } } });
+      await plane.core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name: "vars", labels: { "captf.io/variables": "true" } }, data: { size: "small", zone: "a" } },
+      });
       await createMachine("vars", { variables: { size: "large" }, variablesFrom: [{ configMapRef: { name: "vars" } }] });
       await drive("vars", (m) => m.status?.initialization?.provisioned === true);
 
@@ -129,7 +187,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(durable.metadata?.ownerReferences?.[0]).toMatchObject({ kind: "TerraformMachine", name: "vars", controller: true });
       const machine = await getMachine("vars");
       // What the Jobs run: the image as the spec gave it, its pinned digest, the runtime's own version.
-      expect(machine.status.source).toEqual({ image: "registry.invalid/captf/noop-machine:v0.1.0", imageDigest: `sha256:${"0".repeat(64)}`, runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+      expect(machine.status.source).toEqual({
+        image: "registry.invalid/captf/noop-machine:v0.1.0",
+        imageDigest: `sha256:${"0".repeat(64)}`,
+        runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      });
     }, 120_000);
 
     it("destroys with the pinned digest and the inputs it applied", async () => {
@@ -146,7 +208,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(leases).not.toContain(lockLease);
       const destroy = (await jobsOf("vars")).find((job) => job.metadata?.labels?.[opLabel] === "destroy");
       // The Jobs go with the object; the executor saw the destroy run by digest.
-      if (destroy) expect(destroy.spec?.template.spec?.containers[0]?.image).toBe(`registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`);
+      if (destroy)
+        expect(destroy.spec?.template.spec?.containers[0]?.image).toBe(`registry.invalid/captf/noop-machine@sha256:${"0".repeat(64)}`);
       expect(actions.some((action) => action.startsWith("started destroy"))).toBe(true);
     }, 120_000);
 
@@ -163,7 +226,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 60_000);
 
     it("waits with VariablesInvalid for a JSON-format source whose value is not JSON, naming the key and never the value, and starts no Job", async () => {
-      await plane.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "badjson", labels: { "captf.io/variables": "true" } }, data: { tags: "{not-json-canary" } } });
+      await plane.core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name: "badjson", labels: { "captf.io/variables": "true" } }, data: { tags: "{not-json-canary" } },
+      });
       await createMachine("badvars", { variablesFrom: [{ configMapRef: { name: "badjson" }, format: "JSON" }] });
       await reconcileWorkspace(deps, machineAdapter, namespace, "badvars");
       const result = await reconcileWorkspace(deps, machineAdapter, namespace, "badvars");
@@ -188,7 +254,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await allJobsFinished(plane.batch, namespace);
       await reconcileWorkspace(deps, machineAdapter, namespace, name);
     }
-    const getOwner = (name: string) => plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name }) as Promise<Json>;
+    const getOwner = (name: string) =>
+      plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name }) as Promise<Json>;
 
     it("counts unhealthy samples, asks Cluster API to replace the Machine at the threshold, and withdraws once healthy", async () => {
       await createMachine("sick", { remediation: { annotateMachine: true, unhealthyThreshold: 2, healthCheckIntervalSeconds: 60 } });
@@ -205,7 +272,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         await refreshNow("sick");
         machine = await getMachine("sick");
         expect(machine.status.unhealthySamples).toBe(2);
-        expect((await getOwner("sick")).metadata.annotations).toMatchObject({ "cluster.x-k8s.io/remediate-machine": "", "captf.io/remediation-requested": "InstanceUnhealthy" });
+        expect((await getOwner("sick")).metadata.annotations).toMatchObject({
+          "cluster.x-k8s.io/remediate-machine": "",
+          "captf.io/remediation-requested": "InstanceUnhealthy",
+        });
       } finally {
         rmSync(marker, { force: true });
       }
@@ -242,7 +312,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toBe("added finalizer");
         expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(/^started apply \(NoState\)/);
         await runJobs();
-        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(/^started refresh \(RefreshAfterApply\)/);
+        expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toMatch(
+          /^started refresh \(RefreshAfterApply\)/,
+        );
         machine = await getMachine("slow");
         expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "False", reason: "InstancePending" });
         expect(machine.status.initialization?.provisioned).toBeUndefined();
@@ -273,7 +345,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(machine.status.initialization).toEqual({ provisioned: true });
       expect(machine.status.pendingRefreshes).toBeUndefined();
       expect(condition(machine, "InfrastructureHealthy")).toMatchObject({ status: "True", reason: "Healthy" });
-      expect((await jobsOf("slow")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "refresh", "refresh", "refresh"]);
+      expect((await jobsOf("slow")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual([
+        "apply",
+        "refresh",
+        "refresh",
+        "refresh",
+      ]);
     }, 180_000);
   });
 
@@ -297,7 +374,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getMachine("backed"), "StateReadable")).toMatchObject({ status: "False", reason: "StateLost" });
       expect(await jobsOf("backed")).toHaveLength(1);
 
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "backed", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        {
+          ...infra,
+          namespace,
+          plural: "terraformmachines",
+          name: "backed",
+          body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } },
+        },
+        mergePatchOptions(),
+      );
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "backed")).action).toMatch(/^started restore \(RestoreRequested\)/);
       await executor.runPending();
       await allJobsFinished(plane.batch, namespace);
@@ -319,17 +405,38 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const suffix = stateSecretSuffix({ role: "machine", namespace, name: "badbackup" });
       const [backup] = (await getMachine("badbackup")).status.stateBackups;
       // The backup's chunk holds a gzip of something that is no state at all.
-      await plane.core.patchNamespacedSecret({ name: `captf-state-backup-${suffix}-${backup.serial}`, namespace, body: { data: { tfstate: gzipSync("not a state").toString("base64") } } }, mergePatchOptions());
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "badbackup", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
-      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup")).action).toMatch(/^started restore \(RestoreRequested\)/);
+      await plane.core.patchNamespacedSecret(
+        {
+          name: `captf-state-backup-${suffix}-${backup.serial}`,
+          namespace,
+          body: { data: { tfstate: gzipSync("not a state").toString("base64") } },
+        },
+        mergePatchOptions(),
+      );
+      await plane.custom.patchNamespacedCustomObject(
+        {
+          ...infra,
+          namespace,
+          plural: "terraformmachines",
+          name: "badbackup",
+          body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } },
+        },
+        mergePatchOptions(),
+      );
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup")).action).toMatch(
+        /^started restore \(RestoreRequested\)/,
+      );
       await executor.runPending();
       await allJobsFinished(plane.batch, namespace);
       await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup");
       const machine = await getMachine("badbackup");
       const restoreJob = (await jobsOf("badbackup")).find((job) => job.metadata?.labels?.[opLabel] === "restore")!.metadata!.name!;
       expect(condition(machine, "RestoreJobSucceeded")).toMatchObject({ status: "False", reason: "RestoreFailed" });
-      expect(condition(machine, "RestoreJobSucceeded").message).toContain(`Job ${restoreJob} could not restore backup serial ${backup.serial}`);
-      const failed = async () => (await eventsOf("badbackup")).filter((event) => event.reason === "StateRestoreFailed" && event.note?.includes(restoreJob));
+      expect(condition(machine, "RestoreJobSucceeded").message).toContain(
+        `Job ${restoreJob} could not restore backup serial ${backup.serial}`,
+      );
+      const failed = async () =>
+        (await eventsOf("badbackup")).filter((event) => event.reason === "StateRestoreFailed" && event.note?.includes(restoreJob));
       await waitFor(async () => ((await failed()).length > 0 ? true : undefined), 10_000, "the StateRestoreFailed event");
       // A failed restore is not retried for the same serial.
       await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup");
@@ -337,9 +444,21 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
 
     it("says when a restore names no backup", async () => {
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "backed", body: { metadata: { annotations: { "captf.io/restore-state": "999" } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        {
+          ...infra,
+          namespace,
+          plural: "terraformmachines",
+          name: "backed",
+          body: { metadata: { annotations: { "captf.io/restore-state": "999" } } },
+        },
+        mergePatchOptions(),
+      );
       await reconcileWorkspace(deps, machineAdapter, namespace, "backed");
-      expect(condition(await getMachine("backed"), "RestoreJobSucceeded")).toMatchObject({ status: "False", reason: "RestoreBackupNotFound" });
+      expect(condition(await getMachine("backed"), "RestoreJobSucceeded")).toMatchObject({
+        status: "False",
+        reason: "RestoreBackupNotFound",
+      });
       expect((await jobsOf("backed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
     }, 60_000);
   });
@@ -350,10 +469,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await createMachine("own-sa", { jobs: { serviceAccountName: "own-runner" } });
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("added finalizer");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("waiting: ServiceAccountNotOptedIn");
-      expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({ status: "False", reason: "ServiceAccountNotOptedIn", message: expect.stringContaining("captf.io/runner=true") });
+      expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({
+        status: "False",
+        reason: "ServiceAccountNotOptedIn",
+        message: expect.stringContaining("captf.io/runner=true"),
+      });
       expect(await jobsOf("own-sa")).toHaveLength(0);
 
-      await plane.core.patchNamespacedServiceAccount({ namespace, name: "own-runner", body: { metadata: { labels: { "captf.io/runner": "true" } } } }, mergePatchOptions());
+      await plane.core.patchNamespacedServiceAccount(
+        { namespace, name: "own-runner", body: { metadata: { labels: { "captf.io/runner": "true" } } } },
+        mergePatchOptions(),
+      );
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toMatch(/^started apply \(NoState\)/);
       expect(condition(await getMachine("own-sa"), "RunnerRBACReady")).toMatchObject({ status: "True", reason: "RBACReady" });
       const [job] = await jobsOf("own-sa");
@@ -372,7 +498,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(machine.metadata.finalizers).toEqual(["example.com/hold"]);
       expect(machine.status).toBeUndefined();
       expect(await jobsOf("finalized")).toHaveLength(0);
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "finalized", body: { metadata: { finalizers: null } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformmachines", name: "finalized", body: { metadata: { finalizers: null } } },
+        mergePatchOptions(),
+      );
     }, 60_000);
 
     it("makes no credentials for a deleting object that starts no Job: a late pass never re-creates the runner's RBAC the sweep removed", async () => {
@@ -383,15 +512,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ client: plane.client }, deps.events) };
       await plane.core.createNamespacedSecret({ namespace: late, body: { metadata: { name: "late-creds" }, stringData: { TOKEN: "x" } } });
       // Never applied, so its deletion has nothing to destroy: the pass only removes the finalizer.
-      await plane.custom.createNamespacedCustomObject({ ...infra, namespace: late, plural: "terraformmachines", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-        metadata: { name: "late", labels: { "cluster.x-k8s.io/cluster-name": "c" }, finalizers: [finalizers.TerraformMachine] },
-        spec: { source: { image }, deletionPolicy: "Destroy", identityRef: { kind: "Secret", name: "late-creds" } },
-      } });
+      await plane.custom.createNamespacedCustomObject({
+        ...infra,
+        namespace: late,
+        plural: "terraformmachines",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachine",
+          metadata: { name: "late", labels: { "cluster.x-k8s.io/cluster-name": "c" }, finalizers: [finalizers.TerraformMachine] },
+          spec: { source: { image }, deletionPolicy: "Destroy", identityRef: { kind: "Secret", name: "late-creds" } },
+        },
+      });
       await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace: late, plural: "terraformmachines", name: "late" });
       expect(await reconcileWorkspace(withCredentials, machineAdapter, late, "late")).toEqual({ action: "removed finalizer" });
       await expect(plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace: late })).rejects.toMatchObject({ code: 404 });
-      await expect(kc.makeApiClient(k8s.RbacAuthorizationV1Api).readNamespacedRoleBinding({ name: "captf-runner", namespace: late })).rejects.toMatchObject({ code: 404 });
+      await expect(
+        kc.makeApiClient(k8s.RbacAuthorizationV1Api).readNamespacedRoleBinding({ name: "captf-runner", namespace: late }),
+      ).rejects.toMatchObject({ code: 404 });
       await plane.core.deleteNamespace({ name: late });
     }, 60_000);
 
@@ -399,7 +536,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await createMachine("doomed");
       await drive("doomed", (m) => m.status?.initialization?.provisioned === true);
       const [backup] = (await getMachine("doomed")).status.stateBackups;
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "doomed", body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        {
+          ...infra,
+          namespace,
+          plural: "terraformmachines",
+          name: "doomed",
+          body: { metadata: { annotations: { "captf.io/restore-state": String(backup.serial) } } },
+        },
+        mergePatchOptions(),
+      );
       await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "doomed" });
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "doomed")).action).toMatch(/^started destroy \(Deleting\)/);
       expect(condition(await getMachine("doomed"), "Deleting")).toMatchObject({ status: "True", reason: "Deleting" });
@@ -421,7 +567,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const result = await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
       expect(result.action).toBe("retained infrastructure, removed finalizer");
       expect((await jobsOf("kept")).filter((job) => job.metadata?.labels?.[opLabel] === "destroy")).toHaveLength(0);
-      const state = await plane.core.listNamespacedSecret({ namespace, labelSelector: `tfstateSecretSuffix=${stateSecretSuffix({ role: "machine", namespace, name: "kept" })}` });
+      const state = await plane.core.listNamespacedSecret({
+        namespace,
+        labelSelector: `tfstateSecretSuffix=${stateSecretSuffix({ role: "machine", namespace, name: "kept" })}`,
+      });
       expect(state.items.length).toBeGreaterThan(0);
       for (const secret of state.items) expect(secret.metadata?.labels?.["captf.io/retained-from-uid"]).toBe(uid);
       const durable = await plane.core.readNamespacedSecret({ name: "captf-inputs-m-kept", namespace });
@@ -431,17 +580,32 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
     it("holds a new object of that name with RetainedStateFound, and adopts the state when told to, without applying", async () => {
       const machine = (await plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name: "kept" })) as Json;
-      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-        metadata: { name: "kept", labels: { "cluster.x-k8s.io/cluster-name": "c" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "kept", uid: machine.metadata.uid, controller: true }] },
-        spec: { source: { image } },
-      } });
+      await plane.custom.createNamespacedCustomObject({
+        ...infra,
+        namespace,
+        plural: "terraformmachines",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachine",
+          metadata: {
+            name: "kept",
+            labels: { "cluster.x-k8s.io/cluster-name": "c" },
+            ownerReferences: [
+              { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "kept", uid: machine.metadata.uid, controller: true },
+            ],
+          },
+          spec: { source: { image } },
+        },
+      });
       await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "kept")).action).toBe("RetainedStateFound");
       expect(condition(await getMachine("kept"), "StateReadable")).toMatchObject({ status: "False", reason: "RetainedStateFound" });
       expect(await jobsOf("kept")).toHaveLength(0);
 
-      await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "kept", body: { spec: { adoptRetainedState: true } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural: "terraformmachines", name: "kept", body: { spec: { adoptRetainedState: true } } },
+        mergePatchOptions(),
+      );
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "kept")).action).toBe("adopted retained state");
       await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
       const adopted = await getMachine("kept");
@@ -524,7 +688,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(condition(machine, "DriftJobSucceeded")).toMatchObject({ status: "False", reason: "DriftJobFailed" });
         expect(condition(machine, "DriftJobSucceeded").message).toContain(driftJob);
         expect(condition(machine, "DriftDetected")?.reason).not.toBe("DriftReported");
-        const failed = async () => (await eventsOf("drift-fails")).filter((event) => event.reason === "JobFailed" && event.note?.includes(driftJob));
+        const failed = async () =>
+          (await eventsOf("drift-fails")).filter((event) => event.reason === "JobFailed" && event.note?.includes(driftJob));
         await waitFor(async () => ((await failed()).length > 0 ? true : undefined), 10_000, "the JobFailed event of the drift Job");
         expect(await failed()).toHaveLength(1);
       } finally {
@@ -541,11 +706,28 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "too-slow")).action).toMatch(/^started apply/);
       // Nothing runs its Pod: kube-controller-manager's Job controller stops the Job at its deadline.
       const [job] = await jobsOf("too-slow");
-      await waitFor(async () => ((await plane.batch.readNamespacedJob({ name: job!.metadata!.name!, namespace })).status?.conditions?.some((c) => c.type === "Failed" && c.reason === "DeadlineExceeded") ? true : undefined), 30_000, "the Job's DeadlineExceeded");
+      await waitFor(
+        async () =>
+          (await plane.batch.readNamespacedJob({ name: job!.metadata!.name!, namespace })).status?.conditions?.some(
+            (c) => c.type === "Failed" && c.reason === "DeadlineExceeded",
+          )
+            ? true
+            : undefined,
+        30_000,
+        "the Job's DeadlineExceeded",
+      );
       await reconcileWorkspace(deps, machineAdapter, namespace, "too-slow");
-      expect(condition(await getMachine("too-slow"), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "JobDeadlineExceeded" });
-      const about = async (reason: string) => (await eventsOf("too-slow")).filter((event) => event.reason === reason && event.note?.includes(job!.metadata!.name!));
-      await waitFor(async () => ((await about("JobDeadlineExceeded")).length > 0 ? true : undefined), 10_000, "the JobDeadlineExceeded event");
+      expect(condition(await getMachine("too-slow"), "ApplyJobSucceeded")).toMatchObject({
+        status: "False",
+        reason: "JobDeadlineExceeded",
+      });
+      const about = async (reason: string) =>
+        (await eventsOf("too-slow")).filter((event) => event.reason === reason && event.note?.includes(job!.metadata!.name!));
+      await waitFor(
+        async () => ((await about("JobDeadlineExceeded")).length > 0 ? true : undefined),
+        10_000,
+        "the JobDeadlineExceeded event",
+      );
       expect(await about("JobFailed")).toHaveLength(0);
     }, 90_000);
   });
@@ -558,12 +740,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const [job] = await jobsOf("stuck");
       // As after a pass killed between the Job and its Secret, while the bootstrap data rotated.
       await plane.core.deleteNamespacedSecret({ name: runSecretName(job!.metadata!.name!), namespace });
-      await plane.core.patchNamespacedSecret({ name: "stuck-bootstrap", namespace, body: { stringData: { value: "#cloud-config\nhostname: rotated\n" } } }, mergePatchOptions());
-      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "stuck")).action).toBe(`deleted stuck Job ${job!.metadata!.name!}: its per-run Secret is missing and the inputs changed`);
-      const deleted = async () => (await eventsOf("stuck")).filter((event) => event.reason === "StuckJobDeleted" && event.note?.includes(job!.metadata!.name!));
+      await plane.core.patchNamespacedSecret(
+        { name: "stuck-bootstrap", namespace, body: { stringData: { value: "#cloud-config\nhostname: rotated\n" } } },
+        mergePatchOptions(),
+      );
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "stuck")).action).toBe(
+        `deleted stuck Job ${job!.metadata!.name!}: its per-run Secret is missing and the inputs changed`,
+      );
+      const deleted = async () =>
+        (await eventsOf("stuck")).filter((event) => event.reason === "StuckJobDeleted" && event.note?.includes(job!.metadata!.name!));
       await waitFor(async () => ((await deleted()).length > 0 ? true : undefined), 10_000, "the StuckJobDeleted event");
       await drive("stuck", (m) => m.status?.initialization?.provisioned === true);
-      const applies = (await jobsOf("stuck")).filter((candidate) => candidate.metadata?.labels?.[opLabel] === "apply" && candidate.status?.succeeded === 1);
+      const applies = (await jobsOf("stuck")).filter(
+        (candidate) => candidate.metadata?.labels?.[opLabel] === "apply" && candidate.status?.succeeded === 1,
+      );
       expect(applies.map((candidate) => candidate.metadata?.name)).not.toContain(job!.metadata!.name!);
       expect(applies).toHaveLength(1);
     }, 120_000);
@@ -571,11 +761,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   describe("an infrastructure object without its owner", () => {
     it("waits with DependenciesReady=Unknown/WaitingForOwner and starts no Job", async () => {
-      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-        metadata: { name: "orphan", labels: { "cluster.x-k8s.io/cluster-name": "c" } },
-        spec: { source: { image } },
-      } });
+      await plane.custom.createNamespacedCustomObject({
+        ...infra,
+        namespace,
+        plural: "terraformmachines",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachine",
+          metadata: { name: "orphan", labels: { "cluster.x-k8s.io/cluster-name": "c" } },
+          spec: { source: { image } },
+        },
+      });
       await reconcileWorkspace(deps, machineAdapter, namespace, "orphan");
       const result = await reconcileWorkspace(deps, machineAdapter, namespace, "orphan");
       expect(result.action).toBe("waiting: WaitingForOwner");
@@ -588,10 +784,29 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const lockOf = (name: string) => stateLockLeaseName(stateSecretSuffix({ role: "machine", namespace, name }));
     // Locks the state as OpenTofu's kubernetes backend does: the lock ID as holder, the details in lock-info.
     const lock = (name: string, id: string, who: string) =>
-      plane.coordination.patchNamespacedLease({ name: lockOf(name), namespace, body: {
-        metadata: { annotations: { "app.terraform.io/lock-info": JSON.stringify({ ID: id, Operation: "OperationTypeApply", Info: "", Who: who, Version: "1.12.6", Created: "2026-12-03T08:00:00Z", Path: "" }) } },
-        spec: { holderIdentity: id },
-      } }, mergePatchOptions());
+      plane.coordination.patchNamespacedLease(
+        {
+          name: lockOf(name),
+          namespace,
+          body: {
+            metadata: {
+              annotations: {
+                "app.terraform.io/lock-info": JSON.stringify({
+                  ID: id,
+                  Operation: "OperationTypeApply",
+                  Info: "",
+                  Who: who,
+                  Version: "1.12.6",
+                  Created: "2026-12-03T08:00:00Z",
+                  Path: "",
+                }),
+              },
+            },
+            spec: { holderIdentity: id },
+          },
+        },
+        mergePatchOptions(),
+      );
     const eventsFor = async (name: string, reason: string) => (await eventsOf(name)).filter((event) => event.reason === reason);
 
     it("reports a lock held by anything but the object's own runner as StateLocked with its holder, and never releases it", async () => {
@@ -604,10 +819,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(locked.message).toContain("alice@laptop (OperationTypeApply, since 2026-12-03T08:00:00Z)");
       await waitFor(async () => ((await eventsFor("foreignlock", "StateLocked")).length > 0 ? true : undefined));
       expect((await eventsFor("foreignlock", "StateLocked"))[0]!.note).toContain("alice@laptop");
-      expect((await plane.coordination.readNamespacedLease({ name: lockOf("foreignlock"), namespace })).spec?.holderIdentity).toBe("lock-foreign");
+      expect((await plane.coordination.readNamespacedLease({ name: lockOf("foreignlock"), namespace })).spec?.holderIdentity).toBe(
+        "lock-foreign",
+      );
 
       // The holder releases it: the state reads again.
-      await plane.coordination.patchNamespacedLease({ name: lockOf("foreignlock"), namespace, body: { metadata: { annotations: { "app.terraform.io/lock-info": null } }, spec: { holderIdentity: null } } }, mergePatchOptions());
+      await plane.coordination.patchNamespacedLease(
+        {
+          name: lockOf("foreignlock"),
+          namespace,
+          body: { metadata: { annotations: { "app.terraform.io/lock-info": null } }, spec: { holderIdentity: null } },
+        },
+        mergePatchOptions(),
+      );
       await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
       expect(condition(await getMachine("foreignlock"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
     }, 120_000);
@@ -627,7 +851,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock")).action).toMatch(/^started destroy/);
       const destroy = (await jobsOf("stalelock")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
       expect(destroy.spec?.template.spec?.containers[0]?.args).toContain("--force-unlock=lock-stale");
-      expect((await metrics.lockForceUnlocks.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 })]);
+      expect((await metrics.lockForceUnlocks.get()).values).toEqual([
+        expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 }),
+      ]);
       await waitFor(async () => ((await eventsFor("stalelock", "ForceUnlocked")).length > 0 ? true : undefined));
       expect((await eventsFor("stalelock", "ForceUnlocked"))[0]!.note).toContain(destroy.metadata!.name!);
 
@@ -636,7 +862,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await allJobsFinished(plane.batch, namespace);
       const actions = await drive("stalelock", (m) => !m.metadata);
       expect(actions).toContain("removed finalizer");
-      expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).not.toContain(lockOf("stalelock"));
+      expect((await plane.coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name)).not.toContain(
+        lockOf("stalelock"),
+      );
     }, 180_000);
   });
 
@@ -645,10 +873,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await createMachine("leased");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("added finalizer");
       const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "leased" }));
-      await plane.coordination.createNamespacedLease({ namespace, body: {
-        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
-        spec: { holderIdentity: "captf-m-leased-apply-a9-000000", leaseDurationSeconds: 4500 },
-      } });
+      await plane.coordination.createNamespacedLease({
+        namespace,
+        body: {
+          metadata: {
+            name: leaseName,
+            labels: { "captf.io/lease": "run" },
+            annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() },
+          },
+          spec: { holderIdentity: "captf-m-leased-apply-a9-000000", leaseDurationSeconds: 4500 },
+        },
+      });
       const waiting = await reconcileWorkspace(deps, machineAdapter, namespace, "leased");
       expect(waiting).toMatchObject({ action: "waiting: WaitingForRunLease", requeueAfterMs: 30_000 });
       expect(condition(await getMachine("leased"), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForRunLease" });
@@ -657,7 +892,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("waiting: WaitingForRunLease");
       const waits = async () => (await eventsOf("leased")).filter((event) => event.reason === "WaitingForRunLease");
       await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForRunLease event");
-      expect((await waits()).map((event) => [event.type, event.note])).toEqual([["Normal", expect.stringContaining("captf-m-leased-apply-a9-000000")]]);
+      expect((await waits()).map((event) => [event.type, event.note])).toEqual([
+        ["Normal", expect.stringContaining("captf-m-leased-apply-a9-000000")],
+      ]);
 
       skew += 61_000;
       try {
@@ -666,7 +903,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         const lease = await plane.coordination.readNamespacedLease({ name: leaseName, namespace });
         const [job] = await jobsOf("leased");
         expect(lease.spec?.holderIdentity).toBe(job!.metadata!.name);
-        expect(lease.metadata?.labels).toMatchObject({ "captf.io/lease": "run", "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine", "cluster.x-k8s.io/cluster-name": "c" });
+        expect(lease.metadata?.labels).toMatchObject({
+          "captf.io/lease": "run",
+          "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine",
+          "cluster.x-k8s.io/cluster-name": "c",
+        });
         // Bookkeeping the finished Job gives the lease back.
         await executor.runPending();
         await allJobsFinished(plane.batch, namespace);
@@ -687,15 +928,32 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       // What an older captf leaves when killed between taking the lease and creating the Job.
       await plane.batch.deleteNamespacedJob({ name: jobName, namespace, propagationPolicy: "Background" });
       await plane.core.deleteNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined);
-      await waitFor(async () => ((await jobsOf("upgraded")).length === 0 && !(await plane.core.readNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined)) ? true : undefined));
+      await waitFor(async () =>
+        (await jobsOf("upgraded")).length === 0 &&
+        !(await plane.core.readNamespacedSecret({ name: `captf-run-${jobName}`, namespace }).catch(() => undefined))
+          ? true
+          : undefined,
+      );
       const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "upgraded" }));
       await plane.coordination.deleteNamespacedLease({ name: leaseName, namespace });
-      const former = previousSchemeJobName({ owner: { role: "machine", name: "upgraded", namespace, uid: "", clusterName: "c" }, op: "apply", attempt: 1, inputsHash });
+      const former = previousSchemeJobName({
+        owner: { role: "machine", name: "upgraded", namespace, uid: "", clusterName: "c" },
+        op: "apply",
+        attempt: 1,
+        inputsHash,
+      });
       expect(former).not.toBe(jobName);
-      await plane.coordination.createNamespacedLease({ namespace, body: {
-        metadata: { name: leaseName, labels: { "captf.io/lease": "run" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
-        spec: { holderIdentity: former, leaseDurationSeconds: 4500 },
-      } });
+      await plane.coordination.createNamespacedLease({
+        namespace,
+        body: {
+          metadata: {
+            name: leaseName,
+            labels: { "captf.io/lease": "run" },
+            annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() },
+          },
+          spec: { holderIdentity: former, leaseDurationSeconds: 4500 },
+        },
+      });
 
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "upgraded")).action).toMatch(/^started apply/);
       expect((await jobsOf("upgraded")).map((job) => job.metadata!.name)).toEqual([jobName]);
@@ -703,14 +961,24 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
 
     it("starts no machine apply while a cluster Job holds the cluster lease, and gives its run lease back", async () => {
-      const holder = await plane.batch.createNamespacedJob({ namespace, body: {
-        metadata: { name: "captf-c-c-apply-a1-abcdef" },
-        spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "registry.invalid/x:v1" }] } } },
-      } });
-      await plane.coordination.createNamespacedLease({ namespace, body: {
-        metadata: { name: clusterLeaseName(namespace, "c"), labels: { "captf.io/lease": "cluster" }, annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() } },
-        spec: { holderIdentity: holder.metadata!.name!, leaseDurationSeconds: 4500 },
-      } });
+      const holder = await plane.batch.createNamespacedJob({
+        namespace,
+        body: {
+          metadata: { name: "captf-c-c-apply-a1-abcdef" },
+          spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "x", image: "registry.invalid/x:v1" }] } } },
+        },
+      });
+      await plane.coordination.createNamespacedLease({
+        namespace,
+        body: {
+          metadata: {
+            name: clusterLeaseName(namespace, "c"),
+            labels: { "captf.io/lease": "cluster" },
+            annotations: { "captf.io/lease-op": "apply", "captf.io/lease-acquired-at": new Date(Date.now() + skew).toISOString() },
+          },
+          spec: { holderIdentity: holder.metadata!.name!, leaseDurationSeconds: 4500 },
+        },
+      });
       try {
         await createMachine("gated");
         await reconcileWorkspace(deps, machineAdapter, namespace, "gated");
@@ -720,7 +988,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterOperation" });
         expect(condition(machine, "ApplyJobSucceeded").message).toContain(holder.metadata!.name);
         expect(await jobsOf("gated")).toHaveLength(0);
-        await expect(plane.coordination.readNamespacedLease({ name: `captf-run-${machine.status.stateSecretSuffix}`, namespace })).rejects.toMatchObject({ code: 404 });
+        await expect(
+          plane.coordination.readNamespacedLease({ name: `captf-run-${machine.status.stateSecretSuffix}`, namespace }),
+        ).rejects.toMatchObject({ code: 404 });
         const waits = async () => (await eventsOf("gated")).filter((event) => event.reason === "WaitingForClusterOperation");
         await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForClusterOperation event");
         expect((await waits()).map((event) => event.note)).toEqual([expect.stringContaining(holder.metadata!.name!)]);
@@ -735,14 +1005,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("starts nothing while the Cluster is paused, says so, and resumes", async () => {
       await createMachine("paused");
       await reconcileWorkspace(deps, machineAdapter, namespace, "paused");
-      await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "clusters", name: "c", body: { spec: { paused: true } } }, mergePatchOptions());
+      await plane.custom.patchNamespacedCustomObject(
+        { ...capi, namespace, plural: "clusters", name: "c", body: { spec: { paused: true } } },
+        mergePatchOptions(),
+      );
       try {
         const result = await reconcileWorkspace(deps, machineAdapter, namespace, "paused");
         expect(result.action).toBe("Paused");
         expect(condition(await getMachine("paused"), "Paused")).toMatchObject({ status: "True", reason: "Paused" });
         expect(await jobsOf("paused")).toHaveLength(0);
       } finally {
-        await plane.custom.patchNamespacedCustomObject({ ...capi, namespace, plural: "clusters", name: "c", body: { spec: { paused: false } } }, mergePatchOptions());
+        await plane.custom.patchNamespacedCustomObject(
+          { ...capi, namespace, plural: "clusters", name: "c", body: { spec: { paused: false } } },
+          mergePatchOptions(),
+        );
       }
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "paused")).action).toMatch(/^started apply/);
       expect(condition(await getMachine("paused"), "Paused")).toMatchObject({ status: "False", reason: "NotPaused" });
@@ -750,11 +1026,21 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
     it("runs nothing for a TerraformMachine whose Machine points at another infrastructure object (OwnerMismatch)", async () => {
       const machine = (await plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name: "paused" })) as Json;
-      await plane.custom.createNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-        metadata: { name: "claimer", labels: { "cluster.x-k8s.io/cluster-name": "c" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "paused", uid: machine.metadata.uid }] },
-        spec: { source: { image } },
-      } });
+      await plane.custom.createNamespacedCustomObject({
+        ...infra,
+        namespace,
+        plural: "terraformmachines",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachine",
+          metadata: {
+            name: "claimer",
+            labels: { "cluster.x-k8s.io/cluster-name": "c" },
+            ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "paused", uid: machine.metadata.uid }],
+          },
+          spec: { source: { image } },
+        },
+      });
       await reconcileWorkspace(deps, machineAdapter, namespace, "claimer");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "claimer")).action).toBe("waiting: OwnerMismatch");
       const claimer = await getMachine("claimer");
@@ -765,9 +1051,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
     it("waits for a Job slot when the manager's limit is reached, and leaves objects outside its watch filter alone", async () => {
       await createMachine("slotted");
-      const limited: ReconcilerDeps = { ...deps, jobSlots: { usage: () => ({ total: 3, cluster: 1 }), managerLimit: 3, clusterDefaultLimit: 0 } };
+      const limited: ReconcilerDeps = {
+        ...deps,
+        jobSlots: { usage: () => ({ total: 3, cluster: 1 }), managerLimit: 3, clusterDefaultLimit: 0 },
+      };
       await reconcileWorkspace(limited, machineAdapter, namespace, "slotted");
-      expect(await reconcileWorkspace(limited, machineAdapter, namespace, "slotted")).toEqual({ action: "waiting: WaitingForJobSlot", requeueAfterMs: 15_000 });
+      expect(await reconcileWorkspace(limited, machineAdapter, namespace, "slotted")).toEqual({
+        action: "waiting: WaitingForJobSlot",
+        requeueAfterMs: 15_000,
+      });
       const machine = await getMachine("slotted");
       expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForJobSlot" });
       expect(condition(machine, "ApplyJobSucceeded").message).toContain("--max-active-jobs is 3");
@@ -778,7 +1070,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await waits()).map((event) => event.note)).toEqual([expect.stringContaining("--max-active-jobs is 3")]);
 
       const filtered: ReconcilerDeps = { ...deps, watchFilter: "team-a" };
-      expect(await reconcileWorkspace(filtered, machineAdapter, namespace, "slotted")).toEqual({ action: "not in this manager's watch filter" });
+      expect(await reconcileWorkspace(filtered, machineAdapter, namespace, "slotted")).toEqual({
+        action: "not in this manager's watch filter",
+      });
       expect(await jobsOf("slotted")).toHaveLength(0);
     }, 60_000);
 
@@ -820,10 +1114,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const metrics = new CaptfMetrics(new Registry());
       const withCredentials: ReconcilerDeps = { ...deps, metrics, credentials: identityCredentials({ client: plane.client }, deps.events) };
       await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "cloud-creds" }, stringData: { TOKEN: canary } } });
-      await plane.custom.createClusterCustomObject({ ...infra, plural: "terraformclusteridentities", body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformClusterIdentity", metadata: { name: identity },
-        spec: { secretRef: { name: "cloud-creds", namespace }, allowedNamespaces: { list: [namespace] } },
-      } });
+      await plane.custom.createClusterCustomObject({
+        ...infra,
+        plural: "terraformclusteridentities",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformClusterIdentity",
+          metadata: { name: identity },
+          spec: { secretRef: { name: "cloud-creds", namespace }, allowedNamespaces: { list: [namespace] } },
+        },
+      });
       try {
         await createMachine("creds", { identityRef: { name: identity } });
         await createMachine("nocreds", { identityRef: { name: `${identity}-missing` } });
@@ -839,21 +1139,26 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(Buffer.from(mirrored.data!.TOKEN!, "base64").toString("utf8")).toBe(canary);
         await plane.core.readNamespacedServiceAccount({ name: "captf-runner", namespace });
         const machine = await getMachine("creds");
-        for (const type of ["IdentityAllowed", "CredentialsMirrored", "RunnerRBACReady"]) expect(condition(machine, type)).toMatchObject({ status: "True" });
+        for (const type of ["IdentityAllowed", "CredentialsMirrored", "RunnerRBACReady"])
+          expect(condition(machine, type)).toMatchObject({ status: "True" });
 
         const denied = await getMachine("nocreds");
         expect(condition(denied, "IdentityAllowed")).toMatchObject({ status: "False", reason: "IdentityNotFound" });
         expect(condition(denied, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "IdentityNotAllowed" });
         expect(await jobsOf("nocreds")).toHaveLength(0);
         // Counted once per denial, not once per pass.
-        expect((await metrics.identityDenied.get()).values).toEqual([expect.objectContaining({ labels: { reason: "notfound" }, value: 1 })]);
+        expect((await metrics.identityDenied.get()).values).toEqual([
+          expect.objectContaining({ labels: { reason: "notfound" }, value: 1 }),
+        ]);
 
         // The credential never shows in status or events.
         const everything = JSON.stringify([machine.status, denied.status, (await eventsApi.listNamespacedEvent({ namespace })).items]);
         expect(everything).not.toContain(canary);
         expect(everything).not.toContain(Buffer.from(canary).toString("base64"));
       } finally {
-        await plane.custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identity }).catch(() => undefined);
+        await plane.custom
+          .deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identity })
+          .catch(() => undefined);
       }
     }, 120_000);
   });
@@ -861,7 +1166,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   it("records events from captf-manager about the object: Job created and succeeded, digest pinned, paused and resumed", async () => {
     const reasonsFor = async (name: string) => (await eventsOf(name)).map((event) => event.reason);
     const vars = await reasonsFor("vars");
-    expect(vars).toEqual(expect.arrayContaining(["JobCreated", "JobSucceeded", "DigestPinned", "Provisioned", "ProviderIDSet", "Destroyed", "FinalizerRemoved"]));
+    expect(vars).toEqual(
+      expect.arrayContaining([
+        "JobCreated",
+        "JobSucceeded",
+        "DigestPinned",
+        "Provisioned",
+        "ProviderIDSet",
+        "Destroyed",
+        "FinalizerRemoved",
+      ]),
+    );
     expect(await reasonsFor("paused")).toEqual(expect.arrayContaining(["Paused", "Resumed", "JobCreated"]));
   }, 60_000);
 });

@@ -45,12 +45,33 @@ export function cachedSecret<T extends KubeObject & { data?: unknown; stringData
 }
 
 /** A Job's Pod as cached: what the pass reads (its phase, conditions and container states). */
-export function cachedPod<T extends KubeObject & { spec?: unknown; status?: { phase?: string; conditions?: unknown; startTime?: unknown; containerStatuses?: unknown; initContainerStatuses?: unknown } }>(pod: T): T {
+export function cachedPod<
+  T extends KubeObject & {
+    spec?: unknown;
+    status?: { phase?: string; conditions?: unknown; startTime?: unknown; containerStatuses?: unknown; initContainerStatuses?: unknown };
+  },
+>(pod: T): T {
   const { spec: _spec, status, ...rest } = withoutManagedFields(pod);
-  return { ...rest, status: { phase: status?.phase, conditions: status?.conditions, startTime: status?.startTime, containerStatuses: status?.containerStatuses, initContainerStatuses: status?.initContainerStatuses } } as T;
+  return {
+    ...rest,
+    status: {
+      phase: status?.phase,
+      conditions: status?.conditions,
+      startTime: status?.startTime,
+      containerStatuses: status?.containerStatuses,
+      initContainerStatuses: status?.initContainerStatuses,
+    },
+  } as T;
 }
 
-type CachedJobShape = KubeObject & { spec?: { template?: { metadata?: unknown; spec?: { containers?: { name?: string; image?: string; args?: string[] }[]; initContainers?: { name?: string; image?: string }[] } } } };
+type CachedJobShape = KubeObject & {
+  spec?: {
+    template?: {
+      metadata?: unknown;
+      spec?: { containers?: { name?: string; image?: string; args?: string[] }[]; initContainers?: { name?: string; image?: string }[] };
+    };
+  };
+};
 
 /**
  * A Job as cached: its metadata, status and spec, with the Pod template cut to what the pass reads
@@ -66,14 +87,24 @@ export function cachedJob<T extends CachedJobShape>(job: T): T {
     containers: (containers ?? []).map(({ name, image, args }) => ({ name, image, ...(args ? { args } : {}) })),
     ...(initContainers ? { initContainers: initContainers.map(({ name, image }) => ({ name, image })) } : {}),
   };
-  return { ...stripped, spec: { ...stripped.spec, template: { ...(template.metadata ? { metadata: template.metadata } : {}), spec: podSpec } } };
+  return {
+    ...stripped,
+    spec: { ...stripped.spec, template: { ...(template.metadata ? { metadata: template.metadata } : {}), spec: podSpec } },
+  };
 }
 
 /** Requests the informers (before the manager starts) and serves the pass's reads from them. */
-export function managerReadCache(manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>, adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[], options: { watchFilterSelector?: string; sharded?: boolean } = {}): ReadCache {
+export function managerReadCache(
+  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>,
+  adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[],
+  options: { watchFilterSelector?: string; sharded?: boolean } = {},
+): ReadCache {
   const cache = new ReadCache(manager.client);
   const whole = (type: ResourceType, labelSelector?: string, scoped?: boolean) =>
-    cache.add(type, { informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }), ...(scoped ? { scoped } : {}) });
+    cache.add(type, {
+      informer: manager.informer(type, { ...(labelSelector ? { labelSelector } : {}), transform: withoutManagedFields }),
+      ...(scoped ? { scoped } : {}),
+    });
   // The pass ignores objects outside the watch filter, so the filtered cache is the whole of what it reads.
   // Sharded (`--shards` > 1), these caches hold the held shards only: an object absent there is read live.
   for (const adapter of adapters) whole(workspaceResourceType(adapter), options.watchFilterSelector, options.sharded);
@@ -87,14 +118,28 @@ export function managerReadCache(manager: Pick<Manager, "informer" | "client"> &
   const managedSecrets = manager.informer(builtinTypes.secret, { labelSelector: managedSecretSelector, transform: cachedSecret });
   for (const key of [backendSuffixLabel, labels.stateBackupSuffix]) managedSecrets.indexLabel(key);
   cache.add(builtinTypes.secret, { informer: managedSecrets, scoped: true });
-  cache.add(builtinTypes.secret, { informer: manager.informer(builtinTypes.secret, { labelSelector: labels.clusterName, transform: withoutManagedFields }), scoped: true }, capiSecrets);
+  cache.add(
+    builtinTypes.secret,
+    {
+      informer: manager.informer(builtinTypes.secret, { labelSelector: labels.clusterName, transform: withoutManagedFields }),
+      scoped: true,
+    },
+    capiSecrets,
+  );
   // An identity's source Secret (any namespace, no label): a watch of its own, by name.
-  if (manager.objectWatch) cache.watchByName(builtinTypes.secret, (namespace, name) => manager.objectWatch!(builtinTypes.secret, namespace, name, withoutManagedFields));
-  cache.add(builtinTypes.lease, { informer: manager.informer(builtinTypes.lease, { labelSelector: managedSecretSelector, transform: withoutManagedFields }), scoped: true });
+  if (manager.objectWatch)
+    cache.watchByName(builtinTypes.secret, (namespace, name) =>
+      manager.objectWatch!(builtinTypes.secret, namespace, name, withoutManagedFields),
+    );
+  cache.add(builtinTypes.lease, {
+    informer: manager.informer(builtinTypes.lease, { labelSelector: managedSecretSelector, transform: withoutManagedFields }),
+    scoped: true,
+  });
   const pods = manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector, transform: cachedPod });
   pods.indexLabel(jobNameLabel);
   cache.add(builtinTypes.pod, { informer: pods, scoped: true });
   const runnerObject = `metadata.name=${runnerRbacName}`;
-  for (const type of [builtinTypes.serviceAccount, builtinTypes.roleBinding]) cache.add(type, { informer: manager.informer(type, { fieldSelector: runnerObject, transform: withoutManagedFields }), scoped: true });
+  for (const type of [builtinTypes.serviceAccount, builtinTypes.roleBinding])
+    cache.add(type, { informer: manager.informer(type, { fieldSelector: runnerObject, transform: withoutManagedFields }), scoped: true });
   return cache;
 }

@@ -31,99 +31,194 @@ const runnerImage = "captf-controller:e2e";
 
 // The manager as it runs: informers, work queue, leader election and the TerraformMachine
 // controller, with no pass driven by the test. The chroot kubelet runs the Jobs.
-describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go", "umoci", "skopeo", "docker-registry"], "the manager reconciling a TerraformMachine on its own", () => {
-  const namespace = `manager-e2e-${Date.now().toString(36)}`;
-  const work = mkdtempSync(join(tmpdir(), "captf-manager-e2e-"));
-  let plane: Awaited<ReturnType<typeof preparePlane>>;
-  let registry: LocalRegistry;
-  let kubelet: ChrootKubelet;
-  let client: KubeClient;
-  const stop = new AbortController();
-  let running: Promise<unknown>;
+describeWithTools(
+  ["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go", "umoci", "skopeo", "docker-registry"],
+  "the manager reconciling a TerraformMachine on its own",
+  () => {
+    const namespace = `manager-e2e-${Date.now().toString(36)}`;
+    const work = mkdtempSync(join(tmpdir(), "captf-manager-e2e-"));
+    let plane: Awaited<ReturnType<typeof preparePlane>>;
+    let registry: LocalRegistry;
+    let kubelet: ChrootKubelet;
+    let client: KubeClient;
+    const stop = new AbortController();
+    let running: Promise<unknown>;
 
-  beforeAll(async () => {
-    plane = await preparePlane(namespace);
-    registry = await startLocalRegistry();
-    buildModuleImage(join(work, "layout"), "v0.1.0", { moduleDir: noopModuleDirectory("machine"), runtime: requireTool("tofu"), runtimeVersion: "1.12.6", role: "machine" });
-    const image = `${registry.host}/captf/noop-machine:v0.1.0`;
-    pushImage(join(work, "layout"), "v0.1.0", image);
-    const bundle = join(work, "bundle");
-    execFileSync(process.execPath, [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--out", bundle], { stdio: "pipe" });
-    const runnerRoot = prepareRunnerImageRoot(join(work, "runner-image"), bundle);
-    kubelet = await startChrootKubelet({
-      kubeconfigPath: plane.kubeconfigPath,
-      nodeName: `manager-e2e-${Date.now().toString(36)}`,
-      namespaces: [namespace],
-      imageResolver: (reference) => (reference === runnerImage ? runnerRoot : undefined),
-      serviceAccountTokens: { token: sharedControlPlane().token },
-    });
+    beforeAll(async () => {
+      plane = await preparePlane(namespace);
+      registry = await startLocalRegistry();
+      buildModuleImage(join(work, "layout"), "v0.1.0", {
+        moduleDir: noopModuleDirectory("machine"),
+        runtime: requireTool("tofu"),
+        runtimeVersion: "1.12.6",
+        role: "machine",
+      });
+      const image = `${registry.host}/captf/noop-machine:v0.1.0`;
+      pushImage(join(work, "layout"), "v0.1.0", image);
+      const bundle = join(work, "bundle");
+      execFileSync(
+        process.execPath,
+        [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--out", bundle],
+        { stdio: "pipe" },
+      );
+      const runnerRoot = prepareRunnerImageRoot(join(work, "runner-image"), bundle);
+      kubelet = await startChrootKubelet({
+        kubeconfigPath: plane.kubeconfigPath,
+        nodeName: `manager-e2e-${Date.now().toString(36)}`,
+        namespaces: [namespace],
+        imageResolver: (reference) => (reference === runnerImage ? runnerRoot : undefined),
+        serviceAccountTokens: { token: sharedControlPlane().token },
+      });
 
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    client = new KubeClient(kc);
-    const manager = new Manager({
-      client,
-      logger: pino({ level: "warn" }),
-      namespace,
-      healthAddress: "127.0.0.1:0",
-      metricsAddress: "127.0.0.1:0",
-      leaderElection: { namespace, leaseName: "captf-manager", leaseDurationMillis: 6_000, renewDeadlineMillis: 5_000, retryPeriodMillis: 250 },
-    });
-    const deps = { client: plane.client, jobEnvironment: { ...defaultJobEnvironment, runnerImage } };
-    manager.addController(workspaceController(machineAdapter, deps, { concurrency: 2, manager }));
-    running = manager.run(stop.signal);
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      client = new KubeClient(kc);
+      const manager = new Manager({
+        client,
+        logger: pino({ level: "warn" }),
+        namespace,
+        healthAddress: "127.0.0.1:0",
+        metricsAddress: "127.0.0.1:0",
+        leaderElection: {
+          namespace,
+          leaseName: "captf-manager",
+          leaseDurationMillis: 6_000,
+          renewDeadlineMillis: 5_000,
+          retryPeriodMillis: 250,
+        },
+      });
+      const deps = { client: plane.client, jobEnvironment: { ...defaultJobEnvironment, runnerImage } };
+      manager.addController(workspaceController(machineAdapter, deps, { concurrency: 2, manager }));
+      running = manager.run(stop.signal);
 
-    const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
-    await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-      spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: "id" } },
-    } });
-    await plane.custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "ext" },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
-    } });
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\n" } } });
-    const machine = (await plane.custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
-      spec: { clusterName: "ext", bootstrap: {}, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" } },
-    } })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-      metadata: { name: "m-0", ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true }] },
-      spec: { source: { image } },
-    } });
-  }, 240_000);
+      const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
+      await plane.custom.createNamespacedCustomObject({
+        group: "infrastructure.cluster.x-k8s.io",
+        version: "v1alpha1",
+        namespace,
+        plural: "terraformclusters",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformCluster",
+          metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+          spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: "id" } },
+        },
+      });
+      await plane.custom.createNamespacedCustomObject({
+        ...capi,
+        plural: "clusters",
+        body: {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "Cluster",
+          metadata: { name: "ext" },
+          spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
+        },
+      });
+      await plane.core.createNamespacedSecret({
+        namespace,
+        body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\n" } },
+      });
+      const machine = (await plane.custom.createNamespacedCustomObject({
+        ...capi,
+        plural: "machines",
+        body: {
+          apiVersion: "cluster.x-k8s.io/v1beta2",
+          kind: "Machine",
+          metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
+          spec: {
+            clusterName: "ext",
+            bootstrap: {},
+            infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" },
+          },
+        },
+      })) as { metadata: { uid: string } };
+      await plane.custom.createNamespacedCustomObject({
+        group: "infrastructure.cluster.x-k8s.io",
+        version: "v1alpha1",
+        namespace,
+        plural: "terraformmachines",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformMachine",
+          metadata: {
+            name: "m-0",
+            ownerReferences: [
+              { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true },
+            ],
+          },
+          spec: { source: { image } },
+        },
+      });
+    }, 240_000);
 
-  afterAll(async () => {
-    stop.abort();
-    await running;
-    client?.close();
-    await kubelet?.stop();
-    await registry?.stop();
-    rmSync(work, { recursive: true, force: true });
-  }, 60_000);
+    afterAll(async () => {
+      stop.abort();
+      await running;
+      client?.close();
+      await kubelet?.stop();
+      await registry?.stop();
+      rmSync(work, { recursive: true, force: true });
+    }, 60_000);
 
-  it("waits for bootstrap data, and starts its apply as soon as the Machine names it (the Machine watch, not the 30 s requeue)", async () => {
-    const getObject = async () => (await plane.custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" })) as Record<string, any>;
-    await waitFor(async () => ((await getObject()).status?.conditions ?? []).find((c: { type: string; reason: string }) => c.type === "DependenciesReady" && c.reason === "WaitingForBootstrapData"), 30_000, "DependenciesReady=WaitingForBootstrapData");
-    await plane.custom.patchNamespacedCustomObject(
-      { group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machines", name: "m-0", body: { spec: { bootstrap: { dataSecretName: "m-0-bootstrap" } } } },
-      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
-    );
-    const patchedAt = Date.now();
-    await waitFor(async () => ((await plane.batch.listNamespacedJob({ namespace })).items.length > 0 ? true : undefined), 30_000, "an apply Job");
-    // The pass that waited asked to be requeued after 30 s; only the Machine watch starts it sooner.
-    expect(Date.now() - patchedAt).toBeLessThan(20_000);
-  }, 90_000);
+    it("waits for bootstrap data, and starts its apply as soon as the Machine names it (the Machine watch, not the 30 s requeue)", async () => {
+      const getObject = async () =>
+        (await plane.custom.getNamespacedCustomObject({
+          group: "infrastructure.cluster.x-k8s.io",
+          version: "v1alpha1",
+          namespace,
+          plural: "terraformmachines",
+          name: "m-0",
+        })) as Record<string, any>;
+      await waitFor(
+        async () =>
+          ((await getObject()).status?.conditions ?? []).find(
+            (c: { type: string; reason: string }) => c.type === "DependenciesReady" && c.reason === "WaitingForBootstrapData",
+          ),
+        30_000,
+        "DependenciesReady=WaitingForBootstrapData",
+      );
+      await plane.custom.patchNamespacedCustomObject(
+        {
+          group: "cluster.x-k8s.io",
+          version: "v1beta2",
+          namespace,
+          plural: "machines",
+          name: "m-0",
+          body: { spec: { bootstrap: { dataSecretName: "m-0-bootstrap" } } },
+        },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
+      const patchedAt = Date.now();
+      await waitFor(
+        async () => ((await plane.batch.listNamespacedJob({ namespace })).items.length > 0 ? true : undefined),
+        30_000,
+        "an apply Job",
+      );
+      // The pass that waited asked to be requeued after 30 s; only the Machine watch starts it sooner.
+      expect(Date.now() - patchedAt).toBeLessThan(20_000);
+    }, 90_000);
 
-  it("provisions it, bookkeeps its one Job, and settles", async () => {
-    const object = await waitFor(async () => {
-      const current = (await plane.custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" })) as Record<string, any>;
-      const jobs = (await plane.batch.listNamespacedJob({ namespace })).items;
-      return current.status?.initialization?.provisioned && jobs.every((job) => job.metadata?.annotations?.["captf.io/bookkept"] === "true") ? current : undefined;
-    }, 120_000, "the TerraformMachine provisioned and its Job bookkept");
-    expect(object.spec.providerID).toBe(`noop:///${namespace}/m-0`);
-    expect((await plane.batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
-  }, 180_000);
-});
+    it("provisions it, bookkeeps its one Job, and settles", async () => {
+      const object = await waitFor(
+        async () => {
+          const current = (await plane.custom.getNamespacedCustomObject({
+            group: "infrastructure.cluster.x-k8s.io",
+            version: "v1alpha1",
+            namespace,
+            plural: "terraformmachines",
+            name: "m-0",
+          })) as Record<string, any>;
+          const jobs = (await plane.batch.listNamespacedJob({ namespace })).items;
+          return current.status?.initialization?.provisioned &&
+            jobs.every((job) => job.metadata?.annotations?.["captf.io/bookkept"] === "true")
+            ? current
+            : undefined;
+        },
+        120_000,
+        "the TerraformMachine provisioned and its Job bookkept",
+      );
+      expect(object.spec.providerID).toBe(`noop:///${namespace}/m-0`);
+      expect((await plane.batch.listNamespacedJob({ namespace })).items).toHaveLength(1);
+    }, 180_000);
+  },
+);

@@ -79,12 +79,18 @@ export function bookkeepingAnnotations(outcome: JobOutcome, job?: Pick<ObservedJ
 
 /** The failed apply Job an apply starting now follows: the newest finished apply, when it failed (`captf.io/after-failed-apply`). Pure. */
 export function failedApplyBefore(jobs: readonly Pick<ObservedJob, "name" | "op" | "outcome" | "finishedAt">[]): string | undefined {
-  const newestApply = jobs.filter((job) => job.op === "apply" && job.outcome !== undefined).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+  const newestApply = jobs
+    .filter((job) => job.op === "apply" && job.outcome !== undefined)
+    .sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   return newestApply?.outcome === "failed" ? newestApply.name : undefined;
 }
 
 /** The outcome of a finished Job from its condition, its runner's result and whether its Pod was removed from outside. Pure. */
-export function outcomeOf(job: JobConditions & Pick<V1Job, "metadata">, result: RunResult | undefined, pod: Pick<V1Pod, "metadata" | "status"> | undefined): JobOutcome {
+export function outcomeOf(
+  job: JobConditions & Pick<V1Job, "metadata">,
+  result: RunResult | undefined,
+  pod: Pick<V1Pod, "metadata" | "status"> | undefined,
+): JobOutcome {
   const done = finishedCondition(job)!;
   if (done.type === "Complete") return planUnreadable(job, result) ? "failed" : "succeeded";
   // A deadline kill counts toward backoff even when the runner reported an interruption; so does an image
@@ -93,7 +99,11 @@ export function outcomeOf(job: JobConditions & Pick<V1Job, "metadata">, result: 
   const kind = result?.error?.kind;
   if (kind === "blocked" || kind === "plan-changed" || kind === "interrupted" || kind === "state-save") return kind;
   // A failed Job keeps its Pod: one deleted, evicted or disrupted from outside took the runner's result with it.
-  if (!result && (!pod || pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === "DisruptionTarget" && c.status === "True"))) return "interrupted";
+  if (
+    !result &&
+    (!pod || pod.metadata?.deletionTimestamp || pod.status?.conditions?.some((c) => c.type === "DisruptionTarget" && c.status === "True"))
+  )
+    return "interrupted";
   return "failed";
 }
 
@@ -125,17 +135,31 @@ export function stalledImagePull(pod: V1Pod, now: number): { container: string; 
  * The Pod of a Job (captf's Jobs run one Pod: backoffLimit 0): from the manager's Pod cache once it
  * has seen the Job as read (the Job controller writes a finished Pod's Job after the Pod), else live.
  */
-export async function jobPod(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, job: V1Job): Promise<V1Pod | undefined> {
+export async function jobPod(
+  clients: { client: KubeApi; cache?: ReadCache | undefined },
+  namespace: string,
+  job: V1Job,
+): Promise<V1Pod | undefined> {
   const labelSelector = `${jobNameLabel}=${job.metadata!.name!}`;
   const freshAsOf = job.metadata?.resourceVersion;
-  if (clients.cache) return (await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) }))[0];
+  if (clients.cache)
+    return (
+      await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
+    )[0];
   return (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { labelSelector })).items[0];
 }
 
-export async function observeJobs(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, owner: { kind: string; name: string; uid: string }, now: number): Promise<ObservedJob[]> {
+export async function observeJobs(
+  clients: { client: KubeApi; cache?: ReadCache | undefined },
+  namespace: string,
+  owner: { kind: string; name: string; uid: string },
+  now: number,
+): Promise<ObservedJob[]> {
   const labelSelector = `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${owner.name}`;
   // From the Job cache: the Jobs this manager created or bookkept are expectations, read live until the cache shows them.
-  const jobs = clients.cache ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector) : (await clients.client.list<V1Job>(builtinTypes.job, namespace, { labelSelector })).items;
+  const jobs = clients.cache
+    ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector)
+    : (await clients.client.list<V1Job>(builtinTypes.job, namespace, { labelSelector })).items;
   const observed: ObservedJob[] = [];
   for (const job of jobs) {
     // Jobs of an earlier object of the same name wait for the garbage collector; they are not ours.
@@ -166,7 +190,9 @@ export async function observeJobs(clients: { client: KubeApi; cache?: ReadCache 
     const pod = await jobPod(clients, namespace, job);
     const status = pod?.status?.containerStatuses?.find((container) => container.name === "source");
     const reading = parseRunResult(status?.state?.terminated?.message);
-    const broker = parseBrokerSummary(pod?.status?.initContainerStatuses?.find((container) => container.name === brokerContainerName)?.state?.terminated?.message);
+    const broker = parseBrokerSummary(
+      pod?.status?.initContainerStatuses?.find((container) => container.name === brokerContainerName)?.state?.terminated?.message,
+    );
     // The shrunk form keeps what matters (the error's kind, the plan's hash): read as a full document.
     const result = reading.ok ? completeRunResult(reading.result) : undefined;
     observed.push({

@@ -14,7 +14,13 @@ import { capiTypes } from "../api/cluster-api.js";
 import { terraformClusterType } from "../api/resource-types.js";
 
 /** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */
-export function readObject<T>(cache: ReadCache | undefined, client: KubeApi, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
+export function readObject<T>(
+  cache: ReadCache | undefined,
+  client: KubeApi,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+): Promise<T | undefined> {
   if (cache) return cache.get<T>(type, namespace, name);
   return undefinedIfNotFound(client.get<T>(type, namespace, name));
 }
@@ -26,7 +32,11 @@ export const capiSecrets = "capi";
  * A Machine's or MachinePool's bootstrap data Secret: from the cache of Secrets labelled with a
  * cluster (as Cluster API's bootstrap providers label them), live when that cache lacks it.
  */
-export async function readBootstrapSecret(deps: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, name: string): Promise<{ data?: Record<string, string> } | undefined> {
+export async function readBootstrapSecret(
+  deps: { client: KubeApi; cache?: ReadCache | undefined },
+  namespace: string,
+  name: string,
+): Promise<{ data?: Record<string, string> } | undefined> {
   if (deps.cache) return deps.cache.get(builtinTypes.secret, namespace, name, { cache: capiSecrets });
   return undefinedIfNotFound(deps.client.get<{ data?: Record<string, string> }>(builtinTypes.secret, namespace, name));
 }
@@ -38,7 +48,12 @@ export interface CapiCluster {
     infrastructureRef?: { apiGroup?: string; kind?: string; name?: string };
     controlPlaneEndpoint?: { host?: string; port?: number };
     topology?: { version?: string };
-    clusterNetwork?: { pods?: { cidrBlocks?: string[] }; services?: { cidrBlocks?: string[] }; serviceDomain?: string; apiServerPort?: number };
+    clusterNetwork?: {
+      pods?: { cidrBlocks?: string[] };
+      services?: { cidrBlocks?: string[] };
+      serviceDomain?: string;
+      apiServerPort?: number;
+    };
   };
   status?: { initialization?: { controlPlaneInitialized?: boolean } };
 }

@@ -39,7 +39,14 @@ function preview(plan: PlanSummary, job: ObservedJob): PlanPreview {
 
 /** The counts of the plan shown in status.plan, as the runner words them. */
 export function previewCounts(plan: PlanPreview): string {
-  return planCounts({ add: plan.add ?? 0, change: plan.change ?? 0, destroy: plan.destroy ?? 0, ...(plan.import ? { import: plan.import } : {}), ...(plan.move ? { move: plan.move } : {}), ...(plan.outputChanges ? { outputs: plan.outputChanges } : {}) });
+  return planCounts({
+    add: plan.add ?? 0,
+    change: plan.change ?? 0,
+    destroy: plan.destroy ?? 0,
+    ...(plan.import ? { import: plan.import } : {}),
+    ...(plan.move ? { move: plan.move } : {}),
+    ...(plan.outputChanges ? { outputs: plan.outputChanges } : {}),
+  });
 }
 
 /** What the newly finished plan and apply Jobs change about the plan shown and the approvals given. */
@@ -51,11 +58,17 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
   const approvedPlan = newest.job.metadata?.annotations?.[annotations.approvedPlan];
   if (newest.op === "plan" && newest.outcome === "succeeded" && newest.result?.plan) {
     outcome.plan = preview(newest.result.plan, newest);
-    outcome.events.push({ reason: "PlanReady", note: `plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) is ready: approve it with ${annotations.approvePlan}=${newest.result.plan.hash}` });
+    outcome.events.push({
+      reason: "PlanReady",
+      note: `plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) is ready: approve it with ${annotations.approvePlan}=${newest.result.plan.hash}`,
+    });
     outcome.approvals.push("created");
   } else if (newest.op === "apply" && newest.outcome === "plan-changed" && newest.result?.plan) {
     outcome.plan = preview(newest.result.plan, newest);
-    outcome.events.push({ reason: "PlanChanged", note: `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) waits for its own approval` });
+    outcome.events.push({
+      reason: "PlanChanged",
+      note: `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) waits for its own approval`,
+    });
     outcome.approvals.push("changed");
   } else if (newest.op === "apply" && newest.outcome === "succeeded") {
     if (approvedPlan) {
@@ -64,13 +77,19 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
       outcome.removeAnnotations.push(annotations.approvePlan, annotations.planApprovedBy);
       // An empty plan is applied without an approval: nothing was approved or applied.
       if (approvedPlan !== emptyPlanHash) {
-        outcome.events.push({ reason: "PlanApplied", note: `applied the approved plan ${approvedPlan}${approverNote(newest.job.metadata?.annotations?.[annotations.planApprovedBy])}` });
+        outcome.events.push({
+          reason: "PlanApplied",
+          note: `applied the approved plan ${approvedPlan}${approverNote(newest.job.metadata?.annotations?.[annotations.planApprovedBy])}`,
+        });
         outcome.approvals.push("applied");
       }
     }
     if (newest.job.spec?.template.spec?.containers[0]?.args?.some((arg) => arg.startsWith("--allow-deletes-hash="))) {
       outcome.removeAnnotations.push(annotations.approveDestructivePlan);
-      outcome.events.push({ reason: "DestructivePlanApprovalConsumed", note: `the approved destructive apply succeeded; ${annotations.approveDestructivePlan} removed` });
+      outcome.events.push({
+        reason: "DestructivePlanApprovalConsumed",
+        note: `the approved destructive apply succeeded; ${annotations.approveDestructivePlan} removed`,
+      });
     }
   }
   return outcome;
@@ -114,19 +133,27 @@ export function planSupersession(facts: SupersessionFacts): Supersession | undef
     return {
       drop,
       removeAnnotations: approved ? [annotations.approvePlan, annotations.planApprovedBy] : [],
-      event: { reason: "PlanSuperseded", type: approved ? "Warning" : "Normal", note: `plan ${plan.planHash}${approved ? ", approved," : ""} is superseded: ${why}${approved ? `; its approval (${annotations.approvePlan}) is removed` : ""}` },
+      event: {
+        reason: "PlanSuperseded",
+        type: approved ? "Warning" : "Normal",
+        note: `plan ${plan.planHash}${approved ? ", approved," : ""} is superseded: ${why}${approved ? `; its approval (${annotations.approvePlan}) is removed` : ""}`,
+      },
     };
   };
-  if (shownBefore && replacedBy && replacedBy.planHash !== shownBefore.planHash) return superseded(shownBefore, false, `the newer plan ${replacedBy.planHash} of Job ${replacedBy.job} replaces it`);
+  if (shownBefore && replacedBy && replacedBy.planHash !== shownBefore.planHash)
+    return superseded(shownBefore, false, `the newer plan ${replacedBy.planHash} of Job ${replacedBy.job} replaces it`);
   if (!shown || facts.jobRuns || facts.paused || facts.deleting || currentHash === undefined) return undefined;
   if (!facts.manual) return superseded(shown, true, "applyPolicy is no longer Manual");
-  if (shown.inputsHash !== currentHash) return superseded(shown, true, `the inputs changed (${shown.inputsHash} planned, ${currentHash} now): a new plan is made for them`);
+  if (shown.inputsHash !== currentHash)
+    return superseded(shown, true, `the inputs changed (${shown.inputsHash} planned, ${currentHash} now): a new plan is made for them`);
   return undefined;
 }
 
 /** " (approved by <user>)", or why no approver is on record (captf's mutating webhook records it). */
 export function approverNote(approver: string | undefined): string {
-  return approver ? ` (approved by ${approver})` : ` (no approver recorded: ${annotations.planApprovedBy} is set by captf's mutating webhook)`;
+  return approver
+    ? ` (approved by ${approver})`
+    : ` (no approver recorded: ${annotations.planApprovedBy} is set by captf's mutating webhook)`;
 }
 
 /** The plan decideOperation compares the inputs and the approval with. */

@@ -30,29 +30,62 @@ export async function preparePlane(namespace: string): Promise<PlaneClients> {
   await installCrds(extensions);
   for (const path of clusterApiCrdPaths()) {
     const body = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(path, "utf8"));
-    await extensions.createCustomResourceDefinition({ body }).catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
-    await waitFor(async () => ((await extensions.readCustomResourceDefinition({ name: body.metadata!.name! })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True") ? true : undefined));
+    await extensions
+      .createCustomResourceDefinition({ body })
+      .catch((error) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error)));
+    await waitFor(async () =>
+      (await extensions.readCustomResourceDefinition({ name: body.metadata!.name! })).status?.conditions?.some(
+        (c) => c.type === "Established" && c.status === "True",
+      )
+        ? true
+        : undefined,
+    );
   }
   // A fresh API server answers the first list of a kind with 429 "storage is (re)initializing": each kind is listed once it answers.
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   for (const crd of (await extensions.listCustomResourceDefinition()).items) {
     const version = crd.spec.versions.find((v) => v.storage)!.name;
     const list = { group: crd.spec.group, version, plural: crd.spec.names.plural, limit: 1 };
-    await waitFor(() => custom.listClusterCustomObject(list).then(() => true, (error) => ((error as { code?: number }).code === 429 ? undefined : Promise.reject(error))), 60_000, `a list of ${crd.metadata!.name}`);
+    await waitFor(
+      () =>
+        custom.listClusterCustomObject(list).then(
+          () => true,
+          (error) => ((error as { code?: number }).code === 429 ? undefined : Promise.reject(error)),
+        ),
+      60_000,
+      `a list of ${crd.metadata!.name}`,
+    );
   }
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  return { kubeconfigPath: plane.kubeconfigPath, client: new KubeClient(kc), core, batch: kc.makeApiClient(k8s.BatchV1Api), custom: kc.makeApiClient(k8s.CustomObjectsApi), coordination: kc.makeApiClient(k8s.CoordinationV1Api) };
+  return {
+    kubeconfigPath: plane.kubeconfigPath,
+    client: new KubeClient(kc),
+    core,
+    batch: kc.makeApiClient(k8s.BatchV1Api),
+    custom: kc.makeApiClient(k8s.CustomObjectsApi),
+    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+  };
 }
 
 /** Waits until every Job of the namespace finished; with `executor`, running each Pod as it appears (kube-controller-manager may create it after the Job). */
-export async function allJobsFinished(batch: k8s.BatchV1Api, namespace: string, executor?: { runPending(): Promise<number> }): Promise<void> {
-  await waitFor(async () => {
-    await executor?.runPending();
-    const jobs = (await batch.listNamespacedJob({ namespace })).items;
-    return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")) ? true : undefined;
-    // kube-controller-manager marks Jobs finished within seconds on a quiet machine; a loaded one took over a minute.
-  }, 180_000, `every Job in ${namespace} finished`);
+export async function allJobsFinished(
+  batch: k8s.BatchV1Api,
+  namespace: string,
+  executor?: { runPending(): Promise<number> },
+): Promise<void> {
+  await waitFor(
+    async () => {
+      await executor?.runPending();
+      const jobs = (await batch.listNamespacedJob({ namespace })).items;
+      return jobs.every((job) => job.status?.conditions?.some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True"))
+        ? true
+        : undefined;
+      // kube-controller-manager marks Jobs finished within seconds on a quiet machine; a loaded one took over a minute.
+    },
+    180_000,
+    `every Job in ${namespace} finished`,
+  );
 }
 
 /** Reconciler dependencies on the plane's clients, with events recorded under `instance`; and the events API to read them. */
@@ -77,14 +110,38 @@ export function extendedClusterModule(prefix: string, files: Record<string, stri
 }
 
 /** A Cluster API Cluster and its TerraformCluster of the same name, owned by it, with the given spec. */
-export async function createTerraformCluster(plane: PlaneClients, namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
-  const cluster = (await plane.custom.createNamespacedCustomObject({ group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "clusters", body: {
-    apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name },
-    spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
-  } })) as { metadata: { uid: string } };
-  await plane.custom.createNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformclusters", body: {
-    apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-    metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": name }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }] },
-    spec: { identityRef: { name: "id" }, ...spec },
-  } });
+export async function createTerraformCluster(
+  plane: PlaneClients,
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  const cluster = (await plane.custom.createNamespacedCustomObject({
+    group: "cluster.x-k8s.io",
+    version: "v1beta2",
+    namespace,
+    plural: "clusters",
+    body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2",
+      kind: "Cluster",
+      metadata: { name },
+      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
+    },
+  })) as { metadata: { uid: string } };
+  await plane.custom.createNamespacedCustomObject({
+    group: "infrastructure.cluster.x-k8s.io",
+    version: "v1alpha1",
+    namespace,
+    plural: "terraformclusters",
+    body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+      kind: "TerraformCluster",
+      metadata: {
+        name,
+        labels: { "cluster.x-k8s.io/cluster-name": name },
+        ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", name, uid: cluster.metadata.uid }],
+      },
+      spec: { identityRef: { name: "id" }, ...spec },
+    },
+  });
 }

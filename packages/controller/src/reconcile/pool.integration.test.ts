@@ -25,41 +25,104 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const plane = await preparePlane(namespace);
     ({ batch, custom } = plane);
     deps = { client: plane.client };
-    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machinepool") } });
+    executor = startJobExecutor({
+      kubeconfigPath: plane.kubeconfigPath,
+      namespace,
+      modules: { [image]: noopModuleDirectory("machinepool") },
+    });
 
     // The cluster's infrastructure is externally managed here: its pools receive {} as exports.
-    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name: "demo", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "demo-identity" } },
-    } });
-    // Its external manager publishes the failure domains; the pool's members are spread over them.
-    await custom.patchNamespacedCustomObjectStatus({ ...infra, plural: "terraformclusters", name: "demo", body: { status: { failureDomains: [{ name: "fd1", controlPlane: true }, { name: "fd2", controlPlane: false }] } } }, mergePatchOptions());
-    await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "demo" },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "demo" } },
-    } });
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "mp-0-bootstrap" }, stringData: { value: "#cloud-config\nruncmd: []\n", format: "cloud-config" } } });
-    const machinePool = (await custom.createNamespacedCustomObject({ ...capi, plural: "machinepools", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", metadata: { name: "mp-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" } },
-      spec: {
-        clusterName: "demo",
-        replicas: 3,
-        template: { spec: { clusterName: "demo", version: "v1.36.2", bootstrap: { dataSecretName: "mp-0-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "mp-0" } } },
+    await custom.createNamespacedCustomObject({
+      ...infra,
+      plural: "terraformclusters",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformCluster",
+        metadata: { name: "demo", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+        spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "demo-identity" } },
       },
-    } })) as { metadata: { uid: string } };
-    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformmachinepools", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachinePool",
-      metadata: { name: "mp-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "mp-0", uid: machinePool.metadata.uid, controller: true }] },
-      spec: { source: { image } },
-    } });
+    });
+    // Its external manager publishes the failure domains; the pool's members are spread over them.
+    await custom.patchNamespacedCustomObjectStatus(
+      {
+        ...infra,
+        plural: "terraformclusters",
+        name: "demo",
+        body: {
+          status: {
+            failureDomains: [
+              { name: "fd1", controlPlane: true },
+              { name: "fd2", controlPlane: false },
+            ],
+          },
+        },
+      },
+      mergePatchOptions(),
+    );
+    await custom.createNamespacedCustomObject({
+      ...capi,
+      plural: "clusters",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Cluster",
+        metadata: { name: "demo" },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "demo" } },
+      },
+    });
+    await plane.core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: "mp-0-bootstrap" }, stringData: { value: "#cloud-config\nruncmd: []\n", format: "cloud-config" } },
+    });
+    const machinePool = (await custom.createNamespacedCustomObject({
+      ...capi,
+      plural: "machinepools",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "MachinePool",
+        metadata: { name: "mp-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" } },
+        spec: {
+          clusterName: "demo",
+          replicas: 3,
+          template: {
+            spec: {
+              clusterName: "demo",
+              version: "v1.36.2",
+              bootstrap: { dataSecretName: "mp-0-bootstrap" },
+              infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "mp-0" },
+            },
+          },
+        },
+      },
+    })) as { metadata: { uid: string } };
+    await custom.createNamespacedCustomObject({
+      ...infra,
+      plural: "terraformmachinepools",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachinePool",
+        metadata: {
+          name: "mp-0",
+          labels: { "cluster.x-k8s.io/cluster-name": "demo" },
+          ownerReferences: [
+            { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name: "mp-0", uid: machinePool.metadata.uid, controller: true },
+          ],
+        },
+        spec: { source: { image } },
+      },
+    });
   }, 120_000);
 
   afterAll(() => executor?.close());
 
-  const get = () => custom.getNamespacedCustomObject({ ...infra, plural: "terraformmachinepools", name: "mp-0" }).catch(() => ({})) as Promise<Record<string, any>>;
+  const get = () =>
+    custom.getNamespacedCustomObject({ ...infra, plural: "terraformmachinepools", name: "mp-0" }).catch(() => ({})) as Promise<
+      Record<string, any>
+    >;
 
-  async function drive(until: (pool: Record<string, any>) => boolean, maxPasses = 12): Promise<{ pool: Record<string, any>; actions: string[] }> {
+  async function drive(
+    until: (pool: Record<string, any>) => boolean,
+    maxPasses = 12,
+  ): Promise<{ pool: Record<string, any>; actions: string[] }> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
       const result = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
@@ -101,16 +164,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   it("with autoscaler bounds on the MachinePool, claims its replicas and writes the observed count back", async () => {
     const machinePools = { group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machinepools", name: "mp-0" };
-    await custom.patchNamespacedCustomObject({ ...machinePools, body: { metadata: { annotations: {
-      "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1",
-      "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "5",
-    } }, spec: { replicas: 2 } } }, mergePatchOptions());
+    await custom.patchNamespacedCustomObject(
+      {
+        ...machinePools,
+        body: {
+          metadata: {
+            annotations: {
+              "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": "1",
+              "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": "5",
+            },
+          },
+          spec: { replicas: 2 },
+        },
+      },
+      mergePatchOptions(),
+    );
     await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
     const machinePool = (await custom.getNamespacedCustomObject(machinePools)) as Record<string, any>;
     expect(machinePool.metadata.annotations["cluster.x-k8s.io/replicas-managed-by"]).toBe("captf");
     // The module observed 3 members; the autoscaler's 2 is overwritten by what exists.
     expect(machinePool.spec.replicas).toBe(3);
     const pool = await get();
-    expect(pool.status.conditions.find((c: { type: string }) => c.type === "AutoscalingActive")).toMatchObject({ status: "True", reason: "ReplicasManagedByModule" });
+    expect(pool.status.conditions.find((c: { type: string }) => c.type === "AutoscalingActive")).toMatchObject({
+      status: "True",
+      reason: "ReplicasManagedByModule",
+    });
   }, 60_000);
 });

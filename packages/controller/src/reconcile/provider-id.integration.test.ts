@@ -30,7 +30,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const outputs = join(dir, "outputs.tf");
     const marker = '"${path.module}/../pid-${var.machine_name}"';
     const original = readFileSync(outputs, "utf8");
-    const changed = original.replace(/(output "provider_id" \{[^]*?value\s*=\s*)([^\n]*)\n/, `$1fileexists(${marker}) ? (trimspace(file(${marker})) == "" ? null : trimspace(file(${marker}))) : ($2)\n`);
+    const changed = original.replace(
+      /(output "provider_id" \{[^]*?value\s*=\s*)([^\n]*)\n/,
+      `$1fileexists(${marker}) ? (trimspace(file(${marker})) == "" ? null : trimspace(file(${marker}))) : ($2)\n`,
+    );
     expect(changed).not.toBe(original);
     writeFileSync(outputs, changed);
     plane = await preparePlane(namespace);
@@ -43,7 +46,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   /** Passes (the executor running each Job) until the machine satisfies `until`. */
-  async function drive(name: string, until: (machine: Machine & { spec?: { providerID?: string }; status?: { initialization?: { provisioned?: boolean } } }) => boolean): Promise<void> {
+  async function drive(
+    name: string,
+    until: (machine: Machine & { spec?: { providerID?: string }; status?: { initialization?: { provisioned?: boolean } } }) => boolean,
+  ): Promise<void> {
     for (let pass = 0; pass < 12; pass++) {
       await reconcileWorkspace(deps, machineAdapter, namespace, name);
       if (until(await readMachine(plane, namespace, name))) return;
@@ -108,7 +114,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     writeFileSync(join(work, "pid-moved"), "noop:///elsewhere");
     await sampleOnce("moved");
     const machine = await readMachine(plane, namespace, "moved");
-    expect(condition(machine, "OutputsValid")).toMatchObject({ status: "False", reason: "ProviderIDChanged", message: expect.stringContaining("noop:///elsewhere") });
+    expect(condition(machine, "OutputsValid")).toMatchObject({
+      status: "False",
+      reason: "ProviderIDChanged",
+      message: expect.stringContaining("noop:///elsewhere"),
+    });
     expect((machine as { spec?: { providerID?: string } }).spec?.providerID).toBe(providerID);
   }, 240_000);
 });

@@ -46,7 +46,10 @@ describe("bookkeepingAnnotations", () => {
 describe("run leases", () => {
   const now = Date.parse("2026-12-02T12:00:00Z");
   const lease = (holder: string | undefined, acquiredSecondsAgo: number, durationSeconds = leaseBackstopSeconds(3600)): V1Lease => ({
-    metadata: { name: "captf-run-x", annotations: { "captf.io/lease-acquired-at": new Date(now - acquiredSecondsAgo * 1000).toISOString() } },
+    metadata: {
+      name: "captf-run-x",
+      annotations: { "captf.io/lease-acquired-at": new Date(now - acquiredSecondsAgo * 1000).toISOString() },
+    },
     spec: { ...(holder ? { holderIdentity: holder } : {}), leaseDurationSeconds: durationSeconds },
   });
   const running: V1Job = { status: { active: 1 } };
@@ -84,12 +87,23 @@ describe("mergeJobPolicy", () => {
   it("takes the object's fields over the cluster defaults, merges env by name and unions pull secrets", () => {
     const merged = mergeJobPolicy(
       { activeDeadlineSeconds: 1800, env: [{ name: "A", value: "own" }], imagePullSecrets: [{ name: "own" }, { name: "shared" }] },
-      { activeDeadlineSeconds: 900, lockTimeoutSeconds: 60, env: [{ name: "A", value: "cluster" }, { name: "B", value: "cluster" }], imagePullSecrets: [{ name: "shared" }] },
+      {
+        activeDeadlineSeconds: 900,
+        lockTimeoutSeconds: 60,
+        env: [
+          { name: "A", value: "cluster" },
+          { name: "B", value: "cluster" },
+        ],
+        imagePullSecrets: [{ name: "shared" }],
+      },
     );
     expect(merged).toEqual({
       activeDeadlineSeconds: 1800,
       lockTimeoutSeconds: 60,
-      env: [{ name: "A", value: "own" }, { name: "B", value: "cluster" }],
+      env: [
+        { name: "A", value: "own" },
+        { name: "B", value: "cluster" },
+      ],
       imagePullSecrets: [{ name: "shared" }, { name: "own" }],
     });
     expect(mergeJobPolicy(undefined, undefined)).toEqual({});
@@ -108,8 +122,22 @@ describe("ConditionSet", () => {
     ];
     const written = set.toStatus(previous, Date.parse("2026-12-02T10:00:00.123Z"), 4);
     expect(written).toEqual([
-      { type: "Ready", status: "False", reason: "NotReady", message: "still applying", lastTransitionTime: "2026-12-01T00:00:00Z", observedGeneration: 4 },
-      { type: "Paused", status: "False", reason: "NotPaused", message: "", lastTransitionTime: "2026-12-02T10:00:00Z", observedGeneration: 4 },
+      {
+        type: "Ready",
+        status: "False",
+        reason: "NotReady",
+        message: "still applying",
+        lastTransitionTime: "2026-12-01T00:00:00Z",
+        observedGeneration: 4,
+      },
+      {
+        type: "Paused",
+        status: "False",
+        reason: "NotPaused",
+        message: "",
+        lastTransitionTime: "2026-12-02T10:00:00Z",
+        observedGeneration: 4,
+      },
       previous[2],
     ]);
   });
@@ -127,7 +155,12 @@ describe("jobsToPrune", () => {
       job("refresh-1", "refresh", true, 1),
       job("refresh-2", "refresh", true, 2),
     ];
-    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 0 }).sort()).toEqual(["apply-1", "apply-2", "apply-3", "refresh-1"]);
+    expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 1, failedJobsHistoryLimit: 0 }).sort()).toEqual([
+      "apply-1",
+      "apply-2",
+      "apply-3",
+      "refresh-1",
+    ]);
     expect(jobsToPrune(jobs, { successfulJobsHistoryLimit: 3, failedJobsHistoryLimit: 3 })).toEqual([]);
   });
 
@@ -145,12 +178,42 @@ describe("jobsToPrune", () => {
 
 describe("effectiveDriftPolicy", () => {
   it.each([
-    ["a cluster uses its own policy", "cluster", { intervalSeconds: 600, action: "Remediate" }, { intervalSeconds: 60 }, { intervalSeconds: 600, action: "Remediate" }],
-    ["a cluster without one uses the manager default", "cluster", undefined, { intervalSeconds: 60 }, { intervalSeconds: 1800, action: "Report" }],
-    ["a machine inherits the cluster's interval and always reports", "machine", { action: "Remediate" }, { intervalSeconds: 60, action: "Remediate" }, { intervalSeconds: 60, action: "Report" }],
+    [
+      "a cluster uses its own policy",
+      "cluster",
+      { intervalSeconds: 600, action: "Remediate" },
+      { intervalSeconds: 60 },
+      { intervalSeconds: 600, action: "Remediate" },
+    ],
+    [
+      "a cluster without one uses the manager default",
+      "cluster",
+      undefined,
+      { intervalSeconds: 60 },
+      { intervalSeconds: 1800, action: "Report" },
+    ],
+    [
+      "a machine inherits the cluster's interval and always reports",
+      "machine",
+      { action: "Remediate" },
+      { intervalSeconds: 60, action: "Remediate" },
+      { intervalSeconds: 60, action: "Report" },
+    ],
     ["a machine may turn drift off", "machine", { intervalSeconds: 0 }, undefined, { intervalSeconds: 0, action: "Report" }],
-    ["a pool ignores an inherited 0", "machinepool", undefined, { intervalSeconds: 0, action: "Remediate" }, { intervalSeconds: 1800, action: "Remediate" }],
-    ["a pool's own policy wins", "machinepool", { intervalSeconds: 120, action: "Report" }, { intervalSeconds: 60, action: "Remediate" }, { intervalSeconds: 120, action: "Report" }],
+    [
+      "a pool ignores an inherited 0",
+      "machinepool",
+      undefined,
+      { intervalSeconds: 0, action: "Remediate" },
+      { intervalSeconds: 1800, action: "Remediate" },
+    ],
+    [
+      "a pool's own policy wins",
+      "machinepool",
+      { intervalSeconds: 120, action: "Report" },
+      { intervalSeconds: 60, action: "Remediate" },
+      { intervalSeconds: 120, action: "Report" },
+    ],
   ] as const)("%s", (_what, role, own, defaults, expected) => {
     expect(effectiveDriftPolicy(role, own, defaults, 1800)).toEqual(expected);
   });
@@ -162,7 +225,9 @@ describe("driftDetectedCondition", () => {
     expect(driftDetectedCondition(found, "Report", "cluster")).toMatchObject({ status: "True", reason: "DriftReported" });
     expect(driftDetectedCondition(found, "Remediate", "machinepool")).toMatchObject({ status: "True", reason: "DriftRemediating" });
     expect(driftDetectedCondition(found, "Remediate", "machine")).toMatchObject({ status: "True", reason: "DriftReported" });
-    expect(driftDetectedCondition(found, "Report", "cluster").message).toBe("the infrastructure differs from the state (0 to add, 1 to change, 0 to destroy): terraform_data.machine (update)");
+    expect(driftDetectedCondition(found, "Report", "cluster").message).toBe(
+      "the infrastructure differs from the state (0 to add, 1 to change, 0 to destroy): terraform_data.machine (update)",
+    );
     expect(driftDetectedCondition({ ...found, detected: false }, "Report", "cluster")).toEqual({ status: "False", reason: "NoDrift" });
   });
 });
@@ -184,7 +249,9 @@ describe("jobSlotWait", () => {
 
 describe("the self watch", () => {
   it("starts no pass for a status-only write, but for a periodic resync and any spec or metadata change", () => {
-    const object = (resourceVersion: string, generation = 1, annotations: Record<string, string> = {}) => ({ metadata: { name: "m", resourceVersion, generation, annotations } });
+    const object = (resourceVersion: string, generation = 1, annotations: Record<string, string> = {}) => ({
+      metadata: { name: "m", resourceVersion, generation, annotations },
+    });
     expect(changedOrResync(object("2"), "update", object("1"))).toBe(false);
     expect(changedOrResync(object("2"), "update", object("2"))).toBe(true);
     expect(changedOrResync(object("2", 2), "update", object("1"))).toBe(true);
@@ -194,7 +261,10 @@ describe("the self watch", () => {
 });
 
 describe("the watches of a kind's controller", () => {
-  const job = (resourceVersion: string, finished: boolean, active = 0) => ({ metadata: { name: "j", resourceVersion }, status: { active, ...(finished ? { conditions: [{ type: "Complete", status: "True" }] } : {}) } });
+  const job = (resourceVersion: string, finished: boolean, active = 0) => ({
+    metadata: { name: "j", resourceVersion },
+    status: { active, ...(finished ? { conditions: [{ type: "Complete", status: "True" }] } : {}) },
+  });
   it("start a pass for a Job that finishes or goes, appears finished, and on a resync, not for a Job that appears running, its progress or its bookkeeping mark", () => {
     expect(jobFinishedOrGone(job("1", false), "add")).toBe(false);
     expect(jobFinishedOrGone(job("1", true), "add")).toBe(true);
@@ -206,14 +276,19 @@ describe("the watches of a kind's controller", () => {
   });
 
   it("start no pass for the object's own block-move annotation, but for any other annotation", () => {
-    const object = (resourceVersion: string, annotations: Record<string, string>) => ({ metadata: { name: "m", resourceVersion, generation: 1, annotations } });
+    const object = (resourceVersion: string, annotations: Record<string, string>) => ({
+      metadata: { name: "m", resourceVersion, generation: 1, annotations },
+    });
     expect(changedBeyondOwnMarks(object("2", { "clusterctl.cluster.x-k8s.io/block-move": "true" }), "update", object("1", {}))).toBe(false);
     expect(changedBeyondOwnMarks(object("2", { "captf.io/restore-state": "3" }), "update", object("1", {}))).toBe(true);
     expect(changedBeyondOwnMarks(object("1", {}), "update", object("1", {}))).toBe(true);
   });
 
   it("start no pass for the provider IDs the pass wrote (nor the generation they bumped), but for any other spec change", () => {
-    const machine = (resourceVersion: string, generation: number, spec: Record<string, unknown>) => ({ metadata: { name: "m", resourceVersion, generation, annotations: {} }, spec });
+    const machine = (resourceVersion: string, generation: number, spec: Record<string, unknown>) => ({
+      metadata: { name: "m", resourceVersion, generation, annotations: {} },
+      spec,
+    });
     const before = machine("1", 1, { source: { image: "a" } });
     expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "a" }, providerID: "noop://m" }), "update", before)).toBe(false);
     expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "a" }, providerIDList: ["noop://m"] }), "update", before)).toBe(false);
@@ -223,20 +298,29 @@ describe("the watches of a kind's controller", () => {
 });
 
 describe("lineageCheck", () => {
-  const ok = (lineage: string) => ({ kind: "ok" as const, state: { serial: 3, lineage, terraformVersion: "1.12.6", outputs: {}, managedResources: 1, bytes: 1, compressedBytes: 1, secrets: 1 } });
+  const ok = (lineage: string) => ({
+    kind: "ok" as const,
+    state: { serial: 3, lineage, terraformVersion: "1.12.6", outputs: {}, managedResources: 1, bytes: 1, compressedBytes: 1, secrets: 1 },
+  });
 
   it("passes a reading of the recorded lineage, and any reading before one is recorded or without a lineage", () => {
     expect(lineageCheck(ok("a"), "a")).toEqual(ok("a"));
     expect(lineageCheck(ok("b"), undefined)).toEqual(ok("b"));
     expect(lineageCheck(ok(""), "a")).toEqual(ok(""));
     expect(lineageCheck({ kind: "absent" }, "a")).toEqual({ kind: "absent" });
-    expect(lineageCheck({ kind: "unreadable", reason: "StateCorrupt", message: "m" }, "a")).toEqual({ kind: "unreadable", reason: "StateCorrupt", message: "m" });
+    expect(lineageCheck({ kind: "unreadable", reason: "StateCorrupt", message: "m" }, "a")).toEqual({
+      kind: "unreadable",
+      reason: "StateCorrupt",
+      message: "m",
+    });
   });
 
   it("makes a state of another lineage unreadable, naming both lineages and the ways out", () => {
     const held = lineageCheck(ok("b"), "a");
     expect(held).toMatchObject({ kind: "unreadable", reason: "StateLineageChanged" });
-    expect(held.kind === "unreadable" && held.message).toMatch(/lineage is b, not a as recorded .*captf\.io\/state-lineage.*captf\.io\/restore-state=<serial>/);
+    expect(held.kind === "unreadable" && held.message).toMatch(
+      /lineage is b, not a as recorded .*captf\.io\/state-lineage.*captf\.io\/restore-state=<serial>/,
+    );
   });
 });
 
@@ -256,11 +340,27 @@ describe("queueResult", () => {
 
 describe("a pass whose object went meanwhile", () => {
   const notFound = (kind: string, name: string) =>
-    new KubeApiError(404, { kind: "Status", reason: "NotFound", code: 404, message: `${kind} "${name}" not found`, details: { name, group: "infrastructure.cluster.x-k8s.io", kind } }, `GET /apis/x: 404 ${kind} "${name}" not found`);
+    new KubeApiError(
+      404,
+      {
+        kind: "Status",
+        reason: "NotFound",
+        code: 404,
+        message: `${kind} "${name}" not found`,
+        details: { name, group: "infrastructure.cluster.x-k8s.io", kind },
+      },
+      `GET /apis/x: 404 ${kind} "${name}" not found`,
+    );
 
   it("is gone when the API server says its own object is not found, failed for any other NotFound", () => {
     expect(goneDuringPass(notFound("terraformmachines", "m-1"), "terraformmachines", "m-1")).toEqual({ action: "gone" });
-    expect(goneDuringPass(new KubeApiError(404, { reason: "NotFound", details: { name: "m-1", kind: "terraformmachines" } }, "not found"), "terraformmachines", "m-1")).toEqual({ action: "gone" });
+    expect(
+      goneDuringPass(
+        new KubeApiError(404, { reason: "NotFound", details: { name: "m-1", kind: "terraformmachines" } }, "not found"),
+        "terraformmachines",
+        "m-1",
+      ),
+    ).toEqual({ action: "gone" });
     expect(goneDuringPass(notFound("secrets", "m-1"), "terraformmachines", "m-1")).toBeUndefined();
     expect(goneDuringPass(notFound("terraformmachines", "m-2"), "terraformmachines", "m-1")).toBeUndefined();
     expect(goneDuringPass(new Error("boom"), "terraformmachines", "m-1")).toBeUndefined();

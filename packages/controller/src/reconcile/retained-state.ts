@@ -35,23 +35,52 @@ function withoutOwner(references: V1OwnerReference[] | undefined, uid: string): 
 }
 
 /** Leaves the state Secrets and the durable inputs behind for a later adoption; returns how many Secrets. */
-export async function retainState(client: KubeApi, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string }): Promise<number> {
-  const state = await client.list<V1Secret>(builtinTypes.secret, owner.namespace, { labelSelector: `${backendSuffixLabel}=${owner.suffix}` });
-  const durable = await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, owner.namespace, durableInputsSecretName(owner.role, owner.name)));
+export async function retainState(
+  client: KubeApi,
+  owner: { role: Role; namespace: string; name: string; uid: string; suffix: string },
+): Promise<number> {
+  const state = await client.list<V1Secret>(builtinTypes.secret, owner.namespace, {
+    labelSelector: `${backendSuffixLabel}=${owner.suffix}`,
+  });
+  const durable = await undefinedIfNotFound(
+    client.get<V1Secret>(builtinTypes.secret, owner.namespace, durableInputsSecretName(owner.role, owner.name)),
+  );
   const secrets = [...state.items, ...(durable ? [durable] : [])];
   for (const secret of secrets) {
-    const metadata = { labels: { [labels.retainedFromUid]: owner.uid }, ownerReferences: withoutOwner(secret.metadata?.ownerReferences, owner.uid) };
+    const metadata = {
+      labels: { [labels.retainedFromUid]: owner.uid },
+      ownerReferences: withoutOwner(secret.metadata?.ownerReferences, owner.uid),
+    };
     await client.patch(builtinTypes.secret, owner.namespace, secret.metadata!.name!, { metadata }, "merge");
   }
   return secrets.length;
 }
 
 /** Takes retained Secrets over for a new object: the label goes, the durable inputs get their owner back. */
-export async function adoptRetainedState(client: KubeApi, owner: { role: Role; namespace: string; name: string; uid: string; suffix: string; ownerReference: V1OwnerReference }): Promise<void> {
-  const state = await client.list<V1Secret>(builtinTypes.secret, owner.namespace, { labelSelector: `${backendSuffixLabel}=${owner.suffix},${labels.retainedFromUid}` });
+export async function adoptRetainedState(
+  client: KubeApi,
+  owner: { role: Role; namespace: string; name: string; uid: string; suffix: string; ownerReference: V1OwnerReference },
+): Promise<void> {
+  const state = await client.list<V1Secret>(builtinTypes.secret, owner.namespace, {
+    labelSelector: `${backendSuffixLabel}=${owner.suffix},${labels.retainedFromUid}`,
+  });
   for (const secret of state.items) {
-    await client.patch(builtinTypes.secret, owner.namespace, secret.metadata!.name!, { metadata: { labels: { [labels.retainedFromUid]: null } } }, "merge");
+    await client.patch(
+      builtinTypes.secret,
+      owner.namespace,
+      secret.metadata!.name!,
+      { metadata: { labels: { [labels.retainedFromUid]: null } } },
+      "merge",
+    );
   }
   const durableMetadata = { labels: { [labels.retainedFromUid]: null }, ownerReferences: [owner.ownerReference] };
-  await undefinedIfNotFound(client.patch(builtinTypes.secret, owner.namespace, durableInputsSecretName(owner.role, owner.name), { metadata: durableMetadata }, "merge"));
+  await undefinedIfNotFound(
+    client.patch(
+      builtinTypes.secret,
+      owner.namespace,
+      durableInputsSecretName(owner.role, owner.name),
+      { metadata: durableMetadata },
+      "merge",
+    ),
+  );
 }

@@ -49,7 +49,10 @@ export interface LeaseHolderFacts {
 export function leaseIsFree(lease: V1Lease, facts: LeaseHolderFacts): boolean {
   const holder = lease.spec?.holderIdentity;
   if (!holder) return true;
-  const acquiredAt = Date.parse(lease.metadata?.annotations?.[annotations.leaseAcquiredAt] ?? "") || Date.parse(String(lease.metadata?.creationTimestamp ?? "")) || 0;
+  const acquiredAt =
+    Date.parse(lease.metadata?.annotations?.[annotations.leaseAcquiredAt] ?? "") ||
+    Date.parse(String(lease.metadata?.creationTimestamp ?? "")) ||
+    0;
   const backstopMs = (lease.spec?.leaseDurationSeconds ?? leaseBackstopSeconds(3600)) * 1000;
   if (facts.now - acquiredAt >= backstopMs) return true;
   if (facts.holderJob) return finishedCondition(facts.holderJob) !== undefined;
@@ -96,13 +99,19 @@ async function readJob(client: KubeApi, namespace: string, name: string): Promis
 }
 
 /** Takes the lease for `holder`: created, already ours, or taken over from a finished or vanished holder. */
-export async function acquireLease(clients: { client: KubeApi; cache?: ReadCache | undefined }, request: LeaseRequest): Promise<LeaseOutcome> {
+export async function acquireLease(
+  clients: { client: KubeApi; cache?: ReadCache | undefined },
+  request: LeaseRequest,
+): Promise<LeaseOutcome> {
   const { client, cache } = clients;
-  const existing = cache ? await cache.get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true }) : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, request.namespace, request.name));
+  const existing = cache
+    ? await cache.get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true })
+    : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, request.namespace, request.name));
   if (!existing) {
     return client.create(builtinTypes.lease, request.namespace, leaseBody(request)).then(
       () => ({ acquired: true as const }),
-      (error) => (isConflict(error) ? { acquired: false as const, holder: "", message: "another manager took it first" } : Promise.reject(error)),
+      (error) =>
+        isConflict(error) ? { acquired: false as const, holder: "", message: "another manager took it first" } : Promise.reject(error),
     );
   }
   const holder = existing.spec?.holderIdentity ?? "";
@@ -111,7 +120,11 @@ export async function acquireLease(clients: { client: KubeApi; cache?: ReadCache
   const holderJob = holder ? await readJob(client, request.namespace, holder) : undefined;
   const ourOwnNeverCreated = holder === request.formerHolder && holderJob === undefined;
   if (!ourOwnNeverCreated && !leaseIsFree(existing, { holderJob, now: request.now })) {
-    return { acquired: false, holder, message: `held by Job ${holder} (${existing.metadata?.annotations?.[annotations.leaseOp] ?? "unknown op"})` };
+    return {
+      acquired: false,
+      holder,
+      message: `held by Job ${holder} (${existing.metadata?.annotations?.[annotations.leaseOp] ?? "unknown op"})`,
+    };
   }
   return client.replace(builtinTypes.lease, request.namespace, request.name, leaseBody(request, existing.metadata?.resourceVersion)).then(
     () => ({ acquired: true as const }),
@@ -123,17 +136,31 @@ export async function acquireLease(clients: { client: KubeApi; cache?: ReadCache
  * Gives a lease back if `holder` still holds it (read from the Lease cache when given: the delete's
  * preconditions make a stale read delete nothing); failures are the caller's to log, never fatal.
  */
-export async function releaseLease(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, name: string, holder: string): Promise<void> {
+export async function releaseLease(
+  clients: { client: KubeApi; cache?: ReadCache | undefined },
+  namespace: string,
+  name: string,
+  holder: string,
+): Promise<void> {
   const { client, cache } = clients;
-  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, name));
+  const lease = cache
+    ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true })
+    : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, name));
   if (!lease || lease.spec?.holderIdentity !== holder) return;
   await client
-    .delete(builtinTypes.lease, namespace, name, { preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion } })
+    .delete(builtinTypes.lease, namespace, name, {
+      preconditions: { uid: lease.metadata?.uid, resourceVersion: lease.metadata?.resourceVersion },
+    })
     .catch((error) => (isNotFound(error) || isConflict(error) ? undefined : Promise.reject(error)));
 }
 
 /** The cluster write lease, when a live cluster operation holds it: the Job name. */
-export async function liveClusterOperation(client: KubeApi, namespace: string, clusterName: string, now: number): Promise<string | undefined> {
+export async function liveClusterOperation(
+  client: KubeApi,
+  namespace: string,
+  clusterName: string,
+  now: number,
+): Promise<string | undefined> {
   const lease = await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, clusterLeaseName(namespace, clusterName)));
   if (!lease?.spec?.holderIdentity) return undefined;
   const holderJob = await readJob(client, namespace, lease.spec.holderIdentity);
@@ -142,7 +169,9 @@ export async function liveClusterOperation(client: KubeApi, namespace: string, c
 
 /** Machine and pool Jobs of the cluster holding run leases for state-writing operations, live. */
 export async function liveMemberOperations(client: KubeApi, namespace: string, clusterName: string, now: number): Promise<string[]> {
-  const leases = await client.list<V1Lease>(builtinTypes.lease, namespace, { labelSelector: `${annotations.lease}=run,${labels.clusterName}=${clusterName}` });
+  const leases = await client.list<V1Lease>(builtinTypes.lease, namespace, {
+    labelSelector: `${annotations.lease}=run,${labels.clusterName}=${clusterName}`,
+  });
   const live: string[] = [];
   for (const lease of leases.items) {
     if (lease.metadata?.labels?.[labels.ownerKind] === "TerraformCluster") continue;

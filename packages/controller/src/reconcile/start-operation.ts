@@ -7,7 +7,14 @@
 import type { V1Job } from "@kubernetes/client-node";
 import type { Role } from "@captf/contract";
 import { annotations } from "@captf/contract/api";
-import { buildJob, defaultActiveDeadlineSeconds, defaultJobEnvironment, jobName, previousSchemeJobName, type JobRequest } from "../jobs/build-job.js";
+import {
+  buildJob,
+  defaultActiveDeadlineSeconds,
+  defaultJobEnvironment,
+  jobName,
+  previousSchemeJobName,
+  type JobRequest,
+} from "../jobs/build-job.js";
 import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import type { ConditionValue } from "../conditions/conditions.js";
 import type { BackupSet } from "../state/state-backups.js";
@@ -16,7 +23,16 @@ import { activeJobRequeueMs, type Decision, type JobRun, type Operation } from "
 import { writeDurableInputs } from "./durable-inputs.js";
 import { jobSlotWait } from "./job-slots.js";
 import type { TerraformClusterObject } from "./pass-reads.js";
-import { acquireLease, clusterLeaseName, gatedOperations, leaseBackstopSeconds, liveClusterOperation, liveMemberOperations, releaseLease, runLeaseName } from "./run-lease.js";
+import {
+  acquireLease,
+  clusterLeaseName,
+  gatedOperations,
+  leaseBackstopSeconds,
+  liveClusterOperation,
+  liveMemberOperations,
+  releaseLease,
+  runLeaseName,
+} from "./run-lease.js";
 import { jobStartEvents } from "./transition-events.js";
 import { createRunSecret, gateRequeueMs, longRequeueMs, patchObject, rootForOperation, type Pass } from "./workspace-phases.js";
 import type { InputsOutcome, JobCredentials } from "./types.js";
@@ -64,7 +80,8 @@ function waitConditionType(op: Operation): string {
 
 /** Takes the leases and creates the Job (with the durable inputs of an apply and its per-run Secret). */
 export async function startOperation<R extends Role>(request: StartRequest<R>): Promise<StartOutcome> {
-  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, run, inputs, durable, credentials, now, subject, events } = request;
+  const { deps, adapter, object, namespace, name, suffix, clusterName, decision, run, inputs, durable, credentials, now, subject, events } =
+    request;
   const { op } = run;
   const conditionType = waitConditionType(op);
   const wait = (reason: string, message: string, requeueAfterMs = gateRequeueMs): StartOutcome => ({
@@ -74,27 +91,52 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   });
 
   if ((op === "apply" || op === "plan") && inputs.kind !== "ready") {
-    if (inputs.kind === "pending") return { action: `waiting: ${inputs.reason}`, requeueAfterMs: inputs.reason === "InputsTooLarge" ? longRequeueMs : gateRequeueMs };
+    if (inputs.kind === "pending")
+      return { action: `waiting: ${inputs.reason}`, requeueAfterMs: inputs.reason === "InputsTooLarge" ? longRequeueMs : gateRequeueMs };
     return { action: "waiting: WaitingForOwner", requeueAfterMs: gateRequeueMs };
   }
   if (credentials && !credentials.ready) {
     const why = credentials.conditions.find(({ value }) => value.status !== "True");
-    return wait("IdentityNotAllowed", why?.value.message ?? "the object's credentials are not ready", credentials.requeueAfterMs ?? gateRequeueMs);
+    return wait(
+      "IdentityNotAllowed",
+      why?.value.message ?? "the object's credentials are not ready",
+      credentials.requeueAfterMs ?? gateRequeueMs,
+    );
   }
   const root = rootForOperation(op, inputs, durable, adapter.role);
   if (!root) {
-    if (op === "destroy") return wait("DestroyFailed", `the durable inputs Secret of this ${adapter.kind} is missing: restore it (or its state) before it can be destroyed`, longRequeueMs);
-    return wait("DurableInputsMissing", `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`, longRequeueMs);
+    if (op === "destroy")
+      return wait(
+        "DestroyFailed",
+        `the durable inputs Secret of this ${adapter.kind} is missing: restore it (or its state) before it can be destroyed`,
+        longRequeueMs,
+      );
+    return wait(
+      "DurableInputsMissing",
+      `the durable inputs Secret of this ${adapter.kind} is missing: the next apply writes it`,
+      longRequeueMs,
+    );
   }
 
   // The webhook checks each policy alone; the merge of a machine's or pool's with its cluster's defaults is checked here.
   const policyProblem = op !== "destroy" && op !== "restore" ? mergedDeadlineProblem(request.jobPolicy) : undefined;
-  if (policyProblem) return { action: "waiting: JobPolicyInvalid", requeueAfterMs: longRequeueMs, wait: { type: "ApplyJobSucceeded", value: { status: "False", reason: "JobPolicyInvalid", message: policyProblem } } };
-  if (request.serviceAccountRefusal) return { action: "waiting: ServiceAccountNotOptedIn", requeueAfterMs: gateRequeueMs, wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal } };
+  if (policyProblem)
+    return {
+      action: "waiting: JobPolicyInvalid",
+      requeueAfterMs: longRequeueMs,
+      wait: { type: "ApplyJobSucceeded", value: { status: "False", reason: "JobPolicyInvalid", message: policyProblem } },
+    };
+  if (request.serviceAccountRefusal)
+    return {
+      action: "waiting: ServiceAccountNotOptedIn",
+      requeueAfterMs: gateRequeueMs,
+      wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal },
+    };
   const policy = request.jobPolicy;
   const { attempt, inputsHash: hash, image, tick } = run;
   const restoreSet = op === "restore" ? request.restoreSet : undefined;
-  if (run.digestUnknown) void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
+  if (run.digestUnknown)
+    void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
   const jobRequest: JobRequest = {
     owner: { role: adapter.role, name, namespace, uid: object.metadata.uid, clusterName },
     op,
@@ -104,17 +146,36 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     ...(tick ? { tick } : {}),
     ...(credentials?.secretName ? { credentialsSecret: credentials.secretName } : {}),
     policy: { ...policy, ...(object.spec.source.imagePullPolicy ? { imagePullPolicy: object.spec.source.imagePullPolicy } : {}) },
-    ...(decision.guard ? { guard: { approvalHash: inputs.kind === "ready" ? inputs.rendered.approvalHash : hash, ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}) } } : {}),
+    ...(decision.guard
+      ? {
+          guard: {
+            approvalHash: inputs.kind === "ready" ? inputs.rendered.approvalHash : hash,
+            ...(decision.guard.allowDeletesHash ? { allowDeletesHash: decision.guard.allowDeletesHash } : {}),
+          },
+        }
+      : {}),
     ...(decision.expectPlan ? { expectPlan: decision.expectPlan } : {}),
     runnerEvents: deps.runnerEvents ?? true,
-    ...(restoreSet ? { restore: { chunks: restoreSet.names.length, resources: restoreSet.resources, backupSecrets: restoreSet.names, serial: restoreSet.serial } } : {}),
+    ...(restoreSet
+      ? {
+          restore: {
+            chunks: restoreSet.names.length,
+            resources: restoreSet.resources,
+            backupSecrets: restoreSet.names,
+            serial: restoreSet.serial,
+          },
+        }
+      : {}),
     ...(request.forceUnlock ? { forceUnlock: request.forceUnlock } : {}),
   };
   const holder = jobName(jobRequest);
   if (deps.jobSlots) {
     const clusterLimit = request.terraformCluster?.spec?.maxActiveJobs ?? deps.jobSlots.clusterDefaultLimit;
     const slotOwner = `${namespace}/${adapter.kind}/${name}`;
-    const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName, slotOwner), { manager: deps.jobSlots.managerLimit, cluster: clusterLimit });
+    const slotWait = jobSlotWait(op, deps.jobSlots.usage(namespace, clusterName, slotOwner), {
+      manager: deps.jobSlots.managerLimit,
+      cluster: clusterLimit,
+    });
     if (slotWait) {
       // Woken when a slot frees (oldest waiter first); the requeue is only a backstop, so thousands of waiters do not flood the queue.
       deps.jobSlots.wait?.(slotOwner, { op, namespace, clusterName, clusterLimit });
@@ -126,14 +187,34 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   const backstopSeconds = leaseBackstopSeconds(policy.activeDeadlineSeconds ?? defaultActiveDeadlineSeconds);
   const leaseClients = { client: deps.client, cache: deps.cache };
   const formerHolder = previousSchemeJobName(jobRequest);
-  const runLease = await acquireLease(leaseClients, { kind: "run", name: runLeaseName(suffix), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
+  const runLease = await acquireLease(leaseClients, {
+    kind: "run",
+    name: runLeaseName(suffix),
+    namespace,
+    holder,
+    formerHolder,
+    op,
+    owner,
+    backstopSeconds,
+    now,
+  });
   if (!runLease.acquired) {
     deps.metrics?.leaseWaits.inc({ kind: adapter.kind, reason: "run_lease" });
     return wait("WaitingForRunLease", `the run lease ${runLeaseName(suffix)} is ${runLease.message}`);
   }
   const gate = (deps.clusterOperationGate ?? true) && gatedOperations.includes(op) && clusterName !== "";
   if (gate && adapter.role === "cluster") {
-    const clusterLease = await acquireLease(leaseClients, { kind: "cluster", name: clusterLeaseName(namespace, clusterName), namespace, holder, formerHolder, op, owner, backstopSeconds, now });
+    const clusterLease = await acquireLease(leaseClients, {
+      kind: "cluster",
+      name: clusterLeaseName(namespace, clusterName),
+      namespace,
+      holder,
+      formerHolder,
+      op,
+      owner,
+      backstopSeconds,
+      now,
+    });
     if (!clusterLease.acquired) return wait("WaitingForRunLease", `the cluster lease is ${clusterLease.message}`);
     const members = await liveMemberOperations(deps.client, namespace, clusterName, now);
     if (members.length > 0) {
@@ -155,15 +236,23 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     await patchObject(request, { metadata: { annotations: { [annotations.blockMove]: "true" } } });
   }
   if (op === "apply") {
-    await writeDurableInputs(deps.client, { role: adapter.role, namespace, name, uid: object.metadata.uid }, { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) }, durable);
+    await writeDurableInputs(
+      deps.client,
+      { role: adapter.role, namespace, name, uid: object.metadata.uid },
+      { root, inputsHash: hash, image: object.spec.source.image, ...(credentials?.identity ? { identity: credentials.identity } : {}) },
+      durable,
+    );
   }
   const body = buildJob(jobRequest, deps.jobEnvironment ?? defaultJobEnvironment);
   if (decision.remediation) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.driftRemediation]: "true" };
-  if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
-  if (op === "apply" && request.afterFailedApply) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterFailedApply]: request.afterFailedApply };
+  if (op === "apply" && adapter.role !== "machine" && durable?.interruptedApply)
+    body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterInterruptedApply]: durable.interruptedApply };
+  if (op === "apply" && request.afterFailedApply)
+    body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.afterFailedApply]: request.afterFailedApply };
   // Who approved the plan stays on record with the Job that applies it: the object's annotation goes once it is applied.
   const approver = object.metadata.annotations?.[annotations.planApprovedBy];
-  if (decision.expectPlan && approver && object.metadata.annotations?.[annotations.approvePlan] === decision.expectPlan) body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.planApprovedBy]: approver };
+  if (decision.expectPlan && approver && object.metadata.annotations?.[annotations.approvePlan] === decision.expectPlan)
+    body.metadata!.annotations = { ...body.metadata!.annotations, [annotations.planApprovedBy]: approver };
   if (op === "apply" && inputs.kind === "ready" && inputs.rendered.exportsHash) {
     body.metadata!.annotations = {
       ...body.metadata!.annotations,
@@ -177,7 +266,8 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     if (isConflict(error)) return deps.client.get<V1Job>(builtinTypes.job, namespace, holder);
     // A refused create proves no Job exists: the lease goes back at once.
     const code = httpStatusOf(error);
-    if (code !== undefined && code >= 400 && code < 500) await releaseLease(deps, namespace, runLeaseName(suffix), holder).catch(() => undefined);
+    if (code !== undefined && code >= 400 && code < 500)
+      await releaseLease(deps, namespace, runLeaseName(suffix), holder).catch(() => undefined);
     throw error;
   });
   await createRunSecret(deps.client, namespace, created, root);
@@ -186,11 +276,17 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   for (const event of start.events) void events.record(subject, event.reason, event.note);
   if (start.inputsHashChanged) deps.metrics?.inputsHashChanges.inc({ kind: adapter.kind });
   if (request.forceUnlock) {
-    void events.record(subject, "ForceUnlocked", `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`);
+    void events.record(
+      subject,
+      "ForceUnlocked",
+      `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`,
+    );
     deps.metrics?.lockForceUnlocks.inc({ kind: adapter.kind });
   }
   // Looked at again as a running Job is (its image pull, a Pod stuck without its per-run Secret): no pass comes from its appearing.
-  return { action: `started ${op} (${decision.reason}) as ${holder}`, requeueAfterMs: activeJobRequeueMs, job: { name: holder, op, attempt, job: created } };
+  return {
+    action: `started ${op} (${decision.reason}) as ${holder}`,
+    requeueAfterMs: activeJobRequeueMs,
+    job: { name: holder, op, attempt, job: created },
+  };
 }
-
-

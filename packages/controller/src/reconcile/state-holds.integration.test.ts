@@ -7,7 +7,15 @@ import { describeWithTools } from "@captf/testkit";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import {
+  allJobsFinished,
+  createTerraformCluster,
+  extendedClusterModule,
+  planeReconcilerDeps,
+  preparePlane,
+  type PlaneClients,
+  mergePatchOptions,
+} from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 // The no-op cluster module with a blob of 100 sha512 digests per `blob_rows` in state: 100 rows
@@ -46,13 +54,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     if (moduleDir) rmSync(moduleDir, { recursive: true, force: true });
   });
 
-  const createCluster = (name: string, blobRows = 0) => createTerraformCluster(plane, namespace, name, { source: { image }, variables: { blob_rows: blobRows } });
-  const get = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
-  const setVariables = (name: string, variables: Json) => plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name, body: { spec: { variables } } }, mergePatchOptions());
+  const createCluster = (name: string, blobRows = 0) =>
+    createTerraformCluster(plane, namespace, name, { source: { image }, variables: { blob_rows: blobRows } });
+  const get = (name: string) =>
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+  const setVariables = (name: string, variables: Json) =>
+    plane.custom.patchNamespacedCustomObject(
+      { ...infra, namespace, plural: "terraformclusters", name, body: { spec: { variables } } },
+      mergePatchOptions(),
+    );
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
   const pass = async (name: string) => (await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action;
   const jobCount = async () => (await plane.batch.listNamespacedJob({ namespace })).items.length;
-  const events = async (name: string, reason: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === name);
+  const events = async (name: string, reason: string) =>
+    (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === name);
   async function runJobs(): Promise<void> {
     await executor.runPending();
     await allJobsFinished(plane.batch, namespace);
@@ -75,7 +90,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect(await pass("big")).toBe("StateNotSaved");
     const held = await get("big");
     expect(held.status.lastRun.error).toMatchObject({ kind: "state-save", step: "apply" });
-    expect(held.status.lastRun.steps.map((step: Json) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply", "state-push"]);
+    expect(held.status.lastRun.steps.map((step: Json) => step.name)).toEqual([
+      "init",
+      "validate",
+      "plan",
+      "show-json",
+      "apply",
+      "state-push",
+    ]);
     const applied = condition(held, "ApplyJobSucceeded");
     expect(applied).toMatchObject({ status: "False", reason: "StateNotSaved" });
     expect(applied.message).toContain("1 MiB");
@@ -99,7 +121,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   it("holds a cluster whose state's lineage changed instead of applying over it, until the new state is accepted", async () => {
     await provision("lineage");
     const durableName = durableInputsSecretName("cluster", "lineage");
-    const recorded = (await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/state-lineage"];
+    const recorded = (await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.[
+      "captf.io/state-lineage"
+    ];
     expect(recorded).toMatch(/^[0-9a-f-]{36}$/);
 
     // Another state pushed over this one: a new lineage, a higher serial, the same resources.
@@ -123,9 +147,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect(await events("lineage", "StateLineageChanged")).toHaveLength(1);
 
     // Accepting the new state: the annotation goes, the next pass records the new lineage and applies.
-    await plane.core.patchNamespacedSecret({ name: durableName, namespace, body: { metadata: { annotations: { "captf.io/state-lineage": null } } } }, mergePatchOptions());
+    await plane.core.patchNamespacedSecret(
+      { name: durableName, namespace, body: { metadata: { annotations: { "captf.io/state-lineage": null } } } },
+      mergePatchOptions(),
+    );
     expect(await pass("lineage")).toMatch(/^started apply \(InputsChanged\)/);
-    expect((await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/state-lineage"]).toBe(foreign);
+    expect(
+      (await plane.core.readNamespacedSecret({ name: durableName, namespace })).metadata?.annotations?.["captf.io/state-lineage"],
+    ).toBe(foreign);
     expect(condition(await get("lineage"), "StateReadable")).toMatchObject({ status: "True", reason: "StateRead" });
 
     // Other damage keeps its own reason beside the lineage check: a state that is not gzip is StateCorrupt.
@@ -138,7 +167,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect(condition(await get("lineage"), "StateReadable")).toMatchObject({ status: "False", reason: "StateCorrupt" });
     // One Warning StateUnreadable for the transition, none for the passes that find it unchanged, no generic ConditionChanged.
     expect(await pass("lineage")).toBe("StateUnreadable");
-    expect((await events("lineage", "StateUnreadable")).map((event) => [event.type, event.note])).toEqual([["Warning", expect.stringContaining("StateCorrupt")]]);
+    expect((await events("lineage", "StateUnreadable")).map((event) => [event.type, event.note])).toEqual([
+      ["Warning", expect.stringContaining("StateCorrupt")],
+    ]);
     expect((await events("lineage", "ConditionChanged")).filter((event) => event.note?.includes("StateCorrupt"))).toHaveLength(0);
   }, 120_000);
 });

@@ -9,7 +9,15 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { clusterAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
-import { allJobsFinished, createTerraformCluster, extendedClusterModule, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import {
+  allJobsFinished,
+  createTerraformCluster,
+  extendedClusterModule,
+  planeReconcilerDeps,
+  preparePlane,
+  type PlaneClients,
+  mergePatchOptions,
+} from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
@@ -53,18 +61,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     metrics = new CaptfMetrics(new Registry());
     deps = { ...deps, metrics, now: () => Date.now() + skew };
     gateDir = extendedClusterModule("captf-gate-module-", { "gate.tf": gateModule });
-    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("cluster"), [gateImage]: gateDir } });
+    executor = startJobExecutor({
+      kubeconfigPath: plane.kubeconfigPath,
+      namespace,
+      modules: { [image]: noopModuleDirectory("cluster"), [gateImage]: gateDir },
+    });
   }, 120_000);
   afterAll(() => {
     executor?.close();
     if (gateDir) rmSync(gateDir, { recursive: true, force: true });
   });
 
-  const get = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+  const get = (name: string) =>
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
   const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
   const pass = async (name: string) => (await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action;
-  const events = async (name: string, reason: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === name);
-  const stateSecret = (name: string) => plane.core.readNamespacedSecret({ name: stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name })), namespace });
+  const events = async (name: string, reason: string) =>
+    (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === name);
+  const stateSecret = (name: string) =>
+    plane.core.readNamespacedSecret({ name: stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name })), namespace });
   async function provision(name: string): Promise<void> {
     await createTerraformCluster(plane, namespace, name, { source: { image } });
     expect(await pass(name)).toBe("added finalizer");
@@ -79,7 +94,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await provision("owned");
     const cluster = await get("owned");
     const secret = await stateSecret("owned");
-    expect(secret.metadata?.ownerReferences).toEqual([{ apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster", name: "owned", uid: cluster.metadata.uid, controller: false }]);
+    expect(secret.metadata?.ownerReferences).toEqual([
+      {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformCluster",
+        name: "owned",
+        uid: cluster.metadata.uid,
+        controller: false,
+      },
+    ]);
     const apply = (await plane.batch.listNamespacedJob({ namespace })).items.find((job) => job.metadata?.name?.includes("owned"))!;
     expect(secret.metadata?.annotations?.["captf.io/inputs-hash"]).toBe(apply.metadata?.annotations?.["captf.io/inputs-hash"]);
     expect(secret.metadata?.annotations?.["captf.io/inputs-hash"]).toMatch(/^h2:/);
@@ -98,7 +121,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect((await stateSecret("owned")).metadata?.ownerReferences).toBeUndefined();
     // A chunk as Terraform's backend writes one: the gzip stream goes on in it (here an empty second member, so the state reads the same).
     const labels = (await stateSecret("owned")).metadata?.labels;
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: `${name}-part-1`, labels }, data: { tfstate: gzipSync(Buffer.alloc(0)).toString("base64") } } });
+    await plane.core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: `${name}-part-1`, labels }, data: { tfstate: gzipSync(Buffer.alloc(0)).toString("base64") } },
+    });
 
     expect(await pass("owned")).toBe("UpToDate");
     const uid = (await get("owned")).metadata.uid;
@@ -119,11 +145,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   it("counts a state that stops reading once in captf_state_read_errors_total, not once per pass", async () => {
     await provision("corrupt");
     const name = stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name: "corrupt" }));
-    await plane.core.patchNamespacedSecret({ name, namespace, body: { data: { tfstate: Buffer.from("not gzip at all").toString("base64") } } }, mergePatchOptions());
+    await plane.core.patchNamespacedSecret(
+      { name, namespace, body: { data: { tfstate: Buffer.from("not gzip at all").toString("base64") } } },
+      mergePatchOptions(),
+    );
     await pass("corrupt");
     expect(condition(await get("corrupt"), "StateReadable")).toMatchObject({ status: "False", reason: "StateCorrupt" });
     await pass("corrupt");
-    expect((await metrics.stateReadErrors.get()).values).toEqual([expect.objectContaining({ labels: { kind: "TerraformCluster", reason: "corrupt" }, value: 1 })]);
+    expect((await metrics.stateReadErrors.get()).values).toEqual([
+      expect.objectContaining({ labels: { kind: "TerraformCluster", reason: "corrupt" }, value: 1 }),
+    ]);
   }, 180_000);
 
   it("annotates the apply that follows a failed apply with the failed Job's name", async () => {
@@ -134,11 +165,21 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await allJobsFinished(plane.batch, namespace);
     // The failed apply saved a state without resources (and no inputs hash): the retry waits out its backoff.
     expect(await pass("retried")).toBe("StateWithoutInputsHashBackoff");
-    const applies = async () => (await plane.batch.listNamespacedJob({ namespace })).items.filter((job) => job.metadata?.name?.includes("retried")).sort((a, b) => Number(a.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]) - Number(b.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]));
+    const applies = async () =>
+      (await plane.batch.listNamespacedJob({ namespace })).items
+        .filter((job) => job.metadata?.name?.includes("retried"))
+        .sort(
+          (a, b) =>
+            Number(a.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]) -
+            Number(b.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]),
+        );
     const [failed] = await applies();
     expect(failed!.metadata?.annotations?.["captf.io/after-failed-apply"]).toBeUndefined();
 
-    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "retried", body: { spec: { variables: { fail: false } } } }, mergePatchOptions());
+    await plane.custom.patchNamespacedCustomObject(
+      { ...infra, namespace, plural: "terraformclusters", name: "retried", body: { spec: { variables: { fail: false } } } },
+      mergePatchOptions(),
+    );
     skew = 2 * 60_000;
     expect(await pass("retried")).toMatch(/^started apply \(StateWithoutInputsHash\)/);
     const retry = (await applies())[1]!;

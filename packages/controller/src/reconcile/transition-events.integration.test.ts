@@ -10,7 +10,14 @@ import { clusterAdapter, machineAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { condition, createMachine, readMachine } from "./machine-fixture.test-support.js";
-import { allJobsFinished, createTerraformCluster, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
+import {
+  allJobsFinished,
+  createTerraformCluster,
+  planeReconcilerDeps,
+  preparePlane,
+  type PlaneClients,
+  mergePatchOptions,
+} from "./plane.test-support.js";
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const machineImage = "registry.invalid/captf/transitions-machine:v1";
@@ -45,22 +52,41 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     cpSync(noopModuleDirectory("machine"), machineDir, { recursive: true });
     const marker = (what: string) => `"\${path.module}/../${what}-\${var.machine_name}"`;
     const fromMarker = (what: string) => `fileexists(${marker(what)}) ? jsondecode(file(${marker(what)})) : `;
-    edit(join(machineDir, "outputs.tf"), "value = local.observed_health != null", `value = ${fromMarker("health")}local.observed_health != null`);
+    edit(
+      join(machineDir, "outputs.tf"),
+      "value = local.observed_health != null",
+      `value = ${fromMarker("health")}local.observed_health != null`,
+    );
     edit(join(machineDir, "outputs.tf"), /(output "addresses" \{[^]*?value\s*=\s*)\[/, `$1${fromMarker("addresses")}[`);
 
     // A cluster whose failure domains and exports follow var.generation ("big" exports exceed status.exports' limit), drifting on a marker.
     const clusterDir = join(work, "cluster");
     cpSync(noopModuleDirectory("cluster"), clusterDir, { recursive: true });
     const outputs = join(clusterDir, "outputs.tf");
-    edit(outputs, /(output "failure_domains" \{[^]*?value\s*=\s*)\[[^]*?\]\n/, `$1[for n in (var.generation == "1" ? ["fd1"] : ["fd1", "fd2"]) : { name = n, control_plane = true, attributes = {} }]\n`);
-    edit(outputs, 'backend_id = "noop-backend-${terraform_data.load_balancer.id}"', 'backend_id = "noop-backend-${terraform_data.load_balancer.id}"\n    blob       = var.generation == "1" ? "" : join("", [for i in range(600) : sha512("${i}")])');
-    writeFileSync(join(clusterDir, "transitions.tf"), 'variable "generation" {\n  type    = string\n  default = "1"\n}\n\nresource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n');
+    edit(
+      outputs,
+      /(output "failure_domains" \{[^]*?value\s*=\s*)\[[^]*?\]\n/,
+      `$1[for n in (var.generation == "1" ? ["fd1"] : ["fd1", "fd2"]) : { name = n, control_plane = true, attributes = {} }]\n`,
+    );
+    edit(
+      outputs,
+      'backend_id = "noop-backend-${terraform_data.load_balancer.id}"',
+      'backend_id = "noop-backend-${terraform_data.load_balancer.id}"\n    blob       = var.generation == "1" ? "" : join("", [for i in range(600) : sha512("${i}")])',
+    );
+    writeFileSync(
+      join(clusterDir, "transitions.tf"),
+      'variable "generation" {\n  type    = string\n  default = "1"\n}\n\nresource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n',
+    );
 
     plane = await preparePlane(namespace);
     const planeDeps = planeReconcilerDeps(plane, "transition-events-test");
     eventsApi = planeDeps.eventsApi;
     deps = { ...planeDeps.deps, metrics, now: () => Date.now() + skew };
-    executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [machineImage]: machineDir, [clusterImage]: clusterDir } });
+    executor = startJobExecutor({
+      kubeconfigPath: plane.kubeconfigPath,
+      namespace,
+      modules: { [machineImage]: machineDir, [clusterImage]: clusterDir },
+    });
   }, 120_000);
   afterAll(() => {
     executor?.close();
@@ -68,16 +94,27 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   /** The events of `reason` recorded on object `name`, read from the API server. */
-  const eventsOf = async (name: string, reason: string) => (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reason === reason);
+  const eventsOf = async (name: string, reason: string) =>
+    (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === name && event.reason === reason);
   /** The events of `reason` once at least `count` are there (a pass records them without waiting). */
   const recorded = async (name: string, reason: string, count = 1) =>
-    waitFor(async () => {
-      const found = await eventsOf(name, reason);
-      return found.length >= count ? found : undefined;
-    }, 10_000, `${count} ${reason} event(s) on ${name}`);
-  const counter = async (metric: { get(): Promise<{ values: { labels: Record<string, string | number>; value: number }[] }> }, labels: Record<string, string>) =>
-    (await metric.get()).values.filter((sample) => Object.entries(labels).every(([key, value]) => sample.labels[key] === value)).reduce((sum, sample) => sum + sample.value, 0);
-  const getCluster = (name: string) => plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+    waitFor(
+      async () => {
+        const found = await eventsOf(name, reason);
+        return found.length >= count ? found : undefined;
+      },
+      10_000,
+      `${count} ${reason} event(s) on ${name}`,
+    );
+  const counter = async (
+    metric: { get(): Promise<{ values: { labels: Record<string, string | number>; value: number }[] }> },
+    labels: Record<string, string>,
+  ) =>
+    (await metric.get()).values
+      .filter((sample) => Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
+      .reduce((sum, sample) => sum + sample.value, 0);
+  const getCluster = (name: string) =>
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
 
   async function runJobs(): Promise<void> {
     await executor.runPending();
@@ -111,12 +148,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   it("a machine healthy -> unhealthy -> healthy: InstanceUnhealthy then InstanceHealthy, once each; invalid outputs: OutputsInvalid once, counted", async () => {
     await createMachine(plane, namespace, "m", machineImage);
     await settle(machineAdapter, "m");
-    expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({ status: "True", reason: "Healthy" });
+    expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({
+      status: "True",
+      reason: "Healthy",
+    });
     expect(await counter(metrics.resourcesChanged, { kind: "TerraformMachine", op: "apply", action: "add" })).toBeGreaterThan(0);
 
     writeFileSync(join(work, "health-m"), JSON.stringify({ state: "running", healthy: false, message: "disk failing", reasons: [] }));
     await sampleOnce(machineAdapter, "m", driftIntervalMs);
-    expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({ status: "False", reason: "InstanceUnhealthy" });
+    expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({
+      status: "False",
+      reason: "InstanceUnhealthy",
+    });
     // Another pass over the same reading records nothing again.
     await reconcileWorkspace(deps, machineAdapter, namespace, "m");
     expect(await recorded("m", "InstanceUnhealthy")).toEqual([expect.objectContaining({ type: "Warning" })]);
@@ -124,14 +167,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
     rmSync(join(work, "health-m"));
     await sampleOnce(machineAdapter, "m", driftIntervalMs);
-    expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({ status: "True", reason: "Healthy" });
+    expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({
+      status: "True",
+      reason: "Healthy",
+    });
     await reconcileWorkspace(deps, machineAdapter, namespace, "m");
     expect(await recorded("m", "InstanceHealthy")).toEqual([expect.objectContaining({ type: "Normal" })]);
     expect(await eventsOf("m", "InstanceUnhealthy")).toHaveLength(1);
 
     writeFileSync(join(work, "addresses-m"), JSON.stringify([{ type: "Bogus", address: "10.0.0.1" }]));
     await sampleOnce(machineAdapter, "m", driftIntervalMs);
-    expect(condition(await readMachine(plane, namespace, "m"), "OutputsValid")).toMatchObject({ status: "False", reason: "OutputsInvalid" });
+    expect(condition(await readMachine(plane, namespace, "m"), "OutputsValid")).toMatchObject({
+      status: "False",
+      reason: "OutputsInvalid",
+    });
     await reconcileWorkspace(deps, machineAdapter, namespace, "m");
     const invalid = await recorded("m", "OutputsInvalid");
     expect(invalid).toEqual([expect.objectContaining({ type: "Warning", note: expect.stringContaining("(OutputsInvalid)") })]);
@@ -142,7 +191,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }, 240_000);
 
   it("a cluster's new inputs: InputsChanged, FailureDomainsChanged and ExportsNotPublished once each, the hash change counted; a remediation apply: DriftRemediationStarted", async () => {
-    await createTerraformCluster(plane, namespace, "c", { source: { image: clusterImage }, variables: { generation: "1" }, drift: { intervalSeconds: 60, action: "Remediate" } });
+    await createTerraformCluster(plane, namespace, "c", {
+      source: { image: clusterImage },
+      variables: { generation: "1" },
+      drift: { intervalSeconds: 60, action: "Remediate" },
+    });
     await settle(clusterAdapter, "c");
     let cluster = await getCluster("c");
     expect(cluster.status.failureDomains.map((domain: Json) => domain.name)).toEqual(["fd1"]);
@@ -151,7 +204,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await eventsOf("c", "FailureDomainsChanged")).toEqual([]);
     expect(await eventsOf("c", "InputsChanged")).toEqual([]);
 
-    await plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "c", body: { spec: { variables: { generation: "2" } } } }, mergePatchOptions());
+    await plane.custom.patchNamespacedCustomObject(
+      { ...infra, namespace, plural: "terraformclusters", name: "c", body: { spec: { variables: { generation: "2" } } } },
+      mergePatchOptions(),
+    );
     expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "c")).action).toMatch(/^started apply \(InputsChanged\)/);
     await runJobs();
     await settle(clusterAdapter, "c");
@@ -160,7 +216,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(cluster.status.failureDomains.map((domain: Json) => domain.name)).toEqual(["fd1", "fd2"]);
     expect(cluster.status.exports).toBeUndefined();
     expect(await recorded("c", "InputsChanged")).toEqual([expect.objectContaining({ type: "Normal" })]);
-    expect(await recorded("c", "FailureDomainsChanged")).toEqual([expect.objectContaining({ note: "failure domains now fd1, fd2 (were fd1)" })]);
+    expect(await recorded("c", "FailureDomainsChanged")).toEqual([
+      expect.objectContaining({ note: "failure domains now fd1, fd2 (were fd1)" }),
+    ]);
     expect(await recorded("c", "ExportsNotPublished")).toEqual([expect.objectContaining({ type: "Warning" })]);
     expect(await counter(metrics.inputsHashChanges, { kind: "TerraformCluster" })).toBe(1);
 

@@ -53,7 +53,16 @@ const generic: { [T in ConditionType]?: { ownEvents?: readonly string[]; ownReco
   CredentialsMirrored: {},
   RunnerRBACReady: {},
   ApplyJobSucceeded: {
-    ownEvents: ["ApplyFailed", "DestroyFailed", "JobDeadlineExceeded", "ImagePullFailed", "ImageInvalid", "DestructivePlanBlocked", "StateNotSaved", "IdentityNotAllowed"],
+    ownEvents: [
+      "ApplyFailed",
+      "DestroyFailed",
+      "JobDeadlineExceeded",
+      "ImagePullFailed",
+      "ImageInvalid",
+      "DestructivePlanBlocked",
+      "StateNotSaved",
+      "IdentityNotAllowed",
+    ],
     ownRecovery: true,
   },
   StateReadable: { ownEvents: ["StateLost", "StateLocked", "RetainedStateFound", "StateLineageChanged", ...unreadableStateReasons] },
@@ -112,16 +121,30 @@ export function transitionEvents(before: StatusView, written: StatusView, facts:
     if (was && was.status === after.status && was.reason === after.reason) continue;
     const change = `${after.type} is ${describe(after)}, was ${describe(was)}`;
     if (after.type === "InfrastructureHealthy") {
-      if (unhealthyReasons.includes(after.reason)) events.push(event("InstanceUnhealthy", `the ${facts.kind}'s instance is not healthy: ${change}`));
-      else if (after.reason === "Healthy" && was && unhealthyReasons.includes(was.reason)) events.push(event("InstanceHealthy", `the ${facts.kind}'s instance is healthy again: ${change}`));
+      if (unhealthyReasons.includes(after.reason))
+        events.push(event("InstanceUnhealthy", `the ${facts.kind}'s instance is not healthy: ${change}`));
+      else if (after.reason === "Healthy" && was && unhealthyReasons.includes(was.reason))
+        events.push(event("InstanceHealthy", `the ${facts.kind}'s instance is healthy again: ${change}`));
       continue;
     }
     if (after.type === "OutputsValid" && after.status === "False") {
-      events.push(event("OutputsInvalid", `the module's outputs are not valid (${after.reason}); the condition OutputsValid lists the problems`, undefined, after.reason));
+      events.push(
+        event(
+          "OutputsInvalid",
+          `the module's outputs are not valid (${after.reason}); the condition OutputsValid lists the problems`,
+          undefined,
+          after.reason,
+        ),
+      );
       continue;
     }
     if (after.type === "StateReadable" && after.status === "False" && unreadableStateReasons.includes(after.reason)) {
-      events.push(event("StateUnreadable", `the state cannot be read (${after.reason}); nothing runs on it until it is repaired or restored: ${change}`));
+      events.push(
+        event(
+          "StateUnreadable",
+          `the state cannot be read (${after.reason}); nothing runs on it until it is repaired or restored: ${change}`,
+        ),
+      );
       continue;
     }
     const rule = generic[after.type as ConditionType];
@@ -137,24 +160,50 @@ export function transitionEvents(before: StatusView, written: StatusView, facts:
   const domainsBefore = domains(before.failureDomains);
   const domainsAfter = domains(merged(before, written, "failureDomains"));
   if (domainsBefore.names.length > 0 && domainsAfter.key !== domainsBefore.key) {
-    events.push(event("FailureDomainsChanged", `failure domains now ${nameList(domainsAfter.names)} (were ${nameList(domainsBefore.names)})`));
+    events.push(
+      event("FailureDomainsChanged", `failure domains now ${nameList(domainsAfter.names)} (were ${nameList(domainsBefore.names)})`),
+    );
   }
 
   // Once per transition to too large: the pass that clears published exports, or the first state read (nothing was published yet).
   const limit = facts.exportsNotPublished;
-  if (limit && ((before.exports !== undefined && before.exports !== null) || before.observedStateSerial === undefined || before.observedStateSerial === null)) {
-    events.push(event("ExportsNotPublished", `the module's exports are ${limit.bytes} bytes as compact JSON, over the ${limit.limit} bytes status.exports holds: status.exports is cleared (machines and pools still read them from the state)`));
+  if (
+    limit &&
+    ((before.exports !== undefined && before.exports !== null) ||
+      before.observedStateSerial === undefined ||
+      before.observedStateSerial === null)
+  ) {
+    events.push(
+      event(
+        "ExportsNotPublished",
+        `the module's exports are ${limit.bytes} bytes as compact JSON, over the ${limit.limit} bytes status.exports holds: status.exports is cleared (machines and pools still read them from the state)`,
+      ),
+    );
   }
   return events;
 }
 
 /** What the start of a Job owes: InputsChanged once per new inputs hash applied, DriftRemediationStarted. Pure. */
-export function jobStartEvents(start: { op: string; job: string; decision: Pick<Decision, "reason" | "remediation">; inputsHash: string; previousApplyHash: string | undefined }): { events: TransitionEvent[]; inputsHashChanged: boolean } {
+export function jobStartEvents(start: {
+  op: string;
+  job: string;
+  decision: Pick<Decision, "reason" | "remediation">;
+  inputsHash: string;
+  previousApplyHash: string | undefined;
+}): { events: TransitionEvent[]; inputsHashChanged: boolean } {
   const events: TransitionEvent[] = [];
   // A retry of the same inputs wrote their hash to the durable inputs when it started: no second event.
-  const inputsHashChanged = start.op === "apply" && start.decision.reason === "InputsChanged" && start.inputsHash !== start.previousApplyHash;
-  if (inputsHashChanged) events.push(event("InputsChanged", `the inputs changed since the last successful apply (${start.previousApplyHash ?? "none"} -> ${start.inputsHash}): Job ${start.job} applies them`));
-  if (start.op === "apply" && start.decision.remediation) events.push(event("DriftRemediationStarted", `Job ${start.job} applies the current inputs over the drift found`));
+  const inputsHashChanged =
+    start.op === "apply" && start.decision.reason === "InputsChanged" && start.inputsHash !== start.previousApplyHash;
+  if (inputsHashChanged)
+    events.push(
+      event(
+        "InputsChanged",
+        `the inputs changed since the last successful apply (${start.previousApplyHash ?? "none"} -> ${start.inputsHash}): Job ${start.job} applies them`,
+      ),
+    );
+  if (start.op === "apply" && start.decision.remediation)
+    events.push(event("DriftRemediationStarted", `Job ${start.job} applies the current inputs over the drift found`));
   return { events, inputsHashChanged };
 }
 

@@ -103,7 +103,16 @@ export interface WorkspaceObject {
     controlPlaneEndpoint?: Partial<ApiEndpoint>;
     [key: string]: unknown;
   };
-  status?: { initialization?: { provisioned?: boolean }; conditions?: Condition[]; replicas?: number; lastRestoredSerial?: number; plan?: PlanPreview; activeJob?: ActiveJob; unhealthySamples?: number; [key: string]: unknown };
+  status?: {
+    initialization?: { provisioned?: boolean };
+    conditions?: Condition[];
+    replicas?: number;
+    lastRestoredSerial?: number;
+    plan?: PlanPreview;
+    activeJob?: ActiveJob;
+    unhealthySamples?: number;
+    [key: string]: unknown;
+  };
 }
 
 /** The spec fields a kind writes from its module's outputs. */
@@ -135,18 +144,33 @@ export interface KindAdapter<R extends Role> {
   kind: keyof typeof finalizers;
   plural: string;
   /** The cluster name and the inputs, or undefined when the Cluster API owner is not there yet. */
-  observeInputs(deps: ReconcilerDeps, object: WorkspaceObject, context: InputsContext): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
+  observeInputs(
+    deps: ReconcilerDeps,
+    object: WorkspaceObject,
+    context: InputsContext,
+  ): Promise<{ clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined>;
   /** Also publish provisioning as the v1beta1 `status.ready` flag Cluster API still reads for this kind. */
   publishesReady?: boolean;
   /**
    * Kind-specific writes to the owner after the outputs are known (pool replicas write-back);
    * not while paused or deleting. Returns conditions for the status patch.
    */
-  ownerWriteBack?(deps: ReconcilerDeps, object: WorkspaceObject, observed: OwnerWriteBackContext): Promise<{ type: string; value: ConditionValue }[]>;
+  ownerWriteBack?(
+    deps: ReconcilerDeps,
+    object: WorkspaceObject,
+    observed: OwnerWriteBackContext,
+  ): Promise<{ type: string; value: ConditionValue }[]>;
   /** Spec and status fields from valid outputs (providerID, addresses, failureDomains, endpoint). */
-  contractFields(object: WorkspaceObject, decoding: OutputsDecoding<R>): { spec?: ContractSpecFields; annotations?: Record<string, string>; status?: Record<string, unknown>; exportsNotPublished?: { bytes: number } };
+  contractFields(
+    object: WorkspaceObject,
+    decoding: OutputsDecoding<R>,
+  ): {
+    spec?: ContractSpecFields;
+    annotations?: Record<string, string>;
+    status?: Record<string, unknown>;
+    exportsNotPublished?: { bytes: number };
+  };
 }
-
 
 /** Inputs that can run an apply: rendered root, hash and the user variables in them. */
 export interface RenderedInputs {

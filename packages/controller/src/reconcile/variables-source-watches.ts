@@ -24,7 +24,9 @@ function sourceKey(namespace: string | undefined, kind: SourceKind, name: string
 
 /** The sources an object's spec.variablesFrom names. */
 export function variablesSourceKeys(object: KubeObject): string[] {
-  const entries = (object as { spec?: { variablesFrom?: { configMapRef?: { name?: string }; secretRef?: { name?: string } }[] } }).spec?.variablesFrom ?? [];
+  const entries =
+    (object as { spec?: { variablesFrom?: { configMapRef?: { name?: string }; secretRef?: { name?: string } }[] } }).spec?.variablesFrom ??
+    [];
   return entries.flatMap((entry) => {
     if (entry.configMapRef?.name) return [sourceKey(object.metadata?.namespace, "ConfigMap", entry.configMapRef.name)];
     if (entry.secretRef?.name) return [sourceKey(object.metadata?.namespace, "Secret", entry.secretRef.name)];
@@ -48,9 +50,13 @@ const sourceInformersOf = new WeakSet<object>();
 
 /** The ConfigMap and Secret watches for objects of `type`; `selector` is the kind's own informer's (the --watch-filter). */
 export function variablesSourceWatches(type: ResourceType, manager: Pick<Manager, "informer">, selector?: string): WatchSpec[] {
-  const users = manager.informer(type, { ...(selector ? { labelSelector: selector } : {}), indexes: { [variablesSourceIndex]: variablesSourceKeys } });
+  const users = manager.informer(type, {
+    ...(selector ? { labelSelector: selector } : {}),
+    indexes: { [variablesSourceIndex]: variablesSourceKeys },
+  });
   if (!sourceInformersOf.has(manager)) {
-    for (const sourceType of [builtinTypes.configMap, builtinTypes.secret]) manager.informer(sourceType, { labelSelector: variablesSourceSelector, transform: metadataOnly });
+    for (const sourceType of [builtinTypes.configMap, builtinTypes.secret])
+      manager.informer(sourceType, { labelSelector: variablesSourceSelector, transform: metadataOnly });
     sourceInformersOf.add(manager);
   }
   const watch = (sourceType: ResourceType, kind: SourceKind): WatchSpec => {
@@ -58,7 +64,10 @@ export function variablesSourceWatches(type: ResourceType, manager: Pick<Manager
       type: sourceType,
       labelSelector: variablesSourceSelector,
       predicate: sourceChanged,
-      map: (source) => users.byIndex(variablesSourceIndex, sourceKey(source.metadata?.namespace, kind, source.metadata?.name ?? "")).map((user) => objectKey(user)),
+      map: (source) =>
+        users
+          .byIndex(variablesSourceIndex, sourceKey(source.metadata?.namespace, kind, source.metadata?.name ?? ""))
+          .map((user) => objectKey(user)),
     };
   };
   return [watch(builtinTypes.configMap, "ConfigMap"), watch(builtinTypes.secret, "Secret")];

@@ -4,7 +4,16 @@ import { finishedCondition, type JobConditions } from "../runtime/job-conditions
 import { jobLeftRunning } from "./job-slots.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { isNotFoundOf } from "../runtime/api-errors.js";
-import { changedOrResync, generationOrMetadataChanged, type WatchEventType, watchControllerOwner, watchFilterSelector, watchSelf, type Controller, type WatchSpec } from "../runtime/controller.js";
+import {
+  changedOrResync,
+  generationOrMetadataChanged,
+  type WatchEventType,
+  watchControllerOwner,
+  watchFilterSelector,
+  watchSelf,
+  type Controller,
+  type WatchSpec,
+} from "../runtime/controller.js";
 import { labelIndex, objectKey } from "../runtime/informer.js";
 import type { KubeObject, ResourceType } from "../runtime/kube-client.js";
 import type { Manager } from "../runtime/manager.js";
@@ -17,13 +26,26 @@ import { reconcileWorkspace } from "./workspace-reconciler.js";
 import type { KindAdapter, PassResult, ReconcilerDeps } from "./types.js";
 
 /** The Cluster API object whose `infrastructureRef` points at objects of each kind. */
-const ownerTypes: Record<Role, { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }> = {
+const ownerTypes: Record<
+  Role,
+  { type: ResourceType; infrastructureRef: (object: KubeObject) => { kind?: string; name?: string } | undefined; statusMatters: boolean }
+> = {
   // A Cluster's status carries controlPlaneInitialized, an input of its TerraformCluster.
-  cluster: { type: capiTypes.cluster, infrastructureRef: (o) => (o as { spec?: { infrastructureRef?: { kind?: string; name?: string } } }).spec?.infrastructureRef, statusMatters: true },
-  machine: { type: capiTypes.machine, infrastructureRef: (o) => (o as { spec?: { infrastructureRef?: { kind?: string; name?: string } } }).spec?.infrastructureRef, statusMatters: false },
+  cluster: {
+    type: capiTypes.cluster,
+    infrastructureRef: (o) => (o as { spec?: { infrastructureRef?: { kind?: string; name?: string } } }).spec?.infrastructureRef,
+    statusMatters: true,
+  },
+  machine: {
+    type: capiTypes.machine,
+    infrastructureRef: (o) => (o as { spec?: { infrastructureRef?: { kind?: string; name?: string } } }).spec?.infrastructureRef,
+    statusMatters: false,
+  },
   machinepool: {
     type: capiTypes.machinePool,
-    infrastructureRef: (o) => (o as { spec?: { template?: { spec?: { infrastructureRef?: { kind?: string; name?: string } } } } }).spec?.template?.spec?.infrastructureRef,
+    infrastructureRef: (o) =>
+      (o as { spec?: { template?: { spec?: { infrastructureRef?: { kind?: string; name?: string } } } } }).spec?.template?.spec
+        ?.infrastructureRef,
     statusMatters: false,
   },
 };
@@ -43,10 +65,16 @@ function specBeyondOwnFields(object: KubeObject): string {
  * provider IDs and the generation they bump), or a periodic resync.
  */
 export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType, oldObject?: KubeObject): boolean {
-  const ownSpecChangeOnly = oldObject !== undefined && oldObject.metadata?.generation !== object.metadata?.generation && specBeyondOwnFields(oldObject) === specBeyondOwnFields(object);
+  const ownSpecChangeOnly =
+    oldObject !== undefined &&
+    oldObject.metadata?.generation !== object.metadata?.generation &&
+    specBeyondOwnFields(oldObject) === specBeyondOwnFields(object);
   const withoutMarks = (o: KubeObject): KubeObject => {
     const { [annotations.blockMove]: _mark, ...rest } = o.metadata?.annotations ?? {};
-    return { ...o, metadata: { ...o.metadata, annotations: rest, ...(ownSpecChangeOnly ? { generation: object.metadata?.generation } : {}) } };
+    return {
+      ...o,
+      metadata: { ...o.metadata, annotations: rest, ...(ownSpecChangeOnly ? { generation: object.metadata?.generation } : {}) },
+    };
   };
   return changedOrResync(withoutMarks(object), event, oldObject && withoutMarks(oldObject));
 }
@@ -83,7 +111,12 @@ export const slotWakePriority = 10;
 
 /** The Cluster API cluster an object belongs to: its owner Cluster, else its cluster-name label, else its own name (a TerraformCluster without either). */
 export function clusterNameOf(object: KubeObject): string {
-  return object.metadata?.ownerReferences?.find((ref) => ref.kind === "Cluster")?.name ?? object.metadata?.labels?.[labels.clusterName] ?? object.metadata?.name ?? "";
+  return (
+    object.metadata?.ownerReferences?.find((ref) => ref.kind === "Cluster")?.name ??
+    object.metadata?.labels?.[labels.clusterName] ??
+    object.metadata?.name ??
+    ""
+  );
 }
 
 export interface WorkspaceControllerOptions {
@@ -102,11 +135,18 @@ export interface WorkspaceControllerOptions {
  * inputs), of the labelled ConfigMaps and Secrets their variablesFrom names; and again at the time
  * the decision asks for.
  */
-export function workspaceController<R extends Role>(adapter: KindAdapter<R>, deps: ReconcilerDeps, options: WorkspaceControllerOptions = {}): Controller {
+export function workspaceController<R extends Role>(
+  adapter: KindAdapter<R>,
+  deps: ReconcilerDeps,
+  options: WorkspaceControllerOptions = {},
+): Controller {
   const owner = ownerTypes[adapter.role];
   const watches: WatchSpec[] = [
     // Its own status patches and block-move annotation start no pass: each pass asks for the next one it needs.
-    { ...watchSelf(workspaceResourceType(adapter), changedBeyondOwnMarks), ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}) },
+    {
+      ...watchSelf(workspaceResourceType(adapter), changedBeyondOwnMarks),
+      ...(options.watchFilter ? { labelSelector: watchFilterSelector(options.watchFilter)! } : {}),
+    },
     watchControllerOwner(builtinTypes.job, adapter.kind, jobFinishedOrGone),
     {
       type: owner.type,
@@ -128,24 +168,42 @@ export function workspaceController<R extends Role>(adapter: KindAdapter<R>, dep
   }
   if (adapter.role !== "cluster" && options.manager) {
     const selector = options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined;
-    const members = options.manager.informer(workspaceResourceType(adapter), { ...(selector ? { labelSelector: selector } : {}), indexes: { [clusterNameIndex]: labelIndex(labels.clusterName) } });
+    const members = options.manager.informer(workspaceResourceType(adapter), {
+      ...(selector ? { labelSelector: selector } : {}),
+      indexes: { [clusterNameIndex]: labelIndex(labels.clusterName) },
+    });
     watches.push({
       type: terraformClusterType,
       map: (object) => {
         const namespace = object.metadata?.namespace;
-        return members.byIndex(clusterNameIndex, clusterNameOf(object)).filter((member) => member.metadata?.namespace === namespace).map((member) => objectKey(member));
+        return members
+          .byIndex(clusterNameIndex, clusterNameOf(object))
+          .filter((member) => member.metadata?.namespace === namespace)
+          .map((member) => objectKey(member));
       },
     });
   }
   // A changed, added or removed variablesFrom source starts a pass of each object naming it.
-  if (options.manager) watches.push(...variablesSourceWatches(workspaceResourceType(adapter), options.manager, options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined));
+  if (options.manager)
+    watches.push(
+      ...variablesSourceWatches(
+        workspaceResourceType(adapter),
+        options.manager,
+        options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined,
+      ),
+    );
   return {
     name: adapter.kind.toLowerCase(),
     kind: adapter.kind,
     concurrency: options.concurrency ?? 10,
     watches,
     async reconcile(_key, context) {
-      const result = await reconcileWorkspace({ ...deps, logger: deps.logger ?? context.logger }, adapter, context.namespace!, context.name).catch((error: unknown) => {
+      const result = await reconcileWorkspace(
+        { ...deps, logger: deps.logger ?? context.logger },
+        adapter,
+        context.namespace!,
+        context.name,
+      ).catch((error: unknown) => {
         const outcome = goneDuringPass(error, adapter.plural, context.name);
         if (outcome) return outcome;
         throw error;

@@ -23,7 +23,14 @@ import type { StateReading } from "../state/decode-state.js";
 import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { newStateReadError } from "../state/state-read-errors.js";
 import { adoptState, repairStateOwnership, type StateOwner } from "../state/state-ownership.js";
-import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome, type StatusScope } from "./compute-status.js";
+import {
+  driftFinding,
+  guardedApprovalHash,
+  stateNotSavedMessage,
+  vanishedApplyMessage,
+  type InputsOutcome,
+  type StatusScope,
+} from "./compute-status.js";
 import { previousReason } from "../conditions/conditions.js";
 import type { Operation } from "./decide-operation.js";
 import { annotateDurableInputs, appliedClusterOutputsKey, exportsRecordFits, type DurableInputs } from "./durable-inputs.js";
@@ -98,7 +105,8 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
   const { annotations: durableNotes, data: durableData } = pass.durableNotes;
   const metricKindOfJob = adapter.kind as MetricKind;
   for (const job of toMark) {
-    if (job.op === "apply" && adapter.role === "machinepool" && durable) recordPoolExports(exportsRecordOfJob(job, durable), job, durable, durableNotes, durableData);
+    if (job.op === "apply" && adapter.role === "machinepool" && durable)
+      recordPoolExports(exportsRecordOfJob(job, durable), job, durable, durableNotes, durableData);
     if (job.op === "apply" && job.outcome === "succeeded") {
       // The change an interrupted apply may have left half-done is now applied in full.
       if (job.job.metadata?.annotations?.[annotations.afterInterruptedApply]) durableNotes[annotations.interruptedApply] = null;
@@ -115,12 +123,26 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
     if (job.op === "restore") {
       const serial = Number(job.job.metadata?.annotations?.[annotations.restoreSerial]);
       if (Number.isSafeInteger(serial)) scope.fields.lastRestoredSerial = serial;
-      scope.restores.push({ job: job.name, serial, succeeded: job.outcome === "succeeded", ...(job.result?.error?.summary ? { summary: job.result.error.summary } : {}) });
+      scope.restores.push({
+        job: job.name,
+        serial,
+        succeeded: job.outcome === "succeeded",
+        ...(job.result?.error?.summary ? { summary: job.result.error.summary } : {}),
+      });
       if (job.outcome === "succeeded") {
         // The restored state is adopted with the inputs hash its backup recorded (none: an apply is due).
         const hash = job.inputsHash && job.inputsHash !== "h2:none" ? job.inputsHash : null;
         if (hash) await adoptStateOf(pass, job);
-        else await client.patch(builtinTypes.secret, namespace, stateSecretName(suffix), { metadata: { annotations: { [annotations.inputsHash]: null } } }, "merge").catch(ignoreNotFound);
+        else
+          await client
+            .patch(
+              builtinTypes.secret,
+              namespace,
+              stateSecretName(suffix),
+              { metadata: { annotations: { [annotations.inputsHash]: null } } },
+              "merge",
+            )
+            .catch(ignoreNotFound);
         await patchObject(pass, { metadata: { annotations: { [annotations.restoreState]: null } } });
         // The user chose this backup: its lineage is recorded anew on the next read.
         if (durable?.stateLineage) {
@@ -135,34 +157,57 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
       deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: job.outcome === "succeeded" ? "succeeded" : "failed" });
     }
     await client.delete(builtinTypes.secret, namespace, runSecretName(job.name)).catch(ignoreNotFound);
-    await releaseLease(deps, namespace, runLeaseName(suffix), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"));
+    await releaseLease(deps, namespace, runLeaseName(suffix), job.name).catch((error) =>
+      deps.logger?.warn({ error: (error as Error).message }, "could not release the run lease"),
+    );
     if (adapter.role === "cluster" && clusterName) {
-      await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) => deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"));
+      await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), job.name).catch((error) =>
+        deps.logger?.warn({ error: (error as Error).message }, "could not release the cluster lease"),
+      );
     }
     const unreadablePlan = job.op === "plan" && job.outcome === "failed" && finishedCondition(job.job)?.type === "Complete";
-    const summary = job.imagePullFailed ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes` : unreadablePlan ? ": it succeeded without a readable plan" : job.result?.error?.summary ? `: ${job.result.error.summary}` : "";
+    const summary = job.imagePullFailed
+      ? `: an image was not pulled within ${imagePullDeadlineMs / 60_000} minutes`
+      : unreadablePlan
+        ? ": it succeeded without a readable plan"
+        : job.result?.error?.summary
+          ? `: ${job.result.error.summary}`
+          : "";
     if (job.outcome === "succeeded") void events.record(subject, "JobSucceeded", `Job ${job.name} (${job.op}) succeeded`);
-    else if (job.deadlineExceeded) void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
-    else if (job.outcome === "interrupted") void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
-    else if (job.outcome === "blocked") void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
+    else if (job.deadlineExceeded)
+      void events.record(subject, "JobDeadlineExceeded", `Job ${job.name} (${job.op}) reached its deadline and was stopped`);
+    else if (job.outcome === "interrupted")
+      void events.record(subject, "JobInterrupted", `Job ${job.name} (${job.op}) was stopped from outside${summary}`);
+    else if (job.outcome === "blocked")
+      void events.record(subject, "DestructivePlanBlocked", `Job ${job.name} stopped before destroying or replacing resources${summary}`);
     else if (job.outcome === "state-save") void events.record(subject, "StateNotSaved", stateNotSavedMessage(job.name, job.op));
     else void events.record(subject, "JobFailed", `Job ${job.name} (${job.op}) failed${summary}`);
     deps.metrics?.jobFinished({
       kind: metricKindOfJob,
       op: job.op,
       result: metricResult(job),
-      ...(job.job.status?.startTime ? { durationSeconds: Math.max(0, (job.finishedAt! - Date.parse(String(job.job.status.startTime))) / 1000) } : {}),
+      ...(job.job.status?.startTime
+        ? { durationSeconds: Math.max(0, (job.finishedAt! - Date.parse(String(job.job.status.startTime))) / 1000) }
+        : {}),
       attempt: retryNumber(job, jobs),
     });
     const failure = jobError(job);
     if (failure) deps.metrics?.jobFailed(metricKindOfJob, job.op, failure.errorKind, failure.step);
     if (job.broker?.refused) {
       deps.metrics?.brokerRefused(metricKindOfJob, job.broker.refusedByTarget);
-      deps.logger?.warn({ job: job.name, refused: job.broker.refused, refusedByTarget: job.broker.refusedByTarget }, "the Job's state broker refused requests of module code");
+      deps.logger?.warn(
+        { job: job.name, refused: job.broker.refused, refusedByTarget: job.broker.refusedByTarget },
+        "the Job's state broker refused requests of module code",
+      );
     }
-    for (const step of job.result?.steps ?? []) deps.metrics?.jobStepDuration.observe({ kind: metricKindOfJob, op: job.op, step: stepLabel(step.name) }, step.seconds);
+    for (const step of job.result?.steps ?? [])
+      deps.metrics?.jobStepDuration.observe({ kind: metricKindOfJob, op: job.op, step: stepLabel(step.name) }, step.seconds);
     const created = job.job.metadata?.creationTimestamp;
-    if (job.sourceStartedAt !== undefined && created) deps.metrics?.jobQueue.observe({ kind: metricKindOfJob, op: job.op }, Math.max(0, (job.sourceStartedAt - Date.parse(String(created))) / 1000));
+    if (job.sourceStartedAt !== undefined && created)
+      deps.metrics?.jobQueue.observe(
+        { kind: metricKindOfJob, op: job.op },
+        Math.max(0, (job.sourceStartedAt - Date.parse(String(created))) / 1000),
+      );
     if (job.outcome === "succeeded") deps.metrics?.lastSuccess(metricKindOfJob, namespace, name, job.op, job.finishedAt!);
   }
   // Written with the state phase's notes (writeDurableNotes), before the status: the Jobs are marked bookkept only after it.
@@ -203,7 +248,13 @@ function exportsRecordOfJob(job: ObservedJob, durable: DurableInputs): ExportsRe
  * (their hash, and their value when the durable inputs still hold what this apply rendered and it fits), a held
  * change, or a change that may be partly applied.
  */
-function recordPoolExports(record: ExportsRecord, job: ObservedJob, durable: DurableInputs, notes: Record<string, string | null>, data: Record<string, string | null>): void {
+function recordPoolExports(
+  record: ExportsRecord,
+  job: ObservedJob,
+  durable: DurableInputs,
+  notes: Record<string, string | null>,
+  data: Record<string, string | null>,
+): void {
   if (!record) return;
   if (record.kind === "applied") {
     notes[annotations.appliedClusterOutputsHash] = record.exportsHash;
@@ -211,7 +262,8 @@ function recordPoolExports(record: ExportsRecord, job: ObservedJob, durable: Dur
     notes[annotations.partialClusterOutputs] = null;
     const rendered = durable.inputsHash === job.inputsHash ? durable.variables.captf_cluster_outputs : undefined;
     const value = rendered === undefined ? undefined : JSON.stringify(rendered);
-    const recorded = value !== undefined && exportsHash(rendered as JsonValue) === record.exportsHash && exportsRecordFits(durable.root, value);
+    const recorded =
+      value !== undefined && exportsHash(rendered as JsonValue) === record.exportsHash && exportsRecordFits(durable.root, value);
     data[appliedClusterOutputsKey] = recorded ? value : null;
     durable.appliedClusterOutputsHash = record.exportsHash;
     if (recorded) durable.appliedClusterOutputs = rendered as JsonValue;
@@ -236,7 +288,11 @@ function stateOwner(pass: Pass): StateOwner {
 async function adoptStateOf(pass: Pass, job: ObservedJob): Promise<void> {
   const { deps, namespace, suffix, events, subject } = pass;
   if (await adoptState(deps.client, namespace, suffix, stateOwner(pass), job.inputsHash!)) {
-    void events.record(subject, "StateAdopted", `Job ${job.name} (${job.op}) succeeded: its state Secrets are owned by this ${pass.adapter.kind} and hold inputs hash ${job.inputsHash}`);
+    void events.record(
+      subject,
+      "StateAdopted",
+      `Job ${job.name} (${job.op}) succeeded: its state Secrets are owned by this ${pass.adapter.kind} and hold inputs hash ${job.inputsHash}`,
+    );
   }
 }
 
@@ -245,24 +301,38 @@ export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
   const { client } = deps;
   const recordedJob = object.status?.activeJob;
-  if (adapter.role !== "machine" && recordedJob?.operation === "apply" && recordedJob.name && !jobs.some((job) => job.name === recordedJob.name) && durable) {
+  if (
+    adapter.role !== "machine" &&
+    recordedJob?.operation === "apply" &&
+    recordedJob.name &&
+    !jobs.some((job) => job.name === recordedJob.name) &&
+    durable
+  ) {
     const vanished = recordedJob.name;
     // Live: a Job missing from the cache may be lag, and this writes the interruption down.
-    const gone = await client.get(builtinTypes.job, namespace, vanished).then(() => false, (error) => (isNotFound(error) ? true : Promise.reject(error)));
+    const gone = await client.get(builtinTypes.job, namespace, vanished).then(
+      () => false,
+      (error) => (isNotFound(error) ? true : Promise.reject(error)),
+    );
     if (gone && durable.interruptedApply !== vanished) {
       // A pool's lost Job that rendered a change of the exports may have applied part of it (the durable inputs are its).
-      const rendered = adapter.role === "machinepool" ? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined) : undefined;
-      const partial = rendered !== undefined && rendered !== appliedExportsHash(durable) ? { exportsHash: rendered, job: vanished } : undefined;
-      await annotateDurableInputs(client, adapter.role, namespace, name, { [annotations.interruptedApply]: vanished, ...(partial ? { [annotations.partialClusterOutputs]: JSON.stringify(partial) } : {}) });
+      const rendered =
+        adapter.role === "machinepool" ? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined) : undefined;
+      const partial =
+        rendered !== undefined && rendered !== appliedExportsHash(durable) ? { exportsHash: rendered, job: vanished } : undefined;
+      await annotateDurableInputs(client, adapter.role, namespace, name, {
+        [annotations.interruptedApply]: vanished,
+        ...(partial ? { [annotations.partialClusterOutputs]: JSON.stringify(partial) } : {}),
+      });
       durable.interruptedApply = vanished;
       if (partial) durable.partialClusterOutputs = partial;
       await releaseLease(deps, namespace, runLeaseName(suffix), vanished).catch(() => undefined);
-      if (adapter.role === "cluster" && clusterName) await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
+      if (adapter.role === "cluster" && clusterName)
+        await releaseLease(deps, namespace, clusterLeaseName(namespace, clusterName), vanished).catch(() => undefined);
       scope.vanishedApply = vanished;
       void events.record(subject, "JobInterrupted", vanishedApplyMessage(vanished));
     }
   }
-
 }
 
 /** The state as the decision sees it, and what the pass does about retained state and a requested restore. */
@@ -275,11 +345,22 @@ export interface StatePhase {
 }
 
 /** The state (lineage checked), its backups (taken, pruned), a requested restore's backup, and the state lock while no Job runs. */
-export async function observeStateAndBackups(pass: Pass, jobs: readonly ObservedJob[], active: ObservedJob | undefined, wasProvisioned: boolean): Promise<StatePhase> {
+export async function observeStateAndBackups(
+  pass: Pass,
+  jobs: readonly ObservedJob[],
+  active: ObservedJob | undefined,
+  wasProvisioned: boolean,
+): Promise<StatePhase> {
   const { deps, adapter, object, namespace, name, suffix, events, subject, durable, scope, now } = pass;
   const { client } = deps;
   const { deleting, previous } = scope;
-  const stateObservation = await observeState(client, namespace, suffix, undefined, deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined);
+  const stateObservation = await observeState(
+    client,
+    namespace,
+    suffix,
+    undefined,
+    deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined,
+  );
   // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
   const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
   scope.state = state;
@@ -289,16 +370,25 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   }
   const retainedBy = stateObservation.retainedFromUids.filter((uid) => uid !== object.metadata.uid);
   // An adopted state's chunks stay owned: a chunk written later or stripped is re-owned while no Job writes them.
-  if (!active && !scope.paused && !deleting && stateObservation.retainedFromUids.length === 0 && state.kind === "ok" && state.state.inputsHash) {
+  if (
+    !active &&
+    !scope.paused &&
+    !deleting &&
+    stateObservation.retainedFromUids.length === 0 &&
+    state.kind === "ok" &&
+    state.state.inputsHash
+  ) {
     const repaired = await repairStateOwnership(client, namespace, suffix, stateObservation.secrets, stateOwner(pass));
-    if (repaired.length > 0) void events.record(subject, "OwnerReferencesRepaired", `state Secret(s) ${repaired.join(", ")} owned by this ${adapter.kind} again`);
+    if (repaired.length > 0)
+      void events.record(subject, "OwnerReferencesRepaired", `state Secret(s) ${repaired.join(", ")} owned by this ${adapter.kind} again`);
   }
   // Backups: each serial read for the first time is copied; a restore names one by its serial.
   const keepBackups = deps.stateBackups ?? defaultStateBackups;
   const backupSecrets = await listBackupSecrets(client, namespace, suffix, deps.cache);
   let backups = backupSets(backupSecrets);
   const restoreAnnotation = object.metadata.annotations?.[annotations.restoreState];
-  const restoreSerial = restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
+  const restoreSerial =
+    restoreAnnotation !== undefined && /^[1-9][0-9]{0,15}$/.test(restoreAnnotation) ? Number(restoreAnnotation) : undefined;
   let restoreSet: BackupSet | undefined;
   const lastRestoredSerial = (scope.fields.lastRestoredSerial as number | undefined) ?? object.status?.lastRestoredSerial;
   if (restoreAnnotation !== undefined && (restoreSerial === undefined || restoreSerial !== lastRestoredSerial)) {
@@ -308,7 +398,14 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
       deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: "not_found" });
     }
   }
-  if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0 && !backups.some((set) => set.serial === state.state.serial)) {
+  if (
+    state.kind === "ok" &&
+    state.state.serial >= 1 &&
+    !deleting &&
+    keepBackups > 0 &&
+    retainedBy.length === 0 &&
+    !backups.some((set) => set.serial === state.state.serial)
+  ) {
     const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
     const { bytes, created } = await takeStateBackup(client, {
       namespace,
@@ -331,23 +428,39 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
   for (const secret of pruned) await client.delete(builtinTypes.secret, namespace, secret).catch(ignoreNotFound);
   if (pruned.size > 0) deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "pruned" });
   const keptBackups = backups.filter((set) => set.complete && !set.names.some((secret) => pruned.has(secret)));
-  if (keptBackups.length > 0) scope.fields.stateBackups = keptBackups.slice(0, 16).map(({ serial, takenAt, bytes }) => ({ serial, takenAt, bytes: Math.max(1, bytes) }));
+  if (keptBackups.length > 0)
+    scope.fields.stateBackups = keptBackups
+      .slice(0, 16)
+      .map(({ serial, takenAt, bytes }) => ({ serial, takenAt, bytes: Math.max(1, bytes) }));
 
   // State that was there and is gone is lost, not new: nothing but a restore (or Retain) runs on it.
   const everApplied = wasProvisioned || durable?.applied === true || durable?.imageDigest !== undefined || backups.length > 0;
   const stateLost = state.kind === "absent" && everApplied;
   scope.stateLost = stateLost;
-  if (stateLost && previousReason(previous, "StateReadable") !== "StateLost") void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
-  if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason) void events.record(subject, "StateLineageChanged", state.message);
+  if (stateLost && previousReason(previous, "StateReadable") !== "StateLost")
+    void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
+  if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason)
+    void events.record(subject, "StateLineageChanged", state.message);
   // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
-  const lock: StateLockFinding = active ? { kind: "free" } : await observeStateLock({ client, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
+  const lock: StateLockFinding = active
+    ? { kind: "free" }
+    : await observeStateLock({ client, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
   scope.lock = lock;
   if (lock.kind === "foreign" && state.kind !== "unreadable" && !stateLost) {
     if (previousReason(previous, "StateReadable") !== "StateLocked") void events.record(subject, "StateLocked", stateLockedMessage(lock));
   }
 
   // Counted once per transition into an unreadable state, with the reason StateReadable reports.
-  const readableReason = retainedBy.length > 0 && !deleting ? "RetainedStateFound" : state.kind === "unreadable" ? state.reason : stateLost ? "StateLost" : lock.kind === "foreign" ? "StateLocked" : undefined;
+  const readableReason =
+    retainedBy.length > 0 && !deleting
+      ? "RetainedStateFound"
+      : state.kind === "unreadable"
+        ? state.reason
+        : stateLost
+          ? "StateLost"
+          : lock.kind === "foreign"
+            ? "StateLocked"
+            : undefined;
   const readError = newStateReadError(previousReason(previous, "StateReadable"), readableReason);
   if (readError) deps.metrics?.stateReadErrors.inc({ kind: adapter.kind, reason: readError });
 
@@ -360,14 +473,22 @@ export async function observeStateAndBackups(pass: Pass, jobs: readonly Observed
  * an image it cannot pull would wait out its whole deadline (after the pull deadline it is marked and its Pod
  * deleted, so it fails and counts toward backoff). Returns how the pass ends, if it does.
  */
-export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: InputsOutcome<{ root: GeneratedRoot }>, currentHash: string | undefined): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
+export async function recoverActiveJob(
+  pass: Pass,
+  active: ObservedJob,
+  inputs: InputsOutcome<{ root: GeneratedRoot }>,
+  currentHash: string | undefined,
+): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
   const { deps, adapter, namespace, suffix, events, subject, durable, now } = pass;
   const { client } = deps;
   {
     const secretName = runSecretName(active.name);
     const present = deps.cache
       ? (await deps.cache.get(builtinTypes.secret, namespace, secretName, { inScope: true })) !== undefined
-      : await client.get(builtinTypes.secret, namespace, secretName).then(() => true, (error) => (isNotFound(error) ? false : Promise.reject(error)));
+      : await client.get(builtinTypes.secret, namespace, secretName).then(
+          () => true,
+          (error) => (isNotFound(error) ? false : Promise.reject(error)),
+        );
     if (!present) {
       const root = rootForOperation(active.op, inputs, durable, adapter.role);
       const hashMatches = active.inputsHash === undefined || active.inputsHash === currentHash || active.op !== "apply";
@@ -378,7 +499,10 @@ export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: 
         await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
         // Deleted by captf before it could start (not an interrupted apply): no Job runs now.
         void events.record(subject, "StuckJobDeleted", `deleted Job ${active.name}: its per-run Secret is missing and the inputs changed`);
-        return { result: { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 }, jobRuns: false };
+        return {
+          result: { action: `deleted stuck Job ${active.name}: its per-run Secret is missing and the inputs changed`, requeueAfterMs: 0 },
+          jobRuns: false,
+        };
       }
     }
   }
@@ -387,10 +511,22 @@ export async function recoverActiveJob(pass: Pass, active: ObservedJob, inputs: 
     const pod = await jobPod({ client, cache: deps.cache }, namespace, active.job);
     const stalled = pod ? stalledImagePull(pod, now) : undefined;
     if (pod && stalled) {
-      await client.patch(builtinTypes.job, namespace, active.name, { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } }, "merge");
+      await client.patch(
+        builtinTypes.job,
+        namespace,
+        active.name,
+        { metadata: { annotations: { [annotations.imagePullFailed]: "true" } } },
+        "merge",
+      );
       await client.delete(builtinTypes.pod, namespace, pod.metadata!.name!).catch(ignoreNotFound);
-      deps.logger?.info({ job: active.name, container: stalled.container, reason: stalled.reason }, "failing a Job whose image was not pulled");
-      return { result: { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs }, jobRuns: true };
+      deps.logger?.info(
+        { job: active.name, container: stalled.container, reason: stalled.reason },
+        "failing a Job whose image was not pulled",
+      );
+      return {
+        result: { action: `failing Job ${active.name}: ${imagePullMessage(stalled)}`, requeueAfterMs: lagRequeueMs },
+        jobRuns: true,
+      };
     }
   }
 
@@ -403,7 +539,12 @@ function imagePullMessage(stalled: { container: string; image: string; reason: s
 }
 
 /** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
-export function rootForOperation(op: Operation, inputs: InputsOutcome<{ root: GeneratedRoot; held?: boolean }>, durable: DurableInputs | undefined, role: Role): GeneratedRoot | undefined {
+export function rootForOperation(
+  op: Operation,
+  inputs: InputsOutcome<{ root: GeneratedRoot; held?: boolean }>,
+  durable: DurableInputs | undefined,
+  role: Role,
+): GeneratedRoot | undefined {
   if (op === "apply" || op === "plan") return inputs.kind === "ready" ? inputs.rendered.root : undefined;
   // A pool holding a change of its exports checks the exports it applied: the waiting change is not drift.
   if ((op === "refresh" || op === "drift") && inputs.kind === "ready" && inputs.rendered.held) return inputs.rendered.root;
@@ -417,7 +558,11 @@ export function rootForOperation(op: Operation, inputs: InputsOutcome<{ root: Ge
 export async function createRunSecret(client: KubeApi, namespace: string, job: V1Job, files: GeneratedRoot): Promise<void> {
   await client
     .create(builtinTypes.secret, namespace, {
-      metadata: { name: runSecretName(job.metadata!.name!), labels: { [labels.managed]: "true" }, ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }] },
+      metadata: {
+        name: runSecretName(job.metadata!.name!),
+        labels: { [labels.managed]: "true" },
+        ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }],
+      },
       stringData: { ...files },
     })
     .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
@@ -430,34 +575,72 @@ export interface DriftFacts {
   lastCheckAt?: number;
 }
 
-export function observeDrift(pass: Pass, jobs: readonly ObservedJob[], toMark: readonly ObservedJob[], terraformCluster: TerraformClusterObject | undefined): DriftFacts {
+export function observeDrift(
+  pass: Pass,
+  jobs: readonly ObservedJob[],
+  toMark: readonly ObservedJob[],
+  terraformCluster: TerraformClusterObject | undefined,
+): DriftFacts {
   const { deps, adapter, object, events, subject, scope } = pass;
   const { previous } = scope;
-  const driftPolicy = effectiveDriftPolicy(adapter.role, object.spec.drift, adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift, deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds);
+  const driftPolicy = effectiveDriftPolicy(
+    adapter.role,
+    object.spec.drift,
+    adapter.role === "cluster" ? undefined : terraformCluster?.spec?.defaults?.drift,
+    deps.driftDefaultIntervalSeconds ?? defaultDriftIntervalSeconds,
+  );
   const driftChecks = jobs.filter((job) => job.op === "drift" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   const lastDriftCheckAt = driftChecks.length ? Math.max(...driftChecks) : undefined;
   const wasDrifted = previous?.find((c) => c.type === "DriftDetected")?.status === "True";
   const newestCheck = toMark.filter((job) => job.op === "drift" || job.op === "refresh").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   // A remediation apply that succeeded after the finding applied the current inputs over the drift: resolved at once.
-  const remediated = toMark.find((job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0));
-  scope.drift = { action: driftPolicy.action, ...(newestCheck ? { newestCheck } : {}), ...(remediated ? { remediatedBy: remediated.name } : {}) };
+  const remediated = toMark.find(
+    (job) => job.op === "apply" && job.remediation && job.outcome === "succeeded" && job.finishedAt! > (lastDriftCheckAt ?? 0),
+  );
+  scope.drift = {
+    action: driftPolicy.action,
+    ...(newestCheck ? { newestCheck } : {}),
+    ...(remediated ? { remediatedBy: remediated.name } : {}),
+  };
   // The times survive the Jobs' pruning in status: the newest drift check, and the newest health reading (a refresh,
   // a drift check, or an apply's own).
-  const sampledAt = jobs.filter((job) => (job.op === "refresh" || job.op === "drift" || job.op === "apply") && job.outcome === "succeeded").map((job) => job.finishedAt!);
-  const newer = (at: number | undefined, field: "lastDriftCheck" | "lastRefresh") => at !== undefined && !(Date.parse(String(object.status?.[field] ?? "")) >= at);
+  const sampledAt = jobs
+    .filter((job) => (job.op === "refresh" || job.op === "drift" || job.op === "apply") && job.outcome === "succeeded")
+    .map((job) => job.finishedAt!);
+  const newer = (at: number | undefined, field: "lastDriftCheck" | "lastRefresh") =>
+    at !== undefined && !(Date.parse(String(object.status?.[field] ?? "")) >= at);
   if (newer(lastDriftCheckAt, "lastDriftCheck")) scope.fields.lastDriftCheck = new Date(lastDriftCheckAt!).toISOString();
   const lastSampleAt = sampledAt.length ? Math.max(...sampledAt) : undefined;
   if (newer(lastSampleAt, "lastRefresh")) scope.fields.lastRefresh = new Date(lastSampleAt!).toISOString();
   const finding = newestCheck?.outcome === "succeeded" && newestCheck.op === "drift" ? newestCheck.result?.drift : undefined;
   if (finding) {
-    if (finding.detected && !wasDrifted) void events.record(subject, "DriftDetected", driftDetectedCondition(finding, driftPolicy.action, adapter.role).message ?? "drift detected");
+    if (finding.detected && !wasDrifted)
+      void events.record(
+        subject,
+        "DriftDetected",
+        driftDetectedCondition(finding, driftPolicy.action, adapter.role).message ?? "drift detected",
+      );
     if (!finding.detected && wasDrifted) void events.record(subject, "DriftResolved", "the infrastructure matches the state again");
     if (finding.detected) {
-      for (const [action, count] of [["add", finding.add], ["change", finding.change], ["destroy", finding.destroy]] as const) if (count > 0) deps.metrics?.driftResources.inc({ kind: adapter.kind as MetricKind, action }, count);
+      for (const [action, count] of [
+        ["add", finding.add],
+        ["change", finding.change],
+        ["destroy", finding.destroy],
+      ] as const)
+        if (count > 0) deps.metrics?.driftResources.inc({ kind: adapter.kind as MetricKind, action }, count);
     }
   }
-  if (remediated && (finding ? finding.detected : wasDrifted)) void events.record(subject, "DriftResolved", `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`);
-  return { policy: driftPolicy, detected: driftFinding(scope)?.status === "True", ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}) };
+  if (remediated && (finding ? finding.detected : wasDrifted))
+    void events.record(
+      subject,
+      "DriftResolved",
+      `remediation apply Job ${remediated.name} succeeded: the infrastructure matches the inputs again`,
+    );
+  return {
+    policy: driftPolicy,
+    detected: driftFinding(scope)?.status === "True",
+    ...(lastDriftCheckAt !== undefined ? { lastCheckAt: lastDriftCheckAt } : {}),
+  };
 }
 
 /** What the decision reads beyond the pass itself. */
@@ -475,14 +658,33 @@ export interface DecisionFacts {
   deletionPolicy: DeletionPolicy | undefined;
   terraformCluster: TerraformClusterObject | undefined;
   drift: DriftFacts;
-  health: { healthReading: HealthState | undefined; pendingRefreshes: number; decoding: OutputsDecoding<Role> | undefined; healthCheckIntervalSeconds: number | undefined };
+  health: {
+    healthReading: HealthState | undefined;
+    pendingRefreshes: number;
+    decoding: OutputsDecoding<Role> | undefined;
+    healthCheckIntervalSeconds: number | undefined;
+  };
 }
 
 /** The whole decision of the pass: held while paused, by retained state or an unresolved deletion policy; else decideOperation's. Pure. */
 export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable" | "scope">, facts: DecisionFacts): Decision {
   const { adapter, object, now, durable } = pass;
   const { paused, deleting } = pass.scope;
-  const { active, state, stateLost, restoreSet, currentHash, planShown, inputs, jobs, retainedBy, dependents, deletionPolicy, terraformCluster, drift } = facts;
+  const {
+    active,
+    state,
+    stateLost,
+    restoreSet,
+    currentHash,
+    planShown,
+    inputs,
+    jobs,
+    retainedBy,
+    dependents,
+    deletionPolicy,
+    terraformCluster,
+    drift,
+  } = facts;
   const { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds } = facts.health;
   const refreshes = jobs.filter((job) => job.op === "refresh" && job.outcome === "succeeded").map((job) => job.finishedAt!);
   return paused
@@ -492,48 +694,86 @@ export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable"
       : deleting && !deletionPolicy
         ? { reason: "DeletionPolicyUnresolved", requeueAfterMs: gateRequeueMs }
         : decideOperation({
-        role: adapter.role,
-        uid: object.metadata.uid,
-        now,
-        createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
-        deleting,
-        ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
-        state: stateLost || state.kind === "unreadable" ? { kind: "unreadable" } : state.kind === "absent" ? { kind: "absent" } : { kind: "present", managedResources: state.state.managedResources, ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}) },
-        ...(restoreSet ? { restoreRequested: true } : {}),
-        ...(currentHash ? { currentInputsHash: currentHash } : {}),
-        ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
-        ...(planShown ? { plan: observedPlan(planShown)! } : {}),
-        ...(object.metadata.annotations?.[annotations.approvePlan] ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] } : {}),
-        ...(object.metadata.annotations?.[annotations.approveDestructivePlan] ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] } : {}),
-        ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
-        ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) } : {}),
-        ...(adapter.role === "machinepool" && durable?.partialClusterOutputs ? { exportsPartlyApplied: true } : {}),
-        jobs: jobs.filter((job) => job.outcome !== undefined).map((job) => {
-          const guardedHash = guardedApprovalHash(job.job);
-          return { op: job.op, outcome: job.outcome!, finishedAt: job.finishedAt!, ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}), ...(guardedHash ? { approvalHash: guardedHash } : {}), ...(job.remediation ? { remediation: true } : {}) };
-        }),
-        drift: { intervalSeconds: drift.policy.intervalSeconds, action: drift.policy.action, detected: drift.detected, ...(drift.lastCheckAt !== undefined ? { lastCheckAt: drift.lastCheckAt } : {}) },
-        health: {
-          ...(healthReading ? { state: healthReading } : {}),
-          pendingRefreshes,
-          // Until a refresh follows the newest apply, the state's reading is that apply's own.
-          appliedReadingDefinite: healthReading !== undefined && healthReading !== "pending" && healthReading !== "unknown" && (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
-          ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
-          ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
-        },
-        ...(adapter.role === "machinepool"
-          ? {
-              pool: {
-                membershipRefreshIntervalSeconds: object.spec.membershipRefreshIntervalSeconds ?? terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ?? defaultMembershipRefreshSeconds,
-                providerIDCount: (object.spec.providerIDList ?? []).length,
-                statusReplicas: object.status?.replicas ?? 0,
-              },
-            }
-          : {}),
-        ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
-        ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) } : {}),
-        dependents,
-      });
+            role: adapter.role,
+            uid: object.metadata.uid,
+            now,
+            createdAt: Date.parse(object.metadata.creationTimestamp ?? new Date(now).toISOString()),
+            deleting,
+            ...(active ? { activeJob: { name: active.name, op: active.op } } : {}),
+            state:
+              stateLost || state.kind === "unreadable"
+                ? { kind: "unreadable" }
+                : state.kind === "absent"
+                  ? { kind: "absent" }
+                  : {
+                      kind: "present",
+                      managedResources: state.state.managedResources,
+                      ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}),
+                    },
+            ...(restoreSet ? { restoreRequested: true } : {}),
+            ...(currentHash ? { currentInputsHash: currentHash } : {}),
+            ...(object.spec.applyPolicy ? { applyPolicy: object.spec.applyPolicy } : {}),
+            ...(planShown ? { plan: observedPlan(planShown)! } : {}),
+            ...(object.metadata.annotations?.[annotations.approvePlan]
+              ? { approvedPlanHash: object.metadata.annotations[annotations.approvePlan] }
+              : {}),
+            ...(object.metadata.annotations?.[annotations.approveDestructivePlan]
+              ? { approvedDestructiveHash: object.metadata.annotations[annotations.approveDestructivePlan] }
+              : {}),
+            ...(inputs.kind === "ready" ? { approvalHash: inputs.rendered.approvalHash } : {}),
+            ...(inputs.kind === "ready" && inputs.rendered.exportsHash && durable?.applied
+              ? { exportsChanged: inputs.rendered.exportsHash !== appliedExportsHash(durable) }
+              : {}),
+            ...(adapter.role === "machinepool" && durable?.partialClusterOutputs ? { exportsPartlyApplied: true } : {}),
+            jobs: jobs
+              .filter((job) => job.outcome !== undefined)
+              .map((job) => {
+                const guardedHash = guardedApprovalHash(job.job);
+                return {
+                  op: job.op,
+                  outcome: job.outcome!,
+                  finishedAt: job.finishedAt!,
+                  ...(job.inputsHash ? { inputsHash: job.inputsHash } : {}),
+                  ...(guardedHash ? { approvalHash: guardedHash } : {}),
+                  ...(job.remediation ? { remediation: true } : {}),
+                };
+              }),
+            drift: {
+              intervalSeconds: drift.policy.intervalSeconds,
+              action: drift.policy.action,
+              detected: drift.detected,
+              ...(drift.lastCheckAt !== undefined ? { lastCheckAt: drift.lastCheckAt } : {}),
+            },
+            health: {
+              ...(healthReading ? { state: healthReading } : {}),
+              pendingRefreshes,
+              // Until a refresh follows the newest apply, the state's reading is that apply's own.
+              appliedReadingDefinite:
+                healthReading !== undefined &&
+                healthReading !== "pending" &&
+                healthReading !== "unknown" &&
+                (adapter.role !== "machinepool" || poolMembershipConverged(decoding!.outputs as DecodedOutputs["machinepool"])),
+              ...(refreshes.length ? { lastRefreshAt: Math.max(...refreshes) } : {}),
+              ...(healthCheckIntervalSeconds ? { checkIntervalSeconds: healthCheckIntervalSeconds } : {}),
+            },
+            ...(adapter.role === "machinepool"
+              ? {
+                  pool: {
+                    membershipRefreshIntervalSeconds:
+                      object.spec.membershipRefreshIntervalSeconds ??
+                      terraformCluster?.spec?.defaults?.membershipRefreshIntervalSeconds ??
+                      defaultMembershipRefreshSeconds,
+                    providerIDCount: (object.spec.providerIDList ?? []).length,
+                    statusReplicas: object.status?.replicas ?? 0,
+                  },
+                }
+              : {}),
+            ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
+            ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined
+              ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) }
+              : {}),
+            dependents,
+          });
 }
 
 /** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
@@ -547,7 +787,8 @@ export function lineageCheck(reading: StateReading, recordedLineage: string | un
   return {
     kind: "unreadable",
     reason: "StateLineageChanged",
-    message: `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
+    message:
+      `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
       `Nothing runs on it: restore a backup with ${annotations.restoreState}=<serial>, or accept this state by removing that annotation`,
   };
 }

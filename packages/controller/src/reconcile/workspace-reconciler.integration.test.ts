@@ -30,41 +30,98 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
     const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace };
     // The cluster's infrastructure is externally managed here: its machines receive {} as exports.
-    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformclusters", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformCluster",
-      metadata: { name: "demo", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-      spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "demo-identity" } },
-    } });
-    await custom.createNamespacedCustomObject({ ...capi, plural: "clusters", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Cluster", metadata: { name: "demo" },
-      spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "demo" } },
-    } });
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\nruncmd: []\n", format: "cloud-config" } } });
-    const machine = await custom.createNamespacedCustomObject({ ...capi, plural: "machines", body: {
-      apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" } },
-      spec: { clusterName: "demo", bootstrap: { dataSecretName: "m-0-bootstrap" }, infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" }, version: "v1.36.2" },
-    } }) as { metadata: { uid: string } };
-    await custom.createNamespacedCustomObject({ ...infra, plural: "terraformmachines", body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine",
-      metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" }, ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true }] },
-      spec: { source: { image } },
-    } });
+    await custom.createNamespacedCustomObject({
+      ...infra,
+      plural: "terraformclusters",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformCluster",
+        metadata: { name: "demo", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+        spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "demo-identity" } },
+      },
+    });
+    await custom.createNamespacedCustomObject({
+      ...capi,
+      plural: "clusters",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Cluster",
+        metadata: { name: "demo" },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "demo" } },
+      },
+    });
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\nruncmd: []\n", format: "cloud-config" } },
+    });
+    const machine = (await custom.createNamespacedCustomObject({
+      ...capi,
+      plural: "machines",
+      body: {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: "Machine",
+        metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "demo" } },
+        spec: {
+          clusterName: "demo",
+          bootstrap: { dataSecretName: "m-0-bootstrap" },
+          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" },
+          version: "v1.36.2",
+        },
+      },
+    })) as { metadata: { uid: string } };
+    await custom.createNamespacedCustomObject({
+      ...infra,
+      plural: "terraformmachines",
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachine",
+        metadata: {
+          name: "m-0",
+          labels: { "cluster.x-k8s.io/cluster-name": "demo" },
+          ownerReferences: [
+            { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true },
+          ],
+        },
+        spec: { source: { image } },
+      },
+    });
   }, 120_000);
 
   afterAll(() => executor?.close());
 
-  async function drive(until: (machine: Record<string, any>) => boolean, maxPasses = 12): Promise<{ machine: Record<string, any>; actions: string[] }> {
+  async function drive(
+    until: (machine: Record<string, any>) => boolean,
+    maxPasses = 12,
+  ): Promise<{ machine: Record<string, any>; actions: string[] }> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
       const result = await reconcileWorkspace(deps, machineAdapter, namespace, "m-0");
       actions.push(result.action);
       if (result.action === "gone") return { machine: {}, actions };
-      const machine = (await custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" }).catch(() => ({}))) as Record<string, any>;
+      const machine = (await custom
+        .getNamespacedCustomObject({
+          group: "infrastructure.cluster.x-k8s.io",
+          version: "v1alpha1",
+          namespace,
+          plural: "terraformmachines",
+          name: "m-0",
+        })
+        .catch(() => ({}))) as Record<string, any>;
       if (until(machine)) return { machine, actions };
       if (await executor.runPending()) await allJobsFinished(batch, namespace);
     }
-    const last = await custom.getNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" }).catch(() => ({}));
-    throw new Error(`not converged after ${maxPasses} passes: ${actions.join(" | ")}\nstatus: ${JSON.stringify((last as { status?: unknown }).status)}`);
+    const last = await custom
+      .getNamespacedCustomObject({
+        group: "infrastructure.cluster.x-k8s.io",
+        version: "v1alpha1",
+        namespace,
+        plural: "terraformmachines",
+        name: "m-0",
+      })
+      .catch(() => ({}));
+    throw new Error(
+      `not converged after ${maxPasses} passes: ${actions.join(" | ")}\nstatus: ${JSON.stringify((last as { status?: unknown }).status)}`,
+    );
   }
 
   it("provisions the machine: one apply Job, providerID, addresses, Ready", async () => {
@@ -87,7 +144,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   it("requeues quietly when its finalizer write loses a race with another writer, and adds it on the next pass", async () => {
     const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines" };
-    await custom.createNamespacedCustomObject({ ...infra, body: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", metadata: { name: "race" }, spec: { source: { image } } } });
+    await custom.createNamespacedCustomObject({
+      ...infra,
+      body: {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind: "TerraformMachine",
+        metadata: { name: "race" },
+        spec: { source: { image } },
+      },
+    });
     // Another writer (Cluster API, on an object it just created) changes the object between the pass's read and its finalizer write.
     let raced = false;
     const racing = new Proxy(deps.client, {
@@ -97,7 +162,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
             const read = await target.get(type, objectNamespace, name);
             if (!raced && name === "race") {
               raced = true;
-              await custom.patchNamespacedCustomObject({ ...infra, name, body: { metadata: { labels: { "cluster.x-k8s.io/cluster-name": "demo" } } } }, mergePatchOptions());
+              await custom.patchNamespacedCustomObject(
+                { ...infra, name, body: { metadata: { labels: { "cluster.x-k8s.io/cluster-name": "demo" } } } },
+                mergePatchOptions(),
+              );
             }
             return read;
           };
@@ -109,15 +177,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const lost = await reconcileWorkspace({ ...deps, client: racing }, machineAdapter, namespace, "race");
     expect(raced).toBe(true);
     expect(lost).toEqual({ action: expect.stringContaining("conflict"), requeueAfterMs: 5_000 });
-    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toBeUndefined();
+    expect(
+      ((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers,
+    ).toBeUndefined();
     expect((await reconcileWorkspace(deps, machineAdapter, namespace, "race")).action).toBe("added finalizer");
-    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toEqual(["terraformmachine.infrastructure.cluster.x-k8s.io"]);
+    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toEqual([
+      "terraformmachine.infrastructure.cluster.x-k8s.io",
+    ]);
     await custom.patchNamespacedCustomObject({ ...infra, name: "race", body: { metadata: { finalizers: null } } }, mergePatchOptions());
     await custom.deleteNamespacedCustomObject({ ...infra, name: "race" });
   }, 60_000);
 
   it("destroys on deletion, then removes its finalizer", async () => {
-    await custom.deleteNamespacedCustomObject({ group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace, plural: "terraformmachines", name: "m-0" });
+    await custom.deleteNamespacedCustomObject({
+      group: "infrastructure.cluster.x-k8s.io",
+      version: "v1alpha1",
+      namespace,
+      plural: "terraformmachines",
+      name: "m-0",
+    });
     const { actions } = await drive((m) => !m.metadata, 12);
     expect(actions.some((action) => action.startsWith("started destroy"))).toBe(true);
     expect(actions).toContain("removed finalizer");

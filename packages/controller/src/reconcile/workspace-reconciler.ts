@@ -1,7 +1,18 @@
 import type { V1ServiceAccount } from "@kubernetes/client-node";
 import { decodeOutputs, mergePatchChanges, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
 import { annotations, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
-import { approvalHash, exportsHash, generatedRootBytes, inputsHash, InputsHashError, InputsTooLargeError, renderGeneratedRoot, stateLockLeaseName, stateSecretSuffix, type UserVariables } from "@captf/render";
+import {
+  approvalHash,
+  exportsHash,
+  generatedRootBytes,
+  inputsHash,
+  InputsHashError,
+  InputsTooLargeError,
+  renderGeneratedRoot,
+  stateLockLeaseName,
+  stateSecretSuffix,
+  type UserVariables,
+} from "@captf/render";
 import { discardEvents, type EventSubject } from "../events/event-recorder.js";
 import { runnerServiceAccount } from "../jobs/build-job.js";
 import { serviceAccountOverrideCondition } from "../identity/runner-rbac.js";
@@ -15,7 +26,17 @@ import { watchFilterLabel } from "../runtime/controller.js";
 import { deleteFreeStateLock } from "../state/state-lock.js";
 import { previousReason, type Condition, type ConditionValue } from "../conditions/conditions.js";
 import { startOperation } from "./start-operation.js";
-import { bookkeepFinishedJobs, decide, writeDurableNotes, lagRequeueMs, observeDrift, noticeVanishedApply, observeStateAndBackups, recoverActiveJob, type Pass } from "./workspace-phases.js";
+import {
+  bookkeepFinishedJobs,
+  decide,
+  writeDurableNotes,
+  lagRequeueMs,
+  observeDrift,
+  noticeVanishedApply,
+  observeStateAndBackups,
+  recoverActiveJob,
+  type Pass,
+} from "./workspace-phases.js";
 import { computeStatus, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobPolicyDefaults } from "../api/defaults.js";
 import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
@@ -34,9 +55,32 @@ import { runLeaseName } from "./run-lease.js";
 import { ignoreNotFound, isConflict } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
-import type { ContractSpecFields, CredentialsResolver, InputsOutcome, JobCredentials, KindAdapter, OwnerWriteBackContext, PassResult, ReconcilerDeps, RenderedInputs, WorkspaceObject } from "./types.js";
+import type {
+  ContractSpecFields,
+  CredentialsResolver,
+  InputsOutcome,
+  JobCredentials,
+  KindAdapter,
+  OwnerWriteBackContext,
+  PassResult,
+  ReconcilerDeps,
+  RenderedInputs,
+  WorkspaceObject,
+} from "./types.js";
 // The pass's entry keeps naming its shared types for the callers that import them with it.
-export type { ContractSpecFields, CredentialsResolver, InputsContext, InputsOutcome, JobCredentials, KindAdapter, OwnerWriteBackContext, PassResult, ReconcilerDeps, RenderedInputs, WorkspaceObject } from "./types.js";
+export type {
+  ContractSpecFields,
+  CredentialsResolver,
+  InputsContext,
+  InputsOutcome,
+  JobCredentials,
+  KindAdapter,
+  OwnerWriteBackContext,
+  PassResult,
+  ReconcilerDeps,
+  RenderedInputs,
+  WorkspaceObject,
+} from "./types.js";
 
 /**
  * One reconcile pass of a Terraform* object, shared by every kind, cut as Cluster API cuts its controllers:
@@ -63,18 +107,29 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
     const exports = (inputs as RoleInputs["machinepool"]).captf_cluster_outputs as JsonValue | undefined;
     return { kind: "ready", rendered: { root, hash, approvalHash: approvalHash(hashable), exportsHash: exportsHash(exports) } };
   } catch (error) {
-    if (error instanceof InputsTooLargeError) return { kind: "pending", reason: "InputsTooLarge", message: error.message, condition: "ApplyJobSucceeded", status: "False" };
+    if (error instanceof InputsTooLargeError)
+      return { kind: "pending", reason: "InputsTooLarge", message: error.message, condition: "ApplyJobSucceeded", status: "False" };
     // The cluster's exports are unhashable (a fraction or exponent): its machines and pools wait for a fixed export.
     if (error instanceof InputsHashError && error.path?.startsWith("/inputs/captf_cluster_outputs")) {
-      return { kind: "pending", reason: "WaitingForClusterExports", message: error.message, condition: "DependenciesReady", status: "Unknown" };
+      return {
+        kind: "pending",
+        reason: "WaitingForClusterExports",
+        message: error.message,
+        condition: "DependenciesReady",
+        status: "Unknown",
+      };
     }
     throw error;
   }
 }
 
-
 /** The pool's inputs rendered with the exports of its last successful apply, while it holds a change of them; undefined when it holds none. */
-function heldInputs(rendered: RenderedInputs, durable: DurableInputs, object: WorkspaceObject, render: (exports: JsonValue) => InputsOutcome): Extract<InputsOutcome, { kind: "ready" }> | undefined {
+function heldInputs(
+  rendered: RenderedInputs,
+  durable: DurableInputs,
+  object: WorkspaceObject,
+  render: (exports: JsonValue) => InputsOutcome,
+): Extract<InputsOutcome, { kind: "ready" }> | undefined {
   const holds = holdsExports({
     pending: durable.pendingClusterOutputs,
     partial: durable.partialClusterOutputs,
@@ -90,11 +145,22 @@ function heldInputs(rendered: RenderedInputs, durable: DurableInputs, object: Wo
 /** The running Job as the status reports it; it started when captf created it, a time that never changes while it runs (no status write). */
 function activeJobOf(job: Pick<ObservedJob, "name" | "op" | "attempt" | "remediation" | "job">): NonNullable<PassOutcome["active"]> {
   const started = job.job.metadata?.creationTimestamp ?? job.job.status?.startTime;
-  return { name: job.name, op: job.op, attempt: job.attempt, remediation: job.remediation, ...(started ? { startTime: new Date(started).toISOString() } : {}) };
+  return {
+    name: job.name,
+    op: job.op,
+    attempt: job.attempt,
+    remediation: job.remediation,
+    ...(started ? { startTime: new Date(started).toISOString() } : {}),
+  };
 }
 
 /** Runs one pass for the object namespace/name of the adapter's kind. */
-export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, adapter: KindAdapter<R>, namespace: string, name: string): Promise<PassResult> {
+export async function reconcileWorkspace<R extends Role>(
+  deps: ReconcilerDeps,
+  adapter: KindAdapter<R>,
+  namespace: string,
+  name: string,
+): Promise<PassResult> {
   const now = (deps.now ?? Date.now)();
   const { client } = deps;
   const events = deps.events ?? discardEvents;
@@ -108,7 +174,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "gone" };
   }
-  if (deps.watchFilter && object.metadata.labels?.[watchFilterLabel] !== deps.watchFilter) return { action: "not in this manager's watch filter" };
+  if (deps.watchFilter && object.metadata.labels?.[watchFilterLabel] !== deps.watchFilter)
+    return { action: "not in this manager's watch filter" };
   // Another controller owns this infrastructure (Cluster API's managed-by contract): hands off.
   if (object.metadata.annotations?.[annotations.managedBy] !== undefined) return { action: "externally managed" };
 
@@ -117,10 +184,19 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const finalizer = finalizers[adapter.kind];
   // With the resourceVersion read: a finalizer list changed meanwhile makes this a conflict, not a loss.
   // A conflict is an expected lost race (Cluster API writes an object it just created): false, and the pass requeues.
-  const writeFinalizers = (list: string[]) => mergePatch({ metadata: { finalizers: list, resourceVersion: object.metadata.resourceVersion } }).then(() => true, (error) => (isConflict(error) ? false : Promise.reject(error)));
+  const writeFinalizers = (list: string[]) =>
+    mergePatch({ metadata: { finalizers: list, resourceVersion: object.metadata.resourceVersion } }).then(
+      () => true,
+      (error) => (isConflict(error) ? false : Promise.reject(error)),
+    );
   // Once the finalizer is gone, what captf made in a namespace left without objects goes too.
-  const removeFinalizer = async () => (await writeFinalizers((object.metadata.finalizers ?? []).filter((f) => f !== finalizer))) && (await deps.sweepNamespace?.(namespace), true);
-  const finalizerConflict: PassResult = { action: "finalizer write conflicted: the object changed meanwhile; requeued", requeueAfterMs: lagRequeueMs };
+  const removeFinalizer = async () =>
+    (await writeFinalizers((object.metadata.finalizers ?? []).filter((f) => f !== finalizer))) &&
+    (await deps.sweepNamespace?.(namespace), true);
+  const finalizerConflict: PassResult = {
+    action: "finalizer write conflicted: the object changed meanwhile; requeued",
+    requeueAfterMs: lagRequeueMs,
+  };
   const deleting = Boolean(object.metadata.deletionTimestamp);
 
   // Deleting without captf's finalizer: its cleanup is done (or nothing ever ran), and nothing may be made for it again.
@@ -143,7 +219,8 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const observedInputs = pinned ? undefined : await adapter.observeInputs(deps, object, { reads, durable });
   const clusterName = observedInputs?.clusterName ?? object.metadata.labels?.[labels.clusterName] ?? "";
   const capiCluster = await reads.capiCluster(clusterName);
-  const terraformCluster = adapter.role === "cluster" ? (object as unknown as TerraformClusterObject) : await reads.terraformCluster(clusterName);
+  const terraformCluster =
+    adapter.role === "cluster" ? (object as unknown as TerraformClusterObject) : await reads.terraformCluster(clusterName);
   const paused = capiCluster?.spec?.paused === true || object.metadata.annotations?.[annotations.paused] !== undefined;
   // The facts the status is computed from, gathered as the pass goes; the outcome of its decision and act step.
   const scope: StatusScope = {
@@ -164,7 +241,21 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     fields: { stateSecretSuffix: suffix },
   };
   const outcome: PassOutcome = {};
-  const pass: Pass<R> = { deps, adapter, object, namespace, name, suffix, clusterName, now, events, subject, durable, durableNotes: { annotations: {}, data: {} }, scope };
+  const pass: Pass<R> = {
+    deps,
+    adapter,
+    object,
+    namespace,
+    name,
+    suffix,
+    clusterName,
+    now,
+    events,
+    subject,
+    durable,
+    durableNotes: { annotations: {}, data: {} },
+    scope,
+  };
   // One status patch on every exit that leaves the object in place (it is skipped when nothing changed).
   let written: Record<string, unknown> = {};
   let exportsNotPublished: { bytes: number } | undefined;
@@ -172,7 +263,10 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     written = computeStatus(scope, outcome);
     await patchStatus(deps, adapter, object, written);
     // Events on condition transitions, after the status they describe is written, on every exit path.
-    const facts = { kind: adapter.kind, ...(exportsNotPublished ? { exportsNotPublished: { ...exportsNotPublished, limit: maxPublishedExportsBytes } } : {}) };
+    const facts = {
+      kind: adapter.kind,
+      ...(exportsNotPublished ? { exportsNotPublished: { ...exportsNotPublished, limit: maxPublishedExportsBytes } } : {}),
+    };
     for (const event of transitionEvents((object.status ?? {}) as StatusView, written as StatusView, facts)) {
       void events.record(subject, event.reason, event.note, undefined, event.type);
       if (event.reason === "OutputsInvalid" && event.cause) deps.metrics?.outputsInvalid.inc({ kind: adapter.kind, reason: event.cause });
@@ -193,7 +287,14 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     inputs = variables.ok
       ? renderInputs(adapter.role, object.spec.source.image, observed.inputs, variables.variables)
       : { kind: "pending", reason: variables.reason, message: variables.message, condition: "DependenciesReady", status: "False" };
-    if (variables.ok) renderHeld = (exports) => renderInputs(adapter.role, object.spec.source.image, { ...observed.inputs, captf_cluster_outputs: exports } as RoleInputs[R], variables.variables);
+    if (variables.ok)
+      renderHeld = (exports) =>
+        renderInputs(
+          adapter.role,
+          object.spec.source.image,
+          { ...observed.inputs, captf_cluster_outputs: exports } as RoleInputs[R],
+          variables.variables,
+        );
   }
   scope.inputs = inputs;
   let currentHash = inputs.kind === "ready" ? inputs.rendered.hash : undefined;
@@ -210,11 +311,16 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   // A deleting object makes them only when its Job is about to start (reference: deletionCredentials), so a late
   // pass over a stale cached copy never re-creates what the namespace sweep removed after its finalizer went.
   if (deps.credentials && !paused && !deleting) await resolveCredentials(deps.credentials);
-  const jobPolicy = mergeJobPolicy(object.spec.jobs, adapter.role === "cluster" ? undefined : (terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined));
+  const jobPolicy = mergeJobPolicy(
+    object.spec.jobs,
+    adapter.role === "cluster" ? undefined : (terraformCluster?.spec?.defaults?.jobs as StoredJobPolicy | undefined),
+  );
   // A ServiceAccount other than captf-runner runs Jobs only once opted in.
   let serviceAccountRefusal: ConditionValue | undefined;
   if (jobPolicy.serviceAccountName && jobPolicy.serviceAccountName !== runnerServiceAccount && !paused) {
-    const account = await client.get<V1ServiceAccount>(builtinTypes.serviceAccount, namespace, jobPolicy.serviceAccountName).catch(ignoreNotFound);
+    const account = await client
+      .get<V1ServiceAccount>(builtinTypes.serviceAccount, namespace, jobPolicy.serviceAccountName)
+      .catch(ignoreNotFound);
     const runnerAccount = serviceAccountOverrideCondition(jobPolicy.serviceAccountName, namespace, account);
     scope.serviceAccount = runnerAccount;
     if (runnerAccount.status !== "True") serviceAccountRefusal = runnerAccount;
@@ -237,13 +343,20 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     scope.currentHash = currentHash;
   } else if (unheld && durable?.pendingClusterOutputs) {
     const pending = durable.pendingClusterOutputs;
-    const gone = pendingChangeGone(pending, { exportsHash: unheld.exportsHash! }, durable.appliedClusterOutputsHash, object.metadata.annotations?.[annotations.approveDestructivePlan]);
+    const gone = pendingChangeGone(
+      pending,
+      { exportsHash: unheld.exportsHash! },
+      durable.appliedClusterOutputsHash,
+      object.metadata.annotations?.[annotations.approveDestructivePlan],
+    );
     if (gone?.removeApproval) {
       await mergePatch({ metadata: { annotations: { [annotations.approveDestructivePlan]: null } } });
       delete object.metadata.annotations?.[annotations.approveDestructivePlan];
     }
     // The blocked Job stays the newest apply until another runs: until then the condition names the withdrawn change.
-    const [newestApply, ...olderApplies] = jobs.filter((job) => job.op === "apply" && job.outcome !== undefined).sort((a, b) => b.finishedAt! - a.finishedAt!);
+    const [newestApply, ...olderApplies] = jobs
+      .filter((job) => job.op === "apply" && job.outcome !== undefined)
+      .sort((a, b) => b.finishedAt! - a.finishedAt!);
     if (gone?.withdrawn && newestApply?.name === pending.job) {
       const applyBefore = olderApplies.find((job) => job.outcome !== "blocked");
       scope.withdrawnExports = { job: pending.job, ...(applyBefore ? { applyBefore } : {}) };
@@ -266,7 +379,11 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     const retainer = retainedBy.join(", ");
     if (deleting) {
       if (!(await removeFinalizer())) return finalizerConflict;
-      void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}; the state retained by deleted object ${retainer} is left as it is`);
+      void events.record(
+        subject,
+        "FinalizerRemoved",
+        `removed finalizer ${finalizer}; the state retained by deleted object ${retainer} is left as it is`,
+      );
       return { action: "removed finalizer" };
     }
     if (object.spec.adoptRetainedState) {
@@ -276,7 +393,12 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
       return finish({ action: "adopted retained state", requeueAfterMs: 0 });
     }
     scope.retainedBy = retainedBy;
-    if (previousReason(previous, "StateReadable") !== "RetainedStateFound") void events.record(subject, "RetainedStateFound", `state retained by deleted object ${retainer} found; nothing runs until it is adopted or deleted`);
+    if (previousReason(previous, "StateReadable") !== "RetainedStateFound")
+      void events.record(
+        subject,
+        "RetainedStateFound",
+        `state retained by deleted object ${retainer} found; nothing runs until it is adopted or deleted`,
+      );
   }
 
   // A deleting cluster waits for its machines and pools: they run on its infrastructure.
@@ -293,8 +415,15 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   // A plan replaced by a newer one, or no longer for these inputs, stops waiting for approval.
   const supersession = planSupersession({
-    shownBefore, shown: planShown, ...(plans.events.some((event) => event.reason === "PlanReady") ? { replacedBy: plans.plan ?? undefined } : {}),
-    currentHash, manual: object.spec.applyPolicy === "Manual", jobRuns: active !== undefined, paused, deleting, approvedPlanHash: object.metadata.annotations?.[annotations.approvePlan],
+    shownBefore,
+    shown: planShown,
+    ...(plans.events.some((event) => event.reason === "PlanReady") ? { replacedBy: plans.plan ?? undefined } : {}),
+    currentHash,
+    manual: object.spec.applyPolicy === "Manual",
+    jobRuns: active !== undefined,
+    paused,
+    deleting,
+    approvedPlanHash: object.metadata.annotations?.[annotations.approvePlan],
   });
   if (supersession?.drop) {
     scope.fields.plan = null;
@@ -320,35 +449,70 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   deps.metrics?.objectStatus(metricKind, namespace, name, { drift: driftDetected ? 1 : 0 });
 
   // Machines that may ask for remediation sample their health on its own interval.
-  const remediation = adapter.role === "machine" ? effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation) : undefined;
+  const remediation =
+    adapter.role === "machine"
+      ? effectiveRemediation(object.spec.remediation as StoredRemediation | undefined, terraformCluster?.spec?.defaults?.remediation)
+      : undefined;
   const healthCheckIntervalSeconds = remediation?.annotateMachine && wasProvisioned ? remediation.healthCheckIntervalSeconds : undefined;
 
   // The outputs as the state holds them: the contract fields below, and the health reading that schedules refreshes.
-  const decoding = state.kind === "ok" ? decodeOutputs(adapter.role, state.state.outputs, observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined, { fromState: true }) : undefined;
+  const decoding =
+    state.kind === "ok"
+      ? decodeOutputs(
+          adapter.role,
+          state.state.outputs,
+          observedInputs && !observedInputs.inputs.pending ? observedInputs.inputs.inputs : undefined,
+          { fromState: true },
+        )
+      : undefined;
   const healthReading = decoding?.outputs.health.state === "ok" ? decoding.outputs.health.value.state : undefined;
   const finishedSucceeded = (ops: Operation[]) => toMark.some((job) => job.outcome === "succeeded" && ops.includes(job.op));
-  const pendingRefreshes = nextPendingRefreshes((object.status?.pendingRefreshes as number | undefined) ?? 0, healthReading, { applied: finishedSucceeded(["apply"]), sampled: finishedSucceeded(["refresh", "drift"]) });
+  const pendingRefreshes = nextPendingRefreshes((object.status?.pendingRefreshes as number | undefined) ?? 0, healthReading, {
+    applied: finishedSucceeded(["apply"]),
+    sampled: finishedSucceeded(["refresh", "drift"]),
+  });
   if (decoding) scope.fields.pendingRefreshes = pendingRefreshes > 0 ? pendingRefreshes : null;
 
   // Decide.
   // Deletion: Destroy runs a destroy Job; Retain leaves the infrastructure and keeps its state.
-  const deletionPolicy = resolveDeletionPolicy(adapter.role, object.spec.deletionPolicy, adapter.role === "cluster" ? undefined : terraformCluster);
+  const deletionPolicy = resolveDeletionPolicy(
+    adapter.role,
+    object.spec.deletionPolicy,
+    adapter.role === "cluster" ? undefined : terraformCluster,
+  );
   if (deletionPolicy) scope.deletionPolicy = deletionPolicy;
   // Once, on the first pass that sees the deletion (the condition read NotDeleting, or nothing yet).
   const deletionSeen = ["Deleting", "DeletionPolicyUnresolved"].includes(previousReason(previous, "Deleting") ?? "");
-  if (deleting && !deletionSeen) void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
+  if (deleting && !deletionSeen)
+    void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
     const kept = await retainState(client, { role: adapter.role, namespace, name, uid: object.metadata.uid, suffix });
     await client.delete(builtinTypes.lease, namespace, runLeaseName(suffix)).catch(() => undefined);
     if (!(await removeFinalizer())) return finalizerConflict;
-    void events.record(subject, "InfrastructureRetained", `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`);
+    void events.record(
+      subject,
+      "InfrastructureRetained",
+      `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`,
+    );
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "retained infrastructure, removed finalizer" };
   }
 
   const decision = decide(pass, {
-    active, state, stateLost, restoreSet, currentHash, planShown, inputs, jobs, retainedBy, dependents, deletionPolicy, terraformCluster,
-    drift, health: { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds },
+    active,
+    state,
+    stateLost,
+    restoreSet,
+    currentHash,
+    planShown,
+    inputs,
+    jobs,
+    retainedBy,
+    dependents,
+    deletionPolicy,
+    terraformCluster,
+    drift,
+    health: { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds },
   });
   outcome.decision = decision;
   if (durable?.interruptedApply && adapter.role !== "machine") scope.interruptedApply = true;
@@ -361,12 +525,19 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (decision.cleanupState) {
       const secrets = await client.list(builtinTypes.secret, namespace, { labelSelector: `tfstateSecretSuffix=${suffix}` });
       for (const secret of secrets.items) await client.delete(builtinTypes.secret, namespace, secret.metadata!.name!).catch(ignoreNotFound);
-      void events.record(subject, "Destroyed", decision.reason === "Destroyed" ? `the ${adapter.role} module destroyed its infrastructure; state deleted` : "the state held no resources, so there was nothing to destroy; state deleted");
+      void events.record(
+        subject,
+        "Destroyed",
+        decision.reason === "Destroyed"
+          ? `the ${adapter.role} module destroyed its infrastructure; state deleted`
+          : "the state held no resources, so there was nothing to destroy; state deleted",
+      );
     }
     await client.delete(builtinTypes.lease, namespace, runLeaseName(suffix)).catch(() => undefined);
     // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
     const lockRemoval = await deleteFreeStateLock(client, namespace, suffix, lock.kind === "stale" ? lock.unlockId : undefined);
-    if (!lockRemoval.removed) deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lockRemoval.holder }, "the state lock Lease stays: someone holds it");
+    if (!lockRemoval.removed)
+      deps.logger?.warn({ lease: stateLockLeaseName(suffix), holder: lockRemoval.holder }, "the state lock Lease stays: someone holds it");
     if (!(await removeFinalizer())) return finalizerConflict;
     void events.record(subject, "FinalizerRemoved", `removed finalizer ${finalizer}`);
     deps.metrics?.forgetObject(metricKind, namespace, name);
@@ -374,15 +545,42 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   }
   if (decision.op) {
     if (deleting && deps.credentials && !paused) await resolveCredentials(deps.credentials);
-    const run = jobRun({ ...decision, op: decision.op }, {
-      jobs,
-      image: object.spec.source.image,
-      ...(currentHash ? { currentInputsHash: currentHash } : {}),
-      ...(state.kind === "ok" && state.state.inputsHash ? { stateInputsHash: state.state.inputsHash } : {}),
-      ...(durable ? { applied: { inputsHash: durable.inputsHash, image: durable.image, ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}) } } : {}),
-      ...(restoreSet ? { restore: { ...(restoreSet.inputsHash ? { inputsHash: restoreSet.inputsHash } : {}), firstSecret: restoreSet.names[0]! } } : {}),
-    });
-    const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () => startOperation({ ...pass, decision, run, inputs, credentials, terraformCluster, restoreSet, jobPolicy, serviceAccountRefusal, forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined, afterFailedApply: failedApplyBefore(jobs) }));
+    const run = jobRun(
+      { ...decision, op: decision.op },
+      {
+        jobs,
+        image: object.spec.source.image,
+        ...(currentHash ? { currentInputsHash: currentHash } : {}),
+        ...(state.kind === "ok" && state.state.inputsHash ? { stateInputsHash: state.state.inputsHash } : {}),
+        ...(durable
+          ? {
+              applied: {
+                inputsHash: durable.inputsHash,
+                image: durable.image,
+                ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}),
+              },
+            }
+          : {}),
+        ...(restoreSet
+          ? { restore: { ...(restoreSet.inputsHash ? { inputsHash: restoreSet.inputsHash } : {}), firstSecret: restoreSet.names[0]! } }
+          : {}),
+      },
+    );
+    const started = await settlingJobSlot(deps.jobSlots, `${namespace}/${adapter.kind}/${name}`, () =>
+      startOperation({
+        ...pass,
+        decision,
+        run,
+        inputs,
+        credentials,
+        terraformCluster,
+        restoreSet,
+        jobPolicy,
+        serviceAccountRefusal,
+        forceUnlock: lock.kind === "stale" ? lock.unlockId : undefined,
+        afterFailedApply: failedApplyBefore(jobs),
+      }),
+    );
     action = started.action;
     if (started.requeueAfterMs !== undefined) requeueAfterMs = started.requeueAfterMs;
     if (started.wait) outcome.wait = started.wait;
@@ -407,12 +605,21 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     }
     if (state.state.serial >= 1) scope.fields.observedStateSerial = state.state.serial;
     const health = decoding.outputs.health.state === "ok" ? decoding.outputs.health.value : undefined;
-    let outputsValid: ConditionValue | undefined = { status: decoding.status, reason: decoding.reason, ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}) };
+    let outputsValid: ConditionValue | undefined = {
+      status: decoding.status,
+      reason: decoding.reason,
+      ...(decoding.problems.length ? { message: decoding.problems.join("; ").slice(0, 1024) } : {}),
+    };
     let healthValue = infrastructureHealthy(health, { applyStarted: true, provisioned });
     const latchedProviderID = object.spec.providerID;
     if (adapter.role === "machine" && wasProvisioned && latchedProviderID) {
       const sampled = finishedSucceeded(["refresh", "drift", "apply"]);
-      const providerID = providerIDConditions((decoding as OutputsDecoding<"machine">).outputs.provider_id, { latched: latchedProviderID, sampled, previousHealthReason: previousReason(previous, "InfrastructureHealthy"), outputsReason: decoding.reason });
+      const providerID = providerIDConditions((decoding as OutputsDecoding<"machine">).outputs.provider_id, {
+        latched: latchedProviderID,
+        sampled,
+        previousHealthReason: previousReason(previous, "InfrastructureHealthy"),
+        outputsReason: decoding.reason,
+      });
       if (providerID.keepOutputsValid) outputsValid = undefined;
       if (providerID.outputsValid) outputsValid = providerID.outputsValid;
       if (providerID.health) healthValue = providerID.health;
@@ -427,33 +634,58 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
   const newest = jobs.filter((job) => job.result || (!job.bookkept && job.outcome)).sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
   if (newest) scope.newestJob = newest;
   // An empty plan's apply runs with --expect-plan too, but nobody approved it.
-  if (decision.op === "apply" && decision.expectPlan && decision.expectPlan === object.metadata.annotations?.[annotations.approvePlan] && action.startsWith("started")) {
-    void events.record(subject, "PlanApproved", `plan ${decision.expectPlan}${approverNote(object.metadata.annotations?.[annotations.planApprovedBy])}: applying it`);
+  if (
+    decision.op === "apply" &&
+    decision.expectPlan &&
+    decision.expectPlan === object.metadata.annotations?.[annotations.approvePlan] &&
+    action.startsWith("started")
+  ) {
+    void events.record(
+      subject,
+      "PlanApproved",
+      `plan ${decision.expectPlan}${approverNote(object.metadata.annotations?.[annotations.planApprovedBy])}: applying it`,
+    );
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
   if (outcome.wait) {
     // A wait for a lease, the cluster operation gate or a Job slot is an event once per wait, not once per pass.
     const { reason, message } = outcome.wait.value;
-    if (eventedWaits.includes(reason) && previousReason(previous, outcome.wait.type) !== reason) void events.record(subject, reason as ManagerEventReason, message ?? reason);
+    if (eventedWaits.includes(reason) && previousReason(previous, outcome.wait.type) !== reason)
+      void events.record(subject, reason as ManagerEventReason, message ?? reason);
   }
   if (adapter.ownerWriteBack && !paused && !deleting) {
     const sampled = toMark.some((job) => job.outcome === "succeeded" && (job.op === "refresh" || job.op === "drift" || job.op === "apply"));
-    const context: OwnerWriteBackContext = { status: scope.fields, events, subject, health: scope.outputs?.health, sampled, provisioned, terraformCluster };
+    const context: OwnerWriteBackContext = {
+      status: scope.fields,
+      events,
+      subject,
+      health: scope.outputs?.health,
+      sampled,
+      provisioned,
+      terraformCluster,
+    };
     scope.ownerConditions = await adapter.ownerWriteBack(deps, object, context);
   }
   if (objectPatch.spec || Object.keys(objectPatch.annotations).length > 0) {
-    const patched = (await mergePatch({ ...(objectPatch.spec ? { spec: objectPatch.spec } : {}), ...(Object.keys(objectPatch.annotations).length > 0 ? { metadata: { annotations: objectPatch.annotations } } : {}) })) as WorkspaceObject;
+    const patched = (await mergePatch({
+      ...(objectPatch.spec ? { spec: objectPatch.spec } : {}),
+      ...(Object.keys(objectPatch.annotations).length > 0 ? { metadata: { annotations: objectPatch.annotations } } : {}),
+    })) as WorkspaceObject;
     // The status this pass writes observes the generation the spec patch made: no second status write for it.
     if (patched?.metadata?.generation !== undefined) scope.generation = patched.metadata.generation;
-    if (objectPatch.spec && "providerID" in objectPatch.spec) void events.record(subject, "ProviderIDSet", `providerID set to ${String(objectPatch.spec.providerID)}`);
-    if (objectPatch.spec && "controlPlaneEndpoint" in objectPatch.spec) void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
+    if (objectPatch.spec && "providerID" in objectPatch.spec)
+      void events.record(subject, "ProviderIDSet", `providerID set to ${String(objectPatch.spec.providerID)}`);
+    if (objectPatch.spec && "controlPlaneEndpoint" in objectPatch.spec)
+      void events.record(subject, "ControlPlaneEndpointSet", `control-plane endpoint set from the module's output`);
   }
   if (adapter.publishesReady) scope.fields.ready = provisioned;
   await finish({ action });
 
   // Events on transitions, after the status they describe is written.
-  if (provisioned && !wasProvisioned) void events.record(subject, "Provisioned", `the ${adapter.role} module's infrastructure is provisioned`);
-  if (paused && previousReason(previous, "Paused") !== "Paused") void events.record(subject, "Paused", "reconciliation paused: no Job starts until it resumes");
+  if (provisioned && !wasProvisioned)
+    void events.record(subject, "Provisioned", `the ${adapter.role} module's infrastructure is provisioned`);
+  if (paused && previousReason(previous, "Paused") !== "Paused")
+    void events.record(subject, "Paused", "reconciliation paused: no Job starts until it resumes");
   if (!paused && previousReason(previous, "Paused") === "Paused") void events.record(subject, "Resumed", "reconciliation resumed");
   const identity = scope.credentials.find(({ type }) => type === "IdentityAllowed")?.value;
   if (identity?.status === "False" && previousReason(previous, "IdentityAllowed") !== identity.reason) {
@@ -462,12 +694,17 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
     if (denied) deps.metrics?.identityDenied.inc({ reason: denied });
   }
   // What each finished Job changed, counted once: these Jobs are marked bookkept below.
-  for (const job of toMark) for (const { action, count } of resourceChanges(job.result?.changes)) deps.metrics?.resourcesChanged.inc({ kind: adapter.kind, op: job.op, action }, count);
+  for (const job of toMark)
+    for (const { action, count } of resourceChanges(job.result?.changes))
+      deps.metrics?.resourcesChanged.inc({ kind: adapter.kind, op: job.op, action }, count);
   const conditionGauge = (type: string) => {
     const status = (written.conditions as Condition[]).find((condition) => condition.type === type)?.status;
     return status === "True" ? 1 : status === "False" ? 0 : -1;
   };
-  deps.metrics?.objectStatus(metricKind, namespace, name, { ready: conditionGauge("Ready"), ...(scope.outputs ? { healthy: conditionGauge("InfrastructureHealthy") } : {}) });
+  deps.metrics?.objectStatus(metricKind, namespace, name, {
+    ready: conditionGauge("Ready"),
+    ...(scope.outputs ? { healthy: conditionGauge("InfrastructureHealthy") } : {}),
+  });
   // Sizes against their limits: the state as its Secrets store it (compressed), the rendered inputs.
   deps.metrics?.objectSizes(metricKind, namespace, name, {
     ...(state.kind === "ok" ? { stateResources: state.state.managedResources, stateBytes: state.state.compressedBytes } : {}),
@@ -476,19 +713,23 @@ export async function reconcileWorkspace<R extends Role>(deps: ReconcilerDeps, a
 
   // Only after the status patch: the finished Jobs are recorded.
   for (const job of toMark) {
-    await client.patch(builtinTypes.job, namespace, job.name, { metadata: { annotations: bookkeepingAnnotations(job.outcome!, job) } }, "merge").catch(ignoreNotFound);
+    await client
+      .patch(builtinTypes.job, namespace, job.name, { metadata: { annotations: bookkeepingAnnotations(job.outcome!, job) } }, "merge")
+      .catch(ignoreNotFound);
   }
-  const history = jobs.filter((job) => job.outcome !== undefined).map((job) => ({ name: job.name, op: job.op, succeeded: job.outcome === "succeeded", finishedAt: job.finishedAt! }));
+  const history = jobs
+    .filter((job) => job.outcome !== undefined)
+    .map((job) => ({ name: job.name, op: job.op, succeeded: job.outcome === "succeeded", finishedAt: job.finishedAt! }));
   const limits = {
     successfulJobsHistoryLimit: object.spec.jobs?.successfulJobsHistoryLimit ?? jobPolicyDefaults.successfulJobsHistoryLimit,
     failedJobsHistoryLimit: object.spec.jobs?.failedJobsHistoryLimit ?? jobPolicyDefaults.failedJobsHistoryLimit,
   };
-  for (const old of jobsToPrune(history, limits)) await client.delete(builtinTypes.job, namespace, old, { propagationPolicy: "Background" }).catch(ignoreNotFound);
+  for (const old of jobsToPrune(history, limits))
+    await client.delete(builtinTypes.job, namespace, old, { propagationPolicy: "Background" }).catch(ignoreNotFound);
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);
   return { action, ...(requeue.length ? { requeueAfterMs: Math.min(...requeue) } : {}) };
 }
-
 
 async function countDependents(client: KubeApi, namespace: string, clusterName: string): Promise<number> {
   let count = 0;
@@ -499,13 +740,21 @@ async function countDependents(client: KubeApi, namespace: string, clusterName: 
   return count;
 }
 
-
 /** The waits that are also events (reference: "the Normal events of the same names once per wait"). */
-const eventedWaits: readonly string[] = ["WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "WaitingForJobSlot"];
-
+const eventedWaits: readonly string[] = [
+  "WaitingForRunLease",
+  "WaitingForClusterOperation",
+  "WaitingForMachineOperations",
+  "WaitingForJobSlot",
+];
 
 /** Patches the status, only when that changes it (the object as read this pass). */
-async function patchStatus(deps: ReconcilerDeps, adapter: Pick<KindAdapter<Role>, "kind" | "plural">, object: WorkspaceObject, status: Record<string, unknown>): Promise<void> {
+async function patchStatus(
+  deps: ReconcilerDeps,
+  adapter: Pick<KindAdapter<Role>, "kind" | "plural">,
+  object: WorkspaceObject,
+  status: Record<string, unknown>,
+): Promise<void> {
   const clean = Object.fromEntries(Object.entries(status).filter(([, value]) => value !== undefined));
   if (!mergePatchChanges(object.status ?? {}, clean)) return;
   const { namespace, name } = object.metadata;

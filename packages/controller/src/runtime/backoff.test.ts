@@ -17,7 +17,9 @@ describe("exponentialBackoffMillis", () => {
 
 describe("exponentialBackoffMillis at a minute's base", () => {
   it("waits base · 2^failures, never more than the cap, even when 2^failures overflows", () => {
-    expect([0, 1, 2, 3, 4].map((failures) => exponentialBackoffMillis(failures, 60_000, 600_000))).toEqual([60_000, 120_000, 240_000, 480_000, 600_000]);
+    expect([0, 1, 2, 3, 4].map((failures) => exponentialBackoffMillis(failures, 60_000, 600_000))).toEqual([
+      60_000, 120_000, 240_000, 480_000, 600_000,
+    ]);
     expect(exponentialBackoffMillis(2000, 60_000, 600_000)).toBe(600_000);
   });
 });

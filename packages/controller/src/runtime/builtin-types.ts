@@ -14,5 +14,11 @@ export const builtinTypes = {
   event: { group: "events.k8s.io", version: "v1", kind: "Event", plural: "events", namespaced: true },
   roleBinding: { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true },
   tokenReview: { group: "authentication.k8s.io", version: "v1", kind: "TokenReview", plural: "tokenreviews", namespaced: false },
-  subjectAccessReview: { group: "authorization.k8s.io", version: "v1", kind: "SubjectAccessReview", plural: "subjectaccessreviews", namespaced: false },
+  subjectAccessReview: {
+    group: "authorization.k8s.io",
+    version: "v1",
+    kind: "SubjectAccessReview",
+    plural: "subjectaccessreviews",
+    namespaced: false,
+  },
 } as const satisfies Record<string, ResourceType>;

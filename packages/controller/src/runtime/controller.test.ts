@@ -19,7 +19,12 @@ import { lowPriority } from "./work-queue.js";
 /** A runner whose reconcile is scripted per call; each call waits until the test releases it. */
 function scriptedRunner(concurrency = 2) {
   const clock = new FakeClock();
-  const calls: { key: string; at: number; context: ReconcileContext; finish: (outcome?: { requeueAfterMillis?: number } | Error) => void }[] = [];
+  const calls: {
+    key: string;
+    at: number;
+    context: ReconcileContext;
+    finish: (outcome?: { requeueAfterMillis?: number } | Error) => void;
+  }[] = [];
   const controller: Controller = {
     name: "test",
     kind: "Test",
@@ -57,7 +62,14 @@ describe("ControllerRunner", () => {
 
   it("lets the event loop's I/O in between passes that never wait on I/O (a resync of thousands served from the caches)", async () => {
     let passes = 0;
-    const controller: Controller = { name: "cached", kind: "Test", concurrency: 2, watches: [], rateLimiter: new ExponentialFailureRateLimiter(5, 1_000_000), reconcile: async () => void passes++ };
+    const controller: Controller = {
+      name: "cached",
+      kind: "Test",
+      concurrency: 2,
+      watches: [],
+      rateLimiter: new ExponentialFailureRateLimiter(5, 1_000_000),
+      reconcile: async () => void passes++,
+    };
     const runner = new ControllerRunner(controller, { logger: captureLogs().logger, clock: new FakeClock() });
     for (let i = 0; i < 1000; i++) runner.queue.add(`ns/k-${i}`, lowPriority);
     runner.start();
@@ -158,7 +170,10 @@ describe("ControllerRunner", () => {
 
 describe("watch mappings", () => {
   const handlersOf = (watch: Parameters<ControllerRunner["handlersFor"]>[0]) => {
-    const runner = new ControllerRunner({ name: "m", kind: "K", concurrency: 1, watches: [], reconcile: async () => undefined }, { logger: captureLogs().logger, clock: new FakeClock() });
+    const runner = new ControllerRunner(
+      { name: "m", kind: "K", concurrency: 1, watches: [], reconcile: async () => undefined },
+      { logger: captureLogs().logger, clock: new FakeClock() },
+    );
     return { runner, handlers: runner.handlersFor(watch) };
   };
 
@@ -177,7 +192,11 @@ describe("watch mappings", () => {
     const urgent = runner.handlersFor({ ...watchSelf(builtinTypes.configMap), map: () => ["ns/woken"], priority: 10 });
     handlers.add!({ metadata: { namespace: "ns", name: "first" } }, { initialList: false });
     handlers.add!({ metadata: { namespace: "ns", name: "woken" } }, { initialList: false });
-    urgent.update!({ metadata: { namespace: "ns", name: "x", resourceVersion: "1" } }, { metadata: { namespace: "ns", name: "x", resourceVersion: "2" } }, { resync: false });
+    urgent.update!(
+      { metadata: { namespace: "ns", name: "x", resourceVersion: "1" } },
+      { metadata: { namespace: "ns", name: "x", resourceVersion: "2" } },
+      { resync: false },
+    );
     expect([await runner.queue.get(), await runner.queue.get()]).toEqual(["ns/woken", "ns/first"]);
   });
 
@@ -198,7 +217,9 @@ describe("watch mappings", () => {
     expect(generationOrMetadataChanged({ metadata: { generation: 1, labels: { a: "1" } } }, "update", before)).toBe(false);
     expect(generationOrMetadataChanged({ metadata: { generation: 2, labels: { a: "1" } } }, "update", before)).toBe(true);
     expect(generationOrMetadataChanged({ metadata: { generation: 1, labels: { a: "2" } } }, "update", before)).toBe(true);
-    expect(generationOrMetadataChanged({ metadata: { generation: 1, labels: { a: "1" }, deletionTimestamp: "now" } }, "update", before)).toBe(true);
+    expect(
+      generationOrMetadataChanged({ metadata: { generation: 1, labels: { a: "1" }, deletionTimestamp: "now" } }, "update", before),
+    ).toBe(true);
     expect(generationOrMetadataChanged({ metadata: {} }, "delete")).toBe(true);
   });
 
@@ -208,6 +229,12 @@ describe("watch mappings", () => {
   });
 
   it("refuse a concurrency below 1", () => {
-    expect(() => new ControllerRunner({ name: "x", kind: "K", concurrency: 0, watches: [], reconcile: async () => undefined }, { logger: captureLogs().logger })).toThrow(/concurrency/);
+    expect(
+      () =>
+        new ControllerRunner(
+          { name: "x", kind: "K", concurrency: 0, watches: [], reconcile: async () => undefined },
+          { logger: captureLogs().logger },
+        ),
+    ).toThrow(/concurrency/);
   });
 });

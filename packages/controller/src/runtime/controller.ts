@@ -81,7 +81,11 @@ export function watchSelf<T extends KubeObject>(type: ResourceType, predicate?: 
 }
 
 /** Enqueues the key of the object's controller owner of `ownerKind` (e.g. a Job → its TerraformMachine). */
-export function watchControllerOwner<T extends KubeObject>(type: ResourceType, ownerKind: string, predicate?: WatchSpec<T>["predicate"]): WatchSpec<T> {
+export function watchControllerOwner<T extends KubeObject>(
+  type: ResourceType,
+  ownerKind: string,
+  predicate?: WatchSpec<T>["predicate"],
+): WatchSpec<T> {
   return {
     type,
     map: (object) => {
@@ -130,7 +134,8 @@ export class ControllerRunner {
   #active = 0;
 
   constructor(controller: Controller, options: ControllerRunnerOptions) {
-    if (!Number.isInteger(controller.concurrency) || controller.concurrency < 1) throw new Error(`controller ${controller.name}: concurrency must be an integer >= 1`);
+    if (!Number.isInteger(controller.concurrency) || controller.concurrency < 1)
+      throw new Error(`controller ${controller.name}: concurrency must be an integer >= 1`);
     this.controller = controller;
     this.#log = options.logger.child({ controller: controller.name, controllerKind: controller.kind });
     this.#metrics = options.metrics;
@@ -175,7 +180,10 @@ export class ControllerRunner {
   async stop(graceMillis: number): Promise<boolean> {
     const drained = await this.queue.shutDownWithDrain(graceMillis);
     if (!drained) {
-      this.#log.warn({ graceMillis, inFlight: this.queue.inFlightSince().length }, "reconciles still running after the grace period, aborting them");
+      this.#log.warn(
+        { graceMillis, inFlight: this.queue.inFlightSince().length },
+        "reconciles still running after the grace period, aborting them",
+      );
       this.#hardStop.abort();
     }
     await Promise.all(this.#workers);

@@ -36,17 +36,26 @@ export function fakeClient(handlers: FakeHandlers): KubeApi & { calls: string[] 
   const client = {
     calls,
     get: (type: ResourceType, namespace: string | undefined, name: string) => send("get", { type, namespace, name }),
-    list: (type: ResourceType, namespace: string | undefined, query?: Query) => send("list", { type, namespace, name: undefined, ...(query ? { query } : {}) }),
-    create: (type: ResourceType, namespace: string | undefined, body: { metadata?: { name?: string } }) => send("create", { type, namespace, name: body.metadata?.name, body }),
-    replace: (type: ResourceType, namespace: string | undefined, name: string, body: unknown) => send("replace", { type, namespace, name, body }),
-    patch: (type: ResourceType, namespace: string | undefined, name: string, body: unknown, patchType: PatchType = "merge") => send("patch", { type, namespace, name, body, patchType }),
-    patchStatus: (type: ResourceType, namespace: string | undefined, name: string, body: unknown, patchType: PatchType = "merge") => send("patchStatus", { type, namespace, name, body, patchType }),
-    delete: (type: ResourceType, namespace: string | undefined, name: string, deleteOptions?: DeleteOptions) => send("delete", { type, namespace, name, ...(deleteOptions ? { deleteOptions } : {}) }),
+    list: (type: ResourceType, namespace: string | undefined, query?: Query) =>
+      send("list", { type, namespace, name: undefined, ...(query ? { query } : {}) }),
+    create: (type: ResourceType, namespace: string | undefined, body: { metadata?: { name?: string } }) =>
+      send("create", { type, namespace, name: body.metadata?.name, body }),
+    replace: (type: ResourceType, namespace: string | undefined, name: string, body: unknown) =>
+      send("replace", { type, namespace, name, body }),
+    patch: (type: ResourceType, namespace: string | undefined, name: string, body: unknown, patchType: PatchType = "merge") =>
+      send("patch", { type, namespace, name, body, patchType }),
+    patchStatus: (type: ResourceType, namespace: string | undefined, name: string, body: unknown, patchType: PatchType = "merge") =>
+      send("patchStatus", { type, namespace, name, body, patchType }),
+    delete: (type: ResourceType, namespace: string | undefined, name: string, deleteOptions?: DeleteOptions) =>
+      send("delete", { type, namespace, name, ...(deleteOptions ? { deleteOptions } : {}) }),
   };
   return client as unknown as KubeApi & { calls: string[] };
 }
 
-type Stored = { metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; resourceVersion?: string }; [key: string]: unknown };
+type Stored = {
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; resourceVersion?: string };
+  [key: string]: unknown;
+};
 
 /**
  * An in-memory API server of namespaced objects (get, list by label, create, merge patch, status patch),
@@ -66,7 +75,10 @@ export class FakeObjects {
 
   /** Puts an object in place without counting a write. */
   seed(type: ResourceType, namespace: string, object: Stored): this {
-    this.#objects.set(this.#key(type, namespace, object.metadata?.name), structuredClone({ ...object, metadata: { ...object.metadata, namespace, resourceVersion: String(++this.#revision) } }));
+    this.#objects.set(
+      this.#key(type, namespace, object.metadata?.name),
+      structuredClone({ ...object, metadata: { ...object.metadata, namespace, resourceVersion: String(++this.#revision) } }),
+    );
     return this;
   }
 
@@ -84,7 +96,9 @@ export class FakeObjects {
   async list(type: ResourceType, namespace: string | undefined, query: Query = {}): Promise<{ items: unknown[] }> {
     const prefix = this.#key(type, namespace, "");
     const requirements = parseLabelSelector(String(query.labelSelector ?? ""));
-    const items = [...this.#objects.entries()].filter(([key, object]) => key.startsWith(prefix) && matchesLabels(requirements, object.metadata?.labels)).map(([, object]) => structuredClone(object));
+    const items = [...this.#objects.entries()]
+      .filter(([key, object]) => key.startsWith(prefix) && matchesLabels(requirements, object.metadata?.labels))
+      .map(([, object]) => structuredClone(object));
     return { items };
   }
 
@@ -92,7 +106,10 @@ export class FakeObjects {
     const key = this.#key(type, namespace, body.metadata?.name);
     if (this.#objects.has(key)) throw apiError(409, `${type.plural} "${body.metadata?.name}" already exists`, "AlreadyExists");
     this.writes.push(`create ${type.plural}/${body.metadata?.name}`);
-    this.#objects.set(key, structuredClone({ ...body, metadata: { ...body.metadata, namespace, resourceVersion: String(++this.#revision) } }));
+    this.#objects.set(
+      key,
+      structuredClone({ ...body, metadata: { ...body.metadata, namespace, resourceVersion: String(++this.#revision) } }),
+    );
     return structuredClone(this.#objects.get(key));
   }
 

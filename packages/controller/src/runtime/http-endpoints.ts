@@ -78,7 +78,11 @@ function send(response: ServerResponse, status: number, body: string, contentTyp
 }
 
 /** `/healthz` and `/readyz` (add `?verbose` to list each check), controller-runtime style. */
-export async function serveProbes(address: string, probes: { healthz: () => readonly Check[]; readyz: () => readonly Check[] }, logger: Logger): Promise<BoundServer | undefined> {
+export async function serveProbes(
+  address: string,
+  probes: { healthz: () => readonly Check[]; readyz: () => readonly Check[] },
+  logger: Logger,
+): Promise<BoundServer | undefined> {
   const bind = parseBindAddress(address);
   if (!bind) return undefined;
   const server = createHttpServer((request, response) => {
@@ -88,7 +92,9 @@ export async function serveProbes(address: string, probes: { healthz: () => read
     void runChecks(checks).then(({ ok, lines }) => {
       if (!ok) logger.debug({ probe: url.pathname, lines }, "probe failed");
       const verbose = url.searchParams.has("verbose") || !ok;
-      const body = verbose ? `${lines.join("\n")}\n${ok ? `${url.pathname.slice(1)} check passed` : `${url.pathname.slice(1)} check failed`}\n` : "ok";
+      const body = verbose
+        ? `${lines.join("\n")}\n${ok ? `${url.pathname.slice(1)} check passed` : `${url.pathname.slice(1)} check failed`}\n`
+        : "ok";
       send(response, ok ? 200 : 500, body);
     });
   });
@@ -121,7 +127,13 @@ export interface SecureServing {
 const tls13Suites = ["TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"];
 
 /** Node's TLS options for {@link SecureServing}: reads the key pair now, so a missing file fails at start. */
-export function tlsServerOptions(secure: SecureServing): { cert: Buffer; key: Buffer; minVersion: "TLSv1.2" | "TLSv1.3"; ciphers?: string; ecdhCurve?: string } {
+export function tlsServerOptions(secure: SecureServing): {
+  cert: Buffer;
+  key: Buffer;
+  minVersion: "TLSv1.2" | "TLSv1.3";
+  ciphers?: string;
+  ecdhCurve?: string;
+} {
   const ciphers = secure.ciphers && secure.ciphers.length > 0 ? [...new Set([...tls13Suites, ...secure.ciphers])].join(":") : undefined;
   const curves = secure.curves && secure.curves.length > 0 ? secure.curves.join(":") : undefined;
   return {
@@ -160,15 +172,17 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Bound
       }
     })();
   };
-  const server = options.secure
-    ? createHttpsServer(tlsServerOptions(options.secure), handler)
-    : createHttpServer(handler);
+  const server = options.secure ? createHttpsServer(tlsServerOptions(options.secure), handler) : createHttpServer(handler);
   return listen(server, bind);
 }
 
 interface Review extends KubeObject {
   spec?: unknown;
-  status?: { authenticated?: boolean; allowed?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } };
+  status?: {
+    authenticated?: boolean;
+    allowed?: boolean;
+    user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  };
 }
 
 /**
@@ -180,14 +194,24 @@ export function kubeMetricsAuthorizer(client: KubeClient, cacheMillis = 60_000, 
   return async (token) => {
     const cached = cache.get(token);
     if (cached && cached.until > now()) return cached.allowed;
-    const review = await client.create<Review>(builtinTypes.tokenReview, undefined, { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } } as Review);
+    const review = await client.create<Review>(builtinTypes.tokenReview, undefined, {
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenReview",
+      spec: { token },
+    } as Review);
     let allowed = false;
     const user = review.status?.user;
     if (review.status?.authenticated && user) {
       const access = await client.create<Review>(builtinTypes.subjectAccessReview, undefined, {
         apiVersion: "authorization.k8s.io/v1",
         kind: "SubjectAccessReview",
-        spec: { user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, nonResourceAttributes: { path: "/metrics", verb: "get" } },
+        spec: {
+          user: user.username,
+          uid: user.uid,
+          groups: user.groups,
+          extra: user.extra,
+          nonResourceAttributes: { path: "/metrics", verb: "get" },
+        },
       } as Review);
       allowed = access.status?.allowed === true;
     }

@@ -41,7 +41,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
   });
 
   /** An informer on ConfigMaps (or `type`) of this suite's namespace recording what it saw. */
-  function startInformer<T extends KubeObject = ConfigMap>(overrides: Partial<InformerOptions<T>> = {}, type: ResourceType = builtinTypes.configMap, labelIndexes: readonly string[] = []) {
+  function startInformer<T extends KubeObject = ConfigMap>(
+    overrides: Partial<InformerOptions<T>> = {},
+    type: ResourceType = builtinTypes.configMap,
+    labelIndexes: readonly string[] = [],
+  ) {
     const logs = captureLogs();
     const events: string[] = [];
     const restarts: WatchRestartReason[] = [];
@@ -88,9 +92,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     expect(events).toEqual(expect.arrayContaining(["add web-2", "add db-1", "update web-2", "delete db-1"]));
     expect(informer.get(namespace, "web-2")?.data).toEqual({ changed: "yes" });
     expect(informer.get(`${namespace}/db-1`)).toBeUndefined();
-    expect(informer.list({ labelSelector: "app=web" }).map((o) => o.metadata?.name).sort()).toEqual(["before", "web-2"]);
+    expect(
+      informer
+        .list({ labelSelector: "app=web" })
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(["before", "web-2"]);
     expect(informer.list({ labelSelector: "app=web,tier" }).map((o) => o.metadata?.name)).toEqual(["web-2"]);
-    expect(informer.byIndex("byApp", "web").map((o) => o.metadata?.name).sort()).toEqual(["before", "web-2"]);
+    expect(
+      informer
+        .byIndex("byApp", "web")
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(["before", "web-2"]);
     expect(informer.byIndex("byApp", "db")).toEqual([]);
     // Cached objects are frozen: a reconciler must copy before changing one.
     expect(() => {
@@ -99,7 +113,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
   });
 
   it("transforms a list page by page, so a relist of thousands never holds them all as the server sent them", async () => {
-    for (const name of ["page-1", "page-2", "page-3", "page-4", "page-5"]) await create(configMap(name, { suite: "pages" }, { big: "x".repeat(1000) }));
+    for (const name of ["page-1", "page-2", "page-3", "page-4", "page-5"])
+      await create(configMap(name, { suite: "pages" }, { big: "x".repeat(1000) }));
     const steps: string[] = [];
     const listing = Object.create(client) as FaultyKubeClient;
     listing.list = ((...args: Parameters<FaultyKubeClient["list"]>) => {
@@ -128,21 +143,34 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     const scanned = startInformer<ConfigMap>().informer;
     expect(await indexed.waitForSync(10_000)).toBe(true);
     expect(await scanned.waitForSync(10_000)).toBe(true);
-    const names = (informer: Informer<ConfigMap>, labelSelector: string) => informer.list({ namespace, labelSelector }).map((o) => o.metadata?.name).sort();
+    const names = (informer: Informer<ConfigMap>, labelSelector: string) =>
+      informer
+        .list({ namespace, labelSelector })
+        .map((o) => o.metadata?.name)
+        .sort();
     const selectors = ["owner=a", "owner=a,kind=x", "owner=b", "owner=c", "kind=x", "owner in (a,b)", "owner!=a"];
     for (const selector of selectors) expect(names(indexed, selector)).toEqual(names(scanned, selector));
     expect(names(indexed, "owner=a")).toEqual(["idx-a1", "idx-a2"]);
     // A label changed and an object deleted: the index follows.
     await client.patch(builtinTypes.configMap, namespace, "idx-a2", { metadata: { labels: { owner: "b" } } });
     await client.delete(builtinTypes.configMap, namespace, "idx-a1");
-    await eventually(() => names(indexed, "owner=a").length === 0 && names(scanned, "owner=a").length === 0, 10_000, "the label change and delete");
+    await eventually(
+      () => names(indexed, "owner=a").length === 0 && names(scanned, "owner=a").length === 0,
+      10_000,
+      "the label change and delete",
+    );
     expect(names(indexed, "owner=b")).toEqual(["idx-a2", "idx-b1"]);
     for (const selector of selectors) expect(names(indexed, selector)).toEqual(names(scanned, selector));
     expect(() => indexed.indexLabel("kind")).toThrow(/before starting/);
   });
 
   it("follows a new label selector (a sharded manager's held shards): adds what entered, deletes what left, fires nothing for what stayed", async () => {
-    for (const [name, shard] of [["s0", "0"], ["s1", "1"], ["s2", "2"]] as const) await create(configMap(name, { suite: "rescope", shard }));
+    for (const [name, shard] of [
+      ["s0", "0"],
+      ["s1", "1"],
+      ["s2", "2"],
+    ] as const)
+      await create(configMap(name, { suite: "rescope", shard }));
     await create(configMap("s-none", { suite: "rescope" }));
     const held = (shards: string) => `suite=rescope,shard in (${shards})`;
     // Nothing held yet: no list, no watch, an empty cache that counts as synced.
@@ -162,7 +190,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     await eventually(() => events.includes("add s1-late"), 10_000, "s1-late");
     informer.rescope(held("1"));
     await eventually(() => informer.listedCurrentScope(), 10_000, "the third scope listed");
-    expect(informer.list().map((o) => o.metadata?.name).sort()).toEqual(["s1", "s1-late"]);
+    expect(
+      informer
+        .list()
+        .map((o) => o.metadata?.name)
+        .sort(),
+    ).toEqual(["s1", "s1-late"]);
     informer.rescope(false);
     await eventually(() => informer.size === 0 && informer.listedCurrentScope(), 10_000, "nothing held");
     expect(events).toEqual(["add s0", "add s1", "add s1-late", "delete s0", "delete s1", "delete s1-late"]);
@@ -172,7 +205,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
   it("relists after a real 410 Gone from the server and misses nothing", async () => {
     // A CRD installed just now has a watch cache that starts now: resourceVersion "1" is too old for it.
     const plural = `gadgets${Date.now().toString(36)}`;
-    const crdType: ResourceType = { group: "apiextensions.k8s.io", version: "v1", kind: "CustomResourceDefinition", plural: "customresourcedefinitions", namespaced: false };
+    const crdType: ResourceType = {
+      group: "apiextensions.k8s.io",
+      version: "v1",
+      kind: "CustomResourceDefinition",
+      plural: "customresourcedefinitions",
+      namespaced: false,
+    };
     const gadgetType: ResourceType = { group: "runtime-test.captf.io", version: "v1", kind: "Gadget", plural, namespaced: true };
     await client.create(crdType, undefined, {
       metadata: { name: `${plural}.runtime-test.captf.io` },
@@ -180,12 +219,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
         group: "runtime-test.captf.io",
         scope: "Namespaced",
         names: { plural, singular: plural, kind: "Gadget" },
-        versions: [{ name: "v1", served: true, storage: true, schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+        versions: [
+          {
+            name: "v1",
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+          },
+        ],
       },
     } as KubeObject);
     try {
       await eventually(async () => {
-        const crd = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(crdType, undefined, `${plural}.runtime-test.captf.io`);
+        const crd = await client.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+          crdType,
+          undefined,
+          `${plural}.runtime-test.captf.io`,
+        );
         return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
       });
       await eventually(() => client.list(gadgetType, namespace).then(() => true), 10_000, "the new resource to be served");
@@ -201,7 +251,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
       expect(client.watchQueries.some((q) => q.resourceVersion === "1")).toBe(true);
       expect(logs.messages()).toContain("resourceVersion expired (410 Gone), relisting");
       expect(events.slice(0, 2)).toEqual(["add g1 (initial)", "resync g1"]);
-      expect(informer.list().map((o) => o.metadata?.name).sort()).toEqual(["g1", "g2"]);
+      expect(
+        informer
+          .list()
+          .map((o) => o.metadata?.name)
+          .sort(),
+      ).toEqual(["g1", "g2"]);
     } finally {
       await client.delete(crdType, undefined, `${plural}.runtime-test.captf.io`).catch(() => undefined);
     }
@@ -241,7 +296,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     const { informer, events, restarts, lists } = startInformer({ labelSelector: "suite=periodic", resyncPeriodMillis: 700 });
     await informer.waitForSync(10_000);
     await eventually(() => events.filter((event) => event.startsWith("resync")).length >= 4, 5_000, "two periodic resyncs");
-    expect(events.filter((event) => event.startsWith("resync")).slice(0, 4).sort()).toEqual(["resync periodic-1", "resync periodic-1", "resync periodic-2", "resync periodic-2"]);
+    expect(
+      events
+        .filter((event) => event.startsWith("resync"))
+        .slice(0, 4)
+        .sort(),
+    ).toEqual(["resync periodic-1", "resync periodic-1", "resync periodic-2", "resync periodic-2"]);
     // One list (the first) and the same watch throughout: a resync costs the API server nothing.
     expect({ lists: lists.length, restarts }).toEqual({ lists: 1, restarts: [] });
     // The watch still delivers changes between resyncs.
@@ -262,9 +322,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
 
   it("counts its watch restarts by reason in captf_informer_watch_restarts_total", async () => {
     const registry = new Registry();
-    const { informer } = startInformer({ labelSelector: "suite=counted", watchTimeoutSeconds: () => 1, metrics: new RuntimeMetrics(registry).informerSink("configmaps") });
+    const { informer } = startInformer({
+      labelSelector: "suite=counted",
+      watchTimeoutSeconds: () => 1,
+      metrics: new RuntimeMetrics(registry).informerSink("configmaps"),
+    });
     await informer.waitForSync(10_000);
-    const ended = async () => (await registry.getSingleMetric("captf_informer_watch_restarts_total")!.get()).values.find((value) => value.labels.reason === "ended");
+    const ended = async () =>
+      (await registry.getSingleMetric("captf_informer_watch_restarts_total")!.get()).values.find(
+        (value) => value.labels.reason === "ended",
+      );
     await eventually(async () => ((await ended())?.value ?? 0) >= 1, 5_000, "the server to end the watch");
     expect((await ended())?.labels).toEqual({ resource: "configmaps", reason: "ended" });
   });

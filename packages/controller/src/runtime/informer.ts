@@ -147,7 +147,8 @@ export class Informer<T extends KubeObject> {
   /** Registers handlers; added after the cache filled, they see every cached object as an add first. */
   addHandlers(handlers: InformerHandlers<T>): void {
     this.#handlers.push(handlers);
-    if (this.#synced) for (const object of this.#objects.values()) this.#call(handlers, "add", () => handlers.add?.(object, { initialList: true }));
+    if (this.#synced)
+      for (const object of this.#objects.values()) this.#call(handlers, "add", () => handlers.add?.(object, { initialList: true }));
   }
 
   /** Adds a secondary index; only before {@link start}. */
@@ -310,7 +311,8 @@ export class Informer<T extends KubeObject> {
         this.#lastError = error;
         if (error instanceof WatchInterrupt) {
           o.metrics?.watchRestarted(error.reason === "inactive" ? "inactive" : "relist");
-          if (error.reason === "inactive") this.#log.warn({ afterMillis: this.#inactivityTimeout() }, "watch silent for too long, reconnecting");
+          if (error.reason === "inactive")
+            this.#log.warn({ afterMillis: this.#inactivityTimeout() }, "watch silent for too long, reconnecting");
           continue;
         }
         if (isGone(error)) {
@@ -423,7 +425,8 @@ export class Informer<T extends KubeObject> {
     }
     this.#resourceVersion = resourceVersion;
     o.metrics?.listed(items.length, (performance.now() - started) / 1000);
-    if (generation > 0 && this.#listedGeneration !== generation) this.#log.info({ labelSelector, items: items.length }, "listed the new scope");
+    if (generation > 0 && this.#listedGeneration !== generation)
+      this.#log.info({ labelSelector, items: items.length }, "listed the new scope");
     else this.#log.debug({ items: items.length, resourceVersion }, "listed");
     this.#listedGeneration = generation;
     this.#markSynced();
@@ -460,7 +463,10 @@ export class Informer<T extends KubeObject> {
           receivedAny = true;
           this.#apply(event);
         },
-        { signal: current.signal, onUnparsable: (line) => this.#log.debug({ line: line.slice(0, 200) }, "dropped an unparsable watch line") },
+        {
+          signal: current.signal,
+          onUnparsable: (line) => this.#log.debug({ line: line.slice(0, 200) }, "dropped an unparsable watch line"),
+        },
       );
       return receivedAny;
     } catch (error) {

@@ -152,7 +152,12 @@ export class KubeClient {
   }
 
   /** One page, or all objects when the query sets no `limit`; `namespace` undefined lists across all namespaces. */
-  list<T = KubeObject>(type: ResourceType, namespace: string | undefined, query?: Query, options?: KubeRequestOptions): Promise<KubeList<T>> {
+  list<T = KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    query?: Query,
+    options?: KubeRequestOptions,
+  ): Promise<KubeList<T>> {
     return this.request<KubeList<T>>("GET", resourcePath(type, namespace), { ...options, query: { ...options?.query, ...query } });
   }
 
@@ -160,7 +165,13 @@ export class KubeClient {
     return this.request<T>("POST", resourcePath(type, namespace), { ...options, body });
   }
 
-  replace<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, body: T, options?: KubeRequestOptions): Promise<T> {
+  replace<T = KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    body: T,
+    options?: KubeRequestOptions,
+  ): Promise<T> {
     return this.request<T>("PUT", resourcePath(type, namespace, name), { ...options, body });
   }
 
@@ -172,16 +183,33 @@ export class KubeClient {
     patchType: PatchType = "merge",
     options?: KubeRequestOptions & { subresource?: string },
   ): Promise<T> {
-    return this.request<T>("PATCH", resourcePath(type, namespace, name, options?.subresource), { ...options, body: patch, contentType: patchContentTypes[patchType] });
+    return this.request<T>("PATCH", resourcePath(type, namespace, name, options?.subresource), {
+      ...options,
+      body: patch,
+      contentType: patchContentTypes[patchType],
+    });
   }
 
   /** A patch of the `status` subresource (the only way to write a status where the CRD has one). */
-  patchStatus<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patch: unknown, patchType: PatchType = "merge", options?: KubeRequestOptions): Promise<T> {
+  patchStatus<T = KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    patchType: PatchType = "merge",
+    options?: KubeRequestOptions,
+  ): Promise<T> {
     return this.patch<T>(type, namespace, name, patch, patchType, { ...options, subresource: "status" });
   }
 
   /** Deletes one object; `body` carries the preconditions and propagation policy. Answers the Status or the object being deleted. */
-  delete<T = KubeStatus>(type: ResourceType, namespace: string | undefined, name: string, body?: DeleteOptions, options?: KubeRequestOptions): Promise<T> {
+  delete<T = KubeStatus>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    body?: DeleteOptions,
+    options?: KubeRequestOptions,
+  ): Promise<T> {
     return this.request<T>("DELETE", resourcePath(type, namespace, name), { ...options, body });
   }
 

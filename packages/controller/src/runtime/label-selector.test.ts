@@ -1,5 +1,11 @@
 import { describe, expect, it } from "@jest/globals";
-import { formatLabelSelector, LabelSelectorError, matchesLabels, parseLabelSelector, structuredSelectorRequirements } from "./label-selector.js";
+import {
+  formatLabelSelector,
+  LabelSelectorError,
+  matchesLabels,
+  parseLabelSelector,
+  structuredSelectorRequirements,
+} from "./label-selector.js";
 
 describe("label selectors", () => {
   const labels = { app: "web", tier: "front", "cluster.x-k8s.io/cluster-name": "c1" };

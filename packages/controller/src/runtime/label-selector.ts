@@ -46,7 +46,11 @@ export function parseLabelSelector(selector: string): LabelRequirement[] {
 
 /** Converts the API's structured selector; an empty one selects everything. */
 export function structuredSelectorRequirements(selector: StructuredLabelSelector): LabelRequirement[] {
-  const requirements: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({ key, operator: "In", values: [value] }));
+  const requirements: LabelRequirement[] = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => ({
+    key,
+    operator: "In",
+    values: [value],
+  }));
   for (const expression of selector.matchExpressions ?? []) {
     const values = expression.values ?? [];
     switch (expression.operator) {

@@ -95,7 +95,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "leader
     expect([first, second].filter((c) => c.elector.isLeader())).toHaveLength(1);
     const [a, b] = first.elector.isLeader() ? [first, second] : [second, first];
     expect(b.log).toEqual([]);
-    expect((await readLease("handover")).spec).toMatchObject({ holderIdentity: a.elector.identity, leaseDurationSeconds: 4, leaseTransitions: 0 });
+    expect((await readLease("handover")).spec).toMatchObject({
+      holderIdentity: a.elector.identity,
+      leaseDurationSeconds: 4,
+      leaseTransitions: 0,
+    });
 
     a.stop.abort();
     await a.run;
@@ -139,7 +143,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "leader
     // Another writer takes the Lease over (retrying when a's renewal wrote first); a's renewals now see a valid foreign holder.
     await eventually(async () => {
       const lease = await readLease("usurped");
-      return client.replace(builtinTypes.lease, namespace, "usurped", { ...lease, spec: { ...lease.spec, holderIdentity: "usurper", renewTime: microTime(Date.now()) } });
+      return client.replace(builtinTypes.lease, namespace, "usurped", {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: "usurper", renewTime: microTime(Date.now()) },
+      });
     });
     await a.run;
     expect(a.elector.isLeader()).toBe(false);

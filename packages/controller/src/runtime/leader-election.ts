@@ -77,7 +77,13 @@ export type LeaseDecision = "create" | "acquire" | "renew" | "held-by-other";
  * What a candidate may do with the Lease it just read. `observedAt` is the local time this
  * candidate first saw the current record; the holder's renewTime is not trusted (clock skew).
  */
-export function decideLease(spec: LeaseSpec | undefined, identity: string, observedAt: number, now: number, leaseDurationMillis: number): LeaseDecision {
+export function decideLease(
+  spec: LeaseSpec | undefined,
+  identity: string,
+  observedAt: number,
+  now: number,
+  leaseDurationMillis: number,
+): LeaseDecision {
   if (!spec) return "create";
   const holder = spec.holderIdentity ?? "";
   if (holder === identity) return "renew";
@@ -109,10 +115,13 @@ export class LeaderElector {
     this.#leaseDuration = options.leaseDurationMillis ?? leaderElectionDefaults.leaseDurationMillis;
     this.#renewDeadline = options.renewDeadlineMillis ?? leaderElectionDefaults.renewDeadlineMillis;
     this.#retryPeriod = options.retryPeriodMillis ?? leaderElectionDefaults.retryPeriodMillis;
-    if (this.#leaseDuration <= this.#renewDeadline) throw new Error("leader election: the lease duration must be greater than the renew deadline");
-    if (this.#renewDeadline <= this.#retryPeriod * 1.2) throw new Error("leader election: the renew deadline must be greater than 1.2 × the retry period");
+    if (this.#leaseDuration <= this.#renewDeadline)
+      throw new Error("leader election: the lease duration must be greater than the renew deadline");
+    if (this.#renewDeadline <= this.#retryPeriod * 1.2)
+      throw new Error("leader election: the renew deadline must be greater than 1.2 × the retry period");
     this.#log = options.logger.child({ lease: `${options.namespace}/${this.#leaseName}`, identity: this.identity });
-    if (options.observed) this.#observed = { raw: JSON.stringify(options.observed.lease.spec ?? {}), lease: options.observed.lease, at: options.observed.at };
+    if (options.observed)
+      this.#observed = { raw: JSON.stringify(options.observed.lease.spec ?? {}), lease: options.observed.lease, at: options.observed.at };
   }
 
   isLeader(): boolean {
@@ -195,7 +204,12 @@ export class LeaderElector {
         const created = await this.#o.client.create<Lease>(
           type,
           this.#o.namespace,
-          { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: this.#leaseName, namespace: this.#o.namespace }, spec: spec(0, microTime(now)) },
+          {
+            apiVersion: "coordination.k8s.io/v1",
+            kind: "Lease",
+            metadata: { name: this.#leaseName, namespace: this.#o.namespace },
+            spec: spec(0, microTime(now)),
+          },
           requestOptions,
         );
         this.#observe(created);
@@ -203,8 +217,16 @@ export class LeaderElector {
       }
       const old = current!.spec ?? {};
       const next =
-        decision === "renew" ? spec(old.leaseTransitions ?? 0, old.acquireTime ?? microTime(now)) : spec((old.leaseTransitions ?? 0) + (old.holderIdentity ? 1 : 0), microTime(now));
-      const updated = await this.#o.client.replace<Lease>(type, this.#o.namespace, this.#leaseName, { ...current!, spec: next }, requestOptions);
+        decision === "renew"
+          ? spec(old.leaseTransitions ?? 0, old.acquireTime ?? microTime(now))
+          : spec((old.leaseTransitions ?? 0) + (old.holderIdentity ? 1 : 0), microTime(now));
+      const updated = await this.#o.client.replace<Lease>(
+        type,
+        this.#o.namespace,
+        this.#leaseName,
+        { ...current!, spec: next },
+        requestOptions,
+      );
       this.#observe(updated);
       return true;
     } catch (error) {
@@ -243,7 +265,16 @@ export class LeaderElector {
           builtinTypes.lease,
           this.#o.namespace,
           this.#leaseName,
-          { ...observed, spec: { holderIdentity: "", leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: observed.spec?.leaseTransitions ?? 0 } },
+          {
+            ...observed,
+            spec: {
+              holderIdentity: "",
+              leaseDurationSeconds: 1,
+              acquireTime: now,
+              renewTime: now,
+              leaseTransitions: observed.spec?.leaseTransitions ?? 0,
+            },
+          },
           { timeoutMillis: Math.max(this.#renewDeadline, 2000) },
         );
         this.#log.info("released the leader lease");

@@ -14,7 +14,13 @@ describe("the manager's logger", () => {
     logger.child({ controller: "terraformmachine" }).info({ key: "ns/a" }, "reconciled");
     logger.debug("hidden");
     expect(out.lines).toHaveLength(1);
-    expect(JSON.parse(out.lines[0]!)).toEqual({ level: 30, time: expect.any(Number), controller: "terraformmachine", key: "ns/a", msg: "reconciled" });
+    expect(JSON.parse(out.lines[0]!)).toEqual({
+      level: 30,
+      time: expect.any(Number),
+      controller: "terraformmachine",
+      key: "ns/a",
+      msg: "reconciled",
+    });
   });
 
   it("writes readable lines in text format", () => {
@@ -24,13 +30,24 @@ describe("the manager's logger", () => {
   });
 
   it("formats errors by their message", () => {
-    expect(formatTextLine({ level: 50, time: 0, msg: "failed", err: { type: "Error", message: "boom", stack: "…" } })).toBe('1970-01-01T00:00:00.000Z ERROR "failed" err="boom"\n');
+    expect(formatTextLine({ level: 50, time: 0, msg: "failed", err: { type: "Error", message: "boom", stack: "…" } })).toBe(
+      '1970-01-01T00:00:00.000Z ERROR "failed" err="boom"\n',
+    );
   });
 
   it("logs an API error as its request, HTTP status and the server's message", () => {
-    const status = { kind: "Status" as const, status: "Failure", message: 'terraformmachines "m-1" not found', reason: "NotFound", code: 404 };
+    const status = {
+      kind: "Status" as const,
+      status: "Failure",
+      message: 'terraformmachines "m-1" not found',
+      reason: "NotFound",
+      code: 404,
+    };
     const out = sink();
-    createLogger({ level: "info", format: "text", stdout: out }).error({ err: new KubeApiError(404, status, 'PATCH /apis/x: 404 terraformmachines "m-1" not found') }, "reconciler error");
+    createLogger({ level: "info", format: "text", stdout: out }).error(
+      { err: new KubeApiError(404, status, 'PATCH /apis/x: 404 terraformmachines "m-1" not found') },
+      "reconciler error",
+    );
     expect(out.lines[0]).toContain("err=");
     expect(out.lines[0]).toContain("PATCH /apis/x: 404");
     expect(out.lines[0]).toContain('m-1\\" not found');

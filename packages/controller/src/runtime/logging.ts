@@ -49,8 +49,14 @@ function textDestination(target: { write(text: string): unknown }): DestinationS
 export function createLogger(options: LoggerOptions): Logger {
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
-  const wrap = (target: { write(text: string): unknown }): DestinationStream => (options.format === "text" ? textDestination(target) : { write: (line: string) => void target.write(line) });
-  const base = { level: options.level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime, serializers: { err: pino.stdSerializers.err } };
+  const wrap = (target: { write(text: string): unknown }): DestinationStream =>
+    options.format === "text" ? textDestination(target) : { write: (line: string) => void target.write(line) };
+  const base = {
+    level: options.level,
+    base: undefined,
+    timestamp: pino.stdTimeFunctions.epochTime,
+    serializers: { err: pino.stdSerializers.err },
+  };
   const out = wrap(stdout);
   if (!options.splitStream) return pino(base, out);
   return pino(

@@ -65,10 +65,20 @@ describe("scoped informers", () => {
     const after = manager.informer(things);
     const whole = manager.informer(things, { labelSelector: "shard notin (0,1)", unscoped: true });
     const other = manager.informer(others);
-    expect([before.labelSelector, after.labelSelector, whole.labelSelector, other.labelSelector]).toEqual([false, false, "shard notin (0,1)", undefined]);
+    expect([before.labelSelector, after.labelSelector, whole.labelSelector, other.labelSelector]).toEqual([
+      false,
+      false,
+      "shard notin (0,1)",
+      undefined,
+    ]);
     requirement = "shard in (1)";
     manager.rescope();
-    expect([before.labelSelector, after.labelSelector, whole.labelSelector, other.labelSelector]).toEqual(["app=x,shard in (1)", "shard in (1)", "shard notin (0,1)", undefined]);
+    expect([before.labelSelector, after.labelSelector, whole.labelSelector, other.labelSelector]).toEqual([
+      "app=x,shard in (1)",
+      "shard in (1)",
+      "shard notin (0,1)",
+      undefined,
+    ]);
     expect(manager.scopedInformers()).toEqual([before, after]);
     // The same informer for the same request: its scope is the informer's, not the request's.
     expect(manager.informer(things)).toBe(after);
@@ -99,12 +109,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     client.close();
   });
 
-  const createConfigMap = (name: string, labels: Record<string, string>) => client.create(builtinTypes.configMap, namespace, { metadata: { name, labels } });
+  const createConfigMap = (name: string, labels: Record<string, string>) =>
+    client.create(builtinTypes.configMap, namespace, { metadata: { name, labels } });
 
   /** A manager on ConfigMaps labelled `suite=<suite>` with ephemeral ports and short timings. */
   function startManager(suite: string, reconcile: Controller["reconcile"], overrides: Partial<ManagerOptions> = {}) {
     const logs = captureLogs("info");
-    const metrics = createManagerMetrics({ processMetrics: false, buildInfo: { version: "0.0.0-test", commit: "abc", contract: "v1alpha1" } });
+    const metrics = createManagerMetrics({
+      processMetrics: false,
+      buildInfo: { version: "0.0.0-test", commit: "abc", contract: "v1alpha1" },
+    });
     const managerClient = new FaultyKubeClient(undefined, { metrics: metrics.runtime.kubeClientSink("plane") });
     const manager = new Manager({
       client: managerClient,
@@ -115,7 +129,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
       metricsAddress: "127.0.0.1:0",
       informerOptions: { backoffInitialMillis: 50 },
       // Generous lease timings: a loaded machine must not make a leader miss its renewals; handovers here are releases, not expiries.
-      leaderElection: { namespace, leaseName: `lease-${suite}`, leaseDurationMillis: 6_000, renewDeadlineMillis: 5_000, retryPeriodMillis: 250 },
+      leaderElection: {
+        namespace,
+        leaseName: `lease-${suite}`,
+        leaseDurationMillis: 6_000,
+        renewDeadlineMillis: 5_000,
+        retryPeriodMillis: 250,
+      },
       ...overrides,
     });
     const controller: Controller = {
@@ -147,7 +167,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     await createConfigMap("watched", { other: "x" });
     const watch = manager.objectWatch(builtinTypes.configMap, namespace, "watched");
     expect(manager.objectWatch(builtinTypes.configMap, namespace, "watched")).toBe(watch);
-    await eventually(() => watch.hasSynced() && watch.get(namespace, "watched") !== undefined, 10_000, "the watched ConfigMap in its watch");
+    await eventually(
+      () => watch.hasSynced() && watch.get(namespace, "watched") !== undefined,
+      10_000,
+      "the watched ConfigMap in its watch",
+    );
     expect(watch.list({ namespace }).map((object) => object.metadata?.name)).toEqual(["watched"]);
   });
 
@@ -255,23 +279,45 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     await first.run;
     await eventually(() => second.manager.isLeader(), 10_000, "the standby to lead");
     // The standby queued every key while standing by and reconciles them once it leads.
-    await eventually(() => seen.includes(`second ${namespace}/shared`) && seen.includes(`second ${namespace}/while-standing-by`), 10_000, "the standby's backlog");
+    await eventually(
+      () => seen.includes(`second ${namespace}/shared`) && seen.includes(`second ${namespace}/while-standing-by`),
+      10_000,
+      "the standby's backlog",
+    );
   });
 
   it("serves metrics over HTTPS only to tokens the API server authenticates and authorizes", async () => {
     const dir = mkdtempSync(join(tmpdir(), "metrics-tls-"));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const [certFile, keyFile] = [join(dir, "tls.crt"), join(dir, "tls.key")];
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1", "-keyout", keyFile, "-out", certFile], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1", "-keyout", keyFile, "-out", certFile],
+      { stdio: "ignore" },
+    );
     const { registry } = createManagerMetrics({ processMetrics: false, buildInfo: { version: "v", commit: "c", contract: "v1alpha1" } });
-    const server = await serveMetrics({ address: "127.0.0.1:0", registry, logger: captureLogs().logger, secure: { certFile, keyFile, authorize: kubeMetricsAuthorizer(client) } });
+    const server = await serveMetrics({
+      address: "127.0.0.1:0",
+      registry,
+      logger: captureLogs().logger,
+      secure: { certFile, keyFile, authorize: kubeMetricsAuthorizer(client) },
+    });
     cleanups.push(() => server!.close());
     const scrape = (token?: string) =>
       new Promise<number>((resolve, reject) => {
-        const req = request({ host: "127.0.0.1", port: server!.port, path: "/metrics", rejectUnauthorized: false, headers: token ? { Authorization: `Bearer ${token}` } : {} }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          {
+            host: "127.0.0.1",
+            port: server!.port,
+            path: "/metrics",
+            rejectUnauthorized: false,
+            headers: token ? { Authorization: `Bearer ${token}` } : {},
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on("error", reject);
         req.end();
       });
@@ -295,8 +341,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
   });
 
   it("waits for a dozen caches at once with one listener on its stop signal, not one per cache (Node warns of a leak past 10)", async () => {
-    const manager = new Manager({ client, logger: captureLogs("info").logger, healthAddress: "0", cacheSyncTimeoutMillis: 500, informerOptions: { backoffInitialMillis: 50 } });
-    for (let index = 0; index < 12; index++) manager.informer({ group: "nothing.captf.io", version: "v1", plural: `absents${index}`, kind: "Absent", namespaced: true });
+    const manager = new Manager({
+      client,
+      logger: captureLogs("info").logger,
+      healthAddress: "0",
+      cacheSyncTimeoutMillis: 500,
+      informerOptions: { backoffInitialMillis: 50 },
+    });
+    for (let index = 0; index < 12; index++)
+      manager.informer({ group: "nothing.captf.io", version: "v1", plural: `absents${index}`, kind: "Absent", namespaced: true });
     const stop = new AbortController();
     const run = manager.run(stop.signal);
     await new Promise((resolve) => setTimeout(resolve, 200));

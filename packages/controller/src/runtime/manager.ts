@@ -41,7 +41,10 @@ export interface ManagerOptions {
   /** How long `run` waits for the first sync of every cache. Default 2 min (controller-runtime). */
   cacheSyncTimeoutMillis?: number;
   /** Omit to run without leader election (`--leader-elect=false`). */
-  leaderElection?: Omit<LeaderElectionOptions, "client" | "logger" | "clock" | "onStartedLeading" | "onStoppedLeading" | "onNewLeader" | "onLeadingChanged">;
+  leaderElection?: Omit<
+    LeaderElectionOptions,
+    "client" | "logger" | "clock" | "onStartedLeading" | "onStoppedLeading" | "onNewLeader" | "onLeadingChanged"
+  >;
   /** `/healthz` and `/readyz` (`--health-addr`, default `:9440`); "" or "0" disables. */
   healthAddress?: string;
   /** `/metrics` (`--diagnostics-address`, default `:8443`); "" or "0" disables. */
@@ -128,7 +131,8 @@ export class Manager {
 
   /** The shared informer for `type` (and label selector), created on first request. */
   informer<T extends KubeObject>(type: ResourceType, request: InformerRequest<T> = {}): Informer<T> {
-    const id = informerId(type, request.labelSelector, request.fieldSelector) + (request.unscoped && this.#scope?.scopes(type) ? "{unscoped}" : "");
+    const id =
+      informerId(type, request.labelSelector, request.fieldSelector) + (request.unscoped && this.#scope?.scopes(type) ? "{unscoped}" : "");
     let informer = this.#informers.get(id) as Informer<T> | undefined;
     if (!informer) {
       if (this.#started) throw new Error(`informer for ${id} requested after the manager started`);
@@ -144,7 +148,9 @@ export class Manager {
         ...(request.labelSelector ? { labelSelector: request.labelSelector } : {}),
         ...(request.fieldSelector ? { fieldSelector: request.fieldSelector } : {}),
         ...(request.transform ? { transform: request.transform } : {}),
-        ...(o.metrics ? { metrics: o.metrics.runtime.informerSink(`${type.plural}${request.labelSelector ? `{${request.labelSelector}}` : ""}`) } : {}),
+        ...(o.metrics
+          ? { metrics: o.metrics.runtime.informerSink(`${type.plural}${request.labelSelector ? `{${request.labelSelector}}` : ""}`) }
+          : {}),
       });
       this.#informers.set(id, informer as unknown as Informer<KubeObject>);
       if (request.transform) this.#transforms.set(id, request.transform);
@@ -191,7 +197,12 @@ export class Manager {
    * identity): created on its first request, started with the manager or at once when it runs,
    * stopped with the others. Outside the readiness check: its readers read live until it synced.
    */
-  objectWatch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, transform?: (object: T) => T): Informer<T> {
+  objectWatch<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    transform?: (object: T) => T,
+  ): Informer<T> {
     const id = `${namespace ?? ""}/${name} ${informerId(type, undefined)}`;
     let informer = this.#objectWatches.get(id) as Informer<T> | undefined;
     if (!informer) {
@@ -214,7 +225,11 @@ export class Manager {
   addController(controller: Controller): ControllerRunner {
     if (this.#started) throw new Error(`controller ${controller.name} added after the manager started`);
     if (this.#runners.some((r) => r.controller.name === controller.name)) throw new Error(`controller ${controller.name} added twice`);
-    const runner = new ControllerRunner(controller, { logger: this.#log, clock: this.#clock, ...(this.#o.metrics ? { metrics: this.#o.metrics.runtime } : {}) });
+    const runner = new ControllerRunner(controller, {
+      logger: this.#log,
+      clock: this.#clock,
+      ...(this.#o.metrics ? { metrics: this.#o.metrics.runtime } : {}),
+    });
     for (const watch of controller.watches) {
       this.informer(watch.type, watch.labelSelector ? { labelSelector: watch.labelSelector } : {}).addHandlers(runner.handlersFor(watch));
     }
@@ -258,7 +273,11 @@ export class Manager {
     const electorStop = new AbortController();
     let electorRun: Promise<void> | undefined;
     try {
-      this.#healthServer = await serveProbes(o.healthAddress ?? managerDefaults.healthAddress, { healthz: () => this.#healthChecks, readyz: () => this.#readyChecks }, this.#log);
+      this.#healthServer = await serveProbes(
+        o.healthAddress ?? managerDefaults.healthAddress,
+        { healthz: () => this.#healthChecks, readyz: () => this.#readyChecks },
+        this.#log,
+      );
       if (this.#healthServer) this.#servers.push(this.#healthServer);
       if (o.metrics) {
         this.#metricsServer = await serveMetrics({
@@ -269,7 +288,10 @@ export class Manager {
         });
         if (this.#metricsServer) this.#servers.push(this.#metricsServer);
       }
-      this.#log.info({ healthPort: this.ports.health, metricsPort: this.ports.metrics, informers: [...this.#informers.keys()] }, "starting manager");
+      this.#log.info(
+        { healthPort: this.ports.health, metricsPort: this.ports.metrics, informers: [...this.#informers.keys()] },
+        "starting manager",
+      );
 
       for (const informer of this.#informers.values()) informer.start();
       for (const informer of this.#objectWatches.values()) if (!informer.started) informer.start();
@@ -298,7 +320,8 @@ export class Manager {
           onStoppedLeading: () => {
             if (!electorStop.signal.aborted) leadershipLost.abort();
           },
-          onLeadingChanged: (leading) => metrics?.leaderStatus.set({ name: leaseName ?? "controller-leader-election-captf" }, leading ? 1 : 0),
+          onLeadingChanged: (leading) =>
+            metrics?.leaderStatus.set({ name: leaseName ?? "controller-leader-election-captf" }, leading ? 1 : 0),
         });
         electorRun = this.#elector.run(electorStop.signal);
       } else if (!stop.aborted) {
@@ -340,7 +363,9 @@ export class Manager {
     const onStop = () => syncing.abort();
     stop.addEventListener("abort", onStop, { once: true });
     try {
-      const results = await Promise.all([...this.#informers.values()].map((informer) => informer.waitForSync(Math.max(0, deadline - this.#clock.now()), syncing.signal)));
+      const results = await Promise.all(
+        [...this.#informers.values()].map((informer) => informer.waitForSync(Math.max(0, deadline - this.#clock.now()), syncing.signal)),
+      );
       return results.every(Boolean);
     } finally {
       stop.removeEventListener("abort", onStop);

@@ -49,7 +49,12 @@ export interface TokenBucketState {
  * Reserves one token at `nowMillis` (Go's `rate.Limiter.Reserve`): refills at `perSecond` up to
  * `burst`, takes a token even when none is left and returns how long the caller must wait for it.
  */
-export function reserveToken(state: TokenBucketState, nowMillis: number, perSecond: number, burst: number): { state: TokenBucketState; delayMillis: number } {
+export function reserveToken(
+  state: TokenBucketState,
+  nowMillis: number,
+  perSecond: number,
+  burst: number,
+): { state: TokenBucketState; delayMillis: number } {
   const elapsed = Math.max(0, nowMillis - state.atMillis);
   const tokens = Math.min(burst, state.tokens + (elapsed / 1000) * perSecond) - 1;
   const delayMillis = tokens < 0 ? Math.ceil((-tokens / perSecond) * 1000) : 0;
@@ -115,13 +120,22 @@ export interface ControllerRateLimiterOptions {
   clock?: Clock;
 }
 
-export const controllerRateLimiterDefaults = { baseDelayMillis: 5, maxDelayMillis: 1_000_000, bucketPerSecond: 10, bucketBurst: 100 } as const;
+export const controllerRateLimiterDefaults = {
+  baseDelayMillis: 5,
+  maxDelayMillis: 1_000_000,
+  bucketPerSecond: 10,
+  bucketBurst: 100,
+} as const;
 
 /** client-go's DefaultControllerRateLimiter: per-key 5 ms … 1000 s, overall 10 qps with a burst of 100. */
 export function controllerRateLimiter(options: ControllerRateLimiterOptions = {}): RateLimiter {
   const d = controllerRateLimiterDefaults;
   return new MaxOfRateLimiter(
     new ExponentialFailureRateLimiter(options.baseDelayMillis ?? d.baseDelayMillis, options.maxDelayMillis ?? d.maxDelayMillis),
-    new TokenBucketRateLimiter(options.bucketPerSecond ?? d.bucketPerSecond, options.bucketBurst ?? d.bucketBurst, options.clock ?? realClock),
+    new TokenBucketRateLimiter(
+      options.bucketPerSecond ?? d.bucketPerSecond,
+      options.bucketBurst ?? d.bucketBurst,
+      options.clock ?? realClock,
+    ),
   );
 }

@@ -6,20 +6,28 @@ import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./labe
 /** An informer's cache as the read cache sees it, filled by hand (a watch that lags). */
 export function fakeInformer() {
   const objects = new Map<string, KubeObject>();
-  const handlers: { add?: (object: KubeObject) => void; update?: (old: KubeObject, object: KubeObject) => void; delete?: (object: KubeObject) => void }[] = [];
+  const handlers: {
+    add?: (object: KubeObject) => void;
+    update?: (old: KubeObject, object: KubeObject) => void;
+    delete?: (object: KubeObject) => void;
+  }[] = [];
   return {
     objects,
     addHandlers: (added: (typeof handlers)[number]) => void handlers.push(added),
     resourceVersion: "1" as string | undefined,
     hasSynced: () => true,
-    get: (keyOrNamespace: string | undefined, name?: string) => objects.get(name === undefined ? (keyOrNamespace ?? "") : keyOrNamespace === undefined ? name : `${keyOrNamespace}/${name}`),
-    list: ({ namespace, labelSelector = [] }: { namespace?: string; labelSelector?: readonly LabelRequirement[] } = {}) => [...objects.values()].filter((o) => o.metadata?.namespace === namespace && matchesLabels(labelSelector, o.metadata?.labels)),
+    get: (keyOrNamespace: string | undefined, name?: string) =>
+      objects.get(name === undefined ? (keyOrNamespace ?? "") : keyOrNamespace === undefined ? name : `${keyOrNamespace}/${name}`),
+    list: ({ namespace, labelSelector = [] }: { namespace?: string; labelSelector?: readonly LabelRequirement[] } = {}) =>
+      [...objects.values()].filter((o) => o.metadata?.namespace === namespace && matchesLabels(labelSelector, o.metadata?.labels)),
     put(object: KubeObject) {
       const key = object.metadata!.namespace ? `${object.metadata!.namespace}/${object.metadata!.name}` : object.metadata!.name!;
       const old = objects.get(key);
       objects.set(key, object);
       this.resourceVersion = object.metadata!.resourceVersion;
-      for (const h of handlers) if (old) h.update?.(old, object); else h.add?.(object);
+      for (const h of handlers)
+        if (old) h.update?.(old, object);
+        else h.add?.(object);
     },
     /** The watch delivers the delete of `key`. */
     remove(key: string) {
@@ -46,8 +54,11 @@ export function fakeServer() {
     list: async <T = KubeObject>(_type: unknown, namespace: string | undefined, query: { labelSelector?: string } = {}) => {
       reads.push("list");
       const requirements = parseLabelSelector(query.labelSelector ?? "");
-      return { items: [...objects.values()].filter((o) => o.metadata?.namespace === namespace && matchesLabels(requirements, o.metadata?.labels)) as T[] };
+      return {
+        items: [...objects.values()].filter(
+          (o) => o.metadata?.namespace === namespace && matchesLabels(requirements, o.metadata?.labels),
+        ) as T[],
+      };
     },
   };
 }
-

@@ -7,7 +7,9 @@ import { fakeInformer, fakeServer } from "./read-cache.test-support.js";
 import { atLeast, newestResourceVersion, ReadCache, watchedByName } from "./read-cache.js";
 import { recordingWrites } from "./recorded-writes.js";
 
-const secret = (name: string, resourceVersion: string): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels: { app: "x" } } });
+const secret = (name: string, resourceVersion: string): KubeObject => ({
+  metadata: { namespace: "ns", name, resourceVersion, labels: { app: "x" } },
+});
 
 describe("the read cache", () => {
   it("reads an own write live until the cache shows it, then from the cache", async () => {
@@ -34,7 +36,9 @@ describe("the read cache", () => {
   it("drops an expectation as soon as the type's own cache shows the write or the delete, without a read; a named cache of the type does not", async () => {
     const informer = fakeInformer();
     const named = fakeInformer();
-    const cache = new ReadCache(fakeServer()).add(builtinTypes.secret, { informer }).add(builtinTypes.secret, { informer: named, scoped: true }, "other");
+    const cache = new ReadCache(fakeServer())
+      .add(builtinTypes.secret, { informer })
+      .add(builtinTypes.secret, { informer: named, scoped: true }, "other");
     cache.wrote(builtinTypes.secret, secret("a", "9"));
     informer.put(secret("b", "10"));
     named.put(secret("a", "9"));
@@ -87,7 +91,9 @@ describe("the read cache", () => {
     const informer = fakeInformer();
     const server = fakeServer();
     const cache = new ReadCache(server).add(builtinTypes.secret, { informer });
-    const labelled = (name: string, resourceVersion: string, labels: Record<string, string>): KubeObject => ({ metadata: { namespace: "ns", name, resourceVersion, labels } });
+    const labelled = (name: string, resourceVersion: string, labels: Record<string, string>): KubeObject => ({
+      metadata: { namespace: "ns", name, resourceVersion, labels },
+    });
     informer.put(labelled("state-a", "2", { suffix: "a" }));
     informer.put(labelled("retained-b", "3", { suffix: "b", retained: "uid" }));
     // Writes the cache has not shown yet: another object's Secret, and b's that drops the label a list of b's retained Secrets selects.
@@ -106,8 +112,12 @@ describe("the read cache", () => {
     const cache = new ReadCache(server).add(builtinTypes.secret, { informer, scoped: true });
     informer.put(secret("s", "10"));
     server.objects.set("ns/s", secret("s", "12"));
-    expect((await cache.list(builtinTypes.secret, "ns", "app=x", { inScope: true, freshAsOf: "11" }))[0]?.metadata?.resourceVersion).toBe("12");
-    expect((await cache.list(builtinTypes.secret, "ns", "app=x", { inScope: true, freshAsOf: "10" }))[0]?.metadata?.resourceVersion).toBe("10");
+    expect((await cache.list(builtinTypes.secret, "ns", "app=x", { inScope: true, freshAsOf: "11" }))[0]?.metadata?.resourceVersion).toBe(
+      "12",
+    );
+    expect((await cache.list(builtinTypes.secret, "ns", "app=x", { inScope: true, freshAsOf: "10" }))[0]?.metadata?.resourceVersion).toBe(
+      "10",
+    );
     expect(server.reads).toEqual(["list"]);
   });
 
@@ -123,11 +133,13 @@ describe("the read cache", () => {
   it("serves a read that asks for it from a watch of its own object, started on the first read, live until that watch synced", async () => {
     const server = fakeServer();
     const watches = new Map<string, ReturnType<typeof fakeInformer>>();
-    const cache = new ReadCache(server).add(builtinTypes.secret, { informer: fakeInformer(), scoped: true }).watchByName(builtinTypes.secret, (namespace, name) => {
-      let watch = watches.get(`${namespace}/${name}`);
-      if (!watch) watches.set(`${namespace}/${name}`, (watch = { ...fakeInformer(), hasSynced: () => false }));
-      return watch;
-    });
+    const cache = new ReadCache(server)
+      .add(builtinTypes.secret, { informer: fakeInformer(), scoped: true })
+      .watchByName(builtinTypes.secret, (namespace, name) => {
+        let watch = watches.get(`${namespace}/${name}`);
+        if (!watch) watches.set(`${namespace}/${name}`, (watch = { ...fakeInformer(), hasSynced: () => false }));
+        return watch;
+      });
     server.objects.set("ns/source", secret("source", "4"));
     expect((await cache.get(builtinTypes.secret, "ns", "source", { cache: watchedByName }))?.metadata?.resourceVersion).toBe("4");
     expect([...watches.keys()]).toEqual(["ns/source"]);
@@ -165,11 +177,14 @@ describe("recorded writes", () => {
       calls,
       get: async (type: ResourceType, namespace: string | undefined, name: string) => answer("get", type, namespace, name),
       list: async (type: ResourceType) => (calls.push(`list ${type.plural}`), { items: [] }),
-      create: async (type: ResourceType, namespace: string | undefined, body: KubeObject) => answer("create", type, namespace, body.metadata!.name!),
+      create: async (type: ResourceType, namespace: string | undefined, body: KubeObject) =>
+        answer("create", type, namespace, body.metadata!.name!),
       replace: async (type: ResourceType, namespace: string | undefined, name: string) => answer("replace", type, namespace, name),
       patch: patch ?? (async (type: ResourceType, namespace: string | undefined, name: string) => answer("patch", type, namespace, name)),
       patchStatus: async (type: ResourceType, namespace: string | undefined, name: string) => answer("patchStatus", type, namespace, name),
-      delete: async (type: ResourceType, _namespace: string | undefined, name: string) => (calls.push(`delete ${type.plural} ${name}`), { status: "Success" }),
+      delete: async (type: ResourceType, _namespace: string | undefined, name: string) => (
+        calls.push(`delete ${type.plural} ${name}`), { status: "Success" }
+      ),
     };
     return client as unknown as KubeApi & { calls: string[] };
   }
@@ -193,13 +208,23 @@ describe("recorded writes", () => {
     // Each is met by its own type's cache showing the written resourceVersion, and by nothing else.
     informers[0]!.put({ metadata: { namespace: "ns", name: "j", resourceVersion: "6" } });
     expect(cache.pendingExpectations).toBe(4);
-    types.forEach((_type, index) => informers[index]!.put({ metadata: { namespace: "ns", name: ["s", "j", "rb", "t"][index]!, resourceVersion: "6" } }));
+    types.forEach((_type, index) =>
+      informers[index]!.put({ metadata: { namespace: "ns", name: ["s", "j", "rb", "t"][index]!, resourceVersion: "6" } }),
+    );
     expect(cache.pendingExpectations).toBe(0);
     await recorded.delete(builtinTypes.job, "ns", "j", { propagationPolicy: "Background" });
     expect(cache.pendingExpectations).toBe(1);
     informers[1]!.remove("ns/j");
     expect(cache.pendingExpectations).toBe(0);
-    expect(client.calls).toEqual(["get secrets read", "list jobs", "create secrets s", "patch jobs j", "replace rolebindings rb", "patchStatus things t", "delete jobs j"]);
+    expect(client.calls).toEqual([
+      "get secrets read",
+      "list jobs",
+      "create secrets s",
+      "patch jobs j",
+      "replace rolebindings rb",
+      "patchStatus things t",
+      "delete jobs j",
+    ]);
   });
 
   it("record nothing for a write that fails", async () => {

@@ -18,7 +18,8 @@ export function typeKey(type: Pick<ResourceType, "group" | "plural">): string {
 /** A cache of one type; a `scoped` one (label- or field-selected) holds only some objects of its type. */
 export interface CacheSource {
   /** `listedCurrentScope`: an informer whose label selector changes (the held shards) is read live while it relists. */
-  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion"> & Partial<Pick<Informer<KubeObject>, "listedCurrentScope" | "addHandlers">>;
+  informer: Pick<Informer<KubeObject>, "get" | "list" | "hasSynced" | "resourceVersion"> &
+    Partial<Pick<Informer<KubeObject>, "listedCurrentScope" | "addHandlers">>;
   scoped?: boolean;
 }
 
@@ -57,7 +58,10 @@ export function atLeast(seen: string | undefined, written: string | undefined): 
 
 /** The newest of some resourceVersions (undefined when none is given). */
 export function newestResourceVersion(versions: readonly (string | undefined)[]): string | undefined {
-  return versions.reduce<string | undefined>((newest, version) => (version !== undefined && (newest === undefined || atLeast(version, newest)) ? version : newest), undefined);
+  return versions.reduce<string | undefined>(
+    (newest, version) => (version !== undefined && (newest === undefined || atLeast(version, newest)) ? version : newest),
+    undefined,
+  );
 }
 
 /** The cache name of reads served by a watch of their own object (`cache: watchedByName`). */
@@ -89,7 +93,12 @@ export class ReadCache {
   add(type: ResourceType, source: CacheSource, name?: string): this {
     this.#sources.set(name ? `${typeKey(type)}@${name}` : typeKey(type), source);
     // The type's own cache drops an expectation as soon as it shows the write (controller-runtime's way), so reads never walk met ones.
-    if (!name) source.informer.addHandlers?.({ add: (object) => this.#shown(type, object, false), update: (_old, object) => this.#shown(type, object, false), delete: (object) => this.#shown(type, object, true) });
+    if (!name)
+      source.informer.addHandlers?.({
+        add: (object) => this.#shown(type, object, false),
+        update: (_old, object) => this.#shown(type, object, false),
+        delete: (object) => this.#shown(type, object, true),
+      });
     return this;
   }
 
@@ -119,7 +128,12 @@ export class ReadCache {
   wrote(type: Pick<ResourceType, "group" | "plural">, object: KubeObject | undefined): void {
     const meta = object?.metadata;
     if (!meta?.name) return;
-    this.#expect(type, meta.namespace, meta.name, { ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}), ...(meta.labels ? { labels: meta.labels } : {}), deleted: false, until: this.#now() + expectationTtlMillis });
+    this.#expect(type, meta.namespace, meta.name, {
+      ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
+      ...(meta.labels ? { labels: meta.labels } : {}),
+      deleted: false,
+      until: this.#now() + expectationTtlMillis,
+    });
   }
 
   /** Records an own delete. */
@@ -140,7 +154,12 @@ export class ReadCache {
    * see: the object `name`, or those a list's label selector matches as written or as cached (a
    * write neither matches changes nothing the list returns). Met expectations are dropped.
    */
-  #caughtUp(type: ResourceType, source: CacheSource, namespace: string | undefined, read: { name: string } | { requirements: readonly LabelRequirement[] }): boolean {
+  #caughtUp(
+    type: ResourceType,
+    source: CacheSource,
+    namespace: string | undefined,
+    read: { name: string } | { requirements: readonly LabelRequirement[] },
+  ): boolean {
     const byObject = this.#expected.get(typeKey(type));
     if (!byObject || byObject.size === 0) return true;
     const now = this.#now();
@@ -164,7 +183,11 @@ export class ReadCache {
       const keyNamespace = slash < 0 ? undefined : key.slice(0, slash);
       if (keyNamespace !== namespace) continue;
       const cached = source.informer.get(key);
-      if (!matchesLabels(read.requirements, expectation.labels ?? {}) && !(cached && matchesLabels(read.requirements, cached.metadata?.labels))) continue;
+      if (
+        !matchesLabels(read.requirements, expectation.labels ?? {}) &&
+        !(cached && matchesLabels(read.requirements, cached.metadata?.labels))
+      )
+        continue;
       if (metBy(expectation, cached)) byObject.delete(key);
       else caughtUp = false;
     }
@@ -179,7 +202,12 @@ export class ReadCache {
   }
 
   /** The object, from the cache when it can answer, else live; undefined when it does not exist. */
-  async get<T = KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: CachedReadOptions = {}): Promise<T | undefined> {
+  async get<T = KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: CachedReadOptions = {},
+  ): Promise<T | undefined> {
     const source = this.#source(type, options) ?? this.#objectSource(type, options, namespace, name);
     if (source && this.#caughtUp(type, source, namespace, { name })) {
       const cached = source.informer.get(namespace, name);
@@ -190,7 +218,9 @@ export class ReadCache {
       }
     }
     this.counts.live++;
-    return (this.#live.get<KubeObject>(type, namespace, name) as Promise<unknown> as Promise<T>).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+    return (this.#live.get<KubeObject>(type, namespace, name) as Promise<unknown> as Promise<T>).catch((error: unknown) =>
+      isNotFound(error) ? undefined : Promise.reject(error),
+    );
   }
 
   /** The synced watch of the one object read, when the read asks for one; its absence there is an answer. */

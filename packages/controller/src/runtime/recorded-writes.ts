@@ -17,8 +17,10 @@ export function recordingWrites(client: KubeApi, cache: ReadCache): KubeApi {
     list: (type, namespace, query, options) => client.list(type, namespace, query, options),
     create: async (type, namespace, body, options) => wrote(type, await client.create(type, namespace, body, options)),
     replace: async (type, namespace, name, body, options) => wrote(type, await client.replace(type, namespace, name, body, options)),
-    patch: async (type, namespace, name, patch, patchType, options) => wrote(type, await client.patch(type, namespace, name, patch, patchType, options)),
-    patchStatus: async (type, namespace, name, patch, patchType, options) => wrote(type, await client.patchStatus(type, namespace, name, patch, patchType, options)),
+    patch: async (type, namespace, name, patch, patchType, options) =>
+      wrote(type, await client.patch(type, namespace, name, patch, patchType, options)),
+    patchStatus: async (type, namespace, name, patch, patchType, options) =>
+      wrote(type, await client.patchStatus(type, namespace, name, patch, patchType, options)),
     delete: async (type, namespace, name, body, options) => {
       const answer = await client.delete(type, namespace, name, body, options);
       cache.deleted(type, namespace, name);

@@ -85,7 +85,8 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMillis =
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMillis} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMillis} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

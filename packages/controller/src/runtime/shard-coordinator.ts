@@ -15,7 +15,14 @@ import { realClock, sleep, type Clock } from "./clock.js";
 import { isConflict, isNotFound } from "./api-errors.js";
 import { defaultIdentity, LeaderElector, type Lease } from "./leader-election.js";
 import { microTime, type KubeClient } from "./kube-client.js";
-import { leaseExpired, planShardClaims, shardLeaseName, shardMemberLeaseName, shardMemberLeasePrefix, type ObservedShardLease } from "./shards.js";
+import {
+  leaseExpired,
+  planShardClaims,
+  shardLeaseName,
+  shardMemberLeaseName,
+  shardMemberLeasePrefix,
+  type ObservedShardLease,
+} from "./shards.js";
 
 export interface ShardCoordinatorOptions {
   client: KubeClient;
@@ -63,7 +70,9 @@ export class ShardCoordinator {
     this.identity = options.identity ?? defaultIdentity();
     this.#clock = options.clock ?? realClock;
     this.#log = options.logger.child({ shards: options.shards, identity: this.identity });
-    this.#startAt = Number.parseInt(shardMemberLeaseName(this.identity).slice(shardMemberLeasePrefix.length, shardMemberLeasePrefix.length + 8), 16) % options.shards;
+    this.#startAt =
+      Number.parseInt(shardMemberLeaseName(this.identity).slice(shardMemberLeasePrefix.length, shardMemberLeasePrefix.length + 8), 16) %
+      options.shards;
   }
 
   /** The shards this replica holds now. */
@@ -103,10 +112,15 @@ export class ShardCoordinator {
     for (const lease of items) {
       const name = lease.metadata?.name ?? "";
       const seen = this.#observe(name, lease, now);
-      const observed: ObservedShardLease = { holder: lease.spec?.holderIdentity ?? "", unchangedSinceMillis: seen.at, durationMillis: (lease.spec?.leaseDurationSeconds ?? 0) * 1000 };
+      const observed: ObservedShardLease = {
+        holder: lease.spec?.holderIdentity ?? "",
+        unchangedSinceMillis: seen.at,
+        durationMillis: (lease.spec?.leaseDurationSeconds ?? 0) * 1000,
+      };
       if (name.startsWith(shardMemberLeasePrefix)) {
         if (observed.holder === this.identity || !leaseExpired(observed, now)) liveReplicas++;
-        else if (now - seen.at >= staleMemberDurations * observed.durationMillis) await this.#o.client.delete(builtinTypes.lease, this.#o.namespace, name).catch(() => undefined);
+        else if (now - seen.at >= staleMemberDurations * observed.durationMillis)
+          await this.#o.client.delete(builtinTypes.lease, this.#o.namespace, name).catch(() => undefined);
         continue;
       }
       const index = shardIndexOf(name, this.#o.shards);
@@ -115,10 +129,20 @@ export class ShardCoordinator {
     const campaigning = new Set([...this.#claims.keys()].filter((index) => !this.#held.has(index)));
     for (const [index, at] of this.#releasedAt) if (now - at >= 2 * this.#o.leaseDurationMillis) this.#releasedAt.delete(index);
     const recentlyReleased = new Set(this.#releasedAt.keys());
-    const plan = planShardClaims({ shards: this.#o.shards, liveReplicas: Math.max(1, liveReplicas), held: this.#held, campaigning, leases: shardLeases, startAt: this.#startAt, recentlyReleased, now });
+    const plan = planShardClaims({
+      shards: this.#o.shards,
+      liveReplicas: Math.max(1, liveReplicas),
+      held: this.#held,
+      campaigning,
+      leases: shardLeases,
+      startAt: this.#startAt,
+      recentlyReleased,
+      now,
+    });
     // The first round only announces this replica: replicas starting together then count each other before claiming.
     if (this.#rounds++ === 0) plan.campaign = [];
-    if (plan.release.length > 0 || plan.campaign.length > 0) this.#log.info({ liveReplicas, held: [...this.#held], ...plan }, "rebalancing shards");
+    if (plan.release.length > 0 || plan.campaign.length > 0)
+      this.#log.info({ liveReplicas, held: [...this.#held], ...plan }, "rebalancing shards");
     await Promise.all([...plan.release, ...plan.abandon].map((index) => this.#endClaim(index)));
     for (const index of plan.campaign) this.#startClaim(index, this.#seen.get(shardLeaseName(index)));
   }
@@ -126,17 +150,32 @@ export class ShardCoordinator {
   /** Creates or renews this replica's member Lease (same duration as the shard Leases). */
   async #renewMembership(stop: AbortSignal): Promise<void> {
     const name = shardMemberLeaseName(this.identity);
-    const spec = { holderIdentity: this.identity, leaseDurationSeconds: Math.round(this.#o.leaseDurationMillis / 1000), renewTime: microTime(this.#clock.now()) };
+    const spec = {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: Math.round(this.#o.leaseDurationMillis / 1000),
+      renewTime: microTime(this.#clock.now()),
+    };
     const options = { signal: stop, timeoutMillis: Math.max(this.#o.renewDeadlineMillis / 2, 1000) };
     try {
       const current = await this.#o.client.get<Lease>(builtinTypes.lease, this.#o.namespace, name, options);
-      await this.#o.client.replace<Lease>(builtinTypes.lease, this.#o.namespace, name, { ...current, spec: { ...current.spec, ...spec } }, options);
+      await this.#o.client.replace<Lease>(
+        builtinTypes.lease,
+        this.#o.namespace,
+        name,
+        { ...current, spec: { ...current.spec, ...spec } },
+        options,
+      );
     } catch (error) {
       if (!isNotFound(error)) {
         if (isConflict(error)) return;
         throw error;
       }
-      await this.#o.client.create<Lease>(builtinTypes.lease, this.#o.namespace, { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace: this.#o.namespace }, spec }, options);
+      await this.#o.client.create<Lease>(
+        builtinTypes.lease,
+        this.#o.namespace,
+        { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace: this.#o.namespace }, spec },
+        options,
+      );
     }
   }
 

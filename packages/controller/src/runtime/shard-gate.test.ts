@@ -7,7 +7,10 @@ import { ShardGate } from "./shard-gate.js";
 
 const object = (name: string, shard: number): KubeObject => ({ metadata: { namespace: "ns", name, labels: { shard: String(shard) } } });
 const objects = [object("a", 0), object("b", 1), object("c", 1)];
-const informer = { get: (key: string) => objects.find((o) => `ns/${o.metadata!.name}` === key), list: () => objects } as unknown as Informer<KubeObject>;
+const informer = {
+  get: (key: string) => objects.find((o) => `ns/${o.metadata!.name}` === key),
+  list: () => objects,
+} as unknown as Informer<KubeObject>;
 const gateOf = () => new ShardGate((o) => Number(o.metadata?.labels?.shard));
 
 function controller(reconciled: string[]): Controller {
@@ -15,7 +18,12 @@ function controller(reconciled: string[]): Controller {
     name: "thing",
     kind: "Thing",
     concurrency: 1,
-    watches: [{ type: { group: "", version: "v1", plural: "things", kind: "Thing", namespaced: true }, map: (o) => [`ns/${o.metadata!.name}`, "ns/gone"] }],
+    watches: [
+      {
+        type: { group: "", version: "v1", plural: "things", kind: "Thing", namespaced: true },
+        map: (o) => [`ns/${o.metadata!.name}`, "ns/gone"],
+      },
+    ],
     reconcile: async (key) => void reconciled.push(key),
   };
 }
@@ -40,9 +48,15 @@ describe("ShardGate", () => {
 
   it("enqueues every cached object of a shard it gains, and forgets those of a shard it gives up", () => {
     const forgotten: string[] = [];
-    const gate = new ShardGate((o) => Number(o.metadata?.labels?.shard), (kind, o) => forgotten.push(`${kind} ${o.metadata!.name}`));
+    const gate = new ShardGate(
+      (o) => Number(o.metadata?.labels?.shard),
+      (kind, o) => forgotten.push(`${kind} ${o.metadata!.name}`),
+    );
     const added: string[] = [];
-    gate.attach({ controller: { kind: "Thing" }, queue: { add: (key: string) => added.push(key) } } as unknown as ControllerRunner, informer);
+    gate.attach(
+      { controller: { kind: "Thing" }, queue: { add: (key: string) => added.push(key) } } as unknown as ControllerRunner,
+      informer,
+    );
     gate.gained(1);
     expect(added).toEqual(["ns/b", "ns/c"]);
     gate.gained(0);

@@ -41,7 +41,10 @@ export class ShardGate {
     return {
       ...controller,
       needsLeaderElection: false,
-      watches: controller.watches.map((watch) => ({ ...watch, map: (object, event, oldObject) => watch.map(object, event, oldObject).filter(held) })),
+      watches: controller.watches.map((watch) => ({
+        ...watch,
+        map: (object, event, oldObject) => watch.map(object, event, oldObject).filter(held),
+      })),
       reconcile: async (key, context) => (held(key) ? controller.reconcile(key, context) : undefined),
     };
   }

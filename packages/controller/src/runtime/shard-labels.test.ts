@@ -6,15 +6,31 @@ import type { KubeObject, ResourceType } from "./kube-client.js";
 import { shardLabelMetadata, ShardLabeller } from "./shard-labels.js";
 
 const label = "captf.io/shard";
-const type: ResourceType = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", plural: "terraformmachines", kind: "TerraformMachine", namespaced: true };
+const type: ResourceType = {
+  group: "infrastructure.cluster.x-k8s.io",
+  version: "v1alpha1",
+  plural: "terraformmachines",
+  kind: "TerraformMachine",
+  namespaced: true,
+};
 /** An object of cluster `cluster` (its shard is the cluster's number), labelled `value` when given. */
-const object = (name: string, cluster: number, value?: string): KubeObject => ({ metadata: { namespace: "ns", name, labels: { cluster: String(cluster), ...(value !== undefined ? { [label]: value } : {}) } } });
+const object = (name: string, cluster: number, value?: string): KubeObject => ({
+  metadata: { namespace: "ns", name, labels: { cluster: String(cluster), ...(value !== undefined ? { [label]: value } : {}) } },
+});
 
 /** An informer that only holds objects and calls its handlers. */
 function fakeInformer(objects: KubeObject[] = []) {
   const handlers: InformerHandlers<KubeObject>[] = [];
-  const informer = { type, list: () => objects, addHandlers: (h: InformerHandlers<KubeObject>) => void handlers.push(h) } as unknown as Informer<KubeObject>;
-  return { informer, add: (o: KubeObject) => handlers.forEach((h) => h.add?.(o, { initialList: false })), update: (o: KubeObject) => handlers.forEach((h) => h.update?.(o, o, { resync: false })) };
+  const informer = {
+    type,
+    list: () => objects,
+    addHandlers: (h: InformerHandlers<KubeObject>) => void handlers.push(h),
+  } as unknown as Informer<KubeObject>;
+  return {
+    informer,
+    add: (o: KubeObject) => handlers.forEach((h) => h.add?.(o, { initialList: false })),
+    update: (o: KubeObject) => handlers.forEach((h) => h.update?.(o, o, { resync: false })),
+  };
 }
 
 function labellerOf(held: Set<number>, failWith?: unknown) {
@@ -85,7 +101,26 @@ describe("ShardLabeller", () => {
   });
 
   it("caches of an unassigned object what its shard is computed from", () => {
-    const full = { apiVersion: "v1", kind: "TerraformMachine", metadata: { name: "a", namespace: "ns", uid: "u", resourceVersion: "3", labels: { x: "y" }, ownerReferences: [], managedFields: [{}], annotations: { big: "…" } }, spec: { a: 1 }, status: { b: 2 } };
-    expect(shardLabelMetadata(full as KubeObject)).toEqual({ apiVersion: "v1", kind: "TerraformMachine", metadata: { name: "a", namespace: "ns", uid: "u", resourceVersion: "3", labels: { x: "y" }, ownerReferences: [] } });
+    const full = {
+      apiVersion: "v1",
+      kind: "TerraformMachine",
+      metadata: {
+        name: "a",
+        namespace: "ns",
+        uid: "u",
+        resourceVersion: "3",
+        labels: { x: "y" },
+        ownerReferences: [],
+        managedFields: [{}],
+        annotations: { big: "…" },
+      },
+      spec: { a: 1 },
+      status: { b: 2 },
+    };
+    expect(shardLabelMetadata(full as KubeObject)).toEqual({
+      apiVersion: "v1",
+      kind: "TerraformMachine",
+      metadata: { name: "a", namespace: "ns", uid: "u", resourceVersion: "3", labels: { x: "y" }, ownerReferences: [] },
+    });
   });
 });

@@ -32,7 +32,11 @@ export interface ShardLabellerOptions {
 /** What the unassigned informers cache of an object: what its shard and its label are computed from. */
 export function shardLabelMetadata<T extends KubeObject>(object: T): T {
   const { name, namespace, labels, ownerReferences, resourceVersion, uid } = object.metadata ?? {};
-  return { apiVersion: object.apiVersion, kind: object.kind, metadata: { name, namespace, labels, ownerReferences, resourceVersion, uid } } as T;
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name, namespace, labels, ownerReferences, resourceVersion, uid },
+  } as T;
 }
 
 export class ShardLabeller {
@@ -91,11 +95,18 @@ export class ShardLabeller {
         () => {
           this.#written.set(objectId, source);
           this.written++;
-          this.#o.logger.info({ kind: type.kind, key: objectKey(object), to: value, ...(from !== undefined ? { from } : {}) }, "labelled with its shard");
+          this.#o.logger.info(
+            { kind: type.kind, key: objectKey(object), to: value, ...(from !== undefined ? { from } : {}) },
+            "labelled with its shard",
+          );
         },
         (error: unknown) => {
           // Gone: nothing to label. Anything else: the next event or relist of the object tries again.
-          if (!isNotFound(error)) this.#o.logger.warn({ err: error, kind: type.kind, key: objectKey(object), to: value }, "labelling an object with its shard failed");
+          if (!isNotFound(error))
+            this.#o.logger.warn(
+              { err: error, kind: type.kind, key: objectKey(object), to: value },
+              "labelling an object with its shard failed",
+            );
         },
       )
       .finally(() => this.#writing.delete(id));

@@ -2,12 +2,26 @@
 import { describe, expect, it } from "@jest/globals";
 import { shardIndexOf } from "./shard-coordinator.js";
 import { matchesLabels, parseLabelSelector } from "./label-selector.js";
-import { andSelectors, heldShardsSelector, planShardClaims, shardLabelToWrite, shardLabelValue, shardMemberLeaseName, shardOf, shardShare, unassignedShardSelector, type ObservedShardLease, type ShardClaimFacts } from "./shards.js";
+import {
+  andSelectors,
+  heldShardsSelector,
+  planShardClaims,
+  shardLabelToWrite,
+  shardLabelValue,
+  shardMemberLeaseName,
+  shardOf,
+  shardShare,
+  unassignedShardSelector,
+  type ObservedShardLease,
+  type ShardClaimFacts,
+} from "./shards.js";
 
 describe("shardOf", () => {
   it("is stable and depends on namespace and cluster name only", () => {
     // Fixed values: a change of the hash would move every cluster of an upgraded manager.
-    expect([shardOf("default", "prod", 1000), shardOf("team-a", "prod", 1000), shardOf("default", "staging", 1000)]).toEqual([325, 463, 820]);
+    expect([shardOf("default", "prod", 1000), shardOf("team-a", "prod", 1000), shardOf("default", "staging", 1000)]).toEqual([
+      325, 463, 820,
+    ]);
     expect(shardOf("ns", "c", 1)).toBe(0);
   });
 
@@ -20,7 +34,12 @@ describe("shardOf", () => {
 
 describe("shard Lease names", () => {
   it("reads a shard index below the count only", () => {
-    expect([shardIndexOf("captf-shard-2", 3), shardIndexOf("captf-shard-3", 3), shardIndexOf(shardMemberLeaseName("a"), 3), shardIndexOf("captf-run-x", 3)]).toEqual([2, undefined, undefined, undefined]);
+    expect([
+      shardIndexOf("captf-shard-2", 3),
+      shardIndexOf("captf-shard-3", 3),
+      shardIndexOf(shardMemberLeaseName("a"), 3),
+      shardIndexOf("captf-run-x", 3),
+    ]).toEqual([2, undefined, undefined, undefined]);
     expect(shardMemberLeaseName("pod-a_1234")).toMatch(/^captf-shard-member-[0-9a-f]{16}$/);
   });
 });
@@ -29,20 +48,98 @@ describe("planShardClaims", () => {
   const now = 100_000;
   const live = (holder: string): ObservedShardLease => ({ holder, unchangedSinceMillis: now - 1_000, durationMillis: 15_000 });
   const expired = (holder: string): ObservedShardLease => ({ holder, unchangedSinceMillis: now - 15_000, durationMillis: 15_000 });
-  const facts = (over: Partial<ShardClaimFacts>): ShardClaimFacts => ({ shards: 3, liveReplicas: 1, held: new Set(), campaigning: new Set(), leases: new Map(), startAt: 0, now, ...over });
+  const facts = (over: Partial<ShardClaimFacts>): ShardClaimFacts => ({
+    shards: 3,
+    liveReplicas: 1,
+    held: new Set(),
+    campaigning: new Set(),
+    leases: new Map(),
+    startAt: 0,
+    now,
+    ...over,
+  });
 
   it("shares ceil(shards / replicas)", () => {
     expect([shardShare(3, 1), shardShare(3, 2), shardShare(3, 3), shardShare(3, 5), shardShare(3, 0)]).toEqual([3, 2, 1, 1, 3]);
   });
 
   it.each([
-    ["alone, nothing held: campaign for every shard from its start", facts({ startAt: 1 }), { release: [], campaign: [1, 2, 0], abandon: [] }],
-    ["three replicas, holding all: release the two highest", facts({ liveReplicas: 3, held: new Set([0, 1, 2]), leases: new Map([[0, live("me")], [1, live("me")], [2, live("me")]]) }), { release: [1, 2], campaign: [], abandon: [] }],
-    ["a peer died (its Lease expired): take its shard", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, expired("c")]]) }), { release: [], campaign: [2], abandon: [] }],
-    ["a peer holds the free shard now: drop the campaign", facts({ liveReplicas: 2, held: new Set([0]), campaigning: new Set([2]), leases: new Map([[0, live("me")], [2, live("b")]]) }), { release: [], campaign: [1], abandon: [2] }],
-    ["share met: claim nothing, drop surplus campaigns", facts({ liveReplicas: 3, held: new Set([0]), campaigning: new Set([1]), leases: new Map([[0, live("me")]]) }), { release: [], campaign: [], abandon: [1] }],
-    ["a shard it just gave up is left to the others, even when a peer seems gone", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, live("")]]), recentlyReleased: new Set([2]) }), { release: [], campaign: [], abandon: [] }],
-    ["every other shard held by live peers: wait", facts({ liveReplicas: 2, held: new Set([0]), leases: new Map([[0, live("me")], [1, live("b")], [2, live("b")]]) }), { release: [], campaign: [], abandon: [] }],
+    [
+      "alone, nothing held: campaign for every shard from its start",
+      facts({ startAt: 1 }),
+      { release: [], campaign: [1, 2, 0], abandon: [] },
+    ],
+    [
+      "three replicas, holding all: release the two highest",
+      facts({
+        liveReplicas: 3,
+        held: new Set([0, 1, 2]),
+        leases: new Map([
+          [0, live("me")],
+          [1, live("me")],
+          [2, live("me")],
+        ]),
+      }),
+      { release: [1, 2], campaign: [], abandon: [] },
+    ],
+    [
+      "a peer died (its Lease expired): take its shard",
+      facts({
+        liveReplicas: 2,
+        held: new Set([0]),
+        leases: new Map([
+          [0, live("me")],
+          [1, live("b")],
+          [2, expired("c")],
+        ]),
+      }),
+      { release: [], campaign: [2], abandon: [] },
+    ],
+    [
+      "a peer holds the free shard now: drop the campaign",
+      facts({
+        liveReplicas: 2,
+        held: new Set([0]),
+        campaigning: new Set([2]),
+        leases: new Map([
+          [0, live("me")],
+          [2, live("b")],
+        ]),
+      }),
+      { release: [], campaign: [1], abandon: [2] },
+    ],
+    [
+      "share met: claim nothing, drop surplus campaigns",
+      facts({ liveReplicas: 3, held: new Set([0]), campaigning: new Set([1]), leases: new Map([[0, live("me")]]) }),
+      { release: [], campaign: [], abandon: [1] },
+    ],
+    [
+      "a shard it just gave up is left to the others, even when a peer seems gone",
+      facts({
+        liveReplicas: 2,
+        held: new Set([0]),
+        leases: new Map([
+          [0, live("me")],
+          [1, live("b")],
+          [2, live("")],
+        ]),
+        recentlyReleased: new Set([2]),
+      }),
+      { release: [], campaign: [], abandon: [] },
+    ],
+    [
+      "every other shard held by live peers: wait",
+      facts({
+        liveReplicas: 2,
+        held: new Set([0]),
+        leases: new Map([
+          [0, live("me")],
+          [1, live("b")],
+          [2, live("b")],
+        ]),
+      }),
+      { release: [], campaign: [], abandon: [] },
+    ],
   ] as const)("%s", (_name, input, expected) => {
     expect(planShardClaims(input)).toEqual(expected);
   });
@@ -64,12 +161,20 @@ describe("the shard label", () => {
   it("leaves to the unassigned selector what no shard informer of this count sees: no label, or another count's value", () => {
     const unassigned = unassignedShardSelector(label, 3);
     expect(unassigned).toBe("captf.io/shard notin (0,1,2)");
-    const objects: (Record<string, string> | undefined)[] = [undefined, {}, { other: "x" }, { [label]: "3" }, { [label]: "0" }, { [label]: "2" }];
+    const objects: (Record<string, string> | undefined)[] = [
+      undefined,
+      {},
+      { other: "x" },
+      { [label]: "3" },
+      { [label]: "0" },
+      { [label]: "2" },
+    ];
     expect(objects.map((labels) => matches(unassigned, labels))).toEqual([true, true, true, true, false, false]);
     // Every object is in exactly one of: the unassigned informer, or the shard informer of the shard its label names.
     for (const value of ["0", "1", "2", "3", "x"]) {
       const labels = { [label]: value };
-      const seenBy = [0, 1, 2].filter((index) => matches(heldShardsSelector(label, [index])!, labels)).length + (matches(unassigned, labels) ? 1 : 0);
+      const seenBy =
+        [0, 1, 2].filter((index) => matches(heldShardsSelector(label, [index])!, labels)).length + (matches(unassigned, labels) ? 1 : 0);
       expect([value, seenBy]).toEqual([value, 1]);
     }
   });

@@ -41,7 +41,11 @@ export interface DecodedState {
 export type StateReading =
   | { kind: "absent" }
   | { kind: "ok"; state: DecodedState }
-  | { kind: "unreadable"; reason: "StateInconsistent" | "StateCorrupt" | "StateEncrypted" | "StateTooLarge" | "StateLineageChanged"; message: string };
+  | {
+      kind: "unreadable";
+      reason: "StateInconsistent" | "StateCorrupt" | "StateEncrypted" | "StateTooLarge" | "StateLineageChanged";
+      message: string;
+    };
 
 const partPattern = /-part-(\d+)$/;
 
@@ -50,7 +54,11 @@ function unreadable(reason: Extract<StateReading, { kind: "unreadable" }>["reaso
 }
 
 /** Decodes the state Secrets of one backend suffix. Messages name Secrets and limits, never state content. */
-export function decodeStateSecrets(suffix: string, secrets: readonly StateSecret[], limits: StateLimits = defaultStateLimits): StateReading {
+export function decodeStateSecrets(
+  suffix: string,
+  secrets: readonly StateSecret[],
+  limits: StateLimits = defaultStateLimits,
+): StateReading {
   const baseName = stateSecretName(suffix);
   const mine = secrets.filter((secret) => secret.name === baseName || secret.name.startsWith(`${baseName}-part-`));
   if (mine.length === 0) return { kind: "absent" };
@@ -72,7 +80,8 @@ export function decodeStateSecrets(suffix: string, secrets: readonly StateSecret
   const chunks: Buffer[] = [];
   for (let index = 0; index <= parts.size; index++) {
     const secret = index === 0 ? base : parts.get(index);
-    if (!secret) return unreadable("StateInconsistent", `state chunk ${baseName}-part-${index} is missing (${parts.size} part Secrets found)`);
+    if (!secret)
+      return unreadable("StateInconsistent", `state chunk ${baseName}-part-${index} is missing (${parts.size} part Secrets found)`);
     const payload = secret.data?.tfstate;
     if (payload === undefined) return unreadable("StateInconsistent", `Secret ${secret.name} has no tfstate key`);
     chunks.push(Buffer.from(payload, "base64"));
@@ -100,7 +109,11 @@ export function decodeStateSecrets(suffix: string, secrets: readonly StateSecret
   if ("encryption_version" in document || "encrypted_data" in document) {
     return unreadable("StateEncrypted", `the state in ${baseName} is encrypted (OpenTofu state encryption); captf cannot read its outputs`);
   }
-  if (document.version !== 4) return unreadable("StateCorrupt", `the state in ${baseName} has format version ${JSON.stringify(document.version)}; captf reads version 4`);
+  if (document.version !== 4)
+    return unreadable(
+      "StateCorrupt",
+      `the state in ${baseName} has format version ${JSON.stringify(document.version)}; captf reads version 4`,
+    );
 
   const outputs: Record<string, unknown> = {};
   const rawOutputs = document.outputs;

@@ -12,8 +12,13 @@ const drill = fileURLToPath(new URL("../../../../bench/drills/output-documents.m
 const runs = { numRuns: 200, seed: 1717 };
 
 describe("fuzzed output documents and state Secrets", () => {
-  it.each(["decodeOutputs", "outputsFromState", "stateReader"] as const)("%s never throws and always answers a verdict with a message", async (name) => {
-    const { outputDocumentProperties } = (await import(drill)) as { outputDocumentProperties: (fc: unknown, subjects: unknown) => Record<string, fc.IProperty<unknown>> };
-    fc.assert(outputDocumentProperties(fc, { decodeOutputs, outputValuesFromState, decodeStateSecrets, stateSecretName })[name]!, runs);
-  });
+  it.each(["decodeOutputs", "outputsFromState", "stateReader"] as const)(
+    "%s never throws and always answers a verdict with a message",
+    async (name) => {
+      const { outputDocumentProperties } = (await import(drill)) as {
+        outputDocumentProperties: (fc: unknown, subjects: unknown) => Record<string, fc.IProperty<unknown>>;
+      };
+      fc.assert(outputDocumentProperties(fc, { decodeOutputs, outputValuesFromState, decodeStateSecrets, stateSecretName })[name]!, runs);
+    },
+  );
 });

@@ -21,19 +21,39 @@ export interface StateObservation {
  * written it), decodes it, and notes whether a deleted object retained it. API errors propagate;
  * the reconciler retries them.
  */
-export async function observeState(client: KubeApi, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits, cached?: { cache: ReadCache; freshAsOf: string | undefined }): Promise<StateObservation> {
+export async function observeState(
+  client: KubeApi,
+  namespace: string,
+  suffix: string,
+  limits: StateLimits = defaultStateLimits,
+  cached?: { cache: ReadCache; freshAsOf: string | undefined },
+): Promise<StateObservation> {
   const labelSelector = `${backendSuffixLabel}=${suffix}`;
   // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend labels every state Secret captf.io/managed.
-  const list = cached ? { items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true, ...(cached.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}) }) } : await client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector });
+  const list = cached
+    ? {
+        items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, {
+          inScope: true,
+          ...(cached.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}),
+        }),
+      }
+    : await client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector });
   const secrets = list.items.map((item) => ({
     name: item.metadata?.name ?? "",
     data: item.data,
     annotations: item.metadata?.annotations,
   }));
-  const retained = new Set(list.items.map((item) => item.metadata?.labels?.[labels.retainedFromUid]).filter((uid): uid is string => Boolean(uid)));
+  const retained = new Set(
+    list.items.map((item) => item.metadata?.labels?.[labels.retainedFromUid]).filter((uid): uid is string => Boolean(uid)),
+  );
   return { reading: decodeStateSecrets(suffix, secrets, limits), retainedFromUids: [...retained].sort(), secrets: list.items };
 }
 
-export async function readState(client: KubeApi, namespace: string, suffix: string, limits: StateLimits = defaultStateLimits): Promise<StateReading> {
+export async function readState(
+  client: KubeApi,
+  namespace: string,
+  suffix: string,
+  limits: StateLimits = defaultStateLimits,
+): Promise<StateReading> {
   return (await observeState(client, namespace, suffix, limits)).reading;
 }

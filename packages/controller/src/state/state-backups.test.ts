@@ -36,7 +36,14 @@ describe("backupSets", () => {
 });
 
 describe("backupsToPrune", () => {
-  const set = (serial: number, complete = true): BackupSet => ({ serial, names: [`b-${serial}`], complete, takenAt: "", bytes: 1, resources: 0 });
+  const set = (serial: number, complete = true): BackupSet => ({
+    serial,
+    names: [`b-${serial}`],
+    complete,
+    takenAt: "",
+    bytes: 1,
+    resources: 0,
+  });
 
   it("keeps the newest complete sets and the newest incomplete one", () => {
     expect(backupsToPrune([set(9, false), set(8), set(7, false), set(6), set(5)], 2)).toEqual(["b-7", "b-5"]);

@@ -42,10 +42,15 @@ export function backupSets(secrets: readonly V1Secret[]): BackupSet[] {
   }
   const sets: BackupSet[] = [];
   for (const [serial, members] of bySerial) {
-    const chunkOf = (secret: V1Secret) => Number(secret.metadata?.annotations?.[annotations.stateBackupChunk] ?? partPattern.exec(secret.metadata?.name ?? "")?.[1] ?? 0);
+    const chunkOf = (secret: V1Secret) =>
+      Number(secret.metadata?.annotations?.[annotations.stateBackupChunk] ?? partPattern.exec(secret.metadata?.name ?? "")?.[1] ?? 0);
     const ordered = [...members].sort((a, b) => chunkOf(a) - chunkOf(b));
     const expected = Number(ordered[0]?.metadata?.annotations?.[annotations.stateBackupChunks] ?? 0);
-    const complete = expected >= 1 && expected <= 32 && ordered.length === expected && ordered.every((secret, index) => chunkOf(secret) === index && secret.data?.tfstate !== undefined);
+    const complete =
+      expected >= 1 &&
+      expected <= 32 &&
+      ordered.length === expected &&
+      ordered.every((secret, index) => chunkOf(secret) === index && secret.data?.tfstate !== undefined);
     const first = ordered[0]!.metadata?.annotations ?? {};
     sets.push({
       serial,
@@ -100,7 +105,10 @@ function chunkIndex(secret: V1Secret): number {
  * Copies the state Secrets verbatim into a backup set; returns its Secrets' total compressed bytes, and
  * the Secrets as created (undefined when one existed already: then only a list tells what the set holds).
  */
-export async function takeStateBackup(client: KubeApi, request: BackupRequest): Promise<{ bytes: number; created: V1Secret[] | undefined }> {
+export async function takeStateBackup(
+  client: KubeApi,
+  request: BackupRequest,
+): Promise<{ bytes: number; created: V1Secret[] | undefined }> {
   const chunks = [...request.stateSecrets].sort((a, b) => chunkIndex(a) - chunkIndex(b));
   const digest = createHash("sha256");
   for (const chunk of chunks) digest.update(chunk.data?.tfstate ?? "");
@@ -129,7 +137,9 @@ export async function takeStateBackup(client: KubeApi, request: BackupRequest): 
       type: "Opaque",
       data: { tfstate: chunk.data?.tfstate ?? "" },
     };
-    const secret = await client.create(builtinTypes.secret, request.namespace, body).catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
+    const secret = await client
+      .create(builtinTypes.secret, request.namespace, body)
+      .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
     created = secret && created ? [...created, secret] : undefined;
     bytes += Buffer.from(chunk.data?.tfstate ?? "", "base64").length;
   }

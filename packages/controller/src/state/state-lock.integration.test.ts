@@ -20,7 +20,10 @@ describeWithTools(["etcd", "kube-apiserver"], "deleting the state lock Lease", (
   });
 
   const createLock = (suffix: string, holderIdentity?: string) =>
-    coordination.createNamespacedLease({ namespace, body: { metadata: { name: stateLockLeaseName(suffix), labels: { tfstate: "true" } }, spec: holderIdentity ? { holderIdentity } : {} } });
+    coordination.createNamespacedLease({
+      namespace,
+      body: { metadata: { name: stateLockLeaseName(suffix), labels: { tfstate: "true" } }, spec: holderIdentity ? { holderIdentity } : {} },
+    });
   const names = async () => (await coordination.listNamespacedLease({ namespace })).items.map((lease) => lease.metadata!.name);
 
   it("deletes a free lock and counts an absent one as gone", async () => {

@@ -4,11 +4,17 @@ import { isOwnRunnerPod, jobName, previousSchemeJobName } from "../jobs/build-jo
 import { judgeStateLock, lockInfoAnnotation, stateLockedMessage } from "./state-lock.js";
 
 const owner = { role: "machine" as const, name: "m1" };
-const request = { owner: { ...owner, namespace: "ns", uid: "u", clusterName: "c" }, op: "apply" as const, attempt: 2, inputsHash: "h2:abc" };
+const request = {
+  owner: { ...owner, namespace: "ns", uid: "u", clusterName: "c" },
+  op: "apply" as const,
+  attempt: 2,
+  inputsHash: "h2:abc",
+};
 const ownPod = `${jobName(request)}-x7k2p`;
 
 function lease(holder: string | undefined, info?: Record<string, string> | string): V1Lease {
-  const annotation: Record<string, string> = info === undefined ? {} : { [lockInfoAnnotation]: typeof info === "string" ? info : JSON.stringify(info) };
+  const annotation: Record<string, string> =
+    info === undefined ? {} : { [lockInfoAnnotation]: typeof info === "string" ? info : JSON.stringify(info) };
   return { metadata: { name: "lock-tfstate-default-x-m", annotations: annotation }, spec: holder ? { holderIdentity: holder } : {} };
 }
 const pod = (phase: string): V1Pod => ({ metadata: { name: ownPod }, status: { phase } });
@@ -37,16 +43,25 @@ describe("judgeStateLock", () => {
   });
 
   it("reports any holder but the object's own runner as foreign, with what the lock info says", () => {
-    const foreign = judgeStateLock(lease("id-1", { ID: "id-1", Operation: "OperationTypeApply", Who: "alice@laptop", Created: "2026-12-03T08:00:00Z" }), owner, undefined);
+    const foreign = judgeStateLock(
+      lease("id-1", { ID: "id-1", Operation: "OperationTypeApply", Who: "alice@laptop", Created: "2026-12-03T08:00:00Z" }),
+      owner,
+      undefined,
+    );
     expect(foreign).toEqual({ kind: "foreign", holder: "alice@laptop", operation: "OperationTypeApply", since: "2026-12-03T08:00:00Z" });
-    expect(stateLockedMessage(foreign as Extract<typeof foreign, { kind: "foreign" }>)).toMatch(/^the state lock is held by alice@laptop \(OperationTypeApply, since 2026-12-03T08:00:00Z\)/);
+    expect(stateLockedMessage(foreign as Extract<typeof foreign, { kind: "foreign" }>)).toMatch(
+      /^the state lock is held by alice@laptop \(OperationTypeApply, since 2026-12-03T08:00:00Z\)/,
+    );
     expect(judgeStateLock(lease("id-2", "not json"), owner, undefined)).toEqual({ kind: "foreign", holder: "id-2" });
   });
 
   it("leaves a lock of its own runner alone while the pod lives, terminating included", () => {
     const held = lease("id-3", { ID: "id-3", Who: `runner@${ownPod}` });
     expect(judgeStateLock(held, owner, pod("Running"))).toEqual({ kind: "alive", pod: ownPod });
-    expect(judgeStateLock(held, owner, { ...pod("Running"), metadata: { name: ownPod, deletionTimestamp: new Date() } })).toEqual({ kind: "alive", pod: ownPod });
+    expect(judgeStateLock(held, owner, { ...pod("Running"), metadata: { name: ownPod, deletionTimestamp: new Date() } })).toEqual({
+      kind: "alive",
+      pod: ownPod,
+    });
   });
 
   it("finds a lock of its own runner stale once the pod is gone or ended, and unlocks by the lock ID, else the holder", () => {
@@ -54,6 +69,9 @@ describe("judgeStateLock", () => {
     expect(judgeStateLock(held, owner, undefined)).toEqual({ kind: "stale", unlockId: "id-4", pod: ownPod });
     expect(judgeStateLock(held, owner, pod("Failed"))).toEqual({ kind: "stale", unlockId: "id-4", pod: ownPod });
     expect(judgeStateLock(held, owner, pod("Succeeded"))).toMatchObject({ kind: "stale" });
-    expect(judgeStateLock(lease("holder-5", { Who: `runner@${ownPod}` }), owner, undefined)).toMatchObject({ kind: "stale", unlockId: "holder-5" });
+    expect(judgeStateLock(lease("holder-5", { Who: `runner@${ownPod}` }), owner, undefined)).toMatchObject({
+      kind: "stale",
+      unlockId: "holder-5",
+    });
   });
 });

@@ -20,7 +20,12 @@ export type StateLockRemoval = { removed: true } | { removed: false; holder: str
  * the object's own dead runner. Read live, deleted with its uid and resourceVersion, so a lock taken
  * in between is never deleted.
  */
-export async function deleteFreeStateLock(client: KubeApi, namespace: string, suffix: string, staleLockId?: string): Promise<StateLockRemoval> {
+export async function deleteFreeStateLock(
+  client: KubeApi,
+  namespace: string,
+  suffix: string,
+  staleLockId?: string,
+): Promise<StateLockRemoval> {
   const name = stateLockLeaseName(suffix);
   const lease = await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, name));
   if (!lease) return { removed: true };
@@ -80,12 +85,22 @@ export function lockHoldingRunnerPod(lease: V1Lease | undefined, owner: { role: 
 }
 
 /** Classifies the lock, given its holder pod as read live when it is this object's runner. Pure. */
-export function judgeStateLock(lease: V1Lease | undefined, owner: { role: Role; name: string }, runnerPod: V1Pod | undefined): StateLockFinding {
+export function judgeStateLock(
+  lease: V1Lease | undefined,
+  owner: { role: Role; name: string },
+  runnerPod: V1Pod | undefined,
+): StateLockFinding {
   const holder = lease?.spec?.holderIdentity;
   if (!lease || !holder) return { kind: "free" };
   const info = parseLockInfo(lease);
   const pod = lockHoldingRunnerPod(lease, owner);
-  if (!pod) return { kind: "foreign", holder: info?.Who || holder, ...(info?.Operation ? { operation: info.Operation } : {}), ...(info?.Created ? { since: info.Created } : {}) };
+  if (!pod)
+    return {
+      kind: "foreign",
+      holder: info?.Who || holder,
+      ...(info?.Operation ? { operation: info.Operation } : {}),
+      ...(info?.Created ? { since: info.Created } : {}),
+    };
   // A terminating pod may still run the runtime inside its grace period: alive.
   const ended = !runnerPod || runnerPod.status?.phase === "Succeeded" || runnerPod.status?.phase === "Failed";
   return ended ? { kind: "stale", unlockId: info?.ID || holder, pod } : { kind: "alive", pod };
@@ -96,10 +111,17 @@ export function judgeStateLock(lease: V1Lease | undefined, owner: { role: Role; 
  * caches when given (the pod from a Pod cache that has seen the lock's write, so a runner pod that
  * took the lock is never missed and judged gone), else live.
  */
-export async function observeStateLock(clients: { client: KubeApi; cache?: ReadCache | undefined }, namespace: string, suffix: string, owner: { role: Role; name: string }): Promise<StateLockFinding> {
+export async function observeStateLock(
+  clients: { client: KubeApi; cache?: ReadCache | undefined },
+  namespace: string,
+  suffix: string,
+  owner: { role: Role; name: string },
+): Promise<StateLockFinding> {
   const { cache } = clients;
   const name = stateLockLeaseName(suffix);
-  const lease = cache ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true }) : await undefinedIfNotFound(clients.client.get<V1Lease>(builtinTypes.lease, namespace, name));
+  const lease = cache
+    ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true })
+    : await undefinedIfNotFound(clients.client.get<V1Lease>(builtinTypes.lease, namespace, name));
   const pod = lockHoldingRunnerPod(lease, owner);
   if (!pod) return judgeStateLock(lease, owner, undefined);
   const freshAsOf = lease?.metadata?.resourceVersion;

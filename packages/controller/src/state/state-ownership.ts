@@ -46,7 +46,13 @@ export function adoptionDue(jobInputsHash: string | undefined, baseInputsHash: s
 }
 
 /** Merge-patches one Secret's owner references (and annotations) as read; false when it changed meanwhile or is gone. */
-async function writeOwnership(client: KubeApi, namespace: string, secret: V1Secret, owner: StateOwner, notes?: Record<string, string>): Promise<boolean> {
+async function writeOwnership(
+  client: KubeApi,
+  namespace: string,
+  secret: V1Secret,
+  owner: StateOwner,
+  notes?: Record<string, string>,
+): Promise<boolean> {
   const references = secret.metadata?.ownerReferences ?? [];
   const owned = references.some((ref) => ref.uid === owner.uid);
   if (owned && !notes) return true;
@@ -62,7 +68,9 @@ async function writeOwnership(client: KubeApi, namespace: string, secret: V1Secr
 }
 
 function listState(client: KubeApi, namespace: string, suffix: string): Promise<V1Secret[]> {
-  return client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector: `${backendSuffixLabel}=${suffix}` }).then((list) => stateChunks(suffix, list.items));
+  return client
+    .list<V1Secret>(builtinTypes.secret, namespace, { labelSelector: `${backendSuffixLabel}=${suffix}` })
+    .then((list) => stateChunks(suffix, list.items));
 }
 
 /**
@@ -70,7 +78,13 @@ function listState(client: KubeApi, namespace: string, suffix: string): Promise<
  * `inputsHash` (read live; a Secret changed meanwhile is read again, three times at most). Returns whether
  * it adopted anything: false when there is no state or the base Secret already holds that hash.
  */
-export async function adoptState(client: KubeApi, namespace: string, suffix: string, owner: StateOwner, inputsHash: string): Promise<boolean> {
+export async function adoptState(
+  client: KubeApi,
+  namespace: string,
+  suffix: string,
+  owner: StateOwner,
+  inputsHash: string,
+): Promise<boolean> {
   const baseName = stateSecretName(suffix);
   for (let attempt = 0; attempt < 3; attempt++) {
     const chunks = await listState(client, namespace, suffix);
@@ -86,7 +100,13 @@ export async function adoptState(client: KubeApi, namespace: string, suffix: str
 }
 
 /** Re-owns the listed chunks that miss the owner's reference; returns the names written (a changed or deleted Secret waits for the next pass). */
-export async function repairStateOwnership(client: KubeApi, namespace: string, suffix: string, secrets: readonly V1Secret[], owner: StateOwner): Promise<string[]> {
+export async function repairStateOwnership(
+  client: KubeApi,
+  namespace: string,
+  suffix: string,
+  secrets: readonly V1Secret[],
+  owner: StateOwner,
+): Promise<string[]> {
   const repaired: string[] = [];
   for (const secret of chunksMissingOwner(suffix, secrets, owner.uid)) {
     if (await writeOwnership(client, namespace, secret, owner)) repaired.push(secret.metadata!.name!);

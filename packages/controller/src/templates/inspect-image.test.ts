@@ -4,18 +4,35 @@ import { mediaTypes, type Descriptor } from "@captf/contract/oci";
 import { ociArchitecture, pullSecretCredentials, selectPlatformManifest } from "./inspect-image.js";
 import { replacing } from "./template-controller.js";
 
-const manifest = (os: string, architecture: string, digest: string): Descriptor => ({ mediaType: mediaTypes.ociManifest, digest, size: 1, platform: { os, architecture } });
+const manifest = (os: string, architecture: string, digest: string): Descriptor => ({
+  mediaType: mediaTypes.ociManifest,
+  digest,
+  size: 1,
+  platform: { os, architecture },
+});
 
 describe("selectPlatformManifest", () => {
-  const attestation: Descriptor = { mediaType: mediaTypes.ociManifest, digest: "sha256:att", size: 1, platform: { os: "unknown", architecture: "unknown" } };
+  const attestation: Descriptor = {
+    mediaType: mediaTypes.ociManifest,
+    digest: "sha256:att",
+    size: 1,
+    platform: { os: "unknown", architecture: "unknown" },
+  };
   const windows = manifest("windows", "amd64", "sha256:win");
 
   it("picks the linux image of the manager's architecture", () => {
-    expect(selectPlatformManifest([attestation, windows, manifest("linux", "amd64", "sha256:a"), manifest("linux", "arm64", "sha256:b")], "arm64")?.digest).toBe("sha256:b");
+    expect(
+      selectPlatformManifest(
+        [attestation, windows, manifest("linux", "amd64", "sha256:a"), manifest("linux", "arm64", "sha256:b")],
+        "arm64",
+      )?.digest,
+    ).toBe("sha256:b");
   });
 
   it("falls back to the first linux image", () => {
-    expect(selectPlatformManifest([windows, manifest("linux", "s390x", "sha256:s"), manifest("linux", "amd64", "sha256:a")], "arm64")?.digest).toBe("sha256:s");
+    expect(
+      selectPlatformManifest([windows, manifest("linux", "s390x", "sha256:s"), manifest("linux", "amd64", "sha256:a")], "arm64")?.digest,
+    ).toBe("sha256:s");
   });
 
   it("finds nothing without a linux image", () => {
@@ -34,12 +51,19 @@ describe("pullSecretCredentials", () => {
   const auth = (user: string, password: string) => ({ auth: Buffer.from(`${user}:${password}`).toString("base64") });
 
   it("reads dockerconfigjson and legacy dockercfg Secrets, the first with an entry for the registry winning", () => {
-    const secrets = [secret(".dockerconfigjson", { auths: { "other.example": auth("o", "p") } }), secret(".dockercfg", { "registry.example": auth("u", "pw") }), secret(".dockerconfigjson", { auths: { "registry.example": auth("late", "x") } })];
+    const secrets = [
+      secret(".dockerconfigjson", { auths: { "other.example": auth("o", "p") } }),
+      secret(".dockercfg", { "registry.example": auth("u", "pw") }),
+      secret(".dockerconfigjson", { auths: { "registry.example": auth("late", "x") } }),
+    ];
     expect(pullSecretCredentials(secrets, "registry.example")).toEqual({ username: "u", password: "pw" });
   });
 
   it("matches docker.io under its other names and skips Secrets that are not docker configs", () => {
-    const secrets = [{ data: { ".dockerconfigjson": Buffer.from("not json").toString("base64") } }, secret(".dockerconfigjson", { auths: { "https://index.docker.io/v1/": { username: "d", password: "h" } } })];
+    const secrets = [
+      { data: { ".dockerconfigjson": Buffer.from("not json").toString("base64") } },
+      secret(".dockerconfigjson", { auths: { "https://index.docker.io/v1/": { username: "d", password: "h" } } }),
+    ];
     expect(pullSecretCredentials(secrets, "docker.io")).toEqual({ username: "d", password: "h" });
     expect(pullSecretCredentials(secrets, "registry.example")).toBeUndefined();
   });

@@ -20,7 +20,9 @@ import {
   type ImageReadFailure,
 } from "@captf/contract/oci";
 
-export type ImageInspection = { ok: true; labels: Readonly<Record<string, string>> } | { ok: false; failure: ImageReadFailure; message: string };
+export type ImageInspection =
+  | { ok: true; labels: Readonly<Record<string, string>> }
+  | { ok: false; failure: ImageReadFailure; message: string };
 
 /** Node's process.arch as an OCI platform architecture. */
 export function ociArchitecture(nodeArch: string = process.arch): string {
@@ -40,7 +42,8 @@ export function pullSecretCredentials(secrets: readonly V1Secret[], registry: st
     const legacy = secret.data?.[".dockercfg"];
     const text = Buffer.from(config ?? legacy ?? "", "base64").toString("utf8");
     // The legacy format is the auths map itself.
-    const auths = config !== undefined ? dockerConfigAuths(text) : legacy !== undefined ? dockerConfigAuths(`{"auths":${text}}`) : undefined;
+    const auths =
+      config !== undefined ? dockerConfigAuths(text) : legacy !== undefined ? dockerConfigAuths(`{"auths":${text}}`) : undefined;
     const found = auths && credentialsFromAuths(auths, registry);
     if (found) return found;
   }
@@ -59,7 +62,12 @@ export async function inspectImage(ref: string, options: InspectOptions): Promis
   try {
     const reference = parseRegistryReference(ref);
     const credentials = pullSecretCredentials(options.pullSecrets, reference.registry);
-    const source = new RegistrySource(reference, { insecure: false, credentials, credentialsOrigin: "the template's imagePullSecrets", timeoutMs: options.timeoutMs ?? 30_000 });
+    const source = new RegistrySource(reference, {
+      insecure: false,
+      credentials,
+      credentialsOrigin: "the template's imagePullSecrets",
+      timeoutMs: options.timeoutMs ?? 30_000,
+    });
     let root = await source.root();
     if (isIndex(root.mediaType)) {
       const chosen = selectPlatformManifest(parseDocument(root.bytes, "the index").manifests ?? [], options.architecture);

@@ -18,7 +18,14 @@ import { generationOrMetadataChanged, watchSelf, type Controller } from "../runt
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
 import { inspectImage, ociArchitecture, type ImageInspection } from "./inspect-image.js";
-import { decideTemplateStatus, inspectRetryDelayMillis, resolutionNeeded, templateImage, variablesSourceRetryMillis, type TemplateStatusDecision } from "./template-status.js";
+import {
+  decideTemplateStatus,
+  inspectRetryDelayMillis,
+  resolutionNeeded,
+  templateImage,
+  variablesSourceRetryMillis,
+  type TemplateStatusDecision,
+} from "./template-status.js";
 
 export const machineTemplateResourceType: ResourceType = {
   group: apiGroup,
@@ -70,7 +77,9 @@ function statusPatch(template: TerraformMachineTemplate, status: TemplateStatusD
 }
 
 async function readPullSecrets(client: KubeApi, namespace: string, template: TerraformMachineTemplate): Promise<V1Secret[]> {
-  const names = (template.spec.template.spec.jobs?.imagePullSecrets ?? []).map((reference) => reference.name).filter((name): name is string => !!name);
+  const names = (template.spec.template.spec.jobs?.imagePullSecrets ?? [])
+    .map((reference) => reference.name)
+    .filter((name): name is string => !!name);
   // A missing Secret is skipped, as the kubelet does.
   const secrets = await Promise.all(names.map((name) => undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, name))));
   return secrets.filter((secret): secret is V1Secret => secret !== undefined);
@@ -104,19 +113,41 @@ export function machineTemplateController(deps: TemplateControllerDeps, options:
       // Woken before the back-off ran out (a resync, a metadata change): wait for it.
       if (sameAttempt && earlier.retryAt > now()) return { requeueAfterMillis: earlier.retryAt - now() };
 
-      const inspection: ImageInspection = await inspect(image, { pullSecrets: await readPullSecrets(deps.client, namespace, template), architecture });
+      const inspection: ImageInspection = await inspect(image, {
+        pullSecrets: await readPullSecrets(deps.client, namespace, template),
+        architecture,
+      });
       const variables = await readUserVariables(deps.client, "machine", namespace, template.spec.template.spec);
       const decision = decideTemplateStatus({ template, inspection, variables, now: now() });
-      if (decision.changed) await deps.client.patchStatus(machineTemplateResourceType, namespace, context.name, statusPatch(template, decision.status), "merge");
+      if (decision.changed)
+        await deps.client.patchStatus(
+          machineTemplateResourceType,
+          namespace,
+          context.name,
+          statusPatch(template, decision.status),
+          "merge",
+        );
 
-      const subject = { apiVersion: groupVersion, kind: kinds.machineTemplate, namespace, name: context.name, uid: template.metadata?.uid ?? "" };
+      const subject = {
+        apiVersion: groupVersion,
+        kind: kinds.machineTemplate,
+        namespace,
+        name: context.name,
+        uid: template.metadata?.uid ?? "",
+      };
       let requeueAfterMillis: number | undefined = decision.variablesPending ? variablesSourceRetryMillis : undefined;
       if (!inspection.ok) {
         const failures = (sameAttempt ? earlier.failures : 0) + 1;
         const delay = inspectRetryDelayMillis(failures);
         failed.set(key, { image, generation, failures, retryAt: now() + delay });
         deps.metrics.imageInspectErrors.inc({ reason: inspection.failure });
-        if (failures === 1) await deps.events.record(subject, "ImageInspectFailed", `reading the config of ${image} failed: ${inspection.message}; retrying with back-off`, "InspectImage");
+        if (failures === 1)
+          await deps.events.record(
+            subject,
+            "ImageInspectFailed",
+            `reading the config of ${image} failed: ${inspection.message}; retrying with back-off`,
+            "InspectImage",
+          );
         requeueAfterMillis = Math.min(requeueAfterMillis ?? delay, delay);
         context.logger.info({ image, failure: inspection.failure, failures, retryInMillis: delay }, "image inspection failed");
       } else {
@@ -126,7 +157,10 @@ export function machineTemplateController(deps: TemplateControllerDeps, options:
       if (decision.event) await deps.events.record(subject, decision.event.reason, decision.event.note, "InspectImage");
       const capacity = decision.status.conditions.find((condition) => condition.type === "CapacityResolved");
       const variablesValid = decision.status.conditions.find((condition) => condition.type === "VariablesValid");
-      context.logger.info({ image, capacity: capacity?.reason, variables: variablesValid?.reason, patched: decision.changed }, "reconciled");
+      context.logger.info(
+        { image, capacity: capacity?.reason, variables: variablesValid?.reason, patched: decision.changed },
+        "reconciled",
+      );
       return requeueAfterMillis !== undefined ? { requeueAfterMillis } : {};
     },
   };

@@ -3,17 +3,28 @@ import { conditionReasons } from "@captf/contract/api";
 import type { TerraformMachineTemplate } from "../api/templates.js";
 import type { VariablesReading } from "../kinds/read-variables.js";
 import type { ImageInspection } from "./inspect-image.js";
-import { decideCapacity, decideTemplateStatus, decideVariablesValid, inspectRetryDelayMillis, resolutionNeeded } from "./template-status.js";
+import {
+  decideCapacity,
+  decideTemplateStatus,
+  decideVariablesValid,
+  inspectRetryDelayMillis,
+  resolutionNeeded,
+} from "./template-status.js";
 
 const now = Date.parse("2026-03-01T12:00:00Z");
 const image = "registry.example/machine:v1";
 
-function template(options: { capacity?: Record<string, string>; status?: TerraformMachineTemplate["status"]; image?: string } = {}): TerraformMachineTemplate {
+function template(
+  options: { capacity?: Record<string, string>; status?: TerraformMachineTemplate["status"]; image?: string } = {},
+): TerraformMachineTemplate {
   return {
     apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
     kind: "TerraformMachineTemplate",
     metadata: { name: "workers", namespace: "team", generation: 2 },
-    spec: { template: { spec: { source: { image: options.image ?? image } } }, ...(options.capacity ? { capacity: options.capacity } : {}) },
+    spec: {
+      template: { spec: { source: { image: options.image ?? image } } },
+      ...(options.capacity ? { capacity: options.capacity } : {}),
+    },
     ...(options.status ? { status: options.status } : {}),
   } as TerraformMachineTemplate;
 }
@@ -21,20 +32,37 @@ function template(options: { capacity?: Record<string, string>; status?: Terrafo
 const labelled = (labels: Record<string, string>): ImageInspection => ({ ok: true, labels });
 const unreadable: ImageInspection = { ok: false, failure: "not_found", message: "registry.example: GET manifests/v1 answered 404" };
 const noVariables: VariablesReading = { ok: true, variables: {} };
-const capacityLabels = { "io.captf.capacity": '{"cpu":"4","memory":"16Gi"}', "io.captf.node-info": '{"architecture":"arm64","operatingSystem":"linux"}' };
-const condition = (type: string, status: "True" | "False" | "Unknown", reason: string) => ({ type, status, reason, message: "", lastTransitionTime: "2026-01-01T00:00:00Z" });
+const capacityLabels = {
+  "io.captf.capacity": '{"cpu":"4","memory":"16Gi"}',
+  "io.captf.node-info": '{"architecture":"arm64","operatingSystem":"linux"}',
+};
+const condition = (type: string, status: "True" | "False" | "Unknown", reason: string) => ({
+  type,
+  status,
+  reason,
+  message: "",
+  lastTransitionTime: "2026-01-01T00:00:00Z",
+});
 
 describe("decideCapacity", () => {
   it("takes capacity and nodeInfo from the image labels", () => {
     expect(decideCapacity(template(), labelled(capacityLabels))).toEqual({
-      status: { capacity: { cpu: "4", memory: "16Gi" }, nodeInfo: { architecture: "arm64", operatingSystem: "linux" }, capacitySource: { source: "Image", image } },
+      status: {
+        capacity: { cpu: "4", memory: "16Gi" },
+        nodeInfo: { architecture: "arm64", operatingSystem: "linux" },
+        capacitySource: { source: "Image", image },
+      },
       condition: expect.objectContaining({ status: "True", reason: "CapacityResolved" }),
     });
   });
 
   it("lets spec.capacity win over the label as a whole, keeping nodeInfo from the image", () => {
     const decision = decideCapacity(template({ capacity: { cpu: "8" } }), labelled(capacityLabels));
-    expect(decision.status).toEqual({ capacity: { cpu: "8" }, nodeInfo: { architecture: "arm64", operatingSystem: "linux" }, capacitySource: { source: "Spec", image } });
+    expect(decision.status).toEqual({
+      capacity: { cpu: "8" },
+      nodeInfo: { architecture: "arm64", operatingSystem: "linux" },
+      capacitySource: { source: "Spec", image },
+    });
     expect(decision.condition.reason).toBe("CapacityResolved");
   });
 
@@ -46,13 +74,20 @@ describe("decideCapacity", () => {
 
   it("says CapacityNotDeclared for an image without the label", () => {
     const decision = decideCapacity(template(), labelled({ "io.captf.node-info": '{"operatingSystem":"linux"}' }));
-    expect(decision).toEqual({ status: { nodeInfo: { operatingSystem: "linux" }, capacitySource: { source: "Image", image } }, condition: expect.objectContaining({ status: "True", reason: "CapacityNotDeclared" }) });
+    expect(decision).toEqual({
+      status: { nodeInfo: { operatingSystem: "linux" }, capacitySource: { source: "Image", image } },
+      condition: expect.objectContaining({ status: "True", reason: "CapacityNotDeclared" }),
+    });
   });
 
   it.each([
     ["a capacity label that is not JSON", { "io.captf.capacity": "cpu=4" }, "io.captf.capacity is not a JSON object of quantity strings"],
     ["a capacity label with a bad quantity", { "io.captf.capacity": '{"cpu":"four"}' }, '"four" is not a quantity for "cpu"'],
-    ["a node-info label with an unknown architecture", { "io.captf.capacity": '{"cpu":"4"}', "io.captf.node-info": '{"architecture":"riscv64"}' }, 'unknown architecture "riscv64"'],
+    [
+      "a node-info label with an unknown architecture",
+      { "io.captf.capacity": '{"cpu":"4"}', "io.captf.node-info": '{"architecture":"riscv64"}' },
+      'unknown architecture "riscv64"',
+    ],
   ])("gives CapacityLabelInvalid for %s and records the image", (_name, labels, message) => {
     const decision = decideCapacity(template(), labelled(labels));
     expect(decision.condition).toEqual({ status: "False", reason: "CapacityLabelInvalid", message: expect.stringContaining(message) });
@@ -68,19 +103,61 @@ describe("decideCapacity", () => {
 });
 
 describe("resolutionNeeded", () => {
-  const resolved = { capacity: { cpu: "4" }, capacitySource: { source: "Image" as const, image }, conditions: [condition("CapacityResolved", "True", "CapacityResolved"), condition("VariablesValid", "True", "VariablesValid")] };
+  const resolved = {
+    capacity: { cpu: "4" },
+    capacitySource: { source: "Image" as const, image },
+    conditions: [condition("CapacityResolved", "True", "CapacityResolved"), condition("VariablesValid", "True", "VariablesValid")],
+  };
 
   it.each([
     ["never resolved", template(), true],
     ["resolved for this image", template({ status: resolved }), false],
     ["a new image reference", template({ status: resolved, image: "registry.example/machine:v2" }), true],
     ["spec.capacity set and different", template({ status: resolved, capacity: { cpu: "8" } }), true],
-    ["spec.capacity equal to status.capacity", template({ status: { ...resolved, capacitySource: { source: "Spec", image } }, capacity: { cpu: "4" } }), false],
+    [
+      "spec.capacity equal to status.capacity",
+      template({ status: { ...resolved, capacitySource: { source: "Spec", image } }, capacity: { cpu: "4" } }),
+      false,
+    ],
     ["spec.capacity removed", template({ status: { ...resolved, capacitySource: { source: "Spec", image } } }), true],
-    ["spec.capacity set while the image was unreadable", template({ status: { ...resolved, capacitySource: { source: "Spec" } }, capacity: { cpu: "4" } }), true],
-    ["the last inspection failed", template({ status: { ...resolved, conditions: [condition("CapacityResolved", "False", "ImageInspectFailed"), condition("VariablesValid", "Unknown", "VariablesSchemaUnavailable")] } }), true],
-    ["an invalid label on this image", template({ status: { capacitySource: { source: "Image", image }, conditions: [condition("CapacityResolved", "False", "CapacityLabelInvalid"), condition("VariablesValid", "True", "VariablesSchemaNotDeclared")] } }), false],
-    ["a variables source not there yet", template({ status: { ...resolved, conditions: [resolved.conditions[0]!, condition("VariablesValid", "Unknown", "VariablesSourcePending")] } }), true],
+    [
+      "spec.capacity set while the image was unreadable",
+      template({ status: { ...resolved, capacitySource: { source: "Spec" } }, capacity: { cpu: "4" } }),
+      true,
+    ],
+    [
+      "the last inspection failed",
+      template({
+        status: {
+          ...resolved,
+          conditions: [
+            condition("CapacityResolved", "False", "ImageInspectFailed"),
+            condition("VariablesValid", "Unknown", "VariablesSchemaUnavailable"),
+          ],
+        },
+      }),
+      true,
+    ],
+    [
+      "an invalid label on this image",
+      template({
+        status: {
+          capacitySource: { source: "Image", image },
+          conditions: [
+            condition("CapacityResolved", "False", "CapacityLabelInvalid"),
+            condition("VariablesValid", "True", "VariablesSchemaNotDeclared"),
+          ],
+        },
+      }),
+      false,
+    ],
+    [
+      "a variables source not there yet",
+      template({
+        status: { ...resolved, conditions: [resolved.conditions[0]!, condition("VariablesValid", "Unknown", "VariablesSourcePending")] },
+      }),
+      true,
+    ],
   ])("%s: %s", (_name, t, expected) => {
     expect(resolutionNeeded(t)).toBe(expected);
   });
@@ -88,22 +165,50 @@ describe("resolutionNeeded", () => {
 
 describe("inspectRetryDelayMillis", () => {
   it("waits 30 s, doubling up to 10 minutes", () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 50].map(inspectRetryDelayMillis)).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 50].map(inspectRetryDelayMillis)).toEqual([
+      30_000, 60_000, 120_000, 240_000, 480_000, 600_000, 600_000, 600_000,
+    ]);
   });
 });
 
 describe("decideVariablesValid", () => {
-  const schema = JSON.stringify({ type: "object", properties: { size: { type: "string" }, count: { type: "number" } }, required: ["size"], additionalProperties: false });
-  const variables = (values: Record<string, unknown>): VariablesReading => ({ ok: true, variables: Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { value: value as never, sensitive: false }])) });
+  const schema = JSON.stringify({
+    type: "object",
+    properties: { size: { type: "string" }, count: { type: "number" } },
+    required: ["size"],
+    additionalProperties: false,
+  });
+  const variables = (values: Record<string, unknown>): VariablesReading => ({
+    ok: true,
+    variables: Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { value: value as never, sensitive: false }])),
+  });
 
   it.each([
     ["valid variables", labelled({ "io.captf.variables-schema": schema }), variables({ size: "m5.large" }), "True", "VariablesValid"],
     ["no schema label", labelled({}), variables({ anything: 1 }), "True", "VariablesSchemaNotDeclared"],
-    ["a variable the schema lacks and one missing", labelled({ "io.captf.variables-schema": schema }), variables({ sise: "m5.large" }), "False", "VariablesRejected"],
+    [
+      "a variable the schema lacks and one missing",
+      labelled({ "io.captf.variables-schema": schema }),
+      variables({ sise: "m5.large" }),
+      "False",
+      "VariablesRejected",
+    ],
     ["an unreadable image", unreadable, noVariables, "Unknown", "VariablesSchemaUnavailable"],
     ["a label that is not JSON", labelled({ "io.captf.variables-schema": "{" }), noVariables, "Unknown", "VariablesSchemaUnavailable"],
-    ["a variables source not there yet", labelled({}), { ok: false, reason: "VariablesSourceNotFound", message: "ConfigMap x ..." } as VariablesReading, "Unknown", "VariablesSourcePending"],
-    ["variables that do not merge", labelled({}), { ok: false, reason: "VariablesInvalid", message: "bad" } as VariablesReading, "False", "VariablesRejected"],
+    [
+      "a variables source not there yet",
+      labelled({}),
+      { ok: false, reason: "VariablesSourceNotFound", message: "ConfigMap x ..." } as VariablesReading,
+      "Unknown",
+      "VariablesSourcePending",
+    ],
+    [
+      "variables that do not merge",
+      labelled({}),
+      { ok: false, reason: "VariablesInvalid", message: "bad" } as VariablesReading,
+      "False",
+      "VariablesRejected",
+    ],
   ])("%s", (_name, inspection, reading, status, reason) => {
     const result = decideVariablesValid(inspection, reading);
     expect([result.status, result.reason]).toEqual([status, reason]);
@@ -111,7 +216,10 @@ describe("decideVariablesValid", () => {
   });
 
   it("names the paths and rules of rejected variables, never their values", () => {
-    const result = decideVariablesValid(labelled({ "io.captf.variables-schema": schema }), variables({ size: 42, secretish: "s3cr3t-value" }));
+    const result = decideVariablesValid(
+      labelled({ "io.captf.variables-schema": schema }),
+      variables({ size: 42, secretish: "s3cr3t-value" }),
+    );
     expect(result.message).toContain("size must be string");
     expect(result.message).toContain("secretish is not allowed here");
     expect(result.message).not.toContain("s3cr3t-value");
@@ -124,15 +232,30 @@ describe("decideTemplateStatus", () => {
     const first = decideTemplateStatus({ template: template(), inspection: labelled(capacityLabels), variables: noVariables, now });
     expect(first.event).toEqual({ reason: "CapacityResolved", note: `cpu=4, memory=16Gi from the image ${image}` });
     expect(first.changed).toBe(true);
-    const again = decideTemplateStatus({ template: template({ status: first.status as TerraformMachineTemplate["status"] }), inspection: labelled(capacityLabels), variables: noVariables, now: now + 1000 });
+    const again = decideTemplateStatus({
+      template: template({ status: first.status as TerraformMachineTemplate["status"] }),
+      inspection: labelled(capacityLabels),
+      variables: noVariables,
+      now: now + 1000,
+    });
     expect(again.changed).toBe(false);
     expect(again.event).toBeUndefined();
   });
 
   it("records ImageInspectFailed for an invalid label once per image", () => {
-    const first = decideTemplateStatus({ template: template(), inspection: labelled({ "io.captf.capacity": "[]" }), variables: noVariables, now });
+    const first = decideTemplateStatus({
+      template: template(),
+      inspection: labelled({ "io.captf.capacity": "[]" }),
+      variables: noVariables,
+      now,
+    });
     expect(first.event?.reason).toBe("ImageInspectFailed");
-    const again = decideTemplateStatus({ template: template({ status: first.status as TerraformMachineTemplate["status"] }), inspection: labelled({ "io.captf.capacity": "[]" }), variables: noVariables, now });
+    const again = decideTemplateStatus({
+      template: template({ status: first.status as TerraformMachineTemplate["status"] }),
+      inspection: labelled({ "io.captf.capacity": "[]" }),
+      variables: noVariables,
+      now,
+    });
     expect(again.event).toBeUndefined();
   });
 

@@ -6,7 +6,14 @@
  * does the reads, the status patch and the events.
  */
 import { sameJsonValue, validateAgainstLabelSchema } from "@captf/contract";
-import { capacityLabel, nodeInfoLabel, parseCapacityLabel, parseNodeInfoLabel, variablesSchemaLabel, type NodeInfo } from "@captf/contract/oci";
+import {
+  capacityLabel,
+  nodeInfoLabel,
+  parseCapacityLabel,
+  parseNodeInfoLabel,
+  variablesSchemaLabel,
+  type NodeInfo,
+} from "@captf/contract/oci";
 import type { UserVariables } from "@captf/render";
 import type { TerraformMachineTemplate } from "../api/templates.js";
 import type { VariablesReading } from "../kinds/read-variables.js";
@@ -66,7 +73,8 @@ export interface CapacityDecision {
 export function decideCapacity(template: TerraformMachineTemplate, inspection: ImageInspection): CapacityDecision {
   const image = templateImage(template);
   const spec = template.spec.capacity;
-  const nodeInfoReading = inspection.ok && inspection.labels[nodeInfoLabel] !== undefined ? parseNodeInfoLabel(inspection.labels[nodeInfoLabel]) : undefined;
+  const nodeInfoReading =
+    inspection.ok && inspection.labels[nodeInfoLabel] !== undefined ? parseNodeInfoLabel(inspection.labels[nodeInfoLabel]) : undefined;
   const nodeInfo = nodeInfoReading?.ok ? { nodeInfo: nodeInfoReading.value } : {};
   if (spec !== undefined) {
     return {
@@ -79,7 +87,11 @@ export function decideCapacity(template: TerraformMachineTemplate, inspection: I
     // The previous image's values stay until this one is read; the condition says they may be stale.
     const { capacity, nodeInfo: previousNodeInfo, capacitySource } = template.status ?? {};
     return {
-      status: { ...(capacity ? { capacity } : {}), ...(previousNodeInfo ? { nodeInfo: previousNodeInfo as NodeInfo } : {}), ...(capacitySource ? { capacitySource: capacitySource as CapacityStatus["capacitySource"] } : {}) },
+      status: {
+        ...(capacity ? { capacity } : {}),
+        ...(previousNodeInfo ? { nodeInfo: previousNodeInfo as NodeInfo } : {}),
+        ...(capacitySource ? { capacitySource: capacitySource as CapacityStatus["capacitySource"] } : {}),
+      },
       condition: { status: "False", reason: "ImageInspectFailed", message: `reading the config of ${image} failed: ${inspection.message}` },
     };
   }
@@ -91,9 +103,19 @@ export function decideCapacity(template: TerraformMachineTemplate, inspection: I
     return { status: source, condition: { status: "False", reason: "CapacityLabelInvalid", message: `${image}: ${invalid.join("; ")}` } };
   }
   if (!capacityReading?.ok) {
-    return { status: { ...nodeInfo, ...source }, condition: { status: "True", reason: "CapacityNotDeclared", message: `${image} has no ${capacityLabel} label and spec.capacity is not set` } };
+    return {
+      status: { ...nodeInfo, ...source },
+      condition: {
+        status: "True",
+        reason: "CapacityNotDeclared",
+        message: `${image} has no ${capacityLabel} label and spec.capacity is not set`,
+      },
+    };
   }
-  return { status: { capacity: capacityReading.value, ...nodeInfo, ...source }, condition: { status: "True", reason: "CapacityResolved", message: `capacity from the ${capacityLabel} label of ${image}` } };
+  return {
+    status: { capacity: capacityReading.value, ...nodeInfo, ...source },
+    condition: { status: "True", reason: "CapacityResolved", message: `capacity from the ${capacityLabel} label of ${image}` },
+  };
 }
 
 /** VariablesValid: the template's user variables (inline and variablesFrom) against the image's variables schema. */
@@ -103,15 +125,26 @@ export function decideVariablesValid(inspection: ImageInspection, variables: Var
       ? { status: "Unknown", reason: "VariablesSourcePending", message: variables.message }
       : { status: "False", reason: "VariablesRejected", message: variables.message };
   }
-  if (!inspection.ok) return { status: "Unknown", reason: "VariablesSchemaUnavailable", message: `the image could not be read: ${inspection.message}` };
+  if (!inspection.ok)
+    return { status: "Unknown", reason: "VariablesSchemaUnavailable", message: `the image could not be read: ${inspection.message}` };
   const schema = inspection.labels[variablesSchemaLabel];
-  if (schema === undefined) return { status: "True", reason: "VariablesSchemaNotDeclared", message: `the image has no ${variablesSchemaLabel} label: variables are checked when a machine applies` };
+  if (schema === undefined)
+    return {
+      status: "True",
+      reason: "VariablesSchemaNotDeclared",
+      message: `the image has no ${variablesSchemaLabel} label: variables are checked when a machine applies`,
+    };
   const result = validateAgainstLabelSchema(schema, variablesDocument(variables.variables));
-  if (!result.compiled) return { status: "Unknown", reason: "VariablesSchemaUnavailable", message: `the ${variablesSchemaLabel} label ${result.message}` };
+  if (!result.compiled)
+    return { status: "Unknown", reason: "VariablesSchemaUnavailable", message: `the ${variablesSchemaLabel} label ${result.message}` };
   if (!result.valid) {
     // Paths and rules only: never a variable's value.
     const problems = result.errors.map((error) => `${error.path.replace(/^\//, "").replace(/\//g, ".") || "variables"} ${error.message}`);
-    return { status: "False", reason: "VariablesRejected", message: `the variables do not match the image's schema: ${problems.join("; ")}` };
+    return {
+      status: "False",
+      reason: "VariablesRejected",
+      message: `the variables do not match the image's schema: ${problems.join("; ")}`,
+    };
   }
   return { status: "True", reason: "VariablesValid", message: `the variables match the image's ${variablesSchemaLabel}` };
 }
@@ -150,11 +183,22 @@ export function decideTemplateStatus(facts: TemplateStatusFacts): TemplateStatus
   const conditions = new ConditionSet();
   conditions.set("CapacityResolved", capacity.condition);
   conditions.set("VariablesValid", variablesValid);
-  const status = { ...capacity.status, conditions: conditions.toStatus(template.status?.conditions as Condition[] | undefined, facts.now, template.metadata?.generation) };
+  const status = {
+    ...capacity.status,
+    conditions: conditions.toStatus(template.status?.conditions as Condition[] | undefined, facts.now, template.metadata?.generation),
+  };
   const previous = template.status ?? {};
-  const capacityChanged = !sameJsonValue(capacity.status.capacity, previous.capacity) || !sameJsonValue(capacity.status.capacitySource, previous.capacitySource);
-  const changed = capacityChanged || !sameJsonValue(capacity.status.nodeInfo, previous.nodeInfo) || !sameJsonValue(status.conditions, previous.conditions ?? []);
-  const event = templateEvent(capacity.condition, capacityChanged || conditionReason(template, "CapacityResolved") !== capacity.condition.reason, capacity.status);
+  const capacityChanged =
+    !sameJsonValue(capacity.status.capacity, previous.capacity) || !sameJsonValue(capacity.status.capacitySource, previous.capacitySource);
+  const changed =
+    capacityChanged ||
+    !sameJsonValue(capacity.status.nodeInfo, previous.nodeInfo) ||
+    !sameJsonValue(status.conditions, previous.conditions ?? []);
+  const event = templateEvent(
+    capacity.condition,
+    capacityChanged || conditionReason(template, "CapacityResolved") !== capacity.condition.reason,
+    capacity.status,
+  );
   return { status, changed, ...(event ? { event } : {}), variablesPending: variablesValid.reason === "VariablesSourcePending" };
 }
 
@@ -164,11 +208,13 @@ function templateEvent(condition: ConditionValue, transition: boolean, status: C
     const quantities = Object.entries(status.capacity ?? {})
       .map(([name, value]) => `${name}=${value}`)
       .join(", ");
-    const event: TemplateEvent = { reason: "CapacityResolved", note: `${quantities} from ${status.capacitySource?.source === "Spec" ? "spec.capacity" : `the image ${status.capacitySource?.image ?? ""}`}` };
+    const event: TemplateEvent = {
+      reason: "CapacityResolved",
+      note: `${quantities} from ${status.capacitySource?.source === "Spec" ? "spec.capacity" : `the image ${status.capacitySource?.image ?? ""}`}`,
+    };
     return event;
   }
   // An invalid label is the image failing inspection for good: one event per image.
   if (condition.reason === "CapacityLabelInvalid") return { reason: "ImageInspectFailed", note: condition.message ?? "" };
   return undefined;
 }
-

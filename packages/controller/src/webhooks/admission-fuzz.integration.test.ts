@@ -34,14 +34,24 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
       .map((definition) => {
         const crd = renderCrd(definition) as { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: unknown } } } }[] } };
         const role = roles[definition.kind]!;
-        return [definition.kind, { role, plural: definition.plural, specSchema: crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec, contractInputs: inputNames(role) }];
+        return [
+          definition.kind,
+          {
+            role,
+            plural: definition.plural,
+            specSchema: crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec,
+            contractInputs: inputNames(role),
+          },
+        ];
       }),
   );
 
   beforeAll(async () => {
     const clients = planeClients();
     await installCrds(clients.extensions);
-    const { startAdmissionChain } = (await import(drills("admission-chain.mjs"))) as { startAdmissionChain: (options: unknown) => Promise<Chain> };
+    const { startAdmissionChain } = (await import(drills("admission-chain.mjs"))) as {
+      startAdmissionChain: (options: unknown) => Promise<Chain>;
+    };
     const probe = minimalCluster();
     probe.spec.jobs = { env: [{ name: "TF_LOG", value: "TRACE" }] };
     chain = await startAdmissionChain({
@@ -64,7 +74,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
   });
 
   it("never crashes the webhook; refuses every invalid object with a field path and admits every valid one", async () => {
-    const { admissionProperty } = (await import(drills("admission-objects.mjs"))) as { admissionProperty: (fc: unknown, options: unknown) => fc.IAsyncProperty<unknown> };
+    const { admissionProperty } = (await import(drills("admission-objects.mjs"))) as {
+      admissionProperty: (fc: unknown, options: unknown) => fc.IAsyncProperty<unknown>;
+    };
     const property = admissionProperty(fc, { kinds, dryRunCreate: chain.dryRunCreate, apiVersion: groupVersion, metadata: chain.metadata });
     await fc.assert(property, { numRuns: 300, seed: 1717 });
   }, 300_000);

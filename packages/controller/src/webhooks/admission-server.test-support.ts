@@ -9,7 +9,10 @@ import { KubeClient } from "../runtime/kube-client.js";
 import { kubernetesAdmissionFacts } from "./facts.js";
 import { startAdmissionServer, type AdmissionServer } from "./server.js";
 
-export async function startLoopbackAdmissionServer(kubeConfig: k8s.KubeConfig, dir: string): Promise<{ server: AdmissionServer; url: string; caPem: string }> {
+export async function startLoopbackAdmissionServer(
+  kubeConfig: k8s.KubeConfig,
+  dir: string,
+): Promise<{ server: AdmissionServer; url: string; caPem: string }> {
   const certificate = generateServingCertificate(dir, "127.0.0.1");
   const server = await startAdmissionServer({
     port: await freeLoopbackPort(),

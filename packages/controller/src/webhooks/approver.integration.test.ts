@@ -41,7 +41,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
     return cluster;
   }
   const annotate = (objects: k8s.CustomObjectsApi, name: string, values: Record<string, string | null>) =>
-    objects.patchNamespacedCustomObject({ ...clusters, name, body: { metadata: { annotations: values } } }, mergePatch) as Promise<AnyObject>;
+    objects.patchNamespacedCustomObject(
+      { ...clusters, name, body: { metadata: { annotations: values } } },
+      mergePatch,
+    ) as Promise<AnyObject>;
 
   beforeAll(async () => {
     clients = planeClients();
@@ -49,14 +52,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
     rbac = clients.kubeConfig.makeApiClient(k8s.RbacAuthorizationV1Api);
     await installCrds(clients.extensions);
     await clients.core.createNamespace({ body: { metadata: { name: namespace } } });
-    const review = await clients.kubeConfig.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } });
+    const review = await clients.kubeConfig
+      .makeApiClient(k8s.AuthenticationV1Api)
+      .createSelfSubjectReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } });
     adminName = review.status!.userInfo!.username!;
 
     // A second user, impersonated with the admin's token, who may only patch TerraformClusters here.
-    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: approver }, rules: [{ apiGroups: [apiGroup], resources: ["terraformclusters"], verbs: ["get", "patch"] }] } });
+    await rbac.createNamespacedRole({
+      namespace,
+      body: { metadata: { name: approver }, rules: [{ apiGroups: [apiGroup], resources: ["terraformclusters"], verbs: ["get", "patch"] }] },
+    });
     await rbac.createNamespacedRoleBinding({
       namespace,
-      body: { metadata: { name: approver }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver }, subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: approver }] },
+      body: {
+        metadata: { name: approver },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: approver },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: approver }],
+      },
     });
     const plane = sharedControlPlane();
     const approverConfig = new k8s.KubeConfig();
@@ -108,7 +120,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
 
     // RBAC bindings reach the authorizer's cache shortly after they are written.
     const approved = await waitFor("the approver's RBAC in effect", () =>
-      annotate(asApprover, name, { [annotations.approvePlan]: "p1:first" }).catch((error: unknown) => (error instanceof k8s.ApiException && error.code === 403 ? undefined : Promise.reject(error))),
+      annotate(asApprover, name, { [annotations.approvePlan]: "p1:first" }).catch((error: unknown) =>
+        error instanceof k8s.ApiException && error.code === 403 ? undefined : Promise.reject(error),
+      ),
     );
     expect(approvedBy(approved)).toBe(approver);
 
@@ -117,7 +131,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
     expect(approvedBy(await annotate(clients.objects, name, { [annotations.planApprovedBy]: null }))).toBe(approver);
 
     // A new approval is its author's; removing the approval removes the record.
-    expect(approvedBy(await annotate(clients.objects, name, { [annotations.approvePlan]: "p1:second", [annotations.planApprovedBy]: approver }))).toBe(adminName);
+    expect(
+      approvedBy(await annotate(clients.objects, name, { [annotations.approvePlan]: "p1:second", [annotations.planApprovedBy]: approver })),
+    ).toBe(adminName);
     const withdrawn = await annotate(clients.objects, name, { [annotations.approvePlan]: null });
     expect(withdrawn.metadata.annotations?.[annotations.approvePlan]).toBeUndefined();
     expect(approvedBy(withdrawn)).toBeUndefined();

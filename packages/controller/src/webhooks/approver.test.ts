@@ -4,7 +4,8 @@ import { approverPatch, recordedApprover } from "./approver.js";
 import { reviewApproverRequest, type AdmissionRequest } from "./server.js";
 
 const annotated = (values?: Record<string, string>) => ({ metadata: values ? { annotations: values } : {} });
-const approval = (hash: string, by?: string) => annotated({ [annotations.approvePlan]: hash, ...(by ? { [annotations.planApprovedBy]: by } : {}) });
+const approval = (hash: string, by?: string) =>
+  annotated({ [annotations.approvePlan]: hash, ...(by ? { [annotations.planApprovedBy]: by } : {}) });
 const path = "/metadata/annotations/captf.io~1plan-approved-by";
 
 describe("the approver record", () => {
@@ -18,8 +19,12 @@ describe("the approver record", () => {
   it("patches only what differs, adding the annotations map when there is none", () => {
     expect(approverPatch(undefined, approval("p1:a", "alice"), "alice")).toEqual([]);
     expect(approverPatch(undefined, approval("p1:a"), "alice")).toEqual([{ op: "add", path, value: "alice" }]);
-    expect(approverPatch(approval("p1:a", "alice"), approval("p1:a", "mallory"), "mallory")).toEqual([{ op: "replace", path, value: "alice" }]);
-    expect(approverPatch(approval("p1:a", "alice"), annotated({ [annotations.planApprovedBy]: "alice" }), "x")).toEqual([{ op: "remove", path }]);
+    expect(approverPatch(approval("p1:a", "alice"), approval("p1:a", "mallory"), "mallory")).toEqual([
+      { op: "replace", path, value: "alice" },
+    ]);
+    expect(approverPatch(approval("p1:a", "alice"), annotated({ [annotations.planApprovedBy]: "alice" }), "x")).toEqual([
+      { op: "remove", path },
+    ]);
     expect(approverPatch(approval("p1:a", "alice"), annotated(), "x")).toEqual([]);
     // An approval with no annotations map cannot exist, but a forged record on an object without approval is removed.
     expect(approverPatch(undefined, annotated({ [annotations.planApprovedBy]: "mallory" }), "mallory")).toEqual([{ op: "remove", path }]);
@@ -38,6 +43,9 @@ describe("the approver record", () => {
     expect(answer).toMatchObject({ uid: "u1", allowed: true, patchType: "JSONPatch" });
     expect(JSON.parse(Buffer.from(answer.patch!, "base64").toString())).toEqual([{ op: "add", path, value: "bob" }]);
     expect(reviewApproverRequest({ ...request, subResource: "status" })).toEqual({ uid: "u1", allowed: true });
-    expect(reviewApproverRequest({ ...request, kind: { ...request.kind, kind: "TerraformMachine" } })).toEqual({ uid: "u1", allowed: true });
+    expect(reviewApproverRequest({ ...request, kind: { ...request.kind, kind: "TerraformMachine" } })).toEqual({
+      uid: "u1",
+      allowed: true,
+    });
   });
 });

@@ -4,7 +4,14 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { stringify } from "yaml";
 import { kinds } from "@captf/contract/api";
-import { buildValidatingWebhookConfiguration, renderWebhookTable, validatingWebhooks, webhookName, webhookPath, WebhookConfigurationError } from "./configuration.js";
+import {
+  buildValidatingWebhookConfiguration,
+  renderWebhookTable,
+  validatingWebhooks,
+  webhookName,
+  webhookPath,
+  WebhookConfigurationError,
+} from "./configuration.js";
 
 // UPDATE_GOLDEN=1 rewrites testdata/webhooks/*.yaml from the current builder.
 const update = process.env.UPDATE_GOLDEN === "1";
@@ -12,7 +19,12 @@ const golden = fileURLToPath(new URL("../../testdata/webhooks/validating-webhook
 
 describe("buildValidatingWebhookConfiguration", () => {
   it("matches the golden manifest (in-cluster Service, CA injected by cert-manager)", () => {
-    const yaml = stringify(buildValidatingWebhookConfiguration({ service: { namespace: "captf-system", name: "captf-webhook-service" }, injectCaFrom: "captf-system/captf-serving-cert" }));
+    const yaml = stringify(
+      buildValidatingWebhookConfiguration({
+        service: { namespace: "captf-system", name: "captf-webhook-service" },
+        injectCaFrom: "captf-system/captf-serving-cert",
+      }),
+    );
     if (update) {
       mkdirSync(dirname(golden), { recursive: true });
       writeFileSync(golden, yaml);
@@ -27,11 +39,22 @@ describe("buildValidatingWebhookConfiguration", () => {
     for (const kind of Object.values(kinds)) {
       const webhook = byName[webhookName(kind)]!;
       const rule = webhook.rules![0]!;
-      expect(rule.operations).toEqual(kind === kinds.machine || kind === kinds.clusterIdentity ? ["CREATE", "UPDATE", "DELETE"] : ["CREATE", "UPDATE"]);
+      expect(rule.operations).toEqual(
+        kind === kinds.machine || kind === kinds.clusterIdentity ? ["CREATE", "UPDATE", "DELETE"] : ["CREATE", "UPDATE"],
+      );
       expect(rule.resources).toEqual([validatingWebhooks.find((w) => w.kind === kind)!.plural]);
       expect(rule.scope).toBe(kind === kinds.clusterIdentity ? "Cluster" : "Namespaced");
-      expect(webhook).toMatchObject({ failurePolicy: "Fail", sideEffects: "None", matchPolicy: "Equivalent", admissionReviewVersions: ["v1"], timeoutSeconds: 10 });
-      expect(webhook.clientConfig).toEqual({ url: `https://127.0.0.1:9443${webhookPath(kind)}`, caBundle: Buffer.from("PEM").toString("base64") });
+      expect(webhook).toMatchObject({
+        failurePolicy: "Fail",
+        sideEffects: "None",
+        matchPolicy: "Equivalent",
+        admissionReviewVersions: ["v1"],
+        timeoutSeconds: 10,
+      });
+      expect(webhook.clientConfig).toEqual({
+        url: `https://127.0.0.1:9443${webhookPath(kind)}`,
+        caBundle: Buffer.from("PEM").toString("base64"),
+      });
     }
     expect(webhookPath(kinds.cluster)).toBe("/validate-infrastructure-cluster-x-k8s-io-v1alpha1-terraformcluster");
     expect(webhookName(kinds.machinePoolTemplate)).toBe("validation.terraformmachinepooltemplate.infrastructure.cluster.x-k8s.io");
@@ -47,7 +70,9 @@ describe("buildValidatingWebhookConfiguration", () => {
       timeoutSeconds: 5,
     });
     for (const webhook of configuration.webhooks!) {
-      expect(webhook.namespaceSelector).toEqual(webhook.name === webhookName(kinds.clusterIdentity) ? undefined : { matchLabels: { a: "b" } });
+      expect(webhook.namespaceSelector).toEqual(
+        webhook.name === webhookName(kinds.clusterIdentity) ? undefined : { matchLabels: { a: "b" } },
+      );
       expect(webhook.objectSelector).toEqual({ matchLabels: { c: "d" } });
       expect(webhook.timeoutSeconds).toBe(5);
     }
@@ -55,7 +80,11 @@ describe("buildValidatingWebhookConfiguration", () => {
 
   it.each<[string, Parameters<typeof buildValidatingWebhookConfiguration>[0], string]>([
     ["neither service nor url", { caBundle: "PEM" } as never, "set exactly one of service"],
-    ["both service and url", { caBundle: "PEM", url: "https://a", service: { namespace: "n", name: "s" } } as never, "set exactly one of service"],
+    [
+      "both service and url",
+      { caBundle: "PEM", url: "https://a", service: { namespace: "n", name: "s" } } as never,
+      "set exactly one of service",
+    ],
     ["a url with a path", { caBundle: "PEM", url: "https://a:1/validate" }, "without a path"],
     ["a plain-http url", { caBundle: "PEM", url: "http://a:1" }, "must be https://host[:port]"],
     ["no CA", { url: "https://a:1" }, "set caBundle"],

@@ -5,7 +5,12 @@
  * webhook, which records a plan's approver. Every webhook `failurePolicy: Fail` and
  * `sideEffects: None`; the status subresource is not covered.
  */
-import type { V1LabelSelector, V1MutatingWebhookConfiguration, V1ValidatingWebhook, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
+import type {
+  V1LabelSelector,
+  V1MutatingWebhookConfiguration,
+  V1ValidatingWebhook,
+  V1ValidatingWebhookConfiguration,
+} from "@kubernetes/client-node";
 import { apiGroup, apiVersion, kinds, type Kind } from "@captf/contract/api";
 import { kindDefinitions } from "../api/kinds.js";
 
@@ -100,19 +105,33 @@ export const defaultMutatingWebhookConfigurationName = "captf-mutating-webhook-c
 function clientConfigOf(options: WebhookConfigurationOptions, path: string) {
   const caBundle = options.caBundle === undefined ? {} : { caBundle: Buffer.from(options.caBundle).toString("base64") };
   return options.service
-    ? { service: { namespace: options.service.namespace, name: options.service.name, path, ...(options.service.port === undefined ? {} : { port: options.service.port }) }, ...caBundle }
+    ? {
+        service: {
+          namespace: options.service.namespace,
+          name: options.service.name,
+          path,
+          ...(options.service.port === undefined ? {} : { port: options.service.port }),
+        },
+        ...caBundle,
+      }
     : { url: `${options.url}${path}`, ...caBundle };
 }
 
 function checkWebhookOptions(options: WebhookConfigurationOptions): void {
   if ((options.service === undefined) === (options.url === undefined)) {
-    throw new WebhookConfigurationError("webhook configuration: set exactly one of service (in-cluster Service) and url (https://host:port)");
+    throw new WebhookConfigurationError(
+      "webhook configuration: set exactly one of service (in-cluster Service) and url (https://host:port)",
+    );
   }
   if (options.url !== undefined && !/^https:\/\/[^/?#]+$/.test(options.url)) {
-    throw new WebhookConfigurationError(`webhook configuration: url ${JSON.stringify(options.url)} must be https://host[:port] without a path; each webhook appends its own`);
+    throw new WebhookConfigurationError(
+      `webhook configuration: url ${JSON.stringify(options.url)} must be https://host[:port] without a path; each webhook appends its own`,
+    );
   }
   if (options.caBundle === undefined && options.injectCaFrom === undefined) {
-    throw new WebhookConfigurationError("webhook configuration: set caBundle (PEM of the serving certificate's CA) or injectCaFrom (<namespace>/<cert-manager Certificate>)");
+    throw new WebhookConfigurationError(
+      "webhook configuration: set caBundle (PEM of the serving certificate's CA) or injectCaFrom (<namespace>/<cert-manager Certificate>)",
+    );
   }
 }
 
@@ -122,7 +141,15 @@ function webhookEntry(options: WebhookConfigurationOptions, webhook: ValidatingW
     name: webhook.name,
     admissionReviewVersions: ["v1"],
     clientConfig: clientConfigOf(options, webhook.path),
-    rules: [{ apiGroups: [apiGroup], apiVersions: [apiVersion], operations: [...webhook.operations], resources: [webhook.plural], scope: webhook.scope }],
+    rules: [
+      {
+        apiGroups: [apiGroup],
+        apiVersions: [apiVersion],
+        operations: [...webhook.operations],
+        resources: [webhook.plural],
+        scope: webhook.scope,
+      },
+    ],
     failurePolicy: "Fail",
     matchPolicy: "Equivalent",
     sideEffects: "None",
@@ -163,6 +190,8 @@ export function buildMutatingWebhookConfiguration(options: WebhookConfigurationO
 
 /** The Markdown table of kinds, operations, paths and names docs/webhooks.md carries (a test keeps it in step). */
 export function renderWebhookTable(): string {
-  const rows = validatingWebhooks.map((webhook) => `| ${webhook.kind} | ${webhook.operations.join(", ")} | \`${webhook.path}\` | \`${webhook.name}\` |`);
+  const rows = validatingWebhooks.map(
+    (webhook) => `| ${webhook.kind} | ${webhook.operations.join(", ")} | \`${webhook.path}\` | \`${webhook.name}\` |`,
+  );
   return ["| Kind | Operations | Path | Webhook name |", "| --- | --- | --- | --- |", ...rows].join("\n");
 }

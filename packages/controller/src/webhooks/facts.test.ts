@@ -11,10 +11,19 @@ describe("machineDeletionFactsFrom", () => {
     const machines = [
       { metadata: { name: "m-live" }, spec: { infrastructureRef: machineRef("md-0-abc") } },
       { metadata: { name: "m-going", deletionTimestamp: "2026-01-01T00:00:00Z" }, spec: { infrastructureRef: machineRef("md-0-abc") } },
-      { metadata: { name: "m-v1beta1" }, spec: { infrastructureRef: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", name: "md-0-abc" } } },
+      {
+        metadata: { name: "m-v1beta1" },
+        spec: { infrastructureRef: { apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", kind: "TerraformMachine", name: "md-0-abc" } },
+      },
       { metadata: { name: "m-other" }, spec: { infrastructureRef: machineRef("md-0-xyz") } },
-      { metadata: { name: "m-docker" }, spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerMachine", name: "md-0-abc" } } },
-      { metadata: { name: "m-other-group" }, spec: { infrastructureRef: { apiGroup: "example.com", kind: "TerraformMachine", name: "md-0-abc" } } },
+      {
+        metadata: { name: "m-docker" },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "DockerMachine", name: "md-0-abc" } },
+      },
+      {
+        metadata: { name: "m-other-group" },
+        spec: { infrastructureRef: { apiGroup: "example.com", kind: "TerraformMachine", name: "md-0-abc" } },
+      },
       { metadata: { name: "m-no-ref" }, spec: {} },
     ];
     expect(machineDeletionFactsFrom(terraformMachine, machines, undefined)).toEqual({
@@ -29,7 +38,10 @@ describe("machineDeletionFactsFrom", () => {
 
   it("reads a Cluster as paused by spec.paused or the paused annotation", () => {
     expect(machineDeletionFactsFrom(terraformMachine, [], { spec: { paused: true } }).clusterPaused).toBe(true);
-    expect(machineDeletionFactsFrom(terraformMachine, [], { metadata: { annotations: { "cluster.x-k8s.io/paused": "" } }, spec: {} }).clusterPaused).toBe(true);
+    expect(
+      machineDeletionFactsFrom(terraformMachine, [], { metadata: { annotations: { "cluster.x-k8s.io/paused": "" } }, spec: {} })
+        .clusterPaused,
+    ).toBe(true);
     expect(machineDeletionFactsFrom(terraformMachine, [], { spec: { paused: false } }).clusterPaused).toBe(false);
   });
 });
@@ -39,7 +51,10 @@ describe("identityUsersFrom", () => {
     const listed = {
       TerraformCluster: [
         { metadata: { namespace: "b", name: "own" }, spec: { identityRef: { name: "aws" } } },
-        { metadata: { namespace: "a", name: "defaults" }, spec: { identityRef: { name: "other" }, defaults: { identityRef: { name: "aws", kind: "TerraformClusterIdentity" } } } },
+        {
+          metadata: { namespace: "a", name: "defaults" },
+          spec: { identityRef: { name: "other" }, defaults: { identityRef: { name: "aws", kind: "TerraformClusterIdentity" } } },
+        },
         { metadata: { namespace: "a", name: "unrelated" }, spec: { identityRef: { name: "other" } } },
       ],
       TerraformMachine: [

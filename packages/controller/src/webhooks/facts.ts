@@ -33,7 +33,10 @@ export interface AdmissionFacts {
 import { capiTypes, clusterApiCoordinates } from "../api/cluster-api.js";
 export { clusterApiCoordinates };
 
-type AnyObject = { metadata?: { name?: string; namespace?: string; annotations?: Record<string, string>; deletionTimestamp?: unknown }; spec?: Record<string, unknown> };
+type AnyObject = {
+  metadata?: { name?: string; namespace?: string; annotations?: Record<string, string>; deletionTimestamp?: unknown };
+  spec?: Record<string, unknown>;
+};
 
 /** The Machines whose spec.infrastructureRef is this TerraformMachine; the Cluster is the one its cluster-name label names. */
 export function machineDeletionFactsFrom(machine: TerraformMachine, machines: readonly unknown[], cluster: unknown): MachineDeletionFacts {
@@ -59,7 +62,10 @@ const identityReferencingKinds = [
 ] as const;
 
 function fieldAt(object: unknown, path: readonly string[]): unknown {
-  return path.reduce<unknown>((value, key) => (value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined), object);
+  return path.reduce<unknown>(
+    (value, key) => (value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined),
+    object,
+  );
 }
 
 /** Objects of the listed kinds whose identityRef (kind TerraformClusterIdentity, the default) names the identity, sorted. */
@@ -122,65 +128,88 @@ export function kubernetesAdmissionFacts(client: KubeApi, options: KubernetesAdm
     async machineDeletion(machine) {
       const namespace = machine.metadata?.namespace ?? "";
       const what = `Machines referencing TerraformMachine ${namespace}/${machine.metadata?.name ?? ""}`;
-      return withTimeout(what, timeoutMillis, (async () => {
-        let machines: unknown[];
-        try {
-          machines = await listAll(capiTypes.machine, namespace);
-        } catch (error) {
-          // Without Cluster API's Machine kind, no Machine can reference it.
-          if (!isNotFound(error)) throw new FactLookupError(what, error);
-          machines = [];
-        }
-        const clusterName = machine.metadata?.labels?.[labels.clusterName];
-        let cluster: unknown;
-        if (clusterName && machines.length > 0) {
+      return withTimeout(
+        what,
+        timeoutMillis,
+        (async () => {
+          let machines: unknown[];
           try {
-            cluster = await client.get(capiTypes.cluster, namespace, clusterName);
+            machines = await listAll(capiTypes.machine, namespace);
           } catch (error) {
-            if (!isNotFound(error)) throw new FactLookupError(`Cluster ${namespace}/${clusterName}`, error);
+            // Without Cluster API's Machine kind, no Machine can reference it.
+            if (!isNotFound(error)) throw new FactLookupError(what, error);
+            machines = [];
           }
-        }
-        return machineDeletionFactsFrom(machine, machines, cluster);
-      })());
+          const clusterName = machine.metadata?.labels?.[labels.clusterName];
+          let cluster: unknown;
+          if (clusterName && machines.length > 0) {
+            try {
+              cluster = await client.get(capiTypes.cluster, namespace, clusterName);
+            } catch (error) {
+              if (!isNotFound(error)) throw new FactLookupError(`Cluster ${namespace}/${clusterName}`, error);
+            }
+          }
+          return machineDeletionFactsFrom(machine, machines, cluster);
+        })(),
+      );
     },
 
     async identityUsers(identityName) {
       const what = `objects using TerraformClusterIdentity ${identityName}`;
-      return withTimeout(what, timeoutMillis, (async () => {
-        const listed: Record<string, unknown[]> = {};
-        await Promise.all(
-          identityReferencingKinds.map(async ({ type }) => {
-            try {
-              listed[type.kind] = await listAll(type, undefined);
-            } catch (error) {
-              throw new FactLookupError(what, error);
-            }
-          }),
-        );
-        return identityUsersFrom(identityName, listed);
-      })());
+      return withTimeout(
+        what,
+        timeoutMillis,
+        (async () => {
+          const listed: Record<string, unknown[]> = {};
+          await Promise.all(
+            identityReferencingKinds.map(async ({ type }) => {
+              try {
+                listed[type.kind] = await listAll(type, undefined);
+              } catch (error) {
+                throw new FactLookupError(what, error);
+              }
+            }),
+          );
+          return identityUsersFrom(identityName, listed);
+        })(),
+      );
     },
 
     async secretAccess(user, secret) {
       const what = `SubjectAccessReview of get Secret ${secret.namespace}/${secret.name}`;
-      return withTimeout(what, timeoutMillis, (async () => {
-        try {
-          const review = await client.create<KubeObject & { spec?: unknown; status?: { allowed?: boolean } }>(builtinTypes.subjectAccessReview, undefined, {
-            apiVersion: "authorization.k8s.io/v1",
-            kind: "SubjectAccessReview",
-            spec: {
-              ...(user.username === undefined ? {} : { user: user.username }),
-              ...(user.uid === undefined ? {} : { uid: user.uid }),
-              ...(user.groups === undefined ? {} : { groups: user.groups }),
-              ...(user.extra === undefined ? {} : { extra: user.extra }),
-              resourceAttributes: { verb: "get", group: "", version: "v1", resource: "secrets", namespace: secret.namespace, name: secret.name },
-            },
-          });
-          return { allowed: review.status?.allowed === true };
-        } catch (error) {
-          throw new FactLookupError(what, error);
-        }
-      })());
+      return withTimeout(
+        what,
+        timeoutMillis,
+        (async () => {
+          try {
+            const review = await client.create<KubeObject & { spec?: unknown; status?: { allowed?: boolean } }>(
+              builtinTypes.subjectAccessReview,
+              undefined,
+              {
+                apiVersion: "authorization.k8s.io/v1",
+                kind: "SubjectAccessReview",
+                spec: {
+                  ...(user.username === undefined ? {} : { user: user.username }),
+                  ...(user.uid === undefined ? {} : { uid: user.uid }),
+                  ...(user.groups === undefined ? {} : { groups: user.groups }),
+                  ...(user.extra === undefined ? {} : { extra: user.extra }),
+                  resourceAttributes: {
+                    verb: "get",
+                    group: "",
+                    version: "v1",
+                    resource: "secrets",
+                    namespace: secret.namespace,
+                    name: secret.name,
+                  },
+                },
+              },
+            );
+            return { allowed: review.status?.allowed === true };
+          } catch (error) {
+            throw new FactLookupError(what, error);
+          }
+        })(),
+      );
     },
   };
 }

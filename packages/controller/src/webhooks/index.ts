@@ -10,14 +10,50 @@ export { validateTerraformCluster, clusterSpecProblems } from "./terraformcluste
 export { validateTerraformMachine, validateTerraformMachineDeletion, machineSpecProblems } from "./terraformmachine.js";
 export type { MachineDeletionFacts } from "./terraformmachine.js";
 export { validateTerraformMachinePool, poolSpecProblems } from "./terraformmachinepool.js";
-export { validateTerraformClusterTemplate, validateTerraformMachineTemplate, validateTerraformMachinePoolTemplate, topologyDryRunAnnotation } from "./templates.js";
-export { validateTerraformClusterIdentity, validateTerraformClusterIdentityDeletion, identityNeedsAccessReview } from "./terraformclusteridentity.js";
+export {
+  validateTerraformClusterTemplate,
+  validateTerraformMachineTemplate,
+  validateTerraformMachinePoolTemplate,
+  topologyDryRunAnnotation,
+} from "./templates.js";
+export {
+  validateTerraformClusterIdentity,
+  validateTerraformClusterIdentityDeletion,
+  identityNeedsAccessReview,
+} from "./terraformclusteridentity.js";
 export type { IdentityAdmissionContext, SecretAccess, IdentityUser } from "./terraformclusteridentity.js";
 export { approverPatch, recordedApprover } from "./approver.js";
 export type { JsonPatchOperation } from "./approver.js";
-export { buildMutatingWebhookConfiguration, approverWebhook, defaultMutatingWebhookConfigurationName, buildValidatingWebhookConfiguration, validatingWebhooks, webhookPath, webhookName, renderWebhookTable, defaultWebhookConfigurationName, defaultWebhookTimeoutSeconds, WebhookConfigurationError } from "./configuration.js";
-export type { ValidatingWebhookDefinition, WebhookConfigurationOptions, WebhookEndpoint, WebhookService, AdmissionOperation } from "./configuration.js";
-export { startAdmissionServer, reviewAdmissionRequest, reviewApproverRequest, decodeAdmissionReview, WebhookCertificateError, defaultMaxBodyBytes, defaultCertificatePollMillis, admissionReviewApiVersion } from "./server.js";
+export {
+  buildMutatingWebhookConfiguration,
+  approverWebhook,
+  defaultMutatingWebhookConfigurationName,
+  buildValidatingWebhookConfiguration,
+  validatingWebhooks,
+  webhookPath,
+  webhookName,
+  renderWebhookTable,
+  defaultWebhookConfigurationName,
+  defaultWebhookTimeoutSeconds,
+  WebhookConfigurationError,
+} from "./configuration.js";
+export type {
+  ValidatingWebhookDefinition,
+  WebhookConfigurationOptions,
+  WebhookEndpoint,
+  WebhookService,
+  AdmissionOperation,
+} from "./configuration.js";
+export {
+  startAdmissionServer,
+  reviewAdmissionRequest,
+  reviewApproverRequest,
+  decodeAdmissionReview,
+  WebhookCertificateError,
+  defaultMaxBodyBytes,
+  defaultCertificatePollMillis,
+  admissionReviewApiVersion,
+} from "./server.js";
 export type { AdmissionServer, AdmissionServerOptions, AdmissionRequest, AdmissionResponse, ReviewDependencies } from "./server.js";
 export { kubernetesAdmissionFacts, machineDeletionFactsFrom, identityUsersFrom, FactLookupError, clusterApiCoordinates } from "./facts.js";
 export type { AdmissionFacts, AdmissionUserInfo, KubernetesAdmissionFactsOptions } from "./facts.js";

@@ -29,14 +29,21 @@ export const safeSysctls: readonly string[] = [
 /** Every problem of one policy at `path`, each naming the field and the fix. */
 export function jobPolicyProblems(path: string, policy: JobPolicy | undefined): string[] {
   if (!policy) return [];
-  return [...deadlineProblems(path, policy), ...envProblems(path, policy), ...securityContextProblems(`${path}.securityContext`, policy.securityContext), ...podSecurityContextProblems(`${path}.podSecurityContext`, policy.podSecurityContext)];
+  return [
+    ...deadlineProblems(path, policy),
+    ...envProblems(path, policy),
+    ...securityContextProblems(`${path}.securityContext`, policy.securityContext),
+    ...podSecurityContextProblems(`${path}.podSecurityContext`, policy.podSecurityContext),
+  ];
 }
 
 function deadlineProblems(path: string, { lockTimeoutSeconds: lock, activeDeadlineSeconds: deadline }: JobPolicy): string[] {
   if (lock !== undefined && deadline !== undefined) {
     return lock < deadline
       ? []
-      : [`${path}.lockTimeoutSeconds: ${lock} must be less than ${path}.activeDeadlineSeconds (${deadline}), or the Job ends while it still waits for the state lock; lower the lock timeout or raise the deadline`];
+      : [
+          `${path}.lockTimeoutSeconds: ${lock} must be less than ${path}.activeDeadlineSeconds (${deadline}), or the Job ends while it still waits for the state lock; lower the lock timeout or raise the deadline`,
+        ];
   }
   if (deadline !== undefined && deadline <= jobPolicyDefaults.lockTimeoutSeconds) {
     return [
@@ -74,18 +81,25 @@ function envProblems(path: string, policy: JobPolicy): string[] {
   });
 }
 
-type SharedSecurityFields = Pick<SecurityContext, "runAsUser" | "runAsNonRoot" | "seccompProfile" | "appArmorProfile" | "seLinuxOptions" | "windowsOptions">;
+type SharedSecurityFields = Pick<
+  SecurityContext,
+  "runAsUser" | "runAsNonRoot" | "seccompProfile" | "appArmorProfile" | "seLinuxOptions" | "windowsOptions"
+>;
 
 /** Rules the container and the pod security context share. */
 function sharedSecurityProblems(path: string, context: SharedSecurityFields): string[] {
   const problems: string[] = [];
   if (context.runAsUser === 0) problems.push(`${path}.runAsUser: 0 runs as root; use a non-zero UID or leave it unset`);
   if (context.runAsNonRoot === false) problems.push(`${path}.runAsNonRoot: false is not allowed; set true or leave it unset`);
-  if (context.seccompProfile?.type === "Unconfined") problems.push(`${path}.seccompProfile.type: Unconfined is not allowed; use RuntimeDefault or Localhost`);
-  if (context.appArmorProfile?.type === "Unconfined") problems.push(`${path}.appArmorProfile.type: Unconfined is not allowed; use RuntimeDefault or Localhost`);
+  if (context.seccompProfile?.type === "Unconfined")
+    problems.push(`${path}.seccompProfile.type: Unconfined is not allowed; use RuntimeDefault or Localhost`);
+  if (context.appArmorProfile?.type === "Unconfined")
+    problems.push(`${path}.appArmorProfile.type: Unconfined is not allowed; use RuntimeDefault or Localhost`);
   const seLinux = context.seLinuxOptions;
   if (seLinux?.type !== undefined && !allowedSeLinuxTypes.includes(seLinux.type)) {
-    problems.push(`${path}.seLinuxOptions.type: ${JSON.stringify(seLinux.type)} is not allowed; use one of ${allowedSeLinuxTypes.filter(Boolean).join(", ")} or leave it unset`);
+    problems.push(
+      `${path}.seLinuxOptions.type: ${JSON.stringify(seLinux.type)} is not allowed; use one of ${allowedSeLinuxTypes.filter(Boolean).join(", ")} or leave it unset`,
+    );
   }
   if (seLinux?.user) problems.push(`${path}.seLinuxOptions.user: setting an SELinux user is not allowed; remove it`);
   if (seLinux?.role) problems.push(`${path}.seLinuxOptions.role: setting an SELinux role is not allowed; remove it`);
@@ -96,10 +110,14 @@ function sharedSecurityProblems(path: string, context: SharedSecurityFields): st
 export function securityContextProblems(path: string, context: SecurityContext | undefined): string[] {
   if (!context) return [];
   const problems = sharedSecurityProblems(path, context);
-  if (context.privileged === true) problems.push(`${path}.privileged: true is not allowed: the container holds cloud credentials; remove it`);
-  if (context.allowPrivilegeEscalation === true) problems.push(`${path}.allowPrivilegeEscalation: true is not allowed; set false or leave it unset`);
-  if ((context.capabilities?.add ?? []).length > 0) problems.push(`${path}.capabilities.add: adding capabilities is not allowed; remove ${context.capabilities!.add!.join(", ")}`);
-  if (context.readOnlyRootFilesystem === false) problems.push(`${path}.readOnlyRootFilesystem: false is not allowed; write to /tmp or the work volume instead, and leave it unset`);
+  if (context.privileged === true)
+    problems.push(`${path}.privileged: true is not allowed: the container holds cloud credentials; remove it`);
+  if (context.allowPrivilegeEscalation === true)
+    problems.push(`${path}.allowPrivilegeEscalation: true is not allowed; set false or leave it unset`);
+  if ((context.capabilities?.add ?? []).length > 0)
+    problems.push(`${path}.capabilities.add: adding capabilities is not allowed; remove ${context.capabilities!.add!.join(", ")}`);
+  if (context.readOnlyRootFilesystem === false)
+    problems.push(`${path}.readOnlyRootFilesystem: false is not allowed; write to /tmp or the work volume instead, and leave it unset`);
   if (context.procMount === "Unmasked") problems.push(`${path}.procMount: Unmasked is not allowed; use Default or leave it unset`);
   return problems;
 }
@@ -108,7 +126,8 @@ export function podSecurityContextProblems(path: string, context: PodSecurityCon
   if (!context) return [];
   const problems = sharedSecurityProblems(path, context);
   for (const [index, sysctl] of (context.sysctls ?? []).entries()) {
-    if (!safeSysctls.includes(sysctl.name)) problems.push(`${path}.sysctls[${index}].name: ${JSON.stringify(sysctl.name)} is outside the Pod Security safe set; remove it`);
+    if (!safeSysctls.includes(sysctl.name))
+      problems.push(`${path}.sysctls[${index}].name: ${JSON.stringify(sysctl.name)} is outside the Pod Security safe set; remove it`);
   }
   return problems;
 }

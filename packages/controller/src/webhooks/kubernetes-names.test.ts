@@ -38,7 +38,9 @@ describe("templateMetadataProblems", () => {
   });
 
   it("accepts valid metadata and none at all", () => {
-    expect(templateMetadataProblems("m", { labels: { team: "platform", empty: "" }, annotations: { "a.io/b": "anything goes here!" } })).toEqual([]);
+    expect(
+      templateMetadataProblems("m", { labels: { team: "platform", empty: "" }, annotations: { "a.io/b": "anything goes here!" } }),
+    ).toEqual([]);
     expect(templateMetadataProblems("m", undefined)).toEqual([]);
   });
 });
@@ -59,12 +61,21 @@ describe("labelSelectorProblems", () => {
 
   it.each([
     [{ matchExpressions: [{ key: "k", operator: "In" }] }, "s.matchExpressions[0].values: operator In needs at least one value"],
-    [{ matchExpressions: [{ key: "k", operator: "Exists", values: ["x"] }] }, "s.matchExpressions[0].values: operator Exists takes no values; remove them"],
-    [{ matchExpressions: [{ key: "k", operator: "Matches", values: ["x"] }] }, 's.matchExpressions[0].operator: "Matches" is not In, NotIn, Exists or DoesNotExist'],
+    [
+      { matchExpressions: [{ key: "k", operator: "Exists", values: ["x"] }] },
+      "s.matchExpressions[0].values: operator Exists takes no values; remove them",
+    ],
+    [
+      { matchExpressions: [{ key: "k", operator: "Matches", values: ["x"] }] },
+      's.matchExpressions[0].operator: "Matches" is not In, NotIn, Exists or DoesNotExist',
+    ],
     [{ matchExpressions: [{ key: "a b", operator: "Exists" }] }, 's.matchExpressions[0].key: "a b" is not a valid label key'],
     [{ matchLabels: { "a b": "x" } }, 's.matchLabels: key "a b" is not a valid label key'],
     [{ matchLabels: { k: "x y" } }, 's.matchLabels["k"]: not a valid label value'],
-    [{ matchExpressions: [{ key: "k", operator: "In", values: ["x y"] }] }, 's.matchExpressions[0].values: "x y" is not a valid label value'],
+    [
+      { matchExpressions: [{ key: "k", operator: "In", values: ["x y"] }] },
+      's.matchExpressions[0].values: "x y" is not a valid label value',
+    ],
   ])("refuses %j", (selector, problem) => {
     expect(labelSelectorProblems("s", selector)).toEqual([expect.stringContaining(problem)]);
   });

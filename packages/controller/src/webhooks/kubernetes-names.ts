@@ -35,7 +35,10 @@ export function labelValueProblem(value: string): string | undefined {
 }
 
 /** Problems with the labels and annotations a template copies onto the objects it creates. */
-export function templateMetadataProblems(path: string, metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined): string[] {
+export function templateMetadataProblems(
+  path: string,
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined,
+): string[] {
   const problems: string[] = [];
   for (const [key, value] of Object.entries(metadata?.labels ?? {})) {
     const keyProblem = qualifiedNameProblem(key);
@@ -49,7 +52,10 @@ export function templateMetadataProblems(path: string, metadata: { labels?: Reco
     if (keyProblem) problems.push(`${path}.annotations: key ${JSON.stringify(key)} is not a valid annotation key: ${keyProblem}`);
     bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
   }
-  if (bytes > maxAnnotationsBytes) problems.push(`${path}.annotations: ${bytes} bytes in all, more than the ${maxAnnotationsBytes} Kubernetes allows; shorten or drop some`);
+  if (bytes > maxAnnotationsBytes)
+    problems.push(
+      `${path}.annotations: ${bytes} bytes in all, more than the ${maxAnnotationsBytes} Kubernetes allows; shorten or drop some`,
+    );
   return problems;
 }
 

@@ -23,10 +23,14 @@ type AnyObject = Record<string, any>;
 async function installClusterApiCrds(extensions: k8s.ApiextensionsV1Api): Promise<void> {
   for (const path of clusterApiCrdPaths()) {
     const body = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(path, "utf8"));
-    await extensions.createCustomResourceDefinition({ body }).catch((error: unknown) => (error instanceof k8s.ApiException && error.code === 409 ? undefined : Promise.reject(error)));
+    await extensions
+      .createCustomResourceDefinition({ body })
+      .catch((error: unknown) => (error instanceof k8s.ApiException && error.code === 409 ? undefined : Promise.reject(error)));
     await waitFor(`CRD ${body.metadata!.name!} Established`, async () => {
       const crd = await extensions.readCustomResourceDefinition({ name: body.metadata!.name! });
-      return crd.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True") ? true : undefined;
+      return crd.status?.conditions?.some((condition) => condition.type === "Established" && condition.status === "True")
+        ? true
+        : undefined;
     });
   }
 }
@@ -51,7 +55,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
     object.metadata = { ...object.metadata, labels: { ...object.metadata?.labels, [selectorLabel]: suffix } };
     return object;
   }
-  const create = (plural: string, body: AnyObject) => clients.objects.createNamespacedCustomObject({ ...namespaced(plural, namespace), body }) as Promise<AnyObject>;
+  const create = (plural: string, body: AnyObject) =>
+    clients.objects.createNamespacedCustomObject({ ...namespaced(plural, namespace), body }) as Promise<AnyObject>;
   const remove = (plural: string, name: string) => clients.objects.deleteNamespacedCustomObject({ ...namespaced(plural, namespace), name });
   const identityCoordinates = { group: apiGroup, version: apiVersion, plural: "terraformclusteridentities" };
   const createIdentity = (objects: k8s.CustomObjectsApi, body: AnyObject) => {
@@ -135,7 +140,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
     const stored = await create("terraformclustertemplates", labelled(clusterTemplate(uniqueName("tpl"))));
     const changed = structuredClone(stored);
     changed.spec.template.spec.source.image = "ghcr.io/captf-io/module-images/noop-cluster:v0.2.0-opentofu";
-    const replace = (body: AnyObject) => clients.objects.replaceNamespacedCustomObject({ ...namespaced("terraformclustertemplates", namespace), name: body.metadata.name, body });
+    const replace = (body: AnyObject) =>
+      clients.objects.replaceNamespacedCustomObject({
+        ...namespaced("terraformclustertemplates", namespace),
+        name: body.metadata.name,
+        body,
+      });
     const { code, message } = await rejection(replace(changed));
     expect(code).toBe(422);
     expect(message).toContain("TerraformClusterTemplate spec.template.spec is immutable; create a new TerraformClusterTemplate");
@@ -170,13 +180,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
         apiVersion: `${clusterApiCoordinates.group}/${clusterApiCoordinates.version}`,
         kind: "Machine",
         metadata: { name: machineName },
-        spec: { clusterName: "demo", bootstrap: { dataSecretName: "demo-bootstrap" }, infrastructureRef: { apiGroup, kind: "TerraformMachine", name } },
+        spec: {
+          clusterName: "demo",
+          bootstrap: { dataSecretName: "demo-bootstrap" },
+          infrastructureRef: { apiGroup, kind: "TerraformMachine", name },
+        },
       },
     });
 
     const { code, message } = await rejection(remove("terraformmachines", name));
     expect(code).toBe(403);
-    expect(message).toContain(`TerraformMachine ${name} is the infrastructure of Machine ${machineName}, which is not being deleted; delete the Machine instead`);
+    expect(message).toContain(
+      `TerraformMachine ${name} is the infrastructure of Machine ${machineName}, which is not being deleted; delete the Machine instead`,
+    );
 
     // No Cluster API controller runs here, so the Machine carries no finalizer and goes at once.
     await clients.objects.deleteNamespacedCustomObject({ ...machines, name: machineName });
@@ -185,9 +201,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
 
   it("refuses an identity whose author may not read its Secret, asking as that author", async () => {
     // The outsider may create identities (RBAC passes) but not read Secrets (the SubjectAccessReview fails).
-    await rbac.createClusterRole({ body: { metadata: { name: outsider }, rules: [{ apiGroups: [apiGroup], resources: ["terraformclusteridentities"], verbs: ["create"] }] } });
+    await rbac.createClusterRole({
+      body: {
+        metadata: { name: outsider },
+        rules: [{ apiGroups: [apiGroup], resources: ["terraformclusteridentities"], verbs: ["create"] }],
+      },
+    });
     await rbac.createClusterRoleBinding({
-      body: { metadata: { name: outsider }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: outsider }, subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: outsider }] },
+      body: {
+        metadata: { name: outsider },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: outsider },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: outsider }],
+      },
     });
     const plane = sharedControlPlane();
     const asOutsider = new k8s.KubeConfig();
@@ -205,6 +230,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
       return refused.code === 403 && refused.message.includes("cannot create resource") ? undefined : refused;
     });
     expect(code).toBe(422);
-    expect(message).toContain(`user "${outsider}" may not get Secret captf-system/aws: an identity may only expose a Secret its author can read`);
+    expect(message).toContain(
+      `user "${outsider}" may not get Secret captf-system/aws: an identity may only expose a Secret its author can read`,
+    );
   });
 });

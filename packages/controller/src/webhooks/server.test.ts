@@ -74,11 +74,22 @@ describe("the admission server", () => {
   const logs: string[] = [];
   const { facts, calls, state } = fakeFacts();
 
-  function post(path: string, body: unknown, options: { ca?: string; headers?: Record<string, string>; method?: string } = {}): Promise<{ status: number; body: AnyObject }> {
+  function post(
+    path: string,
+    body: unknown,
+    options: { ca?: string; headers?: Record<string, string>; method?: string } = {},
+  ): Promise<{ status: number; body: AnyObject }> {
     const text = typeof body === "string" ? body : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = request(
-        { host: "127.0.0.1", port: server.port, path, method: options.method ?? "POST", ca: options.ca ?? certificate.caPem, headers: { "Content-Type": "application/json", ...options.headers } },
+        {
+          host: "127.0.0.1",
+          port: server.port,
+          path,
+          method: options.method ?? "POST",
+          ca: options.ca ?? certificate.caPem,
+          headers: { "Content-Type": "application/json", ...options.headers },
+        },
         (response) => {
           let answer = "";
           response.on("data", (chunk: Buffer) => (answer += chunk.toString()));
@@ -94,7 +105,17 @@ describe("the admission server", () => {
     dir = mkdtempSync(join(tmpdir(), "captf-webhook-"));
     certificate = generateServingCertificate(join(dir, "serving"));
     const logger = pino({ level: "debug" }, { write: (line: string) => void logs.push(line) });
-    server = await startAdmissionServer({ port: 0, host: "127.0.0.1", certFile: certificate.certFile, keyFile: certificate.keyFile, logger, managerUsername, facts, maxBodyBytes: 64 * 1024, certificatePollMillis: 200 });
+    server = await startAdmissionServer({
+      port: 0,
+      host: "127.0.0.1",
+      certFile: certificate.certFile,
+      keyFile: certificate.keyFile,
+      logger,
+      managerUsername,
+      facts,
+      maxBodyBytes: 64 * 1024,
+      certificatePollMillis: 200,
+    });
   });
 
   afterAll(async () => {
@@ -106,7 +127,10 @@ describe("the admission server", () => {
     it("admits a valid TerraformCluster with the request's uid", async () => {
       const body = review(kinds.cluster, "CREATE", minimalCluster("ok"));
       const answer = await post(`${webhookPath(kinds.cluster)}?timeout=10s`, body);
-      expect(answer).toEqual({ status: 200, body: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: body.request.uid, allowed: true } } });
+      expect(answer).toEqual({
+        status: 200,
+        body: { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: body.request.uid, allowed: true } },
+      });
     });
 
     it("refuses what the validator refuses, every reason in the message, as Invalid (422)", async () => {
@@ -141,7 +165,10 @@ describe("the admission server", () => {
       withId.spec.providerID = "aws:///eu-west-1a/i-0abc";
       const byUser = await post(webhookPath(kinds.machine), review(kinds.machine, "UPDATE", withId, stored));
       expect(byUser.body.response.status.message).toContain("spec.providerID may only be set by the captf manager");
-      const byManager = await post(webhookPath(kinds.machine), review(kinds.machine, "UPDATE", withId, stored, { userInfo: { username: managerUsername } }));
+      const byManager = await post(
+        webhookPath(kinds.machine),
+        review(kinds.machine, "UPDATE", withId, stored, { userInfo: { username: managerUsername } }),
+      );
       expect(byManager.body.response.allowed).toBe(true);
     });
 
@@ -150,13 +177,23 @@ describe("the admission server", () => {
       state.secretAccessAllowed = false;
       const denied = await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "CREATE", identity("aws")));
       expect(denied.body.response.status.message).toContain('user "alice" may not get Secret captf-system/aws');
-      expect(state.lastSecretAccessUser).toEqual({ username: "alice", uid: "u-1", groups: ["system:authenticated", "team-a"], extra: { scopes: ["x"] } });
+      expect(state.lastSecretAccessUser).toEqual({
+        username: "alice",
+        uid: "u-1",
+        groups: ["system:authenticated", "team-a"],
+        extra: { scopes: ["x"] },
+      });
       state.secretAccessAllowed = true;
-      expect((await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "CREATE", identity("aws")))).body.response.allowed).toBe(true);
+      expect(
+        (await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "CREATE", identity("aws")))).body.response.allowed,
+      ).toBe(true);
       const relabelled = identity("aws");
       relabelled.metadata = { ...relabelled.metadata, labels: { tier: "prod" } };
       state.secretAccessAllowed = false;
-      expect((await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "UPDATE", relabelled, identity("aws")))).body.response.allowed).toBe(true);
+      expect(
+        (await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "UPDATE", relabelled, identity("aws")))).body.response
+          .allowed,
+      ).toBe(true);
       expect(calls).toEqual(["secretAccess captf-system/aws", "secretAccess captf-system/aws"]);
       state.secretAccessAllowed = true;
     });
@@ -164,9 +201,15 @@ describe("the admission server", () => {
     it("refuses deleting an identity in use as Forbidden (403), from the stored object", async () => {
       state.identityUsers = [{ kind: kinds.cluster, namespace: "team-a", name: "prod" }];
       const answer = await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "DELETE", null, identity("aws")));
-      expect(answer.body.response).toMatchObject({ allowed: false, status: { code: 403, reason: "Forbidden", message: expect.stringContaining("is used by TerraformCluster team-a/prod") } });
+      expect(answer.body.response).toMatchObject({
+        allowed: false,
+        status: { code: 403, reason: "Forbidden", message: expect.stringContaining("is used by TerraformCluster team-a/prod") },
+      });
       state.identityUsers = [];
-      expect((await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "DELETE", null, identity("aws")))).body.response.allowed).toBe(true);
+      expect(
+        (await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "DELETE", null, identity("aws")))).body.response
+          .allowed,
+      ).toBe(true);
     });
 
     it("refuses deleting a TerraformMachine under a live Machine, and admits it with a warning when the lookup fails", async () => {
@@ -174,29 +217,66 @@ describe("the admission server", () => {
       expect(refused.body.response.status.message).toContain("is the infrastructure of Machine m-0");
       state.machineLookupFails = true;
       const admitted = await post(webhookPath(kinds.machine), review(kinds.machine, "DELETE", null, minimalMachine("m")));
-      expect(admitted.body.response).toMatchObject({ allowed: true, warnings: [expect.stringContaining("machines.cluster.x-k8s.io is forbidden")] });
+      expect(admitted.body.response).toMatchObject({
+        allowed: true,
+        warnings: [expect.stringContaining("machines.cluster.x-k8s.io is forbidden")],
+      });
       state.machineLookupFails = false;
     });
 
     it("admits deletions of kinds without a deletion rule, and status writes, without looking anything up", async () => {
       calls.length = 0;
-      expect((await post(webhookPath(kinds.cluster), review(kinds.cluster, "DELETE", null, minimalCluster("c")))).body.response.allowed).toBe(true);
+      expect(
+        (await post(webhookPath(kinds.cluster), review(kinds.cluster, "DELETE", null, minimalCluster("c")))).body.response.allowed,
+      ).toBe(true);
       const bad = minimalCluster("c");
       bad.spec.variables = { captf_x: 1 };
-      expect((await post(webhookPath(kinds.cluster), review(kinds.cluster, "UPDATE", bad, bad, { subResource: "status" }))).body.response.allowed).toBe(true);
+      expect(
+        (await post(webhookPath(kinds.cluster), review(kinds.cluster, "UPDATE", bad, bad, { subResource: "status" }))).body.response
+          .allowed,
+      ).toBe(true);
       expect(calls).toEqual([]);
     });
   });
 
   describe("answers every malformed request and keeps serving", () => {
     it.each<[string, () => Promise<{ status: number; body: AnyObject }>, number, string]>([
-      ["an unknown path", () => post("/validate-terraformcluster", review(kinds.cluster, "CREATE", minimalCluster())), 404, "no webhook at /validate-terraformcluster"],
+      [
+        "an unknown path",
+        () => post("/validate-terraformcluster", review(kinds.cluster, "CREATE", minimalCluster())),
+        404,
+        "no webhook at /validate-terraformcluster",
+      ],
       ["a GET", () => post(webhookPath(kinds.cluster), "", { method: "GET" }), 405, "POST an AdmissionReview"],
       ["a body that is not JSON", () => post(webhookPath(kinds.cluster), "{not json"), 400, "the body is not JSON"],
-      ["a v1beta1 review", () => post(webhookPath(kinds.cluster), { ...review(kinds.cluster, "CREATE", minimalCluster()), apiVersion: "admission.k8s.io/v1beta1" }), 400, 'admissionReviewVersions: ["v1"]'],
-      ["a review without a uid", () => post(webhookPath(kinds.cluster), { ...review(kinds.cluster, "CREATE", minimalCluster()), request: { operation: "CREATE" } }), 400, "request.uid must be a non-empty string"],
-      ["a text body", () => post(webhookPath(kinds.cluster), "x", { headers: { "Content-Type": "text/plain" } }), 415, "send application/json"],
-      ["a body over the limit", () => post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", { ...minimalCluster(), padding: "x".repeat(70 * 1024) })), 413, "exceeds 65536 bytes"],
+      [
+        "a v1beta1 review",
+        () =>
+          post(webhookPath(kinds.cluster), {
+            ...review(kinds.cluster, "CREATE", minimalCluster()),
+            apiVersion: "admission.k8s.io/v1beta1",
+          }),
+        400,
+        'admissionReviewVersions: ["v1"]',
+      ],
+      [
+        "a review without a uid",
+        () => post(webhookPath(kinds.cluster), { ...review(kinds.cluster, "CREATE", minimalCluster()), request: { operation: "CREATE" } }),
+        400,
+        "request.uid must be a non-empty string",
+      ],
+      [
+        "a text body",
+        () => post(webhookPath(kinds.cluster), "x", { headers: { "Content-Type": "text/plain" } }),
+        415,
+        "send application/json",
+      ],
+      [
+        "a body over the limit",
+        () => post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", { ...minimalCluster(), padding: "x".repeat(70 * 1024) })),
+        413,
+        "exceeds 65536 bytes",
+      ],
     ])("%s", async (_name, send, status, message) => {
       const answer = await send();
       expect(answer.status).toBe(status);
@@ -205,22 +285,37 @@ describe("the admission server", () => {
     });
 
     it.each<[string, AnyObject, string]>([
-      ["a review of another kind than the path's", review(kinds.machine, "CREATE", minimalMachine()), "this webhook validates TerraformCluster.infrastructure.cluster.x-k8s.io, the request is for TerraformMachine"],
+      [
+        "a review of another kind than the path's",
+        review(kinds.machine, "CREATE", minimalMachine()),
+        "this webhook validates TerraformCluster.infrastructure.cluster.x-k8s.io, the request is for TerraformMachine",
+      ],
       ["a CREATE without an object", review(kinds.cluster, "CREATE", null), "request.object is missing"],
       ["an UPDATE without the old object", review(kinds.cluster, "UPDATE", minimalCluster()), "request.oldObject is missing"],
-      ["an object without a spec", review(kinds.cluster, "CREATE", { apiVersion: groupVersion, kind: kinds.cluster, metadata: { name: "x" } }), "request.object.spec must be an object"],
+      [
+        "an object without a spec",
+        review(kinds.cluster, "CREATE", { apiVersion: groupVersion, kind: kinds.cluster, metadata: { name: "x" } }),
+        "request.object.spec must be an object",
+      ],
       ["a CONNECT", review(kinds.cluster, "CONNECT", minimalCluster()), "operation CONNECT is not validated"],
     ])("denies %s with code 400 and the reason", async (_name, body, message) => {
       const answer = await post(webhookPath(kinds.cluster), body);
       expect(answer.status).toBe(200);
-      expect(answer.body.response).toEqual({ uid: body.request.uid, allowed: false, status: { code: 400, reason: "BadRequest", message: expect.stringContaining(message) } });
+      expect(answer.body.response).toEqual({
+        uid: body.request.uid,
+        allowed: false,
+        status: { code: 400, reason: "BadRequest", message: expect.stringContaining(message) },
+      });
     });
 
     it("turns a validator that throws on an object the schema would never admit into a 500 denial", async () => {
       const cluster = minimalCluster("odd") as AnyObject;
       cluster.spec.variablesFrom = "not-a-list";
       const answer = await post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", cluster));
-      expect(answer.body.response).toMatchObject({ allowed: false, status: { code: 500, reason: "InternalError", message: expect.stringContaining("the TerraformCluster validator failed") } });
+      expect(answer.body.response).toMatchObject({
+        allowed: false,
+        status: { code: 500, reason: "InternalError", message: expect.stringContaining("the TerraformCluster validator failed") },
+      });
       expect((await post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", minimalCluster()))).body.response.allowed).toBe(true);
     });
   });
@@ -231,7 +326,15 @@ describe("the admission server", () => {
     const body = review(kinds.cluster, "CREATE", cluster);
     await post(webhookPath(kinds.cluster), body);
     const line = logs.map((entry) => JSON.parse(entry) as AnyObject).find((entry) => entry.uid === body.request.uid);
-    expect(line).toMatchObject({ msg: "denied", kind: kinds.cluster, operation: "CREATE", user: "alice", namespace: "team-a", name: "secretive", code: 422 });
+    expect(line).toMatchObject({
+      msg: "denied",
+      kind: kinds.cluster,
+      operation: "CREATE",
+      user: "alice",
+      namespace: "team-a",
+      name: "secretive",
+      code: 422,
+    });
     expect(line?.reasons).toContain("captf_token");
     expect(logs.join("\n")).not.toContain("s3cret-value");
   });
@@ -269,7 +372,14 @@ function peerFingerprint(port: number): Promise<string> {
 describe("startAdmissionServer", () => {
   it("refuses to start without its certificate, naming the flags that place it", async () => {
     const { facts } = fakeFacts();
-    const start = startAdmissionServer({ port: 0, certFile: "/nonexistent/tls.crt", keyFile: "/nonexistent/tls.key", logger: pino({ level: "silent" }), managerUsername, facts });
+    const start = startAdmissionServer({
+      port: 0,
+      certFile: "/nonexistent/tls.crt",
+      keyFile: "/nonexistent/tls.key",
+      logger: pino({ level: "silent" }),
+      managerUsername,
+      facts,
+    });
     await expect(start).rejects.toThrow(WebhookCertificateError);
     await expect(start).rejects.toThrow(/--webhook-cert-dir/);
   });
@@ -281,12 +391,30 @@ describe("startAdmissionServer", () => {
       let release: () => void = () => undefined;
       const { facts } = fakeFacts();
       const slowFacts: AdmissionFacts = { ...facts, identityUsers: () => new Promise((resolve) => (release = () => resolve([]))) };
-      const server = await startAdmissionServer({ port: 0, host: "127.0.0.1", certFile: certificate.certFile, keyFile: certificate.keyFile, logger: pino({ level: "silent" }), managerUsername, facts: slowFacts });
+      const server = await startAdmissionServer({
+        port: 0,
+        host: "127.0.0.1",
+        certFile: certificate.certFile,
+        keyFile: certificate.keyFile,
+        logger: pino({ level: "silent" }),
+        managerUsername,
+        facts: slowFacts,
+      });
       const inFlight = new Promise<number>((resolve, reject) => {
-        const req = request({ host: "127.0.0.1", port: server.port, path: webhookPath(kinds.clusterIdentity), method: "POST", ca: certificate.caPem, headers: { "Content-Type": "application/json" } }, (response) => {
-          response.resume();
-          response.on("end", () => resolve(response.statusCode ?? 0));
-        });
+        const req = request(
+          {
+            host: "127.0.0.1",
+            port: server.port,
+            path: webhookPath(kinds.clusterIdentity),
+            method: "POST",
+            ca: certificate.caPem,
+            headers: { "Content-Type": "application/json" },
+          },
+          (response) => {
+            response.resume();
+            response.on("end", () => resolve(response.statusCode ?? 0));
+          },
+        );
         req.on("error", reject);
         req.end(JSON.stringify(review(kinds.clusterIdentity, "DELETE", null, identity("slow"))));
       });
@@ -315,8 +443,18 @@ describe("decodeAdmissionReview", () => {
   it.each<[unknown, string]>([
     [[], "the body must be a JSON object"],
     [{ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }, "request is missing"],
-    [{ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", kind: { group: "g", version: "v", kind: "K" }, operation: "PATCH" } }, 'request.operation "PATCH" must be CREATE, UPDATE, DELETE or CONNECT'],
-    [{ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", operation: "CREATE" } }, "request.kind must name the group, version and kind"],
+    [
+      {
+        apiVersion: "admission.k8s.io/v1",
+        kind: "AdmissionReview",
+        request: { uid: "u", kind: { group: "g", version: "v", kind: "K" }, operation: "PATCH" },
+      },
+      'request.operation "PATCH" must be CREATE, UPDATE, DELETE or CONNECT',
+    ],
+    [
+      { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", operation: "CREATE" } },
+      "request.kind must name the group, version and kind",
+    ],
   ])("names what is wrong with %j", (body, problem) => {
     expect(decodeAdmissionReview(body)).toEqual({ problem: expect.stringContaining(problem) });
   });

@@ -31,7 +31,12 @@ import { approverPatch } from "./approver.js";
 import { approverWebhook, validatingWebhooks, type ValidatingWebhookDefinition } from "./configuration.js";
 import type { AdmissionFacts, AdmissionUserInfo } from "./facts.js";
 import { validateTerraformCluster } from "./terraformcluster.js";
-import { identityNeedsAccessReview, validateTerraformClusterIdentity, validateTerraformClusterIdentityDeletion, type SecretAccess } from "./terraformclusteridentity.js";
+import {
+  identityNeedsAccessReview,
+  validateTerraformClusterIdentity,
+  validateTerraformClusterIdentityDeletion,
+  type SecretAccess,
+} from "./terraformclusteridentity.js";
 import { validateTerraformMachine, validateTerraformMachineDeletion } from "./terraformmachine.js";
 import { validateTerraformMachinePool } from "./terraformmachinepool.js";
 import { validateTerraformClusterTemplate, validateTerraformMachinePoolTemplate, validateTerraformMachineTemplate } from "./templates.js";
@@ -76,7 +81,8 @@ export interface AdmissionReviewAnswer {
 
 /** The request of an AdmissionReview body, or what is wrong with the body. */
 export function decodeAdmissionReview(body: unknown): { request: AdmissionRequest } | { problem: string } {
-  if (body === null || typeof body !== "object" || Array.isArray(body)) return { problem: "the body must be a JSON object: an admission.k8s.io/v1 AdmissionReview" };
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    return { problem: "the body must be a JSON object: an admission.k8s.io/v1 AdmissionReview" };
   const review = body as Record<string, unknown>;
   if (review.apiVersion !== admissionReviewApiVersion || review.kind !== "AdmissionReview") {
     return {
@@ -84,15 +90,18 @@ export function decodeAdmissionReview(body: unknown): { request: AdmissionReques
     };
   }
   const request = review.request as Record<string, unknown> | undefined;
-  if (request === null || typeof request !== "object" || Array.isArray(request)) return { problem: "request is missing: an AdmissionReview sent for review carries a request" };
+  if (request === null || typeof request !== "object" || Array.isArray(request))
+    return { problem: "request is missing: an AdmissionReview sent for review carries a request" };
   if (typeof request.uid !== "string" || request.uid === "") return { problem: "request.uid must be a non-empty string" };
   const kind = request.kind as Record<string, unknown> | undefined;
-  if (!kind || typeof kind.kind !== "string" || typeof kind.group !== "string") return { problem: "request.kind must name the group, version and kind of the object" };
+  if (!kind || typeof kind.kind !== "string" || typeof kind.group !== "string")
+    return { problem: "request.kind must name the group, version and kind of the object" };
   if (!["CREATE", "UPDATE", "DELETE", "CONNECT"].includes(request.operation as string)) {
     return { problem: `request.operation ${JSON.stringify(request.operation)} must be CREATE, UPDATE, DELETE or CONNECT` };
   }
   const userInfo = request.userInfo;
-  if (userInfo !== undefined && (userInfo === null || typeof userInfo !== "object" || Array.isArray(userInfo))) return { problem: "request.userInfo must be an object" };
+  if (userInfo !== undefined && (userInfo === null || typeof userInfo !== "object" || Array.isArray(userInfo)))
+    return { problem: "request.userInfo must be an object" };
   return {
     request: {
       ...(request as unknown as AdmissionRequest),
@@ -120,12 +129,21 @@ type Spec = Record<string, unknown>;
 
 function objectWithSpec<T>(field: "object" | "oldObject", value: unknown, template: boolean): T {
   if (value === undefined) throw new UnjudgeableRequest(`request.${field} is missing`);
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new UnjudgeableRequest(`request.${field} must be an object`);
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new UnjudgeableRequest(`request.${field} must be an object`);
   const spec = (value as { spec?: unknown }).spec;
-  if (spec === null || typeof spec !== "object" || Array.isArray(spec)) throw new UnjudgeableRequest(`request.${field}.spec must be an object`);
+  if (spec === null || typeof spec !== "object" || Array.isArray(spec))
+    throw new UnjudgeableRequest(`request.${field}.spec must be an object`);
   if (template) {
     const inner = (spec as Spec).template as Spec | undefined;
-    if (inner === null || typeof inner !== "object" || Array.isArray(inner) || inner.spec === null || typeof inner.spec !== "object" || Array.isArray(inner.spec)) {
+    if (
+      inner === null ||
+      typeof inner !== "object" ||
+      Array.isArray(inner) ||
+      inner.spec === null ||
+      typeof inner.spec !== "object" ||
+      Array.isArray(inner.spec)
+    ) {
       throw new UnjudgeableRequest(`request.${field}.spec.template.spec must be an object`);
     }
   }
@@ -146,7 +164,8 @@ function judgeWrite<T>(request: AdmissionRequest, kind: string, validate: Valida
 
 async function judgeIdentityWrite(request: AdmissionRequest, context: AdmissionContext, deps: ReviewDependencies): Promise<Verdict> {
   const newObject = objectWithSpec<TerraformClusterIdentity>("object", request.object, false);
-  const oldObject = request.operation === "UPDATE" ? objectWithSpec<TerraformClusterIdentity>("oldObject", request.oldObject, false) : undefined;
+  const oldObject =
+    request.operation === "UPDATE" ? objectWithSpec<TerraformClusterIdentity>("oldObject", request.oldObject, false) : undefined;
   let secretAccess: SecretAccess | undefined;
   const secretRef = newObject.spec.secretRef;
   // A review that cannot run leaves secretAccess unset, which the validator answers with "retry".
@@ -167,8 +186,16 @@ async function judgeDeletion(request: AdmissionRequest, kind: string, deps: Revi
       return validateTerraformMachineDeletion(object, await deps.facts.machineDeletion(object));
     } catch (error) {
       // The reference's delete check fails open: a deletion is never stuck on a lookup.
-      deps.logger.warn({ uid: request.uid, err: error }, "could not look up the Machines of a TerraformMachine being deleted; admitting the deletion");
-      return verdict([], [`could not check whether a Machine still uses this TerraformMachine (${error instanceof Error ? error.message : String(error)}); deletion admitted`]);
+      deps.logger.warn(
+        { uid: request.uid, err: error },
+        "could not look up the Machines of a TerraformMachine being deleted; admitting the deletion",
+      );
+      return verdict(
+        [],
+        [
+          `could not check whether a Machine still uses this TerraformMachine (${error instanceof Error ? error.message : String(error)}); deletion admitted`,
+        ],
+      );
     }
   }
   if (kind === kinds.clusterIdentity) {
@@ -178,14 +205,20 @@ async function judgeDeletion(request: AdmissionRequest, kind: string, deps: Revi
       return validateTerraformClusterIdentityDeletion(object, await deps.facts.identityUsers(name));
     } catch (error) {
       deps.logger.warn({ uid: request.uid, err: error }, "could not look up the users of a TerraformClusterIdentity being deleted");
-      return verdict([`could not check whether TerraformClusterIdentity ${name} is still in use (${error instanceof Error ? error.message : String(error)}); retry the deletion`]);
+      return verdict([
+        `could not check whether TerraformClusterIdentity ${name} is still in use (${error instanceof Error ? error.message : String(error)}); retry the deletion`,
+      ]);
     }
   }
   return verdict([]);
 }
 
 /** Judges one decoded request at one kind's webhook. */
-export async function reviewAdmissionRequest(webhook: ValidatingWebhookDefinition, request: AdmissionRequest, deps: ReviewDependencies): Promise<AdmissionResponse> {
+export async function reviewAdmissionRequest(
+  webhook: ValidatingWebhookDefinition,
+  request: AdmissionRequest,
+  deps: ReviewDependencies,
+): Promise<AdmissionResponse> {
   const { uid } = request;
   try {
     if (request.kind.group !== apiGroup || request.kind.kind !== webhook.kind) {
@@ -195,7 +228,8 @@ export async function reviewAdmissionRequest(webhook: ValidatingWebhookDefinitio
     }
     // The status subresource is not covered; a configuration that sends it anyway changes nothing.
     if (request.subResource) return { uid, allowed: true };
-    if (request.operation === "CONNECT") throw new UnjudgeableRequest(`operation CONNECT is not validated; remove it from the rules of webhook ${webhook.name}`);
+    if (request.operation === "CONNECT")
+      throw new UnjudgeableRequest(`operation CONNECT is not validated; remove it from the rules of webhook ${webhook.name}`);
     const context: AdmissionContext = {
       requester: { username: request.userInfo.username ?? "", ...(request.userInfo.groups ? { groups: request.userInfo.groups } : {}) },
       managerUsername: deps.managerUsername,
@@ -207,16 +241,31 @@ export async function reviewAdmissionRequest(webhook: ValidatingWebhookDefinitio
     else result = judgeWrite(request, webhook.kind, writeValidators[webhook.kind] as Validator<unknown>, context);
     return toResponse(uid, request.operation, result);
   } catch (error) {
-    if (error instanceof UnjudgeableRequest) return { uid, allowed: false, status: { code: 400, reason: "BadRequest", message: error.message } };
+    if (error instanceof UnjudgeableRequest)
+      return { uid, allowed: false, status: { code: 400, reason: "BadRequest", message: error.message } };
     deps.logger.error({ uid, kind: webhook.kind, err: error }, "validator failed");
-    return { uid, allowed: false, status: { code: 500, reason: "InternalError", message: `the ${webhook.kind} validator failed: ${error instanceof Error ? error.message : String(error)}; see the captf manager's log` } };
+    return {
+      uid,
+      allowed: false,
+      status: {
+        code: 500,
+        reason: "InternalError",
+        message: `the ${webhook.kind} validator failed: ${error instanceof Error ? error.message : String(error)}; see the captf manager's log`,
+      },
+    };
   }
 }
 
 /** The approver webhook's answer: always admitted, with the patch that records the requester as approver when the write approves a plan. */
 export function reviewApproverRequest(request: AdmissionRequest): AdmissionResponse {
   const { uid } = request;
-  if (request.kind.group !== apiGroup || request.kind.kind !== approverWebhook.kind || request.subResource || (request.operation !== "CREATE" && request.operation !== "UPDATE")) return { uid, allowed: true };
+  if (
+    request.kind.group !== apiGroup ||
+    request.kind.kind !== approverWebhook.kind ||
+    request.subResource ||
+    (request.operation !== "CREATE" && request.operation !== "UPDATE")
+  )
+    return { uid, allowed: true };
   const patch = approverPatch(request.oldObject as never, request.object as never, request.userInfo.username ?? "");
   if (patch.length === 0) return { uid, allowed: true };
   return { uid, allowed: true, patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") };
@@ -290,7 +339,10 @@ async function readPair(certFile: string, keyFile: string, tls: AdmissionServerO
   try {
     createSecureContext({ cert, key, ...tls });
   } catch (error) {
-    throw new WebhookCertificateError(`webhook serving certificate ${certFile} and key ${keyFile} do not form a usable pair: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new WebhookCertificateError(
+      `webhook serving certificate ${certFile} and key ${keyFile} do not form a usable pair: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   const digest = createHash("sha256").update(cert).update("\0").update(key).digest("hex");
   return { cert, key, digest };
@@ -352,7 +404,9 @@ function badRequest(response: ServerResponse, status: number, message: string, h
 export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
   const log = options.logger.child({ component: "webhook-server" });
   const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes;
-  const webhooksByPath = new Map<string, ValidatingWebhookDefinition>([...validatingWebhooks, approverWebhook].map((webhook) => [webhook.path, webhook]));
+  const webhooksByPath = new Map<string, ValidatingWebhookDefinition>(
+    [...validatingWebhooks, approverWebhook].map((webhook) => [webhook.path, webhook]),
+  );
   let pair = await readPair(options.certFile, options.keyFile, options.tls);
 
   let stopping = false;
@@ -394,7 +448,11 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
     try {
       parsed = JSON.parse(body.toString("utf8"));
     } catch (error) {
-      badRequest(response, 400, `the body is not JSON (${error instanceof Error ? error.message : String(error)}): POST an admission.k8s.io/v1 AdmissionReview`);
+      badRequest(
+        response,
+        400,
+        `the body is not JSON (${error instanceof Error ? error.message : String(error)}): POST an admission.k8s.io/v1 AdmissionReview`,
+      );
       return;
     }
     const decoded = decodeAdmissionReview(parsed);
@@ -404,7 +462,10 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
       return;
     }
     const admission = decoded.request;
-    const result = path === approverWebhook.path ? reviewApproverRequest(admission) : await reviewAdmissionRequest(webhook, admission, { ...options, logger: log });
+    const result =
+      path === approverWebhook.path
+        ? reviewApproverRequest(admission)
+        : await reviewAdmissionRequest(webhook, admission, { ...options, logger: log });
     answer(response, 200, reviewAnswer(result));
     const fields = {
       uid: admission.uid,
@@ -424,12 +485,19 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
     else log.info(fields, "denied");
   }
 
-  const server: Server = createServer({ cert: pair.cert, key: pair.key, ...options.tls, requestTimeout: 30_000, headersTimeout: 10_000 }, (request, response) => {
-    handle(request, response).catch((error: unknown) => {
-      log.error({ err: error }, "admission request failed");
-      answer(response, 500, reviewAnswer({ uid: "", allowed: false, status: { code: 500, message: "internal error; see the captf manager's log" } }));
-    });
-  });
+  const server: Server = createServer(
+    { cert: pair.cert, key: pair.key, ...options.tls, requestTimeout: 30_000, headersTimeout: 10_000 },
+    (request, response) => {
+      handle(request, response).catch((error: unknown) => {
+        log.error({ err: error }, "admission request failed");
+        answer(
+          response,
+          500,
+          reviewAnswer({ uid: "", allowed: false, status: { code: 500, message: "internal error; see the captf manager's log" } }),
+        );
+      });
+    },
+  );
   server.on("tlsClientError", (error) => log.debug({ err: error }, "TLS handshake failed"));
 
   await new Promise<void>((resolve, reject) => {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "@jest/globals";
 import { clusterTemplate, machineTemplate, poolTemplate } from "../api/examples.test-support.js";
 import { asUser, reasonsOf } from "./admission.test-support.js";
-import { topologyDryRunAnnotation, validateTerraformClusterTemplate, validateTerraformMachinePoolTemplate, validateTerraformMachineTemplate } from "./templates.js";
+import {
+  topologyDryRunAnnotation,
+  validateTerraformClusterTemplate,
+  validateTerraformMachinePoolTemplate,
+  validateTerraformMachineTemplate,
+} from "./templates.js";
 
 describe("template webhooks", () => {
   it("admit valid templates", () => {
@@ -15,7 +20,9 @@ describe("template webhooks", () => {
     delete template.spec.template.spec.identityRef;
     expect(validateTerraformClusterTemplate(undefined, template, asUser())).toEqual({
       allowed: true,
-      warnings: ["spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a ClusterClass patch sets one"],
+      warnings: [
+        "spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a ClusterClass patch sets one",
+      ],
     });
   });
 
@@ -35,7 +42,9 @@ describe("template webhooks", () => {
       `${kind} spec.template.spec is immutable; create a new ${kind} and point its users at it (Cluster API then rolls out the change)`,
     ]);
     changed.metadata.annotations = { [topologyDryRunAnnotation]: "" };
-    expect((validate as any)(before, changed, asUser("system:serviceaccount:capi-system:capi-manager", { dryRun: true })).allowed).toBe(true);
+    expect((validate as any)(before, changed, asUser("system:serviceaccount:capi-system:capi-manager", { dryRun: true })).allowed).toBe(
+      true,
+    );
     expect((validate as any)(before, changed, asUser()).allowed).toBe(false);
   });
 
@@ -50,10 +59,14 @@ describe("template webhooks", () => {
   it("refuse a providerID in a machine template and in a pool template", () => {
     const machine = machineTemplate();
     machine.spec.template.spec.providerID = "aws:///a/i-1";
-    expect(reasonsOf(validateTerraformMachineTemplate(undefined, machine, asUser()))).toEqual([expect.stringContaining("spec.template.spec.providerID must be empty")]);
+    expect(reasonsOf(validateTerraformMachineTemplate(undefined, machine, asUser()))).toEqual([
+      expect.stringContaining("spec.template.spec.providerID must be empty"),
+    ]);
     const pool = poolTemplate();
     pool.spec.template.spec.providerIDList = ["aws:///a/i-1"];
-    expect(reasonsOf(validateTerraformMachinePoolTemplate(undefined, pool, asUser()))).toEqual([expect.stringContaining("spec.template.spec.providerIDList must be empty")]);
+    expect(reasonsOf(validateTerraformMachinePoolTemplate(undefined, pool, asUser()))).toEqual([
+      expect.stringContaining("spec.template.spec.providerIDList must be empty"),
+    ]);
   });
 
   it("apply the kind's spec rules under spec.template.spec, and check the copied metadata", () => {

@@ -23,11 +23,18 @@ function isTopologyDryRun(object: Template, context: AdmissionContext): boolean 
 }
 
 function immutabilityProblems(kind: string, oldObject: Template | undefined, newObject: Template, context: AdmissionContext): string[] {
-  if (!oldObject || isTopologyDryRun(newObject, context) || sameJsonValue(oldObject.spec.template.spec, newObject.spec.template.spec)) return [];
-  return [`${kind} spec.template.spec is immutable; create a new ${kind} and point its users at it (Cluster API then rolls out the change)`];
+  if (!oldObject || isTopologyDryRun(newObject, context) || sameJsonValue(oldObject.spec.template.spec, newObject.spec.template.spec))
+    return [];
+  return [
+    `${kind} spec.template.spec is immutable; create a new ${kind} and point its users at it (Cluster API then rolls out the change)`,
+  ];
 }
 
-export function validateTerraformClusterTemplate(oldObject: TerraformClusterTemplate | undefined, newObject: TerraformClusterTemplate, context: AdmissionContext): Verdict {
+export function validateTerraformClusterTemplate(
+  oldObject: TerraformClusterTemplate | undefined,
+  newObject: TerraformClusterTemplate,
+  context: AdmissionContext,
+): Verdict {
   const spec = newObject.spec.template.spec;
   const problems = [
     ...templateMetadataProblems("spec.template.metadata", newObject.spec.template.metadata),
@@ -36,18 +43,25 @@ export function validateTerraformClusterTemplate(oldObject: TerraformClusterTemp
   ];
   const warnings = spec.identityRef?.name
     ? []
-    : ["spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a ClusterClass patch sets one"];
+    : [
+        "spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a ClusterClass patch sets one",
+      ];
   return verdict(problems, warnings);
 }
 
-export function validateTerraformMachineTemplate(oldObject: TerraformMachineTemplate | undefined, newObject: TerraformMachineTemplate, context: AdmissionContext): Verdict {
+export function validateTerraformMachineTemplate(
+  oldObject: TerraformMachineTemplate | undefined,
+  newObject: TerraformMachineTemplate,
+  context: AdmissionContext,
+): Verdict {
   const spec = newObject.spec.template.spec;
   const problems = [
     ...templateMetadataProblems("spec.template.metadata", newObject.spec.template.metadata),
     ...machineSpecProblems("spec.template.spec", oldObject?.spec.template.spec, spec, isDeleting(newObject)),
     ...immutabilityProblems("TerraformMachineTemplate", oldObject, newObject, context),
   ];
-  if (spec.providerID) problems.push("spec.template.spec.providerID must be empty: it would stamp every machine with one instance's identity; remove it");
+  if (spec.providerID)
+    problems.push("spec.template.spec.providerID must be empty: it would stamp every machine with one instance's identity; remove it");
   return verdict(problems);
 }
 
@@ -63,7 +77,9 @@ export function validateTerraformMachinePoolTemplate(
     ...immutabilityProblems("TerraformMachinePoolTemplate", oldObject, newObject, context),
   ];
   // Same reason as a machine template's providerID: the manager writes these from the pool's own outputs.
-  if (spec.providerID) problems.push("spec.template.spec.providerID must be empty: the manager writes it from each pool's outputs; remove it");
-  if (spec.providerIDList) problems.push("spec.template.spec.providerIDList must be empty: the manager writes it from each pool's outputs; remove it");
+  if (spec.providerID)
+    problems.push("spec.template.spec.providerID must be empty: the manager writes it from each pool's outputs; remove it");
+  if (spec.providerIDList)
+    problems.push("spec.template.spec.providerIDList must be empty: the manager writes it from each pool's outputs; remove it");
   return verdict(problems);
 }

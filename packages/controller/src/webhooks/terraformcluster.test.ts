@@ -17,13 +17,37 @@ describe("validateTerraformCluster", () => {
   });
 
   it.each<[string, (cluster: TerraformCluster) => void, string]>([
-    ["no identityRef", (c) => delete c.spec.identityRef, "spec.identityRef.name is required: a TerraformCluster uses only its own identity"],
+    [
+      "no identityRef",
+      (c) => delete c.spec.identityRef,
+      "spec.identityRef.name is required: a TerraformCluster uses only its own identity",
+    ],
     ["an invalid image", (c) => (c.spec.source.image = "ghcr.io/a b"), 'spec.source.image: "ghcr.io/a b" is not a valid image reference'],
-    ["a half-set endpoint", (c) => (c.spec.controlPlaneEndpoint = { port: 6443 }), "spec.controlPlaneEndpoint: set host and port together, or neither"],
-    ["a cluster contract input as a variable", (c) => (c.spec.variables = { kubernetes_version: "v1.34.0" }), 'spec.variables: variable name "kubernetes_version" is reserved: it is a cluster contract input'],
-    ["a weak spec.jobs", (c) => (c.spec.jobs = { securityContext: { privileged: true } }), "spec.jobs.securityContext.privileged: true is not allowed"],
-    ["an inconsistent spec.defaults.jobs", (c) => (c.spec.defaults = { jobs: { lockTimeoutSeconds: 4000 } }), "spec.defaults.jobs.lockTimeoutSeconds: 4000 must be less than the built-in deadline"],
-    ["TF_ in spec.defaults.jobs.env", (c) => (c.spec.defaults = { jobs: { env: [{ name: "TF_CLI_CONFIG_FILE", value: "/x" }] } }), 'spec.defaults.jobs.env[0].name: "TF_CLI_CONFIG_FILE" is reserved'],
+    [
+      "a half-set endpoint",
+      (c) => (c.spec.controlPlaneEndpoint = { port: 6443 }),
+      "spec.controlPlaneEndpoint: set host and port together, or neither",
+    ],
+    [
+      "a cluster contract input as a variable",
+      (c) => (c.spec.variables = { kubernetes_version: "v1.34.0" }),
+      'spec.variables: variable name "kubernetes_version" is reserved: it is a cluster contract input',
+    ],
+    [
+      "a weak spec.jobs",
+      (c) => (c.spec.jobs = { securityContext: { privileged: true } }),
+      "spec.jobs.securityContext.privileged: true is not allowed",
+    ],
+    [
+      "an inconsistent spec.defaults.jobs",
+      (c) => (c.spec.defaults = { jobs: { lockTimeoutSeconds: 4000 } }),
+      "spec.defaults.jobs.lockTimeoutSeconds: 4000 must be less than the built-in deadline",
+    ],
+    [
+      "TF_ in spec.defaults.jobs.env",
+      (c) => (c.spec.defaults = { jobs: { env: [{ name: "TF_CLI_CONFIG_FILE", value: "/x" }] } }),
+      'spec.defaults.jobs.env[0].name: "TF_CLI_CONFIG_FILE" is reserved',
+    ],
   ])("refuses a new cluster with %s", (_name, change, reason) => {
     const cluster = minimalCluster();
     change(cluster);

@@ -2,7 +2,11 @@ import { describe, expect, it } from "@jest/globals";
 import { identity } from "../api/examples.test-support.js";
 import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { asUser, reasonsOf } from "./admission.test-support.js";
-import { identityNeedsAccessReview, validateTerraformClusterIdentity, validateTerraformClusterIdentityDeletion } from "./terraformclusteridentity.js";
+import {
+  identityNeedsAccessReview,
+  validateTerraformClusterIdentity,
+  validateTerraformClusterIdentityDeletion,
+} from "./terraformclusteridentity.js";
 
 const mayRead = { ...asUser("alice"), secretAccess: { allowed: true } };
 
@@ -15,9 +19,21 @@ describe("validateTerraformClusterIdentity", () => {
   });
 
   it.each<[string, (spec: TerraformClusterIdentity["spec"]) => void, string]>([
-    ["allowedNamespaces {}", (s) => (s.allowedNamespaces = {}), "spec.allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace"],
-    ["a list entry that is no namespace name", (s) => (s.allowedNamespaces = { list: ["Team_A"] }), 'spec.allowedNamespaces.list[0]: "Team_A" is not a valid namespace name'],
-    ["a selector that does not parse", (s) => (s.allowedNamespaces = { selector: { matchExpressions: [{ key: "env", operator: "In" }] } }), "spec.allowedNamespaces.selector.matchExpressions[0].values: operator In needs at least one value"],
+    [
+      "allowedNamespaces {}",
+      (s) => (s.allowedNamespaces = {}),
+      "spec.allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace",
+    ],
+    [
+      "a list entry that is no namespace name",
+      (s) => (s.allowedNamespaces = { list: ["Team_A"] }),
+      'spec.allowedNamespaces.list[0]: "Team_A" is not a valid namespace name',
+    ],
+    [
+      "a selector that does not parse",
+      (s) => (s.allowedNamespaces = { selector: { matchExpressions: [{ key: "env", operator: "In" }] } }),
+      "spec.allowedNamespaces.selector.matchExpressions[0].values: operator In needs at least one value",
+    ],
     ["an empty Secret name", (s) => (s.secretRef.name = ""), "spec.secretRef.name is required"],
     ["an empty Secret namespace", (s) => (s.secretRef.namespace = ""), "spec.secretRef.namespace is required: it is never defaulted"],
     ["an invalid Secret name", (s) => (s.secretRef.name = "Creds"), 'spec.secretRef.name: "Creds" is not a valid Secret name'],
@@ -28,10 +44,14 @@ describe("validateTerraformClusterIdentity", () => {
   });
 
   it("refuses an author who may not get the Secret, and a review that could not run", () => {
-    expect(reasonsOf(validateTerraformClusterIdentity(undefined, identity(), { ...asUser("mallory"), secretAccess: { allowed: false } }))).toEqual([
+    expect(
+      reasonsOf(validateTerraformClusterIdentity(undefined, identity(), { ...asUser("mallory"), secretAccess: { allowed: false } })),
+    ).toEqual([
       'user "mallory" may not get Secret captf-system/aws: an identity may only expose a Secret its author can read; get that permission or reference another Secret',
     ]);
-    expect(reasonsOf(validateTerraformClusterIdentity(undefined, identity(), asUser("mallory")))).toEqual([expect.stringContaining("could not be checked; retry")]);
+    expect(reasonsOf(validateTerraformClusterIdentity(undefined, identity(), asUser("mallory")))).toEqual([
+      expect.stringContaining("could not be checked; retry"),
+    ]);
   });
 
   it("reviews access on create and when secretRef or allowedNamespaces change, not for labels or requiredKeys", () => {

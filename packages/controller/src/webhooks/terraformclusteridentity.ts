@@ -36,15 +36,20 @@ export function validateTerraformClusterIdentity(
   const problems: string[] = [];
   const { secretRef, allowedNamespaces } = newObject.spec;
   if (!secretRef?.name) problems.push("spec.secretRef.name is required: name the Secret holding the credentials");
-  else if (!isDnsSubdomain(secretRef.name)) problems.push(`spec.secretRef.name: ${JSON.stringify(secretRef.name)} is not a valid Secret name (a lowercase DNS subdomain)`);
+  else if (!isDnsSubdomain(secretRef.name))
+    problems.push(`spec.secretRef.name: ${JSON.stringify(secretRef.name)} is not a valid Secret name (a lowercase DNS subdomain)`);
   if (!secretRef?.namespace) problems.push("spec.secretRef.namespace is required: it is never defaulted; name the Secret's namespace");
-  else if (!isDnsLabel(secretRef.namespace)) problems.push(`spec.secretRef.namespace: ${JSON.stringify(secretRef.namespace)} is not a valid namespace name (a DNS label)`);
+  else if (!isDnsLabel(secretRef.namespace))
+    problems.push(`spec.secretRef.namespace: ${JSON.stringify(secretRef.namespace)} is not a valid namespace name (a DNS label)`);
   if (allowedNamespaces) {
     if (allowedNamespaces.list === undefined && allowedNamespaces.selector === undefined) {
-      problems.push("spec.allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace (omit allowedNamespaces to allow none)");
+      problems.push(
+        "spec.allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace (omit allowedNamespaces to allow none)",
+      );
     }
     for (const [index, namespace] of (allowedNamespaces.list ?? []).entries()) {
-      if (!isDnsLabel(namespace)) problems.push(`spec.allowedNamespaces.list[${index}]: ${JSON.stringify(namespace)} is not a valid namespace name (a DNS label)`);
+      if (!isDnsLabel(namespace))
+        problems.push(`spec.allowedNamespaces.list[${index}]: ${JSON.stringify(namespace)} is not a valid namespace name (a DNS label)`);
     }
     if (allowedNamespaces.selector) problems.push(...labelSelectorProblems("spec.allowedNamespaces.selector", allowedNamespaces.selector));
   }
@@ -72,11 +77,15 @@ export function validateTerraformClusterIdentityDeletion(object: TerraformCluste
   const user = users[0];
   if (user) {
     const more = users.length > 1 ? ` and ${users.length - 1} more` : "";
-    problems.push(`TerraformClusterIdentity ${object.metadata?.name ?? ""} is used by ${user.kind} ${user.namespace}/${user.name}${more}; point them at another identity or delete them first`);
+    problems.push(
+      `TerraformClusterIdentity ${object.metadata?.name ?? ""} is used by ${user.kind} ${user.namespace}/${user.name}${more}; point them at another identity or delete them first`,
+    );
   }
   const mirrored = object.status?.namespaces ?? [];
   if (mirrored.length > 0) {
-    problems.push(`TerraformClusterIdentity ${object.metadata?.name ?? ""} is still mirrored into ${mirrored.join(", ")}; wait for the manager to remove the mirrors once nothing there uses it`);
+    problems.push(
+      `TerraformClusterIdentity ${object.metadata?.name ?? ""} is still mirrored into ${mirrored.join(", ")}; wait for the manager to remove the mirrors once nothing there uses it`,
+    );
   }
   return verdict(problems);
 }

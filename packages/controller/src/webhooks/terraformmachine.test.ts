@@ -20,7 +20,11 @@ describe("validateTerraformMachine", () => {
   });
 
   it.each<[string, (machine: TerraformMachine) => void, string]>([
-    ["source", (m) => (m.spec.source.imagePullPolicy = "Always"), "spec.source is immutable: a TerraformMachine is replaced, never changed"],
+    [
+      "source",
+      (m) => (m.spec.source.imagePullPolicy = "Always"),
+      "spec.source is immutable: a TerraformMachine is replaced, never changed",
+    ],
     ["identityRef", (m) => (m.spec.identityRef = { name: "other" }), "spec.identityRef is immutable"],
     ["identityRef removed", (m) => delete m.spec.identityRef, "spec.identityRef is immutable"],
     ["variables", (m) => (m.spec.variables = { instance_type: "m6i.2xlarge", disk_gb: 100 }), "spec.variables is immutable"],
@@ -53,9 +57,14 @@ describe("validateTerraformMachine", () => {
   it("refuses changing or clearing a providerID, even by the manager", () => {
     const provisioned = fullMachine();
     provisioned.spec.providerID = "aws:///eu-west-1a/i-1";
-    for (const change of [(m: TerraformMachine) => (m.spec.providerID = "aws:///eu-west-1a/i-2"), (m: TerraformMachine) => delete m.spec.providerID]) {
+    for (const change of [
+      (m: TerraformMachine) => (m.spec.providerID = "aws:///eu-west-1a/i-2"),
+      (m: TerraformMachine) => delete m.spec.providerID,
+    ]) {
       const [before, after] = updated(change, provisioned);
-      expect(reasonsOf(validateTerraformMachine(before, after, asManager()))).toEqual([expect.stringContaining("spec.providerID is set once and then immutable (aws:///eu-west-1a/i-1)")]);
+      expect(reasonsOf(validateTerraformMachine(before, after, asManager()))).toEqual([
+        expect.stringContaining("spec.providerID is set once and then immutable (aws:///eu-west-1a/i-1)"),
+      ]);
     }
   });
 
@@ -73,11 +82,21 @@ describe("validateTerraformMachineDeletion", () => {
 
   it("admits deleting a machine nothing references, or whose Machine is being deleted", () => {
     expect(validateTerraformMachineDeletion(machine, { referencingMachines: [], clusterPaused: false }).allowed).toBe(true);
-    expect(validateTerraformMachineDeletion(machine, { referencingMachines: [{ name: "demo-md-0-abc", deleting: true }], clusterPaused: false }).allowed).toBe(true);
+    expect(
+      validateTerraformMachineDeletion(machine, { referencingMachines: [{ name: "demo-md-0-abc", deleting: true }], clusterPaused: false })
+        .allowed,
+    ).toBe(true);
   });
 
   it("refuses deleting it under a live Machine, naming the Machine and the fix", () => {
-    expect(reasonsOf(validateTerraformMachineDeletion(machine, { referencingMachines: [{ name: "demo-md-0-abc", deleting: false }], clusterPaused: true }))).toEqual([
+    expect(
+      reasonsOf(
+        validateTerraformMachineDeletion(machine, {
+          referencingMachines: [{ name: "demo-md-0-abc", deleting: false }],
+          clusterPaused: true,
+        }),
+      ),
+    ).toEqual([
       "TerraformMachine demo-md-0-abc is the infrastructure of Machine demo-md-0-abc, which is not being deleted; delete the Machine instead and Cluster API deletes this object",
     ]);
   });

@@ -9,16 +9,27 @@ import { workspaceProblems } from "./workspace.js";
 const definingFields = ["source", "identityRef", "variables", "variablesFrom"] as const;
 
 /** Rules on a TerraformMachine spec at `path` that hold for the kind and its template alike. */
-export function machineSpecProblems(path: string, oldSpec: TerraformMachineSpec | undefined, newSpec: TerraformMachineSpec, deleting: boolean): string[] {
+export function machineSpecProblems(
+  path: string,
+  oldSpec: TerraformMachineSpec | undefined,
+  newSpec: TerraformMachineSpec,
+  deleting: boolean,
+): string[] {
   return workspaceProblems({ role: "machine", path, oldSpec, newSpec, deleting });
 }
 
-export function validateTerraformMachine(oldObject: TerraformMachine | undefined, newObject: TerraformMachine, context: AdmissionContext): Verdict {
+export function validateTerraformMachine(
+  oldObject: TerraformMachine | undefined,
+  newObject: TerraformMachine,
+  context: AdmissionContext,
+): Verdict {
   const problems = machineSpecProblems("spec", oldObject?.spec, newObject.spec, isDeleting(newObject));
   if (oldObject) {
     for (const field of definingFields) {
       if (!sameJsonValue(oldObject.spec[field], newObject.spec[field])) {
-        problems.push(`spec.${field} is immutable: a TerraformMachine is replaced, never changed; roll out a new machine (for example through a new TerraformMachineTemplate)`);
+        problems.push(
+          `spec.${field} is immutable: a TerraformMachine is replaced, never changed; roll out a new machine (for example through a new TerraformMachineTemplate)`,
+        );
       }
     }
     problems.push(...providerIdProblems(oldObject.spec.providerID, newObject.spec.providerID, context));
@@ -29,9 +40,14 @@ export function validateTerraformMachine(oldObject: TerraformMachine | undefined
 /** Only the manager writes a providerID, once; create accepts any value, so clusterctl move can recreate a machine. */
 function providerIdProblems(oldId: string | undefined, newId: string | undefined, context: AdmissionContext): string[] {
   if ((oldId ?? "") === (newId ?? "")) return [];
-  if (oldId) return [`spec.providerID is set once and then immutable (${oldId}): it must keep matching the Node's spec.providerID; delete the machine to get a new instance`];
+  if (oldId)
+    return [
+      `spec.providerID is set once and then immutable (${oldId}): it must keep matching the Node's spec.providerID; delete the machine to get a new instance`,
+    ];
   if (context.requester.username !== context.managerUsername) {
-    return [`spec.providerID may only be set by the captf manager (${context.managerUsername}), from the module's provider_id output; leave it empty`];
+    return [
+      `spec.providerID may only be set by the captf manager (${context.managerUsername}), from the module's provider_id output; leave it empty`,
+    ];
   }
   return [];
 }

@@ -21,9 +21,21 @@ describe("validateTerraformMachinePool", () => {
   });
 
   it.each([
-    ["a machinepool contract input as a variable", { variables: { node_labels: {} } }, 'spec.variables: variable name "node_labels" is reserved: it is a machinepool contract input'],
-    ["17 variable sources", { variablesFrom: Array.from({ length: 17 }, (_, i) => ({ configMapRef: { name: `c${i}` } })) }, "spec.variablesFrom lists 17 sources"],
-    ["a deadline at the built-in lock timeout", { jobs: { activeDeadlineSeconds: 120 } }, "spec.jobs.activeDeadlineSeconds: 120 must exceed the built-in lock timeout of 300 seconds"],
+    [
+      "a machinepool contract input as a variable",
+      { variables: { node_labels: {} } },
+      'spec.variables: variable name "node_labels" is reserved: it is a machinepool contract input',
+    ],
+    [
+      "17 variable sources",
+      { variablesFrom: Array.from({ length: 17 }, (_, i) => ({ configMapRef: { name: `c${i}` } })) },
+      "spec.variablesFrom lists 17 sources",
+    ],
+    [
+      "a deadline at the built-in lock timeout",
+      { jobs: { activeDeadlineSeconds: 120 } },
+      "spec.jobs.activeDeadlineSeconds: 120 must exceed the built-in lock timeout of 300 seconds",
+    ],
     ["a missing image", { source: { image: "" } }, "spec.source.image is required"],
   ])("refuses %s", (_name, fields, reason) => {
     const pool = minimalPool();

@@ -22,45 +22,91 @@ describe("variablesProblems", () => {
   });
 
   it("refuses a non-object and more than 256 keys", () => {
-    expect(variablesProblems("cluster", "spec.variables", ["a"])).toEqual(["spec.variables must be a JSON object of variable names to values"]);
+    expect(variablesProblems("cluster", "spec.variables", ["a"])).toEqual([
+      "spec.variables must be a JSON object of variable names to values",
+    ]);
     const many = Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`v${i}`, i]));
-    expect(variablesProblems("cluster", "spec.variables", many)).toEqual([expect.stringContaining("spec.variables sets 257 variables; at most 256 are allowed")]);
+    expect(variablesProblems("cluster", "spec.variables", many)).toEqual([
+      expect.stringContaining("spec.variables sets 257 variables; at most 256 are allowed"),
+    ]);
   });
 });
 
 describe("variablesFromProblems", () => {
   it("accepts 16 well-formed sources", () => {
-    expect(variablesFromProblems("spec.variablesFrom", Array.from({ length: 16 }, (_, i) => ({ configMapRef: { name: `s${i}` } })))).toEqual([]);
+    expect(
+      variablesFromProblems(
+        "spec.variablesFrom",
+        Array.from({ length: 16 }, (_, i) => ({ configMapRef: { name: `s${i}` } })),
+      ),
+    ).toEqual([]);
   });
 
   it.each<[string, WorkspaceSpec["variablesFrom"], string]>([
-    ["17 sources", Array.from({ length: 17 }, (_, i) => ({ secretRef: { name: `s${i}` } })), "spec.variablesFrom lists 17 sources; at most 16 are allowed"],
-    ["an entry naming both", [{ configMapRef: { name: "a" }, secretRef: { name: "b" } }], "spec.variablesFrom[0] must set exactly one of configMapRef and secretRef (it sets both)"],
-    ["an entry naming neither", [{ optional: true }], "spec.variablesFrom[0] must set exactly one of configMapRef and secretRef (it sets neither)"],
-    ["an invalid name", [{ configMapRef: { name: "Not_Valid" } }], 'spec.variablesFrom[0]: "Not_Valid" is not a valid ConfigMap or Secret name'],
+    [
+      "17 sources",
+      Array.from({ length: 17 }, (_, i) => ({ secretRef: { name: `s${i}` } })),
+      "spec.variablesFrom lists 17 sources; at most 16 are allowed",
+    ],
+    [
+      "an entry naming both",
+      [{ configMapRef: { name: "a" }, secretRef: { name: "b" } }],
+      "spec.variablesFrom[0] must set exactly one of configMapRef and secretRef (it sets both)",
+    ],
+    [
+      "an entry naming neither",
+      [{ optional: true }],
+      "spec.variablesFrom[0] must set exactly one of configMapRef and secretRef (it sets neither)",
+    ],
+    [
+      "an invalid name",
+      [{ configMapRef: { name: "Not_Valid" } }],
+      'spec.variablesFrom[0]: "Not_Valid" is not a valid ConfigMap or Secret name',
+    ],
   ])("refuses %s", (_name, sources, problem) => {
     expect(variablesFromProblems("spec.variablesFrom", sources)).toEqual([expect.stringContaining(problem)]);
   });
 });
 
 describe("workspaceProblems", () => {
-  const valid: WorkspaceSpec = { source: { image: "ghcr.io/x/module:v1" }, jobs: { activeDeadlineSeconds: 600 }, variables: { region: "eu" } };
+  const valid: WorkspaceSpec = {
+    source: { image: "ghcr.io/x/module:v1" },
+    jobs: { activeDeadlineSeconds: 600 },
+    variables: { region: "eu" },
+  };
 
   it("refuses a missing or malformed image", () => {
-    expect(workspaceProblems({ role: "cluster", path: "spec", oldSpec: undefined, newSpec: { source: { image: "" } }, deleting: false })).toEqual([
-      "spec.source.image is required: name the module image (registry/repository:tag or @sha256:<digest>)",
-    ]);
-    expect(workspaceProblems({ role: "cluster", path: "spec.template.spec", oldSpec: undefined, newSpec: { source: { image: "ghcr.io/X:v1" } }, deleting: false })).toEqual([
-      expect.stringContaining('spec.template.spec.source.image: "ghcr.io/X:v1" is not a valid image reference: the repository name must be lowercase'),
+    expect(
+      workspaceProblems({ role: "cluster", path: "spec", oldSpec: undefined, newSpec: { source: { image: "" } }, deleting: false }),
+    ).toEqual(["spec.source.image is required: name the module image (registry/repository:tag or @sha256:<digest>)"]);
+    expect(
+      workspaceProblems({
+        role: "cluster",
+        path: "spec.template.spec",
+        oldSpec: undefined,
+        newSpec: { source: { image: "ghcr.io/X:v1" } },
+        deleting: false,
+      }),
+    ).toEqual([
+      expect.stringContaining(
+        'spec.template.spec.source.image: "ghcr.io/X:v1" is not a valid image reference: the repository name must be lowercase',
+      ),
     ]);
   });
 
   it("checks a field on update only when it changed, so an object stored before a rule still updates", () => {
-    const stored: WorkspaceSpec = { source: { image: "ghcr.io/X:v1" }, jobs: { lockTimeoutSeconds: 4000 }, variables: { captf_old: 1 }, variablesFrom: [{}] };
+    const stored: WorkspaceSpec = {
+      source: { image: "ghcr.io/X:v1" },
+      jobs: { lockTimeoutSeconds: 4000 },
+      variables: { captf_old: 1 },
+      variablesFrom: [{}],
+    };
     const relabelled = structuredClone(stored);
     expect(workspaceProblems({ role: "machine", path: "spec", oldSpec: stored, newSpec: relabelled, deleting: false })).toEqual([]);
     relabelled.jobs = { lockTimeoutSeconds: 5000 };
-    expect(workspaceProblems({ role: "machine", path: "spec", oldSpec: stored, newSpec: relabelled, deleting: false })).toEqual([expect.stringContaining("spec.jobs.lockTimeoutSeconds: 5000")]);
+    expect(workspaceProblems({ role: "machine", path: "spec", oldSpec: stored, newSpec: relabelled, deleting: false })).toEqual([
+      expect.stringContaining("spec.jobs.lockTimeoutSeconds: 5000"),
+    ]);
   });
 
   it("skips the jobs policy of an object being deleted, so its finalizer stays removable", () => {

@@ -37,7 +37,10 @@ export function workspaceProblems(check: WorkspaceCheck): string[] {
       problems.push(`${path}.source.image is required: name the module image (registry/repository:tag or @sha256:<digest>)`);
     } else {
       const problem = imageReferenceProblem(image);
-      if (problem) problems.push(`${path}.source.image: ${JSON.stringify(image)} is not a valid image reference: ${problem}; use registry/repository:tag or registry/repository@sha256:<digest>`);
+      if (problem)
+        problems.push(
+          `${path}.source.image: ${JSON.stringify(image)} is not a valid image reference: ${problem}; use registry/repository:tag or registry/repository@sha256:<digest>`,
+        );
     }
   }
   if (!check.deleting && checked(check, "jobs")) problems.push(...jobPolicyProblems(`${path}.jobs`, newSpec.jobs));
@@ -49,10 +52,14 @@ export function workspaceProblems(check: WorkspaceCheck): string[] {
 /** Inline variables: a JSON object of at most 256 keys, none reserved for the role. Messages name keys, never values. */
 export function variablesProblems(role: Role, path: string, variables: unknown): string[] {
   if (variables === undefined) return [];
-  if (typeof variables !== "object" || variables === null || Array.isArray(variables)) return [`${path} must be a JSON object of variable names to values`];
+  if (typeof variables !== "object" || variables === null || Array.isArray(variables))
+    return [`${path} must be a JSON object of variable names to values`];
   const names = Object.keys(variables);
   const problems: string[] = [];
-  if (names.length > maxInlineVariables) problems.push(`${path} sets ${names.length} variables; at most ${maxInlineVariables} are allowed: move some into a variablesFrom source`);
+  if (names.length > maxInlineVariables)
+    problems.push(
+      `${path} sets ${names.length} variables; at most ${maxInlineVariables} are allowed: move some into a variablesFrom source`,
+    );
   for (const name of names) {
     const reason = reservedVariableReason(role, name);
     if (reason) problems.push(`${path}: ${reason}; rename or remove it`);
@@ -63,14 +70,18 @@ export function variablesProblems(role: Role, path: string, variables: unknown):
 export function variablesFromProblems(path: string, sources: WorkspaceSpec["variablesFrom"]): string[] {
   if (!sources) return [];
   const problems: string[] = [];
-  if (sources.length > maxVariablesSources) problems.push(`${path} lists ${sources.length} sources; at most ${maxVariablesSources} are allowed: merge some ConfigMaps or Secrets`);
+  if (sources.length > maxVariablesSources)
+    problems.push(`${path} lists ${sources.length} sources; at most ${maxVariablesSources} are allowed: merge some ConfigMaps or Secrets`);
   for (const [index, source] of sources.entries()) {
     const refs = [source.configMapRef && "configMapRef", source.secretRef && "secretRef"].filter(Boolean);
     if (refs.length !== 1) {
-      problems.push(`${path}[${index}] must set exactly one of configMapRef and secretRef (it sets ${refs.length === 0 ? "neither" : "both"}); split it into one entry per source`);
+      problems.push(
+        `${path}[${index}] must set exactly one of configMapRef and secretRef (it sets ${refs.length === 0 ? "neither" : "both"}); split it into one entry per source`,
+      );
     }
     for (const ref of [source.configMapRef, source.secretRef]) {
-      if (ref && !isDnsSubdomain(ref.name)) problems.push(`${path}[${index}]: ${JSON.stringify(ref.name)} is not a valid ConfigMap or Secret name (a lowercase DNS subdomain)`);
+      if (ref && !isDnsSubdomain(ref.name))
+        problems.push(`${path}[${index}]: ${JSON.stringify(ref.name)} is not a valid ConfigMap or Secret name (a lowercase DNS subdomain)`);
     }
   }
   return problems;
