@@ -18,7 +18,9 @@ describe("the kubernetes backend's names", () => {
       `secret_suffix=${stateSecretSuffix({ role: "cluster", namespace: "team-a", name: "prod" })}`,
       "namespace=team-a",
       "in_cluster_config=true",
-      'labels={"captf.infrastructure.cluster.x-k8s.io/owner-kind"="TerraformCluster","captf.infrastructure.cluster.x-k8s.io/owner-name"="prod","captf.io/managed"="true","cluster.x-k8s.io/cluster-name"="prod","clusterctl.cluster.x-k8s.io/move"=""}',
+      'labels={"captf.infrastructure.cluster.x-k8s.io/owner-kind"="TerraformCluster",' +
+        '"captf.infrastructure.cluster.x-k8s.io/owner-name"="prod","captf.io/managed"="true",' +
+        '"cluster.x-k8s.io/cluster-name"="prod","clusterctl.cluster.x-k8s.io/move"=""}',
     ]);
     expect(backendConfigValues({ role: "machine", namespace: "n", name: "m", clusterName: "c" }, ["config_path=/k"])[2]).toBe(
       "config_path=/k",

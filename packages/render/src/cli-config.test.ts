@@ -4,7 +4,8 @@ import { renderCliConfig } from "./cli-config.js";
 describe("renderCliConfig", () => {
   it("installs every provider host from the mirror and none directly", () => {
     expect(renderCliConfig({ providersDir: "/captf/providers" })).toBe(
-      'provider_installation {\n  filesystem_mirror {\n    path    = "/captf/providers"\n    include = ["*/*/*"]\n  }\n  direct {\n    exclude = ["*/*/*"]\n  }\n}\n',
+      'provider_installation {\n  filesystem_mirror {\n    path    = "/captf/providers"\n    include = ["*/*/*"]\n  }\n' +
+        '  direct {\n    exclude = ["*/*/*"]\n  }\n}\n',
     );
   });
 

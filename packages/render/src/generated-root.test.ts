@@ -7,6 +7,14 @@ import { clusterInputs, machineInputs, machinePoolInputs, userVariables } from "
 
 // UPDATE_GOLDEN=1 rewrites the files under src/testdata/ from the current renderer.
 const update = process.env.UPDATE_GOLDEN === "1";
+/** The parts of a rendered main.tf.json these tests read. */
+interface MainTf {
+  variable: Record<string, unknown>;
+  terraform: unknown;
+  module: { role: Record<string, unknown> };
+  output: Record<string, unknown>;
+}
+
 const testdata = fileURLToPath(new URL("./testdata/", import.meta.url));
 
 const cases: [string, Role, () => RoleInputs[Role], boolean][] = [
@@ -34,7 +42,7 @@ describe("renderGeneratedRoot goldens", () => {
 
 describe("renderGeneratedRoot", () => {
   it("declares nullable inputs with a null default and bootstrap data as sensitive", () => {
-    const main = JSON.parse(renderGeneratedRoot("machine", machineInputs())["main.tf.json"]);
+    const main = JSON.parse(renderGeneratedRoot("machine", machineInputs())["main.tf.json"]) as MainTf;
     expect(main.variable.failure_domain).toEqual({ type: "string", default: null });
     expect(main.variable.bootstrap_data).toEqual({ type: "string", sensitive: true });
     expect(main.variable.captf_cluster).toEqual({ type: "any" });
@@ -50,7 +58,7 @@ describe("renderGeneratedRoot", () => {
   });
 
   it("declares a Secret-sourced user variable sensitive and others untyped", () => {
-    const main = JSON.parse(renderGeneratedRoot("machine", machineInputs(), userVariables)["main.tf.json"]);
+    const main = JSON.parse(renderGeneratedRoot("machine", machineInputs(), userVariables)["main.tf.json"]) as MainTf;
     expect(main.variable.db_password).toEqual({ sensitive: true });
     expect(main.variable.disk_gib).toEqual({});
     expect(main.module.role.disk_gib).toBe("${var.disk_gib}");

@@ -83,7 +83,13 @@ describe("inputsHash", () => {
       const last = path.at(-1)!;
       const old = parent[last];
       parent[last] =
-        typeof old === "boolean" ? !old : typeof old === "number" ? old + 1 : Array.isArray(old) ? [...old, "x"] : `${String(old)}x`;
+        typeof old === "boolean"
+          ? !old
+          : typeof old === "number"
+            ? old + 1
+            : Array.isArray(old)
+              ? [...(old as unknown[]), "x"]
+              : `${String(old)}x`;
       expect([path.join("."), inputsHash({ role: "machine", image, inputs: mutated as unknown as MachineInputs })]).not.toEqual([
         path.join("."),
         base,

@@ -93,7 +93,8 @@ export function inputsHash<R extends Role>(hashable: Hashable<R>): string {
       if (error.path === exportsPrefix || error.path.startsWith(exportsPrefix + "/")) {
         const inner = error.path.slice(exportsPrefix.length) || "/";
         throw new InputsHashError(
-          `exports contains a fractional or exponent number at ${inner} (captf_cluster_outputs${inner === "/" ? "" : inner}): the cluster module must export integers or strings`,
+          `exports contains a fractional or exponent number at ${inner} (captf_cluster_outputs${inner === "/" ? "" : inner}): ` +
+            "the cluster module must export integers or strings",
           error.path,
         );
       }

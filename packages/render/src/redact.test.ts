@@ -9,7 +9,7 @@ describe("redactRenderedInputs", () => {
     const redacted = redactRenderedInputs(tfvars, ["db_password", "subnet_ids"]);
     expect(redacted).not.toContain(bootstrapData);
     expect(redacted).not.toContain("s3cr3t");
-    const parsed = JSON.parse(redacted);
+    const parsed = JSON.parse(redacted) as Record<string, unknown>;
     expect(parsed.bootstrap_data).toBe(`<redacted:len=${bootstrapData.length}>`);
     expect(parsed.db_password).toBe("<redacted:len=11>");
     expect(parsed.subnet_ids).toBe(`<redacted:len=${'["subnet-a","subnet-b"]'.length}>`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@jest/globals";
-import { JsonNumber } from "@captf/contract";
+import { JsonNumber, type JsonValue } from "@captf/contract";
 import { maxInlineVariables, mergeUserVariables, reservedVariableReason, UserVariablesError } from "./user-variables.js";
 
 describe("mergeUserVariables", () => {
@@ -68,7 +68,7 @@ describe("mergeUserVariables", () => {
   });
 
   it("treats __proto__ as an ordinary name", () => {
-    const merged = mergeUserVariables("machine", JSON.parse('{"__proto__": "x"}'));
+    const merged = mergeUserVariables("machine", JSON.parse('{"__proto__": "x"}') as Record<string, JsonValue>);
     expect(Object.keys(merged)).toEqual(["__proto__"]);
   });
 });

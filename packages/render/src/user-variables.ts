@@ -40,7 +40,10 @@ export class UserVariablesError extends Error {
 /** Why a variable name is refused for a role, or undefined when it may be used. */
 export function reservedVariableReason(role: Role, name: string): string | undefined {
   if (!variableNamePattern.test(name)) {
-    return `variable name ${JSON.stringify(name)} is not a valid Terraform identifier (letters, digits, _ and -, not starting with a digit or -)`;
+    return (
+      `variable name ${JSON.stringify(name)} is not a valid Terraform identifier ` +
+      "(letters, digits, _ and -, not starting with a digit or -)"
+    );
   }
   if (name.startsWith(reservedInputPrefix)) {
     return `variable name ${JSON.stringify(name)} is reserved: the ${reservedInputPrefix} prefix belongs to inputs captf injects`;
