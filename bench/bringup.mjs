@@ -52,7 +52,8 @@ for (let run = 1; run <= Number(values.runs); run++) {
     const objects = perObject.size;
     const criticalPath = (durations.cluster[0] ?? 0) + Math.max(0, ...durations.other);
     console.log(
-      `run ${run}: apply → Ready ${seconds.toFixed(1)} s (target ≤ 60 s); baseline, the Jobs' critical path: ${criticalPath.toFixed(1)} s (${(seconds / Math.max(criticalPath, 0.001)).toFixed(2)}x)`,
+      `run ${run}: apply → Ready ${seconds.toFixed(1)} s (target ≤ 60 s); baseline, the Jobs' critical path: ` +
+        `${criticalPath.toFixed(1)} s (${(seconds / Math.max(criticalPath, 0.001)).toFixed(2)}x)`,
     );
     console.log(`run ${run}: ${jobs.length} Jobs for ${objects} objects (target ≤ ${objects + 1})`);
     for (const [object, operations] of [...perObject].sort()) console.log(`  ${object}: ${operations.length} (${operations.join(", ")})`);

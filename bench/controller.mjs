@@ -361,7 +361,8 @@ try {
   const progress = setInterval(
     () =>
       step(
-        `  ${provisionedAt.size}/${N} provisioned, ${completer.stats.jobs.size} Jobs, ${completer.stats.podsCompleted} Pods completed, RSS ${manager.memory()?.rss.toFixed(0)} MiB`,
+        `  ${provisionedAt.size}/${N} provisioned, ${completer.stats.jobs.size} Jobs, ${completer.stats.podsCompleted} Pods completed, ` +
+          `RSS ${manager.memory()?.rss.toFixed(0)} MiB`,
       ),
     10_000,
   );
@@ -384,14 +385,16 @@ try {
   if (!finished) {
     exitCode = 1;
     step(
-      `NOT all provisioned: ${provisionedAt.size}/${N} after ${seconds(doneAt - manager.started)} s; the manager's log ends:\n${manager.tail()}`,
+      `NOT all provisioned: ${provisionedAt.size}/${N} after ${seconds(doneAt - manager.started)} s; ` +
+        `the manager's log ends:\n${manager.tail()}`,
     );
   }
 
   // Objects that grow with N: the credential mirrors carry one ownerReference per user object.
   const mirrors = (await client.list(types.secret, namespace, { labelSelector: `${contractLabels.mirrored}=true` })).items.map(
     (secret) =>
-      `${secret.metadata.name} ${secret.metadata.ownerReferences?.length ?? 0} ownerReferences, ${(Buffer.byteLength(JSON.stringify(secret)) / 1024).toFixed(0)} KiB`,
+      `${secret.metadata.name} ${secret.metadata.ownerReferences?.length ?? 0} ownerReferences, ` +
+      `${(Buffer.byteLength(JSON.stringify(secret)) / 1024).toFixed(0)} KiB`,
   );
 
   // ---- settle: what the manager still does once everything is provisioned -----------------------
@@ -414,7 +417,8 @@ try {
   const atRestart = { counts: proxy.counts.snapshot(), metrics: await restarted.metrics().catch(() => undefined) };
   const restartJobs = completer.stats.jobs.size - jobsBeforeRestart;
   step(
-    `restarted manager quiet${restartQuiet ? "" : " (NOT quiet)"}: ${atRestart.metrics?.reconciles ?? "?"} reconciles; waiting for its --sync-period ${resyncSeconds} s resync`,
+    `restarted manager quiet${restartQuiet ? "" : " (NOT quiet)"}: ${atRestart.metrics?.reconciles ?? "?"} reconciles; ` +
+      `waiting for its --sync-period ${resyncSeconds} s resync`,
   );
   const resyncDeadline = Date.now() + 1000 * (3 * resyncSeconds + 60) + 200 * N;
   while (
@@ -473,49 +477,62 @@ try {
 
   console.log(`controller bench: ${N} TerraformMachines, concurrency ${concurrency}, job run ${jobSeconds} s, kube ${plane.server}`);
   console.log(
-    `  manager: the shipped wiring (createManagerControllers) without leader election or webhooks; controllers ${manager.controllers.join(", ")}`,
+    `  manager: the shipped wiring (createManagerControllers) without leader election or webhooks; ` +
+      `controllers ${manager.controllers.join(", ")}`,
   );
   console.log(`  plane: kube-controller-manager ${benchControllerManagerFlags.join(" ")} (its Job controller must not set the pace)`);
   console.log(
     `  fixtures: ${N} x (bootstrap Secret, Machine, TerraformMachine) created in ${seconds(fixtureMillis)} s before the manager started`,
   );
   console.log(
-    `  wall time, manager spawn to all ${provisionedAt.size}/${N} provisioned: ${seconds(wall)} s (start and cache sync ${seconds(manager.readyAt - manager.started)} s; reconciling ${seconds(active)} s)`,
+    `  wall time, manager spawn to all ${provisionedAt.size}/${N} provisioned: ` +
+      `${seconds(wall)} s (start and cache sync ${seconds(manager.readyAt - manager.started)} s; reconciling ${seconds(active)} s)`,
   );
   console.log(
-    `  time to provisioned after ready: p50 ${seconds(percentile(latencies, 0.5))} s, p90 ${seconds(percentile(latencies, 0.9))} s, max ${seconds(Math.max(...latencies))} s`,
+    `  time to provisioned after ready: p50 ${seconds(percentile(latencies, 0.5))} s, p90 ${seconds(percentile(latencies, 0.9))} s, ` +
+      `max ${seconds(Math.max(...latencies))} s`,
   );
   console.log(`  machines provisioned per second: ${(provisionedAt.size / (active / 1000)).toFixed(1)}`);
   console.log(
-    `  reconciles until all provisioned: ${reconcilesDone} (${(reconcilesDone / N).toFixed(2)} per machine), ${(reconcilesDone / (active / 1000)).toFixed(1)} per second; errors ${atDone.metrics?.errors ?? "?"}; mean pass ${((1000 * (atDone.metrics?.reconcileSeconds ?? NaN)) / reconcilesDone).toFixed(1)} ms`,
+    `  reconciles until all provisioned: ${reconcilesDone} (${(reconcilesDone / N).toFixed(2)} per machine), ` +
+      `${(reconcilesDone / (active / 1000)).toFixed(1)} per second; errors ${atDone.metrics?.errors ?? "?"}; ` +
+      `mean pass ${((1000 * (atDone.metrics?.reconcileSeconds ?? NaN)) / reconcilesDone).toFixed(1)} ms`,
   );
   console.log(
-    `  reconciles after, until quiet${settled ? "" : ` (NOT quiet after ${seconds(settleMillis)} s)`}: ${reconcilesSettled - reconcilesDone} more (${reconcilesSettled} total, ${(reconcilesSettled / N).toFixed(2)} per machine)`,
+    `  reconciles after, until quiet${settled ? "" : ` (NOT quiet after ${seconds(settleMillis)} s)`}: ` +
+      `${reconcilesSettled - reconcilesDone} more (${reconcilesSettled} total, ${(reconcilesSettled / N).toFixed(2)} per machine)`,
   );
   const jobFlags = [extra > 0 ? `${extra} EXTRA (more than one per machine)` : "", nonApply > 0 ? `${nonApply} not apply` : ""]
     .filter(Boolean)
     .join(", ");
   console.log(
-    `  Jobs created: ${jobs.length} for ${perOwner.size} machines${jobFlags ? `: ${jobFlags}` : " (one apply each)"}; Complete ${complete}, bookkept ${bookkept}; Pod Succeeded -> Job Complete p50 ${percentile(completeLag, 0.5)} ms, max ${Math.max(...completeLag)} ms`,
+    `  Jobs created: ${jobs.length} for ${perOwner.size} machines${jobFlags ? `: ${jobFlags}` : " (one apply each)"}; ` +
+      `Complete ${complete}, bookkept ${bookkept}; Pod Succeeded -> Job Complete p50 ${percentile(completeLag, 0.5)} ms, ` +
+      `max ${Math.max(...completeLag)} ms`,
   );
   console.log(`  credential mirror Secrets in the namespace: ${mirrors.join("; ") || "none"}`);
   if (completer.stats.errors.length)
     console.log(`  Job completer errors: ${completer.stats.errors.length}, first: ${completer.stats.errors[0]}`);
   console.log(
-    `  API requests by the manager until all provisioned: ${totalDone} = ${(totalDone / reconcilesDone).toFixed(2)} per reconcile, ${(totalDone / N).toFixed(2)} per machine; TLS handshakes ${toDone.tlsHandshakes} (${(toDone.tlsHandshakes / totalDone).toFixed(2)} per request)`,
+    `  API requests by the manager until all provisioned: ${totalDone} = ${(totalDone / reconcilesDone).toFixed(2)} per reconcile, ` +
+      `${(totalDone / N).toFixed(2)} per machine; TLS handshakes ${toDone.tlsHandshakes} ` +
+      `(${(toDone.tlsHandshakes / totalDone).toFixed(2)} per request)`,
   );
   console.log(
-    `  request baseline: writes are ${writesDone} (${(writesDone / N).toFixed(2)} per machine), the floor for a controller reading from its caches; all requests / writes = ${(totalDone / writesDone).toFixed(2)}x`,
+    `  request baseline: writes are ${writesDone} (${(writesDone / N).toFixed(2)} per machine), ` +
+      `the floor for a controller reading from its caches; all requests / writes = ${(totalDone / writesDone).toFixed(2)}x`,
   );
   console.log(
-    `    ${"verb resource".padEnd(42)} ${"count".padStart(7)} ${"/reconcile".padStart(10)} ${"/machine".padStart(9)} ${"mean ms".padStart(8)}  codes`,
+    `    ${"verb resource".padEnd(42)} ${"count".padStart(7)} ${"/reconcile".padStart(10)} ${"/machine".padStart(9)} ` +
+      `${"mean ms".padStart(8)}  codes`,
   );
   for (const [key, entry] of [...toDone.byKey].filter(([k]) => !k.startsWith("watch ")).sort((a, b) => b[1].count - a[1].count)) {
     const codes = Object.entries(entry.codes)
       .map(([code, n]) => `${code}:${n}`)
       .join(" ");
     console.log(
-      `    ${key.padEnd(42)} ${String(entry.count).padStart(7)} ${(entry.count / reconcilesDone).toFixed(2).padStart(10)} ${(entry.count / N).toFixed(2).padStart(9)} ${(entry.millis / entry.count).toFixed(1).padStart(8)}  ${codes}`,
+      `    ${key.padEnd(42)} ${String(entry.count).padStart(7)} ${(entry.count / reconcilesDone).toFixed(2).padStart(10)} ` +
+        `${(entry.count / N).toFixed(2).padStart(9)} ${(entry.millis / entry.count).toFixed(1).padStart(8)}  ${codes}`,
     );
   }
   console.log(
@@ -543,23 +560,32 @@ try {
   );
   const cpu = Object.entries(atDone.cpu).map(([name, value]) => `${name} ${(value - cpuBefore[name]).toFixed(1)}`);
   console.log(
-    `  CPU seconds, manager spawn to all provisioned (${seconds(wall)} s on ${availableParallelism()} cores; 1-min load ${loadBefore.toFixed(1)} -> ${atDone.load.toFixed(1)}): ${cpu.join(", ")}`,
+    `  CPU seconds, manager spawn to all provisioned (${seconds(wall)} s on ${availableParallelism()} cores; ` +
+      `1-min load ${loadBefore.toFixed(1)} -> ${atDone.load.toFixed(1)}): ${cpu.join(", ")}`,
   );
   const mib = (value) => `${value.toFixed(0)} MiB`;
   console.log(
-    `  manager RSS: peak (VmHWM) ${mib(peak)}; once quiet ${mib(steady.asIs)}, after a full GC ${mib(steady.afterGc)} (heap used ${mib(steady.heapUsed)}, external ${mib(steady.external)}); exit ${JSON.stringify(managerExit)}`,
+    `  manager RSS: peak (VmHWM) ${mib(peak)}; once quiet ${mib(steady.asIs)}, after a full GC ${mib(steady.afterGc)} (heap used ` +
+      `${mib(steady.heapUsed)}, external ${mib(steady.external)}); exit ${JSON.stringify(managerExit)}`,
   );
   console.log(
-    `  RSS baseline (the same Manager, controllers and watches, each reconcile a no-op, over the same ${N} TerraformMachines and Jobs): peak ${mib(baselineMemory.peak)}; after a full GC ${mib(baselineMemory.afterGc)} (heap used ${mib(baselineMemory.heapUsed)}, external ${mib(baselineMemory.external)}); its list+watch ${requestsOf(baselineRequests)} requests`,
+    `  RSS baseline (the same Manager, controllers and watches, each reconcile a no-op, ` +
+      `over the same ${N} TerraformMachines and Jobs): peak ${mib(baselineMemory.peak)}; ` +
+      `after a full GC ${mib(baselineMemory.afterGc)} (heap used ${mib(baselineMemory.heapUsed)}, ` +
+      `external ${mib(baselineMemory.external)}); its list+watch ${requestsOf(baselineRequests)} requests`,
   );
   console.log(
-    `  manager / baseline: peak ${(peak / baselineMemory.peak).toFixed(2)}x, after GC ${(steady.afterGc / baselineMemory.afterGc).toFixed(2)}x, heap used ${(steady.heapUsed / baselineMemory.heapUsed).toFixed(2)}x`,
+    `  manager / baseline: peak ${(peak / baselineMemory.peak).toFixed(2)}x, ` +
+      `after GC ${(steady.afterGc / baselineMemory.afterGc).toFixed(2)}x, ` +
+      `heap used ${(steady.heapUsed / baselineMemory.heapUsed).toFixed(2)}x`,
   );
   console.log(
-    `  restart over ${N} settled machines: ${restartJobs} Jobs, ${restartWrites} writes, ${requestsOf(restartDiff)} requests (${topOf(restartDiff) || "none"}); ${atRestart.metrics?.reconciles ?? "?"} reconciles`,
+    `  restart over ${N} settled machines: ${restartJobs} Jobs, ${restartWrites} writes, ` +
+      `${requestsOf(restartDiff)} requests (${topOf(restartDiff) || "none"}); ${atRestart.metrics?.reconciles ?? "?"} reconciles`,
   );
   console.log(
-    `  --sync-period resync (${resyncSeconds} s) of ${N} settled machines: ${resyncReconciles} reconciles, ${resyncWrites} writes, ${requestsOf(resyncDiff)} requests (${topOf(resyncDiff) || "none"})`,
+    `  --sync-period resync (${resyncSeconds} s) of ${N} settled machines: ${resyncReconciles} reconciles, ${resyncWrites} writes, ` +
+      `${requestsOf(resyncDiff)} requests (${topOf(resyncDiff) || "none"})`,
   );
   const perMachine = (value) => Number((value / N).toFixed(2));
   const figures = {

@@ -120,7 +120,8 @@ async function bench() {
 
   const load = (l) => l.map((x) => x.toFixed(2)).join(", ");
   console.log(
-    `tfcapi-lint module: median of ${coldRuns} cold processes, ${warmRuns} warm in-process runs (node -e 0 alone: ${nodeStart.toFixed(0)} ms)`,
+    `tfcapi-lint module: median of ${coldRuns} cold processes, ${warmRuns} warm in-process runs (node -e 0 alone: ` +
+      `${nodeStart.toFixed(0)} ms)`,
   );
   console.log(`load average (1, 5, 15 min): ${load(loadBefore)} before, ${load(loadavg())} after`);
   console.log(`${"module".padEnd(28)} ${"cold ms".padStart(9)} ${"warm ms".padStart(9)}`);
@@ -130,6 +131,7 @@ async function bench() {
   const worstWarm = Math.max(...rows.map((r) => r.warm));
   console.log(`ratios to a bare node start: ${rows.map((r) => `${r.what.split(" ")[0]} ${(r.cold / nodeStart).toFixed(2)}x`).join(", ")}`);
   console.log(
-    `targets: cold < 400 ms (${worstCold < 400 ? "met" : "missed"}: worst ${worstCold.toFixed(0)} ms), warm < 20 ms per module (${worstWarm < 20 ? "met" : "missed"}: worst ${worstWarm.toFixed(1)} ms)`,
+    `targets: cold < 400 ms (${worstCold < 400 ? "met" : "missed"}: worst ${worstCold.toFixed(0)} ms), ` +
+      `warm < 20 ms per module (${worstWarm < 20 ? "met" : "missed"}: worst ${worstWarm.toFixed(1)} ms)`,
   );
 }

@@ -183,7 +183,8 @@ async function measureRunner() {
   }
 
   console.log(
-    `runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ${load()} after):`,
+    `runner apply (no changes) vs the bare commands it runs, ${rounds} alternating rounds, medians (load average ${loadBefore} before, ` +
+      `${load()} after):`,
   );
   for (const name of names) console.log(`  ${name.padEnd(28)} ${median(samples[name]).toFixed(0).padStart(6)} ms`);
   for (const name of Object.keys(runtimes)) {
@@ -194,7 +195,9 @@ async function measureRunner() {
     const paired = median(samples[`runner (bundle), ${name}`].map((value, round) => value / samples[`bare ${name}`][round]));
     const floor = median(samples[`node floor, ${name}`]) / median(samples[`bare ${name}`]);
     console.log(
-      `${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; node floor ${floor.toFixed(3)}`,
+      `${name}: bundle ratio ${ratio.toFixed(3)} (target <= 1.10: ${ratio <= 1.1 ? "met" : "missed"}), ` +
+        `median of the rounds' ratios ${paired.toFixed(3)}; against the steps alone ${stepsOnly.toFixed(3)}; ` +
+        `node floor ${floor.toFixed(3)}`,
     );
   }
   // Under a loaded machine every millisecond of CPU costs several of wall time: the CPU the runs used says what the runner adds.
@@ -360,7 +363,8 @@ async function measureBroker() {
         results[name].push(await variantsByName[name]());
     }
     console.log(
-      `state broker: a Job's Pod, runner apply (no changes, state in a Secret on a local kube-apiserver), ${rounds} alternating rounds, medians:`,
+      `state broker: a Job's Pod, runner apply (no changes, state in a Secret on a local kube-apiserver), ` +
+        `${rounds} alternating rounds, medians:`,
     );
     for (const name of brokerNames)
       console.log(
@@ -379,10 +383,14 @@ async function measureBroker() {
       const instant = added(`runner + broker at one instant, ${name}`, `runner alone, ${name}`);
       const anonymous = Math.max(...[...brokered, ...results[`runner + broker at one instant, ${name}`]].map((run) => run.anonymous));
       console.log(
-        `${name}: the broker adds ${pod.difference.toFixed(1)} ms to a Pod's run (median of the rounds' differences ${pod.paired.toFixed(1)} ms; target <= 20: ${pod.worst <= 20 ? "met" : "missed"}); ` +
-          `started at the same instant as the runner, which no kubelet does, ${instant.difference.toFixed(1)} ms (rounds' ${instant.paired.toFixed(1)} ms); ` +
-          `${median(brokered.map((run) => run.requests))} requests through it; its memory: resident ${median(brokered.map((run) => run.rss)).toFixed(1)} MiB, ` +
-          `of which a Pod pays beside the runner at most ${anonymous.toFixed(1)} MiB (anonymous; target <= 16: ${anonymous <= 16 ? "met" : "missed"})`,
+        `${name}: the broker adds ${pod.difference.toFixed(1)} ms to a Pod's run (median of the rounds' differences ` +
+          `${pod.paired.toFixed(1)} ms; target <= 20: ${pod.worst <= 20 ? "met" : "missed"}); ` +
+          `started at the same instant as the runner, which no kubelet does, ${instant.difference.toFixed(1)} ms (rounds' ` +
+          `${instant.paired.toFixed(1)} ms); ` +
+          `${median(brokered.map((run) => run.requests))} requests through it; its memory: ` +
+          `resident ${median(brokered.map((run) => run.rss)).toFixed(1)} MiB, ` +
+          `of which a Pod pays beside the runner at most ${anonymous.toFixed(1)} MiB (anonymous; target <= 16: ` +
+          `${anonymous <= 16 ? "met" : "missed"})`,
       );
     }
   } finally {

@@ -91,7 +91,8 @@ const init = (runtime, suffix) =>
 const reading = async (suffix) => {
   const r = await readState(core, namespace, suffix);
   return r.kind === "ok"
-    ? `ok serial ${r.state.serial}, ${(r.state.bytes / 2 ** 20).toFixed(1)} MiB in ${r.state.secrets} Secret(s) of ${(r.state.compressedBytes / 2 ** 20).toFixed(2)} MiB`
+    ? `ok serial ${r.state.serial}, ${(r.state.bytes / 2 ** 20).toFixed(1)} MiB in ${r.state.secrets} Secret(s) ` +
+        `of ${(r.state.compressedBytes / 2 ** 20).toFixed(2)} MiB`
     : r.kind === "absent"
       ? "absent"
       : `${r.reason}: ${r.message}`;

@@ -194,7 +194,8 @@ await runner.run(async () => {
   console.log(`  kube-apiserver's own graceful stop took ${stopMillis.map((m) => seconds(m)).join(" s, ")} s (SIGKILL after 20 s)`);
   for (const fault of faults)
     console.log(
-      `  ${fault.what} at ${fault.at}/${N} provisioned: outage ${seconds(fault.outageMillis)} s; the manager's watch restarts since: ${delta(fault.after, fault.before)}`,
+      `  ${fault.what} at ${fault.at}/${N} provisioned: outage ${seconds(fault.outageMillis)} s; the manager's watch restarts since: ` +
+        `${delta(fault.after, fault.before)}`,
     );
   console.log(
     `  watch restarts over the drill (captf_informer_watch_restarts_total): ${Object.entries(final)
@@ -202,13 +203,18 @@ await runner.run(async () => {
       .join(", ")}`,
   );
   console.log(
-    `  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; duplicates ${jobs.duplicated.length}; other operations ${jobs.otherOps.length}; failed ${jobs.failed}`,
+    `  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; ` +
+      `duplicates ${jobs.duplicated.length}; other operations ${jobs.otherOps.length}; failed ${jobs.failed}`,
   );
   console.log(
-    `  results lost: ${lost} machines not provisioned; Job completer errors ${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`,
+    `  results lost: ${lost} machines not provisioned; ` +
+      `Job completer errors ` +
+      `${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`,
   );
   console.log(
-    `  time to converge after the last restart: all provisioned ${converged ? seconds(provisionedMillis) : "NOT"} s; the manager's reconcile errors ${metricSum(text, "controller_runtime_reconcile_errors_total")}; it exited ${JSON.stringify(exit)}`,
+    `  time to converge after the last restart: all provisioned ${converged ? seconds(provisionedMillis) : "NOT"} s; ` +
+      `the manager's reconcile errors ${metricSum(text, "controller_runtime_reconcile_errors_total")}; ` +
+      `it exited ${JSON.stringify(exit)}`,
   );
   const relisted = faults[1].after.gone - faults[1].before.gone;
   const ok = converged && quiet && lost === 0 && jobs.duplicated.length === 0 && jobs.failed === 0 && jobs.owners === N && relisted > 0;

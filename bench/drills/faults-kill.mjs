@@ -73,7 +73,8 @@ await runner.run(async () => {
     });
     step(
       drill,
-      `kill ${k}/${kills} after ${delay} ms (${ready ? "ready" : "syncing"}): ${env.provisionedAt.size}/${N} provisioned, ${env.completer.stats.jobs.size} Jobs`,
+      `kill ${k}/${kills} after ${delay} ms (${ready ? "ready" : "syncing"}): ${env.provisionedAt.size}/${N} provisioned, ` +
+        `${env.completer.stats.jobs.size} Jobs`,
     );
   }
   const lastKillAt = Date.now();
@@ -92,27 +93,36 @@ await runner.run(async () => {
   const lost = N - env.provisionedAt.size;
   const killsDuringBringUp = killLog.filter((k) => k.provisioned < N).length;
   console.log(
-    `${drill}: ${N} TerraformMachines, ${kills} SIGKILLs of the manager (each 0-${seconds(maxKillMillis)} s after it serves), job run ${flags["job-seconds"]} s, --max-active-jobs=${flags["max-active-jobs"]}, seed ${flags.seed}`,
+    `${drill}: ${N} TerraformMachines, ${kills} SIGKILLs of the manager (each 0-${seconds(maxKillMillis)} s after it serves), ` +
+      `job run ${flags["job-seconds"]} s, --max-active-jobs=${flags["max-active-jobs"]}, seed ${flags.seed}`,
   );
   console.log(
-    `  kills: ${kills} survived (${killLog.filter((k) => k.serving).length} once ready, ${killLog.filter((k) => !k.serving).length} while its caches synced; ${killsDuringBringUp} before all were provisioned)`,
+    `  kills: ${kills} survived (${killLog.filter((k) => k.serving).length} once ready, ` +
+      `${killLog.filter((k) => !k.serving).length} while its caches synced; ${killsDuringBringUp} before all were provisioned)`,
   );
   console.log(`  provisioned at each kill: ${killLog.map((k) => k.provisioned).join(" ")}`);
+  const duplicatedNote = jobs.duplicated.length
+    ? ` (${jobs.duplicated
+        .slice(0, 5)
+        .map(([o, n]) => `${o} x${n}`)
+        .join(", ")})`
+    : "";
+  const otherOpsNote = jobs.otherOps.length ? ` (${jobs.otherOps.slice(0, 5).join(", ")})` : "";
   console.log(
-    `  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; duplicates ${jobs.duplicated.length}${
-      jobs.duplicated.length
-        ? ` (${jobs.duplicated
-            .slice(0, 5)
-            .map(([o, n]) => `${o} x${n}`)
-            .join(", ")})`
-        : ""
-    }; other operations ${jobs.otherOps.length}${jobs.otherOps.length ? ` (${jobs.otherOps.slice(0, 5).join(", ")})` : ""}; failed ${jobs.failed}`,
+    `  Jobs created: ${jobs.jobs} for ${N} machines: ${jobs.ofOp} apply Jobs for ${jobs.owners} machines; ` +
+      `duplicates ${jobs.duplicated.length}${duplicatedNote}; ` +
+      `other operations ${jobs.otherOps.length}${otherOpsNote}; failed ${jobs.failed}`,
   );
   console.log(
-    `  results lost: ${lost} machines not provisioned; Job completer errors ${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`,
+    `  results lost: ${lost} machines not provisioned; ` +
+      `Job completer errors ` +
+      `${env.completer.stats.errors.length}${env.completer.stats.errors.length ? ` (first: ${env.completer.stats.errors[0]})` : ""}`,
   );
   console.log(
-    `  time to converge after the last kill: all provisioned ${converged ? seconds(provisionedMillis) : `NOT within ${seconds(timeoutMillis)}`} s, quiet ${quiet ? seconds(convergeMillis) : "NOT"} s (last manager's start and cache sync ${seconds(manager.readyAt - manager.spawnedAt)} s); whole drill ${seconds(Date.now() - startedAt)} s`,
+    `  time to converge after the last kill: ` +
+      `all provisioned ${converged ? seconds(provisionedMillis) : `NOT within ${seconds(timeoutMillis)}`} s, ` +
+      `quiet ${quiet ? seconds(convergeMillis) : "NOT"} s (last manager's start and cache sync ` +
+      `${seconds(manager.readyAt - manager.spawnedAt)} s); whole drill ${seconds(Date.now() - startedAt)} s`,
   );
   console.log(`  last manager: reconcile errors ${metricSum(metrics, "controller_runtime_reconcile_errors_total")}`);
   // Every kill must land during the bring-up: one after it is a restart over settled machines.

@@ -141,7 +141,8 @@ await runner.run(async () => {
   const reportedFailed = jobs.filter((job) => named(failedNotes, job)).map((job) => job.metadata.name);
   // Runs of given inputs (apply, plan, restore carry their hash); refreshes and drift checks recur by design.
   const runKey = (job) =>
-    `${job.metadata.labels[labels.ownerKind]}/${job.metadata.labels[labels.ownerName]} ${job.metadata.labels[labels.op]} ${job.metadata.annotations[annotations.inputsHash]}`;
+    `${job.metadata.labels[labels.ownerKind]}/${job.metadata.labels[labels.ownerName]} ${job.metadata.labels[labels.op]} ` +
+    `${job.metadata.annotations[annotations.inputsHash]}`;
   const perRun = new Map();
   for (const job of succeeded.filter((candidate) => candidate.metadata.annotations?.[annotations.inputsHash]))
     perRun.set(runKey(job), (perRun.get(runKey(job)) ?? 0) + 1);
@@ -159,18 +160,21 @@ await runner.run(async () => {
   );
 
   console.log(
-    `\nfaults-kubelet: the node lost for ${seconds(restartedAt - stoppedAt)} s while ${runningAtStop.length} captf Pods and the manager ran`,
+    `\nfaults-kubelet: the node lost for ${seconds(restartedAt - stoppedAt)} s while ${runningAtStop.length} captf Pods and the ` +
+      `manager ran`,
   );
   console.log(`  every object Ready again: ${ready ? "yes" : "NO"}, ${seconds(convergeMillis)} s after the new node came up`);
   console.log(`  Jobs: ${jobs.length} (${succeeded.length} succeeded, ${unsucceeded.length} not) for ${perObject.size} objects:`);
   for (const [object, ops] of [...perObject].sort()) console.log(`    ${object}: ${ops.join(", ")}`);
   console.log(
-    `  Jobs that did not succeed, reported JobInterrupted: ${unsucceeded.length - notInterrupted.length} of ${unsucceeded.length}${notInterrupted.length ? ` (not: ${notInterrupted.join(", ")})` : ""}`,
+    `  Jobs that did not succeed, reported JobInterrupted: ${unsucceeded.length - notInterrupted.length} of ` +
+      `${unsucceeded.length}${notInterrupted.length ? ` (not: ${notInterrupted.join(", ")})` : ""}`,
   );
   console.log(`  Jobs reported JobFailed: ${reportedFailed.length}${reportedFailed.length ? ` (${reportedFailed.join(", ")})` : ""}`);
   console.log(`  results lost (a succeeded Job never recorded): ${lost.length}${lost.length ? ` (${lost.join(", ")})` : ""}`);
   console.log(
-    `  runs done twice (two succeeded Jobs of one object, operation and inputs hash: applies, plans, restores): ${twice.length}${twice.length ? ` (${twice.join("; ")})` : ""}`,
+    `  runs done twice (two succeeded Jobs of one object, operation and inputs hash: applies, plans, restores): ` +
+      `${twice.length}${twice.length ? ` (${twice.join("; ")})` : ""}`,
   );
   console.log(`  manager Pods: ${managerPods.join("; ")}`);
   return ready && lost.length === 0 && notInterrupted.length === 0 && reportedFailed.length === 0 && twice.length === 0;

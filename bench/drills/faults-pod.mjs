@@ -63,7 +63,9 @@ await runner.run(async () => {
   const lost = N - env.provisionedAt.size;
   console.log(`${drill}: ${N} TerraformMachines; ${victim}'s apply Pod deleted 1 s after it appeared`);
   console.log(
-    `  ${victim}: Events about Job ${interruptedJob}: JobInterrupted ${count("JobInterrupted")}, JobFailed ${count("JobFailed")}; its apply Jobs ${victimApplies.length} (the deleted one ${interrupted?.completeAt ? "SUCCEEDED" : "did not succeed"}, ${laterSucceeded} later one(s) succeeded)`,
+    `  ${victim}: Events about Job ${interruptedJob}: JobInterrupted ${count("JobInterrupted")}, JobFailed ${count("JobFailed")}; ` +
+      `its apply Jobs ${victimApplies.length} (the deleted one ${interrupted?.completeAt ? "SUCCEEDED" : "did not succeed"}, ` +
+      `${laterSucceeded} later one(s) succeeded)`,
   );
   console.log(`  other machines: ${others.ofOp} apply Jobs for ${others.owners} machines, duplicates ${others.duplicated.length}`);
   console.log(`  results lost: ${lost}; time to converge after the deletion ${converged ? seconds(convergeMillis) : "NOT"} s`);

@@ -51,7 +51,8 @@ for (const module of samples) {
   }
 }
 console.log(
-  `tfcapi-lint module (binary): ${samples.length} modules, ${((performance.now() - started) / 1000).toFixed(1)} s, ${binaryFailures} failures`,
+  `tfcapi-lint module (binary): ${samples.length} modules, ${((performance.now() - started) / 1000).toFixed(1)} s, ` +
+    `${binaryFailures} failures`,
 );
 rmSync(dir, { recursive: true, force: true });
 process.exit(held && binaryFailures === 0 ? 0 : 1);

@@ -125,7 +125,8 @@ async function attackWith(plane, runtime, image, targets) {
     const record = await readHostileRecord(plane.kubeConfig, demoNamespace, hostile);
     const refusalsAtApply = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);
     step(
-      `${runtime}: ${hostile} Ready (${record.jobs.map((job) => `${job.op}:${job.succeeded ? "ok" : "failed"}`).join(", ")}); deleting it for its destroy`,
+      `${runtime}: ${hostile} Ready (${record.jobs.map((job) => `${job.op}:${job.succeeded ? "ok" : "failed"}`).join(", ")}); ` +
+        `deleting it for its destroy`,
     );
 
     await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name });
@@ -164,18 +165,22 @@ function judge(runtime, outcome) {
   const controls = attempts.filter((attempt) => attempt.control);
   const forged = outcome.record.forgedRecorded || outcome.record.forgedTerminationMessages.length > 0;
   console.log(
-    `boundary attempts: ${boundary.length}, succeeded ${breaches.length}, refused ${boundary.filter((attempt) => attempt.outcome === "refused").length}, error ${errors.length}`,
+    `boundary attempts: ${boundary.length}, succeeded ${breaches.length}, ` +
+      `refused ${boundary.filter((attempt) => attempt.outcome === "refused").length}, error ${errors.length}`,
   );
   console.log(
-    `controls (own state through the broker): ${controls.filter((attempt) => attempt.outcome === "succeeded").length} of ${controls.length} succeeded`,
+    `controls (own state through the broker): ${controls.filter((attempt) => attempt.outcome === "succeeded").length} of ` +
+      `${controls.length} succeeded`,
   );
-  console.log(
-    `victim: ${outcome.changes.length === 0 ? "unchanged (state Secret data and resourceVersion, lock, run Secret, credential mirror, kubeconfig and CA)" : outcome.changes.join("; ")}`,
-  );
+  const unchanged = "unchanged (state Secret data and resourceVersion, lock, run Secret, credential mirror, kubeconfig and CA)";
+  console.log(`victim: ${outcome.changes.length === 0 ? unchanged : outcome.changes.join("; ")}`);
   console.log(`created by the attacks: ${outcome.leftovers.length === 0 ? "nothing" : outcome.leftovers.join(", ")}`);
   console.log(`BrokerRefused events per Job: ${JSON.stringify(outcome.refusals)}`);
   console.log(
-    `result forgery: ${forged ? "RECORDED" : "not recorded"} (status.lastRun ${outcome.record.forgedRecorded ? "carries" : "does not carry"} the forged step; forged termination messages: ${outcome.record.forgedTerminationMessages.join(", ") || "none"}; lastRun ${JSON.stringify(outcome.record.lastRun?.steps ?? null)})`,
+    `result forgery: ${forged ? "RECORDED" : "not recorded"} (status.lastRun ` +
+      `${outcome.record.forgedRecorded ? "carries" : "does not carry"} the forged step; forged termination messages: ` +
+      `${outcome.record.forgedTerminationMessages.join(", ") || "none"}; ` +
+      `lastRun ${JSON.stringify(outcome.record.lastRun?.steps ?? null)})`,
   );
   for (const attempt of attempts.filter((candidate) => candidate.observed))
     console.log(`  ${attempt.phase}: ${attempt.attempt}: ${attempt.outcome === "refused" ? "refused" : "made"} (${attempt.detail})`);
@@ -228,7 +233,8 @@ try {
   console.log("| --- | --- | --- | --- |");
   for (const runtime of runtimes)
     console.log(
-      `| ${displayName[runtime]} | ${verdicts[runtime].boundary} | ${verdicts[runtime].breaches} | ${verdicts[runtime].forged ? "recorded" : "not recorded"} |`,
+      `| ${displayName[runtime]} | ${verdicts[runtime].boundary} | ${verdicts[runtime].breaches} | ` +
+        `${verdicts[runtime].forged ? "recorded" : "not recorded"} |`,
     );
   const problems = runtimes.flatMap((runtime) => verdicts[runtime].problems.map((problem) => `${displayName[runtime]}: ${problem}`));
   for (const problem of problems) console.log(`FAIL ${problem}`);

@@ -10,8 +10,8 @@
 //                                                      [--concurrency 10] [--drift-seconds 60] [--phase-timeout-seconds S]
 //
 // Samples every 250 ms the captf Jobs holding a slot as the manager counts them (not Complete or
-// Failed, and their Pod not ended), the Jobs not yet marked Complete or Failed, and the manager's RSS. Prints per phase: its wall time, the peak
-// active Jobs (must be <= --max-active-jobs), the Jobs created (exactly one apply and one destroy
+// Failed, and their Pod not ended), the Jobs not yet marked Complete or Failed, and the manager's RSS. Prints per phase: its wall time,
+// the peak active Jobs (must be <= --max-active-jobs), the Jobs created (exactly one apply and one destroy
 // per machine), how late each machine's first drift check started after it was due (background
 // operations get 80% of the slots: none may wait past N x job run / those slots + 60 s), results
 // lost (0), and the manager's RSS (peak, end).
@@ -75,7 +75,8 @@ await runner.run(async () => {
     () =>
       step(
         drill,
-        `  ${phase.name}: ${active()} active Jobs (peak ${phase.peak}), ${completer.stats.jobs.size} Jobs created, ${env.provisionedAt.size} provisioned, RSS ${manager.memory()?.rss.toFixed(0)} MiB`,
+        `  ${phase.name}: ${active()} active Jobs (peak ${phase.peak}), ${completer.stats.jobs.size} Jobs created, ` +
+          `${env.provisionedAt.size} provisioned, RSS ${manager.memory()?.rss.toFixed(0)} MiB`,
       ),
     15_000,
   );
@@ -107,7 +108,8 @@ await runner.run(async () => {
     const p = phases.at(-1);
     step(
       drill,
-      `${name} ${converged ? "done" : "NOT done"} in ${seconds(p.millis)} s: ${p.jobs} Jobs, peak active ${p.peak}, RSS peak ${p.rssPeak.toFixed(0)} MiB`,
+      `${name} ${converged ? "done" : "NOT done"} in ${seconds(p.millis)} s: ${p.jobs} Jobs, peak active ${p.peak}, ` +
+        `RSS peak ${p.rssPeak.toFixed(0)} MiB`,
     );
     return converged;
   }
@@ -165,11 +167,16 @@ await runner.run(async () => {
   console.log(`${drill}: ${N} TerraformMachines, --max-active-jobs=${limit}, job run ${jobSeconds} s, concurrency ${flags.concurrency}`);
   for (const p of phases) {
     console.log(
-      `  ${p.name.padEnd(12)} ${p.converged ? "converged" : "NOT converged"} in ${seconds(p.millis).padStart(6)} s (${(N / (p.millis / 1000)).toFixed(1)} machines/s); ${p.jobs} Jobs; peak active Jobs ${p.peak} (limit ${limit}; ${p.unfinishedPeak} not yet marked finished); manager RSS peak ${p.rssPeak.toFixed(0)} MiB, at its end ${p.rssEnd.toFixed(0)} MiB`,
+      `  ${p.name.padEnd(12)} ${p.converged ? "converged" : "NOT converged"} in ${seconds(p.millis).padStart(6)} s ` +
+        `(${(N / (p.millis / 1000)).toFixed(1)} machines/s); ${p.jobs} Jobs; peak active Jobs ${p.peak} (limit ${limit}; ` +
+        `${p.unfinishedPeak} not yet marked finished); manager RSS peak ${p.rssPeak.toFixed(0)} MiB, ` +
+        `at its end ${p.rssEnd.toFixed(0)} MiB`,
     );
   }
   console.log(
-    `  Jobs: ${applies.ofOp} apply for ${applies.owners} machines (expected ${N}: one each), ${drifts.ofOp} drift checks for ${drifts.owners} machines, ${destroys.ofOp} destroy for ${destroys.owners} machines (expected ${N}); other operations ${otherOps.length}; failed ${applies.failed + drifts.failed + destroys.failed}`,
+    `  Jobs: ${applies.ofOp} apply for ${applies.owners} machines (expected ${N}: one each), ` +
+      `${drifts.ofOp} drift checks for ${drifts.owners} machines, ${destroys.ofOp} destroy for ${destroys.owners} machines (expected ` +
+      `${N}); other operations ${otherOps.length}; failed ${applies.failed + drifts.failed + destroys.failed}`,
   );
   const late = driftStarts.filter((millis) => millis > driftBound).length;
   // Where a background slot's time went, per drift Job: created → Pod seen → Pod ended → Job marked Complete.
@@ -184,16 +191,26 @@ await runner.run(async () => {
   const driftPhase = phases.find((p) => p.name === "drift on");
   if (driftPhase)
     console.log(
-      `  drift Jobs' turnover: ${seconds((driftPhase.millis * backgroundSlots) / Math.max(1, driftPhase.jobs))} s of a background slot per Job; p50 Job created → Pod seen ${p50((job) => job.podSeenAt - job.createdAt)} s, Pod seen → ended ${p50((job) => job.podSucceededAt - job.podSeenAt)} s, Pod ended → Job Complete ${p50((job) => job.completeAt - job.podSucceededAt)} s`,
+      `  drift Jobs' turnover: ${seconds((driftPhase.millis * backgroundSlots) / Math.max(1, driftPhase.jobs))} s of a background slot ` +
+        `per Job; p50 Job created → Pod seen ${p50((job) => job.podSeenAt - job.createdAt)} s, ` +
+        `Pod seen → ended ${p50((job) => job.podSucceededAt - job.podSeenAt)} s, ` +
+        `Pod ended → Job Complete ${p50((job) => job.completeAt - job.podSucceededAt)} s`,
     );
   console.log(
-    `  background operations (drift, at most ${backgroundSlots} of ${limit} slots): each machine's first drift check started p50 ${seconds(percentile(driftStarts, 0.5))} s, max ${seconds(Math.max(...driftStarts))} s after it was due; bound ${seconds(driftBound)} s (N x job run / background slots + 60 s): ${late} late`,
+    `  background operations (drift, at most ${backgroundSlots} of ${limit} slots): ` +
+      `each machine's first drift check started p50 ${seconds(percentile(driftStarts, 0.5))} s, ` +
+      `max ${seconds(Math.max(...driftStarts))} s after it was due; bound ${seconds(driftBound)} s (N x job run / background slots + ` +
+      `60 s): ${late} late`,
   );
   console.log(
-    `  results lost: ${N - env.provisionedAt.size} machines never provisioned; Job completer errors ${completer.stats.errors.length}${completer.stats.errors.length ? ` (first: ${completer.stats.errors[0]})` : ""}`,
+    `  results lost: ${N - env.provisionedAt.size} machines never provisioned; ` +
+      `Job completer errors ` +
+      `${completer.stats.errors.length}${completer.stats.errors.length ? ` (first: ${completer.stats.errors[0]})` : ""}`,
   );
   console.log(
-    `  manager: reconcile errors ${metricSum(metrics, "controller_runtime_reconcile_errors_total")}; waits for a Job slot ${metricSum(metrics, "controller_runtime_reconcile_total", 'result="requeue_after"')} requeues; exit ${JSON.stringify(exit)}; RSS peak over the drill ${Math.max(...phases.map((p) => p.rssPeak)).toFixed(0)} MiB`,
+    `  manager: reconcile errors ${metricSum(metrics, "controller_runtime_reconcile_errors_total")}; ` +
+      `waits for a Job slot ${metricSum(metrics, "controller_runtime_reconcile_total", 'result="requeue_after"')} requeues; ` +
+      `exit ${JSON.stringify(exit)}; RSS peak over the drill ${Math.max(...phases.map((p) => p.rssPeak)).toFixed(0)} MiB`,
   );
   const peak = Math.max(...phases.map((p) => p.peak));
   const ok =

@@ -80,9 +80,13 @@ const running = manager.run(AbortSignal.any([signal, orphaned.signal]));
 for (;;) {
   const { health, metrics: metricsPort } = manager.ports;
   if (health !== undefined && metricsPort !== undefined) {
-    process.stdout.write(
-      `${JSON.stringify({ pid: process.pid, metricsPort, healthPort: health, controllers: controllers.map((c) => `${c.name}:${c.concurrency}`) })}\n`,
-    );
+    const announced = {
+      pid: process.pid,
+      metricsPort,
+      healthPort: health,
+      controllers: controllers.map((c) => `${c.name}:${c.concurrency}`),
+    };
+    process.stdout.write(`${JSON.stringify(announced)}\n`);
     break;
   }
   await new Promise((resolve) => setTimeout(resolve, 20));

@@ -176,7 +176,8 @@ async function runOnce({ client, kubeconfig, managers, clusters, machines, concu
       }
     }
     step(
-      `${managers} manager(s) up${managers > 1 ? `, ${managers} shards settled` : ""}; creating ${clusters} clusters and ${machines} machines`,
+      `${managers} manager(s) up${managers > 1 ? `, ${managers} shards settled` : ""}; ` +
+        `creating ${clusters} clusters and ${machines} machines`,
     );
     const completer = startJobCompleter({ client, namespace, logger, jobSeconds });
     await completer.synced();
@@ -266,12 +267,17 @@ export async function runShardBench({ managers, clusters, machines, concurrency,
       step(`run with ${count} manager(s) done`);
     }
     console.log(
-      `controller bench, shards: ${machines} TerraformMachines in ${clusters} clusters, concurrency ${concurrency} per manager, job run ${jobSeconds} s, ${availableParallelism()} cores`,
+      `controller bench, shards: ${machines} TerraformMachines in ${clusters} clusters, concurrency ${concurrency} per manager, ` +
+        `job run ${jobSeconds} s, ${availableParallelism()} cores`,
     );
     for (const run of runs) {
       const jobsNote = run.extraJobs > 0 ? `, ${run.extraJobs} EXTRA` : " (one apply each)";
       console.log(
-        `  ${run.managers} manager(s)${run.managers > 1 ? `, --shards=${run.managers}` : ""}: ${run.provisioned}/${machines} provisioned in ${run.seconds.toFixed(1)} s${run.finished ? "" : " (NOT all)"}, ${run.machinesPerSecond.toFixed(2)} machines/s; Jobs ${run.jobs}${jobsNote}; terraformmachine reconciles per manager ${run.reconciles.join(" / ")}; CPU s per manager ${run.cpu.map((c) => c.toFixed(1)).join(" / ")}; 1-min load at start ${run.load.toFixed(1)}`,
+        `  ${run.managers} manager(s)${run.managers > 1 ? `, --shards=${run.managers}` : ""}: ` +
+          `${run.provisioned}/${machines} provisioned in ${run.seconds.toFixed(1)} s${run.finished ? "" : " (NOT all)"}, ` +
+          `${run.machinesPerSecond.toFixed(2)} machines/s; Jobs ${run.jobs}${jobsNote}; ` +
+          `terraformmachine reconciles per manager ${run.reconciles.join(" / ")}; ` +
+          `CPU s per manager ${run.cpu.map((c) => c.toFixed(1)).join(" / ")}; 1-min load at start ${run.load.toFixed(1)}`,
       );
     }
     const ratio = runs[1].machinesPerSecond / runs[0].machinesPerSecond;

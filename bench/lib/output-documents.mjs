@@ -91,8 +91,10 @@ function mutateAt(document, path, action, value, key) {
   }
   if (parent === null) return action === "replace" ? value : root;
   if (action === "replace") parent[slot] = value;
-  else if (action === "remove") Array.isArray(parent) ? parent.splice(Number(slot), 1) : delete parent[slot];
-  else if (node && typeof node === "object") {
+  else if (action === "remove") {
+    if (Array.isArray(parent)) parent.splice(Number(slot), 1);
+    else delete parent[slot];
+  } else if (node && typeof node === "object") {
     const grown = (parent[slot] = shallow(node));
     if (Array.isArray(grown)) grown.push(value);
     else Object.defineProperty(grown, key, { value, enumerable: true, writable: true, configurable: true });

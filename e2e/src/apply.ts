@@ -42,7 +42,10 @@ export async function applyObjects(applier: Applier, objects: readonly k8s.Kuber
   }
 }
 
-/** Deletes, then applies each object: for what another field manager made in a shape a merge cannot change (a webhook's URL beside its Service). */
+/**
+ * Deletes, then applies each object: for what another field manager made in a shape a merge cannot change (a webhook's URL
+ * beside its Service).
+ */
 export async function replaceObjects(applier: Applier, objects: readonly k8s.KubernetesObject[]): Promise<void> {
   for (const object of objects) await applier.delete(object).catch(() => undefined);
   await applyObjects(applier, objects);

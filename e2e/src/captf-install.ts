@@ -76,7 +76,10 @@ export interface CaptfInstall {
   diagnosticsPort: number;
   /** The CA of the admission server's certificate. */
   webhookCaPem: string;
-  /** What this plane changes after `clusterctl init` (see the file's header): the certificate Secret, the Deployment's ports, the webhooks' URLs. */
+  /**
+   * What this plane changes after `clusterctl init` (see the file's header): the certificate Secret, the Deployment's ports,
+   * the webhooks' URLs.
+   */
   objects: k8s.KubernetesObject[];
 }
 

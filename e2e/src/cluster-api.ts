@@ -1,7 +1,7 @@
 // Cluster API's own core manager on the management plane: its CRDs and webhook configurations from
 // the same module release the tools built it from, served on loopback with a throwaway certificate
 // (Cluster API's webhooks cannot be switched off; they default and validate every object).
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:tls";
 import { join } from "node:path";
@@ -25,7 +25,10 @@ export interface ClusterApiManager {
   stop(): Promise<void>;
 }
 
-/** Starts Cluster API's core manager against the plane's admin kubeconfig and installs its webhooks; its CRDs are `clusterctl init`'s (e2e/src/clusterctl.ts). */
+/**
+ * Starts Cluster API's core manager against the plane's admin kubeconfig and installs its webhooks; its CRDs are
+ * `clusterctl init`'s (e2e/src/clusterctl.ts).
+ */
 export async function startClusterApi(options: {
   kubeconfigPath: string;
   workDir: string;

@@ -121,7 +121,8 @@ export async function runDemo(argv: readonly string[], out: NodeJS.WriteStream =
     say(`  kubectl get clusters,machines,machinepools,terraformclusters,terraformmachines,terraformmachinepools -n ${demoNamespace}`);
     say(`  kubectl scale machinedeployment demo-md-0 -n ${demoNamespace} --replicas=5`);
     say(
-      `  kubectl patch terraformcluster demo -n ${demoNamespace} --type=merge -p '{"spec":{"applyPolicy":"Manual","variables":{"control_plane_endpoint":{"host":"api.demo.example","port":6443}}}}'`,
+      `  kubectl patch terraformcluster demo -n ${demoNamespace} --type=merge -p ` +
+        `'{"spec":{"applyPolicy":"Manual","variables":{"control_plane_endpoint":{"host":"api.demo.example","port":6443}}}}'`,
     );
     say(`  kubectl get terraformcluster demo -n ${demoNamespace} -o jsonpath='{.status.plan}'   # then approve it:`);
     say(`  kubectl annotate terraformcluster demo -n ${demoNamespace} captf.io/approve-plan=<status.plan.hash>`);

@@ -22,6 +22,7 @@ import {
   runtimeVersion,
   type RuntimeName,
 } from "@captf/testkit/plane";
+import type { LastRun, TerraformObject } from "./objects.js";
 
 export const forgedStepMilliseconds = 4_242_042;
 export const forgedImageRef = "forged-by-hostile-module";
@@ -152,7 +153,6 @@ export function describeAttempts(attempts: readonly Attempt[]): string {
     .join("\n");
 }
 
-type AnyObject = Record<string, any>;
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 
 /** A TerraformMachine's apply Jobs, oldest first. */
@@ -175,7 +175,12 @@ export async function victimTargets(
   victim: string,
 ): Promise<HostileTargets> {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  const machine = (await custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: victim })) as AnyObject;
+  const machine = (await custom.getNamespacedCustomObject({
+    ...infra,
+    namespace,
+    plural: "terraformmachines",
+    name: victim,
+  })) as TerraformObject;
   const apply = (await jobsOf(kubeConfig, namespace, victim)).find(
     (job) => job.metadata!.labels![labels.op] === "apply" && job.status?.succeeded === 1,
   );
@@ -267,7 +272,7 @@ export async function hostileLeftovers(kubeConfig: k8s.KubeConfig, namespace: st
 /** What the manager recorded of the hostile object's Jobs, read while they exist. */
 export interface HostileRecord {
   /** The object's status.lastRun as the manager wrote it. */
-  lastRun: AnyObject | undefined;
+  lastRun: LastRun | undefined;
   /** status.lastRun carries the forged result's marker step. */
   forgedRecorded: boolean;
   /** Jobs whose source container's termination message is the forged document (what the kubelet reported). */
@@ -278,8 +283,13 @@ export interface HostileRecord {
 
 export async function readHostileRecord(kubeConfig: k8s.KubeConfig, namespace: string, machine: string): Promise<HostileRecord> {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  const object = (await custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: machine })) as AnyObject;
-  const lastRun = object.status?.lastRun as AnyObject | undefined;
+  const object = (await custom.getNamespacedCustomObject({
+    ...infra,
+    namespace,
+    plural: "terraformmachines",
+    name: machine,
+  })) as TerraformObject;
+  const lastRun = object.status?.lastRun;
   const jobs = await jobsOf(kubeConfig, namespace, machine);
   const pods = (
     await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedPod({ namespace, labelSelector: `${labels.ownerName}=${machine}` })
@@ -293,7 +303,7 @@ export async function readHostileRecord(kubeConfig: k8s.KubeConfig, namespace: s
     .map((pod) => pod.metadata!.labels?.["job-name"] ?? pod.metadata!.name!);
   return {
     lastRun,
-    forgedRecorded: (lastRun?.steps ?? []).some((step: AnyObject) => step.durationMilliseconds === forgedStepMilliseconds),
+    forgedRecorded: (lastRun?.steps ?? []).some((step) => step.durationMilliseconds === forgedStepMilliseconds),
     forgedTerminationMessages,
     jobs: jobs.map((job) => ({ name: job.metadata!.name!, op: job.metadata!.labels![labels.op]!, succeeded: job.status?.succeeded === 1 })),
   };

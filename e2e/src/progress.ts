@@ -2,8 +2,16 @@
 // table and the e2e's definition of "Ready" (Cluster InfrastructureReady and Available, every
 // Machine Running with a nodeRef, every MachinePool with all its replicas ready).
 import * as k8s from "@kubernetes/client-node";
-
-type AnyObject = Record<string, any>;
+import type {
+  Cluster,
+  CustomObject,
+  CustomObjectList,
+  Machine,
+  MachineDeployment,
+  MachinePool,
+  Status,
+  TerraformObject,
+} from "./objects.js";
 
 export interface ProgressRow {
   object: string;
@@ -26,23 +34,23 @@ const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 /** Reads the cluster and everything of it, and says for each whether Cluster API counts it ready. */
 export async function readProgress(kubeConfig: k8s.KubeConfig, namespace: string, clusterName: string): Promise<Progress> {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  const list = async (api: { group: string; version: string }, plural: string) =>
+  const list = async <T extends CustomObject>(api: { group: string; version: string }, plural: string) =>
     (
       (await custom.listNamespacedCustomObject({
         ...api,
         namespace,
         plural,
         labelSelector: plural === "clusters" ? undefined : `cluster.x-k8s.io/cluster-name=${clusterName}`,
-      })) as { items: AnyObject[] }
+      })) as CustomObjectList<T>
     ).items;
   const [clusters, terraformClusters, deployments, machines, terraformMachines, pools, terraformPools] = await Promise.all([
-    list(capi, "clusters"),
-    list(infra, "terraformclusters"),
-    list(capi, "machinedeployments"),
-    list(capi, "machines"),
-    list(infra, "terraformmachines"),
-    list(capi, "machinepools"),
-    list(infra, "terraformmachinepools"),
+    list<Cluster>(capi, "clusters"),
+    list<TerraformObject>(infra, "terraformclusters"),
+    list<MachineDeployment>(capi, "machinedeployments"),
+    list<Machine>(capi, "machines"),
+    list<TerraformObject>(infra, "terraformmachines"),
+    list<MachinePool>(capi, "machinepools"),
+    list<TerraformObject>(infra, "terraformmachinepools"),
   ]);
   const cluster = clusters.find((candidate) => candidate.metadata.name === clusterName);
   const rows: ProgressRow[] = [];
@@ -88,18 +96,21 @@ export async function readProgress(kubeConfig: k8s.KubeConfig, namespace: string
   return { rows, ready: rows.every((row) => row.ready) };
 }
 
-function isTrue(object: AnyObject, type: string): boolean {
-  return (object.status?.conditions ?? []).some((condition: AnyObject) => condition.type === type && condition.status === "True");
+/** An object whose status carries a phase and conditions. */
+type Reporting = CustomObject<unknown, Status>;
+
+function isTrue(object: Reporting, type: string): boolean {
+  return (object.status?.conditions ?? []).some((condition) => condition.type === type && condition.status === "True");
 }
 
-function notTrue(object: AnyObject): string {
+function notTrue(object: Reporting): string {
   const pending = (object.status?.conditions ?? []).filter(
-    (condition: AnyObject) => condition.status !== "True" && condition.type !== "Deleting" && condition.type !== "Paused",
+    (condition) => condition.status !== "True" && condition.type !== "Deleting" && condition.type !== "Paused",
   );
-  return pending.map((condition: AnyObject) => `${condition.type}=${condition.status}/${condition.reason ?? ""}`).join(" ");
+  return pending.map((condition) => `${condition.type}=${condition.status}/${condition.reason ?? ""}`).join(" ");
 }
 
-function capiRow(kind: string, object: AnyObject, ready: boolean): ProgressRow {
+function capiRow(kind: string, object: Reporting, ready: boolean): ProgressRow {
   return {
     object: `${kind}/${object.metadata.name}`,
     phase: object.status?.phase ?? "",
@@ -109,7 +120,7 @@ function capiRow(kind: string, object: AnyObject, ready: boolean): ProgressRow {
   };
 }
 
-function captfRow(kind: string, object: AnyObject): ProgressRow {
+function captfRow(kind: string, object: TerraformObject): ProgressRow {
   const ready = isTrue(object, "Ready");
   const job = object.status?.activeJob;
   return {

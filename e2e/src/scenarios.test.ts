@@ -19,7 +19,10 @@ import { scale } from "./scenarios/scale.js";
 import { SharedPlane, type Scenario } from "./scenarios/shared-plane.js";
 import { teardown } from "./scenarios/teardown.js";
 
-/** The scenarios in the order they run: a later one may use what an earlier one left (the demo, the clusterctl clusters); teardown stays last. */
+/**
+ * The scenarios in the order they run: a later one may use what an earlier one left (the demo, the clusterctl clusters);
+ * teardown stays last.
+ */
 const scenarios: Scenario[] = [
   bringUp,
   scale,

@@ -12,6 +12,7 @@
 import * as k8s from "@kubernetes/client-node";
 import { fileURLToPath } from "node:url";
 import { errorText, loadManifest } from "./apply.js";
+import type { BootstrapConfig, Cluster, ControlPlane, CustomObjectList, Machine, MachinePool } from "./objects.js";
 
 export const standInGroup = "controlplane.e2e.captf.io";
 export const standInKind = "StandInControlPlane";
@@ -53,8 +54,6 @@ export interface StandIns {
   stop(): Promise<void>;
 }
 
-type AnyObject = Record<string, any>;
-
 /** Starts both stand-ins; they act once a second and renew Node heartbeats every 10 s. */
 export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKubeconfig: string; log: (line: string) => void }): StandIns {
   const custom = options.kubeConfig.makeApiClient(k8s.CustomObjectsApi);
@@ -71,13 +70,15 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
   };
 
   const reconcileControlPlanes = async (kind: (typeof controlPlaneKinds)[number]) => {
-    const planes = (await custom.listClusterCustomObject({ group: kind.group, version: kind.version, plural: kind.plural })) as {
-      items: AnyObject[];
-    };
+    const planes = (await custom.listClusterCustomObject({
+      group: kind.group,
+      version: kind.version,
+      plural: kind.plural,
+    })) as CustomObjectList<ControlPlane>;
     for (const plane of planes.items) {
       const { namespace, name } = plane.metadata;
       if (plane.metadata.deletionTimestamp || plane.status?.initialization?.controlPlaneInitialized) continue;
-      const clusters = (await custom.listNamespacedCustomObject({ ...capi, namespace, plural: "clusters" })) as { items: AnyObject[] };
+      const clusters = (await custom.listNamespacedCustomObject({ ...capi, namespace, plural: "clusters" })) as CustomObjectList<Cluster>;
       const cluster = clusters.items.find(
         (candidate) => candidate.spec?.controlPlaneRef?.name === name && candidate.spec?.controlPlaneRef?.kind === kind.kind,
       );
@@ -134,7 +135,7 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
   };
 
   const reconcileBootstrapConfigs = async () => {
-    const configs = (await custom.listClusterCustomObject({ ...bootstrapKind })) as { items: AnyObject[] };
+    const configs = (await custom.listClusterCustomObject({ ...bootstrapKind })) as CustomObjectList<BootstrapConfig>;
     for (const config of configs.items) {
       const { namespace, name, uid } = config.metadata;
       if (config.metadata.deletionTimestamp || config.status?.initialization?.dataSecretCreated) continue;
@@ -163,10 +164,10 @@ export function startStandIns(options: { kubeConfig: k8s.KubeConfig; workloadKub
 
   const reconcileNodes = async () => {
     const wanted = new Set<string>();
-    const machines = (await custom.listClusterCustomObject({ ...capi, plural: "machines" })) as { items: AnyObject[] };
+    const machines = (await custom.listClusterCustomObject({ ...capi, plural: "machines" })) as CustomObjectList<Machine>;
     for (const machine of machines.items)
       if (machine.spec?.providerID && !machine.metadata.deletionTimestamp) wanted.add(machine.spec.providerID);
-    const pools = (await custom.listClusterCustomObject({ ...capi, plural: "machinepools" })) as { items: AnyObject[] };
+    const pools = (await custom.listClusterCustomObject({ ...capi, plural: "machinepools" })) as CustomObjectList<MachinePool>;
     for (const pool of pools.items) if (!pool.metadata.deletionTimestamp) for (const id of pool.spec?.providerIDList ?? []) wanted.add(id);
 
     const nodes = await core.listNode({ labelSelector: standInNodeLabel });

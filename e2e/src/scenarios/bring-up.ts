@@ -6,7 +6,8 @@ import { annotations, labels } from "@captf/contract/api";
 import { applyObjects } from "../apply.js";
 import { managerNamespace } from "../captf-install.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables } from "../demo-objects.js";
-import { capi, infra, scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { Cluster, Machine, MachinePool, TerraformObject } from "../objects.js";
+import { capi, infra, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const bringUp: Scenario = (shared) => {
   it(
@@ -19,18 +20,18 @@ export const bringUp: Scenario = (shared) => {
       const seconds = (Date.now() - started) / 1000;
       planeLog.push(`demo ready in ${seconds.toFixed(1)} s`);
 
-      const cluster = (await custom.getNamespacedCustomObject({ ...capi, plural: "clusters", name: demoClusterName })) as AnyObject;
-      expect(cluster.status.initialization).toMatchObject({ infrastructureProvisioned: true, controlPlaneInitialized: true });
+      const cluster = (await custom.getNamespacedCustomObject({ ...capi, plural: "clusters", name: demoClusterName })) as Cluster;
+      expect(cluster.status!.initialization).toMatchObject({ infrastructureProvisioned: true, controlPlaneInitialized: true });
       expect(cluster.spec.controlPlaneEndpoint).toEqual({ host: "noop-demo.invalid", port: 6443 });
-      const machines = await list(capi, "machines");
+      const machines = await list<Machine>(capi, "machines");
       expect(machines).toHaveLength(3);
       for (const machine of machines) {
         expect(machine.spec.providerID).toMatch(new RegExp(`^noop:///${demoNamespace}/demo-md-0-`));
-        expect(machine.status.nodeRef.name).toBeTruthy();
+        expect(machine.status!.nodeRef!.name).toBeTruthy();
       }
-      const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as AnyObject;
+      const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as MachinePool;
       expect(pool.spec.providerIDList).toHaveLength(3);
-      expect(pool.status.readyReplicas).toBe(3);
+      expect(pool.status!.readyReplicas).toBe(3);
 
       // One apply per object, plus at most the cluster's re-apply once its control plane is
       // initialized; no refresh: every apply's own reading is definite (the pool's lists all its members).
@@ -46,11 +47,12 @@ export const bringUp: Scenario = (shared) => {
       const breakdown = JSON.stringify(
         jobs.map(
           (job) =>
-            `${job.metadata!.labels![labels.ownerName]}:${job.metadata!.labels![labels.op]}:${job.status?.succeeded ? "ok" : "failed"}:${job.metadata!.annotations?.[annotations.inputsHash]?.slice(0, 12) ?? "-"}`,
+            `${job.metadata!.labels![labels.ownerName]}:${job.metadata!.labels![labels.op]}:` +
+            `${job.status?.succeeded ? "ok" : "failed"}:${job.metadata!.annotations?.[annotations.inputsHash]?.slice(0, 12) ?? "-"}`,
         ),
       );
       const applies = (key: string) => (perObject.get(key) ?? []).filter((op) => op === "apply").length;
-      for (const machine of await list(infra, "terraformmachines"))
+      for (const machine of await list<TerraformObject>(infra, "terraformmachines"))
         expect({ breakdown, applies: applies(`TerraformMachine/${machine.metadata.name}`) }).toEqual({ breakdown, applies: 1 });
       expect([1, 2]).toContain(applies(`TerraformCluster/${demoClusterName}`));
       expect({ breakdown, applies: applies("TerraformMachinePool/demo-mp-0") }).toEqual({ breakdown, applies: 1 });

@@ -7,8 +7,12 @@ import { waitFor } from "@captf/testkit";
 import { applyObjects } from "../apply.js";
 import { managerNamespace } from "../captf-install.js";
 import { clusterctl } from "../clusterctl.js";
+import type { CustomObject, CustomObjectList, TerraformStatus } from "../objects.js";
 import { formatProgress, readProgress } from "../progress.js";
-import type { AnyObject, SharedPlane } from "./shared-plane.js";
+import type { SharedPlane } from "./shared-plane.js";
+
+/** An object of any kind clusterctl move carries, with the spec fields read here (a Terraform object's source, a Cluster's paused). */
+type Moved = CustomObject<{ source?: { image: string }; paused?: boolean; [field: string]: unknown }, TerraformStatus>;
 
 export const kubernetesVersion = "v1.36.3";
 export const capiApi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -35,7 +39,7 @@ export function decodedState(tfstate: string): { lineage: string; serial: number
 /** Everything of one namespace clusterctl move carries: the objects by kind and name (spec and status) and the state Secrets' data. */
 export async function snapshot(kubeConfig: k8s.KubeConfig, namespace: string) {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
-  const objects: Record<string, { spec: AnyObject; status?: AnyObject; annotations: Record<string, string> }> = {};
+  const objects: Record<string, { spec: Moved["spec"]; status?: Moved["status"]; annotations: Record<string, string> }> = {};
   for (const [api, plurals] of [
     [infraApi, infraPlurals],
     [capiApi, capiPlurals],
@@ -47,7 +51,7 @@ export async function snapshot(kubeConfig: k8s.KubeConfig, namespace: string) {
           (await custom
             .listNamespacedCustomObject({ ...api, namespace, plural })
             .catch((error: { code?: number }) => (error.code === 429 ? undefined : Promise.reject(error)))) as
-            | { items: AnyObject[] }
+            | CustomObjectList<Moved>
             | undefined,
         30_000,
         `listing ${plural}`,
@@ -81,7 +85,8 @@ export function clusterctlClusters(shared: SharedPlane) {
       `${at.namespace}/${at.cluster} Ready`,
     ).catch(async (error) => {
       throw new Error(
-        `${(error as Error).message}\nnow:\n${await progressTable(at)}\nplane:\n${shared.planeLog.slice(-30).join("\n")}\nmanager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`,
+        `${(error as Error).message}\nnow:\n${await progressTable(at)}\nplane:\n${shared.planeLog.slice(-30).join("\n")}\n` +
+          `manager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`,
       );
     });
   };

@@ -18,7 +18,8 @@ import {
   ofClass,
   snapshot,
 } from "./clusterctl-clusters.js";
-import { scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { Cluster, CustomObjectList, TerraformObject } from "../objects.js";
+import { scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const clusterctlGenerate: Scenario = (shared) => {
   const { plane, waitReady, registry, generate, applyIdentity } = clusterctlClusters(shared);
@@ -43,7 +44,8 @@ export const clusterctlGenerate: Scenario = (shared) => {
         accepted[flavor] = [];
         for (const object of objects) {
           try {
-            // A ClusterClass and its templates are inert: they are created, so that the API server judges the Cluster of the class against them.
+            // A ClusterClass and its templates are inert: they are created, so that the API server judges the Cluster of the
+            // class against them.
             const inert = flavor === "clusterclass" && object.kind !== "Cluster";
             await (inert ? plane().applier.apply(object) : api.create(object, undefined, "All"));
             accepted[flavor].push(object.kind!);
@@ -52,7 +54,7 @@ export const clusterctlGenerate: Scenario = (shared) => {
           }
         }
         accepted[flavor].sort();
-        const pool = objects.find((object) => object.kind === "TerraformMachinePool") as AnyObject | undefined;
+        const pool = objects.find((object) => object.kind === "TerraformMachinePool") as TerraformObject | undefined;
         if (flavor === "gcp-machinepool")
           expect(pool?.spec).toMatchObject({
             source: { image: `${registry()}/gcp-machinepool:v0.1.0-opentofu` },
@@ -134,7 +136,8 @@ export const clusterctlGenerate: Scenario = (shared) => {
   );
 
   it(
-    "brings a cluster of the ClusterClass flavor from clusterctl generate to Ready through Cluster API's topology controller, and deletes it",
+    "brings a cluster of the ClusterClass flavor from clusterctl generate to Ready through Cluster API's topology controller, " +
+      "and deletes it",
     async () => {
       await applyIdentity();
       await applyObjects(plane().applier, [{ apiVersion: "v1", kind: "Namespace", metadata: { name: ofClass.namespace } }]);
@@ -163,8 +166,8 @@ export const clusterctlGenerate: Scenario = (shared) => {
         namespace: ofClass.namespace,
         plural: "clusters",
         name: ofClass.cluster,
-      })) as AnyObject;
-      expect(cluster.status.conditions.find((condition: AnyObject) => condition.type === "TopologyReconciled")).toMatchObject({
+      })) as Cluster;
+      expect(cluster.status!.conditions!.find((condition) => condition.type === "TopologyReconciled")).toMatchObject({
         status: "True",
       });
       const owned = async (api: { group: string; version: string }, plural: string) =>
@@ -174,24 +177,30 @@ export const clusterctlGenerate: Scenario = (shared) => {
             namespace: ofClass.namespace,
             plural,
             labelSelector: `cluster.x-k8s.io/cluster-name=${ofClass.cluster},topology.cluster.x-k8s.io/owned`,
-          })) as { items: AnyObject[] }
+          })) as CustomObjectList
         ).items;
       expect(
         (await owned(infraApi, "terraformclusters")).map((object) => object.metadata.annotations?.["cluster.x-k8s.io/cloned-from-name"]),
       ).toEqual(["captf-noop"]);
       expect(
-        (await owned(capiApi, "machinedeployments")).map((object) => object.metadata.labels["topology.cluster.x-k8s.io/deployment-name"]),
+        (await owned(capiApi, "machinedeployments")).map((object) => object.metadata.labels!["topology.cluster.x-k8s.io/deployment-name"]),
       ).toEqual(["md-0"]);
-      expect((await owned(capiApi, "machinepools")).map((object) => object.metadata.labels["topology.cluster.x-k8s.io/pool-name"])).toEqual(
-        ["mp-0"],
-      );
+      expect(
+        (await owned(capiApi, "machinepools")).map((object) => object.metadata.labels!["topology.cluster.x-k8s.io/pool-name"]),
+      ).toEqual(["mp-0"]);
       const [machinesOfClass, poolsOfClass] = await Promise.all([
-        custom.listNamespacedCustomObject({ ...infraApi, namespace: ofClass.namespace, plural: "terraformmachines" }),
-        custom.listNamespacedCustomObject({ ...infraApi, namespace: ofClass.namespace, plural: "terraformmachinepools" }),
+        custom.listNamespacedCustomObject({
+          ...infraApi,
+          namespace: ofClass.namespace,
+          plural: "terraformmachines",
+        }) as Promise<CustomObjectList>,
+        custom.listNamespacedCustomObject({
+          ...infraApi,
+          namespace: ofClass.namespace,
+          plural: "terraformmachinepools",
+        }) as Promise<CustomObjectList>,
       ]);
-      expect([(machinesOfClass as { items: AnyObject[] }).items.length, (poolsOfClass as { items: AnyObject[] }).items.length]).toEqual([
-        1, 1,
-      ]);
+      expect([machinesOfClass.items.length, poolsOfClass.items.length]).toEqual([1, 1]);
 
       // Deleting the Cluster takes the topology's objects with it, captf's destroyed by their Jobs.
       await custom.deleteNamespacedCustomObject({ ...capiApi, namespace: ofClass.namespace, plural: "clusters", name: ofClass.cluster });
@@ -202,7 +211,8 @@ export const clusterctlGenerate: Scenario = (shared) => {
         `the ClusterClass cluster's objects gone`,
       ).catch(async (error) => {
         throw new Error(
-          `${(error as Error).message}\nleft: ${(await remaining()).join(", ")}\nmanager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`,
+          `${(error as Error).message}\nleft: ${(await remaining()).join(", ")}\n` +
+            `manager:\n${(await plane().managerLog()).split("\n").slice(-30).join("\n")}`,
         );
       });
       // Each captf object was destroyed by its Job before its finalizer went (its Jobs went with it).

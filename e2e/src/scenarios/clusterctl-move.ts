@@ -11,7 +11,8 @@ import { moduleTag } from "../captf-install.js";
 import { startClusterctl, startMoveTarget, type MoveTarget } from "../clusterctl.js";
 import { listCaptfJobs } from "../progress.js";
 import { busy, clusterctlClusters, decodedState, idle, infraApi, snapshot } from "./clusterctl-clusters.js";
-import { mergePatch, scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { TerraformObject } from "../objects.js";
+import { mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
 
@@ -55,7 +56,8 @@ export const clusterctlMove: Scenario = (shared) => {
             status: undefined,
           });
       }
-      // Each state arrives whole: the same lineage, at the serial it had (or a later one, when the pool's periodic refresh ran first and held the move).
+      // Each state arrives whole: the same lineage, at the serial it had (or a later one, when the pool's periodic refresh
+      // ran first and held the move).
       expect(Object.keys(arrived.states).sort()).toEqual(Object.keys(before.states).sort());
       for (const [name, tfstate] of Object.entries(before.states)) {
         const moved = decodedState(arrived.states[name]!);
@@ -104,7 +106,7 @@ export const clusterctlMove: Scenario = (shared) => {
             namespace: busy.namespace,
             plural: "terraformmachinepools",
             name: poolName,
-          })) as AnyObject;
+          })) as TerraformObject;
           return pool.metadata.annotations?.[annotations.blockMove] !== undefined && pool.status?.activeJob?.operation === "apply"
             ? true
             : undefined;
@@ -129,7 +131,7 @@ export const clusterctlMove: Scenario = (shared) => {
 
       const arrived = await snapshot(target!.kubeConfig, busy.namespace);
       const pool = arrived.objects[`TerraformMachinePool/${poolName}`]!;
-      expect(pool.spec.source.image).toBe(heldImage);
+      expect(pool.spec.source!.image).toBe(heldImage);
       expect(pool.annotations[annotations.blockMove]).toBeUndefined();
       const state = Object.entries(arrived.states).find(([name]) => name.endsWith("-mp"))!;
       expect(decodedState(state[1]).serial).toBeGreaterThan(serialBefore);

@@ -4,7 +4,8 @@
 import { expect, it } from "@jest/globals";
 import { waitFor } from "@captf/testkit";
 import { applyObjects } from "../apply.js";
-import { capi, infra, mergePatch, scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { Machine, TerraformObject } from "../objects.js";
+import { capi, infra, mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const failingModule: Scenario = (shared) => {
   it(
@@ -18,8 +19,10 @@ export const failingModule: Scenario = (shared) => {
       ]);
       const failed = await waitFor(
         async () => {
-          const machine = (await list(infra, "terraformmachines")).find((candidate) => candidate.metadata.name.startsWith("demo-md-fail-"));
-          const condition = machine?.status?.conditions?.find((candidate: AnyObject) => candidate.type === "ApplyJobSucceeded");
+          const machine = (await list<TerraformObject>(infra, "terraformmachines")).find((candidate) =>
+            candidate.metadata.name.startsWith("demo-md-fail-"),
+          );
+          const condition = machine?.status?.conditions?.find((candidate) => candidate.type === "ApplyJobSucceeded");
           return machine && condition?.status === "False" ? { machine, condition } : undefined;
         },
         240_000,
@@ -27,7 +30,7 @@ export const failingModule: Scenario = (shared) => {
       );
       expect(failed.condition.reason).toBe("ApplyFailed");
       expect(failed.condition.message).toMatch(/no_such_variable/);
-      expect(failed.machine.status.conditions.find((condition: AnyObject) => condition.type === "Ready").status).toBe("False");
+      expect(failed.machine.status!.conditions!.find((condition) => condition.type === "Ready")!.status).toBe("False");
 
       await applyObjects(plane.applier, [machineTemplate("demo-md-fail-fixed")]);
       await custom.patchNamespacedCustomObject(
@@ -40,7 +43,7 @@ export const failingModule: Scenario = (shared) => {
         mergePatch,
       );
       await waitReady("the fixed machine Ready, the broken one gone", async () => {
-        const machines = (await list(infra, "terraformmachines")).filter((candidate) =>
+        const machines = (await list<TerraformObject>(infra, "terraformmachines")).filter((candidate) =>
           candidate.metadata.name.startsWith("demo-md-fail-"),
         );
         return machines.length === 1 && machines[0]!.metadata.name !== failed.machine.metadata.name;
@@ -48,7 +51,7 @@ export const failingModule: Scenario = (shared) => {
       await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-fail" });
       await waitFor(
         async () =>
-          (await list(capi, "machines")).some((machine) => machine.metadata.name.startsWith("demo-md-fail-")) ? undefined : true,
+          (await list<Machine>(capi, "machines")).some((machine) => machine.metadata.name.startsWith("demo-md-fail-")) ? undefined : true,
         180_000,
         "demo-md-fail's machines gone",
       );
@@ -66,11 +69,11 @@ export const failingModule: Scenario = (shared) => {
         machineDeployment("demo-md-noimage"),
       ]);
       const noImageMachines = async () =>
-        (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-noimage-"));
+        (await list<TerraformObject>(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-noimage-"));
       const failed = await waitFor(
         async () => {
           const machine = (await noImageMachines())[0];
-          const condition = machine?.status?.conditions?.find((candidate: AnyObject) => candidate.type === "ApplyJobSucceeded");
+          const condition = machine?.status?.conditions?.find((candidate) => candidate.type === "ApplyJobSucceeded");
           return machine && condition?.reason === "ImagePullFailed" ? { machine, condition } : undefined;
         },
         360_000,

@@ -6,6 +6,7 @@ import { waitFor } from "@captf/testkit";
 import { applyObjects } from "../apply.js";
 import { demoClusterName, demoNamespace } from "../demo-objects.js";
 import { startHealthServer } from "../health-server.js";
+import type { Machine, TerraformObject } from "../objects.js";
 import { capi, infra, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const healthRemediation: Scenario = (shared) => {
@@ -30,16 +31,18 @@ export const healthRemediation: Scenario = (shared) => {
           } as unknown as k8s.KubernetesObject,
         ]);
         const healthMachines = async () =>
-          (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-health-"));
+          (await list<TerraformObject>(infra, "terraformmachines")).filter((machine) =>
+            machine.metadata.name.startsWith("demo-md-health-"),
+          );
         await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
-        const victim = (await healthMachines())[0]!.metadata.name as string;
+        const victim = (await healthMachines())[0]!.metadata.name;
 
         // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_url).
         health.set(victim, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] });
         let annotated = false;
         await waitFor(
           async () => {
-            const machine = (await list(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
+            const machine = (await list<Machine>(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
             if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
             const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
             return !machine && replacements.length === 1 ? true : undefined;

@@ -16,7 +16,8 @@ import {
   startReportServer,
   victimTargets,
 } from "../hostile-module.js";
-import { capi, infra, scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { Machine, TerraformObject } from "../objects.js";
+import { capi, infra, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const hostileModuleContained: Scenario = (shared) => {
   it(
@@ -25,8 +26,9 @@ export const hostileModuleContained: Scenario = (shared) => {
       const { plane, custom, list, progressTable, machineTemplate, machineDeployment } = shared;
       // The hostile machine (packages/module-hostile, OpenTofu) attacks at every step of its apply and destroy a
       // victim: a demo-md-0 machine, its state, lock and run Secret, the cluster's kubeconfig and CA, the credential mirror.
-      const victim = (await list(infra, "terraformmachines")).find((machine) => machine.metadata.name.startsWith("demo-md-0-"))!.metadata
-        .name as string;
+      const victim = (await list<TerraformObject>(infra, "terraformmachines")).find((machine) =>
+        machine.metadata.name.startsWith("demo-md-0-"),
+      )!.metadata.name;
       const targets = await victimTargets(plane.kubeConfig, demoNamespace, demoClusterName, victim);
       expect(targets.credentialMirror).toBeDefined();
       const before = await snapshotVictim(plane.kubeConfig, targets);
@@ -43,29 +45,32 @@ export const hostileModuleContained: Scenario = (shared) => {
           machineDeployment("demo-md-hostile"),
         ]);
         const hostileMachines = async () =>
-          (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-hostile-"));
+          (await list<TerraformObject>(infra, "terraformmachines")).filter((machine) =>
+            machine.metadata.name.startsWith("demo-md-hostile-"),
+          );
         // Its own Machine Ready as Cluster API reports it (Running, Ready, a nodeRef): the attacks never fail its run.
         await waitFor(
           async () => {
-            const machine = (await list(capi, "machines")).find(
+            const machine = (await list<Machine>(capi, "machines")).find(
               (candidate) => candidate.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-hostile",
             );
             const ready =
               machine?.status?.phase === "Running" &&
               machine.status?.nodeRef?.name &&
-              (machine.status?.conditions ?? []).some((condition: AnyObject) => condition.type === "Ready" && condition.status === "True");
+              (machine.status?.conditions ?? []).some((condition) => condition.type === "Ready" && condition.status === "True");
             return ready ? true : undefined;
           },
           300_000,
           `the hostile Machine Ready\n${await progressTable()}`,
         );
-        const hostile = (await hostileMachines())[0]!.metadata.name as string;
+        const hostile = (await hostileMachines())[0]!.metadata.name;
         const record = await readHostileRecord(plane.kubeConfig, demoNamespace, hostile);
         expect(record.jobs.filter((job) => job.op === "apply" && job.succeeded)).toHaveLength(1);
         // The forged result (attack.cjs writes it during apply and again over the runner's own) must not be what the manager recorded.
         if (record.forgedRecorded || record.forgedTerminationMessages.length > 0) {
           problems.push(
-            `the hostile module's forged result was recorded: status.lastRun ${JSON.stringify(record.lastRun)}; forged termination messages of ${record.forgedTerminationMessages.join(", ") || "no Pod"}`,
+            `the hostile module's forged result was recorded: status.lastRun ${JSON.stringify(record.lastRun)}; ` +
+              `forged termination messages of ${record.forgedTerminationMessages.join(", ") || "no Pod"}`,
           );
         }
         const refusalsAtApply = await brokerRefusalsPerJob(plane.kubeConfig, demoNamespace, hostile);

@@ -8,6 +8,7 @@ import { managerNamespace } from "../captf-install.js";
 import { demoNamespace } from "../demo-objects.js";
 import { startHoldServer } from "../hold-server.js";
 import { listEventsOfReason } from "../progress.js";
+import type { Machine, TerraformObject } from "../objects.js";
 import { capi, infra, mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const interruptedRuns: Scenario = (shared) => {
@@ -21,7 +22,7 @@ export const interruptedRuns: Scenario = (shared) => {
           mergePatch,
         );
       const newMachine = async (known: Set<string>) =>
-        (await list(infra, "terraformmachines")).find(
+        (await list<TerraformObject>(infra, "terraformmachines")).find(
           (machine) => machine.metadata.name.startsWith("demo-md-0-") && !known.has(machine.metadata.name),
         );
       const applyPodOf = async (machine: string) =>
@@ -42,9 +43,9 @@ export const interruptedRuns: Scenario = (shared) => {
           machineDeployment("demo-md-hold"),
         ]);
         const holdMachines = async () =>
-          (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-hold-"));
+          (await list<TerraformObject>(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-hold-"));
         const interruptedMachine = (await waitFor(async () => (await holdMachines())[0], 120_000, "the held TerraformMachine")).metadata
-          .name as string;
+          .name;
         await waitFor(
           async () => (hold.requests > 0 ? true : undefined),
           180_000,
@@ -61,7 +62,7 @@ export const interruptedRuns: Scenario = (shared) => {
         );
         hold.release();
         await waitReady("the held machine after the interrupted apply", async () =>
-          (await list(capi, "machines")).some(
+          (await list<Machine>(capi, "machines")).some(
             (machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-hold",
           ),
         );
@@ -88,16 +89,18 @@ export const interruptedRuns: Scenario = (shared) => {
 
       // The manager's Pod deleted while a machine's Job runs: its Deployment replaces it; one Job per run, none lost.
       const mdMachines = async () =>
-        (await list(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-0-"));
+        (await list<TerraformObject>(infra, "terraformmachines")).filter((machine) => machine.metadata.name.startsWith("demo-md-0-"));
       const before = await mdMachines();
-      const known = new Set(before.map((machine) => machine.metadata.name as string));
+      const known = new Set(before.map((machine) => machine.metadata.name));
       const managerPods = async () => (await core.listNamespacedPod({ namespace: managerNamespace })).items;
       const firstManager = (await managerPods())[0]!.metadata!.name!;
       await scaleTo(before.length + 1);
-      const added = (await waitFor(() => newMachine(known), 120_000, "a new demo-md-0 TerraformMachine")).metadata.name as string;
+      const added = (await waitFor(() => newMachine(known), 120_000, "a new demo-md-0 TerraformMachine")).metadata.name;
       await waitFor(
         async () =>
-          (await list(infra, "terraformmachines")).find((machine) => machine.metadata.name === added)?.status?.activeJob ? true : undefined,
+          (await list<TerraformObject>(infra, "terraformmachines")).find((machine) => machine.metadata.name === added)?.status?.activeJob
+            ? true
+            : undefined,
         120_000,
         `${added}'s apply Job started`,
       );
@@ -113,8 +116,9 @@ export const interruptedRuns: Scenario = (shared) => {
       await waitReady(
         `${before.length + 1} demo-md-0 machines after the manager's replacement`,
         async () =>
-          (await list(capi, "machines")).filter((machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-0")
-            .length ===
+          (await list<Machine>(capi, "machines")).filter(
+            (machine) => machine.metadata.labels?.["cluster.x-k8s.io/deployment-name"] === "demo-md-0",
+          ).length ===
           before.length + 1,
       );
       const addedApplies = (await captfJobs()).filter(

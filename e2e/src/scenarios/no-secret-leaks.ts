@@ -31,7 +31,7 @@ export const noSecretLeaks: Scenario = (shared) => {
       ]);
       expect(haystacks.length).toBeGreaterThan(8);
       for (const [where, text] of haystacks) {
-        for (const [name, value] of Object.entries(secrets)) {
+        for (const [name, value] of Object.entries(secrets) as [string, string][]) {
           if (text.includes(value) || text.includes(Buffer.from(value).toString("base64")))
             throw new Error(`the ${name} canary appears in ${where}`);
         }

@@ -2,9 +2,10 @@
 // applies nothing until captf.io/approve-plan names the plan's hash; then one apply, and both clear.
 import { expect, it } from "@jest/globals";
 import { waitFor } from "@captf/testkit";
-import { annotations, labels } from "@captf/contract/api";
+import { labels } from "@captf/contract/api";
 import { demoClusterName } from "../demo-objects.js";
-import { infra, mergePatch, scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { TerraformObject } from "../objects.js";
+import { infra, mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const approvePlan: Scenario = (shared) => {
   it(
@@ -31,17 +32,17 @@ export const approvePlan: Scenario = (shared) => {
             ...infra,
             plural: "terraformclusters",
             name: demoClusterName,
-          })) as AnyObject;
+          })) as TerraformObject;
           const waiting = (cluster.status?.conditions ?? []).some(
-            (condition: AnyObject) => condition.type === "ApplyJobSucceeded" && condition.reason === "PlanAwaitingApproval",
+            (condition) => condition.type === "ApplyJobSucceeded" && condition.reason === "PlanAwaitingApproval",
           );
           return waiting && cluster.status?.plan?.planHash ? cluster : undefined;
         },
         180_000,
         "the plan shown in status.plan, awaiting approval",
       );
-      expect(planned.status.plan.planHash).toMatch(/^p1:[0-9a-f]{64}$/);
-      expect(JSON.stringify(planned.status.plan)).toMatch(/terraform_data\.load_balancer/);
+      expect(planned.status!.plan!.planHash).toMatch(/^p1:[0-9a-f]{64}$/);
+      expect(JSON.stringify(planned.status!.plan)).toMatch(/terraform_data\.load_balancer/);
       expect(await clusterJobs("apply")).toBe(appliesBefore);
 
       await custom.patchNamespacedCustomObject(
@@ -49,7 +50,7 @@ export const approvePlan: Scenario = (shared) => {
           ...infra,
           plural: "terraformclusters",
           name: demoClusterName,
-          body: { metadata: { annotations: { "captf.io/approve-plan": planned.status.plan.planHash } } },
+          body: { metadata: { annotations: { "captf.io/approve-plan": planned.status!.plan!.planHash } } },
         },
         mergePatch,
       );
@@ -59,11 +60,11 @@ export const approvePlan: Scenario = (shared) => {
             ...infra,
             plural: "terraformclusters",
             name: demoClusterName,
-          })) as AnyObject;
+          })) as TerraformObject;
           const applied =
             !cluster.status?.plan &&
             !cluster.metadata.annotations?.["captf.io/approve-plan"] &&
-            (cluster.status?.conditions ?? []).some((condition: AnyObject) => condition.type === "Ready" && condition.status === "True");
+            (cluster.status?.conditions ?? []).some((condition) => condition.type === "Ready" && condition.status === "True");
           return applied ? true : undefined;
         },
         180_000,

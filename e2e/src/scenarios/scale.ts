@@ -3,7 +3,8 @@
 import { expect, it } from "@jest/globals";
 import { annotations } from "@captf/contract/api";
 import { demoNamespace } from "../demo-objects.js";
-import { capi, infra, mergePatch, scenarioTimeout, type AnyObject, type Scenario } from "./shared-plane.js";
+import type { Machine, MachinePool, TerraformObject } from "../objects.js";
+import { capi, infra, mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 export const scale: Scenario = (shared) => {
   it(
@@ -13,16 +14,17 @@ export const scale: Scenario = (shared) => {
       const scale = (plural: string, name: string, replicas: number) =>
         custom.patchNamespacedCustomObject({ ...capi, plural, name, body: { spec: { replicas } } }, mergePatch);
       await scale("machinedeployments", "demo-md-0", 5);
-      await waitReady("5 machines", async () => (await list(capi, "machines")).length === 5);
-      expect(await list(infra, "terraformmachines")).toHaveLength(5);
+      await waitReady("5 machines", async () => (await list<Machine>(capi, "machines")).length === 5);
+      expect(await list<TerraformObject>(infra, "terraformmachines")).toHaveLength(5);
 
       await scale("machinedeployments", "demo-md-0", 2);
       await waitReady(
         "2 machines",
-        async () => (await list(capi, "machines")).length === 2 && (await list(infra, "terraformmachines")).length === 2,
+        async () =>
+          (await list<Machine>(capi, "machines")).length === 2 && (await list<TerraformObject>(infra, "terraformmachines")).length === 2,
       );
       // The three removed machines were destroyed (their Jobs went with them: the events stay).
-      const remaining = new Set((await list(infra, "terraformmachines")).map((machine) => machine.metadata.name as string));
+      const remaining = new Set((await list<TerraformObject>(infra, "terraformmachines")).map((machine) => machine.metadata.name));
       const destroyed = (await events.listNamespacedEvent({ namespace: demoNamespace })).items.filter(
         (event) => event.reason === "Destroyed" && event.regarding?.kind === "TerraformMachine" && !remaining.has(event.regarding.name!),
       );
@@ -30,7 +32,7 @@ export const scale: Scenario = (shared) => {
 
       await scale("machinepools", "demo-mp-0", 1);
       await waitReady("a pool of 1", async () => {
-        const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as AnyObject;
+        const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as MachinePool;
         return pool.spec.providerIDList?.length === 1 && pool.status?.readyReplicas === 1;
       });
 
@@ -46,7 +48,7 @@ export const scale: Scenario = (shared) => {
         mergePatch,
       );
       await waitReady("the autoscaled pool written back to 2", async () => {
-        const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as AnyObject;
+        const pool = (await custom.getNamespacedCustomObject({ ...capi, plural: "machinepools", name: "demo-mp-0" })) as MachinePool;
         return (
           pool.metadata.annotations?.[annotations.replicasManagedBy] === "captf" &&
           pool.spec.replicas === 2 &&
@@ -57,8 +59,8 @@ export const scale: Scenario = (shared) => {
         ...infra,
         plural: "terraformmachinepools",
         name: "demo-mp-0",
-      })) as AnyObject;
-      expect(terraformPool.status.conditions.find((condition: AnyObject) => condition.type === "AutoscalingActive")).toMatchObject({
+      })) as TerraformObject;
+      expect(terraformPool.status!.conditions!.find((condition) => condition.type === "AutoscalingActive")).toMatchObject({
         status: "True",
       });
     },

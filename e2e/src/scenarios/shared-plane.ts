@@ -6,9 +6,8 @@ import * as k8s from "@kubernetes/client-node";
 import { waitFor } from "@captf/testkit";
 import { demoClusterName, demoNamespace, type DemoSecrets } from "../demo-objects.js";
 import { startManagementPlane, type ManagementPlane } from "../management-plane.js";
+import type { CustomObject, CustomObjectList } from "../objects.js";
 import { formatProgress, listCaptfJobs, readProgress } from "../progress.js";
-
-export type AnyObject = Record<string, any>;
 
 /** Cluster API's and captf's custom resources in the demo's namespace, for the custom objects API. */
 export const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: demoNamespace };
@@ -68,7 +67,10 @@ export class SharedPlane {
   /** Every object of the demo cluster with its phase, conditions not True yet and active Job. */
   readonly progressTable = async () => formatProgress((await readProgress(this.plane.kubeConfig, demoNamespace, demoClusterName)).rows);
 
-  /** Waits until Cluster API reports the whole demo Ready and `extra` holds; on a timeout, throws with the progress table and the plane's and manager's last lines. */
+  /**
+   * Waits until Cluster API reports the whole demo Ready and `extra` holds; on a timeout, throws with the progress table and
+   * the plane's and manager's last lines.
+   */
   readonly waitReady = async (what: string, extra: () => Promise<boolean> = async () => true, timeoutMillis = 300_000) => {
     await waitFor(
       async () => ((await readProgress(this.plane.kubeConfig, demoNamespace, demoClusterName)).ready && (await extra()) ? true : undefined),
@@ -76,7 +78,8 @@ export class SharedPlane {
       `${what}\n${await this.progressTable()}`,
     ).catch(async (error) => {
       throw new Error(
-        `${(error as Error).message}\nnow:\n${await this.progressTable()}\nplane:\n${this.planeLog.slice(-40).join("\n")}\nmanager:\n${(await this.plane.managerLog()).split("\n").slice(-40).join("\n")}`,
+        `${(error as Error).message}\nnow:\n${await this.progressTable()}\nplane:\n${this.planeLog.slice(-40).join("\n")}\n` +
+          `manager:\n${(await this.plane.managerLog()).split("\n").slice(-40).join("\n")}`,
       );
     });
   };
@@ -84,12 +87,12 @@ export class SharedPlane {
   /** captf's Jobs in the demo's namespace. */
   readonly captfJobs = () => listCaptfJobs(this.plane.kubeConfig, demoNamespace);
 
-  /** The objects of one plural of `api` in the demo's namespace. */
-  readonly list = async (api: typeof capi, plural: string) =>
-    ((await this.custom.listNamespacedCustomObject({ ...api, plural })) as { items: AnyObject[] }).items;
+  /** The objects of one plural of `api` in the demo's namespace, as `T` (src/objects.ts: Machine, TerraformObject, ...). */
+  readonly list = async <T extends CustomObject = CustomObject>(api: typeof capi, plural: string) =>
+    ((await this.custom.listNamespacedCustomObject({ ...api, plural })) as CustomObjectList<T>).items;
 
   /** A TerraformMachineTemplate whose template's spec is `spec` over the no-op machine image. */
-  readonly machineTemplate = (name: string, spec: AnyObject = {}) =>
+  readonly machineTemplate = (name: string, spec: Record<string, unknown> = {}) =>
     ({
       apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
       kind: "TerraformMachineTemplate",
@@ -97,7 +100,10 @@ export class SharedPlane {
       spec: { template: { spec: { source: { image: this.plane.images.modules.machine }, ...spec } } },
     }) as k8s.KubernetesObject;
 
-  /** A MachineDeployment of one machine of the demo cluster over the TerraformMachineTemplate of its name; its Machines are labelled with its name. */
+  /**
+   * A MachineDeployment of one machine of the demo cluster over the TerraformMachineTemplate of its name; its Machines are
+   * labelled with its name.
+   */
   readonly machineDeployment = (name: string) => {
     const selector = { matchLabels: { "cluster.x-k8s.io/deployment-name": name } };
     const template = {

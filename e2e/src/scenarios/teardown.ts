@@ -19,7 +19,8 @@ export const teardown: Scenario = (shared) => {
         `the Cluster gone\n${await progressTable()}`,
       ).catch(async (error) => {
         throw new Error(
-          `${(error as Error).message}\nnow:\n${await progressTable()}\nmanager:\n${(await plane.managerLog()).split("\n").slice(-30).join("\n")}`,
+          `${(error as Error).message}\nnow:\n${await progressTable()}\n` +
+            `manager:\n${(await plane.managerLog()).split("\n").slice(-30).join("\n")}`,
         );
       });
       for (const plural of ["terraformclusters", "terraformmachines", "terraformmachinepools"])
