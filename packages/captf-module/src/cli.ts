@@ -72,7 +72,7 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
               ".terraform.lock.hcl pins at /captf/providers (checked against its hashes), user 65532:65532, the io.captf.* and " +
               "org.opencontainers.image.* labels, a CycloneDX SBOM at /usr/share/doc/captf/sbom.cdx.json. Every time in it is " +
               "SOURCE_DATE_EPOCH, else the module's last commit, else 1970: two builds of the same inputs give one digest.\n\n" +
-              "Then: skopeo copy --all oci:<oci-layout>:<tag> docker://<registry>/<name>:<tag>\n\n" +
+              "Then: captf-module push <oci-layout>:<tag> <registry>/<name>:<tag>\n\n" +
               exitCodeHelp,
           )
           .example("$0 build --runtime $(command -v tofu) --out ./image --tag v0.1.0", "this machine's platform")
@@ -99,7 +99,46 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
         );
       },
     )
-    .demandCommand(1, "name a command: init or build")
+    .command(
+      "push <source> <destination>",
+      "Copy an image of an OCI layout (its index: every platform) to a registry",
+      (y) =>
+        outputOption(y)
+          .positional("source", {
+            type: "string",
+            demandOption: true,
+            describe: "<layout>:<tag> (or oci:<layout>:<tag>): build's --out and --tag",
+          })
+          .positional("destination", { type: "string", demandOption: true, describe: "<registry>/<repository>:<tag>" })
+          .option("plain-http", {
+            type: "boolean",
+            default: false,
+            describe: "speak plain HTTP to the registry (a local one); without it, HTTPS only",
+          })
+          .usage(
+            "Usage: $0 push <layout>:<tag> <registry>/<repository>:<tag> [--plain-http] [-o json]\n\n" +
+              "Copies the image (an index and every platform's image, or one image) byte for byte over the OCI distribution " +
+              "API: the blobs the registry lacks, each platform's manifest, then the tag; the digest is the layout's. " +
+              "Credentials: CAPTF_REGISTRY_USERNAME and CAPTF_REGISTRY_PASSWORD when set, else the registry's auths entry in " +
+              "$DOCKER_CONFIG/config.json (~/.docker/config.json), as docker login writes it; anonymous without. No Docker " +
+              "daemon, no skopeo.\n\n" +
+              exitCodeHelp,
+          )
+          .example("$0 push ./image:v0.1.0 registry.example.com/modules/my-machine:v0.1.0", "over HTTPS")
+          .example("$0 push ./image:v0.1.0 127.0.0.1:5000/my-machine:v0.1.0 --plain-http -o json", "a local registry; the digest as JSON"),
+      async (a) => {
+        const { runPush } = await import("./push/push-command.js");
+        setExit(
+          await runPush(io, {
+            source: a.source as string,
+            destination: a.destination as string,
+            plainHttp: a["plain-http"] as boolean,
+            format: a.output as OutputFormat,
+          }),
+        );
+      },
+    )
+    .demandCommand(1, "name a command: init, build, push or test")
     .epilogue(`${exitCodeHelp}\n\nComing: push (to a registry) and test (the lifecycle against a cluster where captf runs).`)
     .strict()
     .help()
