@@ -8,7 +8,19 @@ import { kindDefinitions } from "./kinds.js";
 import type { KindDefinition } from "./resource.js";
 import type { CelRule } from "./schema.js";
 
-type JsonSchema = Record<string, any>;
+/** A schema node as the kinds' TypeBox schemas emit it: the keywords this page reads, and any other (the x- extensions) as unknown. */
+interface JsonSchema {
+  [keyword: string]: unknown;
+  type?: string;
+  format?: string;
+  enum?: unknown[];
+  items?: JsonSchema;
+  additionalProperties?: JsonSchema | boolean;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  description?: string;
+  pattern?: string;
+}
 
 /** Where the page is written, relative to the package root. */
 export const apiReferencePath = "../../docs/api-reference.md";
@@ -32,9 +44,9 @@ function typeName(schema: JsonSchema): string {
   if (schema["x-kubernetes-int-or-string"]) return "quantity";
   switch (schema.type) {
     case "array":
-      return `[]${typeName(schema.items)}`;
+      return `[]${typeName(schema.items!)}`;
     case "object":
-      if (schema.additionalProperties) return `map[string]${typeName(schema.additionalProperties)}`;
+      if (schema.additionalProperties) return `map[string]${typeName(schema.additionalProperties as JsonSchema)}`;
       if (schema["x-kubernetes-preserve-unknown-fields"]) return "JSON object";
       return "object";
     case "integer":
@@ -104,7 +116,7 @@ function renderKind(definition: KindDefinition): string {
   const rules: RuleRow[] = [];
   const schema = definition.schema as unknown as JsonSchema;
   for (const top of ["spec", "status"]) {
-    const child = schema.properties[top] as JsonSchema | undefined;
+    const child = schema.properties![top] as JsonSchema | undefined;
     if (child) walk(child, top, top === "spec", rows, rules);
   }
   const normal = definition.printerColumns.filter((column) => !column.priority).map((column) => column.name);
@@ -144,7 +156,9 @@ function renderKind(definition: KindDefinition): string {
     const sameAs = fieldSameAs(schema, row.path);
     const description = sameAs ? `${row.description} Its fields are those of [${sameAs} spec](#${sameAs.toLowerCase()}).` : row.description;
     lines.push(
-      `| \`${row.path}\` | ${cell(row.type)} | ${row.required ? "yes" : ""} | ${row.defaultValue === undefined ? "" : `\`${JSON.stringify(row.defaultValue)}\``} | ${cell(row.limits.join("; "))} | ${cell(description)} |`,
+      `| \`${row.path}\` | ${cell(row.type)} | ${row.required ? "yes" : ""} | ` +
+        `${row.defaultValue === undefined ? "" : `\`${JSON.stringify(row.defaultValue)}\``} | ${cell(row.limits.join("; "))} | ` +
+        `${cell(description)} |`,
     );
   }
   lines.push("");
@@ -154,7 +168,7 @@ function renderKind(definition: KindDefinition): string {
 function fieldSameAs(schema: JsonSchema, path: string): string | undefined {
   let node: JsonSchema | undefined = schema;
   for (const name of path.split(".")) node = node?.properties?.[name];
-  return node?.["x-captf-same-as"];
+  return node?.["x-captf-same-as"] as string | undefined;
 }
 
 /** The whole API reference page. */
@@ -162,13 +176,20 @@ export function renderApiReference(): string {
   const header = [
     `# API reference: \`${apiGroup}/${apiVersion}\``,
     "",
-    "<!-- Generated from packages/controller/src/api by packages/controller/scripts/generate-crds.mjs. Do not edit: run `pnpm --filter @captf/controller gen`. -->",
+    "<!-- Generated from packages/controller/src/api by packages/controller/scripts/generate-crds.mjs. Do not edit: run `pnpm " +
+      "--filter @captf/controller gen`. -->",
     "",
-    "The captf manager serves seven kinds. TerraformCluster, TerraformMachine and TerraformMachinePool run a Terraform/OpenTofu module image as Kubernetes Jobs; the three templates are what Cluster API clones them from; TerraformClusterIdentity holds the credentials.",
+    "The captf manager serves seven kinds. TerraformCluster, TerraformMachine and TerraformMachinePool run a Terraform/OpenTofu " +
+      "module image as Kubernetes Jobs; the three templates are what Cluster API clones them from; TerraformClusterIdentity " +
+      "holds the credentials.",
     "",
-    "**Defaults are not stored.** The CRDs declare no schema defaults: the Default column is what the manager applies at reconcile or when it builds a Job, so a stored object stays exactly as written and a provider upgrade that changes a default reaches every object. Where the default depends on the cluster or a manager flag, the description says so.",
+    "**Defaults are not stored.** The CRDs declare no schema defaults: the Default column is what the manager applies at " +
+      "reconcile or when it builds a Job, so a stored object stays exactly as written and a provider upgrade that changes a " +
+      "default reaches every object. Where the default depends on the cluster or a manager flag, the description says so.",
     "",
-    "**Validation happens in two places.** The CRD schema and its CEL rules (below) are enforced by the API server itself; the validating webhooks add the rules a schema cannot express (reserved variable names, Job security contexts, image reference syntax, who may set a providerID, templates' immutability, identity access checks).",
+    "**Validation happens in two places.** The CRD schema and its CEL rules (below) are enforced by the API server itself; the " +
+      "validating webhooks add the rules a schema cannot express (reserved variable names, Job security contexts, image " +
+      "reference syntax, who may set a providerID, templates' immutability, identity access checks).",
     "",
     ...kindDefinitions.map((definition) => `- [${definition.kind}](#${definition.kind.toLowerCase()})`),
     "",

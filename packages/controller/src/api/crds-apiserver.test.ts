@@ -4,6 +4,10 @@
 import { beforeAll, describe, expect, it } from "@jest/globals";
 import { describeWithTools } from "@captf/testkit";
 import { apiGroup, apiVersion } from "@captf/contract/api";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Condition } from "../conditions/conditions.js";
+import type { TerraformCluster } from "./terraformcluster.js";
+import type { TerraformClusterIdentity } from "./terraformclusteridentity.js";
 import {
   clusterTemplate,
   fullCluster,
@@ -18,7 +22,10 @@ import {
 } from "./examples.test-support.js";
 import { getTable, installCrds, namespaced, planeClients, rejection, type PlaneClients } from "./crds.test-support.js";
 
-type AnyObject = Record<string, any>;
+/** An object whose fields a test sets freely, valid or not. */
+type AnyObject = Record<string, unknown>;
+/** What the API server stores: the kinds' own types when a test reads a field. */
+type Stored = KubernetesObject & { spec?: unknown; status?: unknown };
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the generated CRDs on a real API server", () => {
   let clients: PlaneClients;
@@ -26,24 +33,24 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
   let sequence = 0;
   const uniqueName = (base: string) => `${base}-${(++sequence).toString(36)}`;
 
-  const create = (plural: string, body: AnyObject) =>
-    clients.objects.createNamespacedCustomObject({ ...namespaced(plural, namespace), body }) as Promise<AnyObject>;
-  const get = (plural: string, name: string) =>
-    clients.objects.getNamespacedCustomObject({ ...namespaced(plural, namespace), name }) as Promise<AnyObject>;
-  const replace = (plural: string, body: AnyObject) =>
+  const create = <T extends Stored>(plural: string, body: T) =>
+    clients.objects.createNamespacedCustomObject({ ...namespaced(plural, namespace), body }) as Promise<T>;
+  const get = <T extends Stored>(plural: string, name: string) =>
+    clients.objects.getNamespacedCustomObject({ ...namespaced(plural, namespace), name }) as Promise<T>;
+  const replace = <T extends Stored>(plural: string, body: T) =>
     clients.objects.replaceNamespacedCustomObject({
       ...namespaced(plural, namespace),
-      name: body.metadata.name,
+      name: body.metadata!.name!,
       body,
-    }) as Promise<AnyObject>;
-  const replaceStatus = (plural: string, body: AnyObject) =>
+    }) as Promise<T>;
+  const replaceStatus = <T extends Stored>(plural: string, body: T) =>
     clients.objects.replaceNamespacedCustomObjectStatus({
       ...namespaced(plural, namespace),
-      name: body.metadata.name,
+      name: body.metadata!.name!,
       body,
-    }) as Promise<AnyObject>;
+    }) as Promise<T>;
   /** Creates `body`, then writes what `change` makes of the stored object. */
-  async function update(plural: string, body: AnyObject, change: (stored: AnyObject) => void): Promise<AnyObject> {
+  async function update<T extends Stored>(plural: string, body: T, change: (stored: T) => void): Promise<T> {
     const stored = await create(plural, body);
     change(stored);
     return replace(plural, stored);
@@ -56,7 +63,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
   });
 
   describe("valid objects", () => {
-    const cases: [string, string, () => AnyObject][] = [
+    const cases: [string, string, () => Stored][] = [
       ["a minimal TerraformCluster", "terraformclusters", () => minimalCluster(uniqueName("min"))],
       ["a TerraformCluster setting every field", "terraformclusters", () => fullCluster(uniqueName("full"))],
       ["a minimal TerraformMachine", "terraformmachines", () => minimalMachine(uniqueName("min"))],
@@ -76,7 +83,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
       const body = build();
       const created = await create(plural, body);
       expect(created.spec).toEqual(body.spec);
-      expect((await get(plural, body.metadata.name)).spec).toEqual(body.spec);
+      expect((await get(plural, body.metadata!.name!)).spec).toEqual(body.spec);
     });
 
     it("stores a cluster-scoped TerraformClusterIdentity with selector {} (every namespace)", async () => {
@@ -87,9 +94,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
         version: apiVersion,
         plural: "terraformclusteridentities",
         body,
-      })) as AnyObject;
+      })) as TerraformClusterIdentity;
       expect(created.spec).toEqual(body.spec);
-      expect(created.metadata.namespace).toBeUndefined();
+      expect(created.metadata!.namespace).toBeUndefined();
     });
 
     it("keeps a full identity and writes status only through the status subresource", async () => {
@@ -99,7 +106,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
         version: apiVersion,
         plural: "terraformclusteridentities",
         body,
-      })) as AnyObject;
+      })) as TerraformClusterIdentity;
       expect(created.spec).toEqual(body.spec);
       created.status = { namespaces: ["team-a"], conditions: [readyCondition()] };
       const afterMainWrite = (await clients.objects.replaceClusterCustomObject({
@@ -108,7 +115,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
         plural: "terraformclusteridentities",
         name: body.metadata!.name!,
         body: created,
-      })) as AnyObject;
+      })) as TerraformClusterIdentity;
       expect(afterMainWrite.status).toBeUndefined();
       const withStatus = (await clients.objects.replaceClusterCustomObjectStatus({
         group: apiGroup,
@@ -116,8 +123,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
         plural: "terraformclusteridentities",
         name: body.metadata!.name!,
         body: created,
-      })) as AnyObject;
-      expect(withStatus.status.namespaces).toEqual(["team-a"]);
+      })) as TerraformClusterIdentity;
+      expect(withStatus.status!.namespaces).toEqual(["team-a"]);
     });
 
     it("accepts a full status with every v1beta2 contract field on each Job-running kind", async () => {
@@ -203,9 +210,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
 
     it("a controlPlaneEndpoint change once it has a host, while completing other fields stays allowed", async () => {
       const body = fullCluster(uniqueName("endpoint"));
-      const { message } = await rejection(update("terraformclusters", body, (stored) => (stored.spec.controlPlaneEndpoint.port = 443)));
+      const { message } = await rejection(update("terraformclusters", body, (stored) => (stored.spec.controlPlaneEndpoint!.port = 443)));
       expect(message).toContain("spec.controlPlaneEndpoint: Invalid value: spec.controlPlaneEndpoint is immutable once it has a host");
-      const stored = await get("terraformclusters", body.metadata!.name!);
+      const stored = await get<TerraformCluster>("terraformclusters", body.metadata!.name!);
       stored.spec.applyPolicy = "Automatic";
       const updated = await replace("terraformclusters", stored);
       expect(updated.spec.applyPolicy).toBe("Automatic");
@@ -230,7 +237,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
         body,
         (object) => (object.spec.controlPlaneEndpoint = { host: "api.example.com", port: 6443 }),
       );
-      stored.spec.controlPlaneEndpoint.host = "other.example.com";
+      stored.spec.controlPlaneEndpoint!.host = "other.example.com";
       expect((await rejection(replace("terraformclusters", stored))).message).toContain("spec.controlPlaneEndpoint is immutable");
     });
 
@@ -243,7 +250,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
     });
 
     it.each([
-      ["source", (spec: AnyObject) => (spec.source.image = "ghcr.io/other:v2"), "spec.source is immutable"],
+      ["source", (spec: AnyObject) => ((spec.source as AnyObject).image = "ghcr.io/other:v2"), "spec.source is immutable"],
       ["identityRef added", (spec: AnyObject) => (spec.identityRef = { name: "other" }), "spec.identityRef is immutable"],
       ["variables changed", (spec: AnyObject) => (spec.variables = { instance_type: "m6i.2xlarge" }), "spec.variables is immutable"],
       ["variablesFrom removed", (spec: AnyObject) => delete spec.variablesFrom, "spec.variablesFrom is immutable"],
@@ -284,7 +291,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
       [
         "membershipRefreshIntervalSeconds below 15",
         { membershipRefreshIntervalSeconds: 14 },
-        "spec.membershipRefreshIntervalSeconds: Invalid value: 14: spec.membershipRefreshIntervalSeconds in body should be greater than or equal to 15",
+        "spec.membershipRefreshIntervalSeconds: Invalid value: 14: spec.membershipRefreshIntervalSeconds in body should be " +
+          "greater than or equal to 15",
       ],
       [
         "membershipRefreshIntervalSeconds above a day",
@@ -373,7 +381,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
       [
         "allowedNamespaces {}",
         { allowedNamespaces: {} },
-        "spec.allowedNamespaces: Invalid value: allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace",
+        "spec.allowedNamespaces: Invalid value: allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} " +
+          "to allow every namespace",
       ],
       ["an empty list", { allowedNamespaces: { list: [] } }, "spec.allowedNamespaces.list in body should have at least 1 items"],
       [
@@ -414,11 +423,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ge
   });
 });
 
-function withoutTemplateIdentity(template: AnyObject): AnyObject {
+function withoutTemplateIdentity<T extends { spec: { template: { spec: { identityRef?: unknown } } } }>(template: T): T {
   delete template.spec.template.spec.identityRef;
   return template;
 }
 
-function readyCondition(): AnyObject {
+function readyCondition(): Condition {
   return { type: "Ready", status: "True", reason: "SecretFound", message: "", lastTransitionTime: "2026-10-02T11:40:12Z" };
 }

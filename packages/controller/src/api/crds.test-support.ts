@@ -80,8 +80,14 @@ export function namespaced(plural: string, namespace: string) {
   return { group: apiGroup, version: apiVersion, plural, namespace };
 }
 
+/** A meta.k8s.io Table: the parts of it the tests read. */
+interface Table {
+  columnDefinitions: { name: string }[];
+  rows: { cells: unknown[] }[];
+}
+
 /** A GET answered as a meta.k8s.io Table, which is what kubectl's printer columns come from. */
-export async function getTable(path: string): Promise<{ columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] }> {
+export async function getTable(path: string): Promise<Table> {
   const plane = sharedControlPlane();
   const url = new URL(path, plane.server);
   return new Promise((resolve, reject) => {
@@ -95,7 +101,9 @@ export async function getTable(path: string): Promise<{ columnDefinitions: { nam
         let text = "";
         response.on("data", (chunk: Buffer) => (text += chunk.toString()));
         response.on("end", () =>
-          response.statusCode === 200 ? resolve(JSON.parse(text)) : reject(new Error(`GET ${path}: ${response.statusCode} ${text}`)),
+          response.statusCode === 200
+            ? resolve(JSON.parse(text) as Table)
+            : reject(new Error(`GET ${path}: ${response.statusCode} ${text}`)),
         );
       },
     );

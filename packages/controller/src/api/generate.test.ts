@@ -11,11 +11,29 @@ import { JsonObject, Quantity, StringEnum, described } from "./schema.js";
 import { JobPolicySchema } from "./workspace.js";
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
-type AnyObject = Record<string, any>;
+type AnyObject = Record<string, unknown>;
 
-function versionOf(kind: string): AnyObject {
+/** The parts of a rendered CRD's schema these tests read. */
+interface SchemaNode extends AnyObject {
+  properties: { spec: SchemaNode; template: SchemaNode };
+  required?: string[];
+  "x-kubernetes-validations"?: AnyObject[];
+}
+
+/** The parts of a rendered CRD these tests read. */
+interface Crd {
+  metadata: { labels: Record<string, string> };
+  spec: {
+    preserveUnknownFields: boolean;
+    names: { categories: string[] };
+    scope: string;
+    versions: [AnyObject & { schema: { openAPIV3Schema: SchemaNode }; additionalPrinterColumns?: AnyObject[] }];
+  };
+}
+
+function versionOf(kind: string): Crd["spec"]["versions"][0] {
   const definition = kindDefinitions.find((candidate) => candidate.kind === kind)!;
-  return (renderCrd(definition).spec as AnyObject).versions[0];
+  return (renderCrd(definition) as unknown as Crd).spec.versions[0];
 }
 
 describe("generated files", () => {
@@ -36,7 +54,7 @@ describe("the CRDs", () => {
   it.each(kindDefinitions.map((definition) => [definition.kind, definition] as const))(
     "%s is a structural v1 CRD with the contract and clusterctl move labels and category",
     (_kind, definition) => {
-      const crd = renderCrd(definition) as AnyObject;
+      const crd = renderCrd(definition) as unknown as Crd;
       expect(crd.metadata.labels[capiContractLabel]).toBe("v1alpha1");
       expect(crd.metadata.labels[clusterctlMoveLabel]).toBe("");
       expect(crd.spec.preserveUnknownFields).toBe(false);
@@ -55,13 +73,13 @@ describe("the CRDs", () => {
   });
 
   it("makes the identity cluster-scoped and part of clusterctl's move hierarchy", () => {
-    const crd = renderCrd(kindDefinitions.find((definition) => definition.kind === kinds.clusterIdentity)!) as AnyObject;
+    const crd = renderCrd(kindDefinitions.find((definition) => definition.kind === kinds.clusterIdentity)!) as unknown as Crd;
     expect(crd.spec.scope).toBe("Cluster");
     expect(crd.metadata.labels["clusterctl.cluster.x-k8s.io/move-hierarchy"]).toBe("true");
   });
 
   it("puts the machine's immutability rules on the TerraformMachine kind only, not on the template's copy of its spec", () => {
-    const machineRules = versionOf(kinds.machine).schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"].map(
+    const machineRules = versionOf(kinds.machine).schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"]!.map(
       (rule: AnyObject) => rule.fieldPath,
     );
     expect(machineRules).toEqual([".source", ".identityRef", ".variables", ".variablesFrom", ".providerID"]);
@@ -74,7 +92,7 @@ describe("the CRDs", () => {
 
   it("requires identityRef on the TerraformCluster kind but not on the template", () => {
     const clusterRules = versionOf(kinds.cluster).schema.openAPIV3Schema.properties.spec["x-kubernetes-validations"];
-    expect(clusterRules[0]).toMatchObject({ rule: "has(self.identityRef)", fieldPath: ".identityRef", reason: "FieldValueRequired" });
+    expect(clusterRules![0]).toMatchObject({ rule: "has(self.identityRef)", fieldPath: ".identityRef", reason: "FieldValueRequired" });
     expect(
       versionOf(kinds.clusterTemplate).schema.openAPIV3Schema.properties.spec.properties.template.properties.spec[
         "x-kubernetes-validations"
@@ -149,7 +167,8 @@ describe("the API reference", () => {
 
   it("lists fields with type, default, limits and description", () => {
     expect(page).toContain(
-      "| `spec.membershipRefreshIntervalSeconds` | int32 |  | `60` | 15–86400 | How often the manager runs apply -refresh-only to pick up members that joined or left between applies, in seconds; the cluster's defaults when unset. |",
+      "| `spec.membershipRefreshIntervalSeconds` | int32 |  | `60` | 15–86400 | How often the manager runs apply -refresh-only " +
+        "to pick up members that joined or left between applies, in seconds; the cluster's defaults when unset. |",
     );
     expect(page).toContain('| `spec.variablesFrom[].format` | enum |  | `"String"` | one of `String`, `JSON` |');
     expect(page).toContain("| `status.stateBackups` | []object |  |  | 1–16 items |");

@@ -145,7 +145,8 @@ export const ResourceRequirementsSchema = Type.Object(
   },
   {
     description:
-      "Compute resources of the main container (corev1.ResourceRequirements), replacing the built-in requests (250m CPU, 512Mi memory) and limit (2Gi memory) as a whole.",
+      "Compute resources of the main container (corev1.ResourceRequirements), replacing the built-in requests (250m CPU, 512Mi " +
+      "memory) and limit (2Gi memory) as a whole.",
     ...embedded("corev1.ResourceRequirements"),
   },
 );
@@ -207,7 +208,9 @@ export const SecurityContextSchema = Type.Object(
   },
   {
     description:
-      "Security context of the main container (corev1.SecurityContext). The Job gets seccomp RuntimeDefault, capabilities drop ALL, allowPrivilegeEscalation false and readOnlyRootFilesystem true unless this sets them; the container holds cloud credentials, so a setting that weakens those is rejected.",
+      "Security context of the main container (corev1.SecurityContext). The Job gets seccomp RuntimeDefault, capabilities drop " +
+      "ALL, allowPrivilegeEscalation false and readOnlyRootFilesystem true unless this sets them; the container holds cloud " +
+      "credentials, so a setting that weakens those is rejected.",
     ...embedded("corev1.SecurityContext"),
   },
 );
@@ -240,7 +243,9 @@ export const PodSecurityContextSchema = Type.Object(
     windowsOptions: Type.Optional(WindowsOptionsSchema),
   },
   {
-    description: `Security context of the Job pod (corev1.PodSecurityContext). The Job gets seccomp RuntimeDefault and fsGroup ${runnerUid} (the runner's UID) unless this sets them; the same hardening rules as for the container apply.`,
+    description:
+      `Security context of the Job pod (corev1.PodSecurityContext). The Job gets seccomp RuntimeDefault and fsGroup ` +
+      `${runnerUid} (the runner's UID) unless this sets them; the same hardening rules as for the container apply.`,
     ...embedded("corev1.PodSecurityContext"),
   },
 );

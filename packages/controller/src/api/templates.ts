@@ -72,7 +72,8 @@ export const TerraformMachineTemplateStatusSchema = Type.Object(
     capacity: Type.Optional(
       QuantityMap({
         description:
-          "Resources of the nodes the template creates: spec.capacity when set, else the image label io.captf.capacity. Read by the Cluster Autoscaler to scale from zero.",
+          "Resources of the nodes the template creates: spec.capacity when set, else the image label io.captf.capacity. Read by " +
+          "the Cluster Autoscaler to scale from zero.",
       }),
     ),
     nodeInfo: Type.Optional(
@@ -111,14 +112,16 @@ export const TerraformMachineTemplateStatusSchema = Type.Object(
 );
 
 export const TerraformMachineTemplateSchema = kindSchema(
-  "TerraformMachineTemplate is the TerraformMachine Cluster API clones for each Machine of a MachineDeployment, MachineSet, control plane or ClusterClass.",
+  "TerraformMachineTemplate is the TerraformMachine Cluster API clones for each Machine of a MachineDeployment, MachineSet, " +
+    "control plane or ClusterClass.",
   Type.Object(
     {
       template: templateResource(kinds.machine, TerraformMachineSpecSchema, "providerID must stay empty."),
       capacity: Type.Optional(
         QuantityMap({
           description:
-            "Resources of the nodes the template creates (e.g. cpu: 4, memory: 16Gi), overriding the image label io.captf.capacity as a whole. Mutable; never copied to machines.",
+            "Resources of the nodes the template creates (e.g. cpu: 4, memory: 16Gi), overriding the image label " +
+            "io.captf.capacity as a whole. Mutable; never copied to machines.",
         }),
       ),
     },
@@ -137,7 +140,8 @@ export const terraformMachineTemplateDefinition: KindDefinition<typeof Terraform
   description: TerraformMachineTemplateSchema.description!,
   notes: [
     "Referenced by the infrastructureRef of MachineDeployments, MachineSets, control planes and ClusterClasses.",
-    "spec.template.spec is immutable (even the fields mutable on a TerraformMachine); spec.template.metadata and spec.capacity are mutable.",
+    "spec.template.spec is immutable (even the fields mutable on a TerraformMachine); spec.template.metadata and spec.capacity " +
+      "are mutable.",
   ],
   schema: TerraformMachineTemplateSchema,
   statusSubresource: true,

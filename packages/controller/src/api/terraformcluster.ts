@@ -45,7 +45,8 @@ export const TerraformClusterDefaultsSchema = Type.Object(
     drift: Type.Optional(
       described(
         DriftPolicySchema,
-        "Drift policy merged field by field under each machine's and pool's own drift. intervalSeconds 0 disables machines' drift checks but not pools'; action reaches pools only.",
+        "Drift policy merged field by field under each machine's and pool's own drift. intervalSeconds 0 disables machines' " +
+          "drift checks but not pools'; action reaches pools only.",
       ),
     ),
     remediation: Type.Optional(described(MachineRemediationSchema, "Remediation policy merged field by field under each machine's own.")),
@@ -60,7 +61,8 @@ export const TerraformClusterDefaultsSchema = Type.Object(
   },
   {
     description:
-      "Values this cluster's TerraformMachines and TerraformMachinePools inherit field by field; they never apply to the TerraformCluster itself.",
+      "Values this cluster's TerraformMachines and TerraformMachinePools inherit field by field; they never apply to the " +
+      "TerraformCluster itself.",
   },
 );
 export type TerraformClusterDefaults = Static<typeof TerraformClusterDefaultsSchema>;
@@ -69,7 +71,8 @@ const clusterSpecFields = {
   controlPlaneEndpoint: Type.Optional(
     described(
       ApiEndpointSchema,
-      "Endpoint of the workload cluster's API server. A value set here is the module's control_plane_endpoint input; otherwise the manager writes the module's output here once. Immutable once it has a host: every Machine and kubeconfig points at it.",
+      "Endpoint of the workload cluster's API server. A value set here is the module's control_plane_endpoint input; otherwise " +
+        "the manager writes the module's output here once. Immutable once it has a host: every Machine and kubeconfig points at it.",
     ),
   ),
   ...workspaceSpecFields({ definition: "Mutable: a change re-applies the module." }),
@@ -77,14 +80,18 @@ const clusterSpecFields = {
   applyPolicy: Type.Optional(
     StringEnum(applyPolicies, {
       description:
-        "Automatic applies every change (and drift remediation) as soon as it is seen; only a plan that deletes or replaces waits for captf.io/approve-destructive-plan. Manual runs a plan Job first, shows it in status.plan and applies it once the captf.io/approve-plan annotation names its hash, and only if it plans the same again. The first apply (no state yet) is never gated. Mutable, not hashed.",
+        "Automatic applies every change (and drift remediation) as soon as it is seen; only a plan that deletes or replaces " +
+        "waits for captf.io/approve-destructive-plan. Manual runs a plan Job first, shows it in status.plan and applies it once " +
+        "the captf.io/approve-plan annotation names its hash, and only if it plans the same again. The first apply (no state " +
+        "yet) is never gated. Mutable, not hashed.",
       default: defaultApplyPolicy,
     }),
   ),
   maxActiveJobs: Type.Optional(
     Int32({
       description:
-        "Cap on the running Jobs of this cluster, its machines and pools together; the manager's --cluster-max-active-jobs when unset. Drift and refresh start only below 80% of it.",
+        "Cap on the running Jobs of this cluster, its machines and pools together; the manager's --cluster-max-active-jobs when " +
+        "unset. Drift and refresh start only below 80% of it.",
       minimum: 1,
     }),
   ),
@@ -103,14 +110,20 @@ const clusterKindRules = cel(
   {
     rule: "has(self.identityRef)",
     message:
-      "spec.identityRef is required: a TerraformCluster uses only its own identity (spec.defaults.identityRef applies to its machines and pools); name a TerraformClusterIdentity",
+      "spec.identityRef is required: a TerraformCluster uses only its own identity (spec.defaults.identityRef applies to its " +
+      "machines and pools); name a TerraformClusterIdentity",
     fieldPath: ".identityRef",
     reason: "FieldValueRequired",
   },
   {
-    rule: "!has(oldSelf.controlPlaneEndpoint) || !has(oldSelf.controlPlaneEndpoint.host) || (has(self.controlPlaneEndpoint) && has(self.controlPlaneEndpoint.host) && self.controlPlaneEndpoint.host == oldSelf.controlPlaneEndpoint.host && (!has(oldSelf.controlPlaneEndpoint.port) || (has(self.controlPlaneEndpoint.port) && self.controlPlaneEndpoint.port == oldSelf.controlPlaneEndpoint.port)))",
+    rule:
+      "!has(oldSelf.controlPlaneEndpoint) || !has(oldSelf.controlPlaneEndpoint.host) || (has(self.controlPlaneEndpoint) && " +
+      "has(self.controlPlaneEndpoint.host) && self.controlPlaneEndpoint.host == oldSelf.controlPlaneEndpoint.host && " +
+      "(!has(oldSelf.controlPlaneEndpoint.port) || (has(self.controlPlaneEndpoint.port) && self.controlPlaneEndpoint.port == " +
+      "oldSelf.controlPlaneEndpoint.port)))",
     message:
-      "spec.controlPlaneEndpoint is immutable once it has a host: every Machine and kubeconfig of the cluster points at it; create a new cluster to use another endpoint",
+      "spec.controlPlaneEndpoint is immutable once it has a host: every Machine and kubeconfig of the cluster points at it; " +
+      "create a new cluster to use another endpoint",
     fieldPath: ".controlPlaneEndpoint",
   },
 );
@@ -131,7 +144,11 @@ export const TerraformClusterStatusSchema = Type.Object(
     ),
     exports: Type.Optional(
       JsonObject({
-        description: `Copy of the module's exports output for consumers outside captf ({} when null; not published when it is not a JSON object). Cleared, with an ExportsNotPublished event, when its compact JSON exceeds ${maxPublishedExportsBytes} bytes. Readable by anyone who can get the object: never put secrets in exports. The manager never reads it back.`,
+        description:
+          `Copy of the module's exports output for consumers outside captf ({} when null; not published when it is ` +
+          `not a JSON object). Cleared, with an ExportsNotPublished event, when its compact JSON exceeds ` +
+          `${maxPublishedExportsBytes} bytes. Readable by anyone who can get the object: never put secrets in exports. The ` +
+          `manager never reads it back.`,
       }),
     ),
     plan: Type.Optional(PlanPreviewSchema),
@@ -141,7 +158,8 @@ export const TerraformClusterStatusSchema = Type.Object(
 export type TerraformClusterStatus = Static<typeof TerraformClusterStatusSchema>;
 
 export const TerraformClusterSchema = kindSchema(
-  "TerraformCluster is the infrastructure of one Cluster API Cluster, provisioned by running a cluster-role Terraform/OpenTofu module image as Kubernetes Jobs.",
+  "TerraformCluster is the infrastructure of one Cluster API Cluster, provisioned by running a cluster-role Terraform/OpenTofu " +
+    "module image as Kubernetes Jobs.",
   Type.Object(clusterSpecFields, { description: TerraformClusterSpecSchema.description, minProperties: 1, ...clusterKindRules }),
   TerraformClusterStatusSchema,
 );

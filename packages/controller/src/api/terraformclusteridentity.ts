@@ -26,7 +26,8 @@ export const AllowedNamespacesSchema = Type.Object(
     selector: Type.Optional(
       described(
         LabelSelectorSchema,
-        "Namespaces whose labels match are allowed; selector: {} allows every namespace, existing or not. Anyone who may label a namespace can opt it in.",
+        "Namespaces whose labels match are allowed; selector: {} allows every namespace, existing or not. Anyone who may label " +
+          "a namespace can opt it in.",
       ),
     ),
   },
@@ -58,7 +59,8 @@ export const TerraformClusterIdentitySpecSchema = Type.Object(
       },
       {
         description:
-          "The Secret holding the credentials. The manager copies it into each allowed namespace that uses the identity, and Jobs get every key as an environment variable and a file. The creator must be allowed to get it.",
+          "The Secret holding the credentials. The manager copies it into each allowed namespace that uses the identity, and " +
+          "Jobs get every key as an environment variable and a file. The creator must be allowed to get it.",
       },
     ),
     requiredKeys: Type.Optional(
@@ -92,7 +94,8 @@ export const TerraformClusterIdentityStatusSchema = Type.Object(
 );
 
 export const TerraformClusterIdentitySchema = kindSchema(
-  "TerraformClusterIdentity names a Secret of cloud credentials and the namespaces whose TerraformClusters, TerraformMachines and TerraformMachinePools may use it.",
+  "TerraformClusterIdentity names a Secret of cloud credentials and the namespaces whose TerraformClusters, TerraformMachines " +
+    "and TerraformMachinePools may use it.",
   TerraformClusterIdentitySpecSchema,
   TerraformClusterIdentityStatusSchema,
 );

@@ -20,7 +20,8 @@ const machineSpecFields = {
   providerID: Type.Optional(
     Type.String({
       description:
-        "The instance's provider ID, written once by the manager from the module's provider_id output; it must equal the Node's spec.providerID. Set once: never changed or cleared afterwards.",
+        "The instance's provider ID, written once by the manager from the module's provider_id output; it must equal the Node's " +
+        "spec.providerID. Set once: never changed or cleared afterwards.",
       minLength: 1,
       maxLength: 512,
     }),
@@ -115,7 +116,8 @@ export const TerraformMachineStatusSchema = Type.Object(
 export type TerraformMachineStatus = Static<typeof TerraformMachineStatusSchema>;
 
 export const TerraformMachineSchema = kindSchema(
-  "TerraformMachine is the infrastructure of one Cluster API Machine, provisioned by running a machine-role Terraform/OpenTofu module image as Kubernetes Jobs.",
+  "TerraformMachine is the infrastructure of one Cluster API Machine, provisioned by running a machine-role Terraform/OpenTofu " +
+    "module image as Kubernetes Jobs.",
   Type.Object(machineSpecFields, { description: TerraformMachineSpecSchema.description, minProperties: 1, ...machineKindRules }),
   TerraformMachineStatusSchema,
 );
@@ -130,7 +132,8 @@ export const terraformMachineDefinition: KindDefinition<typeof TerraformMachineS
   description: TerraformMachineSchema.description!,
   notes: [
     "Referenced by Machine.spec.infrastructureRef; finalizer terraformmachine.infrastructure.cluster.x-k8s.io.",
-    "spec.source, spec.identityRef, spec.variables and spec.variablesFrom are immutable; spec.providerID is set once, by the manager. spec.jobs, spec.drift and spec.remediation are mutable.",
+    "spec.source, spec.identityRef, spec.variables and spec.variablesFrom are immutable; spec.providerID is set once, by the " +
+      "manager. spec.jobs, spec.drift and spec.remediation are mutable.",
     "identityRef falls back to the cluster's spec.defaults.identityRef, then its spec.identityRef.",
   ],
   schema: TerraformMachineSchema,

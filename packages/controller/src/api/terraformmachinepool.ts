@@ -15,7 +15,8 @@ const poolSpecFields = {
   providerID: Type.Optional(
     Type.String({
       description:
-        "Provider ID of the scaling group, from the module's provider_id output (optional in the contract): a new ID is followed, a null reading keeps the last one.",
+        "Provider ID of the scaling group, from the module's provider_id output (optional in the contract): a new ID is " +
+        "followed, a null reading keeps the last one.",
       minLength: 1,
       maxLength: 512,
     }),
@@ -23,7 +24,8 @@ const poolSpecFields = {
   providerIDList: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
       description:
-        "Provider IDs of every non-terminated member, from the module's provider_id_list output, sorted and without duplicates; Cluster API copies it to MachinePool.spec.providerIDList.",
+        "Provider IDs of every non-terminated member, from the module's provider_id_list output, sorted and without duplicates; " +
+        "Cluster API copies it to MachinePool.spec.providerIDList.",
       maxItems: maxProviderIDList,
       ...atomicList,
     }),
@@ -38,7 +40,8 @@ const poolSpecFields = {
   membershipRefreshIntervalSeconds: Type.Optional(
     Int32({
       description:
-        "How often the manager runs apply -refresh-only to pick up members that joined or left between applies, in seconds; the cluster's defaults when unset.",
+        "How often the manager runs apply -refresh-only to pick up members that joined or left between applies, in seconds; the " +
+        "cluster's defaults when unset.",
       minimum: 15,
       maximum: 86400,
       default: defaultMembershipRefreshIntervalSeconds,
@@ -79,7 +82,8 @@ export const TerraformMachinePoolStatusSchema = Type.Object(
     replicas: Type.Optional(
       Int32({
         description:
-          "Desired capacity observed at the last refresh (replicas output); equals the length of providerIDList outside a scaling transition.",
+          "Desired capacity observed at the last refresh (replicas output); equals the length of providerIDList outside a " +
+          "scaling transition.",
         minimum: 0,
       }),
     ),
@@ -97,7 +101,8 @@ export const TerraformMachinePoolStatusSchema = Type.Object(
 export type TerraformMachinePoolStatus = Static<typeof TerraformMachinePoolStatusSchema>;
 
 export const TerraformMachinePoolSchema = kindSchema(
-  "TerraformMachinePool is the infrastructure of one Cluster API MachinePool (a group of instances), provisioned by running a machinepool-role Terraform/OpenTofu module image as Kubernetes Jobs.",
+  "TerraformMachinePool is the infrastructure of one Cluster API MachinePool (a group of instances), provisioned by running a " +
+    "machinepool-role Terraform/OpenTofu module image as Kubernetes Jobs.",
   TerraformMachinePoolSpecSchema,
   TerraformMachinePoolStatusSchema,
 );

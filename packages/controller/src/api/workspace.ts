@@ -46,7 +46,9 @@ export const SourceSchema = Type.Object(
   {
     image: Type.String({
       description:
-        "OCI image reference (registry/repo:tag or registry/repo@sha256:digest) bundling the role module at /captf/module and the runtime at /captf/runtime; its tag or digest is the module version. Whoever can publish to this reference runs code with this namespace's Secrets and cloud credentials.",
+        "OCI image reference (registry/repo:tag or registry/repo@sha256:digest) bundling the role module at /captf/module and " +
+        "the runtime at /captf/runtime; its tag or digest is the module version. Whoever can publish to this reference runs " +
+        "code with this namespace's Secrets and cloud credentials.",
       minLength: 1,
       maxLength: 512,
     }),
@@ -93,7 +95,8 @@ export const JobPolicySchema = Type.Object(
     failedJobsHistoryLimit: Type.Optional(
       Int32({
         description:
-          "Failed Jobs kept per operation; the newest failed Job of an operation is kept even at 0 until a later one succeeds, because retry backoff counts it.",
+          "Failed Jobs kept per operation; the newest failed Job of an operation is kept even at 0 until a later one succeeds, " +
+          "because retry backoff counts it.",
         minimum: 0,
         maximum: 100,
         default: jobPolicyDefaults.failedJobsHistoryLimit,
@@ -102,7 +105,8 @@ export const JobPolicySchema = Type.Object(
     activeDeadlineSeconds: Type.Optional(
       Int64({
         description:
-          "Longest run of one Job, in seconds; a Job reaching it is interrupted and counts as failed. Must exceed lockTimeoutSeconds (the built-in 300 when that is unset).",
+          "Longest run of one Job, in seconds; a Job reaching it is interrupted and counts as failed. Must exceed " +
+          "lockTimeoutSeconds (the built-in 300 when that is unset).",
         minimum: 1,
         maximum: 86400,
         default: jobPolicyDefaults.activeDeadlineSeconds,
@@ -111,7 +115,8 @@ export const JobPolicySchema = Type.Object(
     lockTimeoutSeconds: Type.Optional(
       Int32({
         description:
-          "How long the runtime waits for the state lock (-lock-timeout), in seconds. Must be below activeDeadlineSeconds (the built-in 3600 when that is unset).",
+          "How long the runtime waits for the state lock (-lock-timeout), in seconds. Must be below activeDeadlineSeconds (the " +
+          "built-in 3600 when that is unset).",
         minimum: 0,
         maximum: 3600,
         default: jobPolicyDefaults.lockTimeoutSeconds,
@@ -120,7 +125,8 @@ export const JobPolicySchema = Type.Object(
     serviceAccountName: Type.Optional(
       Type.String({
         description:
-          "ServiceAccount of the Job pod instead of the managed captf-runner; it must exist and carry the label captf.io/runner=true, else no Job starts.",
+          "ServiceAccount of the Job pod instead of the managed captf-runner; it must exist and carry the label " +
+          "captf.io/runner=true, else no Job starts.",
         minLength: 1,
         maxLength: 253,
       }),
@@ -147,7 +153,8 @@ export const JobPolicySchema = Type.Object(
   },
   {
     description:
-      "How the Jobs that run the module are tuned. Jobs never retry pods (backoffLimit 0) and get no TTL: the manager owns retries and pruning. Defaults are applied when the Job is built, never stored.",
+      "How the Jobs that run the module are tuned. Jobs never retry pods (backoffLimit 0) and get no TTL: the manager owns " +
+      "retries and pruning. Defaults are applied when the Job is built, never stored.",
     ...cel({
       rule: "!has(self.lockTimeoutSeconds) || !has(self.activeDeadlineSeconds) || self.lockTimeoutSeconds < self.activeDeadlineSeconds",
       message: "lockTimeoutSeconds must be less than activeDeadlineSeconds: a Job must outlive its wait for the state lock",
@@ -162,7 +169,8 @@ export const DriftPolicySchema = Type.Object(
     intervalSeconds: Type.Optional(
       Int32({
         description:
-          "Seconds between drift checks; the manager's --drift-default-interval (30m) when unset. 0 disables drift checks and, with them, every health sample after provisioning.",
+          "Seconds between drift checks; the manager's --drift-default-interval (30m) when unset. 0 disables drift checks and, " +
+          "with them, every health sample after provisioning.",
         minimum: 0,
       }),
     ),
@@ -183,7 +191,8 @@ export const MachineDriftPolicySchema = Type.Object(
     intervalSeconds: Type.Optional(
       Int32({
         description:
-          "Seconds between drift checks; inherited from the cluster, else --drift-default-interval (30m). 0 disables them, and with remediation.annotateMachine unset it also stops health sampling after provisioning.",
+          "Seconds between drift checks; inherited from the cluster, else --drift-default-interval (30m). 0 disables them, and " +
+          "with remediation.annotateMachine unset it also stops health sampling after provisioning.",
         minimum: 0,
       }),
     ),
@@ -217,7 +226,8 @@ export const MachineRemediationSchema = Type.Object(
     annotateMachine: Type.Optional(
       Type.Boolean({
         description:
-          "Set cluster.x-k8s.io/remediate-machine on the owner Machine after unhealthyThreshold unhealthy samples (at once when terminated), so a MachineHealthCheck replaces it; captf removes only the annotation it set, once the instance is healthy again.",
+          "Set cluster.x-k8s.io/remediate-machine on the owner Machine after unhealthyThreshold unhealthy samples (at once when " +
+          "terminated), so a MachineHealthCheck replaces it; captf removes only the annotation it set, once the instance is healthy again.",
         default: remediationDefaults.annotateMachine,
       }),
     ),
@@ -261,7 +271,8 @@ export const VariablesSourceSchema = Type.Object(
     optional: Type.Optional(
       Type.Boolean({
         description:
-          "A missing or unlabeled source contributes nothing instead of holding the object at DependenciesReady=False (VariablesSourceNotFound).",
+          "A missing or unlabeled source contributes nothing instead of holding the object at DependenciesReady=False " +
+          "(VariablesSourceNotFound).",
         default: false,
       }),
     ),
@@ -287,14 +298,19 @@ export function workspaceSpecFields(mutability: { definition: string }) {
     jobs: Type.Optional(described(JobPolicySchema, `${JobPolicySchema.description} Mutable.`)),
     variables: Type.Optional(
       JsonObject({
-        description: `Module variables, a JSON object: each key becomes a named argument of the role module. Keys are Terraform identifiers; captf_ names, the role's contract inputs and module meta-arguments are reserved. Inline variables win over variablesFrom. ${mutability.definition}`,
+        description:
+          `Module variables, a JSON object: each key becomes a named argument of the role module. Keys are Terraform ` +
+          `identifiers; captf_ names, the role's contract inputs and module meta-arguments are reserved. Inline variables win ` +
+          `over variablesFrom. ${mutability.definition}`,
         minProperties: 1,
         maxProperties: maxInlineVariables,
       }),
     ),
     variablesFrom: Type.Optional(
       Type.Array(VariablesSourceSchema, {
-        description: `ConfigMaps and Secrets read for module variables in list order: a later source wins on a key, inline variables win over all. ${mutability.definition}`,
+        description:
+          `ConfigMaps and Secrets read for module variables in list order: a later source wins on a key, inline ` +
+          `variables win over all. ${mutability.definition}`,
         minItems: 1,
         maxItems: maxVariablesSources,
         ...atomicList,
@@ -303,7 +319,9 @@ export function workspaceSpecFields(mutability: { definition: string }) {
     deletionPolicy: Type.Optional(
       StringEnum(deletionPolicies, {
         description:
-          "What deleting the object does with its infrastructure: Destroy runs a destroy Job; Retain keeps the infrastructure and its state for a later object of the same name to adopt. Unset inherits from the cluster, else Destroy. Mutable, also while deleting.",
+          "What deleting the object does with its infrastructure: Destroy runs a destroy Job; Retain keeps the infrastructure " +
+          "and its state for a later object of the same name to adopt. Unset inherits from the cluster, else Destroy. Mutable, " +
+          "also while deleting.",
       }),
     ),
     adoptRetainedState: Type.Optional(
@@ -357,7 +375,9 @@ export const RunErrorSchema = Type.Object(
   {
     kind: StringEnum(errorKinds, {
       description:
-        "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently; state-save: an apply or destroy ran but its new state could not be saved (larger than a Secret holds), so nothing is retried.",
+        "image-layout: the image breaks the image contract; step: a runtime step failed; interrupted: the pod was stopped from " +
+        "outside; blocked: a destructive plan awaits approval; plan-changed: an approved plan planned differently; state-save: " +
+        "an apply or destroy ran but its new state could not be saved (larger than a Secret holds), so nothing is retried.",
     }),
     step: Type.Optional(Type.String({ description: "The failed step, for kind step.", minLength: 1, maxLength: 64 })),
     summary: Type.Optional(
@@ -408,7 +428,8 @@ export const LastRunSchema = Type.Object(
     approvedBy: Type.Optional(
       Type.String({
         description:
-          "Who approved the plan this apply Job applied (applyPolicy Manual): the user captf's mutating webhook recorded in captf.io/plan-approved-by, kept on the Job.",
+          "Who approved the plan this apply Job applied (applyPolicy Manual): the user captf's mutating webhook recorded in " +
+          "captf.io/plan-approved-by, kept on the Job.",
         minLength: 1,
         maxLength: maxApproverLength,
       }),
@@ -459,7 +480,8 @@ export function workspaceStatusFields() {
     pendingRefreshes: Type.Optional(
       Int32({
         description:
-          "Consecutive health samples that read pending since the last other reading or apply; spaces refreshes 30s, 1m, 2m, 4m, then 5m. Status only: restarts after clusterctl move.",
+          "Consecutive health samples that read pending since the last other reading or apply; spaces refreshes 30s, 1m, 2m, " +
+          "4m, then 5m. Status only: restarts after clusterctl move.",
         minimum: 1,
       }),
     ),
@@ -517,7 +539,8 @@ export const PlanPreviewSchema = Type.Object(
     move: Type.Optional(
       Int32({
         description:
-          "Resources the plan moves to a new address (moved blocks), counted apart from add, change and destroy; a move alone needs approval.",
+          "Resources the plan moves to a new address (moved blocks), counted apart from add, change and destroy; a move alone " +
+          "needs approval.",
         minimum: 0,
       }),
     ),
