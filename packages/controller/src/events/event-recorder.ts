@@ -22,7 +22,10 @@ export interface EventSubject {
 export const clusterScopedEventNamespace = "default";
 
 export interface EventRecorder {
-  /** `note` is shown to users: it names objects and reasons, never secret values. `type` overrides the reason's declared type (ConditionChanged and PlanSuperseded are Warnings only in some cases). */
+  /**
+   * `note` is shown to users: it names objects and reasons, never secret values. `type` overrides the reason's declared type
+   * (ConditionChanged and PlanSuperseded are Warnings only in some cases).
+   */
   record(subject: EventSubject, reason: ManagerEventReason, note: string, action?: string, type?: "Normal" | "Warning"): Promise<void>;
 }
 

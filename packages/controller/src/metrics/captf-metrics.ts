@@ -196,7 +196,8 @@ export class CaptfMetrics {
     this.identityDenied = counter("captf_identity_denied_total", "Identity resolutions denied", ["reason"]);
     this.brokerRefusals = counter(
       "captf_broker_refused_requests_total",
-      "Requests of module code the Jobs' state brokers refused (counted once per finished Job), by what they were aimed at: state, lock, event or other",
+      "Requests of module code the Jobs' state brokers refused (counted once per finished Job), by what they were aimed at: " +
+        "state, lock, event or other",
       ["kind", "target"],
     );
     this.imageInspectErrors = counter("captf_image_inspect_errors_total", "Failures to inspect a module image", ["reason"]);

@@ -111,7 +111,10 @@ export function generationOrMetadataChanged<T extends KubeObject>(object: T, eve
   );
 }
 
-/** {@link generationOrMetadataChanged}, with a periodic resync (the same resourceVersion re-delivered) let through: the `--sync-period` pass. */
+/**
+ * {@link generationOrMetadataChanged}, with a periodic resync (the same resourceVersion re-delivered) let through: the `--sync-period`
+ * pass.
+ */
 export function changedOrResync<T extends KubeObject>(object: T, event: WatchEventType, oldObject?: T): boolean {
   return oldObject?.metadata?.resourceVersion === object.metadata?.resourceVersion || generationOrMetadataChanged(object, event, oldObject);
 }

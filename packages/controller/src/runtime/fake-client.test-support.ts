@@ -15,7 +15,10 @@ export interface FakeCall {
   deleteOptions?: DeleteOptions;
 }
 
-/** Handlers by `<verb> <plural>`: `get secrets`, `list jobs`, `create rolebindings`, `patch secrets`, `patchStatus terraformclusteridentities`, `delete leases`, … */
+/**
+ * Handlers by `<verb> <plural>`: `get secrets`, `list jobs`, `create rolebindings`, `patch secrets`, `patchStatus
+ * terraformclusteridentities`, `delete leases`, …
+ */
 export type FakeHandlers = Record<string, (call: FakeCall) => unknown>;
 
 /** The API server's answer to a failed request, as the client throws it. */
@@ -24,7 +27,10 @@ export function apiError(code: number, message: string, reason?: string): KubeAp
   return new KubeApiError(code, status, `request: ${code} ${message}`);
 }
 
-/** A client whose calls go to `handlers`; a call without one fails (the test did not expect it). `calls` lists them as `<verb> <plural> <name>`. */
+/**
+ * A client whose calls go to `handlers`; a call without one fails (the test did not expect it). `calls` lists them as `<verb> <plural>
+ * <name>`.
+ */
 export function fakeClient(handlers: FakeHandlers): KubeApi & { calls: string[] } {
   const calls: string[] = [];
   const send = async (verb: string, call: FakeCall) => {

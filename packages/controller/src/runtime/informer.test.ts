@@ -164,43 +164,47 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the re
     expect(() => indexed.indexLabel("kind")).toThrow(/before starting/);
   });
 
-  it("follows a new label selector (a sharded manager's held shards): adds what entered, deletes what left, fires nothing for what stayed", async () => {
-    for (const [name, shard] of [
-      ["s0", "0"],
-      ["s1", "1"],
-      ["s2", "2"],
-    ] as const)
-      await create(configMap(name, { suite: "rescope", shard }));
-    await create(configMap("s-none", { suite: "rescope" }));
-    const held = (shards: string) => `suite=rescope,shard in (${shards})`;
-    // Nothing held yet: no list, no watch, an empty cache that counts as synced.
-    const { informer, events, lists } = startInformer({ labelSelector: false });
-    expect(await informer.waitForSync(10_000)).toBe(true);
-    expect([informer.size, informer.listedCurrentScope(), lists]).toEqual([0, true, []]);
+  it(
+    "follows a new label selector (a sharded manager's held shards): adds what entered, deletes what left, fires nothing for " +
+      "what stayed",
+    async () => {
+      for (const [name, shard] of [
+        ["s0", "0"],
+        ["s1", "1"],
+        ["s2", "2"],
+      ] as const)
+        await create(configMap(name, { suite: "rescope", shard }));
+      await create(configMap("s-none", { suite: "rescope" }));
+      const held = (shards: string) => `suite=rescope,shard in (${shards})`;
+      // Nothing held yet: no list, no watch, an empty cache that counts as synced.
+      const { informer, events, lists } = startInformer({ labelSelector: false });
+      expect(await informer.waitForSync(10_000)).toBe(true);
+      expect([informer.size, informer.listedCurrentScope(), lists]).toEqual([0, true, []]);
 
-    informer.rescope(held("0"));
-    expect(informer.listedCurrentScope()).toBe(false);
-    await eventually(() => informer.listedCurrentScope(), 10_000, "the first scope listed");
-    expect(informer.list().map((o) => o.metadata?.name)).toEqual(["s0"]);
-    informer.rescope(held("0,1"));
-    await eventually(() => informer.listedCurrentScope(), 10_000, "the second scope listed");
-    // The watch follows the new scope too.
-    await create(configMap("s1-late", { suite: "rescope", shard: "1" }));
-    await create(configMap("s2-late", { suite: "rescope", shard: "2" }));
-    await eventually(() => events.includes("add s1-late"), 10_000, "s1-late");
-    informer.rescope(held("1"));
-    await eventually(() => informer.listedCurrentScope(), 10_000, "the third scope listed");
-    expect(
-      informer
-        .list()
-        .map((o) => o.metadata?.name)
-        .sort(),
-    ).toEqual(["s1", "s1-late"]);
-    informer.rescope(false);
-    await eventually(() => informer.size === 0 && informer.listedCurrentScope(), 10_000, "nothing held");
-    expect(events).toEqual(["add s0", "add s1", "add s1-late", "delete s0", "delete s1", "delete s1-late"]);
-    expect(informer.labelSelector).toBe(false);
-  });
+      informer.rescope(held("0"));
+      expect(informer.listedCurrentScope()).toBe(false);
+      await eventually(() => informer.listedCurrentScope(), 10_000, "the first scope listed");
+      expect(informer.list().map((o) => o.metadata?.name)).toEqual(["s0"]);
+      informer.rescope(held("0,1"));
+      await eventually(() => informer.listedCurrentScope(), 10_000, "the second scope listed");
+      // The watch follows the new scope too.
+      await create(configMap("s1-late", { suite: "rescope", shard: "1" }));
+      await create(configMap("s2-late", { suite: "rescope", shard: "2" }));
+      await eventually(() => events.includes("add s1-late"), 10_000, "s1-late");
+      informer.rescope(held("1"));
+      await eventually(() => informer.listedCurrentScope(), 10_000, "the third scope listed");
+      expect(
+        informer
+          .list()
+          .map((o) => o.metadata?.name)
+          .sort(),
+      ).toEqual(["s1", "s1-late"]);
+      informer.rescope(false);
+      await eventually(() => informer.size === 0 && informer.listedCurrentScope(), 10_000, "nothing held");
+      expect(events).toEqual(["add s0", "add s1", "add s1-late", "delete s0", "delete s1", "delete s1-late"]);
+      expect(informer.labelSelector).toBe(false);
+    },
+  );
 
   it("relists after a real 410 Gone from the server and misses nothing", async () => {
     // A CRD installed just now has a watch cache that starts now: resourceVersion "1" is too old for it.

@@ -382,7 +382,10 @@ export class Informer<T extends KubeObject> {
     for (const resolve of this.#syncWaiters.splice(0)) resolve();
   }
 
-  /** Lists page by page and makes the cache equal to the result, firing the differences; unchanged objects fire a resync update only when `resyncUnchanged`. */
+  /**
+   * Lists page by page and makes the cache equal to the result, firing the differences; unchanged objects fire a resync update only when
+   * `resyncUnchanged`.
+   */
   async #listAndReplace(stop: AbortSignal, resyncUnchanged = true): Promise<void> {
     const o = this.#options;
     const started = performance.now();

@@ -114,28 +114,31 @@ describeWithTools(["etcd", "kube-apiserver"], "the API client on a real API serv
     );
   });
 
-  it("writes an Event whose eventTime is a MicroTime string, which the server keeps to the microsecond; a JSON Date's text it refuses", async () => {
-    const at = Date.UTC(2026, 11, 5, 7, 0, 0, 123);
-    const event = (name: string, eventTime: string) => ({
-      apiVersion: "events.k8s.io/v1",
-      kind: "Event",
-      metadata: { name },
-      eventTime,
-      reportingController: "captf.io/test",
-      reportingInstance: "test",
-      action: "Test",
-      reason: "Tested",
-      type: "Normal",
-      regarding: { apiVersion: "v1", kind: "ConfigMap", namespace, name: "any" },
-    });
-    expect((await client.create(builtinTypes.event, namespace, event("micro", microTime(at)))).eventTime).toBe(
-      "2026-12-05T07:00:00.123000Z",
-    );
-    const millis = await client
-      .create(builtinTypes.event, namespace, event("millis", new Date(at).toISOString()))
-      .catch((error: unknown) => error);
-    expect(millis).toBeInstanceOf(KubeApiError);
-  });
+  it(
+    "writes an Event whose eventTime is a MicroTime string, which the server keeps to the microsecond; a JSON Date's text it " + "refuses",
+    async () => {
+      const at = Date.UTC(2026, 11, 5, 7, 0, 0, 123);
+      const event = (name: string, eventTime: string) => ({
+        apiVersion: "events.k8s.io/v1",
+        kind: "Event",
+        metadata: { name },
+        eventTime,
+        reportingController: "captf.io/test",
+        reportingInstance: "test",
+        action: "Test",
+        reason: "Tested",
+        type: "Normal",
+        regarding: { apiVersion: "v1", kind: "ConfigMap", namespace, name: "any" },
+      });
+      expect((await client.create(builtinTypes.event, namespace, event("micro", microTime(at)))).eventTime).toBe(
+        "2026-12-05T07:00:00.123000Z",
+      );
+      const millis = await client
+        .create(builtinTypes.event, namespace, event("millis", new Date(at).toISOString()))
+        .catch((error: unknown) => error);
+      expect(millis).toBeInstanceOf(KubeApiError);
+    },
+  );
 
   it("patches a status through the status subresource, which ignores the rest of the patch", async () => {
     type Namespace = KubeObject & { spec?: { finalizers?: string[] }; status?: { conditions?: { type: string }[] } };

@@ -52,7 +52,10 @@ export interface LeaderElectionOptions {
   retryPeriodMillis?: number;
   /** Release the Lease when stopped gracefully. Default true. */
   releaseOnCancel?: boolean;
-  /** The Lease as the caller already saw it and since when (its local time): an expired holder is then taken at once, not after another full duration. */
+  /**
+   * The Lease as the caller already saw it and since when (its local time): an expired holder is then taken at once, not after another full
+   * duration.
+   */
   observed?: { lease: Lease; at: number };
   logger: Logger;
   clock?: Clock;

@@ -59,7 +59,7 @@ describe("the manager's logger", () => {
     logger.info("fine");
     logger.warn("careful");
     logger.error("broken");
-    expect(out.lines.map((l) => JSON.parse(l).msg)).toEqual(["fine"]);
-    expect(err.lines.map((l) => JSON.parse(l).msg)).toEqual(["careful", "broken"]);
+    expect(out.lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(["fine"]);
+    expect(err.lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(["careful", "broken"]);
   });
 });

@@ -340,20 +340,23 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     expect(exit).toEqual({ reason: "cache-sync-timeout", unsynced: ["absents.nothing.captf.io/v1"] });
   });
 
-  it("waits for a dozen caches at once with one listener on its stop signal, not one per cache (Node warns of a leak past 10)", async () => {
-    const manager = new Manager({
-      client,
-      logger: captureLogs("info").logger,
-      healthAddress: "0",
-      cacheSyncTimeoutMillis: 500,
-      informerOptions: { backoffInitialMillis: 50 },
-    });
-    for (let index = 0; index < 12; index++)
-      manager.informer({ group: "nothing.captf.io", version: "v1", plural: `absents${index}`, kind: "Absent", namespaced: true });
-    const stop = new AbortController();
-    const run = manager.run(stop.signal);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(getEventListeners(stop.signal, "abort").length).toBeLessThanOrEqual(2);
-    expect(await run).toMatchObject({ reason: "cache-sync-timeout" });
-  });
+  it(
+    "waits for a dozen caches at once with one listener on its stop signal, not one per cache (Node warns of a leak past " + "10)",
+    async () => {
+      const manager = new Manager({
+        client,
+        logger: captureLogs("info").logger,
+        healthAddress: "0",
+        cacheSyncTimeoutMillis: 500,
+        informerOptions: { backoffInitialMillis: 50 },
+      });
+      for (let index = 0; index < 12; index++)
+        manager.informer({ group: "nothing.captf.io", version: "v1", plural: `absents${index}`, kind: "Absent", namespaced: true });
+      const stop = new AbortController();
+      const run = manager.run(stop.signal);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(getEventListeners(stop.signal, "abort").length).toBeLessThanOrEqual(2);
+      expect(await run).toMatchObject({ reason: "cache-sync-timeout" });
+    },
+  );
 });

@@ -33,41 +33,48 @@ describe("the read cache", () => {
     expect(cache.counts).toEqual({ cached: 2, live: 2 });
   });
 
-  it("drops an expectation as soon as the type's own cache shows the write or the delete, without a read; a named cache of the type does not", async () => {
-    const informer = fakeInformer();
-    const named = fakeInformer();
-    const cache = new ReadCache(fakeServer())
-      .add(builtinTypes.secret, { informer })
-      .add(builtinTypes.secret, { informer: named, scoped: true }, "other");
-    cache.wrote(builtinTypes.secret, secret("a", "9"));
-    informer.put(secret("b", "10"));
-    named.put(secret("a", "9"));
-    expect(cache.pendingExpectations).toBe(1);
-    informer.put(secret("a", "8"));
-    expect(cache.pendingExpectations).toBe(1);
-    informer.put(secret("a", "9"));
-    expect(cache.pendingExpectations).toBe(0);
-    cache.deleted(builtinTypes.secret, "ns", "a");
-    expect(cache.pendingExpectations).toBe(1);
-    informer.remove("ns/a");
-    expect(cache.pendingExpectations).toBe(0);
-  });
+  it(
+    "drops an expectation as soon as the type's own cache shows the write or the delete, without a read; a named cache of the " +
+      "type does not",
+    async () => {
+      const informer = fakeInformer();
+      const named = fakeInformer();
+      const cache = new ReadCache(fakeServer())
+        .add(builtinTypes.secret, { informer })
+        .add(builtinTypes.secret, { informer: named, scoped: true }, "other");
+      cache.wrote(builtinTypes.secret, secret("a", "9"));
+      informer.put(secret("b", "10"));
+      named.put(secret("a", "9"));
+      expect(cache.pendingExpectations).toBe(1);
+      informer.put(secret("a", "8"));
+      expect(cache.pendingExpectations).toBe(1);
+      informer.put(secret("a", "9"));
+      expect(cache.pendingExpectations).toBe(0);
+      cache.deleted(builtinTypes.secret, "ns", "a");
+      expect(cache.pendingExpectations).toBe(1);
+      informer.remove("ns/a");
+      expect(cache.pendingExpectations).toBe(0);
+    },
+  );
 
-  it("drops an expectation past its lifetime on any read of its type, also one no read matches (a deleted Secret nobody reads again)", async () => {
-    const informer = fakeInformer();
-    const server = fakeServer();
-    let now = 0;
-    const cache = new ReadCache(server, () => now).add(builtinTypes.secret, { informer });
-    informer.put(secret("gone", "5"));
-    cache.deleted(builtinTypes.secret, "ns", "gone");
-    cache.wrote(builtinTypes.secret, { metadata: { namespace: "other", name: "b", resourceVersion: "7", labels: { app: "y" } } });
-    expect(cache.pendingExpectations).toBe(2);
-    await cache.list(builtinTypes.secret, "ns", "app=z");
-    expect(cache.pendingExpectations).toBe(2);
-    now += 5 * 60_000;
-    await cache.list(builtinTypes.secret, "ns", "app=z");
-    expect(cache.pendingExpectations).toBe(0);
-  });
+  it(
+    "drops an expectation past its lifetime on any read of its type, also one no read matches (a deleted Secret nobody reads " + "again)",
+    async () => {
+      const informer = fakeInformer();
+      const server = fakeServer();
+      let now = 0;
+      const cache = new ReadCache(server, () => now).add(builtinTypes.secret, { informer });
+      informer.put(secret("gone", "5"));
+      cache.deleted(builtinTypes.secret, "ns", "gone");
+      cache.wrote(builtinTypes.secret, { metadata: { namespace: "other", name: "b", resourceVersion: "7", labels: { app: "y" } } });
+      expect(cache.pendingExpectations).toBe(2);
+      await cache.list(builtinTypes.secret, "ns", "app=z");
+      expect(cache.pendingExpectations).toBe(2);
+      now += 5 * 60_000;
+      await cache.list(builtinTypes.secret, "ns", "app=z");
+      expect(cache.pendingExpectations).toBe(0);
+    },
+  );
 
   it("reads an own create and delete live until the cache shows them; a list waits for every write in its namespace", async () => {
     const informer = fakeInformer();
@@ -189,43 +196,47 @@ describe("recorded writes", () => {
     return client as unknown as KubeApi & { calls: string[] };
   }
 
-  it("record each write under the type it writes (creates, replaces, patches and status patches as the object written, deletes as gone); reads record nothing", async () => {
-    const thing: ResourceType = { group: "g", version: "v1", plural: "things", kind: "Thing", namespaced: true };
-    const types = [builtinTypes.secret, builtinTypes.job, builtinTypes.roleBinding, thing];
-    const informers = types.map(() => fakeInformer());
-    const cache = new ReadCache(fakeServer());
-    types.forEach((type, index) => cache.add(type, { informer: informers[index]! }));
-    const client = fakeClient();
-    const recorded = recordingWrites(client, cache);
-    await recorded.get(builtinTypes.secret, "ns", "read");
-    await recorded.list(builtinTypes.job, "ns");
-    expect(cache.pendingExpectations).toBe(0);
-    await recorded.create(builtinTypes.secret, "ns", { metadata: { name: "s" } });
-    await recorded.patch(builtinTypes.job, "ns", "j", {}, "merge");
-    await recorded.replace(builtinTypes.roleBinding, "ns", "rb", {});
-    await recorded.patchStatus(thing, "ns", "t", { status: {} });
-    expect(cache.pendingExpectations).toBe(4);
-    // Each is met by its own type's cache showing the written resourceVersion, and by nothing else.
-    informers[0]!.put({ metadata: { namespace: "ns", name: "j", resourceVersion: "6" } });
-    expect(cache.pendingExpectations).toBe(4);
-    types.forEach((_type, index) =>
-      informers[index]!.put({ metadata: { namespace: "ns", name: ["s", "j", "rb", "t"][index]!, resourceVersion: "6" } }),
-    );
-    expect(cache.pendingExpectations).toBe(0);
-    await recorded.delete(builtinTypes.job, "ns", "j", { propagationPolicy: "Background" });
-    expect(cache.pendingExpectations).toBe(1);
-    informers[1]!.remove("ns/j");
-    expect(cache.pendingExpectations).toBe(0);
-    expect(client.calls).toEqual([
-      "get secrets read",
-      "list jobs",
-      "create secrets s",
-      "patch jobs j",
-      "replace rolebindings rb",
-      "patchStatus things t",
-      "delete jobs j",
-    ]);
-  });
+  it(
+    "record each write under the type it writes (creates, replaces, patches and status patches as the object written, deletes " +
+      "as gone); reads record nothing",
+    async () => {
+      const thing: ResourceType = { group: "g", version: "v1", plural: "things", kind: "Thing", namespaced: true };
+      const types = [builtinTypes.secret, builtinTypes.job, builtinTypes.roleBinding, thing];
+      const informers = types.map(() => fakeInformer());
+      const cache = new ReadCache(fakeServer());
+      types.forEach((type, index) => cache.add(type, { informer: informers[index]! }));
+      const client = fakeClient();
+      const recorded = recordingWrites(client, cache);
+      await recorded.get(builtinTypes.secret, "ns", "read");
+      await recorded.list(builtinTypes.job, "ns");
+      expect(cache.pendingExpectations).toBe(0);
+      await recorded.create(builtinTypes.secret, "ns", { metadata: { name: "s" } });
+      await recorded.patch(builtinTypes.job, "ns", "j", {}, "merge");
+      await recorded.replace(builtinTypes.roleBinding, "ns", "rb", {});
+      await recorded.patchStatus(thing, "ns", "t", { status: {} });
+      expect(cache.pendingExpectations).toBe(4);
+      // Each is met by its own type's cache showing the written resourceVersion, and by nothing else.
+      informers[0]!.put({ metadata: { namespace: "ns", name: "j", resourceVersion: "6" } });
+      expect(cache.pendingExpectations).toBe(4);
+      types.forEach((_type, index) =>
+        informers[index]!.put({ metadata: { namespace: "ns", name: ["s", "j", "rb", "t"][index]!, resourceVersion: "6" } }),
+      );
+      expect(cache.pendingExpectations).toBe(0);
+      await recorded.delete(builtinTypes.job, "ns", "j", { propagationPolicy: "Background" });
+      expect(cache.pendingExpectations).toBe(1);
+      informers[1]!.remove("ns/j");
+      expect(cache.pendingExpectations).toBe(0);
+      expect(client.calls).toEqual([
+        "get secrets read",
+        "list jobs",
+        "create secrets s",
+        "patch jobs j",
+        "replace rolebindings rb",
+        "patchStatus things t",
+        "delete jobs j",
+      ]);
+    },
+  );
 
   it("record nothing for a write that fails", async () => {
     const cache = new ReadCache(fakeServer()).add(builtinTypes.secret, { informer: fakeInformer() });

@@ -111,7 +111,9 @@ export class ReadCache {
     if (expectation && (gone || metBy(expectation, object))) byObject.delete(key);
   }
 
-  /** Serves the reads of `type` that ask for {@link watchedByName} from a watch of their own object, by name: for objects no label scopes. */
+  /**
+   * Serves the reads of `type` that ask for {@link watchedByName} from a watch of their own object, by name: for objects no label scopes.
+   */
   watchByName(type: ResourceType, watch: ObjectWatch): this {
     this.#objectWatches.set(typeKey(type), watch);
     return this;
@@ -145,7 +147,7 @@ export class ReadCache {
     const key = typeKey(type);
     if (!this.#sources.has(key)) return;
     let byObject = this.#expected.get(key);
-    if (!byObject) this.#expected.set(key, (byObject = new Map()));
+    if (!byObject) this.#expected.set(key, (byObject = new Map<string, Expectation>()));
     byObject.set(namespace ? `${namespace}/${name}` : name, expectation);
   }
 

@@ -103,7 +103,10 @@ export class ShardCoordinator {
     }
   }
 
-  /** One look at the Leases and the claims that follow; the member Lease is renewed apart, so a slow round never makes this replica look gone. */
+  /**
+   * One look at the Leases and the claims that follow; the member Lease is renewed apart, so a slow round never makes this replica look
+   * gone.
+   */
   async #round(stop: AbortSignal): Promise<void> {
     const now = this.#clock.now();
     const items = (await this.#o.client.list<Lease>(builtinTypes.lease, this.#o.namespace, undefined, { signal: stop })).items;

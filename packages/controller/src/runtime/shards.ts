@@ -55,7 +55,10 @@ export interface ShardClaimFacts {
   leases: ReadonlyMap<number, ObservedShardLease>;
   /** Where this replica starts looking for a free shard, so replicas starting together try different ones. */
   startAt: number;
-  /** Shards this replica gave up a moment ago: not claimed back while the others take them (a blip in the replica count must not make it flap). */
+  /**
+   * Shards this replica gave up a moment ago: not claimed back while the others take them (a blip in the replica count must not make it
+   * flap).
+   */
   recentlyReleased?: ReadonlySet<number>;
   now: number;
 }
@@ -109,7 +112,10 @@ export function heldShardsSelector(label: string, held: Iterable<number>): strin
   return values.length > 0 ? `${label} in (${values.join(",")})` : undefined;
 }
 
-/** The selector of objects no replica's shard informers see: without the label, or with a value of another shard count (`notin` matches a missing label too). */
+/**
+ * The selector of objects no replica's shard informers see: without the label, or with a value of another shard count (`notin` matches a
+ * missing label too).
+ */
 export function unassignedShardSelector(label: string, shards: number): string {
   return `${label} notin (${Array.from({ length: shards }, (_, index) => shardLabelValue(index)).join(",")})`;
 }
