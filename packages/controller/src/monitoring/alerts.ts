@@ -44,7 +44,8 @@ export const alertRules: readonly AlertRule[] = [
     expr: 'sum by (kind) (increase(captf_jobs_total{op="destroy",result!="succeeded"}[30m])) > 0',
     summary: "{{ $labels.kind }} destroys do not succeed",
     description:
-      "Destroy Jobs of {{ $labels.kind }} objects have kept ending without success for over 30 minutes: the objects keep their finalizer and their cloud resources may be half gone.",
+      "Destroy Jobs of {{ $labels.kind }} objects have kept ending without success for over 30 minutes: the objects keep their " +
+      "finalizer and their cloud resources may be half gone.",
   },
   {
     alert: "CAPTFClusterDrift",
@@ -60,7 +61,8 @@ export const alertRules: readonly AlertRule[] = [
     expr: "sum by (kind, reason) (increase(captf_state_read_errors_total[15m])) > 0",
     summary: "Terraform state of {{ $labels.kind }} objects unreadable ({{ $labels.reason }})",
     description:
-      "The manager failed to read the Terraform state of {{ $labels.kind }} objects ({{ $labels.reason }}) in the last 15 minutes; their Jobs are held until the state reads again.",
+      "The manager failed to read the Terraform state of {{ $labels.kind }} objects ({{ $labels.reason }}) in the last 15 " +
+      "minutes; their Jobs are held until the state reads again.",
   },
   {
     alert: "CAPTFForceUnlocks",
@@ -94,7 +96,8 @@ export const alertRules: readonly AlertRule[] = [
     expr: "histogram_quantile(0.9, sum by (kind, op, le) (rate(captf_job_queue_seconds_bucket[10m]))) > 300",
     summary: "{{ $labels.kind }} {{ $labels.op }} Jobs wait over 5 minutes to start",
     description:
-      "The 90th percentile of the time from Job creation until its first container started is above 5 minutes for {{ $labels.kind }} {{ $labels.op }} Jobs.",
+      "The 90th percentile of the time from Job creation until its first container started is above 5 minutes for {{ " +
+      "$labels.kind }} {{ $labels.op }} Jobs.",
   },
   {
     alert: "CAPTFStateNearSecretLimit",
@@ -127,7 +130,8 @@ export const alertRules: readonly AlertRule[] = [
     expr: "absent(captf_build_info)",
     summary: "No captf manager is scraped",
     description:
-      "Prometheus has scraped no captf manager for 10 minutes: no object is reconciled while the manager is down, and none of the other captf alerts can fire.",
+      "Prometheus has scraped no captf manager for 10 minutes: no object is reconciled while the manager is down, and none of " +
+      "the other captf alerts can fire.",
   },
   {
     alert: "CAPTFNoLeader",
@@ -144,7 +148,8 @@ export const alertRules: readonly AlertRule[] = [
     expr: 'max by (controller) (workqueue_longest_running_processor_seconds{controller=~"terraform.*"}) > 600',
     summary: "A {{ $labels.controller }} reconcile pass has run for over 10 minutes",
     description:
-      "A reconcile pass of the {{ $labels.controller }} controller has been running for {{ $value | humanizeDuration }}; passes normally end within seconds, since Jobs run on their own.",
+      "A reconcile pass of the {{ $labels.controller }} controller has been running for {{ $value | humanizeDuration }}; passes " +
+      "normally end within seconds, since Jobs run on their own.",
   },
   {
     alert: "CAPTFObjectNotReady",

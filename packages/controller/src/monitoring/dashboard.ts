@@ -58,7 +58,9 @@ export const dashboardRows: readonly RowSpec[] = [
         description: "Workers reconciling now, of each controller's --*-concurrency",
         queries: [
           {
-            expr: "sum by (controller) (controller_runtime_active_workers) / sum by (controller) (controller_runtime_max_concurrent_reconciles)",
+            expr:
+              "sum by (controller) (controller_runtime_active_workers) / sum by (controller) " +
+              "(controller_runtime_max_concurrent_reconciles)",
             legend: "{{controller}}",
           },
         ],
@@ -117,7 +119,8 @@ export const dashboardRows: readonly RowSpec[] = [
         type: "timeseries",
         unit: "short",
         description:
-          "Objects of the sharded kinds each replica caches, by shard (--shards > 1): a replica holds only the objects of the shards it holds",
+          "Objects of the sharded kinds each replica caches, by shard (--shards > 1): a replica holds only the objects of the " +
+          "shards it holds",
         queries: [{ expr: "sum by (pod, kind, shard) (captf_shard_cached_objects)", legend: "{{pod}} {{kind}} shard {{shard}}" }],
       },
       {

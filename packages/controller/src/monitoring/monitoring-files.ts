@@ -40,7 +40,9 @@ export function prometheusRuleObject(options: MonitoringOptions): Record<string,
   };
 }
 
-/** Scrapes /metrics over HTTPS with Prometheus' ServiceAccount token (bind it to captf-metrics-reader), verifying the serving certificate. */
+/**
+ * Scrapes /metrics over HTTPS with Prometheus' ServiceAccount token (bind it to captf-metrics-reader), verifying the serving certificate.
+ */
 export function serviceMonitorObject(options: MonitoringOptions): Record<string, unknown> {
   const service = options.metricsService;
   const port = service.spec!.ports![0]!;
@@ -82,7 +84,8 @@ function dashboardText(): string {
 }
 
 const header =
-  "# Generated from packages/controller/src/monitoring by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
+  "# Generated from packages/controller/src/monitoring by scripts/generate-install.mjs. Do not edit: run `pnpm --filter " +
+  "@captf/controller gen`.\n";
 
 /** The objects of config/monitoring: the PrometheusRule, the ServiceMonitor and the dashboard ConfigMap. */
 export function monitoringObjects(options: MonitoringOptions): Record<string, unknown>[] {

@@ -5,20 +5,21 @@ import { installNames, installPath, renderInstallFiles, servingCertificateDnsNam
 import { createManagerMetrics } from "../metrics/manager-metrics.js";
 import { alertRules, renderAlertTable, runbookUrl } from "./alerts.js";
 import { alertTestsPath, monitoringPaths } from "./monitoring-files.js";
+import type { V1ConfigMap, V1Service } from "@kubernetes/client-node";
+import type { AlertTestsDocument, DashboardDocument, RuleFileDocument, ServiceMonitorDocument } from "./documents.test-support.js";
 import { exportedSeriesNames, metricNames } from "./promql.test-support.js";
 
-type AnyObject = Record<string, any>;
 const packageFile = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
 /** What the manager serves, read from its registry (process metrics included). */
 const exported = exportedSeriesNames(createManagerMetrics().registry);
 
 /** Every query of a dashboard: each panel's targets, and the variables' `label_values(metric, label)`. */
-function dashboardQueries(dashboard: AnyObject): { where: string; names: string[] }[] {
-  const panels = (dashboard.panels as AnyObject[]).filter((panel) => panel.type !== "row");
+function dashboardQueries(dashboard: DashboardDocument): { where: string; names: string[] }[] {
+  const panels = dashboard.panels.filter((panel) => panel.type !== "row");
   const targets = panels.flatMap((panel) =>
-    (panel.targets as AnyObject[]).map((target) => ({ where: `panel "${panel.title}" ${target.refId}`, names: metricNames(target.expr) })),
+    panel.targets!.map((target) => ({ where: `panel "${panel.title}" ${target.refId}`, names: metricNames(target.expr) })),
   );
-  const variables = (dashboard.templating.list as AnyObject[])
+  const variables = dashboard.templating.list
     .filter((variable) => variable.type === "query")
     .map((variable) => {
       const match = /^label_values\((\w+),\s*\w+\)$/.exec(variable.definition);
@@ -37,14 +38,15 @@ describe("metricNames", () => {
     ]);
     expect(
       metricNames(
-        "sum by (controller) (controller_runtime_active_workers) / on (controller) sum without (name) (controller_runtime_max_concurrent_reconciles) and bool up",
+        "sum by (controller) (controller_runtime_active_workers) / on (controller) sum without (name) " +
+          "(controller_runtime_max_concurrent_reconciles) and bool up",
       ),
     ).toEqual(["controller_runtime_active_workers", "controller_runtime_max_concurrent_reconciles", "up"]);
   });
 });
 
 describe("the Grafana dashboard", () => {
-  const dashboard = JSON.parse(packageFile(monitoringPaths.dashboard)) as AnyObject;
+  const dashboard = JSON.parse(packageFile(monitoringPaths.dashboard)) as DashboardDocument;
 
   it("queries only series the manager exports, in every panel and variable", () => {
     const queries = dashboardQueries(dashboard);
@@ -62,7 +64,7 @@ describe("the Grafana dashboard", () => {
   });
 
   it("gives each panel a unique id and a place in the 24-column grid, reading the $datasource variable", () => {
-    const panels = dashboard.panels as AnyObject[];
+    const panels = dashboard.panels;
     expect(new Set(panels.map((panel) => panel.id)).size).toBe(panels.length);
     for (const panel of panels) expect(panel.gridPos.x + panel.gridPos.w).toBeLessThanOrEqual(24);
     for (const panel of panels.filter((candidate) => candidate.type !== "row"))
@@ -70,15 +72,15 @@ describe("the Grafana dashboard", () => {
   });
 
   it("is the same JSON in the ConfigMap for Grafana's sidecar", () => {
-    const configMap = parse(packageFile(monitoringPaths.dashboardConfigMap)) as AnyObject;
-    expect(configMap.metadata.labels.grafana_dashboard).toBe("1");
-    expect(Object.values(configMap.data)).toEqual([packageFile(monitoringPaths.dashboard)]);
+    const configMap = parse(packageFile(monitoringPaths.dashboardConfigMap)) as V1ConfigMap;
+    expect(configMap.metadata?.labels?.grafana_dashboard).toBe("1");
+    expect(Object.values(configMap.data ?? {})).toEqual([packageFile(monitoringPaths.dashboard)]);
   });
 });
 
 describe("the alerts", () => {
-  const ruleFile = parse(packageFile(monitoringPaths.rules)) as AnyObject;
-  const rules = ruleFile.groups.flatMap((group: AnyObject) => group.rules) as AnyObject[];
+  const ruleFile = parse(packageFile(monitoringPaths.rules)) as RuleFileDocument;
+  const rules = ruleFile.groups.flatMap((group) => group.rules);
 
   it("read only series the manager exports", () => {
     const unknown = rules.flatMap((rule) =>
@@ -90,7 +92,7 @@ describe("the alerts", () => {
   });
 
   it("are the PrometheusRule's groups too", () => {
-    const prometheusRule = parse(packageFile(monitoringPaths.prometheusRule)) as AnyObject;
+    const prometheusRule = parse(packageFile(monitoringPaths.prometheusRule)) as { kind: string; spec: unknown };
     expect(prometheusRule.kind).toBe("PrometheusRule");
     expect(prometheusRule.spec).toEqual(ruleFile);
   });
@@ -113,7 +115,7 @@ describe("the alerts", () => {
   });
 
   it("are each tested firing and not firing in the promtool tests", () => {
-    const tests = (parse(packageFile(alertTestsPath)) as AnyObject).tests.flatMap((test: AnyObject) => test.alert_rule_test) as AnyObject[];
+    const tests = (parse(packageFile(alertTestsPath)) as AlertTestsDocument).tests.flatMap((test) => test.alert_rule_test);
     const coverage = alertRules.map((rule) => {
       const cases = tests.filter((test) => test.alertname === rule.alert);
       return {
@@ -128,18 +130,18 @@ describe("the alerts", () => {
 
 describe("the ServiceMonitor", () => {
   it("selects the metrics Service and no other Service of install.yaml, on its port, trusting the certificate that names it", () => {
-    const serviceMonitor = parse(packageFile(monitoringPaths.serviceMonitor)) as AnyObject;
+    const serviceMonitor = parse(packageFile(monitoringPaths.serviceMonitor)) as ServiceMonitorDocument;
     const install = renderInstallFiles().find((file) => file.path === installPath)!;
     const services = parseAllDocuments(install.content)
-      .map((document) => document.toJS() as AnyObject)
+      .map((document) => document.toJS() as V1Service)
       .filter((object) => object.kind === "Service");
-    const selector = serviceMonitor.spec.selector.matchLabels as Record<string, string>;
+    const selector = serviceMonitor.spec.selector.matchLabels;
     const selected = services.filter((service) =>
-      Object.entries(selector).every(([key, value]) => service.metadata.labels?.[key] === value),
+      Object.entries(selector).every(([key, value]) => service.metadata!.labels?.[key] === value),
     );
-    expect(selected.map((service) => service.metadata.name)).toEqual([installNames.metricsService]);
-    const [endpoint] = serviceMonitor.spec.endpoints;
-    expect(selected[0]!.spec.ports.map((port: AnyObject) => port.name)).toContain(endpoint.port);
+    expect(selected.map((service) => service.metadata!.name)).toEqual([installNames.metricsService]);
+    const endpoint = serviceMonitor.spec.endpoints[0]!;
+    expect(selected[0]!.spec!.ports!.map((port) => port.name)).toContain(endpoint.port);
     expect(endpoint).toMatchObject({ scheme: "https", path: "/metrics" });
     expect(servingCertificateDnsNames(defaultInstallOptions)).toContain(endpoint.tlsConfig.serverName);
     expect(endpoint.tlsConfig.ca.secret.name).toBe(installNames.certificateSecret);

@@ -10,9 +10,11 @@ import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { describeWithTools, requireTool, sharedControlPlane, waitFor } from "@captf/testkit";
 import { defaultInstallOptions, monitoringOptions } from "../install/manifests.js";
+import type { ServiceMonitorDocument } from "./documents.test-support.js";
 import { monitoringObjects, monitoringPaths } from "./monitoring-files.js";
 
-type AnyObject = Record<string, any>;
+/** An object of config/monitoring/ as applied: a test compares its spec (or a ConfigMap's data). */
+type Applied = k8s.KubernetesObject & { spec?: unknown; data?: unknown };
 const packagePath = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const fieldManager = "captf-monitoring-test";
 
@@ -23,8 +25,8 @@ describeWithTools(
     const namespace = `monitoring-${Date.now().toString(36)}`;
     let kubeConfig: k8s.KubeConfig;
     let objects: k8s.KubernetesObjectApi;
-    const apply = (object: AnyObject, dryRun?: "All") =>
-      objects.patch(object as k8s.KubernetesObject, undefined, dryRun, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
+    const apply = (object: k8s.KubernetesObject, dryRun?: "All") =>
+      objects.patch(object, undefined, dryRun, fieldManager, true, k8s.PatchStrategy.ServerSideApply);
 
     beforeAll(async () => {
       kubeConfig = new k8s.KubeConfig();
@@ -33,7 +35,7 @@ describeWithTools(
       const extensions = kubeConfig.makeApiClient(k8s.ApiextensionsV1Api);
       for (const tool of ["prometheusrule-crd", "servicemonitor-crd"] as const) {
         const crd = k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(requireTool(tool), "utf8"));
-        await apply(crd as AnyObject);
+        await apply(crd);
         await waitFor(
           async () =>
             (await extensions.readCustomResourceDefinition({ name: crd.metadata!.name! })).status?.conditions?.some(
@@ -57,17 +59,18 @@ describeWithTools(
 
     it("accepts config/monitoring's PrometheusRule and ServiceMonitor as shipped (a dry run, in this suite's namespace)", async () => {
       for (const path of [monitoringPaths.prometheusRule, monitoringPaths.serviceMonitor]) {
-        const object = k8s.loadYaml<AnyObject>(readFileSync(packagePath(path), "utf8"));
-        object.metadata.namespace = namespace;
-        const applied = (await apply(object, "All")) as AnyObject;
+        const object = k8s.loadYaml<Applied>(readFileSync(packagePath(path), "utf8"));
+        object.metadata!.namespace = namespace;
+        const applied = (await apply(object, "All")) as Applied;
         expect([path, applied.spec]).toEqual([path, object.spec]);
       }
     });
 
     it("refuses a field the operator's schema does not declare (the check has teeth)", async () => {
-      const serviceMonitor = k8s.loadYaml<AnyObject>(readFileSync(packagePath(monitoringPaths.serviceMonitor), "utf8"));
-      serviceMonitor.metadata.namespace = namespace;
-      serviceMonitor.spec.endpoints[0].tlsConfig.serverNam = serviceMonitor.spec.endpoints[0].tlsConfig.serverName;
+      const serviceMonitor = k8s.loadYaml<ServiceMonitorDocument>(readFileSync(packagePath(monitoringPaths.serviceMonitor), "utf8"));
+      serviceMonitor.metadata!.namespace = namespace;
+      const tlsConfig = serviceMonitor.spec.endpoints[0]!.tlsConfig;
+      (tlsConfig as Record<string, unknown>).serverNam = tlsConfig.serverName;
       const error = await apply(serviceMonitor).then(
         () => undefined,
         (failure: { code?: number; body?: string }) => failure,
@@ -84,19 +87,19 @@ describeWithTools(
           env: { ...process.env, CAPTF_NAMESPACE: namespace, HOME: process.env.HOME ?? "/tmp" },
         },
       );
-      const documents = parseAllDocuments(rendered).map((document) => document.toJS() as AnyObject);
+      const documents = parseAllDocuments(rendered).map((document) => document.toJS() as Applied);
       expect(documents).toEqual(monitoringObjects(monitoringOptions({ ...defaultInstallOptions, namespace })));
       for (const object of documents) {
-        const applied = (await apply(object)) as AnyObject;
-        expect([object.kind, applied.metadata.namespace, applied.spec ?? applied.data]).toEqual([
+        const applied = (await apply(object)) as Applied;
+        expect([object.kind, applied.metadata!.namespace, applied.spec ?? applied.data]).toEqual([
           object.kind,
           namespace,
           object.spec ?? object.data,
         ]);
       }
-      const serviceMonitor = documents.find((object) => object.kind === "ServiceMonitor")!;
+      const serviceMonitor = documents.find((object) => object.kind === "ServiceMonitor")! as ServiceMonitorDocument;
       expect(serviceMonitor.spec.namespaceSelector.matchNames).toEqual([namespace]);
-      expect(serviceMonitor.spec.endpoints[0].tlsConfig.serverName).toMatch(new RegExp(`\\.${namespace}\\.svc$`));
+      expect(serviceMonitor.spec.endpoints[0]!.tlsConfig.serverName).toMatch(new RegExp(`\\.${namespace}\\.svc$`));
     });
   },
 );

@@ -8,9 +8,9 @@ import { afterAll, expect, it } from "@jest/globals";
 import { parse, stringify } from "yaml";
 import { describeWithTools, requireTool } from "@captf/testkit";
 import { alertRules } from "./alerts.js";
+import type { DashboardDocument, RuleFileDocument } from "./documents.test-support.js";
 import { alertTestsPath, monitoringPaths } from "./monitoring-files.js";
 
-type AnyObject = Record<string, any>;
 const packagePath = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
 describeWithTools(["promtool"], "the alerts and the dashboard under promtool", () => {
@@ -32,8 +32,8 @@ describeWithTools(["promtool"], "the alerts and the dashboard under promtool", (
   });
 
   it("test rules fails, naming each alert, when no alert can fire (the unit tests have teeth)", () => {
-    const rules = parse(readFileSync(packagePath(monitoringPaths.rules), "utf8")) as AnyObject;
-    for (const rule of rules.groups[0].rules) rule.expr = "vector(1) < 0";
+    const rules = parse(readFileSync(packagePath(monitoringPaths.rules), "utf8")) as RuleFileDocument;
+    for (const rule of rules.groups[0]!.rules) rule.expr = "vector(1) < 0";
     writeFileSync(join(work, "alerts.rules.yaml"), stringify(rules));
     copyFileSync(packagePath(alertTestsPath), join(work, "alerts.test.yaml"));
     const run = promtool("test", "rules", join(work, "alerts.test.yaml"));
@@ -43,10 +43,8 @@ describeWithTools(["promtool"], "the alerts and the dashboard under promtool", (
   });
 
   it("check rules accepts every query of the dashboard as PromQL", () => {
-    const dashboard = JSON.parse(readFileSync(packagePath(monitoringPaths.dashboard), "utf8")) as AnyObject;
-    const exprs = (dashboard.panels as AnyObject[]).flatMap((panel) =>
-      (panel.targets ?? []).map((target: AnyObject) => target.expr as string),
-    );
+    const dashboard = JSON.parse(readFileSync(packagePath(monitoringPaths.dashboard), "utf8")) as DashboardDocument;
+    const exprs = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr));
     // Grafana's variables, as Grafana substitutes them before a query reaches Prometheus.
     const rules = exprs.map((expr, index) => ({
       record: `captf:dashboard_query:${index}`,
