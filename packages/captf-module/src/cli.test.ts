@@ -12,7 +12,7 @@ async function run(argv: string[], cwd = process.cwd()) {
 }
 
 describe("captf-module", () => {
-  it.each([[[]], [["init"]], [["build"]], [["push"]]])("has a --help for %j", async (command) => {
+  it.each([[[]], [["init"]], [["build"]], [["push"]], [["test"]]])("has a --help for %j", async (command) => {
     const { code, stdout } = await run([...command, "--help"]);
     expect(code).toBe(0);
     expect(stdout).toMatch(/Usage: captf-module/);

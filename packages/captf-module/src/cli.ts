@@ -21,7 +21,10 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
   const cwd = io.cwd ?? process.cwd();
   return yargs()
     .scriptName("captf-module")
-    .usage("captf-module: start a captf module from an empty directory, and build its image without Docker.\n\nUsage: $0 <command> [options]")
+    .usage(
+      "captf-module: start a captf module from an empty directory, build its image without Docker, push it and test its " +
+        "lifecycle.\n\nUsage: $0 <command> [options]",
+    )
     .command(
       "init [dir]",
       "Write a new module for a role: contract inputs and outputs, versions, tests, a README",
@@ -138,8 +141,70 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
         );
       },
     )
+    .command(
+      "test",
+      "Run seed 004's lifecycle of a module image against a cluster where captf runs, and report each step",
+      (y) =>
+        outputOption(y)
+          .option("kubeconfig", { type: "string", describe: "the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)" })
+          .option("context", { type: "string", describe: "the kubeconfig context (default: its current one)" })
+          .option("namespace", { alias: "n", type: "string", demandOption: true, describe: "where the test creates its objects" })
+          .option("role", { choices: roles, demandOption: true, describe: "the role the image plays" })
+          .option("image", {
+            type: "string",
+            demandOption: true,
+            describe: "the module image, as spec.source.image (e.g. what push printed)",
+          })
+          .option("cluster", { type: "string", describe: "machine, machinepool: the Cluster to join (its TerraformCluster Ready)" })
+          .option("identity", { type: "string", describe: "spec.identityRef.name: required for a cluster; else the cluster's" })
+          .option("name", { type: "string", describe: "the name of the objects it creates (default: captf-test-<role>-<time>)" })
+          .option("variables", { type: "string", describe: "spec.variables at creation, a JSON object" })
+          .option("change-variables", { type: "string", describe: "the input change: a JSON object merged into spec.variables" })
+          .option("replicas", { type: "number", default: 1, describe: "machinepool: MachinePool.spec.replicas; the input change adds one" })
+          .option("drift-interval", { type: "number", default: 60, describe: "spec.drift.intervalSeconds during the drift check" })
+          .option("step-timeout", { type: "number", default: 900, describe: "seconds a step may wait" })
+          .option("poll", { type: "number", default: 5, describe: "seconds between reads while waiting" })
+          .option("junit", { type: "string", describe: "also write the report as JUnit XML to this file" })
+          .usage(
+            "Usage: $0 test --namespace <ns> --role <role> --image <ref> [--cluster <name>] [--identity <name>] " +
+              "[--junit <file>] [-o json]\n\n" +
+              "Creates the role's object (a TerraformCluster and its Cluster; a TerraformMachine and its Machine; a " +
+              "TerraformMachinePool and its MachinePool) and takes it through seed 004's lifecycle: the first apply, an " +
+              "input change, a drift check, a machine delete (a pool scaled down by one), a state restore " +
+              "(captf.io/restore-state), a destroy. After each step it waits until the object is Ready with no Job running " +
+              "(or gone, with its state Secrets, backups, durable inputs, leases and Jobs). A machine's inputs are " +
+              "immutable: its input change is reported not supported. Each step's outcome, time and the conditions it " +
+              "saw go to the report; a failed step names what it waited for and what it saw, and skips the rest but the " +
+              "destroy.\n\n" +
+              "Exit codes:\n0: every step passed (or was not supported, or skipped)\n1: a step failed\n3: a usage error",
+          )
+          .example("$0 test -n scratch --role machine --cluster dev --image r.example.com/m:v1 --junit t.xml", "a machine module"),
+      async (a) => {
+        const { runTest } = await import("./lifecycle/test-command.js");
+        setExit(
+          await runTest(io, {
+            kubeconfig: a.kubeconfig as string | undefined,
+            context: a.context as string | undefined,
+            namespace: a.namespace as string,
+            role: a.role as Role,
+            image: a.image as string,
+            name: a.name as string | undefined,
+            cluster: a.cluster as string | undefined,
+            identity: a.identity as string | undefined,
+            variables: a.variables as string | undefined,
+            changeVariables: a["change-variables"] as string | undefined,
+            replicas: a.replicas as number,
+            driftInterval: a["drift-interval"] as number,
+            stepTimeout: a["step-timeout"] as number,
+            poll: a.poll as number,
+            junit: a.junit as string | undefined,
+            format: a.output as OutputFormat,
+          }),
+        );
+      },
+    )
     .demandCommand(1, "name a command: init, build, push or test")
-    .epilogue(`${exitCodeHelp}\n\nComing: push (to a registry) and test (the lifecycle against a cluster where captf runs).`)
+    .epilogue(exitCodeHelp)
     .strict()
     .help()
     .version(false)
