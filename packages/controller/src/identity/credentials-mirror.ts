@@ -72,7 +72,9 @@ export const mirrorOwnersLimit = 10;
 export type MirrorPlan =
   | { action: "create"; secret: V1Secret }
   | { action: "replace"; secret: V1Secret; rewritesData: boolean }
-  /** Only the user's ref is missing: added by a strategic merge patch (merged by uid), which never conflicts with other users adding theirs. */
+  /**
+   * Only the user's ref is missing: added by a strategic merge patch (merged by uid), which never conflicts with other users adding theirs.
+   */
   | { action: "addOwner"; ownerReference: V1OwnerReference; order: string[] }
   | { action: "keep" }
   | { action: "foreign"; why: string };
@@ -108,7 +110,10 @@ export function planMirror(
   if (!isCredentialsMirror(existing, user.identity)) {
     return {
       action: "foreign",
-      why: `Secret ${user.namespace}/${name} exists and is not a captf mirror of TerraformClusterIdentity ${user.identity} (labels ${labels.mirrored}=true, ${labels.managed}=true and annotation ${annotations.identity}=${user.identity}); captf never overwrites it: rename or delete that Secret`,
+      why:
+        `Secret ${user.namespace}/${name} exists and is not a captf mirror of TerraformClusterIdentity ${user.identity} ` +
+        `(labels ${labels.mirrored}=true, ${labels.managed}=true and annotation ${annotations.identity}=${user.identity}); ` +
+        `captf never overwrites it: rename or delete that Secret`,
     };
   }
   const meta = existing.metadata ?? {};

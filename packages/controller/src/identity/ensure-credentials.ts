@@ -161,7 +161,8 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
   });
   // Users of one identity in one namespace race to make its mirror: a write that lost reads the winner's live and plans again, once.
   for (let attempt = 1; ; attempt++) {
-    // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read live: a foreign Secret of that name is not in the cache's view.
+    // A cached mirror plans the write: a stale one loses the replace to a conflict, and an added owner merges by uid. Its absence is read
+    // live: a foreign Secret of that name is not in the cache's view.
     const cachedMirror =
       cache && attempt === 1
         ? await readLive(() => cache.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName, { inScope: true }))

@@ -30,7 +30,9 @@ export interface IdentityControllerClients {
 export interface IdentityControllerOptions {
   concurrency?: number;
   now?: () => number;
-  /** The manager's caches: the identity is read from them, and the mirrors are the mirror watch's cache; without them both are read live. */
+  /**
+   * The manager's caches: the identity is read from them, and the mirrors are the mirror watch's cache; without them both are read live.
+   */
   cache?: { reads: ReadCache; mirrors: () => readonly V1Secret[] };
 }
 

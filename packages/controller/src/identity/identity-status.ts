@@ -4,7 +4,7 @@
  * status.namespaces lists the namespaces holding a proper mirror that some object uses.
  */
 import type { V1Secret } from "@kubernetes/client-node";
-import { annotations, apiGroup, kinds, labels } from "@captf/contract/api";
+import { annotations, apiGroup, kinds } from "@captf/contract/api";
 import type { Condition } from "../api/kubernetes-types.js";
 import { maxMirrorNamespaces, type TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { sameJsonValue } from "@captf/contract";

@@ -172,7 +172,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
           {
             reason: "MirrorCreated",
             type: "Normal",
-            note: `mirrored Secret ${sourceNamespace}/aws-creds of TerraformClusterIdentity ${identity} into Secret ${namespace}/${mirrorName}`,
+            note:
+              `mirrored Secret ${sourceNamespace}/aws-creds of TerraformClusterIdentity ${identity} into Secret ` +
+              `${namespace}/${mirrorName}`,
           },
         ],
       });
@@ -278,7 +280,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
         type: "IdentityAllowed",
         status: "False",
         reason: "NamespaceNotAllowed",
-        message: `TerraformClusterIdentity ${identity} does not allow namespace ${namespace}: spec.allowedNamespaces.list does not name ${namespace}`,
+        message:
+          `TerraformClusterIdentity ${identity} does not allow namespace ${namespace}: spec.allowedNamespaces.list does ` +
+          `not name ${namespace}`,
       });
       expect(first.credentialsMirrored).toMatchObject({ status: "Unknown", reason: "MirrorPending" });
       expect(first.credentialsSecret).toBeUndefined();
@@ -439,55 +443,58 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
       expect((await readIdentity(identity)).status?.namespaces).toBeUndefined();
     });
 
-    it("sets Ready=False/CredentialsIncomplete naming the keys and SecretNotFound, requeueing in 30 seconds, with a Warning event", async () => {
-      const incomplete = await createIdentity("ctrl-incomplete", {
-        secretRef: sourceRef(),
-        requiredKeys: ["AWS_REGION", "AWS_SECRET_ACCESS_KEY"],
-      });
-      expect(await controller().reconcile(incomplete, context(incomplete))).toEqual({ requeueAfterMillis: 30_000 });
-      expect((await readIdentity(incomplete)).status?.conditions?.[0]).toMatchObject({
-        type: "Ready",
-        status: "False",
-        reason: "CredentialsIncomplete",
-        message: `Secret ${sourceNamespace}/aws-creds lacks required keys: AWS_REGION`,
-      });
+    it(
+      "sets Ready=False/CredentialsIncomplete naming the keys and SecretNotFound, requeueing in 30 seconds, with a Warning " + "event",
+      async () => {
+        const incomplete = await createIdentity("ctrl-incomplete", {
+          secretRef: sourceRef(),
+          requiredKeys: ["AWS_REGION", "AWS_SECRET_ACCESS_KEY"],
+        });
+        expect(await controller().reconcile(incomplete, context(incomplete))).toEqual({ requeueAfterMillis: 30_000 });
+        expect((await readIdentity(incomplete)).status?.conditions?.[0]).toMatchObject({
+          type: "Ready",
+          status: "False",
+          reason: "CredentialsIncomplete",
+          message: `Secret ${sourceNamespace}/aws-creds lacks required keys: AWS_REGION`,
+        });
 
-      const missing = await createIdentity("ctrl-missing", { secretRef: { name: "absent", namespace: sourceNamespace } });
-      expect(await controller().reconcile(missing, context(missing))).toEqual({ requeueAfterMillis: 30_000 });
-      expect((await readIdentity(missing)).status?.conditions?.[0]).toMatchObject({
-        type: "Ready",
-        status: "False",
-        reason: "SecretNotFound",
-      });
+        const missing = await createIdentity("ctrl-missing", { secretRef: { name: "absent", namespace: sourceNamespace } });
+        expect(await controller().reconcile(missing, context(missing))).toEqual({ requeueAfterMillis: 30_000 });
+        expect((await readIdentity(missing)).status?.conditions?.[0]).toMatchObject({
+          type: "Ready",
+          status: "False",
+          reason: "SecretNotFound",
+        });
 
-      const recorded = (await events.listNamespacedEvent({ namespace: "default" })).items.filter(
-        (event) => event.regarding?.name === incomplete || event.regarding?.name === missing,
-      );
-      // The identity is cluster-scoped: its events are in the default namespace, regarding no namespace.
-      expect(
-        recorded
-          .map((event) => [
-            event.regarding?.name,
-            event.regarding?.namespace,
-            event.reason,
-            event.type,
-            event.action,
-            event.reportingController,
-            event.reportingInstance,
-          ])
-          .sort(),
-      ).toEqual(
-        [
-          [incomplete, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
-          [missing, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
-        ].sort(),
-      );
-      // Still missing: no second event.
-      await controller().reconcile(missing, context(missing));
-      expect(
-        (await events.listNamespacedEvent({ namespace: "default" })).items.filter((event) => event.regarding?.name === missing),
-      ).toHaveLength(1);
-    });
+        const recorded = (await events.listNamespacedEvent({ namespace: "default" })).items.filter(
+          (event) => event.regarding?.name === incomplete || event.regarding?.name === missing,
+        );
+        // The identity is cluster-scoped: its events are in the default namespace, regarding no namespace.
+        expect(
+          recorded
+            .map((event) => [
+              event.regarding?.name,
+              event.regarding?.namespace,
+              event.reason,
+              event.type,
+              event.action,
+              event.reportingController,
+              event.reportingInstance,
+            ])
+            .sort(),
+        ).toEqual(
+          [
+            [incomplete, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
+            [missing, undefined, "IdentitySecretNotFound", "Warning", "CheckSecret", "captf-manager", "test-manager"],
+          ].sort(),
+        );
+        // Still missing: no second event.
+        await controller().reconcile(missing, context(missing));
+        expect(
+          (await events.listNamespacedEvent({ namespace: "default" })).items.filter((event) => event.regarding?.name === missing),
+        ).toHaveLength(1);
+      },
+    );
 
     it("does nothing for an identity that is gone", async () => {
       expect(await controller().reconcile(`${run}-gone`, context(`${run}-gone`))).toEqual({});

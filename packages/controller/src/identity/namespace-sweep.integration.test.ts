@@ -62,7 +62,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the na
     ]);
   });
 
-  it("sweeps at start, as the manager's leader: a namespace left with captf's RBAC and no object is cleaned, one with an object is kept", async () => {
+  it("sweeps at start, as the manager's leader: a namespace left with captf's RBAC and no object is cleaned, one with an object " +
+    "is kept", async () => {
     const left = `${namespace}-left`;
     const used = `${namespace}-used`;
     for (const name of [left, used]) {

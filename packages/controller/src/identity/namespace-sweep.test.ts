@@ -3,7 +3,10 @@ import { pino } from "pino";
 import { namespaceSweepController, nextSweepMillis, sweepNamespaceLogged } from "./namespace-sweep.js";
 import { fakeClient, type FakeHandlers } from "../runtime/fake-client.test-support.js";
 
-/** Lists that answer from fixed tables: `objects` captf objects of each kind remain in every namespace; `workspaces` answers the lists of those instead. */
+/**
+ * Lists that answer from fixed tables: `objects` captf objects of each kind remain in every namespace; `workspaces` answers the lists of
+ * those instead.
+ */
 function listingClient(objects: number, workspaces?: FakeHandlers[string]) {
   const empty = async () => ({ items: [] });
   const remaining = workspaces ?? (async () => ({ items: Array.from({ length: objects }, () => ({})) }));

@@ -38,7 +38,10 @@ export async function sweepNamespace(client: KubeApi, namespace: string): Promis
   return { swept: true, removed };
 }
 
-/** Sweeps a namespace and logs what went; a failed attempt (a dropped connection under load) is tried twice more, then logged and left to the next sweep (never thrown). */
+/**
+ * Sweeps a namespace and logs what went; a failed attempt (a dropped connection under load) is tried twice more, then logged and left to
+ * the next sweep (never thrown).
+ */
 export async function sweepNamespaceLogged(
   client: KubeApi,
   namespace: string,

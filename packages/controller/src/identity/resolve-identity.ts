@@ -49,7 +49,8 @@ export function resolveIdentityName(
       ? `${kind} sets no spec.identityRef; name a TerraformClusterIdentity`
       : clusterSpec === undefined
         ? `${kind} sets no spec.identityRef and its TerraformCluster is not known; set spec.identityRef or wait for the cluster`
-        : `${kind} sets no spec.identityRef and its TerraformCluster sets neither spec.defaults.identityRef nor spec.identityRef; set one of them`;
+        : `${kind} sets no spec.identityRef and its TerraformCluster sets neither spec.defaults.identityRef nor ` +
+          `spec.identityRef; set one of them`;
   return {
     resolved: false,
     reason: "IdentityNotFound",

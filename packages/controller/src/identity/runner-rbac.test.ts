@@ -90,7 +90,8 @@ describe("planRunnerRoleBinding", () => {
       "team-a",
     );
     expect(plan.action === "conflict" && plan.why).toBe(
-      "RoleBinding team-a/captf-runner exists, was not made by captf and binds ClusterRole admin rather than ClusterRole captf-runner to ServiceAccount captf-runner; captf never takes it over: delete or rename it",
+      "RoleBinding team-a/captf-runner exists, was not made by captf and binds ClusterRole admin rather than ClusterRole " +
+        "captf-runner to ServiceAccount captf-runner; captf never takes it over: delete or rename it",
     );
   });
 });

@@ -61,7 +61,9 @@ export function planRunnerRoleBinding(existing: V1RoleBinding | undefined, names
     const bound = `${existing.roleRef?.kind ?? "?"} ${existing.roleRef?.name ?? "?"}`;
     return {
       action: "conflict",
-      why: `RoleBinding ${namespace}/${runnerRbacName} exists, was not made by captf and binds ${bound} rather than ClusterRole ${runnerRbacName} to ServiceAccount ${runnerServiceAccount}; captf never takes it over: delete or rename it`,
+      why:
+        `RoleBinding ${namespace}/${runnerRbacName} exists, was not made by captf and binds ${bound} rather than ClusterRole ` +
+        `${runnerRbacName} to ServiceAccount ${runnerServiceAccount}; captf never takes it over: delete or rename it`,
     };
   }
   if (usable) return { action: "keep" };
@@ -117,7 +119,8 @@ export async function ensureRunnerRbac(
     return failed(`ServiceAccount ${namespace}/${runnerServiceAccount}: ${apiErrorMessage(error)}`);
   }
   const what = `RoleBinding ${namespace}/${runnerRbacName}`;
-  // A conflict is another writer getting there first (the pass of another object in the namespace, another manager): plan once more on what it wrote.
+  // A conflict is another writer getting there first (the pass of another object in the namespace, another manager): plan once more on what
+  // it wrote.
   for (let attempt = 1; ; attempt++) {
     try {
       const existing = await client
@@ -161,7 +164,8 @@ export function serviceAccountOverrideCondition(name: string, namespace: string,
       "RunnerRBACReady",
       "False",
       "ServiceAccountNotOptedIn",
-      `spec.jobs.serviceAccountName names ServiceAccount ${namespace}/${name}, which does not exist: create it labelled ${optIn}, or drop the override`,
+      `spec.jobs.serviceAccountName names ServiceAccount ${namespace}/${name}, which does not exist: create it labelled ` +
+        `${optIn}, or drop the override`,
     );
   if (account.metadata?.labels?.[labels.runnerServiceAccount] !== "true") {
     return conditionReport(

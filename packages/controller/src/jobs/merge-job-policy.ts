@@ -20,7 +20,10 @@ export function mergeJobPolicy(own: StoredJobPolicy | undefined, clusterDefaults
     const names = new Set<string>();
     const union: V1LocalObjectReference[] = [];
     for (const secret of [...(clusterDefaults?.imagePullSecrets ?? []), ...(own?.imagePullSecrets ?? [])]) {
-      if (secret.name && !names.has(secret.name)) union.push(secret), names.add(secret.name);
+      if (secret.name && !names.has(secret.name)) {
+        union.push(secret);
+        names.add(secret.name);
+      }
     }
     merged.imagePullSecrets = union;
   }

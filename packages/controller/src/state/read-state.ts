@@ -29,7 +29,8 @@ export async function observeState(
   cached?: { cache: ReadCache; freshAsOf: string | undefined },
 ): Promise<StateObservation> {
   const labelSelector = `${backendSuffixLabel}=${suffix}`;
-  // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend labels every state Secret captf.io/managed.
+  // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend
+  // labels every state Secret captf.io/managed.
   const list = cached
     ? {
         items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, {

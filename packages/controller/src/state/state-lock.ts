@@ -134,5 +134,8 @@ export async function observeStateLock(
 /** The StateLocked message: who holds the lock, for what, since when, and what to do. */
 export function stateLockedMessage(finding: Extract<StateLockFinding, { kind: "foreign" }>): string {
   const what = [finding.operation, finding.since ? `since ${finding.since}` : undefined].filter(Boolean).join(", ");
-  return `the state lock is held by ${finding.holder}${what ? ` (${what})` : ""}, not by this object's runner: captf never releases it; Jobs wait lockTimeoutSeconds for it, then fail and back off. Release it with force-unlock once its holder is done`;
+  return (
+    `the state lock is held by ${finding.holder}${what ? ` (${what})` : ""}, not by this object's runner: captf never ` +
+    `releases it; Jobs wait lockTimeoutSeconds for it, then fail and back off. Release it with force-unlock once its holder is done`
+  );
 }

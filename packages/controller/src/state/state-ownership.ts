@@ -99,7 +99,10 @@ export async function adoptState(
   throw new Error(`the state Secrets of ${owner.kind} ${owner.name} kept changing while captf adopted them`);
 }
 
-/** Re-owns the listed chunks that miss the owner's reference; returns the names written (a changed or deleted Secret waits for the next pass). */
+/**
+ * Re-owns the listed chunks that miss the owner's reference; returns the names written (a changed or deleted Secret waits for the next
+ * pass).
+ */
 export async function repairStateOwnership(
   client: KubeApi,
   namespace: string,

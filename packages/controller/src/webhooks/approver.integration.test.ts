@@ -11,12 +11,11 @@ import * as k8s from "@kubernetes/client-node";
 import { describeWithTools, sharedControlPlane } from "@captf/testkit";
 import { annotations, apiGroup } from "@captf/contract/api";
 import { minimalCluster } from "../api/examples.test-support.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
 import { installCrds, namespaced, planeClients, waitFor, type PlaneClients } from "../api/crds.test-support.js";
 import { startLoopbackAdmissionServer } from "./admission-server.test-support.js";
 import { buildMutatingWebhookConfiguration } from "./configuration.js";
 import type { AdmissionServer } from "./server.js";
-
-type AnyObject = Record<string, any>;
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the plan approver webhook behind the real API server", () => {
   const suffix = Date.now().toString(36);
@@ -35,16 +34,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
   let adminName: string;
   let sequence = 0;
 
-  function labelledCluster(base: string): AnyObject {
-    const cluster = minimalCluster(`${base}-${(++sequence).toString(36)}`) as AnyObject;
-    cluster.metadata.labels = { [selectorLabel]: suffix };
+  function labelledCluster(base: string): TerraformCluster {
+    const cluster = minimalCluster(`${base}-${(++sequence).toString(36)}`);
+    cluster.metadata!.labels = { [selectorLabel]: suffix };
     return cluster;
   }
   const annotate = (objects: k8s.CustomObjectsApi, name: string, values: Record<string, string | null>) =>
     objects.patchNamespacedCustomObject(
       { ...clusters, name, body: { metadata: { annotations: values } } },
       mergePatch,
-    ) as Promise<AnyObject>;
+    ) as Promise<k8s.KubernetesObject>;
 
   beforeAll(async () => {
     clients = planeClients();
@@ -97,9 +96,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
       "the mutating webhook configuration in effect",
       async () => {
         const body = labelledCluster("probe");
-        body.metadata.annotations = { [annotations.approvePlan]: "p1:probe" };
-        const created = (await clients.objects.createNamespacedCustomObject({ ...clusters, body })) as AnyObject;
-        return created.metadata.annotations?.[annotations.planApprovedBy] === adminName ? true : undefined;
+        body.metadata!.annotations = { [annotations.approvePlan]: "p1:probe" };
+        const created = (await clients.objects.createNamespacedCustomObject({ ...clusters, body })) as k8s.KubernetesObject;
+        return created.metadata!.annotations?.[annotations.planApprovedBy] === adminName ? true : undefined;
       },
       30_000,
     );
@@ -115,8 +114,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
   it("records the author of each approval, keeps the record against forgery, and drops it with the approval", async () => {
     const body = labelledCluster("approved");
     await clients.objects.createNamespacedCustomObject({ ...clusters, body });
-    const name = body.metadata.name as string;
-    const approvedBy = (object: AnyObject) => object.metadata.annotations?.[annotations.planApprovedBy];
+    const name = body.metadata!.name!;
+    const approvedBy = (object: k8s.KubernetesObject) => object.metadata!.annotations?.[annotations.planApprovedBy];
 
     // RBAC bindings reach the authorizer's cache shortly after they are written.
     const approved = await waitFor("the approver's RBAC in effect", () =>
@@ -135,7 +134,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the pl
       approvedBy(await annotate(clients.objects, name, { [annotations.approvePlan]: "p1:second", [annotations.planApprovedBy]: approver })),
     ).toBe(adminName);
     const withdrawn = await annotate(clients.objects, name, { [annotations.approvePlan]: null });
-    expect(withdrawn.metadata.annotations?.[annotations.approvePlan]).toBeUndefined();
+    expect(withdrawn.metadata!.annotations?.[annotations.approvePlan]).toBeUndefined();
     expect(approvedBy(withdrawn)).toBeUndefined();
   }, 60_000);
 });

@@ -54,7 +54,10 @@ export function machineDeletionFactsFrom(machine: TerraformMachine, machines: re
   return { referencingMachines, clusterPaused: clusterObject !== undefined && clusterPaused };
 }
 
-/** The kinds whose objects name an identity, and where. A machine or pool naming none falls back to its TerraformCluster, which is then a user itself. */
+/**
+ * The kinds whose objects name an identity, and where. A machine or pool naming none falls back to its TerraformCluster, which is then a
+ * user itself.
+ */
 const identityReferencingKinds = [
   { type: terraformClusterType, paths: [["identityRef"], ["defaults", "identityRef"]] },
   { type: terraformMachineType, paths: [["identityRef"]] },

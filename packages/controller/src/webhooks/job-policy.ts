@@ -42,17 +42,20 @@ function deadlineProblems(path: string, { lockTimeoutSeconds: lock, activeDeadli
     return lock < deadline
       ? []
       : [
-          `${path}.lockTimeoutSeconds: ${lock} must be less than ${path}.activeDeadlineSeconds (${deadline}), or the Job ends while it still waits for the state lock; lower the lock timeout or raise the deadline`,
+          `${path}.lockTimeoutSeconds: ${lock} must be less than ${path}.activeDeadlineSeconds (${deadline}), or the Job ends ` +
+            `while it still waits for the state lock; lower the lock timeout or raise the deadline`,
         ];
   }
   if (deadline !== undefined && deadline <= jobPolicyDefaults.lockTimeoutSeconds) {
     return [
-      `${path}.activeDeadlineSeconds: ${deadline} must exceed the built-in lock timeout of ${jobPolicyDefaults.lockTimeoutSeconds} seconds; raise it or also set a lower lockTimeoutSeconds`,
+      `${path}.activeDeadlineSeconds: ${deadline} must exceed the built-in lock timeout of ` +
+        `${jobPolicyDefaults.lockTimeoutSeconds} seconds; raise it or also set a lower lockTimeoutSeconds`,
     ];
   }
   if (lock !== undefined && lock >= jobPolicyDefaults.activeDeadlineSeconds) {
     return [
-      `${path}.lockTimeoutSeconds: ${lock} must be less than the built-in deadline of ${jobPolicyDefaults.activeDeadlineSeconds} seconds; lower it or also set a higher activeDeadlineSeconds`,
+      `${path}.lockTimeoutSeconds: ${lock} must be less than the built-in deadline of ` +
+        `${jobPolicyDefaults.activeDeadlineSeconds} seconds; lower it or also set a higher activeDeadlineSeconds`,
     ];
   }
   return [];
@@ -67,7 +70,11 @@ export function mergedDeadlineProblem(policy: Pick<JobPolicy, "lockTimeoutSecond
   const deadline = policy.activeDeadlineSeconds ?? jobPolicyDefaults.activeDeadlineSeconds;
   if (lock < deadline) return undefined;
   const origin = (value: number | undefined) => (value === undefined ? "built-in" : "configured");
-  return `the effective lockTimeoutSeconds ${lock} (${origin(policy.lockTimeoutSeconds)}) must be less than the effective activeDeadlineSeconds ${deadline} (${origin(policy.activeDeadlineSeconds)}), or the Job ends while it still waits for the state lock: lower the lock timeout or raise the deadline (spec.jobs, or the cluster's spec.defaults.jobs)`;
+  return (
+    `the effective lockTimeoutSeconds ${lock} (${origin(policy.lockTimeoutSeconds)}) must be less than the effective ` +
+    `activeDeadlineSeconds ${deadline} (${origin(policy.activeDeadlineSeconds)}), or the Job ends while it still waits for the ` +
+    `state lock: lower the lock timeout or raise the deadline (spec.jobs, or the cluster's spec.defaults.jobs)`
+  );
 }
 
 function envProblems(path: string, policy: JobPolicy): string[] {
@@ -75,7 +82,8 @@ function envProblems(path: string, policy: JobPolicy): string[] {
     const prefix = reservedEnvPrefixes.find((candidate) => variable.name.startsWith(candidate));
     return prefix
       ? [
-          `${path}.env[${index}].name: ${JSON.stringify(variable.name)} is reserved: the runner owns every ${prefix}* variable (runtime and state backend settings); remove it, and bake settings such as a provider mirror into the image instead`,
+          `${path}.env[${index}].name: ${JSON.stringify(variable.name)} is reserved: the runner owns every ${prefix}* variable ` +
+            `(runtime and state backend settings); remove it, and bake settings such as a provider mirror into the image instead`,
         ]
       : [];
   });
@@ -98,7 +106,8 @@ function sharedSecurityProblems(path: string, context: SharedSecurityFields): st
   const seLinux = context.seLinuxOptions;
   if (seLinux?.type !== undefined && !allowedSeLinuxTypes.includes(seLinux.type)) {
     problems.push(
-      `${path}.seLinuxOptions.type: ${JSON.stringify(seLinux.type)} is not allowed; use one of ${allowedSeLinuxTypes.filter(Boolean).join(", ")} or leave it unset`,
+      `${path}.seLinuxOptions.type: ${JSON.stringify(seLinux.type)} is not allowed; use one of ` +
+        `${allowedSeLinuxTypes.filter(Boolean).join(", ")} or leave it unset`,
     );
   }
   if (seLinux?.user) problems.push(`${path}.seLinuxOptions.user: setting an SELinux user is not allowed; remove it`);

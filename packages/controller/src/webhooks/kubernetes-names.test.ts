@@ -31,8 +31,10 @@ describe("templateMetadataProblems", () => {
       annotations: { "example.com/big": "x".repeat(300 * 1024) },
     });
     expect(problems).toEqual([
-      'spec.template.metadata.labels: key "bad key" is not a valid label key: its name part must be alphanumerics, -, _ or ., starting and ending with an alphanumeric',
-      'spec.template.metadata.labels["ok"]: the value is not a valid label value: it must be alphanumerics, -, _ or ., starting and ending with an alphanumeric',
+      'spec.template.metadata.labels: key "bad key" is not a valid label key: its name part must be alphanumerics, -, _ or ., ' +
+        "starting and ending with an alphanumeric",
+      'spec.template.metadata.labels["ok"]: the value is not a valid label value: it must be alphanumerics, -, _ or ., starting ' +
+        "and ending with an alphanumeric",
       expect.stringContaining("spec.template.metadata.annotations: 307215 bytes in all, more than the 262144 Kubernetes allows"),
     ]);
   });

@@ -11,13 +11,12 @@ import * as k8s from "@kubernetes/client-node";
 import { clusterApiCrdPaths, describeWithTools, sharedControlPlane } from "@captf/testkit";
 import { apiGroup, apiVersion } from "@captf/contract/api";
 import { clusterTemplate, identity, minimalCluster, minimalMachine } from "../api/examples.test-support.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
 import { installCrds, namespaced, planeClients, rejection, waitFor, type PlaneClients } from "../api/crds.test-support.js";
 import { startLoopbackAdmissionServer } from "./admission-server.test-support.js";
 import { buildValidatingWebhookConfiguration } from "./configuration.js";
 import { clusterApiCoordinates } from "./facts.js";
 import type { AdmissionServer } from "./server.js";
-
-type AnyObject = Record<string, any>;
 
 /** The real Cluster API CRDs (the TerraformMachine webhook reads Machines), created unless another suite did. */
 async function installClusterApiCrds(extensions: k8s.ApiextensionsV1Api): Promise<void> {
@@ -51,22 +50,22 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
   const identities: string[] = [];
 
   /** Every object of this suite carries the label the webhooks select on. */
-  function labelled<T extends { metadata?: AnyObject }>(object: T): T {
+  function labelled<T extends k8s.KubernetesObject>(object: T): T {
     object.metadata = { ...object.metadata, labels: { ...object.metadata?.labels, [selectorLabel]: suffix } };
     return object;
   }
-  const create = (plural: string, body: AnyObject) =>
-    clients.objects.createNamespacedCustomObject({ ...namespaced(plural, namespace), body }) as Promise<AnyObject>;
+  const create = <T extends k8s.KubernetesObject>(plural: string, body: T) =>
+    clients.objects.createNamespacedCustomObject({ ...namespaced(plural, namespace), body }) as Promise<T>;
   const remove = (plural: string, name: string) => clients.objects.deleteNamespacedCustomObject({ ...namespaced(plural, namespace), name });
   const identityCoordinates = { group: apiGroup, version: apiVersion, plural: "terraformclusteridentities" };
-  const createIdentity = (objects: k8s.CustomObjectsApi, body: AnyObject) => {
-    identities.push(body.metadata.name);
-    return objects.createClusterCustomObject({ ...identityCoordinates, body }) as Promise<AnyObject>;
+  const createIdentity = (objects: k8s.CustomObjectsApi, body: k8s.KubernetesObject) => {
+    identities.push(body.metadata!.name!);
+    return objects.createClusterCustomObject({ ...identityCoordinates, body }) as Promise<k8s.KubernetesObject>;
   };
   const deleteIdentity = (name: string) => clients.objects.deleteClusterCustomObject({ ...identityCoordinates, name });
 
   /** A cluster with a reserved variable name and a TF_ variable in its Job environment: only the webhook refuses these. */
-  function refusedCluster(): AnyObject {
+  function refusedCluster(): TerraformCluster {
     const cluster = labelled(minimalCluster(uniqueName("refused")));
     cluster.spec.variables = { captf_cluster_name: "mine", region: "eu-west-1" };
     cluster.spec.jobs = { env: [{ name: "TF_LOG", value: "TRACE" }] };
@@ -104,7 +103,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
           if (error instanceof k8s.ApiException && String(error.body).includes("denied the request")) return true;
           throw error;
         }
-        await remove("terraformclusters", body.metadata.name);
+        await remove("terraformclusters", body.metadata!.name!);
         return undefined;
       },
       30_000,
@@ -140,16 +139,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
     const stored = await create("terraformclustertemplates", labelled(clusterTemplate(uniqueName("tpl"))));
     const changed = structuredClone(stored);
     changed.spec.template.spec.source.image = "ghcr.io/captf-io/module-images/noop-cluster:v0.2.0-opentofu";
-    const replace = (body: AnyObject) =>
+    const replace = (body: k8s.KubernetesObject) =>
       clients.objects.replaceNamespacedCustomObject({
         ...namespaced("terraformclustertemplates", namespace),
-        name: body.metadata.name,
+        name: body.metadata!.name!,
         body,
       });
     const { code, message } = await rejection(replace(changed));
     expect(code).toBe(422);
     expect(message).toContain("TerraformClusterTemplate spec.template.spec is immutable; create a new TerraformClusterTemplate");
-    stored.metadata.annotations = { "example.com/owner": "platform" };
+    stored.metadata!.annotations = { "example.com/owner": "platform" };
     await replace(stored);
   });
 

@@ -8,15 +8,26 @@ import { request } from "node:https";
 import { connect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { pino } from "pino";
+import type { KubernetesObject } from "@kubernetes/client-node";
 import { groupVersion, kinds } from "@captf/contract/api";
 import { clusterTemplate, identity, minimalCluster, minimalMachine } from "../api/examples.test-support.js";
 import { generateServingCertificate, rotateInto, type ServingCertificate } from "./certificates.test-support.js";
 import { webhookPath } from "./configuration.js";
 import type { AdmissionFacts, AdmissionUserInfo } from "./facts.js";
-import { decodeAdmissionReview, startAdmissionServer, WebhookCertificateError, type AdmissionServer } from "./server.js";
+import {
+  decodeAdmissionReview,
+  startAdmissionServer,
+  WebhookCertificateError,
+  type AdmissionResponse,
+  type AdmissionServer,
+} from "./server.js";
 import { managerUsername } from "./admission.test-support.js";
 
-type AnyObject = Record<string, any>;
+type AnyObject = Record<string, unknown>;
+/** An AdmissionReview as a test sends it, valid or not. */
+type SentReview = { apiVersion: string; kind: string; request: AnyObject & { uid: string } };
+/** The server's answer as a test reads it: a review's response, or whatever else it wrote. */
+type AnswerBody = AnyObject & { response: AdmissionResponse };
 
 /** Facts the tests steer; each call is recorded. */
 function fakeFacts() {
@@ -47,7 +58,7 @@ function fakeFacts() {
 }
 
 let sequence = 0;
-function review(kind: string, operation: string, object: unknown, oldObject?: unknown, extra: AnyObject = {}): AnyObject {
+function review(kind: string, operation: string, object: unknown, oldObject?: unknown, extra: AnyObject = {}): SentReview {
   return {
     apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
@@ -56,7 +67,7 @@ function review(kind: string, operation: string, object: unknown, oldObject?: un
       kind: { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", kind },
       resource: { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", resource: `${kind.toLowerCase()}s` },
       operation,
-      name: (object as AnyObject | null)?.metadata?.name ?? (oldObject as AnyObject | undefined)?.metadata?.name,
+      name: (object as KubernetesObject | null)?.metadata?.name ?? (oldObject as KubernetesObject | undefined)?.metadata?.name,
       namespace: "team-a",
       userInfo: { username: "alice", uid: "u-1", groups: ["system:authenticated", "team-a"], extra: { scopes: ["x"] } },
       object: object ?? null,
@@ -78,7 +89,7 @@ describe("the admission server", () => {
     path: string,
     body: unknown,
     options: { ca?: string; headers?: Record<string, string>; method?: string } = {},
-  ): Promise<{ status: number; body: AnyObject }> {
+  ): Promise<{ status: number; body: AnswerBody }> {
     const text = typeof body === "string" ? body : JSON.stringify(body);
     return new Promise((resolve, reject) => {
       const req = request(
@@ -93,7 +104,9 @@ describe("the admission server", () => {
         (response) => {
           let answer = "";
           response.on("data", (chunk: Buffer) => (answer += chunk.toString()));
-          response.on("end", () => resolve({ status: response.statusCode ?? 0, body: answer ? (JSON.parse(answer) as AnyObject) : {} }));
+          response.on("end", () =>
+            resolve({ status: response.statusCode ?? 0, body: answer ? (JSON.parse(answer) as AnswerBody) : ({} as AnswerBody) }),
+          );
         },
       );
       req.on("error", reject);
@@ -140,9 +153,9 @@ describe("the admission server", () => {
       const answer = await post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", cluster));
       expect(answer.status).toBe(200);
       expect(answer.body.response).toMatchObject({ allowed: false, status: { code: 422, reason: "Invalid" } });
-      expect(answer.body.response.status.message).toContain('spec.jobs.env[0].name: "TF_LOG" is reserved');
-      expect(answer.body.response.status.message).toContain('variable name "captf_cluster_name" is reserved');
-      expect(answer.body.response.status.message.split("; ").length).toBeGreaterThanOrEqual(2);
+      expect(answer.body.response.status!.message).toContain('spec.jobs.env[0].name: "TF_LOG" is reserved');
+      expect(answer.body.response.status!.message).toContain('variable name "captf_cluster_name" is reserved');
+      expect(answer.body.response.status!.message.split("; ").length).toBeGreaterThanOrEqual(2);
     });
 
     it("judges an UPDATE against the old object and passes warnings on", async () => {
@@ -150,7 +163,7 @@ describe("the admission server", () => {
       const changed = structuredClone(stored);
       changed.spec.template.spec.source.image = "ghcr.io/captf-io/module-images/noop-cluster:v0.2.0";
       const refused = await post(webhookPath(kinds.clusterTemplate), review(kinds.clusterTemplate, "UPDATE", changed, stored));
-      expect(refused.body.response.status.message).toContain("TerraformClusterTemplate spec.template.spec is immutable");
+      expect(refused.body.response.status!.message).toContain("TerraformClusterTemplate spec.template.spec is immutable");
 
       delete (stored.spec.template.spec as AnyObject).identityRef;
       const relabelled = structuredClone(stored);
@@ -164,7 +177,7 @@ describe("the admission server", () => {
       const withId = structuredClone(stored);
       withId.spec.providerID = "aws:///eu-west-1a/i-0abc";
       const byUser = await post(webhookPath(kinds.machine), review(kinds.machine, "UPDATE", withId, stored));
-      expect(byUser.body.response.status.message).toContain("spec.providerID may only be set by the captf manager");
+      expect(byUser.body.response.status!.message).toContain("spec.providerID may only be set by the captf manager");
       const byManager = await post(
         webhookPath(kinds.machine),
         review(kinds.machine, "UPDATE", withId, stored, { userInfo: { username: managerUsername } }),
@@ -176,7 +189,7 @@ describe("the admission server", () => {
       calls.length = 0;
       state.secretAccessAllowed = false;
       const denied = await post(webhookPath(kinds.clusterIdentity), review(kinds.clusterIdentity, "CREATE", identity("aws")));
-      expect(denied.body.response.status.message).toContain('user "alice" may not get Secret captf-system/aws');
+      expect(denied.body.response.status!.message).toContain('user "alice" may not get Secret captf-system/aws');
       expect(state.lastSecretAccessUser).toEqual({
         username: "alice",
         uid: "u-1",
@@ -214,7 +227,7 @@ describe("the admission server", () => {
 
     it("refuses deleting a TerraformMachine under a live Machine, and admits it with a warning when the lookup fails", async () => {
       const refused = await post(webhookPath(kinds.machine), review(kinds.machine, "DELETE", null, minimalMachine("m")));
-      expect(refused.body.response.status.message).toContain("is the infrastructure of Machine m-0");
+      expect(refused.body.response.status!.message).toContain("is the infrastructure of Machine m-0");
       state.machineLookupFails = true;
       const admitted = await post(webhookPath(kinds.machine), review(kinds.machine, "DELETE", null, minimalMachine("m")));
       expect(admitted.body.response).toMatchObject({
@@ -284,7 +297,7 @@ describe("the admission server", () => {
       expect((await post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", minimalCluster()))).body.response.allowed).toBe(true);
     });
 
-    it.each<[string, AnyObject, string]>([
+    it.each<[string, SentReview, string]>([
       [
         "a review of another kind than the path's",
         review(kinds.machine, "CREATE", minimalMachine()),
@@ -309,8 +322,8 @@ describe("the admission server", () => {
     });
 
     it("turns a validator that throws on an object the schema would never admit into a 500 denial", async () => {
-      const cluster = minimalCluster("odd") as AnyObject;
-      cluster.spec.variablesFrom = "not-a-list";
+      const cluster = minimalCluster("odd");
+      (cluster.spec as AnyObject).variablesFrom = "not-a-list";
       const answer = await post(webhookPath(kinds.cluster), review(kinds.cluster, "CREATE", cluster));
       expect(answer.body.response).toMatchObject({
         allowed: false,

@@ -86,7 +86,10 @@ export function decodeAdmissionReview(body: unknown): { request: AdmissionReques
   const review = body as Record<string, unknown>;
   if (review.apiVersion !== admissionReviewApiVersion || review.kind !== "AdmissionReview") {
     return {
-      problem: `expected apiVersion ${admissionReviewApiVersion} kind AdmissionReview, got apiVersion ${JSON.stringify(review.apiVersion)} kind ${JSON.stringify(review.kind)}; the webhook configuration must list admissionReviewVersions: ["v1"]`,
+      problem:
+        `expected apiVersion ${admissionReviewApiVersion} kind AdmissionReview, got apiVersion ` +
+        `${JSON.stringify(review.apiVersion)} kind ${JSON.stringify(review.kind)}; the webhook configuration must list ` +
+        `admissionReviewVersions: ["v1"]`,
     };
   }
   const request = review.request as Record<string, unknown> | undefined;
@@ -193,7 +196,8 @@ async function judgeDeletion(request: AdmissionRequest, kind: string, deps: Revi
       return verdict(
         [],
         [
-          `could not check whether a Machine still uses this TerraformMachine (${error instanceof Error ? error.message : String(error)}); deletion admitted`,
+          `could not check whether a Machine still uses this TerraformMachine ` +
+            `(${error instanceof Error ? error.message : String(error)}); deletion admitted`,
         ],
       );
     }
@@ -206,7 +210,8 @@ async function judgeDeletion(request: AdmissionRequest, kind: string, deps: Revi
     } catch (error) {
       deps.logger.warn({ uid: request.uid, err: error }, "could not look up the users of a TerraformClusterIdentity being deleted");
       return verdict([
-        `could not check whether TerraformClusterIdentity ${name} is still in use (${error instanceof Error ? error.message : String(error)}); retry the deletion`,
+        `could not check whether TerraformClusterIdentity ${name} is still in use ` +
+          `(${error instanceof Error ? error.message : String(error)}); retry the deletion`,
       ]);
     }
   }
@@ -223,7 +228,8 @@ export async function reviewAdmissionRequest(
   try {
     if (request.kind.group !== apiGroup || request.kind.kind !== webhook.kind) {
       throw new UnjudgeableRequest(
-        `this webhook validates ${webhook.kind}.${apiGroup}, the request is for ${request.kind.kind}.${request.kind.group || "core"}; fix the rules of webhook ${webhook.name}`,
+        `this webhook validates ${webhook.kind}.${apiGroup}, the request is for ` +
+          `${request.kind.kind}.${request.kind.group || "core"}; fix the rules of webhook ${webhook.name}`,
       );
     }
     // The status subresource is not covered; a configuration that sends it anyway changes nothing.
@@ -250,7 +256,9 @@ export async function reviewAdmissionRequest(
       status: {
         code: 500,
         reason: "InternalError",
-        message: `the ${webhook.kind} validator failed: ${error instanceof Error ? error.message : String(error)}; see the captf manager's log`,
+        message:
+          `the ${webhook.kind} validator failed: ${error instanceof Error ? error.message : String(error)}; see the ` +
+          `captf manager's log`,
       },
     };
   }
@@ -295,7 +303,10 @@ export interface AdmissionServerOptions extends ReviewDependencies {
   port: number;
   /** Interface to listen on; all when unset. */
   host?: string;
-  /** Serving certificate (PEM, the chain) and key, as cert-manager writes them (--webhook-cert-dir + --webhook-cert-name / --webhook-key-name). */
+  /**
+   * Serving certificate (PEM, the chain) and key, as cert-manager writes them (--webhook-cert-dir + --webhook-cert-name /
+   * --webhook-key-name).
+   */
   certFile: string;
   keyFile: string;
   /** TLS settings of the --tls-* flags, in Node's terms. */
@@ -332,7 +343,8 @@ async function readPair(certFile: string, keyFile: string, tls: AdmissionServerO
     [cert, key] = await Promise.all([readFile(certFile), readFile(keyFile)]);
   } catch (error) {
     throw new WebhookCertificateError(
-      `webhook serving certificate: ${error instanceof Error ? error.message : String(error)}; mount the serving certificate Secret at --webhook-cert-dir (files named by --webhook-cert-name and --webhook-key-name)`,
+      `webhook serving certificate: ${error instanceof Error ? error.message : String(error)}; mount the serving certificate ` +
+        `Secret at --webhook-cert-dir (files named by --webhook-cert-name and --webhook-key-name)`,
       { cause: error },
     );
   }
@@ -340,7 +352,8 @@ async function readPair(certFile: string, keyFile: string, tls: AdmissionServerO
     createSecureContext({ cert, key, ...tls });
   } catch (error) {
     throw new WebhookCertificateError(
-      `webhook serving certificate ${certFile} and key ${keyFile} do not form a usable pair: ${error instanceof Error ? error.message : String(error)}`,
+      `webhook serving certificate ${certFile} and key ${keyFile} do not form a usable pair: ` +
+        `${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
     );
   }

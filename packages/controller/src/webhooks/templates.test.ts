@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import { clusterTemplate, machineTemplate, poolTemplate } from "../api/examples.test-support.js";
+import type { TerraformClusterTemplate, TerraformMachinePoolTemplate, TerraformMachineTemplate } from "../api/templates.js";
 import { asUser, reasonsOf } from "./admission.test-support.js";
 import {
   topologyDryRunAnnotation,
@@ -7,6 +8,11 @@ import {
   validateTerraformMachinePoolTemplate,
   validateTerraformMachineTemplate,
 } from "./templates.js";
+import type { AdmissionContext, Verdict } from "./verdict.js";
+
+type AnyTemplate = TerraformClusterTemplate | TerraformMachineTemplate | TerraformMachinePoolTemplate;
+/** The three template validators, each of its own kind: the table calls them alike. */
+type TemplateValidator = (oldObject: AnyTemplate | undefined, newObject: AnyTemplate, context: AdmissionContext) => Verdict;
 
 describe("template webhooks", () => {
   it("admit valid templates", () => {
@@ -21,7 +27,8 @@ describe("template webhooks", () => {
     expect(validateTerraformClusterTemplate(undefined, template, asUser())).toEqual({
       allowed: true,
       warnings: [
-        "spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a ClusterClass patch sets one",
+        "spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a " +
+          "ClusterClass patch sets one",
       ],
     });
   });
@@ -31,21 +38,21 @@ describe("template webhooks", () => {
     ["TerraformMachineTemplate", () => machineTemplate(), validateTerraformMachineTemplate],
     ["TerraformMachinePoolTemplate", () => poolTemplate(), validateTerraformMachinePoolTemplate],
   ] as const)("%s: spec.template.spec is immutable, metadata is not, and a topology dry-run is exempt", (kind, build, validate) => {
-    const before = build() as any;
+    const before: AnyTemplate = build();
     const relabelled = structuredClone(before);
     relabelled.spec.template.metadata = { labels: { tier: "gold" } };
-    expect((validate as any)(before, relabelled, asUser()).allowed).toBe(true);
+    expect((validate as TemplateValidator)(before, relabelled, asUser()).allowed).toBe(true);
 
     const changed = structuredClone(before);
     changed.spec.template.spec.source.image = "ghcr.io/x/other:v2";
-    expect(reasonsOf((validate as any)(before, changed, asUser()))).toEqual([
+    expect(reasonsOf((validate as TemplateValidator)(before, changed, asUser()))).toEqual([
       `${kind} spec.template.spec is immutable; create a new ${kind} and point its users at it (Cluster API then rolls out the change)`,
     ]);
-    changed.metadata.annotations = { [topologyDryRunAnnotation]: "" };
-    expect((validate as any)(before, changed, asUser("system:serviceaccount:capi-system:capi-manager", { dryRun: true })).allowed).toBe(
-      true,
-    );
-    expect((validate as any)(before, changed, asUser()).allowed).toBe(false);
+    changed.metadata!.annotations = { [topologyDryRunAnnotation]: "" };
+    expect(
+      (validate as TemplateValidator)(before, changed, asUser("system:serviceaccount:capi-system:capi-manager", { dryRun: true })).allowed,
+    ).toBe(true);
+    expect((validate as TemplateValidator)(before, changed, asUser()).allowed).toBe(false);
   });
 
   it("let a topology dry-run patch a cluster template's endpoint: the template has no endpoint rule of its own", () => {

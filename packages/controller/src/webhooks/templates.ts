@@ -44,7 +44,8 @@ export function validateTerraformClusterTemplate(
   const warnings = spec.identityRef?.name
     ? []
     : [
-        "spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a ClusterClass patch sets one",
+        "spec.template.spec sets no identityRef; TerraformClusters created from this template are rejected unless a " +
+          "ClusterClass patch sets one",
       ];
   return verdict(problems, warnings);
 }

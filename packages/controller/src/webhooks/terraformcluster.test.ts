@@ -61,7 +61,8 @@ describe("validateTerraformCluster", () => {
   ])("refuses an endpoint update once it has a host: %s", (_name, change) => {
     const [before, after] = updated(change);
     expect(reasonsOf(validateTerraformCluster(before, after, asUser()))).toEqual([
-      "spec.controlPlaneEndpoint is immutable once it has a host (demo-api.example.com:6443): every Machine and kubeconfig points at it; create a new cluster to use another endpoint",
+      "spec.controlPlaneEndpoint is immutable once it has a host (demo-api.example.com:6443): every Machine and kubeconfig " +
+        "points at it; create a new cluster to use another endpoint",
     ]);
   });
 

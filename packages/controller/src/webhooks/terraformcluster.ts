@@ -39,7 +39,8 @@ function endpointChangeProblems(oldEndpoint: ApiEndpoint | undefined, newEndpoin
   if (!hostChanged && !portChanged) return [];
   const stored = `${oldEndpoint.host}${oldEndpoint.port === undefined ? "" : `:${oldEndpoint.port}`}`;
   return [
-    `spec.controlPlaneEndpoint is immutable once it has a host (${stored}): every Machine and kubeconfig points at it; create a new cluster to use another endpoint`,
+    `spec.controlPlaneEndpoint is immutable once it has a host (${stored}): every Machine and kubeconfig points at it; create a ` +
+      `new cluster to use another endpoint`,
   ];
 }
 
@@ -52,7 +53,8 @@ export function validateTerraformCluster(
   problems.push(...endpointChangeProblems(oldObject?.spec.controlPlaneEndpoint, newObject.spec.controlPlaneEndpoint));
   if (!newObject.spec.identityRef?.name) {
     problems.unshift(
-      "spec.identityRef.name is required: a TerraformCluster uses only its own identity (spec.defaults.identityRef applies to its machines and pools); name a TerraformClusterIdentity",
+      "spec.identityRef.name is required: a TerraformCluster uses only its own identity (spec.defaults.identityRef applies to " +
+        "its machines and pools); name a TerraformClusterIdentity",
     );
   }
   return verdict(problems);

@@ -47,7 +47,8 @@ describe("validateTerraformClusterIdentity", () => {
     expect(
       reasonsOf(validateTerraformClusterIdentity(undefined, identity(), { ...asUser("mallory"), secretAccess: { allowed: false } })),
     ).toEqual([
-      'user "mallory" may not get Secret captf-system/aws: an identity may only expose a Secret its author can read; get that permission or reference another Secret',
+      'user "mallory" may not get Secret captf-system/aws: an identity may only expose a Secret its author can read; get that ' +
+        "permission or reference another Secret",
     ]);
     expect(reasonsOf(validateTerraformClusterIdentity(undefined, identity(), asUser("mallory")))).toEqual([
       expect.stringContaining("could not be checked; retry"),
@@ -88,7 +89,8 @@ describe("validateTerraformClusterIdentityDeletion", () => {
       ),
     ).toEqual([
       "TerraformClusterIdentity aws is used by TerraformMachine team-a/m1 and 1 more; point them at another identity or delete them first",
-      "TerraformClusterIdentity aws is still mirrored into team-a, team-b; wait for the manager to remove the mirrors once nothing there uses it",
+      "TerraformClusterIdentity aws is still mirrored into team-a, team-b; wait for the manager to remove the mirrors once " +
+        "nothing there uses it",
     ]);
   });
 });

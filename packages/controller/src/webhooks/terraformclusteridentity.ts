@@ -44,7 +44,8 @@ export function validateTerraformClusterIdentity(
   if (allowedNamespaces) {
     if (allowedNamespaces.list === undefined && allowedNamespaces.selector === undefined) {
       problems.push(
-        "spec.allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace (omit allowedNamespaces to allow none)",
+        "spec.allowedNamespaces {} is ambiguous and rejected: set list, or write selector: {} to allow every namespace (omit " +
+          "allowedNamespaces to allow none)",
       );
     }
     for (const [index, namespace] of (allowedNamespaces.list ?? []).entries()) {
@@ -57,7 +58,8 @@ export function validateTerraformClusterIdentity(
     const target = `${secretRef.namespace}/${secretRef.name}`;
     problems.push(
       context.secretAccess
-        ? `user ${JSON.stringify(context.requester.username)} may not get Secret ${target}: an identity may only expose a Secret its author can read; get that permission or reference another Secret`
+        ? `user ${JSON.stringify(context.requester.username)} may not get Secret ${target}: an identity may only expose a ` +
+            `Secret its author can read; get that permission or reference another Secret`
         : `whether user ${JSON.stringify(context.requester.username)} may get Secret ${target} could not be checked; retry`,
     );
   }
@@ -78,13 +80,15 @@ export function validateTerraformClusterIdentityDeletion(object: TerraformCluste
   if (user) {
     const more = users.length > 1 ? ` and ${users.length - 1} more` : "";
     problems.push(
-      `TerraformClusterIdentity ${object.metadata?.name ?? ""} is used by ${user.kind} ${user.namespace}/${user.name}${more}; point them at another identity or delete them first`,
+      `TerraformClusterIdentity ${object.metadata?.name ?? ""} is used by ${user.kind} ${user.namespace}/${user.name}${more}; ` +
+        `point them at another identity or delete them first`,
     );
   }
   const mirrored = object.status?.namespaces ?? [];
   if (mirrored.length > 0) {
     problems.push(
-      `TerraformClusterIdentity ${object.metadata?.name ?? ""} is still mirrored into ${mirrored.join(", ")}; wait for the manager to remove the mirrors once nothing there uses it`,
+      `TerraformClusterIdentity ${object.metadata?.name ?? ""} is still mirrored into ${mirrored.join(", ")}; wait for the ` +
+        `manager to remove the mirrors once nothing there uses it`,
     );
   }
   return verdict(problems);

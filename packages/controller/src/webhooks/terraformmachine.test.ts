@@ -97,7 +97,8 @@ describe("validateTerraformMachineDeletion", () => {
         }),
       ),
     ).toEqual([
-      "TerraformMachine demo-md-0-abc is the infrastructure of Machine demo-md-0-abc, which is not being deleted; delete the Machine instead and Cluster API deletes this object",
+      "TerraformMachine demo-md-0-abc is the infrastructure of Machine demo-md-0-abc, which is not being deleted; delete the " +
+        "Machine instead and Cluster API deletes this object",
     ]);
   });
 

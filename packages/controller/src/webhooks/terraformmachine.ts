@@ -28,7 +28,8 @@ export function validateTerraformMachine(
     for (const field of definingFields) {
       if (!sameJsonValue(oldObject.spec[field], newObject.spec[field])) {
         problems.push(
-          `spec.${field} is immutable: a TerraformMachine is replaced, never changed; roll out a new machine (for example through a new TerraformMachineTemplate)`,
+          `spec.${field} is immutable: a TerraformMachine is replaced, never changed; roll out a new machine (for example ` +
+            `through a new TerraformMachineTemplate)`,
         );
       }
     }
@@ -42,11 +43,13 @@ function providerIdProblems(oldId: string | undefined, newId: string | undefined
   if ((oldId ?? "") === (newId ?? "")) return [];
   if (oldId)
     return [
-      `spec.providerID is set once and then immutable (${oldId}): it must keep matching the Node's spec.providerID; delete the machine to get a new instance`,
+      `spec.providerID is set once and then immutable (${oldId}): it must keep matching the Node's spec.providerID; delete the ` +
+        `machine to get a new instance`,
     ];
   if (context.requester.username !== context.managerUsername) {
     return [
-      `spec.providerID may only be set by the captf manager (${context.managerUsername}), from the module's provider_id output; leave it empty`,
+      `spec.providerID may only be set by the captf manager (${context.managerUsername}), from the module's provider_id output; ` +
+        `leave it empty`,
     ];
   }
   return [];
@@ -67,6 +70,7 @@ export function validateTerraformMachineDeletion(object: TerraformMachine, facts
   const movedAway = object.metadata?.annotations?.[annotations.deleteForMove] !== undefined && facts.clusterPaused;
   if (movedAway) return verdict([]);
   return verdict([
-    `TerraformMachine ${object.metadata?.name ?? ""} is the infrastructure of Machine ${live.name}, which is not being deleted; delete the Machine instead and Cluster API deletes this object`,
+    `TerraformMachine ${object.metadata?.name ?? ""} is the infrastructure of Machine ${live.name}, which is not being deleted; ` +
+      `delete the Machine instead and Cluster API deletes this object`,
   ]);
 }

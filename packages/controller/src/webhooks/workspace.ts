@@ -39,7 +39,8 @@ export function workspaceProblems(check: WorkspaceCheck): string[] {
       const problem = imageReferenceProblem(image);
       if (problem)
         problems.push(
-          `${path}.source.image: ${JSON.stringify(image)} is not a valid image reference: ${problem}; use registry/repository:tag or registry/repository@sha256:<digest>`,
+          `${path}.source.image: ${JSON.stringify(image)} is not a valid image reference: ${problem}; use ` +
+            `registry/repository:tag or registry/repository@sha256:<digest>`,
         );
     }
   }
@@ -76,7 +77,8 @@ export function variablesFromProblems(path: string, sources: WorkspaceSpec["vari
     const refs = [source.configMapRef && "configMapRef", source.secretRef && "secretRef"].filter(Boolean);
     if (refs.length !== 1) {
       problems.push(
-        `${path}[${index}] must set exactly one of configMapRef and secretRef (it sets ${refs.length === 0 ? "neither" : "both"}); split it into one entry per source`,
+        `${path}[${index}] must set exactly one of configMapRef and secretRef (it sets ` +
+          `${refs.length === 0 ? "neither" : "both"}); split it into one entry per source`,
       );
     }
     for (const ref of [source.configMapRef, source.secretRef]) {
