@@ -11,13 +11,8 @@ import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
 import { decideReplicasWriteBack, type MachinePoolReplicas } from "./pool-autoscaling.js";
 import { clusterContractFields, machineContractFields, machinePoolContractFields } from "./map-outputs.js";
 import { clusterInputs, machineInputs, machinePoolInputs, type InputsPending, type NamespacedMeta } from "./render-inputs.js";
-import { undefinedIfNotFound } from "../runtime/api-errors.js";
 
 /** How each kind builds its inputs from its Cluster API owners and maps its outputs back. */
-
-function orUndefined<T>(promise: Promise<unknown>): Promise<T | undefined> {
-  return undefinedIfNotFound(promise) as Promise<T | undefined>;
-}
 
 /**
  * Why an object has no inputs while its Cluster API owner is missing: undefined (WaitingForOwner) while it has
@@ -193,7 +188,10 @@ export const machineAdapter: KindAdapter<"machine"> = {
   },
 };
 
-/** status.exports as published: the module's exports, or null (cleared) with their size when their compact JSON exceeds {@link maxPublishedExportsBytes}. Pure. */
+/**
+ * status.exports as published: the module's exports, or null (cleared) with their size when their compact JSON exceeds
+ * {@link maxPublishedExportsBytes}. Pure.
+ */
 export function publishedExports(exports: JsonValue): { exports: JsonValue | null; bytes?: number } {
   const bytes = Buffer.byteLength(JSON.stringify(exports));
   return bytes > maxPublishedExportsBytes ? { exports: null, bytes } : { exports };

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import type { Role } from "@captf/contract";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
+import type { Condition } from "../conditions/conditions.js";
 import { recordingEvents } from "../events/recording-events.test-support.js";
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
 import { createExternalCluster, createMachine } from "../reconcile/machine-fixture.test-support.js";
@@ -12,7 +13,12 @@ import { allJobsFinished, preparePlane, type PlaneClients, mergePatchOptions } f
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "../reconcile/workspace-reconciler.js";
 import { machineAdapter, poolAdapter } from "./adapters.js";
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+/** A TerraformMachine or TerraformMachinePool as read back: the fields these tests check. */
+interface ReadBack {
+  spec: { providerID?: string };
+  status: { conditions?: Condition[]; initialization?: { provisioned?: boolean }; instances?: unknown[]; interruptible?: boolean };
+}
 
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -65,11 +71,13 @@ describeWithTools(
         {
           provider_id: 'var.group_id == "" ? null : var.group_id',
           instances:
-            '[for i in range(var.instance_count) : { provider_id = "noop:///${var.captf_object.namespace}/${var.captf_object.name}/member-${i}", state = "running" }]',
+            "[for i in range(var.instance_count) : { provider_id = " +
+            '"noop:///${var.captf_object.namespace}/${var.captf_object.name}/member-${i}", state = "running" }]',
         },
         {
           "fields.tf":
-            'variable "group_id" {\n  type    = string\n  default = ""\n}\n\nvariable "instance_count" {\n  type    = number\n  default = 1\n}\n',
+            'variable "group_id" {\n  type    = string\n  default = ""\n}\n\nvariable "instance_count" {\n  type    = number\n  ' +
+            "default = 1\n}\n",
         },
       );
       const spotMachine = variant(
@@ -160,13 +168,13 @@ describeWithTools(
     }
 
     const read = (adapter: { plural: string }, name: string) =>
-      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: adapter.plural, name }) as Promise<Json>;
-    const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: adapter.plural, name }) as Promise<ReadBack>;
+    const condition = (object: ReadBack, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
     const providerIDSet = (name: string) =>
       recorded.filter((event) => event.name === name && event.reason === "ProviderIDSet").map((event) => event.note);
 
     /** Passes (the executor running each Job) until the object satisfies `until`; at least one pass. */
-    async function drive<R extends Role>(adapter: KindAdapter<R>, name: string, until: (object: Json) => boolean): Promise<Json> {
+    async function drive<R extends Role>(adapter: KindAdapter<R>, name: string, until: (object: ReadBack) => boolean): Promise<ReadBack> {
       const actions: string[] = [];
       for (let pass = 0; pass < 12; pass++) {
         actions.push((await reconcileWorkspace(deps, adapter, namespace, name)).action);
@@ -176,8 +184,8 @@ describeWithTools(
       }
       throw new Error(`${name} did not converge: ${actions.join(" | ")}\nstatus: ${JSON.stringify((await read(adapter, name)).status)}`);
     }
-    const provisioned = (object: Json) => object.status?.initialization?.provisioned === true;
-    const applied = (object: Json) => condition(object, "InputsApplied")?.status === "True";
+    const provisioned = (object: ReadBack) => object.status?.initialization?.provisioned === true;
+    const applied = (object: ReadBack) => condition(object, "InputsApplied")?.status === "True";
 
     it("the no-op pool: spec.providerID is its group's ID (ProviderIDSet once) and status.instances lists its members", async () => {
       await createPool("np", 2, { source: { image: images.pool } });
@@ -194,7 +202,8 @@ describeWithTools(
       expect(providerIDSet("np")).toHaveLength(1);
     }, 240_000);
 
-    it("a pool's providerID follows a new group ID and stays on a null one; its instances are cut at 1000 (InstancesTruncated) and removed when there are none", async () => {
+    it("a pool's providerID follows a new group ID and stays on a null one; its instances are cut at 1000 (InstancesTruncated) " +
+      "and removed when there are none", async () => {
       await createPool("grp", 1, {
         source: { image: images.poolFields },
         variables: { group_id: "noop-group:///first", instance_count: 1001 },
@@ -202,7 +211,7 @@ describeWithTools(
       let pool = await drive(poolAdapter, "grp", provisioned);
       expect(pool.spec.providerID).toBe("noop-group:///first");
       expect(pool.status.instances).toHaveLength(1000);
-      expect(pool.status.instances[999]).toEqual({ providerID: `noop:///${namespace}/grp/member-999`, state: "running" });
+      expect(pool.status.instances![999]).toEqual({ providerID: `noop:///${namespace}/grp/member-999`, state: "running" });
       expect(condition(pool, "OutputsValid")).toMatchObject({
         status: "True",
         reason: "InstancesTruncated",

@@ -38,7 +38,9 @@ export function ownerMismatch(facts: OwnerFacts): InputsPending | undefined {
     return {
       pending: true,
       reason: "OwnerMismatch",
-      message: `${what} does not reference this ${object.kind} as its infrastructure (${ref?.kind ?? "none"} ${ref?.name ?? ""}): nothing runs for it`,
+      message:
+        `${what} does not reference this ${object.kind} as its infrastructure (${ref?.kind ?? "none"} ` +
+        `${ref?.name ?? ""}): nothing runs for it`,
     };
   }
   if (facts.ownerReferenceUid && owner.metadata.uid && facts.ownerReferenceUid !== owner.metadata.uid) {

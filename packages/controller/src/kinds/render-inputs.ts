@@ -130,7 +130,8 @@ interface CapiMachine {
 
 /** Why a machine or pool waits before its cluster's first apply (Cluster API providers' WaitingForClusterInfrastructure). */
 const clusterInfrastructureWait =
-  "the TerraformCluster has not applied its module yet: machines and pools start once its state holds the cluster's infrastructure and exports";
+  "the TerraformCluster has not applied its module yet: machines and pools start once its state holds the cluster's " +
+  "infrastructure and exports";
 
 /**
  * The machine role's inputs. `exports` is the cluster state's `exports` output, or `{}` for an

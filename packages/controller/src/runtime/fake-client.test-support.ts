@@ -16,8 +16,8 @@ export interface FakeCall {
 }
 
 /**
- * Handlers by `<verb> <plural>`: `get secrets`, `list jobs`, `create rolebindings`, `patch secrets`, `patchStatus
- * terraformclusteridentities`, `delete leases`, …
+ * Handlers by `<verb> <plural>`: `get secrets`, `list jobs`, `create rolebindings`, `patch secrets`,
+ * `patchStatus terraformclusteridentities`, `delete leases`, …
  */
 export type FakeHandlers = Record<string, (call: FakeCall) => unknown>;
 
@@ -28,8 +28,8 @@ export function apiError(code: number, message: string, reason?: string): KubeAp
 }
 
 /**
- * A client whose calls go to `handlers`; a call without one fails (the test did not expect it). `calls` lists them as `<verb> <plural>
- * <name>`.
+ * A client whose calls go to `handlers`; a call without one fails (the test did not expect it). `calls` lists them as
+ * `<verb> <plural> <name>`.
  */
 export function fakeClient(handlers: FakeHandlers): KubeApi & { calls: string[] } {
   const calls: string[] = [];

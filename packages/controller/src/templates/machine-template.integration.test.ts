@@ -169,26 +169,30 @@ describeWithTools(
         expect(conditionReasons[condition.type as "CapacityResolved"][condition.status]).toContain(condition.reason);
     }
 
-    it("fills capacity, nodeInfo and capacitySource from the image's labels, records CapacityResolved once, and validates the variables against the image's schema", async () => {
-      const image = `${registry.host}/captf/machine:sized`;
-      await createTemplate("sized", image, { variables: { size: "m5.large" } });
-      expect(await reconcile("sized")).toEqual({});
-      const template = await read("sized");
-      expect(template.status).toMatchObject({
-        capacity: { cpu: "4", memory: "16Gi" },
-        nodeInfo: { architecture: "amd64", operatingSystem: "linux" },
-        capacitySource: { source: "Image", image },
-      });
-      expect(conditionOf(template, "CapacityResolved")).toMatchObject({ status: "True", reason: "CapacityResolved" });
-      expect(conditionOf(template, "VariablesValid")).toMatchObject({ status: "True", reason: "VariablesValid" });
-      expectAllowedReasons(template);
-      // Resolved: a second pass reads no image and writes nothing.
-      expect(await reconcile("sized")).toEqual({});
-      expect((await read("sized")).metadata?.resourceVersion).toBe(template.metadata?.resourceVersion);
-      expect(await eventsOf("sized")).toEqual([
-        { reason: "CapacityResolved", type: "Normal", note: `cpu=4, memory=16Gi from the image ${image}` },
-      ]);
-    });
+    it(
+      "fills capacity, nodeInfo and capacitySource from the image's labels, records CapacityResolved once, and validates the " +
+        "variables against the image's schema",
+      async () => {
+        const image = `${registry.host}/captf/machine:sized`;
+        await createTemplate("sized", image, { variables: { size: "m5.large" } });
+        expect(await reconcile("sized")).toEqual({});
+        const template = await read("sized");
+        expect(template.status).toMatchObject({
+          capacity: { cpu: "4", memory: "16Gi" },
+          nodeInfo: { architecture: "amd64", operatingSystem: "linux" },
+          capacitySource: { source: "Image", image },
+        });
+        expect(conditionOf(template, "CapacityResolved")).toMatchObject({ status: "True", reason: "CapacityResolved" });
+        expect(conditionOf(template, "VariablesValid")).toMatchObject({ status: "True", reason: "VariablesValid" });
+        expectAllowedReasons(template);
+        // Resolved: a second pass reads no image and writes nothing.
+        expect(await reconcile("sized")).toEqual({});
+        expect((await read("sized")).metadata?.resourceVersion).toBe(template.metadata?.resourceVersion);
+        expect(await eventsOf("sized")).toEqual([
+          { reason: "CapacityResolved", type: "Normal", note: `cpu=4, memory=16Gi from the image ${image}` },
+        ]);
+      },
+    );
 
     it("rejects variables the image's schema does not allow, naming the variable and never its value", async () => {
       await createTemplate("wrong-variables", `${registry.host}/captf/machine:sized`, { variables: { sise: "canary-value-1234" } });
@@ -233,33 +237,36 @@ describeWithTools(
       expect((await read("multi-s390x")).status?.capacity).toEqual({ cpu: "64" });
     });
 
-    it("gives ImageInspectFailed for a missing image, retries after 30 s doubling, records the event once and counts every failure", async () => {
-      const image = `${registry.host}/captf/machine:absent`;
-      await createTemplate("absent", image);
-      const using = controller();
-      const before = await inspectErrors("not_found");
-      expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 30_000 });
-      const template = await read("absent");
-      expect(conditionOf(template, "CapacityResolved")).toMatchObject({
-        status: "False",
-        reason: "ImageInspectFailed",
-        message: expect.stringContaining("answered 404"),
-      });
-      expect(conditionOf(template, "VariablesValid")).toMatchObject({ status: "Unknown", reason: "VariablesSchemaUnavailable" });
-      expectAllowedReasons(template);
-      // Woken early (a resync): no registry request, the rest of the back-off.
-      clock += 10_000;
-      expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 20_000 });
-      expect(await inspectErrors("not_found")).toBe(before + 1);
-      clock += 20_000;
-      expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 60_000 });
-      clock += 60_000;
-      expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 120_000 });
-      expect(await inspectErrors("not_found")).toBe(before + 3);
-      expect(await eventsOf("absent")).toEqual([
-        { reason: "ImageInspectFailed", type: "Warning", note: expect.stringContaining(`reading the config of ${image} failed`) },
-      ]);
-    });
+    it(
+      "gives ImageInspectFailed for a missing image, retries after 30 s doubling, records the event once and counts every " + "failure",
+      async () => {
+        const image = `${registry.host}/captf/machine:absent`;
+        await createTemplate("absent", image);
+        const using = controller();
+        const before = await inspectErrors("not_found");
+        expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 30_000 });
+        const template = await read("absent");
+        expect(conditionOf(template, "CapacityResolved")).toMatchObject({
+          status: "False",
+          reason: "ImageInspectFailed",
+          message: expect.stringContaining("answered 404"),
+        });
+        expect(conditionOf(template, "VariablesValid")).toMatchObject({ status: "Unknown", reason: "VariablesSchemaUnavailable" });
+        expectAllowedReasons(template);
+        // Woken early (a resync): no registry request, the rest of the back-off.
+        clock += 10_000;
+        expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 20_000 });
+        expect(await inspectErrors("not_found")).toBe(before + 1);
+        clock += 20_000;
+        expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 60_000 });
+        clock += 60_000;
+        expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 120_000 });
+        expect(await inspectErrors("not_found")).toBe(before + 3);
+        expect(await eventsOf("absent")).toEqual([
+          { reason: "ImageInspectFailed", type: "Warning", note: expect.stringContaining(`reading the config of ${image} failed`) },
+        ]);
+      },
+    );
 
     it("gives CapacityLabelInvalid for an unparsable label and does not read the same image again", async () => {
       const image = `${registry.host}/captf/machine:bad-label`;

@@ -210,7 +210,9 @@ function templateEvent(condition: ConditionValue, transition: boolean, status: C
       .join(", ");
     const event: TemplateEvent = {
       reason: "CapacityResolved",
-      note: `${quantities} from ${status.capacitySource?.source === "Spec" ? "spec.capacity" : `the image ${status.capacitySource?.image ?? ""}`}`,
+      note:
+        `${quantities} from ` +
+        `${status.capacitySource?.source === "Spec" ? "spec.capacity" : `the image ${status.capacitySource?.image ?? ""}`}`,
     };
     return event;
   }
