@@ -1,17 +1,19 @@
 // From an empty directory to an image, with the real programs: `captf-module init` for each role,
 // the real tfcapi-lint (its bin) in strict mode, `tofu validate` and `tofu test`, `terraform
 // validate` (Terraform 1.5.7), then `captf-module build` with the real runtime binaries, read back
-// with skopeo and umoci, linted as an image, and built twice for one digest. A module with a
-// provider (a stand-in package in a filesystem mirror, locked by `tofu providers lock`) proves the
-// image's /captf/providers installs under the image's own runtime.
+// with skopeo and umoci, linted as an image, pushed to a registry with `captf-module push` (and
+// read and linted there), and built twice for one digest. A module with a provider (a stand-in
+// package in a filesystem mirror, locked by `tofu providers lock`) proves the image's
+// /captf/providers installs under the image's own runtime.
 import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { roles, type Role } from "@captf/contract/roles";
-import { describeWithTools } from "@captf/testkit";
+import { describeWithTools, startLocalRegistry } from "@captf/testkit";
 import { findTool, hostArchitecture, requireTool } from "@captf/testkit/plane";
 import { main } from "./cli.js";
 
@@ -35,7 +37,7 @@ async function captfModule(argv: string[], cwd: string, env: Record<string, stri
   return { code, stdout, stderr };
 }
 
-describeWithTools(["tofu", "terraform", "umoci", "skopeo"], "captf-module from an empty directory", () => {
+describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "captf-module from an empty directory", () => {
   const tofu = requireTool("tofu");
   const terraform = requireTool("terraform");
   const tofuOther = findTool(hostArchitecture === "amd64" ? "tofu-arm64" : "tofu-amd64");
@@ -124,6 +126,24 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo"], "captf-module from a
       const lint = run(process.execPath, [lintBin, "image", `oci:${layout}:v0.1.0`, "--role", "machine", "--all-platforms", "--strict"], work, process.env);
       expect([lint.code, lint.stdout]).toEqual([0, expect.stringContaining("0 error(s), 0 warning(s)")]);
     });
+
+    it("is pushed by the installed command to a registry, where skopeo and `tfcapi-lint image` read it with its digest", async () => {
+      const registry = await startLocalRegistry();
+      try {
+        const target = `${registry.host}/modules/my-machine:v0.1.0`;
+        const pushArgs = [moduleBin, "push", `${layout}:v0.1.0`, target, "--plain-http", "-o", "json"];
+        const push = run(process.execPath, pushArgs, work, process.env);
+        expect([push.code, push.stderr]).toEqual([0, ""]);
+        expect((JSON.parse(push.stdout) as { digest: string }).digest).toBe(report.digest);
+        const raw = execFileSync("skopeo", ["inspect", "--raw", "--tls-verify=false", `docker://${target}`]);
+        expect(`sha256:${createHash("sha256").update(raw).digest("hex")}`).toBe(report.digest);
+        const lintArgs = [lintBin, "image", target, "--role", "machine", "--all-platforms", "--strict"];
+        const lint = run(process.execPath, lintArgs, work, process.env);
+        expect([lint.code, lint.stdout]).toEqual([0, expect.stringContaining("0 error(s), 0 warning(s)")]);
+      } finally {
+        await registry.stop();
+      }
+    }, 120_000);
 
     it("has the same digest when built again from the same inputs, into another layout or the same one", async () => {
       const runtimes = ["--runtime", tofu, ...(tofuOther ? ["--runtime", tofuOther] : [])];
