@@ -17,13 +17,18 @@ import {
   mergePatchOptions,
 } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
 const movingImage = "registry.invalid/captf/moving-cluster:v0.1.0";
 const sizedImage = "registry.invalid/captf/sized-cluster:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+type Cluster = ReadBack<TerraformCluster>;
+/** The fields of a runner's result this suite rewrites. */
+type ReportedResult = { version: unknown; op: unknown; plan: { hash: string; add: number; change: number; destroy: number } };
 
 // applyPolicy Manual on the real API server: the first apply runs at once; a later change is
 // planned, shown in status.plan, waits for captf.io/approve-plan, and is applied only as approved.
@@ -59,7 +64,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       // Or the shrunk form a runner falls back to when its result does not fit: no steps, the plan without its entries.
       rewriteResult: (pod, message) => {
         if (pod.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] !== "plan") return message;
-        const { plan, ...result } = JSON.parse(message) as Json;
+        const { plan, ...result } = JSON.parse(message) as ReportedResult;
         if (planReports === "dropped") return JSON.stringify(result);
         if (planReports === "shrunk")
           return JSON.stringify({
@@ -84,8 +89,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     createTerraformCluster(plane, namespace, name, { applyPolicy: "Manual", ...spec });
 
   const get = () =>
-    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual" }) as Promise<Json>;
-  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "manual" }) as Promise<Cluster>;
+  const condition = (object: Cluster, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
   const ops = async () =>
     (await plane.batch.listNamespacedJob({ namespace })).items
       .map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])
@@ -123,7 +128,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       resources: ["module.role.terraform_data.load_balancer (update)"],
     });
     expect(condition(cluster, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "PlanAwaitingApproval" });
-    expect(condition(cluster, "ApplyJobSucceeded").message).toContain(cluster.status.plan.planHash);
+    expect(condition(cluster, "ApplyJobSucceeded")!.message).toContain(cluster.status.plan!.planHash);
     expect(condition(cluster, "InputsApplied")).toMatchObject({
       status: "False",
       reason: "AwaitingApproval",
@@ -146,7 +151,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     );
     expect(await pass()).toBe("PlanAwaitingApproval");
 
-    const { planHash } = (await get()).status.plan;
+    const { planHash } = (await get()).status.plan!;
     // As captf's mutating webhook records it from the approving request's user.
     await plane.custom.patchNamespacedCustomObject(
       {
@@ -191,7 +196,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await createManualCluster("moving", { source: { image: movingImage }, variables: { note: "a" } });
     const movingPass = async () => (await reconcileWorkspace(deps, clusterAdapter, namespace, "moving")).action;
     const getMoving = () =>
-      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving" }) as Promise<Json>;
+      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "moving" }) as Promise<Cluster>;
     expect(await movingPass()).toBe("added finalizer");
     expect(await movingPass()).toMatch(/^started apply \(NoState\)/);
     await runJobs();
@@ -201,7 +206,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     // The next version of the module renames the marker; an unused variable's new value makes the apply due.
     writeFileSync(
       join(movingModule, "marker.tf"),
-      'resource "terraform_data" "marker_renamed" {\n  input = "m"\n}\n\nmoved {\n  from = terraform_data.marker\n  to   = terraform_data.marker_renamed\n}\n',
+      'resource "terraform_data" "marker_renamed" {\n  input = "m"\n}\n\nmoved {\n  from = terraform_data.marker\n  to   = ' +
+        "terraform_data.marker_renamed\n}\n",
     );
     await plane.custom.patchNamespacedCustomObject(
       { ...infra, namespace, plural: "terraformclusters", name: "moving", body: { spec: { variables: { note: "b" } } } },
@@ -218,10 +224,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       move: 1,
       resources: ["module.role.terraform_data.marker_renamed (move)"],
     });
-    expect(waiting.status.plan.planHash).not.toBe(emptyPlanHash);
-    expect(waiting.status.plan.import).toBeUndefined();
+    expect(waiting.status.plan!.planHash).not.toBe(emptyPlanHash);
+    expect(waiting.status.plan!.import).toBeUndefined();
     expect(condition(waiting, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "PlanAwaitingApproval" });
-    expect(condition(waiting, "ApplyJobSucceeded").message).toContain("0 to add, 0 to change, 0 to destroy, 1 to move");
+    expect(condition(waiting, "ApplyJobSucceeded")!.message).toContain("0 to add, 0 to change, 0 to destroy, 1 to move");
     const ready = (await eventsApi.listNamespacedEvent({ namespace })).items.find(
       (event) => event.reason === "PlanReady" && event.regarding?.name === "moving",
     );
@@ -234,7 +240,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         namespace,
         plural: "terraformclusters",
         name: "moving",
-        body: { metadata: { annotations: { "captf.io/approve-plan": waiting.status.plan.planHash } } },
+        body: { metadata: { annotations: { "captf.io/approve-plan": waiting.status.plan!.planHash } } },
       },
       mergePatchOptions(),
     );
@@ -244,7 +250,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const applied = await getMoving();
     expect(applied.status.plan).toBeUndefined();
     expect(condition(applied, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
-    expect(applied.status.lastRun.approvedBy).toBeUndefined();
+    expect(applied.status.lastRun!.approvedBy).toBeUndefined();
 
     // A change the module does not use plans empty: applied at once with --expect-plan of the empty plan,
     // which the runner ends after the plan step, changing nothing; nobody approved it, nothing is announced as approved.
@@ -275,19 +281,20 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await movingPass()).toBe("UpToDate");
     const unchanged = await getMoving();
     expect(unchanged.status.lastRun).toMatchObject({ job: emptyApply.metadata!.name, operation: "apply" });
-    expect(unchanged.status.lastRun.steps.map((step: Json) => step.name)).toEqual(["init", "validate", "plan"]);
-    expect(unchanged.status.lastRun.error).toBeUndefined();
+    expect(unchanged.status.lastRun!.steps!.map((step) => step.name)).toEqual(["init", "validate", "plan"]);
+    expect(unchanged.status.lastRun!.error).toBeUndefined();
     expect(unchanged.status.plan).toBeUndefined();
     expect(condition(unchanged, "ApplyJobSucceeded")).toMatchObject({ status: "True", reason: "ApplySucceeded" });
     expect(await movingEvents("PlanApproved")).toBe(approvedBefore);
     expect(await movingEvents("PlanApplied")).toBe(appliedBefore);
   }, 180_000);
 
-  it("supersedes an approved plan the inputs no longer hash to (a Warning), records each plan's hash on its Job, and plans the new inputs", async () => {
+  it("supersedes an approved plan the inputs no longer hash to (a Warning), records each plan's hash on its Job, and plans the " +
+    "new inputs", async () => {
     await createManualCluster("superseded", { source: { image: sizedImage }, variables: { size: "1" } });
     const supersededPass = async () => (await reconcileWorkspace(deps, clusterAdapter, namespace, "superseded")).action;
     const getSuperseded = () =>
-      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "superseded" }) as Promise<Json>;
+      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "superseded" }) as Promise<Cluster>;
     const setSize = (size: string, annotations: Json = {}) =>
       plane.custom.patchNamespacedCustomObject(
         {
@@ -324,7 +331,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await supersededPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
     await runJobs();
     expect(await supersededPass()).toBe("PlanAwaitingApproval");
-    const first = (await getSuperseded()).status.plan;
+    const first = (await getSuperseded()).status.plan!;
     expect(first).toMatchObject({ change: 1 });
     expect((await planJobs())[0]!.metadata?.annotations?.["captf.io/plan-hash"]).toBe(first.planHash);
 
@@ -341,7 +348,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
     await runJobs();
     expect(await supersededPass()).toBe("PlanAwaitingApproval");
-    const second = (await getSuperseded()).status.plan;
+    const second = (await getSuperseded()).status.plan!;
     expect(second.job).not.toBe(first.job);
     expect((await planJobs())[1]!.metadata?.annotations?.["captf.io/plan-hash"]).toBe(second.planHash);
     expect(await supersededPass()).toBe("PlanAwaitingApproval");
@@ -356,12 +363,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }
   }
 
-  it("fails a plan Job that completes without a readable plan: captf.io/plan-unreadable, ApplyFailed, nothing shown, and backoff before the next plan", async () => {
+  it("fails a plan Job that completes without a readable plan: captf.io/plan-unreadable, ApplyFailed, nothing shown, and " +
+    "backoff before the next plan", async () => {
     await createManualCluster("unreadable", { source: { image: sizedImage }, variables: { size: "1" } });
     const unreadablePass = async (passDeps: ReconcilerDeps = deps) =>
       (await reconcileWorkspace(passDeps, clusterAdapter, namespace, "unreadable")).action;
     const getUnreadable = () =>
-      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable" }) as Promise<Json>;
+      plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name: "unreadable" }) as Promise<Cluster>;
     const planJobs = async () =>
       (
         await plane.batch.listNamespacedJob({
@@ -392,7 +400,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(condition(failed, "ApplyJobSucceeded")).toMatchObject({
       status: "False",
       reason: "ApplyFailed",
-      message: `Job ${plan!.metadata!.name} finished without a readable plan (captf.io/plan-unreadable): there is nothing to show or approve`,
+      message:
+        `Job ${plan!.metadata!.name} finished without a readable plan (captf.io/plan-unreadable): there is nothing to ` + `show or approve`,
     });
     expect(condition(failed, "InputsApplied")).toMatchObject({ status: "False", reason: "ApplyPending" });
 

@@ -7,6 +7,9 @@ import { passReads } from "./pass-reads.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, planeReconcilerDeps, preparePlane, mergePatchOptions } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const clusterImage = "registry.invalid/captf/noop-cluster:v0.1.0";
 const machineImage = "registry.invalid/captf/noop-machine:v0.1.0";
@@ -123,15 +126,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     throw new Error(`not settled after ${maxRounds} rounds`);
   }
 
-  const get = (plural: string, name: string) =>
-    custom.getNamespacedCustomObject({ ...infra, plural, name }) as Promise<Record<string, any>>;
+  const get = <T extends { status?: unknown }>(plural: string, name: string) =>
+    custom.getNamespacedCustomObject({ ...infra, plural, name }) as Promise<ReadBack<T>>;
 
   it("provisions the cluster and every machine, then re-applies the cluster once without changes, in at most 8 Jobs", async () => {
     // Before the cluster's first apply its machines wait for its infrastructure, and start nothing.
     const first = machines[0]!;
     await reconcileWorkspace(deps, machineAdapter, namespace, first);
     await reconcileWorkspace(deps, machineAdapter, namespace, first);
-    const waiting = (await get("terraformmachines", first)).status.conditions.find((c: { type: string }) => c.type === "DependenciesReady");
+    const waiting = (await get<TerraformMachine>("terraformmachines", first)).status.conditions!.find(
+      (c: { type: string }) => c.type === "DependenciesReady",
+    );
     expect(waiting).toMatchObject({
       status: "Unknown",
       reason: "WaitingForClusterInfrastructure",
@@ -139,12 +144,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     });
     expect((await batch.listNamespacedJob({ namespace })).items).toEqual([]);
     await settle();
-    const cluster = await get("terraformclusters", "c1");
+    const cluster = await get<TerraformCluster>("terraformclusters", "c1");
     expect(cluster.status.initialization).toEqual({ provisioned: true });
     expect(cluster.spec.controlPlaneEndpoint).toEqual({ host: "noop-c1.invalid", port: 6443 });
     expect(cluster.status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
     for (const name of machines) {
-      const machine = await get("terraformmachines", name);
+      const machine = await get<TerraformMachine>("terraformmachines", name);
       expect([name, machine.status?.initialization, machine.spec.providerID]).toEqual([
         name,
         { provisioned: true },
@@ -165,28 +170,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const byOp = jobs
       .map(
         (job) =>
-          `${job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/owner-kind"]}/${job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]}`,
+          `${job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/owner-kind"]}/` +
+          `${job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"]}`,
       )
       .sort();
     console.log(`bring-up: ${jobs.length} Jobs (${byOp.join(", ")})`);
     expect(byOp).toEqual(["TerraformCluster/apply", "TerraformCluster/apply", ...machines.map(() => "TerraformMachine/apply")]);
     expect(jobs.length).toBeLessThanOrEqual(8);
-    const reapply = (await get("terraformclusters", "c1")).status.lastRun;
+    const reapply = (await get<TerraformCluster>("terraformclusters", "c1")).status.lastRun!;
     expect(reapply.error).toBeUndefined();
-    expect(reapply.steps.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply"]);
+    expect(reapply.steps!.map((step: { name: string }) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply"]);
   }, 300_000);
 
-  it("gives machines and pools the cluster's exports and failure domains from one read of its state, never its status (which lags the state)", async () => {
+  it("gives machines and pools the cluster's exports and failure domains from one read of its state, never its status (which " +
+    "lags the state)", async () => {
     // As between the cluster's apply and the pass that publishes its outputs: status has no failure domains yet.
     await custom.patchNamespacedCustomObjectStatus(
       { ...infra, plural: "terraformclusters", name: "c1", body: { status: { failureDomains: null } } },
       mergePatchOptions(),
     );
-    expect((await get("terraformclusters", "c1")).status.failureDomains).toBeUndefined();
+    expect((await get<TerraformCluster>("terraformclusters", "c1")).status.failureDomains).toBeUndefined();
     const outputs = await clusterStateOutputs(deps, passReads(deps.client, namespace), namespace, "c1");
     expect(outputs).toEqual({ exports: { backend_id: expect.stringMatching(/^noop-backend-/) }, failureDomainNames: ["fd1"] });
     await settle();
-    expect((await get("terraformclusters", "c1")).status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
+    expect((await get<TerraformCluster>("terraformclusters", "c1")).status.failureDomains).toEqual([{ name: "fd1", controlPlane: true }]);
   }, 120_000);
 
   it("holds a cluster apply while a machine's apply runs (WaitingForMachineOperations), and applies once it finished", async () => {
@@ -233,9 +240,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       mergePatchOptions(),
     );
     expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "c1")).action).toMatch(/WaitingForMachineOperations/);
-    const waiting = (await get("terraformclusters", "c1")).status.conditions.find((c: { type: string }) => c.type === "ApplyJobSucceeded");
+    const waiting = (await get<TerraformCluster>("terraformclusters", "c1")).status.conditions!.find(
+      (c: { type: string }) => c.type === "ApplyJobSucceeded",
+    );
     expect(waiting).toMatchObject({ status: "Unknown", reason: "WaitingForMachineOperations" });
-    expect(waiting.message).toMatch(/waiting for 1 machine or pool Job\(s\) to finish: captf-m-late-apply-/);
+    expect(waiting!.message).toMatch(/waiting for 1 machine or pool Job\(s\) to finish: captf-m-late-apply-/);
     // Once per wait, however many passes it lasts.
     expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "c1")).action).toMatch(/WaitingForMachineOperations/);
     const waits = async () =>
@@ -243,7 +252,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         (event) => event.regarding?.name === "c1" && event.reason === "WaitingForMachineOperations",
       );
     await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForMachineOperations event");
-    expect((await waits()).map((event) => event.note)).toEqual([waiting.message]);
+    expect((await waits()).map((event) => event.note)).toEqual([waiting!.message]);
     await executor.runPending();
     await allJobsFinished(batch, namespace);
     await reconcileWorkspace(deps, machineAdapter, namespace, "late");
@@ -262,11 +271,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     for (const name of machines) await custom.deleteNamespacedCustomObject({ ...infra, plural: "terraformmachines", name });
     const blocked = await reconcileWorkspace(deps, clusterAdapter, namespace, "c1");
     expect(blocked).toMatchObject({ action: "DependentsExist", requeueAfterMs: 30_000 });
-    const deletionBlocked = (await get("terraformclusters", "c1")).status.conditions.find(
+    const deletionBlocked = (await get<TerraformCluster>("terraformclusters", "c1")).status.conditions!.find(
       (c: { type: string }) => c.type === "DeletionBlocked",
     );
     expect(deletionBlocked).toMatchObject({ status: "True", reason: "DependentsExist" });
-    expect(deletionBlocked.message).toContain("6 TerraformMachine");
+    expect(deletionBlocked!.message).toContain("6 TerraformMachine");
 
     const actions: string[] = [];
     for (let round = 0; round < 10; round++) {

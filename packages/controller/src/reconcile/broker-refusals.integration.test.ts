@@ -34,12 +34,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
       // local-exec passes its command as one argument after the interpreter's.
       'const [kubeconfig, namespace] = process.argv[2].split(" ");\n' +
         'const { server } = JSON.parse(require("node:fs").readFileSync(kubeconfig, "utf8")).clusters[0].cluster;\n' +
-        "fetch(`${server}/api/v1/namespaces/${namespace}/secrets/someone-elses`).then((answer) => process.exit(answer.status === 403 ? 0 : 1));\n",
+        "fetch(`${server}/api/v1/namespaces/${namespace}/secrets/someone-elses`).then((answer) => process.exit(answer.status " +
+        "=== 403 ? 0 : 1));\n",
     );
     // The Job's runner runs steps in <work>/work/root; the executor lays the broker's directory beside <work>/work.
     writeFileSync(
       join(machineDir, "curious.tf"),
-      'resource "terraform_data" "curious" {\n  provisioner "local-exec" {\n    interpreter = ["node", "${path.module}/curious.cjs"]\n    command     = "${path.cwd}/../../broker/kubeconfig ${var.captf_object.namespace}"\n  }\n}\n',
+      'resource "terraform_data" "curious" {\n  provisioner "local-exec" {\n    interpreter = ["node", ' +
+        '"${path.module}/curious.cjs"]\n    command     = "${path.cwd}/../../broker/kubeconfig ${var.captf_object.namespace}"\n  }\n}\n',
     );
     plane = await preparePlane(namespace);
     const planeDeps = planeReconcilerDeps(plane, "broker-refusals-test");

@@ -97,25 +97,28 @@ describe("a run lease from the Lease cache", () => {
     now: Date.now(),
   };
 
-  it("is taken with the resourceVersion the cache shows: a stale cache loses to a conflict, it never overwrites a newer lease", async () => {
-    const leases = fakeInformer();
-    const cache = new ReadCache(fakeServer()).add(builtinTypes.lease, { informer: leases, scoped: true });
-    // The cache still shows the lease free (version 3); the server has it taken since, at version 4.
-    leases.put({ metadata: { namespace: "ns", name: "captf-run-s", resourceVersion: "3" }, spec: {} } as KubeObject);
-    const replaced: (string | undefined)[] = [];
-    const client = fakeClient({
-      "replace leases": async ({ body }) => {
-        replaced.push((body as V1Lease).metadata?.resourceVersion);
-        throw apiError(409, "the object has been modified", "Conflict");
-      },
-    });
-    expect(await acquireLease({ client, cache }, request)).toEqual({
-      acquired: false,
-      holder: "",
-      message: "another manager took it first",
-    });
-    expect(replaced).toEqual(["3"]);
-  });
+  it(
+    "is taken with the resourceVersion the cache shows: a stale cache loses to a conflict, it never overwrites a newer " + "lease",
+    async () => {
+      const leases = fakeInformer();
+      const cache = new ReadCache(fakeServer()).add(builtinTypes.lease, { informer: leases, scoped: true });
+      // The cache still shows the lease free (version 3); the server has it taken since, at version 4.
+      leases.put({ metadata: { namespace: "ns", name: "captf-run-s", resourceVersion: "3" }, spec: {} } as KubeObject);
+      const replaced: (string | undefined)[] = [];
+      const client = fakeClient({
+        "replace leases": async ({ body }) => {
+          replaced.push((body as V1Lease).metadata?.resourceVersion);
+          throw apiError(409, "the object has been modified", "Conflict");
+        },
+      });
+      expect(await acquireLease({ client, cache }, request)).toEqual({
+        acquired: false,
+        holder: "",
+        message: "another manager took it first",
+      });
+      expect(replaced).toEqual(["3"]);
+    },
+  );
 });
 
 describe("a bootstrap data Secret", () => {
@@ -151,80 +154,87 @@ describe("credentials from the caches", () => {
     return { ...plan.secret, metadata: { ...plan.secret.metadata, resourceVersion: "7" } } as KubeObject;
   };
 
-  it("read the source Secret from its own watch and plan the mirror from the cache; a stale mirror's replace loses to a conflict and is planned again from a live read", async () => {
-    const server = fakeServer();
-    const identities = fakeInformer();
-    identities.put({
-      metadata: { name: "aws" },
-      spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { list: ["ns"] } },
-    } as KubeObject);
-    const secrets = fakeInformer();
-    secrets.put(mirrorOf("v1"));
-    const sourceWatch = fakeInformer();
-    sourceWatch.put(source("v1"));
-    const cache = new ReadCache(server)
-      .add(identityResourceType, { informer: identities })
-      .add(builtinTypes.secret, { informer: secrets, scoped: true })
-      .watchByName(builtinTypes.secret, () => sourceWatch);
-    const writes: string[] = [];
-    const client = fakeClient({
-      "patch secrets": async () => (writes.push("patch"), {}),
-      "replace secrets": async ({ body }) => {
-        const resourceVersion = (body as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
-        writes.push(`replace at ${resourceVersion}`);
-        if (resourceVersion !== "8") throw apiError(409, "the object has been modified", "Conflict");
-        return {};
-      },
-      // The server's mirror, newer than the cache's.
-      "get secrets": async () => (
-        writes.push("live read"), { ...mirrorOf("v1"), metadata: { ...mirrorOf("v1").metadata, resourceVersion: "8" } }
-      ),
-    });
-    const added = await ensureCredentials({ client, cache }, user);
-    expect(added.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
-    expect(writes).toEqual(["patch"]);
-    // The source changed; the cached mirror is older than the server's: the replace carries its resourceVersion and loses.
-    sourceWatch.put(source("v2"));
-    const raced = await ensureCredentials({ client, cache }, user);
-    expect(raced.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
-    expect(raced.lostRace).toBeUndefined();
-    expect(writes).toEqual(["patch", "replace at 7", "live read", "replace at 8"]);
-    expect(server.reads).toEqual([]);
-  });
+  it(
+    "read the source Secret from its own watch and plan the mirror from the cache; a stale mirror's replace loses to a " +
+      "conflict and is planned again from a live read",
+    async () => {
+      const server = fakeServer();
+      const identities = fakeInformer();
+      identities.put({
+        metadata: { name: "aws" },
+        spec: { secretRef: { name: "aws-creds", namespace: "captf-system" }, allowedNamespaces: { list: ["ns"] } },
+      } as KubeObject);
+      const secrets = fakeInformer();
+      secrets.put(mirrorOf("v1"));
+      const sourceWatch = fakeInformer();
+      sourceWatch.put(source("v1"));
+      const cache = new ReadCache(server)
+        .add(identityResourceType, { informer: identities })
+        .add(builtinTypes.secret, { informer: secrets, scoped: true })
+        .watchByName(builtinTypes.secret, () => sourceWatch);
+      const writes: string[] = [];
+      const client = fakeClient({
+        "patch secrets": async () => (writes.push("patch"), {}),
+        "replace secrets": async ({ body }) => {
+          const resourceVersion = (body as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+          writes.push(`replace at ${resourceVersion}`);
+          if (resourceVersion !== "8") throw apiError(409, "the object has been modified", "Conflict");
+          return {};
+        },
+        // The server's mirror, newer than the cache's.
+        "get secrets": async () => (
+          writes.push("live read"), { ...mirrorOf("v1"), metadata: { ...mirrorOf("v1").metadata, resourceVersion: "8" } }
+        ),
+      });
+      const added = await ensureCredentials({ client, cache }, user);
+      expect(added.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
+      expect(writes).toEqual(["patch"]);
+      // The source changed; the cached mirror is older than the server's: the replace carries its resourceVersion and loses.
+      sourceWatch.put(source("v2"));
+      const raced = await ensureCredentials({ client, cache }, user);
+      expect(raced.credentialsMirrored).toMatchObject({ status: "True", reason: "Mirrored" });
+      expect(raced.lostRace).toBeUndefined();
+      expect(writes).toEqual(["patch", "replace at 7", "live read", "replace at 8"]);
+      expect(server.reads).toEqual([]);
+    },
+  );
 });
 
 describe("a Job as cached", () => {
-  it("keeps what the pass reads (metadata, status, each container's name, image and arguments) and drops the rest of its Pod template", () => {
-    const built = buildJob(
-      {
-        owner: { role: "machine", name: "m", namespace: "ns", uid: "u", clusterName: "c" },
-        op: "apply",
-        attempt: 1,
-        image: "registry.invalid/m:v1",
-        inputsHash: "h2:abc",
-        policy: {},
-        runnerEvents: true,
-        credentialsSecret: "captf-creds-id",
-      },
-      defaultJobEnvironment,
-    );
-    const job = {
-      ...built,
-      metadata: { ...built.metadata, resourceVersion: "3", managedFields: [{ manager: "x" }] },
-      status: { active: 1 },
-    } as never as V1Job & KubeObject;
-    const cached = cachedJob(job);
-    expect(cached.metadata).toEqual({ ...built.metadata, resourceVersion: "3" });
-    expect(cached.status).toEqual({ active: 1 });
-    expect(cached.spec?.activeDeadlineSeconds).toBe(built.spec?.activeDeadlineSeconds);
-    expect(cached.spec?.template.spec?.containers).toEqual(
-      built.spec!.template.spec!.containers.map(({ name, image, args }) => ({ name, image, ...(args ? { args } : {}) })),
-    );
-    expect(cached.spec?.template.spec?.initContainers).toEqual(
-      built.spec!.template.spec!.initContainers!.map(({ name, image }) => ({ name, image })),
-    );
-    expect(JSON.stringify(cached)).not.toContain("captf-creds-id");
-    for (const dropped of ["volumes", "securityContext"]) expect(cached.spec?.template.spec).not.toHaveProperty(dropped);
-    expect(JSON.stringify(cached.spec?.template).length).toBeLessThan(JSON.stringify(job.spec?.template).length / 2);
-  });
+  it(
+    "keeps what the pass reads (metadata, status, each container's name, image and arguments) and drops the rest of its Pod " + "template",
+    () => {
+      const built = buildJob(
+        {
+          owner: { role: "machine", name: "m", namespace: "ns", uid: "u", clusterName: "c" },
+          op: "apply",
+          attempt: 1,
+          image: "registry.invalid/m:v1",
+          inputsHash: "h2:abc",
+          policy: {},
+          runnerEvents: true,
+          credentialsSecret: "captf-creds-id",
+        },
+        defaultJobEnvironment,
+      );
+      const job = {
+        ...built,
+        metadata: { ...built.metadata, resourceVersion: "3", managedFields: [{ manager: "x" }] },
+        status: { active: 1 },
+      } as never as V1Job & KubeObject;
+      const cached = cachedJob(job);
+      expect(cached.metadata).toEqual({ ...built.metadata, resourceVersion: "3" });
+      expect(cached.status).toEqual({ active: 1 });
+      expect(cached.spec?.activeDeadlineSeconds).toBe(built.spec?.activeDeadlineSeconds);
+      expect(cached.spec?.template.spec?.containers).toEqual(
+        built.spec!.template.spec!.containers.map(({ name, image, args }) => ({ name, image, ...(args ? { args } : {}) })),
+      );
+      expect(cached.spec?.template.spec?.initContainers).toEqual(
+        built.spec!.template.spec!.initContainers!.map(({ name, image }) => ({ name, image })),
+      );
+      expect(JSON.stringify(cached)).not.toContain("captf-creds-id");
+      for (const dropped of ["volumes", "securityContext"]) expect(cached.spec?.template.spec).not.toHaveProperty(dropped);
+      expect(JSON.stringify(cached.spec?.template).length).toBeLessThan(JSON.stringify(job.spec?.template).length / 2);
+    },
+  );
 });

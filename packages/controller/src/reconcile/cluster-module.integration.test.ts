@@ -13,8 +13,13 @@ import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.
 import { allJobsFinished, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { TerraformMachinePool } from "../api/terraformmachinepool.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+type Cluster = ReadBack<TerraformCluster>;
+type Pool = ReadBack<TerraformMachinePool>;
 
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -86,7 +91,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       files: {
         "failing.tf": [
           'resource "terraform_data" "exports" {\n  input = var.captf_cluster_outputs\n}\n',
-          'resource "terraform_data" "check" {\n  input = terraform_data.exports.output\n  lifecycle {\n    precondition {\n      condition     = try(terraform_data.exports.output.generation, "") != "fail"\n      error_message = "the exports say fail"\n    }\n  }\n}\n',
+          'resource "terraform_data" "check" {\n  input = terraform_data.exports.output\n  lifecycle {\n    precondition ' +
+            '{\n      condition     = try(terraform_data.exports.output.generation, "") != "fail"\n      error_message = "the ' +
+            'exports say fail"\n    }\n  }\n}\n',
         ].join(""),
       },
     });
@@ -94,7 +101,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     modules["registry.invalid/captf/failing-cluster:v1"] = noopVariant("failing-cluster", "cluster", {
       files: {
         "fail.tf":
-          'variable "fail" {\n  type    = string\n  default = "no"\n}\n\nresource "terraform_data" "check" {\n  input = var.fail\n  lifecycle {\n    precondition {\n      condition     = var.fail != "yes"\n      error_message = "the test asked this apply to fail"\n    }\n  }\n}\n',
+          'variable "fail" {\n  type    = string\n  default = "no"\n}\n\nresource "terraform_data" "check" {\n  input = ' +
+          'var.fail\n  lifecycle {\n    precondition {\n      condition     = var.fail != "yes"\n      error_message = "the ' +
+          'test asked this apply to fail"\n    }\n  }\n}\n',
       },
     });
     modules["registry.invalid/captf/noop-cluster:v1"] = noopModuleDirectory("cluster");
@@ -196,12 +205,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }
 
   const getCluster = (name: string) =>
-    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
-  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
+  const condition = (object: Cluster | Pool, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
   const jobsOf = async (name: string) =>
     (await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })).items;
 
-  async function drive(name: string, until: (cluster: Json) => boolean, maxPasses = 10): Promise<string[]> {
+  async function drive(name: string, until: (cluster: Cluster) => boolean, maxPasses = 10): Promise<string[]> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
       actions.push((await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action);
@@ -212,7 +221,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }
 
   describe("exports", () => {
-    it("a fraction in exports: the cluster's OutputsValid is False, its machines and pools wait with WaitingForClusterExports and start no Job", async () => {
+    it("a fraction in exports: the cluster's OutputsValid is False, its machines and pools wait with WaitingForClusterExports " +
+      "and start no Job", async () => {
       await createCluster("frac", "registry.invalid/captf/fractional-exports:v1");
       await drive("frac", (c) => condition(c, "OutputsValid")?.status === "False");
       expect(condition(await getCluster("frac"), "OutputsValid")).toMatchObject({
@@ -308,7 +318,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect((await reconcileWorkspace(deps, adapter, namespace, name)).action).toBe("added finalizer");
         const waiting = await reconcileWorkspace(deps, adapter, namespace, name);
         expect(waiting.action).toBe("waiting: WaitingForClusterExports");
-        const object = (await plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural, name })) as Json;
+        const object = (await plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural, name })) as Cluster | Pool;
         expect(condition(object, "DependenciesReady")).toMatchObject({
           status: "Unknown",
           reason: "WaitingForClusterExports",
@@ -335,8 +345,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   describe("a pool whose apply renders changed cluster exports", () => {
     const pools = { ...infra, namespace, plural: "terraformmachinepools", name: "ex-p" };
-    const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Json>;
-    async function drivePool(until: (pool: Json) => boolean, maxPasses = 8): Promise<string[]> {
+    const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Pool>;
+    async function drivePool(until: (pool: Pool) => boolean, maxPasses = 8): Promise<string[]> {
       const actions: string[] = [];
       for (let pass = 0; pass < maxPasses; pass++) {
         actions.push((await reconcileWorkspace(deps, poolAdapter, namespace, "ex-p")).action);
@@ -352,7 +362,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const args = (job: { spec?: { template: { spec?: { containers: { args?: string[] }[] } } } }) =>
       job.spec!.template.spec!.containers[0]!.args ?? [];
 
-    it("is held when its plan replaces a resource, applies once approved, and applies unguarded while the exports stay the same", async () => {
+    it("is held when its plan replaces a resource, applies once approved, and applies unguarded while the exports stay the " +
+      "same", async () => {
       await createCluster("ex", "registry.invalid/captf/exporting:v1");
       await drive("ex", (c) => c.status?.initialization?.provisioned === true);
       await createPool("ex-p", "ex", "registry.invalid/captf/export-bound-pool:v1");
@@ -412,13 +423,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getPool(), "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "DestructivePlanBlocked" });
       durable = await durableSecret();
       expect(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]).toBeDefined();
-      expect(JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString()).captf_cluster_outputs).toEqual({
-        generation: "1",
-      });
+      expect((JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString()) as Json).captf_cluster_outputs).toEqual(
+        {
+          generation: "1",
+        },
+      );
       const applies = (await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply").length;
 
       // Approving the hash the condition names (the edit changed it) applies the change, once, and settles the records.
-      const approval = /captf\.io\/approve-destructive-plan=(\S+?);/.exec(condition(await getPool(), "ApplyJobSucceeded").message)![1]!;
+      const approval = /captf\.io\/approve-destructive-plan=(\S+?);/.exec(condition(await getPool(), "ApplyJobSucceeded")!.message)![1]!;
       expect(approval).not.toBe(blockedApproval);
       await plane.custom.patchNamespacedCustomObject(
         { ...pools, body: { metadata: { annotations: { "captf.io/approve-destructive-plan": approval } } } },
@@ -475,8 +488,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   describe("a pool whose apply of changed cluster exports failed part-way", () => {
     it("is recorded as partly applied: every apply is guarded, even of the applied exports, until one succeeds", async () => {
       const pools = { ...infra, namespace, plural: "terraformmachinepools", name: "fail-p" };
-      const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Json>;
-      const drivePool = async (until: (pool: Json) => boolean) => {
+      const getPool = () => plane.custom.getNamespacedCustomObject(pools) as Promise<Pool>;
+      const drivePool = async (until: (pool: Pool) => boolean) => {
         for (let pass = 0; pass < 8; pass++) {
           await reconcileWorkspace(deps, poolAdapter, namespace, "fail-p");
           if (until(await getPool())) return;
@@ -573,7 +586,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(cluster, "InputsApplied")).toMatchObject({
         status: "False",
         reason: "ApplyRunning",
-        message: `Job ${cluster.status.activeJob.name} applies the current inputs`,
+        message: `Job ${cluster.status.activeJob!.name} applies the current inputs`,
       });
       await drive("remedy", (c) => c.status?.initialization?.provisioned === true);
       expect((await reconcileWorkspace(deps, clusterAdapter, namespace, "remedy")).action).toBe("UpToDate");
@@ -595,7 +608,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(cluster, "DriftJobSucceeded")).toMatchObject({
         status: "Unknown",
         reason: "DriftJobRunning",
-        message: `Job ${cluster.status.activeJob.name} checks for drift`,
+        message: `Job ${cluster.status.activeJob!.name} checks for drift`,
       });
       expect(condition(cluster, "DriftDetected")).toMatchObject({ status: "Unknown", reason: "DriftNotChecked" });
       // While it runs: the Job and when captf started it (its creation), set by the pass that created it and kept while it runs.
@@ -639,8 +652,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         operation: "drift",
         drift: { add: 0, change: 1, destroy: 0, resources: [expect.stringContaining("terraform_data.drifting")] },
       });
-      expect(Date.parse(checked.status.lastDriftCheck)).toBe(finished);
-      expect(Date.parse(checked.status.lastRefresh)).toBe(finished);
+      expect(Date.parse(checked.status.lastDriftCheck!)).toBe(finished);
+      expect(Date.parse(checked.status.lastRefresh!)).toBe(finished);
       expect(checked.status.source).toMatchObject({
         image: "registry.invalid/captf/drifting:v1",
         runtimeVersion: expect.stringMatching(/^\d+\.\d+\.\d+/),
@@ -747,7 +760,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         },
         mergePatchOptions(),
       );
-      // A fresh API server answers the first lists of a kind with 429 while its watch cache starts: the deleting cluster counts machines and pools.
+      // A fresh API server answers the first lists of a kind with 429 while its watch cache starts: the deleting cluster counts machines
+      // and pools.
       for (const plural of ["terraformmachines", "terraformmachinepools"])
         await waitFor(
           () =>
@@ -770,14 +784,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
   });
   describe("an apply Job deleted while it ran", () => {
-    it("is recorded as captf.io/interrupted-apply with ApplyFailed, the current inputs applied again at once, and cleared by that apply's success", async () => {
+    it("is recorded as captf.io/interrupted-apply with ApplyFailed, the current inputs applied again at once, and cleared by " +
+      "that apply's success", async () => {
       await createCluster("cut", "registry.invalid/captf/noop-cluster:v1");
       let cluster = await getCluster("cut");
       for (let pass = 0; pass < 4 && !cluster.status?.activeJob; pass++) {
         await reconcileWorkspace(deps, clusterAdapter, namespace, "cut");
         cluster = await getCluster("cut");
       }
-      const interrupted = cluster.status.activeJob.name as string;
+      const interrupted = cluster.status.activeJob!.name as string;
       // Someone deletes the running Job (its Pod never ran here: no executor pass).
       await plane.batch.deleteNamespacedJob({ name: interrupted, namespace, propagationPolicy: "Background" });
       await waitFor(async () => ((await jobsOf("cut")).length === 0 ? true : undefined));
@@ -791,7 +806,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(await getCluster("cut"), "ApplyJobSucceeded")).toMatchObject({
         status: "False",
         reason: "ApplyFailed",
-        message: `Job ${interrupted}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`,
+        message:
+          `Job ${interrupted}: disappeared while it ran and may have applied part of its change; an apply of the current ` +
+          `inputs is due`,
       });
       expect(recorded).toContainEqual({ name: "cut", reason: "JobInterrupted", note: expect.stringContaining(interrupted) });
       const [retry] = await jobsOf("cut");

@@ -52,7 +52,9 @@ export interface StatusScope {
   vanishedApply?: string;
   /** Pool: the change of the cluster's exports it holds for approval (it renders those of its last successful apply). */
   heldExports?: { pending: PendingExports; approvalHash: string };
-  /** Pool: the blocked Job, still the newest apply, whose change of the exports was withdrawn, and the apply before it (undefined: pruned). */
+  /**
+   * Pool: the blocked Job, still the newest apply, whose change of the exports was withdrawn, and the apply before it (undefined: pruned).
+   */
   withdrawnExports?: { job: string; applyBefore?: ObservedJob };
   /** An apply that may have applied part of its change is on record (`captf.io/interrupted-apply`): the inputs are not known applied. */
   interruptedApply?: boolean;
@@ -184,7 +186,9 @@ const setStateReadable: Setter<"StateReadable"> = ({ state, stateLost, lock, ret
     return {
       status: "False",
       reason: "RetainedStateFound",
-      message: `state retained by deleted object ${retainer} is in the way: set spec.adoptRetainedState: true to take it over, or delete the Secrets labelled captf.io/retained-from-uid=${retainer}`,
+      message:
+        `state retained by deleted object ${retainer} is in the way: set spec.adoptRetainedState: true to take it over, ` +
+        `or delete the Secrets labelled captf.io/retained-from-uid=${retainer}`,
     };
   }
   if (state.kind === "unreadable") return { status: "False", reason: state.reason, message: state.message };
@@ -192,7 +196,8 @@ const setStateReadable: Setter<"StateReadable"> = ({ state, stateLost, lock, ret
     return {
       status: "False",
       reason: "StateLost",
-      message: `the state Secrets are gone although this ${kind} applied before: restore a backup with ${annotations.restoreState}=<serial>`,
+      message:
+        `the state Secrets are gone although this ${kind} applied before: restore a backup with ` + `${annotations.restoreState}=<serial>`,
     };
   if (lock?.kind === "foreign") return { status: "False", reason: "StateLocked", message: stateLockedMessage(lock) };
   if (state.kind === "ok") return { status: "True", reason: "StateRead" };
@@ -363,7 +368,10 @@ const setters: { [T in ConditionType]?: Setter<T> } = {
   Deleting: setDeleting,
 };
 
-/** The inputs of the Ready summary: everything until provisioned; then health (and a pool's re-applies), so a failed re-apply does not turn the infrastructure unready. */
+/**
+ * The inputs of the Ready summary: everything until provisioned; then health (and a pool's re-applies), so a failed re-apply does not turn
+ * the infrastructure unready.
+ */
 export function readyInputs(role: Role, provisioned: boolean): ConditionType[] {
   if (!provisioned)
     return [
@@ -428,7 +436,9 @@ export function computeStatus(scope: StatusScope, outcome: PassOutcome): Record<
   return status;
 }
 
-/** `status.lastRun` of a Job that reported a run result: every field written, null when absent, so no older run's error or approver stays. */
+/**
+ * `status.lastRun` of a Job that reported a run result: every field written, null when absent, so no older run's error or approver stays.
+ */
 function lastRunOf(job: ObservedJob | undefined): Record<string, unknown> | undefined {
   const result = job?.result;
   if (!job || !result) return undefined;
@@ -465,7 +475,9 @@ export function vanishedApplyMessage(job: string): string {
   return `Job ${job}: disappeared while it ran and may have applied part of its change; an apply of the current inputs is due`;
 }
 
-/** The outcome of a finished apply, plan or destroy Job on ApplyJobSucceeded; a pull failure and the deadline before the runner's result. */
+/**
+ * The outcome of a finished apply, plan or destroy Job on ApplyJobSucceeded; a pull failure and the deadline before the runner's result.
+ */
 export function applyJobCondition(job: ObservedJob): DeclaredCondition<"ApplyJobSucceeded"> {
   const destroy = job.op === "destroy";
   if (job.imagePullFailed) {
@@ -502,7 +514,9 @@ export function applyJobCondition(job: ObservedJob): DeclaredCondition<"ApplyJob
     return {
       status: "False",
       reason: "ImageInvalid",
-      message: `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image contract${error.summary ? `: ${error.summary}` : ""}`,
+      message:
+        `the image ${String(job.job.spec?.template.spec?.containers[0]?.image)} breaks the image ` +
+        `contract${error.summary ? `: ${error.summary}` : ""}`,
     };
   return { status: "False", reason: destroy ? "DestroyFailed" : "ApplyFailed", ...(error.summary ? { message: error.summary } : {}) };
 }
@@ -510,8 +524,10 @@ export function applyJobCondition(job: ObservedJob): DeclaredCondition<"ApplyJob
 /** Why an object whose apply or destroy lost its new state is held, the limit, and the documented way out (docs/reliability.md). */
 export function stateNotSavedMessage(job: string, op: string): string {
   return (
-    `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds (OpenTofu's kubernetes backend keeps one Secret). ` +
-    "The state Secret still holds the state from before, so nothing runs until the inputs change: change the module or its inputs so the state compresses below 1 MiB, " +
+    `Job ${job}: the ${op} ran but its new state could not be saved: the state is larger than the 1 MiB a Secret holds ` +
+    `(OpenTofu's kubernetes backend keeps one Secret). ` +
+    "The state Secret still holds the state from before, so nothing runs until the inputs change: change the module or its " +
+    "inputs so the state compresses below 1 MiB, " +
     'with import blocks for what the lost run created (docs/reliability.md, "State larger than a Secret")'
   );
 }

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import type * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
 import { machineAdapter } from "../kinds/adapters.js";
@@ -14,6 +13,8 @@ import type { ReadCache } from "../runtime/read-cache.js";
 import { recordingWrites } from "../runtime/recorded-writes.js";
 import { planeKubeConfig } from "../runtime/runtime.test-support.js";
 import { managerReadCache } from "./manager-cache.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 const writeVerbs = /^(create|patch|replace|delete)/;
@@ -158,7 +159,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     [5, true],
     [8, true],
   ] as const) {
-    it(`converges with one apply Job when every pass is killed after ${budget} writes${cached ? ", reading from the manager's caches" : ""}`, async () => {
+    it(`converges with one apply Job when every pass is killed after ${budget} ` +
+      `writes${cached ? ", reading from the manager's caches" : ""}`, async () => {
       const name = `m-${budget}${cached ? "-cached" : ""}`;
       if (cached && !cache) {
         cache = startCache();
@@ -184,7 +186,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           namespace,
           plural: "terraformmachines",
           name,
-        })) as Record<string, any>;
+        })) as ReadBack<TerraformMachine>;
         const jobs = (
           await plane.batch.listNamespacedJob({ namespace, labelSelector: `captf.infrastructure.cluster.x-k8s.io/owner-name=${name}` })
         ).items;

@@ -81,7 +81,9 @@ export interface Observed {
   approvalHash?: string;
   /** Pool only: the cluster exports it renders differ from those of its last successful apply (its apply is guarded). */
   exportsChanged?: boolean;
-  /** Pool: a change of the exports may be partly applied (`captf.io/partial-cluster-outputs`): every apply is guarded until one succeeds. */
+  /**
+   * Pool: a change of the exports may be partly applied (`captf.io/partial-cluster-outputs`): every apply is guarded until one succeeds.
+   */
   exportsPartlyApplied?: boolean;
   drift: {
     intervalSeconds: number;
@@ -196,7 +198,6 @@ function lastSuccess(jobs: readonly FinishedJob[], op: Operation): FinishedJob |
 
 /** Decides the next operation. Pure: the same observation always gives the same decision. */
 export function decideOperation(observed: Observed): Decision {
-  const { now } = observed;
   if (observed.activeJob) return { reason: "JobActive", requeueAfterMs: activeJobRequeueMs };
 
   if (observed.deleting) {
@@ -239,7 +240,10 @@ export function decideOperation(observed: Observed): Decision {
   return decideSchedule(observed);
 }
 
-/** The inputs changed since `job` rendered them (a pool's rotated bootstrap data alone does not count when the Job recorded its approval hash). */
+/**
+ * The inputs changed since `job` rendered them (a pool's rotated bootstrap data alone does not count when the Job recorded its approval
+ * hash).
+ */
 function inputsChangedSince(observed: Observed, job: FinishedJob): boolean {
   if (observed.currentInputsHash === undefined || job.inputsHash === observed.currentInputsHash) return false;
   return job.approvalHash === undefined || job.approvalHash !== (observed.approvalHash ?? observed.currentInputsHash);
@@ -380,7 +384,10 @@ export interface JobRun {
   op: Operation;
   /** One more than the newest Job of this operation. */
   attempt: number;
-  /** The inputs hash the Job carries: apply and plan the current one; restore its backup's; the others what the state (or the last apply) recorded. */
+  /**
+   * The inputs hash the Job carries: apply and plan the current one; restore its backup's; the others what the state (or the last apply)
+   * recorded.
+   */
   inputsHash: string;
   /** Apply and plan run the spec's image; the others the applied one, by digest once pinned. */
   image: string;

@@ -172,7 +172,10 @@ export async function writeDurableInputs(
     });
 }
 
-/** Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest), and data keys given as text; absent is fine. */
+/**
+ * Sets (null: removes) annotations on an existing durable inputs Secret (applied, the pinned digest), and data keys given as text; absent
+ * is fine.
+ */
 export async function annotateDurableInputs(
   client: KubeApi,
   role: Role,

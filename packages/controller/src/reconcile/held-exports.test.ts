@@ -89,7 +89,8 @@ describe("whether a pool holds its exports", () => {
 
   it("names what waits and the approval of the current inputs", () => {
     expect(heldExportsMessage(pending, "h2:edited")).toBe(
-      "Job p-apply-2 stopped before a change of the cluster's exports: terraform_data.bound: replace; approve it with captf.io/approve-destructive-plan=h2:edited; until then the pool applies the exports of its last successful apply",
+      "Job p-apply-2 stopped before a change of the cluster's exports: terraform_data.bound: replace; approve it with " +
+        "captf.io/approve-destructive-plan=h2:edited; until then the pool applies the exports of its last successful apply",
     );
   });
 });

@@ -170,5 +170,8 @@ export function heldExportsMessage(pending: PendingExports, approvalHash: string
 
 /** Said of the blocked Job once its change of the exports was withdrawn. Pure. */
 export function withdrawnExportsMessage(job: string): string {
-  return `the change of the cluster's exports Job ${job} stopped before was withdrawn: the exports are back at those of the last successful apply`;
+  return (
+    `the change of the cluster's exports Job ${job} stopped before was withdrawn: the exports are back at those of the ` +
+    `last successful apply`
+  );
 }

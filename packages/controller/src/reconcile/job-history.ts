@@ -31,7 +31,8 @@ export function jobsToPrune(jobs: readonly HistoryJob[], limits: HistoryLimits):
     let failures = 0;
     for (const job of newestFirst) {
       if (job === newestSuccess || job === keepFailure) {
-        job.succeeded ? successes++ : failures++;
+        if (job.succeeded) successes++;
+        else failures++;
         continue;
       }
       const within = job.succeeded ? ++successes <= limits.successfulJobsHistoryLimit : ++failures <= limits.failedJobsHistoryLimit;

@@ -21,7 +21,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the me
     });
   }, 120_000);
 
-  it("a lock timeout not below the deadline once merged is ApplyJobSucceeded=False/JobPolicyInvalid, naming both values, and no Job", async () => {
+  it("a lock timeout not below the deadline once merged is ApplyJobSucceeded=False/JobPolicyInvalid, naming both values, and no " +
+    "Job", async () => {
     const deps: ReconcilerDeps = { client: plane.client };
     expect((await reconcileWorkspace(deps, machineAdapter, namespace, "m-policy")).action).toBe("added finalizer");
     const waiting = await reconcileWorkspace(deps, machineAdapter, namespace, "m-policy");

@@ -110,32 +110,36 @@ describe("JobSlots", () => {
     expect(slots.usage("ns", "c")).toEqual({ total: 1, cluster: 1 });
   });
 
-  it("wakes, oldest first, the waiters the freed slots let start, each through its own kind's controller, keeping a place in line for one that waits again", () => {
-    const { cache, slots, advance } = setup(2);
-    cache.push(job("j1", "c"), job("j2", "c"));
-    for (const owner of ["ns/TerraformMachine/a", "ns/TerraformMachinePool/p", "ns/TerraformMachine/b", "ns/TerraformMachine/c"])
-      slots.wait(owner, apply);
-    expect(slots.wake("TerraformMachine")).toEqual([]);
-    // One slot frees: the oldest waiter, a, gets it, whichever kind's watch saw the Job first.
-    cache[0] = job("j1", "c", true);
-    expect(slots.wake("TerraformMachinePool")).toEqual([]);
-    expect(slots.wake("TerraformMachine")).toEqual(["ns/a"]);
-    // The next one goes to p, the pool next in line, not to b.
-    cache[1] = job("j2", "c", true);
-    expect(slots.wake("TerraformMachine")).toEqual([]);
-    expect(slots.wake("TerraformMachinePool")).toEqual(["ns/p"]);
-    // a found no slot after all (it waits again): it is first in line again, and its slot is its again.
-    slots.wait("ns/TerraformMachine/a", apply);
-    expect(slots.wake("TerraformMachine")).toEqual(["ns/a"]);
-    expect(slots.wake("TerraformMachine")).toEqual([]);
-    // Woken owners that never came back (their objects went): their slots lapse, and they are forgotten after a while.
-    advance(5 * 60_000);
-    expect(slots.wake("TerraformMachine")).toEqual(["ns/b", "ns/c"]);
-    slots.wait("ns/TerraformMachine/d", apply);
-    advance(wakePromiseTtlMs);
-    expect(slots.wake("TerraformMachinePool")).toEqual([]);
-    expect(slots.wake("TerraformMachine")).toEqual(["ns/d"]);
-  });
+  it(
+    "wakes, oldest first, the waiters the freed slots let start, each through its own kind's controller, keeping a place in " +
+      "line for one that waits again",
+    () => {
+      const { cache, slots, advance } = setup(2);
+      cache.push(job("j1", "c"), job("j2", "c"));
+      for (const owner of ["ns/TerraformMachine/a", "ns/TerraformMachinePool/p", "ns/TerraformMachine/b", "ns/TerraformMachine/c"])
+        slots.wait(owner, apply);
+      expect(slots.wake("TerraformMachine")).toEqual([]);
+      // One slot frees: the oldest waiter, a, gets it, whichever kind's watch saw the Job first.
+      cache[0] = job("j1", "c", true);
+      expect(slots.wake("TerraformMachinePool")).toEqual([]);
+      expect(slots.wake("TerraformMachine")).toEqual(["ns/a"]);
+      // The next one goes to p, the pool next in line, not to b.
+      cache[1] = job("j2", "c", true);
+      expect(slots.wake("TerraformMachine")).toEqual([]);
+      expect(slots.wake("TerraformMachinePool")).toEqual(["ns/p"]);
+      // a found no slot after all (it waits again): it is first in line again, and its slot is its again.
+      slots.wait("ns/TerraformMachine/a", apply);
+      expect(slots.wake("TerraformMachine")).toEqual(["ns/a"]);
+      expect(slots.wake("TerraformMachine")).toEqual([]);
+      // Woken owners that never came back (their objects went): their slots lapse, and they are forgotten after a while.
+      advance(5 * 60_000);
+      expect(slots.wake("TerraformMachine")).toEqual(["ns/b", "ns/c"]);
+      slots.wait("ns/TerraformMachine/d", apply);
+      advance(wakePromiseTtlMs);
+      expect(slots.wake("TerraformMachinePool")).toEqual([]);
+      expect(slots.wake("TerraformMachine")).toEqual(["ns/d"]);
+    },
+  );
 
   it("forgets a waiter whose object is gone: no slot is kept for it, and no wake picks it", () => {
     const { cache, slots, take } = setup(1);

@@ -67,7 +67,10 @@ export interface JobSlotSource {
   clusterDefaultLimit: number;
   /** Holds a slot for `claim.job` from the moment its pass saw one free (synchronously with `usage`). */
   reserve?(claim: SlotClaim): void;
-  /** The owner's pass ended: its reservation goes unless it created that Job; after an error (created or not, unknown) it stays until the Job shows or it expires. */
+  /**
+   * The owner's pass ended: its reservation goes unless it created that Job; after an error (created or not, unknown) it stays until the
+   * Job shows or it expires.
+   */
   settle?(owner: string, outcome: { createdJob?: string } | "failed"): void;
   /** The owner's pass found no slot for `waiter`: it is woken (in the order owners asked) when one frees for it. */
   wait?(owner: string, waiter: SlotWaiter): void;

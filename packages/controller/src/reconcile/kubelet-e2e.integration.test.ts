@@ -23,6 +23,8 @@ import { defaultJobEnvironment } from "../jobs/build-job.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { allJobsFinished, preparePlane } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const runnerImage = "captf-controller:e2e";
 
@@ -137,7 +139,7 @@ describeWithTools(
     }, 60_000);
 
     it("provisions the machine from the real Job, pod and termination message", async () => {
-      let object: Record<string, any> = {};
+      let object = {} as ReadBack<TerraformMachine>;
       for (let pass = 0; pass < 12 && !object.status?.initialization?.provisioned; pass++) {
         await reconcileWorkspace(deps, machineAdapter, namespace, "m-0");
         await allJobsFinished(plane.batch, namespace);
@@ -147,7 +149,7 @@ describeWithTools(
           namespace,
           plural: "terraformmachines",
           name: "m-0",
-        })) as Record<string, any>;
+        })) as ReadBack<TerraformMachine>;
       }
       expect(object.status?.initialization).toEqual({ provisioned: true });
       expect(object.spec.providerID).toBe(`noop:///${namespace}/m-0`);

@@ -18,13 +18,16 @@ import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.
 import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
 import { clusterLeaseName, runLeaseName } from "./run-lease.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { CapiObject, ReadBack } from "./read-back.test-support.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
 
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+type Machine = ReadBack<TerraformMachine>;
 
 // The parts of a pass around the Job, on the real API server: user variables, the durable inputs
 // Secret and digest pinning, run leases and the cluster operation gate, pause, hands-off for
@@ -62,13 +65,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         )
         .replace(
           'state   = "running"',
-          'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" : "running"',
+          'state   = fileexists("${path.module}/../pending-${var.captf_object.namespace}-${var.captf_object.name}") ? "pending" ' +
+            ': "running"',
         ),
     );
     // A marker file makes every plan of that machine fail (an output's precondition), so a test can fail a drift check.
     writeFileSync(
       join(moduleDir, "fail-marker.tf"),
-      'output "fail_marker" {\n  value = null\n  precondition {\n    condition     = !fileexists("${path.module}/../fail-${var.captf_object.namespace}-${var.captf_object.name}")\n    error_message = "the test asked this plan to fail"\n  }\n}\n',
+      'output "fail_marker" {\n  value = null\n  precondition {\n    condition     = ' +
+        '!fileexists("${path.module}/../fail-${var.captf_object.namespace}-${var.captf_object.name}")\n    error_message = "the ' +
+        'test asked this plan to fail"\n  }\n}\n',
     );
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
     await plane.custom.createNamespacedCustomObject({
@@ -138,8 +144,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }
 
   const getMachine = (name: string) =>
-    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }).catch(() => ({})) as Promise<Json>;
-  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+    plane.custom
+      .getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name })
+      .catch(() => ({})) as Promise<Machine>;
+  const condition = (object: Machine, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
   // The Jobs of the current object of that name (an earlier one's may still wait for the garbage collector).
   const jobsOf = async (name: string) => {
     const uid = (await getMachine(name)).metadata?.uid;
@@ -155,7 +163,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       (event) => event.regarding?.name === name && event.reportingController === "captf-manager",
     );
 
-  async function drive(name: string, until: (machine: Json) => boolean, maxPasses = 12): Promise<string[]> {
+  async function drive(name: string, until: (machine: Machine) => boolean, maxPasses = 12): Promise<string[]> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
       actions.push((await reconcileWorkspace(deps, machineAdapter, namespace, name)).action);
@@ -175,7 +183,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await drive("vars", (m) => m.status?.initialization?.provisioned === true);
 
       const durable = await plane.core.readNamespacedSecret({ name: "captf-inputs-m-vars", namespace });
-      const tfvars = JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString("utf8"));
+      const tfvars = JSON.parse(Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").toString("utf8")) as Json;
       expect(tfvars).toMatchObject({ size: "large", zone: "a" });
       const job = (await jobsOf("vars"))[0]!;
       expect(durable.metadata?.annotations).toMatchObject({
@@ -221,11 +229,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(result.action).toBe("waiting: VariablesSourceNotFound");
       const machine = await getMachine("novars");
       expect(condition(machine, "DependenciesReady")).toMatchObject({ status: "False", reason: "VariablesSourceNotFound" });
-      expect(condition(machine, "DependenciesReady").message).toContain("ConfigMap unlabelled");
+      expect(condition(machine, "DependenciesReady")!.message).toContain("ConfigMap unlabelled");
       expect(await jobsOf("novars")).toHaveLength(0);
     }, 60_000);
 
-    it("waits with VariablesInvalid for a JSON-format source whose value is not JSON, naming the key and never the value, and starts no Job", async () => {
+    it("waits with VariablesInvalid for a JSON-format source whose value is not JSON, naming the key and never the value, and " +
+      "starts no Job", async () => {
       await plane.core.createNamespacedConfigMap({
         namespace,
         body: { metadata: { name: "badjson", labels: { "captf.io/variables": "true" } }, data: { tags: "{not-json-canary" } },
@@ -236,7 +245,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(result.action).toBe("waiting: VariablesInvalid");
       const machine = await getMachine("badvars");
       expect(condition(machine, "DependenciesReady")).toMatchObject({ status: "False", reason: "VariablesInvalid" });
-      expect(condition(machine, "DependenciesReady").message).toContain("tags");
+      expect(condition(machine, "DependenciesReady")!.message).toContain("tags");
       expect(JSON.stringify(machine.status)).not.toContain("not-json-canary");
       expect(await jobsOf("badvars")).toHaveLength(0);
     }, 60_000);
@@ -255,7 +264,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await reconcileWorkspace(deps, machineAdapter, namespace, name);
     }
     const getOwner = (name: string) =>
-      plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name }) as Promise<Json>;
+      plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name }) as Promise<CapiObject>;
 
     it("counts unhealthy samples, asks Cluster API to replace the Machine at the threshold, and withdraws once healthy", async () => {
       await createMachine("sick", { remediation: { annotateMachine: true, unhealthyThreshold: 2, healthCheckIntervalSeconds: 60 } });
@@ -303,10 +312,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       }
     }
 
-    it("refreshes a machine whose apply reads pending right away, then backs off 30 s, 1 m, … counting status.pendingRefreshes, until it reads running", async () => {
+    it("refreshes a machine whose apply reads pending right away, then backs off 30 s, 1 m, … counting status.pendingRefreshes, " +
+      "until it reads running", async () => {
       const marker = join(moduleDir, "..", `pending-${namespace}-slow`);
       writeFileSync(marker, "");
-      let machine: Json;
+      let machine: Machine;
       try {
         await createMachine("slow");
         expect((await reconcileWorkspace(deps, machineAdapter, namespace, "slow")).action).toBe("added finalizer");
@@ -360,7 +370,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await drive("backed", (m) => m.status?.initialization?.provisioned === true);
       const suffix = stateSecretSuffix({ role: "machine", namespace, name: "backed" });
       const machine = await getMachine("backed");
-      const [backup] = machine.status.stateBackups;
+      const backup = machine.status.stateBackups![0]!;
       expect(backup).toMatchObject({ serial: expect.any(Number), takenAt: expect.any(String), bytes: expect.any(Number) });
       const copy = await plane.core.readNamespacedSecret({ name: `captf-state-backup-${suffix}-${backup.serial}`, namespace });
       expect(copy.metadata?.labels).toMatchObject({ "captf.io/state-backup": "true", "captf.io/state-backup-suffix": suffix });
@@ -399,11 +409,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await jobsOf("backed")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
     }, 120_000);
 
-    it("reports a restore whose backup the runtime refuses as RestoreFailed with a StateRestoreFailed event, and does not retry it", async () => {
+    it("reports a restore whose backup the runtime refuses as RestoreFailed with a StateRestoreFailed event, and does not retry " +
+      "it", async () => {
       await createMachine("badbackup");
       await drive("badbackup", (m) => m.status?.initialization?.provisioned === true);
       const suffix = stateSecretSuffix({ role: "machine", namespace, name: "badbackup" });
-      const [backup] = (await getMachine("badbackup")).status.stateBackups;
+      const backup = (await getMachine("badbackup")).status.stateBackups![0]!;
       // The backup's chunk holds a gzip of something that is no state at all.
       await plane.core.patchNamespacedSecret(
         {
@@ -432,7 +443,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const machine = await getMachine("badbackup");
       const restoreJob = (await jobsOf("badbackup")).find((job) => job.metadata?.labels?.[opLabel] === "restore")!.metadata!.name!;
       expect(condition(machine, "RestoreJobSucceeded")).toMatchObject({ status: "False", reason: "RestoreFailed" });
-      expect(condition(machine, "RestoreJobSucceeded").message).toContain(
+      expect(condition(machine, "RestoreJobSucceeded")!.message).toContain(
         `Job ${restoreJob} could not restore backup serial ${backup.serial}`,
       );
       const failed = async () =>
@@ -464,7 +475,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   describe("spec.jobs.serviceAccountName", () => {
-    it("runs no Job as a ServiceAccount that is not opted in (ServiceAccountNotOptedIn), and runs it once labelled captf.io/runner=true", async () => {
+    it("runs no Job as a ServiceAccount that is not opted in (ServiceAccountNotOptedIn), and runs it once labelled " +
+      "captf.io/runner=true", async () => {
       await plane.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "own-runner" } } });
       await createMachine("own-sa", { jobs: { serviceAccountName: "own-runner" } });
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "own-sa")).action).toBe("added finalizer");
@@ -489,7 +501,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   });
 
   describe("deletion", () => {
-    it("does nothing for a deleting object without captf's finalizer: no Job, no credentials, no status (its cleanup is done)", async () => {
+    it("does nothing for a deleting object without captf's finalizer: no Job, no credentials, no status (its cleanup is " +
+      "done)", async () => {
       // Another controller's finalizer keeps the deleted object readable, as the moment after captf removed its own does.
       await createMachine("finalized", {}, { finalizers: ["example.com/hold"] });
       await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "finalized" });
@@ -504,7 +517,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       );
     }, 60_000);
 
-    it("makes no credentials for a deleting object that starts no Job: a late pass never re-creates the runner's RBAC the sweep removed", async () => {
+    it("makes no credentials for a deleting object that starts no Job: a late pass never re-creates the runner's RBAC the sweep " +
+      "removed", async () => {
       const late = `${namespace}-late`;
       await plane.core.createNamespace({ body: { metadata: { name: late } } });
       const kc = new k8s.KubeConfig();
@@ -535,7 +549,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("wins over a restore request: the destroy runs, and DeletionStarted is recorded once", async () => {
       await createMachine("doomed");
       await drive("doomed", (m) => m.status?.initialization?.provisioned === true);
-      const [backup] = (await getMachine("doomed")).status.stateBackups;
+      const backup = (await getMachine("doomed")).status.stateBackups![0]!;
       await plane.custom.patchNamespacedCustomObject(
         {
           ...infra,
@@ -579,7 +593,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 120_000);
 
     it("holds a new object of that name with RetainedStateFound, and adopts the state when told to, without applying", async () => {
-      const machine = (await plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name: "kept" })) as Json;
+      const machine = (await plane.custom.getNamespacedCustomObject({
+        ...capi,
+        namespace,
+        plural: "machines",
+        name: "kept",
+      })) as CapiObject;
       await plane.custom.createNamespacedCustomObject({
         ...infra,
         namespace,
@@ -666,13 +685,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       }
       const machine = await getMachine("undurable");
       expect(condition(machine, "DriftJobSucceeded")).toMatchObject({ status: "Unknown", reason: "DurableInputsMissing" });
-      expect(condition(machine, "DriftJobSucceeded").message).toContain("durable inputs Secret");
+      expect(condition(machine, "DriftJobSucceeded")!.message).toContain("durable inputs Secret");
       expect(await jobsOf("undurable")).toHaveLength(jobsBefore);
     }, 120_000);
   });
 
   describe("a failing drift check", () => {
-    it("reports DriftJobSucceeded=False/DriftJobFailed and a JobFailed event naming the drift Job, and leaves DriftDetected alone", async () => {
+    it("reports DriftJobSucceeded=False/DriftJobFailed and a JobFailed event naming the drift Job, and leaves DriftDetected " +
+      "alone", async () => {
       await createMachine("drift-fails", { drift: { intervalSeconds: 60 } });
       await drive("drift-fails", (m) => m.status?.initialization?.provisioned === true);
       const marker = join(moduleDir, "..", `fail-${namespace}-drift-fails`);
@@ -686,7 +706,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         const machine = await getMachine("drift-fails");
         const driftJob = (await jobsOf("drift-fails")).find((job) => job.metadata?.labels?.[opLabel] === "drift")!.metadata!.name!;
         expect(condition(machine, "DriftJobSucceeded")).toMatchObject({ status: "False", reason: "DriftJobFailed" });
-        expect(condition(machine, "DriftJobSucceeded").message).toContain(driftJob);
+        expect(condition(machine, "DriftJobSucceeded")!.message).toContain(driftJob);
         expect(condition(machine, "DriftDetected")?.reason).not.toBe("DriftReported");
         const failed = async () =>
           (await eventsOf("drift-fails")).filter((event) => event.reason === "JobFailed" && event.note?.includes(driftJob));
@@ -816,7 +836,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       await reconcileWorkspace(deps, machineAdapter, namespace, "foreignlock");
       const locked = condition(await getMachine("foreignlock"), "StateReadable");
       expect(locked).toMatchObject({ status: "False", reason: "StateLocked" });
-      expect(locked.message).toContain("alice@laptop (OperationTypeApply, since 2026-12-03T08:00:00Z)");
+      expect(locked!.message).toContain("alice@laptop (OperationTypeApply, since 2026-12-03T08:00:00Z)");
       await waitFor(async () => ((await eventsFor("foreignlock", "StateLocked")).length > 0 ? true : undefined));
       expect((await eventsFor("foreignlock", "StateLocked"))[0]!.note).toContain("alice@laptop");
       expect((await plane.coordination.readNamespacedLease({ name: lockOf("foreignlock"), namespace })).spec?.holderIdentity).toBe(
@@ -986,7 +1006,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(result.action).toBe("waiting: WaitingForClusterOperation");
         const machine = await getMachine("gated");
         expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterOperation" });
-        expect(condition(machine, "ApplyJobSucceeded").message).toContain(holder.metadata!.name);
+        expect(condition(machine, "ApplyJobSucceeded")!.message).toContain(holder.metadata!.name);
         expect(await jobsOf("gated")).toHaveLength(0);
         await expect(
           plane.coordination.readNamespacedLease({ name: `captf-run-${machine.status.stateSecretSuffix}`, namespace }),
@@ -1025,7 +1045,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }, 60_000);
 
     it("runs nothing for a TerraformMachine whose Machine points at another infrastructure object (OwnerMismatch)", async () => {
-      const machine = (await plane.custom.getNamespacedCustomObject({ ...capi, namespace, plural: "machines", name: "paused" })) as Json;
+      const machine = (await plane.custom.getNamespacedCustomObject({
+        ...capi,
+        namespace,
+        plural: "machines",
+        name: "paused",
+      })) as CapiObject;
       await plane.custom.createNamespacedCustomObject({
         ...infra,
         namespace,
@@ -1045,7 +1070,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "claimer")).action).toBe("waiting: OwnerMismatch");
       const claimer = await getMachine("claimer");
       expect(condition(claimer, "DependenciesReady")).toMatchObject({ status: "False", reason: "OwnerMismatch" });
-      expect(condition(claimer, "DependenciesReady").message).toContain("Machine paused does not reference this TerraformMachine");
+      expect(condition(claimer, "DependenciesReady")!.message).toContain("Machine paused does not reference this TerraformMachine");
       expect(await jobsOf("claimer")).toHaveLength(0);
     }, 60_000);
 
@@ -1062,7 +1087,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       });
       const machine = await getMachine("slotted");
       expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForJobSlot" });
-      expect(condition(machine, "ApplyJobSucceeded").message).toContain("--max-active-jobs is 3");
+      expect(condition(machine, "ApplyJobSucceeded")!.message).toContain("--max-active-jobs is 3");
       expect(await jobsOf("slotted")).toHaveLength(0);
       await reconcileWorkspace(limited, machineAdapter, namespace, "slotted");
       const waits = async () => (await eventsOf("slotted")).filter((event) => event.reason === "WaitingForJobSlot");
@@ -1090,7 +1115,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const identity = `${namespace}-id`;
     const canary = "canary-9f3b7c1e-secret-value";
 
-    it("runs Jobs with a Secret of the object's own namespace (identityRef kind Secret) as LocalSecret, and makes the runner's RBAC for them", async () => {
+    it("runs Jobs with a Secret of the object's own namespace (identityRef kind Secret) as LocalSecret, and makes the runner's " +
+      "RBAC for them", async () => {
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
       const withCredentials: ReconcilerDeps = { ...deps, credentials: identityCredentials({ client: plane.client }, deps.events) };

@@ -26,6 +26,8 @@ import { KubeClient } from "../runtime/kube-client.js";
 import { Manager } from "../runtime/manager.js";
 import { preparePlane } from "./plane.test-support.js";
 import { workspaceController } from "./workspace-controller.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const runnerImage = "captf-controller:e2e";
 
@@ -160,7 +162,8 @@ describeWithTools(
       rmSync(work, { recursive: true, force: true });
     }, 60_000);
 
-    it("waits for bootstrap data, and starts its apply as soon as the Machine names it (the Machine watch, not the 30 s requeue)", async () => {
+    it("waits for bootstrap data, and starts its apply as soon as the Machine names it (the Machine watch, not the 30 s " +
+      "requeue)", async () => {
       const getObject = async () =>
         (await plane.custom.getNamespacedCustomObject({
           group: "infrastructure.cluster.x-k8s.io",
@@ -168,7 +171,7 @@ describeWithTools(
           namespace,
           plural: "terraformmachines",
           name: "m-0",
-        })) as Record<string, any>;
+        })) as ReadBack<TerraformMachine>;
       await waitFor(
         async () =>
           ((await getObject()).status?.conditions ?? []).find(
@@ -207,7 +210,7 @@ describeWithTools(
             namespace,
             plural: "terraformmachines",
             name: "m-0",
-          })) as Record<string, any>;
+          })) as ReadBack<TerraformMachine>;
           const jobs = (await plane.batch.listNamespacedJob({ namespace })).items;
           return current.status?.initialization?.provisioned &&
             jobs.every((job) => job.metadata?.annotations?.["captf.io/bookkept"] === "true")

@@ -55,18 +55,22 @@ describe("bookkeepPlans", () => {
     expect(outcome.approvals).toEqual(["created"]);
   });
 
-  it("clears the plan and consumes the approval (and the approver annotation the Job keeps) once the approved apply succeeds, naming the approver", () => {
-    const outcome = bookkeepPlans([
-      job("plan", "succeeded", { plan, finishedAt: 1 }),
-      job("apply", "succeeded", {
-        annotations: { "captf.io/approved-plan": "p1:aa", "captf.io/plan-approved-by": "alice" },
-        finishedAt: 2,
-      }),
-    ]);
-    expect(outcome.plan).toBeNull();
-    expect(outcome.removeAnnotations).toEqual(["captf.io/approve-plan", "captf.io/plan-approved-by"]);
-    expect(outcome.events).toEqual([{ reason: "PlanApplied", note: "applied the approved plan p1:aa (approved by alice)" }]);
-  });
+  it(
+    "clears the plan and consumes the approval (and the approver annotation the Job keeps) once the approved apply succeeds, " +
+      "naming the approver",
+    () => {
+      const outcome = bookkeepPlans([
+        job("plan", "succeeded", { plan, finishedAt: 1 }),
+        job("apply", "succeeded", {
+          annotations: { "captf.io/approved-plan": "p1:aa", "captf.io/plan-approved-by": "alice" },
+          finishedAt: 2,
+        }),
+      ]);
+      expect(outcome.plan).toBeNull();
+      expect(outcome.removeAnnotations).toEqual(["captf.io/approve-plan", "captf.io/plan-approved-by"]);
+      expect(outcome.events).toEqual([{ reason: "PlanApplied", note: "applied the approved plan p1:aa (approved by alice)" }]);
+    },
+  );
 
   it("announces nothing as approved or applied when the apply ran an empty plan, which needs no approval", () => {
     const outcome = bookkeepPlans([job("apply", "succeeded", { annotations: { "captf.io/approved-plan": emptyPlanHash } })]);

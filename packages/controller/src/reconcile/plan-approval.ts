@@ -60,14 +60,18 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
     outcome.plan = preview(newest.result.plan, newest);
     outcome.events.push({
       reason: "PlanReady",
-      note: `plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) is ready: approve it with ${annotations.approvePlan}=${newest.result.plan.hash}`,
+      note:
+        `plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) is ready: approve it with ` +
+        `${annotations.approvePlan}=${newest.result.plan.hash}`,
     });
     outcome.approvals.push("created");
   } else if (newest.op === "apply" && newest.outcome === "plan-changed" && newest.result?.plan) {
     outcome.plan = preview(newest.result.plan, newest);
     outcome.events.push({
       reason: "PlanChanged",
-      note: `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} (${planCounts(newest.result.plan)}) waits for its own approval`,
+      note:
+        `the approved plan ${approvedPlan ?? ""} no longer matches: the new plan ${newest.result.plan.hash} ` +
+        `(${planCounts(newest.result.plan)}) waits for its own approval`,
     });
     outcome.approvals.push("changed");
   } else if (newest.op === "apply" && newest.outcome === "succeeded") {
@@ -136,7 +140,9 @@ export function planSupersession(facts: SupersessionFacts): Supersession | undef
       event: {
         reason: "PlanSuperseded",
         type: approved ? "Warning" : "Normal",
-        note: `plan ${plan.planHash}${approved ? ", approved," : ""} is superseded: ${why}${approved ? `; its approval (${annotations.approvePlan}) is removed` : ""}`,
+        note:
+          `plan ${plan.planHash}${approved ? ", approved," : ""} is superseded: ` +
+          `${why}${approved ? `; its approval (${annotations.approvePlan}) is removed` : ""}`,
       },
     };
   };

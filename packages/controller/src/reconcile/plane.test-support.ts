@@ -68,7 +68,10 @@ export async function preparePlane(namespace: string): Promise<PlaneClients> {
   };
 }
 
-/** Waits until every Job of the namespace finished; with `executor`, running each Pod as it appears (kube-controller-manager may create it after the Job). */
+/**
+ * Waits until every Job of the namespace finished; with `executor`, running each Pod as it appears (kube-controller-manager may create it
+ * after the Job).
+ */
 export async function allJobsFinished(
   batch: k8s.BatchV1Api,
   namespace: string,

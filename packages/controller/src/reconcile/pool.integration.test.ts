@@ -6,6 +6,10 @@ import { poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, mergePatchOptions } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformMachinePool } from "../api/terraformmachinepool.js";
+import type { CapiObject, ReadBack } from "./read-back.test-support.js";
+
+type Pool = ReadBack<TerraformMachinePool>;
 
 const image = "registry.invalid/captf/noop-machinepool:v0.1.0";
 
@@ -115,14 +119,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   afterAll(() => executor?.close());
 
   const get = () =>
-    custom.getNamespacedCustomObject({ ...infra, plural: "terraformmachinepools", name: "mp-0" }).catch(() => ({})) as Promise<
-      Record<string, any>
-    >;
+    custom.getNamespacedCustomObject({ ...infra, plural: "terraformmachinepools", name: "mp-0" }).catch(() => ({})) as Promise<Pool>;
 
-  async function drive(
-    until: (pool: Record<string, any>) => boolean,
-    maxPasses = 12,
-  ): Promise<{ pool: Record<string, any>; actions: string[] }> {
+  async function drive(until: (pool: Pool) => boolean, maxPasses = 12): Promise<{ pool: Pool; actions: string[] }> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
       const result = await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
@@ -138,8 +137,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const { pool, actions } = await drive((p) => p.status?.initialization?.provisioned === true);
     expect(pool.spec.providerIDList).toEqual([0, 1, 2].map((i) => `noop:///${namespace}/mp-0/${i}`));
     expect(pool.status.replicas).toBe(3);
-    expect(pool.status.conditions.find((c: { type: string }) => c.type === "OutputsValid")).toMatchObject({ status: "True" });
-    expect(pool.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    expect(pool.status.conditions!.find((c: { type: string }) => c.type === "OutputsValid")).toMatchObject({ status: "True" });
+    expect(pool.status.conditions!.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
     expect(pool.status.ready).toBe(true);
     // The apply's own reading already lists every member with a definite health: no refresh follows it (reference 2.4, rule 1).
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
@@ -180,12 +179,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       mergePatchOptions(),
     );
     await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
-    const machinePool = (await custom.getNamespacedCustomObject(machinePools)) as Record<string, any>;
-    expect(machinePool.metadata.annotations["cluster.x-k8s.io/replicas-managed-by"]).toBe("captf");
+    const machinePool = (await custom.getNamespacedCustomObject(machinePools)) as CapiObject;
+    expect(machinePool.metadata.annotations!["cluster.x-k8s.io/replicas-managed-by"]).toBe("captf");
     // The module observed 3 members; the autoscaler's 2 is overwritten by what exists.
     expect(machinePool.spec.replicas).toBe(3);
     const pool = await get();
-    expect(pool.status.conditions.find((c: { type: string }) => c.type === "AutoscalingActive")).toMatchObject({
+    expect(pool.status.conditions!.find((c: { type: string }) => c.type === "AutoscalingActive")).toMatchObject({
       status: "True",
       reason: "ReplicasManagedByModule",
     });

@@ -85,7 +85,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await reconcileWorkspace(deps, machineAdapter, namespace, name);
   }
 
-  it("null once is ProviderIDMissing, the same reading reconciled again stays so, a second null sample is InstanceTerminated; providerID kept", async () => {
+  it("null once is ProviderIDMissing, the same reading reconciled again stays so, a second null sample is InstanceTerminated; " +
+    "providerID kept", async () => {
     await createMachine(plane, namespace, "gone", image);
     await drive("gone", (m) => m.status?.initialization?.provisioned === true && Boolean(m.spec?.providerID));
     const providerID = ((await readMachine(plane, namespace, "gone")) as { spec?: { providerID?: string } }).spec!.providerID!;

@@ -265,15 +265,19 @@ describe("the watches of a kind's controller", () => {
     metadata: { name: "j", resourceVersion },
     status: { active, ...(finished ? { conditions: [{ type: "Complete", status: "True" }] } : {}) },
   });
-  it("start a pass for a Job that finishes or goes, appears finished, and on a resync, not for a Job that appears running, its progress or its bookkeeping mark", () => {
-    expect(jobFinishedOrGone(job("1", false), "add")).toBe(false);
-    expect(jobFinishedOrGone(job("1", true), "add")).toBe(true);
-    expect(jobFinishedOrGone(job("2", false, 1), "update", job("1", false))).toBe(false);
-    expect(jobFinishedOrGone(job("3", true), "update", job("2", false, 1))).toBe(true);
-    expect(jobFinishedOrGone(job("4", true), "update", job("3", true))).toBe(false);
-    expect(jobFinishedOrGone(job("4", true), "update", job("4", true))).toBe(true);
-    expect(jobFinishedOrGone(job("4", true), "delete")).toBe(true);
-  });
+  it(
+    "start a pass for a Job that finishes or goes, appears finished, and on a resync, not for a Job that appears running, its " +
+      "progress or its bookkeeping mark",
+    () => {
+      expect(jobFinishedOrGone(job("1", false), "add")).toBe(false);
+      expect(jobFinishedOrGone(job("1", true), "add")).toBe(true);
+      expect(jobFinishedOrGone(job("2", false, 1), "update", job("1", false))).toBe(false);
+      expect(jobFinishedOrGone(job("3", true), "update", job("2", false, 1))).toBe(true);
+      expect(jobFinishedOrGone(job("4", true), "update", job("3", true))).toBe(false);
+      expect(jobFinishedOrGone(job("4", true), "update", job("4", true))).toBe(true);
+      expect(jobFinishedOrGone(job("4", true), "delete")).toBe(true);
+    },
+  );
 
   it("start no pass for the object's own block-move annotation, but for any other annotation", () => {
     const object = (resourceVersion: string, annotations: Record<string, string>) => ({

@@ -15,7 +15,8 @@ import {
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/error-cluster:v0.1.0";
-// The runner's error module (a precondition whose message prints both values, wrapped by OpenTofu), under the no-op cluster module's contract.
+// The runner's error module (a precondition whose message prints both values, wrapped by OpenTofu), under the no-op cluster module's
+// contract.
 const errorModule = readFileSync(new URL("../../../runner/src/testdata/error-module/main.tf", import.meta.url), "utf8");
 const canaries = { credential: "cred-canary-5c0f2e8a9d1b7364", passphrase: 'lilac-0b7e basalt-62fd "comet-9e14" ferry-d3a8' };
 const forbidden = [canaries.credential, ...canaries.passphrase.split(" ").map((word) => word.replace(/"/g, ""))];

@@ -279,7 +279,8 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     void events.record(
       subject,
       "ForceUnlocked",
-      `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} (force-unlock before its ${op})`,
+      `the state lock ${request.forceUnlock} left by this object's runner that is gone is released by Job ${holder} ` +
+        `(force-unlock before its ${op})`,
     );
     deps.metrics?.lockForceUnlocks.inc({ kind: adapter.kind });
   }

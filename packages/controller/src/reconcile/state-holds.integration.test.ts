@@ -17,6 +17,8 @@ import {
   mergePatchOptions,
 } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 // The no-op cluster module with a blob of 100 sha512 digests per `blob_rows` in state: 100 rows
 // make a state that compresses to more than the 1 MiB a Secret holds.
@@ -31,7 +33,8 @@ resource "terraform_data" "blob" {
 }
 `;
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
-type Json = Record<string, any>;
+type Json = Record<string, unknown>;
+type Cluster = ReadBack<TerraformCluster>;
 
 // State holds on the real API server, with the real runner and OpenTofu: a state that outgrew its
 // Secret, and a state whose lineage changed, each hold the object with a condition instead of an apply.
@@ -57,13 +60,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   const createCluster = (name: string, blobRows = 0) =>
     createTerraformCluster(plane, namespace, name, { source: { image }, variables: { blob_rows: blobRows } });
   const get = (name: string) =>
-    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
   const setVariables = (name: string, variables: Json) =>
     plane.custom.patchNamespacedCustomObject(
       { ...infra, namespace, plural: "terraformclusters", name, body: { spec: { variables } } },
       mergePatchOptions(),
     );
-  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+  const condition = (object: Cluster, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
   const pass = async (name: string) => (await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action;
   const jobCount = async () => (await plane.batch.listNamespacedJob({ namespace })).items.length;
   const events = async (name: string, reason: string) =>
@@ -81,7 +84,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect((await get(name)).status.initialization).toEqual({ provisioned: true });
   }
 
-  it("holds a cluster whose apply could not save a state larger than its Secret, instead of applying again blindly, until its inputs change", async () => {
+  it("holds a cluster whose apply could not save a state larger than its Secret, instead of applying again blindly, until its " +
+    "inputs change", async () => {
     await createCluster("big", 100);
     expect(await pass("big")).toBe("added finalizer");
     expect(await pass("big")).toMatch(/^started apply \(NoState\)/);
@@ -89,19 +93,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
 
     expect(await pass("big")).toBe("StateNotSaved");
     const held = await get("big");
-    expect(held.status.lastRun.error).toMatchObject({ kind: "state-save", step: "apply" });
-    expect(held.status.lastRun.steps.map((step: Json) => step.name)).toEqual([
-      "init",
-      "validate",
-      "plan",
-      "show-json",
-      "apply",
-      "state-push",
-    ]);
+    expect(held.status.lastRun!.error).toMatchObject({ kind: "state-save", step: "apply" });
+    expect(held.status.lastRun!.steps!.map((step) => step.name)).toEqual(["init", "validate", "plan", "show-json", "apply", "state-push"]);
     const applied = condition(held, "ApplyJobSucceeded");
     expect(applied).toMatchObject({ status: "False", reason: "StateNotSaved" });
-    expect(applied.message).toContain("1 MiB");
-    expect(applied.message).toContain("docs/reliability.md");
+    expect(applied!.message).toContain("1 MiB");
+    expect(applied!.message).toContain("docs/reliability.md");
     expect(await events("big", "StateNotSaved")).toHaveLength(1);
     expect(await events("big", "JobFailed")).toHaveLength(0);
 
@@ -129,7 +126,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     // Another state pushed over this one: a new lineage, a higher serial, the same resources.
     const secretName = stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name: "lineage" }));
     const secret = await plane.core.readNamespacedSecret({ name: secretName, namespace });
-    const document = JSON.parse(gunzipSync(Buffer.from(secret.data!.tfstate!, "base64")).toString("utf8"));
+    const document = JSON.parse(gunzipSync(Buffer.from(secret.data!.tfstate!, "base64")).toString("utf8")) as Json & { serial: number };
     const foreign = "00000000-0000-4000-8000-000000000000";
     secret.data!.tfstate = gzipSync(JSON.stringify({ ...document, lineage: foreign, serial: document.serial + 1 })).toString("base64");
     await plane.core.replaceNamespacedSecret({ name: secretName, namespace, body: secret });
@@ -140,8 +137,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     const held = await get("lineage");
     const readable = condition(held, "StateReadable");
     expect(readable).toMatchObject({ status: "False", reason: "StateLineageChanged" });
-    expect(readable.message).toContain(foreign);
-    expect(readable.message).toContain(recorded);
+    expect(readable!.message).toContain(foreign);
+    expect(readable!.message).toContain(recorded);
     expect(await pass("lineage")).toBe("StateUnreadable");
     expect(await jobCount()).toBe(jobs);
     expect(await events("lineage", "StateLineageChanged")).toHaveLength(1);

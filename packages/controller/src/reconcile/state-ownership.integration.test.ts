@@ -19,6 +19,8 @@ import {
   mergePatchOptions,
 } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const image = "registry.invalid/captf/noop-cluster:v0.1.0";
 const gateImage = "registry.invalid/captf/gate-cluster:v0.1.0";
@@ -39,7 +41,7 @@ resource "terraform_data" "gate" {
 }
 `;
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
-type Json = Record<string, any>;
+type Cluster = ReadBack<TerraformCluster>;
 
 // The state Secrets the runner writes through the kubernetes backend (real OpenTofu) on the real API
 // server: adopted by the object after its apply, re-owned when someone strips them, and a state that
@@ -73,8 +75,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   });
 
   const get = (name: string) =>
-    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
-  const condition = (object: Json, type: string) => (object.status?.conditions ?? []).find((c: Json) => c.type === type);
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
+  const condition = (object: Cluster, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
   const pass = async (name: string) => (await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action;
   const events = async (name: string, reason: string) =>
     (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.reason === reason && event.regarding?.name === name);
@@ -90,7 +92,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect((await get(name)).status.initialization).toEqual({ provisioned: true });
   }
 
-  it("adopts the state after the apply: owned by the object (not as controller, blocking nothing) and annotated with the apply's inputs hash, once", async () => {
+  it("adopts the state after the apply: owned by the object (not as controller, blocking nothing) and annotated with the " +
+    "apply's inputs hash, once", async () => {
     await provision("owned");
     const cluster = await get("owned");
     const secret = await stateSecret("owned");

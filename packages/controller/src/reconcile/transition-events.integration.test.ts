@@ -19,12 +19,14 @@ import {
   mergePatchOptions,
 } from "./plane.test-support.js";
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 const machineImage = "registry.invalid/captf/transitions-machine:v1";
 const clusterImage = "registry.invalid/captf/transitions-cluster:v1";
 const driftIntervalMs = 30 * 60_000;
 const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1" };
-type Json = Record<string, any>;
+type Cluster = ReadBack<TerraformCluster>;
 
 /** Replaces `from` in a module file, failing when the no-op module no longer has it. */
 function edit(file: string, from: string | RegExp, to: string): void {
@@ -71,11 +73,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     edit(
       outputs,
       'backend_id = "noop-backend-${terraform_data.load_balancer.id}"',
-      'backend_id = "noop-backend-${terraform_data.load_balancer.id}"\n    blob       = var.generation == "1" ? "" : join("", [for i in range(600) : sha512("${i}")])',
+      'backend_id = "noop-backend-${terraform_data.load_balancer.id}"\n    blob       = var.generation == "1" ? "" : join("", ' +
+        '[for i in range(600) : sha512("${i}")])',
     );
     writeFileSync(
       join(clusterDir, "transitions.tf"),
-      'variable "generation" {\n  type    = string\n  default = "1"\n}\n\nresource "terraform_data" "drifting" {\n  input = fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n',
+      'variable "generation" {\n  type    = string\n  default = "1"\n}\n\nresource "terraform_data" "drifting" {\n  input = ' +
+        'fileexists("${path.module}/../drift-${var.captf_object.name}")\n}\n',
     );
 
     plane = await preparePlane(namespace);
@@ -114,7 +118,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       .filter((sample) => Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
       .reduce((sum, sample) => sum + sample.value, 0);
   const getCluster = (name: string) =>
-    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Json>;
+    plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
 
   async function runJobs(): Promise<void> {
     await executor.runPending();
@@ -132,7 +136,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     throw new Error(`${name} did not settle: ${actions.join(" | ")}`);
   }
 
-  /** Moves the clock past the drift interval for one pass: that pass starts a drift Job (one new sample), which runs; then a pass reads it. */
+  /**
+   * Moves the clock past the drift interval for one pass: that pass starts a drift Job (one new sample), which runs; then a pass reads it.
+   */
   async function sampleOnce(adapter: KindAdapter<any>, name: string, intervalMs: number): Promise<void> {
     skew = intervalMs + 5 * 60_000;
     try {
@@ -145,7 +151,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await reconcileWorkspace(deps, adapter, namespace, name);
   }
 
-  it("a machine healthy -> unhealthy -> healthy: InstanceUnhealthy then InstanceHealthy, once each; invalid outputs: OutputsInvalid once, counted", async () => {
+  it("a machine healthy -> unhealthy -> healthy: InstanceUnhealthy then InstanceHealthy, once each; invalid outputs: " +
+    "OutputsInvalid once, counted", async () => {
     await createMachine(plane, namespace, "m", machineImage);
     await settle(machineAdapter, "m");
     expect(condition(await readMachine(plane, namespace, "m"), "InfrastructureHealthy")).toMatchObject({
@@ -190,7 +197,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await eventsOf("m", "ConditionChanged")).toEqual([]);
   }, 240_000);
 
-  it("a cluster's new inputs: InputsChanged, FailureDomainsChanged and ExportsNotPublished once each, the hash change counted; a remediation apply: DriftRemediationStarted", async () => {
+  it("a cluster's new inputs: InputsChanged, FailureDomainsChanged and ExportsNotPublished once each, the hash change counted; " +
+    "a remediation apply: DriftRemediationStarted", async () => {
     await createTerraformCluster(plane, namespace, "c", {
       source: { image: clusterImage },
       variables: { generation: "1" },
@@ -198,7 +206,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     });
     await settle(clusterAdapter, "c");
     let cluster = await getCluster("c");
-    expect(cluster.status.failureDomains.map((domain: Json) => domain.name)).toEqual(["fd1"]);
+    expect(cluster.status.failureDomains!.map((domain) => domain.name)).toEqual(["fd1"]);
     expect(cluster.status.exports).toMatchObject({ blob: "" });
     // The first publication is part of provisioning, and a first apply is not a change of inputs.
     expect(await eventsOf("c", "FailureDomainsChanged")).toEqual([]);
@@ -213,7 +221,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await settle(clusterAdapter, "c");
     await reconcileWorkspace(deps, clusterAdapter, namespace, "c");
     cluster = await getCluster("c");
-    expect(cluster.status.failureDomains.map((domain: Json) => domain.name)).toEqual(["fd1", "fd2"]);
+    expect(cluster.status.failureDomains!.map((domain) => domain.name)).toEqual(["fd1", "fd2"]);
     expect(cluster.status.exports).toBeUndefined();
     expect(await recorded("c", "InputsChanged")).toEqual([expect.objectContaining({ type: "Normal" })]);
     expect(await recorded("c", "FailureDomainsChanged")).toEqual([

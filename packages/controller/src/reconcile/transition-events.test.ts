@@ -25,16 +25,20 @@ describe("transitionEvents", () => {
     expect(second).toEqual([]);
   });
 
-  it("InstanceUnhealthy when InfrastructureHealthy turns False for an instance's unhealthy reasons; InstanceHealthy when it is Healthy again", () => {
-    for (const reason of ["InstanceUnhealthy", "InstanceDegraded", "InstanceStopped", "InstanceTerminated"]) {
-      expect(between([healthy], [c("InfrastructureHealthy", "False", reason)])).toEqual(["Warning InstanceUnhealthy"]);
-      expect(between([c("InfrastructureHealthy", "False", reason)], [healthy])).toEqual(["Normal InstanceHealthy"]);
-    }
-    // Another unhealthy reason is another transition.
-    expect(
-      between([c("InfrastructureHealthy", "False", "InstanceDegraded")], [c("InfrastructureHealthy", "False", "InstanceStopped")]),
-    ).toEqual(["Warning InstanceUnhealthy"]);
-  });
+  it(
+    "InstanceUnhealthy when InfrastructureHealthy turns False for an instance's unhealthy reasons; InstanceHealthy when it is " +
+      "Healthy again",
+    () => {
+      for (const reason of ["InstanceUnhealthy", "InstanceDegraded", "InstanceStopped", "InstanceTerminated"]) {
+        expect(between([healthy], [c("InfrastructureHealthy", "False", reason)])).toEqual(["Warning InstanceUnhealthy"]);
+        expect(between([c("InfrastructureHealthy", "False", reason)], [healthy])).toEqual(["Normal InstanceHealthy"]);
+      }
+      // Another unhealthy reason is another transition.
+      expect(
+        between([c("InfrastructureHealthy", "False", "InstanceDegraded")], [c("InfrastructureHealthy", "False", "InstanceStopped")]),
+      ).toEqual(["Warning InstanceUnhealthy"]);
+    },
+  );
 
   it("StateUnreadable once when the state turns unreadable (or unreadable for another reason), not a generic ConditionChanged", () => {
     const read = c("StateReadable", "True", "StateRead");
@@ -125,28 +129,31 @@ describe("transitionEvents", () => {
     expect(transitionEvents({ conditions: [c("OutputsValid", "False", "OutputsInvalid")] }, {}, facts)).toEqual([]);
   });
 
-  it("FailureDomainsChanged when published failure domains change or go; not on their first publication; the note names domains only", () => {
-    const cluster = { kind: "TerraformCluster" };
-    expect(transitionEvents({}, { failureDomains: [{ name: "a", controlPlane: true }] }, cluster)).toEqual([]);
-    expect(transitionEvents({ failureDomains: [{ name: "a" }] }, { failureDomains: [{ name: "b" }, { name: "a" }] }, cluster)).toEqual([
-      { reason: "FailureDomainsChanged", type: "Normal", note: "failure domains now a, b (were a)" },
-    ]);
-    expect(
-      transitionEvents(
-        { failureDomains: [{ name: "a", controlPlane: false }] },
-        { failureDomains: [{ name: "a", controlPlane: true }] },
-        cluster,
-      ),
-    ).toHaveLength(1);
-    expect(transitionEvents({ failureDomains: [{ name: "a" }] }, { failureDomains: null }, cluster)).toEqual([
-      { reason: "FailureDomainsChanged", type: "Normal", note: "failure domains now none (were a)" },
-    ]);
-    // The same set in another order, or a patch that leaves them out, is no change.
-    expect(
-      transitionEvents({ failureDomains: [{ name: "a" }, { name: "b" }] }, { failureDomains: [{ name: "b" }, { name: "a" }] }, cluster),
-    ).toEqual([]);
-    expect(transitionEvents({ failureDomains: [{ name: "a" }] }, {}, cluster)).toEqual([]);
-  });
+  it(
+    "FailureDomainsChanged when published failure domains change or go; not on their first publication; the note names domains " + "only",
+    () => {
+      const cluster = { kind: "TerraformCluster" };
+      expect(transitionEvents({}, { failureDomains: [{ name: "a", controlPlane: true }] }, cluster)).toEqual([]);
+      expect(transitionEvents({ failureDomains: [{ name: "a" }] }, { failureDomains: [{ name: "b" }, { name: "a" }] }, cluster)).toEqual([
+        { reason: "FailureDomainsChanged", type: "Normal", note: "failure domains now a, b (were a)" },
+      ]);
+      expect(
+        transitionEvents(
+          { failureDomains: [{ name: "a", controlPlane: false }] },
+          { failureDomains: [{ name: "a", controlPlane: true }] },
+          cluster,
+        ),
+      ).toHaveLength(1);
+      expect(transitionEvents({ failureDomains: [{ name: "a" }] }, { failureDomains: null }, cluster)).toEqual([
+        { reason: "FailureDomainsChanged", type: "Normal", note: "failure domains now none (were a)" },
+      ]);
+      // The same set in another order, or a patch that leaves them out, is no change.
+      expect(
+        transitionEvents({ failureDomains: [{ name: "a" }, { name: "b" }] }, { failureDomains: [{ name: "b" }, { name: "a" }] }, cluster),
+      ).toEqual([]);
+      expect(transitionEvents({ failureDomains: [{ name: "a" }] }, {}, cluster)).toEqual([]);
+    },
+  );
 
   it("ExportsNotPublished once when exports become too large: the pass that clears published exports, or the first state read", () => {
     const tooLarge = { kind: "TerraformCluster", exportsNotPublished: { bytes: 70_000, limit: 65_536 } };

@@ -176,7 +176,8 @@ export function transitionEvents(before: StatusView, written: StatusView, facts:
     events.push(
       event(
         "ExportsNotPublished",
-        `the module's exports are ${limit.bytes} bytes as compact JSON, over the ${limit.limit} bytes status.exports holds: status.exports is cleared (machines and pools still read them from the state)`,
+        `the module's exports are ${limit.bytes} bytes as compact JSON, over the ${limit.limit} bytes status.exports holds: ` +
+          `status.exports is cleared (machines and pools still read them from the state)`,
       ),
     );
   }
@@ -199,7 +200,8 @@ export function jobStartEvents(start: {
     events.push(
       event(
         "InputsChanged",
-        `the inputs changed since the last successful apply (${start.previousApplyHash ?? "none"} -> ${start.inputsHash}): Job ${start.job} applies them`,
+        `the inputs changed since the last successful apply (${start.previousApplyHash ?? "none"} -> ${start.inputsHash}): Job ` +
+          `${start.job} applies them`,
       ),
     );
   if (start.op === "apply" && start.decision.remediation)

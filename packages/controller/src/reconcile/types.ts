@@ -1,4 +1,5 @@
-// The types the reconcile pass shares with its phases, the operation starter and the kind adapters: one file below them all, so they import no pass.
+// The types the reconcile pass shares with its phases, the operation starter and the kind adapters: one file below them all, so they import
+// no pass.
 import type { JsonValue, OutputsDecoding, Role, RoleInputs } from "@captf/contract";
 import type { finalizers } from "@captf/contract/api";
 import type { GeneratedRoot } from "@captf/render";

@@ -24,6 +24,8 @@ import {
 import { variablesSourceSelector } from "./variables-source-watches.js";
 import { workspaceController, workspaceResourceType } from "./workspace-controller.js";
 import type { ReconcilerDeps } from "./workspace-reconciler.js";
+import type { TerraformCluster } from "../api/terraformcluster.js";
+import type { ReadBack } from "./read-back.test-support.js";
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "variablesFrom sources watched", () => {
   const namespace = `varsrc-${Date.now().toString(36)}`;
@@ -202,8 +204,8 @@ describeWithTools(
       if (moduleDir) rmSync(moduleDir, { recursive: true, force: true });
     });
 
-    const getCluster = () => plane.custom.getNamespacedCustomObject({ ...infra, name: "c" }) as Promise<Record<string, any>>;
-    const condition = (object: Record<string, any>, type: string) =>
+    const getCluster = () => plane.custom.getNamespacedCustomObject({ ...infra, name: "c" }) as Promise<ReadBack<TerraformCluster>>;
+    const condition = (object: ReadBack<TerraformCluster>, type: string) =>
       (object.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
     const applies = async () =>
       (await plane.batch.listNamespacedJob({ namespace, labelSelector: "captf.infrastructure.cluster.x-k8s.io/op=apply" })).items;
@@ -228,7 +230,8 @@ describeWithTools(
       );
     }
 
-    it("re-applies the TerraformCluster when a value of its labelled ConfigMap changes: the watch starts the pass, which starts apply (InputsChanged)", async () => {
+    it("re-applies the TerraformCluster when a value of its labelled ConfigMap changes: the watch starts the pass, which starts " +
+      "apply (InputsChanged)", async () => {
       await settled();
       expect(await applies()).toHaveLength(1);
       const before = actions.length;
@@ -260,7 +263,8 @@ describeWithTools(
       });
     }, 180_000);
 
-    it("records one Warning ConditionChanged when DependenciesReady turns bad (the source lost its label), and one Normal when it recovers", async () => {
+    it("records one Warning ConditionChanged when DependenciesReady turns bad (the source lost its label), and one Normal when " +
+      "it recovers", async () => {
       expect(await conditionChanged()).toEqual([]);
       const unlabel = (labels: Record<string, string | null>) =>
         plane.core.patchNamespacedConfigMap(

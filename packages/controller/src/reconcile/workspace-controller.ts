@@ -90,7 +90,10 @@ export function jobFinishedOrGone(job: KubeObject, event: WatchEventType, oldJob
   return (finishedCondition(oldJob as JobConditions) === undefined) !== (finishedCondition(job as JobConditions) === undefined);
 }
 
-/** What the queue does after a pass: a requeue after 0 ms (retained state adopted, a stuck Job deleted) runs the pass again at once; only no requeue at all is done. */
+/**
+ * What the queue does after a pass: a requeue after 0 ms (retained state adopted, a stuck Job deleted) runs the pass again at once; only no
+ * requeue at all is done.
+ */
 export function queueResult(result: PassResult): { requeueAfterMillis?: number } {
   return result.requeueAfterMs !== undefined ? { requeueAfterMillis: Math.max(0, result.requeueAfterMs) } : {};
 }
@@ -109,7 +112,10 @@ export function goneDuringPass(error: unknown, plural: string, name: string): Pa
 /** The queue priority of an object a freed Job slot wakes. */
 export const slotWakePriority = 10;
 
-/** The Cluster API cluster an object belongs to: its owner Cluster, else its cluster-name label, else its own name (a TerraformCluster without either). */
+/**
+ * The Cluster API cluster an object belongs to: its owner Cluster, else its cluster-name label, else its own name (a TerraformCluster
+ * without either).
+ */
 export function clusterNameOf(object: KubeObject): string {
   return (
     object.metadata?.ownerReferences?.find((ref) => ref.kind === "Cluster")?.name ??

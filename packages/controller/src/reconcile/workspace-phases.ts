@@ -62,7 +62,10 @@ export interface Pass<R extends Role = Role> {
   subject: EventSubject;
   /** The durable inputs as read, kept current with the pass's own annotations of them. */
   durable: DurableInputs | undefined;
-  /** What the phases record on the durable inputs (annotations, data keys as text; null removes), sent as one patch by {@link writeDurableNotes}. */
+  /**
+   * What the phases record on the durable inputs (annotations, data keys as text; null removes), sent as one patch by
+   * {@link writeDurableNotes} .
+   */
   durableNotes: { annotations: Record<string, string | null>; data: Record<string, string | null> };
   scope: StatusScope;
 }
@@ -97,7 +100,10 @@ function metricResult(job: ObservedJob): JobResult {
   return job.outcome === "plan-changed" ? "plan_changed" : (job.outcome as JobResult);
 }
 
-/** Bookkeeping of the Jobs that finished since the last pass: state adopted, digest pinned, leases released, events; returns them (marked after the status patch). */
+/**
+ * Bookkeeping of the Jobs that finished since the last pass: state adopted, digest pinned, leases released, events; returns them (marked
+ * after the status patch).
+ */
 export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJob[]): Promise<ObservedJob[]> {
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
   const { client } = deps;
@@ -291,12 +297,16 @@ async function adoptStateOf(pass: Pass, job: ObservedJob): Promise<void> {
     void events.record(
       subject,
       "StateAdopted",
-      `Job ${job.name} (${job.op}) succeeded: its state Secrets are owned by this ${pass.adapter.kind} and hold inputs hash ${job.inputsHash}`,
+      `Job ${job.name} (${job.op}) succeeded: its state Secrets are owned by this ${pass.adapter.kind} and hold inputs hash ` +
+        `${job.inputsHash}`,
     );
   }
 }
 
-/** A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the durable inputs (so it survives this pass), and the current inputs are applied again without backoff. */
+/**
+ * A cluster or pool apply Job deleted while it ran may have applied part of its change: recorded on the durable inputs (so it survives this
+ * pass), and the current inputs are applied again without backoff.
+ */
 export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob[]): Promise<void> {
   const { deps, adapter, object, namespace, name, suffix, clusterName, events, subject, durable, scope } = pass;
   const { client } = deps;
@@ -441,7 +451,8 @@ export async function observeStateAndBackups(
     void events.record(subject, "StateLost", `the state of this ${adapter.kind} is gone; nothing runs on it until a backup is restored`);
   if (state.kind === "unreadable" && state.reason === "StateLineageChanged" && previousReason(previous, "StateReadable") !== state.reason)
     void events.record(subject, "StateLineageChanged", state.message);
-  // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next Job's force-unlock.
+  // The state lock, read while no Job runs: a foreign holder is reported, a stale lock of this object's own dead runner goes to the next
+  // Job's force-unlock.
   const lock: StateLockFinding = active
     ? { kind: "free" }
     : await observeStateLock({ client, cache: deps.cache }, namespace, suffix, { role: adapter.role, name });
@@ -535,7 +546,10 @@ export async function recoverActiveJob(
 
 /** Why a Job's image was not pulled, for the pass's action and log. */
 function imagePullMessage(stalled: { container: string; image: string; reason: string }): string {
-  return `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} minutes (${stalled.reason})`;
+  return (
+    `the image ${stalled.image} of container ${stalled.container} was not pulled within ${imagePullDeadlineMs / 60_000} ` +
+    `minutes (${stalled.reason})`
+  );
 }
 
 /** The root an operation runs in: apply and plan the current inputs; the others what was applied. */
@@ -788,7 +802,8 @@ export function lineageCheck(reading: StateReading, recordedLineage: string | un
     kind: "unreadable",
     reason: "StateLineageChanged",
     message:
-      `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the durable inputs Secret): another state was written over this object's. ` +
+      `the state's lineage is ${reading.state.lineage}, not ${recordedLineage} as recorded (${annotations.stateLineage} on the ` +
+      `durable inputs Secret): another state was written over this object's. ` +
       `Nothing runs on it: restore a backup with ${annotations.restoreState}=<serial>, or accept this state by removing that annotation`,
   };
 }

@@ -7,6 +7,10 @@ import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.
 import { machineAdapter } from "../kinds/adapters.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 import type { ResourceType } from "../runtime/kube-client.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { ReadBack } from "./read-back.test-support.js";
+
+type Machine = ReadBack<TerraformMachine>;
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
 
@@ -89,15 +93,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   afterAll(() => executor?.close());
 
-  async function drive(
-    until: (machine: Record<string, any>) => boolean,
-    maxPasses = 12,
-  ): Promise<{ machine: Record<string, any>; actions: string[] }> {
+  async function drive(until: (machine: Machine) => boolean, maxPasses = 12): Promise<{ machine: Machine; actions: string[] }> {
     const actions: string[] = [];
     for (let pass = 0; pass < maxPasses; pass++) {
       const result = await reconcileWorkspace(deps, machineAdapter, namespace, "m-0");
       actions.push(result.action);
-      if (result.action === "gone") return { machine: {}, actions };
+      if (result.action === "gone") return { machine: {} as Machine, actions };
       const machine = (await custom
         .getNamespacedCustomObject({
           group: "infrastructure.cluster.x-k8s.io",
@@ -106,11 +107,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           plural: "terraformmachines",
           name: "m-0",
         })
-        .catch(() => ({}))) as Record<string, any>;
+        .catch(() => ({}))) as Machine;
       if (until(machine)) return { machine, actions };
       if (await executor.runPending()) await allJobsFinished(batch, namespace);
     }
-    const last = await custom
+    const last: unknown = await custom
       .getNamespacedCustomObject({
         group: "infrastructure.cluster.x-k8s.io",
         version: "v1alpha1",
@@ -128,7 +129,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const { machine, actions } = await drive((m) => m.status?.initialization?.provisioned === true);
     expect(machine.spec.providerID).toBe(`noop:///${namespace}/m-0`);
     expect(machine.status.addresses).toEqual([{ type: "InternalIP", address: "10.0.0.1" }]);
-    expect(machine.status.conditions.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    expect(machine.status.conditions!.find((c: { type: string }) => c.type === "Ready")).toMatchObject({ status: "True", reason: "Ready" });
     expect(machine.status.lastRun).toMatchObject({ operation: "apply", steps: expect.any(Array) });
     const jobs = (await batch.listNamespacedJob({ namespace })).items;
     expect(jobs.map((job) => job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"])).toEqual(["apply"]);
@@ -170,18 +171,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
             return read;
           };
         }
-        const value = Reflect.get(target, property);
-        return typeof value === "function" ? value.bind(target) : value;
+        const value: unknown = Reflect.get(target, property);
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
     const lost = await reconcileWorkspace({ ...deps, client: racing }, machineAdapter, namespace, "race");
     expect(raced).toBe(true);
     expect(lost).toEqual({ action: expect.stringContaining("conflict"), requeueAfterMs: 5_000 });
-    expect(
-      ((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers,
-    ).toBeUndefined();
+    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Machine).metadata.finalizers).toBeUndefined();
     expect((await reconcileWorkspace(deps, machineAdapter, namespace, "race")).action).toBe("added finalizer");
-    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Record<string, any>).metadata.finalizers).toEqual([
+    expect(((await custom.getNamespacedCustomObject({ ...infra, name: "race" })) as Machine).metadata.finalizers).toEqual([
       "terraformmachine.infrastructure.cluster.x-k8s.io",
     ]);
     await custom.patchNamespacedCustomObject({ ...infra, name: "race", body: { metadata: { finalizers: null } } }, mergePatchOptions());

@@ -123,7 +123,9 @@ function renderInputs<R extends Role>(role: R, image: string, inputs: RoleInputs
   }
 }
 
-/** The pool's inputs rendered with the exports of its last successful apply, while it holds a change of them; undefined when it holds none. */
+/**
+ * The pool's inputs rendered with the exports of its last successful apply, while it holds a change of them; undefined when it holds none.
+ */
 function heldInputs(
   rendered: RenderedInputs,
   durable: DurableInputs,
@@ -142,7 +144,9 @@ function heldInputs(
   return outcome.kind === "ready" ? { kind: "ready", rendered: { ...outcome.rendered, held: true } } : undefined;
 }
 
-/** The running Job as the status reports it; it started when captf created it, a time that never changes while it runs (no status write). */
+/**
+ * The running Job as the status reports it; it started when captf created it, a time that never changes while it runs (no status write).
+ */
 function activeJobOf(job: Pick<ObservedJob, "name" | "op" | "attempt" | "remediation" | "job">): NonNullable<PassOutcome["active"]> {
   const started = job.job.metadata?.creationTimestamp ?? job.job.status?.startTime;
   return {
@@ -166,7 +170,8 @@ export async function reconcileWorkspace<R extends Role>(
   const events = deps.events ?? discardEvents;
   const metricKind = adapter.kind as MetricKind;
   const objectType = workspaceResourceType(adapter);
-  // From the cache (the pass changes its copy); the finalizer write carries its resourceVersion, so a stale copy conflicts rather than loses a write.
+  // From the cache (the pass changes its copy); the finalizer write carries its resourceVersion, so a stale copy conflicts rather than
+  // loses a write.
   const object = deps.cache
     ? structuredClone(await deps.cache.get<WorkspaceObject>(objectType, namespace, name))
     : await client.get<WorkspaceObject>(objectType, namespace, name).catch(ignoreNotFound);
@@ -492,7 +497,8 @@ export async function reconcileWorkspace<R extends Role>(
     void events.record(
       subject,
       "InfrastructureRetained",
-      `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`,
+      `deletionPolicy Retain: the infrastructure stays; ${kept} Secret(s) of its state and inputs kept, labelled ` +
+        `${labels.retainedFromUid}=${object.metadata.uid}`,
     );
     deps.metrics?.forgetObject(metricKind, namespace, name);
     return { action: "retained infrastructure, removed finalizer" };
