@@ -8,12 +8,12 @@ import {
   metadataObject,
   renderClusterctlFiles,
   staleClusterctlFiles,
+  type ManifestObject,
 } from "./clusterctl.js";
 import { defaultInstallOptions, installPath, renderInstallFiles } from "./manifests.js";
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
 const demoDirectory = fileURLToPath(new URL("../../../../e2e/manifests/demo", import.meta.url));
-type AnyObject = Record<string, any>;
 
 describe("the clusterctl assets", () => {
   it("config/clusterctl matches src/install and e2e/manifests/demo (run `pnpm --filter @captf/controller gen` when this fails)", () => {
@@ -31,14 +31,14 @@ describe("the clusterctl assets", () => {
   it("ships install.yaml's objects, each labelled infrastructure-terraform, the CRDs also for clusterctl move", () => {
     const components = infrastructureComponentObjects();
     const install = parseAllDocuments(renderInstallFiles().find((file) => file.path === installPath)!.content).map(
-      (document) => document.toJS() as AnyObject,
+      (document) => document.toJS() as ManifestObject,
     );
     expect(components.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual(
       install.map(
-        (object) => `${object.kind}/${object.metadata.name.replace(defaultInstallOptions.namespace, "${CAPTF_NAMESPACE:=captf-system}")}`,
+        (object) => `${object.kind}/${object.metadata.name!.replace(defaultInstallOptions.namespace, "${CAPTF_NAMESPACE:=captf-system}")}`,
       ),
     );
-    for (const object of components) expect(object.metadata.labels["cluster.x-k8s.io/provider"]).toBe("infrastructure-terraform");
+    for (const object of components) expect(object.metadata.labels!["cluster.x-k8s.io/provider"]).toBe("infrastructure-terraform");
     for (const crd of components.filter((object) => object.kind === "CustomResourceDefinition"))
       expect(crd.metadata.labels).toHaveProperty(["clusterctl.cluster.x-k8s.io"], "");
   });
@@ -63,7 +63,7 @@ describe("the clusterctl assets", () => {
         /\$\{([A-Z0-9_]+)(?::=([^}]*))?\}/g,
         (_, name: string, fallback?: string) => fallback ?? (name === "KUBERNETES_VERSION" ? "v1.36.3" : "x"),
       );
-      const objects = parseAllDocuments(substituted).map((document) => document.toJS() as AnyObject);
+      const objects = parseAllDocuments(substituted).map((document) => document.toJS() as ManifestObject);
       expect(objects.length).toBeGreaterThan(0);
       for (const object of objects) expect(object.metadata.namespace).toBe("x");
       for (const match of substituted.matchAll(/replicas: (.*)/g)) expect(match[1]).toMatch(/^\d+$/);

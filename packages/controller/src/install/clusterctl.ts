@@ -8,6 +8,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { KubernetesObject, V1ObjectMeta } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
 import { apiGroup as infraGroup, apiVersion as infraVersion, groupVersion as infraGroupVersion } from "@captf/contract/api";
 import { capiGroupVersion, capiVersion, kubeadmBootstrapGroup, kubeadmControlPlaneGroup } from "../api/cluster-api.js";
@@ -16,7 +17,9 @@ import { managerVersion } from "../manager-main.js";
 import { monitoringObjects } from "../monitoring/monitoring-files.js";
 import { defaultManagerImage, defaultInstallOptions, installPath, monitoringOptions, renderInstallFiles } from "./manifests.js";
 
-type AnyObject = Record<string, any>;
+type AnyObject = Record<string, unknown>;
+/** A manifest document of clusterctl's files: its metadata typed, the rest as it is written. */
+export type ManifestObject = KubernetesObject & { metadata: V1ObjectMeta; spec?: AnyObject; [field: string]: unknown };
 
 /** The provider as clusterctl names it: `--infrastructure terraform`, label value `infrastructure-terraform`. */
 export const clusterctlProvider = { name: "terraform", type: "InfrastructureProvider", label: "infrastructure-terraform" } as const;
@@ -38,7 +41,8 @@ const providerLabel = "cluster.x-k8s.io/provider";
 const moduleTag = `v${managerVersion}-opentofu`;
 
 const header = (source: string) =>
-  `# Generated from ${source} by packages/controller/scripts/generate-clusterctl.mjs. Do not edit: run \`pnpm --filter @captf/controller gen\`.\n`;
+  `# Generated from ${source} by packages/controller/scripts/generate-clusterctl.mjs. Do not edit: run \`pnpm --filter ` +
+  `@captf/controller gen\`.\n`;
 
 function documents(objects: readonly unknown[]): string {
   return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");
@@ -60,7 +64,7 @@ export function monitoringDocuments(): string {
 }
 
 /** config/install.yaml's objects for `${CAPTF_IMAGE}` in `${CAPTF_NAMESPACE}`, each labelled for clusterctl. */
-export function infrastructureComponentObjects(): AnyObject[] {
+export function infrastructureComponentObjects(): ManifestObject[] {
   const options = {
     image: `\${${componentVariables.image}:=${defaultManagerImage}}`,
     namespace: `\${${componentVariables.namespace}:=${defaultInstallOptions.namespace}}`,
@@ -69,7 +73,7 @@ export function infrastructureComponentObjects(): AnyObject[] {
   };
   const install = renderInstallFiles(options).find((file) => file.path === installPath)!;
   return parseAllDocuments(install.content).map((document) => {
-    const object = document.toJS() as AnyObject;
+    const object = document.toJS() as ManifestObject;
     object.metadata.labels = { ...object.metadata.labels, [providerLabel]: clusterctlProvider.label };
     return object;
   });
@@ -94,15 +98,17 @@ function templatedDemo(value: unknown, key = ""): unknown {
   return value;
 }
 
-export function noopFlavorObjects(demoDirectory: string): AnyObject[] {
+export function noopFlavorObjects(demoDirectory: string): ManifestObject[] {
   return demoFiles
-    .flatMap((file) => parseAllDocuments(readFileSync(join(demoDirectory, file), "utf8")).map((document) => document.toJS() as AnyObject))
+    .flatMap((file) =>
+      parseAllDocuments(readFileSync(join(demoDirectory, file), "utf8")).map((document) => document.toJS() as ManifestObject),
+    )
     .filter((object) => object.kind !== "Namespace" && !(object.kind === "Secret" && object.metadata.labels?.["captf.io/variables"]))
     .map((object) => {
-      const copy = templatedDemo(object) as AnyObject;
+      const copy = templatedDemo(object) as ManifestObject;
       if (copy.kind === "TerraformCluster") {
-        copy.spec.identityRef = { name: "${CAPTF_IDENTITY_NAME}" };
-        delete copy.spec.variablesFrom;
+        copy.spec!.identityRef = { name: "${CAPTF_IDENTITY_NAME}" };
+        delete copy.spec!.variablesFrom;
       }
       return copy;
     });
@@ -115,7 +121,10 @@ const clusterNetwork = {
   services: { cidrBlocks: ["${SERVICE_CIDR:=10.96.0.0/12}"] },
 };
 
-/** A Cluster on a TerraformCluster run from `${CAPTF_CLUSTER_MODULE_IMAGE}` under the identity `${CAPTF_IDENTITY_NAME}`, with a KubeadmControlPlane. */
+/**
+ * A Cluster on a TerraformCluster run from `${CAPTF_CLUSTER_MODULE_IMAGE}` under the identity `${CAPTF_IDENTITY_NAME}`, with a
+ * KubeadmControlPlane.
+ */
 function cloudClusterObjects(): AnyObject[] {
   return [
     {

@@ -28,8 +28,8 @@ import {
 import { startJobExecutor, type JobExecutor } from "../reconcile/job-executor.test-support.js";
 import { preparePlane, type PlaneClients, mergePatchOptions } from "../reconcile/plane.test-support.js";
 import { deploymentObject, installNames, podDisruptionBudgetObject } from "./manifests.js";
-
-type AnyObject = Record<string, any>;
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { CapiObject, ReadBack } from "../reconcile/read-back.test-support.js";
 
 const installFile = new URL("../../config/install.yaml", import.meta.url);
 const managerNamespace = "captf-system";
@@ -77,7 +77,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     for (const plural of ["terraformmachines", "terraformmachinepools", "terraformclusters"]) {
       const list = (await plane?.custom
         .listNamespacedCustomObject({ group: apiGroup, version: apiVersion, namespace: workload, plural })
-        .catch(() => ({ items: [] }))) as { items: AnyObject[] };
+        .catch(() => ({ items: [] }))) as { items: CapiObject[] };
       for (const item of list.items) {
         await plane.custom
           .patchNamespacedCustomObject(
@@ -86,7 +86,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
               version: apiVersion,
               namespace: workload,
               plural,
-              name: item.metadata.name,
+              name: item.metadata.name!,
               body: { metadata: { finalizers: null } },
             },
             mergePatchOptions(),
@@ -103,7 +103,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     rmSync(work, { recursive: true, force: true });
   }, 60_000);
 
-  it("applies: RBAC and Services for real, the CRDs, the Deployment and the webhook configuration as a dry run, the Pod within the restricted standard", async () => {
+  it("applies: RBAC and Services for real, the CRDs, the Deployment and the webhook configuration as a dry run, the Pod within " +
+    "the restricted standard", async () => {
     const skipped: string[] = [];
     for (const object of objects) {
       const name = `${object.kind}/${object.metadata!.name}`;
@@ -162,7 +163,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     });
   }, 60_000);
 
-  it("runs the manager with its ServiceAccount's token: it leads, mirrors credentials, binds the runner, starts a TerraformMachine's first Job, serves metrics, requests remediation, writes pool replicas back, never forbidden", async () => {
+  it("runs the manager with its ServiceAccount's token: it leads, mirrors credentials, binds the runner, starts a " +
+    "TerraformMachine's first Job, serves metrics, requests remediation, writes pool replicas back, never forbidden", async () => {
     const controlPlane = sharedControlPlane();
     const authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
     // RBAC objects reach the authorizer's cache shortly after they are written.
@@ -225,7 +227,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
           namespace: workload,
           plural: "terraformmachines",
           name: "m-0",
-        })) as AnyObject;
+        })) as ReadBack<TerraformMachine>;
         return current.status?.activeJob?.name ? current : undefined;
       },
       60_000,
@@ -233,7 +235,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     );
     expect(object.status.conditions).toContainEqual(expect.objectContaining({ type: "DependenciesReady", status: "True" }));
     expect(object.status.conditions).toContainEqual(expect.objectContaining({ type: "IdentityAllowed", status: "True" }));
-    const job = await plane.batch.readNamespacedJob({ namespace: workload, name: object.status.activeJob.name });
+    const job = await plane.batch.readNamespacedJob({ namespace: workload, name: object.status.activeJob!.name });
     expect(job.spec!.template.spec!.initContainers![0]!.image).toBe("registry.invalid/captf-controller:test");
     expect(job.spec!.template.spec!.serviceAccountName).toBe("captf-runner");
     await plane.core.readNamespacedSecret({ namespace: workload, name: `captf-creds-${identityName}` });
@@ -260,8 +262,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     const written = await waitFor(
       async () => {
         await executor.runPending();
-        const machine = (await plane.custom.getNamespacedCustomObject(machines)) as AnyObject;
-        const machinePool = (await plane.custom.getNamespacedCustomObject(machinePools)) as AnyObject;
+        const machine = (await plane.custom.getNamespacedCustomObject(machines)) as CapiObject;
+        const machinePool = (await plane.custom.getNamespacedCustomObject(machinePools)) as CapiObject;
         const requested = machine.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined;
         const claimed =
           machinePool.metadata.annotations?.["cluster.x-k8s.io/replicas-managed-by"] === "captf" && machinePool.spec.replicas === 5;
@@ -282,7 +284,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     expect(forbidden).toEqual([]);
   }, 300_000);
 
-  it("lets a user bound to the built-in view role read captf objects and not write them, edit write them, and a plan approver only approve", async () => {
+  it("lets a user bound to the built-in view role read captf objects and not write them, edit write them, and a plan approver " +
+    "only approve", async () => {
     const authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
     const viewer = await clientBoundTo(plane, kubeConfig, workload, "view", join(work, "viewer.kubeconfig"));
     const editor = await clientBoundTo(plane, kubeConfig, workload, "edit", join(work, "editor.kubeconfig"));
@@ -322,7 +325,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     const machine = { group: apiGroup, version: apiVersion, namespace: workload, plural: "terraformmachines", name: "m-0" };
     const label = (value: string) => ({ metadata: { labels: { "team.example/owner": value } } });
     const approval = { metadata: { annotations: { "captf.io/approve-plan": "p1:0000" } } };
-    const copy = (object: AnyObject) => ({
+    const copy = (object: k8s.KubernetesObject & { spec?: unknown }) => ({
       apiVersion: object.apiVersion,
       kind: object.kind,
       metadata: { name: "m-copy" },
@@ -330,9 +333,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     });
 
     // view: reads captf objects and their status, writes nothing, reads no Secret.
-    const seen = (await viewer.custom.getNamespacedCustomObject(machine)) as AnyObject;
+    const seen = (await viewer.custom.getNamespacedCustomObject(machine)) as ReadBack<TerraformMachine>;
     expect(seen.status?.conditions?.length).toBeGreaterThan(0);
-    const listed = (await viewer.custom.listNamespacedCustomObject({ ...machine, plural: "terraformclusters" })) as { items: AnyObject[] };
+    const listed = (await viewer.custom.listNamespacedCustomObject({ ...machine, plural: "terraformclusters" })) as { items: CapiObject[] };
     expect(listed.items.map((item) => item.metadata.name)).toEqual(["ext"]);
     expect(
       (await rejection(viewer.custom.patchNamespacedCustomObject({ ...machine, body: label("viewer") }, mergePatchOptions()))).code,
@@ -356,8 +359,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
 
     // plan approver: reads and approves the three kinds that run plans; creates, deletes and reads Secrets not.
     await approver.custom.patchNamespacedCustomObject({ ...machine, body: approval }, mergePatchOptions());
-    const approved = (await approver.custom.getNamespacedCustomObject(machine)) as AnyObject;
-    expect(approved.metadata.annotations["captf.io/approve-plan"]).toBe("p1:0000");
+    const approved = (await approver.custom.getNamespacedCustomObject(machine)) as CapiObject;
+    expect(approved.metadata.annotations!["captf.io/approve-plan"]).toBe("p1:0000");
     // ... and records the approval as kubectl captf plan approve does: an events.k8s.io event regarding the object.
     const event = await approver.events.createNamespacedEvent({
       namespace: workload,
@@ -476,7 +479,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   }, 60_000);
 });
 
-/** A client acting as a new ServiceAccount of the namespace bound (RoleBinding) to a ClusterRole, with a token from the TokenRequest API. */
+/**
+ * A client acting as a new ServiceAccount of the namespace bound (RoleBinding) to a ClusterRole, with a token from the TokenRequest API.
+ */
 async function clientBoundTo(
   plane: PlaneClients,
   kubeConfig: k8s.KubeConfig,
@@ -511,7 +516,10 @@ async function clientBoundTo(
   };
 }
 
-/** An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to start an apply. */
+/**
+ * An identity, a Cluster API Cluster with an externally managed TerraformCluster, and a Machine whose TerraformMachine has all it needs to
+ * start an apply.
+ */
 async function createMachineFixture(plane: PlaneClients, namespace: string, identity: string): Promise<void> {
   const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
   const infrastructure = { group: apiGroup, version: apiVersion, namespace };

@@ -58,6 +58,8 @@ import { preparePlane, type PlaneClients, mergePatchOptions } from "../reconcile
 import { generateServingCertificate } from "../webhooks/certificates.test-support.js";
 import { deploymentObject, installNames, managerUser } from "./manifests.js";
 import { cycloneDxViolations } from "./sbom.test-support.js";
+import type { TerraformMachine } from "../api/terraformmachine.js";
+import type { ReadBack } from "../reconcile/read-back.test-support.js";
 
 const imageScript = fileURLToPath(new URL("../../scripts/build-manager-image.mjs", import.meta.url));
 const repoDir = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -254,7 +256,8 @@ describeWithTools(
     describeWithTools(["tofu", `tofu-${otherArch}` as ToolName, "terraform", `terraform-${otherArch}` as ToolName], "its release", () => {
       // The dry run reuses this suite's image and builds a no-op and both cloud modules' images per runtime (both platforms, about 40 s).
       let releaseOutput = "";
-      it("is one folder from scripts/release.mjs --dry-run: OCI archives, the clusterctl repository, publishable npm tarballs, notes", () => {
+      it("is one folder from scripts/release.mjs --dry-run: OCI archives, the clusterctl repository, publishable npm tarballs, " +
+        "notes", () => {
         const out = join(work, "release");
         const changesetsBefore = readdirSync(join(repoDir, ".changeset")).sort();
         releaseOutput = execFileSync(
@@ -351,11 +354,11 @@ describeWithTools(
             else if (!existsSync(join(installed, name))) {
               // A registry dependency: the exact version the workspace installed for this package.
               const source = join(repoDir, release.packages.find((candidate) => candidate.name === entry.name)!.dir, "node_modules", name);
-              expect([entry.name, name, JSON.parse(readFileSync(join(source, "package.json"), "utf8")).version]).toEqual([
+              expect([
                 entry.name,
                 name,
-                specifier,
-              ]);
+                (JSON.parse(readFileSync(join(source, "package.json"), "utf8")) as { version: string }).version,
+              ]).toEqual([entry.name, name, specifier]);
               mkdirSync(dirname(join(installed, name)), { recursive: true });
               symlinkSync(realpathSync(source), join(installed, name));
             }
@@ -407,7 +410,8 @@ describeWithTools(
       }, 240_000);
 
       // The release's module image, unpacked layer by layer from its archive (scripts/build-module-image.mjs built it).
-      it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, from a builder that gives one digest per commit", async () => {
+      it("holds module images that run as 65532 on each platform's own runtime, with labels and an SBOM, from a builder that " +
+        "gives one digest per commit", async () => {
         const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
         const image = release.images.find((candidate) => candidate.name === "noop-machine" && candidate.runtime === "tofu")!;
         const tofuVersion = runtimeVersion("tofu");
@@ -423,7 +427,8 @@ describeWithTools(
             "/captf/module/main.tf",
           );
         }
-        // The builder is deterministic: built twice from this commit (a small runtime: the layers' bytes are the builder's, not the binary's), one digest.
+        // The builder is deterministic: built twice from this commit (a small runtime: the layers' bytes are the builder's, not the
+        // binary's), one digest.
         const fakeRuntime = join(work, "fake-runtime");
         writeFileSync(fakeRuntime, "#!/bin/sh\n");
         const digests = ["first", "second"].map((name) => {
@@ -458,7 +463,8 @@ describeWithTools(
       }, 120_000);
 
       // Every module image of the dry run but the one above: the cloud modules' under both runtimes and the no-op one's under Terraform.
-      it("holds cloud module and Terraform images that run as 65532 on each platform, carry the module's files, its providers where CAPTF_PROVIDER_MIRROR has the platform's, and pass tfcapi-lint image --strict", async () => {
+      it("holds cloud module and Terraform images that run as 65532 on each platform, carry the module's files, its providers " +
+        "where CAPTF_PROVIDER_MIRROR has the platform's, and pass tfcapi-lint image --strict", async () => {
         const release = JSON.parse(readFileSync(join(work, "release", "release.json"), "utf8")) as ReleaseManifest;
         const images = release.images.filter(
           (image) => image.runtime !== undefined && !(image.name === "noop-machine" && image.runtime === "tofu"),
@@ -503,7 +509,8 @@ describeWithTools(
             if (module.providers.length > 0)
               expect([what, shipped.files]).toEqual([what, expect.arrayContaining(["modules/bootstrap/main.tf"])]);
 
-            // The providers, from the mirror when it has every one of them for this platform: else none, and release.json and the output say why.
+            // The providers, from the mirror when it has every one of them for this platform: else none, and release.json and the output
+            // say why.
             const packaged = (provider: string) =>
               releaseMirror !== undefined &&
               existsSync(join(releaseMirror, host, provider)) &&
@@ -556,7 +563,8 @@ describeWithTools(
                 expect([what, releaseOutput.split("\n")]).toEqual([
                   what,
                   expect.arrayContaining([
-                    `release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs registry access): ${missing}`,
+                    `release: ${image.name}:${image.tag} for linux/${arch} has no /captf/providers (its Jobs' init needs ` +
+                      `registry access): ${missing}`,
                   ]),
                 ]);
               }
@@ -604,7 +612,7 @@ describeWithTools(
               manifests: { digest: string; annotations?: Record<string, string> }[];
             }
           ).manifests.map((entry) => [entry.annotations?.["org.opencontainers.image.ref.name"], entry.digest]),
-        );
+        ) as Record<string, string>;
       expect(Object.keys(digestsOf(again)).sort()).toEqual(["test", "test-amd64", "test-arm64"]);
       expect(digestsOf(again)).toEqual(digestsOf(layout));
     }, 300_000);
@@ -644,7 +652,8 @@ describeWithTools(
           },
         },
       });
-      // The shipped Deployment, but kept to this suite's namespace and, on the host network, to free ports (a repeated flag's last value wins).
+      // The shipped Deployment, but kept to this suite's namespace and, on the host network, to free ports (a repeated flag's last value
+      // wins).
       const deployment = deploymentObject({ namespace, image });
       const container = deployment.spec!.template.spec!.containers[0]!;
       const health = await freeLoopbackPort();
@@ -690,7 +699,7 @@ describeWithTools(
       await plane.custom.createNamespacedCustomObject({ ...machines, body: minimalMachine("m-0") });
       const object = await waitFor(
         async () => {
-          const current = (await plane!.custom.getNamespacedCustomObject({ ...machines, name: "m-0" })) as Record<string, any>;
+          const current = (await plane!.custom.getNamespacedCustomObject({ ...machines, name: "m-0" })) as ReadBack<TerraformMachine>;
           return current.status?.conditions?.some((condition: { type: string }) => condition.type === "DependenciesReady")
             ? current
             : undefined;
@@ -722,7 +731,10 @@ describeWithTools(
 
 const sha256Of = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
-/** The provider, version and platform of a file of a mirror: unpacked (`<host>/<ns>/<type>/<version>/<os_arch>/...`) or packed (`<host>/<ns>/<type>/<name>_<version>_<os_arch>.zip`). */
+/**
+ * The provider, version and platform of a file of a mirror: unpacked (`<host>/<ns>/<type>/<version>/<os_arch>/...`) or packed
+ * (`<host>/<ns>/<type>/<name>_<version>_<os_arch>.zip`).
+ */
 function mirrorPackage(file: string): { provider: string; version: string; platform: string } {
   const parts = file.split("/");
   const packed = /_([^_]+)_([a-z0-9]+_[a-z0-9]+)\.zip$/.exec(parts[3]!);

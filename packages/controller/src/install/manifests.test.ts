@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
-import type { V1Deployment } from "@kubernetes/client-node";
+import type { V1Deployment, V1PodDisruptionBudget, V1Service, V1ValidatingWebhookConfiguration } from "@kubernetes/client-node";
+import type { ManifestObject } from "./clusterctl.js";
 import { parse, parseAllDocuments } from "yaml";
 import { renderCrdFiles } from "../api/crds.js";
 import { parseManagerFlags } from "../flags.js";
@@ -28,7 +29,9 @@ import {
 } from "./permissions.js";
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
-type AnyObject = Record<string, any>;
+type AnyObject = ManifestObject;
+/** cert-manager's Certificate: the fields these tests read. */
+type Certificate = ManifestObject & { spec: { secretName: string; dnsNames: string[] } };
 
 function installObjects(options = defaultInstallOptions): AnyObject[] {
   const file = renderInstallFiles(options).find((candidate) => candidate.path === installPath)!;
@@ -42,33 +45,36 @@ describe("the install manifests", () => {
     expect(staleInstallFiles(packageRoot)).toEqual([]);
   });
 
-  it("lists every object once in apply order: the namespace, the CRDs, RBAC, Services, the Deployment, the certificate, the webhooks", () => {
-    const objects = installObjects();
-    expect(objects.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual([
-      "Namespace/captf-system",
-      ...renderCrdFiles().map((file) => `CustomResourceDefinition/${parse(file.content).metadata.name}`),
-      "ServiceAccount/captf-controller-manager",
-      "ClusterRole/captf-manager-role",
-      "ClusterRoleBinding/captf-manager-rolebinding",
-      "ClusterRole/captf-runner",
-      "ClusterRole/captf-metrics-reader",
-      "ClusterRole/captf-view",
-      "ClusterRole/captf-edit",
-      "ClusterRole/captf-plan-approver",
-      "ValidatingAdmissionPolicy/captf-plan-approver",
-      "ValidatingAdmissionPolicyBinding/captf-plan-approver",
-      "Service/captf-webhook-service",
-      "Service/captf-controller-manager-metrics-service",
-      "Deployment/captf-controller-manager",
-      "PodDisruptionBudget/captf-controller-manager",
-      "Issuer/captf-selfsigned-issuer",
-      "Certificate/captf-serving-cert",
-      "ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
-      "MutatingWebhookConfiguration/captf-mutating-webhook-configuration",
-    ]);
-    for (const object of objects.filter((candidate) => candidate.metadata.namespace !== undefined))
-      expect(object.metadata.namespace).toBe("captf-system");
-  });
+  it(
+    "lists every object once in apply order: the namespace, the CRDs, RBAC, Services, the Deployment, the certificate, the " + "webhooks",
+    () => {
+      const objects = installObjects();
+      expect(objects.map((object) => `${object.kind}/${object.metadata.name}`)).toEqual([
+        "Namespace/captf-system",
+        ...renderCrdFiles().map((file) => `CustomResourceDefinition/${(parse(file.content) as ManifestObject).metadata.name}`),
+        "ServiceAccount/captf-controller-manager",
+        "ClusterRole/captf-manager-role",
+        "ClusterRoleBinding/captf-manager-rolebinding",
+        "ClusterRole/captf-runner",
+        "ClusterRole/captf-metrics-reader",
+        "ClusterRole/captf-view",
+        "ClusterRole/captf-edit",
+        "ClusterRole/captf-plan-approver",
+        "ValidatingAdmissionPolicy/captf-plan-approver",
+        "ValidatingAdmissionPolicyBinding/captf-plan-approver",
+        "Service/captf-webhook-service",
+        "Service/captf-controller-manager-metrics-service",
+        "Deployment/captf-controller-manager",
+        "PodDisruptionBudget/captf-controller-manager",
+        "Issuer/captf-selfsigned-issuer",
+        "Certificate/captf-serving-cert",
+        "ValidatingWebhookConfiguration/captf-validating-webhook-configuration",
+        "MutatingWebhookConfiguration/captf-mutating-webhook-configuration",
+      ]);
+      for (const object of objects.filter((candidate) => candidate.metadata.namespace !== undefined))
+        expect(object.metadata.namespace).toBe("captf-system");
+    },
+  );
 
   it("runs the Deployment's arguments and environment through the manager's own flag parser", async () => {
     const deployment = deploymentOf(installObjects());
@@ -121,25 +127,30 @@ describe("the install manifests", () => {
     });
   });
 
-  it("points the webhooks at the Service in front of the webhook port, with cert-manager's CA for a certificate naming that Service", () => {
-    const objects = installObjects();
-    const service = objects.find((object) => object.kind === "Service" && object.metadata.name === installNames.webhookService)!;
-    expect(service.spec.ports).toEqual([{ name: "https", port: 443, targetPort: "webhook-server", protocol: "TCP" }]);
-    expect(service.spec.selector).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
-    const configuration = objects.find((object) => object.kind === "ValidatingWebhookConfiguration")!;
-    expect(configuration.metadata.annotations).toEqual({ "cert-manager.io/inject-ca-from": `captf-system/${installNames.certificate}` });
-    expect(configuration.webhooks).toHaveLength(7);
-    expect(configuration.webhooks[0].clientConfig).toEqual({
-      service: { namespace: "captf-system", name: installNames.webhookService, path: webhookPath(kinds.cluster) },
-    });
-    const certificate = objects.find((object) => object.kind === "Certificate")!;
-    expect(certificate.spec.secretName).toBe(installNames.certificateSecret);
-    expect(certificate.spec.dnsNames).toContain(`${installNames.webhookService}.captf-system.svc`);
-    expect(certificate.spec.dnsNames).toEqual(servingCertificateDnsNames(defaultInstallOptions));
-    // The shipped webhook configuration is the one the webhook tests keep as a golden file.
-    const golden = readFileSync(new URL("../../testdata/webhooks/validating-webhook-configuration.yaml", import.meta.url), "utf8");
-    expect(configuration).toEqual(parse(golden));
-  });
+  it(
+    "points the webhooks at the Service in front of the webhook port, with cert-manager's CA for a certificate naming that " + "Service",
+    () => {
+      const objects = installObjects();
+      const service = objects.find(
+        (object) => object.kind === "Service" && object.metadata.name === installNames.webhookService,
+      )! as V1Service;
+      expect(service.spec!.ports).toEqual([{ name: "https", port: 443, targetPort: "webhook-server", protocol: "TCP" }]);
+      expect(service.spec!.selector).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
+      const configuration = objects.find((object) => object.kind === "ValidatingWebhookConfiguration")! as V1ValidatingWebhookConfiguration;
+      expect(configuration.metadata!.annotations).toEqual({ "cert-manager.io/inject-ca-from": `captf-system/${installNames.certificate}` });
+      expect(configuration.webhooks).toHaveLength(7);
+      expect(configuration.webhooks![0]!.clientConfig).toEqual({
+        service: { namespace: "captf-system", name: installNames.webhookService, path: webhookPath(kinds.cluster) },
+      });
+      const certificate = objects.find((object) => object.kind === "Certificate")! as Certificate;
+      expect(certificate.spec.secretName).toBe(installNames.certificateSecret);
+      expect(certificate.spec.dnsNames).toContain(`${installNames.webhookService}.captf-system.svc`);
+      expect(certificate.spec.dnsNames).toEqual(servingCertificateDnsNames(defaultInstallOptions));
+      // The shipped webhook configuration is the one the webhook tests keep as a golden file.
+      const golden = readFileSync(new URL("../../testdata/webhooks/validating-webhook-configuration.yaml", import.meta.url), "utf8");
+      expect(configuration).toEqual(parse(golden));
+    },
+  );
 
   it("aggregates captf-view into view, captf-edit into edit and admin, and leaves captf-plan-approver to be bound on its own", () => {
     const roles = Object.fromEntries(userRoleObjects().map((role) => [role.metadata!.name!, role]));
@@ -153,7 +164,8 @@ describe("the install manifests", () => {
     expect(aggregation(installNames.planApproverRole)).toEqual([]);
     const verbs = (name: string) => new Set(roles[name]!.rules!.flatMap((rule) => rule.verbs));
     expect([...verbs(installNames.viewRole)]).toEqual(["get", "list", "watch"]);
-    // The approver reads and patches the three kinds that run plans (approve: the policy keeps it to the approval), and records its approval as an event.
+    // The approver reads and patches the three kinds that run plans (approve: the policy keeps it to the approval), and records its
+    // approval as an event.
     expect(roles[installNames.planApproverRole]!.rules!.map((rule) => [rule.resources, rule.verbs])).toEqual([
       [
         ["terraformclusters", "terraformmachines", "terraformmachinepools"],
@@ -175,12 +187,12 @@ describe("the install manifests", () => {
 
   it("keeps at most one manager Pod away at a time with a PodDisruptionBudget that selects the Deployment's Pods", () => {
     const objects = installObjects();
-    const budget = objects.find((object) => object.kind === "PodDisruptionBudget")!;
+    const budget = objects.find((object) => object.kind === "PodDisruptionBudget")! as V1PodDisruptionBudget;
     expect(budget).toEqual(podDisruptionBudgetObject(defaultInstallOptions));
-    expect(budget.spec.maxUnavailable).toBe(1);
+    expect(budget.spec!.maxUnavailable).toBe(1);
     const podLabels = deploymentOf(objects).spec!.template.metadata!.labels!;
-    expect(Object.entries(budget.spec.selector.matchLabels).every(([key, value]) => podLabels[key] === value)).toBe(true);
-    expect(budget.spec.selector.matchLabels).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
+    expect(Object.entries(budget.spec!.selector!.matchLabels!).every(([key, value]) => podLabels[key] === value)).toBe(true);
+    expect(budget.spec!.selector!.matchLabels).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
   });
 
   it("renders another image into the Deployment and CAPTF_MANAGER_IMAGE, and another namespace everywhere", () => {

@@ -214,7 +214,8 @@ export function userRoleObjects(): V1ClusterRole[] {
 /** What a plan approver (who may `approve` but not `update`) may change: the approval and the webhook's record of it. */
 const approverAnnotations = [annotations.approvePlan, annotations.planApprovedBy];
 const orEmpty = (field: string, empty: "{}" | "[]") =>
-  `(has(object.metadata.${field}) ? object.metadata.${field} : ${empty}) == (has(oldObject.metadata.${field}) ? oldObject.metadata.${field} : ${empty})`;
+  `(has(object.metadata.${field}) ? object.metadata.${field} : ${empty}) == (has(oldObject.metadata.${field}) ? ` +
+  `oldObject.metadata.${field} : ${empty})`;
 
 /**
  * The ValidatingAdmissionPolicy and its binding that keep a plan approver's writes to the approval:
@@ -343,7 +344,8 @@ export function mutatingWebhookConfigurationObject(options: InstallOptions) {
 }
 
 const header =
-  "# Generated from packages/controller/src/install by scripts/generate-install.mjs. Do not edit: run `pnpm --filter @captf/controller gen`.\n";
+  "# Generated from packages/controller/src/install by scripts/generate-install.mjs. Do not edit: run `pnpm --filter " +
+  "@captf/controller gen`.\n";
 
 function yamlDocuments(objects: readonly unknown[]): string {
   return objects.map((object) => stringify(object, { lineWidth: 0 })).join("---\n");

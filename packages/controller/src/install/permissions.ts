@@ -34,13 +34,17 @@ export const managerPermissions: readonly Permission[] = [
     apiGroup,
     resources: workspacePlurals,
     verbs: ["patch"],
-    why: "the finalizer, the providerID a TerraformMachine gets once, a pool's providerID and providerIDList, and the shard label (captf.io/shard) with --shards > 1",
+    why:
+      "the finalizer, the providerID a TerraformMachine gets once, a pool's providerID and providerIDList, and the shard " +
+      "label (captf.io/shard) with --shards > 1",
   },
   {
     apiGroup,
     resources: statusPlurals,
     verbs: ["patch"],
-    why: "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces; a machine template's capacity, nodeInfo and conditions",
+    why:
+      "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces; a " +
+      "machine template's capacity, nodeInfo and conditions",
   },
   {
     apiGroup,
@@ -58,7 +62,9 @@ export const managerPermissions: readonly Permission[] = [
     apiGroup: clusterApiCoordinates.group,
     resources: ["machines", "machinepools"],
     verbs: ["get", "list", "watch", "patch"],
-    why: "the owners of machines and pools; the remediate-machine annotation on a Machine, the replicas write-back and its replicas-managed-by claim on an autoscaled MachinePool",
+    why:
+      "the owners of machines and pools; the remediate-machine annotation on a Machine, the replicas write-back and its " +
+      "replicas-managed-by claim on an autoscaled MachinePool",
   },
   {
     apiGroup: "batch",
@@ -70,13 +76,18 @@ export const managerPermissions: readonly Permission[] = [
     apiGroup: "",
     resources: ["pods"],
     verbs: ["get", "list", "watch", "delete"],
-    why: "the termination message (run result) of a Job's Pod (its Pods cached, watched by label), never logged; whether the runner pod holding a state lock is gone; a Pod whose image was not pulled for 2 minutes is deleted so its Job fails",
+    why:
+      "the termination message (run result) of a Job's Pod (its Pods cached, watched by label), never logged; whether the " +
+      "runner pod holding a state lock is gone; a Pod whose image was not pulled for 2 minutes is deleted so its Job fails",
   },
   {
     apiGroup: "",
     resources: ["secrets"],
     verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
-    why: "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom (those labelled captf.io/variables=true watched, metadata only), identity Secrets and their credential mirrors (watched), a machine template's imagePullSecrets (its image's config is read over the registry API)",
+    why:
+      "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom (those " +
+      "labelled captf.io/variables=true watched, metadata only), identity Secrets and their credential mirrors (watched), a " +
+      "machine template's imagePullSecrets (its image's config is read over the registry API)",
   },
   {
     apiGroup: "",
@@ -89,19 +100,27 @@ export const managerPermissions: readonly Permission[] = [
     apiGroup: "coordination.k8s.io",
     resources: ["leases"],
     verbs: ["get", "list", "watch", "create", "update", "delete"],
-    why: "run leases and the cluster operation gate in each namespace (captf's Leases and the backend's state locks cached, watched by label); the leader election Lease controller-leader-election-captf and, with --shards > 1, the shard Leases captf-shard-<i> and captf-shard-member-<hash> in its own; deleting the backend's free state lock Lease lock-tfstate-default-<suffix> once the state is gone, and captf's Leases in the namespace sweep",
+    why:
+      "run leases and the cluster operation gate in each namespace (captf's Leases and the backend's state locks cached, " +
+      "watched by label); the leader election Lease controller-leader-election-captf and, with --shards > 1, the shard Leases " +
+      "captf-shard-<i> and captf-shard-member-<hash> in its own; deleting the backend's free state lock Lease " +
+      "lock-tfstate-default-<suffix> once the state is gone, and captf's Leases in the namespace sweep",
   },
   {
     apiGroup: "",
     resources: ["serviceaccounts"],
     verbs: ["get", "list", "watch", "create", "delete"],
-    why: "the captf-runner ServiceAccount of each namespace with objects (cached, watched by name), removed by the namespace sweep once none is left",
+    why:
+      "the captf-runner ServiceAccount of each namespace with objects (cached, watched by name), removed by the namespace " +
+      "sweep once none is left",
   },
   {
     apiGroup: "rbac.authorization.k8s.io",
     resources: ["rolebindings"],
     verbs: ["get", "list", "watch", "create", "update", "delete"],
-    why: "the captf-runner RoleBinding of each namespace with objects (cached, watched by name), removed by the namespace sweep once none is left",
+    why:
+      "the captf-runner RoleBinding of each namespace with objects (cached, watched by name), removed by the namespace sweep " +
+      "once none is left",
   },
   {
     apiGroup: "rbac.authorization.k8s.io",
@@ -195,7 +214,10 @@ export function renderPermissionTable(permissions: readonly Permission[]): strin
   const rows = permissions.map((permission) => {
     const resources = permission.resources.map((resource) => `\`${resource}\``).join(", ");
     const names = permission.resourceNames ? ` (only ${permission.resourceNames.map((name) => `\`${name}\``).join(", ")})` : "";
-    return `| ${permission.apiGroup === "" ? "core" : `\`${permission.apiGroup}\``} | ${resources}${names} | ${permission.verbs.join(", ")} | ${permission.why} |`;
+    return (
+      `| ${permission.apiGroup === "" ? "core" : `\`${permission.apiGroup}\``} | ${resources}${names} | ` +
+      `${permission.verbs.join(", ")} | ${permission.why} |`
+    );
   });
   return ["| API group | Resources | Verbs | Why |", "| --- | --- | --- | --- |", ...rows].join("\n");
 }

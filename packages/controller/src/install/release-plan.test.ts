@@ -19,7 +19,10 @@ interface ReleasePlan {
   notes: string;
 }
 
-/** Directories of the module packages (packages/module-*) whose .tf files declare the contract's `captf_object` input: the roots a module image carries. */
+/**
+ * Directories of the module packages (packages/module-*) whose .tf files declare the contract's `captf_object` input: the roots a module
+ * image carries.
+ */
 function moduleRoots(dir: string): string[] {
   const entries = readdirSync(dir).filter(
     (entry) => !entry.startsWith(".") && !["node_modules", "tests", "testdata", "examples"].includes(entry),
