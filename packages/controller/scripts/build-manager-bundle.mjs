@@ -58,5 +58,6 @@ await build({
   logLevel: "warning",
 });
 console.log(
-  `build-manager-bundle: ${outfile} (commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ${(statSync(outfile).size / 1048576).toFixed(1)} MiB`,
+  `build-manager-bundle: ${outfile} (commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
+    `${(statSync(outfile).size / 1048576).toFixed(1)} MiB`,
 );

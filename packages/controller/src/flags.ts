@@ -41,7 +41,8 @@ export const managerFlags: readonly FlagDefinition[] = [
     type: "int",
     default: 1,
     description:
-      "Split the clusters into this many shards, claimed by the replicas through the Leases captf-shard-<i> (timings of --leader-elect-*); 1 runs every controller on the leader alone (>= 1, see docs/scaling.md)",
+      "Split the clusters into this many shards, claimed by the replicas through the Leases captf-shard-<i> (timings of " +
+      "--leader-elect-*); 1 runs every controller on the leader alone (>= 1, see docs/scaling.md)",
     group: "Manager",
   },
   {
@@ -49,7 +50,8 @@ export const managerFlags: readonly FlagDefinition[] = [
     type: "duration",
     default: "10m",
     description:
-      "Informer resync (every cached object passed to its controllers again, from the cache: no list), and the interval of the namespace sweep (plus up to 10% jitter); must be > 0",
+      "Informer resync (every cached object passed to its controllers again, from the cache: no list), and the interval of the " +
+      "namespace sweep (plus up to 10% jitter); must be > 0",
     group: "Manager",
   },
   {
@@ -209,7 +211,8 @@ export const managerFlags: readonly FlagDefinition[] = [
     type: "list",
     default: "",
     description:
-      "Comma-separated TLS 1.2 cipher suites of the diagnostics and webhook servers, Go's names (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); empty uses Node's defaults",
+      "Comma-separated TLS 1.2 cipher suites of the diagnostics and webhook servers, Go's names (e.g. " +
+      "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); empty uses Node's defaults",
     group: "Diagnostics",
   },
   {
@@ -217,7 +220,8 @@ export const managerFlags: readonly FlagDefinition[] = [
     type: "list",
     default: "",
     description:
-      "Comma-separated elliptic curves of the diagnostics and webhook servers: CurveP256, CurveP384, CurveP521, X25519; empty uses Node's defaults",
+      "Comma-separated elliptic curves of the diagnostics and webhook servers: CurveP256, CurveP384, CurveP521, X25519; empty " +
+      "uses Node's defaults",
     group: "Diagnostics",
   },
   {
@@ -405,7 +409,8 @@ function buildParser(argv: readonly string[]) {
   let parser = yargs([...argv])
     .scriptName("manager")
     .usage(
-      "manager [flags]\n\nThe captf manager: reconciles TerraformCluster, TerraformMachine and TerraformMachinePool objects by running Terraform Jobs.",
+      "manager [flags]\n\nThe captf manager: reconciles TerraformCluster, TerraformMachine and TerraformMachinePool objects by " +
+        "running Terraform Jobs.",
     )
     .parserConfiguration({ "camel-case-expansion": false, "short-option-groups": false, "strip-aliased": true, "boolean-negation": false })
     .strict()

@@ -6,7 +6,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import type * as k8s from "@kubernetes/client-node";
 import { describeWithTools, sharedControlPlane, waitFor } from "@captf/testkit";
 import { apiGroup, apiVersion, finalizers, kinds } from "@captf/contract/api";
 import { minimalMachine } from "./api/examples.test-support.js";
@@ -22,8 +21,8 @@ import {
 } from "./manager-process.test-support.js";
 import { preparePlane, type PlaneClients, mergePatchOptions } from "./reconcile/plane.test-support.js";
 import { webhookPath } from "./webhooks/configuration.js";
-
-type AnyObject = Record<string, any>;
+import type { TerraformMachine } from "./api/terraformmachine.js";
+import type { ReadBack } from "./reconcile/read-back.test-support.js";
 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the manager process", () => {
   const namespace = `manager-main-${Date.now().toString(36)}`;
@@ -109,7 +108,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
         },
       },
     });
-    expect({ status: review.status, response: JSON.parse(review.body).response }).toEqual({
+    expect({ status: review.status, response: (JSON.parse(review.body) as { response: unknown }).response }).toEqual({
       status: 200,
       response: { uid: "u-1", allowed: true },
     });
@@ -117,8 +116,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     await plane.custom.createNamespacedCustomObject({ ...machines, body: minimalMachine("m-0") });
     const reconciled = await waitFor(
       async () => {
-        const object = (await plane.custom.getNamespacedCustomObject({ ...machines, name: "m-0" })) as AnyObject;
-        return object.status?.conditions?.some((condition: k8s.V1Condition) => condition.type === "DependenciesReady") ? object : undefined;
+        const object = (await plane.custom.getNamespacedCustomObject({ ...machines, name: "m-0" })) as ReadBack<TerraformMachine>;
+        return object.status?.conditions?.some((condition) => condition.type === "DependenciesReady") ? object : undefined;
       },
       30_000,
       "the TerraformMachine reconciled",

@@ -77,86 +77,94 @@ describe("runManager", () => {
 });
 
 describe("the manager's parts", () => {
-  it("builds the three workspace controllers and the machine template controller with their concurrency flags, the identity controller and the namespace sweep", async () => {
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({
-      clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
-      users: [{ name: "u" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    const options = await settings([
-      "--terraformcluster-concurrency=2",
-      "--terraformmachine-concurrency=3",
-      "--terraformmachinepool-concurrency=4",
-      "--terraformmachinetemplate-concurrency=5",
-    ]);
-    const logger = pino({ level: "silent" });
-    const client = new KubeClient(kubeConfig);
-    const manager = new Manager({ client, logger });
-    const controllers = createManagerControllers(
-      { client, logger, metrics: createManagerMetrics({ processMetrics: false }), instance: "test", manager },
-      options,
-    );
-    client.close();
-    expect(controllers.map((controller) => [controller.name, controller.kind, controller.concurrency])).toEqual([
-      ["terraformcluster", "TerraformCluster", 2],
-      ["terraformmachine", "TerraformMachine", 3],
-      ["terraformmachinepool", "TerraformMachinePool", 4],
-      ["terraformclusteridentity", "TerraformClusterIdentity", 1],
-      ["terraformmachinetemplate", "TerraformMachineTemplate", 5],
-      ["namespace-sweep", "Namespace", 1],
-    ]);
-  });
-
-  it("with --shards 3 scopes the sharded kinds' informers to the held shards by their label and watches the unassigned ones; with --shards 1 nothing", async () => {
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromOptions({
-      clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
-      users: [{ name: "u" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    const logger = pino({ level: "silent" });
-    const client = new KubeClient(kubeConfig);
-    const build = async (argv: string[]) => {
-      const options = await settings(argv, { POD_NAMESPACE: "captf-system" });
+  it(
+    "builds the three workspace controllers and the machine template controller with their concurrency flags, the identity " +
+      "controller and the namespace sweep",
+    async () => {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromOptions({
+        clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
+        users: [{ name: "u" }],
+        contexts: [{ name: "x", cluster: "c", user: "u" }],
+        currentContext: "x",
+      });
+      const options = await settings([
+        "--terraformcluster-concurrency=2",
+        "--terraformmachine-concurrency=3",
+        "--terraformmachinepool-concurrency=4",
+        "--terraformmachinetemplate-concurrency=5",
+      ]);
+      const logger = pino({ level: "silent" });
+      const client = new KubeClient(kubeConfig);
       const manager = new Manager({ client, logger });
-      const metrics = createManagerMetrics({ processMetrics: false });
-      const sharding = managerSharding(options, { logger, metrics, client, manager });
-      addManagerControllers(
-        manager,
-        createManagerControllers({ client, logger, metrics, instance: "test", manager }, options),
-        sharding?.gate,
+      const controllers = createManagerControllers(
+        { client, logger, metrics: createManagerMetrics({ processMetrics: false }), instance: "test", manager },
+        options,
       );
-      return { manager, metrics, sharding };
-    };
-    const sharded = await build(["--shards=3", "--leader-elect"]);
-    const selectors = () => sharded.manager.scopedInformers().map((informer) => [informer.type.plural, informer.labelSelector]);
-    expect(selectors()).toEqual([
-      ["terraformclusters", false],
-      ["terraformmachines", false],
-      ["terraformmachinepools", false],
-    ]);
-    sharded.sharding!.onShardGained(2);
-    sharded.sharding!.onShardGained(0);
-    expect(selectors().map(([, selector]) => selector)).toEqual(new Array(3).fill("captf.io/shard in (0,2)"));
-    sharded.sharding!.onShardLost(2);
-    expect(selectors().map(([, selector]) => selector)).toEqual(new Array(3).fill("captf.io/shard in (0)"));
-    // The objects no shard informer sees, per kind, whole.
-    for (const type of sharded.manager.scopedInformers().map((informer) => informer.type)) {
-      expect(sharded.manager.informer(type, { labelSelector: "captf.io/shard notin (0,1,2)", unscoped: true }).labelSelector).toBe(
-        "captf.io/shard notin (0,1,2)",
-      );
-    }
-    // Nothing cached yet: the gauge has no series.
-    expect(await sharded.metrics.registry.metrics()).toContain("# TYPE captf_shard_cached_objects gauge\n\n");
+      client.close();
+      expect(controllers.map((controller) => [controller.name, controller.kind, controller.concurrency])).toEqual([
+        ["terraformcluster", "TerraformCluster", 2],
+        ["terraformmachine", "TerraformMachine", 3],
+        ["terraformmachinepool", "TerraformMachinePool", 4],
+        ["terraformclusteridentity", "TerraformClusterIdentity", 1],
+        ["terraformmachinetemplate", "TerraformMachineTemplate", 5],
+        ["namespace-sweep", "Namespace", 1],
+      ]);
+    },
+  );
 
-    const single = await build([]);
-    expect(single.sharding).toBeUndefined();
-    expect(single.manager.scopedInformers()).toEqual([]);
-    client.close();
-  });
+  it(
+    "with --shards 3 scopes the sharded kinds' informers to the held shards by their label and watches the unassigned ones; " +
+      "with --shards 1 nothing",
+    async () => {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromOptions({
+        clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
+        users: [{ name: "u" }],
+        contexts: [{ name: "x", cluster: "c", user: "u" }],
+        currentContext: "x",
+      });
+      const logger = pino({ level: "silent" });
+      const client = new KubeClient(kubeConfig);
+      const build = async (argv: string[]) => {
+        const options = await settings(argv, { POD_NAMESPACE: "captf-system" });
+        const manager = new Manager({ client, logger });
+        const metrics = createManagerMetrics({ processMetrics: false });
+        const sharding = managerSharding(options, { logger, metrics, client, manager });
+        addManagerControllers(
+          manager,
+          createManagerControllers({ client, logger, metrics, instance: "test", manager }, options),
+          sharding?.gate,
+        );
+        return { manager, metrics, sharding };
+      };
+      const sharded = await build(["--shards=3", "--leader-elect"]);
+      const selectors = () => sharded.manager.scopedInformers().map((informer) => [informer.type.plural, informer.labelSelector]);
+      expect(selectors()).toEqual([
+        ["terraformclusters", false],
+        ["terraformmachines", false],
+        ["terraformmachinepools", false],
+      ]);
+      sharded.sharding!.onShardGained(2);
+      sharded.sharding!.onShardGained(0);
+      expect(selectors().map(([, selector]) => selector)).toEqual(new Array(3).fill("captf.io/shard in (0,2)"));
+      sharded.sharding!.onShardLost(2);
+      expect(selectors().map(([, selector]) => selector)).toEqual(new Array(3).fill("captf.io/shard in (0)"));
+      // The objects no shard informer sees, per kind, whole.
+      for (const type of sharded.manager.scopedInformers().map((informer) => informer.type)) {
+        expect(sharded.manager.informer(type, { labelSelector: "captf.io/shard notin (0,1,2)", unscoped: true }).labelSelector).toBe(
+          "captf.io/shard notin (0,1,2)",
+        );
+      }
+      // Nothing cached yet: the gauge has no series.
+      expect(await sharded.metrics.registry.metrics()).toContain("# TYPE captf_shard_cached_objects gauge\n\n");
+
+      const single = await build([]);
+      expect(single.sharding).toBeUndefined();
+      expect(single.manager.scopedInformers()).toEqual([]);
+      client.close();
+    },
+  );
 
   it("gives Jobs the runner image of the flags and the bundle copy and broker commands of the Job builder", async () => {
     expect(managerJobEnvironment(await settings(["--runner-image=registry.example/captf-controller:v9"]))).toEqual({

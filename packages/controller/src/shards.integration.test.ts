@@ -1,5 +1,6 @@
 // Three manager processes (the bundle as shipped) with --shards=3 on the shared plane: 30
-// clusters with a machine each, as issue 16 asks (CAPTF_SHARD_CLUSTERS sets another count). Each object is reconciled by the holder of its shard alone;
+// clusters with a machine each, as issue 16 asks (CAPTF_SHARD_CLUSTERS sets another count). Each object is reconciled by the holder of its
+// shard alone;
 // one manager is SIGKILLed while every machine's apply Job runs (the Pods are completed only
 // afterwards, by bench/controller-jobs.mjs's stand-in kubelet): its clusters move to the others,
 // every machine ends with exactly one apply Job, bookkept once; then 3 → 1 → 3 replicas. At each
@@ -18,8 +19,9 @@ import { buildManagerBundle, killManagerProcess, startManagerProcess, type Manag
 import { preparePlane, type PlaneClients, mergePatchOptions } from "./reconcile/plane.test-support.js";
 import { KubeClient } from "./runtime/kube-client.js";
 import { shardLeaseName, shardOf } from "./runtime/shards.js";
+import type { TerraformMachine } from "./api/terraformmachine.js";
+import type { CapiObject, ReadBack } from "./reconcile/read-back.test-support.js";
 
-type AnyObject = Record<string, any>;
 const shards = 3;
 const clusterCount = Number(process.env.CAPTF_SHARD_CLUSTERS ?? 30);
 const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
@@ -99,15 +101,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
       `shards settled over ${running.length} managers`,
     ).catch((error: Error) => {
       // Under heavy load a lease can be lost (a replica then logs it, or exits on losing the leader Lease): say which.
-      const story = running.map(
-        (manager) =>
-          `${managers.indexOf(manager)} ${alive(manager) ? "running" : `exited ${manager.child.exitCode ?? manager.child.signalCode}`}: ${manager
-            .records()
-            .filter((record) => /shard|lead/.test(record.msg))
-            .slice(-8)
-            .map((record) => `${record.msg} ${record.shard ?? ""}`)
-            .join("; ")}`,
-      );
+      const story = running.map((manager) => {
+        const state = alive(manager) ? "running" : `exited ${manager.child.exitCode ?? manager.child.signalCode}`;
+        return `${managers.indexOf(manager)} ${state}: ${manager
+          .records()
+          .filter((record) => /shard|lead/.test(record.msg))
+          .slice(-8)
+          .map((record) => `${record.msg} ${record.shard ?? ""}`)
+          .join("; ")}`;
+      });
       throw new Error(`${error.message}\n${story.join("\n")}`);
     });
   /** Keys each manager logged "reconciled" for, from its `from`-th record on. */
@@ -160,7 +162,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     const text = await (await fetch(`http://127.0.0.1:${manager.ports.metrics}/metrics`)).text();
     const counts: Record<string, number> = {};
     for (const [, labelText, value] of text.matchAll(/^captf_shard_cached_objects\{([^}]*)\} (\d+)$/gm)) {
-      const labelValues = Object.fromEntries([...labelText!.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, v]) => [key, v]));
+      const labelValues = Object.fromEntries([...labelText!.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, v]) => [key, v])) as Record<
+        string,
+        string
+      >;
       counts[`${labelValues.kind} ${labelValues.shard}`] = Number(value);
     }
     return counts;
@@ -202,8 +207,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
   /** Every TerraformCluster and TerraformMachine carries the label of its cluster's shard. */
   const expectShardLabels = async () => {
     for (const plural of ["terraformclusters", "terraformmachines"]) {
-      const items = ((await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural })) as { items: AnyObject[] }).items;
-      const cluster = (item: AnyObject) => (plural === "terraformclusters" ? item.metadata.name : item.metadata.labels[labels.clusterName]);
+      const items = ((await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural })) as { items: CapiObject[] }).items;
+      const cluster = (item: CapiObject) =>
+        plural === "terraformclusters" ? item.metadata.name! : item.metadata.labels![labels.clusterName]!;
       expect(items.map((item) => [item.metadata.name, item.metadata.labels?.[labels.shard]])).toEqual(
         items.map((item) => [item.metadata.name, String(shardOfCluster(cluster(item)))]),
       );
@@ -254,13 +260,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
         spec: { type: "Secret", secretRef: { name: "credentials", namespace }, allowedNamespaces: { list: [namespace] } },
       },
     });
-    const create = (group: typeof capi | typeof infra, plural: string, body: AnyObject) =>
+    const create = (group: typeof capi | typeof infra, plural: string, body: Record<string, unknown>) =>
       plane.custom.createNamespacedCustomObject({
         ...group,
         namespace,
         plural,
         body: { apiVersion: `${group.group}/${group.version}`, ...body },
-      }) as Promise<AnyObject>;
+      }) as Promise<CapiObject>;
     await Promise.all(
       clusterNames.map(async (cluster) => {
         const machine = machineOf(cluster);
@@ -316,7 +322,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
   const applyJobs = async () =>
     (await plane.batch.listNamespacedJob({ namespace, labelSelector: `${labels.ownerKind}=TerraformMachine` })).items;
 
-  it("reconciles each object on one manager, hands a killed manager's clusters over without a second Job, and rebalances 3 → 1 → 3", async () => {
+  it("reconciles each object on one manager, hands a killed manager's clusters over without a second Job, and rebalances 3 → 1 " +
+    "→ 3", async () => {
     const [a, b, c] = await Promise.all([startManager(), startManager(), startManager()]);
     let owners = await settled([a!, b!, c!], 1);
 
@@ -364,7 +371,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await started.synced();
     const provisioned = async () => {
       const items = (
-        (await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines" })) as { items: AnyObject[] }
+        (await plane.custom.listNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines" })) as {
+          items: ReadBack<TerraformMachine>[];
+        }
       ).items;
       return items.filter((item) => item.status?.initialization?.provisioned === true).length;
     };
