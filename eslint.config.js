@@ -7,8 +7,10 @@ import tseslint from "typescript-eslint";
 
 const biome = JSON.parse(readFileSync(new URL("./biome.json", import.meta.url), "utf8"));
 const included = biome.files.includes.filter((pattern) => !pattern.startsWith("!"));
-// Biome's "!dir" leaves out a folder; ESLint wants the files under it.
-const excluded = biome.files.includes.filter((pattern) => pattern.startsWith("!")).map((pattern) => `${pattern.slice(1)}/**`);
+// Biome's "!path" leaves out a file or a folder; ESLint wants the file itself and the files under a folder.
+const excluded = biome.files.includes
+  .filter((pattern) => pattern.startsWith("!"))
+  .flatMap((pattern) => [pattern.slice(1), `${pattern.slice(1)}/**`]);
 // Biome skips what .gitignore names (dist/, coverage/, ...); so does ESLint. Its lines are folders or file globs.
 const gitIgnored = readFileSync(new URL("./.gitignore", import.meta.url), "utf8")
   .split("\n")
