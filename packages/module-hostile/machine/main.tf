@@ -57,11 +57,12 @@ resource "terraform_data" "attack" {
 
 # The apply's attempts, read back from the file attack.cjs wrote: at apply time, as it depends on
 # the provisioned resource. A later run (a fresh work directory, no such file) reads the empty
-# report the module ships: the local backend fails on a missing file.
+# report the module ships: the local backend fails on a missing file. A .json, not a .tfstate: image
+# builders leave state files out of a module.
 data "terraform_remote_state" "report" {
   backend = "local"
   config = {
-    path = fileexists(local.report_file) ? local.report_file : "${path.module}/empty-report.tfstate"
+    path = fileexists(local.report_file) ? local.report_file : "${path.module}/empty-report.json"
   }
   defaults = {
     attempts_json = "[]"
