@@ -134,6 +134,54 @@ describe("findNamesProduced", () => {
     expect(finding.unproduced).toEqual(["event:StateUnreadable", "event:StateLost"]);
   });
 
+  it("an event reason counts inside a recording call written over several lines, not inside a condition's", () => {
+    const text = [
+      "/** The plan's events (a quote in a comment: it's no string). */",
+      "export function record(events, state) {",
+      "  events.emit(",
+      '    "Normal",',
+      '    "PlanReady",',
+      "    note,",
+      "  );",
+      "  outcome.events.push({",
+      '    reason: "PlanApplied",',
+      "    note: text,",
+      "  });",
+      "  return {",
+      '    status: "False",',
+      '    reason: "StateLost",',
+      "    message: text,",
+      "  };",
+      "}",
+    ].join("\n");
+    const event = (reason: string) => ({ id: `event:${reason}`, patterns: [literalPattern(reason)], context: eventRecordingLine });
+    const finding = find([event("PlanReady"), event("PlanApplied"), event("StateLost")], {
+      "/src/record.ts": [text, coverageOf(text, [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16], [[2, 17]])],
+    });
+    expect(Object.fromEntries(finding.produced)).toEqual({
+      "event:PlanReady": "/src/record.ts:5",
+      "event:PlanApplied": "/src/record.ts:9",
+    });
+    expect(finding.unproduced).toEqual(["event:StateLost"]);
+  });
+
+  it("an if whose recording body is on the next line produces the reason only when the body ran", () => {
+    const text = [
+      "export function waited(reason, previous) {",
+      '  if (reason !== previous && reason === "WaitingForJobSlot")',
+      "    void events.record(subject, reason, note);",
+      '  if (reason === "WaitingForRunLease")',
+      "    void events.record(subject, reason, note);",
+      "}",
+    ].join("\n");
+    const event = (reason: string) => ({ id: `event:${reason}`, patterns: [literalPattern(reason)], context: eventRecordingLine });
+    const finding = find([event("WaitingForJobSlot"), event("WaitingForRunLease")], {
+      "/src/waits.ts": [text, coverageOf(text, [2, 3, 4], [[1, 6]])],
+    });
+    expect(Object.fromEntries(finding.produced)).toEqual({ "event:WaitingForJobSlot": "/src/waits.ts:2" });
+    expect(finding.unproduced).toEqual(["event:WaitingForRunLease"]);
+  });
+
   it("a module-level list produces its names only where a statement that ran uses it", () => {
     const text = [
       'const eventedWaits = ["WaitingForRunLease", "WaitingForJobSlot"];',

@@ -6,7 +6,8 @@
  * - a module-level `const`/`let`/`var` (a list of names runs at import): its names count where it is used;
  * - a helper under a name's `definedUnder` (a metrics class method a unit test calls): its uses count where
  *   code outside that folder calls it, and an optional branch only where the call passes its field;
- * - a name with a `context` (event reasons: a line that records an event) counts only on such a line.
+ * - a name with a `context` (event reasons: a line that records an event) counts only on such a line, or
+ *   inside such a call written over several lines.
  */
 
 /** One declared name and how a producing line names it. */
@@ -143,6 +144,28 @@ class SourceFile {
     return this.text.slice(start, end === -1 ? undefined : end);
   }
 
+  /**
+   * The call or object literal around `index` (its innermost bracket left open before it), from the
+   * start of that bracket's line to its closing bracket, on one line: a formatter may put a call's
+   * arguments on lines of their own.
+   */
+  bracketsAround(index: number): string {
+    const open: number[] = [];
+    for (let at = 0; at < index; at++) {
+      const char = this.text[at] ?? "";
+      if (char === '"' || char === "'" || char === "`") at = stringEnd(this.text, at);
+      else if (char === "/" && this.text[at + 1] === "/") at = this.text.indexOf("\n", at) === -1 ? index : this.text.indexOf("\n", at);
+      else if (char === "/" && this.text[at + 1] === "*")
+        at = this.text.indexOf("*/", at + 2) === -1 ? index : this.text.indexOf("*/", at + 2) + 1;
+      else if ("([{".includes(char)) open.push(at);
+      else if (")]}".includes(char)) open.pop();
+    }
+    const innermost = open.at(-1);
+    if (innermost === undefined) return this.lineAt(index);
+    const start = this.text.lastIndexOf("\n", innermost - 1) + 1;
+    return this.text.slice(start, statementEnd(this.text, innermost + 1) + 1).replace(/\s*\n\s*/g, " ");
+  }
+
   /** The innermost statement holding the position ran at least once. */
   ran(at: Position): boolean {
     let innermost: { size: number; count: number } | undefined;
@@ -193,6 +216,18 @@ function guardedFields(line: string): string[] {
 }
 
 const allMatches = (pattern: RegExp, text: string) => text.matchAll(new RegExp(pattern.source, pattern.flags.replace("g", "") + "g"));
+
+/**
+ * Whether the short statement begun on the line of `index` (an `if` whose body a formatter put on the
+ * next line) holds a match of `context` that ran itself: the condition running is not the event recorded.
+ */
+function recordsInStatementOf(file: SourceFile, index: number, context: RegExp): boolean {
+  const start = file.text.lastIndexOf("\n", index - 1) + 1;
+  const end = statementEnd(file.text, start);
+  if (end - start > 400) return false;
+  const match = context.exec(file.text.slice(start, end).replace(/\n/g, " "));
+  return match !== null && file.ran(file.position(start + match.index));
+}
 
 /** Compares what is declared with what covered source statements produce, and with the names reserved for later. */
 export function findNamesProduced(input: {
@@ -263,7 +298,12 @@ export function findNamesProduced(input: {
       }
       return undefined;
     }
-    return !name.context || name.context.test(file.lineAt(index)) ? at(file, index) : undefined;
+    const inContext =
+      !name.context ||
+      name.context.test(file.lineAt(index)) ||
+      name.context.test(file.bracketsAround(index)) ||
+      recordsInStatementOf(file, index, name.context);
+    return inContext ? at(file, index) : undefined;
   }
 
   const produced = new Map<string, string>();
