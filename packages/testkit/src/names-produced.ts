@@ -99,14 +99,25 @@ export function statementEnd(text: string, start: number): number {
   let depth = 0;
   for (let index = start; index < text.length; index++) {
     const char = text[index] ?? "";
-    if (char === '"' || char === "'" || char === "`") index = stringEnd(text, index);
-    else if (char === "/" && text[index + 1] === "/") index = text.indexOf("\n", index) === -1 ? text.length : text.indexOf("\n", index);
+    const skipped = notCodeEnd(text, index);
+    if (skipped !== undefined) index = skipped;
     else if ("([{".includes(char)) depth++;
     else if (")]}".includes(char)) {
       if (--depth < 0) return index;
     } else if (char === ";" && depth === 0) return index + 1;
   }
   return text.length;
+}
+
+/** Where a string or comment starting at `index` ends (its last character); undefined when code starts there. */
+function notCodeEnd(text: string, index: number): number | undefined {
+  const char = text[index];
+  if (char === '"' || char === "'" || char === "`") return stringEnd(text, index);
+  if (char !== "/") return undefined;
+  const after = text[index + 1];
+  const end = after === "/" ? text.indexOf("\n", index) : after === "*" ? text.indexOf("*/", index + 2) + 1 : undefined;
+  if (end === undefined) return undefined;
+  return end <= 0 ? text.length : end;
 }
 
 function stringEnd(text: string, open: number): number {
@@ -153,10 +164,8 @@ class SourceFile {
     const open: number[] = [];
     for (let at = 0; at < index; at++) {
       const char = this.text[at] ?? "";
-      if (char === '"' || char === "'" || char === "`") at = stringEnd(this.text, at);
-      else if (char === "/" && this.text[at + 1] === "/") at = this.text.indexOf("\n", at) === -1 ? index : this.text.indexOf("\n", at);
-      else if (char === "/" && this.text[at + 1] === "*")
-        at = this.text.indexOf("*/", at + 2) === -1 ? index : this.text.indexOf("*/", at + 2) + 1;
+      const skipped = notCodeEnd(this.text, at);
+      if (skipped !== undefined) at = skipped;
       else if ("([{".includes(char)) open.push(at);
       else if (")]}".includes(char)) open.pop();
     }
