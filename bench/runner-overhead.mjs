@@ -37,7 +37,8 @@ const { values: flags } = parseArgs({
 });
 const rounds = Number(flags.rounds);
 const { requireTool, findTool } = await import(testkitDist);
-const { defaultJobEnvironment, runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
+const { brokerContainerName, buildJob, defaultJobEnvironment, runnerRunCommand, runtimeEnvironment } = await import(buildJobDist);
+const { podCgroups } = await import("./lib/pod-cgroups.mjs");
 const { stepsFor } = await import(stepsDist);
 // An apply's steps as the runner runs them with a Job's default lock timeout (5m0s): init, validate, apply.
 const applySteps = stepsFor("apply", { workdir: "", backendConfig: [], lockTimeoutSeconds: 300, guardDeletes: false }).map(
@@ -252,6 +253,21 @@ async function measureBroker() {
     return;
   }
   const { startControlPlane } = await import(join(repo, "packages/testkit/dist/control-plane.js"));
+  // Each container's process in the cgroup the kubelet would give it, from the Job captf builds.
+  const podSpec = buildJob({
+    owner: { role: "machine", name: "bench", namespace: "default", uid: "00000000-0000-4000-8000-000000000001", clusterName: "bench" },
+    op: "apply",
+    attempt: 1,
+    image: "example.test/module:bench",
+    inputsHash: `h2:${"0".repeat(64)}`,
+  }).spec.template.spec;
+  const withBroker = podCgroups(podSpec, "broker");
+  const beforeBroker = podCgroups(
+    { ...podSpec, initContainers: podSpec.initContainers.filter((container) => container.name !== brokerContainerName) },
+    "direct",
+  );
+  const [copyContainer, runnerContainer] = [podSpec.initContainers.at(-1).name, podSpec.containers[0].name];
+  const inContainer = (cgroups, container, command, args) => (cgroups ? cgroups.wrap(container, command, args) : [command, args]);
   const plane = await startControlPlane({ controllerManager: false });
   try {
     const namespace = "default";
@@ -265,8 +281,7 @@ async function measureBroker() {
     const brokerEntry = join(bundleDir, basename(defaultJobEnvironment.brokerCommand.at(-1)));
     const startBroker = (brokerDir, suffix) =>
       spawn(
-        bundleNode,
-        [
+        ...inContainer(withBroker, brokerContainerName, bundleNode, [
           ...brokerNodeFlags,
           brokerEntry,
           `--event-object=${object}`,
@@ -275,7 +290,7 @@ async function measureBroker() {
           `--result=${brokerDir}.summary.json`,
           `--server=${plane.server}`,
           `--service-account-dir=${credentials}`,
-        ],
+        ]),
         { stdio: "ignore", env: { PATH: process.env.PATH } },
       );
     const stopBroker = async (broker, brokerDir) => {
@@ -286,13 +301,23 @@ async function measureBroker() {
           .filter(Boolean)
           .map(([, key, kb]) => [key, Number(kb) / 1024]),
       );
+      // utime and stime, in clock ticks (100 per second on Linux), after the command name's parenthesis.
+      const [utime, stime] = readFileSync(`/proc/${broker.pid}/stat`, "utf8").split(") ")[1].split(" ").slice(11, 13).map(Number);
       broker.kill("SIGTERM");
       await new Promise((resolve) => broker.once("exit", resolve));
       const summary = JSON.parse(readFileSync(`${brokerDir}.summary.json`, "utf8"));
       if (summary.refused !== 0) throw new Error(`the broker refused requests of a plain apply: ${JSON.stringify(summary)}`);
-      return { rss: memory.Rss, anonymous: memory.Pss_Anon ?? memory.Private_Dirty, requests: summary.requests };
+      return {
+        rss: memory.Rss,
+        anonymous: memory.Pss_Anon ?? memory.Private_Dirty,
+        requests: summary.requests,
+        cpuMs: (utime + stime) * 10,
+      };
     };
-    const copyRunner = (bin) => timed(bundleNode, [join(bundleDir, "runner.mjs"), "copy", bin], { env: { PATH: process.env.PATH } });
+    const copyRunner = (cgroups, bin) =>
+      timed(...inContainer(cgroups, copyContainer, bundleNode, [join(bundleDir, "runner.mjs"), "copy", bin]), {
+        env: { PATH: process.env.PATH },
+      });
     const variantsByName = {};
     for (const [name, runtime] of Object.entries(runtimes)) {
       const direct = fixture(`${name}-direct-case`);
@@ -319,14 +344,16 @@ async function measureBroker() {
       // The runner as the Pod's main container starts it: from the copy in its /captf/bin.
       // A Pod's /captf/bin: no longer than the bundle's directory, which the copy's relocation needs.
       const podBin = () => join(base, `p${runs++}`);
-      const runFrom = (bin, args, dir, work) =>
-        timed(join(bin, "node"), [join(bin, entry), ...args], { env: { ...jobEnv(dir), HOME: work } });
+      const runFrom = (cgroups, bin, args, dir, work) =>
+        timed(...inContainer(cgroups, runnerContainer, join(bin, "node"), [join(bin, entry), ...args]), {
+          env: { ...jobEnv(dir), HOME: work },
+        });
       variantsByName[`Pod before the broker, ${name}`] = async () => {
         const work = freshWorkdir(direct);
         const bin = podBin();
         const started = performance.now();
-        await copyRunner(bin);
-        await runFrom(bin, directArgs(work), direct, work);
+        await copyRunner(beforeBroker, bin);
+        await runFrom(beforeBroker, bin, directArgs(work), direct, work);
         const ms = performance.now() - started;
         rmSync(bin, { recursive: true, force: true });
         return { ms };
@@ -337,21 +364,48 @@ async function measureBroker() {
         const bin = podBin();
         const started = performance.now();
         const broker = startBroker(brokerDir, `${name}broker00000000-m`);
-        await copyRunner(bin);
-        await runFrom(bin, brokeredArgs(work, brokerDir), brokered, work);
+        await copyRunner(withBroker, bin);
+        await runFrom(withBroker, bin, brokeredArgs(work, brokerDir), brokered, work);
         const ms = performance.now() - started;
         rmSync(bin, { recursive: true, force: true });
         return { ms, ...(await stopBroker(broker, brokerDir)) };
       };
+      // The floor of any sidecar in Node: the same Pod with a first container that only starts Node and waits.
+      variantsByName[`Pod with an idle Node sidecar, ${name}`] = async () => {
+        const work = freshWorkdir(direct);
+        const bin = podBin();
+        const started = performance.now();
+        const sidecar = spawn(
+          ...inContainer(withBroker, brokerContainerName, bundleNode, [...brokerNodeFlags, "-e", "setInterval(() => {}, 1e6)"]),
+          { stdio: "ignore", env: { PATH: process.env.PATH } },
+        );
+        await copyRunner(withBroker, bin);
+        await runFrom(withBroker, bin, directArgs(work), direct, work);
+        const ms = performance.now() - started;
+        sidecar.kill("SIGKILL");
+        await new Promise((resolve) => sidecar.once("exit", resolve));
+        rmSync(bin, { recursive: true, force: true });
+        return { ms };
+      };
       variantsByName[`runner alone, ${name}`] = async () => {
         const work = freshWorkdir(direct);
-        return { ms: await runFrom(bundleDir, directArgs(work), direct, work) };
+        return { ms: await runFrom(beforeBroker, bundleDir, directArgs(work), direct, work) };
+      };
+      // The broker's start apart: the same run through a broker that was already serving.
+      variantsByName[`runner through a running broker, ${name}`] = async () => {
+        const work = freshWorkdir(brokered);
+        const brokerDir = `${work}.broker`;
+        const broker = startBroker(brokerDir, `${name}broker00000000-m`);
+        while (!existsSync(join(brokerDir, "kubeconfig"))) await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setTimeout(resolve, 300)); // its warm-up request done
+        const ms = await runFrom(withBroker, bundleDir, brokeredArgs(work, brokerDir), brokered, work);
+        return { ms, ...(await stopBroker(broker, brokerDir)) };
       };
       variantsByName[`runner + broker at one instant, ${name}`] = async () => {
         const work = freshWorkdir(brokered);
         const brokerDir = `${work}.broker`;
         const broker = startBroker(brokerDir, `${name}broker00000000-m`);
-        const ms = await runFrom(bundleDir, brokeredArgs(work, brokerDir), brokered, work);
+        const ms = await runFrom(withBroker, bundleDir, brokeredArgs(work, brokerDir), brokered, work);
         return { ms, ...(await stopBroker(broker, brokerDir)) };
       };
     }
@@ -364,7 +418,11 @@ async function measureBroker() {
     }
     console.log(
       `state broker: a Job's Pod, runner apply (no changes, state in a Secret on a local kube-apiserver), ` +
-        `${rounds} alternating rounds, medians:`,
+        `${rounds} alternating rounds, medians; ` +
+        (withBroker
+          ? `each container in its own ${withBroker.kind} CPU cgroup as the kubelet makes it ` +
+            "(shares from its request, quota from its limit):"
+          : "without the kubelet's CPU cgroups (needs root and a writable cpu controller): every process shares the CPU alike:"),
     );
     for (const name of brokerNames)
       console.log(
@@ -381,13 +439,19 @@ async function measureBroker() {
       const brokered = results[`Pod with the broker, ${name}`];
       const pod = added(`Pod with the broker, ${name}`, `Pod before the broker, ${name}`);
       const instant = added(`runner + broker at one instant, ${name}`, `runner alone, ${name}`);
+      const running = added(`runner through a running broker, ${name}`, `runner alone, ${name}`);
+      const nodeFloor = added(`Pod with an idle Node sidecar, ${name}`, `Pod before the broker, ${name}`);
       const anonymous = Math.max(...[...brokered, ...results[`runner + broker at one instant, ${name}`]].map((run) => run.anonymous));
       console.log(
         `${name}: the broker adds ${pod.difference.toFixed(1)} ms to a Pod's run (median of the rounds' differences ` +
           `${pod.paired.toFixed(1)} ms; target <= 20: ${pod.worst <= 20 ? "met" : "missed"}); ` +
+          `through a broker already serving, ${running.difference.toFixed(1)} ms (rounds' ${running.paired.toFixed(1)} ms); ` +
+          `a sidecar that only starts Node (the floor of any broker in Node) ${nodeFloor.difference.toFixed(1)} ms ` +
+          `(rounds' ${nodeFloor.paired.toFixed(1)} ms); ` +
           `started at the same instant as the runner, which no kubelet does, ${instant.difference.toFixed(1)} ms (rounds' ` +
           `${instant.paired.toFixed(1)} ms); ` +
-          `${median(brokered.map((run) => run.requests))} requests through it; its memory: ` +
+          `${median(brokered.map((run) => run.requests))} requests through it, ${median(brokered.map((run) => run.cpuMs))} ms of ` +
+          `CPU in it; its memory: ` +
           `resident ${median(brokered.map((run) => run.rss)).toFixed(1)} MiB, ` +
           `of which a Pod pays beside the runner at most ${anonymous.toFixed(1)} MiB (anonymous; target <= 16: ` +
           `${anonymous <= 16 ? "met" : "missed"})`,
@@ -395,5 +459,7 @@ async function measureBroker() {
     }
   } finally {
     await plane.stop();
+    withBroker?.remove();
+    beforeBroker?.remove();
   }
 }

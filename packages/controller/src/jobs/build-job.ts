@@ -105,7 +105,9 @@ export const defaultJobEnvironment: JobEnvironment = {
   runnerImage: "ghcr.io/captf/captf-controller:latest",
   runnerCopyCommand: ["node", `${imageRunnerDir}/runner.mjs`, "copy", "/captf/bin"],
   // A 1 MiB young generation: the broker's requests are small, and the default's pages would be most of what it adds to a Pod.
-  brokerCommand: ["node", "--max-semi-space-size=1", `${imageRunnerDir}/broker.cjs`],
+  // OpenSSL's store, empty in the image, instead of Node's ~140 public roots: the broker trusts the cluster's CA alone, and
+  // skips parsing them (about 40 ms of CPU at its start).
+  brokerCommand: ["node", "--max-semi-space-size=1", "--use-openssl-ca", `${imageRunnerDir}/broker.cjs`],
 };
 
 export const kindShort: Record<Role, string> = { cluster: "c", machine: "m", machinepool: "mp" };
@@ -341,7 +343,7 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
               image: environment.runnerImage,
               command: environment.runnerCopyCommand,
               volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
-              resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { cpu: "100m", memory: "64Mi" } },
+              resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "64Mi" } },
               securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
             },
           ],

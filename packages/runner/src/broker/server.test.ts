@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
 import type { EventRecorder } from "../events.js";
 import { readBrokerEndpoint, waitForBroker } from "./connection.js";
 import { brokerScope } from "./policy.js";
-import { startBroker, type RunningBroker } from "./server.js";
+import { brokerWarmUpUserAgent, startBroker, type RunningBroker } from "./server.js";
 
 // The broker against a stand-in API server on loopback: what reaches it, with which credential.
 const object = {
@@ -20,13 +20,14 @@ const scope = brokerScope(object, "abc-m");
 const state = scope.stateSecret;
 const jobToken = "job-service-account-token";
 
-/** What reached the stand-in, less the broker's warm-up request for its TLS connection. */
-const forwarded = () => seen.filter((request) => request.url !== "/version");
+/** What reached the stand-in, less the broker's own warm-up request. */
+const forwarded = () => seen.filter((request) => request.userAgent !== brokerWarmUpUserAgent);
 
 interface Seen {
   method: string;
   url: string;
   authorization: string | undefined;
+  userAgent: string | undefined;
   body: string;
 }
 
@@ -59,6 +60,7 @@ beforeEach(async () => {
         method: request.method!,
         url: request.url!,
         authorization: request.headers.authorization,
+        userAgent: request.headers["user-agent"],
         body: Buffer.concat(chunks).toString("utf8"),
       });
       const items = [state, "demo-kubeconfig", `${state}-part-1`].map((name) => ({ metadata: { name }, data: { tfstate: "c2VjcmV0" } }));
@@ -123,14 +125,28 @@ describe("the state broker", () => {
     expect(forwarded()).toEqual([
       expect.objectContaining({ method: "GET", url: `/api/v1/namespaces/team-a/secrets/${state}`, authorization: `Bearer ${jobToken}` }),
     ]);
-    // The connection was opened ahead, with the Job's token, on a path anyone authenticated may read.
-    expect(seen.find((request) => request.url === "/version")).toMatchObject({ method: "GET", authorization: `Bearer ${jobToken}` });
+    // Warmed up ahead through its own path (the same GET of the state Secret), with the Job's token, and not counted.
+    for (let waited = 0; !seen.some((request) => request.userAgent === brokerWarmUpUserAgent) && waited < 5000; waited += 10)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen.find((request) => request.userAgent === brokerWarmUpUserAgent)).toMatchObject({
+      method: "GET",
+      url: `/api/v1/namespaces/team-a/secrets/${state}`,
+      authorization: `Bearer ${jobToken}`,
+    });
     const created = await call(server, "POST", "/api/v1/namespaces/team-a/secrets", {
       kind: "Secret",
       metadata: { name: `${state}-part-1` },
     });
     expect(created.status).toBe(200);
     expect((JSON.parse(forwarded()[1]!.body) as { metadata: { name: string } }).metadata.name).toBe(`${state}-part-1`);
+    // A request claiming to be the warm-up without the broker's own mark is the module's, and counted.
+    const claimed = await fetch(`${server}/api/v1/namespaces/team-a/secrets/${state}`, {
+      headers: { "x-captf-broker-warm-up": "0".repeat(32) },
+    });
+    expect(claimed.status).toBe(200);
+    const summary = await broker!.close();
+    broker = undefined;
+    expect(summary).toMatchObject({ requests: 3, allowed: 3, refused: 0 });
   });
 
   it("narrows a label-selected list to this object's state Secrets", async () => {

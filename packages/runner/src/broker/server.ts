@@ -24,6 +24,10 @@ const maxLoggedRefusals = 100;
 const maxRefusalPathLength = 256;
 /** Refusals kept for the summary (the termination message holds 4096 bytes). */
 const maxSummaryRefusals = 5;
+/** The header whose value marks the broker's own warm-up request. */
+const warmUpHeader = "x-captf-broker-warm-up";
+/** The warm-up's user agent, as the API server (and its audit log) sees it. */
+export const brokerWarmUpUserAgent = "captf-state-broker (warm-up)";
 
 export interface BrokerOptions {
   scope: BrokerScope;
@@ -88,26 +92,12 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   let upstreamClient: { client: typeof http; agent: import("node:http").Agent } | undefined;
   const connectUpstream = () => {
     const client = upstreamUrl.protocol === "https:" ? (process.getBuiltinModule("node:https") as unknown as typeof http) : http;
-    const agent = new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) });
-    warmUp(client, agent);
-    return { client, agent };
-  };
-  /**
-   * One request the API server answers anyone authenticated (`/version`), so the TLS connection is
-   * open and in the agent's pool when the backend's first request comes (init starts its runtime first).
-   */
-  const warmUp = (client: typeof http, agent: import("node:http").Agent) => {
-    const bearer = upstreamToken();
-    const request = client.request(
-      new URL("/version", upstreamUrl),
-      { agent, headers: bearer ? { authorization: `Bearer ${bearer}` } : {} },
-      (answer) => answer.resume(),
-    );
-    request.on("error", () => {}); // The real requests report an unreachable API server.
-    request.end();
+    return { client, agent: new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) }) };
   };
   const token = randomBytes(32).toString("hex");
   const expected = Buffer.from(`/${token}/`);
+  // Marks the broker's own warm-up request (below), which no summary counts: only the broker knows it.
+  const warmUpMark = randomBytes(16).toString("hex");
   const summary: BrokerSummary = { requests: 0, allowed: 0, refused: 0, refusedByTarget: {}, refusals: [] };
 
   const upstreamToken = (): string | undefined => {
@@ -187,7 +177,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    summary.requests++;
+    const warmingUp = request.headers[warmUpHeader] === warmUpMark;
+    if (!warmingUp) summary.requests++;
     const method = request.method ?? "GET";
     const url = new URL(request.url ?? "/", "http://broker");
     const presented = Buffer.from(url.pathname.slice(0, expected.length));
@@ -233,7 +224,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
         return;
       }
     }
-    summary.allowed++;
+    if (!warmingUp) summary.allowed++;
     const query = decision.filterList ? narrowListQuery(scope, url.searchParams) : url.searchParams;
     await forward(request, response, `${path}${query.size > 0 ? `?${query}` : ""}`, body, decision.filterList === true);
   };
@@ -256,7 +247,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
   writeFileSync(`${file}.tmp`, brokerKubeconfig(port, token, scope.namespace), { mode: 0o440 });
   chmodSync(`${file}.tmp`, 0o440);
   renameSync(`${file}.tmp`, file);
-  upstreamClient ??= connectUpstream();
+  warmUp(http, port, `/${token}/api/v1/namespaces/${scope.namespace}/secrets/${scope.stateSecret}`, warmUpMark);
   log("info", "serving", {
     port,
     namespace: scope.namespace,
@@ -274,6 +265,19 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       return summary;
     },
   };
+}
+
+/**
+ * Sends the broker one request of the kind the backend's first one is (a GET of the state Secret),
+ * before that comes: Node compiles its HTTP server, the forwarding and the upstream TLS client on
+ * first use, and the TLS connection is then open in the agent's pool. Its answer (found or not) is
+ * dropped; an unreachable API server is reported by the real requests.
+ */
+function warmUp(http: typeof import("node:http"), port: number, path: string, mark: string): void {
+  const headers = { [warmUpHeader]: mark, "user-agent": brokerWarmUpUserAgent };
+  const request = http.request({ host: "127.0.0.1", port, path, agent: false, headers }, (answer) => answer.resume());
+  request.on("error", () => {});
+  request.end();
 }
 
 /** A request body as the object it encodes, JSON or (built-in kinds from newer client-go) protobuf; undefined when neither. */
