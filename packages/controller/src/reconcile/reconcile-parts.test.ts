@@ -299,6 +299,17 @@ describe("the watches of a kind's controller", () => {
     expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "b" }, providerID: "noop://m" }), "update", before)).toBe(true);
     expect(changedBeyondOwnMarks(machine("2", 2, { source: { image: "b" } }), "update", before)).toBe(true);
   });
+
+  it("start a pass when Cluster API sets the owner after creation (only the ownerReferences change), none for a status write", () => {
+    const machine = (resourceVersion: string, ownerReferences: { apiVersion: string; kind: string; name: string; uid: string }[]) => ({
+      metadata: { name: "m", resourceVersion, generation: 1, ownerReferences },
+    });
+    const machineSet = { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachineSet", name: "md-0-abc", uid: "u1" };
+    const owner = { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m", uid: "u2" };
+    expect(changedBeyondOwnMarks(machine("2", [owner]), "update", machine("1", []))).toBe(true);
+    expect(changedBeyondOwnMarks(machine("2", [owner]), "update", machine("1", [machineSet]))).toBe(true);
+    expect(changedBeyondOwnMarks(machine("2", [owner]), "update", machine("1", [owner]))).toBe(false);
+  });
 });
 
 describe("lineageCheck", () => {

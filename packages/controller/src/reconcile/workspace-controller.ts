@@ -60,9 +60,17 @@ function specBeyondOwnFields(object: KubeObject): string {
   return JSON.stringify(spec);
 }
 
+/** The owner references differ: Cluster API sets its Machine (MachinePool, Cluster) as owner after the object exists. */
+function ownerReferencesChanged(object: KubeObject, oldObject: KubeObject | undefined): boolean {
+  return (
+    oldObject !== undefined &&
+    JSON.stringify(oldObject.metadata?.ownerReferences ?? []) !== JSON.stringify(object.metadata?.ownerReferences ?? [])
+  );
+}
+
 /**
  * A change of the object beyond what the pass itself writes (its status, its block-move annotation, the
- * provider IDs and the generation they bump), or a periodic resync.
+ * provider IDs and the generation they bump), a new owner (it ends an owner wait at once), or a periodic resync.
  */
 export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType, oldObject?: KubeObject): boolean {
   const ownSpecChangeOnly =
@@ -76,7 +84,7 @@ export function changedBeyondOwnMarks(object: KubeObject, event: WatchEventType,
       metadata: { ...o.metadata, annotations: rest, ...(ownSpecChangeOnly ? { generation: object.metadata?.generation } : {}) },
     };
   };
-  return changedOrResync(withoutMarks(object), event, oldObject && withoutMarks(oldObject));
+  return changedOrResync(withoutMarks(object), event, oldObject && withoutMarks(oldObject)) || ownerReferencesChanged(object, oldObject);
 }
 
 /**
