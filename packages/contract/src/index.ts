@@ -55,3 +55,4 @@ export type {
   AddressType,
   PoolInstance,
 } from "./decode-outputs.js";
+export { nameLabelValue, boundedObjectName, maxLabelValueLength, maxObjectNameLength } from "./object-names.js";

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
+import { nameLabelValue } from "@captf/contract/object-names";
 import {
   annotations,
   eventReporters,
@@ -355,7 +356,7 @@ export async function requestRestore(
 
 export async function showLogs(connection: Connection, reference: ObjectReference, format: OutputFormat, out: Output): Promise<void> {
   await readObject(connection, reference);
-  const jobs = await listJobs(connection, `${labels.ownerKind}=${reference.kind},${labels.ownerName}=${reference.name}`);
+  const jobs = await listJobs(connection, `${labels.ownerKind}=${reference.kind},${labels.ownerName}=${nameLabelValue(reference.name)}`);
   const job = lastJob(jobs);
   if (!job)
     throw new Refusal(

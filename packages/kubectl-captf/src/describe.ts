@@ -4,12 +4,14 @@
  * Building and formatting the tree are pure; the command reads the objects and Jobs.
  */
 import { kinds } from "@captf/contract/api";
+import { nameLabelValue } from "@captf/contract/object-names";
 import type { ActiveJob, CaptfObject, Condition, LastRun } from "./objects.js";
 
 /** A Job of an object, as its labels and status describe it. */
 export interface JobSummary {
   name: string;
   ownerKind: string;
+  /** The owner-name label: the object's name, or its 16-hex hash past 63 characters. */
   ownerName: string;
   operation: string;
   attempt: number;
@@ -53,7 +55,9 @@ function nodeOf(object: CaptfObject, jobs: readonly JobSummary[], children: Tree
     name: object.metadata.name,
     conditions: readyFirst(status.conditions),
     ...(status.activeJob ? { activeJob: status.activeJob } : {}),
-    runningJobs: jobs.filter((job) => job.running && job.ownerKind === object.kind && job.ownerName === object.metadata.name),
+    runningJobs: jobs.filter(
+      (job) => job.running && job.ownerKind === object.kind && job.ownerName === nameLabelValue(object.metadata.name),
+    ),
     ...(status.lastRun ? { lastRun: status.lastRun } : {}),
     children,
   };

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "@jest/globals";
-import { backendConfigValues, stateLockLeaseName, stateSecretName, stateSecretSuffix } from "./backend.js";
+import { backendConfigValues, stateLockLeaseName, stateSecretLabels, stateSecretName, stateSecretSuffix } from "./backend.js";
 
 describe("the kubernetes backend's names", () => {
   it("derive the suffix from namespace, kind and name", () => {
@@ -24,6 +24,22 @@ describe("the kubernetes backend's names", () => {
     ]);
     expect(backendConfigValues({ role: "machine", namespace: "n", name: "m", clusterName: "c" }, ["config_path=/k"])[2]).toBe(
       "config_path=/k",
+    );
+  });
+
+  it("label names over 63 characters with the first 16 hex digits of their SHA-256, as the reference's state carries them", () => {
+    const name = "m".repeat(253);
+    const clusterName = "c".repeat(64);
+    const sha16 = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 16);
+    expect(stateSecretLabels({ role: "machine", namespace: "n", name, clusterName })).toEqual({
+      "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine",
+      "captf.infrastructure.cluster.x-k8s.io/owner-name": sha16(name),
+      "captf.io/managed": "true",
+      "cluster.x-k8s.io/cluster-name": sha16(clusterName),
+      "clusterctl.cluster.x-k8s.io/move": "",
+    });
+    expect(backendConfigValues({ role: "machine", namespace: "n", name, clusterName }).at(-1)).toContain(
+      `"captf.infrastructure.cluster.x-k8s.io/owner-name"="${sha16(name)}"`,
     );
   });
 });

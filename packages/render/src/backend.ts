@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { kindOfRole, type Role } from "@captf/contract";
 import { labels } from "@captf/contract/api";
+import { nameLabelValue } from "@captf/contract/object-names";
 
 /** The only workspace captf uses; OpenTofu's kubernetes backend puts it in every Secret name. */
 export const stateWorkspace = "default";
@@ -35,13 +36,16 @@ export function stateLockLeaseName(suffix: string): string {
   return `lock-tfstate-${stateWorkspace}-${suffix}`;
 }
 
-/** The labels the backend puts on the state Secret, so captf and clusterctl move find it. */
+/**
+ * The labels the backend puts on the state Secret, so captf and clusterctl move find it. The backend
+ * also lists state by all of them: names longer than 63 characters are hashed as the reference hashes them.
+ */
 export function stateSecretLabels(owner: StateOwner): Record<string, string> {
   return {
     [labels.ownerKind]: kindOfRole[owner.role],
-    [labels.ownerName]: owner.name,
+    [labels.ownerName]: nameLabelValue(owner.name),
     [labels.managed]: "true",
-    [labels.clusterName]: owner.clusterName,
+    [labels.clusterName]: nameLabelValue(owner.clusterName),
     [labels.move]: "",
   };
 }

@@ -1,7 +1,7 @@
 // The objects `captf-module test` creates for a role, and the ones it checks are gone: pure functions of the options.
 import { apiGroup, groupVersion, kinds, labels } from "@captf/contract/api";
 import type { Role } from "@captf/contract/roles";
-import { createHash } from "node:crypto";
+import { boundedObjectName, nameLabelValue } from "@captf/contract/object-names";
 import type { KubeObject, ObjectRef } from "./client.js";
 
 export const capiGroupVersion = "cluster.x-k8s.io/v1beta2";
@@ -97,16 +97,14 @@ export function lifecycleObjects(options: LifecycleOptions): KubeObject[] {
   return [bootstrapSecret, subject, owner];
 }
 
-/** `captf-inputs-<c|m|mp>-<name>`, hashed as the manager hashes a name too long for a Secret. */
+/** `captf-inputs-<c|m|mp>-<name>`, bounded as the manager bounds a name too long for a Secret. */
 export function durableInputsSecretName(role: Role, name: string): string {
-  const prefix = `captf-inputs-${shortOfRole[role]}-`;
-  const full = prefix + name;
-  return full.length <= 253 ? full : prefix + createHash("sha256").update(name).digest("hex").slice(0, 16);
+  return boundedObjectName(`captf-inputs-${shortOfRole[role]}-`, name);
 }
 
 /** The label selector of the object's Jobs. */
 export function jobSelector(options: LifecycleOptions): string {
-  return `${labels.ownerKind}=${kindOfRole[options.role]},${labels.ownerName}=${options.name}`;
+  return `${labels.ownerKind}=${kindOfRole[options.role]},${labels.ownerName}=${nameLabelValue(options.name)}`;
 }
 
 /**

@@ -92,6 +92,20 @@ describe("buildJob", () => {
     expect(long).toMatch(/^captf-c-[0-9a-f]{16}-apply-a12-[0-9a-f]{6}$/);
   });
 
+  it("labels the Job and its Pod with the first 16 hex digits of the SHA-256 of a name over 63 characters", () => {
+    const name = "n".repeat(253);
+    const clusterName = "k".repeat(64);
+    const job = buildJob({ ...base, owner: { ...owner, role: "machinepool", name, clusterName } });
+    const sha16 = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 16);
+    const expected = {
+      "captf.infrastructure.cluster.x-k8s.io/owner-name": sha16(name),
+      "cluster.x-k8s.io/cluster-name": sha16(clusterName),
+    };
+    expect(job.metadata!.labels).toMatchObject(expected);
+    expect(job.spec!.template.metadata!.labels).toMatchObject(expected);
+    for (const value of Object.values(job.metadata!.labels!)) expect(value.length).toBeLessThanOrEqual(63);
+  });
+
   it("passes the Pod Security restricted profile", () => {
     const pod = buildJob(base).spec!.template.spec!;
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });

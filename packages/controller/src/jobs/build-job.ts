@@ -9,6 +9,7 @@ import type {
 } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
+import { nameLabelValue } from "@captf/contract/object-names";
 import { isOperation, type Operation } from "@captf/contract/run-result";
 import { backendConfigValues, stateSecretSuffix } from "@captf/render";
 import { reservedEnvPrefixes } from "../api/workspace.js";
@@ -218,8 +219,8 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     [labels.op]: request.op,
     [labels.attempt]: String(request.attempt),
     [labels.ownerKind]: kind,
-    [labels.ownerName]: owner.name,
-    [labels.clusterName]: owner.clusterName,
+    [labels.ownerName]: nameLabelValue(owner.name),
+    [labels.clusterName]: nameLabelValue(owner.clusterName),
     [labels.managed]: "true",
   };
   const jobAnnotations: Record<string, string> = {};

@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import type { V1Secret } from "@kubernetes/client-node";
 import { kindOfRole, type Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
+import { boundedObjectName, nameLabelValue } from "@captf/contract/object-names";
 import type { JsonValue } from "@captf/contract";
 import { exportsHash, generatedRootBytes, maxGeneratedRootBytes, type GeneratedRoot } from "@captf/render";
 import { kindShort } from "../jobs/build-job.js";
@@ -44,7 +44,6 @@ export interface DurableInputs {
   stateLineage?: string;
 }
 
-const maxSecretNameLength = 253;
 /** The data key of a pool's applied exports record: data, not an annotation, because exports may be sensitive. */
 export const appliedClusterOutputsKey = "applied-cluster-outputs.json";
 /** Whether a pool's exports record fits in the durable Secret beside the rendered files: they share the rendered root's budget. Pure. */
@@ -52,10 +51,9 @@ export function exportsRecordFits(root: GeneratedRoot, record: string): boolean 
   return generatedRootBytes(root) + Buffer.byteLength(record) <= maxGeneratedRootBytes;
 }
 
+/** `captf-inputs-<c|m|mp>-<name>`, bounded to 253 characters as the reference bounds it (start kept, `-<16 hex>` appended). */
 export function durableInputsSecretName(role: Role, name: string): string {
-  const prefix = `captf-inputs-${kindShort[role]}-`;
-  const full = prefix + name;
-  return full.length <= maxSecretNameLength ? full : prefix + createHash("sha256").update(name).digest("hex").slice(0, 16);
+  return boundedObjectName(`captf-inputs-${kindShort[role]}-`, name);
 }
 
 function decodeData(secret: V1Secret, key: string): string {
@@ -157,7 +155,7 @@ export async function writeDurableInputs(
     metadata: {
       name: durableInputsSecretName(owner.role, owner.name),
       namespace: owner.namespace,
-      labels: { [labels.managed]: "true", [labels.ownerKind]: kind, [labels.ownerName]: owner.name },
+      labels: { [labels.managed]: "true", [labels.ownerKind]: kind, [labels.ownerName]: nameLabelValue(owner.name) },
       annotations: notes,
       ownerReferences: [{ apiVersion: groupVersion, kind, name: owner.name, uid: owner.uid, controller: true }],
     },

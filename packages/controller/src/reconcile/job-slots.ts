@@ -1,4 +1,5 @@
 import { labels } from "@captf/contract/api";
+import { nameLabelValue } from "@captf/contract/object-names";
 import { runningCaptfJob, type JobLike } from "../metrics/active-jobs.js";
 import { labelIndexName, objectKey, type Informer } from "../runtime/informer.js";
 import type { KubeObject } from "../runtime/kube-client.js";
@@ -102,7 +103,8 @@ export interface SlotJobCache {
 
 const runningIndex = "captf-running";
 
-const clusterKey = (namespace: string, clusterName: string) => `${namespace}/${clusterName}`;
+// Jobs carry the cluster-name label value (hashed past 63 characters); waiters carry the name: both key alike.
+const clusterKey = (namespace: string, clusterName: string) => `${namespace}/${nameLabelValue(clusterName)}`;
 
 /** A Pod that ran to its end. Pure. */
 export function podEnded(pod: KubeObject | undefined): boolean {

@@ -1,5 +1,6 @@
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
+import { nameLabelValue } from "@captf/contract/object-names";
 import { completeRunResult, parseBrokerSummary, parseRunResult, type RunResult } from "@captf/contract/run-result";
 import { imageReferenceName } from "@captf/contract/oci";
 import { brokerContainerName } from "../jobs/build-job.js";
@@ -155,7 +156,7 @@ export async function observeJobs(
   owner: { kind: string; name: string; uid: string },
   now: number,
 ): Promise<ObservedJob[]> {
-  const labelSelector = `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${owner.name}`;
+  const labelSelector = `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${nameLabelValue(owner.name)}`;
   // From the Job cache: the Jobs this manager created or bookkept are expectations, read live until the cache shows them.
   const jobs = clients.cache
     ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector)

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { V1Job, V1Lease } from "@kubernetes/client-node";
 import { annotations, labels } from "@captf/contract/api";
+import { nameLabelValue } from "@captf/contract/object-names";
 import type { Operation } from "./decide-operation.js";
 import { finishedCondition } from "../runtime/job-conditions.js";
 import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/api-errors.js";
@@ -85,8 +86,8 @@ function leaseBody(request: LeaseRequest, resourceVersion?: string): V1Lease {
         [annotations.lease]: request.kind,
         [labels.managed]: "true",
         [labels.ownerKind]: request.owner.kind,
-        [labels.ownerName]: request.owner.name,
-        [labels.clusterName]: request.owner.clusterName,
+        [labels.ownerName]: nameLabelValue(request.owner.name),
+        [labels.clusterName]: nameLabelValue(request.owner.clusterName),
       },
       annotations: { [annotations.leaseOp]: request.op, [annotations.leaseAcquiredAt]: new Date(request.now).toISOString() },
     },
@@ -170,7 +171,7 @@ export async function liveClusterOperation(
 /** Machine and pool Jobs of the cluster holding run leases for state-writing operations, live. */
 export async function liveMemberOperations(client: KubeApi, namespace: string, clusterName: string, now: number): Promise<string[]> {
   const leases = await client.list<V1Lease>(builtinTypes.lease, namespace, {
-    labelSelector: `${annotations.lease}=run,${labels.clusterName}=${clusterName}`,
+    labelSelector: `${annotations.lease}=run,${labels.clusterName}=${nameLabelValue(clusterName)}`,
   });
   const live: string[] = [];
   for (const lease of leases.items) {
