@@ -1,26 +1,24 @@
-# The scale set's name is also its instances' hostname prefix, and
-# cloud-provider-azure finds an instance by its hostname. It carries 8 hex
-# characters of a hash over everything azurerm cannot change on a scale set
-# in place, plus the Kubernetes version verbatim (a +rke2rN bump included):
-# a change of any of them is a new scale set generation with a new name,
-# which create_before_destroy brings up before the old one goes. Zones the
-# pool took from the cluster are pinned at its first apply and do not count.
-locals {
-  generation = jsonencode({
-    pool                         = var.machinepool_name
-    failure_domains              = sort(distinct(var.failure_domains))
-    kubernetes_version           = var.kubernetes_version
-    os_disk_storage_account_type = var.os_disk_storage_account_type
-    spot                         = var.spot
-    trusted_launch               = var.trusted_launch
-  })
-  generation_hash = substr(sha256(local.generation), 0, 8)
+# The scale set's name, from its generation (modules/generation): a change
+# of anything azurerm can change only by replacing the scale set, the
+# cluster exports admin_username, region and resource_group_name included,
+# is a new scale set under a new name.
+module "generation" {
+  source = "./modules/generation"
 
-  # Lowercase letters, digits and -, at most 41 characters, then - and the
-  # hash: 50 at most, a valid DNS label, room for the 6 characters Azure
-  # appends to each hostname.
-  name_stem      = trimsuffix(substr(replace(lower(var.machinepool_name), "/[^a-z0-9-]/", "-"), 0, 41), "-")
-  scale_set_name = "${local.name_stem}-${local.generation_hash}"
+  machinepool_name             = var.machinepool_name
+  failure_domains              = var.failure_domains
+  kubernetes_version           = var.kubernetes_version
+  os_disk_storage_account_type = var.os_disk_storage_account_type
+  spot                         = var.spot
+  trusted_launch               = var.trusted_launch
+  admin_username               = local.admin_username
+  location                     = local.location
+  resource_group_name          = local.resource_group_name
+}
+
+locals {
+  generation_hash = module.generation.hash
+  scale_set_name  = module.generation.scale_set_name
 
   autoscale_setting_name = "${local.scale_set_name}-autoscale"
   nic_name               = "primary"

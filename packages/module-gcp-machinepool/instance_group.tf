@@ -47,6 +47,11 @@ resource "google_compute_region_instance_group_manager" "pool_instance_group_man
   }
 
   lifecycle {
+    # The provider would replace the group, deleting every instance at once.
+    precondition {
+      condition     = !module.location.moved
+      error_message = "The cluster's exports moved the pool from project ${coalesce(module.location.first_project, "-")}, region ${coalesce(module.location.first_region, "-")} to project ${coalesce(local.project, "-")}, region ${coalesce(local.region, "-")}: a managed instance group cannot move, and replacing it would delete every instance at once. Restore the exports, or delete the MachinePool and create it again."
+    }
     precondition {
       condition     = length(local.foreign_zones) == 0
       error_message = "failure_domains must be zones of the cluster (${join(", ", local.cluster_zones)}); these are not: ${join(", ", local.foreign_zones)}."

@@ -12,6 +12,15 @@ resource "terraform_data" "pool_default_zones" {
   }
 }
 
+# The project and region of the pool's first apply (modules/location): the
+# group refuses exports that move it (instance_group.tf).
+module "location" {
+  source = "./modules/location"
+
+  project = local.project
+  region  = local.region
+}
+
 locals {
   # Zones the pool may name: the cluster's.
   cluster_zones  = sort(distinct(concat(var.cluster_failure_domains, local.export_zones)))

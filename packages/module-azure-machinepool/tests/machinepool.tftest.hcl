@@ -518,6 +518,120 @@ run "spot_instances" {
   }
 }
 
+run "exports_admin_username_rolls" {
+  command = plan
+
+  variables {
+    kubernetes_version = "v1.34.2+rke2r1"
+    failure_domains    = ["2"]
+    captf_cluster_outputs = {
+      schema               = "captf.io/azure-cluster/v1"
+      subscription_id      = "6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11"
+      region               = "westeurope"
+      resource_group_name  = "Captf-Demo-RG"
+      failure_domains      = { "1" = {}, "2" = {}, "3" = {} }
+      worker_subnet_id     = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/network/providers/Microsoft.Network/virtualNetworks/hub/subnets/workers"
+      admin_username       = "azureuser"
+      admin_ssh_public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFwmVs7I+fRG7p9REDAqtzqYFaBpxTIY7aDgzqMbcYHf captf@example"
+      worker = {
+        identity_id                   = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.ManagedIdentity/userAssignedIdentities/captf-demo-worker"
+        identity_client_id            = "7a4b9c7d-2e8f-4a3b-9c4d-7e8f9a0b1c2d"
+        network_security_group_id     = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.Network/networkSecurityGroups/captf-demo-worker-nsg"
+        application_security_group_id = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.Network/applicationSecurityGroups/captf-demo-worker-asg"
+      }
+      cloud_provider_config = {
+        cloud          = "AzurePublicCloud"
+        tenantId       = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+        subscriptionId = "6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11"
+        resourceGroup  = "Captf-Demo-RG"
+        location       = "westeurope"
+        vmType         = "vmss"
+      }
+    }
+  }
+
+  assert {
+    condition     = output.scale_set_name == "workers-ce5a0ed8" && azurerm_linux_virtual_machine_scale_set.pool_scale_set[0].admin_username == "azureuser"
+    error_message = "azurerm replaces a scale set whose admin_username changes: an exports change of it is a new generation."
+  }
+}
+
+run "exports_region_rolls" {
+  command = plan
+
+  variables {
+    kubernetes_version = "v1.34.2+rke2r1"
+    failure_domains    = ["2"]
+    captf_cluster_outputs = {
+      schema               = "captf.io/azure-cluster/v1"
+      subscription_id      = "6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11"
+      region               = "northeurope"
+      resource_group_name  = "Captf-Demo-RG"
+      failure_domains      = { "1" = {}, "2" = {}, "3" = {} }
+      worker_subnet_id     = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/network/providers/Microsoft.Network/virtualNetworks/hub/subnets/workers"
+      admin_username       = "captf"
+      admin_ssh_public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFwmVs7I+fRG7p9REDAqtzqYFaBpxTIY7aDgzqMbcYHf captf@example"
+      worker = {
+        identity_id                   = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.ManagedIdentity/userAssignedIdentities/captf-demo-worker"
+        identity_client_id            = "7a4b9c7d-2e8f-4a3b-9c4d-7e8f9a0b1c2d"
+        network_security_group_id     = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.Network/networkSecurityGroups/captf-demo-worker-nsg"
+        application_security_group_id = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.Network/applicationSecurityGroups/captf-demo-worker-asg"
+      }
+      cloud_provider_config = {
+        cloud          = "AzurePublicCloud"
+        tenantId       = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+        subscriptionId = "6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11"
+        resourceGroup  = "Captf-Demo-RG"
+        location       = "westeurope"
+        vmType         = "vmss"
+      }
+    }
+  }
+
+  assert {
+    condition     = output.scale_set_name == "workers-87dff6f7" && azurerm_linux_virtual_machine_scale_set.pool_scale_set[0].location == "northeurope"
+    error_message = "azurerm replaces a scale set whose location changes: an exports change of region is a new generation."
+  }
+}
+
+run "exports_resource_group_rolls" {
+  command = plan
+
+  variables {
+    kubernetes_version = "v1.34.2+rke2r1"
+    failure_domains    = ["2"]
+    captf_cluster_outputs = {
+      schema               = "captf.io/azure-cluster/v1"
+      subscription_id      = "6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11"
+      region               = "westeurope"
+      resource_group_name  = "Captf-Workers-RG"
+      failure_domains      = { "1" = {}, "2" = {}, "3" = {} }
+      worker_subnet_id     = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/network/providers/Microsoft.Network/virtualNetworks/hub/subnets/workers"
+      admin_username       = "captf"
+      admin_ssh_public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFwmVs7I+fRG7p9REDAqtzqYFaBpxTIY7aDgzqMbcYHf captf@example"
+      worker = {
+        identity_id                   = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.ManagedIdentity/userAssignedIdentities/captf-demo-worker"
+        identity_client_id            = "7a4b9c7d-2e8f-4a3b-9c4d-7e8f9a0b1c2d"
+        network_security_group_id     = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.Network/networkSecurityGroups/captf-demo-worker-nsg"
+        application_security_group_id = "/subscriptions/6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11/resourceGroups/Captf-Demo-RG/providers/Microsoft.Network/applicationSecurityGroups/captf-demo-worker-asg"
+      }
+      cloud_provider_config = {
+        cloud          = "AzurePublicCloud"
+        tenantId       = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+        subscriptionId = "6f1c1e1a-3b7e-4a3c-9a39-5d2f1c0b8e11"
+        resourceGroup  = "Captf-Demo-RG"
+        location       = "westeurope"
+        vmType         = "vmss"
+      }
+    }
+  }
+
+  assert {
+    condition     = output.scale_set_name == "workers-e8d8aba7" && azurerm_linux_virtual_machine_scale_set.pool_scale_set[0].resource_group_name == "Captf-Workers-RG"
+    error_message = "azurerm replaces a scale set whose resource group changes: an exports change of it is a new generation."
+  }
+}
+
 run "externally_managed_with_exports" {
   command = plan
 

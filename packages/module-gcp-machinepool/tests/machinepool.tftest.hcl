@@ -669,6 +669,8 @@ run "boot_disk_kms_key" {
   }
 }
 
+# The pool was first applied in captf-test: external exports elsewhere would
+# move it, which rejects_exports_moving_the_pool_* refuse.
 run "externally_managed_with_exports" {
   command = plan
 
@@ -676,21 +678,21 @@ run "externally_managed_with_exports" {
     captf_cluster_outputs = {}
     external_cluster_exports = {
       schema     = "captf.io/gcp-cluster/v1"
-      project    = "captf-other"
+      project    = "captf-test"
       region     = "us-central1"
-      subnetwork = "https://www.googleapis.com/compute/v1/projects/captf-other/regions/us-central1/subnetworks/nodes"
+      subnetwork = "https://www.googleapis.com/compute/v1/projects/captf-test/regions/us-central1/subnetworks/external-nodes"
       failure_domains = {
         "us-central1-a" = { zone = "us-central1-a" }
       }
       worker = {
-        service_account = "wk@captf-other.iam.gserviceaccount.com"
+        service_account = "wk@captf-test.iam.gserviceaccount.com"
         network_tags    = ["other-node"]
       }
     }
   }
 
   assert {
-    condition     = google_compute_region_instance_template.pool_instance_template.network_interface[0].subnetwork == "https://www.googleapis.com/compute/v1/projects/captf-other/regions/us-central1/subnetworks/nodes" && google_compute_region_instance_template.pool_instance_template.project == "captf-other"
+    condition     = google_compute_region_instance_template.pool_instance_template.network_interface[0].subnetwork == "https://www.googleapis.com/compute/v1/projects/captf-test/regions/us-central1/subnetworks/external-nodes" && google_compute_region_instance_template.pool_instance_template.project == "captf-test"
     error_message = "external_cluster_exports stands in for the exports of an externally managed cluster."
   }
 }
@@ -819,6 +821,56 @@ run "rejects_externally_managed_without_exports" {
   }
 
   expect_failures = [google_compute_region_instance_template.pool_instance_template]
+}
+
+run "rejects_exports_moving_the_pool_to_another_project" {
+  command = plan
+
+  variables {
+    captf_cluster_outputs = {
+      schema     = "captf.io/gcp-cluster/v1"
+      project    = "captf-moved"
+      region     = "us-central1"
+      subnetwork = "https://www.googleapis.com/compute/v1/projects/captf-test/regions/us-central1/subnetworks/captf-nodes"
+      failure_domains = {
+        "us-central1-a" = { zone = "us-central1-a" }
+        "us-central1-b" = { zone = "us-central1-b" }
+        "us-central1-c" = { zone = "us-central1-c" }
+        "us-central1-f" = { zone = "us-central1-f" }
+      }
+      worker = {
+        service_account = "captf-demo-wk@captf-test.iam.gserviceaccount.com"
+        network_tags    = ["captf-demo-node", "captf-demo-worker"]
+      }
+    }
+  }
+
+  expect_failures = [google_compute_region_instance_group_manager.pool_instance_group_manager]
+}
+
+run "rejects_exports_moving_the_pool_to_another_region" {
+  command = plan
+
+  variables {
+    captf_cluster_outputs = {
+      schema     = "captf.io/gcp-cluster/v1"
+      project    = "captf-test"
+      region     = "us-east1"
+      subnetwork = "https://www.googleapis.com/compute/v1/projects/captf-test/regions/us-central1/subnetworks/captf-nodes"
+      failure_domains = {
+        "us-central1-a" = { zone = "us-central1-a" }
+        "us-central1-b" = { zone = "us-central1-b" }
+        "us-central1-c" = { zone = "us-central1-c" }
+        "us-central1-f" = { zone = "us-central1-f" }
+      }
+      worker = {
+        service_account = "captf-demo-wk@captf-test.iam.gserviceaccount.com"
+        network_tags    = ["captf-demo-node", "captf-demo-worker"]
+      }
+    }
+  }
+
+  expect_failures = [google_compute_region_instance_group_manager.pool_instance_group_manager]
 }
 
 run "rejects_replicas_over_500" {
