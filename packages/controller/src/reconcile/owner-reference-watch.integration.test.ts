@@ -3,13 +3,13 @@
 // pass that creates the Job. Every timer a pass asks for is ten minutes here, so a pass that follows the patch came
 // from a watch, not from the owner wait's requeue.
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import type { Controller } from "../runtime/controller.js";
 import { KubeClient } from "../runtime/kube-client.js";
 import { Manager } from "../runtime/manager.js";
+import { planeKubeConfig } from "../runtime/runtime.test-support.js";
 import { createExternalCluster } from "./machine-fixture.test-support.js";
 import { mergePatchOptions, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import type { CapiObject } from "./read-back.test-support.js";
@@ -46,9 +46,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     await createExternalCluster(plane, namespace);
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(plane.kubeconfigPath);
-    client = new KubeClient(kc);
+    client = new KubeClient(planeKubeConfig());
     const logger = pino(
       { level: "info" },
       {
@@ -75,103 +73,80 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
 
   const create = (group: typeof infra | typeof capi, plural: string, body: Record<string, unknown>) =>
     plane.custom.createNamespacedCustomObject({ ...group, namespace, plural, body }) as Promise<CapiObject>;
-  const ownedBy = (kind: string, owner: CapiObject) => ({
-    metadata: {
-      ownerReferences: [
-        { apiVersion: "cluster.x-k8s.io/v1beta2", kind, name: owner.metadata.name, uid: owner.metadata.uid, controller: true },
-      ],
-    },
-  });
   const applyJobs = async (owner: string) =>
-    (await plane.batch.listNamespacedJob({ namespace })).items.filter(
-      (job) =>
-        job.metadata?.ownerReferences?.some((ref) => ref.name === owner) &&
-        job.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/op"] === "apply",
-    );
-  const passCount = (controller: string, name: string, count: number, what: string) =>
-    waitFor(
-      async () => (actionsOf(controller, name).length >= count ? true : undefined),
-      30_000,
-      `${what} (passes: ${actionsOf(controller, name).join(" | ")})`,
+    (await plane.batch.listNamespacedJob({ namespace, labelSelector: "captf.infrastructure.cluster.x-k8s.io/op=apply" })).items.filter(
+      (job) => job.metadata?.ownerReferences?.some((ref) => ref.name === owner),
     );
 
-  it("starts the TerraformMachine's apply when the Machine's ownerReference lands, after passes that waited for it", async () => {
-    await create(infra, "terraformmachines", {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+  const infrastructureRef = (kind: string, name: string) => ({ apiGroup: "infrastructure.cluster.x-k8s.io", kind, name });
+  const roles = [
+    {
       kind: "TerraformMachine",
-      metadata: { name: "m", labels: clusterLabel },
-      spec: { source: { image: "registry.invalid/captf/noop-machine:v0.1.0" } },
-    });
-    await passCount("terraformmachine", "m", 2, "the finalizer and the owner wait");
-    // The MachineSet's Machine appears a moment later, naming the TerraformMachine before it owns it.
-    await plane.core.createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: "m-bootstrap" }, stringData: { value: "#cloud-config\n" } },
-    });
-    const machine = await create(capi, "machines", {
-      apiVersion: "cluster.x-k8s.io/v1beta2",
-      kind: "Machine",
-      metadata: { name: "m", labels: clusterLabel },
-      spec: {
-        clusterName: "ext",
-        bootstrap: { dataSecretName: "m-bootstrap" },
-        infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m" },
-      },
-    });
-    await passCount("terraformmachine", "m", 3, "the Machine's pass");
-    expect(await applyJobs("m")).toEqual([]);
-
-    // The Machine controller sets itself as owner: only a watch can start the next pass before ten minutes.
-    await plane.custom.patchNamespacedCustomObject(
-      { ...infra, namespace, plural: "terraformmachines", name: "m", body: ownedBy("Machine", machine) },
-      mergePatchOptions(),
-    );
-    await passCount("terraformmachine", "m", 4, "a pass after the ownerReference landed");
-    const actions = actionsOf("terraformmachine", "m");
-    expect(actions.slice(0, 3)).toEqual(["added finalizer", "waiting: WaitingForOwner", "waiting: WaitingForOwner"]);
-    expect(actions[3]).toMatch(/^started apply/);
-    expect(await applyJobs("m")).toHaveLength(1);
-  }, 90_000);
-
-  it("starts the TerraformMachinePool's apply when the MachinePool's ownerReference lands", async () => {
-    await create(infra, "terraformmachinepools", {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+      owner: "Machine",
+      name: "m",
+      image: "registry.invalid/captf/noop-machine:v0.1.0",
+      ownerSpec: (bootstrap: object) => ({ clusterName: "ext", bootstrap, infrastructureRef: infrastructureRef("TerraformMachine", "m") }),
+    },
+    {
       kind: "TerraformMachinePool",
-      metadata: { name: "mp", labels: clusterLabel },
-      spec: { source: { image: "registry.invalid/captf/noop-machinepool:v0.1.0" } },
-    });
-    await passCount("terraformmachinepool", "mp", 2, "the finalizer and the owner wait");
-    await plane.core.createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: "mp-bootstrap" }, stringData: { value: "#cloud-config\n" } },
-    });
-    const machinePool = await create(capi, "machinepools", {
-      apiVersion: "cluster.x-k8s.io/v1beta2",
-      kind: "MachinePool",
-      metadata: { name: "mp", labels: clusterLabel },
-      spec: {
+      owner: "MachinePool",
+      name: "mp",
+      image: "registry.invalid/captf/noop-machinepool:v0.1.0",
+      ownerSpec: (bootstrap: object) => ({
         clusterName: "ext",
         replicas: 2,
-        template: {
-          spec: {
-            clusterName: "ext",
-            bootstrap: { dataSecretName: "mp-bootstrap" },
-            infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "mp" },
-          },
-        },
-      },
-    });
-    await passCount("terraformmachinepool", "mp", 3, "the MachinePool's pass");
-    expect(await applyJobs("mp")).toEqual([]);
+        template: { spec: { clusterName: "ext", bootstrap, infrastructureRef: infrastructureRef("TerraformMachinePool", "mp") } },
+      }),
+    },
+  ];
 
-    await plane.custom.patchNamespacedCustomObject(
-      { ...infra, namespace, plural: "terraformmachinepools", name: "mp", body: ownedBy("MachinePool", machinePool) },
-      mergePatchOptions(),
-    );
-    await passCount("terraformmachinepool", "mp", 4, "a pass after the ownerReference landed");
-    const actions = actionsOf("terraformmachinepool", "mp");
-    expect(actions.slice(0, 3)).toEqual(["added finalizer", "waiting: WaitingForOwner", "waiting: WaitingForOwner"]);
-    expect(actions[3]).toMatch(/^started apply/);
-    expect(await applyJobs("mp")).toHaveLength(1);
-  }, 90_000);
+  it.each(roles)(
+    "starts the $kind's apply when its $owner's ownerReference lands, after passes that waited for it",
+    async ({ kind, owner, name, image, ownerSpec }) => {
+      const controller = kind.toLowerCase();
+      const plural = `${controller}s`;
+      const passesMade = (count: number, what: string) =>
+        waitFor(
+          async () => (actionsOf(controller, name).length >= count ? true : undefined),
+          30_000,
+          `${what} (passes: ${actionsOf(controller, name).join(" | ")})`,
+        );
+      await create(infra, plural, {
+        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+        kind,
+        metadata: { name, labels: clusterLabel },
+        spec: { source: { image } },
+      });
+      await passesMade(2, "the finalizer and the owner wait");
+      // Its Machine (MachinePool) appears a moment later, naming it as infrastructure before it owns it.
+      const bootstrap = `${name}-bootstrap`;
+      await plane.core.createNamespacedSecret({
+        namespace,
+        body: { metadata: { name: bootstrap }, stringData: { value: "#cloud-config\n" } },
+      });
+      const ownerObject = await create(capi, `${owner.toLowerCase()}s`, {
+        apiVersion: "cluster.x-k8s.io/v1beta2",
+        kind: owner,
+        metadata: { name, labels: clusterLabel },
+        spec: ownerSpec({ dataSecretName: bootstrap }),
+      });
+      await passesMade(3, `the ${owner}'s pass`);
+      expect(await applyJobs(name)).toEqual([]);
+
+      // Cluster API sets the owner: only a watch can start the next pass before ten minutes.
+      const ownerReferences = [
+        { apiVersion: "cluster.x-k8s.io/v1beta2", kind: owner, name, uid: ownerObject.metadata.uid, controller: true },
+      ];
+      await plane.custom.patchNamespacedCustomObject(
+        { ...infra, namespace, plural, name, body: { metadata: { ownerReferences } } },
+        mergePatchOptions(),
+      );
+      await passesMade(4, "a pass after the ownerReference landed");
+      const actions = actionsOf(controller, name);
+      expect(actions.slice(0, 3)).toEqual(["added finalizer", "waiting: WaitingForOwner", "waiting: WaitingForOwner"]);
+      expect(actions[3]).toMatch(/^started apply/);
+      expect(await applyJobs(name)).toHaveLength(1);
+    },
+    90_000,
+  );
 });
