@@ -313,6 +313,27 @@ describe("computeStatus: one setter per condition", () => {
       { status: "False", reason: "InputsTooLarge" },
     ],
     [
+      "inputs too large after a successful apply: the inputs, not that apply's success",
+      {
+        inputs: { kind: "pending", reason: "InputsTooLarge", message: "m", condition: "ApplyJobSucceeded", status: "False" },
+        newestJob: job({ op: "apply", outcome: "succeeded", finishedAt: now, result: result() }),
+      },
+      {},
+      "ApplyJobSucceeded",
+      { status: "False", reason: "InputsTooLarge" },
+    ],
+    [
+      "inputs too large while deleting: the destroy's outcome",
+      {
+        deleting: true,
+        inputs: { kind: "pending", reason: "InputsTooLarge", message: "m", condition: "ApplyJobSucceeded", status: "False" },
+        newestJob: job({ op: "destroy", outcome: "succeeded", finishedAt: now, result: result({ op: "destroy" } as Partial<RunResult>) }),
+      },
+      {},
+      "ApplyJobSucceeded",
+      { status: "True", reason: "DestroySucceeded" },
+    ],
+    [
       "inputs too large: the owners are there",
       { inputs: { kind: "pending", reason: "InputsTooLarge", message: "m", condition: "ApplyJobSucceeded", status: "False" } },
       {},

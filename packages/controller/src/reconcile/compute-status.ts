@@ -130,6 +130,16 @@ const setRunnerRBACReady: Setter<"RunnerRBACReady"> = ({ credentials, serviceAcc
 
 const setApplyJobSucceeded: Setter<"ApplyJobSucceeded"> = (scope, { decision, wait, active }) => {
   if (wait?.type === "ApplyJobSucceeded") return wait.value as DeclaredCondition<"ApplyJobSucceeded">;
+  const unappliable =
+    scope.inputs.kind === "pending" && scope.inputs.condition === "ApplyJobSucceeded"
+      ? ({
+          status: scope.inputs.status,
+          reason: scope.inputs.reason,
+          message: scope.inputs.message,
+        } as DeclaredCondition<"ApplyJobSucceeded">)
+      : undefined;
+  // Inputs no apply can take (too large) outrank the last apply's outcome, unless a destroy's is due.
+  if (unappliable && !scope.deleting) return unappliable;
   const { newestJob: newest, planShown } = scope;
   // A held change reads as blocked until approved, whatever else the pool applied meanwhile; a failure shows first.
   const newestFailed =
@@ -167,12 +177,7 @@ const setApplyJobSucceeded: Setter<"ApplyJobSucceeded"> = (scope, { decision, wa
   if (newest && (newest.op === "apply" || newest.op === "destroy" || newest.op === "plan") && !planShownOnly)
     return applyJobCondition(newest);
   if (scope.vanishedApply) return { status: "False", reason: "ApplyFailed", message: vanishedApplyMessage(scope.vanishedApply) };
-  if (scope.inputs.kind === "pending" && scope.inputs.condition === "ApplyJobSucceeded")
-    return {
-      status: scope.inputs.status,
-      reason: scope.inputs.reason,
-      message: scope.inputs.message,
-    } as DeclaredCondition<"ApplyJobSucceeded">;
+  if (unappliable) return unappliable;
   // Nothing has run, and no apply runs yet (it reports its own outcome when it finishes).
   if (!scope.previous?.some((condition) => condition.type === "ApplyJobSucceeded") && active?.op !== "apply")
     return { status: "Unknown", reason: "NoApplyYet", message: "no apply has run yet" };
