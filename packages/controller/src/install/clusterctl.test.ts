@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { parseAllDocuments } from "yaml";
@@ -55,8 +57,15 @@ describe("the clusterctl assets", () => {
     expect(text).not.toMatch(/captf-system(?![}])/);
   });
 
-  it("writes a template per flavor whose counts stay numbers once substituted", () => {
+  it("writes a template per flavor whose counts stay numbers once substituted, without the demo's variables Secret", () => {
     const files = renderClusterctlFiles(demoDirectory);
+    const demo = parseAllDocuments(readFileSync(join(demoDirectory, "10-cluster.yaml"), "utf8")).map(
+      (document) => document.toJS() as ManifestObject,
+    );
+    // The demo's own values stay out of a template users fill with theirs.
+    expect(
+      demo.filter((object) => object.metadata.labels?.["captf.io/variables"] === "true").map((object) => object.metadata.name),
+    ).toEqual(["demo-cluster-variables"]);
     for (const flavor of clusterctlFlavors) {
       const text = files.find((file) => file.path.endsWith(`/${flavorFileName(flavor)}`))!.content;
       const substituted = text.replace(
@@ -65,6 +74,7 @@ describe("the clusterctl assets", () => {
       );
       const objects = parseAllDocuments(substituted).map((document) => document.toJS() as ManifestObject);
       expect(objects.length).toBeGreaterThan(0);
+      expect(objects.filter((object) => object.metadata.labels?.["captf.io/variables"] !== undefined)).toEqual([]);
       for (const object of objects) expect(object.metadata.namespace).toBe("x");
       for (const match of substituted.matchAll(/replicas: (.*)/g)) expect(match[1]).toMatch(/^\d+$/);
     }

@@ -407,6 +407,37 @@ describe("computeStatus: one setter per condition", () => {
     expect(conditions.find((c) => c.type === "Paused")?.lastTransitionTime).toBe(earlier);
   });
 
+  it("reports a finished destroy Job as the destroy's outcome: DestroySucceeded, or DestroyFailed with the runner's summary", () => {
+    const deleting = { deleting: true, deletionPolicy: "Destroy" as const };
+    const destroyed = job({
+      op: "destroy",
+      outcome: "succeeded",
+      finishedAt: now,
+      result: result({ op: "destroy" } as Partial<RunResult>),
+    });
+    expect(conditionOf("ApplyJobSucceeded", scopeOf({ ...deleting, newestJob: destroyed }))).toEqual({
+      status: "True",
+      reason: "DestroySucceeded",
+    });
+    const error = { kind: "step", step: "destroy", summary: "Error: deleting the instance: 403" };
+    const failed = job({
+      op: "destroy",
+      outcome: "failed",
+      finishedAt: now,
+      result: result({ op: "destroy", error } as Partial<RunResult>),
+    });
+    const written = (computeStatus(scopeOf({ ...deleting, newestJob: failed }), {}).conditions as Condition[]).find(
+      (condition) => condition.type === "ApplyJobSucceeded",
+    );
+    expect(written).toMatchObject({ status: "False", reason: "DestroyFailed", message: error.summary });
+    // A destroy stopped before its runner reported.
+    const vanished = job({ op: "destroy", outcome: "failed", finishedAt: now });
+    expect(conditionOf("ApplyJobSucceeded", scopeOf({ ...deleting, newestJob: vanished }))).toEqual({
+      status: "False",
+      reason: "DestroyFailed",
+    });
+  });
+
   it("writes activeJob null when no Job runs, and the running Job otherwise", () => {
     expect(computeStatus(scopeOf(), {}).activeJob).toBeNull();
     expect(computeStatus(scopeOf(), { active: { name: "a", op: "apply", attempt: 2, remediation: false } }).activeJob).toEqual({

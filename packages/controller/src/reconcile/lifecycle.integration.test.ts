@@ -13,6 +13,7 @@ import { Registry } from "prom-client";
 import { previousSchemeJobName, runSecretName } from "../jobs/build-job.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
@@ -41,12 +42,14 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let skew = 0;
   let moduleDir = "";
   let eventsApi: k8s.EventsV1Api;
+  // The manager's metrics, read by their exposed names.
+  const registry = new Registry();
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     const reconcilerDeps = planeReconcilerDeps(plane, "lifecycle-test");
     eventsApi = reconcilerDeps.eventsApi;
-    deps = { ...reconcilerDeps.deps, now: () => Date.now() + skew };
+    deps = { ...reconcilerDeps.deps, metrics: new CaptfMetrics(registry), now: () => Date.now() + skew };
     // The no-op machine module plus the two user variables the tests set.
     moduleDir = mkdtempSync(join(tmpdir(), "captf-lifecycle-module-"));
     cpSync(noopModuleDirectory("machine"), moduleDir, { recursive: true });
@@ -161,6 +164,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   const eventsOf = async (name: string) =>
     (await eventsApi.listNamespacedEvent({ namespace })).items.filter(
       (event) => event.regarding?.name === name && event.reportingController === "captf-manager",
+    );
+  /** The manager's events of `reason` about one object, once there is one. */
+  const recorded = (name: string, reason: string) =>
+    waitFor(
+      async () => {
+        const found = (await eventsOf(name)).filter((event) => event.reason === reason);
+        return found.length > 0 ? found : undefined;
+      },
+      10_000,
+      `a ${reason} event on ${name}`,
     );
 
   async function drive(name: string, until: (machine: Machine) => boolean, maxPasses = 12): Promise<string[]> {
@@ -281,10 +294,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         await refreshNow("sick");
         machine = await getMachine("sick");
         expect(machine.status.unhealthySamples).toBe(2);
+        expect(await seriesValue(registry, "captf_unhealthy_samples", { namespace, name: "sick" })).toBe(2);
         expect((await getOwner("sick")).metadata.annotations).toMatchObject({
           "cluster.x-k8s.io/remediate-machine": "",
           "captf.io/remediation-requested": "InstanceUnhealthy",
         });
+        expect(await seriesValue(registry, "captf_remediation_requests_total", { action: "requested" })).toBe(1);
       } finally {
         rmSync(marker, { force: true });
       }
@@ -295,6 +310,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const owner = await getOwner("sick");
       expect(owner.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"]).toBeUndefined();
       expect(owner.metadata.annotations?.["captf.io/remediation-requested"]).toBeUndefined();
+      expect(await seriesValue(registry, "captf_unhealthy_samples", { namespace, name: "sick" })).toBe(0);
+      expect(await seriesValue(registry, "captf_remediation_requests_total", { action: "withdrawn" })).toBe(1);
     }, 180_000);
   });
 
@@ -366,17 +383,32 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   describe("state backups and restore", () => {
     it("backs up each state serial it reads, holds a lost state instead of applying again, and restores a backup on request", async () => {
+      const taken = { kind: "TerraformMachine", result: "taken" };
+      const takenBefore = await seriesValue(registry, "captf_state_backups_total", taken);
       await createMachine("backed");
       await drive("backed", (m) => m.status?.initialization?.provisioned === true);
       const suffix = stateSecretSuffix({ role: "machine", namespace, name: "backed" });
       const machine = await getMachine("backed");
       const backup = machine.status.stateBackups![0]!;
       expect(backup).toMatchObject({ serial: expect.any(Number), takenAt: expect.any(String), bytes: expect.any(Number) });
+      expect(await seriesValue(registry, "captf_state_backups_total", taken)).toBe(takenBefore + 1);
       const copy = await plane.core.readNamespacedSecret({ name: `captf-state-backup-${suffix}-${backup.serial}`, namespace });
       expect(copy.metadata?.labels).toMatchObject({ "captf.io/state-backup": "true", "captf.io/state-backup-suffix": suffix });
       expect(copy.metadata?.labels?.tfstateSecretSuffix).toBeUndefined();
       const state = await plane.core.readNamespacedSecret({ name: `tfstate-default-${suffix}`, namespace });
       expect(copy.data?.tfstate).toBe(state.data?.tfstate);
+      // What the set says about itself: one chunk of this serial, taken after the apply Job from its state.
+      const [apply] = await jobsOf("backed");
+      expect(copy.metadata?.annotations).toMatchObject({
+        "captf.io/state-backup-serial": String(backup.serial),
+        "captf.io/state-backup-chunk": "0",
+        "captf.io/state-backup-chunks": "1",
+        "captf.io/state-backup-taken-at": backup.takenAt,
+        "captf.io/state-backup-lineage": expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+        "captf.io/state-backup-digest": expect.stringMatching(/^[0-9a-f]{16,64}$/),
+        "captf.io/state-backup-resources": expect.stringMatching(/^[1-9][0-9]*$/),
+        "captf.io/state-backup-source-job": apply!.metadata!.name,
+      });
 
       // The state is lost: no new apply over infrastructure that exists.
       await plane.core.deleteNamespacedSecret({ name: `tfstate-default-${suffix}`, namespace });
@@ -395,11 +427,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         mergePatchOptions(),
       );
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "backed")).action).toMatch(/^started restore \(RestoreRequested\)/);
+      const restoreJob = (await jobsOf("backed")).find((job) => job.metadata?.labels?.[opLabel] === "restore")!;
+      expect(restoreJob.metadata?.annotations).toMatchObject({ "captf.io/restore-serial": String(backup.serial) });
+      // The autoscaler must not evict a Pod that writes state mid-run.
+      expect(restoreJob.spec?.template.metadata?.annotations).toEqual({ "cluster-autoscaler.kubernetes.io/safe-to-evict": "false" });
       await executor.runPending();
       await allJobsFinished(plane.batch, namespace);
       await reconcileWorkspace(deps, machineAdapter, namespace, "backed");
       const restored = await getMachine("backed");
       expect(condition(restored, "RestoreJobSucceeded")).toMatchObject({ status: "True", reason: "StateRestored" });
+      expect(await seriesValue(registry, "captf_state_restores_total", { kind: "TerraformMachine", result: "succeeded" })).toBe(1);
       expect(restored.status.lastRestoredSerial).toBe(backup.serial);
       expect(restored.metadata.annotations?.["captf.io/restore-state"]).toBeUndefined();
       expect(condition(restored, "StateReadable")).toMatchObject({ status: "True" });
@@ -446,9 +483,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(condition(machine, "RestoreJobSucceeded")!.message).toContain(
         `Job ${restoreJob} could not restore backup serial ${backup.serial}`,
       );
-      const failed = async () =>
-        (await eventsOf("badbackup")).filter((event) => event.reason === "StateRestoreFailed" && event.note?.includes(restoreJob));
-      await waitFor(async () => ((await failed()).length > 0 ? true : undefined), 10_000, "the StateRestoreFailed event");
+      expect(await recorded("badbackup", "StateRestoreFailed")).toEqual([
+        expect.objectContaining({ type: "Warning", note: expect.stringContaining(restoreJob) }),
+      ]);
+      expect(await seriesValue(registry, "captf_state_restores_total", { kind: "TerraformMachine", result: "failed" })).toBe(1);
       // A failed restore is not retried for the same serial.
       await reconcileWorkspace(deps, machineAdapter, namespace, "badbackup");
       expect((await jobsOf("badbackup")).map((job) => job.metadata?.labels?.[opLabel]).sort()).toEqual(["apply", "restore"]);
@@ -590,6 +628,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const durable = await plane.core.readNamespacedSecret({ name: "captf-inputs-m-kept", namespace });
       expect(durable.metadata?.labels?.["captf.io/retained-from-uid"]).toBe(uid);
       expect(durable.metadata?.ownerReferences ?? []).toEqual([]);
+      expect(await recorded("kept", "InfrastructureRetained")).toEqual([
+        expect.objectContaining({ type: "Normal", note: expect.stringContaining(`captf.io/retained-from-uid=${uid}`) }),
+      ]);
     }, 120_000);
 
     it("holds a new object of that name with RetainedStateFound, and adopts the state when told to, without applying", async () => {
@@ -626,6 +667,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         mergePatchOptions(),
       );
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "kept")).action).toBe("adopted retained state");
+      expect(await recorded("kept", "RetainedStateAdopted")).toEqual([
+        expect.objectContaining({ type: "Normal", note: expect.stringContaining("adopted the state and inputs retained") }),
+      ]);
       await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
       const adopted = await getMachine("kept");
       expect(adopted.status.initialization).toEqual({ provisioned: true });
@@ -871,9 +915,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(withMetrics, machineAdapter, namespace, "stalelock")).action).toMatch(/^started destroy/);
       const destroy = (await jobsOf("stalelock")).find((job) => job.metadata?.labels?.[opLabel] === "destroy")!;
       expect(destroy.spec?.template.spec?.containers[0]?.args).toContain("--force-unlock=lock-stale");
-      expect((await metrics.lockForceUnlocks.get()).values).toEqual([
-        expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 }),
-      ]);
+      expect(await metrics.lockForceUnlocks.get()).toMatchObject({
+        name: "captf_lock_force_unlocks_total",
+        values: [expect.objectContaining({ labels: { kind: "TerraformMachine" }, value: 1 })],
+      });
       await waitFor(async () => ((await eventsFor("stalelock", "ForceUnlocked")).length > 0 ? true : undefined));
       expect((await eventsFor("stalelock", "ForceUnlocked"))[0]!.note).toContain(destroy.metadata!.name!);
 
@@ -890,6 +935,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   describe("run leases and the cluster operation gate", () => {
     it("waits while another Job holds the run lease, and takes it once the holder never appeared for a minute", async () => {
+      const runLeaseWait = { kind: "TerraformMachine", reason: "run_lease" };
+      const waitsBefore = await seriesValue(registry, "captf_lease_waits_total", runLeaseWait);
       await createMachine("leased");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("added finalizer");
       const leaseName = runLeaseName(stateSecretSuffix({ role: "machine", namespace, name: "leased" }));
@@ -908,8 +955,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(waiting).toMatchObject({ action: "waiting: WaitingForRunLease", requeueAfterMs: 30_000 });
       expect(condition(await getMachine("leased"), "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForRunLease" });
       expect(await jobsOf("leased")).toHaveLength(0);
-      // The wait is an event once, however many passes it lasts.
+      // The wait is an event once, however many passes it lasts; each pass that waits is counted.
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "leased")).action).toBe("waiting: WaitingForRunLease");
+      expect(await seriesValue(registry, "captf_lease_waits_total", runLeaseWait)).toBe(waitsBefore + 2);
       const waits = async () => (await eventsOf("leased")).filter((event) => event.reason === "WaitingForRunLease");
       await waitFor(async () => ((await waits()).length > 0 ? true : undefined), 10_000, "the WaitingForRunLease event");
       expect((await waits()).map((event) => [event.type, event.note])).toEqual([
@@ -927,6 +975,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           "captf.io/lease": "run",
           "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformMachine",
           "cluster.x-k8s.io/cluster-name": "c",
+        });
+        expect(lease.metadata?.annotations).toEqual({
+          "captf.io/lease-op": "apply",
+          "captf.io/lease-acquired-at": expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
         });
         // Bookkeeping the finished Job gives the lease back.
         await executor.runPending();
@@ -1106,6 +1158,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "external")).action).toBe("externally managed");
       const machine = await getMachine("external");
       expect(machine.metadata.finalizers).toBeUndefined();
+      // Not even an annotation of captf's own: only the one that hands the object to another controller.
+      expect(machine.metadata.annotations).toEqual({ "cluster.x-k8s.io/managed-by": "someone-else" });
       expect(machine.status).toBeUndefined();
       expect(await jobsOf("external")).toHaveLength(0);
     }, 60_000);
@@ -1173,9 +1227,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(condition(denied, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "IdentityNotAllowed" });
         expect(await jobsOf("nocreds")).toHaveLength(0);
         // Counted once per denial, not once per pass.
-        expect((await metrics.identityDenied.get()).values).toEqual([
-          expect.objectContaining({ labels: { reason: "notfound" }, value: 1 }),
-        ]);
+        expect(await metrics.identityDenied.get()).toMatchObject({
+          name: "captf_identity_denied_total",
+          values: [expect.objectContaining({ labels: { reason: "notfound" }, value: 1 })],
+        });
 
         // The credential never shows in status or events.
         const everything = JSON.stringify([machine.status, denied.status, (await eventsApi.listNamespacedEvent({ namespace })).items]);

@@ -103,10 +103,24 @@ describe("validateTerraformMachineDeletion", () => {
   });
 
   it("admits clusterctl move: the delete-for-move annotation on a paused cluster, but not either alone", () => {
-    const moving = structuredClone(machine);
-    moving.metadata!.annotations = { [annotations.deleteForMove]: "" };
+    const annotated = (metadataAnnotations: Record<string, string>) => ({
+      ...machine,
+      metadata: { ...machine.metadata, annotations: metadataAnnotations },
+    });
     const live = [{ name: "m", deleting: false }];
-    expect(validateTerraformMachineDeletion(moving, { referencingMachines: live, clusterPaused: true }).allowed).toBe(true);
-    expect(validateTerraformMachineDeletion(moving, { referencingMachines: live, clusterPaused: false }).allowed).toBe(false);
+    // The annotation clusterctl move sets on the objects it deletes from the source cluster.
+    expect(
+      validateTerraformMachineDeletion(annotated({ "clusterctl.cluster.x-k8s.io/delete-for-move": "" }), {
+        referencingMachines: live,
+        clusterPaused: true,
+      }).allowed,
+    ).toBe(true);
+    expect(
+      validateTerraformMachineDeletion(annotated({ "clusterctl.cluster.x-k8s.io/delete-for-move": "" }), {
+        referencingMachines: live,
+        clusterPaused: false,
+      }).allowed,
+    ).toBe(false);
+    expect(validateTerraformMachineDeletion(machine, { referencingMachines: live, clusterPaused: true }).allowed).toBe(false);
   });
 });
