@@ -9,16 +9,26 @@
 // Target (issue 11): Ready in 60 s or less with the tools built; Jobs = one per object plus at most
 // one re-apply of the cluster.
 //
-//   npx tsc -b && node bench/bringup.mjs [--runs 1]
+// Then, once Ready, a scale-up (issue 32, 35): the MachineDeployment demo-md-0 scaled by --scale new
+// Machines (default 3; 0 skips it). It prints the time from the scale to every new Machine's
+// InfrastructureReady and to Ready, and per new TerraformMachine the time from its creation to its
+// first Job, as this bench's watches saw both appear. Baseline, from the same run: the slowest new apply
+// Job's own run (start to completion). A creation → Job of about 30 s is the owner wait (a pass that
+// missed the Machine's ownerReference and waited for its requeue).
+//
+//   npx tsc -b && node bench/bringup.mjs [--runs 1] [--scale 3]
 //
 // Needs root (the chroot kubelet) and the tools of tools/install.sh (etcd, tofu, kube, capi).
 import { parseArgs } from "node:util";
+import { loadDependency } from "./lib/controller-packages.mjs";
+import { percentile } from "./lib/controller-samples.mjs";
 import { applyObjects } from "../e2e/dist/apply.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables } from "../e2e/dist/demo-objects.js";
 import { startManagementPlane } from "../e2e/dist/management-plane.js";
 import { listCaptfJobs, listEventsOfReason, readProgress } from "../e2e/dist/progress.js";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "1" } } });
+const { values } = parseArgs({ options: { runs: { type: "string", default: "1" }, scale: { type: "string", default: "3" } } });
+const k8s = await loadDependency("@kubernetes/client-node");
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
 const ownerKindLabel = "captf.infrastructure.cluster.x-k8s.io/owner-kind";
 const ownerNameLabel = "captf.infrastructure.cluster.x-k8s.io/owner-name";
@@ -61,10 +71,115 @@ for (let run = 1; run <= Number(values.runs); run++) {
     for (const event of await listEventsOfReason(plane.kubeConfig, demoNamespace, "JobCreated")) {
       console.log(`    ${event.involvedObject.kind}/${event.involvedObject.name}: ${event.message}`);
     }
+    const scaleUp = Number(values.scale) > 0 ? await measureScaleUp(plane.kubeConfig, Number(values.scale), run) : undefined;
     console.log(
-      JSON.stringify({ run, seconds, jobs: jobs.length, objects, criticalPathSeconds: criticalPath, planeSeconds: plane.startSteps }),
+      JSON.stringify({
+        run,
+        seconds,
+        jobs: jobs.length,
+        objects,
+        criticalPathSeconds: criticalPath,
+        planeSeconds: plane.startSteps,
+        ...(scaleUp ? { scaleUp } : {}),
+      }),
     );
   } finally {
     await plane.stop();
+  }
+}
+
+/** Calls `record(object, seconds since the epoch)` for each object the watch on `path` sees first; resolves to a stop function. */
+async function watchFirstSeen(kubeConfig, path, labelSelector, record) {
+  const seen = new Set();
+  const request = await new k8s.Watch(kubeConfig).watch(
+    path,
+    labelSelector ? { labelSelector } : {},
+    (_type, object) => {
+      if (seen.has(object.metadata.uid)) return;
+      seen.add(object.metadata.uid);
+      record(object, Date.now());
+    },
+    () => undefined,
+  );
+  return () => request.abort();
+}
+
+/**
+ * Scales demo-md-0 up by `added` Machines once the demo is Ready, and measures how long the new ones take: to
+ * InfrastructureReady and to Ready from the scale, and per TerraformMachine from its creation to its first Job.
+ */
+async function measureScaleUp(kubeConfig, added, run) {
+  const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+  const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: demoNamespace };
+  const deploymentSelector = "cluster.x-k8s.io/deployment-name=demo-md-0";
+  const machines = async () =>
+    (await custom.listNamespacedCustomObject({ ...capi, plural: "machines", labelSelector: deploymentSelector })).items;
+  const before = new Set((await machines()).map((machine) => machine.metadata.name));
+  const deployment = await custom.getNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0" });
+  const from = deployment.spec.replicas;
+  const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace: demoNamespace, plural: "terraformmachines" };
+  const existing = new Set((await custom.listNamespacedCustomObject(infra)).items.map((object) => object.metadata.name));
+
+  const created = new Map();
+  const firstJob = new Map();
+  const stops = [
+    await watchFirstSeen(
+      kubeConfig,
+      `/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/${demoNamespace}/terraformmachines`,
+      "",
+      (object, at) => created.set(object.metadata.name, at),
+    ),
+    await watchFirstSeen(kubeConfig, `/apis/batch/v1/namespaces/${demoNamespace}/jobs`, `${ownerKindLabel}=TerraformMachine`, (job, at) => {
+      const owner = job.metadata.labels[ownerNameLabel];
+      if (!firstJob.has(owner)) firstJob.set(owner, at);
+    }),
+  ];
+  try {
+    const scaled = Date.now();
+    await custom.patchNamespacedCustomObject(
+      { ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas: from + added } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    let infrastructureSeconds;
+    for (;;) {
+      const fresh = (await machines()).filter((machine) => !before.has(machine.metadata.name));
+      const infrastructureReady = (machine) =>
+        (machine.status?.conditions ?? []).some((condition) => condition.type === "InfrastructureReady" && condition.status === "True");
+      if (infrastructureSeconds === undefined && fresh.length === added && fresh.every(infrastructureReady))
+        infrastructureSeconds = (Date.now() - scaled) / 1000;
+      if (infrastructureSeconds !== undefined && (await readProgress(kubeConfig, demoNamespace, demoClusterName)).ready) break;
+      if (Date.now() - scaled > 600_000) throw new Error(`the scale-up by ${added} not Ready within 600 s`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const readySeconds = (Date.now() - scaled) / 1000;
+
+    const newMachines = [...created.keys()].filter((name) => !existing.has(name)).sort();
+    const toFirstJob = newMachines.map((name) => ({ name, seconds: (firstJob.get(name) - created.get(name)) / 1000 }));
+    const runs = (await listCaptfJobs(kubeConfig, demoNamespace))
+      .filter((job) => newMachines.includes(job.metadata.labels[ownerNameLabel]) && job.status?.startTime && job.status?.completionTime)
+      .map((job) => (new Date(job.status.completionTime).getTime() - new Date(job.status.startTime).getTime()) / 1000);
+    const slowestJob = Math.max(0, ...runs);
+    const waits = toFirstJob.map((machine) => machine.seconds);
+    console.log(
+      `run ${run}: scale demo-md-0 ${from} → ${from + added}: ` +
+        `every new Machine InfrastructureReady in ${infrastructureSeconds.toFixed(1)} s, ` +
+        `Ready in ${readySeconds.toFixed(1)} s; baseline, the slowest new apply Job's run: ${slowestJob.toFixed(1)} s ` +
+        `(${(infrastructureSeconds / Math.max(slowestJob, 0.001)).toFixed(2)}x)`,
+    );
+    console.log(
+      `run ${run}: TerraformMachine created → first Job: p50 ${percentile(waits, 0.5).toFixed(2)} s, ` +
+        `max ${Math.max(...waits).toFixed(2)} s (an owner wait would be about 30 s)`,
+    );
+    for (const machine of toFirstJob) console.log(`  TerraformMachine/${machine.name}: ${machine.seconds.toFixed(2)} s`);
+    return {
+      from,
+      to: from + added,
+      infrastructureReadySeconds: infrastructureSeconds,
+      readySeconds,
+      slowestJobSeconds: slowestJob,
+      createdToFirstJobSeconds: toFirstJob,
+    };
+  } finally {
+    for (const stop of stops) stop();
   }
 }
