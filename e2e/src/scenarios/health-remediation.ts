@@ -36,14 +36,14 @@ export const healthRemediation: Scenario = (shared) => {
           );
         await waitReady("the health machine Ready", async () => (await healthMachines()).length === 1);
         const victim = (await healthMachines())[0]!.metadata.name;
+        const victimMachine = (await list<Machine>(capi, "machines")).find((machine) => machine.spec.infrastructureRef.name === victim)!
+          .metadata.name;
 
         // What the module observes of its instance from now on: unhealthy (see the no-op machine's health_state_url).
         health.set(victim, { state: "running", healthy: false, message: "the e2e broke this instance", reasons: ["E2EBroken"] });
-        let annotated = false;
         await waitFor(
           async () => {
-            const machine = (await list<Machine>(capi, "machines")).find((candidate) => candidate.spec.infrastructureRef.name === victim);
-            if (machine?.metadata.annotations?.["cluster.x-k8s.io/remediate-machine"] !== undefined) annotated = true;
+            const machine = (await list<Machine>(capi, "machines")).find((candidate) => candidate.metadata.name === victimMachine);
             const replacements = (await healthMachines()).filter((candidate) => candidate.metadata.name !== victim);
             return !machine && replacements.length === 1 ? true : undefined;
           },
@@ -51,12 +51,17 @@ export const healthRemediation: Scenario = (shared) => {
           `${victim} remediated and replaced`,
         );
         await waitReady("the replacement Ready", async () => (await healthMachines()).length === 1);
-        expect(
-          annotated ||
-            (await events.listNamespacedEvent({ namespace: demoNamespace })).items.some(
-              (event) => event.regarding?.name === victim && /remediat/i.test(event.reason ?? ""),
-            ),
-        ).toBe(true);
+        // captf asked for it: its RemediationRequested event about the TerraformMachine names the Machine it annotated.
+        const requests = (await events.listNamespacedEvent({ namespace: demoNamespace })).items.filter(
+          (event) =>
+            event.regarding?.kind === "TerraformMachine" &&
+            event.regarding.name === victim &&
+            event.reason === "RemediationRequested" &&
+            event.reportingController === "captf-manager",
+        );
+        expect(requests.map((event) => event.note)).toEqual([
+          `asked Cluster API to replace Machine ${victimMachine}: InstanceUnhealthy after 1 unhealthy sample(s)`,
+        ]);
 
         await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinehealthchecks", name: "demo-md-health" });
         await custom.deleteNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-health" });

@@ -94,3 +94,55 @@ export async function createMachine(
 
 export const readMachine = (plane: PlaneClients, namespace: string, name: string) =>
   plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name }) as Promise<Machine>;
+
+/** A MachinePool of the cluster with its bootstrap data Secret, and its TerraformMachinePool running the module image. */
+export async function createMachinePool(
+  plane: PlaneClients,
+  namespace: string,
+  name: string,
+  pool: { clusterName: string; image: string; replicas?: number },
+): Promise<void> {
+  const { clusterName, image, replicas = 1 } = pool;
+  await plane.core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
+  });
+  const machinePool = (await plane.custom.createNamespacedCustomObject({
+    ...capi,
+    namespace,
+    plural: "machinepools",
+    body: {
+      apiVersion: "cluster.x-k8s.io/v1beta2",
+      kind: "MachinePool",
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
+      spec: {
+        clusterName,
+        replicas,
+        template: {
+          spec: {
+            clusterName,
+            bootstrap: { dataSecretName: `${name}-bootstrap` },
+            infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name },
+          },
+        },
+      },
+    },
+  })) as { metadata: { uid: string } };
+  await plane.custom.createNamespacedCustomObject({
+    ...infra,
+    namespace,
+    plural: "terraformmachinepools",
+    body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+      kind: "TerraformMachinePool",
+      metadata: {
+        name,
+        labels: { "cluster.x-k8s.io/cluster-name": clusterName },
+        ownerReferences: [
+          { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name, uid: machinePool.metadata.uid, controller: true },
+        ],
+      },
+      spec: { source: { image } },
+    },
+  });
+}
