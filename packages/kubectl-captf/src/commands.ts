@@ -162,14 +162,14 @@ async function guardedAnnotate<T>(
 
 /** The TerraformCluster of a Cluster API cluster: the one labelled with its name, else the one of that name. */
 async function terraformClusterOf(connection: Connection, cluster: string): Promise<CaptfObject> {
-  const labelled = await listObjects(connection, kinds.cluster, `${labels.clusterName}=${cluster}`);
+  const labelled = await listObjects(connection, kinds.cluster, `${labels.clusterName}=${nameLabelValue(cluster)}`);
   if (labelled.length > 0) return labelled.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))[0]!;
   return readObject(connection, { kind: kinds.cluster, name: cluster });
 }
 
 export async function describeClusterTree(connection: Connection, cluster: string): Promise<ClusterTree> {
   const terraformCluster = await terraformClusterOf(connection, cluster);
-  const selector = `${labels.clusterName}=${cluster}`;
+  const selector = `${labels.clusterName}=${nameLabelValue(cluster)}`;
   const [machines, pools, jobs] = await Promise.all([
     listObjects(connection, kinds.machine, selector),
     listObjects(connection, kinds.machinePool, selector),

@@ -1,5 +1,13 @@
 import type { V1ServiceAccount } from "@kubernetes/client-node";
-import { decodeOutputs, mergePatchChanges, type JsonValue, type OutputsDecoding, type Role, type RoleInputs } from "@captf/contract";
+import {
+  decodeOutputs,
+  mergePatchChanges,
+  nameLabelValue,
+  type JsonValue,
+  type OutputsDecoding,
+  type Role,
+  type RoleInputs,
+} from "@captf/contract";
 import { annotations, conditionReasons, finalizers, groupVersion, labels, type ManagerEventReason } from "@captf/contract/api";
 import {
   approvalHash,
@@ -740,7 +748,8 @@ export async function reconcileWorkspace<R extends Role>(
 async function countDependents(client: KubeApi, namespace: string, clusterName: string): Promise<number> {
   let count = 0;
   for (const type of [terraformMachineType, terraformMachinePoolType]) {
-    const list = await client.list(type, namespace, { labelSelector: `${labels.clusterName}=${clusterName}` });
+    // A name over 63 characters is no label value: selected by its hash, as captf's own labels carry it.
+    const list = await client.list(type, namespace, { labelSelector: `${labels.clusterName}=${nameLabelValue(clusterName)}` });
     count += list.items.length;
   }
   return count;
