@@ -89,7 +89,13 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
       "A Job that must run what was applied (destroy, refresh, drift) starts with no digest pinned on the durable inputs: it " +
       "runs the image by its reference, which may have moved since the apply. Once per Job started so.",
   },
-  JobCreated: { section: "jobs", meaning: "A Job was created (note: op, attempt, image, why)." },
+  JobCreated: {
+    section: "jobs",
+    meaning:
+      "A Job was created. The note names its operation, its attempt (one more than the newest Job of that operation), the image it " +
+      "runs (by digest once pinned) and why it started (the decision's reason, such as `NoState`, `InputsChanged` or `DriftDue`): " +
+      "`started apply attempt 2 as Job <name> with image <image>, because LastApplyFailed`.",
+  },
   JobSucceeded: { section: "jobs", meaning: "A Job succeeded." },
   JobFailed: {
     section: "jobs",

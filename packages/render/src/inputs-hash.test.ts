@@ -171,6 +171,14 @@ describe("approvalHash", () => {
       inputsHash({ role: "cluster", image, inputs: clusterFixture() }),
     );
   });
+
+  it("takes its role from the type: a role with another role's inputs does not compile, and a machine's hash views are its inputs", () => {
+    const machine = machineFixture();
+    // @ts-expect-error a pool's inputs under the machine role
+    expect(() => inputsHash({ role: "machine", image, inputs: poolFixture() })).not.toThrow();
+    expect(approvalHash({ role: "machine", image, inputs: machine })).toBe(inputsHash({ role: "machine", image, inputs: machine }));
+    expect(inputsHash({ role: "machine", image, inputs: machine })).toBe(referenceMachineHash);
+  });
 });
 
 describe("exportsHash", () => {

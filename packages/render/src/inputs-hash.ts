@@ -37,16 +37,27 @@ function sha256Hex(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
+/** What each role's hashes cover of its inputs: the view the inputs hash takes, and the one an approval names. */
+type HashViews = { readonly [R in Role]: { inputs(inputs: RoleInputs[R]): RoleInputs[R]; approval(inputs: RoleInputs[R]): RoleInputs[R] } };
+
+const asIs = <T>(inputs: T): T => inputs;
+
 /**
- * The view of the inputs the hash covers: a pool whose autoscaling is enabled hashes
- * `replicas` as 0, so the module's own scaling never forces a re-apply.
+ * Per role, typed by it: a pool whose autoscaling is enabled hashes `replicas` as 0, so the module's own scaling never
+ * forces a re-apply; a pool's approval ignores `bootstrap_data`, which rotates every few minutes.
  */
+const hashViews: HashViews = {
+  cluster: { inputs: asIs, approval: asIs },
+  machine: { inputs: asIs, approval: asIs },
+  machinepool: {
+    inputs: (pool) => (pool.autoscaling?.enabled ? { ...pool, replicas: 0 } : pool),
+    approval: (pool) => ({ ...pool, bootstrap_data: "" }),
+  },
+};
+
+/** The view of the inputs the hash covers (see {@link hashViews}). */
 export function hashedInputsView<R extends Role>(role: R, inputs: RoleInputs[R]): RoleInputs[R] {
-  if (role === "machinepool") {
-    const pool = inputs as RoleInputs["machinepool"];
-    if (pool.autoscaling?.enabled) return { ...pool, replicas: 0 } as RoleInputs[R];
-  }
-  return inputs;
+  return hashViews[role].inputs(inputs);
 }
 
 /** `{"sensitive":[names],"values":{...}}`, canonical with numbers as written; "" without variables. */
@@ -110,11 +121,7 @@ export function inputsHash<R extends Role>(hashable: Hashable<R>): string {
  * `bootstrap_data`, which rotates every few minutes; for other roles it is the inputs hash.
  */
 export function approvalHash<R extends Role>(hashable: Hashable<R>): string {
-  if (hashable.role === "machinepool") {
-    const inputs = { ...(hashable.inputs as RoleInputs["machinepool"]), bootstrap_data: "" } as RoleInputs[R];
-    return inputsHash({ ...hashable, inputs });
-  }
-  return inputsHash(hashable);
+  return inputsHash({ ...hashable, inputs: hashViews[hashable.role].approval(hashable.inputs) });
 }
 
 /** The hash of a cluster's `exports` as machines and pools receive it; null or absent hashes as `{}`. */

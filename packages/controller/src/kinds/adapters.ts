@@ -338,7 +338,7 @@ export const poolAdapter: KindAdapter<"machinepool"> = {
         `MachinePool ${ownerRef.name} spec.replicas ${machinePool.spec?.replicas ?? "unset"} -> ${plan.replicas}, as the module observed`,
       );
     const previous = (object.status?.conditions ?? []).find((condition) => condition.type === "AutoscalingActive");
-    if (plan.foreignManager && previous?.reason !== "ReplicasManagedExternally")
+    if (plan.foreignManager !== undefined && previous?.reason !== "ReplicasManagedExternally")
       void events.record(subject, "ReplicasManagedExternally", plan.condition.message ?? "");
     return [{ type: "AutoscalingActive", value: plan.condition }];
   },

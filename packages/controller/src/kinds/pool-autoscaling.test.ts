@@ -43,6 +43,30 @@ describe("decideReplicasWriteBack", () => {
       { condition: { status: "True", reason: "ReplicasManagedByModule" }, claim: true },
     ],
     [
+      'bounds, "false" (no owner, as Cluster API reads it): claimed and the count written',
+      pool({ [min]: "1", [max]: "5", [managedBy]: "false" }, 2),
+      3,
+      { condition: { status: "True", reason: "ReplicasManagedByModule" }, claim: true, replicas: 3 },
+    ],
+    [
+      'bounds, "true" (another manager, truthy): hands off',
+      pool({ [min]: "1", [max]: "5", [managedBy]: "true" }, 2),
+      3,
+      { condition: { status: "False", reason: "ReplicasManagedExternally" }, foreignManager: "true" },
+    ],
+    [
+      "bounds, empty (truthy to Cluster API): hands off",
+      pool({ [min]: "1", [max]: "5", [managedBy]: "" }, 2),
+      3,
+      { condition: { status: "False", reason: "ReplicasManagedExternally" }, foreignManager: "" },
+    ],
+    [
+      'no annotations, "false" left by another manager: not captf\'s to release',
+      pool({ [managedBy]: "false" }, 2),
+      3,
+      { condition: { status: "False", reason: "AutoscalingDisabled" } },
+    ],
+    [
       "bounds, another manager: hands off",
       pool({ [min]: "1", [max]: "5", [managedBy]: "karpenter" }, 2),
       3,

@@ -23,6 +23,11 @@ export interface ReplicasWriteBack {
   foreignManager?: string;
 }
 
+/** Cluster API's reading of `replicas-managed-by`: any value but "false" says a manager owns the replica count. Pure. */
+export function replicasManagedByTruthy(value: string | undefined): value is string {
+  return value !== undefined && value !== "false";
+}
+
 export function decideReplicasWriteBack(machinePool: MachinePoolReplicas, observedReplicas: number | undefined): ReplicasWriteBack {
   const { autoscaling, reason } = autoscalingFromAnnotations(machinePool);
   const manager = machinePool.metadata.annotations?.[annotations.replicasManagedBy];
@@ -38,7 +43,7 @@ export function decideReplicasWriteBack(machinePool: MachinePoolReplicas, observ
         : { status: "False", reason };
     return { condition, ...(manager === replicasManagedByValue ? { claim: false } : {}) };
   }
-  if (manager !== undefined && manager !== replicasManagedByValue) {
+  if (replicasManagedByTruthy(manager) && manager !== replicasManagedByValue) {
     return {
       condition: {
         status: "False",
@@ -49,7 +54,8 @@ export function decideReplicasWriteBack(machinePool: MachinePoolReplicas, observ
     };
   }
   const writeBack: ReplicasWriteBack = { condition: { status: "True", reason: "ReplicasManagedByModule" } };
-  if (manager === undefined) writeBack.claim = true;
+  // Absent or "false" claims no owner: captf claims it (seed 003: never a foreign truthy value).
+  if (manager !== replicasManagedByValue) writeBack.claim = true;
   if (observedReplicas !== undefined && observedReplicas !== machinePool.spec?.replicas) writeBack.replicas = observedReplicas;
   return writeBack;
 }

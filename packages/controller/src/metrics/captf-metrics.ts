@@ -158,7 +158,11 @@ export class CaptfMetrics {
     this.stateResources = gauge("captf_state_resources", "Resources in an object's Terraform state", object);
     this.stateBytes = gauge("captf_state_bytes", "Size of an object's Terraform state as its Secrets store it (compressed)", object);
     this.inputsBytes = gauge("captf_inputs_bytes", "Size of an object's rendered inputs (main.tf.json and terraform.tfvars.json)", object);
-    this.stateBackups = counter("captf_state_backups_total", "State backups taken, pruned or skipped", ["kind", "result"]);
+    this.stateBackups = counter(
+      "captf_state_backups_total",
+      "State backups taken, pruned or skipped (a serial new to the object that a backup holds already, or a backup not written)",
+      ["kind", "result"],
+    );
     this.stateRestores = counter("captf_state_restores_total", "State restores by result", ["kind", "result"]);
     this.outputsInvalid = counter(
       "captf_outputs_invalid_total",

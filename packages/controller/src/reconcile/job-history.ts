@@ -1,3 +1,5 @@
+import { jobPolicyDefaults } from "../api/defaults.js";
+import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import type { Operation } from "./decide-operation.js";
 
 /** A finished, bookkept Job as history pruning sees it. */
@@ -11,6 +13,17 @@ export interface HistoryJob {
 export interface HistoryLimits {
   successfulJobsHistoryLimit: number;
   failedJobsHistoryLimit: number;
+}
+
+/**
+ * The history limits of an effective Job policy (a machine's or pool's already merged over its cluster's `spec.defaults.jobs`):
+ * pruning and retry backoff both read them. Pure.
+ */
+export function historyLimits(policy: StoredJobPolicy): HistoryLimits {
+  return {
+    successfulJobsHistoryLimit: policy.successfulJobsHistoryLimit ?? jobPolicyDefaults.successfulJobsHistoryLimit,
+    failedJobsHistoryLimit: policy.failedJobsHistoryLimit ?? jobPolicyDefaults.failedJobsHistoryLimit,
+  };
 }
 
 /**

@@ -189,4 +189,28 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       reason: "ReplicasManagedByModule",
     });
   }, 60_000);
+
+  it('claims replicas-managed-by when it says "false" (no owner), and leaves a foreign truthy "true" and the count alone', async () => {
+    const machinePools = { group: "cluster.x-k8s.io", version: "v1beta2", namespace, plural: "machinepools", name: "mp-0" };
+    const setOwner = (value: string) =>
+      custom.patchNamespacedCustomObject(
+        { ...machinePools, body: { metadata: { annotations: { "cluster.x-k8s.io/replicas-managed-by": value } }, spec: { replicas: 2 } } },
+        mergePatchOptions(),
+      );
+    await setOwner("false");
+    await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
+    let machinePool = (await custom.getNamespacedCustomObject(machinePools)) as CapiObject;
+    expect(machinePool.metadata.annotations!["cluster.x-k8s.io/replicas-managed-by"]).toBe("captf");
+    expect(machinePool.spec.replicas).toBe(3);
+
+    await setOwner("true");
+    await reconcileWorkspace(deps, poolAdapter, namespace, "mp-0");
+    machinePool = (await custom.getNamespacedCustomObject(machinePools)) as CapiObject;
+    expect(machinePool.metadata.annotations!["cluster.x-k8s.io/replicas-managed-by"]).toBe("true");
+    expect(machinePool.spec.replicas).toBe(2);
+    expect((await get()).status.conditions!.find((c: { type: string }) => c.type === "AutoscalingActive")).toMatchObject({
+      status: "False",
+      reason: "ReplicasManagedExternally",
+    });
+  }, 60_000);
 });

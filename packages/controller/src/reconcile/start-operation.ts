@@ -78,6 +78,11 @@ function waitConditionType(op: Operation): string {
   return "ApplyJobSucceeded";
 }
 
+/** The JobCreated note: the operation, its attempt, the image it runs and why it started (the decision's reason). Pure. */
+export function jobCreatedNote(job: { op: Operation; attempt: number; image: string; job: string; why: string }): string {
+  return `started ${job.op} attempt ${job.attempt} as Job ${job.job} with image ${job.image}, because ${job.why}`;
+}
+
 /** Takes the leases and creates the Job (with the durable inputs of an apply and its per-run Secret). */
 export async function startOperation<R extends Role>(request: StartRequest<R>): Promise<StartOutcome> {
   const { deps, adapter, object, namespace, name, suffix, clusterName, decision, run, inputs, durable, credentials, now, subject, events } =
@@ -271,7 +276,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     throw error;
   });
   await createRunSecret(deps.client, namespace, created, root);
-  void events.record(subject, "JobCreated", `started ${op} (${decision.reason}) as Job ${holder}`);
+  void events.record(subject, "JobCreated", jobCreatedNote({ op, attempt, image, job: holder, why: decision.reason }));
   const start = jobStartEvents({ op, job: holder, decision, inputsHash: hash, previousApplyHash: durable?.inputsHash });
   for (const event of start.events) void events.record(subject, event.reason, event.note);
   if (start.inputsHashChanged) deps.metrics?.inputsHashChanges.inc({ kind: adapter.kind });

@@ -5,6 +5,8 @@ import { exportsHash, renderBackendRoot, stateSecretName, type GeneratedRoot } f
 import type { PlanPreview } from "../api/workspace.js";
 import { poolMembershipConverged } from "../kinds/map-outputs.js";
 import { decideOperation, type Decision } from "./decide-operation.js";
+import { historyLimits } from "./job-history.js";
+import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
 import { observedPlan } from "./plan-approval.js";
 import type { DeletionPolicy } from "./retained-state.js";
@@ -18,7 +20,16 @@ import { newestResourceVersion } from "../runtime/read-cache.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import { observeState } from "../state/read-state.js";
-import { backupSets, backupsToPrune, listBackupSecrets, takeStateBackup, type BackupSet } from "../state/state-backups.js";
+import {
+  backupPlacement,
+  backupSecretName,
+  backupSets,
+  backupsToPrune,
+  listBackupSecrets,
+  stateDigest,
+  takeStateBackup,
+  type BackupSet,
+} from "../state/state-backups.js";
 import type { StateReading } from "../state/decode-state.js";
 import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { newStateReadError } from "../state/state-read-errors.js";
@@ -408,31 +419,46 @@ export async function observeStateAndBackups(
       deps.metrics?.stateRestores.inc({ kind: adapter.kind, result: "not_found" });
     }
   }
-  if (
-    state.kind === "ok" &&
-    state.state.serial >= 1 &&
-    !deleting &&
-    keepBackups > 0 &&
-    retainedBy.length === 0 &&
-    !backups.some((set) => set.serial === state.state.serial)
-  ) {
-    const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
-    const { bytes, created } = await takeStateBackup(client, {
-      namespace,
-      suffix,
-      owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
-      stateSecrets: stateObservation.secrets,
-      serial: state.state.serial,
-      lineage: state.state.lineage,
-      resources: state.state.managedResources,
-      ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}),
-      ...(source ? { sourceJob: source.name } : {}),
-      now,
-    });
-    deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
-    void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${bytes} bytes)`);
-    // The sets as listed plus the one just written (no list, which the cache could not answer yet).
-    backups = backupSets(created ? [...backupSecrets, ...created] : await listBackupSecrets(client, namespace, suffix, deps.cache));
+  if (state.kind === "ok" && state.state.serial >= 1 && !deleting && keepBackups > 0 && retainedBy.length === 0) {
+    const digest = stateDigest(stateObservation.secrets);
+    const placement = backupPlacement(backups, suffix, state.state.serial, digest);
+    if (placement.kind === "present") {
+      // A serial new to this object whose state a backup already holds (a restored one, or a pass that lost its status): counted once.
+      if (object.status?.observedStateSerial !== state.state.serial)
+        deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "skipped" });
+    } else {
+      const source = jobs.filter((job) => job.outcome === "succeeded").sort((a, b) => b.finishedAt! - a.finishedAt!)[0];
+      const taken = await takeStateBackup(client, {
+        namespace,
+        suffix,
+        setName: placement.name,
+        digest,
+        owner: { apiVersion: groupVersion, kind: adapter.kind, name, uid: object.metadata.uid },
+        stateSecrets: stateObservation.secrets,
+        serial: state.state.serial,
+        lineage: state.state.lineage,
+        resources: state.state.managedResources,
+        ...(state.state.inputsHash ? { inputsHash: state.state.inputsHash } : {}),
+        ...(source ? { sourceJob: source.name } : {}),
+        now,
+      }).catch((error: unknown) => {
+        // A backup never fails the pass: it is counted and logged, and the next pass tries again.
+        deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "skipped" });
+        deps.logger?.warn({ error: (error as Error).message, serial: state.state.serial }, "could not back up the state");
+        return undefined;
+      });
+      if (taken) {
+        deps.metrics?.stateBackups.inc({ kind: adapter.kind, result: "taken" });
+        const beside =
+          placement.name === backupSecretName(suffix, state.state.serial, 0)
+            ? ""
+            : ` as ${placement.name}, beside another state of that serial`;
+        void events.record(subject, "StateBackedUp", `state serial ${state.state.serial} backed up (${taken.bytes} bytes)${beside}`);
+        // The sets as listed plus the one just written (no list, which the cache could not answer yet).
+        const written = new Set(taken.created.map((secret) => secret.metadata?.name));
+        backups = backupSets([...backupSecrets.filter((secret) => !written.has(secret.metadata?.name)), ...taken.created]);
+      }
+    }
   }
   const pruned = new Set(backupsToPrune(backups, keepBackups, restoreSerial));
   for (const secret of pruned) await client.delete(builtinTypes.secret, namespace, secret).catch(ignoreNotFound);
@@ -678,6 +704,8 @@ export interface DecisionFacts {
     decoding: OutputsDecoding<Role> | undefined;
     healthCheckIntervalSeconds: number | undefined;
   };
+  /** The effective Job policy: own `spec.jobs` over the cluster's `spec.defaults.jobs` (machines and pools). */
+  jobPolicy: StoredJobPolicy;
 }
 
 /** The whole decision of the pass: held while paused, by retained state or an unresolved deletion policy; else decideOperation's. Pure. */
@@ -783,9 +811,7 @@ export function decide(pass: Pick<Pass, "adapter" | "object" | "now" | "durable"
                 }
               : {}),
             ...(adapter.role !== "machine" && durable?.interruptedApply ? { interruptedApply: true } : {}),
-            ...(object.spec.jobs?.failedJobsHistoryLimit !== undefined
-              ? { failedLimit: Math.max(1, object.spec.jobs.failedJobsHistoryLimit) }
-              : {}),
+            failedLimit: Math.max(1, historyLimits(facts.jobPolicy).failedJobsHistoryLimit),
             dependents,
           });
 }

@@ -46,9 +46,8 @@ import {
   type Pass,
 } from "./workspace-phases.js";
 import { computeStatus, type PassOutcome, type StatusScope } from "./compute-status.js";
-import { jobPolicyDefaults } from "../api/defaults.js";
 import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
-import { jobsToPrune } from "./job-history.js";
+import { historyLimits, jobsToPrune } from "./job-history.js";
 import { resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
 import { settlingJobSlot } from "./job-slots.js";
@@ -546,6 +545,7 @@ export async function reconcileWorkspace<R extends Role>(
           ? `the ${adapter.role} module destroyed its infrastructure; state deleted`
           : "the state held no resources, so there was nothing to destroy; state deleted",
       );
+    jobPolicy,
     }
     await client.delete(builtinTypes.lease, namespace, runLeaseName(suffix)).catch(() => undefined);
     // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
@@ -734,11 +734,7 @@ export async function reconcileWorkspace<R extends Role>(
   const history = jobs
     .filter((job) => job.outcome !== undefined)
     .map((job) => ({ name: job.name, op: job.op, succeeded: job.outcome === "succeeded", finishedAt: job.finishedAt! }));
-  const limits = {
-    successfulJobsHistoryLimit: object.spec.jobs?.successfulJobsHistoryLimit ?? jobPolicyDefaults.successfulJobsHistoryLimit,
-    failedJobsHistoryLimit: object.spec.jobs?.failedJobsHistoryLimit ?? jobPolicyDefaults.failedJobsHistoryLimit,
-  };
-  for (const old of jobsToPrune(history, limits))
+  for (const old of jobsToPrune(history, historyLimits(jobPolicy)))
     await client.delete(builtinTypes.job, namespace, old, { propagationPolicy: "Background" }).catch(ignoreNotFound);
   const credentialsRequeue = credentials?.requeueAfterMs;
   const requeue = [requeueAfterMs, credentialsRequeue].filter((value): value is number => value !== undefined);

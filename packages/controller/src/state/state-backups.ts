@@ -17,12 +17,21 @@ import { isConflict } from "../runtime/api-errors.js";
 const backendOnlyLabels = new Set(["tfstate", backendSuffixLabel, "tfstateWorkspace", "app.kubernetes.io/managed-by"]);
 const partPattern = /-part-(\d+)$/;
 
+/** The Secret of chunk `chunk` of the backup set named `set` (its first Secret's name). */
+function chunkSecretName(set: string, chunk: number): string {
+  return chunk === 0 ? set : `${set}-part-${chunk}`;
+}
+
 export function backupSecretName(suffix: string, serial: number, chunk: number): string {
-  return `captf-state-backup-${suffix}-${serial}${chunk === 0 ? "" : `-part-${chunk}`}`;
+  return chunkSecretName(`captf-state-backup-${suffix}-${serial}`, chunk);
 }
 
 export interface BackupSet {
+  /** The set's name: its first Secret's, `captf-state-backup-<suffix>-<serial>`, plus `-<digest8>` beside another state of that serial. */
+  name: string;
   serial: number;
+  /** Hex sha256 of the state as stored (the chunks' compressed payload, concatenated). */
+  digest: string;
   /** Secret names in chunk order. */
   names: string[];
   complete: boolean;
@@ -32,16 +41,18 @@ export interface BackupSet {
   inputsHash?: string;
 }
 
-/** The backup sets among an object's backup Secrets, newest serial first. Pure. */
+/** The backup sets among an object's backup Secrets, newest first (taken at, then serial, then name). Pure. */
 export function backupSets(secrets: readonly V1Secret[]): BackupSet[] {
-  const bySerial = new Map<number, V1Secret[]>();
+  const byName = new Map<string, V1Secret[]>();
   for (const secret of secrets) {
     const serial = Number(secret.metadata?.annotations?.[annotations.stateBackupSerial]);
     if (!Number.isSafeInteger(serial) || serial < 1) continue;
-    bySerial.set(serial, [...(bySerial.get(serial) ?? []), secret]);
+    const name = secret.metadata?.annotations?.[annotations.stateBackupSet] ?? (secret.metadata?.name ?? "").replace(partPattern, "");
+    byName.set(name, [...(byName.get(name) ?? []), secret]);
   }
   const sets: BackupSet[] = [];
-  for (const [serial, members] of bySerial) {
+  for (const [name, members] of byName) {
+    const serial = Number(members[0]!.metadata!.annotations![annotations.stateBackupSerial]);
     const chunkOf = (secret: V1Secret) =>
       Number(secret.metadata?.annotations?.[annotations.stateBackupChunk] ?? partPattern.exec(secret.metadata?.name ?? "")?.[1] ?? 0);
     const ordered = [...members].sort((a, b) => chunkOf(a) - chunkOf(b));
@@ -53,7 +64,9 @@ export function backupSets(secrets: readonly V1Secret[]): BackupSet[] {
       ordered.every((secret, index) => chunkOf(secret) === index && secret.data?.tfstate !== undefined);
     const first = ordered[0]!.metadata?.annotations ?? {};
     sets.push({
+      name,
       serial,
+      digest: first[annotations.stateBackupDigest] ?? "",
       names: ordered.map((secret) => secret.metadata!.name!),
       complete,
       takenAt: first[annotations.stateBackupTakenAt] ?? "",
@@ -62,7 +75,40 @@ export function backupSets(secrets: readonly V1Secret[]): BackupSet[] {
       ...(first[annotations.inputsHash] ? { inputsHash: first[annotations.inputsHash] } : {}),
     });
   }
-  return sets.sort((a, b) => b.serial - a.serial);
+  return sets.sort((a, b) => b.takenAt.localeCompare(a.takenAt) || b.serial - a.serial || a.name.localeCompare(b.name));
+}
+
+/** The hex sha256 of a state as its Secrets store it: the compressed chunks (base first, then parts) concatenated. Pure. */
+export function stateDigest(stateSecrets: readonly V1Secret[]): string {
+  const digest = createHash("sha256");
+  for (const chunk of [...stateSecrets].sort((a, b) => chunkIndex(a) - chunkIndex(b)))
+    digest.update(Buffer.from(chunk.data?.tfstate ?? "", "base64"));
+  return digest.digest("hex");
+}
+
+/**
+ * Where the state of `serial` with `digest` goes: nowhere when a complete set holds it already; else the serial's own set name,
+ * or, when a set of that name holds another state of the serial (a restore makes serials repeat), that name plus
+ * `-<digest8>`, beside it. Pure.
+ */
+export function backupPlacement(
+  sets: readonly BackupSet[],
+  suffix: string,
+  serial: number,
+  digest: string,
+): { kind: "present"; set: BackupSet } | { kind: "new"; name: string } {
+  const present = sets.find((set) => set.complete && set.serial === serial && set.digest === digest);
+  if (present) return { kind: "present", set: present };
+  const name = backupSecretName(suffix, serial, 0);
+  return { kind: "new", name: sets.some((set) => set.name === name && set.digest !== digest) ? `${name}-${digest.slice(0, 8)}` : name };
+}
+
+/** A backup Secret of the name about to be written holds another state: it is left alone, and this backup is not taken. */
+export class BackupConflictError extends Error {
+  constructor(readonly secretName: string) {
+    super(`the backup Secret ${secretName} exists with another state: it is left alone`);
+    this.name = "BackupConflictError";
+  }
 }
 
 /**
@@ -86,6 +132,10 @@ export function backupsToPrune(sets: readonly BackupSet[], keep: number, restore
 export interface BackupRequest {
   namespace: string;
   suffix: string;
+  /** The set's name, from {@link backupPlacement}. */
+  setName: string;
+  /** {@link stateDigest} of the state Secrets. */
+  digest: string;
   owner: V1OwnerReference;
   /** The state Secrets as read: base first, then parts. */
   stateSecrets: readonly V1Secret[];
@@ -102,30 +152,27 @@ function chunkIndex(secret: V1Secret): number {
 }
 
 /**
- * Copies the state Secrets verbatim into a backup set; returns its Secrets' total compressed bytes, and
- * the Secrets as created (undefined when one existed already: then only a list tells what the set holds).
+ * Copies the state Secrets verbatim into the backup set `request.setName`; returns its Secrets' total compressed bytes and
+ * the Secrets as written. A Secret of the set that exists with the same digest is an interrupted earlier pass's, and kept;
+ * one with another digest is a {@link BackupConflictError}.
  */
-export async function takeStateBackup(
-  client: KubeApi,
-  request: BackupRequest,
-): Promise<{ bytes: number; created: V1Secret[] | undefined }> {
+export async function takeStateBackup(client: KubeApi, request: BackupRequest): Promise<{ bytes: number; created: V1Secret[] }> {
   const chunks = [...request.stateSecrets].sort((a, b) => chunkIndex(a) - chunkIndex(b));
-  const digest = createHash("sha256");
-  for (const chunk of chunks) digest.update(chunk.data?.tfstate ?? "");
   let bytes = 0;
-  let created: V1Secret[] | undefined = [];
+  const created: V1Secret[] = [];
   for (const [index, chunk] of chunks.entries()) {
     const keptLabels = Object.fromEntries(Object.entries(chunk.metadata?.labels ?? {}).filter(([key]) => !backendOnlyLabels.has(key)));
     const body: V1Secret = {
       metadata: {
-        name: backupSecretName(request.suffix, request.serial, index),
+        name: chunkSecretName(request.setName, index),
         namespace: request.namespace,
         labels: { ...keptLabels, [labels.stateBackup]: "true", [labels.stateBackupSuffix]: request.suffix, [labels.managed]: "true" },
         annotations: {
           [annotations.stateBackupSerial]: String(request.serial),
           [annotations.stateBackupLineage]: request.lineage,
           [annotations.stateBackupTakenAt]: new Date(request.now).toISOString().replace(/\.\d+Z$/, "Z"),
-          [annotations.stateBackupDigest]: digest.copy().digest("hex").slice(0, 16),
+          [annotations.stateBackupDigest]: request.digest,
+          [annotations.stateBackupSet]: request.setName,
           [annotations.stateBackupResources]: String(request.resources),
           [annotations.stateBackupChunk]: String(index),
           [annotations.stateBackupChunks]: String(chunks.length),
@@ -137,10 +184,14 @@ export async function takeStateBackup(
       type: "Opaque",
       data: { tfstate: chunk.data?.tfstate ?? "" },
     };
-    const secret = await client
-      .create(builtinTypes.secret, request.namespace, body)
-      .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
-    created = secret && created ? [...created, secret] : undefined;
+    const secret = await client.create(builtinTypes.secret, request.namespace, body).catch(async (error) => {
+      if (!isConflict(error)) throw error;
+      const existing = await client.get<V1Secret>(builtinTypes.secret, request.namespace, body.metadata!.name!);
+      if (existing.metadata?.annotations?.[annotations.stateBackupDigest] !== request.digest)
+        throw new BackupConflictError(body.metadata!.name!);
+      return existing;
+    });
+    created.push(secret);
     bytes += Buffer.from(chunk.data?.tfstate ?? "", "base64").length;
   }
   return { bytes, created };
