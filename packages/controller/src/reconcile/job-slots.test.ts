@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "@jest/globals";
 import { pino } from "pino";
 import { machineAdapter } from "../kinds/adapters.js";
@@ -80,6 +81,13 @@ describe("JobSlots", () => {
     expect(slots.usage("ns", "c")).toEqual({ total: 1, cluster: 1 });
     cache[0] = job("a-job", "c", true);
     expect(slots.usage("ns", "c")).toEqual({ total: 0, cluster: 0 });
+  });
+
+  it("counts a running Job for its cluster when the cluster's name is longer than a label value (the label holds its hash)", () => {
+    const { cache, slots } = setup(2);
+    const longName = "c".repeat(64);
+    cache.push(job("long-job", createHash("sha256").update(longName).digest("hex").slice(0, 16)));
+    expect(slots.usage("ns", longName)).toEqual({ total: 1, cluster: 1 });
   });
 
   it("ends the reservation of a Job that was created and deleted before any pass counted the slots", () => {
