@@ -5,7 +5,10 @@ import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import { emptyPlanHash } from "@captf/contract/run-result";
 import { describeWithTools, waitFor } from "@captf/testkit";
+import { Registry } from "prom-client";
 import { clusterAdapter } from "../kinds/adapters.js";
+import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import {
   allJobsFinished,
@@ -42,10 +45,13 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let sizedModule = "";
   /** How plan Jobs report their result while a test asks for it: as the runner wrote it, without the plan, or shrunk. */
   let planReports: "as-written" | "dropped" | "shrunk" = "as-written";
+  // The manager's metrics, read by their exposed names.
+  const registry = new Registry();
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     ({ deps, eventsApi } = planeReconcilerDeps(plane, "approval-test"));
+    deps = { ...deps, metrics: new CaptfMetrics(registry) };
     // The no-op cluster module with one more resource, renamed by a moved block during the test.
     movingModule = extendedClusterModule("captf-moving-module-", {
       "user-variables.tf": 'variable "note" {\n  type    = string\n  default = ""\n}\n',
@@ -139,6 +145,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }, 120_000);
 
   it("ignores an approval of another hash, applies exactly the approved plan, then clears the plan and the approval", async () => {
+    const approved = { kind: "TerraformCluster", result: "approved" };
+    const applied = { kind: "TerraformCluster", result: "applied" };
+    const approvedBefore = await seriesValue(registry, "captf_plan_approvals_total", approved);
+    const appliedBefore = await seriesValue(registry, "captf_plan_approvals_total", applied);
     await plane.custom.patchNamespacedCustomObject(
       {
         ...infra,
@@ -190,6 +200,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(events.find((event) => event.reason === "PlanApplied")?.note).toBe(
       `applied the approved plan ${planHash} (approved by alice@example.com)`,
     );
+    // The approval taken once, its plan applied once; the approval of another hash counted as neither.
+    expect(await seriesValue(registry, "captf_plan_approvals_total", approved)).toBe(approvedBefore + 1);
+    expect(await seriesValue(registry, "captf_plan_approvals_total", applied)).toBe(appliedBefore + 1);
   }, 120_000);
 
   it("holds a plan that only moves a resource for approval like any change, shows the move and applies it once approved", async () => {

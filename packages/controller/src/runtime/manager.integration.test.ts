@@ -9,6 +9,7 @@ import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { describeWithTools, sharedControlPlane } from "@captf/testkit";
 import { createManagerMetrics } from "../metrics/manager-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 import { builtinTypes } from "./builtin-types.js";
 import { TerminalError, watchSelf, type Controller, type ReconcileContext } from "./controller.js";
 import { kubeMetricsAuthorizer, parseBindAddress, runChecks, serveMetrics } from "./http-endpoints.js";
@@ -188,7 +189,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
       return undefined;
     };
     await createConfigMap("existing", { suite: "outcomes" });
-    const { manager, get } = startManager("outcomes", reconcile);
+    const { manager, get, metrics } = startManager("outcomes", reconcile);
     await eventually(() => manager.ports.health !== undefined, 5_000, "the probe server");
     await eventually(async () => (await get("/readyz")).status === 200, 10_000, "readiness");
     expect(await get("/healthz")).toEqual({ status: 200, body: "ok" });
@@ -219,6 +220,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
     expect(body).toContain('captf_build_info{version="0.0.0-test",commit="abc",contract="v1alpha1"} 1');
     expect(body).toMatch(/rest_client_requests_total\{code="200",method="GET",host="plane"\} \d+/);
     expect(body).toMatch(/rest_client_requests_total\{code="200",method="PUT",host="plane"\} \d+/);
+    // Present from the start at 0, as controller-runtime has it: a rate over it needs the series before the first panic.
+    expect(body).toContain(`controller_runtime_reconcile_panics_total{${controller}} 0`);
+    // Each of the 8 reconciles timed, and taken from the queue after its wait there.
+    const queue = { name: "configmap-outcomes", controller: "configmap-outcomes" };
+    const timed = (metric: string, labels: Record<string, string>) => seriesValue(metrics.registry, metric, labels, "count");
+    expect(await timed("controller_runtime_reconcile_time_seconds", { controller: "configmap-outcomes" })).toBe(8);
+    expect(await timed("workqueue_queue_duration_seconds", queue)).toBe(8);
+    expect(await timed("workqueue_work_duration_seconds", queue)).toBe(8);
+    expect(await seriesValue(metrics.registry, "workqueue_adds_total", queue)).toBeGreaterThanOrEqual(8);
+    expect(await timed("rest_client_request_duration_seconds", { verb: "GET", host: "plane" })).toBeGreaterThan(0);
+    expect(await timed("captf_informer_list_duration_seconds", { resource: "configmaps{suite=outcomes}" })).toBeGreaterThanOrEqual(1);
   });
 
   it("on stop, finishes the reconcile in flight before releasing the Lease", async () => {
