@@ -145,6 +145,33 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
       }
     }, 120_000);
 
+    it("is built again, the same digest, with --runtime-from the image (a layout's, a registry's) and --push into a registry", async () => {
+      const fromLayout = await captfModule(
+        ["build", "--runtime-from", `oci:${layout}:v0.1.0`, "--out", join(work, "image-from-layout"), "--tag", "v0.1.0"]
+          .concat(["--revision", "0123456789ab", "-o", "json"]),
+        machine(),
+      );
+      expect([fromLayout.code, fromLayout.stderr]).toEqual([0, ""]);
+      expect((JSON.parse(fromLayout.stdout) as { digest: string }).digest).toBe(report.digest);
+      const registry = await startLocalRegistry();
+      try {
+        const base = `${registry.host}/modules/base:v0.1.0`;
+        expect(run(process.execPath, [moduleBin, "push", `${layout}:v0.1.0`, base, "--plain-http"], work, process.env).code).toBe(0);
+        const target = `${registry.host}/modules/from-image:v0.1.0`;
+        const buildArgs = ["build", machine(), "--runtime-from", base, "--push", target, "--plain-http", "--revision", "0123456789ab"];
+        const build = run(process.execPath, [moduleBin, ...buildArgs, "-o", "json"], work, process.env);
+        expect([build.code, build.stderr]).toEqual([0, ""]);
+        const built = JSON.parse(build.stdout) as { digest: string; runtime: { name: string }; pushed: { digest: string; destination: string } };
+        expect([built.digest, built.pushed.digest, built.pushed.destination, built.runtime.name]).toEqual([report.digest, report.digest, target, "tofu"]);
+        const raw = execFileSync("skopeo", ["inspect", "--raw", "--tls-verify=false", `docker://${target}`]);
+        expect(`sha256:${createHash("sha256").update(raw).digest("hex")}`).toBe(report.digest);
+        const missing = run(process.execPath, [moduleBin, ...buildArgs.slice(0, 3), `${registry.host}/modules/none:v1`, "--push", target, "--plain-http"], work, process.env);
+        expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining("modules/none")]);
+      } finally {
+        await registry.stop();
+      }
+    }, 300_000);
+
     it("has the same digest when built again from the same inputs, into another layout or the same one", async () => {
       const runtimes = ["--runtime", tofu, ...(tofuOther ? ["--runtime", tofuOther] : [])];
       const again = await captfModule(["build", ...runtimes, "--out", join(work, "image-again"), "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"], machine());

@@ -56,9 +56,12 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
       (y) =>
         outputOption(y)
           .positional("dir", { type: "string", default: ".", describe: "the module directory" })
-          .option("runtime", { type: "string", array: true, demandOption: true, describe: "a tofu or terraform binary, [linux/<arch>=]<path>; once per platform (linux/amd64, linux/arm64), the platform read from the binary" })
-          .option("out", { type: "string", demandOption: true, describe: "the OCI layout directory to build into (created, or added to)" })
-          .option("tag", { type: "string", demandOption: true, describe: "the tag of the image index; each platform's image is <tag>-<arch>" })
+          .option("runtime", { type: "string", array: true, default: [] as string[], describe: "a tofu or terraform binary, [linux/<arch>=]<path>; once per platform (linux/amd64, linux/arm64), the platform read from the binary" })
+          .option("runtime-from", { type: "string", describe: "instead of --runtime: an existing module image (<registry>/<name>:<tag>, or oci:<layout>:<tag>) whose /captf/runtime each platform ships" })
+          .option("out", { type: "string", describe: "the OCI layout directory to build into (created, or added to); optional with --push" })
+          .option("tag", { type: "string", describe: "the tag of the image index; each platform's image is <tag>-<arch> (default with --push: its tag)" })
+          .option("push", { type: "string", describe: "build straight into a registry: <registry>/<repository>:<tag> (credentials as push finds them)" })
+          .option("plain-http", { type: "boolean", default: false, describe: "speak plain HTTP to the registries of --push and --runtime-from (a local one)" })
           .option("providers", { type: "string", describe: "a filesystem provider mirror (as `tofu providers mirror` writes it) holding the locked providers; without it they are fetched from their registries" })
           .option("role", { choices: roles, describe: "the role (default: read from the module's contract inputs)" })
           .option("runtime-name", { choices: runtimeNames, describe: "which runtime the binaries are, when none of them runs on this machine" })
@@ -69,29 +72,36 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
           .option("revision", { type: "string", describe: "org.opencontainers.image.revision: the module's commit" })
           .option("label", { type: "string", array: true, default: [] as string[], describe: "another label, key=value (repeatable); it wins over the built-in ones" })
           .usage(
-            "Usage: $0 build [dir] --runtime <path>... --out <oci-layout> --tag <tag> [--providers <mirror>] [-o json]\n\n" +
+            "Usage: $0 build [dir] (--runtime <path>... | --runtime-from <image>) (--out <oci-layout> --tag <tag> | --push <ref>) " +
+              "[--providers <mirror>] [-o json]\n\n" +
               "Builds one image per runtime binary given (linux/amd64, linux/arm64), without a container engine (umoci), as the " +
               "captf image contract asks: the module at /captf/module, the runtime at /captf/runtime, the providers the module's " +
               ".terraform.lock.hcl pins at /captf/providers (checked against its hashes), user 65532:65532, the io.captf.* and " +
               "org.opencontainers.image.* labels, a CycloneDX SBOM at /usr/share/doc/captf/sbom.cdx.json. Every time in it is " +
               "SOURCE_DATE_EPOCH, else the module's last commit, else 1970: two builds of the same inputs give one digest.\n\n" +
-              "Then: captf-module push <oci-layout>:<tag> <registry>/<name>:<tag>\n\n" +
+              "--runtime-from takes the runtime binaries (and their release, from the io.captf.runtime labels) out of an image " +
+              "built before, per platform it has. --push builds into a temporary layout and pushes it, as push does.\n\n" +
+              "Or later: captf-module push <oci-layout>:<tag> <registry>/<name>:<tag>\n\n" +
               exitCodeHelp,
           )
           .example("$0 build --runtime $(command -v tofu) --out ./image --tag v0.1.0", "this machine's platform")
-          .example("$0 build --runtime ./tofu-amd64 --runtime ./tofu-arm64 --providers ~/mirror --out ./image --tag v0.1.0", "both platforms, providers from a mirror"),
+          .example("$0 build --runtime ./tofu-amd64 --runtime ./tofu-arm64 --providers ~/mirror --out ./image --tag v0.1.0", "both platforms, providers from a mirror")
+          .example("$0 build --runtime-from ghcr.io/captf-io/noop-machine:v0.1.0 --push registry.example.com/m:v0.2.0", "runtime of an image, into a registry"),
       async (a) => {
         const { runBuild } = await import("./build/build-command.js");
         setExit(
-          runBuild(io, {
+          await runBuild(io, {
             dir: a.dir as string,
             role: a.role as Role | undefined,
             runtime: a.runtime as string[],
+            runtimeFrom: a["runtime-from"] as string | undefined,
+            push: a.push as string | undefined,
+            plainHttp: a["plain-http"] as boolean,
             runtimeName: a["runtime-name"] as RuntimeName | undefined,
             runtimeVersion: a["runtime-version"] as string | undefined,
             providers: a.providers as string | undefined,
-            out: a.out as string,
-            tag: a.tag as string,
+            out: a.out as string | undefined,
+            tag: a.tag as string | undefined,
             name: a.name as string | undefined,
             version: a.version as string | undefined,
             source: a.source as string | undefined,

@@ -15,3 +15,7 @@ export type { TypeExpr } from "./checks/type-match.js";
 export { variablesSchema, maxSchemaLabelBytes } from "./schema/variables-schema.js";
 export { renderContractInputs, runtimes } from "./inputs/contract-inputs.js";
 export type { Runtime } from "./inputs/contract-inputs.js";
+export { openSource } from "./image/lint-image.js";
+export { decompressed } from "./image/filesystem.js";
+export { readTar } from "./image/tar.js";
+export type { TarHeader } from "./image/tar.js";
