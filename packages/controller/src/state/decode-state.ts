@@ -49,8 +49,21 @@ export type StateReading =
 
 const partPattern = /-part-(\d+)$/;
 
-function unreadable(reason: Extract<StateReading, { kind: "unreadable" }>["reason"], message: string): StateReading {
+type Unreadable = Extract<StateReading, { kind: "unreadable" }>;
+
+export function unreadable(reason: Unreadable["reason"], message: string): Unreadable {
   return { kind: "unreadable", reason, message };
+}
+
+/** The state document as assembled from the Secrets, before its fields are read (it may be an encrypted envelope). */
+export interface StateDocument {
+  kind: "document";
+  document: Record<string, unknown>;
+  baseName: string;
+  base: StateSecret;
+  bytes: number;
+  compressedBytes: number;
+  secrets: number;
 }
 
 /** Decodes the state Secrets of one backend suffix. Messages name Secrets and limits, never state content. */
@@ -59,6 +72,16 @@ export function decodeStateSecrets(
   secrets: readonly StateSecret[],
   limits: StateLimits = defaultStateLimits,
 ): StateReading {
+  const assembled = assembleStateDocument(suffix, secrets, limits);
+  return assembled.kind === "document" ? stateFromDocument(assembled) : assembled;
+}
+
+/** Joins the chunks, gunzips and parses the state JSON of one backend suffix; reads none of its fields. */
+export function assembleStateDocument(
+  suffix: string,
+  secrets: readonly StateSecret[],
+  limits: StateLimits = defaultStateLimits,
+): Exclude<StateReading, { kind: "ok" }> | StateDocument {
   const baseName = stateSecretName(suffix);
   const mine = secrets.filter((secret) => secret.name === baseName || secret.name.startsWith(`${baseName}-part-`));
   if (mine.length === 0) return { kind: "absent" };
@@ -106,7 +129,17 @@ export function decodeStateSecrets(
   } catch {
     return unreadable("StateCorrupt", `the state in ${baseName} is not a JSON object`);
   }
-  if ("encryption_version" in document || "encrypted_data" in document) {
+  return { kind: "document", document, baseName, base, bytes: json.length, compressedBytes: compressed.length, secrets: mine.length };
+}
+
+/** True when the document is OpenTofu's encrypted envelope rather than a state. */
+export function isEncryptedStateDocument(document: Record<string, unknown>): boolean {
+  return "encryption_version" in document || "encrypted_data" in document;
+}
+
+/** Reads serial, lineage, outputs and resources of a plain state document. */
+export function stateFromDocument({ document, baseName, base, bytes, compressedBytes, secrets }: StateDocument): StateReading {
+  if (isEncryptedStateDocument(document)) {
     return unreadable("StateEncrypted", `the state in ${baseName} is encrypted (OpenTofu state encryption); captf cannot read its outputs`);
   }
   if (document.version !== 4)
@@ -134,9 +167,9 @@ export function decodeStateSecrets(
       outputs,
       managedResources: resources.filter((resource) => (resource as { mode?: unknown } | null)?.mode === "managed").length,
       ...(inputsHash ? { inputsHash } : {}),
-      bytes: json.length,
-      compressedBytes: compressed.length,
-      secrets: mine.length,
+      bytes,
+      compressedBytes,
+      secrets,
     },
   };
 }

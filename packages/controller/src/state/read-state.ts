@@ -3,7 +3,8 @@ import { labels } from "@captf/contract/api";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
-import { decodeStateSecrets, defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
+import { defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
+import { decodeStateSecretsWithDecryption, type StateDecryption } from "./state-encryption.js";
 
 /** The label the kubernetes backend puts on every Secret of one state. */
 export const backendSuffixLabel = "tfstateSecretSuffix";
@@ -18,8 +19,9 @@ export interface StateObservation {
 
 /**
  * Reads one object's state (live, or from a cache proven as fresh as the newest Job that may have
- * written it), decodes it, and notes whether a deleted object retained it. API errors propagate;
- * the reconciler retries them.
+ * written it), decodes it (decrypting OpenTofu's encrypted state when given the object's encryption
+ * configuration), and notes whether a deleted object retained it. API errors propagate; the
+ * reconciler retries them.
  */
 export async function observeState(
   client: KubeApi,
@@ -27,6 +29,7 @@ export async function observeState(
   suffix: string,
   limits: StateLimits = defaultStateLimits,
   cached?: { cache: ReadCache; freshAsOf: string | undefined },
+  decryption?: StateDecryption,
 ): Promise<StateObservation> {
   const labelSelector = `${backendSuffixLabel}=${suffix}`;
   // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend
@@ -47,7 +50,11 @@ export async function observeState(
   const retained = new Set(
     list.items.map((item) => item.metadata?.labels?.[labels.retainedFromUid]).filter((uid): uid is string => Boolean(uid)),
   );
-  return { reading: decodeStateSecrets(suffix, secrets, limits), retainedFromUids: [...retained].sort(), secrets: list.items };
+  return {
+    reading: await decodeStateSecretsWithDecryption(suffix, secrets, decryption, limits),
+    retainedFromUids: [...retained].sort(),
+    secrets: list.items,
+  };
 }
 
 export async function readState(
@@ -55,6 +62,7 @@ export async function readState(
   namespace: string,
   suffix: string,
   limits: StateLimits = defaultStateLimits,
+  decryption?: StateDecryption,
 ): Promise<StateReading> {
-  return (await observeState(client, namespace, suffix, limits)).reading;
+  return (await observeState(client, namespace, suffix, limits, undefined, decryption)).reading;
 }
