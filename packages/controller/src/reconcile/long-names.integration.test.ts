@@ -28,7 +28,7 @@ const ownerNameLabel = "captf.infrastructure.cluster.x-k8s.io/owner-name";
 const clusterNameLabel = "cluster.x-k8s.io/cluster-name";
 
 /** A DNS-subdomain name of exactly `length` characters starting with `start`. */
-const named = (start: string, length: number) => `${start}-${"x".repeat(length)}`.slice(0, length);
+const nameOfLength = (start: string, length: number) => `${start}-${"x".repeat(length)}`.slice(0, length);
 /** What the reference writes for a name in a label: itself up to 63 characters, else the first 16 hex digits of its SHA-256. */
 const referenceLabelValue = (name: string) => (name.length <= 63 ? name : createHash("sha256").update(name).digest("hex").slice(0, 16));
 
@@ -39,12 +39,24 @@ const referenceLabelValue = (name: string) => (name.length <= 63 ? name : create
 // API's limit for spec.clusterName); the TerraformCluster's own Cluster is 253 long.
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "names of 253 characters", () => {
   const namespace = `long-names-${Date.now().toString(36)}`;
-  const longCluster = named("cluster", 253);
-  const memberCluster = named("members", 63);
+  const longCluster = nameOfLength("cluster", 253);
+  const memberCluster = nameOfLength("members", 63);
   const subjects: Subject[] = [
     { role: "cluster", plural: "terraformclusters", adapter: clusterAdapter, name: longCluster, clusterName: longCluster },
-    { role: "machine", plural: "terraformmachines", adapter: machineAdapter, name: named("machine", 253), clusterName: memberCluster },
-    { role: "machinepool", plural: "terraformmachinepools", adapter: poolAdapter, name: named("pool", 253), clusterName: memberCluster },
+    {
+      role: "machine",
+      plural: "terraformmachines",
+      adapter: machineAdapter,
+      name: nameOfLength("machine", 253),
+      clusterName: memberCluster,
+    },
+    {
+      role: "machinepool",
+      plural: "terraformmachinepools",
+      adapter: poolAdapter,
+      name: nameOfLength("pool", 253),
+      clusterName: memberCluster,
+    },
   ];
   let plane: PlaneClients;
   let deps: ReconcilerDeps;
@@ -165,16 +177,19 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const ownerValue = referenceLabelValue(subject.name);
       const clusterValue = referenceLabelValue(subject.clusterName);
       expect(ownerValue).toMatch(/^[0-9a-f]{16}$/);
-      const named = { [ownerNameLabel]: ownerValue, [clusterNameLabel]: clusterValue };
+      const nameLabels = { [ownerNameLabel]: ownerValue, [clusterNameLabel]: clusterValue };
       const selector = `${ownerNameLabel}=${ownerValue}`;
 
       const [job, ...others] = (await plane.batch.listNamespacedJob({ namespace, labelSelector: selector })).items;
       expect(others).toEqual([]);
       expect(job!.metadata!.name!.length).toBeLessThanOrEqual(maxJobNameLength);
-      expect(job!.metadata!.labels).toMatchObject({ ...named, "captf.infrastructure.cluster.x-k8s.io/op": "apply" });
+      expect(job!.metadata!.labels).toMatchObject({ ...nameLabels, "captf.infrastructure.cluster.x-k8s.io/op": "apply" });
       const pods = (await plane.core.listNamespacedPod({ namespace, labelSelector: selector })).items;
       expect(pods.map((pod) => [pod.metadata!.labels![clusterNameLabel], pod.status?.phase])).toEqual([[clusterValue, "Succeeded"]]);
-      expect(runLeases.get(subject.name)).toMatchObject({ metadata: { labels: named }, spec: { holderIdentity: job!.metadata!.name } });
+      expect(runLeases.get(subject.name)).toMatchObject({
+        metadata: { labels: nameLabels },
+        spec: { holderIdentity: job!.metadata!.name },
+      });
 
       const durableName = durableInputsSecretName(subject.role, subject.name);
       expect(durableName).toHaveLength(253);
@@ -191,9 +206,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         .join(",");
       const found = (await plane.core.listNamespacedSecret({ namespace, labelSelector })).items;
       expect(found.map((secret) => secret.metadata!.name)).toEqual([stateSecretName(suffix)]);
-      expect(found[0]!.metadata!.labels).toMatchObject(named);
+      expect(found[0]!.metadata!.labels).toMatchObject(nameLabels);
       const lock = await plane.coordination.readNamespacedLease({ namespace, name: stateLockLeaseName(suffix) });
-      expect(lock.metadata!.labels).toMatchObject(named);
+      expect(lock.metadata!.labels).toMatchObject(nameLabels);
     },
     300_000,
   );
