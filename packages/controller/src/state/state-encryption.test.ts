@@ -76,7 +76,7 @@ describe("parseStateEncryption", () => {
     ]);
   });
 
-  it("reads a literal key (decryption_key over encryption_key), aad, and an unencrypted migration method", () => {
+  it("reads a literal key (the decryption_key), aad, and an unencrypted migration method", () => {
     const key = [...Array(32).keys()];
     const decryption = parsed(
       JSON.stringify({
@@ -101,7 +101,7 @@ describe("parseStateEncryption", () => {
         state: { method: "method.aes_gcm.m" },
       }),
     );
-    expect(decryption.methods[0]).toMatchObject({ kind: "aes_gcm", key: { kind: "unsupported", reason: /not aws_kms/ } });
+    expect(decryption.methods[0]).toMatchObject({ kind: "aes_gcm", key: { kind: "unusable", reason: /not aws_kms/ } });
   });
 
   it.each([
@@ -152,11 +152,28 @@ describe("decryptStateEnvelope", () => {
     };
     const config = (aad: number[]) =>
       JSON.stringify({
-        method: { aes_gcm: { raw: { keys: { encryption_key: [...key] }, aad } } },
+        method: { aes_gcm: { raw: { keys: { encryption_key: [...key], decryption_key: [...key] }, aad } } },
         state: { method: "method.aes_gcm.raw" },
       });
     expect(await decryptStateEnvelope(envelope, parsed(config([7])))).toMatchObject({ kind: "ok" });
     expect(await decryptStateEnvelope(envelope, parsed(config([8])))).toMatchObject({ kind: "failed", message: /does not open it/ });
+  });
+
+  it("cannot open with a literal encryption_key alone, as tofu cannot", async () => {
+    const key = randomBytes(32);
+    const envelope = {
+      meta: {},
+      encrypted_data: seal(key, Buffer.from(JSON.stringify(state))).toString("base64"),
+      encryption_version: "v0",
+    };
+    const config = JSON.stringify({
+      method: { aes_gcm: { raw: { keys: { encryption_key: [...key] } } } },
+      state: { method: "method.aes_gcm.raw" },
+    });
+    expect(await decryptStateEnvelope(envelope, parsed(config))).toEqual({
+      kind: "failed",
+      message: "no configured method decrypts it (method.aes_gcm.raw: its literal keys have no decryption_key)",
+    });
   });
 
   it("names every method's failure, never the passphrase", async () => {

@@ -21,7 +21,7 @@ import {
 export type StateKeySource =
   | { kind: "pbkdf2"; provider: string; passphrase: string }
   | { kind: "raw"; key: Buffer }
-  | { kind: "unsupported"; provider: string; reason: string };
+  | { kind: "unusable"; reason: string };
 
 /** One method of the `state` block's chain, in the order tofu tries them: the method, then each fallback. */
 export type StateDecryptionMethod =
@@ -71,16 +71,20 @@ function keySource(keys: unknown, providers: Json): StateKeySource | string {
     const [, type, name] = keys.split(".") as [string, string, string];
     const config = block(block(providers[type])?.[name]);
     if (!config) return `keys names ${keys}, which is not configured`;
-    if (type !== "pbkdf2") return { kind: "unsupported", provider: keys, reason: `captf reads the pbkdf2 key provider, not ${type}` };
-    if ("chain" in config) return { kind: "unsupported", provider: keys, reason: "captf does not read a chained pbkdf2 key provider" };
+    if (type !== "pbkdf2") return { kind: "unusable", reason: `captf reads the pbkdf2 key provider, not ${type}` };
+    if ("chain" in config) return { kind: "unusable", reason: "captf does not read a chained pbkdf2 key provider" };
     if (typeof config.passphrase !== "string" || config.passphrase === "") return `${keys} has no passphrase`;
     return { kind: "pbkdf2", provider: keys, passphrase: config.passphrase };
   }
   const literal = block(keys);
   if (!literal) return "keys must be a key provider reference or an object with encryption_key";
-  const key = byteList(literal.decryption_key)?.length ? byteList(literal.decryption_key) : byteList(literal.encryption_key);
-  if (!key || !aesKeyLengths.has(key.length)) return "a literal key must be a list of 16, 24 or 32 bytes";
-  return { kind: "raw", key };
+  for (const key of [literal.encryption_key, literal.decryption_key]) {
+    const bytes = byteList(key);
+    if (key !== undefined && (!bytes || !aesKeyLengths.has(bytes.length))) return "a literal key must be a list of 16, 24 or 32 bytes";
+  }
+  const key = byteList(literal.decryption_key);
+  // tofu decrypts with decryption_key alone: encryption_key by itself writes state that no later run can read.
+  return key ? { kind: "raw", key } : { kind: "unusable", reason: "its literal keys have no decryption_key" };
 }
 
 function decryptionMethod(reference: unknown, methods: Json, providers: Json): StateDecryptionMethod | string {
@@ -234,7 +238,7 @@ export async function decryptStateEnvelope(
       continue;
     }
     let key: Buffer;
-    if (method.key.kind === "unsupported") {
+    if (method.key.kind === "unusable") {
       failures.push(`${method.address}: ${method.key.reason}`);
       continue;
     } else if (method.key.kind === "raw") {
