@@ -180,4 +180,16 @@ describe("buildJob", () => {
     expect(main.env!.map((entry) => entry.name)).toContain("HTTPS_PROXY");
     expect(main.securityContext).toMatchObject({ allowPrivilegeEscalation: false, runAsUser: 1000 });
   });
+
+  it("gives the runtime TF_ENCRYPTION from a Secret key reference, never as a value, and a policy's TF_ENCRYPTION not at all", () => {
+    const policy = { env: [{ name: "TF_ENCRYPTION", value: "literal-key-material" }] };
+    const encrypted = buildJob({ ...base, policy, stateEncryption: { secretName: "state-key", key: "TF_ENCRYPTION" } });
+    const env = encrypted.spec!.template.spec!.containers[0]!.env!.filter((entry) => entry.name === "TF_ENCRYPTION");
+    expect(env).toEqual([{ name: "TF_ENCRYPTION", valueFrom: { secretKeyRef: { name: "state-key", key: "TF_ENCRYPTION" } } }]);
+    expect(JSON.stringify(encrypted)).not.toContain("literal-key-material");
+    const plain = buildJob({ ...base, policy });
+    expect(plain.spec!.template.spec!.containers[0]!.env!.map((entry) => entry.name)).not.toContain("TF_ENCRYPTION");
+    // Only the container's environment changes: the name (and with it the inputs hash it carries) stays the same.
+    expect(encrypted.metadata!.name).toBe(plain.metadata!.name);
+  });
 });

@@ -53,6 +53,8 @@ export interface JobRequest {
   tick?: string;
   /** The identity's credential mirror Secret (`captf-creds-<identity>`), mounted and exported to the runtime. */
   credentialsSecret?: string;
+  /** OpenTofu state encryption: the Secret key holding TF_ENCRYPTION, given to the runtime by reference, never as a value. */
+  stateEncryption?: { secretName: string; key: string };
   policy?: JobPolicy;
   /** Runner flags decided by the reconciler. */
   guard?: { approvalHash: string; allowDeletesHash?: string };
@@ -237,6 +239,10 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
     ...(policy.env ?? []).filter((entry) => !isReservedEnvName(entry.name)),
   ];
+  if (request.stateEncryption) {
+    const { secretName, key } = request.stateEncryption;
+    env.push({ name: "TF_ENCRYPTION", valueFrom: { secretKeyRef: { name: secretName, key } } });
+  }
 
   // A function, so each container gets its own objects.
   const restricted = (): V1SecurityContext => ({

@@ -7,6 +7,7 @@ import {
   decryptStateEnvelope,
   maxPbkdf2Iterations,
   parseStateEncryption,
+  stateDecryptionFromSecret,
   type DeriveKey,
   type StateDecryption,
 } from "./state-encryption.js";
@@ -126,6 +127,21 @@ describe("parseStateEncryption", () => {
     const result = parseStateEncryption(text);
     expect(result).toMatchObject({ kind: "invalid", message });
     expect(JSON.stringify(result)).not.toContain(canary);
+  });
+});
+
+describe("stateDecryptionFromSecret", () => {
+  it("reads TF_ENCRYPTION (or the named key) from the Secret's data and names the Secret, never the value, when it cannot", () => {
+    const data = {
+      TF_ENCRYPTION: Buffer.from(passphraseConfig(canary)).toString("base64"),
+      hcl: Buffer.from(`passphrase = "${canary}"`).toString("base64"),
+    };
+    expect(stateDecryptionFromSecret("state-key", data)).toEqual({ kind: "ok", decryption: parsed(passphraseConfig(canary)) });
+    const missing = stateDecryptionFromSecret("state-key", data, "other");
+    expect(missing).toEqual({ kind: "invalid", message: "Secret state-key has no key other" });
+    const hcl = stateDecryptionFromSecret("state-key", data, "hcl");
+    expect(hcl).toMatchObject({ kind: "invalid", message: expect.stringMatching(/^Secret state-key key hcl: .*not JSON/) as unknown });
+    expect(JSON.stringify(hcl)).not.toContain(canary);
   });
 });
 

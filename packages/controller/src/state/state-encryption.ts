@@ -134,6 +134,21 @@ export function parseStateEncryption(text: string): StateDecryptionParse {
   return { kind: "ok", decryption: { methods: chain } };
 }
 
+/** The key of the encryption Secret that holds TF_ENCRYPTION when a reference names none. */
+export const defaultStateEncryptionKey = "TF_ENCRYPTION";
+
+/** The decryption a Secret's key holds (`data` base64, as the API serves it): what the Job gets as TF_ENCRYPTION. */
+export function stateDecryptionFromSecret(
+  secretName: string,
+  data: Record<string, string> | undefined,
+  key: string = defaultStateEncryptionKey,
+): StateDecryptionParse {
+  const value = data?.[key];
+  if (value === undefined) return { kind: "invalid", message: `Secret ${secretName} has no key ${key}` };
+  const parsed = parseStateEncryption(Buffer.from(value, "base64").toString("utf8"));
+  return parsed.kind === "ok" ? parsed : { kind: "invalid", message: `Secret ${secretName} key ${key}: ${parsed.message}` };
+}
+
 /** PBKDF2 parameters tofu records per key provider in the envelope's `meta`. */
 export interface Pbkdf2Metadata {
   salt: Buffer;
