@@ -231,6 +231,7 @@ export const managerEventReasons = {
   Destroyed: "Normal",
   FinalizerRemoved: "Normal",
   InfrastructureRetained: "Normal",
+  ExternallyManagedReleased: "Normal",
   RetainedStateFound: "Warning",
   RetainedStateAdopted: "Normal",
   ReplicasWrittenBack: "Normal",

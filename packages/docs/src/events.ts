@@ -211,6 +211,12 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
   Destroyed: { section: "deletion", meaning: "The infrastructure was destroyed." },
   FinalizerRemoved: { section: "deletion", meaning: "The finalizer was removed." },
   InfrastructureRetained: { section: "deletion", meaning: "The infrastructure was retained, not destroyed." },
+  ExternallyManagedReleased: {
+    section: "deletion",
+    meaning:
+      "An object deleted while another controller manages it (`cluster.x-k8s.io/managed-by`) lost only captf's finalizer: no " +
+      "destroy; its state and inputs are kept, labelled `captf.io/retained-from-uid`.",
+  },
   RetainedStateFound: { section: "deletion", meaning: "Retained state was found." },
   RetainedStateAdopted: { section: "deletion", meaning: "Retained state was adopted." },
   ReplicasWrittenBack: { section: "pools", meaning: "Pool: the replica count was written back (note `X → Y`)." },

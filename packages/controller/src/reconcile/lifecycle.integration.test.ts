@@ -633,6 +633,41 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       ]);
     }, 120_000);
 
+    it("releases a machine handed to another controller once it is deleted: only captf's finalizer goes, no destroy, the state " +
+      "kept", async () => {
+      await createMachine("handed");
+      await drive("handed", (m) => m.status?.initialization?.provisioned === true);
+      const uid = (await getMachine("handed")).metadata.uid;
+      await plane.custom.patchNamespacedCustomObject(
+        {
+          ...infra,
+          namespace,
+          plural: "terraformmachines",
+          name: "handed",
+          body: { metadata: { annotations: { "cluster.x-k8s.io/managed-by": "someone-else" } } },
+        },
+        mergePatchOptions(),
+      );
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "handed")).action).toBe("externally managed");
+      await plane.custom.deleteNamespacedCustomObject({ ...infra, namespace, plural: "terraformmachines", name: "handed" });
+      expect((await reconcileWorkspace(deps, machineAdapter, namespace, "handed")).action).toBe(
+        "externally managed: released, removed finalizer",
+      );
+      // Gone: getMachine reads a missing object as {}.
+      await waitFor(async () => ((await getMachine("handed")).metadata ? undefined : true), 10_000, "the object gone");
+      expect((await jobsOf("handed")).filter((job) => job.metadata?.labels?.[opLabel] === "destroy")).toHaveLength(0);
+      const state = await plane.core.listNamespacedSecret({
+        namespace,
+        labelSelector: `tfstateSecretSuffix=${stateSecretSuffix({ role: "machine", namespace, name: "handed" })}`,
+      });
+      expect(state.items.length).toBeGreaterThan(0);
+      for (const secret of state.items) expect(secret.metadata?.labels?.["captf.io/retained-from-uid"]).toBe(uid);
+      expect(await recorded("handed", "ExternallyManagedReleased")).toEqual([
+        expect.objectContaining({ type: "Normal", note: expect.stringContaining("managed by someone-else") }),
+      ]);
+    }, 120_000);
+
+
     it("holds a new object of that name with RetainedStateFound, and adopts the state when told to, without applying", async () => {
       const machine = (await plane.custom.getNamespacedCustomObject({
         ...capi,

@@ -188,9 +188,6 @@ export async function reconcileWorkspace<R extends Role>(
   }
   if (deps.watchFilter && object.metadata.labels?.[watchFilterLabel] !== deps.watchFilter)
     return { action: "not in this manager's watch filter" };
-  // Another controller owns this infrastructure (Cluster API's managed-by contract): hands off.
-  if (object.metadata.annotations?.[annotations.managedBy] !== undefined) return { action: "externally managed" };
-
   const subject: EventSubject = { apiVersion: groupVersion, kind: adapter.kind, namespace, name, uid: object.metadata.uid };
   const mergePatch = (body: unknown) => client.patch<WorkspaceObject>(objectType, namespace, name, body, "merge");
   const finalizer = finalizers[adapter.kind];
@@ -210,6 +207,28 @@ export async function reconcileWorkspace<R extends Role>(
     requeueAfterMs: lagRequeueMs,
   };
   const deleting = Boolean(object.metadata.deletionTimestamp);
+
+  // Another controller owns this infrastructure (Cluster API's managed-by contract): hands off. Deleted while it holds captf's
+  // finalizer (the annotation came later), it loses only that finalizer: the infrastructure and its state stay for that manager.
+  if (object.metadata.annotations?.[annotations.managedBy] !== undefined) {
+    if (!deleting || !object.metadata.finalizers?.includes(finalizer)) return { action: "externally managed" };
+    const kept = await retainState(client, {
+      role: adapter.role,
+      namespace,
+      name,
+      uid: object.metadata.uid,
+      suffix: stateSecretSuffix({ role: adapter.role, namespace, name }),
+    });
+    if (!(await removeFinalizer())) return finalizerConflict;
+    const manager = object.metadata.annotations[annotations.managedBy] || "another controller";
+    void events.record(
+      subject,
+      "ExternallyManagedReleased",
+      `removed finalizer ${finalizer}: the object is managed by ${manager}, so its infrastructure is left to it; ${kept} ` +
+        `Secret(s) of its state and inputs kept, labelled ${labels.retainedFromUid}=${object.metadata.uid}`,
+    );
+    return { action: "externally managed: released, removed finalizer" };
+  }
 
   // Deleting without captf's finalizer: its cleanup is done (or nothing ever ran), and nothing may be made for it again.
   if (deleting && !object.metadata.finalizers?.includes(finalizer)) return { action: "gone" };
