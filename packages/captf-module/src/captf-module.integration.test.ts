@@ -7,7 +7,7 @@
 // /captf/providers installs under the image's own runtime.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +16,7 @@ import { roles, type Role } from "@captf/contract/roles";
 import { describeWithTools, startLocalRegistry } from "@captf/testkit";
 import { findTool, hostArchitecture, requireTool } from "@captf/testkit/plane";
 import { main } from "./cli.js";
+import { storedZip } from "./build/zip.test-support.js";
 
 const lintBin = fileURLToPath(new URL("../node_modules/tfcapi-lint/bin/tfcapi-lint.js", import.meta.url));
 const moduleBin = fileURLToPath(new URL("../bin/captf-module.js", import.meta.url));
@@ -225,6 +226,45 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
       writeFileSync(join(root, "main.tf"), `module "role" {\n  source = "${join(rootfs, "captf/module")}"\n}\n`);
       writeFileSync(join(work, "image-mirror.tfrc"), `provider_installation {\n  filesystem_mirror {\n    path    = "${join(rootfs, "captf/providers")}"\n    include = ["*/*/*"]\n  }\n  direct {\n    exclude = ["*/*/*"]\n  }\n}\n`);
       const init = run(join(rootfs, "captf/runtime"), ["init", "-backend=false", "-input=false", "-no-color"], root, runtimeEnv(join(work, "image-mirror.tfrc")));
+      expect([init.code, init.output]).toEqual([0, expect.stringContaining("Installed example/fake v1.0.0")]);
+    }, 120_000);
+
+    it("ships a packed package (a .zip, as `providers mirror` stores it) unpacked, and the image's runtime installs it", async () => {
+      // The same package as registries serve it; the lock file made from these zips lists their zh: and h1: hashes.
+      const packedMirror = join(work, "packed-mirror");
+      const typeDir = join(packedMirror, "registry.opentofu.org/example/fake");
+      mkdirSync(typeDir, { recursive: true });
+      for (const arch of ["amd64", "arm64"])
+        writeFileSync(join(typeDir, `terraform-provider-fake_1.0.0_linux_${arch}.zip`), storedZip({ "terraform-provider-fake_v1.0.0": `#!/bin/sh\necho fake ${arch}\n` }));
+      const packedDir = join(work, "with-packed-provider");
+      execFileSync("cp", ["-r", dir, packedDir]);
+      rmSync(join(packedDir, ".terraform.lock.hcl"));
+      const lock = run(tofu, ["providers", "lock", "-no-color", `-fs-mirror=${packedMirror}`, "-platform=linux_amd64", "-platform=linux_arm64"], packedDir);
+      expect([lock.code, lock.stderr]).toEqual([0, ""]);
+      const packedLayout = join(work, "packed-provider-image");
+      const build = await captfModule(["build", "--runtime", tofu, "--providers", packedMirror, "--out", packedLayout, "--tag", "v1", "-o", "json"], packedDir);
+      expect([build.code, build.stderr]).toEqual([0, ""]);
+      const report = JSON.parse(build.stdout) as { platforms: { providers: { layout: string; path: string; verified: boolean }[] }[] };
+      // A lock made from a mirror lists h1: hashes only; a packed package is matched by the zh: a registry's lock lists.
+      const shipped = { layout: "packed", path: `/captf/providers/registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}`, verified: false };
+      expect(report.platforms[0]!.providers).toEqual([expect.objectContaining(shipped)]);
+
+      const bundle = join(work, "packed-provider-bundle");
+      execFileSync("umoci", ["unpack", ...(process.getuid?.() !== 0 ? ["--rootless"] : []), "--image", `${packedLayout}:v1-${hostArchitecture}`, bundle]);
+      const providers = join(bundle, "rootfs/captf/providers");
+      expect(readdirSync(providers, { recursive: true }).map(String).sort()).toEqual([
+        "registry.opentofu.org",
+        "registry.opentofu.org/example",
+        "registry.opentofu.org/example/fake",
+        "registry.opentofu.org/example/fake/1.0.0",
+        `registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}`,
+        `registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}/terraform-provider-fake_v1.0.0`,
+      ]);
+      const root = join(work, "packed-provider-root");
+      mkdirSync(root);
+      writeFileSync(join(root, "main.tf"), `module "role" {\n  source = "${join(bundle, "rootfs/captf/module")}"\n}\n`);
+      writeFileSync(join(work, "packed-image-mirror.tfrc"), `provider_installation {\n  filesystem_mirror {\n    path    = "${providers}"\n    include = ["*/*/*"]\n  }\n  direct {\n    exclude = ["*/*/*"]\n  }\n}\n`);
+      const init = run(join(bundle, "rootfs/captf/runtime"), ["init", "-backend=false", "-input=false", "-no-color"], root, runtimeEnv(join(work, "packed-image-mirror.tfrc")));
       expect([init.code, init.output]).toEqual([0, expect.stringContaining("Installed example/fake v1.0.0")]);
     }, 120_000);
   });

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { hostArchitecture, imageArchitectures } from "@captf/contract/oci";
 import { findTool, requireTool, type ToolName } from "./tools.js";
 
 /**
@@ -28,10 +29,7 @@ export function runtimeVersion(runtime: RuntimeName): string {
   return version;
 }
 
-/** OCI names of the architectures module images are built for. */
-export const imageArchitectures = ["amd64", "arm64"] as const;
-/** This machine's architecture as OCI names it. */
-export const hostArchitecture = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch] ?? process.arch;
+export { hostArchitecture, imageArchitectures };
 
 /** The runtime's binary per architecture: this machine's, and the other one's when tools/install.sh cross-compiled it. */
 export function runtimeBinaries(runtime: RuntimeName): Record<string, string> {

@@ -5,14 +5,13 @@ import { join, resolve } from "node:path";
 import type { Role } from "@captf/contract/roles";
 import { exitCodes, report, UsageError, type CliIo, type OutputFormat } from "../io.js";
 import { pushBuiltImage, pushText } from "../push/push-command.js";
-import { parseDestination } from "../push/reference.js";
+import { parseDestination, tagPattern } from "../push/reference.js";
 import type { PushReport } from "../push/registry-push.js";
 import { buildModuleImage, runtimeBinaryOf, type BuildReport, type RuntimeBinary } from "./image.js";
 import { imageArchitectures, type RuntimeName } from "./runtime.js";
 import { runtimesFromImage } from "./runtime-from.js";
 
-/** An image tag as registries accept it (the distribution grammar). */
-export const tagPattern = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+export { tagPattern };
 
 /** `--runtime [linux/<arch>=]<path>`: the path, and the platform when the flag names one. */
 export function parseRuntimeFlag(value: string): { arch?: string; path: string } {

@@ -1,8 +1,9 @@
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { sha256 } from "./layout.js";
+import { storedZip } from "./zip.test-support.js";
 import type { LockedProvider } from "./lockfile.js";
 import { imageProviderHost, packageHashV1, platformMirrorPackages, selectMirrorPackages, stageMirror } from "./mirror.js";
 
@@ -16,8 +17,8 @@ for (const arch of ["amd64", "arm64"]) {
   writeFileSync(join(dir, "terraform-provider-fake_v1.0.0"), `#!/bin/sh\necho fake ${arch}\n`);
   chmodSync(join(dir, "terraform-provider-fake_v1.0.0"), 0o755);
 }
-// A packed one (a zip as the registry serves it; its bytes are all that is hashed here).
-const zipBytes = "PK zip of example/packed 2.0.0 for linux_amd64";
+// A packed one: a zip as the registry serves it.
+const zipBytes = storedZip({ "terraform-provider-packed_v2.0.0": "#!/bin/sh\necho packed\n" });
 mkdirSync(join(mirror, "registry.terraform.io/example/packed"), { recursive: true });
 writeFileSync(join(mirror, "registry.terraform.io/example/packed/terraform-provider-packed_2.0.0_linux_amd64.zip"), zipBytes);
 
@@ -48,7 +49,7 @@ describe("the image's provider mirror", () => {
     const found = selectMirrorPackages([fake, packed], mirror, "tofu", "amd64");
     expect(found.map(({ address, layout, target, matchedHash }) => ({ address, layout, target, matchedHash }))).toEqual([
       { address: fake.address, layout: "unpacked", target: "registry.opentofu.org/example/fake/1.0.0/linux_amd64", matchedHash: "h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc=" },
-      { address: packed.address, layout: "packed", target: "registry.opentofu.org/example/packed/terraform-provider-packed_2.0.0_linux_amd64.zip", matchedHash: `zh:${sha256(zipBytes)}` },
+      { address: packed.address, layout: "packed", target: "registry.opentofu.org/example/packed/2.0.0/linux_amd64", matchedHash: `zh:${sha256(zipBytes)}` },
     ]);
     const staged = mkdtempSync(join(tmpdir(), "captf-module-staged-"));
     try {
@@ -59,8 +60,14 @@ describe("the image's provider mirror", () => {
         "fake/1.0.0/linux_amd64",
         "fake/1.0.0/linux_amd64/terraform-provider-fake_v1.0.0",
         "packed",
-        "packed/terraform-provider-packed_2.0.0_linux_amd64.zip",
+        "packed/2.0.0",
+        "packed/2.0.0/linux_amd64",
+        "packed/2.0.0/linux_amd64/terraform-provider-packed_v2.0.0",
       ]);
+      // Shipped unpacked (bench/module-init.mjs: a Job's init links it instead of extracting it), the executable runnable.
+      const unpacked = join(staged, "registry.opentofu.org/example/packed/2.0.0/linux_amd64/terraform-provider-packed_v2.0.0");
+      expect(readFileSync(unpacked, "utf8")).toBe("#!/bin/sh\necho packed\n");
+      expect(statSync(unpacked).mode & 0o777).toBe(0o755);
     } finally {
       rmSync(staged, { recursive: true, force: true });
     }
@@ -81,7 +88,7 @@ describe("the image's provider mirror", () => {
 });
 
 describe("platformMirrorPackages", () => {
-  it("lists a platform's packed and unpacked packages as they lie, other platforms' left out", () => {
+  it("lists a platform's packed and unpacked packages, each to ship unpacked, other platforms' left out", () => {
     expect(platformMirrorPackages(mirror, "amd64")).toEqual([
       {
         address: "registry.opentofu.org/example/fake",
@@ -97,7 +104,7 @@ describe("platformMirrorPackages", () => {
         platform: "linux_amd64",
         layout: "packed",
         source: join(mirror, "registry.terraform.io/example/packed/terraform-provider-packed_2.0.0_linux_amd64.zip"),
-        target: "registry.terraform.io/example/packed/terraform-provider-packed_2.0.0_linux_amd64.zip",
+        target: "registry.terraform.io/example/packed/2.0.0/linux_amd64",
       },
     ]);
     const arm64 = platformMirrorPackages(mirror, "arm64").map((entry) => entry.target);

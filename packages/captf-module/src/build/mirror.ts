@@ -2,7 +2,7 @@
 // platform, taken from a filesystem mirror (`tofu providers mirror` writes one) and checked against
 // the lock file's hashes.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { sha256, sha256File } from "./layout.js";
@@ -37,7 +37,7 @@ export interface MirroredPackage {
   layout: "packed" | "unpacked";
   /** The package in the mirror given: a zip, or a directory. */
   source: string;
-  /** Its path under /captf/providers. */
+  /** Its path under /captf/providers: always the unpacked package's directory (bench/module-init.mjs: init is faster). */
   target: string;
   /** The lock file hash it matched, absent when the lock file lists none of its kind for this platform. */
   matchedHash?: string;
@@ -58,7 +58,7 @@ export function selectMirrorPackages(providers: readonly LockedProvider[], mirro
     const zipName = `terraform-provider-${provider.type}_${provider.version}_${platform}.zip`;
     const candidates = hosts.flatMap((from) => [
       { layout: "unpacked" as const, source: join(mirrorDir, from, provider.namespace, provider.type, provider.version, platform), target: join(host, provider.namespace, provider.type, provider.version, platform) },
-      { layout: "packed" as const, source: join(mirrorDir, from, provider.namespace, provider.type, zipName), target: join(host, provider.namespace, provider.type, zipName) },
+      { layout: "packed" as const, source: join(mirrorDir, from, provider.namespace, provider.type, zipName), target: join(host, provider.namespace, provider.type, provider.version, platform) },
     ]);
     const hit = candidates.find((candidate) => existsSync(candidate.source));
     if (!hit) {
@@ -76,9 +76,26 @@ export function selectMirrorPackages(providers: readonly LockedProvider[], mirro
   return found;
 }
 
-/** Copies the packages into `target` (a staging directory that becomes /captf/providers), links resolved. */
+/**
+ * Copies the packages into `target` (a staging directory that becomes /captf/providers), links resolved, a packed one
+ * unpacked: a Job's init links an unpacked package and extracts a packed one (5 times slower for a large provider).
+ */
 export function stageMirror(packages: readonly MirroredPackage[], target: string): void {
-  for (const entry of packages) cpSync(entry.source, join(target, entry.target), { recursive: true, dereference: true });
+  for (const entry of packages) {
+    if (entry.layout === "unpacked") cpSync(entry.source, join(target, entry.target), { recursive: true, dereference: true });
+    else unzip(entry.source, join(target, entry.target));
+  }
+}
+
+function unzip(zip: string, into: string): void {
+  mkdirSync(into, { recursive: true });
+  try {
+    execFileSync("unzip", ["-q", "-o", zip, "-d", into], { stdio: ["ignore", "ignore", "pipe"] });
+  } catch (error) {
+    const failure = error as NodeJS.ErrnoException & { stderr?: Buffer };
+    if (failure.code === "ENOENT") throw new Error(`unzip is required to ship the packed provider ${zip} unpacked, and is not on PATH (Debian: apt-get install -y unzip)`);
+    throw new Error(`unzip ${zip} failed: ${failure.stderr?.toString().trim() || failure.message}`);
+  }
 }
 
 /**
@@ -124,9 +141,9 @@ export function platformMirrorPackages(mirrorDir: string, arch: string): Mirrore
       const unpacked = isDir(`${entry}/${platform}`);
       const version = packed?.[1] ?? (unpacked ? name : undefined);
       if (version === undefined) continue;
-      const target = packed ? entry : `${entry}/${platform}`;
+      const target = packed ? `${typePath}/${version}/${platform}` : `${entry}/${platform}`;
       const layout = packed ? "packed" : "unpacked";
-      found.push({ address: `${host}/${namespace}/${type}`, version, platform, layout, source: join(mirrorDir, target), target });
+      found.push({ address: `${host}/${namespace}/${type}`, version, platform, layout, source: join(mirrorDir, packed ? entry : target), target });
     }
   }
   return found;

@@ -2,6 +2,7 @@
 // release, and the platform the binary is built for, read from the binary itself.
 import { execFileSync } from "node:child_process";
 import { closeSync, openSync, readSync } from "node:fs";
+import { hostArchitecture, imageArchitectures, type ImageArchitecture } from "@captf/contract/oci";
 
 export const runtimeNames = ["tofu", "terraform"] as const;
 export type RuntimeName = (typeof runtimeNames)[number];
@@ -9,12 +10,7 @@ export type RuntimeName = (typeof runtimeNames)[number];
 /** The Go module each runtime is built from, for the SBOM's purl. */
 export const runtimeModules: Record<RuntimeName, string> = { tofu: "github.com/opentofu/opentofu", terraform: "github.com/hashicorp/terraform" };
 
-/** OCI names of the architectures module images are built for. */
-export const imageArchitectures = ["amd64", "arm64"] as const;
-export type ImageArchitecture = (typeof imageArchitectures)[number];
-
-/** This machine's architecture as OCI names it. */
-export const hostArchitecture: string = ({ x64: "amd64", arm64: "arm64" } as Record<string, string>)[process.arch] ?? process.arch;
+export { hostArchitecture, imageArchitectures, type ImageArchitecture };
 
 /** ELF e_machine values of the architectures images are built for. */
 const elfMachines: Record<number, ImageArchitecture> = { 0x3e: "amd64", 0xb7: "arm64" };

@@ -1,7 +1,9 @@
 // The two arguments of `captf-module push`: an image in an OCI layout, and where it goes.
 import { parseRegistryReference, splitImageReference, type RegistryReference } from "@captf/contract/oci";
 import { UsageError } from "../io.js";
-import { tagPattern } from "../build/build-command.js";
+
+/** An image tag as registries accept it (the distribution grammar). */
+export const tagPattern = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 
 /** An image of an OCI layout directory, named by its `org.opencontainers.image.ref.name`. */
 export interface LayoutSource {

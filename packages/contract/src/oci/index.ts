@@ -4,6 +4,8 @@ export { parseDocument, readJsonBlob } from "./documents.js";
 export type { ManifestDocument } from "./documents.js";
 export { capacityLabel, nodeInfoLabel, variablesSchemaLabel, architectures, parseCapacityLabel, parseNodeInfoLabel } from "./labels.js";
 export type { LabelReading, NodeInfo } from "./labels.js";
+export { hostArchitecture, imageArchitectures } from "./platforms.js";
+export type { ImageArchitecture } from "./platforms.js";
 export { imageReferenceName, splitImageReference, imageReferenceProblem, parseRegistryReference, isLoopback } from "./reference.js";
 export type { RegistryReference, ImageReferenceParts } from "./reference.js";
 export { dockerConfigAuths, credentialsFromAuths, findCredentials, parseChallenge, RegistrySource } from "./registry-client.js";
