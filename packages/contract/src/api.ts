@@ -311,9 +311,9 @@ export const annotations = {
   stateBackupResources: "captf.io/state-backup-resources",
   stateBackupChunk: "captf.io/state-backup-chunk",
   stateBackupChunks: "captf.io/state-backup-chunks",
-  // leases and credential mirrors
   /** The backup set a chunk belongs to: its first Secret's name (two sets of one serial differ in it). */
   stateBackupSet: "captf.io/state-backup-set",
+  // leases and credential mirrors
   lease: "captf.io/lease",
   leaseOp: "captf.io/lease-op",
   leaseAcquiredAt: "captf.io/lease-acquired-at",

@@ -545,6 +545,7 @@ export async function reconcileWorkspace<R extends Role>(
     terraformCluster,
     drift,
     health: { healthReading, pendingRefreshes, decoding, healthCheckIntervalSeconds },
+    jobPolicy,
   });
   outcome.decision = decision;
   if (durable?.interruptedApply && adapter.role !== "machine") scope.interruptedApply = true;
@@ -564,7 +565,6 @@ export async function reconcileWorkspace<R extends Role>(
           ? `the ${adapter.role} module destroyed its infrastructure; state deleted`
           : "the state held no resources, so there was nothing to destroy; state deleted",
       );
-    jobPolicy,
     }
     await client.delete(builtinTypes.lease, namespace, runLeaseName(suffix)).catch(() => undefined);
     // No state is left (destroyed or never written): its lock Lease goes too, unless someone but our own dead runner holds it.
