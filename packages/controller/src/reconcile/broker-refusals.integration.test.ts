@@ -85,8 +85,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
         ),
       }),
     ]);
-    const counted = (await metrics.brokerRefusals.get()).values.filter((sample) => sample.labels.kind === "TerraformMachine");
-    expect(counted).toEqual([expect.objectContaining({ labels: { kind: "TerraformMachine", target: "other" }, value: 1 })]);
+    const counted = await metrics.brokerRefusals.get();
+    expect(counted.name).toBe("captf_broker_refused_requests_total");
+    expect(counted.values.filter((sample) => sample.labels.kind === "TerraformMachine")).toEqual([
+      expect.objectContaining({ labels: { kind: "TerraformMachine", target: "other" }, value: 1 }),
+    ]);
     // Recorded once: another pass over the bookkept Job counts nothing again.
     await reconcileWorkspace(deps, machineAdapter, namespace, "m");
     expect((await metrics.brokerRefusals.get()).values.reduce((sum, sample) => sum + sample.value, 0)).toBe(1);

@@ -8,6 +8,7 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { Registry } from "prom-client";
 import { recordingEvents } from "../events/recording-events.test-support.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
@@ -32,7 +33,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   const work = mkdtempSync(join(tmpdir(), "captf-cluster-modules-"));
   const modules: Record<string, string> = {};
   const { events, recorded } = recordingEvents();
-  const metrics = new CaptfMetrics(new Registry());
+  // The manager's metrics, read by their exposed names.
+  const registry = new Registry();
+  const metrics = new CaptfMetrics(registry);
   let plane: PlaneClients;
   let deps: ReconcilerDeps;
   let executor: JobExecutor;
@@ -187,21 +190,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         spec: { source: { image } },
       },
     });
-  }
-
-  /** The value of one series of a metric (a histogram's `_sum` or `_count` by its metric name). */
-  async function sample(
-    metric: { get(): Promise<{ values: { metricName?: string; labels: Record<string, string | number>; value: number }[] }> },
-    labels: Record<string, string>,
-    metricName?: string,
-  ): Promise<number | undefined> {
-    const { values } = await metric.get();
-    return values.find(
-      (value) =>
-        (metricName === undefined || value.metricName === metricName) &&
-        Object.entries(labels).every(([key, wanted]) => value.labels[key] === wanted) &&
-        Object.keys(value.labels).filter((key) => key !== "le").length === Object.keys(labels).length,
-    )?.value;
   }
 
   const getCluster = (name: string) =>
@@ -442,9 +430,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(args(approvedApply)).toContain(`--allow-deletes-hash=${approval}`);
       expect(approvedApply.metadata?.annotations?.["captf.io/approval-hash"]).toBe(approval);
       expect((await getPool()).metadata.annotations?.["captf.io/approve-destructive-plan"]).toBeUndefined();
-      expect((await metrics.destructivePlanApprovalsConsumed.get()).values).toEqual([
-        expect.objectContaining({ labels: { kind: "TerraformMachinePool" }, value: 1 }),
-      ]);
+      expect(await seriesValue(registry, "captf_destructive_plan_approvals_consumed_total", { kind: "TerraformMachinePool" })).toBe(1);
+      expect(recorded).toContainEqual({
+        name: "ex-p",
+        reason: "DestructivePlanApprovalConsumed",
+        note: expect.stringContaining("captf.io/approve-destructive-plan removed"),
+      });
       expect((await jobsOf("ex-p")).filter((job) => job.metadata?.labels?.[opLabel] === "apply")).toHaveLength(applies + 1);
       durable = await durableSecret();
       expect(durable.metadata!.annotations!["captf.io/pending-cluster-outputs"]).toBeUndefined();
@@ -528,11 +519,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       });
       const failed = await newestApply();
       expect(guarded(failed)).toBe(true);
-      expect(await sample(metrics.jobErrors, { kind: "TerraformMachinePool", op: "apply", error_kind: "step", step: "apply" })).toBe(1);
+      expect(
+        await seriesValue(registry, "captf_job_errors_total", {
+          kind: "TerraformMachinePool",
+          op: "apply",
+          error_kind: "step",
+          step: "apply",
+        }),
+      ).toBe(1);
       const pool = { kind: "TerraformMachinePool", op: "apply" };
       const attempts = {
-        sum: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"))!,
-        count: (await sample(metrics.jobAttempts, pool, "captf_job_attempts_count"))!,
+        sum: await seriesValue(registry, "captf_job_attempts", pool, "sum"),
+        count: await seriesValue(registry, "captf_job_attempts", pool, "count"),
       };
       expect(JSON.parse((await durable())["captf.io/partial-cluster-outputs"]!)).toEqual({
         exportsHash: failed.metadata!.annotations!["captf.io/cluster-outputs-hash"],
@@ -557,8 +555,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect(recovered.metadata!.name).not.toBe(failed.metadata!.name);
       // Its retry number: one failure since the last success, plus one.
       expect({
-        sum: await sample(metrics.jobAttempts, pool, "captf_job_attempts_sum"),
-        count: await sample(metrics.jobAttempts, pool, "captf_job_attempts_count"),
+        sum: await seriesValue(registry, "captf_job_attempts", pool, "sum"),
+        count: await seriesValue(registry, "captf_job_attempts", pool, "count"),
       }).toEqual({ sum: attempts.sum + 2, count: attempts.count + 1 });
       expect(recovered.metadata!.annotations!["captf.io/cluster-outputs-hash"]).toBe(appliedHash);
       expect(guarded(recovered)).toBe(true);
@@ -726,29 +724,32 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const applies = (await jobsOf("nofd")).filter((job) => job.metadata?.labels?.[opLabel] === "apply");
       expect(applies).toHaveLength(1);
       expect(recorded.filter((event) => event.name === "nofd" && event.reason === "JobSucceeded")).toHaveLength(1);
+      // The module's endpoint, written to the object once: the event says where it came from.
+      expect(cluster.spec.controlPlaneEndpoint).toEqual({ host: "noop-nofd.invalid", port: 6443 });
+      expect(recorded.filter((event) => event.name === "nofd" && event.reason === "ControlPlaneEndpointSet")).toEqual([
+        { name: "nofd", reason: "ControlPlaneEndpointSet", note: "control-plane endpoint set from the module's output" },
+      ]);
       // The pass's gauges and the Job's timings, from the real pass.
       const object = { kind: "TerraformCluster", namespace, name: "nofd" };
       const state = await plane.core.readNamespacedSecret({
         namespace,
         name: stateSecretName(stateSecretSuffix({ role: "cluster", namespace, name: "nofd" })),
       });
-      expect(await sample(metrics.stateBytes, object)).toBe(Buffer.from(state.data!.tfstate!, "base64").length);
-      expect(await sample(metrics.stateResources, object)).toBeGreaterThan(0);
+      expect(await seriesValue(registry, "captf_state_bytes", object)).toBe(Buffer.from(state.data!.tfstate!, "base64").length);
+      expect(await seriesValue(registry, "captf_state_resources", object)).toBeGreaterThan(0);
       const durable = await plane.core.readNamespacedSecret({ namespace, name: durableInputsSecretName("cluster", "nofd") });
-      expect(await sample(metrics.inputsBytes, object)).toBe(
+      expect(await seriesValue(registry, "captf_inputs_bytes", object)).toBe(
         Buffer.from(durable.data!["main.tf.json"]!, "base64").length +
           Buffer.from(durable.data!["terraform.tfvars.json"]!, "base64").length,
       );
-      expect(await sample(metrics.infrastructureHealthy, object)).toBe(1);
+      expect(await seriesValue(registry, "captf_infrastructure_healthy", object)).toBe(1);
+      const clusterApply = { kind: "TerraformCluster", op: "apply" };
       expect(
-        await sample(
-          metrics.jobStepDuration,
-          { kind: "TerraformCluster", op: "apply", step: "apply" },
-          "captf_job_step_duration_seconds_count",
-        ),
+        await seriesValue(registry, "captf_job_step_duration_seconds", { ...clusterApply, step: "apply" }, "count"),
       ).toBeGreaterThanOrEqual(1);
+      expect(await seriesValue(registry, "captf_job_queue_seconds", clusterApply, "count")).toBeGreaterThanOrEqual(1);
       expect(
-        await sample(metrics.jobQueue, { kind: "TerraformCluster", op: "apply" }, "captf_job_queue_seconds_count"),
+        await seriesValue(registry, "captf_job_duration_seconds", { ...clusterApply, result: "succeeded" }, "count"),
       ).toBeGreaterThanOrEqual(1);
 
       // A destroy with no digest pinned runs the image by its reference, and says so once.

@@ -155,9 +155,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     await pass("corrupt");
     expect(condition(await get("corrupt"), "StateReadable")).toMatchObject({ status: "False", reason: "StateCorrupt" });
     await pass("corrupt");
-    expect((await metrics.stateReadErrors.get()).values).toEqual([
-      expect.objectContaining({ labels: { kind: "TerraformCluster", reason: "corrupt" }, value: 1 }),
-    ]);
+    expect(await metrics.stateReadErrors.get()).toMatchObject({
+      name: "captf_state_read_errors_total",
+      values: [expect.objectContaining({ labels: { kind: "TerraformCluster", reason: "corrupt" }, value: 1 })],
+    });
   }, 180_000);
 
   it("annotates the apply that follows a failed apply with the failed Job's name", async () => {

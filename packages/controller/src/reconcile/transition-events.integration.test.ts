@@ -8,6 +8,7 @@ import { describeWithTools, waitFor } from "@captf/testkit";
 import { Registry } from "prom-client";
 import { clusterAdapter, machineAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { condition, createMachine, readMachine } from "./machine-fixture.test-support.js";
 import {
@@ -47,7 +48,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let eventsApi: k8s.EventsV1Api;
   let deps: ReconcilerDeps;
   let skew = 0;
-  const metrics = new CaptfMetrics(new Registry());
+  // The manager's metrics, read by their exposed names.
+  const registry = new Registry();
+  const metrics = new CaptfMetrics(registry);
 
   beforeAll(async () => {
     const machineDir = join(work, "machine");
@@ -110,13 +113,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       10_000,
       `${count} ${reason} event(s) on ${name}`,
     );
-  const counter = async (
-    metric: { get(): Promise<{ values: { labels: Record<string, string | number>; value: number }[] }> },
-    labels: Record<string, string>,
-  ) =>
-    (await metric.get()).values
-      .filter((sample) => Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
-      .reduce((sum, sample) => sum + sample.value, 0);
   const getCluster = (name: string) =>
     plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
 
@@ -159,7 +155,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       status: "True",
       reason: "Healthy",
     });
-    expect(await counter(metrics.resourcesChanged, { kind: "TerraformMachine", op: "apply", action: "add" })).toBeGreaterThan(0);
+    const applyAdded = { kind: "TerraformMachine", op: "apply", action: "add" };
+    expect(await seriesValue(registry, "captf_resources_changed_total", applyAdded)).toBeGreaterThan(0);
 
     writeFileSync(join(work, "health-m"), JSON.stringify({ state: "running", healthy: false, message: "disk failing", reasons: [] }));
     await sampleOnce(machineAdapter, "m", driftIntervalMs);
@@ -193,7 +190,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(invalid).toEqual([expect.objectContaining({ type: "Warning", note: expect.stringContaining("(OutputsInvalid)") })]);
     // The note names the reason, never the output's value.
     expect(invalid[0]!.note).not.toContain("Bogus");
-    expect(await counter(metrics.outputsInvalid, { kind: "TerraformMachine", reason: "OutputsInvalid" })).toBe(1);
+    expect(await seriesValue(registry, "captf_outputs_invalid_total", { kind: "TerraformMachine", reason: "OutputsInvalid" })).toBe(1);
     expect(await eventsOf("m", "ConditionChanged")).toEqual([]);
   }, 240_000);
 
@@ -228,7 +225,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       expect.objectContaining({ note: "failure domains now fd1, fd2 (were fd1)" }),
     ]);
     expect(await recorded("c", "ExportsNotPublished")).toEqual([expect.objectContaining({ type: "Warning" })]);
-    expect(await counter(metrics.inputsHashChanges, { kind: "TerraformCluster" })).toBe(1);
+    expect(await seriesValue(registry, "captf_inputs_hash_changes_total", { kind: "TerraformCluster" })).toBe(1);
 
     writeFileSync(join(work, "drift-c"), "");
     // The pass that reads the drift finding starts the remediation apply.
@@ -242,6 +239,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await eventsOf("c", "InputsChanged")).toHaveLength(1);
     expect(await eventsOf("c", "ExportsNotPublished")).toHaveLength(1);
     expect(await eventsOf("c", "DriftRemediationStarted")).toHaveLength(1);
-    expect(await counter(metrics.inputsHashChanges, { kind: "TerraformCluster" })).toBe(1);
+    expect(await seriesValue(registry, "captf_inputs_hash_changes_total", { kind: "TerraformCluster" })).toBe(1);
   }, 240_000);
 });

@@ -24,6 +24,7 @@ import type { TerraformMachineTemplate } from "../api/templates.js";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { managerPermissions, policyRules } from "../install/permissions.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 import { preparePlane, type PlaneClients } from "../reconcile/plane.test-support.js";
 import { KubeClient } from "../runtime/kube-client.js";
 import { captureLogs } from "../runtime/runtime.test-support.js";
@@ -161,8 +162,6 @@ describeWithTools(
       (await events.listNamespacedEvent({ namespace })).items
         .filter((event) => event.regarding?.name === name)
         .map((event) => ({ reason: event.reason, type: event.type, note: event.note }));
-    const inspectErrors = async (reason: string) =>
-      (await metrics.imageInspectErrors.get()).values.find((value) => value.labels.reason === reason)?.value ?? 0;
 
     function expectAllowedReasons(template: TerraformMachineTemplate): void {
       for (const condition of template.status?.conditions ?? [])
@@ -243,7 +242,7 @@ describeWithTools(
         const image = `${registry.host}/captf/machine:absent`;
         await createTemplate("absent", image);
         const using = controller();
-        const before = await inspectErrors("not_found");
+        const before = await seriesValue(metricsRegistry, "captf_image_inspect_errors_total", { reason: "not_found" });
         expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 30_000 });
         const template = await read("absent");
         expect(conditionOf(template, "CapacityResolved")).toMatchObject({
@@ -256,12 +255,12 @@ describeWithTools(
         // Woken early (a resync): no registry request, the rest of the back-off.
         clock += 10_000;
         expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 20_000 });
-        expect(await inspectErrors("not_found")).toBe(before + 1);
+        expect(await seriesValue(metricsRegistry, "captf_image_inspect_errors_total", { reason: "not_found" })).toBe(before + 1);
         clock += 20_000;
         expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 60_000 });
         clock += 60_000;
         expect(await reconcile("absent", using)).toEqual({ requeueAfterMillis: 120_000 });
-        expect(await inspectErrors("not_found")).toBe(before + 3);
+        expect(await seriesValue(metricsRegistry, "captf_image_inspect_errors_total", { reason: "not_found" })).toBe(before + 3);
         expect(await eventsOf("absent")).toEqual([
           { reason: "ImageInspectFailed", type: "Warning", note: expect.stringContaining(`reading the config of ${image} failed`) },
         ]);
@@ -271,7 +270,7 @@ describeWithTools(
     it("gives CapacityLabelInvalid for an unparsable label and does not read the same image again", async () => {
       const image = `${registry.host}/captf/machine:bad-label`;
       await createTemplate("bad-label", image);
-      const before = await inspectErrors("label_invalid");
+      const before = await seriesValue(metricsRegistry, "captf_image_inspect_errors_total", { reason: "label_invalid" });
       expect(await reconcile("bad-label")).toEqual({});
       const template = await read("bad-label");
       expect(conditionOf(template, "CapacityResolved")).toMatchObject({
@@ -281,7 +280,7 @@ describeWithTools(
       });
       expect(template.status?.capacitySource).toEqual({ source: "Image", image });
       expect(template.status?.capacity).toBeUndefined();
-      expect(await inspectErrors("label_invalid")).toBe(before + 1);
+      expect(await seriesValue(metricsRegistry, "captf_image_inspect_errors_total", { reason: "label_invalid" })).toBe(before + 1);
       // No retry: the next pass changes nothing and records nothing.
       expect(await reconcile("bad-label")).toEqual({});
       expect((await read("bad-label")).metadata?.resourceVersion).toBe(template.metadata?.resourceVersion);
