@@ -5,7 +5,7 @@ import { createReadStream, existsSync, readFileSync, statSync } from "node:fs";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
-import { parseChallenge, type Credentials, type RegistryReference } from "@captf/contract/oci";
+import { answerChallenge, type Credentials, type RegistryReference } from "@captf/contract/oci";
 import { CommandError } from "../io.js";
 import { refNameAnnotation, sha256 } from "../build/layout.js";
 
@@ -155,29 +155,31 @@ class Registry {
     return new CommandError(`${registry} refused a push to ${repository} (${detail}): ${credentials}`, "unauthorized");
   }
 
-  private async authorize(header: string): Promise<string> {
-    const { scheme, params } = parseChallenge(header);
-    const credentials = this.options.credentials;
-    const basic = credentials ? `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` : undefined;
-    if (scheme === "basic") {
-      if (!basic) throw this.refused(401, "it asks for a username and password");
-      return basic;
-    }
-    if (scheme !== "bearer" || !params.realm) throw this.refused(401, `it asks for unsupported authentication ${scheme}`);
-    const url = new URL(params.realm);
-    if (url.protocol === "http:" && !this.options.plainHttp)
-      throw new CommandError(
-        `the token service ${url.host} of ${this.options.destination.registry} is plain HTTP; pass --plain-http to allow it`,
-        "plain-http",
-      );
-    if (params.service) url.searchParams.set("service", params.service);
-    url.searchParams.set("scope", `repository:${this.options.destination.repository}:pull,push`);
-    const answer = await this.send("GET", url.toString(), basic ? { authorization: basic } : {});
-    if (answer.status !== 200) throw this.refused(answer.status, `the token service ${url.host} answered ${answer.status}`);
-    const body = JSON.parse(answer.body.toString("utf8")) as { token?: string; access_token?: string };
-    const token = body.token ?? body.access_token;
-    if (!token) throw this.refused(401, `the token service ${url.host} returned no token`);
-    return `Bearer ${token}`;
+  private authorize(header: string): Promise<string> {
+    const { registry, repository } = this.options.destination;
+    const options = {
+      credentials: this.options.credentials,
+      scope: `repository:${repository}:pull,push`,
+      overrideScope: true,
+      allowPlainHttp: () => this.options.plainHttp,
+      timeoutMs: this.options.timeoutMs ?? 60_000,
+    };
+    return answerChallenge(header, options, (refusal) => {
+      switch (refusal.kind) {
+        case "needs-credentials":
+          return this.refused(401, "it asks for a username and password");
+        case "unsupported":
+          return this.refused(401, `it asks for unsupported authentication ${refusal.scheme}`);
+        case "plain-http-token-service":
+          return new CommandError(`the token service ${refusal.host} of ${registry} is plain HTTP; pass --plain-http to allow it`, "plain-http");
+        case "token-service-unreachable":
+          return new CommandError(`cannot reach the token service ${refusal.host} of ${registry}: ${refusal.cause}`, "unreachable");
+        case "token-service-refused":
+          return this.refused(refusal.status, `the token service ${refusal.host} answered ${refusal.status}`);
+        case "no-token":
+          return this.refused(401, `the token service ${refusal.host} returned no token`);
+      }
+    });
   }
 }
 

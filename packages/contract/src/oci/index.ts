@@ -8,8 +8,15 @@ export { hostArchitecture, imageArchitectures } from "./platforms.js";
 export type { ImageArchitecture } from "./platforms.js";
 export { imageReferenceName, splitImageReference, imageReferenceProblem, parseRegistryReference, isLoopback } from "./reference.js";
 export type { RegistryReference, ImageReferenceParts } from "./reference.js";
-export { dockerConfigAuths, credentialsFromAuths, findCredentials, parseChallenge, RegistrySource } from "./registry-client.js";
-export type { RegistryOptions, Credentials, DockerAuths } from "./registry-client.js";
+export {
+  answerChallenge,
+  dockerConfigAuths,
+  credentialsFromAuths,
+  findCredentials,
+  parseChallenge,
+  RegistrySource,
+} from "./registry-client.js";
+export type { ChallengeOptions, ChallengeRefusal, RegistryOptions, Credentials, DockerAuths } from "./registry-client.js";
 export {
   ImageReferenceError,
   ImageReadError,

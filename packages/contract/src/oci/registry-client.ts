@@ -94,6 +94,66 @@ export function parseChallenge(header: string): { scheme: string; params: Record
   return { scheme, params };
 }
 
+/** Why a registry's 401 challenge could not be answered; each client words it for its users. */
+export type ChallengeRefusal =
+  | { readonly kind: "needs-credentials" }
+  | { readonly kind: "unsupported"; readonly scheme: string }
+  | { readonly kind: "plain-http-token-service"; readonly host: string }
+  | { readonly kind: "token-service-unreachable"; readonly host: string; readonly cause: string }
+  | { readonly kind: "token-service-refused"; readonly host: string; readonly status: number }
+  | { readonly kind: "no-token"; readonly host: string };
+
+export interface ChallengeOptions {
+  readonly credentials: Credentials | undefined;
+  /** The token's scope when the challenge names none, e.g. `repository:<name>:pull`. */
+  readonly scope: string;
+  /** Ask for `scope` even when the challenge names another (a push needs push, whatever a read was challenged for). */
+  readonly overrideScope?: boolean;
+  /** Whether a token service on plain HTTP may be asked. */
+  readonly allowPlainHttp: (realm: URL) => boolean;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * The Authorization header that answers a registry's `WWW-Authenticate` challenge: basic with the credentials, or a
+ * bearer token from the challenge's token service (asked with the credentials, if any); `refuse` makes the error.
+ */
+export async function answerChallenge(
+  header: string,
+  options: ChallengeOptions,
+  refuse: (refusal: ChallengeRefusal) => Error,
+): Promise<string> {
+  const { scheme, params } = parseChallenge(header);
+  const { credentials } = options;
+  const basic = credentials ? `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` : undefined;
+  if (scheme === "basic") {
+    if (!basic) throw refuse({ kind: "needs-credentials" });
+    return basic;
+  }
+  if (scheme !== "bearer" || !params.realm) throw refuse({ kind: "unsupported", scheme });
+  const url = new URL(params.realm);
+  if (params.service) url.searchParams.set("service", params.service);
+  url.searchParams.set("scope", options.overrideScope ? options.scope : (params.scope ?? options.scope));
+  if (url.protocol === "http:" && !options.allowPlainHttp(url)) throw refuse({ kind: "plain-http-token-service", host: url.host });
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: basic ? { authorization: basic } : {},
+      signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
+    });
+  } catch (error) {
+    throw refuse({ kind: "token-service-unreachable", host: url.host, cause: describeFetchError(error) });
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw refuse({ kind: "token-service-refused", host: url.host, status: response.status });
+  }
+  const body = (await response.json()) as { token?: string; access_token?: string };
+  const token = body.token ?? body.access_token;
+  if (!token) throw refuse({ kind: "no-token", host: url.host });
+  return `Bearer ${token}`;
+}
+
 export class RegistrySource implements ImageSource {
   private authorization: string | undefined;
   private scheme: "https" | "http";
@@ -155,43 +215,33 @@ export class RegistrySource implements ImageSource {
     return response;
   }
 
-  private async authorize(header: string): Promise<string> {
-    const { scheme, params } = parseChallenge(header);
-    const basic = this.credentials
-      ? `Basic ${Buffer.from(`${this.credentials.username}:${this.credentials.password}`).toString("base64")}`
-      : undefined;
-    if (scheme === "basic") {
-      if (!basic)
-        throw new ImageReadError(
-          `${this.ref.registry} needs a username and password: none for it in ${this.options.credentialsOrigin}`,
-          "unauthorized",
-        );
-      return basic;
-    }
-    if (scheme !== "bearer" || !params.realm)
-      throw new ImageReadError(`${this.ref.registry} asks for unsupported authentication ${scheme}`, "unauthorized");
-    const url = new URL(params.realm);
-    if (params.service) url.searchParams.set("service", params.service);
-    url.searchParams.set("scope", params.scope ?? `repository:${this.ref.repository}:pull`);
-    if (url.protocol === "http:" && !isLoopback(url.host) && !this.options.insecure)
-      throw new ImageReadError(`the token service ${url.host} is plain HTTP; pass --insecure to allow it`);
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        headers: basic ? { authorization: basic } : {},
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
-      });
-    } catch (error) {
-      throw new ImageReadError(`cannot reach the token service ${url.host}: ${describeFetchError(error)}`, "unreachable");
-    }
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new ImageReadError(`the token service ${url.host} answered ${response.status}`, "unauthorized");
-    }
-    const body = (await response.json()) as { token?: string; access_token?: string };
-    const token = body.token ?? body.access_token;
-    if (!token) throw new ImageReadError(`the token service ${url.host} returned no token`, "unauthorized");
-    return `Bearer ${token}`;
+  private authorize(header: string): Promise<string> {
+    const { registry, repository } = this.ref;
+    const options = {
+      credentials: this.credentials,
+      scope: `repository:${repository}:pull`,
+      allowPlainHttp: (realm: URL) => isLoopback(realm.host) || this.options.insecure,
+      timeoutMs: this.options.timeoutMs,
+    };
+    return answerChallenge(header, options, (refusal) => {
+      switch (refusal.kind) {
+        case "needs-credentials":
+          return new ImageReadError(
+            `${registry} needs a username and password: none for it in ${this.options.credentialsOrigin}`,
+            "unauthorized",
+          );
+        case "unsupported":
+          return new ImageReadError(`${registry} asks for unsupported authentication ${refusal.scheme}`, "unauthorized");
+        case "plain-http-token-service":
+          return new ImageReadError(`the token service ${refusal.host} is plain HTTP; pass --insecure to allow it`);
+        case "token-service-unreachable":
+          return new ImageReadError(`cannot reach the token service ${refusal.host}: ${refusal.cause}`, "unreachable");
+        case "token-service-refused":
+          return new ImageReadError(`the token service ${refusal.host} answered ${refusal.status}`, "unauthorized");
+        case "no-token":
+          return new ImageReadError(`the token service ${refusal.host} returned no token`, "unauthorized");
+      }
+    });
   }
 
   async root(): Promise<Fetched> {
