@@ -667,7 +667,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       ]);
     }, 120_000);
 
-
     it("holds a new object of that name with RetainedStateFound, and adopts the state when told to, without applying", async () => {
       const machine = (await plane.custom.getNamespacedCustomObject({
         ...capi,
