@@ -95,7 +95,8 @@ export async function startLocalRegistry(): Promise<LocalRegistry> {
   return {
     host,
     stop: async () => {
-      if (child.exitCode === null) {
+      // A registry a terminal's Ctrl-C already killed has a signalCode and no exit event to come.
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once("exit", resolve));
         child.kill("SIGTERM");
         await exited;
