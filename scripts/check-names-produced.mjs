@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Every condition type and reason, event reason, annotation, label and metric captf declares must be
 // produced by a statement of its source that the test command ran (from jest's coverage; module-level
-// lists, metrics helpers and event reasons as packages/testkit/src/names-produced.ts says), or be listed with
-// its reason in `reservedNames` (packages/contract/src/reserved-names.ts). Run by scripts/test.mjs after
-// jest; prints what is unproduced and which reservations are stale, and exits 1 on either.
+// lists, metrics helpers and event reasons as packages/testkit/src/names-produced.ts says) and be named
+// by a test's expectation (findNamesAsserted), or be listed with its reason in `reservedNames`
+// (packages/contract/src/reserved-names.ts). Run by scripts/test.mjs after jest; prints what is
+// unproduced or unasserted and which reservations are stale, and exits 1 on either.
 //
 //   node scripts/check-names-produced.mjs [.test-results/coverage/coverage-final.json]
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -19,6 +20,7 @@ import {
 import { reservedNames } from "../packages/contract/dist/reserved-names.js";
 import {
   eventRecordingLine,
+  findNamesAsserted,
   findNamesProduced,
   literalPattern,
   metricsDeclaredIn,
@@ -29,23 +31,25 @@ const root = resolve(new URL("..", import.meta.url).pathname);
 const coverageFile = process.argv[2] ?? join(root, ".test-results/coverage/coverage-final.json");
 const declarationFiles = new Set([join(root, "packages/contract/src/api.ts"), join(root, "packages/contract/src/reserved-names.ts")]);
 
-function sourceFiles(dir) {
+function typeScriptFiles(dir, wanted) {
   const files = [];
   for (const entry of readdirSync(dir)) {
     const path = join(dir, entry);
-    if (statSync(path).isDirectory()) files.push(...sourceFiles(path));
-    else if (/\.ts$/.test(entry) && !/\.(test|test-support|generated|d)\.ts$/.test(entry) && !declarationFiles.has(path)) files.push(path);
+    if (entry === "node_modules" || entry === "dist") continue;
+    if (statSync(path).isDirectory()) files.push(...typeScriptFiles(path, wanted));
+    else if (wanted(entry, path)) files.push(path);
   }
   return files;
 }
+const isSource = (entry, path) =>
+  /\.ts$/.test(entry) && !/\.(test|test-support|generated|d)\.ts$/.test(entry) && !declarationFiles.has(path);
+const isTest = (entry) => /\.test\.ts$/.test(entry);
 const sources = new Map();
-for (const pkg of readdirSync(join(root, "packages"))) {
-  const src = join(root, "packages", pkg, "src");
-  try {
-    for (const file of sourceFiles(src)) sources.set(file, readFileSync(file, "utf8"));
-  } catch {
-    // a package without TypeScript sources (a module)
-  }
+const tests = new Map();
+for (const src of [...readdirSync(join(root, "packages")).map((pkg) => join(root, "packages", pkg, "src")), join(root, "e2e/src")]) {
+  if (!existsSync(src)) continue; // a package without TypeScript sources (a module)
+  for (const file of typeScriptFiles(src, isSource)) if (!file.startsWith(join(root, "e2e"))) sources.set(file, readFileSync(file, "utf8"));
+  for (const file of typeScriptFiles(src, isTest)) tests.set(file, readFileSync(file, "utf8"));
 }
 
 // An event reason counts only on a line that records an event: a decision or condition of the same word produces none.
@@ -90,16 +94,28 @@ const coverage = new Map(
     entry,
   ]),
 );
-const finding = findNamesProduced({ declared, sources, coverage, reserved: reservedNames });
+const finding = findNamesProduced({ declared, sources, coverage, reserved: {} });
+const asserted = findNamesAsserted({ declared, tests });
+const proven = new Set([...finding.produced.keys()].filter((id) => asserted.has(id)));
+const declaredIds = declared.map((name) => name.id);
+const unproven = declaredIds.filter((id) => !proven.has(id) && !(id in reservedNames));
+const staleReservations = Object.keys(reservedNames).filter((id) => proven.has(id) || !declaredIds.includes(id));
 const reservedCount = Object.keys(reservedNames).length;
-console.log(`names produced on tested paths: ${finding.produced.size} of ${declared.length} declared; ${reservedCount} reserved for later`);
-for (const id of finding.unproduced) {
-  const where = finding.namedUntested.get(id);
-  const why = where ? `named at ${where.slice(root.length + 1)}, which produces it on no tested path` : "named by no source line";
-  console.log(`  not produced on any tested path, not reserved: ${id} (${why})`);
+console.log(
+  `names produced on tested paths and asserted by a test: ${proven.size} of ${declared.length} declared; ` +
+    `${reservedCount} reserved for later`,
+);
+const relative = (where) => where.slice(root.length + 1);
+for (const id of unproven) {
+  const produced = finding.produced.get(id);
+  const named = finding.namedUntested.get(id);
+  const why = produced
+    ? `produced at ${relative(produced)}, but no test's expectation names it`
+    : named
+      ? `named at ${relative(named)}, which produces it on no tested path`
+      : "named by no source line";
+  console.log(`  not proven, not reserved: ${id} (${why})`);
 }
-for (const id of finding.staleReservations)
-  console.log(
-    `  reserved, but ${declared.some((name) => name.id === id) ? "produced now" : "not declared"}: ${id} (drop it from reservedNames)`,
-  );
-process.exit(finding.unproduced.length + finding.staleReservations.length > 0 ? 1 : 0);
+for (const id of staleReservations)
+  console.log(`  reserved, but ${declaredIds.includes(id) ? "proven now" : "not declared"}: ${id} (drop it from reservedNames)`);
+process.exit(unproven.length + staleReservations.length > 0 ? 1 : 0);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@jest/globals";
 import {
   eventRecordingLine,
+  findNamesAsserted,
   findNamesProduced,
   literalPattern,
   metricsDeclaredIn,
@@ -319,5 +320,48 @@ describe("findNamesProduced", () => {
     expect(eventRecordingLine.test('void events.record(subject, "JobFailed", note)')).toBe(true);
     expect(eventRecordingLine.test('{ reason: "IdentitySecretFound", type: "Normal", note }')).toBe(true);
     expect(eventRecordingLine.test('return { status: "False", reason: "StateLost", message }')).toBe(false);
+  });
+});
+
+describe("findNamesAsserted", () => {
+  const names: DeclaredName[] = [
+    { id: "event:JobInterrupted", patterns: [literalPattern("JobInterrupted")] },
+    { id: "condition-reason:DriftPending", patterns: [literalPattern("DriftPending")] },
+    { id: "condition-reason:NoDrift", patterns: [literalPattern("NoDrift")] },
+    { id: "annotation:captf.io/inputs-hash", patterns: [propertyPattern("annotations", "inputsHash")] },
+    {
+      id: "metric:captf_jobs_total",
+      patterns: [metricUsePattern("jobs")],
+      assertedBy: [/(?<![\w])captf_jobs_total(?![\w])/],
+    },
+    { id: "condition-reason:StateLost", patterns: [literalPattern("StateLost")] },
+    { id: "condition-reason:DriftReported", patterns: [literalPattern("DriftReported")] },
+  ];
+  const test = [
+    'const object = { metadata: { annotations: { x: "StateLost" } } }; // an input, never compared',
+    'it("records", async () => {',
+    "  expect(events.map((event) => event.reason)).toEqual([",
+    '    "JobInterrupted",',
+    "  ]);",
+    '  await eventually(() => conditionOf(object, "DriftStatus")?.reason === "DriftPending");',
+    "  expect(await scrape()).toContain('captf_jobs_total{kind=\"TerraformMachine\"} 1');",
+    "});",
+    "const cases = [",
+    '  ["clean", { reason: "NoDrift" }],',
+    "];",
+    'it.each(cases)("%s", (_, expected) => expect(decide()).toMatchObject(expected));',
+    'it.each<[string, { reason: string }]>([["late", { reason: "DriftReported" }]])("%s", (_, want) => expect(x()).toEqual(want));',
+    "// annotations.inputsHash in a comment is no expectation",
+  ].join("\n");
+
+  it("counts a name inside an expectation, an assertion helper or a table of cases an expectation reads, and nothing else", () => {
+    const asserted = findNamesAsserted({ declared: names, tests: new Map([["/src/pass.test.ts", test]]) });
+    expect(Object.fromEntries(asserted)).toEqual({
+      "event:JobInterrupted": "/src/pass.test.ts:4",
+      "condition-reason:DriftPending": "/src/pass.test.ts:6",
+      "metric:captf_jobs_total": "/src/pass.test.ts:7",
+      "condition-reason:NoDrift": "/src/pass.test.ts:10",
+      "condition-reason:DriftReported": "/src/pass.test.ts:13",
+    });
   });
 });

@@ -20,6 +20,8 @@ export interface DeclaredName {
   context?: RegExp;
   /** Files under this path (the metrics classes) produce it only through a call from outside it. */
   definedUnder?: string;
+  /** How a test's expectation names it, when not as its source does (a metric: by its exposed name); default `patterns`. */
+  assertedBy?: RegExp[];
 }
 
 interface Position {
@@ -83,7 +85,7 @@ export function metricsDeclaredIn(text: string, definedUnder: string): DeclaredN
     const block = text.slice(match.index, statementEnd(text, match.index));
     const collectLine = /collect\(\)/.test(block) ? block.split("\n").find((line) => line.includes("this.set(")) : undefined;
     if (collectLine) patterns.push(new RegExp(escapeRegExp(collectLine.trim())));
-    metrics.push({ id: `metric:${name}`, patterns, definedUnder });
+    metrics.push({ id: `metric:${name}`, patterns, definedUnder, assertedBy: [new RegExp(`(?<![\\w])${escapeRegExp(name)}(?![\\w])`)] });
   }
   return metrics;
 }
@@ -337,4 +339,54 @@ export function findNamesProduced(input: {
     produced,
     namedUntested,
   };
+}
+
+/**
+ * Where a test's expectation starts: `expect(…)` with its matchers, an assertion helper the suites
+ * write (`expectEvent(…)`, `eventually(…)`, `waitForCondition(…)`, `until…`, `assert…`), or a table
+ * of cases (`it.each(…)`, `it.each<T>(…)`), whose rows are what its expectations compare.
+ */
+const expectationStart =
+  /(?<![\w$.])(?:expect\w*|eventually|waitFor\w*|until\w*|assert\w*)(?:\.\w+)*\s*\(|(?<![\w$.])(?:it|test|describe)\.each(?:<[^()]*>)?\s*\(/g;
+const localBinding = /^\s*(?:export\s+)?(?:const|let|var)\s+([\w$]+)/;
+/** The arguments of a matcher or of a table of cases: what a value is compared with, not the value. */
+const expectedValueStart = /\.(?:to\w+|each(?:<[^()]*>)?)\s*\(/g;
+
+/**
+ * Which declared names a test asserts: a test file names one inside an expectation, or inside a
+ * `const`/`let` that a matcher or a table of cases of the same file compares with (an expected
+ * object, `it.each(cases)`). A name a test only mentions (a fixture's input, a comment) is not
+ * asserted. Returns where each is.
+ */
+export function findNamesAsserted(input: { declared: DeclaredName[]; tests: Map<string, string> }): Map<string, string> {
+  const asserted = new Map<string, string>();
+  for (const [path, text] of input.tests) {
+    const file = new SourceFile(path, text, undefined);
+    const spans = [...text.matchAll(expectationStart)].map((match) => [match.index, statementEnd(text, match.index)] as const);
+    const inSpan = (index: number) => spans.some(([start, end]) => index >= start && index < end);
+    const expectedValues = [...text.matchAll(expectedValueStart)].map((match) => {
+      const open = match.index + match[0].length;
+      return [open, statementEnd(text, open)] as const;
+    });
+    const inExpectedValue = (index: number) => expectedValues.some(([start, end]) => index >= start && index < end);
+    /** The `const`/`let` statement around `index` whose name an expectation compares with. */
+    const readByExpectation = (index: number) => {
+      for (let line = file.position(index).line - 1; line >= 0; line--) {
+        const start = file.lineStarts[line] ?? 0;
+        const binding = localBinding.exec(file.lineAt(start));
+        if (!binding || statementEnd(text, start) <= index) continue;
+        const use = new RegExp(`(?<![\\w$.])${escapeRegExp(binding[1] ?? "")}\\b`, "g");
+        return [...text.matchAll(use)].some((match) => inExpectedValue(match.index));
+      }
+      return false;
+    };
+    for (const name of input.declared) {
+      if (asserted.has(name.id)) continue;
+      for (const pattern of name.assertedBy ?? name.patterns)
+        for (const match of allMatches(pattern, text))
+          if (!asserted.has(name.id) && !isComment(file.lineAt(match.index)) && (inSpan(match.index) || readByExpectation(match.index)))
+            asserted.set(name.id, `${path}:${file.position(match.index).line}`);
+    }
+  }
+  return asserted;
 }
