@@ -346,8 +346,13 @@ export function findNamesProduced(input: {
  * write (`expectEvent(…)`, `eventually(…)`, `waitForCondition(…)`, `until…`, `assert…`), or a table
  * of cases (`it.each(…)`, `it.each<T>(…)`), whose rows are what its expectations compare.
  */
-const expectationStart =
-  /(?<![\w$.])(?:expect\w*|eventually|waitFor\w*|until\w*|assert\w*)(?:\.\w+)*\s*\(|(?<![\w$.])(?:it|test|describe)\.each(?:<[^()]*>)?\s*\(/g;
+const expectationStart = new RegExp(
+  [
+    String.raw`(?<![\w$.])(?:expect\w*|eventually|waitFor\w*|until\w*|assert\w*)(?:\.\w+)*\s*\(`,
+    String.raw`(?<![\w$.])(?:it|test|describe)\.each(?:<[^()]*>)?\s*\(`,
+  ].join("|"),
+  "g",
+);
 const localBinding = /^\s*(?:export\s+)?(?:const|let|var)\s+([\w$]+)/;
 /** The arguments of a matcher or of a table of cases: what a value is compared with, not the value. */
 const expectedValueStart = /\.(?:to\w+|each(?:<[^()]*>)?)\s*\(/g;
