@@ -14,6 +14,8 @@ export interface Condition {
   readonly status: string;
   readonly reason?: string;
   readonly message?: string;
+  /** The generation the manager computed the condition for. */
+  readonly observedGeneration?: number;
 }
 
 /** An object as the API server returns it; only the fields the lifecycle reads are typed. */

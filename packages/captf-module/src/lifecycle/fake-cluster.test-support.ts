@@ -82,12 +82,16 @@ export class FakeCluster implements LifecycleClient {
     return [...this.objects.values()].filter((o) => o.kind.startsWith("Terraform"));
   }
 
+  /** The generation each object's last apply ran for, by name: what the manager decides a new apply from. */
+  private readonly appliedGenerations = new Map<string, number | undefined>();
+
   private setConditions(object: KubeObject, conditions: Record<string, [string, string, string?]>): void {
     const status = (object.status ??= {});
     const list: Condition[] = [...(status.conditions ?? [])];
     for (const [type, [s, reason, message]] of Object.entries(conditions)) {
       const at = list.findIndex((c) => c.type === type);
-      const condition = { type, status: s, reason, ...(message ? { message } : {}) };
+      // As the manager writes them: each condition says which generation it was computed for (no status.observedGeneration).
+      const condition = { type, status: s, reason, ...(message ? { message } : {}), observedGeneration: object.metadata.generation };
       if (at >= 0) list[at] = condition;
       else list.push(condition);
     }
@@ -139,7 +143,7 @@ export class FakeCluster implements LifecycleClient {
     }
     if (active) {
       delete status.activeJob;
-      status.observedGeneration = subject.metadata.generation;
+      this.appliedGenerations.set(name, subject.metadata.generation);
       status.initialization = { provisioned: true };
       status.stateSecretSuffix = suffix;
       status.observedStateSerial = ((status.observedStateSerial as number | undefined) ?? 0) + 1;
@@ -173,7 +177,7 @@ export class FakeCluster implements LifecycleClient {
     // What to run next, as the manager decides it (much simplified).
     const pool = this.objects.get(key({ kind: "MachinePool", namespace: subject.metadata.namespace, name }));
     const members = Array.isArray(subject.spec?.providerIDList) ? subject.spec.providerIDList.length : 0;
-    const changed = status.observedGeneration !== subject.metadata.generation || (pool !== undefined && pool.spec?.replicas !== members);
+    const changed = this.appliedGenerations.get(name) !== subject.metadata.generation || (pool !== undefined && pool.spec?.replicas !== members);
     const restore = subject.metadata.annotations?.[annotations.restoreState];
     const drift = (subject.spec?.drift as { intervalSeconds?: number } | undefined)?.intervalSeconds;
     let operation: string | undefined;

@@ -7,6 +7,7 @@ import { runLifecycle, type LifecycleReport } from "./driver.js";
 import { FakeCluster, type FakeBehaviour } from "./fake-cluster.test-support.js";
 import { durableInputsSecretName, leftoverNames, lifecycleObjects, type LifecycleOptions } from "./objects.js";
 import { lifecycleJunit, lifecycleText } from "./report.js";
+import { settled } from "./steps.js";
 import { lifecycleOptions, runTest, type TestFlags } from "./test-command.js";
 
 function options(role: Role, extra: Partial<LifecycleOptions> = {}): LifecycleOptions {
@@ -106,7 +107,7 @@ describe("runLifecycle", () => {
     expect(report.steps[0]!.conditionsSeen.Ready).toEqual(["False/NotReady", "True/Ready"]);
     expect(report.steps[1]!.conditionsSeen.InputsApplied).toEqual(["True/InputsApplied", "False/ApplyRunning", "True/InputsApplied"]);
     expect(report.steps[4]!.conditions).toEqual(
-      expect.arrayContaining([{ type: "RestoreJobSucceeded", status: "True", reason: "StateRestored" }]),
+      expect.arrayContaining([{ type: "RestoreJobSucceeded", status: "True", reason: "StateRestored", observedGeneration: 3 }]),
     );
     expect(cluster.writes).toEqual(
       expect.arrayContaining([
@@ -167,12 +168,27 @@ describe("runLifecycle", () => {
     ]);
     expect(report.passed).toBe(false);
     expect(report.steps[0]!.message).toBe(
-      "waited 30 s for the first apply: Ready=True, provisioned, no Job running, status of the current generation; " +
+      "waited 30 s for the first apply: Ready=True of the current generation, provisioned, no Job running; " +
         "saw Ready=False/NotReady (instance pending)",
     );
     expect(report.steps[2]!.message).toBe("the apply step failed");
     expect(report.steps[0]!.seconds).toBe(30);
     expect(cluster.objects.size).toBe(0);
+  });
+
+  it("takes an object as settled only once Ready was computed for its generation (captf writes no status.observedGeneration)", () => {
+    const object = (readyGeneration: number | undefined) => ({
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+      kind: "TerraformMachine",
+      metadata: { name: "m", namespace: "n", generation: 3 },
+      status: {
+        initialization: { provisioned: true },
+        conditions: [{ type: "Ready", status: "True", reason: "Ready", observedGeneration: readyGeneration }],
+      },
+    });
+    expect(settled(object(3))).toBeUndefined();
+    expect(settled(object(2))).toBe("Ready's observedGeneration 2 < generation 3");
+    expect(settled(object(undefined))).toBe("Ready's observedGeneration unset < generation 3");
   });
 
   it("fails the drift check of a module that drifts, and puts spec.drift back", async () => {

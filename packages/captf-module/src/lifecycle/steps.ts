@@ -71,7 +71,6 @@ function expectCondition(object: KubeObject | undefined, type: string, status: s
 
 interface Status {
   initialization?: { provisioned?: boolean };
-  observedGeneration?: number;
   activeJob?: { name?: string; operation?: string };
   lastDriftCheck?: string;
   lastRestoredSerial?: number;
@@ -81,8 +80,8 @@ interface Status {
 const statusOf = (object: KubeObject | undefined): Status => (object?.status ?? {}) as Status;
 
 /**
- * Undefined when the object is settled: Ready=True, provisioned, no Job running, its status computed for its
- * generation; else what it saw.
+ * Undefined when the object is settled: Ready=True, provisioned, no Job running, Ready computed for its generation;
+ * else what it saw.
  */
 export function settled(object: KubeObject | undefined): string | undefined {
   if (!object) return "the object does not exist";
@@ -92,9 +91,10 @@ export function settled(object: KubeObject | undefined): string | undefined {
   if (ready) return ready;
   if (status.initialization?.provisioned !== true) return "status.initialization.provisioned is not true";
   if (status.activeJob) return `Job ${status.activeJob.name ?? ""} (${status.activeJob.operation ?? "?"}) still runs`;
+  // captf writes no status.observedGeneration: each condition carries the generation it was computed for.
   const generation = object.metadata.generation ?? 0;
-  if ((status.observedGeneration ?? 0) < generation)
-    return `status.observedGeneration ${status.observedGeneration ?? "unset"} < generation ${generation}`;
+  const observed = findCondition(object, "Ready")?.observedGeneration;
+  if ((observed ?? 0) < generation) return `Ready's observedGeneration ${observed ?? "unset"} < generation ${generation}`;
   return undefined;
 }
 
@@ -130,7 +130,7 @@ function gone({ subject, owner, leftovers }: Observation): string | undefined {
   return undefined;
 }
 
-const settledText = "Ready=True, provisioned, no Job running, status of the current generation";
+const settledText = "Ready=True of the current generation, provisioned, no Job running";
 
 function applyStep(role: Role): StepDefinition {
   return {
