@@ -88,6 +88,7 @@ export const conditionReasons = {
       "PlanAwaitingApproval",
       "PlanChanged",
       "WaitingForJobSlot",
+      "JobQuotaExceeded",
     ],
   ),
   StateReadable: reasons(
@@ -101,13 +102,14 @@ export const conditionReasons = {
       "StateTooLarge",
       "RetainedStateFound",
       "StateLineageChanged",
+      "StateEncryptionKeyUnavailable",
     ],
     ["StateNotFound"],
   ),
   RestoreJobSucceeded: reasons(
     ["StateRestored"],
     ["RestoreFailed", "RestoreBackupNotFound"],
-    ["WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "WaitingForJobSlot"],
+    ["WaitingForRunLease", "WaitingForClusterOperation", "WaitingForMachineOperations", "WaitingForJobSlot", "JobQuotaExceeded"],
   ),
   OutputsValid: reasons(
     ["OutputsValid", "InstancesTruncated"],
@@ -127,7 +129,7 @@ export const conditionReasons = {
   DriftJobSucceeded: reasons(
     ["DriftChecked"],
     ["DriftJobFailed", "DriftJobDeadlineExceeded"],
-    ["DriftNotChecked", "DriftJobRunning", "WaitingForRunLease", "DurableInputsMissing", "WaitingForJobSlot"],
+    ["DriftNotChecked", "DriftJobRunning", "WaitingForRunLease", "DurableInputsMissing", "WaitingForJobSlot", "JobQuotaExceeded"],
   ),
   DriftDetected: reasons(["DriftReported", "DriftPending", "DriftRemediating"], ["NoDrift"], ["DriftNotChecked"]),
   DeletionBlocked: reasons(["DependentsExist"], ["NotBlocked"], []),
@@ -144,7 +146,7 @@ export const conditionReasons = {
     ["VariablesSourcePending", "VariablesSchemaUnavailable"],
   ),
   Paused: reasons(["Paused"], ["NotPaused"], []),
-  Deleting: reasons(["Deleting", "DeletionPolicyUnresolved"], ["NotDeleting"], []),
+  Deleting: reasons(["Deleting", "DeletionPolicyUnresolved", "DeletionPaused"], ["NotDeleting"], []),
 } as const satisfies Record<string, ConditionReasonTable>;
 
 export type ConditionType = keyof typeof conditionReasons;
@@ -187,6 +189,8 @@ export const managerEventReasons = {
   ConditionChanged: "Normal",
   DigestPinned: "Normal",
   DigestUnknown: "Warning",
+  ImagePullFallback: "Warning",
+  DestroyInputsMismatch: "Warning",
   JobCreated: "Normal",
   JobSucceeded: "Normal",
   JobFailed: "Warning",
@@ -197,6 +201,7 @@ export const managerEventReasons = {
   WaitingForJobSlot: "Normal",
   WaitingForClusterOperation: "Normal",
   WaitingForMachineOperations: "Normal",
+  JobQuotaExceeded: "Warning",
   PlanReady: "Normal",
   PlanApproved: "Normal",
   PlanApplied: "Normal",
@@ -283,6 +288,7 @@ export const annotations = {
   applied: "captf.io/applied",
   interruptedApply: "captf.io/interrupted-apply",
   stateLineage: "captf.io/state-lineage",
+  unpullableImages: "captf.io/unpullable-images",
   pendingClusterOutputs: "captf.io/pending-cluster-outputs",
   partialClusterOutputs: "captf.io/partial-cluster-outputs",
   appliedClusterOutputsHash: "captf.io/applied-cluster-outputs-hash",

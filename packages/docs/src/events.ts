@@ -89,6 +89,22 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
       "A Job that must run what was applied (destroy, refresh, drift) starts with no digest pinned on the durable inputs: it " +
       "runs the image by its reference, which may have moved since the apply. Once per Job started so.",
   },
+  ImagePullFallback: {
+    section: "lifecycle",
+    meaning:
+      "A destroy, refresh, drift or restore Job could not pull its module image (a pinned digest the registry garbage collected, " +
+      "say) within 2 minutes: the image is recorded in `captf.io/unpullable-images` on the durable inputs Secret, the Job is " +
+      "deleted and the operation starts again on the next image it may run (the pinned digest, then the reference the apply ran, " +
+      "then `spec.source.image`). The note names the image, the kubelet's reason, the Job and the next image. With no image left, " +
+      "the Job fails with `ImagePullFailed` and is retried with backoff. A successful apply clears the list.",
+  },
+  DestroyInputsMismatch: {
+    section: "deletion",
+    meaning:
+      "A destroy Job started on inputs whose hash is not the one the state records: those of an apply that failed after the last " +
+      "successful one (it may have changed resources; the durable inputs hold the newest apply that started), or, when the state " +
+      "records no inputs hash, the last ones applied. The note names the Job, the failed apply when there is one, and both hashes.",
+  },
   JobCreated: {
     section: "jobs",
     meaning:
@@ -111,6 +127,12 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
   WaitingForJobSlot: { section: "ordering", meaning: "Waiting for a free Job slot." },
   WaitingForClusterOperation: { section: "ordering", meaning: "Machine or pool: waiting for an operation of its cluster." },
   WaitingForMachineOperations: { section: "ordering", meaning: "Cluster: waiting for operations of its machines and pools." },
+  JobQuotaExceeded: {
+    section: "ordering",
+    meaning:
+      "A ResourceQuota (or a LimitRange) of the namespace refused the Job's create; the note names the quota and what it refused " +
+      "(requested, used, limited). No Job exists; the object tries again after 10 s, then waits twice as long each time up to 2 min.",
+  },
   PlanReady: {
     section: "plans",
     meaning:
@@ -260,4 +282,17 @@ export const pluginEventDocs: Record<PluginEventReason, EventDoc> = {
   StateRestoreRequested: {
     meaning: "`restore` set `captf.io/restore-state` to a backup's serial; the note names the serial and the user.",
   },
+};
+
+/**
+ * Event reasons of the public reference implementation that captf does not record, each with why: docs/events.md lists them so a
+ * user of the reference knows what to watch instead.
+ */
+export const referenceEventsNotRecorded: Record<string, string> = {
+  AppliedInputsUnknown:
+    "The reference keeps what a successful apply ran in an applied record copied, on success, from the per-run Secret or the " +
+    "attempt record, and warns when neither holds it any more. captf keeps one durable inputs Secret, written before the apply " +
+    "Job is created and read by destroy, refresh and drift: a succeeded apply's inputs are always the ones it holds, and if the " +
+    "Secret was deleted there is no older apply's inputs to fall back to (`DurableInputsMissing`, or a machine's destroy waits " +
+    "with `DestroyFailed`).",
 };

@@ -290,6 +290,47 @@ export const VariablesSourceSchema = Type.Object(
 );
 export type VariablesSource = Static<typeof VariablesSourceSchema>;
 
+/** The key of the state encryption Secret that holds TF_ENCRYPTION when secretRef names none. */
+export const defaultStateEncryptionSecretKey = "TF_ENCRYPTION";
+/** A Secret data key, as the API server checks it. */
+export const secretKeyPattern = "^[-._a-zA-Z0-9]+$";
+
+export const StateEncryptionSchema = Type.Object(
+  {
+    secretRef: Type.Object(
+      {
+        name: Type.String({
+          description: "Name of the Secret, in the object's namespace.",
+          minLength: 1,
+          maxLength: 253,
+          pattern: dnsSubdomainPattern,
+        }),
+        key: Type.Optional(
+          Type.String({
+            description: "The Secret's key holding the configuration.",
+            minLength: 1,
+            maxLength: 253,
+            pattern: secretKeyPattern,
+            default: defaultStateEncryptionSecretKey,
+          }),
+        ),
+      },
+      {
+        description:
+          "The Secret key holding OpenTofu's encryption configuration (TF_ENCRYPTION, in its JSON form): given to every Job " +
+          "by reference and read by the manager to decrypt serial, lineage and outputs.",
+      },
+    ),
+  },
+  {
+    description:
+      "OpenTofu state encryption: the runtime encrypts the state it writes and the manager decrypts it with the same configuration. " +
+      "The rendered root and the inputs hash do not change. Terraform images are refused. Rotate keys through the configuration's " +
+      "fallback block. Mutable.",
+  },
+);
+export type StateEncryption = Static<typeof StateEncryptionSchema>;
+
 /** spec fields every Job-running kind shares; `mutability` words the kind's rule into the descriptions. */
 export function workspaceSpecFields(mutability: { definition: string }) {
   return {
@@ -324,6 +365,7 @@ export function workspaceSpecFields(mutability: { definition: string }) {
           "also while deleting.",
       }),
     ),
+    stateEncryption: Type.Optional(StateEncryptionSchema),
     adoptRetainedState: Type.Optional(
       Type.Boolean({
         description:

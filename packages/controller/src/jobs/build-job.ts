@@ -90,6 +90,8 @@ export const brokerDir = "/captf/broker";
 export const brokerBackendConnection: readonly string[] = [`config_path=${brokerDir}/kubeconfig`];
 /** The broker's name among the Pod's init containers: the manager reads its summary there. */
 export const brokerContainerName = "broker";
+/** The Job's main container: the module image, running the runner. */
+export const sourceContainerName = "source";
 const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** A bound token's lifetime as the kubelet's own projection asks for it (it rotates it at 80 %). */
 const brokerTokenSeconds = 3607;
@@ -356,7 +358,7 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
           ],
           containers: [
             {
-              name: "source",
+              name: sourceContainerName,
               image: request.image,
               imagePullPolicy: policy.imagePullPolicy ?? "IfNotPresent",
               command: [...runnerRunCommand],

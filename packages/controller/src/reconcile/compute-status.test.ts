@@ -400,6 +400,25 @@ describe("computeStatus: one setter per condition", () => {
     expect(conditionOf(type, scopeOf(facts), outcome)).toEqual(expected);
   });
 
+  it("says a paused object's deletion waits, naming what pauses it, instead of Deleting", () => {
+    const deletingOf = (facts: Partial<StatusScope>) =>
+      (computeStatus(scopeOf({ deleting: true, deletionPolicy: "Destroy", ...facts }), {}).conditions as Condition[]).find(
+        (condition) => condition.type === "Deleting",
+      );
+    expect(deletingOf({ paused: true, pausedBy: "Cluster" })).toMatchObject({
+      status: "True",
+      reason: "DeletionPaused",
+      message: "deletion waits: the Cluster c is paused (spec.paused); it goes on once reconciliation resumes",
+    });
+    expect(deletingOf({ paused: true, pausedBy: "annotation" })).toMatchObject({
+      status: "True",
+      reason: "DeletionPaused",
+      message: "deletion waits: the object is paused (annotation cluster.x-k8s.io/paused); it goes on once reconciliation resumes",
+    });
+    expect(deletingOf({ paused: false })).toMatchObject({ status: "True", reason: "Deleting" });
+    expect(conditionOf("Deleting", scopeOf({ paused: true, pausedBy: "Cluster" }))).toEqual({ status: "False", reason: "NotDeleting" });
+  });
+
   it("keeps a condition it does not compute, and its transition time when the status stays", () => {
     const previous = previousOf(["AutoscalingActive", "True", "ReplicasManagedByModule"], ["Paused", "False", "NotPaused"]);
     const conditions = computeStatus(scopeOf({ previous }), {}).conditions as Condition[];

@@ -35,6 +35,8 @@ export interface StatusScope {
   generation?: number;
   previous: readonly Condition[] | undefined;
   paused: boolean;
+  /** What pauses it: the Cluster's spec.paused, or the object's own annotation. */
+  pausedBy?: "Cluster" | "annotation";
   deleting: boolean;
   /** Undefined: inherited from a TerraformCluster that is not found. */
   deletionPolicy?: DeletionPolicy | undefined;
@@ -331,8 +333,16 @@ const setDeletionBlocked: Setter<"DeletionBlocked"> = ({ role, deleting, depende
     : { status: "False", reason: "NotBlocked" };
 };
 
-const setDeleting: Setter<"Deleting"> = ({ deleting, deletionPolicy }) => {
+const setDeleting: Setter<"Deleting"> = ({ deleting, deletionPolicy, paused, pausedBy, clusterName }) => {
   if (!deleting) return { status: "False", reason: "NotDeleting" };
+  // A paused object runs no destroy and keeps its finalizer: it says why its deletion does not progress.
+  if (paused) {
+    const pause =
+      pausedBy === "annotation"
+        ? `the object is paused (annotation ${annotations.paused})`
+        : `the Cluster ${clusterName} is paused (spec.paused)`;
+    return { status: "True", reason: "DeletionPaused", message: `deletion waits: ${pause}; it goes on once reconciliation resumes` };
+  }
   if (deletionPolicy) return { status: "True", reason: "Deleting", message: `deletionPolicy ${deletionPolicy}` };
   return {
     status: "True",

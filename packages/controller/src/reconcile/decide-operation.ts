@@ -395,6 +395,8 @@ export interface JobRun {
   digestUnknown: boolean;
   /** What makes the Job's name new for a repeated operation (a refresh, drift check, remediation or restore). */
   tick?: string;
+  /** A destroy rendering inputs whose hash is not the one the state records (none recorded: `state` absent). */
+  destroyInputsMismatch?: { rendered: string; state?: string };
 }
 
 export interface RunFacts {
@@ -404,8 +406,8 @@ export interface RunFacts {
   image: string;
   currentInputsHash?: string;
   stateInputsHash?: string;
-  /** What the durable inputs recorded of the last apply. */
-  applied?: { inputsHash?: string; image?: string; imageDigest?: string };
+  /** What the durable inputs recorded of the last apply, and the images its Jobs could not pull. */
+  applied?: { inputsHash?: string; image?: string; imageDigest?: string; unpullableImages?: readonly string[] };
   /** The backup a restore runs from. */
   restore?: { inputsHash?: string; firstSecret: string };
 }
@@ -430,6 +432,54 @@ export function jobRun(decision: Decision & { op: Operation }, facts: RunFacts):
         : op === "restore" && facts.restore
           ? `restore/${facts.restore.firstSecret}`
           : undefined;
-  const image = fresh ? facts.image : (facts.applied?.imageDigest ?? facts.applied?.image ?? facts.image);
-  return { op, attempt, inputsHash, image, digestUnknown: !fresh && facts.applied?.imageDigest === undefined, ...(tick ? { tick } : {}) };
+  const image = fresh ? facts.image : appliedImage(facts);
+  // A destroy renders the durable inputs (a cluster's or pool's without them, the current ones).
+  const rendered = op === "destroy" ? (facts.applied ? facts.applied.inputsHash : facts.currentInputsHash) : undefined;
+  const mismatch =
+    rendered !== undefined && rendered !== facts.stateInputsHash
+      ? { rendered, ...(facts.stateInputsHash ? { state: facts.stateInputsHash } : {}) }
+      : undefined;
+  return {
+    op,
+    attempt,
+    inputsHash,
+    image,
+    digestUnknown: !fresh && facts.applied?.imageDigest === undefined,
+    ...(tick ? { tick } : {}),
+    ...(mismatch ? { destroyInputsMismatch: mismatch } : {}),
+  };
+}
+
+/**
+ * The images a Job that runs what was applied (destroy, refresh, drift, restore) may run, in order: the pinned digest, the
+ * reference the apply ran, then `spec.source.image` as it is now (an operator may have fixed it since); each once. Pure.
+ */
+export function appliedImageChain(applied: { image?: string; imageDigest?: string } | undefined, specImage: string): string[] {
+  return [...new Set([applied?.imageDigest, applied?.image, specImage].filter((image): image is string => Boolean(image)))];
+}
+
+/** The images left to fall back to after `image` could not be pulled: the chain's others not known unpullable. Pure. */
+export function imageFallbacks(chain: readonly string[], image: string, unpullable: readonly string[]): string[] {
+  return chain.filter((candidate) => candidate !== image && !unpullable.includes(candidate));
+}
+
+/**
+ * The DestroyInputsMismatch note: which inputs the destroy Job renders (those of the failed apply it follows, which may have changed
+ * resources, else the last ones applied) against the hash the state records. Pure.
+ */
+export function destroyInputsMismatchNote(
+  job: string,
+  mismatch: { rendered: string; state?: string },
+  failedApply: string | undefined,
+): string {
+  const which = failedApply ? `of apply Job ${failedApply}, which failed and may have changed resources` : "last applied";
+  const recorded = mismatch.state ? `the state records ${mismatch.state}` : "the state records no inputs hash";
+  return `destroy Job ${job} renders the inputs ${which} (${mismatch.rendered}); ${recorded}`;
+}
+
+/** The first image of the applied chain not known unpullable; when every one is, the spec's (only the operator can fix it). Pure. */
+function appliedImage(facts: RunFacts): string {
+  const chain = appliedImageChain(facts.applied, facts.image);
+  const unpullable = facts.applied?.unpullableImages ?? [];
+  return chain.find((image) => !unpullable.includes(image)) ?? facts.image;
 }

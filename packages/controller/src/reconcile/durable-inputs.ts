@@ -42,6 +42,11 @@ export interface DurableInputs {
   interruptedApply?: string;
   /** The lineage of this object's state, recorded when first read (`captf.io/state-lineage`): another lineage is another state. */
   stateLineage?: string;
+  /**
+   * Images a destroy, refresh, drift or restore Job could not pull (`captf.io/unpullable-images`), oldest first;
+   * cleared by a successful apply.
+   */
+  unpullableImages: string[];
 }
 
 /** The data key of a pool's applied exports record: data, not an annotation, because exports may be sensitive. */
@@ -95,6 +100,7 @@ export async function readDurableInputs(
     root,
     variables,
     applied: notes[annotations.applied] === "true",
+    unpullableImages: parseUnpullableImages(notes[annotations.unpullableImages]),
     ...(notes[annotations.inputsHash] ? { inputsHash: notes[annotations.inputsHash] } : {}),
     ...(notes[annotations.image] ? { image: notes[annotations.image] } : {}),
     ...(notes[annotations.imageDigest] ? { imageDigest: notes[annotations.imageDigest] } : {}),
@@ -106,6 +112,24 @@ export async function readDurableInputs(
     ...(notes[annotations.interruptedApply] ? { interruptedApply: notes[annotations.interruptedApply] } : {}),
     ...(notes[annotations.stateLineage] ? { stateLineage: notes[annotations.stateLineage] } : {}),
   };
+}
+
+/** The images a `captf.io/unpullable-images` value lists; none when it does not parse (the pinned image is only tried again). Pure. */
+export function parseUnpullableImages(text: string | undefined): string[] {
+  try {
+    const parsed: unknown = JSON.parse(text ?? "[]");
+    return Array.isArray(parsed) ? parsed.filter((entry): entry is string => typeof entry === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A Job picks among three images (pinned digest, recorded reference, spec's): older entries no longer matter. */
+const maxUnpullableImages = 3;
+
+/** The unpullable list with `image` added (once; the newest {@link maxUnpullableImages} kept). Pure. */
+export function withUnpullableImage(listed: readonly string[], image: string): string[] {
+  return (listed.includes(image) ? [...listed] : [...listed, image]).slice(-maxUnpullableImages);
 }
 
 /** The exports a record holds, when it parses and hashes to `recordedHash`; else undefined. Pure. */
@@ -150,6 +174,9 @@ export async function writeDurableInputs(
     recordText !== undefined && exportsRecordFits(inputs.root, recordText) ? { [appliedClusterOutputsKey]: recordText } : {};
   if (previous?.interruptedApply) notes[annotations.interruptedApply] = previous.interruptedApply;
   if (previous?.stateLineage) notes[annotations.stateLineage] = previous.stateLineage;
+  // The images that could not be pulled still cannot while the image is the same (a successful apply clears them).
+  if (previous?.unpullableImages.length && previous.image === inputs.image)
+    notes[annotations.unpullableImages] = JSON.stringify(previous.unpullableImages);
   const kind = kindOfRole[owner.role];
   const body: V1Secret = {
     metadata: {

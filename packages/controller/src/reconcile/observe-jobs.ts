@@ -143,11 +143,12 @@ export async function jobPod(
 ): Promise<V1Pod | undefined> {
   const labelSelector = `${jobNameLabel}=${job.metadata!.name!}`;
   const freshAsOf = job.metadata?.resourceVersion;
-  if (clients.cache)
-    return (
-      await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
-    )[0];
-  return (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { labelSelector })).items[0];
+  const pods = clients.cache
+    ? await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
+    : (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { labelSelector })).items;
+  // A Pod of an earlier Job of the same name (deleted for an image it could not pull, its Pod not collected yet) is not this one's.
+  const uid = job.metadata?.uid;
+  return pods.find((pod) => !uid || !pod.metadata?.ownerReferences?.some((ref) => ref.controller && ref.uid !== uid));
 }
 
 export async function observeJobs(

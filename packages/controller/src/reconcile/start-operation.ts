@@ -19,9 +19,11 @@ import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import type { ConditionValue } from "../conditions/conditions.js";
 import type { BackupSet } from "../state/state-backups.js";
 import { mergedDeadlineProblem } from "../webhooks/job-policy.js";
-import { activeJobRequeueMs, type Decision, type JobRun, type Operation } from "./decide-operation.js";
+import { activeJobRequeueMs, destroyInputsMismatchNote, type Decision, type JobRun, type Operation } from "./decide-operation.js";
 import { writeDurableInputs } from "./durable-inputs.js";
+import { stateEncryptionKey } from "./encrypted-state.js";
 import { jobSlotWait } from "./job-slots.js";
+import { quotaRefusalMessage, quotaRefusalOf, quotaRetryMs } from "./quota-refusal.js";
 import type { TerraformClusterObject } from "./pass-reads.js";
 import {
   acquireLease,
@@ -142,6 +144,8 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
   const restoreSet = op === "restore" ? request.restoreSet : undefined;
   if (run.digestUnknown)
     void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);
+  // Every operation of an encrypting object reads and writes its state with the key: the runtime gets it by reference.
+  const encryptionKey = stateEncryptionKey(object.spec.stateEncryption);
   const jobRequest: JobRequest = {
     owner: { role: adapter.role, name, namespace, uid: object.metadata.uid, clusterName },
     op,
@@ -150,6 +154,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     inputsHash: hash,
     ...(tick ? { tick } : {}),
     ...(credentials?.secretName ? { credentialsSecret: credentials.secretName } : {}),
+    ...(encryptionKey ? { stateEncryption: encryptionKey } : {}),
     policy: { ...policy, ...(object.spec.source.imagePullPolicy ? { imagePullPolicy: object.spec.source.imagePullPolicy } : {}) },
     ...(decision.guard
       ? {
@@ -273,10 +278,24 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     const code = httpStatusOf(error);
     if (code !== undefined && code >= 400 && code < 500)
       await releaseLease(deps, namespace, runLeaseName(suffix), holder).catch(() => undefined);
+    // A quota or LimitRange of the namespace refused it: a wait that names it, tried again with backoff.
+    const refusal = quotaRefusalOf(error);
+    if (refusal) return { refused: refusal };
     throw error;
   });
+  if ("refused" in created) {
+    const since = request.scope.previous?.find((c) => c.type === conditionType && c.reason === "JobQuotaExceeded")?.lastTransitionTime;
+    const retryMs = quotaRetryMs(since === undefined ? undefined : now - Date.parse(since));
+    return wait("JobQuotaExceeded", quotaRefusalMessage(created.refused, holder, retryMs), retryMs);
+  }
   await createRunSecret(deps.client, namespace, created, root);
   void events.record(subject, "JobCreated", jobCreatedNote({ op, attempt, image, job: holder, why: decision.reason }));
+  if (run.destroyInputsMismatch)
+    void events.record(
+      subject,
+      "DestroyInputsMismatch",
+      destroyInputsMismatchNote(holder, run.destroyInputsMismatch, request.afterFailedApply),
+    );
   const start = jobStartEvents({ op, job: holder, decision, inputsHash: hash, previousApplyHash: durable?.inputsHash });
   for (const event of start.events) void events.record(subject, event.reason, event.note);
   if (start.inputsHashChanged) deps.metrics?.inputsHashChanges.inc({ kind: adapter.kind });

@@ -5,7 +5,7 @@ import type { finalizers } from "@captf/contract/api";
 import type { GeneratedRoot } from "@captf/render";
 import type { Logger } from "pino";
 import type { ApiEndpoint } from "../api/kubernetes-types.js";
-import type { ActiveJob, PlanPreview } from "../api/workspace.js";
+import type { ActiveJob, PlanPreview, StateEncryption } from "../api/workspace.js";
 import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
 import type { JobEnvironment } from "../jobs/build-job.js";
 import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
@@ -95,6 +95,7 @@ export interface WorkspaceObject {
     variables?: Record<string, JsonValue>;
     variablesFrom?: VariablesFromEntry[];
     identityRef?: { name?: string };
+    stateEncryption?: StateEncryption;
     membershipRefreshIntervalSeconds?: number;
     /** A TerraformMachine's or TerraformMachinePool's, latched once set. */
     providerID?: string;

@@ -4,7 +4,7 @@ import { annotations, groupVersion, labels } from "@captf/contract/api";
 import { exportsHash, renderBackendRoot, stateSecretName, type GeneratedRoot } from "@captf/render";
 import type { PlanPreview } from "../api/workspace.js";
 import { poolMembershipConverged } from "../kinds/map-outputs.js";
-import { decideOperation, type Decision } from "./decide-operation.js";
+import { appliedImageChain, decideOperation, imageFallbacks, type Decision } from "./decide-operation.js";
 import { historyLimits } from "./job-history.js";
 import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
 import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
@@ -13,13 +13,14 @@ import type { DeletionPolicy } from "./retained-state.js";
 import { workspaceResourceType } from "../api/resource-types.js";
 import type { TerraformClusterObject } from "./pass-reads.js";
 import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
-import { runSecretName } from "../jobs/build-job.js";
+import { runSecretName, sourceContainerName } from "../jobs/build-job.js";
 import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
 import { ignoreNotFound, isConflict, isNotFound } from "../runtime/api-errors.js";
 import { newestResourceVersion } from "../runtime/read-cache.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import { observeState } from "../state/read-state.js";
+import { readStateEncryption, withStateEncryption } from "./encrypted-state.js";
 import {
   backupPlacement,
   backupSecretName,
@@ -44,7 +45,13 @@ import {
 } from "./compute-status.js";
 import { previousReason } from "../conditions/conditions.js";
 import type { Operation } from "./decide-operation.js";
-import { annotateDurableInputs, appliedClusterOutputsKey, exportsRecordFits, type DurableInputs } from "./durable-inputs.js";
+import {
+  annotateDurableInputs,
+  appliedClusterOutputsKey,
+  exportsRecordFits,
+  withUnpullableImage,
+  type DurableInputs,
+} from "./durable-inputs.js";
 import { exportsRecordOf, type ExportsRecord } from "./held-exports.js";
 import { jobError, retryNumber, stepLabel } from "./job-metrics.js";
 import { imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
@@ -130,6 +137,8 @@ export async function bookkeepFinishedJobs(pass: Pass, jobs: readonly ObservedJo
       // A successful apply adopts the state: its chunks owned by the object, its inputs hash on the base Secret.
       if (job.inputsHash) await adoptStateOf(pass, job);
       durableNotes[annotations.applied] = "true";
+      // The image it ran was pulled: the images its checks and destroy skipped may be tried again.
+      if (durable?.unpullableImages.length) durableNotes[annotations.unpullableImages] = null;
       const imageReference = durable?.image ?? object.spec.source.image;
       const pinnedDigest = job.imageId ? pinnedImageReference(imageReference, job.imageId) : undefined;
       if (pinnedDigest && pinnedDigest !== durable?.imageDigest) {
@@ -375,15 +384,17 @@ export async function observeStateAndBackups(
   const { deps, adapter, object, namespace, name, suffix, events, subject, durable, scope, now } = pass;
   const { client } = deps;
   const { deleting, previous } = scope;
+  const encryption = await readStateEncryption(client, namespace, object.spec.stateEncryption);
   const stateObservation = await observeState(
     client,
     namespace,
     suffix,
     undefined,
     deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined,
+    encryption.kind === "ready" ? encryption.decryption : undefined,
   );
   // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.
-  const state = lineageCheck(stateObservation.reading, durable?.stateLineage);
+  const state = withStateEncryption(lineageCheck(stateObservation.reading, durable?.stateLineage), encryption, deleting);
   scope.state = state;
   if (stateObservation.reading.kind === "ok" && stateObservation.reading.state.lineage && durable && !durable.stateLineage && !deleting) {
     pass.durableNotes.annotations[annotations.stateLineage] = stateObservation.reading.state.lineage;
@@ -547,6 +558,8 @@ export async function recoverActiveJob(
   {
     const pod = await jobPod({ client, cache: deps.cache }, namespace, active.job);
     const stalled = pod ? stalledImagePull(pod, now) : undefined;
+    const fallback = stalled && pod ? await fallBackFromImage(pass, active, stalled) : undefined;
+    if (fallback) return fallback;
     if (pod && stalled) {
       await client.patch(
         builtinTypes.job,
@@ -568,6 +581,43 @@ export async function recoverActiveJob(
   }
 
   return undefined;
+}
+
+/**
+ * A destroy, refresh, drift or restore Job whose module image cannot be pulled (a pinned digest the registry garbage collected, say)
+ * would fail on it at every retry: with another image of the applied chain left, its image is recorded unpullable on the durable
+ * inputs, the Job deleted (it never started) and the operation starts again on the next image. Apply and plan run the spec's
+ * image, which only the operator can fix. Returns how the pass ends when it fell back.
+ */
+async function fallBackFromImage(
+  pass: Pass,
+  active: ObservedJob,
+  stalled: { container: string; image: string; reason: string },
+): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
+  const { deps, adapter, object, namespace, name, suffix, events, subject, durable } = pass;
+  const image = active.job.spec?.template.spec?.containers.find((container) => container.name === sourceContainerName)?.image;
+  if (active.op === "apply" || active.op === "plan" || stalled.container !== sourceContainerName || !durable || !image) return undefined;
+  const next = imageFallbacks(appliedImageChain(durable, object.spec.source.image), image, durable.unpullableImages)[0];
+  if (!next) return undefined;
+  // A Job the cache still shows after its deletion was handled already: deleted again, no second event.
+  const added = !durable.unpullableImages.includes(image);
+  if (added) {
+    const unpullable = withUnpullableImage(durable.unpullableImages, image);
+    await annotateDurableInputs(deps.client, adapter.role, namespace, name, { [annotations.unpullableImages]: JSON.stringify(unpullable) });
+    durable.unpullableImages = unpullable;
+  }
+  await deps.client.delete(builtinTypes.job, namespace, active.name, { propagationPolicy: "Background" }).catch(ignoreNotFound);
+  await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+  if (added)
+    void events.record(
+      subject,
+      "ImagePullFallback",
+      `could not pull ${image} (${stalled.reason}): deleted ${active.op} Job ${active.name}; retrying ${active.op} with ${next}`,
+    );
+  return {
+    result: { action: `deleted Job ${active.name}: ${image} was not pulled; ${active.op} runs ${next} next`, requeueAfterMs: 0 },
+    jobRuns: false,
+  };
 }
 
 /** Why a Job's image was not pulled, for the pass's action and log. */

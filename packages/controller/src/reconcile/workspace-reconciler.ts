@@ -261,6 +261,7 @@ export async function reconcileWorkspace<R extends Role>(
     ...(object.metadata.generation !== undefined ? { generation: object.metadata.generation } : {}),
     previous,
     paused,
+    ...(paused ? { pausedBy: capiCluster?.spec?.paused === true ? ("Cluster" as const) : ("annotation" as const) } : {}),
     deleting,
     clusterName,
     pinned,
@@ -513,7 +514,7 @@ export async function reconcileWorkspace<R extends Role>(
   );
   if (deletionPolicy) scope.deletionPolicy = deletionPolicy;
   // Once, on the first pass that sees the deletion (the condition read NotDeleting, or nothing yet).
-  const deletionSeen = ["Deleting", "DeletionPolicyUnresolved"].includes(previousReason(previous, "Deleting") ?? "");
+  const deletionSeen = ["Deleting", "DeletionPolicyUnresolved", "DeletionPaused"].includes(previousReason(previous, "Deleting") ?? "");
   if (deleting && !deletionSeen)
     void events.record(subject, "DeletionStarted", `deletion started (deletionPolicy ${deletionPolicy ?? "unresolved"})`);
   if (deleting && deletionPolicy === "Retain" && !active && !paused && dependents === 0 && retainedBy.length === 0) {
@@ -591,6 +592,7 @@ export async function reconcileWorkspace<R extends Role>(
                 inputsHash: durable.inputsHash,
                 image: durable.image,
                 ...(durable.imageDigest ? { imageDigest: durable.imageDigest } : {}),
+                unpullableImages: durable.unpullableImages,
               },
             }
           : {}),
@@ -776,6 +778,7 @@ const eventedWaits: readonly string[] = [
   "WaitingForClusterOperation",
   "WaitingForMachineOperations",
   "WaitingForJobSlot",
+  "JobQuotaExceeded",
 ];
 
 /** Patches the status, only when that changes it (the object as read this pass). */

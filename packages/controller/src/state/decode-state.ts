@@ -43,7 +43,13 @@ export type StateReading =
   | { kind: "ok"; state: DecodedState }
   | {
       kind: "unreadable";
-      reason: "StateInconsistent" | "StateCorrupt" | "StateEncrypted" | "StateTooLarge" | "StateLineageChanged";
+      reason:
+        | "StateInconsistent"
+        | "StateCorrupt"
+        | "StateEncrypted"
+        | "StateTooLarge"
+        | "StateLineageChanged"
+        | "StateEncryptionKeyUnavailable";
       message: string;
     };
 

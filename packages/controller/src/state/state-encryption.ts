@@ -1,4 +1,5 @@
 import { createDecipheriv, createHash, pbkdf2, type CipherGCMTypes } from "node:crypto";
+import { defaultStateEncryptionSecretKey } from "../api/workspace.js";
 import {
   assembleStateDocument,
   defaultStateLimits,
@@ -134,14 +135,11 @@ export function parseStateEncryption(text: string): StateDecryptionParse {
   return { kind: "ok", decryption: { methods: chain } };
 }
 
-/** The key of the encryption Secret that holds TF_ENCRYPTION when a reference names none. */
-export const defaultStateEncryptionKey = "TF_ENCRYPTION";
-
 /** The decryption a Secret's key holds (`data` base64, as the API serves it): what the Job gets as TF_ENCRYPTION. */
 export function stateDecryptionFromSecret(
   secretName: string,
   data: Record<string, string> | undefined,
-  key: string = defaultStateEncryptionKey,
+  key: string = defaultStateEncryptionSecretKey,
 ): StateDecryptionParse {
   const value = data?.[key];
   if (value === undefined) return { kind: "invalid", message: `Secret ${secretName} has no key ${key}` };

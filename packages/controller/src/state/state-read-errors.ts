@@ -11,6 +11,8 @@ const metricReasons: Record<string, StateReadErrorReason> = {
   // Another state written over this object's: the Secrets no longer hold the state it applied.
   StateLineageChanged: "inconsistent",
   StateEncrypted: "encrypted",
+  // Encrypted state asked for, with no usable key to read it: the reference's encrypted, as for a state without one.
+  StateEncryptionKeyUnavailable: "encrypted",
   StateCorrupt: "corrupt",
   // Beyond what captf reads (too many Secrets, too large uncompressed): the contract calls it corrupt.
   StateTooLarge: "corrupt",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
 import type { Role } from "@captf/contract";
-import { variablesFromProblems, variablesProblems, workspaceProblems, type WorkspaceSpec } from "./workspace.js";
+import { stateEncryptionProblems, variablesFromProblems, variablesProblems, workspaceProblems, type WorkspaceSpec } from "./workspace.js";
 
 describe("variablesProblems", () => {
   it.each<[Role, string, string]>([
@@ -119,5 +119,34 @@ describe("workspaceProblems", () => {
     const oldSpec: WorkspaceSpec = { ...valid, variables: { captf_x: 1, a: { b: 2, c: 3 } } };
     const newSpec: WorkspaceSpec = { ...valid, variables: { a: { c: 3, b: 2 }, captf_x: 1 } };
     expect(workspaceProblems({ role: "cluster", path: "spec", oldSpec, newSpec, deleting: false })).toEqual([]);
+  });
+});
+
+describe("stateEncryptionProblems", () => {
+  it("accepts a Secret name with or without a key", () => {
+    expect(stateEncryptionProblems("spec.stateEncryption", { secretRef: { name: "tofu-keys" } })).toEqual([]);
+    expect(stateEncryptionProblems("spec.stateEncryption", { secretRef: { name: "tofu-keys", key: "cluster.json" } })).toEqual([]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ["no secretRef", {}, "spec.stateEncryption.secretRef is required: name the Secret holding TF_ENCRYPTION"],
+    [
+      "a name that is no Secret name",
+      { secretRef: { name: "Tofu_Keys" } },
+      'spec.stateEncryption.secretRef.name: "Tofu_Keys" is not a valid',
+    ],
+    ["a key that is no Secret key", { secretRef: { name: "k", key: "a/b" } }, 'spec.stateEncryption.secretRef.key: "a/b" is not a valid'],
+  ])("refuses %s", (_name, encryption, problem) => {
+    expect(stateEncryptionProblems("spec.stateEncryption", encryption as WorkspaceSpec["stateEncryption"])).toEqual([
+      expect.stringContaining(problem),
+    ]);
+  });
+
+  it("is checked on create and when it changes", () => {
+    const spec: WorkspaceSpec = { source: { image: "ghcr.io/x/module:v1" }, stateEncryption: { secretRef: { name: "Bad" } } };
+    expect(workspaceProblems({ role: "machine", path: "spec", oldSpec: undefined, newSpec: spec, deleting: false })).toHaveLength(1);
+    expect(workspaceProblems({ role: "machine", path: "spec", oldSpec: spec, newSpec: structuredClone(spec), deleting: false })).toEqual(
+      [],
+    );
   });
 });

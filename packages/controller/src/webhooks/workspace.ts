@@ -10,9 +10,15 @@ import type { TerraformMachinePoolSpec } from "../api/terraformmachinepool.js";
 import { imageReferenceProblem } from "@captf/contract/oci";
 import { jobPolicyProblems } from "./job-policy.js";
 import { isDnsSubdomain } from "./kubernetes-names.js";
+import { secretKeyPattern } from "../api/workspace.js";
+
+const secretKey = new RegExp(secretKeyPattern);
 
 /** The shared part of a TerraformCluster, TerraformMachine or TerraformMachinePool spec. */
-export type WorkspaceSpec = Pick<TerraformMachinePoolSpec, "source" | "identityRef" | "jobs" | "variables" | "variablesFrom">;
+export type WorkspaceSpec = Pick<
+  TerraformMachinePoolSpec,
+  "source" | "identityRef" | "jobs" | "variables" | "variablesFrom" | "stateEncryption"
+>;
 
 export interface WorkspaceCheck {
   role: Role;
@@ -47,6 +53,20 @@ export function workspaceProblems(check: WorkspaceCheck): string[] {
   if (!check.deleting && checked(check, "jobs")) problems.push(...jobPolicyProblems(`${path}.jobs`, newSpec.jobs));
   if (checked(check, "variables")) problems.push(...variablesProblems(check.role, `${path}.variables`, newSpec.variables));
   if (checked(check, "variablesFrom")) problems.push(...variablesFromProblems(`${path}.variablesFrom`, newSpec.variablesFrom));
+  if (checked(check, "stateEncryption")) problems.push(...stateEncryptionProblems(`${path}.stateEncryption`, newSpec.stateEncryption));
+  return problems;
+}
+
+/** The encryption Secret reference: a Secret name and a data key; never read here (the manager reports a missing one). */
+export function stateEncryptionProblems(path: string, encryption: WorkspaceSpec["stateEncryption"]): string[] {
+  if (!encryption) return [];
+  const ref = encryption.secretRef as { name?: unknown; key?: unknown } | undefined;
+  if (!ref) return [`${path}.secretRef is required: name the Secret holding TF_ENCRYPTION`];
+  const problems: string[] = [];
+  if (typeof ref.name !== "string" || !isDnsSubdomain(ref.name))
+    problems.push(`${path}.secretRef.name: ${JSON.stringify(ref.name)} is not a valid Secret name (a lowercase DNS subdomain)`);
+  if (ref.key !== undefined && (typeof ref.key !== "string" || !secretKey.test(ref.key) || ref.key.length > 253))
+    problems.push(`${path}.secretRef.key: ${JSON.stringify(ref.key)} is not a valid Secret key (letters, digits, '-', '_' and '.')`);
   return problems;
 }
 
