@@ -2,7 +2,9 @@
 // Builds the manager as one ESM file, <out>/manager.mjs: bin/captf-manager.js with every dependency
 // bundled from source (the runner's bundle is built the same way, by packages/runner/scripts/build-bundle.mjs).
 // It runs with any Node >= 20 and needs nothing else; the image puts it at /opt/captf/manager.
-// Usage: node scripts/build-manager-bundle.mjs [--out <dir>] [--commit <id>]
+// Usage: node scripts/build-manager-bundle.mjs [--out <dir>] [--commit <id>] [--sourcemap]
+// --sourcemap adds manager.mjs.map (linked, no sources inlined): the test command's coverage of child
+// processes (NODE_V8_COVERAGE) maps the bundle's lines back to the TypeScript sources with it.
 // --commit defaults to `git rev-parse --short=12 HEAD` (or "unknown"); `manager --version` and
 // captf_build_info report it.
 import { mkdirSync, rmSync, statSync } from "node:fs";
@@ -17,6 +19,7 @@ const { values } = parseArgs({
   options: {
     out: { type: "string", default: join(packageDir, "bundle") },
     commit: { type: "string" },
+    sourcemap: { type: "boolean", default: false },
   },
 });
 const out = resolve(values.out);
@@ -56,6 +59,7 @@ await build({
   },
   plugins: [distToSource],
   logLevel: "warning",
+  ...(values.sourcemap ? { sourcemap: "linked", sourcesContent: false } : {}),
 });
 console.log(
   `build-manager-bundle: ${outfile} (commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +

@@ -4,14 +4,14 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { request } from "node:https";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freeLoopbackPort } from "@captf/testkit";
+import { bundleCoverageFlags, childCoverageEnvironment, freeLoopbackPort } from "@captf/testkit";
 import { generateServingCertificate, type ServingCertificate } from "./webhooks/certificates.test-support.js";
 
 const bundleScript = fileURLToPath(new URL("../scripts/build-manager-bundle.mjs", import.meta.url));
 
 /** Builds scripts/build-manager-bundle.mjs into `dir` (about 3 s) and returns the path of manager.mjs. */
 export function buildManagerBundle(dir: string, commit = "test"): string {
-  execFileSync(process.execPath, [bundleScript, "--out", dir, "--commit", commit], { stdio: "pipe" });
+  execFileSync(process.execPath, [bundleScript, "--out", dir, "--commit", commit, ...bundleCoverageFlags()], { stdio: "pipe" });
   return join(dir, "manager.mjs");
 }
 
@@ -23,7 +23,7 @@ export function runManagerBundle(
 ): { code: number | null; stdout: string; stderr: string } {
   try {
     const stdout = execFileSync(process.execPath, [bundle, ...args], {
-      env: { PATH: process.env.PATH ?? "", ...env },
+      env: { PATH: process.env.PATH ?? "", ...childCoverageEnvironment(), ...env },
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
       timeout: 30_000,
@@ -75,7 +75,7 @@ export async function startManagerProcess(options: ManagerProcessOptions): Promi
     ...(options.args ?? []),
   ];
   const child = spawn(process.execPath, [options.bundle, ...args], {
-    env: { PATH: process.env.PATH ?? "", ...options.env },
+    env: { PATH: process.env.PATH ?? "", ...childCoverageEnvironment(), ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: string[] = [];

@@ -13,6 +13,8 @@
 // image's own environment.
 // Usage: node scripts/build-bundle.mjs [--out <dir>] [--bin-dir /captf/bin] [--arch amd64|arm64] [--js-only]
 // --js-only writes the runner* files alone (for tests that run them with this machine's node).
+// --sourcemap adds a linked source map (no sources inlined) beside each file: the test command's coverage
+// of child processes (NODE_V8_COVERAGE) maps the bundle's lines back to the TypeScript sources with it.
 import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     "bin-dir": { type: "string", default: "/captf/bin" },
     arch: { type: "string" },
     "js-only": { type: "boolean", default: false },
+    sourcemap: { type: "boolean", default: false },
   },
 });
 const out = resolve(values.out);
@@ -59,6 +62,7 @@ const common = {
   conditions: ["@captf/source"],
   legalComments: "none",
   logLevel: "warning",
+  ...(values.sourcemap ? { sourcemap: "linked", sourcesContent: false } : {}),
 };
 await build({
   ...common,

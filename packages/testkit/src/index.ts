@@ -27,4 +27,5 @@ export {
   type NamesFinding,
 } from "./names-produced.js";
 export { copyModuleForRun } from "./tofu.js";
+export { bundleCoverageFlags, childCoverageEnvironment } from "./child-coverage.js";
 export { applyMergePatch } from "./fake-objects.js";

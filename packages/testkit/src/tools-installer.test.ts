@@ -29,6 +29,7 @@ describe("tools/install.sh", () => {
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/capi-manager$/m);
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/clusterctl$/m);
     expect(run.stdout).toMatch(/^promtool\s+v0\.316\.0\s+missing\s+\S+\/promtool-v0\.316\.0\/bin\/promtool$/m);
+    expect(run.stdout).toMatch(/^cosign\s+v2\.6\.5\s+missing\s+\S+\/cosign-v2\.6\.5\/bin\/cosign$/m);
   });
 
   it("lists every Debian program the tests take from PATH, found or with its apt-get line", () => {

@@ -12,6 +12,8 @@ export const toolVariables = {
   "capi-manager": "CAPTF_CAPI_MANAGER",
   clusterctl: "CAPTF_CLUSTERCTL",
   promtool: "CAPTF_PROMTOOL",
+  // Signs module images in the loopback registry for the signature verifier's suites.
+  cosign: "CAPTF_COSIGN",
   // The Prometheus operator's CRDs (tools/install.sh --only prometheus-crds): files, not programs.
   "prometheusrule-crd": "CAPTF_PROMETHEUSRULE_CRD",
   "servicemonitor-crd": "CAPTF_SERVICEMONITOR_CRD",

@@ -244,13 +244,35 @@ export class RegistrySource implements ImageSource {
     });
   }
 
-  async root(): Promise<Fetched> {
-    const reference = this.ref.digest ?? this.ref.tag!;
+  /** The manifest or index at a tag or digest; its digest is the one asked for, else the one the registry says. */
+  private async manifestAt(reference: string, digest: string | undefined): Promise<Fetched> {
     const response = await this.request(`manifests/${reference}`, manifestAccept, true);
     const bytes = Buffer.from(await response.arrayBuffer());
-    const digest = this.ref.digest ?? response.headers.get("docker-content-digest") ?? sha256(bytes);
-    verifyDigest(bytes, digest, `manifest ${reference}`);
-    return { mediaType: documentMediaType(bytes, response.headers.get("content-type") ?? ""), digest, bytes };
+    const actual = digest ?? response.headers.get("docker-content-digest") ?? sha256(bytes);
+    verifyDigest(bytes, actual, `manifest ${reference}`);
+    return { mediaType: documentMediaType(bytes, response.headers.get("content-type") ?? ""), digest: actual, bytes };
+  }
+
+  root(): Promise<Fetched> {
+    return this.manifestAt(this.ref.digest ?? this.ref.tag!, this.ref.digest);
+  }
+
+  /** The manifest or index `tag` names in this repository, or undefined when there is no such tag. */
+  tagged(tag: string): Promise<Fetched | undefined> {
+    return unlessNotFound(this.manifestAt(tag, undefined));
+  }
+
+  /**
+   * The OCI 1.1 referrers API's index of the manifests whose subject is `digest`, filtered to `artifactType`,
+   * or undefined when the registry has no referrers API (distribution 2.8 answers 404).
+   */
+  async referrers(digest: string, artifactType: string): Promise<Fetched | undefined> {
+    const path = `referrers/${digest}?artifactType=${encodeURIComponent(artifactType)}`;
+    const response = await unlessNotFound(this.request(path, mediaTypes.ociIndex, true));
+    if (!response) return undefined;
+    const bytes = Buffer.from(await response.arrayBuffer());
+    if (!(response.headers.get("content-type") ?? "").startsWith(mediaTypes.ociIndex)) return undefined;
+    return { mediaType: mediaTypes.ociIndex, digest: sha256(bytes), bytes };
   }
 
   async manifest(descriptor: Descriptor): Promise<Fetched> {
@@ -268,6 +290,16 @@ export class RegistrySource implements ImageSource {
       descriptor.digest,
       `blob ${descriptor.digest}`,
     );
+  }
+}
+
+/** The promise's value, or undefined when the registry answered 404. */
+async function unlessNotFound<T>(promise: Promise<T>): Promise<T | undefined> {
+  try {
+    return await promise;
+  } catch (error) {
+    if (error instanceof ImageReadError && error.failure === "not_found") return undefined;
+    throw error;
   }
 }
 

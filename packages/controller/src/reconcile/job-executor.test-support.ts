@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
-import { requireTool } from "@captf/testkit";
+import { bundleCoverageFlags, childCoverageEnvironment, requireTool } from "@captf/testkit";
 import { brokerContainerName, brokerDir, defaultJobEnvironment, runnerRunCommand } from "../jobs/build-job.js";
 
 export interface JobExecutor {
@@ -38,7 +38,13 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
   const bundle = join(base, "bundle");
   execFileSync(
     process.execPath,
-    [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--js-only", "--out", bundle],
+    [
+      fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)),
+      "--js-only",
+      "--out",
+      bundle,
+      ...bundleCoverageFlags(),
+    ],
     { stdio: "pipe" },
   );
   const tofu = requireTool("tofu");
@@ -101,7 +107,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
         `--server=${cluster.server}`,
         `--service-account-dir=${serviceAccountDir}`,
       ],
-      { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH ?? "", POD_NAME: name } },
+      { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH ?? "", POD_NAME: name, ...childCoverageEnvironment() } },
     );
     broker.stderr.on("data", (chunk: Buffer) =>
       logs.set(`${name}/${brokerContainerName}`, (logs.get(`${name}/${brokerContainerName}`) ?? "") + chunk.toString("utf8")),
@@ -126,7 +132,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const exitCode = await new Promise<number>((resolve) => {
       const child = spawn(process.execPath, [join(bundle, basename(runnerRunCommand[1]!)), ...runnerRunCommand.slice(2), ...args], {
         stdio: ["ignore", "pipe", "pipe"],
-        env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0" },
+        env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0", ...childCoverageEnvironment() },
       });
       // On exit, not close: a runtime process the runner left behind may hold the pipes open.
       const append = (chunk: Buffer) => logs.set(name, (logs.get(name) ?? "") + chunk.toString("utf8"));
