@@ -8,7 +8,8 @@
 //   clusterctl/  the provider repository: infrastructure-terraform/v<version>/ (metadata.yaml,
 //                infrastructure-components.yaml, the cluster templates)
 //   npm/         the tarballs of the public packages, as `pnpm pack` makes them (workspace: specifiers
-//                replaced by versions), without the monorepo's `@captf/source` export condition
+//                replaced by versions), without the monorepo's `@captf/source` export condition; a package
+//                whose dependencies are not exactly the packages its shipped files import is refused
 //   RELEASE-NOTES.md  each package's CHANGELOG.md section of its version, and what `changeset version`
 //                would make of the pending changesets (run on a copy: the checkout keeps them)
 //   release.json, SHA256SUMS  what the folder holds
@@ -27,6 +28,7 @@ import { gitCommit } from "../packages/controller/scripts/build-info.mjs";
 import { runOrExit, sha256File } from "./lib/oci-layout.mjs";
 import { syncVersionConstants } from "./version-constants.mjs";
 import { releaseModules } from "./lib/release-modules.mjs";
+import { packPublicPackage } from "./lib/release-npm.mjs";
 import { repositoryImageOptions } from "./build-module-image.mjs";
 
 const tool = "release";
@@ -208,48 +210,10 @@ function releaseNotes(work) {
   return { text: `${lines.join("\n").trimEnd()}\n`, pending };
 }
 
-/** Each public package as published: its files and its published manifest, packed by pnpm. */
+/** Each public package as published, packed by pnpm: refused when its dependencies are not what its files import. */
 function packPublicPackages(work, npmDir) {
   const versions = Object.fromEntries(packages.map(({ manifest }) => [manifest.name, manifest.version]));
-  for (const { dir, manifest } of publicPackages) {
-    const copy = join(work, "npm", dir);
-    mkdirSync(copy, { recursive: true });
-    writeFileSync(join(copy, "package.json"), `${JSON.stringify(publishedManifest(manifest, versions), null, 2)}\n`);
-    for (const entry of [...(manifest.files ?? []).filter((file) => !file.startsWith("!")), "README.md", "LICENSE"]) {
-      if (/[*?]/.test(entry)) throw new Error(`release: ${manifest.name}'s files entry "${entry}" is a glob; list directories`);
-      if (existsSync(join(repoDir, dir, entry))) cpSync(join(repoDir, dir, entry), join(copy, entry), { recursive: true });
-    }
-    run("pnpm", ["pack", "--pack-destination", npmDir], { cwd: copy });
-  }
-}
-
-/**
- * `manifest` as the registry gets it: `workspace:` specifiers replaced by the workspace packages'
- * versions (as pnpm publish does) and no `@captf/source` export condition (consumers never set it; src/ does not ship).
- */
-export function publishedManifest(manifest, versions) {
-  const strip = (value) =>
-    value && typeof value === "object"
-      ? Object.fromEntries(
-          Object.entries(value)
-            .filter(([key]) => key !== "@captf/source")
-            .map(([key, inner]) => [key, strip(inner)]),
-        )
-      : value;
-  const resolveWorkspace = (dependencies) =>
-    dependencies &&
-    Object.fromEntries(
-      Object.entries(dependencies).map(([name, specifier]) => {
-        if (!specifier.startsWith("workspace:")) return [name, specifier];
-        const range = specifier.slice("workspace:".length);
-        return [name, range === "*" ? versions[name] : range === "^" || range === "~" ? `${range}${versions[name]}` : range];
-      }),
-    );
-  const published = { ...manifest };
-  if (manifest.exports) published.exports = strip(manifest.exports);
-  for (const field of ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"])
-    if (manifest[field]) published[field] = resolveWorkspace(manifest[field]);
-  return published;
+  for (const { dir, manifest } of publicPackages) packPublicPackage({ repoDir, dir, manifest, versions, work, npmDir });
 }
 
 function copyClusterctlAssets(target) {

@@ -3,6 +3,7 @@
 // one of its bin scripts. A dependency only tests use belongs in devDependencies.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 
 const repoDir = new URL("../../..", import.meta.url).pathname;
@@ -23,22 +24,10 @@ function shippedSources(dir: string): string[] {
     .map((entry) => join(entry.parentPath, entry.name));
 }
 
-/** The packages a module's text imports: static imports and exports, dynamic import() and require() of a literal. */
-export function importedPackages(text: string): Set<string> {
-  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)["']([^"'./][^"']*)["']/gm)].map(
-    (match) => match[1]!,
-  );
-  return new Set(
-    specifiers
-      .filter((specifier) => !specifier.startsWith("node:"))
-      .map((specifier) =>
-        specifier
-          .split("/")
-          .slice(0, specifier.startsWith("@") ? 2 : 1)
-          .join("/"),
-      ),
-  );
-}
+/** The packages a module's text imports: the release's reading (scripts/lib/release-npm.mjs), which packs only what passes it. */
+const { importedPackages } = (await import(pathToFileURL(join(repoDir, "scripts/lib/release-npm.mjs")).href)) as {
+  importedPackages(text: string): Set<string>;
+};
 
 /** The runtime dependencies a package lists that nothing it ships imports. */
 export function unusedDependencies(manifest: Manifest, sources: readonly string[]): string[] {
@@ -77,6 +66,9 @@ describe("published packages' runtime dependencies", () => {
       'import "pino";',
       'import { join } from "node:path";',
       'import { d } from "./local.js";',
+      // A flag named like an import, in a string: no import.
+      '.option("runtime-from", { type: "string" });',
+      'import { e } from "fs";',
     ].join("\n");
     expect([...importedPackages(text)].sort()).toEqual(["@captf/contract", "@kubernetes/client-node", "pino", "yargs"]);
     expect(unusedDependencies({ name: "x", dependencies: { yargs: "1", "@cdktf/hcl2json": "0.21.0" } }, [text])).toEqual([
