@@ -83,6 +83,10 @@ const runManual = `PREPARE
   TF_IN_AUTOMATION, TF_INPUT and KUBE_NAMESPACE; TF_DATA_DIR=<workdir>/.terraform and
   HOME=<workdir> are forced; TF_CLI_CONFIG_FILE names a filesystem-mirror config only when
   --providers is a directory.
+  With --state-encryption, TF_ENCRYPTION is kept and must be set, and the runtime must be
+  OpenTofu 1.7 or later (its version is read first; any other ends the run with error kind
+  image-layout before a step runs); a restore's encrypted backup is decrypted by the runtime
+  (state pull of a local copy) before state push.
 
 STEPS
   apply    init, validate, apply
@@ -199,6 +203,11 @@ const runFlags = {
   "expect-plan": { type: "string", describe: "The approved plan hash (p1:…); any other plan stops with plan-changed" },
   "restore-chunks": { type: "number", default: 0, describe: "The number of backup chunks under <config>/restore (restore)" },
   "restore-resources": { type: "number", default: 0, describe: "The backup's managed resources; state list must find some when > 0" },
+  "state-encryption": {
+    type: "boolean",
+    default: false,
+    describe: "The object encrypts its state: keep TF_ENCRYPTION (required), refuse a runtime that cannot encrypt",
+  },
   "event-object": { type: "string", describe: "<apiVersion>/<kind>/<namespace>/<name>/<uid> the run's events are about; none without it" },
   "job-name": { type: "string", describe: "The Job, the events' related object" },
   result: { type: "string", default: defaultResultPath, describe: "Where the result document is written" },
@@ -328,6 +337,7 @@ function runOptions(args: Record<string, unknown>): RunOptions {
     expectPlan: optional("expect-plan"),
     restoreChunks: count("restore-chunks"),
     restoreResources: count("restore-resources"),
+    stateEncryption: Boolean(args["state-encryption"]),
   };
 }
 

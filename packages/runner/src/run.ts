@@ -31,9 +31,16 @@ import {
   type Secret,
 } from "./redact.js";
 import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/run-result";
-import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, stepsFor, type StepInvocation } from "./steps.js";
+import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, restoreStateFile, stepsFor, type StepInvocation } from "./steps.js";
 import { type FailurePoint, type Operation } from "@captf/contract/run-result";
 import { failureSummary, stateNotSavedSummary } from "./summary.js";
+import {
+  decryptRestoreState,
+  encryptingRuntimeProblem,
+  encryptionSecrets,
+  encryptionVariable,
+  isEncryptedStateDocument,
+} from "./state-encryption.js";
 import { assembleRestoreState, checkImageLayout, countManagedAddresses, prepareWorkspace, type PreparedWorkspace } from "./workspace.js";
 
 /** Everything `runner run` was told, flags parsed. */
@@ -55,6 +62,8 @@ export interface RunOptions {
   expectPlan?: string | undefined;
   restoreChunks: number;
   restoreResources: number;
+  /** The object encrypts its state (spec.stateEncryption): TF_ENCRYPTION is kept, required, and only a runtime that encrypts runs. */
+  stateEncryption?: boolean;
 }
 
 export interface RunIo {
@@ -197,6 +206,7 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
       workdir: options.workdir,
       providersDir: options.providersDir,
       baseEnv: io.env,
+      stateEncryption: Boolean(options.stateEncryption),
     });
     if (options.op === "restore")
       await assembleRestoreState({ configDir: options.configDir, workdir: options.workdir, chunks: options.restoreChunks });
@@ -213,6 +223,31 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
     ),
   ]);
   if (prepared.dropped.length > 0) log.info("ignoring environment variables the runner owns", { names: prepared.dropped });
+
+  // Encrypted state (spec.stateEncryption): only a runtime that encrypts gets to write it; an encrypted backup is restored plain.
+  const encryption = prepared.env[encryptionVariable];
+  if (options.stateEncryption && !encryption) {
+    const summary = `the object encrypts its state, but ${encryptionVariable} is empty: nothing ran, so no state is written in plain`;
+    log.error("prepare failed", { reason: summary });
+    return finish({ kind: "step", step: "prepare", summary });
+  }
+  if (options.stateEncryption && encryption) {
+    addSecrets(encryptionSecrets(encryption));
+    const problem = await encryptingRuntimeProblem(options.bin, prepared, io.signal);
+    if (problem) {
+      log.error("preflight failed", { reason: problem });
+      return finish({ kind: "image-layout", step: null, summary: problem });
+    }
+    const restoreFile = join(options.workdir, restoreStateFile);
+    if (options.op === "restore" && isEncryptedStateDocument(readFileSync(restoreFile, "utf8"))) {
+      try {
+        await decryptRestoreState({ ...options, prepared, signal: io.signal, redact });
+      } catch (error) {
+        log.error("prepare failed", { reason: (error as Error).message });
+        return finish({ kind: "step", step: "prepare", summary: (error as Error).message });
+      }
+    }
+  }
 
   // Informational only, so it starts once the first step has (never delaying it) and runs beside it.
   const versionStarted = new Promise<void>((resolve) => (startVersion = resolve));

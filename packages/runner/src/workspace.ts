@@ -72,19 +72,22 @@ const keptRuntimeNames = new Set(["TF_IN_AUTOMATION", "TF_INPUT", "KUBE_NAMESPAC
  * (TF_VAR_* would override the rendered inputs, TF_CLI_ARGS* rewrite the steps, TF_LOG log
  * provider traffic, KUBE_* redirect the backend), except the three the Job sets. TF_DATA_DIR and
  * HOME are forced under the work directory, TMPDIR defaults there, and TF_CLI_CONFIG_FILE is set
- * only for a provider mirror.
+ * only for a provider mirror. With `stateEncryption`, TF_ENCRYPTION is kept too.
  */
 export function stepEnvironment(
   base: Readonly<Record<string, string | undefined>>,
   workdir: string,
   cliConfigFile?: string,
+  stateEncryption = false,
 ): { env: Environment; dropped: string[] } {
   const env: Environment = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(base)) {
     if (value === undefined) continue;
     if (name === "HOME") continue;
-    if ((name.startsWith("TF_") || name.startsWith("KUBE_")) && !keptRuntimeNames.has(name)) {
+    // TF_ENCRYPTION only for an object that encrypts (--state-encryption): no credentials Secret turns encryption on unseen.
+    const kept = keptRuntimeNames.has(name) || (stateEncryption && name === "TF_ENCRYPTION");
+    if ((name.startsWith("TF_") || name.startsWith("KUBE_")) && !kept) {
       dropped.push(name);
       continue;
     }
@@ -133,6 +136,7 @@ export async function prepareWorkspace(options: {
   workdir: string;
   providersDir: string;
   baseEnv: Readonly<Record<string, string | undefined>>;
+  stateEncryption?: boolean;
 }): Promise<PreparedWorkspace> {
   const rootDir = join(options.workdir, "root");
   mkdirSync(rootDir, { recursive: true, mode: 0o700 });
@@ -163,7 +167,7 @@ export async function prepareWorkspace(options: {
     cliConfigFile = join(options.workdir, "cli.tfrc");
     writeFileSync(cliConfigFile, renderCliConfig({ providersDir: options.providersDir }), { mode: 0o600 });
   }
-  const { env, dropped } = stepEnvironment(options.baseEnv, options.workdir, cliConfigFile);
+  const { env, dropped } = stepEnvironment(options.baseEnv, options.workdir, cliConfigFile, options.stateEncryption);
   return { rootDir, env, dropped, providersMirror };
 }
 

@@ -189,7 +189,10 @@ describe("buildJob", () => {
     expect(JSON.stringify(encrypted)).not.toContain("literal-key-material");
     const plain = buildJob({ ...base, policy });
     expect(plain.spec!.template.spec!.containers[0]!.env!.map((entry) => entry.name)).not.toContain("TF_ENCRYPTION");
-    // Only the container's environment changes: the name (and with it the inputs hash it carries) stays the same.
+    // The runner keeps TF_ENCRYPTION, and checks the runtime encrypts, only when told the object encrypts.
+    expect(encrypted.spec!.template.spec!.containers[0]!.args).toContain("--state-encryption");
+    expect(plain.spec!.template.spec!.containers[0]!.args).not.toContain("--state-encryption");
+    // Only the container's environment and arguments change: the name (and with it the inputs hash it carries) stays the same.
     expect(encrypted.metadata!.name).toBe(plain.metadata!.name);
   });
 });

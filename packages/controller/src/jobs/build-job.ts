@@ -202,6 +202,7 @@ function runnerArguments(request: JobRequest, job: string, lockTimeoutSeconds: n
     if (request.guard.allowDeletesHash) args.push(`--allow-deletes-hash=${request.guard.allowDeletesHash}`);
   }
   if (request.expectPlan) args.push(`--expect-plan=${request.expectPlan}`);
+  if (request.stateEncryption) args.push("--state-encryption");
   if (request.restore) args.push(`--restore-chunks=${request.restore.chunks}`, `--restore-resources=${request.restore.resources}`);
   if (request.runnerEvents ?? true) {
     args.push(`--event-object=${eventObject(owner)}`, `--job-name=${job}`);
