@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Every condition type and reason, event reason, annotation, label and metric captf declares must be
+// Every condition type and reason, event reason, annotation, label, metric and enumerated metric label
+// value (docs/metrics.md's Label values) captf declares must be
 // produced by a statement of its source that the test command ran (from jest's coverage; module-level
 // lists, metrics helpers and event reasons as packages/testkit/src/names-produced.ts says) and be named
 // by a test's expectation (findNamesAsserted), or be listed with its reason in `reservedNames`
@@ -18,11 +19,13 @@ import {
   runnerEventReasons,
 } from "../packages/contract/dist/api.js";
 import { reservedNames } from "../packages/contract/dist/reserved-names.js";
+import { metricLabelValues } from "../packages/controller/dist/metrics/captf-metrics.js";
 import {
   eventRecordingLine,
   findNamesAsserted,
   findNamesProduced,
   literalPattern,
+  metricLabelValueNames,
   metricsDeclaredIn,
   propertyPattern,
 } from "../packages/testkit/dist/names-produced.js";
@@ -73,6 +76,7 @@ const declared = [
     patterns: [propertyPattern("labels", key), literalPattern(value)],
   })),
   ...declaredMetrics(),
+  ...metricLabelValues.flatMap(metricLabelValueNames),
 ];
 
 /** Metrics as the controller's metrics folder defines them. */

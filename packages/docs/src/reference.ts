@@ -18,7 +18,15 @@ import {
   type ManagerEventReason,
   type PluginEventReason,
 } from "@captf/contract/api";
-import { alertRules, createManagerMetrics, managerFlags, renderAlertTable, type FlagDefinition } from "@captf/controller";
+import {
+  alertRules,
+  createManagerMetrics,
+  managerFlags,
+  metricLabelValues,
+  reconcileResults,
+  renderAlertTable,
+  type FlagDefinition,
+} from "@captf/controller";
 import { moduleChecks, ruleCatalog } from "tfcapi-lint";
 import { headingAnchor } from "./anchors.js";
 import {
@@ -119,6 +127,20 @@ export function renderMetricTable(): string {
     ];
   });
   return table(["Metric", "Type", "Labels", "Meaning", "Alerts"], rows);
+}
+
+/** docs/metrics.md's Label values: every enumerated label value of the captf_* metrics (and controller-runtime's result). */
+export function renderLabelValueTable(): string {
+  const code = (names: readonly string[]) => names.map((name) => `\`${name}\``).join(", ");
+  const rows = [
+    ...metricLabelValues.map(({ label, metrics, values }) => [
+      `\`${label}\``,
+      metrics ? code(metrics) : "every `captf_*` metric with it",
+      code(values),
+    ]),
+    ["`result`", code(["controller_runtime_reconcile_total"]), code(reconcileResults)],
+  ];
+  return table(["Label", "Metrics", "Values"], rows);
 }
 
 /** The overview table of docs/conditions.md: every condition type, its polarity, whether Ready sums it, and its reasons per status. */
@@ -305,6 +327,7 @@ export function generatedBlocks(): GeneratedBlock[] {
   return [
     { path: "manager-flags.md", name: "flags", content: renderFlagTables() },
     { path: "conditions.md", name: "conditions", content: renderConditionTable() },
+    { path: "metrics.md", name: "label-values", content: renderLabelValueTable() },
     { path: "metrics.md", name: "metrics", content: renderMetricTable() },
     { path: "metrics.md", name: "alerts", content: renderAlertTable() },
     { path: "runbooks/index.md", name: "runbooks", content: renderRunbookIndex() },

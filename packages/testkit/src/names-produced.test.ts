@@ -4,6 +4,7 @@ import {
   findNamesAsserted,
   findNamesProduced,
   literalPattern,
+  metricLabelValueNames,
   metricsDeclaredIn,
   metricUsePattern,
   propertyPattern,
@@ -362,6 +363,28 @@ describe("findNamesAsserted", () => {
       "metric:captf_jobs_total": "/src/pass.test.ts:7",
       "condition-reason:NoDrift": "/src/pass.test.ts:10",
       "condition-reason:DriftReported": "/src/pass.test.ts:13",
+    });
+  });
+
+  it("counts a metric label value only where an expectation reads a series of its metric with that value", () => {
+    const declared = [
+      ...metricLabelValueNames({ label: "result", metrics: ["captf_state_backups_total"], values: ["taken", "skipped", "pruned"] }),
+      ...metricLabelValueNames({ label: "op", values: ["apply", "plan"] }),
+    ];
+    const suite = [
+      'const taken = { kind: "TerraformMachine", result: "taken" };',
+      'const pruned = { kind: "TerraformMachine", result: "pruned" }; // read by no expectation',
+      'it("backs up", async () => {',
+      '  expect(await seriesValue(registry, "captf_state_backups_total", taken)).toBe(1);',
+      '  expect(await scrape()).toContain(\'captf_jobs_total{kind="TerraformMachine",op="apply"} 1\');',
+      '  expect(plan.result).toBe("skipped"); // the value, but of no metric',
+      '  expect(decide()).toMatchObject({ op: "plan" }); // an op, but of no metric',
+      "});",
+    ].join("\n");
+    const asserted = findNamesAsserted({ declared, tests: new Map([["/src/backups.test.ts", suite]]) });
+    expect(Object.fromEntries(asserted)).toEqual({
+      'metric-label:captf_state_backups_total{result="taken"}': "/src/backups.test.ts:4",
+      'metric-label:captf_*{op="apply"}': "/src/backups.test.ts:5",
     });
   });
 });

@@ -22,6 +22,11 @@ export interface DeclaredName {
   definedUnder?: string;
   /** How a test's expectation names it, when not as its source does (a metric: by its exposed name); default `patterns`. */
   assertedBy?: RegExp[];
+  /**
+   * Instead of `assertedBy`: what one expectation must match, every pattern, read with the `const`/`let` statements of the
+   * names it uses (a metric label value: `seriesValue(registry, "captf_…", taken)` with `const taken = { result: "taken" }`).
+   */
+  assertedWithin?: RegExp[];
 }
 
 interface Position {
@@ -88,6 +93,25 @@ export function metricsDeclaredIn(text: string, definedUnder: string): DeclaredN
     metrics.push({ id: `metric:${name}`, patterns, definedUnder, assertedBy: [new RegExp(`(?<![\\w])${escapeRegExp(name)}(?![\\w])`)] });
   }
   return metrics;
+}
+
+/**
+ * The names of one enumerated metric label's values (`metric-label:captf_state_backups_total{result="skipped"}`): produced
+ * where source names the value, asserted where an expectation reads a series of one of the metrics (any `captf_*` when
+ * none are named) with that value, as a label object (`result: "skipped"`) or in the exposition (`result="skipped"`).
+ */
+export function metricLabelValueNames(group: { label: string; metrics?: readonly string[]; values: readonly string[] }): DeclaredName[] {
+  const metrics = group.metrics ? `(?:${group.metrics.map(escapeRegExp).join("|")})` : "captf_\\w+";
+  const where = group.metrics ? group.metrics.join("|") : "captf_*";
+  return group.values.map((value) => ({
+    id: `metric-label:${where}{${group.label}="${value}"}`,
+    patterns: [literalPattern(value)],
+    // The metric's name, then the label with this value, in the expectation or a binding it uses.
+    assertedWithin: [
+      new RegExp(`(?<![\\w])${metrics}(?![\\w])`),
+      new RegExp(`(?<![\\w])${escapeRegExp(group.label)}(?:"?\\s*:\\s*|=\\\\?)["'\`]${escapeRegExp(value)}\\\\?["'\`]`),
+    ],
+  }));
 }
 
 /**
@@ -385,8 +409,14 @@ export function findNamesAsserted(input: { declared: DeclaredName[]; tests: Map<
       }
       return false;
     };
+    const withBindings = expectationsWithBindings(file, spans);
     for (const name of input.declared) {
       if (asserted.has(name.id)) continue;
+      if (name.assertedWithin) {
+        const found = withBindings.find(({ text: expectation }) => name.assertedWithin?.every((pattern) => pattern.test(expectation)));
+        if (found) asserted.set(name.id, `${path}:${file.position(found.start).line}`);
+        continue;
+      }
       for (const pattern of name.assertedBy ?? name.patterns)
         for (const match of allMatches(pattern, text))
           if (!asserted.has(name.id) && !isComment(file.lineAt(match.index)) && (inSpan(match.index) || readByExpectation(match.index)))
@@ -394,4 +424,22 @@ export function findNamesAsserted(input: { declared: DeclaredName[]; tests: Map<
     }
   }
   return asserted;
+}
+
+/**
+ * Each expectation's text followed by the `const`/`let` statements of the file whose names it uses (their metric series'
+ * labels, say).
+ */
+function expectationsWithBindings(file: SourceFile, spans: readonly (readonly [number, number])[]): { start: number; text: string }[] {
+  const text = file.text;
+  const bindings = new Map<string, string>();
+  for (const start of file.lineStarts) {
+    const name = localBinding.exec(file.lineAt(start))?.[1];
+    if (name && !bindings.has(name)) bindings.set(name, text.slice(start, statementEnd(text, start)));
+  }
+  return spans.map(([start, end]) => {
+    const expectation = text.slice(start, end);
+    const used = [...new Set(expectation.match(/[\w$]+/g) ?? [])].flatMap((word) => bindings.get(word) ?? []);
+    return { start, text: [expectation, ...used].join("\n") };
+  });
 }

@@ -1,14 +1,11 @@
 import { labels } from "@captf/contract/api";
 import { finishedCondition, type JobConditions } from "../runtime/job-conditions.js";
-import type { MetricKind, MetricOp } from "./captf-metrics.js";
-import { metricOps } from "./captf-metrics.js";
+import { metricKinds, metricOps, type MetricKind, type MetricOp } from "./captf-metrics.js";
 
 /** The fields of a Job `captf_jobs_active` reads. */
 export interface JobLike extends JobConditions {
   metadata?: { labels?: Record<string, string> };
 }
-
-const kinds: readonly string[] = ["TerraformCluster", "TerraformMachine", "TerraformMachinePool"];
 
 /** Running captf Jobs by kind and operation, from the manager's Job cache. Pure. */
 export function activeJobCounts(jobs: Iterable<JobLike>): { kind: MetricKind; op: MetricOp; count: number }[] {
@@ -16,7 +13,7 @@ export function activeJobCounts(jobs: Iterable<JobLike>): { kind: MetricKind; op
   for (const job of jobs) {
     const kind = job.metadata?.labels?.[labels.ownerKind];
     const op = job.metadata?.labels?.[labels.op];
-    if (!kind || !kinds.includes(kind) || !op || !(metricOps as readonly string[]).includes(op)) continue;
+    if (!kind || !(metricKinds as readonly string[]).includes(kind) || !op || !(metricOps as readonly string[]).includes(op)) continue;
     if (finishedCondition(job)) continue;
     counts.set(`${kind}/${op}`, (counts.get(`${kind}/${op}`) ?? 0) + 1);
   }

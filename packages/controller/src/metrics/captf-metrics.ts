@@ -4,35 +4,103 @@
  * start; reconcilers fill them in through the typed helpers below. Only the per-object gauges carry
  * `namespace` and `name`, and {@link CaptfMetrics.forgetObject} deletes those series with the object.
  */
-import type { BrokerRequestTarget } from "@captf/contract/run-result";
+import { brokerRequestTargets, type BrokerRequestTarget } from "@captf/contract/run-result";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
-export type MetricKind = "TerraformCluster" | "TerraformMachine" | "TerraformMachinePool";
-export type MetricOp = "apply" | "destroy" | "refresh" | "drift" | "plan" | "restore";
-export const metricOps: readonly MetricOp[] = ["apply", "destroy", "refresh", "drift", "plan", "restore"];
-export type JobResult = "succeeded" | "failed" | "deadline" | "interrupted" | "blocked" | "plan_changed";
-export type JobStep =
-  | "init"
-  | "force-unlock"
-  | "validate"
-  | "plan"
-  | "show-json"
-  | "apply"
-  | "apply-refresh-only"
-  | "destroy"
-  | "state-push"
-  | "state-list"
-  | "prepare"
-  | "other";
-export type JobErrorKind = "step" | "image-layout" | "interrupted" | "blocked" | "plan-changed" | "state-save" | "deadline" | "unknown";
-export type ResourceAction = "add" | "change" | "destroy" | "import";
-export type StateReadErrorReason = "inconsistent" | "encrypted" | "corrupt" | "lost" | "locked";
-export type StateBackupResult = "taken" | "pruned" | "skipped";
-export type StateRestoreResult = "succeeded" | "failed" | "not_found";
-export type LeaseWaitReason = "run_lease" | "cluster_operation" | "machine_operations";
-export type PlanApprovalResult = "created" | "approved" | "applied" | "superseded" | "failed" | "changed";
-export type IdentityDeniedReason = "notfound" | "namespace";
-export type RemediationAction = "requested" | "withdrawn";
+export const metricKinds = ["TerraformCluster", "TerraformMachine", "TerraformMachinePool"] as const;
+export type MetricKind = (typeof metricKinds)[number];
+export const metricOps = ["apply", "destroy", "refresh", "drift", "plan", "restore"] as const;
+export type MetricOp = (typeof metricOps)[number];
+export const jobResults = ["succeeded", "failed", "deadline", "interrupted", "blocked", "plan_changed"] as const;
+export type JobResult = (typeof jobResults)[number];
+export const jobSteps = [
+  "init",
+  "force-unlock",
+  "validate",
+  "plan",
+  "show-json",
+  "apply",
+  "apply-refresh-only",
+  "destroy",
+  "state-push",
+  "state-list",
+  "prepare",
+  "other",
+] as const;
+export type JobStep = (typeof jobSteps)[number];
+export const jobErrorKinds = [
+  "step",
+  "image-layout",
+  "interrupted",
+  "blocked",
+  "plan-changed",
+  "state-save",
+  "deadline",
+  "unknown",
+] as const;
+export type JobErrorKind = (typeof jobErrorKinds)[number];
+export const resourceActions = ["add", "change", "destroy", "import"] as const;
+export type ResourceAction = (typeof resourceActions)[number];
+export const stateReadErrorReasons = ["inconsistent", "encrypted", "corrupt", "lost", "locked"] as const;
+export type StateReadErrorReason = (typeof stateReadErrorReasons)[number];
+export const stateBackupResults = ["taken", "pruned", "skipped"] as const;
+export type StateBackupResult = (typeof stateBackupResults)[number];
+export const stateRestoreResults = ["succeeded", "failed", "not_found"] as const;
+export type StateRestoreResult = (typeof stateRestoreResults)[number];
+export const leaseWaitReasons = ["run_lease", "cluster_operation", "machine_operations"] as const;
+export type LeaseWaitReason = (typeof leaseWaitReasons)[number];
+export const planApprovalResults = ["created", "approved", "applied", "superseded", "failed", "changed"] as const;
+export type PlanApprovalResult = (typeof planApprovalResults)[number];
+export const identityDeniedReasons = ["notfound", "namespace"] as const;
+export type IdentityDeniedReason = (typeof identityDeniedReasons)[number];
+export const remediationActions = ["requested", "withdrawn"] as const;
+export type RemediationAction = (typeof remediationActions)[number];
+export const imageInspectErrorReasons = ["not_found", "unauthorized", "unreachable", "invalid", "label_invalid"] as const;
+export type ImageInspectErrorReason = (typeof imageInspectErrorReasons)[number];
+export const imageVerificationResults = [
+  "verified",
+  "missing",
+  "invalid",
+  "unknown_key",
+  "unreachable",
+  "not_allowed",
+  "key_invalid",
+] as const;
+export type ImageVerificationResult = (typeof imageVerificationResults)[number];
+
+/** The values one enumerated label takes on the metrics named (none named: every captf_* metric with that label). */
+export interface MetricLabelValues {
+  label: string;
+  metrics?: readonly string[];
+  values: readonly string[];
+}
+
+/**
+ * Every enumerated label value of the captf_* metrics, one home for docs/metrics.md's "Label values" and the names check
+ * (each value is a declared name a test must assert on a series of these metrics). Free-form labels (a decision's or a
+ * condition's reason, namespace, name) are not listed.
+ */
+export const metricLabelValues: readonly MetricLabelValues[] = [
+  { label: "kind", values: metricKinds },
+  { label: "op", values: metricOps },
+  { label: "op", metrics: ["captf_reconcile_op_decisions_total"], values: ["none"] },
+  { label: "result", metrics: ["captf_jobs_total", "captf_job_duration_seconds"], values: jobResults },
+  { label: "step", metrics: ["captf_job_step_duration_seconds", "captf_job_errors_total"], values: jobSteps },
+  { label: "step", metrics: ["captf_job_errors_total"], values: ["none"] },
+  { label: "error_kind", metrics: ["captf_job_errors_total"], values: jobErrorKinds },
+  { label: "action", metrics: ["captf_resources_changed_total"], values: resourceActions },
+  { label: "action", metrics: ["captf_drift_resources_total"], values: ["add", "change", "destroy"] },
+  { label: "action", metrics: ["captf_remediation_requests_total"], values: remediationActions },
+  { label: "reason", metrics: ["captf_state_read_errors_total"], values: stateReadErrorReasons },
+  { label: "reason", metrics: ["captf_lease_waits_total"], values: leaseWaitReasons },
+  { label: "reason", metrics: ["captf_identity_denied_total"], values: identityDeniedReasons },
+  { label: "reason", metrics: ["captf_image_inspect_errors_total"], values: imageInspectErrorReasons },
+  { label: "result", metrics: ["captf_image_verifications_total"], values: imageVerificationResults },
+  { label: "result", metrics: ["captf_state_backups_total"], values: stateBackupResults },
+  { label: "result", metrics: ["captf_state_restores_total"], values: stateRestoreResults },
+  { label: "result", metrics: ["captf_plan_approvals_total"], values: planApprovalResults },
+  { label: "target", metrics: ["captf_broker_refused_requests_total"], values: brokerRequestTargets },
+];
 /** 1 true, 0 false, -1 unknown. */
 export type TriState = 1 | 0 | -1;
 
@@ -89,6 +157,7 @@ export class CaptfMetrics {
   readonly identityDenied: Counter<"reason">;
   readonly brokerRefusals: Counter<"kind" | "target">;
   readonly imageInspectErrors: Counter<"reason">;
+  readonly imageVerifications: Counter<"kind" | "result">;
   readonly buildInfo: Gauge<"version" | "commit" | "contract">;
   #activeJobs: ActiveJobsSource = () => [];
 
@@ -205,6 +274,11 @@ export class CaptfMetrics {
       ["kind", "target"],
     );
     this.imageInspectErrors = counter("captf_image_inspect_errors_total", "Failures to inspect a module image", ["reason"]);
+    this.imageVerifications = counter(
+      "captf_image_verifications_total",
+      "Signature checks of module images a TerraformModulePolicy governs, before a Job runs them, by result (verified or why not)",
+      ["kind", "result"],
+    );
     this.buildInfo = gauge("captf_build_info", "Build information of the manager, always 1", ["version", "commit", "contract"]);
   }
 
