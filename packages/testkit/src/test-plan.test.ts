@@ -31,9 +31,18 @@ interface TestPlanModule {
   planJestRuns(input: { filters: string[]; projects: string[]; host: Node; pinned?: Node; pinnedProblem?: string }): Plan;
   mergeCoverage(maps: Record<string, Coverage>[]): Record<string, Coverage>;
   lineCoverage(coverage: Coverage): { covered: number; total: number };
+  addLineCounts(base: Record<string, Coverage>, extra: Record<string, Coverage>): Record<string, Coverage>;
+  coverageFigures(coverage: Record<string, Coverage>, floor?: number): CoverageFigure[];
+}
+interface CoverageFigure {
+  name: string;
+  covered: number;
+  total: number;
+  percent: number;
+  folders?: { name: string; covered: number; total: number; percent: number }[];
 }
 
-const { pinnedNodeProjects, planJestRuns, mergeCoverage, lineCoverage } = (await import(
+const { pinnedNodeProjects, planJestRuns, mergeCoverage, lineCoverage, addLineCounts, coverageFigures } = (await import(
   pathToFileURL(fileURLToPath(new URL("../../../scripts/lib/test-plan.mjs", import.meta.url))).href
 )) as TestPlanModule;
 
@@ -140,5 +149,49 @@ describe("mergeCoverage", () => {
   it("counts a line covered when any statement starting on it ran", () => {
     expect(lineCoverage(file({ "0": 0, "1": 0, "2": 1 }, {}, {}))).toEqual({ covered: 1, total: 2 });
     expect(lineCoverage(file({ "0": 0, "1": 0, "2": 0 }, {}, {}))).toEqual({ covered: 0, total: 2 });
+  });
+});
+
+describe("coverage of the processes tests start", () => {
+  const lines = (counts: number[]): Coverage => ({
+    statementMap: Object.fromEntries(counts.map((_, index) => [String(index), { start: { line: index + 1 } }])),
+    s: Object.fromEntries(counts.map((count, index) => [String(index), count])),
+    f: {},
+    b: {},
+  });
+
+  it("adds a child's line counts to jest's statements on the same lines, and takes a file only a child ran", () => {
+    const merged = addLineCounts(
+      { "/r/packages/controller/src/a.ts": lines([1, 0, 0]) },
+      { "/r/packages/controller/src/a.ts": lines([0, 3, 0]), "/r/packages/runner/src/b.ts": lines([2]) },
+    );
+    expect(merged["/r/packages/controller/src/a.ts"]?.s).toEqual({ "0": 1, "1": 3, "2": 0 });
+    expect(merged["/r/packages/runner/src/b.ts"]?.s).toEqual({ "0": 2 });
+  });
+
+  it("figures each package, and a package under the floor by folder, lowest first", () => {
+    const figures = coverageFigures(
+      {
+        "/r/packages/render/src/a.ts": lines([1, 1]),
+        "/r/packages/controller/src/reconcile/p.ts": lines([1, 0, 0, 0]),
+        "/r/packages/controller/src/jobs/j.ts": lines([1, 1, 1, 0]),
+        "/r/packages/controller/src/index.ts": lines([1, 1]),
+      },
+      85,
+    );
+    expect(figures).toEqual([
+      {
+        name: "controller",
+        covered: 6,
+        total: 10,
+        percent: 60,
+        folders: [
+          { name: "src/reconcile/", covered: 1, total: 4, percent: 25 },
+          { name: "src/jobs/", covered: 3, total: 4, percent: 75 },
+          { name: "src/", covered: 2, total: 2, percent: 100 },
+        ],
+      },
+      { name: "render", covered: 2, total: 2, percent: 100 },
+    ]);
   });
 });

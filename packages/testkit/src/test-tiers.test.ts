@@ -3,6 +3,7 @@
 // quick tier can leave it out by its name alone.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 
 const repo = process.env.CAPTF_REPO_ROOT ?? join(import.meta.dirname, "../../..");
@@ -47,5 +48,18 @@ describe("test tiers", () => {
   it("finds the suites it judges (the check cannot pass on an empty list)", () => {
     expect(suites.filter((path) => path.endsWith(".integration.test.ts")).length).toBeGreaterThan(40);
     expect(suites.length).toBeGreaterThan(150);
+  });
+
+  it("splits the suites into the unit and integration tiers by name, each suite in exactly one (CAPTF_TEST_TIER)", async () => {
+    const { tierIgnorePatterns } = (await import(pathToFileURL(join(repo, "jest.base.js")).href)) as {
+      tierIgnorePatterns: Record<"unit" | "integration", string[]>;
+    };
+    const runs = (tier: "unit" | "integration") => (path: string) =>
+      !tierIgnorePatterns[tier].some((pattern) => new RegExp(pattern).test(join(repo, path)));
+    const unit = suites.filter(runs("unit"));
+    const integration = suites.filter(runs("integration"));
+    expect(unit.filter((path) => path.endsWith(".integration.test.ts") || path.startsWith("e2e/"))).toEqual([]);
+    expect(integration.filter((path) => !path.endsWith(".integration.test.ts") && !exceptions.has(path))).toEqual([]);
+    expect([...unit, ...integration].sort()).toEqual([...suites].sort());
   });
 });
