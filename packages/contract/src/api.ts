@@ -16,6 +16,7 @@ export const kinds = {
   machinePool: "TerraformMachinePool",
   machinePoolTemplate: "TerraformMachinePoolTemplate",
   clusterIdentity: "TerraformClusterIdentity",
+  modulePolicy: "TerraformModulePolicy",
 } as const;
 export type Kind = (typeof kinds)[keyof typeof kinds];
 
@@ -145,6 +146,12 @@ export const conditionReasons = {
     ["VariablesRejected"],
     ["VariablesSourcePending", "VariablesSchemaUnavailable"],
   ),
+  // A TerraformModulePolicy governs the object: the signature check of the image its next Job runs.
+  ImageVerified: reasons(
+    ["Verified", "NoPolicy"],
+    ["SignatureMissing", "SignatureInvalid", "KeyUnknown", "ImageNotAllowed", "PolicyKeyInvalid"],
+    ["RegistryUnreachable"],
+  ),
   Paused: reasons(["Paused"], ["NotPaused"], []),
   Deleting: reasons(["Deleting", "DeletionPolicyUnresolved", "DeletionPaused"], ["NotDeleting"], []),
 } as const satisfies Record<string, ConditionReasonTable>;
@@ -170,6 +177,7 @@ export const conditionsNeverInReady: readonly ConditionType[] = [
   "RestoreJobSucceeded",
   "AutoscalingActive",
   "InputsApplied",
+  "ImageVerified",
 ];
 
 /** A status may carry at most this many conditions. */
@@ -243,6 +251,8 @@ export const managerEventReasons = {
   ReplicasManagedExternally: "Warning",
   CapacityResolved: "Normal",
   ImageInspectFailed: "Warning",
+  ImageVerified: "Normal",
+  ImageVerificationFailed: "Warning",
 } as const satisfies Record<string, "Normal" | "Warning">;
 export type ManagerEventReason = keyof typeof managerEventReasons;
 

@@ -26,6 +26,7 @@ import { managedSecretSelector, managerReadCache, withoutManagedFields } from ".
 import { recordingWrites } from "./runtime/recorded-writes.js";
 import { watchFilterSelector } from "./runtime/controller.js";
 import type { ReconcilerDeps } from "./reconcile/types.js";
+import { policyImageVerifier } from "./signatures/image-verifier.js";
 import { activeJobCounts } from "./metrics/active-jobs.js";
 import { JobSlots, slotJobCache } from "./reconcile/job-slots.js";
 import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./bootstrap.js";
@@ -114,6 +115,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     runnerEvents: settings.runnerEvents,
     stateBackups: settings.stateBackups,
     sweepNamespace: async (namespace) => void (await sweepNamespaceLogged(client, namespace, logger)),
+    imageVerifier: policyImageVerifier({ client }),
     ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.

@@ -254,6 +254,18 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
       "are invalid (once per image).",
   },
 };
+  ImageVerified: {
+    section: "jobs",
+    meaning:
+      "A TerraformModulePolicy governs the object and a signature of one of its keys verified the image's digest, which the " +
+      "Job runs (note: image, digest, key); once per newly verified digest, so a re-pushed tag shows as a new one.",
+  },
+  ImageVerificationFailed: {
+    section: "jobs",
+    meaning:
+      "No Job starts: the image's signature is missing, invalid or by an unknown key, the image is not allowed, a policy key " +
+      "is unreadable, or the registry is unreachable (the ImageVerified reason); once per reason, not per retry.",
+  },
 
 /** Events the runner reports (`captf.io/runner`). */
 export const runnerEventDocs: Record<RunnerEventReason, RunnerEventDoc> = {

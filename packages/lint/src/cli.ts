@@ -113,6 +113,13 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
             default: false,
             describe: "allow plain HTTP to a registry that is not on a loopback address",
           })
+          .option("key", {
+            type: "string",
+            array: true,
+            describe:
+              "a PEM public key (cosign.pub; ECDSA P-256 or Ed25519) one of which must have signed the image's digest with cosign, " +
+              "as a TerraformModulePolicy requires (check image/signature); repeatable",
+          })
           .usage(
             "Usage: $0 image <ref> --role <role> [options]\n\n" +
               "Reads the image from a registry (anonymous, or with the credentials of the docker/podman auth files), an OCI " +
@@ -121,7 +128,8 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
               exitCodeHelp,
           )
           .example("$0 image ghcr.io/example/noop-machine:v1 --role machine", "lint an image in a registry")
-          .example("$0 image oci:./build/image:latest --role cluster --all-platforms", "lint every platform of a local OCI layout"),
+          .example("$0 image oci:./build/image:latest --role cluster --all-platforms", "lint every platform of a local OCI layout")
+          .example("$0 image ghcr.io/example/noop-machine:v1 --role machine --key cosign.pub", "also require a signature by cosign.pub"),
       async (a) => {
         if (a.platform !== undefined && a["all-platforms"]) throw new UsageError("--platform and --all-platforms exclude each other");
         const { runImageCommand } = await import("./commands/image.js");
@@ -132,6 +140,7 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
             platform: a.platform as string | undefined,
             allPlatforms: a["all-platforms"] as boolean,
             insecure: a.insecure as boolean,
+            keyFiles: (a.key as string[] | undefined) ?? [],
           }),
         );
       },

@@ -4,6 +4,7 @@ import { terraformClusterDefinition } from "./terraformcluster.js";
 import { terraformClusterIdentityDefinition } from "./terraformclusteridentity.js";
 import { terraformMachineDefinition } from "./terraformmachine.js";
 import { terraformMachinePoolDefinition } from "./terraformmachinepool.js";
+import { terraformModulePolicyDefinition } from "./terraformmodulepolicy.js";
 import {
   terraformClusterTemplateDefinition,
   terraformMachinePoolTemplateDefinition,
@@ -18,4 +19,5 @@ export const kindDefinitions: readonly KindDefinition[] = [
   terraformMachinePoolDefinition,
   terraformMachinePoolTemplateDefinition,
   terraformClusterIdentityDefinition,
+  terraformModulePolicyDefinition,
 ];

@@ -28,7 +28,9 @@ export const managerPermissions: readonly Permission[] = [
     apiGroup,
     resources: allPlurals,
     verbs: ["get", "list", "watch"],
-    why: "informers, live reads in a reconcile pass, the webhooks' lookups of an identity's users",
+    why:
+      "informers, live reads in a reconcile pass, the webhooks' lookups of an identity's users, the TerraformModulePolicies " +
+      "read before a Job starts",
   },
   {
     apiGroup,
@@ -87,7 +89,8 @@ export const managerPermissions: readonly Permission[] = [
     why:
       "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom (those " +
       "labelled captf.io/variables=true watched, metadata only), identity Secrets and their credential mirrors (watched), a " +
-      "machine template's imagePullSecrets (its image's config is read over the registry API)",
+      "machine template's imagePullSecrets (its image's config is read over the registry API), a TerraformModulePolicy's key " +
+      "Secrets and the Job's imagePullSecrets (the image's signatures are read over the registry API)",
   },
   {
     apiGroup: "",
@@ -95,7 +98,12 @@ export const managerPermissions: readonly Permission[] = [
     verbs: ["get", "list", "watch"],
     why: "variablesFrom ConfigMaps (read live; those labelled captf.io/variables=true watched, metadata only, so a change starts a pass)",
   },
-  { apiGroup: "", resources: ["namespaces"], verbs: ["get"], why: "a namespace's labels against an identity's allowedNamespaces" },
+  {
+    apiGroup: "",
+    resources: ["namespaces"],
+    verbs: ["get"],
+    why: "a namespace's labels against an identity's allowedNamespaces and a TerraformModulePolicy's namespaceSelector",
+  },
   {
     apiGroup: "coordination.k8s.io",
     resources: ["leases"],

@@ -89,6 +89,8 @@ export interface StatusScope {
   provisioned: boolean;
   /** Cluster: the control-plane endpoint host known after this pass (its spec, the module's, or the Cluster's). */
   endpointHost?: string;
+  /** ImageVerified as the act step's signature check left it (a refusal is the pass's wait); undefined: keep. */
+  imageVerified?: ConditionValue;
   /** Status fields the phases gathered (state backups, plan, contract fields, ...). */
   fields: Record<string, unknown>;
 }
@@ -363,6 +365,9 @@ const setEndpointAvailable: Setter<"EndpointAvailable"> = ({ role, provisioned, 
       };
 };
 
+const setImageVerified: Setter<"ImageVerified"> = ({ imageVerified }, { wait }) =>
+  (wait?.type === "ImageVerified" ? wait.value : imageVerified) as DeclaredCondition<"ImageVerified"> | undefined;
+
 /** The setters in the order their conditions appear on a new status. */
 const setters: { [T in ConditionType]?: Setter<T> } = {
   Paused: setPaused,
@@ -370,6 +375,7 @@ const setters: { [T in ConditionType]?: Setter<T> } = {
   IdentityAllowed: credentialsCondition("IdentityAllowed"),
   CredentialsMirrored: credentialsCondition("CredentialsMirrored"),
   RunnerRBACReady: setRunnerRBACReady,
+  ImageVerified: setImageVerified,
   ApplyJobSucceeded: setApplyJobSucceeded,
   StateReadable: setStateReadable,
   RestoreJobSucceeded: setRestoreJobSucceeded,

@@ -39,6 +39,8 @@ import { jobStartEvents } from "./transition-events.js";
 import { createRunSecret, gateRequeueMs, longRequeueMs, patchObject, rootForOperation, type Pass } from "./workspace-phases.js";
 import type { InputsOutcome, JobCredentials } from "./types.js";
 import { httpStatusOf, isConflict } from "../runtime/api-errors.js";
+import type { MetricKind } from "../metrics/captf-metrics.js";
+import { checkRunImage } from "../signatures/run-image-check.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 
 /** A pass waiting for a Job slot looks again after this long if no freed slot woke it first. */
@@ -140,7 +142,30 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
       wait: { type: "RunnerRBACReady", value: request.serviceAccountRefusal },
     };
   const policy = request.jobPolicy;
-  const { attempt, inputsHash: hash, image, tick } = run;
+  const { attempt, inputsHash: hash, tick } = run;
+  let image = run.image;
+  if (deps.imageVerifier) {
+    const checked = await checkRunImage({
+      verifier: deps.imageVerifier,
+      kind: adapter.kind as MetricKind,
+      namespace,
+      image,
+      pullSecrets: (policy.imagePullSecrets ?? []).flatMap((secret) => (secret.name ? [secret.name] : [])),
+      previous: request.scope.previous?.find((condition) => condition.type === "ImageVerified"),
+      events,
+      subject,
+      metrics: deps.metrics,
+    });
+    if (checked.refused)
+      return {
+        action: `waiting: ${checked.refused.condition.reason}`,
+        requeueAfterMs: checked.refused.requeueAfterMs,
+        wait: { type: "ImageVerified", value: checked.refused.condition },
+      };
+    // The Job runs the digest whose signature verified, not whatever the tag names when the kubelet pulls.
+    image = checked.image;
+    if (checked.condition) request.scope.imageVerified = checked.condition;
+  }
   const restoreSet = op === "restore" ? request.restoreSet : undefined;
   if (run.digestUnknown)
     void events.record(subject, "DigestUnknown", `no digest pinned for ${image} yet: Job ${op} runs the image by its reference`);

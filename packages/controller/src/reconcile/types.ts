@@ -14,6 +14,7 @@ import type { InputsResult, NamespacedMeta } from "../kinds/render-inputs.js";
 import type { CaptfMetrics } from "../metrics/captf-metrics.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
+import type { ImageVerifier } from "../signatures/image-verifier.js";
 import type { InputsOutcome as StatusInputs } from "./compute-status.js";
 import type { Condition, ConditionValue } from "../conditions/conditions.js";
 import type { StoredDriftPolicy } from "./drift-policy.js";
@@ -63,6 +64,8 @@ export interface ReconcilerDeps {
   stateBackups?: number;
   /** `--cluster-operation-gate` (default true). */
   clusterOperationGate?: boolean;
+  /** The TerraformModulePolicies' signature check of the image a Job runs; without it every image runs. */
+  imageVerifier?: ImageVerifier;
   /** Runs after a finalizer is removed: clears what captf made in a namespace left without objects. */
   sweepNamespace?: (namespace: string) => Promise<void>;
   now?: () => number;

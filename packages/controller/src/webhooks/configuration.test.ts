@@ -15,6 +15,8 @@ import {
 
 // UPDATE_GOLDEN=1 rewrites testdata/webhooks/*.yaml from the current builder.
 const update = process.env.UPDATE_GOLDEN === "1";
+/** The cluster-scoped kinds: an administrator's identities and module policies. */
+const clusterScoped: readonly string[] = [kinds.clusterIdentity, kinds.modulePolicy];
 const golden = fileURLToPath(new URL("../../testdata/webhooks/validating-webhook-configuration.yaml", import.meta.url));
 
 describe("buildValidatingWebhookConfiguration", () => {
@@ -32,10 +34,10 @@ describe("buildValidatingWebhookConfiguration", () => {
     expect(yaml).toBe(readFileSync(golden, "utf8"));
   });
 
-  it("covers the seven kinds, DELETE only where a validator judges it, and never the status subresource", () => {
+  it("covers the eight kinds, DELETE only where a validator judges it, and never the status subresource", () => {
     const configuration = buildValidatingWebhookConfiguration({ url: "https://127.0.0.1:9443", caBundle: "PEM" });
     const byName = Object.fromEntries(configuration.webhooks!.map((webhook) => [webhook.name, webhook]));
-    expect(Object.keys(byName)).toHaveLength(7);
+    expect(Object.keys(byName)).toHaveLength(8);
     for (const kind of Object.values(kinds)) {
       const webhook = byName[webhookName(kind)]!;
       const rule = webhook.rules![0]!;
@@ -43,7 +45,7 @@ describe("buildValidatingWebhookConfiguration", () => {
         kind === kinds.machine || kind === kinds.clusterIdentity ? ["CREATE", "UPDATE", "DELETE"] : ["CREATE", "UPDATE"],
       );
       expect(rule.resources).toEqual([validatingWebhooks.find((w) => w.kind === kind)!.plural]);
-      expect(rule.scope).toBe(kind === kinds.clusterIdentity ? "Cluster" : "Namespaced");
+      expect(rule.scope).toBe(clusterScoped.includes(kind) ? "Cluster" : "Namespaced");
       expect(webhook).toMatchObject({
         failurePolicy: "Fail",
         sideEffects: "None",
@@ -71,7 +73,7 @@ describe("buildValidatingWebhookConfiguration", () => {
     });
     for (const webhook of configuration.webhooks!) {
       expect(webhook.namespaceSelector).toEqual(
-        webhook.name === webhookName(kinds.clusterIdentity) ? undefined : { matchLabels: { a: "b" } },
+        clusterScoped.some((kind) => webhook.name === webhookName(kind)) ? undefined : { matchLabels: { a: "b" } },
       );
       expect(webhook.objectSelector).toEqual({ matchLabels: { c: "d" } });
       expect(webhook.timeoutSeconds).toBe(5);

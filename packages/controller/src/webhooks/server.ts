@@ -26,6 +26,7 @@ import type { TerraformCluster } from "../api/terraformcluster.js";
 import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { TerraformMachinePool } from "../api/terraformmachinepool.js";
+import type { TerraformModulePolicy } from "../api/terraformmodulepolicy.js";
 import type { TerraformClusterTemplate, TerraformMachinePoolTemplate, TerraformMachineTemplate } from "../api/templates.js";
 import { approverPatch } from "./approver.js";
 import { approverWebhook, validatingWebhooks, type ValidatingWebhookDefinition } from "./configuration.js";
@@ -39,6 +40,7 @@ import {
 } from "./terraformclusteridentity.js";
 import { validateTerraformMachine, validateTerraformMachineDeletion } from "./terraformmachine.js";
 import { validateTerraformMachinePool } from "./terraformmachinepool.js";
+import { validateTerraformModulePolicy } from "./terraformmodulepolicy.js";
 import { validateTerraformClusterTemplate, validateTerraformMachinePoolTemplate, validateTerraformMachineTemplate } from "./templates.js";
 import { verdict, type AdmissionContext, type Verdict } from "./verdict.js";
 
@@ -286,6 +288,7 @@ const writeValidators: Record<Exclude<(typeof kinds)[keyof typeof kinds], "Terra
   [kinds.machineTemplate]: validateTerraformMachineTemplate as Validator<TerraformMachineTemplate>,
   [kinds.machinePool]: validateTerraformMachinePool as Validator<TerraformMachinePool>,
   [kinds.machinePoolTemplate]: validateTerraformMachinePoolTemplate as Validator<TerraformMachinePoolTemplate>,
+  [kinds.modulePolicy]: validateTerraformModulePolicy as Validator<TerraformModulePolicy>,
 };
 
 /** A refused write is Invalid (422) like a failed schema check; a refused deletion is Forbidden (403). */

@@ -40,6 +40,7 @@ export const checkIds = {
   imageModuleLink: "image/module-link",
   imageEntrypoint: "image/entrypoint",
   imagePlatform: "image/platform",
+  imageSignature: "image/signature",
 } as const;
 
 export type CheckId = (typeof checkIds)[keyof typeof checkIds];

@@ -1,5 +1,7 @@
 // `tfcapi-lint image <ref>`: lint a module image from a registry, an OCI layout or an OCI archive.
+import { readFileSync } from "node:fs";
 import type { Role } from "@captf/contract/roles";
+import { readPublicKey, type TrustedKey } from "@captf/contract/signatures";
 import { ImageReferenceError } from "@captf/contract/oci";
 import { lintImage } from "../image/lint-image.js";
 import { emitReport, type OutputFormat } from "./emit.js";
@@ -15,9 +17,27 @@ export interface ImageCommandOptions {
   readonly platform: string | undefined;
   readonly allPlatforms: boolean;
   readonly insecure: boolean;
+  /** PEM files of the public keys `--key` names. */
+  readonly keyFiles: readonly string[];
+}
+
+/** The public keys of `--key`, each file a PEM ECDSA P-256 or Ed25519 key; anything else is a usage error. */
+export function readKeyFiles(files: readonly string[]): TrustedKey[] {
+  return files.map((file) => {
+    let pem: string;
+    try {
+      pem = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new UsageError(`--key ${file}: ${(error as Error).message}`);
+    }
+    const reading = readPublicKey(pem, file);
+    if (!reading.key) throw new UsageError(`--key ${file}: ${reading.problem}`);
+    return reading.key;
+  });
 }
 
 export async function runImageCommand(io: CliIo, o: ImageCommandOptions): Promise<number> {
+  const keys = readKeyFiles(o.keyFiles);
   let result;
   try {
     result = await lintImage({
@@ -28,6 +48,7 @@ export async function runImageCommand(io: CliIo, o: ImageCommandOptions): Promis
       allPlatforms: o.allPlatforms,
       insecure: o.insecure,
       env: io.env ?? process.env,
+      keys,
     });
   } catch (error) {
     if (error instanceof ImageReferenceError) throw new UsageError(error.message);

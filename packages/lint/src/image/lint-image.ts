@@ -13,6 +13,8 @@ import { configSet } from "../module/load.js";
 import { hasModule, runImageChecks, type ImageConfig, type RequiredProvider } from "./checks.js";
 import { flattenLayers, moduleDir, resolvePath, within, type Filesystem } from "./filesystem.js";
 import { layoutArchiveSource, layoutDirectorySource } from "./layout.js";
+import { checkSignature } from "./signature.js";
+import type { TrustedKey } from "@captf/contract/signatures";
 import {
   capacityLabel,
   findCredentials,
@@ -42,6 +44,8 @@ export interface ImageLintOptions {
   readonly allPlatforms: boolean;
   readonly insecure: boolean;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** `--key`: the image's digest must carry a cosign signature by one of them (check image/signature). */
+  readonly keys?: readonly TrustedKey[];
 }
 
 export interface ImageLint {
@@ -243,6 +247,8 @@ export async function lintImage(o: ImageLintOptions): Promise<ImageLint> {
     throw new ImageReadError(`unsupported manifest media type ${JSON.stringify(root.mediaType)}`);
   }
   const findings: Finding[] = [];
+  const unsigned = o.keys?.length ? await checkSignature(source, root, o.keys) : undefined;
+  if (unsigned) findings.push(unsigned);
   const capacities = new Set<string>();
   let fileSet: ImageLint["fileSet"] = "";
   for (const c of selected) {

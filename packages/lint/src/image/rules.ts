@@ -50,4 +50,9 @@ export const imageRules: readonly RuleInfo[] = [
   { id: checkIds.imageModuleLink, severity: "error", description: "links under /captf/module end at files inside it" },
   { id: checkIds.imageEntrypoint, severity: "info", description: "ENTRYPOINT and CMD are unset (the runner replaces them)" },
   { id: checkIds.imagePlatform, severity: "error", description: "the image has the requested platform" },
+  {
+    id: checkIds.imageSignature,
+    severity: "error",
+    description: "with --key: a cosign signature by one of the keys verifies the image's digest, as the manager's module policies require",
+  },
 ];
