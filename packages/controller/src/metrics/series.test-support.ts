@@ -18,3 +18,22 @@ export async function seriesValue(
     .filter((sample) => Object.entries(labels).every(([key, value]) => String(sample.labels[key]) === value))
     .reduce((sum, sample) => sum + sample.value, 0);
 }
+
+/**
+ * Each row's series (`common` with the row's labels, its `value` left out) as the registry exposes it: the rows with the
+ * values read, for comparing with the rows expected.
+ */
+export async function seriesValues<Row extends { value: number }>(
+  registry: Registry,
+  metric: string,
+  common: Record<string, string>,
+  rows: readonly Row[],
+  part?: "count" | "sum",
+): Promise<Row[]> {
+  return Promise.all(
+    rows.map(async (row) => {
+      const { value: _expected, ...labels } = row;
+      return { ...row, value: await seriesValue(registry, metric, { ...common, ...(labels as Record<string, string>) }, part) };
+    }),
+  );
+}

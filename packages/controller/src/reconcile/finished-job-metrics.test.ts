@@ -6,19 +6,17 @@ import type { BrokerSummary, RunResult } from "@captf/contract/run-result";
 import { labels } from "@captf/contract/api";
 import type { V1Job, V1Pod } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import type { EventRecorder } from "../events/event-recorder.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
-import { seriesValue } from "../metrics/series.test-support.js";
+import { seriesValue, seriesValues } from "../metrics/series.test-support.js";
 import { apiError, fakeClient } from "../runtime/fake-client.test-support.js";
-import type { StatusScope } from "./compute-status.js";
 import { observeJobs } from "./observe-jobs.js";
 import { resourceChanges } from "./transition-events.js";
-import { bookkeepFinishedJobs, observeDrift, type Pass } from "./workspace-phases.js";
-import type { WorkspaceObject } from "./types.js";
+import { phasePass, passNamespace, passOwner } from "./phase-pass.test-support.js";
+import { bookkeepFinishedJobs, observeDrift } from "./workspace-phases.js";
 
-const namespace = "ns";
-const owner = { kind: "TerraformMachine", name: "m", uid: "uid-m" };
+const namespace = passNamespace;
+const owner = passOwner;
 const startedAt = "2026-12-07T10:00:00Z";
 const finishedAt = "2026-12-07T10:05:00Z";
 
@@ -104,37 +102,12 @@ function cluster(finished: { job: V1Job; pod?: V1Pod }[]) {
   });
 }
 
-const object: WorkspaceObject = {
-  metadata: { name: owner.name, namespace, uid: owner.uid },
-  spec: { source: { image: "registry.example/m:v1" } },
-  status: { conditions: [] },
-};
-
-function passOver(client: ReturnType<typeof cluster>, metrics: CaptfMetrics): Pass<"machine"> {
-  const events: EventRecorder = { record: async () => {} };
-  return {
-    deps: { client, metrics },
-    adapter: machineAdapter,
-    object,
-    namespace,
-    name: owner.name,
-    suffix: "m-suffix",
-    clusterName: "",
-    now: Date.parse(finishedAt),
-    events,
-    subject: { apiVersion: "v1", kind: owner.kind, namespace, name: owner.name, uid: owner.uid },
-    durable: undefined,
-    durableNotes: { annotations: {}, data: {} },
-    scope: { previous: [], restores: [], fields: {}, credentials: [], ownerConditions: [] } as unknown as StatusScope,
-  };
-}
-
 /** One reconcile pass's records of these finished Jobs, as reconcileWorkspace makes them; the registry they went to. */
 async function recordFinished(finished: FinishedJob[]): Promise<Registry> {
   const registry = new Registry();
   const metrics = new CaptfMetrics(registry);
   const client = cluster(finished.map((spec, index) => jobAndPod(`m-${spec.op}-${index}`, spec)));
-  const pass = passOver(client, metrics);
+  const pass = phasePass(client, metrics, { now: Date.parse(finishedAt) });
   const jobs = await observeJobs({ client }, namespace, owner, Date.parse(finishedAt));
   const toMark = await bookkeepFinishedJobs(pass, jobs);
   observeDrift(pass, jobs, toMark, undefined);
@@ -275,7 +248,7 @@ describe("the metrics of a finished Job", () => {
       { step: "state-push", value: 1 },
       { step: "state-list", value: 1 },
     ];
-    expect(await read(registry, "captf_job_step_duration_seconds", { op: "destroy" }, timed, "sum")).toEqual(timed);
+    expect(await seriesValues(registry, "captf_job_step_duration_seconds", { op: "destroy" }, timed, "sum")).toEqual(timed);
     expect(await seriesValue(registry, "captf_jobs_total", { op: "destroy", result: "succeeded" })).toBe(1);
   });
 
@@ -294,7 +267,7 @@ describe("the metrics of a finished Job", () => {
       { target: "event", value: 1 },
       { target: "other", value: 1 },
     ];
-    expect(await read(registry, "captf_broker_refused_requests_total", { kind: "TerraformMachine" }, refused)).toEqual(refused);
+    expect(await seriesValues(registry, "captf_broker_refused_requests_total", { kind: "TerraformMachine" }, refused)).toEqual(refused);
   });
 
   it("counts what an apply changed and what a drift check found drifted, by action", async () => {
@@ -312,31 +285,15 @@ describe("the metrics of a finished Job", () => {
       { action: "destroy", value: 3 },
       { action: "import", value: 4 },
     ];
-    expect(await read(registry, "captf_resources_changed_total", { op: "apply" }, changed)).toEqual(changed);
+    expect(await seriesValues(registry, "captf_resources_changed_total", { op: "apply" }, changed)).toEqual(changed);
     const drifted = [
       { action: "add", value: 5 },
       { action: "change", value: 6 },
       { action: "destroy", value: 7 },
     ];
-    expect(await read(registry, "captf_drift_resources_total", {}, drifted)).toEqual(drifted);
+    expect(await seriesValues(registry, "captf_drift_resources_total", {}, drifted)).toEqual(drifted);
   });
 });
-
-/** Each row's series (its labels with `common`), read as the registry exposes it: the rows with the values read. */
-async function read<Row extends { value: number }>(
-  registry: Registry,
-  metric: string,
-  common: Record<string, string>,
-  rows: readonly Row[],
-  histogramPart?: "count" | "sum",
-): Promise<Row[]> {
-  return Promise.all(
-    rows.map(async (row) => {
-      const { value: _expected, ...labels } = row;
-      return { ...row, value: await seriesValue(registry, metric, { ...common, ...(labels as Record<string, string>) }, histogramPart) };
-    }),
-  );
-}
 
 /** A histogram's series are read by their count. */
 function part(metric: string): "count" | undefined {
