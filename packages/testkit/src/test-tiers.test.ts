@@ -10,7 +10,7 @@ const repo = process.env.CAPTF_REPO_ROOT ?? join(import.meta.dirname, "../../.."
 
 /** The calls that start or find a real program for a suite (the testkit's own entry points). */
 const realProgramCalls = ["describeWithTools", "requireTool", "findTool", "sharedControlPlane", "startControlPlane", "startChrootKubelet"]
-  .concat(["startLocalRegistry", "moduleRuntimes"])
+  .concat(["startLocalRegistry", "moduleRuntimes", "describeWithProviders", "describeModuleRootSuites", "describeModuleImages"])
   .map((name) => new RegExp(`\\b${name}\\b`));
 
 /** Suites that start a real program under another name, each with why. */
