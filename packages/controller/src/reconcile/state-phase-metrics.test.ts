@@ -8,8 +8,8 @@ import type { V1Lease, V1Secret } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { seriesValue, seriesValues } from "../metrics/series.test-support.js";
-import { apiError, fakeClient } from "../runtime/fake-client.test-support.js";
-import { parseLabelSelector, matchesLabels } from "../runtime/label-selector.js";
+import { builtinTypes } from "../runtime/builtin-types.js";
+import { FakeObjects } from "../runtime/fake-client.test-support.js";
 import { backendSuffixLabel } from "../state/read-state.js";
 import { backupSecretName, stateDigest, takeStateBackup } from "../state/state-backups.js";
 import type { Condition } from "../conditions/conditions.js";
@@ -30,32 +30,19 @@ const state = (serial: number) => ({ version: 4, serial, lineage: "lineage-1", t
 /** OpenTofu's encrypted envelope, as a state with spec.stateEncryption is stored. */
 const encryptedEnvelope = { encryption_version: "v0", encrypted_data: "c2VjcmV0", meta: {} };
 
-/** An API server of Secrets and Leases: list by label, get, create, delete. */
+/** An API server holding these Secrets and Leases; the names of the Secrets it holds. */
 function objects(seed: { secrets?: V1Secret[]; leases?: V1Lease[] }) {
-  const secrets = new Map((seed.secrets ?? []).map((secret) => [secret.metadata!.name!, secret]));
-  const leases = new Map((seed.leases ?? []).map((lease) => [lease.metadata!.name!, lease]));
-  const notFound = (plural: string, name: string | undefined) => Promise.reject(apiError(404, `${plural} "${name}" not found`, "NotFound"));
-  const client = fakeClient({
-    "list secrets": (call) => {
-      const selector = parseLabelSelector(String(call.query?.labelSelector ?? ""));
-      return { items: [...secrets.values()].filter((secret) => matchesLabels(selector, secret.metadata?.labels)) };
-    },
-    "get secrets": (call) => secrets.get(call.name!) ?? notFound("secrets", call.name),
-    "create secrets": (call) => {
-      const secret = call.body as V1Secret;
-      if (secrets.has(call.name!)) return Promise.reject(apiError(409, `secrets "${call.name}" already exists`, "AlreadyExists"));
-      secrets.set(call.name!, secret);
-      return secret;
-    },
-    "delete secrets": (call) => (secrets.delete(call.name!) ? {} : notFound("secrets", call.name)),
-    "get leases": (call) => leases.get(call.name!) ?? notFound("leases", call.name),
-  });
-  return { client, secrets };
+  const server = new FakeObjects();
+  for (const secret of seed.secrets ?? []) server.seed(builtinTypes.secret, passNamespace, secret);
+  for (const lease of seed.leases ?? []) server.seed(builtinTypes.lease, passNamespace, lease);
+  const secretNames = async () =>
+    (await server.list(builtinTypes.secret, passNamespace)).items.map((secret) => (secret as V1Secret).metadata!.name!).sort();
+  return { client: server.client, secretNames };
 }
 
 /** The backup set captf writes of these state Secrets (the state phase's own writer). */
 async function backupOf(stateSecrets: V1Secret[], serial: number): Promise<V1Secret[]> {
-  const { client, secrets } = objects({});
+  const { client } = objects({});
   const digest = stateDigest(stateSecrets);
   await takeStateBackup(client, {
     namespace: passNamespace,
@@ -69,7 +56,7 @@ async function backupOf(stateSecrets: V1Secret[], serial: number): Promise<V1Sec
     resources: 0,
     now: now - serial * 60_000,
   });
-  return [...secrets.values()];
+  return (await client.list<V1Secret>(builtinTypes.secret, passNamespace)).items;
 }
 
 /** A lock Lease as the backend leaves it while someone outside holds it. */
@@ -98,7 +85,7 @@ interface StatePhaseCase {
 
 async function observe(input: StatePhaseCase): Promise<{ registry: Registry; left: string[] }> {
   const registry = new Registry();
-  const { client, secrets } = objects({ secrets: input.secrets ?? [], leases: input.leases ?? [] });
+  const { client, secretNames } = objects({ secrets: input.secrets ?? [], leases: input.leases ?? [] });
   const pass = phasePass(client, new CaptfMetrics(registry), {
     now,
     object: {
@@ -117,7 +104,7 @@ async function observe(input: StatePhaseCase): Promise<{ registry: Registry; lef
     ...(input.stateBackups !== undefined ? { stateBackups: input.stateBackups } : {}),
   });
   await observeStateAndBackups(pass, [], undefined, input.wasProvisioned ?? false);
-  return { registry, left: [...secrets.keys()].sort() };
+  return { registry, left: await secretNames() };
 }
 
 describe("the state phase's metrics", () => {

@@ -64,7 +64,7 @@ type Stored = {
 };
 
 /**
- * An in-memory API server of namespaced objects (get, list by label, create, merge patch, status patch),
+ * An in-memory API server of namespaced objects (get, list by label, create, replace, merge patch, status patch, delete),
  * so a reconcile phase or a kind adapter gets a fast unit test. A missing object rejects with 404 as
  * the API server does, an existing one on create with 409 AlreadyExists. Behaviour a user depends on
  * stays proven on the real API server (the *.integration.test.ts files).
@@ -121,6 +121,38 @@ export class FakeObjects {
 
   async patch(type: ResourceType, namespace: string | undefined, name: string, patch: unknown): Promise<unknown> {
     return this.#patch(type, namespace, name, patch, "patch");
+  }
+
+  /** A whole-object update; a resourceVersion in `body` other than the stored one is a 409 Conflict, as on the API server. */
+  async replace(type: ResourceType, namespace: string | undefined, name: string, body: Stored): Promise<unknown> {
+    const key = this.#key(type, namespace, name);
+    const found = this.#objects.get(key);
+    if (!found) throw apiError(404, `${type.plural} "${name}" not found`, "NotFound");
+    const expected = body.metadata?.resourceVersion;
+    if (expected !== undefined && expected !== found.metadata?.resourceVersion)
+      throw apiError(409, `the object ${type.plural} "${name}" has been modified`, "Conflict");
+    this.writes.push(`replace ${type.plural}/${name}`);
+    this.#objects.set(
+      key,
+      structuredClone({ ...body, metadata: { ...body.metadata, namespace, resourceVersion: String(++this.#revision) } }),
+    );
+    return structuredClone(this.#objects.get(key));
+  }
+
+  /** A delete; preconditions naming another uid or resourceVersion are a 409 Conflict, as on the API server. */
+  async delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<unknown> {
+    const key = this.#key(type, namespace, name);
+    const found = this.#objects.get(key) as (Stored & { metadata?: { uid?: string } }) | undefined;
+    if (!found) throw apiError(404, `${type.plural} "${name}" not found`, "NotFound");
+    const { uid, resourceVersion } = options.preconditions ?? {};
+    if (
+      (uid !== undefined && uid !== found.metadata?.uid) ||
+      (resourceVersion !== undefined && resourceVersion !== found.metadata?.resourceVersion)
+    )
+      throw apiError(409, `the precondition of deleting ${type.plural} "${name}" failed`, "Conflict");
+    this.writes.push(`delete ${type.plural}/${name}`);
+    this.#objects.delete(key);
+    return {};
   }
 
   async patchStatus(type: ResourceType, namespace: string | undefined, name: string, patch: unknown): Promise<unknown> {
