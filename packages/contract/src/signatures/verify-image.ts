@@ -129,7 +129,7 @@ export async function findSignatures(store: SignatureStore, digest: string): Pro
 async function referrerManifests(store: SignatureStore, digest: string): Promise<Fetched[]> {
   const index = (await store.referrers(digest, signatureArtifactType)) ?? (await store.tagged(referrersTag(digest)));
   if (!index || !isIndex(index.mediaType)) return [];
-  const descriptors = (parseDocument(index.bytes, `referrers of ${digest}`).manifests ?? []).filter(
+  const descriptors = descriptorsOf(parseDocument(index.bytes, `referrers of ${digest}`), "manifests").filter(
     (descriptor) => (descriptor as Descriptor & { artifactType?: string }).artifactType === signatureArtifactType,
   );
   const manifests: Fetched[] = [];
@@ -139,16 +139,31 @@ async function referrerManifests(store: SignatureStore, digest: string): Promise
 
 /** The simple-signing layers of one signature manifest, each with its payload read (digest-checked) and its signature. */
 async function signaturesOf(store: SignatureStore, form: SignatureForm, manifest: Fetched): Promise<StoredSignature[]> {
-  const layers = (parseDocument(manifest.bytes, `signature manifest ${manifest.digest}`).layers ?? []).filter(
+  const layers = descriptorsOf(parseDocument(manifest.bytes, `signature manifest ${manifest.digest}`), "layers").filter(
     (layer) => layer.mediaType === simpleSigningMediaType,
   );
   const found: StoredSignature[] = [];
   for (const layer of layers.slice(0, maxSignatureManifests)) {
     const signature = layer.annotations?.[signatureAnnotation];
-    if (signature === undefined || layer.size > maxPayloadBytes) continue;
+    if (typeof signature !== "string" || layer.size > maxPayloadBytes) continue;
     found.push({ form, manifest: manifest.digest, payload: await readPayload(store, layer), signature });
   }
   return found;
+}
+
+/** The well-formed descriptors of a document's `layers` or `manifests`: a registry may serve anything there. */
+function descriptorsOf(document: unknown, field: "layers" | "manifests"): Descriptor[] {
+  const list = document !== null && typeof document === "object" ? (document as Record<string, unknown>)[field] : undefined;
+  if (!Array.isArray(list)) return [];
+  return list.filter(
+    (entry): entry is Descriptor =>
+      entry !== null &&
+      typeof entry === "object" &&
+      typeof (entry as Descriptor).mediaType === "string" &&
+      typeof (entry as Descriptor).digest === "string" &&
+      /^sha256:[0-9a-f]{64}$/.test((entry as Descriptor).digest) &&
+      typeof (entry as Descriptor).size === "number",
+  );
 }
 
 async function readPayload(store: SignatureStore, layer: Descriptor): Promise<Buffer> {
