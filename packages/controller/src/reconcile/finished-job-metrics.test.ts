@@ -11,6 +11,7 @@ import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { seriesValue, seriesValues } from "../metrics/series.test-support.js";
 import { apiError, fakeClient } from "../runtime/fake-client.test-support.js";
 import { observeJobs } from "./observe-jobs.js";
+import { bookkeepPlans } from "./plan-approval.js";
 import { resourceChanges } from "./transition-events.js";
 import { phasePass, passNamespace, passOwner } from "./phase-pass.test-support.js";
 import { bookkeepFinishedJobs, observeDrift } from "./workspace-phases.js";
@@ -111,10 +112,11 @@ async function recordFinished(finished: FinishedJob[]): Promise<Registry> {
   const jobs = await observeJobs({ client }, namespace, owner, Date.parse(finishedAt));
   const toMark = await bookkeepFinishedJobs(pass, jobs);
   observeDrift(pass, jobs, toMark, undefined);
-  // reconcileWorkspace counts each bookkept Job's changes as resourceChanges reads them.
+  // reconcileWorkspace counts each bookkept Job's changes as resourceChanges reads them, and the approvals bookkeepPlans found.
   for (const job of toMark)
     for (const { action, count } of resourceChanges(job.result?.changes))
       metrics.resourcesChanged.inc({ kind: machineAdapter.kind, op: job.op, action }, count);
+  for (const result of bookkeepPlans(toMark).approvals) metrics.planApprovals.inc({ kind: machineAdapter.kind, result });
   return registry;
 }
 
@@ -292,6 +294,23 @@ describe("the metrics of a finished Job", () => {
       { action: "destroy", value: 7 },
     ];
     expect(await seriesValues(registry, "captf_drift_resources_total", {}, drifted)).toEqual(drifted);
+  });
+
+  it("counts a plan shown for approval as created, and an apply that planned other than approved as changed", async () => {
+    const plan = { hash: "p1:abc", add: 1, change: 0, destroy: 0, resources: ["a.b (create)"], truncated: false };
+    const planned = await recordFinished([{ op: "plan", finished: "Complete", result: { plan } }]);
+    const replanned = await recordFinished([
+      { op: "apply", finished: "BackoffLimitExceeded", result: { ...errorOf("plan-changed"), plan: { ...plan, hash: "p1:def" } } },
+    ]);
+    const shown = { kind: "TerraformMachine", result: "created" };
+    const changedPlan = { kind: "TerraformMachine", result: "changed" };
+    expect([
+      await seriesValue(planned, "captf_plan_approvals_total", shown),
+      await seriesValue(replanned, "captf_plan_approvals_total", changedPlan),
+    ]).toEqual([1, 1]);
+    expect([await seriesValue(planned, "captf_plan_approvals_total"), await seriesValue(replanned, "captf_plan_approvals_total")]).toEqual([
+      1, 1,
+    ]);
   });
 });
 
