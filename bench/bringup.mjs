@@ -9,33 +9,56 @@
 // Target (issue 11): Ready in 60 s or less with the tools built; Jobs = one per object plus at most
 // one re-apply of the cluster.
 //
-// Then, once Ready, a scale-up (issue 32, 35): the MachineDeployment demo-md-0 scaled by --scale new
-// Machines (default 3; 0 skips it). It prints the time from the scale to every new Machine's
-// InfrastructureReady and to Ready, and per new TerraformMachine the time from its creation to its
-// first Job, as this bench's watches saw both appear. Baseline, from the same run: the slowest new apply
-// Job's own run (start to completion). A creation → Job of about 30 s is the owner wait (a pass that
-// missed the Machine's ownerReference and waited for its requeue).
+// Then, once Ready, --cycles scale cycles (issue 32, 35): the MachineDeployment demo-md-0 scaled up by
+// --scale new Machines (default 3; 0 skips them) and back down. Per cycle it prints the time from the
+// scale to every new Machine's InfrastructureReady and to all Ready, per new Machine its creation → Ready
+// (p50, p95), per new TerraformMachine its creation → first Job (about 30 s would be the owner wait), per
+// Job of theirs its creation → init and runner container started (from the Pods' container statuses and
+// the Jobs' creationTimestamps: whole seconds), the scale down's time to the removed objects gone, and
+// the manager's RSS (process_resident_memory_bytes on its /metrics, sampled each second): its peak, and
+// after the scale down and a forced GC (HeapProfiler.collectGarbage through the manager's
+// --profiler-address, which this bench turns on). Before the first cycle: the RSS after a forced GC.
+// Targets (issue 35): 50 Ready in 30 s, p95 per object 20 s; the RSS after GC of the last of 10 cycles at
+// most 1.2x the first's. Baseline, from the same run: the slowest new apply Job's own run.
 //
-//   npx tsc -b && node bench/bringup.mjs [--runs 1] [--scale 3]
+//   npx tsc -b && node bench/bringup.mjs [--runs 1] [--scale 3] [--cycles 1]
 //
 // Needs root (the chroot kubelet) and the tools of tools/install.sh (etcd, tofu, kube, capi).
-import { parseArgs } from "node:util";
+import { execFile } from "node:child_process";
+import { loadavg } from "node:os";
+import { parseArgs, promisify } from "node:util";
+import {
+  cycleLines,
+  distribution,
+  jobStarts,
+  machineReady,
+  memorySummary,
+  peakOf,
+  residentMiB,
+  secondsBetween,
+} from "./lib/bringup-report.mjs";
 import { loadDependency } from "./lib/controller-packages.mjs";
-import { percentile } from "./lib/controller-samples.mjs";
 import { applyObjects } from "../e2e/dist/apply.js";
 import { demoClusterName, demoNamespace, demoObjects, demoVariables } from "../e2e/dist/demo-objects.js";
 import { startManagementPlane } from "../e2e/dist/management-plane.js";
 import { listCaptfJobs, listEventsOfReason, readProgress } from "../e2e/dist/progress.js";
 
-const { values } = parseArgs({ options: { runs: { type: "string", default: "1" }, scale: { type: "string", default: "3" } } });
+const { values } = parseArgs({
+  options: { runs: { type: "string", default: "1" }, scale: { type: "string", default: "3" }, cycles: { type: "string", default: "1" } },
+});
 const k8s = await loadDependency("@kubernetes/client-node");
+const { freeLoopbackPort } = await import("../packages/testkit/dist/control-plane.js");
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
 const ownerKindLabel = "captf.infrastructure.cluster.x-k8s.io/owner-kind";
 const ownerNameLabel = "captf.infrastructure.cluster.x-k8s.io/owner-name";
 
 for (let run = 1; run <= Number(values.runs); run++) {
   const planeStarted = Date.now();
-  const plane = await startManagementPlane({ log: (line) => (/: done in /.test(line) ? console.log(`  ${line}`) : undefined) });
+  const profilerPort = await freeLoopbackPort();
+  const plane = await startManagementPlane({
+    log: (line) => (/: done in /.test(line) ? console.log(`  ${line}`) : undefined),
+    managerArgs: [`--profiler-address=127.0.0.1:${profilerPort}`],
+  });
   try {
     console.log(`run ${run}: plane up in ${((Date.now() - planeStarted) / 1000).toFixed(1)} s`);
     const secrets = { credential: "bench-credential", variable: "bench-variable", bootstrap: "bench-bootstrap" };
@@ -71,7 +94,8 @@ for (let run = 1; run <= Number(values.runs); run++) {
     for (const event of await listEventsOfReason(plane.kubeConfig, demoNamespace, "JobCreated")) {
       console.log(`    ${event.involvedObject.kind}/${event.involvedObject.name}: ${event.message}`);
     }
-    const scaleUp = Number(values.scale) > 0 ? await measureScaleUp(plane.kubeConfig, Number(values.scale), run) : undefined;
+    const scale =
+      Number(values.scale) > 0 ? await measureCycles(plane, profilerPort, Number(values.scale), Number(values.cycles), run) : undefined;
     console.log(
       JSON.stringify({
         run,
@@ -80,7 +104,8 @@ for (let run = 1; run <= Number(values.runs); run++) {
         objects,
         criticalPathSeconds: criticalPath,
         planeSeconds: plane.startSteps,
-        ...(scaleUp ? { scaleUp } : {}),
+        ...(scale ?? {}),
+        loadAverage: loadavg(),
       }),
     );
   } finally {
@@ -88,58 +113,120 @@ for (let run = 1; run <= Number(values.runs); run++) {
   }
 }
 
-/** Calls `record(object, seconds since the epoch)` for each object the watch on `path` sees first; resolves to a stop function. */
-async function watchFirstSeen(kubeConfig, path, labelSelector, record) {
-  const seen = new Set();
+/** Calls `record(object, ms since the epoch)` on every event of the watch on `path`; resolves to a stop function. */
+async function watchAll(kubeConfig, path, labelSelector, record) {
   const request = await new k8s.Watch(kubeConfig).watch(
     path,
     labelSelector ? { labelSelector } : {},
-    (_type, object) => {
-      if (seen.has(object.metadata.uid)) return;
-      seen.add(object.metadata.uid);
-      record(object, Date.now());
-    },
+    (type, object) => record(object, Date.now(), type),
     () => undefined,
   );
   return () => request.abort();
 }
 
+/** The manager's RSS (MiB) from its /metrics, undefined while it does not answer. */
+async function managerRss(plane) {
+  return residentMiB(await plane.managerMetrics().catch(() => ""));
+}
+
+// A full GC in the manager through its inspector (--profiler-address): one DevTools message from a child
+// node, whose WebSocket client Node 20 has behind a flag.
+const collectGarbageScript = `
+const socket = new WebSocket(process.argv[1]);
+socket.onopen = () => socket.send(JSON.stringify({ id: 1, method: "HeapProfiler.collectGarbage" }));
+socket.onmessage = (event) => { if (JSON.parse(event.data).id === 1) process.exit(0); };
+socket.onerror = () => process.exit(1);`;
+
+/** Forces a full GC in the manager, waits 2 s for the heap to be given back, and reads its RSS (MiB). */
+async function rssAfterGc(plane, profilerPort) {
+  const targets = await (await fetch(`http://127.0.0.1:${profilerPort}/json/list`)).json();
+  await promisify(execFile)(
+    process.execPath,
+    ["--experimental-websocket", "--no-warnings", "-e", collectGarbageScript, targets[0].webSocketDebuggerUrl],
+    { timeout: 60_000 },
+  );
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  return managerRss(plane);
+}
+
+/** `cycles` scale cycles by `added` Machines with the manager's RSS sampled each second; the JSON line's fields. */
+async function measureCycles(plane, profilerPort, added, cycles, run) {
+  const rssBefore = await rssAfterGc(plane, profilerPort);
+  console.log(`run ${run}: manager RSS after a forced GC, before scaling: ${rssBefore?.toFixed(1)} MiB`);
+  let samples = [];
+  const sampler = setInterval(async () => samples.push(await managerRss(plane)), 1_000);
+  const figures = [];
+  try {
+    for (let cycle = 1; cycle <= cycles; cycle++) {
+      samples = [];
+      const measured = await measureCycle(plane.kubeConfig, added);
+      const rssPeakMiB = peakOf(samples);
+      const figure = { cycle, ...measured, rssPeakMiB, rssAfterGcMiB: await rssAfterGc(plane, profilerPort) };
+      figures.push(figure);
+      for (const line of cycleLines(`run ${run} cycle ${cycle}`, figure)) console.log(line);
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  const memory = memorySummary(rssBefore, figures);
+  console.log(
+    `run ${run}: manager RSS after GC: before ${memory.rssBeforeMiB?.toFixed(1)} MiB, after each cycle ` +
+      `${memory.rssAfterGcMiB.map((value) => value?.toFixed(1)).join(", ")} MiB; last/first ${memory.lastToFirstAfterGc.toFixed(2)} ` +
+      `(target ≤ 1.2); peak ${memory.rssPeakMiB?.toFixed(1)} MiB; load average ${loadavg()
+        .map((load) => load.toFixed(1))
+        .join(" ")}`,
+  );
+  return { scaleCycles: figures, memory };
+}
+
 /**
- * Scales demo-md-0 up by `added` Machines once the demo is Ready, and measures how long the new ones take: to
- * InfrastructureReady and to Ready from the scale, and per TerraformMachine from its creation to its first Job.
+ * One cycle once the demo is Ready: demo-md-0 scaled up by `added` Machines, measured to every new one Ready, then
+ * back to its replicas, measured to the removed Machines and TerraformMachines gone.
  */
-async function measureScaleUp(kubeConfig, added, run) {
+async function measureCycle(kubeConfig, added) {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: demoNamespace };
   const deploymentSelector = "cluster.x-k8s.io/deployment-name=demo-md-0";
   const machines = async () =>
     (await custom.listNamespacedCustomObject({ ...capi, plural: "machines", labelSelector: deploymentSelector })).items;
+  const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace: demoNamespace, plural: "terraformmachines" };
+  const terraformMachines = async () => (await custom.listNamespacedCustomObject(infra)).items;
   const before = new Set((await machines()).map((machine) => machine.metadata.name));
+  const existing = new Set((await terraformMachines()).map((object) => object.metadata.name));
   const deployment = await custom.getNamespacedCustomObject({ ...capi, plural: "machinedeployments", name: "demo-md-0" });
   const from = deployment.spec.replicas;
-  const infra = { group: "infrastructure.cluster.x-k8s.io", version: "v1alpha1", namespace: demoNamespace, plural: "terraformmachines" };
-  const existing = new Set((await custom.listNamespacedCustomObject(infra)).items.map((object) => object.metadata.name));
+  const scaleTo = (replicas) =>
+    custom.patchNamespacedCustomObject(
+      { ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
 
   const created = new Map();
   const firstJob = new Map();
+  const machineSeen = new Map();
+  const machineReadyAt = new Map();
+  const jobs = new Map();
+  const pods = new Map();
+  const firstSeen = (map, name, at) => map.has(name) || map.set(name, at);
+  const base = `/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/${demoNamespace}`;
   const stops = [
-    await watchFirstSeen(
-      kubeConfig,
-      `/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/${demoNamespace}/terraformmachines`,
-      "",
-      (object, at) => created.set(object.metadata.name, at),
-    ),
-    await watchFirstSeen(kubeConfig, `/apis/batch/v1/namespaces/${demoNamespace}/jobs`, `${ownerKindLabel}=TerraformMachine`, (job, at) => {
-      const owner = job.metadata.labels[ownerNameLabel];
-      if (!firstJob.has(owner)) firstJob.set(owner, at);
+    await watchAll(kubeConfig, `${base}/terraformmachines`, "", (object, at) => firstSeen(created, object.metadata.name, at)),
+    await watchAll(kubeConfig, `/apis/cluster.x-k8s.io/v1beta2/namespaces/${demoNamespace}/machines`, deploymentSelector, (machine, at) => {
+      firstSeen(machineSeen, machine.metadata.name, at);
+      if (machineReady(machine)) firstSeen(machineReadyAt, machine.metadata.name, at);
     }),
+    await watchAll(kubeConfig, `/apis/batch/v1/namespaces/${demoNamespace}/jobs`, `${ownerKindLabel}=TerraformMachine`, (job, at) => {
+      firstSeen(firstJob, job.metadata.labels[ownerNameLabel], at);
+      jobs.set(job.metadata.name, job);
+    }),
+    // Pods of every Job (a Job's Pod may be gone by the cycle's end): their container statuses as last seen.
+    await watchAll(kubeConfig, `/api/v1/namespaces/${demoNamespace}/pods`, "batch.kubernetes.io/job-name", (pod) =>
+      pods.set(pod.metadata.uid, pod),
+    ),
   ];
   try {
     const scaled = Date.now();
-    await custom.patchNamespacedCustomObject(
-      { ...capi, plural: "machinedeployments", name: "demo-md-0", body: { spec: { replicas: from + added } } },
-      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
-    );
+    await scaleTo(from + added);
     let infrastructureSeconds;
     for (;;) {
       const fresh = (await machines()).filter((machine) => !before.has(machine.metadata.name));
@@ -153,31 +240,34 @@ async function measureScaleUp(kubeConfig, added, run) {
     }
     const readySeconds = (Date.now() - scaled) / 1000;
 
-    const newMachines = [...created.keys()].filter((name) => !existing.has(name)).sort();
-    const toFirstJob = newMachines.map((name) => ({ name, seconds: (firstJob.get(name) - created.get(name)) / 1000 }));
-    const runs = (await listCaptfJobs(kubeConfig, demoNamespace))
-      .filter((job) => newMachines.includes(job.metadata.labels[ownerNameLabel]) && job.status?.startTime && job.status?.completionTime)
+    const newMachines = new Map([...machineSeen].filter(([name]) => !before.has(name)));
+    const newTerraformMachines = new Map([...created].filter(([name]) => !existing.has(name)));
+    const theirJobs = [...jobs.values()].filter((job) => newTerraformMachines.has(job.metadata.labels[ownerNameLabel]));
+    const runs = theirJobs
+      .filter((job) => job.status?.startTime && job.status?.completionTime)
       .map((job) => (new Date(job.status.completionTime).getTime() - new Date(job.status.startTime).getTime()) / 1000);
-    const slowestJob = Math.max(0, ...runs);
-    const waits = toFirstJob.map((machine) => machine.seconds);
-    console.log(
-      `run ${run}: scale demo-md-0 ${from} → ${from + added}: ` +
-        `every new Machine InfrastructureReady in ${infrastructureSeconds.toFixed(1)} s, ` +
-        `Ready in ${readySeconds.toFixed(1)} s; baseline, the slowest new apply Job's run: ${slowestJob.toFixed(1)} s ` +
-        `(${(infrastructureSeconds / Math.max(slowestJob, 0.001)).toFixed(2)}x)`,
-    );
-    console.log(
-      `run ${run}: TerraformMachine created → first Job: p50 ${percentile(waits, 0.5).toFixed(2)} s, ` +
-        `max ${Math.max(...waits).toFixed(2)} s (an owner wait would be about 30 s)`,
-    );
-    for (const machine of toFirstJob) console.log(`  TerraformMachine/${machine.name}: ${machine.seconds.toFixed(2)} s`);
+    const starts = jobStarts(theirJobs, [...pods.values()], new Set(theirJobs.map((job) => job.metadata.name)));
+
+    const scaledDown = Date.now();
+    await scaleTo(from);
+    for (;;) {
+      const [left, leftInfra] = await Promise.all([machines(), terraformMachines()]);
+      if (left.length === from && leftInfra.length === existing.size) break;
+      if (Date.now() - scaledDown > 600_000) throw new Error(`the scale down to ${from} not done within 600 s`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const scaleDownSeconds = (Date.now() - scaledDown) / 1000;
     return {
       from,
       to: from + added,
       infrastructureReadySeconds: infrastructureSeconds,
       readySeconds,
-      slowestJobSeconds: slowestJob,
-      createdToFirstJobSeconds: toFirstJob,
+      slowestJobSeconds: Math.max(0, ...runs),
+      createdToReady: distribution(secondsBetween(newMachines, machineReadyAt).map((machine) => machine.seconds)),
+      createdToFirstJob: distribution(secondsBetween(newTerraformMachines, firstJob).map((machine) => machine.seconds)),
+      jobToInitStart: distribution(starts.init.map((job) => job.seconds)),
+      jobToContainerStart: distribution(starts.main.map((job) => job.seconds)),
+      scaleDownSeconds,
     };
   } finally {
     for (const stop of stops) stop();

@@ -84,7 +84,11 @@ export interface CaptfInstall {
 }
 
 /** The objects of captf's components as this plane runs them (see the file's header). */
-export async function installObjects(options: { managerImage: string; workDir: string }): Promise<CaptfInstall> {
+export async function installObjects(options: {
+  managerImage: string;
+  workDir: string;
+  managerArgs?: readonly string[];
+}): Promise<CaptfInstall> {
   const shipped = loadManifest(componentsFile, { CAPTF_IMAGE: options.managerImage });
   const certificate = shipped.find((object) => object.kind === "Certificate") as
     | (k8s.KubernetesObject & { spec: { dnsNames: string[]; secretName: string } })
@@ -109,7 +113,8 @@ export async function installObjects(options: { managerImage: string; workDir: s
     } as k8s.KubernetesObject,
   ];
   for (const object of shipped) {
-    if (object.kind === "Deployment") objects.push(withPorts(object as k8s.V1Deployment, { webhookPort, healthPort, diagnosticsPort }));
+    if (object.kind === "Deployment")
+      objects.push(withPorts(object as k8s.V1Deployment, { webhookPort, healthPort, diagnosticsPort }, options.managerArgs ?? []));
     if (object.kind === "ValidatingWebhookConfiguration" || object.kind === "MutatingWebhookConfiguration")
       objects.push(pointWebhooksAt(object, `https://127.0.0.1:${webhookPort}`, serving.caPem));
   }
@@ -120,6 +125,7 @@ export async function installObjects(options: { managerImage: string; workDir: s
 function withPorts(
   deployment: k8s.V1Deployment,
   ports: { webhookPort: number; healthPort: number; diagnosticsPort: number },
+  managerArgs: readonly string[],
 ): k8s.V1Deployment {
   const copy = structuredClone(deployment);
   const container = copy.spec!.template.spec!.containers.find((candidate) => candidate.name === "manager")!;
@@ -129,6 +135,7 @@ function withPorts(
     `--webhook-port=${ports.webhookPort}`,
     `--health-addr=127.0.0.1:${ports.healthPort}`,
     `--diagnostics-address=127.0.0.1:${ports.diagnosticsPort}`,
+    ...managerArgs,
   ];
   return copy;
 }

@@ -50,6 +50,8 @@ export interface ManagementPlaneOptions {
   log?: (line: string) => void;
   /** Pods the chroot kubelet runs at once. Default 2. */
   maxParallelPods?: number;
+  /** Flags added to the manager's (after the shipped ones and the plane's ports: a repeated flag's last value wins). */
+  managerArgs?: readonly string[];
 }
 
 export async function startManagementPlane(options: ManagementPlaneOptions = {}): Promise<ManagementPlane> {
@@ -86,7 +88,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     // clusterctl init installs Cluster API's CRDs (its stand-in providers) and captf's components.
     await applyObjects(applier, certManagerStandInCrds());
     const clusterctlRepository = writeClusterctlRepository(workDir);
-    const install = await installObjects({ managerImage: images.manager, workDir });
+    const install = await installObjects({ managerImage: images.manager, workDir, managerArgs: options.managerArgs });
     await timed("clusterctl init --infrastructure terraform", () =>
       clusterctlInit(clusterctlRepository, controlPlane.kubeconfigPath, images.manager),
     );
