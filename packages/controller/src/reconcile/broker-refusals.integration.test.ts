@@ -3,10 +3,12 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { noopModuleDirectory } from "@captf/module-noop";
+import { stateLockLeaseName, stateSecretName, stateSecretSuffix } from "@captf/render";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { Registry } from "prom-client";
 import { machineAdapter } from "../kinds/adapters.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue, seriesValues } from "../metrics/series.test-support.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { createMachine, readMachine } from "./machine-fixture.test-support.js";
 import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
@@ -23,19 +25,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
   let executor: JobExecutor;
   let deps: ReconcilerDeps;
   let eventsApi: ReturnType<typeof planeReconcilerDeps>["eventsApi"];
-  const metrics = new CaptfMetrics(new Registry());
+  const registry = new Registry();
+  const metrics = new CaptfMetrics(registry);
 
   beforeAll(async () => {
-    // The no-op machine, and an apply-time program that reads another Secret through the broker's kubeconfig.
+    // The no-op machine, and an apply-time program that asks the broker, through its kubeconfig, for what is not its run's.
     const machineDir = join(work, "machine");
     cpSync(noopModuleDirectory("machine"), machineDir, { recursive: true });
+    // Each request aimed at something else: another Secret, its own state and lock with verbs no backend uses, the events.
+    const suffix = stateSecretSuffix({ role: "machine", namespace, name: "m" });
+    const requests = [
+      ["GET", `/api/v1/namespaces/${namespace}/secrets/someone-elses`],
+      ["DELETE", `/api/v1/namespaces/${namespace}/secrets/${stateSecretName(suffix)}`],
+      ["DELETE", `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${stateLockLeaseName(suffix)}`],
+      ["GET", `/apis/events.k8s.io/v1/namespaces/${namespace}/events`],
+    ];
     writeFileSync(
       join(machineDir, "curious.cjs"),
       // local-exec passes its command as one argument after the interpreter's.
-      'const [kubeconfig, namespace] = process.argv[2].split(" ");\n' +
+      'const [kubeconfig] = process.argv[2].split(" ");\n' +
         'const { server } = JSON.parse(require("node:fs").readFileSync(kubeconfig, "utf8")).clusters[0].cluster;\n' +
-        "fetch(`${server}/api/v1/namespaces/${namespace}/secrets/someone-elses`).then((answer) => process.exit(answer.status " +
-        "=== 403 ? 0 : 1));\n",
+        `const requests = ${JSON.stringify(requests)};\n` +
+        "(async () => {\n" +
+        "  for (const [method, path] of requests) if ((await fetch(server + path, { method })).status !== 403) process.exit(1);\n" +
+        "})();\n",
     );
     // The Job's runner runs steps in <work>/work/root; the executor lays the broker's directory beside <work>/work.
     writeFileSync(
@@ -54,7 +67,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
     rmSync(work, { recursive: true, force: true });
   });
 
-  it("refuses module code another object's Secret, reports it once on the object, and counts it when the Job is recorded", async () => {
+  it("refuses module code what is not its state run's, reports the first refusal on the object, counts each by target", async () => {
     await createMachine(plane, namespace, "m", machineImage);
     for (let pass = 0; pass < 8; pass++) {
       if ((await reconcileWorkspace(deps, machineAdapter, namespace, "m")).action === "UpToDate") break;
@@ -85,13 +98,16 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu"],
         ),
       }),
     ]);
-    const counted = await metrics.brokerRefusals.get();
-    expect(counted.name).toBe("captf_broker_refused_requests_total");
-    expect(counted.values.filter((sample) => sample.labels.kind === "TerraformMachine")).toEqual([
-      expect.objectContaining({ labels: { kind: "TerraformMachine", target: "other" }, value: 1 }),
-    ]);
+    // Counted by what each request was aimed at, as the broker classified it.
+    const byTarget = [
+      { kind: "TerraformMachine", target: "other", value: 1 },
+      { kind: "TerraformMachine", target: "state", value: 1 },
+      { kind: "TerraformMachine", target: "lock", value: 1 },
+      { kind: "TerraformMachine", target: "event", value: 1 },
+    ];
+    expect(await seriesValues(registry, "captf_broker_refused_requests_total", {}, byTarget)).toEqual(byTarget);
     // Recorded once: another pass over the bookkept Job counts nothing again.
     await reconcileWorkspace(deps, machineAdapter, namespace, "m");
-    expect((await metrics.brokerRefusals.get()).values.reduce((sum, sample) => sum + sample.value, 0)).toBe(1);
+    expect(await seriesValue(registry, "captf_broker_refused_requests_total")).toBe(4);
   }, 180_000);
 });

@@ -1,6 +1,7 @@
 // What a finished Job adds to the captf_* metrics, from the Job and Pod as Kubernetes leaves them and the documents the
 // runner and its state broker write as termination messages: read by observeJobs, recorded by bookkeepFinishedJobs and
-// observeDrift into a real CaptfMetrics, read back by exposed name.
+// observeDrift into a real CaptfMetrics (the resource changes and plan approvals as reconcileWorkspace counts what
+// resourceChanges and bookkeepPlans return), read back by exposed name.
 import { describe, expect, it } from "@jest/globals";
 import type { BrokerSummary, RunResult } from "@captf/contract/run-result";
 import { labels } from "@captf/contract/api";
