@@ -130,8 +130,9 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
   JobQuotaExceeded: {
     section: "ordering",
     meaning:
-      "A ResourceQuota (or a LimitRange) of the namespace refused the Job's create; the note names the quota and what it refused " +
-      "(requested, used, limited). No Job exists; the object tries again after 10 s, then waits twice as long each time up to 2 min.",
+      "A ResourceQuota of the namespace (count/jobs.batch) refused the Job's create; the note names the quota and what it refused " +
+      "(requested, used, limited). No Job exists; the object tries again after 10 s, then waits twice as long each time up to 2 min. " +
+      "A LimitRange or a Pod quota refuses the Job's Pod, not the Job: the Job controller's FailedCreate events on the Job say so.",
   },
   PlanReady: {
     section: "plans",

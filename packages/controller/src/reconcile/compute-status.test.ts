@@ -260,6 +260,13 @@ describe("computeStatus: one setter per condition", () => {
       undefined,
     ],
     [
+      "the first apply a quota held back runs: the wait is over",
+      { previous: previousOf(["ApplyJobSucceeded", "Unknown", "JobQuotaExceeded"]) },
+      { active: { name: "a", op: "apply", attempt: 1, remediation: false } },
+      "ApplyJobSucceeded",
+      { status: "Unknown", reason: "NoApplyYet" },
+    ],
+    [
       "a wait wins over the newest Job",
       { newestJob: job({ op: "apply", outcome: "succeeded", finishedAt: now, result: result() }) },
       { wait: { type: "ApplyJobSucceeded", value: { status: "Unknown", reason: "WaitingForRunLease" } } },

@@ -183,10 +183,25 @@ const setApplyJobSucceeded: Setter<"ApplyJobSucceeded"> = (scope, { decision, wa
   if (scope.vanishedApply) return { status: "False", reason: "ApplyFailed", message: vanishedApplyMessage(scope.vanishedApply) };
   if (unappliable) return unappliable;
   // Nothing has run, and no apply runs yet (it reports its own outcome when it finishes).
-  if (!scope.previous?.some((condition) => condition.type === "ApplyJobSucceeded") && active?.op !== "apply")
-    return { status: "Unknown", reason: "NoApplyYet", message: "no apply has run yet" };
+  const before = scope.previous?.find((condition) => condition.type === "ApplyJobSucceeded");
+  if (!before && active?.op !== "apply") return { status: "Unknown", reason: "NoApplyYet", message: "no apply has run yet" };
+  // The Job a wait held back (a quota, a lease, a slot) runs now: the wait is over, though no apply has finished.
+  if (before && startWaits.includes(before.reason) && (active?.op === "apply" || active?.op === "destroy"))
+    return { status: "Unknown", reason: "NoApplyYet", message: `${active.op} Job ${active.name} runs; no apply has finished yet` };
   return undefined;
 };
+
+/**
+ * The waits of an operation's start (startOperation): each is also an event, once per wait (reference: "the Normal events of the same
+ * names once per wait"), and each is over once the Job runs.
+ */
+export const startWaits: readonly string[] = [
+  "WaitingForRunLease",
+  "WaitingForClusterOperation",
+  "WaitingForMachineOperations",
+  "WaitingForJobSlot",
+  "JobQuotaExceeded",
+];
 
 const setStateReadable: Setter<"StateReadable"> = ({ state, stateLost, lock, retainedBy, deleting, kind }) => {
   if (!state) return undefined;

@@ -4,7 +4,6 @@
  * object waits before it tries again. Pure.
  */
 import { KubeApiError } from "../runtime/api-errors.js";
-import { exponentialBackoffMillis } from "../runtime/backoff.js";
 
 export interface QuotaRefusal {
   kind: "ResourceQuota" | "LimitRange";
@@ -31,17 +30,26 @@ export function quotaRefusalOf(error: unknown): QuotaRefusal | undefined {
   return limitRangePattern.test(message) ? { kind: "LimitRange", detail } : undefined;
 }
 
-/** The first look after a refusal; each later one waits twice as long as the wait so far, up to the cap. */
+/** The first look after a refusal; each later one waits twice as long as the one before, up to the cap. */
 export const quotaRetryBaseMs = 10_000;
 export const quotaRetryMaxMs = 120_000;
 
+const announcedRetry = /tried again in (\d+) s/;
+
 /**
- * The wait before the next try, from how long the object has waited on the quota already (undefined: refused just now): the waits
- * double (10 s, 20 s, 40 s, …) up to 2 min, so a freed quota is used within that.
+ * The wait the previous pass announced on the condition, when it was refused by a quota too. The condition's message carries it: its
+ * lastTransitionTime does not, as it stays put while the status (Unknown) does not change, so it can predate the first refusal.
  */
-export function quotaRetryMs(waitedMs: number | undefined): number {
-  if (waitedMs === undefined || waitedMs < quotaRetryBaseMs) return quotaRetryBaseMs;
-  return exponentialBackoffMillis(Math.floor(Math.log2(waitedMs / quotaRetryBaseMs)), quotaRetryBaseMs, quotaRetryMaxMs);
+export function previousQuotaRetryMs(previous: { reason: string; message?: string } | undefined): number | undefined {
+  if (previous?.reason !== "JobQuotaExceeded") return undefined;
+  const seconds = announcedRetry.exec(previous.message ?? "")?.[1];
+  return seconds === undefined ? undefined : Number(seconds) * 1000;
+}
+
+/** The wait before the next try: 10 s after a first refusal, then twice the previous wait (20 s, 40 s, …) up to 2 min. */
+export function quotaRetryMs(previousRetryMs: number | undefined): number {
+  if (previousRetryMs === undefined) return quotaRetryBaseMs;
+  return Math.min(Math.max(previousRetryMs * 2, quotaRetryBaseMs), quotaRetryMaxMs);
 }
 
 /** The condition message and event note: what refused which Job, why, and when it is tried again. */

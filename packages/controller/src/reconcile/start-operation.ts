@@ -23,7 +23,7 @@ import { activeJobRequeueMs, destroyInputsMismatchNote, type Decision, type JobR
 import { writeDurableInputs } from "./durable-inputs.js";
 import { stateEncryptionKey } from "./encrypted-state.js";
 import { jobSlotWait } from "./job-slots.js";
-import { quotaRefusalMessage, quotaRefusalOf, quotaRetryMs } from "./quota-refusal.js";
+import { previousQuotaRetryMs, quotaRefusalMessage, quotaRefusalOf, quotaRetryMs } from "./quota-refusal.js";
 import type { TerraformClusterObject } from "./pass-reads.js";
 import {
   acquireLease,
@@ -309,8 +309,7 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     throw error;
   });
   if ("refused" in created) {
-    const since = request.scope.previous?.find((c) => c.type === conditionType && c.reason === "JobQuotaExceeded")?.lastTransitionTime;
-    const retryMs = quotaRetryMs(since === undefined ? undefined : now - Date.parse(since));
+    const retryMs = quotaRetryMs(previousQuotaRetryMs(request.scope.previous?.find((c) => c.type === conditionType)));
     return wait("JobQuotaExceeded", quotaRefusalMessage(created.refused, holder, retryMs), retryMs);
   }
   await createRunSecret(deps.client, namespace, created, root);

@@ -45,7 +45,7 @@ import {
   recoverActiveJob,
   type Pass,
 } from "./workspace-phases.js";
-import { computeStatus, type PassOutcome, type StatusScope } from "./compute-status.js";
+import { computeStatus, startWaits, type PassOutcome, type StatusScope } from "./compute-status.js";
 import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
 import { historyLimits, jobsToPrune } from "./job-history.js";
 import { resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
@@ -683,9 +683,9 @@ export async function reconcileWorkspace<R extends Role>(
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
   if (outcome.wait) {
-    // A wait for a lease, the cluster operation gate or a Job slot is an event once per wait, not once per pass.
+    // A wait for a lease, the cluster operation gate, a Job slot or a quota is an event once per wait, not once per pass.
     const { reason, message } = outcome.wait.value;
-    if (eventedWaits.includes(reason) && previousReason(previous, outcome.wait.type) !== reason)
+    if (startWaits.includes(reason) && previousReason(previous, outcome.wait.type) !== reason)
       void events.record(subject, reason as ManagerEventReason, message ?? reason);
   }
   if (adapter.ownerWriteBack && !paused && !deleting) {
@@ -771,15 +771,6 @@ async function countDependents(client: KubeApi, namespace: string, clusterName: 
   }
   return count;
 }
-
-/** The waits that are also events (reference: "the Normal events of the same names once per wait"). */
-const eventedWaits: readonly string[] = [
-  "WaitingForRunLease",
-  "WaitingForClusterOperation",
-  "WaitingForMachineOperations",
-  "WaitingForJobSlot",
-  "JobQuotaExceeded",
-];
 
 /** Patches the status, only when that changes it (the object as read this pass). */
 async function patchStatus(
