@@ -13,7 +13,7 @@ import { Registry } from "prom-client";
 import { previousSchemeJobName, runSecretName } from "../jobs/build-job.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { CaptfMetrics } from "../metrics/captf-metrics.js";
-import { seriesValue } from "../metrics/series.test-support.js";
+import { seriesValue, seriesValues } from "../metrics/series.test-support.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
 import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
@@ -1088,8 +1088,11 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       try {
         await createMachine("gated");
         await reconcileWorkspace(deps, machineAdapter, namespace, "gated");
+        const behindCluster = { kind: "TerraformMachine", reason: "cluster_operation" };
+        const waitsBefore = await seriesValue(registry, "captf_lease_waits_total", behindCluster);
         const result = await reconcileWorkspace(deps, machineAdapter, namespace, "gated");
         expect(result.action).toBe("waiting: WaitingForClusterOperation");
+        expect(await seriesValue(registry, "captf_lease_waits_total", behindCluster)).toBe(waitsBefore + 1);
         const machine = await getMachine("gated");
         expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "WaitingForClusterOperation" });
         expect(condition(machine, "ApplyJobSucceeded")!.message).toContain(holder.metadata!.name);
@@ -1225,7 +1228,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     it("mirrors the identity's Secret into the namespace, creates the runner's RBAC and mounts the mirror in the Job", async () => {
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
-      const metrics = new CaptfMetrics(new Registry());
+      const credentialsRegistry = new Registry();
+      const metrics = new CaptfMetrics(credentialsRegistry);
       const withCredentials: ReconcilerDeps = { ...deps, metrics, credentials: identityCredentials({ client: plane.client }, deps.events) };
       await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "cloud-creds" }, stringData: { TOKEN: canary } } });
       await plane.custom.createClusterCustomObject({
@@ -1238,12 +1242,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           spec: { secretRef: { name: "cloud-creds", namespace }, allowedNamespaces: { list: [namespace] } },
         },
       });
+      // An identity for other namespaces only.
+      await plane.custom.createClusterCustomObject({
+        ...infra,
+        plural: "terraformclusteridentities",
+        body: {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformClusterIdentity",
+          metadata: { name: `${identity}-elsewhere` },
+          spec: { secretRef: { name: "cloud-creds", namespace }, allowedNamespaces: { list: [`${namespace}-elsewhere`] } },
+        },
+      });
       try {
         await createMachine("creds", { identityRef: { name: identity } });
         await createMachine("nocreds", { identityRef: { name: `${identity}-missing` } });
+        await createMachine("wrongns", { identityRef: { name: `${identity}-elsewhere` } });
         for (let pass = 0; pass < 3; pass++) {
           await reconcileWorkspace(withCredentials, machineAdapter, namespace, "creds");
           await reconcileWorkspace(withCredentials, machineAdapter, namespace, "nocreds");
+          await reconcileWorkspace(withCredentials, machineAdapter, namespace, "wrongns");
         }
         const [job] = await jobsOf("creds");
         const mirror = `captf-creds-${identity}`;
@@ -1260,20 +1277,29 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         expect(condition(denied, "IdentityAllowed")).toMatchObject({ status: "False", reason: "IdentityNotFound" });
         expect(condition(denied, "ApplyJobSucceeded")).toMatchObject({ status: "False", reason: "IdentityNotAllowed" });
         expect(await jobsOf("nocreds")).toHaveLength(0);
+        const outside = await getMachine("wrongns");
+        expect(condition(outside, "IdentityAllowed")).toMatchObject({ status: "False", reason: "NamespaceNotAllowed" });
+        expect(await jobsOf("wrongns")).toHaveLength(0);
         // Counted once per denial, not once per pass.
-        expect(await metrics.identityDenied.get()).toMatchObject({
-          name: "captf_identity_denied_total",
-          values: [expect.objectContaining({ labels: { reason: "notfound" }, value: 1 })],
-        });
+        const denials = [
+          { reason: "notfound", value: 1 },
+          { reason: "namespace", value: 1 },
+        ];
+        expect(await seriesValues(credentialsRegistry, "captf_identity_denied_total", {}, denials)).toEqual(denials);
+        expect(await seriesValue(credentialsRegistry, "captf_identity_denied_total")).toBe(2);
 
         // The credential never shows in status or events.
-        const everything = JSON.stringify([machine.status, denied.status, (await eventsApi.listNamespacedEvent({ namespace })).items]);
+        const everything = JSON.stringify([
+          machine.status,
+          denied.status,
+          outside.status,
+          (await eventsApi.listNamespacedEvent({ namespace })).items,
+        ]);
         expect(everything).not.toContain(canary);
         expect(everything).not.toContain(Buffer.from(canary).toString("base64"));
       } finally {
-        await plane.custom
-          .deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identity })
-          .catch(() => undefined);
+        for (const name of [identity, `${identity}-elsewhere`])
+          await plane.custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name }).catch(() => undefined);
       }
     }, 120_000);
   });
