@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as k8s from "@kubernetes/client-node";
-import { bundleCoverageFlags, childCoverageEnvironment, requireTool } from "@captf/testkit";
+import { bundleCoverageFlags, childCoverageEnvironment, requireTool, type RuntimeName } from "@captf/testkit";
 import { brokerContainerName, brokerDir, defaultJobEnvironment, runnerRunCommand } from "../jobs/build-job.js";
 
 export interface JobExecutor {
@@ -26,6 +26,8 @@ export interface JobExecutorOptions {
   namespace: string;
   /** The module directory of each image reference. */
   modules: Record<string, string>;
+  /** The runtime at /captf/runtime of each image reference not OpenTofu's (by repository, as modules). */
+  runtimes?: Record<string, RuntimeName>;
   /** What the Pod reports instead of its runner's result (its termination message), e.g. a result as another runner would write it. */
   rewriteResult?: (pod: k8s.V1Pod, message: string) => string;
 }
@@ -62,9 +64,9 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const container = pod.spec!.containers.find((c) => c.name === "source")!;
     // A pinned image runs by digest: its module is the one of the same repository.
     const repository = (reference: string) => reference.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w][\w.-]*$/, "");
-    const moduleDir =
-      options.modules[container.image!] ??
-      Object.entries(options.modules).find(([reference]) => repository(reference) === repository(container.image!))?.[1];
+    const byImage = <T>(table: Record<string, T>): T | undefined =>
+      table[container.image!] ?? Object.entries(table).find(([reference]) => repository(reference) === repository(container.image!))?.[1];
+    const moduleDir = byImage(options.modules);
     if (!moduleDir) throw new Error(`no module for image ${container.image}`);
     const work = join(base, name);
     const config = join(work, "config");
@@ -76,6 +78,21 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const sources = configVolume.projected
       ? configVolume.projected.sources!.map((source) => ({ name: source.secret!.name!, items: source.secret!.items }))
       : [{ name: configVolume.secret!.secretName!, items: undefined }];
+    const runtimeName = byImage(options.runtimes ?? {});
+    const runtime = runtimeName ? requireTool(runtimeName) : tofu;
+    // Like a kubelet: the container's Secret key references (TF_ENCRYPTION), a pod whose Secret is missing waiting for it.
+    const secretEnv: Record<string, string> = {};
+    for (const entry of container.env ?? []) {
+      const ref = entry.valueFrom?.secretKeyRef;
+      if (!ref) continue;
+      const secret = await core.readNamespacedSecret({ name: ref.name!, namespace: options.namespace }).catch(() => undefined);
+      const value = secret?.data?.[ref.key];
+      if (value === undefined) {
+        done.delete(pod.metadata!.uid!);
+        return false;
+      }
+      secretEnv[entry.name] = Buffer.from(value, "base64").toString("utf8");
+    }
     for (const source of sources) {
       const secret = await core.readNamespacedSecret({ name: source.name, namespace: options.namespace }).catch(() => undefined);
       // Like a kubelet, a pod whose Secret volume is missing waits for it.
@@ -116,7 +133,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       arg.startsWith("--broker=") || arg.startsWith(`--backend-config=config_path=${brokerDir}/`)
         ? arg.replace(brokerDir, brokerWork)
         : arg.startsWith("--bin=")
-          ? `--bin=${tofu}`
+          ? `--bin=${runtime}`
           : arg.startsWith("--module=")
             ? `--module=${moduleDir}`
             : arg.startsWith("--workdir=")
@@ -132,7 +149,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
     const exitCode = await new Promise<number>((resolve) => {
       const child = spawn(process.execPath, [join(bundle, basename(runnerRunCommand[1]!)), ...runnerRunCommand.slice(2), ...args], {
         stdio: ["ignore", "pipe", "pipe"],
-        env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0", ...childCoverageEnvironment() },
+        env: { PATH: process.env.PATH ?? "", TF_IN_AUTOMATION: "1", TF_INPUT: "0", ...secretEnv, ...childCoverageEnvironment() },
       });
       // On exit, not close: a runtime process the runner left behind may hold the pipes open.
       const append = (chunk: Buffer) => logs.set(name, (logs.get(name) ?? "") + chunk.toString("utf8"));
