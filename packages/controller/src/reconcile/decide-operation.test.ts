@@ -1,8 +1,11 @@
 import { describe, expect, it } from "@jest/globals";
 import {
+  appliedImageChain,
   backoffMs,
   consecutiveFailures,
   decideOperation,
+  destroyInputsMismatchNote,
+  imageFallbacks,
   jitterMs,
   jobRun,
   nextPendingRefreshes,
@@ -467,7 +470,98 @@ describe("jobRun: what a decided Job runs with", () => {
       { ...facts, restore: { firstSecret: "b-1" } },
       { inputsHash: "h2:none" },
     ],
+    [
+      "a drift check skips a pinned digest that could not be pulled for the applied reference, its digest still known",
+      { reason: "DriftDue", op: "drift" as const },
+      { ...facts, applied: { ...facts.applied, unpullableImages: ["m@sha256:aa"] } },
+      { image: "m:v1", digestUnknown: false, tick: "5000" },
+    ],
+    [
+      "a destroy falls back to the spec's image when the digest and the applied reference could not be pulled",
+      { reason: "Deleting", op: "destroy" as const },
+      { ...facts, stateInputsHash: "h2:applied", applied: { ...facts.applied, unpullableImages: ["m@sha256:aa", "m:v1"] } },
+      { image: "m:v2", inputsHash: "h2:applied" },
+    ],
+    [
+      "with every image unpullable a destroy runs the spec's (only the operator can fix it)",
+      { reason: "Deleting", op: "destroy" as const },
+      { ...facts, stateInputsHash: "h2:applied", applied: { ...facts.applied, unpullableImages: ["m@sha256:aa", "m:v1", "m:v2"] } },
+      { image: "m:v2" },
+    ],
+    [
+      "an apply runs the spec's image even when it is listed unpullable",
+      { reason: "InputsChanged", op: "apply" as const },
+      { ...facts, applied: { ...facts.applied, unpullableImages: ["m:v2"] } },
+      { image: "m:v2" },
+    ],
   ])("%s", (_name, decision, given, expected) => {
     expect(jobRun(decision, given)).toMatchObject(expected);
+  });
+
+  it.each([
+    [
+      "the inputs of an apply that failed after the state's",
+      { ...facts, stateInputsHash: "h2:state", applied: { inputsHash: "h2:failed" } },
+      { rendered: "h2:failed", state: "h2:state" },
+    ],
+    ["a state that records no inputs hash", { ...facts, stateInputsHash: undefined }, { rendered: "h2:applied" }],
+    [
+      "a cluster without durable inputs: the current ones",
+      { jobs, image: "m:v2", currentInputsHash: "h2:now", stateInputsHash: "h2:state" },
+      { rendered: "h2:now", state: "h2:state" },
+    ],
+  ])("a destroy renders inputs the state does not record: %s", (_name, given, mismatch) => {
+    expect(jobRun({ reason: "Deleting", op: "destroy" }, given).destroyInputsMismatch).toEqual(mismatch);
+  });
+
+  it.each([
+    ["the durable inputs hold what the state records", { ...facts, stateInputsHash: "h2:applied" }, "destroy" as const],
+    ["no hash to render", { jobs, image: "m:v2", applied: {} }, "destroy" as const],
+    ["a drift check renders the durable inputs but destroys nothing", facts, "drift" as const],
+  ])("no mismatch when %s", (_name, given, op) => {
+    expect(jobRun({ reason: "x", op }, given).destroyInputsMismatch).toBeUndefined();
+  });
+});
+
+describe("image fallback", () => {
+  it.each([
+    ["digest, applied reference, spec image", { image: "m:v1", imageDigest: "m@sha256:aa" }, "m:v2", ["m@sha256:aa", "m:v1", "m:v2"]],
+    [
+      "each once: the spec still names the applied reference",
+      { image: "m:v1", imageDigest: "m@sha256:aa" },
+      "m:v1",
+      ["m@sha256:aa", "m:v1"],
+    ],
+    ["no digest pinned", { image: "m:v1" }, "m:v2", ["m:v1", "m:v2"]],
+    ["no durable inputs", undefined, "m:v2", ["m:v2"]],
+  ])("the applied chain: %s", (_name, applied, spec, chain) => {
+    expect(appliedImageChain(applied, spec)).toEqual(chain);
+  });
+
+  const chain = ["m@sha256:aa", "m:v1", "m:v2"];
+  it.each([
+    ["the pinned digest", "m@sha256:aa", [], ["m:v1", "m:v2"]],
+    ["the applied reference, the digest already unpullable", "m:v1", ["m@sha256:aa"], ["m:v2"]],
+    ["the last image", "m:v2", ["m@sha256:aa", "m:v1"], []],
+    ["an image outside the chain (the spec changed since)", "m:old", [], chain],
+  ])("what is left after %s", (_name, image, unpullable, left) => {
+    expect(imageFallbacks(chain, image, unpullable)).toEqual(left);
+  });
+});
+
+describe("destroyInputsMismatchNote", () => {
+  it("names the Job, the failed apply it follows and both hashes", () => {
+    expect(
+      destroyInputsMismatchNote("captf-c-a-destroy-a1-abcdef", { rendered: "h2:new", state: "h2:old" }, "captf-c-a-apply-a2-123456"),
+    ).toBe(
+      "destroy Job captf-c-a-destroy-a1-abcdef renders the inputs of apply Job captf-c-a-apply-a2-123456, which failed and may have " +
+        "changed resources (h2:new); the state records h2:old",
+    );
+  });
+
+  it("says the inputs were the last applied, and that the state records no hash", () => {
+    expect(destroyInputsMismatchNote("j", { rendered: "h2:new" }, undefined)).toBe(
+      "destroy Job j renders the inputs last applied (h2:new); the state records no inputs hash",
+    );
   });
 });

@@ -30,6 +30,11 @@ export interface JobExecutorOptions {
   runtimes?: Record<string, RuntimeName>;
   /** What the Pod reports instead of its runner's result (its termination message), e.g. a result as another runner would write it. */
   rewriteResult?: (pod: k8s.V1Pod, message: string) => string;
+  /**
+   * Images no registry serves, with the reason the kubelet waits on (`ErrImagePull`, `ImagePullBackOff`) and its message: their Pods
+   * stay Pending and never run.
+   */
+  unpullable?: ReadonlyMap<string, { reason: string; message: string }>;
 }
 
 export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
@@ -62,6 +67,11 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
   async function runPod(pod: k8s.V1Pod): Promise<boolean> {
     const name = pod.metadata!.name!;
     const container = pod.spec!.containers.find((c) => c.name === "source")!;
+    const pullError = options.unpullable?.get(container.image!);
+    if (pullError) {
+      await reportPullError(pod, container.image!, pullError.reason, pullError.message);
+      return false;
+    }
     // A pinned image runs by digest: its module is the one of the same repository.
     const repository = (reference: string) => reference.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w][\w.-]*$/, "");
     const byImage = <T>(table: Record<string, T>): T | undefined =>
@@ -227,6 +237,33 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
     return true;
+  }
+
+  /** What a kubelet reports of a Pod whose module image it cannot pull: Pending since now, the container waiting on the pull. */
+  async function reportPullError(pod: k8s.V1Pod, image: string, reason: string, message: string): Promise<void> {
+    await core.patchNamespacedPodStatus(
+      {
+        name: pod.metadata!.name!,
+        namespace: options.namespace,
+        body: {
+          status: {
+            phase: "Pending",
+            startTime: new Date().toISOString() as never,
+            containerStatuses: [
+              {
+                name: "source",
+                image,
+                imageID: "",
+                ready: false,
+                restartCount: 0,
+                state: { waiting: { reason, message } },
+              },
+            ],
+          },
+        },
+      },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
   }
 
   return {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
 import type { RunResult } from "@captf/contract/run-result";
-import { bookkeepingAnnotations, outcomeOf, type ObservedJob } from "./observe-jobs.js";
+import type { V1Job, V1Pod } from "@kubernetes/client-node";
+import { fakeClient } from "../runtime/fake-client.test-support.js";
+import { bookkeepingAnnotations, jobPod, outcomeOf, type ObservedJob } from "./observe-jobs.js";
 
 const failedJob = (reason = "BackoffLimitExceeded", annotations: Record<string, string> = {}) => ({
   metadata: { annotations },
@@ -85,5 +87,27 @@ describe("plan Jobs at bookkeeping", () => {
     expect(outcomeOf({ metadata: {}, status: { conditions: [{ type: "Complete", status: "True" }] } }, undefined, keptPod)).toBe(
       "succeeded",
     );
+  });
+});
+
+describe("jobPod", () => {
+  const job: V1Job = { metadata: { name: "captf-m-a-destroy-a1-abcdef", uid: "job-2" } };
+  const podOf = (name: string, jobUid: string): V1Pod => ({
+    metadata: {
+      name,
+      ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: "captf-m-a-destroy-a1-abcdef", uid: jobUid, controller: true }],
+    },
+  });
+  const listing = (pods: V1Pod[]) => {
+    const client = fakeClient({ "list pods": () => ({ items: pods }) });
+    return jobPod({ client }, "ns", job);
+  };
+
+  it("is the Pod of this Job, not one an earlier Job of the same name left (deleted for an image it could not pull)", async () => {
+    expect(await listing([podOf("old", "job-1"), podOf("new", "job-2")])).toMatchObject({ metadata: { name: "new" } });
+  });
+
+  it("is none while only the earlier Job's Pod is there", async () => {
+    expect(await listing([podOf("old", "job-1")])).toBeUndefined();
   });
 });

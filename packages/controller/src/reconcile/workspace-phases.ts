@@ -529,6 +529,8 @@ export async function recoverActiveJob(
 ): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
   const { deps, adapter, namespace, suffix, events, subject, durable, now } = pass;
   const { client } = deps;
+  // A Job being deleted (by an image fallback, say) is left to go: a per-run Secret made for it now would outlive it under its name.
+  if (active.job.metadata?.deletionTimestamp) return undefined;
   {
     const secretName = runSecretName(active.name);
     const present = deps.cache
@@ -599,15 +601,24 @@ async function fallBackFromImage(
   if (active.op === "apply" || active.op === "plan" || stalled.container !== sourceContainerName || !durable || !image) return undefined;
   const next = imageFallbacks(appliedImageChain(durable, object.spec.source.image), image, durable.unpullableImages)[0];
   if (!next) return undefined;
-  // A Job the cache still shows after its deletion was handled already: deleted again, no second event.
+  // Listed already: an earlier pass recorded it and did not get to the rest; the Job is deleted now, with no second event.
   const added = !durable.unpullableImages.includes(image);
   if (added) {
     const unpullable = withUnpullableImage(durable.unpullableImages, image);
     await annotateDurableInputs(deps.client, adapter.role, namespace, name, { [annotations.unpullableImages]: JSON.stringify(unpullable) });
     durable.unpullableImages = unpullable;
   }
-  await deps.client.delete(builtinTypes.job, namespace, active.name, { propagationPolicy: "Background" }).catch(ignoreNotFound);
-  await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
+  // Only this Job (its uid): the next one gets the same name, and a stale read must not delete it, its Secret or its lease. The per-run
+  // Secret goes now, not when the garbage collector gets to it, so the next Job of this name gets a Secret of its own.
+  const uid = active.job.metadata?.uid;
+  const gone = await deps.client
+    .delete(builtinTypes.job, namespace, active.name, { propagationPolicy: "Background", ...(uid ? { preconditions: { uid } } : {}) })
+    .then(
+      () => "deleted" as const,
+      (error: unknown) => (isNotFound(error) ? ("already" as const) : isConflict(error) ? ("replaced" as const) : Promise.reject(error)),
+    );
+  if (gone === "deleted") await deps.client.delete(builtinTypes.secret, namespace, runSecretName(active.name)).catch(ignoreNotFound);
+  if (gone !== "replaced") await releaseLease(deps, namespace, runLeaseName(suffix), active.name).catch(() => undefined);
   if (added)
     void events.record(
       subject,
