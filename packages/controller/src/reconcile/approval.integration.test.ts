@@ -123,8 +123,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       mergePatchOptions(),
     );
     expect(await pass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
+    const planCreated = { kind: "TerraformCluster", result: "created" };
+    const createdBefore = await seriesValue(registry, "captf_plan_approvals_total", planCreated);
     await runJobs();
     expect(await pass()).toBe("PlanAwaitingApproval");
+    // Counted when the plan Job is recorded, once.
+    expect(await seriesValue(registry, "captf_plan_approvals_total", planCreated)).toBe(createdBefore + 1);
     const cluster = await get();
     expect(cluster.status.plan).toMatchObject({
       planHash: expect.stringMatching(/^p1:[0-9a-f]{64}$/),
@@ -141,6 +145,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       message: "applying the current inputs waits for approval (PlanAwaitingApproval)",
     });
     expect(await pass()).toBe("PlanAwaitingApproval");
+    expect(await seriesValue(registry, "captf_plan_approvals_total", planCreated)).toBe(createdBefore + 1);
     expect(await ops()).toEqual(["apply", "plan"]);
   }, 120_000);
 
