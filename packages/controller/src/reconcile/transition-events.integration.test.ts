@@ -240,5 +240,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await eventsOf("c", "ExportsNotPublished")).toHaveLength(1);
     expect(await eventsOf("c", "DriftRemediationStarted")).toHaveLength(1);
     expect(await seriesValue(registry, "captf_inputs_hash_changes_total", { kind: "TerraformCluster" })).toBe(1);
+    // The drift check found the drifting resource changed; the remediation apply, the only one changing a resource, changed it back.
+    const driftChanged = { kind: "TerraformCluster", action: "change" };
+    expect(await seriesValue(registry, "captf_drift_resources_total", driftChanged)).toBe(1);
+    const remediationChanged = { kind: "TerraformCluster", op: "apply", action: "change" };
+    expect(await seriesValue(registry, "captf_resources_changed_total", remediationChanged)).toBe(1);
   }, 240_000);
 });
