@@ -36,7 +36,14 @@ export function decodedState(tfstate: string): { lineage: string; serial: number
   return { lineage, serial };
 }
 
-/** Everything of one namespace clusterctl move carries: the objects by kind and name (spec and status) and the state Secrets' data. */
+/** A Secret captf keeps for an object (durable inputs, state backups, credential mirrors): owned by a Terraform object. */
+const ownedByTerraformObject = (secret: k8s.V1Secret) =>
+  secret.metadata?.ownerReferences?.some((reference) => reference.apiVersion.startsWith(`${infraApi.group}/`)) ?? false;
+
+/**
+ * Everything of one namespace clusterctl move carries: the objects by kind and name (spec and status), the state Secrets' data, and the
+ * data of every other Secret a Terraform object owns.
+ */
 export async function snapshot(kubeConfig: k8s.KubeConfig, namespace: string) {
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const objects: Record<string, { spec: Moved["spec"]; status?: Moved["status"]; annotations: Record<string, string> }> = {};
@@ -65,12 +72,18 @@ export async function snapshot(kubeConfig: k8s.KubeConfig, namespace: string) {
       }
     }
   }
+  const secrets = (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace })).items;
   const states = Object.fromEntries(
-    (await kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedSecret({ namespace, labelSelector: stateSelector })).items.map(
-      (secret) => [secret.metadata!.name!, secret.data!.tfstate!],
-    ),
+    secrets
+      .filter((secret) => secret.metadata?.labels?.[stateSelector] !== undefined)
+      .map((secret) => [secret.metadata!.name!, secret.data!.tfstate!]),
   );
-  return { objects, states };
+  const owned = Object.fromEntries(
+    secrets
+      .filter((secret) => secret.metadata?.labels?.[stateSelector] === undefined && ownedByTerraformObject(secret))
+      .map((secret) => [secret.metadata!.name!, secret.data ?? {}]),
+  );
+  return { objects, states, owned };
 }
 
 /** The plane's side of the clusterctl scenarios: waits, `clusterctl generate cluster` and the identity, all on the shared plane. */

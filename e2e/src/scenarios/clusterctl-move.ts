@@ -1,5 +1,6 @@
 // clusterctl move: an idle cluster moves to a second management plane whole (every object, its
-// state Secrets, nothing destroyed); a move started while a captf Job runs waits on block-move and
+// state Secrets, durable inputs, backups and credential mirror, the identity with its source Secret,
+// nothing destroyed); a move started while a captf Job runs waits on block-move and
 // completes with the Job's result. Moves the clusters clusterctl-generate.ts brought to Ready.
 import { join } from "node:path";
 import { afterAll, expect, it } from "@jest/globals";
@@ -7,14 +8,28 @@ import * as k8s from "@kubernetes/client-node";
 import { waitFor } from "@captf/testkit";
 import { pushImage } from "@captf/testkit/plane";
 import { annotations } from "@captf/contract/api";
-import { moduleTag } from "../captf-install.js";
+import { managerNamespace, moduleTag } from "../captf-install.js";
 import { startClusterctl, startMoveTarget, type MoveTarget } from "../clusterctl.js";
 import { listCaptfJobs } from "../progress.js";
-import { busy, clusterctlClusters, decodedState, idle, infraApi, snapshot } from "./clusterctl-clusters.js";
+import { busy, clusterctlClusters, decodedState, identityName, idle, infraApi, snapshot } from "./clusterctl-clusters.js";
 import type { TerraformObject } from "../objects.js";
 import { mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
 
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
+
+type Snapshot = Awaited<ReturnType<typeof snapshot>>;
+/** The durable inputs Secrets of a snapshot: one per Terraform object. */
+const durableInputs = (at: Snapshot) => Object.keys(at.owned).filter((name) => /^captf-inputs-(c|m|mp)-/.test(name));
+const terraformObjects = (at: Snapshot) => Object.keys(at.objects).filter((key) => key.startsWith("Terraform")).length;
+
+/** The e2e's identity and its source Secret on a plane. */
+async function identityOn(kubeConfig: k8s.KubeConfig) {
+  const identity = (await kubeConfig
+    .makeApiClient(k8s.CustomObjectsApi)
+    .getClusterCustomObject({ ...infraApi, plural: "terraformclusteridentities", name: identityName })) as { metadata: { uid: string } };
+  const secret = await kubeConfig.makeApiClient(k8s.CoreV1Api).readNamespacedSecret({ namespace: managerNamespace, name: identityName });
+  return { identity, secret };
+}
 
 export const clusterctlMove: Scenario = (shared) => {
   const { plane, progressTable, registry } = clusterctlClusters(shared);
@@ -65,8 +80,31 @@ export const clusterctlMove: Scenario = (shared) => {
         expect(moved.serial).toBeGreaterThanOrEqual(decodedState(tfstate).serial);
       }
       expect(arrived.objects[`Cluster/${idle.cluster}`]!.spec.paused ?? false).toBe(false);
+      // What else captf keeps for each object arrives with it: its durable inputs, its state backups, the mirror of its credentials.
+      expect(durableInputs(before)).toHaveLength(terraformObjects(before));
+      expect(Object.keys(before.owned).some((name) => name.startsWith("captf-state-backup-"))).toBe(true);
+      expect(Object.keys(before.owned)).toContain(`captf-creds-${identityName}`);
+      // A state backup's content is fixed once taken, the durable inputs change only with an apply (which holds the move), and the
+      // mirror with its source: each arrives as it was. A backup may be gone only as the oldest of its set, pruned when a refresh
+      // that ran first took a newer one.
+      for (const [name, data] of Object.entries(before.owned)) {
+        if (name.startsWith("captf-state-backup-") && arrived.owned[name] === undefined) continue;
+        expect({ name, data: arrived.owned[name] }).toEqual({ name, data });
+      }
+      expect(Object.keys(arrived.owned).some((name) => name.startsWith("captf-state-backup-"))).toBe(true);
 
-      expect(await snapshot(plane().kubeConfig, idle.namespace)).toEqual({ objects: {}, states: {} });
+      // The identity (its CRD is labelled move-hierarchy) arrives with the source Secret it owns; both stay on the source, which
+      // other namespaces may still use.
+      const [sourceIdentity, arrivedIdentity] = await Promise.all([identityOn(plane().kubeConfig), identityOn(target.kubeConfig)]);
+      expect(arrivedIdentity.secret.data).toEqual(sourceIdentity.secret.data);
+      expect(arrivedIdentity.secret.metadata!.ownerReferences).toEqual([
+        expect.objectContaining({ kind: "TerraformClusterIdentity", name: identityName, uid: arrivedIdentity.identity.metadata.uid }),
+      ]);
+      expect(sourceIdentity.secret.metadata!.ownerReferences).toEqual([
+        expect.objectContaining({ kind: "TerraformClusterIdentity", name: identityName, uid: sourceIdentity.identity.metadata.uid }),
+      ]);
+
+      expect(await snapshot(plane().kubeConfig, idle.namespace)).toEqual({ objects: {}, states: {}, owned: {} });
       const destroyed = (
         await plane().kubeConfig.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: idle.namespace })
       ).items.filter((event) => event.reason === "Destroyed");
@@ -135,7 +173,8 @@ export const clusterctlMove: Scenario = (shared) => {
       expect(pool.annotations[annotations.blockMove]).toBeUndefined();
       const state = Object.entries(arrived.states).find(([name]) => name.endsWith("-mp"))!;
       expect(decodedState(state[1]).serial).toBeGreaterThan(serialBefore);
-      expect(await snapshot(plane().kubeConfig, busy.namespace)).toEqual({ objects: {}, states: {} });
+      expect(durableInputs(arrived)).toHaveLength(terraformObjects(arrived));
+      expect(await snapshot(plane().kubeConfig, busy.namespace)).toEqual({ objects: {}, states: {}, owned: {} });
     },
     scenarioTimeout,
   );

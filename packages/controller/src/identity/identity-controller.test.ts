@@ -2,7 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import { pino } from "pino";
 import { ReadCache } from "../runtime/read-cache.js";
 import { fakeClient } from "../runtime/fake-client.test-support.js";
-import { identityController, identityResourceType } from "./identity-controller.js";
+import { identityController, identityResourceType, sourceOwnerReferences } from "./identity-controller.js";
 
 describe("identityController", () => {
   const controller = identityController({ client: fakeClient({}) });
@@ -59,5 +59,26 @@ describe("identityController with the manager's caches", () => {
     await controller.reconcile("aws", context);
     expect(client.calls).toEqual(["get secrets creds", "patchStatus terraformclusteridentities aws"]);
     expect(await controller.reconcile("gone", { ...context, name: "gone" })).toEqual({});
+  });
+});
+
+describe("sourceOwnerReferences", () => {
+  const identity = { metadata: { name: "aws", uid: "identity-uid" } };
+  const ownedByIdentity = {
+    apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+    kind: "TerraformClusterIdentity",
+    name: "aws",
+    uid: "identity-uid",
+  };
+
+  it("adds the identity beside the Secret's other owners, never as its controller", () => {
+    const other = { apiVersion: "v1", kind: "ConfigMap", name: "keeper", uid: "other-uid", controller: true };
+    expect(sourceOwnerReferences({ metadata: {} }, identity)).toEqual([ownedByIdentity]);
+    expect(sourceOwnerReferences({ metadata: { ownerReferences: [other] } }, identity)).toEqual([other, ownedByIdentity]);
+  });
+
+  it("changes nothing once the identity owns it, or for an identity not stored yet", () => {
+    expect(sourceOwnerReferences({ metadata: { ownerReferences: [ownedByIdentity] } }, identity)).toBeUndefined();
+    expect(sourceOwnerReferences({ metadata: {} }, { metadata: { name: "aws" } })).toBeUndefined();
   });
 });

@@ -1,11 +1,12 @@
 /**
  * The TerraformClusterIdentity controller (cluster-scoped): each pass reads the identity's Secret
- * live and lists the credential mirrors, then writes Ready and status.namespaces in one status
- * patch (none when nothing changed). The Secret is not watched, so a pass asks to run again in
+ * live (and makes the identity one of its owners, so clusterctl move carries it) and lists the
+ * credential mirrors, then writes Ready and status.namespaces in one status patch (none when
+ * nothing changed). The Secret is not watched, so a pass asks to run again in
  * 5 minutes when Ready is True and in 30 seconds otherwise; mirrors are watched, so a mirror
  * appearing or going wakes the identity it names.
  */
-import type { V1Secret } from "@kubernetes/client-node";
+import type { V1OwnerReference, V1Secret } from "@kubernetes/client-node";
 import { annotations, groupVersion, kinds, labels } from "@captf/contract/api";
 import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
@@ -61,13 +62,31 @@ async function listMirrors(client: KubeApi): Promise<V1Secret[]> {
   return mirrors;
 }
 
-async function readSource(client: KubeApi, identity: TerraformClusterIdentity): Promise<SourceSecretReading> {
+async function readSource(
+  client: KubeApi,
+  identity: TerraformClusterIdentity,
+): Promise<{ reading: SourceSecretReading; secret?: V1Secret }> {
   try {
     const secret = await client.get<V1Secret>(builtinTypes.secret, identity.spec.secretRef.namespace, identity.spec.secretRef.name);
-    return { found: true, keys: Object.keys(secret.data ?? {}) };
+    return { reading: { found: true, keys: Object.keys(secret.data ?? {}) }, secret };
   } catch (error) {
-    return isNotFound(error) ? { found: false } : { failed: apiErrorMessage(error) };
+    return { reading: isNotFound(error) ? { found: false } : { failed: apiErrorMessage(error) } };
   }
+}
+
+/**
+ * The source Secret's ownerReferences with the identity's added, or undefined when it is there already. clusterctl move carries an
+ * identity (its CRD is labelled move-hierarchy) with every object it owns, and copies rather than moves those (a global hierarchy):
+ * owned by the identity, the Secret arrives on the target with it and stays on the source. Never a controller reference. Pure.
+ */
+export function sourceOwnerReferences(
+  secret: Pick<V1Secret, "metadata">,
+  identity: Pick<TerraformClusterIdentity, "metadata">,
+): V1OwnerReference[] | undefined {
+  const references = secret.metadata?.ownerReferences ?? [];
+  const uid = identity.metadata?.uid;
+  if (!uid || references.some((reference) => reference.uid === uid)) return undefined;
+  return [...references, { apiVersion: groupVersion, kind: kinds.clusterIdentity, name: identity.metadata!.name!, uid }];
 }
 
 export function identityController(clients: IdentityControllerClients, options: IdentityControllerOptions = {}): Controller {
@@ -91,10 +110,17 @@ export function identityController(clients: IdentityControllerClients, options: 
         throw error;
       }
       // The source Secret is the user's, outside the managed-Secret cache: read live.
-      const [source, mirrors] = await Promise.all([
+      const [{ reading: source, secret }, mirrors] = await Promise.all([
         readSource(client, identity),
         options.cache ? [...options.cache.mirrors()] : listMirrors(client),
       ]);
+      const ownerReferences = secret && sourceOwnerReferences(secret, identity);
+      if (ownerReferences) {
+        // The resourceVersion makes the list's replacement conditional: a concurrent change of it is a conflict, tried again.
+        await client.patch(builtinTypes.secret, identity.spec.secretRef.namespace, identity.spec.secretRef.name, {
+          metadata: { ownerReferences, resourceVersion: secret.metadata?.resourceVersion },
+        });
+      }
       const decision = decideIdentityStatus({ identity, source, mirrors, now: now() });
       if (decision.changed) {
         const { conditions, namespaces } = decision.status;

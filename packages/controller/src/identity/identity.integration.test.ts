@@ -102,9 +102,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
     );
   }
 
-  async function readIdentity(
-    name: string,
-  ): Promise<{ status?: { conditions?: { type: string; status: string; reason: string; message: string }[]; namespaces?: string[] } }> {
+  async function readIdentity(name: string): Promise<{
+    metadata: { uid: string };
+    status?: { conditions?: { type: string; status: string; reason: string; message: string }[]; namespaces?: string[] };
+  }> {
     return (await custom.getClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name })) as never;
   }
 
@@ -436,6 +437,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "identi
         }),
       ]);
       expect(stored.status?.namespaces).toEqual([namespace]);
+      // The identity owns its source Secret (clusterctl move carries it with the identity), once however many passes run.
+      await controller().reconcile(identity, context(identity));
+      const source = await core.readNamespacedSecret({ namespace: sourceNamespace, name: "aws-creds" });
+      expect(source.metadata?.ownerReferences?.filter((reference) => reference.name === identity)).toEqual([
+        {
+          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+          kind: "TerraformClusterIdentity",
+          name: identity,
+          uid: stored.metadata.uid,
+        },
+      ]);
 
       await patchIdentity(identity, { allowedNamespaces: { list: ["somewhere-else"] } });
       await ensure(user);
