@@ -59,16 +59,40 @@ describe("checkRunImage", () => {
   });
 
   it.each([
-    [notAllowed(image, ["prod"]), "False", "ImageNotAllowed", "not_allowed", 60_000],
-    [keysUnusable("prod", ["release: Secret captf-system/keys is not found"]), "False", "PolicyKeyInvalid", "key_invalid", 60_000],
-    [verificationOf(image, "prod", { kind: "missing", digest }), "False", "SignatureMissing", "missing", 60_000],
-    [verificationOf(image, "prod", { kind: "invalid", digest, problems: ["x"] }), "False", "SignatureInvalid", "invalid", 60_000],
-    [verificationOf(image, "prod", { kind: "unknown-key", digest, signatures: 1 }), "False", "KeyUnknown", "unknown_key", 60_000],
-    [verificationOf(image, "prod", { kind: "unreachable", digest, problem: "x" }), "Unknown", "RegistryUnreachable", "unreachable", 30_000],
-  ])("holds the Job on a refusal, counted by result: %#", async (verification, status, reason, result, requeueAfterMs) => {
+    [notAllowed(image, ["prod"]), "False", "ImageNotAllowed", { result: "not_allowed" }, 60_000],
+    [
+      keysUnusable("prod", ["release: Secret captf-system/keys is not found"]),
+      "False",
+      "PolicyKeyInvalid",
+      { result: "key_invalid" },
+      60_000,
+    ],
+    [verificationOf(image, "prod", { kind: "missing", digest }), "False", "SignatureMissing", { result: "missing" }, 60_000],
+    [
+      verificationOf(image, "prod", { kind: "invalid", digest, problems: ["x"] }),
+      "False",
+      "SignatureInvalid",
+      { result: "invalid" },
+      60_000,
+    ],
+    [
+      verificationOf(image, "prod", { kind: "unknown-key", digest, signatures: 1 }),
+      "False",
+      "KeyUnknown",
+      { result: "unknown_key" },
+      60_000,
+    ],
+    [
+      verificationOf(image, "prod", { kind: "unreachable", digest, problem: "x" }),
+      "Unknown",
+      "RegistryUnreachable",
+      { result: "unreachable" },
+      30_000,
+    ],
+  ])("holds the Job on a refusal, counted by result: %#", async (verification, status, reason, labels, requeueAfterMs) => {
     const { run, registry, recorded } = check(verification);
     expect(await run).toEqual({ refused: { condition: expect.objectContaining({ status, reason }), requeueAfterMs } });
-    expect(await seriesValue(registry, "captf_image_verifications_total", { result })).toBe(1);
+    expect(await seriesValue(registry, "captf_image_verifications_total", labels)).toBe(1);
     expect(recorded).toEqual([expect.objectContaining({ reason: "ImageVerificationFailed" })]);
   });
 });
