@@ -110,7 +110,9 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
     meaning:
       "A Job was created. The note names its operation, its attempt (one more than the newest Job of that operation), the image it " +
       "runs (by digest once pinned) and why it started (the decision's reason, such as `NoState`, `InputsChanged` or `DriftDue`): " +
-      "`started apply attempt 2 as Job <name> with image <image>, because LastApplyFailed`.",
+      "`started apply attempt 2 as Job <name> with image <image>, because LastApplyFailed`. A destroy, refresh, drift or restore " +
+      "that falls back from images it could not pull (`ImagePullFallback`) says so after the image: `(falling back: <images> " +
+      "could not be pulled)`.",
   },
   JobSucceeded: { section: "jobs", meaning: "A Job succeeded." },
   JobFailed: {

@@ -474,13 +474,13 @@ describe("jobRun: what a decided Job runs with", () => {
       "a drift check skips a pinned digest that could not be pulled for the applied reference, its digest still known",
       { reason: "DriftDue", op: "drift" as const },
       { ...facts, applied: { ...facts.applied, unpullableImages: ["m@sha256:aa"] } },
-      { image: "m:v1", digestUnknown: false, tick: "5000" },
+      { image: "m:v1", digestUnknown: false, tick: "5000", fallbackFrom: ["m@sha256:aa"] },
     ],
     [
       "a destroy falls back to the spec's image when the digest and the applied reference could not be pulled",
       { reason: "Deleting", op: "destroy" as const },
       { ...facts, stateInputsHash: "h2:applied", applied: { ...facts.applied, unpullableImages: ["m@sha256:aa", "m:v1"] } },
-      { image: "m:v2", inputsHash: "h2:applied" },
+      { image: "m:v2", inputsHash: "h2:applied", fallbackFrom: ["m@sha256:aa", "m:v1"] },
     ],
     [
       "with every image unpullable a destroy runs the spec's (only the operator can fix it)",
@@ -496,6 +496,17 @@ describe("jobRun: what a decided Job runs with", () => {
     ],
   ])("%s", (_name, decision, given, expected) => {
     expect(jobRun(decision, given)).toMatchObject(expected);
+  });
+
+  it.each([
+    ["the pinned digest", { reason: "DriftDue", op: "drift" as const }, facts],
+    [
+      "an apply, whatever could not be pulled",
+      { reason: "InputsChanged", op: "apply" as const },
+      { ...facts, applied: { ...facts.applied, unpullableImages: ["m@sha256:aa"] } },
+    ],
+  ])("no fallback for %s", (_name, decision, given) => {
+    expect(jobRun(decision, given).fallbackFrom).toBeUndefined();
   });
 
   it.each([

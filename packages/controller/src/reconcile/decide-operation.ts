@@ -393,6 +393,8 @@ export interface JobRun {
   image: string;
   /** A reference without a pinned digest (an event says so). */
   digestUnknown: boolean;
+  /** The images of the applied chain before `image` that could not be pulled: the Job falls back from them. */
+  fallbackFrom?: string[];
   /** What makes the Job's name new for a repeated operation (a refresh, drift check, remediation or restore). */
   tick?: string;
   /** A destroy rendering inputs whose hash is not the one the state records (none recorded: `state` absent). */
@@ -433,6 +435,10 @@ export function jobRun(decision: Decision & { op: Operation }, facts: RunFacts):
           ? `restore/${facts.restore.firstSecret}`
           : undefined;
   const image = fresh ? facts.image : appliedImage(facts);
+  const chain = appliedImageChain(facts.applied, facts.image);
+  const fallbackFrom = fresh
+    ? []
+    : chain.slice(0, Math.max(0, chain.indexOf(image))).filter((skipped) => unpullableOf(facts).includes(skipped));
   // A destroy renders the durable inputs (a cluster's or pool's without them, the current ones).
   const rendered = op === "destroy" ? (facts.applied ? facts.applied.inputsHash : facts.currentInputsHash) : undefined;
   const mismatch =
@@ -446,8 +452,13 @@ export function jobRun(decision: Decision & { op: Operation }, facts: RunFacts):
     image,
     digestUnknown: !fresh && facts.applied?.imageDigest === undefined,
     ...(tick ? { tick } : {}),
+    ...(fallbackFrom.length > 0 ? { fallbackFrom } : {}),
     ...(mismatch ? { destroyInputsMismatch: mismatch } : {}),
   };
+}
+
+function unpullableOf(facts: RunFacts): readonly string[] {
+  return facts.applied?.unpullableImages ?? [];
 }
 
 /**
@@ -479,7 +490,6 @@ export function destroyInputsMismatchNote(
 
 /** The first image of the applied chain not known unpullable; when every one is, the spec's (only the operator can fix it). Pure. */
 function appliedImage(facts: RunFacts): string {
-  const chain = appliedImageChain(facts.applied, facts.image);
-  const unpullable = facts.applied?.unpullableImages ?? [];
-  return chain.find((image) => !unpullable.includes(image)) ?? facts.image;
+  const unpullable = unpullableOf(facts);
+  return appliedImageChain(facts.applied, facts.image).find((image) => !unpullable.includes(image)) ?? facts.image;
 }

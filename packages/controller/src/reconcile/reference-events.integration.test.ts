@@ -190,7 +190,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const [retried] = await jobsOf("gc", "destroy");
     expect(retried!.metadata?.uid).not.toBe(terminating.metadata?.uid);
     expect(sourceImage(retried!)).toBe(machineImage);
-    const created = `started destroy attempt 1 as Job ${jobName} with image ${machineImage}, because Deleting`;
+    const created =
+      `started destroy attempt 1 as Job ${jobName} with image ${machineImage} (falling back: ${pinnedDigest} could not be pulled), ` +
+      "because Deleting";
     expect(await waitFor(async () => (await eventNotes("gc", "JobCreated")).find((note) => note === created))).toBe(created);
     await runJobs();
     const actions = await passUntil(machineAdapter, "gc", /^removed finalizer$/);
@@ -256,6 +258,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await pass(machineAdapter, "lost", 61_000)).toMatch(/^started destroy \(Deleting\)/);
     const [retried] = (await jobsOf("lost", "destroy")).filter((job) => !job.status?.conditions?.length);
     expect(sourceImage(retried!)).toBe(lostImage);
+    // Both destroys after the fallback say so: the first on the tag, and the retry after its backoff.
+    const fallingBack = `with image ${lostImage} (falling back: ${lostDigest} could not be pulled), because Deleting`;
+    const expected = [
+      `started destroy attempt 1 as Job ${first.metadata!.name} ${fallingBack}`,
+      `started destroy attempt 2 as Job ${retried!.metadata!.name} ${fallingBack}`,
+    ];
+    const created = await waitFor(async () => {
+      const notes = await eventNotes("lost", "JobCreated");
+      return expected.every((note) => notes.includes(note)) ? notes : undefined;
+    });
+    expect(created).toEqual(expect.arrayContaining(expected));
     await runJobs();
     await passUntil(machineAdapter, "lost", /^removed finalizer$/);
     expect(await eventNotes("lost", "ImagePullFallback")).toHaveLength(1);

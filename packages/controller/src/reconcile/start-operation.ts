@@ -82,9 +82,20 @@ function waitConditionType(op: Operation): string {
   return "ApplyJobSucceeded";
 }
 
-/** The JobCreated note: the operation, its attempt, the image it runs and why it started (the decision's reason). Pure. */
-export function jobCreatedNote(job: { op: Operation; attempt: number; image: string; job: string; why: string }): string {
-  return `started ${job.op} attempt ${job.attempt} as Job ${job.job} with image ${job.image}, because ${job.why}`;
+/**
+ * The JobCreated note: the operation, its attempt, the image it runs (and those it falls back from) and why it started (the decision's
+ * reason). Pure.
+ */
+export function jobCreatedNote(job: {
+  op: Operation;
+  attempt: number;
+  image: string;
+  job: string;
+  why: string;
+  fallbackFrom?: readonly string[] | undefined;
+}): string {
+  const fallback = job.fallbackFrom?.length ? ` (falling back: ${job.fallbackFrom.join(", ")} could not be pulled)` : "";
+  return `started ${job.op} attempt ${job.attempt} as Job ${job.job} with image ${job.image}${fallback}, because ${job.why}`;
 }
 
 /** Takes the leases and creates the Job (with the durable inputs of an apply and its per-run Secret). */
@@ -313,7 +324,11 @@ export async function startOperation<R extends Role>(request: StartRequest<R>): 
     return wait("JobQuotaExceeded", quotaRefusalMessage(created.refused, holder, retryMs), retryMs);
   }
   await createRunSecret(deps.client, namespace, created, root);
-  void events.record(subject, "JobCreated", jobCreatedNote({ op, attempt, image, job: holder, why: decision.reason }));
+  void events.record(
+    subject,
+    "JobCreated",
+    jobCreatedNote({ op, attempt, image, job: holder, why: decision.reason, fallbackFrom: run.fallbackFrom }),
+  );
   if (run.destroyInputsMismatch)
     void events.record(
       subject,
