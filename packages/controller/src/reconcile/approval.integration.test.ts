@@ -354,6 +354,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect((await planJobs())[0]!.metadata?.annotations?.["captf.io/plan-hash"]).toBe(first.planHash);
 
     // Approved, but the inputs changed before the apply: the approved plan is not what these inputs would apply.
+    const planSuperseded = { kind: "TerraformCluster", result: "superseded" };
+    const supersededBefore = await seriesValue(registry, "captf_plan_approvals_total", planSuperseded);
     await setSize("3", { "captf.io/approve-plan": first.planHash });
     expect(await supersededPass()).toMatch(/^started plan \(InputsChangedPlanNeeded\)/);
     expect((await getSuperseded()).status.plan).toBeUndefined();
@@ -361,6 +363,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect((await supersededEvents()).map((event) => [event.type, event.note])).toEqual([
       ["Warning", expect.stringContaining(`plan ${first.planHash}, approved, is superseded: the inputs changed`)],
     ]);
+    expect(await seriesValue(registry, "captf_plan_approvals_total", planSuperseded)).toBe(supersededBefore + 1);
     // The approval went with it: the new plan (here of the same hash: one update of the same address) waits for its own.
     expect((await getSuperseded()).metadata.annotations?.["captf.io/approve-plan"]).toBeUndefined();
 

@@ -3,6 +3,9 @@ import { emptyPlanHash, type PlanSummary, type RunResult } from "@captf/contract
 import type { ObservedJob } from "./observe-jobs.js";
 import { bookkeepPlans, observedPlan, planSupersession, previewCounts, type SupersessionFacts } from "./plan-approval.js";
 import type { PlanPreview } from "../api/workspace.js";
+import { Registry } from "prom-client";
+import { CaptfMetrics } from "../metrics/captf-metrics.js";
+import { seriesValue } from "../metrics/series.test-support.js";
 
 const plan: PlanSummary = { hash: "p1:aa", add: 1, change: 2, destroy: 0, resources: ["module.role.x (create)"], truncated: false };
 function job(
@@ -85,6 +88,17 @@ describe("bookkeepPlans", () => {
     ]);
     expect(outcome.plan).toMatchObject({ planHash: "p1:bb", job: "apply-job" });
     expect(outcome.approvals).toEqual(["changed"]);
+  });
+
+  it("counts an approved plan's failed apply as failed, keeping the approval for the retry; an unapproved one counts nothing", async () => {
+    const failed = bookkeepPlans([job("apply", "failed", { annotations: { "captf.io/approved-plan": "p1:aa" } })]);
+    expect(failed).toEqual({ removeAnnotations: [], events: [], approvals: ["failed"] });
+    expect(bookkeepPlans([job("apply", "failed")]).approvals).toEqual([]);
+    // As the pass counts them.
+    const registry = new Registry();
+    const metrics = new CaptfMetrics(registry);
+    for (const result of failed.approvals) metrics.planApprovals.inc({ kind: "TerraformCluster", result });
+    expect(await seriesValue(registry, "captf_plan_approvals_total", { kind: "TerraformCluster", result: "failed" })).toBe(1);
   });
 
   it("consumes a destructive-plan approval once an apply allowed to delete succeeds", () => {

@@ -17,7 +17,8 @@ export interface PlanBookkeeping {
   /** Remove these annotations from the object (consumed approvals). */
   removeAnnotations: string[];
   events: { reason: "PlanReady" | "PlanApplied" | "PlanChanged" | "DestructivePlanApprovalConsumed"; note: string }[];
-  approvals: ("created" | "applied" | "changed")[];
+  /** captf_plan_approvals_total results: a plan shown, applied as approved, changed under its apply, failed, superseded. */
+  approvals: ("created" | "applied" | "changed" | "failed" | "superseded")[];
 }
 
 function preview(plan: PlanSummary, job: ObservedJob): PlanPreview {
@@ -74,6 +75,9 @@ export function bookkeepPlans(finished: readonly ObservedJob[]): PlanBookkeeping
         `(${planCounts(newest.result.plan)}) waits for its own approval`,
     });
     outcome.approvals.push("changed");
+  } else if (newest.op === "apply" && newest.outcome !== "succeeded") {
+    // The approved plan's apply failed: the approval stays, and the retry applies the same plan.
+    if (approvedPlan && approvedPlan !== emptyPlanHash) outcome.approvals.push("failed");
   } else if (newest.op === "apply" && newest.outcome === "succeeded") {
     if (approvedPlan) {
       outcome.plan = null;

@@ -463,6 +463,7 @@ export async function reconcileWorkspace<R extends Role>(
   }
   if (supersession) {
     plans.removeAnnotations.push(...supersession.removeAnnotations);
+    plans.approvals.push("superseded");
     void events.record(subject, supersession.event.reason, supersession.event.note, undefined, supersession.event.type);
   }
   if (planShown) scope.planShown = planShown;
