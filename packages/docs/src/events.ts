@@ -256,7 +256,6 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
       "Template: reading the module image's config failed (first failure of an image, not each retry), or its capacity labels " +
       "are invalid (once per image).",
   },
-};
   ImageVerified: {
     section: "jobs",
     meaning:
@@ -269,6 +268,7 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
       "No Job starts: the image's signature is missing, invalid or by an unknown key, the image is not allowed, a policy key " +
       "is unreadable, or the registry is unreachable (the ImageVerified reason); once per reason, not per retry.",
   },
+};
 
 /** Events the runner reports (`captf.io/runner`). */
 export const runnerEventDocs: Record<RunnerEventReason, RunnerEventDoc> = {
