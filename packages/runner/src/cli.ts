@@ -85,8 +85,8 @@ const runManual = `PREPARE
   --providers is a directory.
   With --state-encryption, TF_ENCRYPTION is kept and must be set, and the runtime must be
   OpenTofu 1.7 or later (its version is read first; any other ends the run with error kind
-  image-layout before a step runs); a restore's encrypted backup is decrypted by the runtime
-  (state pull of a local copy) before state push.
+  image-layout before a step runs); a restore's encrypted backup and an encrypted
+  errored.tfstate are decrypted by the runtime (state pull of a local copy) before state push.
 
 STEPS
   apply    init, validate, apply

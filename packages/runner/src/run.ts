@@ -34,13 +34,7 @@ import { resultVersion, type ErrorKind, type RunResult } from "@captf/contract/r
 import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, restoreStateFile, stepsFor, type StepInvocation } from "./steps.js";
 import { type FailurePoint, type Operation } from "@captf/contract/run-result";
 import { failureSummary, stateNotSavedSummary } from "./summary.js";
-import {
-  decryptRestoreState,
-  encryptingRuntimeProblem,
-  encryptionSecrets,
-  encryptionVariable,
-  isEncryptedStateDocument,
-} from "./state-encryption.js";
+import { decryptIfEncrypted, encryptingRuntimeProblem, encryptionSecrets, encryptionVariable } from "./state-encryption.js";
 import { assembleRestoreState, checkImageLayout, countManagedAddresses, prepareWorkspace, type PreparedWorkspace } from "./workspace.js";
 
 /** Everything `runner run` was told, flags parsed. */
@@ -238,13 +232,14 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
       log.error("preflight failed", { reason: problem });
       return finish({ kind: "image-layout", step: null, summary: problem });
     }
-    const restoreFile = join(options.workdir, restoreStateFile);
-    if (options.op === "restore" && isEncryptedStateDocument(readFileSync(restoreFile, "utf8"))) {
+    if (options.op === "restore") {
+      const file = join(options.workdir, restoreStateFile);
       try {
-        await decryptRestoreState({ ...options, prepared, signal: io.signal, redact });
+        await decryptIfEncrypted({ ...options, prepared, file, signal: io.signal, redact });
       } catch (error) {
-        log.error("prepare failed", { reason: (error as Error).message });
-        return finish({ kind: "step", step: "prepare", summary: (error as Error).message });
+        const summary = `the backup is encrypted and ${(error as Error).message}`;
+        log.error("prepare failed", { reason: summary });
+        return finish({ kind: "step", step: "prepare", summary });
       }
     }
   }
@@ -437,6 +432,19 @@ export async function runOperation(options: RunOptions, io: RunIo): Promise<RunO
    */
   async function pushErroredState(workspace: PreparedWorkspace): Promise<"none" | "pushed" | "failed"> {
     if (!existsSync(join(workspace.rootDir, erroredStateFile))) return "none";
+    // tofu wrote it encrypted, and state push reads it as plain: decrypted first.
+    if (options.stateEncryption) {
+      const file = join(workspace.rootDir, erroredStateFile);
+      const decrypted = await decryptIfEncrypted({ ...options, prepared: workspace, file, signal: io.signal, redact }).catch(
+        (error: unknown) => (error as Error).message,
+      );
+      if (typeof decrypted === "string") {
+        log.error("errored.tfstate is encrypted and could not be decrypted: the new state is lost with this Job's work directory", {
+          reason: decrypted,
+        });
+        return "failed";
+      }
+    }
     const step = erroredStatePushStep(lockTimeoutSeconds);
     log.info("pushing the state the failed step could not save", { file: erroredStateFile });
     const outcome = await execute(step);

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { renderBackendRoot } from "@captf/render";
-import { describeWithTools } from "@captf/testkit";
+import * as k8s from "@kubernetes/client-node";
+import { describeWithTools, sharedControlPlane } from "@captf/testkit";
 import { localBackendOverride, RunnerFixture, stepNamesOf, type RunnerRun } from "./runner-fixture.test-support.js";
 
 jest.setTimeout(90_000);
@@ -113,7 +114,7 @@ describeWithTools(["tofu"], "runner run with state encryption (OpenTofu, local b
     });
     expect(run.result.error).toBeNull();
     expect(stepNamesOf(run)).toEqual(["init", "state-push", "state-list"]);
-    expect(existsSync(join(fixture.base, "restore-work", "restore-decrypt"))).toBe(false);
+    expect(existsSync(join(fixture.base, "restore-work", "state-decrypt"))).toBe(false);
     const stored = await readFile(fixture.statePath, "utf8");
     expect(JSON.parse(stored)).toMatchObject({ encryption_version: "v0" });
     expect(stored).not.toContain("noop:///sealed");
@@ -163,3 +164,40 @@ describeWithTools(["terraform"], "runner run with state encryption on Terraform"
     }
   });
 });
+
+// A failed apply's errored.tfstate is encrypted too (tofu writes it with the state's method), and state push reads its file as plain
+// state: the runner decrypts it first, or an apply whose save failed once would lose its state.
+describeWithTools(
+  ["tofu", "etcd", "kube-apiserver", "kube-controller-manager"],
+  "runner run with state encryption, kubernetes backend",
+  () => {
+    it("decrypts errored.tfstate before pushing it: the push reads the state and fails only on its size", async () => {
+      const plane = sharedControlPlane();
+      const kc = new k8s.KubeConfig();
+      kc.loadFromFile(plane.kubeconfigPath);
+      const core = kc.makeApiClient(k8s.CoreV1Api);
+      const namespace = `encrypted-backend-${Date.now().toString(36)}`;
+      await core.createNamespace({ body: { metadata: { name: namespace } } });
+      const fixture = await RunnerFixture.create("module", root, "tofu");
+      try {
+        await rm(join(fixture.configDir, "backend_override.tf.json"));
+        // 1 MiB that compresses to almost nothing in plain; encrypted, the state no longer fits the 1 MiB a Secret holds.
+        await fixture.setInputs({ name: "x".repeat(1 << 20), generation: 1, sleep_seconds: 0 });
+        const run = await fixture.run("apply", {
+          ...encrypting,
+          backendConfig: [`config_path=${plane.kubeconfigPath}`, `namespace=${namespace}`, "secret_suffix=00c0ffee00c0ffee-m"],
+        });
+        expect(run.exitCode).toBe(1);
+        expect(run.result.error).toMatchObject({ kind: "state-save", step: "apply" });
+        expect(stepNamesOf(run)).toEqual(["init", "validate", "apply", "state-push"]);
+        const output = `${run.stdout}\n${run.stderr}`;
+        expect(output).not.toContain("Failed to read source state");
+        expect(output.match(/Failed to (save|persist|write) state/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
+        expect(everything(run)).not.toContain(passphrase);
+      } finally {
+        await fixture.remove();
+        await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+      }
+    });
+  },
+);

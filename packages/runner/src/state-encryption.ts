@@ -1,14 +1,13 @@
 /**
  * OpenTofu state encryption in a Job (spec.stateEncryption): TF_ENCRYPTION reaches the runtime untouched, the
  * runner first checks that the runtime can encrypt (Terraform ignores TF_ENCRYPTION and would write the state
- * in plain), redacts its key material, and decrypts an encrypted backup before a restore pushes it (`state push`
- * reads its file as plain state). No message here holds the configuration's value.
+ * in plain), redacts its key material, and decrypts an encrypted state file before `state push` (which reads its file as plain
+ * state): a restore's backup, a failed apply's errored.tfstate. No message here holds the configuration's value.
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runStep } from "./exec.js";
 import { secretsOf, type Secret } from "./redact.js";
-import { restoreStateFile } from "./steps.js";
 import { failureSummary } from "./summary.js";
 import type { Redactor } from "./redact.js";
 import type { PreparedWorkspace } from "./workspace.js";
@@ -66,21 +65,25 @@ export function isEncryptedStateDocument(text: string): boolean {
 }
 
 /**
- * Replaces the encrypted backup `<workdir>/restore.tfstate` by its plain state, decrypted by the runtime itself with
- * TF_ENCRYPTION: `state pull` of a local state in a directory of its own (own data directory, so the kubernetes
- * backend's is not used). The plain state stays in the Pod's work directory, as the runtime holds it anyway.
+ * Replaces an encrypted state file (a restore's backup, or the errored.tfstate a failed apply left) by its plain state, decrypted by
+ * the runtime itself with TF_ENCRYPTION: `state pull` of a local copy in a directory of its own (own data directory, so the kubernetes
+ * backend's is not used), since `state push` reads its file as plain state. The plain state stays in the Pod's work directory, as the
+ * runtime holds it anyway. Throws with the runtime's redacted diagnostics.
  */
-export async function decryptRestoreState(options: {
+export async function decryptStateFile(options: {
   bin: readonly string[];
   prepared: PreparedWorkspace;
+  /** The encrypted state file, rewritten in place. */
+  file: string;
   workdir: string;
   signal: AbortSignal;
   stopTimeoutMs: number;
   redact: Redactor;
 }): Promise<void> {
-  const scratch = join(options.workdir, "restore-decrypt");
+  const scratch = join(options.workdir, "state-decrypt");
+  rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true, mode: 0o700 });
-  renameSync(join(options.workdir, restoreStateFile), join(scratch, "terraform.tfstate"));
+  copyFileSync(options.file, join(scratch, "terraform.tfstate"));
   try {
     const outcome = await runStep({
       command: [...options.bin, "state", "pull"],
@@ -94,14 +97,21 @@ export async function decryptRestoreState(options: {
       const fallback = `state pull exited ${outcome.exit}${outcome.failure ? `: ${outcome.failure}` : ""}`;
       const why = failureSummary({ step: "state-pull", stderrTail: outcome.stderrTail, fallback }, options.redact);
       throw new Error(
-        `the backup is encrypted and the runtime could not decrypt it with ${encryptionVariable} (spec.stateEncryption's Secret; a key ` +
-          `rotated out of its fallback chain no longer reads it): ${why}`,
+        `the runtime could not decrypt it with ${encryptionVariable} (spec.stateEncryption's Secret; a key rotated out of its ` +
+          `fallback chain no longer reads it): ${why}`,
       );
     }
-    writeFileSync(join(options.workdir, restoreStateFile), outcome.stdout, { mode: 0o600 });
+    writeFileSync(options.file, outcome.stdout, { mode: 0o600 });
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** An encrypted state file, decrypted in place (see decryptStateFile); a plain one is left as it is. Returns whether it was encrypted. */
+export async function decryptIfEncrypted(options: Parameters<typeof decryptStateFile>[0]): Promise<boolean> {
+  if (!isEncryptedStateDocument(readFileSync(options.file, "utf8"))) return false;
+  await decryptStateFile(options);
+  return true;
 }
 
 /** Runs `version` and says why this runtime must not get encrypted state; undefined when it may. */
