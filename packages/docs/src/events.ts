@@ -134,7 +134,8 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
     meaning:
       "A ResourceQuota of the namespace (count/jobs.batch) refused the Job's create; the note names the quota and what it refused " +
       "(requested, used, limited). No Job exists; the object tries again after 10 s, then waits twice as long each time up to 2 min. " +
-      "A LimitRange or a Pod quota refuses the Job's Pod, not the Job: the Job controller's FailedCreate events on the Job say so.",
+      "Or a quota (pods, compute) or a LimitRange refused the Job's Pod: the note names the quota, or the bound the Pod breaks, from " +
+      "the Job controller's FailedCreate event, which keeps trying until the Job's deadline.",
   },
   PlanReady: {
     section: "plans",

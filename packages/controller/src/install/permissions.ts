@@ -138,6 +138,12 @@ export const managerPermissions: readonly Permission[] = [
     why: "binding captf-runner without holding its permissions everywhere",
   },
   { apiGroup: "events.k8s.io", resources: ["events"], verbs: ["create"], why: "events on the objects it reconciles" },
+  {
+    apiGroup: "",
+    resources: ["events"],
+    verbs: ["list"],
+    why: "the Job controller's FailedCreate events on a Job left without a Pod, naming the LimitRange or quota that refused it",
+  },
   { apiGroup: "authentication.k8s.io", resources: ["tokenreviews"], verbs: ["create"], why: "authenticating /metrics scrapers" },
   {
     apiGroup: "authorization.k8s.io",

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@jest/globals";
 import { KubeApiError } from "../runtime/api-errors.js";
 import {
+  podRefusalMessage,
+  podRefusalOf,
   previousQuotaRetryMs,
   quotaRefusalMessage,
   quotaRefusalOf,
@@ -43,6 +45,34 @@ describe("quotaRefusalOf", () => {
     expect(quotaRefusalOf(forbidden('jobs.batch is forbidden: User "x" cannot create resource "jobs"'))).toBeUndefined();
     expect(quotaRefusalOf(new KubeApiError(422, undefined, "exceeded quota: jobs"))).toBeUndefined();
     expect(quotaRefusalOf(new Error("exceeded quota: jobs"))).toBeUndefined();
+  });
+});
+
+describe("podRefusalOf", () => {
+  // The Job controller's FailedCreate notes, as reference-limits.integration.test.ts sees them.
+  const pod = `pods "${job}-x7k2p" is forbidden`;
+
+  it("reads which quota or LimitRange refused the Job's Pod", () => {
+    expect(podRefusalOf(`Error creating: ${pod}: exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0`)).toEqual({
+      kind: "ResourceQuota",
+      name: "pods",
+      detail: "exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0",
+    });
+    expect(podRefusalOf(`Error creating: ${pod}: maximum cpu usage per Container is 100m, but limit is 200m`)).toEqual({
+      kind: "LimitRange",
+      detail: "maximum cpu usage per Container is 100m, but limit is 200m",
+    });
+  });
+
+  it("leaves other creation failures alone", () => {
+    expect(podRefusalOf(`Error creating: ${pod}: error looking up service account ns/captf-runner: not found`)).toBeUndefined();
+    expect(podRefusalOf("Error creating: Internal error occurred: exceeded quota: pods")).toBeUndefined();
+  });
+
+  it("says what refused the Pod and that the Job controller keeps trying", () => {
+    expect(podRefusalMessage({ kind: "ResourceQuota", name: "pods", detail: "exceeded quota: pods" }, job)).toBe(
+      `the ResourceQuota pods refused the Pod of Job ${job}: exceeded quota: pods; the Job controller tries again until the Job's deadline`,
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * A create the API server refused for a ResourceQuota or a LimitRange of the namespace (403 Forbidden
- * from their admission plugins): what refused it, read from the server's message, and how long the
- * object waits before it tries again. Pure.
+ * from their admission plugins): what refused it, read from the server's message (a Job's create) or
+ * the Job controller's event (its Pod's), and how long the object waits before it tries again. Pure.
  */
 import { KubeApiError } from "../runtime/api-errors.js";
 
@@ -21,13 +21,29 @@ const limitRangePattern = /(maximum|minimum) \S+ usage per (Container|Pod|Persis
 /** The quota or LimitRange refusal this error is, or undefined for any other error. */
 export function quotaRefusalOf(error: unknown): QuotaRefusal | undefined {
   if (!(error instanceof KubeApiError) || error.statusCode !== 403) return undefined;
-  const message = error.status?.message ?? error.message;
+  return refusalIn(error.status?.message ?? error.message);
+}
+
+/**
+ * The quota or LimitRange refusal a Job controller's FailedCreate event tells (`Error creating: pods "…" is forbidden: …`): a
+ * LimitRange, or a quota on Pods or compute resources, refuses the Job's Pod, never the Job.
+ */
+export function podRefusalOf(failedCreate: string): QuotaRefusal | undefined {
+  return / is forbidden: /.test(failedCreate) ? refusalIn(failedCreate) : undefined;
+}
+
+function refusalIn(message: string): QuotaRefusal | undefined {
   const detail = message.replace(/^.*? is forbidden: /, "").slice(0, 400);
   for (const pattern of quotaPatterns) {
     const name = pattern.exec(message)?.[1];
     if (name) return { kind: "ResourceQuota", name, detail };
   }
   return limitRangePattern.test(message) ? { kind: "LimitRange", detail } : undefined;
+}
+
+/** A refused Pod's wait: what refused it, and that the Job controller keeps trying (the Job exists; captf changes nothing). */
+export function podRefusalMessage(refusal: QuotaRefusal, job: string): string {
+  return `${refuserOf(refusal)} refused the Pod of Job ${job}: ${refusal.detail}; the Job controller tries again until the Job's deadline`;
 }
 
 /** The first look after a refusal; each later one waits twice as long as the one before, up to the cap. */
@@ -54,6 +70,8 @@ export function quotaRetryMs(previousRetryMs: number | undefined): number {
 
 /** The condition message and event note: what refused which Job, why, and when it is tried again. */
 export function quotaRefusalMessage(refusal: QuotaRefusal, job: string, retryMs: number): string {
-  const refuser = refusal.name ? `the ResourceQuota ${refusal.name}` : "a LimitRange of the namespace";
-  return `${refuser} refused Job ${job}: ${refusal.detail}; tried again in ${Math.round(retryMs / 1000)} s or on the next change`;
+  const seconds = Math.round(retryMs / 1000);
+  return `${refuserOf(refusal)} refused Job ${job}: ${refusal.detail}; tried again in ${seconds} s or on the next change`;
 }
+
+const refuserOf = (refusal: QuotaRefusal) => (refusal.name ? `the ResourceQuota ${refusal.name}` : "a LimitRange of the namespace");

@@ -8,6 +8,7 @@ import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.
 import { condition, createMachine, readMachine } from "./machine-fixture.test-support.js";
 import { allJobsFinished, mergePatchOptions, planeReconcilerDeps, preparePlane, type PlaneClients } from "./plane.test-support.js";
 import { runLeaseName } from "./run-lease.js";
+import { podRefusalAfterMs } from "./workspace-phases.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const image = "registry.invalid/captf/noop-machine:v0.1.0";
@@ -50,13 +51,13 @@ describeWithTools(
     };
 
     /** A namespace of its own with a machine of the no-op module and an executor for its Jobs, closed after its tests. */
-    const machineNamespace = (namespace: string, name: string) => {
+    const machineNamespace = (namespace: string, name: string, machineSpec: Record<string, unknown> = {}) => {
       const setup = { executor: undefined as JobExecutor | undefined };
       beforeAll(async () => {
         await plane.core.createNamespace({ body: { metadata: { name: namespace } } });
         const modules = { [image]: noopModuleDirectory("machine") };
         setup.executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules });
-        await createMachine(plane, namespace, name, image);
+        await createMachine(plane, namespace, name, image, { machineSpec });
       }, 120_000);
       afterAll(() => setup.executor?.close());
       return setup;
@@ -137,6 +138,97 @@ describeWithTools(
         });
         expect(await eventsOf(namespace, "q", "JobQuotaExceeded")).toHaveLength(1);
       }, 120_000);
+    });
+
+    describe("a Job's Pod a quota or a LimitRange refuses (the Job itself is admitted)", () => {
+      /** The Job controller's FailedCreate notes on a Job, once there is one. */
+      const failedCreates = (namespace: string, job: string) =>
+        waitFor(
+          async () => {
+            const notes = (await plane.core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${job}` })).items
+              .filter((event) => event.reason === "FailedCreate")
+              .map((event) => event.message!);
+            return notes.length > 0 ? notes : undefined;
+          },
+          60_000,
+          `a FailedCreate event on Job ${job}`,
+        );
+      /** The first Job's start, then a pass a while later: the Job controller has had its time to create the Pod. */
+      const startAndLookAgain = async (namespace: string, name: string) => {
+        await passUntil(namespace, name, (action) => action.startsWith("started apply"));
+        const job = (await readMachine(plane, namespace, name)).status!.activeJob!.name;
+        const notes = await failedCreates(namespace, job);
+        const later = { ...deps, now: () => Date.now() + podRefusalAfterMs };
+        return { job, notes, result: await reconcileWorkspace(later, machineAdapter, namespace, name), later };
+      };
+
+      describe("a quota of Pods", () => {
+        const namespace = `pod-quota-${run}`;
+        const setup = machineNamespace(namespace, "pq");
+
+        it("waits JobQuotaExceeded naming the quota while the Job has no Pod, and applies once the quota is raised", async () => {
+          await plane.core.createNamespacedResourceQuota({
+            namespace,
+            body: { metadata: { name: "pods" }, spec: { hard: { pods: "0" } } },
+          });
+          const recorded = async () => (await plane.core.readNamespacedResourceQuota({ namespace, name: "pods" })).status?.hard?.pods;
+          await waitFor(async () => ((await recorded()) === "0" ? true : undefined), 60_000, "the quota controller's status.hard");
+
+          const { job, notes, result, later } = await startAndLookAgain(namespace, "pq");
+          expect(notes[0]).toMatch(
+            /^Error creating: pods "\S+" is forbidden: exceeded quota: pods, requested: pods=1, used: pods=0, limited: pods=0$/,
+          );
+          expect(result).toMatchObject({ action: `waiting: JobQuotaExceeded (the Pod of Job ${job})`, requeueAfterMs: 30_000 });
+          const message =
+            `the ResourceQuota pods refused the Pod of Job ${job}: exceeded quota: pods, requested: pods=1, used: pods=0, ` +
+            "limited: pods=0; the Job controller tries again until the Job's deadline";
+          const machine = await readMachine(plane, namespace, "pq");
+          expect(condition(machine, "ApplyJobSucceeded")).toMatchObject({ status: "Unknown", reason: "JobQuotaExceeded", message });
+          expect(machine.status!.activeJob!.name).toBe(job);
+          await reconcileWorkspace(later, machineAdapter, namespace, "pq");
+          const events = await waitFor(async () => {
+            const found = await eventsOf(namespace, "pq", "JobQuotaExceeded");
+            return found.length > 0 ? found : undefined;
+          });
+          expect(events.map((event) => [event.type, event.note])).toEqual([["Warning", message]]);
+
+          // Raised: the Job controller creates the Pod on its own next try, and the apply runs.
+          await plane.core.patchNamespacedResourceQuota(
+            { namespace, name: "pods", body: { spec: { hard: { pods: "10" } } } },
+            mergePatchOptions(),
+          );
+          await waitFor(
+            async () =>
+              (await plane.core.listNamespacedPod({ namespace, labelSelector: `job-name=${job}` })).items.length > 0 ? true : undefined,
+            180_000,
+            `the Pod of Job ${job}`,
+          );
+          await provision(namespace, "pq", setup.executor!);
+          expect(await eventsOf(namespace, "pq", "JobQuotaExceeded")).toHaveLength(1);
+        }, 300_000);
+      });
+
+      describe("a LimitRange", () => {
+        const namespace = `limit-range-${run}`;
+        machineNamespace(namespace, "lr", { jobs: { resources: { limits: { cpu: "200m" } } } });
+
+        it("waits JobQuotaExceeded saying which bound the Pod breaks (a LimitRange names no object)", async () => {
+          await plane.core.createNamespacedLimitRange({
+            namespace,
+            body: { metadata: { name: "cpu" }, spec: { limits: [{ type: "Container", max: { cpu: "100m" } }] } },
+          });
+          const { job, notes, result } = await startAndLookAgain(namespace, "lr");
+          expect(notes[0]).toMatch(/^Error creating: pods "\S+" is forbidden: maximum cpu usage per Container is 100m, but limit is 200m$/);
+          expect(result.action).toBe(`waiting: JobQuotaExceeded (the Pod of Job ${job})`);
+          expect(condition(await readMachine(plane, namespace, "lr"), "ApplyJobSucceeded")).toMatchObject({
+            status: "Unknown",
+            reason: "JobQuotaExceeded",
+            message:
+              `a LimitRange of the namespace refused the Pod of Job ${job}: maximum cpu usage per Container is 100m, but limit is ` +
+              "200m; the Job controller tries again until the Job's deadline",
+          });
+        }, 120_000);
+      });
     });
 
     describe("a paused machine being deleted", () => {

@@ -76,7 +76,7 @@ export interface StartOutcome {
 const terminalWaits = ["InputsTooLarge", "DestroyFailed", "IdentityNotAllowed"];
 
 /** The condition a wait of this operation is reported on. */
-function waitConditionType(op: Operation): string {
+export function waitConditionType(op: Operation): string {
   if (op === "refresh" || op === "drift") return "DriftJobSucceeded";
   if (op === "restore") return "RestoreJobSucceeded";
   return "ApplyJobSucceeded";

@@ -1,4 +1,4 @@
-import type { V1Job } from "@kubernetes/client-node";
+import type { CoreV1Event, V1Job } from "@kubernetes/client-node";
 import type { DecodedOutputs, HealthState, JsonValue, OutputsDecoding, Role } from "@captf/contract";
 import { annotations, groupVersion, labels } from "@captf/contract/api";
 import { exportsHash, renderBackendRoot, stateSecretName, type GeneratedRoot } from "@captf/render";
@@ -57,6 +57,7 @@ import { jobError, retryNumber, stepLabel } from "./job-metrics.js";
 import { imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, type ObservedJob } from "./observe-jobs.js";
 import { finishedCondition } from "../runtime/job-conditions.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
+import { podRefusalOf, type QuotaRefusal } from "./quota-refusal.js";
 import type { KindAdapter, PassResult, ReconcilerDeps, WorkspaceObject } from "./types.js";
 
 /**
@@ -526,7 +527,7 @@ export async function recoverActiveJob(
   active: ObservedJob,
   inputs: InputsOutcome<{ root: GeneratedRoot }>,
   currentHash: string | undefined,
-): Promise<{ result: PassResult; jobRuns: boolean } | undefined> {
+): Promise<{ result: PassResult; jobRuns: boolean; podRefusal?: QuotaRefusal } | undefined> {
   const { deps, adapter, namespace, suffix, events, subject, durable, now } = pass;
   const { client } = deps;
   // A Job being deleted (by an image fallback, say) is left to go: a per-run Secret made for it now would outlive it under its name.
@@ -559,6 +560,15 @@ export async function recoverActiveJob(
 
   {
     const pod = await jobPod({ client, cache: deps.cache }, namespace, active.job);
+    // No Pod a while after the Job's creation: a LimitRange or a quota of the namespace may refuse it (the Job controller's
+    // FailedCreate events say which). The object waits on it, naming it, while the Job controller keeps trying.
+    const podRefusal = pod ? undefined : await refusedPod(pass, active.job);
+    if (podRefusal)
+      return {
+        result: { action: `waiting: JobQuotaExceeded (the Pod of Job ${active.name})`, requeueAfterMs: gateRequeueMs },
+        jobRuns: true,
+        podRefusal,
+      };
     const stalled = pod ? stalledImagePull(pod, now) : undefined;
     const fallback = stalled && pod ? await fallBackFromImage(pass, active, stalled) : undefined;
     if (fallback) return fallback;
@@ -583,6 +593,26 @@ export async function recoverActiveJob(
   }
 
   return undefined;
+}
+
+/** How long a Job may be without a Pod before the pass reads why (the Job controller creates it within a second or two). */
+export const podRefusalAfterMs = 10_000;
+
+/** The quota or LimitRange refusal of the Job's Pod its newest FailedCreate event tells, once it has waited {@link podRefusalAfterMs}. */
+async function refusedPod(pass: Pass, job: V1Job): Promise<QuotaRefusal | undefined> {
+  const { deps, namespace, now } = pass;
+  const uid = job.metadata?.uid;
+  if (!uid || !(now - Date.parse(String(job.metadata?.creationTimestamp)) >= podRefusalAfterMs)) return undefined;
+  const failures = await deps.client
+    .list<CoreV1Event>(builtinTypes.coreEvent, namespace, { fieldSelector: `involvedObject.uid=${uid},reason=FailedCreate` })
+    .catch((error: unknown) => {
+      // Only a better message is lost: the Job still fails at its deadline.
+      deps.logger?.info({ job: job.metadata?.name, err: error }, "reading the Job's FailedCreate events failed");
+      return { items: [] as CoreV1Event[] };
+    });
+  const at = (event: CoreV1Event) => Date.parse(String(event.lastTimestamp ?? event.eventTime ?? event.metadata.creationTimestamp));
+  const newest = failures.items.sort((a, b) => at(b) - at(a))[0];
+  return newest?.message ? podRefusalOf(newest.message) : undefined;
 }
 
 /**

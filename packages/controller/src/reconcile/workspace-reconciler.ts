@@ -33,7 +33,7 @@ import type { MetricKind } from "../metrics/captf-metrics.js";
 import { watchFilterLabel } from "../runtime/controller.js";
 import { deleteFreeStateLock } from "../state/state-lock.js";
 import { previousReason, type Condition, type ConditionValue } from "../conditions/conditions.js";
-import { startOperation } from "./start-operation.js";
+import { startOperation, waitConditionType } from "./start-operation.js";
 import {
   bookkeepFinishedJobs,
   decide,
@@ -46,6 +46,7 @@ import {
   type Pass,
 } from "./workspace-phases.js";
 import { computeStatus, startWaits, type PassOutcome, type StatusScope } from "./compute-status.js";
+import { podRefusalMessage } from "./quota-refusal.js";
 import { jobRun, nextPendingRefreshes, type Operation } from "./decide-operation.js";
 import { historyLimits, jobsToPrune } from "./job-history.js";
 import { resourceChanges, transitionEvents, type StatusView } from "./transition-events.js";
@@ -291,6 +292,11 @@ export async function reconcileWorkspace<R extends Role>(
   // One status patch on every exit that leaves the object in place (it is skipped when nothing changed).
   let written: Record<string, unknown> = {};
   let exportsNotPublished: { bytes: number } | undefined;
+  // A wait for a lease, the cluster operation gate, a Job slot or a quota is an event once per wait, not once per pass.
+  const recordWaitEvent = ({ type, value }: NonNullable<PassOutcome["wait"]>) => {
+    if (startWaits.includes(value.reason) && previousReason(previous, type) !== value.reason)
+      void events.record(subject, value.reason as ManagerEventReason, value.message ?? value.reason);
+  };
   const finish = async (result: PassResult): Promise<PassResult> => {
     written = computeStatus(scope, outcome);
     await patchStatus(deps, adapter, object, written);
@@ -402,6 +408,11 @@ export async function reconcileWorkspace<R extends Role>(
   const stuck = active && (await recoverActiveJob(pass, active, inputs, currentHash));
   if (stuck) {
     if (stuck.jobRuns) outcome.active = activeJobOf(active!);
+    if (stuck.podRefusal) {
+      const message = podRefusalMessage(stuck.podRefusal, active!.name);
+      outcome.wait = { type: waitConditionType(active!.op), value: { status: "Unknown", reason: "JobQuotaExceeded", message } };
+      recordWaitEvent(outcome.wait);
+    }
     return finish(stuck.result);
   }
 
@@ -683,12 +694,7 @@ export async function reconcileWorkspace<R extends Role>(
     );
     deps.metrics?.planApprovals.inc({ kind: adapter.kind, result: "approved" });
   }
-  if (outcome.wait) {
-    // A wait for a lease, the cluster operation gate, a Job slot or a quota is an event once per wait, not once per pass.
-    const { reason, message } = outcome.wait.value;
-    if (startWaits.includes(reason) && previousReason(previous, outcome.wait.type) !== reason)
-      void events.record(subject, reason as ManagerEventReason, message ?? reason);
-  }
+  if (outcome.wait) recordWaitEvent(outcome.wait);
   if (adapter.ownerWriteBack && !paused && !deleting) {
     const sampled = toMark.some((job) => job.outcome === "succeeded" && (job.op === "refresh" || job.op === "drift" || job.op === "apply"));
     const context: OwnerWriteBackContext = {

@@ -12,6 +12,8 @@ export const builtinTypes = {
   job: { group: "batch", version: "v1", kind: "Job", plural: "jobs", namespaced: true },
   lease: { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true },
   event: { group: "events.k8s.io", version: "v1", kind: "Event", plural: "events", namespaced: true },
+  /** The core form of Events, whose field selectors name the object (involvedObject.uid) and the reason. */
+  coreEvent: core("Event", "events"),
   roleBinding: { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true },
   tokenReview: { group: "authentication.k8s.io", version: "v1", kind: "TokenReview", plural: "tokenreviews", namespaced: false },
   subjectAccessReview: {
