@@ -18,8 +18,10 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { loadController, loadDependency } from "./controller-packages.mjs";
 import { types } from "./controller-fixtures.mjs";
 
-const { Informer, isConflict } = await loadController();
+const { Informer } = await loadController();
+// By status code, not the controller's helpers: a test may pass a client built from the sources, whose errors are not dist's class.
 const isNotFound = (error) => error?.statusCode === 404;
+const isConflict = (error) => error?.statusCode === 409;
 const { labels } = await loadDependency("@captf/contract/api");
 const { stateSecretName, stateSecretSuffix, stateSecretLabels, stateWorkspace } = await loadDependency("@captf/render");
 

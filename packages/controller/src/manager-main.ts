@@ -29,6 +29,7 @@ import type { ReconcilerDeps } from "./reconcile/types.js";
 import { policyImageVerifier } from "./signatures/image-verifier.js";
 import { activeJobCounts } from "./metrics/active-jobs.js";
 import { JobSlots, slotJobCache } from "./reconcile/job-slots.js";
+import type { ReadCache } from "./runtime/read-cache.js";
 import { bootstrapManager, inClusterNamespaceFile, readNamespaceFile } from "./bootstrap.js";
 import { builtinTypes } from "./runtime/builtin-types.js";
 import { openProfiler } from "./runtime/profiler.js";
@@ -84,6 +85,8 @@ export interface ManagerControllerDeps {
   instance: string;
   /** Whose informer caches the controllers' watches share and the passes read from. */
   manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>;
+  /** Handed the read cache and the Job slots the passes share, for tests that check what they hold. */
+  wired?: (parts: { cache: ReadCache; jobSlots: JobSlots }) => void;
 }
 
 /** Every Job's init container copies the runner bundle out of `--runner-image`. */
@@ -126,10 +129,12 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     informer: deps.manager.informer(builtinTypes.pod, { labelSelector: managedSecretSelector }),
     labelSelector: managedSecretSelector,
   };
-  reconcilerDeps.jobSlots = new JobSlots(slotJobCache(jobCache, podCache), {
+  const jobSlots = new JobSlots(slotJobCache(jobCache, podCache), {
     manager: settings.maxActiveJobs,
     clusterDefault: settings.clusterMaxActiveJobs,
   });
+  reconcilerDeps.jobSlots = jobSlots;
+  deps.wired?.({ cache, jobSlots });
   // The identity controller's mirror watch fills this cache.
   const mirrorCache = deps.manager.informer(builtinTypes.secret, { labelSelector: mirrorLabelSelector });
   const controllerOptions = (concurrency: number) => ({

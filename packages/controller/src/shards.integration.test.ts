@@ -16,6 +16,7 @@ import { pino } from "pino";
 import { describeWithTools, sharedControlPlane, waitFor } from "@captf/testkit";
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { buildManagerBundle, killManagerProcess, startManagerProcess, type ManagerProcess } from "./manager-process.test-support.js";
+import { createNoopCluster, createNoopIdentity, createNoopMachine, removeNoopObjects } from "./reconcile/noop-clusters.test-support.js";
 import { preparePlane, type PlaneClients, mergePatchOptions } from "./reconcile/plane.test-support.js";
 import { KubeClient } from "./runtime/kube-client.js";
 import { shardLeaseName, shardOf } from "./runtime/shards.js";
@@ -24,7 +25,6 @@ import type { CapiObject, ReadBack } from "./reconcile/read-back.test-support.js
 
 const shards = 3;
 const clusterCount = Number(process.env.CAPTF_SHARD_CLUSTERS ?? 30);
-const capi = { group: "cluster.x-k8s.io", version: "v1beta2" };
 const infra = { group: apiGroup, version: apiVersion };
 
 /** `count` names c-<i>, the first of each shard until each has count / shards. */
@@ -230,91 +230,18 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await completer?.stop();
     for (const manager of managers) await killManagerProcess(manager);
     // The managers are gone: take the finalizers off so the namespace can go.
-    for (const [plural, names] of [
-      ["terraformmachines", clusterNames.map(machineOf)],
-      ["terraformclusters", clusterNames],
-    ] as const) {
-      for (const name of names)
-        await plane?.custom
-          .patchNamespacedCustomObject({ ...infra, namespace, plural, name, body: { metadata: { finalizers: null } } }, mergePatchOptions())
-          .catch(() => undefined);
-    }
-    await plane?.custom
-      .deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identityName })
-      .catch(() => undefined);
-    await plane?.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await removeNoopObjects(plane, namespace, { clusters: clusterNames, machines: clusterNames.map(machineOf), identity: identityName });
     client?.close();
     rmSync(work, { recursive: true, force: true });
   });
 
   /** bench/controller-fixtures.mjs's cluster, per cluster: an externally managed TerraformCluster (no cluster Job) and one machine. */
   async function createClusters(): Promise<void> {
-    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "credentials" }, stringData: { NOOP_TOKEN: "test" } } });
-    await plane.custom.createClusterCustomObject({
-      ...infra,
-      plural: "terraformclusteridentities",
-      body: {
-        apiVersion: `${infra.group}/${infra.version}`,
-        kind: "TerraformClusterIdentity",
-        metadata: { name: identityName },
-        spec: { type: "Secret", secretRef: { name: "credentials", namespace }, allowedNamespaces: { list: [namespace] } },
-      },
-    });
-    const create = (group: typeof capi | typeof infra, plural: string, body: Record<string, unknown>) =>
-      plane.custom.createNamespacedCustomObject({
-        ...group,
-        namespace,
-        plural,
-        body: { apiVersion: `${group.group}/${group.version}`, ...body },
-      }) as Promise<CapiObject>;
+    await createNoopIdentity(plane, namespace, identityName);
     await Promise.all(
       clusterNames.map(async (cluster) => {
-        const machine = machineOf(cluster);
-        const clusterLabel = { [labels.clusterName]: cluster };
-        await create(infra, "terraformclusters", {
-          kind: "TerraformCluster",
-          metadata: { name: cluster, annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-          spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: identityName } },
-        });
-        await create(capi, "clusters", {
-          kind: "Cluster",
-          metadata: { name: cluster },
-          spec: { infrastructureRef: { apiGroup: infra.group, kind: "TerraformCluster", name: cluster } },
-        });
-        await plane.core.createNamespacedSecret({
-          namespace,
-          body: {
-            metadata: { name: `${machine}-bootstrap`, labels: clusterLabel },
-            stringData: { value: "#cloud-config\n", format: "cloud-config" },
-          },
-        });
-        const owner = await create(capi, "machines", {
-          kind: "Machine",
-          metadata: { name: machine, labels: clusterLabel },
-          spec: {
-            clusterName: cluster,
-            bootstrap: { dataSecretName: `${machine}-bootstrap` },
-            infrastructureRef: { apiGroup: infra.group, kind: "TerraformMachine", name: machine },
-          },
-        });
-        await create(infra, "terraformmachines", {
-          kind: "TerraformMachine",
-          metadata: {
-            name: machine,
-            labels: clusterLabel,
-            ownerReferences: [
-              {
-                apiVersion: `${capi.group}/${capi.version}`,
-                kind: "Machine",
-                name: machine,
-                uid: owner.metadata.uid,
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          },
-          spec: { source: { image: "registry.invalid/captf/noop-machine:v0.1.0" } },
-        });
+        await createNoopCluster(plane, namespace, cluster, identityName);
+        await createNoopMachine(plane, namespace, cluster, machineOf(cluster));
       }),
     );
   }

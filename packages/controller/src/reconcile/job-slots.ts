@@ -308,6 +308,16 @@ export class JobSlots implements JobSlotSource {
     return counts;
   }
 
+  /** Entries held, by what they hold: for tests that check a deleted owner leaves none. */
+  get held(): { reserved: string[]; waiting: string[]; promised: string[]; undelivered: string[] } {
+    return {
+      reserved: [...this.#reserved.keys()],
+      waiting: [...this.#waiting.keys()],
+      promised: [...this.#promised.keys()],
+      undelivered: [...this.#undelivered],
+    };
+  }
+
   forget(owner: string): void {
     this.#waiting.delete(owner);
     this.#promised.delete(owner);

@@ -58,6 +58,49 @@ describe("the read cache", () => {
   );
 
   it(
+    "records no expectation the cache already meets: the watch delivered the write or the delete before its response came back " +
+      "(of a deleted object, nothing would ever drop it)",
+    () => {
+      const informer = fakeInformer();
+      const cache = new ReadCache(fakeServer()).add(builtinTypes.secret, { informer });
+      informer.put(secret("a", "9"));
+      cache.wrote(builtinTypes.secret, secret("a", "9"));
+      informer.put(secret("b", "12"));
+      cache.wrote(builtinTypes.secret, secret("b", "11"));
+      cache.deleted(builtinTypes.secret, "ns", "gone");
+      expect(cache.pendingExpectations).toBe(0);
+      // A newer write met already takes an older pending one with it.
+      cache.wrote(builtinTypes.secret, secret("c", "3"));
+      informer.objects.set("ns/c", secret("c", "4"));
+      cache.wrote(builtinTypes.secret, secret("c", "4"));
+      expect(cache.pendingExpectations).toBe(0);
+    },
+  );
+
+  it("expects an object gone after a write that took the last finalizer off it while it was being deleted", () => {
+    const informer = fakeInformer();
+    const cache = new ReadCache(fakeServer()).add(builtinTypes.secret, { informer });
+    const deleting = (name: string, finalizers: string[]) => ({
+      metadata: { namespace: "ns", name, resourceVersion: "20", deletionTimestamp: "2026-12-07T12:00:00Z", finalizers },
+    });
+    informer.put(secret("kept", "19"));
+    cache.wrote(builtinTypes.secret, deleting("kept", ["other.example/finalizer"]));
+    expect(cache.pendingExpectations).toBe(1);
+    informer.put(deleting("kept", ["other.example/finalizer"]));
+    expect(cache.pendingExpectations).toBe(0);
+
+    // The watch showed the delete first: nothing stays.
+    cache.wrote(builtinTypes.secret, deleting("gone-first", []));
+    expect(cache.pendingExpectations).toBe(0);
+    // The response came first: the delete, once shown, drops it (the resourceVersion written never shows).
+    informer.put(secret("gone-after", "19"));
+    cache.wrote(builtinTypes.secret, deleting("gone-after", []));
+    expect(cache.pendingExpectations).toBe(1);
+    informer.remove("ns/gone-after");
+    expect(cache.pendingExpectations).toBe(0);
+  });
+
+  it(
     "drops an expectation past its lifetime on any read of its type, also one no read matches (a deleted Secret nobody reads " + "again)",
     async () => {
       const informer = fakeInformer();

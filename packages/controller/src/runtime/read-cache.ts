@@ -130,6 +130,9 @@ export class ReadCache {
   wrote(type: Pick<ResourceType, "group" | "plural">, object: KubeObject | undefined): void {
     const meta = object?.metadata;
     if (!meta?.name) return;
+    // A write that took the last finalizer off an object being deleted deleted it: reads expect it gone.
+    if (meta.deletionTimestamp && !(meta.finalizers as readonly string[] | undefined)?.length)
+      return this.deleted(type, meta.namespace, meta.name);
     this.#expect(type, meta.namespace, meta.name, {
       ...(meta.resourceVersion ? { resourceVersion: meta.resourceVersion } : {}),
       ...(meta.labels ? { labels: meta.labels } : {}),
@@ -145,10 +148,17 @@ export class ReadCache {
 
   #expect(type: Pick<ResourceType, "group" | "plural">, namespace: string | undefined, name: string, expectation: Expectation): void {
     const key = typeKey(type);
-    if (!this.#sources.has(key)) return;
+    const source = this.#sources.get(key);
+    if (!source) return;
+    const objectId = namespace ? `${namespace}/${name}` : name;
+    // Met already (the watch delivered the write or the delete before its response came back): no event would drop it later.
+    if (metBy(expectation, source.informer.get(objectId))) {
+      this.#expected.get(key)?.delete(objectId);
+      return;
+    }
     let byObject = this.#expected.get(key);
     if (!byObject) this.#expected.set(key, (byObject = new Map<string, Expectation>()));
-    byObject.set(namespace ? `${namespace}/${name}` : name, expectation);
+    byObject.set(objectId, expectation);
   }
 
   /**

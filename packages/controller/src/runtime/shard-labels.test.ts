@@ -21,15 +21,34 @@ const object = (name: string, cluster: number, value?: string): KubeObject => ({
 /** An informer that only holds objects and calls its handlers. */
 function fakeInformer(objects: KubeObject[] = []) {
   const handlers: InformerHandlers<KubeObject>[] = [];
+  const find = (namespace: string | undefined, name: string) =>
+    objects.findIndex((o) => o.metadata?.namespace === namespace && o.metadata?.name === name);
+  const store = (o: KubeObject) => {
+    const at = find(o.metadata?.namespace, o.metadata!.name!);
+    if (at >= 0) objects[at] = o;
+    else objects.push(o);
+  };
   const informer = {
     type,
     list: () => objects,
+    get: (namespace: string | undefined, name: string) => objects[find(namespace, name)],
     addHandlers: (h: InformerHandlers<KubeObject>) => void handlers.push(h),
   } as unknown as Informer<KubeObject>;
   return {
     informer,
-    add: (o: KubeObject) => handlers.forEach((h) => h.add?.(o, { initialList: false })),
-    update: (o: KubeObject) => handlers.forEach((h) => h.update?.(o, o, { resync: false })),
+    add: (o: KubeObject) => {
+      store(o);
+      handlers.forEach((h) => h.add?.(o, { initialList: false }));
+    },
+    update: (o: KubeObject) => {
+      store(o);
+      handlers.forEach((h) => h.update?.(o, o, { resync: false }));
+    },
+    /** The watch delivers the object's delete (gone, or out of the informer's selector). */
+    remove: (o: KubeObject) => {
+      objects.splice(find(o.metadata?.namespace, o.metadata!.name!), 1);
+      handlers.forEach((h) => h.delete?.(o));
+    },
   };
 }
 
@@ -86,6 +105,33 @@ describe("ShardLabeller", () => {
     scoped.update(object("moved", 2, "0"));
     await settle();
     expect(patches).toEqual([`ns/moved {"metadata":{"labels":{"${label}":"2"}}}`]);
+  });
+
+  it("remembers nothing of an object its caches let go of, whether before or after its write's answer", async () => {
+    const { labeller, patches } = labellerOf(new Set([1]));
+    const unassigned = fakeInformer();
+    const scoped = fakeInformer();
+    labeller.watchUnassigned(unassigned.informer);
+    labeller.watchScoped(scoped.informer);
+    // The write answered while the unassigned cache still shows the old copy: remembered, so that copy is not written again.
+    unassigned.add(object("a", 1));
+    await settle();
+    expect(labeller.remembered).toBe(1);
+    labeller.gained(1);
+    await settle();
+    expect(patches).toHaveLength(1);
+    // The label moves it out of the unassigned cache into the shard's: nothing left to skip, nothing remembered.
+    unassigned.remove(object("a", 1));
+    scoped.add(object("a", 1, "1"));
+    expect(labeller.remembered).toBe(0);
+
+    // Deleted while its write was in flight: the answer comes after the delete, and nothing is remembered of it.
+    unassigned.add(object("b", 1));
+    unassigned.remove(object("b", 1));
+    await settle();
+    expect(patches).toHaveLength(2);
+    expect(labeller.written).toBe(2);
+    expect(labeller.remembered).toBe(0);
   });
 
   it("forgets a failed write, so the next event tries again", async () => {

@@ -42,6 +42,7 @@ export function shardLabelMetadata<T extends KubeObject>(object: T): T {
 export class ShardLabeller {
   readonly #o: ShardLabellerOptions;
   readonly #unassigned: Informer<KubeObject>[] = [];
+  readonly #scoped: Informer<KubeObject>[] = [];
   /** `<plural> <key>=<value>` of label writes in flight: one write per object and value. */
   readonly #writing = new Set<string>();
   /** `<plural> <key>` → `<value>@<resourceVersion>` of a write done from a copy a cache still shows: not written again from that copy. */
@@ -60,13 +61,31 @@ export class ShardLabeller {
       const shard = this.#o.shardOfObject(object);
       if (this.#o.held().has(shard)) this.#write(informer.type, object, shard);
     };
-    informer.addHandlers({ add: label, update: (_old, object) => label(object) });
+    informer.addHandlers({ add: label, update: (_old, object) => label(object), delete: (object) => this.#gone(informer, object) });
   }
 
   /** A shard informer of one kind (held shards only): relabels what no longer belongs to the labelled shard. */
   watchScoped(informer: Informer<KubeObject>): void {
+    this.#scoped.push(informer);
     const relabel = (object: KubeObject) => this.#write(informer.type, object, this.#o.shardOfObject(object));
-    informer.addHandlers({ add: relabel, update: (_old, object) => relabel(object) });
+    informer.addHandlers({ add: relabel, update: (_old, object) => relabel(object), delete: (object) => this.#gone(informer, object) });
+  }
+
+  /** Objects remembered as written from a copy a cache still shows, for tests: none of an object no cache holds. */
+  get remembered(): number {
+    return this.#written.size;
+  }
+
+  /** A cache let go of an object (deleted, labelled out of the unassigned ones, out of the held shards): no copy of it to skip. */
+  #gone(informer: Informer<KubeObject>, object: KubeObject): void {
+    this.#written.delete(`${informer.type.plural} ${objectKey(object)}`);
+  }
+
+  /** Whether a cache of `type` still holds the object: only then can a stale copy of it come back. */
+  #cached(type: ResourceType, namespace: string | undefined, name: string): boolean {
+    return [...this.#unassigned, ...this.#scoped].some(
+      (informer) => informer.type.plural === type.plural && informer.get(namespace, name) !== undefined,
+    );
   }
 
   /** This replica now holds shard `index`: labels its unassigned objects. */
@@ -93,7 +112,8 @@ export class ShardLabeller {
       .patch(type, namespace, name, { metadata: { labels: { [this.#o.label]: value } } }, "merge")
       .then(
         () => {
-          this.#written.set(objectId, source);
+          // A cache that let go of the object before this answer came keeps no copy of it: nothing to remember.
+          if (this.#cached(type, namespace, name)) this.#written.set(objectId, source);
           this.written++;
           this.#o.logger.info(
             { kind: type.kind, key: objectKey(object), to: value, ...(from !== undefined ? { from } : {}) },

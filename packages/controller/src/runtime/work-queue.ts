@@ -170,6 +170,11 @@ export class WorkQueue {
     if (this.#processing.size === 0) for (const resolve of this.#drainWaiters.splice(0)) resolve();
   }
 
+  /** Whether `key` is ready, waiting for a delay, or in flight. */
+  holds(key: string): boolean {
+    return this.#ready.has(key) || this.#waiting.has(key) || this.#processing.has(key);
+  }
+
   /** Keys ready and waiting for a worker. */
   get length(): number {
     return this.#queuedCount;
