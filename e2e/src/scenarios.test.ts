@@ -12,6 +12,7 @@ import { failingModule } from "./scenarios/failing-module.js";
 import { healthRemediation } from "./scenarios/health-remediation.js";
 import { hostileModuleContained } from "./scenarios/hostile-module-contained.js";
 import { interruptedRuns } from "./scenarios/interrupted-runs.js";
+import { moduleAuthor } from "./scenarios/module-author.js";
 import { noSecretLeaks } from "./scenarios/no-secret-leaks.js";
 import { approvePlan } from "./scenarios/plan-approval.js";
 import { roll } from "./scenarios/roll.js";
@@ -35,11 +36,24 @@ const scenarios: Scenario[] = [
   clusterctlGenerate,
   clusterctlMove,
   hostileModuleContained,
+  moduleAuthor,
   teardown,
 ];
 
 describeWithTools(
-  ["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "capi-manager", "clusterctl", "go", "umoci", "skopeo", "docker-registry"],
+  [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "tofu",
+    "terraform",
+    "capi-manager",
+    "clusterctl",
+    "go",
+    "umoci",
+    "skopeo",
+    "docker-registry",
+  ],
   "captf under Cluster API, installed from its manifests",
   () => {
     const shared = new SharedPlane();
