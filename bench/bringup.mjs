@@ -51,6 +51,13 @@ const { freeLoopbackPort } = await import("../packages/testkit/dist/control-plan
 const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
 const ownerKindLabel = "captf.infrastructure.cluster.x-k8s.io/owner-kind";
 const ownerNameLabel = "captf.infrastructure.cluster.x-k8s.io/owner-name";
+// A full GC in the manager through its inspector (--profiler-address): one DevTools message from a child
+// node, whose WebSocket client Node 20 has behind a flag.
+const collectGarbageScript = `
+const socket = new WebSocket(process.argv[1]);
+socket.onopen = () => socket.send(JSON.stringify({ id: 1, method: "HeapProfiler.collectGarbage" }));
+socket.onmessage = (event) => { if (JSON.parse(event.data).id === 1) process.exit(0); };
+socket.onerror = () => process.exit(1);`;
 
 for (let run = 1; run <= Number(values.runs); run++) {
   const planeStarted = Date.now();
@@ -128,14 +135,6 @@ async function watchAll(kubeConfig, path, labelSelector, record) {
 async function managerRss(plane) {
   return residentMiB(await plane.managerMetrics().catch(() => ""));
 }
-
-// A full GC in the manager through its inspector (--profiler-address): one DevTools message from a child
-// node, whose WebSocket client Node 20 has behind a flag.
-const collectGarbageScript = `
-const socket = new WebSocket(process.argv[1]);
-socket.onopen = () => socket.send(JSON.stringify({ id: 1, method: "HeapProfiler.collectGarbage" }));
-socket.onmessage = (event) => { if (JSON.parse(event.data).id === 1) process.exit(0); };
-socket.onerror = () => process.exit(1);`;
 
 /** Forces a full GC in the manager, waits 2 s for the heap to be given back, and reads its RSS (MiB). */
 async function rssAfterGc(plane, profilerPort) {
