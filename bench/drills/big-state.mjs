@@ -3,8 +3,9 @@
 // through its kubernetes backend into a real kube-apiserver, and captf's state reader reads what
 // it wrote. Tries a 20 MiB state that compresses well, a 20 MiB state that does not (over the
 // 1 MiB a Secret holds), and, on a small state, a truncated gzip, a flipped byte and a changed
-// lineage: what the runtime does on its next plan, and what captf's reader answers.
-// Run `npx tsc -b` first. Usage: node bench/drills/big-state.mjs [--mib 20] [--runtime tofu|terraform]
+// lineage: what the runtime does on its next plan, and what captf's reader answers. `tofu-encrypted` is
+// OpenTofu with state encryption (a pbkdf2 passphrase in TF_ENCRYPTION), read back with the same key.
+// Run `npx tsc -b` first. Usage: node bench/drills/big-state.mjs [--mib 20] [--runtime tofu|tofu-encrypted|terraform]
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -19,13 +20,25 @@ const { values } = parseArgs({ options: { mib: { type: "string", default: "20" }
 const mib = Number(values.mib);
 const k8s = await loadDependency("@kubernetes/client-node");
 const { readState } = await loadControllerFile("state/read-state.js");
+const { parseStateEncryption } = await loadControllerFile("state/state-encryption.js");
+const { KubeClient } = await loadControllerFile("runtime/kube-client.js");
 const { startControlPlane, requireTool } = await loadTestkit();
-const runtimes = values.runtime ?? ["tofu", "terraform"];
+const runtimes = values.runtime ?? ["tofu", "tofu-encrypted", "terraform"];
+// What spec.stateEncryption's Secret would hold: the Job's TF_ENCRYPTION and the manager's key alike.
+const tfEncryption = JSON.stringify({
+  key_provider: { pbkdf2: { drill: { passphrase: "big-state-drill-passphrase" } } },
+  method: { aes_gcm: { drill: { keys: "key_provider.pbkdf2.drill" } } },
+  state: { method: "method.aes_gcm.drill" },
+});
+const decryption = parseStateEncryption(tfEncryption).decryption;
+const encrypted = (runtime) => runtime === "tofu-encrypted";
 
 const plane = await startControlPlane({ controllerManager: false });
 const kubeConfig = new k8s.KubeConfig();
 kubeConfig.loadFromFile(plane.kubeconfigPath);
 const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+// The manager's client, which the state reader takes.
+const client = new KubeClient(kubeConfig);
 const namespace = "big-state";
 await core.createNamespace({ body: { metadata: { name: namespace } } });
 const dir = mkdtempSync(join(tmpdir(), "captf-big-state-"));
@@ -47,9 +60,10 @@ function run(runtime, suffix, args) {
     TF_CLI_CONFIG_FILE: join(dir, "cli.tfrc"),
     TF_IN_AUTOMATION: "1",
     TF_DATA_DIR: join(dir, `.data-${runtime}-${suffix}`),
+    ...(encrypted(runtime) ? { TF_ENCRYPTION: tfEncryption } : {}),
   };
   const started = performance.now();
-  const result = spawnSync(requireTool(runtime), args, {
+  const result = spawnSync(requireTool(encrypted(runtime) ? "tofu" : runtime), args, {
     cwd: join(dir, `${runtime}-${suffix}`),
     env,
     encoding: "utf8",
@@ -88,8 +102,8 @@ const init = (runtime, suffix) =>
     `-backend-config=namespace=${namespace}`,
     `-backend-config=secret_suffix=${suffix}`,
   ]);
-const reading = async (suffix) => {
-  const r = await readState(core, namespace, suffix);
+const reading = async (suffix, runtime) => {
+  const r = await readState(client, namespace, suffix, undefined, encrypted(runtime) ? decryption : undefined);
   return r.kind === "ok"
     ? `ok serial ${r.state.serial}, ${(r.state.bytes / 2 ** 20).toFixed(1)} MiB in ${r.state.secrets} Secret(s) ` +
         `of ${(r.state.compressedBytes / 2 ** 20).toFixed(2)} MiB`
@@ -115,7 +129,7 @@ try {
         apply: `exit ${apply.exit} in ${apply.seconds} s${apply.error ? ` (${apply.error})` : ""}`,
         erroredTfstate: errored,
         push: push ? `exit ${push.exit}${push.error ? ` (${push.error})` : ""}` : "-",
-        captf: await reading(suffix),
+        captf: await reading(suffix, runtime),
       });
     }
 
@@ -139,7 +153,7 @@ try {
       const plan = run(runtime, suffix, ["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
       row(runtime, case_, {
         plan: `exit ${plan.exit}${plan.error ? ` (${plan.error})` : " (0 = no changes, 2 = changes)"}`,
-        captf: await reading(suffix),
+        captf: await reading(suffix, runtime),
       });
     }
   }
