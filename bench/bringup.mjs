@@ -5,7 +5,8 @@
 //
 // Baseline, from the same run: the Jobs' own critical path (the cluster's apply, then the slowest
 // machine or pool apply, from each Job's start to its completion). What the bring-up takes beyond it
-// is captf's and Cluster API's reaction time plus the chroot kubelet's queue (2 Pods at a time).
+// is captf's and Cluster API's reaction time plus the chroot kubelet's queue (Job Pods at a time: the
+// e2e plane's parallelPodsFor, from the machine's cores and memory; the manager's own Pod takes no slot).
 // Target (issue 11): Ready in 60 s or less with the tools built; Jobs = one per object plus at most
 // one re-apply of the cluster.
 //

@@ -7,10 +7,11 @@
 // runner ServiceAccount it binds.
 import { get as httpsGet } from "node:https";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, freemem, tmpdir } from "node:os";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import {
+  parallelPodsFor,
   startChrootKubelet,
   startControlPlane,
   startLocalRegistry,
@@ -48,7 +49,7 @@ export interface ManagementPlane {
 
 export interface ManagementPlaneOptions {
   log?: (line: string) => void;
-  /** Pods the chroot kubelet runs at once. Default 2. */
+  /** Job Pods the chroot kubelet runs at once (the manager's own Pod takes none). Default: from this machine's cores and free memory. */
   maxParallelPods?: number;
   /** Flags added to the manager's (after the shipped ones and the plane's ports: a repeated flag's last value wins). */
   managerArgs?: readonly string[];
@@ -134,7 +135,7 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
         kubeconfigPath: controlPlane.kubeconfigPath,
         nodeName: "e2e-kubelet",
         workDir: join(workDir, "kubelet"),
-        maxParallel: options.maxParallelPods ?? 2,
+        maxParallel: options.maxParallelPods ?? parallelPodsFor(availableParallelism(), freemem()),
         log: (line) => log(`kubelet: ${line}`),
       }),
     );

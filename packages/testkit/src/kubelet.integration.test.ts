@@ -397,6 +397,40 @@ describeWithTools(
       expect(kubelet!.containerLog(namespace, pod.metadata!.name!, "main")).toMatch(/^OpenTofu v\d+\.\d+\.\d+/);
     }, 180_000);
 
+    it("unpacks an image once: a Job naming it by digest after one that named it by tag reuses its root", async () => {
+      const job = (name: string, image: string) =>
+        batch.createNamespacedJob({
+          namespace,
+          body: {
+            metadata: { name },
+            spec: {
+              backoffLimit: 0,
+              template: { spec: { restartPolicy: "Never", containers: [{ name: "main", image, command: ["/captf/runtime", "version"] }] } },
+            },
+          },
+        });
+      await job("by-tag", moduleImage);
+      const byTag = (await finishedJob("by-tag")).pod;
+      const digestReference = byTag.status!.containerStatuses![0]!.imageID!;
+      expect(digestReference).toMatch(/@sha256:[0-9a-f]{64}$/);
+      await job("by-digest", digestReference);
+      const { pod } = await finishedJob("by-digest");
+      expect(pod.status?.phase).toBe("Succeeded");
+      expect(pod.status?.containerStatuses?.[0]?.imageID).toBe(digestReference);
+      const module = `${registry!.host}/captf/kubelet-module`;
+      expect(
+        kubeletLog
+          .filter((line) => line.includes(` pulled ${module}`))
+          .map((line) =>
+            line
+              .replace(/ \(.*$/, "")
+              .split(" ")
+              .at(-1),
+          ),
+      ).toEqual([moduleImage]);
+      expect(kubeletLog.some((line) => line.includes(`${digestReference}: unpacked already, not pulled again`))).toBe(true);
+    }, 180_000);
+
     it("gives containers the Pod's volumes, environment, token, hostname and a read-only root", async () => {
       await core.createNamespacedSecret({ namespace, body: { metadata: { name: "env-secret" }, stringData: { a: "1", b: "2" } } });
       const script = `
@@ -1179,19 +1213,29 @@ describeWithTools(
       });
     }, 120_000);
 
-    it("runs up to maxParallel Pods at once (a second kubelet: its own namespace, copied roots)", async () => {
-      const parallelNamespace = `${namespace}-parallel`;
-      await core.createNamespace({ body: { metadata: { name: parallelNamespace } } });
-      const second = await startChrootKubelet({
+    /** A second kubelet with `maxParallel` slots, binding only the Pods of its own namespace `<namespace>-<tag>`; copied roots. */
+    async function secondKubelet(tag: string, maxParallel: number) {
+      const own = `${namespace}-${tag}`;
+      await core.createNamespace({ body: { metadata: { name: own } } });
+      const started = await startChrootKubelet({
         kubeconfigPath: sharedControlPlane().kubeconfigPath,
-        nodeName: `chroot-${suffix}-parallel`,
-        namespaces: [parallelNamespace],
-        maxParallel: 2,
+        nodeName: `chroot-${suffix}-${tag}`,
+        namespaces: [own],
+        maxParallel,
         serviceAccountTokens: false,
         rootfs: "copy",
         imageResolver: kubeletImageResolver,
-        log: (line) => kubeletLog.push(`${new Date().toISOString()} [parallel] ${line}`),
+        log: (line) => kubeletLog.push(`${new Date().toISOString()} [${tag}] ${line}`),
       });
+      const stop = async () => {
+        await core.deleteNamespace({ name: own }).catch(() => undefined);
+        await started.stop();
+      };
+      return { namespace: own, kubelet: started, stop };
+    }
+
+    it("runs up to maxParallel Pods at once (a second kubelet: its own namespace, copied roots)", async () => {
+      const { namespace: parallelNamespace, kubelet: second, stop } = await secondKubelet("parallel", 2);
       try {
         // Each Pod waits for the other's file: both succeed only if they run at the same time.
         const out = join(work, "parallel-out");
@@ -1232,8 +1276,37 @@ describeWithTools(
         expect(second.rootfsMode).toBe("copy");
         expect(phases).toEqual({ left: [second.nodeName, "Succeeded"], right: [second.nodeName, "Succeeded"] });
       } finally {
-        await core.deleteNamespace({ name: parallelNamespace }).catch(() => undefined);
-        await second.stop();
+        await stop();
+      }
+    }, 120_000);
+
+    it("gives a service's Pod no slot: with one slot, a Job-like Pod still runs beside a Deployment-like one", async () => {
+      const { namespace: serviceNamespace, stop } = await secondKubelet("service", 1);
+      try {
+        const container = (script: string) => ({ name: "main", image: runnerImage, command: ["node", "-e", script] });
+        // The service first (restartPolicy Always, as a Deployment's Pod): it never ends to give a slot back.
+        await core.createNamespacedPod({
+          namespace: serviceNamespace,
+          body: { metadata: { name: "service" }, spec: { containers: [container("setInterval(() => {}, 1000)")] } },
+        });
+        await waitFor("the service running", async () => {
+          const pod = await core.readNamespacedPod({ namespace: serviceNamespace, name: "service" });
+          return pod.status?.phase === "Running" ? true : undefined;
+        });
+        await core.createNamespacedPod({
+          namespace: serviceNamespace,
+          body: { metadata: { name: "job" }, spec: { restartPolicy: "Never", containers: [container("process.exit(0)")] } },
+        });
+        const phases = await waitFor("the job-like Pod ends", async () => {
+          const pods = await core.listNamespacedPod({ namespace: serviceNamespace });
+          const job = pods.items.find((pod) => pod.metadata?.name === "job");
+          return job?.status?.phase === "Succeeded" || job?.status?.phase === "Failed"
+            ? Object.fromEntries(pods.items.map((pod) => [pod.metadata?.name ?? "", pod.status?.phase] as const))
+            : undefined;
+        });
+        expect(phases).toEqual({ service: "Running", job: "Succeeded" });
+      } finally {
+        await stop();
       }
     }, 120_000);
 

@@ -84,7 +84,11 @@ export interface ChrootKubeletOptions {
   workDir?: string;
   /** One line per thing the kubelet does (binds, starts, exits, status writes that failed). */
   log?: (line: string) => void;
-  /** Pods run at the same time. Default 1 (these machines have two cores). */
+  /**
+   * Pods that run to completion (restartPolicy Never or OnFailure: Jobs' Pods) run at the same time; a
+   * service's Pod (restartPolicy Always, a Deployment's) takes no slot. Default 1;
+   * {@link parallelPodsFor} gives a limit from the machine's cores and memory.
+   */
   maxParallel?: number;
   /** Only bind Pods of these namespaces (tests share the plane). Default: every namespace. */
   namespaces?: readonly string[];
@@ -755,6 +759,23 @@ function isTerminalPhase(phase: string | undefined): boolean {
   return phase === "Succeeded" || phase === "Failed";
 }
 
+/** A Pod whose containers end (a Job's: restartPolicy Never or OnFailure); a service's Pod (Always, the default) does not. Pure. */
+export function runsToCompletion(pod: k8s.V1Pod): boolean {
+  return (pod.spec?.restartPolicy ?? "Always") !== "Always";
+}
+
+/** Memory a Job's Pod takes on this plane, at most: the runner (node) and OpenTofu with a small module's providers. */
+export const podMemoryBytes = 256 * 1024 * 1024;
+
+/**
+ * Pods that run to completion at the same time on a machine of `cores` cores with `freeBytes` of memory free:
+ * two per core (a run waits on the API server and its providers about as long as it computes), as many as
+ * {@link podMemoryBytes} each fit in the free memory, at least one. Pure.
+ */
+export function parallelPodsFor(cores: number, freeBytes: number): number {
+  return Math.max(1, Math.min(2 * cores, Math.floor(freeBytes / podMemoryBytes)));
+}
+
 class Kubelet implements ChrootKubelet {
   readonly nodeName: string;
   readonly workDir: string;
@@ -772,6 +793,8 @@ class Kubelet implements ChrootKubelet {
   private readonly queue: PodTask[] = [];
   private readonly runs = new Set<Promise<void>>();
   private readonly images = new Map<string, Promise<PulledImage>>();
+  /** Each image pulled, by its manifest digest: a Pod naming it by digest (a destroy's pinned image) reuses its root. */
+  private readonly imagesByDigest = new Map<string, Promise<PulledImage>>();
   private readonly watches = new Set<AbortController>();
   private readonly loops: Promise<void>[] = [];
   private readonly wakeups = new Set<() => void>();
@@ -1084,12 +1107,19 @@ class Kubelet implements ChrootKubelet {
   // --- running Pods ---
 
   private pump(): void {
-    while (!this.stopped && this.running < this.maxParallel && this.queue.length > 0) {
-      const task = this.queue.shift()!;
-      this.running++;
+    // In order of arrival; a service's Pod starts whatever the count, as it never ends to free a slot.
+    for (let at = 0; !this.stopped && at < this.queue.length; ) {
+      const task = this.queue[at]!;
+      const takesSlot = runsToCompletion(task.pod);
+      if (takesSlot && this.running >= this.maxParallel) {
+        at++;
+        continue;
+      }
+      this.queue.splice(at, 1);
+      if (takesSlot) this.running++;
       task.phase = "running";
       const run = this.runTask(task).finally(() => {
-        this.running--;
+        if (takesSlot) this.running--;
         this.runs.delete(run);
         this.pump();
       });
@@ -1788,13 +1818,28 @@ class Kubelet implements ChrootKubelet {
       };
     }
     if (pullPolicy === "Always") this.images.delete(reference);
-    let pull = this.images.get(reference);
+    let pull = this.images.get(reference) ?? (pullPolicy === "Always" ? undefined : this.unpackedByDigest(reference));
     if (!pull) {
-      pull = this.pull(reference);
-      this.images.set(reference, pull);
-      pull.catch(() => this.images.delete(reference));
+      const pulling = this.pull(reference);
+      pull = pulling;
+      this.images.set(reference, pulling);
+      pulling.then(
+        (image) => this.imagesByDigest.set(image.imageID.slice(image.imageID.lastIndexOf("@") + 1), pulling),
+        () => this.images.delete(reference),
+      );
     }
     return pull;
+  }
+
+  /** A digest reference (`repo@sha256:…`) of an image unpacked already, under any name: that root again, named by this reference. */
+  private unpackedByDigest(reference: string): Promise<PulledImage> | undefined {
+    const digest = /@(sha256:[0-9a-f]{64})$/.exec(reference)?.[1];
+    const unpacked = digest ? this.imagesByDigest.get(digest) : undefined;
+    if (!unpacked) return undefined;
+    const named = unpacked.then((image) => ({ ...image, imageID: reference }));
+    this.images.set(reference, named);
+    this.log(`${reference}: unpacked already, not pulled again`);
+    return named;
   }
 
   private async pull(reference: string): Promise<PulledImage> {

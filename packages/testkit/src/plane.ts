@@ -22,7 +22,7 @@ export type { FileSpec, ImageSpec } from "./oci-fixtures.js";
 export { lintPublishedModuleImages } from "./module-image-lint.js";
 export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
 export { clusterApiVersion, clusterApiCrdFiles, clusterApiCrdPaths, clusterApiModuleDirectory } from "./capi.js";
-export { startChrootKubelet, prepareRunnerImageRoot } from "./kubelet.js";
+export { startChrootKubelet, prepareRunnerImageRoot, parallelPodsFor, runsToCompletion } from "./kubelet.js";
 export type { ChrootKubelet, ChrootKubeletOptions, ImageResolver, ResolvedImage } from "./kubelet.js";
 export { generateServingCertificate } from "./certificates.js";
 export type { ServingCertificate } from "./certificates.js";
