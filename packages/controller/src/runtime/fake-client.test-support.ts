@@ -80,7 +80,7 @@ export class FakeObjects {
   }
 
   /** Puts an object in place without counting a write. */
-  seed(type: ResourceType, namespace: string, object: Stored): this {
+  seed(type: ResourceType, namespace: string, object: Pick<Stored, "metadata"> | Stored): this {
     this.#objects.set(
       this.#key(type, namespace, object.metadata?.name),
       structuredClone({ ...object, metadata: { ...object.metadata, namespace, resourceVersion: String(++this.#revision) } }),
