@@ -353,10 +353,15 @@ export const dashboardRows: readonly RowSpec[] = [
         type: "timeseries",
         unit: "short",
         description:
-          "Identity resolutions denied, failures to inspect a module image, and requests of module code the Jobs' state brokers refused",
+          "Identity resolutions denied, failures to inspect a module image, module image signature checks that refused, and " +
+          "requests of module code the Jobs' state brokers refused",
         queries: [
           { expr: increase("captf_identity_denied_total", "reason"), legend: "identity {{reason}}" },
           { expr: increase("captf_image_inspect_errors_total", "reason"), legend: "image {{reason}}" },
+          {
+            expr: increase("captf_image_verifications_total", "kind, result", 'result!="verified"'),
+            legend: "signature {{kind}} {{result}}",
+          },
           { expr: increase("captf_broker_refused_requests_total", "kind, target"), legend: "broker refused {{kind}} {{target}}" },
         ],
       },
