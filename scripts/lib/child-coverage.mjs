@@ -90,6 +90,8 @@ export async function childCoverage(dir, repoRoot) {
     for (const { source } of converter.covSources) for (const line of source.lines) line.count = 0;
     converter.applyCoverage(script.functions);
     for (const [file, fileCoverage] of Object.entries(converter.toIstanbul())) {
+      // Only the TypeScript sources: a tsc-built dist/ file whose map the converter did not follow is not one.
+      if (!packageSource.test(file)) continue;
       coverage[file] = coverage[file] ? addLineCounts({ [file]: coverage[file] }, { [file]: fileCoverage })[file] : fileCoverage;
     }
   }

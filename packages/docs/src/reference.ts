@@ -288,15 +288,6 @@ export function renderEventsPage(): string {
     "## Manager events",
     "",
     ...managerSections.flat(),
-    "### Reference events captf does not record",
-    "",
-    "Event reasons of the public reference implementation that have no counterpart here, and why.",
-    "",
-    table(
-      ["Reason", "Why not"],
-      Object.entries(referenceEventsNotRecorded).map(([reason, why]) => [`\`${reason}\``, cell(why)]),
-    ),
-    "",
     "## Runner events",
     "",
     "Best effort: 2 s timeout per request; the runner stops reporting after 3 consecutive failures.",
@@ -309,6 +300,15 @@ export function renderEventsPage(): string {
     "succeeded (best effort: a user who may not create `events.k8s.io` events still gets the write).",
     "",
     eventTable(pluginRows),
+    "",
+    "## Reference events captf does not record",
+    "",
+    "Event reasons of the public reference implementation that have no counterpart here, and why.",
+    "",
+    table(
+      ["Reason", "Why not"],
+      Object.entries(referenceEventsNotRecorded).map(([reason, why]) => [`\`${reason}\``, cell(why)]),
+    ),
     "",
   ].join("\n");
 }

@@ -44,7 +44,9 @@ function store(manifest: Buffer, blobs: ReadonlyMap<string, Buffer>): SignatureS
       const bytes = blobs.get(descriptor.digest) ?? Buffer.alloc(0);
       // As the registry client does: the bytes are checked against the digest they were asked by.
       if (sha(bytes) !== descriptor.digest) throw new ImageReadError(`blob ${descriptor.digest} does not match`);
-      return [bytes];
+      return (async function* () {
+        yield bytes;
+      })();
     },
   };
 }

@@ -78,16 +78,6 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       table[container.image!] ?? Object.entries(table).find(([reference]) => repository(reference) === repository(container.image!))?.[1];
     const moduleDir = byImage(options.modules);
     if (!moduleDir) throw new Error(`no module for image ${container.image}`);
-    const work = join(base, name);
-    const config = join(work, "config");
-    mkdirSync(config, { recursive: true });
-    // The generated root calls ../../module from <workdir>/root, as /captf/work/root reaches /captf/module.
-    symlinkSync(moduleDir, join(work, "module"));
-    const configVolume = pod.spec!.volumes!.find((v) => v.name === "config")!;
-    // A Secret volume, or (restore) a projection of the run Secret and the backup chunks.
-    const sources = configVolume.projected
-      ? configVolume.projected.sources!.map((source) => ({ name: source.secret!.name!, items: source.secret!.items }))
-      : [{ name: configVolume.secret!.secretName!, items: undefined }];
     const runtimeName = byImage(options.runtimes ?? {});
     const runtime = runtimeName ? requireTool(runtimeName) : tofu;
     // Like a kubelet: the container's Secret key references (TF_ENCRYPTION), a pod whose Secret is missing waiting for it.
@@ -103,6 +93,16 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       }
       secretEnv[entry.name] = Buffer.from(value, "base64").toString("utf8");
     }
+    const work = join(base, name);
+    const config = join(work, "config");
+    mkdirSync(config, { recursive: true });
+    // The generated root calls ../../module from <workdir>/root, as /captf/work/root reaches /captf/module.
+    symlinkSync(moduleDir, join(work, "module"));
+    const configVolume = pod.spec!.volumes!.find((v) => v.name === "config")!;
+    // A Secret volume, or (restore) a projection of the run Secret and the backup chunks.
+    const sources = configVolume.projected
+      ? configVolume.projected.sources!.map((source) => ({ name: source.secret!.name!, items: source.secret!.items }))
+      : [{ name: configVolume.secret!.secretName!, items: undefined }];
     for (const source of sources) {
       const secret = await core.readNamespacedSecret({ name: source.name, namespace: options.namespace }).catch(() => undefined);
       // Like a kubelet, a pod whose Secret volume is missing waits for it.

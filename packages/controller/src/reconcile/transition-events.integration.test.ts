@@ -233,6 +233,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const jobs = await plane.batch.listNamespacedJob({ namespace });
     expect(jobs.items.some((job) => job.metadata?.annotations?.["captf.io/drift-remediation"] === "true")).toBe(true);
     expect(await recorded("c", "DriftRemediationStarted")).toEqual([expect.objectContaining({ type: "Normal" })]);
+    const driftOfC = { kind: "TerraformCluster", namespace, name: "c" };
+    expect(await seriesValue(registry, "captf_drift_detected", driftOfC)).toBe(1);
     await runJobs();
     await settle(clusterAdapter, "c");
     // The remediation applied the same inputs: no second InputsChanged, and the exports, cleared already, are not reported again.
@@ -245,5 +247,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await seriesValue(registry, "captf_drift_resources_total", driftChanged)).toBe(1);
     const remediationChanged = { kind: "TerraformCluster", op: "apply", action: "change" };
     expect(await seriesValue(registry, "captf_resources_changed_total", remediationChanged)).toBe(1);
+    // Remediated: no drift is detected any more.
+    expect(await seriesValue(registry, "captf_drift_detected", driftOfC)).toBe(0);
   }, 240_000);
 });

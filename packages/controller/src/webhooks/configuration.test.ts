@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "@jest/globals";
 import { stringify } from "yaml";
-import { kinds } from "@captf/contract/api";
+import { kinds, type Kind } from "@captf/contract/api";
 import {
   buildValidatingWebhookConfiguration,
   renderWebhookTable,
@@ -16,7 +16,7 @@ import {
 // UPDATE_GOLDEN=1 rewrites testdata/webhooks/*.yaml from the current builder.
 const update = process.env.UPDATE_GOLDEN === "1";
 /** The cluster-scoped kinds: an administrator's identities and module policies. */
-const clusterScoped: readonly string[] = [kinds.clusterIdentity, kinds.modulePolicy];
+const clusterScoped: readonly Kind[] = [kinds.clusterIdentity, kinds.modulePolicy];
 const golden = fileURLToPath(new URL("../../testdata/webhooks/validating-webhook-configuration.yaml", import.meta.url));
 
 describe("buildValidatingWebhookConfiguration", () => {

@@ -34,7 +34,7 @@ describe("signatureFinding", () => {
     const layout = {
       root: async () => ({ mediaType: "", digest, bytes: Buffer.alloc(0) }),
       manifest: async () => ({ mediaType: "", digest, bytes: Buffer.alloc(0) }),
-      blob: async () => [],
+      blob: async () => (async function* () {})(),
     };
     const finding = await checkSignature(layout, await layout.root(), [key]);
     expect(finding?.message).toBe("signatures are read from a registry: an OCI layout or archive carries none");
