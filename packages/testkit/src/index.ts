@@ -27,5 +27,6 @@ export {
   type NamesFinding,
 } from "./names-produced.js";
 export { copyModuleForRun } from "./tofu.js";
+export { cosignKeyPair, cosignSign, startReferrersRegistry, type CosignKeyPair } from "./cosign.js";
 export { bundleCoverageFlags, childCoverageEnvironment } from "./child-coverage.js";
 export { applyMergePatch } from "./fake-objects.js";
