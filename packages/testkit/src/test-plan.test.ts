@@ -169,13 +169,15 @@ describe("coverage of the processes tests start", () => {
     expect(merged["/r/packages/runner/src/b.ts"]?.s).toEqual({ "0": 2 });
   });
 
-  it("figures each package, and a package under the floor by folder, lowest first", () => {
+  it("figures each package's src/, and a package under the floor by folder, lowest first", () => {
     const figures = coverageFigures(
       {
         "/r/packages/render/src/a.ts": lines([1, 1]),
         "/r/packages/controller/src/reconcile/p.ts": lines([1, 0, 0, 0]),
         "/r/packages/controller/src/jobs/j.ts": lines([1, 1, 1, 0]),
         "/r/packages/controller/src/index.ts": lines([1, 1]),
+        // A build some suite loaded: not the package's own lines.
+        "/r/packages/controller/dist/index.js": lines([0, 0, 0, 0]),
       },
       85,
     );
