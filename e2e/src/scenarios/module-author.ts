@@ -157,8 +157,8 @@ async function followGuide(work: string, registry: string, kubeconfig: string): 
 
 /**
  * How long the broken module's test waits for its first apply to settle, which it never does: the scenario's floor. Its
- * apply Job queues behind the other paths' (the plane runs one Job at a time, each about 10 s), and the wait must outlast it
- * to see the module's own health.
+ * apply Job may queue behind the other paths' (the plane runs a few Jobs at a time, each about 10 s), and the wait must
+ * outlast that to see the module's own health.
  */
 const brokenStepTimeout = 180;
 
