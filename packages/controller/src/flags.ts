@@ -454,6 +454,27 @@ export async function parseManagerFlags(
   if (raw.help) return { kind: "help", text: await buildParser([]).getHelp() };
   if (raw.version) return { kind: "version" };
 
+  const read = flagReader(raw);
+  const options = readSettings(read, env);
+  if (read.errors.length > 0) return invalid(read.errors);
+  const flagLines = managerFlags.map(
+    (flag) => `FLAG: --${flag.name}=${JSON.stringify(flag.name === "runner-image" ? options.runnerImage : read.text(flag.name))}`,
+  );
+  return { kind: "run", options, flagLines };
+}
+
+/** Typed reads of yargs' result; each read's problems are collected in `errors`, in the order of reading. */
+interface FlagReader {
+  errors: string[];
+  text(name: string): string;
+  bool(name: string): boolean;
+  int(name: string, min: number): number;
+  duration(name: string, positive: boolean): number;
+  /** A comma-separated list of Go names, each translated through `table`. */
+  translate(name: string, table: Readonly<Record<string, string>>): string[];
+}
+
+function flagReader(raw: Record<string, unknown>): FlagReader {
   const errors: string[] = [];
   const aliasOf = new Map(managerFlags.flatMap((flag) => (flag.aliases ?? []).map((alias) => [flag.name, alias] as const)));
   const value = (name: string): unknown => {
@@ -465,122 +486,145 @@ export async function parseManagerFlags(
     // A flag given twice arrives as an array: the last one wins, as with Go's flag package.
     return String(Array.isArray(v) ? v[v.length - 1] : (v ?? ""));
   };
-  const bool = (name: string): boolean => {
-    const v = value(name);
-    return Boolean(Array.isArray(v) ? v[v.length - 1] : v);
+  return {
+    errors,
+    text,
+    bool: (name) => {
+      const v = value(name);
+      return Boolean(Array.isArray(v) ? v[v.length - 1] : v);
+    },
+    int: (name, min) => {
+      const t = text(name);
+      const n = Number(t);
+      if (!/^-?\d+$/.test(t.trim()) || !Number.isSafeInteger(n)) errors.push(`--${name}: invalid value "${t}": want an integer`);
+      else if (n < min) errors.push(`--${name}: must be >= ${min}, got ${n}`);
+      return n;
+    },
+    duration: (name, positive) => {
+      const t = text(name);
+      const ms = parseGoDuration(t);
+      if (ms === undefined) errors.push(`--${name}: invalid duration "${t}": want e.g. 30s, 10m or 1h30m`);
+      else if (positive && ms <= 0) errors.push(`--${name}: must be > 0, got ${t}`);
+      return ms ?? 0;
+    },
+    translate: (name, table) =>
+      text(name)
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((entry) => {
+          const known = table[entry];
+          if (!known) errors.push(`--${name}: unsupported "${entry}": want one of ${Object.keys(table).join(", ")}`);
+          return known ?? entry;
+        }),
   };
-  const int = (name: string, min: number): number => {
-    const t = text(name);
-    const n = Number(t);
-    if (!/^-?\d+$/.test(t.trim()) || !Number.isSafeInteger(n)) errors.push(`--${name}: invalid value "${t}": want an integer`);
-    else if (n < min) errors.push(`--${name}: must be >= ${min}, got ${n}`);
-    return n;
-  };
-  const duration = (name: string, positive: boolean): number => {
-    const t = text(name);
-    const ms = parseGoDuration(t);
-    if (ms === undefined) errors.push(`--${name}: invalid duration "${t}": want e.g. 30s, 10m or 1h30m`);
-    else if (positive && ms <= 0) errors.push(`--${name}: must be > 0, got ${t}`);
-    return ms ?? 0;
-  };
-  const list = (name: string): string[] =>
-    text(name)
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean);
+}
 
-  const runnerImageFlag = text("runner-image");
+/** `--runner-image`, or $CAPTF_MANAGER_IMAGE when the flag keeps its default; required and a valid reference. */
+function readRunnerImage(read: FlagReader, env: Readonly<Record<string, string | undefined>>): string {
+  const runnerImageFlag = read.text("runner-image");
   const runnerImage = runnerImageFlag === "$CAPTF_MANAGER_IMAGE" ? (env.CAPTF_MANAGER_IMAGE ?? "") : runnerImageFlag;
-  if (runnerImage === "") errors.push("--runner-image: required (or set $CAPTF_MANAGER_IMAGE)");
+  if (runnerImage === "") read.errors.push("--runner-image: required (or set $CAPTF_MANAGER_IMAGE)");
   else {
     const problem = imageReferenceProblem(runnerImage);
-    if (problem) errors.push(`--runner-image: invalid reference "${runnerImage}": ${problem}`);
+    if (problem) read.errors.push(`--runner-image: invalid reference "${runnerImage}": ${problem}`);
   }
+  return runnerImage;
+}
 
-  const leaseDurationMillis = duration("leader-elect-lease-duration", true);
-  const renewDeadlineMillis = duration("leader-elect-renew-deadline", true);
-  const retryPeriodMillis = duration("leader-elect-retry-period", true);
+/** The three Lease timings, which must nest as client-go's leader election requires. */
+function readLeaderElectionTimings(read: FlagReader) {
+  const leaseDurationMillis = read.duration("leader-elect-lease-duration", true);
+  const renewDeadlineMillis = read.duration("leader-elect-renew-deadline", true);
+  const retryPeriodMillis = read.duration("leader-elect-retry-period", true);
   if (leaseDurationMillis <= renewDeadlineMillis)
-    errors.push("--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
+    read.errors.push("--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline");
   if (renewDeadlineMillis <= retryPeriodMillis * 1.2)
-    errors.push("--leader-elect-renew-deadline: must be greater than 1.2 × --leader-elect-retry-period");
+    read.errors.push("--leader-elect-renew-deadline: must be greater than 1.2 × --leader-elect-retry-period");
+  return { leaseDurationMillis, renewDeadlineMillis, retryPeriodMillis };
+}
 
-  const webhookPort = int("webhook-port", 1);
-  if (webhookPort > 65535) errors.push(`--webhook-port: must be <= 65535, got ${webhookPort}`);
-  const tlsMinVersion = text("tls-min-version");
+/** The flags checked against a set of values or a syntax: the webhook port, TLS, log format, listen addresses, feature gates. */
+function readCheckedFlags(read: FlagReader) {
+  const webhookPort = read.int("webhook-port", 1);
+  if (webhookPort > 65535) read.errors.push(`--webhook-port: must be <= 65535, got ${webhookPort}`);
+  const tlsMinVersion = read.text("tls-min-version");
   if (tlsMinVersion !== "VersionTLS12" && tlsMinVersion !== "VersionTLS13")
-    errors.push(`--tls-min-version: unsupported "${tlsMinVersion}": want VersionTLS12 or VersionTLS13`);
-  const loggingFormat = text("logging-format");
+    read.errors.push(`--tls-min-version: unsupported "${tlsMinVersion}": want VersionTLS12 or VersionTLS13`);
+  const loggingFormat = read.text("logging-format");
   if (loggingFormat !== "text" && loggingFormat !== "json")
-    errors.push(`--logging-format: unsupported "${loggingFormat}": want text or json`);
+    read.errors.push(`--logging-format: unsupported "${loggingFormat}": want text or json`);
   for (const name of ["health-addr", "diagnostics-address", "profiler-address"]) {
-    const address = text(name);
+    const address = read.text(name);
     if (address !== "" && address !== "0" && !/^(\[[^\]]+\]|[^:]*):\d{1,5}$/.test(address))
-      errors.push(`--${name}: invalid address "${address}": want host:port, e.g. ":9440"`);
+      read.errors.push(`--${name}: invalid address "${address}": want host:port, e.g. ":9440"`);
   }
-  const translate = (name: string, table: Readonly<Record<string, string>>) =>
-    list(name).map((entry) => {
-      const known = table[entry];
-      if (!known) errors.push(`--${name}: unsupported "${entry}": want one of ${Object.keys(table).join(", ")}`);
-      return known ?? entry;
-    });
-  const tlsCipherSuites = [...new Set(translate("tls-cipher-suites", goCipherSuites))];
-  const tlsCurvePreferences = translate("tls-curve-preferences", goCurves);
-  const gates = parseFeatureGates(text("feature-gates"));
-  errors.push(...gates.errors);
+  const tlsCipherSuites = [...new Set(read.translate("tls-cipher-suites", goCipherSuites))];
+  const tlsCurvePreferences = read.translate("tls-curve-preferences", goCurves);
+  const gates = parseFeatureGates(read.text("feature-gates"));
+  read.errors.push(...gates.errors);
+  return {
+    webhookPort,
+    tlsMinVersion: tlsMinVersion === "VersionTLS13" ? ("TLSv1.3" as const) : ("TLSv1.2" as const),
+    loggingFormat: loggingFormat === "json" ? ("json" as const) : ("text" as const),
+    tlsCipherSuites,
+    tlsCurvePreferences,
+    featureGates: gates.gates,
+  };
+}
 
-  const options: ManagerSettings = {
-    namespace: text("namespace"),
-    watchFilter: text("watch-filter"),
-    syncPeriodMillis: duration("sync-period", true),
-    shards: int("shards", 1),
+/** Every flag read into {@link ManagerSettings}; problems land in `read.errors`. */
+function readSettings(read: FlagReader, env: Readonly<Record<string, string | undefined>>): ManagerSettings {
+  const runnerImage = readRunnerImage(read, env);
+  const leaderElectionTimings = readLeaderElectionTimings(read);
+  const checked = readCheckedFlags(read);
+  return {
+    namespace: read.text("namespace"),
+    watchFilter: read.text("watch-filter"),
+    syncPeriodMillis: read.duration("sync-period", true),
+    shards: read.int("shards", 1),
     concurrency: {
-      terraformCluster: int("terraformcluster-concurrency", 1),
-      terraformMachine: int("terraformmachine-concurrency", 1),
-      terraformMachineTemplate: int("terraformmachinetemplate-concurrency", 1),
-      terraformMachinePool: int("terraformmachinepool-concurrency", 1),
+      terraformCluster: read.int("terraformcluster-concurrency", 1),
+      terraformMachine: read.int("terraformmachine-concurrency", 1),
+      terraformMachineTemplate: read.int("terraformmachinetemplate-concurrency", 1),
+      terraformMachinePool: read.int("terraformmachinepool-concurrency", 1),
     },
-    healthAddr: text("health-addr"),
-    profilerAddress: text("profiler-address"),
-    kubeconfig: text("kubeconfig"),
-    leaderElection: { enabled: bool("leader-elect"), leaseDurationMillis, renewDeadlineMillis, retryPeriodMillis },
+    healthAddr: read.text("health-addr"),
+    profilerAddress: read.text("profiler-address"),
+    kubeconfig: read.text("kubeconfig"),
+    leaderElection: { enabled: read.bool("leader-elect"), ...leaderElectionTimings },
     webhook: {
-      port: webhookPort,
-      certDir: text("webhook-cert-dir"),
-      certName: text("webhook-cert-name"),
-      keyName: text("webhook-key-name"),
+      port: checked.webhookPort,
+      certDir: read.text("webhook-cert-dir"),
+      certName: read.text("webhook-cert-name"),
+      keyName: read.text("webhook-key-name"),
     },
     runnerImage,
-    runnerEvents: bool("runner-events"),
-    driftDefaultIntervalMillis: duration("drift-default-interval", true),
-    clusterOperationGate: bool("cluster-operation-gate"),
-    stateBackups: int("state-backups", 0),
-    maxActiveJobs: int("max-active-jobs", 0),
-    clusterMaxActiveJobs: int("cluster-max-active-jobs", 0),
+    runnerEvents: read.bool("runner-events"),
+    driftDefaultIntervalMillis: read.duration("drift-default-interval", true),
+    clusterOperationGate: read.bool("cluster-operation-gate"),
+    stateBackups: read.int("state-backups", 0),
+    maxActiveJobs: read.int("max-active-jobs", 0),
+    clusterMaxActiveJobs: read.int("cluster-max-active-jobs", 0),
     diagnostics: {
-      address: text("diagnostics-address"),
-      insecure: bool("insecure-diagnostics"),
-      tlsCipherSuites,
-      tlsCurvePreferences,
-      tlsMinVersion: tlsMinVersion === "VersionTLS13" ? "TLSv1.3" : "TLSv1.2",
+      address: read.text("diagnostics-address"),
+      insecure: read.bool("insecure-diagnostics"),
+      tlsCipherSuites: checked.tlsCipherSuites,
+      tlsCurvePreferences: checked.tlsCurvePreferences,
+      tlsMinVersion: checked.tlsMinVersion,
     },
     logging: {
-      verbosity: int("v", 0),
-      vmodule: text("vmodule"),
-      format: loggingFormat === "json" ? "json" : "text",
-      flushFrequencyMillis: duration("log-flush-frequency", true),
-      splitStream: loggingFormat === "json" ? bool("log-json-split-stream") : bool("log-text-split-stream"),
+      verbosity: read.int("v", 0),
+      vmodule: read.text("vmodule"),
+      format: checked.loggingFormat,
+      flushFrequencyMillis: read.duration("log-flush-frequency", true),
+      splitStream: checked.loggingFormat === "json" ? read.bool("log-json-split-stream") : read.bool("log-text-split-stream"),
     },
-    featureGates: gates.gates,
+    featureGates: checked.featureGates,
     podNamespace: env.POD_NAMESPACE || undefined,
     managerUser:
       env.POD_NAMESPACE && env.SERVICE_ACCOUNT_NAME ? `system:serviceaccount:${env.POD_NAMESPACE}:${env.SERVICE_ACCOUNT_NAME}` : undefined,
   };
-  if (errors.length > 0) return invalid(errors);
-  const flagLines = managerFlags.map(
-    (flag) => `FLAG: --${flag.name}=${JSON.stringify(flag.name === "runner-image" ? runnerImage : text(flag.name))}`,
-  );
-  return { kind: "run", options, flagLines };
 }
 
 function invalid(errors: string[]): ParsedFlags {
