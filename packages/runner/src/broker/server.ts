@@ -83,154 +83,37 @@ export function brokerKubeconfig(port: number, token: string, namespace: string)
   });
 }
 
+/** What one broker holds while it serves: its options, the run's token, the upstream client and the summary. */
+interface BrokerSession {
+  options: BrokerOptions;
+  http: typeof import("node:http");
+  upstreamUrl: URL;
+  /** Made on the first forwarded request (the warm-up's), beside the module's own start: the runner waits for the kubeconfig, not TLS. */
+  upstreamClient?: { client: typeof import("node:http"); agent: import("node:http").Agent };
+  token: string;
+  /** The path prefix every request must carry: `/<token>/`. */
+  expected: Buffer;
+  /** Marks the broker's own warm-up request, which no summary counts: only the broker knows it. */
+  warmUpMark: string;
+  summary: BrokerSummary;
+}
+
 export async function startBroker(options: BrokerOptions): Promise<RunningBroker> {
   const { scope, upstream, log } = options;
   // Builtins through getBuiltinModule: an import() of them in the CommonJS bundle starts Node's ES module loader, tens of milliseconds.
   const http = process.getBuiltinModule("node:http");
-  const upstreamUrl = new URL(upstream.server);
-  // Made once the kubeconfig is written (below), beside the module's own start: the runner waits for that file, not for TLS.
-  let upstreamClient: { client: typeof http; agent: import("node:http").Agent } | undefined;
-  const connectUpstream = () => {
-    const client = upstreamUrl.protocol === "https:" ? (process.getBuiltinModule("node:https") as unknown as typeof http) : http;
-    return { client, agent: new client.Agent({ keepAlive: true, ...(upstream.ca ? { ca: upstream.ca } : {}) }) };
-  };
   const token = randomBytes(32).toString("hex");
-  const expected = Buffer.from(`/${token}/`);
-  // Marks the broker's own warm-up request (below), which no summary counts: only the broker knows it.
-  const warmUpMark = randomBytes(16).toString("hex");
-  const summary: BrokerSummary = { requests: 0, allowed: 0, refused: 0, refusedByTarget: {}, refusals: [] };
-
-  const upstreamToken = (): string | undefined => {
-    if (!upstream.tokenFile) return undefined;
-    try {
-      // Read per request: the kubelet rotates the projected token.
-      return readFileSync(upstream.tokenFile, "utf8").trim();
-    } catch {
-      return undefined;
-    }
+  const session: BrokerSession = {
+    options,
+    http,
+    upstreamUrl: new URL(upstream.server),
+    token,
+    expected: Buffer.from(`/${token}/`),
+    warmUpMark: randomBytes(16).toString("hex"),
+    summary: { requests: 0, allowed: 0, refused: 0, refusedByTarget: {}, refusals: [] },
   };
-
-  const refuse = (response: ServerResponse, asked: Refusal, code = 403): void => {
-    // A path is whatever module code sent: kept short in logs, the event and the summary.
-    const refusal = {
-      ...asked,
-      path: asked.path.length > maxRefusalPathLength ? `${asked.path.slice(0, maxRefusalPathLength)}…` : asked.path,
-    };
-    summary.refused++;
-    summary.refusedByTarget[refusal.target] = (summary.refusedByTarget[refusal.target] ?? 0) + 1;
-    if (summary.refusals.length < maxSummaryRefusals) summary.refusals.push(refusal);
-    if (summary.refused <= maxLoggedRefusals) log("warn", "request refused", { ...refusal });
-    if (summary.refused === 1) {
-      const note =
-        `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this ` +
-        `object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`;
-      options.events.emit("Warning", "BrokerRefused", "Refuse", note);
-    }
-    status(response, code, code === 401 ? "Unauthorized" : "Forbidden", `captf state broker: ${refusal.why}`);
-  };
-
-  const forward = async (
-    request: IncomingMessage,
-    response: ServerResponse,
-    path: string,
-    body: Buffer | undefined,
-    narrow: boolean,
-  ): Promise<void> => {
-    const { client, agent } = (upstreamClient ??= connectUpstream());
-    const headers: Record<string, string | number> = {};
-    for (const name of ["accept", "content-type", "user-agent"]) {
-      const value = request.headers[name];
-      if (typeof value === "string") headers[name] = value;
-    }
-    // A narrowed list is read as JSON, whatever encoding the client would have taken.
-    if (narrow) headers.accept = "application/json";
-    if (body) headers["content-length"] = body.length;
-    const bearer = upstreamToken();
-    if (bearer) headers.authorization = `Bearer ${bearer}`;
-    const outgoing = client.request(new URL(path, upstreamUrl), { method: request.method, headers, agent }, (answer) => {
-      if (!narrow || (answer.statusCode ?? 0) >= 300) {
-        response.writeHead(answer.statusCode ?? 502, filterResponseHeaders(answer.headers));
-        answer.pipe(response);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      answer.on("data", (chunk: Buffer) => chunks.push(chunk));
-      answer.on("end", () => {
-        let text: string;
-        try {
-          text = JSON.stringify(narrowSecretList(scope, JSON.parse(Buffer.concat(chunks).toString("utf8"))));
-        } catch {
-          status(response, 502, "BadGateway", "captf state broker: the API server's list was not JSON");
-          return;
-        }
-        response.writeHead(answer.statusCode ?? 200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-        response.end(text);
-      });
-    });
-    outgoing.on("error", (error) => {
-      log("warn", "the API server could not be reached", { method: request.method, path: request.url, error: error.message });
-      if (!response.headersSent)
-        status(response, 502, "BadGateway", `captf state broker: the API server could not be reached: ${error.message}`);
-      else response.destroy();
-    });
-    outgoing.end(body);
-  };
-
-  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const warmingUp = request.headers[warmUpHeader] === warmUpMark;
-    if (!warmingUp) summary.requests++;
-    const method = request.method ?? "GET";
-    const url = new URL(request.url ?? "/", "http://broker");
-    const presented = Buffer.from(url.pathname.slice(0, expected.length));
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      request.resume();
-      // The path without its first segment: that may be a guess at the token.
-      refuse(
-        response,
-        {
-          method,
-          path: url.pathname.replace(/^\/[^/]*/, "/…"),
-          target: "other",
-          why: "the request does not carry this Job's broker token",
-        },
-        401,
-      );
-      return;
-    }
-    const path = url.pathname.slice(expected.length - 1);
-    const decision = decideRequest(scope, method, path, url.searchParams);
-    if (options.logRequests) log("info", "request", { method, path, query: url.search, allowed: decision.allowed });
-    if (!decision.allowed) {
-      request.resume();
-      refuse(response, { method, path, target: decision.target, why: decision.why });
-      return;
-    }
-    const body = method === "GET" || method === "DELETE" ? undefined : await readBody(request);
-    if (method !== "GET" && method !== "DELETE" && body === undefined) {
-      refuse(response, { method, path, target: decision.target, why: `the body is larger than ${maxBodyBytes} bytes` });
-      return;
-    }
-    if (decision.bodyCheck) {
-      const parsed = parseBody(request.headers["content-type"] ?? "", body!);
-      const pathName = decision.bodyCheck === "event-regarding" ? undefined : path.split("/").at(-1);
-      const collection = method === "POST";
-      const why =
-        parsed === undefined
-          ? "the body must be a JSON or protobuf object"
-          : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
-      if (why) {
-        // A body naming something else is aimed at another object, not at this one's state or lock.
-        refuse(response, { method, path, target: decision.bodyCheck === "event-regarding" ? "event" : "other", why });
-        return;
-      }
-    }
-    if (!warmingUp) summary.allowed++;
-    const query = decision.filterList ? narrowListQuery(scope, url.searchParams) : url.searchParams;
-    await forward(request, response, `${path}${query.size > 0 ? `?${query}` : ""}`, body, decision.filterList === true);
-  };
-
   const server: Server = http.createServer((request, response) => {
-    handle(request, response).catch((error: unknown) => {
+    handleRequest(session, request, response).catch((error: unknown) => {
       log("warn", "request failed", { error: (error as Error).message });
       if (!response.headersSent) status(response, 500, "InternalError", "captf state broker: internal error");
     });
@@ -240,14 +123,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     // Port 0: Pods may share the node's network, so no fixed port; the kubeconfig says which.
     server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port));
   });
-
-  mkdirSync(options.dir, { recursive: true });
-  const file = join(options.dir, brokerKubeconfigFile);
-  // Written whole, then renamed: the runner waits for the name and must never read half a file.
-  writeFileSync(`${file}.tmp`, brokerKubeconfig(port, token, scope.namespace), { mode: 0o440 });
-  chmodSync(`${file}.tmp`, 0o440);
-  renameSync(`${file}.tmp`, file);
-  warmUp(http, port, `/${token}/api/v1/namespaces/${scope.namespace}/secrets/${scope.stateSecret}`, warmUpMark);
+  writeBrokerKubeconfig(options.dir, brokerKubeconfig(port, token, scope.namespace));
+  warmUp(http, port, `/${token}/api/v1/namespaces/${scope.namespace}/secrets/${scope.stateSecret}`, session.warmUpMark);
   log("info", "serving", {
     port,
     namespace: scope.namespace,
@@ -261,10 +138,158 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      upstreamClient?.agent.destroy();
-      return summary;
+      session.upstreamClient?.agent.destroy();
+      return session.summary;
     },
   };
+}
+
+/** Written whole, then renamed: the runner waits for the name and must never read half a file. */
+function writeBrokerKubeconfig(dir: string, kubeconfig: string): void {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, brokerKubeconfigFile);
+  writeFileSync(`${file}.tmp`, kubeconfig, { mode: 0o440 });
+  chmodSync(`${file}.tmp`, 0o440);
+  renameSync(`${file}.tmp`, file);
+}
+
+/** One request from the module's container: the token, then {@link decideRequest}, then the body, then forwarded. */
+async function handleRequest(session: BrokerSession, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const { scope } = session.options;
+  const warmingUp = request.headers[warmUpHeader] === session.warmUpMark;
+  if (!warmingUp) session.summary.requests++;
+  const method = request.method ?? "GET";
+  const url = new URL(request.url ?? "/", "http://broker");
+  const { expected } = session;
+  const presented = Buffer.from(url.pathname.slice(0, expected.length));
+  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+    request.resume();
+    // The path without its first segment: that may be a guess at the token.
+    const path = url.pathname.replace(/^\/[^/]*/, "/…");
+    refuse(session, response, { method, path, target: "other", why: "the request does not carry this Job's broker token" }, 401);
+    return;
+  }
+  const path = url.pathname.slice(expected.length - 1);
+  const decision = decideRequest(scope, method, path, url.searchParams);
+  if (session.options.logRequests) session.options.log("info", "request", { method, path, query: url.search, allowed: decision.allowed });
+  if (!decision.allowed) {
+    request.resume();
+    refuse(session, response, { method, path, target: decision.target, why: decision.why });
+    return;
+  }
+  const body = method === "GET" || method === "DELETE" ? undefined : await readBody(request);
+  if (method !== "GET" && method !== "DELETE" && body === undefined) {
+    refuse(session, response, { method, path, target: decision.target, why: `the body is larger than ${maxBodyBytes} bytes` });
+    return;
+  }
+  if (decision.bodyCheck) {
+    const parsed = parseBody(request.headers["content-type"] ?? "", body!);
+    const pathName = decision.bodyCheck === "event-regarding" ? undefined : path.split("/").at(-1);
+    const collection = method === "POST";
+    const why =
+      parsed === undefined
+        ? "the body must be a JSON or protobuf object"
+        : checkBody(scope, decision.bodyCheck, parsed, collection ? undefined : pathName);
+    if (why) {
+      // A body naming something else is aimed at another object, not at this one's state or lock.
+      refuse(session, response, { method, path, target: decision.bodyCheck === "event-regarding" ? "event" : "other", why });
+      return;
+    }
+  }
+  if (!warmingUp) session.summary.allowed++;
+  const query = decision.filterList ? narrowListQuery(scope, url.searchParams) : url.searchParams;
+  forward(session, request, response, `${path}${query.size > 0 ? `?${query}` : ""}`, body, decision.filterList === true);
+}
+
+/** Answers 403 (or 401) and records the refusal: counted, logged up to a bound, the Job's first one as an event. */
+function refuse(session: BrokerSession, response: ServerResponse, asked: Refusal, code = 403): void {
+  const { summary, options } = session;
+  // A path is whatever module code sent: kept short in logs, the event and the summary.
+  const refusal = {
+    ...asked,
+    path: asked.path.length > maxRefusalPathLength ? `${asked.path.slice(0, maxRefusalPathLength)}…` : asked.path,
+  };
+  summary.refused++;
+  summary.refusedByTarget[refusal.target] = (summary.refusedByTarget[refusal.target] ?? 0) + 1;
+  if (summary.refusals.length < maxSummaryRefusals) summary.refusals.push(refusal);
+  if (summary.refused <= maxLoggedRefusals) options.log("warn", "request refused", { ...refusal });
+  if (summary.refused === 1) {
+    const note =
+      `the state broker refused ${refusal.method} ${refusal.path}: ${refusal.why}. Module code may reach only this ` +
+      `object's state, lock and events; this Job's further refusals are counted in the broker's log and termination message`;
+    options.events.emit("Warning", "BrokerRefused", "Refuse", note);
+  }
+  status(response, code, code === 401 ? "Unauthorized" : "Forbidden", `captf state broker: ${refusal.why}`);
+}
+
+/** The upstream client, made on first use: https with the cluster's CA, or http, over one keep-alive agent. */
+function upstreamClientOf(session: BrokerSession): NonNullable<BrokerSession["upstreamClient"]> {
+  if (session.upstreamClient) return session.upstreamClient;
+  const { http, upstreamUrl } = session;
+  const { ca } = session.options.upstream;
+  const client = upstreamUrl.protocol === "https:" ? (process.getBuiltinModule("node:https") as unknown as typeof http) : http;
+  session.upstreamClient = { client, agent: new client.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }) };
+  return session.upstreamClient;
+}
+
+/** The job's token, read per request: the kubelet rotates the projected token. */
+function upstreamToken(tokenFile: string | undefined): string | undefined {
+  if (!tokenFile) return undefined;
+  try {
+    return readFileSync(tokenFile, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sends an allowed request on with the Job's token; a narrowed list comes back with only this object's state. */
+function forward(
+  session: BrokerSession,
+  request: IncomingMessage,
+  response: ServerResponse,
+  path: string,
+  body: Buffer | undefined,
+  narrow: boolean,
+): void {
+  const { options, upstreamUrl } = session;
+  const { client, agent } = upstreamClientOf(session);
+  const headers: Record<string, string | number> = {};
+  for (const name of ["accept", "content-type", "user-agent"]) {
+    const value = request.headers[name];
+    if (typeof value === "string") headers[name] = value;
+  }
+  // A narrowed list is read as JSON, whatever encoding the client would have taken.
+  if (narrow) headers.accept = "application/json";
+  if (body) headers["content-length"] = body.length;
+  const bearer = upstreamToken(options.upstream.tokenFile);
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const outgoing = client.request(new URL(path, upstreamUrl), { method: request.method, headers, agent }, (answer) => {
+    if (!narrow || (answer.statusCode ?? 0) >= 300) {
+      response.writeHead(answer.statusCode ?? 502, filterResponseHeaders(answer.headers));
+      answer.pipe(response);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+    answer.on("end", () => {
+      let text: string;
+      try {
+        text = JSON.stringify(narrowSecretList(options.scope, JSON.parse(Buffer.concat(chunks).toString("utf8"))));
+      } catch {
+        status(response, 502, "BadGateway", "captf state broker: the API server's list was not JSON");
+        return;
+      }
+      response.writeHead(answer.statusCode ?? 200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+      response.end(text);
+    });
+  });
+  outgoing.on("error", (error) => {
+    options.log("warn", "the API server could not be reached", { method: request.method, path: request.url, error: error.message });
+    if (!response.headersSent)
+      status(response, 502, "BadGateway", `captf state broker: the API server could not be reached: ${error.message}`);
+    else response.destroy();
+  });
+  outgoing.end(body);
 }
 
 /**
