@@ -309,137 +309,136 @@ export class JsonSyntaxError extends Error {
  * hash as written, as they do in the reference). Error messages never quote the input.
  */
 export function parseJsonExact(text: string): JsonValue {
-  let i = 0;
-  const value = parseValue(0);
-  skipWhitespace();
-  if (i !== text.length) throw new JsonSyntaxError("unexpected data after the JSON value", i);
+  const parser = new ExactJsonParser(text);
+  const value = parser.parseValue(0);
+  parser.skipWhitespace();
+  if (parser.offset !== text.length) throw new JsonSyntaxError("unexpected data after the JSON value", parser.offset);
   return value;
+}
 
-  function skipWhitespace(): void {
-    while (i < text.length) {
-      const c = text.charCodeAt(i);
-      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++;
+/** The characters a one-letter escape stands for (`\u` is read apart). */
+const jsonEscapes: Readonly<Record<string, string>> = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
+
+/** A recursive-descent reader of one JSON text; `offset` is the next character to read. */
+class ExactJsonParser {
+  offset = 0;
+  constructor(private readonly text: string) {}
+
+  skipWhitespace(): void {
+    while (this.offset < this.text.length) {
+      const c = this.text.charCodeAt(this.offset);
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) this.offset++;
       else break;
     }
   }
 
-  function parseValue(depth: number): JsonValue {
-    if (depth > 10000) throw new JsonSyntaxError("nesting too deep", i);
-    skipWhitespace();
-    const c = text[i];
-    if (c === "{") {
-      i++;
-      const obj: Record<string, JsonValue> = {};
-      skipWhitespace();
-      if (text[i] === "}") {
-        i++;
+  parseValue(depth: number): JsonValue {
+    if (depth > 10000) throw new JsonSyntaxError("nesting too deep", this.offset);
+    this.skipWhitespace();
+    const { text } = this;
+    const c = text[this.offset];
+    if (c === "{") return this.parseObject(depth);
+    if (c === "[") return this.parseArray(depth);
+    if (c === '"') return this.parseString();
+    if (text.startsWith("true", this.offset)) return ((this.offset += 4), true);
+    if (text.startsWith("false", this.offset)) return ((this.offset += 5), false);
+    if (text.startsWith("null", this.offset)) return ((this.offset += 4), null);
+    return this.parseNumber();
+  }
+
+  private parseObject(depth: number): Record<string, JsonValue> {
+    this.offset++;
+    const obj: Record<string, JsonValue> = {};
+    this.skipWhitespace();
+    if (this.text[this.offset] === "}") {
+      this.offset++;
+      return obj;
+    }
+    for (;;) {
+      this.skipWhitespace();
+      if (this.text[this.offset] !== '"') throw new JsonSyntaxError("expected a string key", this.offset);
+      const key = this.parseString();
+      this.skipWhitespace();
+      if (this.text[this.offset] !== ":") throw new JsonSyntaxError("expected ':'", this.offset);
+      this.offset++;
+      // defineProperty, not assignment: a "__proto__" key stays an own property.
+      Object.defineProperty(obj, key, { value: this.parseValue(depth + 1), enumerable: true, writable: true, configurable: true });
+      this.skipWhitespace();
+      if (this.text[this.offset] === ",") this.offset++;
+      else if (this.text[this.offset] === "}") {
+        this.offset++;
         return obj;
-      }
-      for (;;) {
-        skipWhitespace();
-        if (text[i] !== '"') throw new JsonSyntaxError("expected a string key", i);
-        const key = parseString();
-        skipWhitespace();
-        if (text[i] !== ":") throw new JsonSyntaxError("expected ':'", i);
-        i++;
-        Object.defineProperty(obj, key, { value: parseValue(depth + 1), enumerable: true, writable: true, configurable: true });
-        skipWhitespace();
-        if (text[i] === ",") i++;
-        else if (text[i] === "}") {
-          i++;
-          return obj;
-        } else throw new JsonSyntaxError("expected ',' or '}'", i);
-      }
+      } else throw new JsonSyntaxError("expected ',' or '}'", this.offset);
     }
-    if (c === "[") {
-      i++;
-      const arr: JsonValue[] = [];
-      skipWhitespace();
-      if (text[i] === "]") {
-        i++;
+  }
+
+  private parseArray(depth: number): JsonValue[] {
+    this.offset++;
+    const arr: JsonValue[] = [];
+    this.skipWhitespace();
+    if (this.text[this.offset] === "]") {
+      this.offset++;
+      return arr;
+    }
+    for (;;) {
+      arr.push(this.parseValue(depth + 1));
+      this.skipWhitespace();
+      if (this.text[this.offset] === ",") this.offset++;
+      else if (this.text[this.offset] === "]") {
+        this.offset++;
         return arr;
-      }
-      for (;;) {
-        arr.push(parseValue(depth + 1));
-        skipWhitespace();
-        if (text[i] === ",") i++;
-        else if (text[i] === "]") {
-          i++;
-          return arr;
-        } else throw new JsonSyntaxError("expected ',' or ']'", i);
-      }
+      } else throw new JsonSyntaxError("expected ',' or ']'", this.offset);
     }
-    if (c === '"') return parseString();
-    if (text.startsWith("true", i)) return ((i += 4), true);
-    if (text.startsWith("false", i)) return ((i += 5), false);
-    if (text.startsWith("null", i)) return ((i += 4), null);
+  }
+
+  /** A safe integer as a number; any other number as a {@link JsonNumber} keeping its literal. */
+  private parseNumber(): JsonValue {
     const match = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-    match.lastIndex = i;
-    const m = match.exec(text);
-    if (!m || m[0] === "-" || m[0] === "") throw new JsonSyntaxError("unexpected character", i);
-    i += m[0].length;
+    match.lastIndex = this.offset;
+    const m = match.exec(this.text);
+    if (!m || m[0] === "-" || m[0] === "") throw new JsonSyntaxError("unexpected character", this.offset);
+    this.offset += m[0].length;
     const literal = m[0];
     const n = Number(literal);
     if (/^-?(?:0|[1-9][0-9]*)$/.test(literal) && Number.isSafeInteger(n)) return n;
     return new JsonNumber(literal);
   }
 
-  function parseString(): string {
-    i++; // opening quote
+  private parseString(): string {
+    const { text } = this;
+    this.offset++; // opening quote
     let out = "";
-    let start = i;
+    let start = this.offset;
     for (;;) {
-      if (i >= text.length) throw new JsonSyntaxError("unterminated string", i);
-      const c = text.charCodeAt(i);
+      if (this.offset >= text.length) throw new JsonSyntaxError("unterminated string", this.offset);
+      const c = text.charCodeAt(this.offset);
       if (c === 0x22) {
-        out += text.slice(start, i);
-        i++;
+        out += text.slice(start, this.offset);
+        this.offset++;
         return out;
       }
-      if (c < 0x20) throw new JsonSyntaxError("control character in a string", i);
+      if (c < 0x20) throw new JsonSyntaxError("control character in a string", this.offset);
       if (c !== 0x5c) {
-        i++;
+        this.offset++;
         continue;
       }
-      out += text.slice(start, i);
-      const e = text[i + 1];
-      i += 2;
-      switch (e) {
-        case '"':
-          out += '"';
-          break;
-        case "\\":
-          out += "\\";
-          break;
-        case "/":
-          out += "/";
-          break;
-        case "b":
-          out += "\b";
-          break;
-        case "f":
-          out += "\f";
-          break;
-        case "n":
-          out += "\n";
-          break;
-        case "r":
-          out += "\r";
-          break;
-        case "t":
-          out += "\t";
-          break;
-        case "u": {
-          const code = text.slice(i, i + 4);
-          if (!/^[0-9a-fA-F]{4}$/.test(code)) throw new JsonSyntaxError("bad \\u escape", i);
-          out += String.fromCharCode(parseInt(code, 16));
-          i += 4;
-          break;
-        }
-        default:
-          throw new JsonSyntaxError("bad escape", i - 1);
-      }
-      start = i;
+      out += text.slice(start, this.offset) + this.readEscape();
+      start = this.offset;
     }
+  }
+
+  /** The escape at `offset` (a backslash), read past. */
+  private readEscape(): string {
+    const e = this.text[this.offset + 1];
+    this.offset += 2;
+    if (e === "u") {
+      const code = this.text.slice(this.offset, this.offset + 4);
+      if (!/^[0-9a-fA-F]{4}$/.test(code)) throw new JsonSyntaxError("bad \\u escape", this.offset);
+      this.offset += 4;
+      return String.fromCharCode(parseInt(code, 16));
+    }
+    const escaped = e === undefined ? undefined : jsonEscapes[e];
+    if (escaped === undefined) throw new JsonSyntaxError("bad escape", this.offset - 1);
+    return escaped;
   }
 }

@@ -61,6 +61,114 @@ export function unescapeTemplate(raw: string): string {
 
 const escapes: Record<string, string> = { n: "\n", r: "\r", t: "\t", '"': '"', "\\": "\\" };
 
+/** The punctuation token at `start` (`c`, `c1`: its first two char codes), longest first; undefined if none starts there. */
+function punctuationAt(src: string, start: number, c: number, c1: number): { kind: TokenKind; length: number } | undefined {
+  let kind: TokenKind;
+  let length = 1;
+  switch (c) {
+    case 34: // "
+      kind = "quote";
+      break;
+    case 123: // {
+      kind = "{";
+      break;
+    case 125: // }
+      kind = "}";
+      break;
+    case 91: // [
+      if (c1 === 42 && src.charCodeAt(start + 2) === 93) {
+        kind = "[*]";
+        length = 3;
+      } else kind = "[";
+      break;
+    case 93: // ]
+      kind = "]";
+      break;
+    case 40: // (
+      kind = "(";
+      break;
+    case 41: // )
+      kind = ")";
+      break;
+    case 44: // ,
+      kind = ",";
+      break;
+    case 61: // =
+      if (c1 === 61) {
+        kind = "==";
+        length = 2;
+      } else if (c1 === 62) {
+        kind = "=>";
+        length = 2;
+      } else kind = "=";
+      break;
+    case 58: // :
+      kind = ":";
+      break;
+    case 63: // ?
+      kind = "?";
+      break;
+    case 46: // .
+      if (c1 === 42) {
+        kind = ".*";
+        length = 2;
+      } else if (c1 === 46 && src.charCodeAt(start + 2) === 46) {
+        kind = "...";
+        length = 3;
+      } else kind = ".";
+      break;
+    case 126: // ~
+      kind = "~";
+      break;
+    case 43: // +
+      kind = "+";
+      break;
+    case 45: // -
+      kind = "-";
+      break;
+    case 42: // *
+      kind = "*";
+      break;
+    case 47: // / (the scanner skipped comments before this)
+      kind = "/";
+      break;
+    case 37: // %
+      kind = "%";
+      break;
+    case 33: // !
+      if (c1 === 61) {
+        kind = "!=";
+        length = 2;
+      } else kind = "!";
+      break;
+    case 60: // < (`<<` starts a heredoc, read before this)
+      if (c1 === 61) {
+        kind = "<=";
+        length = 2;
+      } else kind = "<";
+      break;
+    case 62: // >
+      if (c1 === 61) {
+        kind = ">=";
+        length = 2;
+      } else kind = ">";
+      break;
+    case 38: // &
+      if (c1 !== 38) return undefined;
+      kind = "&&";
+      length = 2;
+      break;
+    case 124: // |
+      if (c1 !== 124) return undefined;
+      kind = "||";
+      length = 2;
+      break;
+    default:
+      return undefined;
+  }
+  return { kind, length };
+}
+
 export class HclScanner {
   /** The next unread offset; while a token is current, its end (nothing is read ahead). */
   pos = 0;
@@ -145,8 +253,6 @@ export class HclScanner {
     }
     const c = src.charCodeAt(start);
     const c1 = src.charCodeAt(start + 1);
-    let kind: TokenKind;
-    let length = 1;
     if (
       (c >= 97 && c <= 122) ||
       (c >= 65 && c <= 90) ||
@@ -164,114 +270,11 @@ export class HclScanner {
       this.pos = this.end;
       return;
     }
-    switch (c) {
-      case 34: // "
-        kind = "quote";
-        break;
-      case 123: // {
-        kind = "{";
-        break;
-      case 125: // }
-        kind = "}";
-        break;
-      case 91: // [
-        if (c1 === 42 && src.charCodeAt(start + 2) === 93) {
-          kind = "[*]";
-          length = 3;
-        } else kind = "[";
-        break;
-      case 93: // ]
-        kind = "]";
-        break;
-      case 40: // (
-        kind = "(";
-        break;
-      case 41: // )
-        kind = ")";
-        break;
-      case 44: // ,
-        kind = ",";
-        break;
-      case 61: // =
-        if (c1 === 61) {
-          kind = "==";
-          length = 2;
-        } else if (c1 === 62) {
-          kind = "=>";
-          length = 2;
-        } else kind = "=";
-        break;
-      case 58: // :
-        kind = ":";
-        break;
-      case 63: // ?
-        kind = "?";
-        break;
-      case 46: // .
-        if (c1 === 42) {
-          kind = ".*";
-          length = 2;
-        } else if (c1 === 46 && src.charCodeAt(start + 2) === 46) {
-          kind = "...";
-          length = 3;
-        } else kind = ".";
-        break;
-      case 126: // ~
-        kind = "~";
-        break;
-      case 43: // +
-        kind = "+";
-        break;
-      case 45: // -
-        kind = "-";
-        break;
-      case 42: // *
-        kind = "*";
-        break;
-      case 47: // / (comments were skipped above)
-        kind = "/";
-        break;
-      case 37: // %
-        kind = "%";
-        break;
-      case 33: // !
-        if (c1 === 61) {
-          kind = "!=";
-          length = 2;
-        } else kind = "!";
-        break;
-      case 60: // <
-        if (c1 === 60) return this.heredocStart(start);
-        if (c1 === 61) {
-          kind = "<=";
-          length = 2;
-        } else kind = "<";
-        break;
-      case 62: // >
-        if (c1 === 61) {
-          kind = ">=";
-          length = 2;
-        } else kind = ">";
-        break;
-      case 38: // &
-        if (c1 !== 38) this.fail('syntax error: unexpected "&"');
-        {
-          kind = "&&";
-          length = 2;
-        }
-        break;
-      case 124: // |
-        if (c1 !== 124) this.fail('syntax error: unexpected "|"');
-        {
-          kind = "||";
-          length = 2;
-        }
-        break;
-      default:
-        this.fail(`syntax error: unexpected ${JSON.stringify(String.fromCodePoint(src.codePointAt(start)!))}`);
-    }
-    this.kind = kind;
-    this.end = start + length;
+    if (c === 60 && c1 === 60) return this.heredocStart(start);
+    const punctuation = punctuationAt(src, start, c, c1);
+    if (!punctuation) this.fail(`syntax error: unexpected ${JSON.stringify(String.fromCodePoint(src.codePointAt(start)!))}`);
+    this.kind = punctuation.kind;
+    this.end = start + punctuation.length;
     this.pos = this.end;
   }
 

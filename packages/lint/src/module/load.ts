@@ -298,6 +298,58 @@ function attr(block: Block, name: string): Attribute | undefined {
   return block.body.attributes.find((a) => a.name === name);
 }
 
+/** Records a declaration under its key; `unique` ones declared twice are a load error. */
+type Declare = (key: string, at: Position, signature: () => string, unique: boolean) => void;
+
+function declarer(declarations: Map<string, Declaration>): Declare {
+  return (key, at, signature, unique) => {
+    // Only module/tofu-shadow reads a signature, and only for a module with .tofu files: computed when read.
+    const d: Declaration = {
+      at,
+      get signature() {
+        return signature();
+      },
+    };
+    const previous = declarations.get(key);
+    if (previous && unique) {
+      throw new ModuleParseError({ ...d.at, message: `${key} is declared twice (first at ${previous.at.file}:${previous.at.line})` });
+    }
+    declarations.set(key, d);
+  };
+}
+
+/** A `terraform` block's settings: backend, cloud and required_providers blocks; returns its last required_version. */
+function collectTerraformSettings(
+  block: Block,
+  into: { requiredProviders: Map<string, { source: string | undefined; at: Position }>; backends: Block[]; clouds: Block[] },
+  declare: Declare,
+): Attribute | undefined {
+  let requiredVersion: Attribute | undefined;
+  for (const a of block.body.attributes) {
+    if (a.name === "required_version") {
+      requiredVersion = a;
+      declare("required_version", a.at, () => collapseWhitespace(a.expr.text), false);
+    }
+  }
+  for (const nested of block.body.blocks) {
+    if (nested.type === "backend") {
+      into.backends.push(nested);
+      declare(`backend.${nested.labels[0] ?? ""}`, nested.at, () => bodySignature(nested.body), false);
+    } else if (nested.type === "cloud") {
+      into.clouds.push(nested);
+      declare("cloud", nested.at, () => bodySignature(nested.body), false);
+    } else if (nested.type === "required_providers") {
+      for (const a of nested.body.attributes) {
+        const source =
+          a.expr.kind === "object" ? literalString(a.expr.items.find((i) => i.keyName === "source")?.value) : literalString(a.expr);
+        into.requiredProviders.set(a.name, { source, at: a.at });
+        declare(`required_providers.${a.name}`, a.at, () => collapseWhitespace(a.expr.text), false);
+      }
+    }
+  }
+  return requiredVersion;
+}
+
 /** Builds the model of one file set; duplicate declarations are Terraform load errors. */
 export function buildSet(files: readonly ParsedFile[]): FileSetModel {
   const variables = new Map<string, VariableDecl>();
@@ -313,20 +365,7 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
   const references: Traversal[] = [];
   let requiredVersion: Attribute | undefined;
 
-  // Only module/tofu-shadow reads a signature, and only for a module with .tofu files: computed when read.
-  const declare = (key: string, at: Position, signature: () => string, unique: boolean): void => {
-    const d: Declaration = {
-      at,
-      get signature() {
-        return signature();
-      },
-    };
-    const previous = declarations.get(key);
-    if (previous && unique) {
-      throw new ModuleParseError({ ...d.at, message: `${key} is declared twice (first at ${previous.at.file}:${previous.at.line})` });
-    }
-    declarations.set(key, d);
-  };
+  const declare = declarer(declarations);
 
   for (const file of files) {
     for (const block of file.body.blocks) {
@@ -379,28 +418,7 @@ export function buildSet(files: readonly ParsedFile[]): FileSetModel {
           break;
         }
         case "terraform":
-          for (const a of block.body.attributes) {
-            if (a.name === "required_version") {
-              requiredVersion = a;
-              declare("required_version", a.at, () => collapseWhitespace(a.expr.text), false);
-            }
-          }
-          for (const nested of block.body.blocks) {
-            if (nested.type === "backend") {
-              backends.push(nested);
-              declare(`backend.${nested.labels[0] ?? ""}`, nested.at, () => bodySignature(nested.body), false);
-            } else if (nested.type === "cloud") {
-              clouds.push(nested);
-              declare("cloud", nested.at, () => bodySignature(nested.body), false);
-            } else if (nested.type === "required_providers") {
-              for (const a of nested.body.attributes) {
-                const source =
-                  a.expr.kind === "object" ? literalString(a.expr.items.find((i) => i.keyName === "source")?.value) : literalString(a.expr);
-                requiredProviders.set(a.name, { source, at: a.at });
-                declare(`required_providers.${a.name}`, a.at, () => collapseWhitespace(a.expr.text), false);
-              }
-            }
-          }
+          requiredVersion = collectTerraformSettings(block, { requiredProviders, backends, clouds }, declare) ?? requiredVersion;
           break;
       }
     }
