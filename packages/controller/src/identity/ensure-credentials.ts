@@ -65,14 +65,34 @@ export function readIdentity(client: KubeApi, name: string): Promise<TerraformCl
 
 /** Brings the user's credentials in order; never throws for an API failure, which becomes a condition instead. */
 export async function ensureCredentials(clients: IdentityClients, user: CredentialsUser): Promise<CredentialsOutcome> {
+  const checked = await checkIdentity(clients, user);
+  return "sourceData" in checked ? mirrorCredentials(clients, user, checked) : checked;
+}
+
+function mirrorPending(message: string): ConditionReport {
+  return conditionReport("CredentialsMirrored", "Unknown", "MirrorPending", message);
+}
+
+/** An identity that allows the user's namespace, with the data of its Secret, which holds every required key. */
+interface AllowedCredentials {
+  identityAllowed: ConditionReport;
+  secretLabel: string;
+  sourceData: Record<string, string>;
+}
+
+/** IdentityAllowed: the identity, the namespace (when its labels decide) and the identity's Secret, read; an outcome if not allowed. */
+async function checkIdentity(clients: IdentityClients, user: CredentialsUser): Promise<AllowedCredentials | CredentialsOutcome> {
   const { client, cache } = clients;
   const identityName = user.identity;
   const identityLabel = `${kinds.clusterIdentity} ${identityName}`;
-  const mirrorName = credentialsMirrorName(identityName);
-  const pending = (message: string) => conditionReport("CredentialsMirrored", "Unknown", "MirrorPending", message);
   const checkFailed = (message: string): CredentialsOutcome => ({
     identityAllowed: conditionReport("IdentityAllowed", "Unknown", "IdentityCheckFailed", message),
-    credentialsMirrored: pending(`waiting for the check of ${identityLabel}`),
+    credentialsMirrored: mirrorPending(`waiting for the check of ${identityLabel}`),
+    events: [],
+  });
+  const notAllowed = (reason: string, message: string, waitingFor: string): CredentialsOutcome => ({
+    identityAllowed: conditionReport("IdentityAllowed", "False", reason, message),
+    credentialsMirrored: mirrorPending(`waiting for ${waitingFor}`),
     events: [],
   });
 
@@ -85,16 +105,8 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
   );
   if ("failed" in identity) return checkFailed(`reading ${identityLabel} failed: ${identity.failed}`);
   if (!identity.found) {
-    return {
-      identityAllowed: conditionReport(
-        "IdentityAllowed",
-        "False",
-        "IdentityNotFound",
-        `${identityLabel} does not exist; create it or reference another identity`,
-      ),
-      credentialsMirrored: pending(`waiting for ${identityLabel} to exist`),
-      events: [],
-    };
+    const message = `${identityLabel} does not exist; create it or reference another identity`;
+    return notAllowed("IdentityNotFound", message, `${identityLabel} to exist`);
   }
   const spec = identity.value.spec;
 
@@ -106,7 +118,12 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
   }
   const allowance = namespaceAllowance(spec.allowedNamespaces, user.namespace, namespace?.metadata);
   if (!allowance.allowed)
-    return revoke(client, user, mirrorName, `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`);
+    return revoke(
+      client,
+      user,
+      credentialsMirrorName(identityName),
+      `${identityLabel} does not allow namespace ${user.namespace}: ${allowance.why}`,
+    );
 
   const { name: secretName, namespace: secretNamespace } = spec.secretRef;
   const secretLabel = `Secret ${secretNamespace}/${secretName} of ${identityLabel}`;
@@ -119,26 +136,12 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
       : client.get<V1Secret>(builtinTypes.secret, secretNamespace, secretName),
   );
   if ("failed" in source) return checkFailed(`reading ${secretLabel} failed: ${source.failed}`);
-  if (!source.found) {
-    return {
-      identityAllowed: conditionReport("IdentityAllowed", "False", "SecretNotFound", `${secretLabel} does not exist`),
-      credentialsMirrored: pending(`waiting for ${secretLabel}`),
-      events: [],
-    };
-  }
+  if (!source.found) return notAllowed("SecretNotFound", `${secretLabel} does not exist`, secretLabel);
   const sourceData = source.value.data ?? {};
   const missingKeys = (spec.requiredKeys ?? []).filter((key) => !(key in sourceData));
   if (missingKeys.length > 0) {
-    return {
-      identityAllowed: conditionReport(
-        "IdentityAllowed",
-        "False",
-        "CredentialsIncomplete",
-        `${secretLabel} lacks required keys: ${missingKeys.join(", ")}`,
-      ),
-      credentialsMirrored: pending(`waiting for ${secretLabel} to hold every required key`),
-      events: [],
-    };
+    const message = `${secretLabel} lacks required keys: ${missingKeys.join(", ")}`;
+    return notAllowed("CredentialsIncomplete", message, `${secretLabel} to hold every required key`);
   }
 
   const identityAllowed = conditionReport(
@@ -147,6 +150,17 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
     "IdentityAllowed",
     `${identityLabel} allows namespace ${user.namespace} (by spec.allowedNamespaces.${allowance.by})`,
   );
+  return { identityAllowed, secretLabel, sourceData };
+}
+
+/** CredentialsMirrored: the namespace's mirror of the identity's Secret created, claimed or rewritten as planMirror says. */
+async function mirrorCredentials(
+  clients: IdentityClients,
+  user: CredentialsUser,
+  { identityAllowed, secretLabel, sourceData }: AllowedCredentials,
+): Promise<CredentialsOutcome> {
+  const { client, cache } = clients;
+  const mirrorName = credentialsMirrorName(user.identity);
   const mirrorLabel = `Secret ${user.namespace}/${mirrorName}`;
   const mirrored = (message: string, events: CredentialsEvent[] = []): CredentialsOutcome => ({
     identityAllowed,
@@ -172,7 +186,11 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
       ? cachedMirror
       : await readLive(() => client.get<V1Secret>(builtinTypes.secret, user.namespace, mirrorName));
     if ("failed" in existing)
-      return { identityAllowed, credentialsMirrored: pending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`), events: [] };
+      return {
+        identityAllowed,
+        credentialsMirrored: mirrorPending(`reading ${mirrorLabel} failed, will retry: ${existing.failed}`),
+        events: [],
+      };
     const plan = planMirror(existing.found ? existing.value : undefined, sourceData, user);
     try {
       switch (plan.action) {
@@ -209,7 +227,7 @@ export async function ensureCredentials(clients: IdentityClients, user: Credenti
       if (isConflict(error))
         return {
           identityAllowed,
-          credentialsMirrored: pending(`${mirrorLabel} changed while it was being written, will retry`),
+          credentialsMirrored: mirrorPending(`${mirrorLabel} changed while it was being written, will retry`),
           events: [],
           lostRace: true,
         };
