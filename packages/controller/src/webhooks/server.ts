@@ -420,6 +420,114 @@ function badRequest(response: ServerResponse, status: number, message: string, h
 export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
   const log = options.logger.child({ component: "webhook-server" });
   const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes;
+/** A review's request, read and checked: a webhook's path, POST, JSON within the size limit, an AdmissionReview v1. */
+interface ReadReview {
+  path: string;
+  webhook: ValidatingWebhookDefinition;
+  admission: AdmissionRequest;
+}
+
+/** Reads a review from `request`; undefined once the problem is answered (404, 405, 415, 413, 400) or the request aborted. */
+async function readReview(
+  request: IncomingMessage,
+  response: ServerResponse,
+  webhooksByPath: ReadonlyMap<string, ValidatingWebhookDefinition>,
+  maxBodyBytes: number,
+  log: Logger,
+): Promise<ReadReview | undefined> {
+  const path = new URL(request.url ?? "/", "https://webhook").pathname;
+  const webhook = webhooksByPath.get(path);
+  if (!webhook) {
+    request.resume();
+    badRequest(response, 404, `no webhook at ${path}; the paths are ${[...webhooksByPath.keys()].join(", ")}`);
+    return undefined;
+  }
+  if (request.method !== "POST") {
+    request.resume();
+    badRequest(response, 405, `${request.method ?? ""} is not allowed: POST an AdmissionReview`, { Allow: "POST" });
+    return undefined;
+  }
+  const contentType = request.headers["content-type"] ?? "";
+  if (!/^application\/json\b/i.test(contentType)) {
+    request.resume();
+    badRequest(response, 415, `Content-Type ${JSON.stringify(contentType)} is not supported: send application/json`);
+    return undefined;
+  }
+  let body: Buffer;
+  try {
+    body = await readBody(request, maxBodyBytes);
+  } catch (error) {
+    if (error instanceof BodyTooLarge) {
+      log.warn({ path, maxBodyBytes }, "AdmissionReview body over the limit");
+      badRequest(response, 413, `the body exceeds ${maxBodyBytes} bytes, the limit of an AdmissionReview`, { Connection: "close" });
+    }
+    return undefined; // An aborted request has no one to answer.
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch (error) {
+    badRequest(
+      response,
+      400,
+      `the body is not JSON (${error instanceof Error ? error.message : String(error)}): POST an admission.k8s.io/v1 AdmissionReview`,
+    );
+    return undefined;
+  }
+  const decoded = decodeAdmissionReview(parsed);
+  if ("problem" in decoded) {
+    log.warn({ path, problem: decoded.problem }, "malformed AdmissionReview");
+    badRequest(response, 400, `malformed AdmissionReview: ${decoded.problem}`);
+    return undefined;
+  }
+  return { path, webhook, admission: decoded.request };
+}
+
+/** The log line of an answered review: who asked what, and the verdict; debug when admitted, info when denied. */
+function logReview(log: Logger, { webhook, admission }: ReadReview, result: AdmissionResponse, started: number): void {
+  const fields = {
+    uid: admission.uid,
+    kind: webhook.kind,
+    namespace: admission.namespace,
+    name: admission.name,
+    operation: admission.operation,
+    user: admission.userInfo.username,
+    dryRun: admission.dryRun,
+    allowed: result.allowed,
+    durationMs: Math.round((performance.now() - started) * 10) / 10,
+    ...(result.status ? { code: result.status.code, reasons: result.status.message } : {}),
+    ...(result.warnings ? { warnings: result.warnings } : {}),
+    ...(result.patch ? { patched: true } : {}),
+  };
+  if (result.allowed) log.debug(fields, "admitted");
+  else log.info(fields, "denied");
+}
+
+/**
+ * Calls `changed` (debounced) when a file in the certificate's or key's directory changes; returns the stop.
+ * Kubernetes updates a Secret volume by swapping a symlinked directory, so watch the directories, not the files.
+ */
+function watchCertificateDirectories(options: AdmissionServerOptions, log: Logger, changed: () => void): () => void {
+  const watchers: FSWatcher[] = [];
+  let debounce: NodeJS.Timeout | undefined;
+  for (const directory of new Set([dirname(options.certFile), dirname(options.keyFile)])) {
+    try {
+      const watcher = watch(directory, () => {
+        clearTimeout(debounce);
+        debounce = setTimeout(changed, 100);
+      });
+      watcher.on("error", (error) => log.warn({ err: error, directory }, "certificate directory watch failed; relying on polling"));
+      watchers.push(watcher);
+    } catch (error) {
+      log.warn({ err: error, directory }, "cannot watch the certificate directory; relying on polling");
+    }
+  }
+  return () => {
+    clearTimeout(debounce);
+    for (const watcher of watchers) watcher.close();
+  };
+}
+
   const webhooksByPath = new Map<string, ValidatingWebhookDefinition>(
     [...validatingWebhooks, approverWebhook].map((webhook) => [webhook.path, webhook]),
   );
@@ -432,73 +540,14 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
     // Once closing, each answer ends its connection, so close() need not wait out keep-alive clients.
     response.on("finish", () => stopping && server.closeIdleConnections());
     if (stopping) response.shouldKeepAlive = false;
-    const path = new URL(request.url ?? "/", "https://webhook").pathname;
-    const webhook = webhooksByPath.get(path);
-    if (!webhook) {
-      request.resume();
-      badRequest(response, 404, `no webhook at ${path}; the paths are ${[...webhooksByPath.keys()].join(", ")}`);
-      return;
-    }
-    if (request.method !== "POST") {
-      request.resume();
-      badRequest(response, 405, `${request.method ?? ""} is not allowed: POST an AdmissionReview`, { Allow: "POST" });
-      return;
-    }
-    const contentType = request.headers["content-type"] ?? "";
-    if (!/^application\/json\b/i.test(contentType)) {
-      request.resume();
-      badRequest(response, 415, `Content-Type ${JSON.stringify(contentType)} is not supported: send application/json`);
-      return;
-    }
-    let body: Buffer;
-    try {
-      body = await readBody(request, maxBodyBytes);
-    } catch (error) {
-      if (error instanceof BodyTooLarge) {
-        log.warn({ path, maxBodyBytes }, "AdmissionReview body over the limit");
-        badRequest(response, 413, `the body exceeds ${maxBodyBytes} bytes, the limit of an AdmissionReview`, { Connection: "close" });
-      }
-      return; // An aborted request has no one to answer.
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.toString("utf8"));
-    } catch (error) {
-      badRequest(
-        response,
-        400,
-        `the body is not JSON (${error instanceof Error ? error.message : String(error)}): POST an admission.k8s.io/v1 AdmissionReview`,
-      );
-      return;
-    }
-    const decoded = decodeAdmissionReview(parsed);
-    if ("problem" in decoded) {
-      log.warn({ path, problem: decoded.problem }, "malformed AdmissionReview");
-      badRequest(response, 400, `malformed AdmissionReview: ${decoded.problem}`);
-      return;
-    }
-    const admission = decoded.request;
+    const review = await readReview(request, response, webhooksByPath, maxBodyBytes, log);
+    if (!review) return;
     const result =
-      path === approverWebhook.path
-        ? reviewApproverRequest(admission)
-        : await reviewAdmissionRequest(webhook, admission, { ...options, logger: log });
+      review.path === approverWebhook.path
+        ? reviewApproverRequest(review.admission)
+        : await reviewAdmissionRequest(review.webhook, review.admission, { ...options, logger: log });
     answer(response, 200, reviewAnswer(result));
-    const fields = {
-      uid: admission.uid,
-      kind: webhook.kind,
-      namespace: admission.namespace,
-      name: admission.name,
-      operation: admission.operation,
-      user: admission.userInfo.username,
-      dryRun: admission.dryRun,
-      allowed: result.allowed,
-      durationMs: Math.round((performance.now() - started) * 10) / 10,
-      ...(result.status ? { code: result.status.code, reasons: result.status.message } : {}),
-      ...(result.warnings ? { warnings: result.warnings } : {}),
-      ...(result.patch ? { patched: true } : {}),
-    };
-    if (result.allowed) log.debug(fields, "admitted");
-    else log.info(fields, "denied");
+    logReview(log, review, result, started);
   }
 
   const server: Server = createServer(
@@ -545,21 +594,7 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
     reloadCertificate().catch((error: unknown) => log.warn({ err: error }, "serving certificate not reloaded; keeping the previous one"));
   }
 
-  // Kubernetes updates a Secret volume by swapping a symlinked directory, so watch the directories, not the files.
-  const watchers: FSWatcher[] = [];
-  let debounce: NodeJS.Timeout | undefined;
-  for (const directory of new Set([dirname(options.certFile), dirname(options.keyFile)])) {
-    try {
-      const watcher = watch(directory, () => {
-        clearTimeout(debounce);
-        debounce = setTimeout(reloadQuietly, 100);
-      });
-      watcher.on("error", (error) => log.warn({ err: error, directory }, "certificate directory watch failed; relying on polling"));
-      watchers.push(watcher);
-    } catch (error) {
-      log.warn({ err: error, directory }, "cannot watch the certificate directory; relying on polling");
-    }
-  }
+  const stopWatching = watchCertificateDirectories(options, log, reloadQuietly);
   const poll = setInterval(reloadQuietly, options.certificatePollMillis ?? defaultCertificatePollMillis);
   poll.unref();
 
@@ -567,8 +602,7 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
   async function close(graceMillis = 5000): Promise<void> {
     stopping = true;
     clearInterval(poll);
-    clearTimeout(debounce);
-    for (const watcher of watchers) watcher.close();
+    stopWatching();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const cut = setTimeout(() => server.closeAllConnections(), graceMillis);
