@@ -417,9 +417,6 @@ function badRequest(response: ServerResponse, status: number, message: string, h
   answer(response, status, reviewAnswer({ uid: "", allowed: false, status: { code: status, message } }), headers);
 }
 
-export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
-  const log = options.logger.child({ component: "webhook-server" });
-  const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes;
 /** A review's request, read and checked: a webhook's path, POST, JSON within the size limit, an AdmissionReview v1. */
 interface ReadReview {
   path: string;
@@ -528,6 +525,9 @@ function watchCertificateDirectories(options: AdmissionServerOptions, log: Logge
   };
 }
 
+export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
+  const log = options.logger.child({ component: "webhook-server" });
+  const maxBodyBytes = options.maxBodyBytes ?? defaultMaxBodyBytes;
   const webhooksByPath = new Map<string, ValidatingWebhookDefinition>(
     [...validatingWebhooks, approverWebhook].map((webhook) => [webhook.path, webhook]),
   );
