@@ -10,6 +10,7 @@ import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import { isConflict, undefinedIfNotFound } from "../runtime/api-errors.js";
 import { parsePartialExports, parsePendingExports, type PartialExports, type PendingExports } from "./held-exports.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /**
  * The durable inputs Secret `captf-inputs-<c|m|mp>-<name>`: the rendered root of the newest apply
@@ -76,9 +77,7 @@ export async function readDurableInputs(
 ): Promise<DurableInputs | undefined> {
   const secretName = durableInputsSecretName(role, name);
   // captf labels the durable inputs captf.io/managed: the managed-Secret cache holds them.
-  const secret = cache
-    ? await cache.get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true })
-    : await undefinedIfNotFound(client.get<V1Secret>(builtinTypes.secret, namespace, secretName));
+  const secret = await passClient({ client, cache }).get<V1Secret>(builtinTypes.secret, namespace, secretName, { inScope: true });
   if (!secret) return undefined;
   const root: GeneratedRoot = {
     "main.tf.json": decodeData(secret, "main.tf.json"),

@@ -12,6 +12,7 @@ import { finishedCondition, type JobConditions } from "../runtime/job-conditions
 export const jobNameLabel = "job-name";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /**
  * What one pass knows about an object's Jobs. A finished Job not bookkept yet has its Pod read
@@ -143,9 +144,10 @@ export async function jobPod(
 ): Promise<V1Pod | undefined> {
   const labelSelector = `${jobNameLabel}=${job.metadata!.name!}`;
   const freshAsOf = job.metadata?.resourceVersion;
-  const pods = clients.cache
-    ? await clients.cache.list<V1Pod>(builtinTypes.pod, namespace, labelSelector, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
-    : (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { labelSelector })).items;
+  const pods = await passClient(clients).list<V1Pod>(builtinTypes.pod, namespace, labelSelector, {
+    inScope: true,
+    ...(freshAsOf ? { freshAsOf } : {}),
+  });
   // A Pod of an earlier Job of the same name (deleted for an image it could not pull, its Pod not collected yet) is not this one's.
   const uid = job.metadata?.uid;
   return pods.find((pod) => !uid || !pod.metadata?.ownerReferences?.some((ref) => ref.controller && ref.uid !== uid));
@@ -159,9 +161,7 @@ export async function observeJobs(
 ): Promise<ObservedJob[]> {
   const labelSelector = `${labels.ownerKind}=${owner.kind},${labels.ownerName}=${nameLabelValue(owner.name)}`;
   // From the Job cache: the Jobs this manager created or bookkept are expectations, read live until the cache shows them.
-  const jobs = clients.cache
-    ? await clients.cache.list<V1Job>(builtinTypes.job, namespace, labelSelector)
-    : (await clients.client.list<V1Job>(builtinTypes.job, namespace, { labelSelector })).items;
+  const jobs = await passClient(clients).list<V1Job>(builtinTypes.job, namespace, labelSelector);
   const observed: ObservedJob[] = [];
   for (const job of jobs) {
     // Jobs of an earlier object of the same name wait for the garbage collector; they are not ours.

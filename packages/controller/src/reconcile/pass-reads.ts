@@ -1,5 +1,4 @@
 import type { NamespacedMeta } from "../kinds/render-inputs.js";
-import { undefinedIfNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi, ResourceType } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
@@ -12,6 +11,7 @@ import type { ReadCache } from "../runtime/read-cache.js";
 
 import { capiTypes } from "../api/cluster-api.js";
 import { terraformClusterType } from "../api/resource-types.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /** A namespaced object from the cache when there is one, else live; undefined when it does not exist. */
 export function readObject<T>(
@@ -21,8 +21,7 @@ export function readObject<T>(
   namespace: string,
   name: string,
 ): Promise<T | undefined> {
-  if (cache) return cache.get<T>(type, namespace, name);
-  return undefinedIfNotFound(client.get<T>(type, namespace, name));
+  return passClient({ client, cache }).get<T>(type, namespace, name);
 }
 
 /** The manager's cache of the Secrets labelled with a Cluster API cluster (bootstrap data), by its name. */
@@ -37,8 +36,7 @@ export async function readBootstrapSecret(
   namespace: string,
   name: string,
 ): Promise<{ data?: Record<string, string> } | undefined> {
-  if (deps.cache) return deps.cache.get(builtinTypes.secret, namespace, name, { cache: capiSecrets });
-  return undefinedIfNotFound(deps.client.get<{ data?: Record<string, string> }>(builtinTypes.secret, namespace, name));
+  return passClient(deps).get(builtinTypes.secret, namespace, name, { cache: capiSecrets });
 }
 
 export interface CapiCluster {

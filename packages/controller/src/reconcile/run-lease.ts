@@ -8,6 +8,7 @@ import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/api-erro
 import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /**
  * Run leases: a `coordination.k8s.io` Lease per object (`captf-run-<suffix>`), held by the name
@@ -104,10 +105,8 @@ export async function acquireLease(
   clients: { client: KubeApi; cache?: ReadCache | undefined },
   request: LeaseRequest,
 ): Promise<LeaseOutcome> {
-  const { client, cache } = clients;
-  const existing = cache
-    ? await cache.get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true })
-    : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, request.namespace, request.name));
+  const { client } = clients;
+  const existing = await passClient(clients).get<V1Lease>(builtinTypes.lease, request.namespace, request.name, { inScope: true });
   if (!existing) {
     return client.create(builtinTypes.lease, request.namespace, leaseBody(request)).then(
       () => ({ acquired: true as const }),
@@ -143,10 +142,8 @@ export async function releaseLease(
   name: string,
   holder: string,
 ): Promise<void> {
-  const { client, cache } = clients;
-  const lease = cache
-    ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true })
-    : await undefinedIfNotFound(client.get<V1Lease>(builtinTypes.lease, namespace, name));
+  const { client } = clients;
+  const lease = await passClient(clients).get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true });
   if (!lease || lease.spec?.holderIdentity !== holder) return;
   await client
     .delete(builtinTypes.lease, namespace, name, {

@@ -1,6 +1,6 @@
 // The types the reconcile pass shares with its phases, the operation starter and the kind adapters: one file below them all, so they import
 // no pass.
-import type { JsonValue, OutputsDecoding, Role, RoleInputs } from "@captf/contract";
+import type { HealthState, JsonValue, OutputsDecoding, Role, RoleInputs } from "@captf/contract";
 import type { finalizers } from "@captf/contract/api";
 import type { GeneratedRoot } from "@captf/render";
 import type { Logger } from "pino";
@@ -15,12 +15,18 @@ import type { CaptfMetrics } from "../metrics/captf-metrics.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import type { ImageVerifier } from "../signatures/image-verifier.js";
-import type { InputsOutcome as StatusInputs } from "./compute-status.js";
+import type { PassClient } from "../runtime/pass-client.js";
+import type { BackupSet } from "../state/state-backups.js";
+import type { StateReading } from "../state/decode-state.js";
+import type { StateLockFinding } from "../state/state-lock.js";
+import type { InputsOutcome as StatusInputs, PassOutcome, StatusScope } from "./compute-status.js";
+import type { Decision } from "./decide-operation.js";
 import type { Condition, ConditionValue } from "../conditions/conditions.js";
-import type { StoredDriftPolicy } from "./drift-policy.js";
+import type { DriftPolicy, StoredDriftPolicy } from "./drift-policy.js";
 import type { DurableInputs } from "./durable-inputs.js";
 import type { JobSlotSource } from "./job-slots.js";
-import type { PassReads, TerraformClusterObject } from "./pass-reads.js";
+import type { ObservedJob } from "./observe-jobs.js";
+import type { CapiCluster, PassReads, TerraformClusterObject } from "./pass-reads.js";
 import type { DeletionPolicy } from "./retained-state.js";
 
 /** Credentials for an object's Jobs (identity resolution and the mirror Secret), when wired. */
@@ -190,3 +196,107 @@ export interface RenderedInputs {
 }
 
 export type InputsOutcome = StatusInputs<RenderedInputs>;
+
+/** What every phase of one pass shares; the facts it gathers for the status go on `scope`. */
+export interface Pass<R extends Role = Role> {
+  deps: ReconcilerDeps;
+  adapter: KindAdapter<R>;
+  object: WorkspaceObject;
+  namespace: string;
+  name: string;
+  /** The object's state Secret suffix. */
+  suffix: string;
+  clusterName: string;
+  now: number;
+  events: EventRecorder;
+  subject: EventSubject;
+  /** The durable inputs as read, kept current with the pass's own annotations of them. */
+  durable: DurableInputs | undefined;
+  /** What the phases record on the durable inputs (annotations, data keys as text; null removes), sent as one patch. */
+  durableNotes: { annotations: Record<string, string | null>; data: Record<string, string | null> };
+  scope: StatusScope;
+}
+
+/** The drift finding of this pass: what the newest check found (its events and metrics), else what the status says from an earlier pass. */
+export interface DriftFacts {
+  policy: DriftPolicy;
+  detected: boolean;
+  lastCheckAt?: number;
+}
+
+/**
+ * The facts of one pass beyond its status scope, each set by one step (named first) and read by the later ones. Before its step
+ * runs a fact holds the value `gatherScope` gives it.
+ */
+export interface PassFacts<R extends Role = Role> {
+  /** gatherScope: what the kind adapter observed (undefined: pinned, or no Cluster API owner yet). */
+  observedInputs: { clusterName: string; inputs: InputsResult<RoleInputs[R]> } | undefined;
+  /** gatherScope: the owner's Cluster and the cluster's TerraformCluster. */
+  capiCluster: CapiCluster | undefined;
+  terraformCluster: TerraformClusterObject | undefined;
+  /** gatherScope: `status.initialization.provisioned` as read. */
+  wasProvisioned: boolean;
+  /** gatherScope: the Job policy, the object's over its cluster's defaults. */
+  jobPolicy: StoredJobPolicy;
+  /** reconcileInputs (reconcileHeldExports for a pool holding a change): the inputs a Job runs, and their hash. */
+  inputs: InputsOutcome;
+  currentHash: string | undefined;
+  /** reconcileInputs: renders the pool's inputs with other cluster exports (those of its last successful apply). */
+  renderHeld: ((exports: JsonValue) => InputsOutcome) | undefined;
+  /** reconcileCredentials (reconcileOperation for a deleting object). */
+  credentials: JobCredentials | undefined;
+  /** reconcileCredentials: RunnerRBACReady=False of a ServiceAccount not opted in. */
+  serviceAccountRefusal: ConditionValue | undefined;
+  /** reconcileJobs: the object's Jobs, and those finished since the last pass (marked bookkept after the status). */
+  jobs: readonly ObservedJob[];
+  toMark: ObservedJob[];
+  /** reconcileState: the running Job (reconcileOperation: the one it started). */
+  active: ObservedJob | undefined;
+  /** reconcileState: the state, lost or not, the retained state in the way, a requested restore's backup, the state lock. */
+  state: StateReading;
+  stateLost: boolean;
+  retainedBy: string[];
+  restoreSet: BackupSet | undefined;
+  lock: StateLockFinding;
+  /** reconcilePlans: the plan shown for approval after this pass. */
+  planShown: PlanPreview | undefined;
+  /** reconcileDrift: the drift policy and finding; the health sampling interval of a machine that may ask for remediation. */
+  drift: DriftFacts | undefined;
+  healthCheckIntervalSeconds: number | undefined;
+  /** reconcileHealth: the outputs as the state holds them, their health reading, the refreshes still due. */
+  decoding: OutputsDecoding<Role> | undefined;
+  healthReading: HealthState | undefined;
+  pendingRefreshes: number;
+  /** reconcileDeletionFacts: the deletion policy, and the machines and pools a deleting cluster waits for. */
+  deletionPolicy: DeletionPolicy | undefined;
+  dependents: number;
+  /** reconcileDecision: the whole decision (pure). */
+  decision: Decision | undefined;
+  /** reconcileOperation: what the pass did, and when to look again. */
+  action: string;
+  requeueAfterMs: number | undefined;
+  /** reconcileOutputs: the cluster's exports too large to publish. */
+  exportsNotPublished: { bytes: number } | undefined;
+  /** The pass's status step: the status as computed and patched. */
+  written: Record<string, unknown>;
+}
+
+/** A pass with its client, its facts and the outcome of its decision and act step: what the phases take. */
+export interface ReconcilePass<R extends Role = Role> extends Pass<R> {
+  /** Reads from the caches by default, live ones by name (`reads.live`). */
+  reads: PassClient;
+  facts: PassFacts<R>;
+  outcome: PassOutcome;
+}
+
+/**
+ * How a phase leaves the pass: on to the next phase (`continue`); ended, with its status written (`end`); or ended with the
+ * object let go (its finalizer removed, or that write conflicted), when no status is written (`leave`).
+ */
+export type PhaseResult = { kind: "continue" } | { kind: "end"; result: PassResult } | { kind: "leave"; result: PassResult };
+
+/** One phase of the pass (Cluster API's `reconcilePhase`): the reads and writes of one concern, its facts left on the pass. */
+export type Phase = (pass: ReconcilePass) => Promise<PhaseResult>;
+
+/** On to the next phase. */
+export const next: PhaseResult = { kind: "continue" };

@@ -7,12 +7,11 @@ import { poolMembershipConverged } from "../kinds/map-outputs.js";
 import { appliedImageChain, decideOperation, imageFallbacks, type Decision } from "./decide-operation.js";
 import { historyLimits } from "./job-history.js";
 import type { StoredJobPolicy } from "../jobs/merge-job-policy.js";
-import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy, type DriftPolicy } from "./drift-policy.js";
+import { defaultDriftIntervalSeconds, driftDetectedCondition, effectiveDriftPolicy } from "./drift-policy.js";
 import { observedPlan } from "./plan-approval.js";
 import type { DeletionPolicy } from "./retained-state.js";
 import { workspaceResourceType } from "../api/resource-types.js";
 import type { TerraformClusterObject } from "./pass-reads.js";
-import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
 import { runSecretName, sourceContainerName } from "../jobs/build-job.js";
 import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
 import { ignoreNotFound, isConflict, isNotFound } from "../runtime/api-errors.js";
@@ -35,14 +34,7 @@ import type { StateReading } from "../state/decode-state.js";
 import { observeStateLock, stateLockedMessage, type StateLockFinding } from "../state/state-lock.js";
 import { newStateReadError } from "../state/state-read-errors.js";
 import { adoptState, repairStateOwnership, type StateOwner } from "../state/state-ownership.js";
-import {
-  driftFinding,
-  guardedApprovalHash,
-  stateNotSavedMessage,
-  vanishedApplyMessage,
-  type InputsOutcome,
-  type StatusScope,
-} from "./compute-status.js";
+import { driftFinding, guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage, type InputsOutcome } from "./compute-status.js";
 import { previousReason } from "../conditions/conditions.js";
 import type { Operation } from "./decide-operation.js";
 import {
@@ -58,7 +50,8 @@ import { imagePullDeadlineMs, jobPod, pinnedImageReference, stalledImagePull, ty
 import { finishedCondition } from "../runtime/job-conditions.js";
 import { clusterLeaseName, releaseLease, runLeaseName } from "./run-lease.js";
 import { podRefusalOf, type QuotaRefusal } from "./quota-refusal.js";
-import type { KindAdapter, PassResult, ReconcilerDeps, WorkspaceObject } from "./types.js";
+import type { DriftFacts, Pass, PassResult } from "./types.js";
+import { gateRequeueMs, lagRequeueMs } from "./requeue.js";
 
 /**
  * The phases of a reconcile pass (Cluster API's `_phases.go`): each takes the pass, does the reads and
@@ -66,28 +59,8 @@ import type { KindAdapter, PassResult, ReconcilerDeps, WorkspaceObject } from ".
  * status; what the decision also needs it returns. They run in the order `reconcileWorkspace` calls them.
  */
 
-/** What every phase of one pass shares; the facts it gathers go on `scope`. */
-export interface Pass<R extends Role = Role> {
-  deps: ReconcilerDeps;
-  adapter: KindAdapter<R>;
-  object: WorkspaceObject;
-  namespace: string;
-  name: string;
-  /** The object's state Secret suffix. */
-  suffix: string;
-  clusterName: string;
-  now: number;
-  events: EventRecorder;
-  subject: EventSubject;
-  /** The durable inputs as read, kept current with the pass's own annotations of them. */
-  durable: DurableInputs | undefined;
-  /**
-   * What the phases record on the durable inputs (annotations, data keys as text; null removes), sent as one patch by
-   * {@link writeDurableNotes} .
-   */
-  durableNotes: { annotations: Record<string, string | null>; data: Record<string, string | null> };
-  scope: StatusScope;
-}
+export type { DriftFacts, Pass } from "./types.js";
+export { gateRequeueMs, lagRequeueMs, longRequeueMs } from "./requeue.js";
 
 /** Sends what the phases recorded on the durable inputs, as one patch (none when they recorded nothing). */
 export async function writeDurableNotes(pass: Pass): Promise<void> {
@@ -98,12 +71,6 @@ export async function writeDurableNotes(pass: Pass): Promise<void> {
   pass.durableNotes = { annotations: {}, data: {} };
 }
 
-/** A cache or a write lost a race: look again soon. */
-export const lagRequeueMs = 5_000;
-/** A wait for a lease, the cluster gate or an unresolved policy: look again in this long. */
-export const gateRequeueMs = 30_000;
-/** A wait only someone can end (inputs too large, durable inputs missing): look again in this long. */
-export const longRequeueMs = 10 * 60_000;
 const defaultMembershipRefreshSeconds = 60;
 const defaultStateBackups = 5;
 
@@ -697,13 +664,6 @@ export async function createRunSecret(client: KubeApi, namespace: string, job: V
       stringData: { ...files },
     })
     .catch((error) => (isConflict(error) ? undefined : Promise.reject(error)));
-}
-
-/** The drift finding of this pass: what the newest check found (its events and metrics), else what the status says from an earlier pass. */
-export interface DriftFacts {
-  policy: DriftPolicy;
-  detected: boolean;
-  lastCheckAt?: number;
 }
 
 export function observeDrift(

@@ -5,6 +5,7 @@ import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import { defaultStateLimits, type StateLimits, type StateReading } from "./decode-state.js";
 import { decodeStateSecretsWithDecryption, type StateDecryption } from "./state-encryption.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /** The label the kubernetes backend puts on every Secret of one state. */
 export const backendSuffixLabel = "tfstateSecretSuffix";
@@ -34,14 +35,12 @@ export async function observeState(
   const labelSelector = `${backendSuffixLabel}=${suffix}`;
   // A cached read only when the cache has seen everything up to the object's newest Job (which may have written the state); the backend
   // labels every state Secret captf.io/managed.
-  const list = cached
-    ? {
-        items: await cached.cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, {
-          inScope: true,
-          ...(cached.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}),
-        }),
-      }
-    : await client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector });
+  const list = {
+    items: await passClient({ client, cache: cached?.cache }).list<V1Secret>(builtinTypes.secret, namespace, labelSelector, {
+      inScope: true,
+      ...(cached?.freshAsOf ? { freshAsOf: cached.freshAsOf } : {}),
+    }),
+  };
   const secrets = list.items.map((item) => ({
     name: item.metadata?.name ?? "",
     data: item.data,

@@ -6,6 +6,7 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
 import { isConflict } from "../runtime/api-errors.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /**
  * State backups: each serial of an object's state the manager reads for the first time is copied,
@@ -200,6 +201,5 @@ export async function takeStateBackup(client: KubeApi, request: BackupRequest): 
 export async function listBackupSecrets(client: KubeApi, namespace: string, suffix: string, cache?: ReadCache): Promise<V1Secret[]> {
   const labelSelector = `${labels.stateBackup}=true,${labels.stateBackupSuffix}=${suffix}`;
   // Backups are labelled captf.io/managed and written only by this manager (expectations).
-  if (cache) return cache.list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true });
-  return (await client.list<V1Secret>(builtinTypes.secret, namespace, { labelSelector })).items;
+  return passClient({ client, cache }).list<V1Secret>(builtinTypes.secret, namespace, labelSelector, { inScope: true });
 }

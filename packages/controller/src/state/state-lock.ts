@@ -6,6 +6,7 @@ import { builtinTypes } from "../runtime/builtin-types.js";
 import { isConflict, isNotFound, undefinedIfNotFound } from "../runtime/api-errors.js";
 import type { KubeApi } from "../runtime/kube-client.js";
 import type { ReadCache } from "../runtime/read-cache.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /**
  * The kubernetes backend's state lock: a Lease `lock-tfstate-default-<suffix>` the backend creates
@@ -117,17 +118,16 @@ export async function observeStateLock(
   suffix: string,
   owner: { role: Role; name: string },
 ): Promise<StateLockFinding> {
-  const { cache } = clients;
+  const reads = passClient(clients);
   const name = stateLockLeaseName(suffix);
-  const lease = cache
-    ? await cache.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true })
-    : await undefinedIfNotFound(clients.client.get<V1Lease>(builtinTypes.lease, namespace, name));
+  const lease = await reads.get<V1Lease>(builtinTypes.lease, namespace, name, { inScope: true });
   const pod = lockHoldingRunnerPod(lease, owner);
   if (!pod) return judgeStateLock(lease, owner, undefined);
   const freshAsOf = lease?.metadata?.resourceVersion;
-  const runnerPod = cache
-    ? await cache.get<V1Pod>(builtinTypes.pod, namespace, pod, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
-    : (await clients.client.list<V1Pod>(builtinTypes.pod, namespace, { fieldSelector: `metadata.name=${pod}` })).items[0];
+  // Without a cache, listed by name (a list answers for a pod that is gone without an error).
+  const runnerPod = reads.cache
+    ? await reads.get<V1Pod>(builtinTypes.pod, namespace, pod, { inScope: true, ...(freshAsOf ? { freshAsOf } : {}) })
+    : (await reads.client.list<V1Pod>(builtinTypes.pod, namespace, { fieldSelector: `metadata.name=${pod}` })).items[0];
   return judgeStateLock(lease, owner, runnerPod);
 }
 
