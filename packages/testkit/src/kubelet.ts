@@ -750,6 +750,161 @@ function textMap(data: Record<string, Buffer>): Record<string, string> {
   return Object.fromEntries(Object.entries(data).map(([key, value]) => [key, value.toString("utf8")]));
 }
 
+/** A Pod's Secrets and ConfigMaps, each read once (null: not found), for its volumes and its containers' environments. */
+class PodObjectReads {
+  readonly #secrets = new Map<string, Record<string, Buffer> | null>();
+  readonly #configMaps = new Map<string, Record<string, Buffer> | null>();
+
+  constructor(
+    private readonly core: k8s.CoreV1Api,
+    private readonly namespace: string,
+  ) {}
+
+  async secret(name: string): Promise<Record<string, Buffer> | null> {
+    if (!this.#secrets.has(name)) {
+      const secret = await this.core
+        .readNamespacedSecret({ name, namespace: this.namespace })
+        .catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
+      this.#secrets.set(name, secret ? decodeBase64Map(secret.data) : null);
+    }
+    return this.#secrets.get(name)!;
+  }
+
+  async configMap(name: string): Promise<Record<string, Buffer> | null> {
+    if (!this.#configMaps.has(name)) {
+      const map = await this.core
+        .readNamespacedConfigMap({ name, namespace: this.namespace })
+        .catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
+      this.#configMaps.set(
+        name,
+        map
+          ? {
+              ...Object.fromEntries(Object.entries(map.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "utf8")])),
+              ...decodeBase64Map(map.binaryData),
+            }
+          : null,
+      );
+    }
+    return this.#configMaps.get(name)!;
+  }
+
+  /** Everything read so far, as text: what the containers' env and envFrom take. */
+  environmentSources(): EnvironmentSources {
+    const texts = (map: Map<string, Record<string, Buffer> | null>) =>
+      new Map([...map].map(([name, data]) => [name, data ? textMap(data) : null]));
+    return { secrets: texts(this.#secrets), configMaps: texts(this.#configMaps) };
+  }
+}
+
+function writeProjectedFiles(root: string, files: readonly ProjectedFile[], owner: { uid: number; gid: number }): void {
+  for (const file of files) {
+    const path = join(root, file.path);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, file.content);
+    chmodSync(path, file.mode & 0o777);
+    chownSync(path, owner.uid, owner.gid);
+  }
+}
+
+function downwardFiles(
+  pod: k8s.V1Pod,
+  items: readonly k8s.V1DownwardAPIVolumeFile[],
+  defaultMode: number,
+  volume: string,
+): ProjectedFile[] {
+  return items.map((item) => {
+    checkRelativePath(item.path, `volume ${volume}`);
+    const fieldPath = item.fieldRef?.fieldPath;
+    const value = fieldPath ? downwardValue(pod, fieldPath) : undefined;
+    if (value === undefined)
+      throw new PodFailure("InvalidVolume", `volume ${volume}: the chroot kubelet supports fieldRef items only, of known fields`);
+    return { path: item.path, content: Buffer.from(value), mode: item.mode ?? defaultMode };
+  });
+}
+
+/** Who owns a projected volume's files: group fsGroup, else the one non-root user of the containers mounting it. */
+function projectedOwner(task: PodTask, prepared: PreparedPod, volume: string): { uid: number; gid: number } {
+  const fsGroup = task.pod.spec?.securityContext?.fsGroup;
+  if (fsGroup !== undefined) return { uid: 0, gid: fsGroup };
+  const uids = new Set(
+    [...task.containers.values()]
+      .filter((r) => r.spec.volumeMounts?.some((m) => m.name === volume))
+      .map((r) => prepared.users.get(r.spec.name)!.uid),
+  );
+  const [only] = uids;
+  return uids.size === 1 && only !== 0 ? { uid: only!, gid: 0 } : { uid: 0, gid: 0 };
+}
+
+/** A container's mounts, shallowest first: its volumes, the ServiceAccount token, /etc/hosts and the termination log. */
+function containerMounts(
+  prepared: PreparedPod,
+  spec: k8s.V1Container,
+  image: PulledImage,
+  terminationFile: string,
+): ContainerLaunch["mounts"][number][] {
+  const mounts: ContainerLaunch["mounts"][number][] = [];
+  const mountPaths = new Set<string>();
+  for (const mount of [...(spec.volumeMounts ?? [])].sort((a, b) => a.mountPath.split("/").length - b.mountPath.split("/").length)) {
+    const volume = prepared.volumes.get(mount.name)!;
+    const subPath = mount.subPath ?? "";
+    const source = subPath ? join(volume.path, subPath) : volume.path;
+    if (subPath && !existsSync(source)) mkdirSync(source, { recursive: true });
+    mountPaths.add(posix.normalize(mount.mountPath));
+    mounts.push({
+      source,
+      target: resolveInRoot(image.rootfs, mount.mountPath),
+      readOnly: Boolean(mount.readOnly) || volume.readOnly,
+      file: !statSync(source).isDirectory(),
+    });
+  }
+  if (prepared.tokenDir && !mountPaths.has(serviceAccountDir))
+    mounts.push({ source: prepared.tokenDir, target: resolveInRoot(image.rootfs, serviceAccountDir), readOnly: true, file: false });
+  if (!mountPaths.has("/etc/hosts"))
+    mounts.push({ source: prepared.hostsFile, target: resolveInRoot(image.rootfs, "/etc/hosts"), readOnly: false, file: true });
+  const messagePath = spec.terminationMessagePath || "/dev/termination-log";
+  mounts.push({
+    source: terminationFile,
+    target: messagePath.startsWith("/dev/") ? posix.normalize(messagePath) : resolveInRoot(image.rootfs, messagePath),
+    readOnly: false,
+    file: true,
+  });
+  return mounts;
+}
+
+/**
+ * The reason and message of a container's end: StartError when the launch script or unshare could not start it,
+ * else Completed or Error with its termination message (or its log's tail, as FallbackToLogsOnError asks).
+ */
+function containerEnd(
+  exitCode: number,
+  logText: string,
+  terminationMessage: string,
+  spec: k8s.V1Container,
+): { reason: string; message: string } {
+  const lastLine = logTail(logText).split("\n").at(-1) ?? "";
+  if (exitCode === setupFailureExitCode && lastLine.startsWith("chroot kubelet: ")) return { reason: "StartError", message: lastLine };
+  if ((exitCode === 126 || exitCode === 127) && /^unshare: failed to execute/.test(lastLine))
+    return { reason: "StartError", message: lastLine.replace(/^unshare: /, "") };
+  const reason = exitCode === 0 ? "Completed" : "Error";
+  if (!terminationMessage && exitCode !== 0 && spec.terminationMessagePolicy === "FallbackToLogsOnError")
+    return { reason, message: logTail(logText) };
+  return { reason, message: terminationMessage };
+}
+
+/** Every container mounts only volumes the Pod declares, with relative subPaths. */
+function checkVolumeMounts(task: PodTask, prepared: PreparedPod): void {
+  for (const record of task.containers.values()) {
+    for (const mount of record.spec.volumeMounts ?? []) {
+      if (!prepared.volumes.has(mount.name))
+        throw new PodFailure(
+          "CreateContainerConfigError",
+          `container "${record.spec.name}" mounts volume "${mount.name}", which the Pod does not declare`,
+        );
+      if (mount.subPath) checkRelativePath(mount.subPath, `volume mount ${mount.name} of container "${record.spec.name}"`);
+    }
+  }
+}
+
 function stateJson(state: ContainerState): Record<string, unknown> {
   // Explicit nulls: a strategic-merge patch would otherwise keep the previous state's key.
   return { waiting: state.waiting ?? null, running: state.running ?? null, terminated: state.terminated ?? null };
@@ -1303,98 +1458,17 @@ class Kubelet implements ChrootKubelet {
       return 128;
     };
 
-    let launch: ContainerLaunch;
     const terminationFile = join(containerDir, "termination-log");
+    let launch: ContainerLaunch;
     try {
-      let root: ContainerLaunch["root"];
-      if (this.rootfsMode === "overlay") {
-        for (const dir of ["upper", "work", "merged"]) mkdirSync(join(containerDir, dir));
-        root = {
-          overlay: {
-            lower: image.rootfs,
-            upper: join(containerDir, "upper"),
-            work: join(containerDir, "work"),
-            merged: join(containerDir, "merged"),
-          },
-        };
-      } else {
-        await execFileAsync(findProgram("cp"), ["-a", "--reflink=auto", `${image.rootfs}/.`, join(containerDir, "rootfs")]);
-        root = { dir: join(containerDir, "rootfs") };
-      }
-      const user = prepared.users.get(spec.name)!;
-      writeFileSync(terminationFile, "");
-      chownSync(terminationFile, user.uid, user.gid);
-      const mounts: ContainerLaunch["mounts"][number][] = [];
-      const mountPaths = new Set<string>();
-      for (const mount of [...(spec.volumeMounts ?? [])].sort((a, b) => a.mountPath.split("/").length - b.mountPath.split("/").length)) {
-        const volume = prepared.volumes.get(mount.name)!;
-        const subPath = mount.subPath ?? "";
-        const source = subPath ? join(volume.path, subPath) : volume.path;
-        if (subPath && !existsSync(source)) mkdirSync(source, { recursive: true });
-        mountPaths.add(posix.normalize(mount.mountPath));
-        mounts.push({
-          source,
-          target: resolveInRoot(image.rootfs, mount.mountPath),
-          readOnly: Boolean(mount.readOnly) || volume.readOnly,
-          file: !statSync(source).isDirectory(),
-        });
-      }
-      if (prepared.tokenDir && !mountPaths.has(serviceAccountDir))
-        mounts.push({ source: prepared.tokenDir, target: resolveInRoot(image.rootfs, serviceAccountDir), readOnly: true, file: false });
-      if (!mountPaths.has("/etc/hosts"))
-        mounts.push({ source: prepared.hostsFile, target: resolveInRoot(image.rootfs, "/etc/hosts"), readOnly: false, file: true });
-      const messagePath = spec.terminationMessagePath || "/dev/termination-log";
-      mounts.push({
-        source: terminationFile,
-        target: messagePath.startsWith("/dev/") ? posix.normalize(messagePath) : resolveInRoot(image.rootfs, messagePath),
-        readOnly: false,
-        file: true,
-      });
-
-      const env = new Map<string, string>();
-      for (const entry of image.env) {
-        const eq = entry.indexOf("=");
-        if (eq > 0) env.set(entry.slice(0, eq), entry.slice(eq + 1));
-      }
-      if (!env.has("PATH")) env.set("PATH", defaultPath);
-      env.set("HOSTNAME", this.podHostname(task.pod));
-      const containerEnv = prepared.env.get(spec.name) ?? [];
-      for (const [name, value] of containerEnv) env.set(name, value);
-      const lookup = new Map(containerEnv);
-      const argv = resolveContainerCommand(spec, image).map((arg) => expandReferences(arg, (name) => lookup.get(name)));
-      if (argv.length === 0) return fail(`container "${spec.name}" has no command and its image ${spec.image} none either`);
-      const workingDir = spec.workingDir || image.workingDir || "/";
-      launch = {
-        root,
-        mounts,
-        readOnlyRoot: Boolean(spec.securityContext?.readOnlyRootFilesystem),
-        hostname: this.podHostname(task.pod),
-        workingDir,
-        workingDirInRoot: resolveInRoot(image.rootfs, workingDir),
-        env: [...env],
-        argv,
-        ...(isPlainRoot(user) ? {} : { user }),
-      };
+      const launchOrProblem = await this.containerLaunch(task, prepared, record, containerDir, terminationFile);
+      if (typeof launchOrProblem === "string") return fail(launchOrProblem);
+      launch = launchOrProblem;
     } catch (error) {
       return fail(describeError(error));
     }
 
-    const script = launchScript(launch, this.bin);
-    const logFd = openSync(logPath, "a");
-    let child: ChildProcess;
-    try {
-      child = spawn(
-        this.bin.unshare,
-        ["--mount", "--propagation", "private", "--pid", "--uts", "--fork", "--kill-child", "--", this.bin.sh, "-c", script],
-        {
-          detached: true,
-          stdio: ["ignore", logFd, logFd],
-          env: { PATH: defaultPath },
-        },
-      );
-    } finally {
-      closeSync(logFd);
-    }
+    const child = this.spawnContainer(launch, logPath);
     task.processes.set(spec.name, child);
     record.state = { running: { startedAt: started } };
     this.log(`${task.namespace}/${task.name}/${spec.name} started: ${launch.argv.join(" ")}`);
@@ -1429,18 +1503,7 @@ class Kubelet implements ChrootKubelet {
     if (spawnError) return fail(spawnError.message);
     const exitCode = code ?? 128 + signalNumber(signal ?? "SIGKILL");
     const logText = this.containerLog(task.namespace, task.name, spec.name);
-    const lastLine = logTail(logText).split("\n").at(-1) ?? "";
-    let reason = exitCode === 0 ? "Completed" : "Error";
-    let message = readTerminationMessage(terminationFile);
-    if (exitCode === setupFailureExitCode && lastLine.startsWith("chroot kubelet: ")) {
-      reason = "StartError";
-      message = lastLine;
-    } else if ((exitCode === 126 || exitCode === 127) && /^unshare: failed to execute/.test(lastLine)) {
-      reason = "StartError";
-      message = lastLine.replace(/^unshare: /, "");
-    } else if (!message && exitCode !== 0 && spec.terminationMessagePolicy === "FallbackToLogsOnError") {
-      message = logTail(logText);
-    }
+    const { reason, message } = containerEnd(exitCode, logText, readTerminationMessage(terminationFile), spec);
     record.state = {
       terminated: {
         exitCode,
@@ -1456,6 +1519,81 @@ class Kubelet implements ChrootKubelet {
     rmSync(containerDir, { recursive: true, force: true });
     this.writeStatus(task, task.runningPhase);
     return exitCode;
+  }
+
+  /** What to launch for a container: its root, mounts, environment and command; a message when it cannot start. */
+  private async containerLaunch(
+    task: PodTask,
+    prepared: PreparedPod,
+    record: ContainerRecord,
+    containerDir: string,
+    terminationFile: string,
+  ): Promise<ContainerLaunch | string> {
+    const spec = record.spec;
+    const image = prepared.images.get(spec.name)!;
+    let root: ContainerLaunch["root"];
+    if (this.rootfsMode === "overlay") {
+      for (const dir of ["upper", "work", "merged"]) mkdirSync(join(containerDir, dir));
+      root = {
+        overlay: {
+          lower: image.rootfs,
+          upper: join(containerDir, "upper"),
+          work: join(containerDir, "work"),
+          merged: join(containerDir, "merged"),
+        },
+      };
+    } else {
+      await execFileAsync(findProgram("cp"), ["-a", "--reflink=auto", `${image.rootfs}/.`, join(containerDir, "rootfs")]);
+      root = { dir: join(containerDir, "rootfs") };
+    }
+    const user = prepared.users.get(spec.name)!;
+    writeFileSync(terminationFile, "");
+    chownSync(terminationFile, user.uid, user.gid);
+    const mounts = containerMounts(prepared, spec, image, terminationFile);
+
+    const env = new Map<string, string>();
+    for (const entry of image.env) {
+      const eq = entry.indexOf("=");
+      if (eq > 0) env.set(entry.slice(0, eq), entry.slice(eq + 1));
+    }
+    if (!env.has("PATH")) env.set("PATH", defaultPath);
+    env.set("HOSTNAME", this.podHostname(task.pod));
+    const containerEnv = prepared.env.get(spec.name) ?? [];
+    for (const [name, value] of containerEnv) env.set(name, value);
+    const lookup = new Map(containerEnv);
+    const argv = resolveContainerCommand(spec, image).map((arg) => expandReferences(arg, (name) => lookup.get(name)));
+    if (argv.length === 0) return `container "${spec.name}" has no command and its image ${spec.image} none either`;
+    const workingDir = spec.workingDir || image.workingDir || "/";
+    return {
+      root,
+      mounts,
+      readOnlyRoot: Boolean(spec.securityContext?.readOnlyRootFilesystem),
+      hostname: this.podHostname(task.pod),
+      workingDir,
+      workingDirInRoot: resolveInRoot(image.rootfs, workingDir),
+      env: [...env],
+      argv,
+      ...(isPlainRoot(user) ? {} : { user }),
+    };
+  }
+
+  /** Starts the launch script in new mount, PID and UTS namespaces, its output appended to the container's log. */
+  private spawnContainer(launch: ContainerLaunch, logPath: string): ChildProcess {
+    const script = launchScript(launch, this.bin);
+    const logFd = openSync(logPath, "a");
+    try {
+      return spawn(
+        this.bin.unshare,
+        ["--mount", "--propagation", "private", "--pid", "--uts", "--fork", "--kill-child", "--", this.bin.sh, "-c", script],
+        {
+          detached: true,
+          stdio: ["ignore", logFd, logFd],
+          env: { PATH: defaultPath },
+        },
+      );
+    } finally {
+      closeSync(logFd);
+    }
   }
 
   /**
@@ -1578,197 +1716,131 @@ class Kubelet implements ChrootKubelet {
       record.imageID = image.imageID;
       prepared.users.set(record.spec.name, containerUser(spec, record.spec, image.user));
     }
-    const fsGroup = spec.securityContext?.fsGroup;
-    // Who owns a projected volume's files: group fsGroup, else the one non-root user of the containers mounting it.
-    const projectedOwner = (volume: string) => {
-      if (fsGroup !== undefined) return { uid: 0, gid: fsGroup };
-      const uids = new Set(
-        [...task.containers.values()]
-          .filter((r) => r.spec.volumeMounts?.some((m) => m.name === volume))
-          .map((r) => prepared.users.get(r.spec.name)!.uid),
-      );
-      const [only] = uids;
-      return uids.size === 1 && only !== 0 ? { uid: only!, gid: 0 } : { uid: 0, gid: 0 };
-    };
-
-    const secrets = new Map<string, Record<string, Buffer> | null>();
-    const configMaps = new Map<string, Record<string, Buffer> | null>();
-    const readSecret = async (name: string) => {
-      if (!secrets.has(name)) {
-        const secret = await this.core
-          .readNamespacedSecret({ name, namespace: task.namespace })
-          .catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
-        secrets.set(name, secret ? decodeBase64Map(secret.data) : null);
-      }
-      return secrets.get(name)!;
-    };
-    const readConfigMap = async (name: string) => {
-      if (!configMaps.has(name)) {
-        const map = await this.core
-          .readNamespacedConfigMap({ name, namespace: task.namespace })
-          .catch((error: unknown) => (apiCode(error) === 404 ? null : Promise.reject(error)));
-        configMaps.set(
-          name,
-          map
-            ? {
-                ...Object.fromEntries(Object.entries(map.data ?? {}).map(([key, value]) => [key, Buffer.from(value, "utf8")])),
-                ...decodeBase64Map(map.binaryData),
-              }
-            : null,
-        );
-      }
-      return configMaps.get(name)!;
-    };
-    const writeFiles = (root: string, files: readonly ProjectedFile[], owner = { uid: 0, gid: fsGroup ?? 0 }) => {
-      for (const file of files) {
-        const path = join(root, file.path);
-        mkdirSync(dirname(path), { recursive: true });
-        writeFileSync(path, file.content);
-        chmodSync(path, file.mode & 0o777);
-        chownSync(path, owner.uid, owner.gid);
-      }
-    };
-    const downwardFiles = (items: readonly k8s.V1DownwardAPIVolumeFile[], defaultMode: number, volume: string): ProjectedFile[] =>
-      items.map((item) => {
-        checkRelativePath(item.path, `volume ${volume}`);
-        const fieldPath = item.fieldRef?.fieldPath;
-        const value = fieldPath ? downwardValue(pod, fieldPath) : undefined;
-        if (value === undefined)
-          throw new PodFailure("InvalidVolume", `volume ${volume}: the chroot kubelet supports fieldRef items only, of known fields`);
-        return { path: item.path, content: Buffer.from(value), mode: item.mode ?? defaultMode };
-      });
-
-    for (const volume of spec.volumes ?? []) {
-      const path = join(dir, "volumes", volume.name);
-      if (volume.emptyDir) {
-        mkdirSync(path);
-        // As the real kubelet: world-writable, or in group fsGroup with setgid so new files stay in it.
-        if (fsGroup !== undefined) chownSync(path, 0, fsGroup);
-        chmodSync(path, fsGroup === undefined ? 0o777 : 0o2777);
-        prepared.volumes.set(volume.name, { path, readOnly: false });
-      } else if (volume.hostPath) {
-        const host = volume.hostPath.path;
-        const type = volume.hostPath.type ?? "";
-        if (!existsSync(host)) {
-          if (type === "File" || type === "Directory" || type === "Socket" || type === "CharDevice" || type === "BlockDevice")
-            throw new PodWaiting("ContainerCreating", `hostPath ${host} of volume ${volume.name} does not exist`);
-          if (type === "FileOrCreate") {
-            mkdirSync(dirname(host), { recursive: true });
-            writeFileSync(host, "");
-          } else mkdirSync(host, { recursive: true });
-        }
-        prepared.volumes.set(volume.name, { path: host, readOnly: false });
-      } else if (volume.secret || volume.configMap) {
-        const source = volume.secret
-          ? { kind: "secret", name: volume.secret.secretName ?? "", ...volume.secret }
-          : { kind: "configmap", ...volume.configMap! };
-        const data = source.kind === "secret" ? await readSecret(source.name ?? "") : await readConfigMap(source.name ?? "");
-        mkdirSync(path, { mode: 0o755 });
-        if (!data && !source.optional)
-          throw new PodWaiting("ContainerCreating", `${source.kind} "${source.name}" of volume ${volume.name} not found`);
-        writeFiles(
-          path,
-          projectKeys(
-            `${source.kind} "${source.name}"`,
-            data ?? {},
-            source.items,
-            source.defaultMode ?? defaultFileMode,
-            Boolean(source.optional),
-          ),
-        );
-        prepared.volumes.set(volume.name, { path, readOnly: true });
-      } else if (volume.downwardAPI) {
-        mkdirSync(path, { mode: 0o755 });
-        writeFiles(path, downwardFiles(volume.downwardAPI.items ?? [], volume.downwardAPI.defaultMode ?? defaultFileMode, volume.name));
-        prepared.volumes.set(volume.name, { path, readOnly: true });
-      } else if (volume.projected) {
-        mkdirSync(path, { mode: 0o755 });
-        const mode = volume.projected.defaultMode ?? defaultFileMode;
-        for (const projection of volume.projected.sources ?? []) {
-          if (projection.secret || projection.configMap) {
-            const ref = (projection.secret ?? projection.configMap)!;
-            const kind = projection.secret ? "secret" : "configmap";
-            const data = kind === "secret" ? await readSecret(ref.name ?? "") : await readConfigMap(ref.name ?? "");
-            if (!data && !ref.optional)
-              throw new PodWaiting("ContainerCreating", `${kind} "${ref.name}" of volume ${volume.name} not found`);
-            writeFiles(
-              path,
-              projectKeys(`${kind} "${ref.name}"`, data ?? {}, ref.items, mode, Boolean(ref.optional)),
-              projectedOwner(volume.name),
-            );
-          } else if (projection.downwardAPI) {
-            writeFiles(path, downwardFiles(projection.downwardAPI.items ?? [], mode, volume.name), projectedOwner(volume.name));
-          } else if (projection.serviceAccountToken) {
-            const fixed = this.options.serviceAccountTokens;
-            const token =
-              typeof fixed === "object"
-                ? fixed.token
-                : await this.serviceAccountToken(
-                    pod,
-                    projection.serviceAccountToken.audience,
-                    projection.serviceAccountToken.expirationSeconds,
-                  );
-            writeFiles(
-              path,
-              [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }],
-              projectedOwner(volume.name),
-            );
-          } else {
-            throw new PodFailure(
-              "UnsupportedVolume",
-              `volume ${volume.name}: the chroot kubelet projects secret, configMap, downwardAPI and serviceAccountToken sources only`,
-            );
-          }
-        }
-        prepared.volumes.set(volume.name, { path, readOnly: true });
-      } else {
-        throw new PodFailure(
-          "UnsupportedVolume",
-          `volume ${volume.name}: the chroot kubelet supports emptyDir, hostPath, secret, configMap, downwardAPI and projected ` +
-            `volumes only`,
-        );
-      }
-    }
+    const reads = new PodObjectReads(this.core, task.namespace);
+    for (const volume of spec.volumes ?? []) await this.prepareVolume(task, prepared, reads, volume);
 
     const tokens = this.options.serviceAccountTokens ?? "request";
     if (tokens !== false && spec.automountServiceAccountToken !== false) {
       const token = tokens === "request" ? await this.serviceAccountToken(pod) : tokens.token;
       const tokenDir = join(dir, "volumes", "kube-api-access");
       mkdirSync(tokenDir, { mode: 0o755 });
-      writeFiles(tokenDir, [
-        { path: "token", content: Buffer.from(token), mode: defaultFileMode },
-        { path: "namespace", content: Buffer.from(task.namespace), mode: defaultFileMode },
-        ...(this.caPem ? [{ path: "ca.crt", content: this.caPem, mode: defaultFileMode }] : []),
-      ]);
+      writeProjectedFiles(
+        tokenDir,
+        [
+          { path: "token", content: Buffer.from(token), mode: defaultFileMode },
+          { path: "namespace", content: Buffer.from(task.namespace), mode: defaultFileMode },
+          ...(this.caPem ? [{ path: "ca.crt", content: this.caPem, mode: defaultFileMode }] : []),
+        ],
+        { uid: 0, gid: spec.securityContext?.fsGroup ?? 0 },
+      );
       prepared.tokenDir = tokenDir;
     }
 
     for (const record of task.containers.values()) {
       for (const from of record.spec.envFrom ?? []) {
-        if (from.secretRef?.name) await readSecret(from.secretRef.name);
-        if (from.configMapRef?.name) await readConfigMap(from.configMapRef.name);
+        if (from.secretRef?.name) await reads.secret(from.secretRef.name);
+        if (from.configMapRef?.name) await reads.configMap(from.configMapRef.name);
       }
       for (const entry of record.spec.env ?? []) {
-        if (entry.valueFrom?.secretKeyRef?.name) await readSecret(entry.valueFrom.secretKeyRef.name);
-        if (entry.valueFrom?.configMapKeyRef?.name) await readConfigMap(entry.valueFrom.configMapKeyRef.name);
+        if (entry.valueFrom?.secretKeyRef?.name) await reads.secret(entry.valueFrom.secretKeyRef.name);
+        if (entry.valueFrom?.configMapKeyRef?.name) await reads.configMap(entry.valueFrom.configMapKeyRef.name);
       }
     }
-    for (const record of task.containers.values()) {
-      for (const mount of record.spec.volumeMounts ?? []) {
-        if (!prepared.volumes.has(mount.name))
-          throw new PodFailure(
-            "CreateContainerConfigError",
-            `container "${record.spec.name}" mounts volume "${mount.name}", which the Pod does not declare`,
-          );
-        if (mount.subPath) checkRelativePath(mount.subPath, `volume mount ${mount.name} of container "${record.spec.name}"`);
-      }
-    }
-    const texts = (map: Map<string, Record<string, Buffer> | null>) =>
-      new Map([...map].map(([name, data]) => [name, data ? textMap(data) : null]));
-    const sources: EnvironmentSources = { secrets: texts(secrets), configMaps: texts(configMaps) };
+    checkVolumeMounts(task, prepared);
+    const sources = reads.environmentSources();
     for (const record of task.containers.values())
       prepared.env.set(record.spec.name, containerEnvironment(pod, record.spec, sources, this.serviceEnv));
     return prepared;
+  }
+
+  /** Makes one of the Pod's volumes on the host and records it in `prepared.volumes`. */
+  private async prepareVolume(task: PodTask, prepared: PreparedPod, reads: PodObjectReads, volume: k8s.V1Volume): Promise<void> {
+    const path = join(prepared.dir, "volumes", volume.name);
+    const fsGroup = task.pod.spec?.securityContext?.fsGroup;
+    const owner = { uid: 0, gid: fsGroup ?? 0 };
+    if (volume.emptyDir) {
+      mkdirSync(path);
+      // As the real kubelet: world-writable, or in group fsGroup with setgid so new files stay in it.
+      if (fsGroup !== undefined) chownSync(path, 0, fsGroup);
+      chmodSync(path, fsGroup === undefined ? 0o777 : 0o2777);
+      prepared.volumes.set(volume.name, { path, readOnly: false });
+    } else if (volume.hostPath) {
+      const host = volume.hostPath.path;
+      const type = volume.hostPath.type ?? "";
+      if (!existsSync(host)) {
+        if (type === "File" || type === "Directory" || type === "Socket" || type === "CharDevice" || type === "BlockDevice")
+          throw new PodWaiting("ContainerCreating", `hostPath ${host} of volume ${volume.name} does not exist`);
+        if (type === "FileOrCreate") {
+          mkdirSync(dirname(host), { recursive: true });
+          writeFileSync(host, "");
+        } else mkdirSync(host, { recursive: true });
+      }
+      prepared.volumes.set(volume.name, { path: host, readOnly: false });
+    } else if (volume.secret || volume.configMap) {
+      const source = volume.secret
+        ? { kind: "secret", name: volume.secret.secretName ?? "", ...volume.secret }
+        : { kind: "configmap", ...volume.configMap! };
+      const data = source.kind === "secret" ? await reads.secret(source.name ?? "") : await reads.configMap(source.name ?? "");
+      mkdirSync(path, { mode: 0o755 });
+      if (!data && !source.optional)
+        throw new PodWaiting("ContainerCreating", `${source.kind} "${source.name}" of volume ${volume.name} not found`);
+      const mode = source.defaultMode ?? defaultFileMode;
+      writeProjectedFiles(
+        path,
+        projectKeys(`${source.kind} "${source.name}"`, data ?? {}, source.items, mode, Boolean(source.optional)),
+        owner,
+      );
+      prepared.volumes.set(volume.name, { path, readOnly: true });
+    } else if (volume.downwardAPI) {
+      mkdirSync(path, { mode: 0o755 });
+      const mode = volume.downwardAPI.defaultMode ?? defaultFileMode;
+      writeProjectedFiles(path, downwardFiles(task.pod, volume.downwardAPI.items ?? [], mode, volume.name), owner);
+      prepared.volumes.set(volume.name, { path, readOnly: true });
+    } else if (volume.projected) {
+      mkdirSync(path, { mode: 0o755 });
+      await this.writeProjectedVolume(task, prepared, reads, volume.name, volume.projected, path);
+      prepared.volumes.set(volume.name, { path, readOnly: true });
+    } else {
+      throw new PodFailure(
+        "UnsupportedVolume",
+        `volume ${volume.name}: the chroot kubelet supports emptyDir, hostPath, secret, configMap, downwardAPI and projected ` +
+          `volumes only`,
+      );
+    }
+  }
+
+  /** Writes a projected volume's sources into `path`: Secrets, ConfigMaps, downward API fields, ServiceAccount tokens. */
+  private async writeProjectedVolume(
+    task: PodTask,
+    prepared: PreparedPod,
+    reads: PodObjectReads,
+    volume: string,
+    projected: k8s.V1ProjectedVolumeSource,
+    path: string,
+  ): Promise<void> {
+    const mode = projected.defaultMode ?? defaultFileMode;
+    const owner = projectedOwner(task, prepared, volume);
+    for (const projection of projected.sources ?? []) {
+      if (projection.secret || projection.configMap) {
+        const ref = (projection.secret ?? projection.configMap)!;
+        const kind = projection.secret ? "secret" : "configmap";
+        const data = kind === "secret" ? await reads.secret(ref.name ?? "") : await reads.configMap(ref.name ?? "");
+        if (!data && !ref.optional) throw new PodWaiting("ContainerCreating", `${kind} "${ref.name}" of volume ${volume} not found`);
+        writeProjectedFiles(path, projectKeys(`${kind} "${ref.name}"`, data ?? {}, ref.items, mode, Boolean(ref.optional)), owner);
+      } else if (projection.downwardAPI) {
+        writeProjectedFiles(path, downwardFiles(task.pod, projection.downwardAPI.items ?? [], mode, volume), owner);
+      } else if (projection.serviceAccountToken) {
+        const fixed = this.options.serviceAccountTokens;
+        const { audience, expirationSeconds } = projection.serviceAccountToken;
+        const token = typeof fixed === "object" ? fixed.token : await this.serviceAccountToken(task.pod, audience, expirationSeconds);
+        writeProjectedFiles(path, [{ path: projection.serviceAccountToken.path, content: Buffer.from(token), mode }], owner);
+      } else {
+        throw new PodFailure(
+          "UnsupportedVolume",
+          `volume ${volume}: the chroot kubelet projects secret, configMap, downwardAPI and serviceAccountToken sources only`,
+        );
+      }
+    }
   }
 
   private async serviceAccountToken(pod: k8s.V1Pod, audience?: string, expirationSeconds?: number): Promise<string> {
