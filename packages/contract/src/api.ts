@@ -17,6 +17,7 @@ export const kinds = {
   machinePoolTemplate: "TerraformMachinePoolTemplate",
   clusterIdentity: "TerraformClusterIdentity",
   modulePolicy: "TerraformModulePolicy",
+  notificationReceiver: "TerraformNotificationReceiver",
 } as const;
 export type Kind = (typeof kinds)[keyof typeof kinds];
 
@@ -233,6 +234,8 @@ export const managerEventReasons = {
   DriftResolved: "Normal",
   InstanceHealthy: "Normal",
   InstanceUnhealthy: "Warning",
+  ReadyLost: "Warning",
+  ReadyRegained: "Normal",
   RemediationRequested: "Warning",
   RemediationWithdrawn: "Normal",
   IdentityNotAllowed: "Warning",

@@ -54,6 +54,7 @@ export const sidebar: DefaultTheme.SidebarItem[] = [
       { text: "Security: what a module can reach", link: "/security" },
       { text: "Webhooks", link: "/webhooks" },
       { text: "Metrics and alerts", link: "/metrics" },
+      { text: "Notifications", link: "/notifications" },
       { text: "Scaling the manager: shards", link: "/scaling" },
       { text: "Reliability drills", link: "/reliability" },
       {

@@ -223,6 +223,18 @@ export const managerEventDocs: Record<ManagerEventReason, ManagerEventDoc> = {
       "`InstanceTerminated` (again when it changes among them); not for `Provisioning`, `InstancePending` or an Unknown reading. The " +
       "note gives the reasons, not the module's health message.",
   },
+  ReadyLost: {
+    section: "drift",
+    meaning:
+      "`Ready` left True (to False or Unknown) while the object is not being deleted; the note gives the reason before and " +
+      "after. A [notification](notifications.md) by default.",
+  },
+  ReadyRegained: {
+    section: "drift",
+    meaning:
+      "`Ready` became True again on an object provisioned before this pass (its first Ready is `Provisioned`'s news); the note " +
+      "gives the reason it had. A [notification](notifications.md) by default.",
+  },
   RemediationRequested: { section: "drift", meaning: "Machine: remediation was requested." },
   RemediationWithdrawn: { section: "drift", meaning: "Machine: a remediation request was withdrawn." },
   IdentityNotAllowed: { section: "identity", meaning: "The identity is not allowed for the object." },

@@ -5,6 +5,7 @@ import { terraformClusterIdentityDefinition } from "./terraformclusteridentity.j
 import { terraformMachineDefinition } from "./terraformmachine.js";
 import { terraformMachinePoolDefinition } from "./terraformmachinepool.js";
 import { terraformModulePolicyDefinition } from "./terraformmodulepolicy.js";
+import { terraformNotificationReceiverDefinition } from "./terraformnotificationreceiver.js";
 import {
   terraformClusterTemplateDefinition,
   terraformMachinePoolTemplateDefinition,
@@ -20,4 +21,5 @@ export const kindDefinitions: readonly KindDefinition[] = [
   terraformMachinePoolTemplateDefinition,
   terraformClusterIdentityDefinition,
   terraformModulePolicyDefinition,
+  terraformNotificationReceiverDefinition,
 ];

@@ -138,7 +138,7 @@ describe("the install manifests", () => {
       expect(service.spec!.selector).toEqual(deploymentOf(objects).spec!.selector.matchLabels);
       const configuration = objects.find((object) => object.kind === "ValidatingWebhookConfiguration")! as V1ValidatingWebhookConfiguration;
       expect(configuration.metadata!.annotations).toEqual({ "cert-manager.io/inject-ca-from": `captf-system/${installNames.certificate}` });
-      expect(configuration.webhooks).toHaveLength(8);
+      expect(configuration.webhooks).toHaveLength(9);
       expect(configuration.webhooks![0]!.clientConfig).toEqual({
         service: { namespace: "captf-system", name: installNames.webhookService, path: webhookPath(kinds.cluster) },
       });

@@ -30,7 +30,7 @@ export const managerPermissions: readonly Permission[] = [
     verbs: ["get", "list", "watch"],
     why:
       "informers, live reads in a reconcile pass, the webhooks' lookups of an identity's users, the TerraformModulePolicies " +
-      "read before a Job starts",
+      "read before a Job starts, the TerraformNotificationReceivers read when an event is recorded",
   },
   {
     apiGroup,
@@ -90,7 +90,8 @@ export const managerPermissions: readonly Permission[] = [
       "state Secrets (read, inputs hash, cleanup), durable inputs, per-run Secrets, bootstrap data, variablesFrom (those " +
       "labelled captf.io/variables=true watched, metadata only), identity Secrets and their credential mirrors (watched), a " +
       "machine template's imagePullSecrets (its image's config is read over the registry API), a TerraformModulePolicy's key " +
-      "Secrets and the Job's imagePullSecrets (the image's signatures are read over the registry API)",
+      "Secrets and the Job's imagePullSecrets (the image's signatures are read over the registry API), a " +
+      "TerraformNotificationReceiver's URL and signing key Secrets (never logged)",
   },
   {
     apiGroup: "",
@@ -102,7 +103,9 @@ export const managerPermissions: readonly Permission[] = [
     apiGroup: "",
     resources: ["namespaces"],
     verbs: ["get"],
-    why: "a namespace's labels against an identity's allowedNamespaces and a TerraformModulePolicy's namespaceSelector",
+    why:
+      "a namespace's labels against an identity's allowedNamespaces, a TerraformModulePolicy's and a " +
+      "TerraformNotificationReceiver's namespaceSelector",
   },
   {
     apiGroup: "coordination.k8s.io",

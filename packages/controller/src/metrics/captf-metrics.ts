@@ -68,6 +68,10 @@ export const imageVerificationResults = [
 ] as const;
 export type ImageVerificationResult = (typeof imageVerificationResults)[number];
 
+/** captf_notifications_total results: delivered (2xx), given up after the retries (or refused for good), dropped (queue full). */
+export const notificationResults = ["sent", "failed", "dropped"] as const;
+export type NotificationResult = (typeof notificationResults)[number];
+
 /** The values one enumerated label takes on the metrics named (none named: every captf_* metric with that label). */
 export interface MetricLabelValues {
   label: string;
@@ -96,6 +100,7 @@ export const metricLabelValues: readonly MetricLabelValues[] = [
   { label: "reason", metrics: ["captf_identity_denied_total"], values: identityDeniedReasons },
   { label: "reason", metrics: ["captf_image_inspect_errors_total"], values: imageInspectErrorReasons },
   { label: "result", metrics: ["captf_image_verifications_total"], values: imageVerificationResults },
+  { label: "result", metrics: ["captf_notifications_total"], values: notificationResults },
   { label: "result", metrics: ["captf_state_backups_total"], values: stateBackupResults },
   { label: "result", metrics: ["captf_state_restores_total"], values: stateRestoreResults },
   { label: "result", metrics: ["captf_plan_approvals_total"], values: planApprovalResults },
@@ -120,6 +125,19 @@ export interface BuildInfo {
   version: string;
   commit: string;
   contract: string;
+}
+
+/** The captf_* metric constructors, registered in `registry`, their help marked alpha. */
+function metricFactories(registry: Registry) {
+  const registers = [registry];
+  return {
+    counter: <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Counter<L>({ name, help: alpha(help), labelNames, registers }),
+    gauge: <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+      new Gauge<L>({ name, help: alpha(help), labelNames, registers }),
+    histogram: <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+      new Histogram<L>({ name, help: alpha(help), labelNames, buckets, registers }),
+  };
 }
 
 /** A source of active Job counts, read at scrape time (the reference reads its Job cache). */
@@ -158,17 +176,12 @@ export class CaptfMetrics {
   readonly brokerRefusals: Counter<"kind" | "target">;
   readonly imageInspectErrors: Counter<"reason">;
   readonly imageVerifications: Counter<"kind" | "result">;
+  readonly notifications: Counter<"receiver" | "result">;
   readonly buildInfo: Gauge<"version" | "commit" | "contract">;
   #activeJobs: ActiveJobsSource = () => [];
 
   constructor(registry: Registry) {
-    const registers = [registry];
-    const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-      new Counter<L>({ name, help: alpha(help), labelNames, registers });
-    const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
-      new Gauge<L>({ name, help: alpha(help), labelNames, registers });
-    const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
-      new Histogram<L>({ name, help: alpha(help), labelNames, buckets, registers });
+    const { counter, gauge, histogram } = metricFactories(registry);
     const object = ["kind", "namespace", "name"] as const;
 
     this.jobs = counter("captf_jobs_total", "Finished Terraform Jobs by kind, operation and result", ["kind", "op", "result"]);
@@ -201,7 +214,7 @@ export class CaptfMetrics {
       name: "captf_jobs_active",
       help: alpha("Terraform Jobs running now, read from the Job cache at scrape time"),
       labelNames: ["kind", "op"],
-      registers,
+      registers: [registry],
       collect() {
         this.reset();
         for (const { kind, op, count } of activeJobs()) this.set({ kind, op }, count);
@@ -278,6 +291,11 @@ export class CaptfMetrics {
       "captf_image_verifications_total",
       "Signature checks of module images a TerraformModulePolicy governs, before a Job runs them, by result (verified or why not)",
       ["kind", "result"],
+    );
+    this.notifications = counter(
+      "captf_notifications_total",
+      "Notifications to TerraformNotificationReceivers by receiver and result: sent, failed (after the retries) or dropped (queue full)",
+      ["receiver", "result"],
     );
     this.buildInfo = gauge("captf_build_info", "Build information of the manager, always 1", ["version", "commit", "contract"]);
   }

@@ -365,6 +365,13 @@ export const dashboardRows: readonly RowSpec[] = [
           { expr: increase("captf_broker_refused_requests_total", "kind, target"), legend: "broker refused {{kind}} {{target}}" },
         ],
       },
+      {
+        title: "Notifications",
+        type: "timeseries",
+        unit: "short",
+        description: "Notifications to TerraformNotificationReceivers: sent, failed after their retries, dropped with the queue full",
+        queries: [{ expr: increase("captf_notifications_total", "receiver, result"), legend: "{{receiver}} {{result}}" }],
+      },
     ],
   },
 ];

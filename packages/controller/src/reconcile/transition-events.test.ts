@@ -107,22 +107,43 @@ describe("transitionEvents", () => {
     expect(between(undefined, [c("AutoscalingActive", "False", "AutoscalingDisabled")])).toEqual([]);
   });
 
-  it("no ConditionChanged where a transition has its own event, nor for Ready, InputsApplied or recoveries JobSucceeded reports", () => {
-    expect(between([c("ApplyJobSucceeded", "True", "ApplySucceeded")], [c("ApplyJobSucceeded", "False", "ApplyFailed")])).toEqual([]);
-    expect(between([c("ApplyJobSucceeded", "False", "ApplyFailed")], [c("ApplyJobSucceeded", "True", "ApplySucceeded")])).toEqual([]);
-    expect(between([c("StateReadable", "True", "StateRead")], [c("StateReadable", "False", "StateLocked")])).toEqual([]);
-    expect(between([c("DriftJobSucceeded", "True", "DriftChecked")], [c("DriftJobSucceeded", "False", "DriftJobFailed")])).toEqual([]);
-    expect(
-      between([c("AutoscalingActive", "True", "ReplicasManagedByModule")], [c("AutoscalingActive", "False", "ReplicasManagedExternally")]),
-    ).toEqual([]);
-    expect(between([c("Ready", "True", "Ready")], [c("Ready", "False", "NotReady")])).toEqual([]);
-    expect(between([c("Paused", "False", "NotPaused")], [c("Paused", "True", "Paused")])).toEqual([]);
-    expect(between([c("IdentityAllowed", "True", "IdentityAllowed")], [c("IdentityAllowed", "False", "IdentityNotFound")])).toEqual([]);
-    expect(between([c("InputsApplied", "True", "InputsApplied")], [c("InputsApplied", "False", "InputsApplyFailed")])).toEqual([]);
-    // A recovery from a bad reason that had its own event is still news when nothing else reports it.
-    expect(between([c("StateReadable", "False", "StateLocked")], [c("StateReadable", "True", "StateRead")])).toEqual([
-      "Normal ConditionChanged",
-    ]);
+  it(
+    "no ConditionChanged where a transition has its own event (Ready's are ReadyLost/ReadyRegained), nor for InputsApplied " +
+      "or recoveries JobSucceeded reports",
+    () => {
+      expect(between([c("ApplyJobSucceeded", "True", "ApplySucceeded")], [c("ApplyJobSucceeded", "False", "ApplyFailed")])).toEqual([]);
+      expect(between([c("ApplyJobSucceeded", "False", "ApplyFailed")], [c("ApplyJobSucceeded", "True", "ApplySucceeded")])).toEqual([]);
+      expect(between([c("StateReadable", "True", "StateRead")], [c("StateReadable", "False", "StateLocked")])).toEqual([]);
+      expect(between([c("DriftJobSucceeded", "True", "DriftChecked")], [c("DriftJobSucceeded", "False", "DriftJobFailed")])).toEqual([]);
+      expect(
+        between(
+          [c("AutoscalingActive", "True", "ReplicasManagedByModule")],
+          [c("AutoscalingActive", "False", "ReplicasManagedExternally")],
+        ),
+      ).toEqual([]);
+      expect(between([c("Ready", "True", "Ready")], [c("Ready", "False", "NotReady")])).toEqual(["Warning ReadyLost"]);
+      expect(between([c("Paused", "False", "NotPaused")], [c("Paused", "True", "Paused")])).toEqual([]);
+      expect(between([c("IdentityAllowed", "True", "IdentityAllowed")], [c("IdentityAllowed", "False", "IdentityNotFound")])).toEqual([]);
+      expect(between([c("InputsApplied", "True", "InputsApplied")], [c("InputsApplied", "False", "InputsApplyFailed")])).toEqual([]);
+      // A recovery from a bad reason that had its own event is still news when nothing else reports it.
+      expect(between([c("StateReadable", "False", "StateLocked")], [c("StateReadable", "True", "StateRead")])).toEqual([
+        "Normal ConditionChanged",
+      ]);
+    },
+  );
+
+  it("ReadyLost when Ready leaves True (not while deleting); ReadyRegained when it returns once provisioned, not the first Ready", () => {
+    const ready = c("Ready", "True", "Ready");
+    const notReady = c("Ready", "False", "NotReady");
+    expect(between([ready], [c("Ready", "Unknown", "ReadyUnknown")])).toEqual(["Warning ReadyLost"]);
+    expect(between([ready], [notReady, c("Deleting", "True", "Deleting")])).toEqual([]);
+    expect(between([notReady], [ready], { initialization: { provisioned: true } })).toEqual([]);
+    const provisioned = { conditions: [notReady], initialization: { provisioned: true } };
+    expect(transitionEvents(provisioned, { conditions: [ready] }, facts).map((event) => event.reason)).toEqual(["ReadyRegained"]);
+    // The first Ready of a new object, or a Ready that stays, is no news.
+    expect(transitionEvents({}, { conditions: [ready] }, facts)).toEqual([]);
+    expect(transitionEvents({ conditions: [ready], initialization: { provisioned: true } }, { conditions: [ready] }, facts)).toEqual([]);
+    expect(between([notReady], [c("Ready", "Unknown", "ReadyUnknown")])).toEqual([]);
   });
 
   it("a pass that leaves out the conditions (a merge patch keeps them) changes nothing", () => {

@@ -26,6 +26,8 @@ export interface StatusView {
   failureDomains?: readonly { name?: string; controlPlane?: boolean; attributes?: Record<string, string> }[] | null;
   exports?: unknown;
   observedStateSerial?: number | null;
+  /** Whether provisioning had latched: a Ready that returns after it is regained, the first one is Provisioned's news. */
+  initialization?: { provisioned?: boolean } | null;
 }
 
 export interface TransitionFacts {
@@ -112,6 +114,26 @@ function domains(list: StatusView["failureDomains"]): { key: string; names: stri
 
 const nameList = (names: string[]) => (names.length ? names.join(", ") : "none");
 
+/**
+ * Ready lost (it was True) and regained (True again once provisioned): what needs a person. Not while the object is deleted,
+ * whose Ready goes with it.
+ */
+function readyEvents(
+  after: ConditionView,
+  was: ConditionView | undefined,
+  change: string,
+  before: StatusView,
+  conditions: readonly ConditionView[],
+): TransitionEvent[] {
+  if (was?.status === "True" && after.status !== "True") {
+    const deleting = conditions.some((condition) => condition.type === "Deleting" && condition.status === "True");
+    return deleting ? [] : [event("ReadyLost", `Ready was lost: ${change}`, undefined, after.reason)];
+  }
+  if (after.status === "True" && was !== undefined && before.initialization?.provisioned === true)
+    return [event("ReadyRegained", `Ready again: ${change}`, undefined, after.reason)];
+  return [];
+}
+
 /** The events owed for the change from `before` (the status read) to `written` (the status this pass wrote). Pure. */
 export function transitionEvents(before: StatusView, written: StatusView, facts: TransitionFacts): TransitionEvent[] {
   const events: TransitionEvent[] = [];
@@ -120,6 +142,10 @@ export function transitionEvents(before: StatusView, written: StatusView, facts:
     const was = previous.get(after.type);
     if (was && was.status === after.status && was.reason === after.reason) continue;
     const change = `${after.type} is ${describe(after)}, was ${describe(was)}`;
+    if (after.type === "Ready") {
+      events.push(...readyEvents(after, was, change, before, merged(before, written, "conditions") ?? []));
+      continue;
+    }
     if (after.type === "InfrastructureHealthy") {
       if (unhealthyReasons.includes(after.reason))
         events.push(event("InstanceUnhealthy", `the ${facts.kind}'s instance is not healthy: ${change}`));

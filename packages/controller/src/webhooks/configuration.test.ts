@@ -15,8 +15,8 @@ import {
 
 // UPDATE_GOLDEN=1 rewrites testdata/webhooks/*.yaml from the current builder.
 const update = process.env.UPDATE_GOLDEN === "1";
-/** The cluster-scoped kinds: an administrator's identities and module policies. */
-const clusterScoped: readonly Kind[] = [kinds.clusterIdentity, kinds.modulePolicy];
+/** The cluster-scoped kinds: an administrator's identities, module policies and notification receivers. */
+const clusterScoped: readonly Kind[] = [kinds.clusterIdentity, kinds.modulePolicy, kinds.notificationReceiver];
 const golden = fileURLToPath(new URL("../../testdata/webhooks/validating-webhook-configuration.yaml", import.meta.url));
 
 describe("buildValidatingWebhookConfiguration", () => {
@@ -34,10 +34,10 @@ describe("buildValidatingWebhookConfiguration", () => {
     expect(yaml).toBe(readFileSync(golden, "utf8"));
   });
 
-  it("covers the eight kinds, DELETE only where a validator judges it, and never the status subresource", () => {
+  it("covers the nine kinds, DELETE only where a validator judges it, and never the status subresource", () => {
     const configuration = buildValidatingWebhookConfiguration({ url: "https://127.0.0.1:9443", caBundle: "PEM" });
     const byName = Object.fromEntries(configuration.webhooks!.map((webhook) => [webhook.name, webhook]));
-    expect(Object.keys(byName)).toHaveLength(8);
+    expect(Object.keys(byName)).toHaveLength(9);
     for (const kind of Object.values(kinds)) {
       const webhook = byName[webhookName(kind)]!;
       const rule = webhook.rules![0]!;

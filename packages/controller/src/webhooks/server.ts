@@ -27,6 +27,7 @@ import type { TerraformClusterIdentity } from "../api/terraformclusteridentity.j
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { TerraformMachinePool } from "../api/terraformmachinepool.js";
 import type { TerraformModulePolicy } from "../api/terraformmodulepolicy.js";
+import type { TerraformNotificationReceiver } from "../api/terraformnotificationreceiver.js";
 import type { TerraformClusterTemplate, TerraformMachinePoolTemplate, TerraformMachineTemplate } from "../api/templates.js";
 import { approverPatch } from "./approver.js";
 import { approverWebhook, validatingWebhooks, type ValidatingWebhookDefinition } from "./configuration.js";
@@ -41,6 +42,7 @@ import {
 import { validateTerraformMachine, validateTerraformMachineDeletion } from "./terraformmachine.js";
 import { validateTerraformMachinePool } from "./terraformmachinepool.js";
 import { validateTerraformModulePolicy } from "./terraformmodulepolicy.js";
+import { validateTerraformNotificationReceiver } from "./terraformnotificationreceiver.js";
 import { validateTerraformClusterTemplate, validateTerraformMachinePoolTemplate, validateTerraformMachineTemplate } from "./templates.js";
 import { verdict, type AdmissionContext, type Verdict } from "./verdict.js";
 
@@ -289,6 +291,7 @@ const writeValidators: Record<Exclude<(typeof kinds)[keyof typeof kinds], "Terra
   [kinds.machinePool]: validateTerraformMachinePool as Validator<TerraformMachinePool>,
   [kinds.machinePoolTemplate]: validateTerraformMachinePoolTemplate as Validator<TerraformMachinePoolTemplate>,
   [kinds.modulePolicy]: validateTerraformModulePolicy as Validator<TerraformModulePolicy>,
+  [kinds.notificationReceiver]: validateTerraformNotificationReceiver as Validator<TerraformNotificationReceiver>,
 };
 
 /** A refused write is Invalid (422) like a failed schema check; a refused deletion is Forbidden (403). */

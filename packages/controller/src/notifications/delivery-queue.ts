@@ -1,0 +1,109 @@
+/**
+ * The notifications' one bounded queue: what the recorder hands over is delivered in the background, retried with
+ * exponential back-off up to a cap, and dropped when the queue is full, so a slow or absent receiver never holds up a pass.
+ */
+import type { NotificationResult } from "../metrics/captf-metrics.js";
+import { exponentialBackoffMillis } from "../runtime/backoff.js";
+import { realClock, type Clock } from "../runtime/clock.js";
+
+/** One try's outcome: delivered, or why not and whether another try may succeed. */
+export type AttemptOutcome = { ok: true } | { ok: false; retry: boolean; error: string };
+
+export interface Delivery {
+  /** The receiver's name: the metric's label and the logs' field. */
+  receiver: string;
+  /** One try; a throw counts as a retryable failure with its message. */
+  attempt(): Promise<AttemptOutcome>;
+}
+
+export interface DeliveryQueueOptions {
+  /** Deliveries held at once, waiting, in flight or between retries; one more is dropped. */
+  capacity: number;
+  /** Tries in flight at once. */
+  concurrency: number;
+  /** Tries per delivery, the first included. */
+  maxAttempts: number;
+  /** The wait before the second try; doubled after each failure up to maxBackoffMillis. */
+  baseBackoffMillis: number;
+  maxBackoffMillis: number;
+  clock?: Clock;
+  /** Each delivery's end: sent, failed (its last error) or dropped. */
+  onResult(delivery: Delivery, result: NotificationResult, error?: string): void;
+}
+
+export const deliveryQueueDefaults = { capacity: 256, concurrency: 4, maxAttempts: 5, baseBackoffMillis: 1000, maxBackoffMillis: 30_000 };
+
+interface Held {
+  delivery: Delivery;
+  failures: number;
+}
+
+export class DeliveryQueue {
+  readonly #o: DeliveryQueueOptions;
+  readonly #clock: Clock;
+  readonly #ready: Held[] = [];
+  #held = 0;
+  #inFlight = 0;
+  #idle: (() => void)[] = [];
+
+  constructor(options: DeliveryQueueOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? realClock;
+  }
+
+  /** Deliveries held now (waiting, in flight or between retries). */
+  get size(): number {
+    return this.#held;
+  }
+
+  /** Takes the delivery, or drops it (reported as dropped) when the queue is full. Never waits. */
+  enqueue(delivery: Delivery): boolean {
+    if (this.#held >= this.#o.capacity) {
+      this.#o.onResult(delivery, "dropped");
+      return false;
+    }
+    this.#held++;
+    this.#ready.push({ delivery, failures: 0 });
+    this.#pump();
+    return true;
+  }
+
+  /** Resolves once nothing is held (for tests and a graceful stop). */
+  idle(): Promise<void> {
+    if (this.#held === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #pump(): void {
+    while (this.#inFlight < this.#o.concurrency && this.#ready.length > 0) {
+      const held = this.#ready.shift()!;
+      this.#inFlight++;
+      void this.#try(held);
+    }
+  }
+
+  async #try(held: Held): Promise<void> {
+    const outcome = await held.delivery
+      .attempt()
+      .catch(
+        (error: unknown): AttemptOutcome => ({ ok: false, retry: true, error: error instanceof Error ? error.message : String(error) }),
+      );
+    this.#inFlight--;
+    if (outcome.ok) this.#finish(held, "sent");
+    else if (outcome.retry && held.failures + 1 < this.#o.maxAttempts) {
+      const wait = exponentialBackoffMillis(held.failures, this.#o.baseBackoffMillis, this.#o.maxBackoffMillis);
+      held.failures++;
+      this.#clock.setTimeout(() => {
+        this.#ready.push(held);
+        this.#pump();
+      }, wait);
+    } else this.#finish(held, "failed", outcome.error);
+    this.#pump();
+  }
+
+  #finish(held: Held, result: NotificationResult, error?: string): void {
+    this.#held--;
+    this.#o.onResult(held.delivery, result, error);
+    if (this.#held === 0) for (const resolve of this.#idle.splice(0)) resolve();
+  }
+}
