@@ -77,6 +77,8 @@ export interface JobEnvironment {
    * this object's state, lock and events through a kubeconfig in /captf/broker (docs/security.md).
    */
   brokerCommand: string[];
+  /** With tracing on (docs/tracing.md): the runner container's TRACEPARENT and OTLP settings of a Job of this owner. */
+  tracing?: { jobEnvironment(ownerUid: string, jobName: string): V1EnvVar[] };
 }
 
 /**
@@ -215,15 +217,18 @@ export function isReservedEnvName(name: string): boolean {
   return reservedEnvPrefixes.some((prefix) => name.startsWith(prefix));
 }
 
-/** Builds the Job of one operation. Pure: the reconciler creates it (AlreadyExists = adopt). */
-export function buildJob(request: JobRequest, environment: JobEnvironment = defaultJobEnvironment): V1Job {
-  const { owner, policy = {} } = request;
-  const name = jobName(request);
-  const kind = kindOfRole[owner.role];
+type PodSpec = NonNullable<NonNullable<V1Job["spec"]>["template"]["spec"]>;
+type Volume = NonNullable<PodSpec["volumes"]>[number];
+type Container = PodSpec["containers"][number];
+type VolumeMount = NonNullable<Container["volumeMounts"]>[number];
+
+/** The Job's labels (repeated on its Pod) and annotations. */
+function jobMetadata(request: JobRequest): { labels: Record<string, string>; annotations: Record<string, string> } {
+  const { owner } = request;
   const jobLabels: Record<string, string> = {
     [labels.op]: request.op,
     [labels.attempt]: String(request.attempt),
-    [labels.ownerKind]: kind,
+    [labels.ownerKind]: kindOfRole[owner.role],
     [labels.ownerName]: nameLabelValue(owner.name),
     [labels.clusterName]: nameLabelValue(owner.clusterName),
     [labels.managed]: "true",
@@ -233,7 +238,12 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     jobAnnotations[annotations.inputsHash] = request.inputsHash;
   if (request.expectPlan) jobAnnotations[annotations.approvedPlan] = request.expectPlan;
   if (request.restore?.serial !== undefined) jobAnnotations[annotations.restoreSerial] = String(request.restore.serial);
+  return { labels: jobLabels, annotations: jobAnnotations };
+}
 
+/** The runner container's environment: the runtime's settings, the policy's entries, the state key by reference, the trace. */
+function runnerEnvironment(request: JobRequest, job: string, environment: JobEnvironment): V1EnvVar[] {
+  const { owner, policy = {} } = request;
   const env: V1EnvVar[] = [
     ...runtimeEnvironment.map((entry) => ({ ...entry })),
     { name: "HOME", value: "/captf/work" },
@@ -246,14 +256,14 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     const { secretName, key } = request.stateEncryption;
     env.push({ name: "TF_ENCRYPTION", valueFrom: { secretKeyRef: { name: secretName, key } } });
   }
+  // Last, so a policy's entry of the same name does not break the trace.
+  if (environment.tracing) env.push(...environment.tracing.jobEnvironment(owner.uid, job));
+  return env;
+}
 
-  // A function, so each container gets its own objects.
-  const restricted = (): V1SecurityContext => ({
-    allowPrivilegeEscalation: false,
-    capabilities: { drop: ["ALL"] },
-    readOnlyRootFilesystem: true,
-  });
-  const volumes: NonNullable<NonNullable<V1Job["spec"]>["template"]["spec"]>["volumes"] = [
+/** The Pod's volumes and the runner container's mounts of them. */
+function jobVolumes(request: JobRequest, job: string): { volumes: Volume[]; mounts: VolumeMount[] } {
+  const volumes: Volume[] = [
     { name: "runner", emptyDir: {} },
     { name: "broker", emptyDir: { medium: "Memory", sizeLimit: "1Mi" } },
     {
@@ -275,16 +285,16 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
           projected: {
             defaultMode: secretFileMode,
             sources: [
-              { secret: { name: runSecretName(name) } },
+              { secret: { name: runSecretName(job) } },
               ...request.restore.backupSecrets.map((secret, index) => ({
                 secret: { name: secret, items: [{ key: "tfstate", path: `restore/${index}` }] },
               })),
             ],
           },
         }
-      : { name: "config", secret: { secretName: runSecretName(name), defaultMode: secretFileMode } },
+      : { name: "config", secret: { secretName: runSecretName(job), defaultMode: secretFileMode } },
   ];
-  const mounts = [
+  const mounts: VolumeMount[] = [
     { name: "runner", mountPath: "/captf/bin", readOnly: true },
     { name: "broker", mountPath: brokerDir, readOnly: true },
     { name: "work", mountPath: "/captf/work" },
@@ -295,22 +305,93 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
     volumes.push({ name: "creds", secret: { secretName: request.credentialsSecret, defaultMode: secretFileMode } });
     mounts.push({ name: "creds", mountPath: "/var/run/captf/credentials", readOnly: true });
   }
+  return { volumes, mounts };
+}
 
+/** A function, so each container gets its own objects. */
+function restricted(): V1SecurityContext {
+  return { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, readOnlyRootFilesystem: true };
+}
+
+/**
+ * The init containers. First: the broker starts from its own image's bundle while the next one copies that bundle for the
+ * module's container, so it serves before the runner's first step.
+ */
+function initContainers(owner: JobOwner, job: string, environment: JobEnvironment): Container[] {
+  return [
+    {
+      name: brokerContainerName,
+      image: environment.runnerImage,
+      restartPolicy: "Always",
+      command: [...environment.brokerCommand],
+      args: [
+        `--event-object=${eventObject(owner)}`,
+        `--state-suffix=${stateSecretSuffix(owner)}`,
+        `--job-name=${job}`,
+        `--dir=${brokerDir}`,
+      ],
+      env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+      volumeMounts: [
+        { name: "broker", mountPath: brokerDir },
+        { name: "broker-token", mountPath: serviceAccountDir, readOnly: true },
+      ],
+      resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } },
+      terminationMessagePath: "/dev/termination-log",
+      terminationMessagePolicy: "File",
+      securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
+    },
+    {
+      name: "runner",
+      image: environment.runnerImage,
+      command: environment.runnerCopyCommand,
+      volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
+      resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "64Mi" } },
+      securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
+    },
+  ];
+}
+
+/** The module image's container, running the runner. */
+function sourceContainer(request: JobRequest, job: string, environment: JobEnvironment, mounts: VolumeMount[]): Container {
+  const { policy = {} } = request;
+  return {
+    name: sourceContainerName,
+    image: request.image,
+    imagePullPolicy: policy.imagePullPolicy ?? "IfNotPresent",
+    command: [...runnerRunCommand],
+    args: runnerArguments(request, job, policy.lockTimeoutSeconds ?? defaultLockTimeoutSeconds),
+    env: runnerEnvironment(request, job, environment),
+    envFrom: request.credentialsSecret ? [{ secretRef: { name: request.credentialsSecret } }] : undefined,
+    volumeMounts: mounts,
+    resources: policy.resources ?? { requests: { cpu: "250m", memory: "512Mi" }, limits: { memory: "2Gi" } },
+    terminationMessagePath: "/dev/termination-log",
+    terminationMessagePolicy: "File",
+    securityContext: { ...policy.securityContext, ...restricted() },
+  };
+}
+
+/** Builds the Job of one operation. Pure: the reconciler creates it (AlreadyExists = adopt). */
+export function buildJob(request: JobRequest, environment: JobEnvironment = defaultJobEnvironment): V1Job {
+  const { owner, policy = {} } = request;
+  const name = jobName(request);
+  const kind = kindOfRole[owner.role];
+  const metadata = jobMetadata(request);
+  const { volumes, mounts } = jobVolumes(request, name);
   return {
     apiVersion: "batch/v1",
     kind: "Job",
     metadata: {
       name,
       namespace: owner.namespace,
-      labels: jobLabels,
-      annotations: jobAnnotations,
+      labels: metadata.labels,
+      annotations: metadata.annotations,
       ownerReferences: [{ apiVersion: groupVersion, kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }],
     },
     spec: {
       backoffLimit: 0,
       activeDeadlineSeconds: policy.activeDeadlineSeconds || defaultActiveDeadlineSeconds,
       template: {
-        metadata: { labels: { ...jobLabels }, annotations: { [annotations.safeToEvict]: "false" } },
+        metadata: { labels: { ...metadata.labels }, annotations: { [annotations.safeToEvict]: "false" } },
         spec: {
           restartPolicy: "Never",
           terminationGracePeriodSeconds,
@@ -324,55 +405,8 @@ export function buildJob(request: JobRequest, environment: JobEnvironment = defa
             seccompProfile: { type: "RuntimeDefault" },
             ...policy.podSecurityContext,
           },
-          initContainers: [
-            // First: the broker starts from its own image's bundle while the next init container copies
-            // that bundle for the module's container, so it serves before the runner's first step.
-            {
-              name: brokerContainerName,
-              image: environment.runnerImage,
-              restartPolicy: "Always",
-              command: [...environment.brokerCommand],
-              args: [
-                `--event-object=${eventObject(owner)}`,
-                `--state-suffix=${stateSecretSuffix(owner)}`,
-                `--job-name=${name}`,
-                `--dir=${brokerDir}`,
-              ],
-              env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
-              volumeMounts: [
-                { name: "broker", mountPath: brokerDir },
-                { name: "broker-token", mountPath: serviceAccountDir, readOnly: true },
-              ],
-              resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } },
-              terminationMessagePath: "/dev/termination-log",
-              terminationMessagePolicy: "File",
-              securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
-            },
-            {
-              name: "runner",
-              image: environment.runnerImage,
-              command: environment.runnerCopyCommand,
-              volumeMounts: [{ name: "runner", mountPath: "/captf/bin" }],
-              resources: { requests: { cpu: "10m", memory: "32Mi" }, limits: { memory: "64Mi" } },
-              securityContext: { ...restricted(), runAsNonRoot: true, runAsUser: nonRootUser },
-            },
-          ],
-          containers: [
-            {
-              name: sourceContainerName,
-              image: request.image,
-              imagePullPolicy: policy.imagePullPolicy ?? "IfNotPresent",
-              command: [...runnerRunCommand],
-              args: runnerArguments(request, name, policy.lockTimeoutSeconds ?? defaultLockTimeoutSeconds),
-              env,
-              envFrom: request.credentialsSecret ? [{ secretRef: { name: request.credentialsSecret } }] : undefined,
-              volumeMounts: mounts,
-              resources: policy.resources ?? { requests: { cpu: "250m", memory: "512Mi" }, limits: { memory: "2Gi" } },
-              terminationMessagePath: "/dev/termination-log",
-              terminationMessagePolicy: "File",
-              securityContext: { ...policy.securityContext, ...restricted() },
-            },
-          ],
+          initContainers: initContainers(owner, name, environment),
+          containers: [sourceContainer(request, name, environment, mounts)],
           volumes,
         },
       },
