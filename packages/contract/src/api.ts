@@ -270,6 +270,8 @@ export const runnerEventReasons = [
   "RunFinished",
   // The state broker in the Job refused a request of module code (the first of the Job's).
   "BrokerRefused",
+  // The plan's diff could not be kept in the object's plan diff Secret (too large, or the write failed); the run goes on.
+  "PlanDiffNotKept",
 ] as const;
 export type RunnerEventReason = (typeof runnerEventReasons)[number];
 

@@ -298,6 +298,12 @@ export const runnerEventDocs: Record<RunnerEventReason, RunnerEventDoc> = {
       "The Job's state broker refused a request of module code: the first refusal of the Job (the note names the request and " +
       "why); the rest are counted in `captf_broker_refused_requests_total` ([security](security.md)).",
   },
+  PlanDiffNotKept: {
+    type: "Warning",
+    meaning:
+      "The plan's diff was not kept for `kubectl captf plan show --diff`: it was larger than 512 KiB compressed, or writing the " +
+      "object's plan diff Secret failed (the note says which); the run goes on, and the Job's log has the plan.",
+  },
 };
 
 /** Events kubectl captf records (`kubectl-captf`); their types are `pluginEventReasons`. */

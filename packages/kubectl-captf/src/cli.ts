@@ -69,12 +69,24 @@ async function buildCli(
       y
         .command(
           "show <object>",
-          "Show the pending plan (status.plan): its hash, counts and resource entries",
+          "Show the pending plan (status.plan): its hash, counts and resource entries; with --diff, what it changes",
           (z) =>
-            reference(z).example("$0 plan show terraformcluster/demo", "the plan waiting for approval, and the command that approves it"),
+            reference(z)
+              .option("diff", {
+                type: "boolean",
+                default: false,
+                describe:
+                  "print the plan's changes attribute by attribute, as tofu show does (sensitive values and values known only " +
+                  "after apply masked), from the diff its Job kept in the object's plan diff Secret (get on that Secret needed)",
+              })
+              .example("$0 plan show terraformcluster/demo", "the plan waiting for approval, and the command that approves it")
+              .example("$0 plan show terraformcluster/demo --diff", "what that plan changes, as tofu show prints it; -o json for the data"),
           (a) => {
             const object = parseObjectReference(a.object as string);
-            return run((connection, format) => showPlan(connection, object, a.object as string, format, out), a as unknown as GlobalArgs);
+            return run(
+              (connection, format) => showPlan(connection, object, a.object as string, format, out, a.diff as boolean),
+              a as unknown as GlobalArgs,
+            );
           },
         )
         .command(

@@ -19,6 +19,7 @@ import {
 import { buildClusterTree, formatClusterTree, type ClusterTree, type JobSummary } from "./describe.js";
 import { approvalDecision, formatPlan, lastJob, lastPod, pendingPlan, restoreDecision, type Decision } from "./decisions.js";
 import { isObjectNotFound, isStatus, type Connection } from "./kube.js";
+import { showPlanDiff } from "./plan-diff.js";
 import { describeObject, Refusal, resourceOf, type CaptfObject, type ObjectReference } from "./objects.js";
 
 export type OutputFormat = "text" | "json";
@@ -222,8 +223,10 @@ export async function showPlan(
   referenceText: string,
   format: OutputFormat,
   out: Output,
+  diff = false,
 ): Promise<void> {
   const object = await readObject(connection, reference);
+  if (diff) return showPlanDiff(connection, object, referenceText, format, out);
   const plan = unwrap(pendingPlan(object));
   if (format === "json") {
     const approvals = object.metadata.annotations ?? {};

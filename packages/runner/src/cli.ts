@@ -21,6 +21,7 @@ import { operations, type Operation } from "@captf/contract/run-result";
 import { runnerVersion } from "./version.js";
 import { BrokerUsageError, brokerFlags, brokerSummary } from "./broker/command.js";
 import { parseFast } from "./flags.js";
+import { createPlanDiffKeeper, type PlanDiffKeeper } from "./plan-diff-store.js";
 
 /** Exit codes of every runner command. */
 export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const;
@@ -368,6 +369,19 @@ function eventRecorder(args: Record<string, unknown>, io: CliIo, broker?: Promis
   }
 }
 
+/** Where a plan's diff is kept: the object's plan diff Secret, written through the broker; none outside a Job. */
+function planDiffKeeper(args: Record<string, unknown>, broker?: Promise<ApiEndpoint>): PlanDiffKeeper | undefined {
+  const object = args["event-object"];
+  const job = args["job-name"];
+  if (!broker || typeof object !== "string" || typeof job !== "string" || job === "") return undefined;
+  try {
+    return createPlanDiffKeeper({ endpoint: broker, object: parseObjectReference(object), job });
+  } catch {
+    // A malformed --event-object: eventRecorder logs it.
+    return undefined;
+  }
+}
+
 async function closeEvents(events: EventRecorder): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([events.close(), new Promise((resolve) => (timer = setTimeout(resolve, eventsCloseTimeoutMs)))]);
@@ -404,6 +418,7 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
   // Each is awaited later (the first step, the first event) or never, when preflight stops the run: a failure is reported there.
   for (const pending of [endpoint, ready]) pending?.catch(() => {});
   const events = eventRecorder(args, io, endpoint);
+  const keepPlanDiff = planDiffKeeper(args, endpoint);
   const { result, exitCode } = await runOperation(options, {
     stdout: io.stdout,
     stderr: io.stderr,
@@ -411,6 +426,7 @@ async function run(args: Record<string, unknown>, io: CliIo): Promise<number> {
     signal: io.signal ?? new AbortController().signal,
     events,
     ...(ready ? { ready } : {}),
+    ...(keepPlanDiff ? { keepPlanDiff } : {}),
   });
   stopLeftovers();
   const written = await writeResult(String(args.result), result, io);

@@ -18,12 +18,19 @@ export interface PlanChange {
   after?: unknown;
   before_sensitive?: unknown;
   after_sensitive?: unknown;
+  after_unknown?: unknown;
+  replace_paths?: unknown;
   importing?: unknown;
 }
 
 export interface ResourceChange {
   address: string;
   previous_address?: string | undefined;
+  /** managed or data, the resource type and name: what a diff's heading shows. */
+  mode?: string | undefined;
+  type?: string | undefined;
+  name?: string | undefined;
+  action_reason?: string | undefined;
   change: PlanChange;
 }
 
@@ -75,7 +82,16 @@ export function parsePlanDocument(text: string): PlanDocument {
   const resource_changes = resourceChanges.map((entry, index): ResourceChange => {
     if (!isRecord(entry) || typeof entry.address !== "string") throw new PlanUnreadableError(`resource_changes[${index}] has no address`);
     const previous = typeof entry.previous_address === "string" && entry.previous_address !== "" ? entry.previous_address : undefined;
-    return { address: entry.address, previous_address: previous, change: readChange(entry.change, entry.address) };
+    const text = (field: unknown) => (typeof field === "string" ? field : undefined);
+    return {
+      address: entry.address,
+      previous_address: previous,
+      mode: text(entry.mode),
+      type: text(entry.type),
+      name: text(entry.name),
+      action_reason: text(entry.action_reason),
+      change: readChange(entry.change, entry.address),
+    };
   });
   const outputChanges = document.output_changes ?? {};
   if (!isRecord(outputChanges)) throw new PlanUnreadableError("output_changes is not an object");

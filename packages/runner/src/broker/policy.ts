@@ -1,5 +1,6 @@
 import type { BrokerRequestTarget } from "@captf/contract/run-result";
 import { stateLockLeaseName, stateSecretName } from "@captf/render";
+import { planDiffDataKey, planDiffSecretName } from "@captf/contract/plan-diff";
 import type { ObjectReference } from "../events.js";
 
 /**
@@ -17,6 +18,8 @@ export interface BrokerScope {
   stateSecret: string;
   /** `lock-tfstate-default-<suffix>`. */
   lockLease: string;
+  /** The object's plan diff Secret (contract/plan-diff.ts): the runner replaces or creates it after a plan, nothing else. */
+  planDiffSecret: string;
   /** The object the run's events must be about. */
   object: ObjectReference;
 }
@@ -27,6 +30,7 @@ export function brokerScope(object: ObjectReference, stateSuffix: string): Broke
     stateSuffix,
     stateSecret: stateSecretName(stateSuffix),
     lockLease: stateLockLeaseName(stateSuffix),
+    planDiffSecret: planDiffSecretName(object),
     object,
   };
 }
@@ -87,6 +91,10 @@ export function decideRequest(scope: BrokerScope, method: string, path: string, 
       if (method === "POST") return { allowed: true, target: "state", bodyCheck: "state-name" };
       return refuse("other", `${method} on the Secrets collection is not part of a state run`);
     }
+    if (name === scope.planDiffSecret) {
+      if (method !== "PUT") return refuse("state", `${method} on the plan diff Secret is not part of a run: it is only replaced`);
+      return { allowed: true, target: "state", bodyCheck: "state-name" };
+    }
     if (!isStateSecretName(scope, name)) return refuse("other", `Secret ${name} is not this object's state`);
     if (!stateItemVerbs.has(method)) return refuse("state", `${method} on the state Secret is not part of a state run`);
     return { allowed: true, target: "state", ...(method === "PUT" ? { bodyCheck: "state-name" as const } : {}) };
@@ -134,6 +142,7 @@ export function checkBody(scope: BrokerScope, check: BodyCheck, body: unknown, p
     const name = metadata.name;
     if (typeof name !== "string") return "the body names no object";
     if (pathName !== undefined && name !== pathName) return `the body names ${name}, the path ${pathName}`;
+    if (check === "state-name" && name === scope.planDiffSecret) return checkPlanDiffBody(scope, object);
     if (check === "state-name" && !isStateSecretName(scope, name)) return `Secret ${name} is not this object's state`;
     if (check === "state-name" && object.kind !== undefined && object.kind !== "Secret")
       return `the body is a ${String(object.kind)}, not a Secret`;
@@ -152,6 +161,20 @@ export function checkBody(scope: BrokerScope, check: BodyCheck, body: unknown, p
   ) {
     return `the event is about ${String(regarding.kind)} ${String(regarding.namespace)}/${String(regarding.name)}, not this run's object`;
   }
+  return undefined;
+}
+
+/** The plan diff Secret as the runner writes it: owned by this object alone, its one key the diff, nothing else. */
+function checkPlanDiffBody(scope: BrokerScope, secret: AnyObject): string | undefined {
+  if (secret.kind !== undefined && secret.kind !== "Secret") return `the body is a ${String(secret.kind)}, not a Secret`;
+  const owners = record(secret.metadata)?.ownerReferences;
+  const { object } = scope;
+  const owner = Array.isArray(owners) && owners.length === 1 ? record(owners[0]) : undefined;
+  if (!owner || owner.uid !== object.uid || owner.kind !== object.kind || owner.name !== object.name || owner.controller === true)
+    return "the plan diff Secret must be owned by this run's object alone (not as its controller)";
+  if (secret.stringData !== undefined) return "the plan diff Secret takes no stringData";
+  const keys = Object.keys(record(secret.data) ?? {});
+  if (keys.length !== 1 || keys[0] !== planDiffDataKey) return `the plan diff Secret's data is its one key ${planDiffDataKey}`;
   return undefined;
 }
 
