@@ -23,9 +23,10 @@ export interface PlanDiffInput {
 export type PlanDiffKeeper = (input: PlanDiffInput) => Promise<void>;
 
 /**
- * The plan diff Secret: owned by the object (deleted with it), labelled like captf's other per-object
- * Secrets, its one key the gzipped diff. Not controller-owned and without blockOwnerDeletion, so the
- * runner's ServiceAccount needs no right on the object itself.
+ * The plan diff Secret: owned by the object (deleted with it), labelled with its owner's kind and name, its one
+ * key the gzipped diff. Not `captf.io/managed`: the manager caches those Secrets with their data and reads no
+ * diff. Not controller-owned and without blockOwnerDeletion, so the runner's ServiceAccount needs no right on
+ * the object itself.
  */
 export function planDiffSecret(object: ObjectReference, data: Buffer): Record<string, unknown> {
   return {
@@ -35,7 +36,6 @@ export function planDiffSecret(object: ObjectReference, data: Buffer): Record<st
       name: planDiffSecretName(object),
       namespace: object.namespace,
       labels: {
-        [labels.managed]: "true",
         [labels.ownerKind]: object.kind,
         [labels.ownerName]: nameLabelValue(object.name),
       },

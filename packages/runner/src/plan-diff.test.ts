@@ -150,11 +150,13 @@ describe("the kept form", () => {
       metadata: {
         name,
         namespace: "ns",
-        labels: { "captf.io/managed": "true", "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformCluster" },
+        labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformCluster" },
         ownerReferences: [{ kind: "TerraformCluster", name: "demo", uid: "u-1" }],
       },
       data: { [planDiffDataKey]: Buffer.from("gz").toString("base64") },
     });
+    // Not one the manager caches (captf.io/managed=true Secrets, with their data): it never reads a diff.
+    expect((secret.metadata as { labels: Record<string, string> }).labels["captf.io/managed"]).toBeUndefined();
     const path = `/api/v1/namespaces/ns/secrets/${name}`;
     expect(decideRequest(scope, "PUT", path, new URLSearchParams())).toMatchObject({ allowed: true, bodyCheck: "state-name" });
     expect(checkBody(scope, "state-name", secret, name)).toBeUndefined();

@@ -150,7 +150,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       const pending = cluster.status.plan!;
       const { secret, diff } = await keptDiff(name);
       expect(secret.metadata).toMatchObject({
-        labels: { "captf.io/managed": "true", "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformCluster" },
+        labels: { "captf.infrastructure.cluster.x-k8s.io/owner-kind": "TerraformCluster" },
         ownerReferences: [expect.objectContaining({ kind: "TerraformCluster", name, uid: cluster.metadata.uid })],
       });
       expect(diff).toMatchObject({ planHash: pending.planHash, job: pending.job });
