@@ -6,7 +6,7 @@
 // lineage: what the runtime does on its next plan, and what captf's reader answers. `tofu-encrypted` is
 // OpenTofu with state encryption (a pbkdf2 passphrase in TF_ENCRYPTION), read back with the same key.
 // Run `npx tsc -b` first. Usage: node bench/drills/big-state.mjs [--mib 20] [--runtime tofu|tofu-encrypted|terraform]
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -53,7 +53,11 @@ const row = (runtime, case_, what) => {
   );
 };
 
-function run(runtime, suffix, args) {
+/**
+ * Runs the runtime asynchronously: a spawnSync of a minutes-long apply blocked the event loop while the API server closed the
+ * reader's idle kept-alive connection, and the next read wrote into the closed socket (EPIPE).
+ */
+async function run(runtime, suffix, args) {
   const env = {
     PATH: process.env.PATH,
     HOME: dir,
@@ -63,12 +67,7 @@ function run(runtime, suffix, args) {
     ...(encrypted(runtime) ? { TF_ENCRYPTION: tfEncryption } : {}),
   };
   const started = performance.now();
-  const result = spawnSync(requireTool(encrypted(runtime) ? "tofu" : runtime), args, {
-    cwd: join(dir, `${runtime}-${suffix}`),
-    env,
-    encoding: "utf8",
-    maxBuffer: 1 << 30,
-  });
+  const result = await spawned(requireTool(encrypted(runtime) ? "tofu" : runtime), args, { cwd: join(dir, `${runtime}-${suffix}`), env });
   const lastError =
     (result.stderr || result.stdout)
       .split("\n")
@@ -76,6 +75,20 @@ function run(runtime, suffix, args) {
       ?.replace(/[│╷╵]/g, "")
       .trim() ?? "";
   return { exit: result.status, seconds: ((performance.now() - started) / 1000).toFixed(1), error: lastError.slice(0, 160) };
+}
+
+/** A child's exit status and its whole stdout and stderr, as spawnSync gives them, without blocking. */
+function spawned(command, args, options) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
+    const out = { stdout: [], stderr: [] };
+    child.stdout.on("data", (chunk) => out.stdout.push(chunk));
+    child.stderr.on("data", (chunk) => out.stderr.push(chunk));
+    child.on("error", reject);
+    child.on("close", (status) =>
+      resolve({ status, stdout: Buffer.concat(out.stdout).toString("utf8"), stderr: Buffer.concat(out.stderr).toString("utf8") }),
+    );
+  });
 }
 
 function writeRoot(runtime, suffix, blob) {
@@ -103,7 +116,12 @@ const init = (runtime, suffix) =>
     `-backend-config=secret_suffix=${suffix}`,
   ]);
 const reading = async (suffix, runtime) => {
-  const r = await readState(client, namespace, suffix, undefined, encrypted(runtime) ? decryption : undefined);
+  // A read that fails (the API server unreachable, a connection closed under it) is this case's answer, not the drill's end.
+  const r = await readState(client, namespace, suffix, undefined, encrypted(runtime) ? decryption : undefined).catch((error) => ({
+    kind: "failed",
+    reason: "read failed",
+    message: `${error.code ?? ""} ${error.message}`.trim(),
+  }));
   return r.kind === "ok"
     ? `ok serial ${r.state.serial}, ${(r.state.bytes / 2 ** 20).toFixed(1)} MiB in ${r.state.secrets} Secret(s) ` +
         `of ${(r.state.compressedBytes / 2 ** 20).toFixed(2)} MiB`
@@ -121,10 +139,10 @@ try {
     ]) {
       const suffix = `${case_.includes("incompressible") ? "rand" : "flat"}-${runtime}`;
       writeRoot(runtime, suffix, blob);
-      init(runtime, suffix);
-      const apply = run(runtime, suffix, ["apply", "-auto-approve", "-input=false", "-no-color"]);
+      await init(runtime, suffix);
+      const apply = await run(runtime, suffix, ["apply", "-auto-approve", "-input=false", "-no-color"]);
       const errored = existsSync(join(dir, `${runtime}-${suffix}`, "errored.tfstate"));
-      const push = errored ? run(runtime, suffix, ["state", "push", "errored.tfstate"]) : undefined;
+      const push = errored ? await run(runtime, suffix, ["state", "push", "-no-color", "errored.tfstate"]) : undefined;
       row(runtime, case_, {
         apply: `exit ${apply.exit} in ${apply.seconds} s${apply.error ? ` (${apply.error})` : ""}`,
         erroredTfstate: errored,
@@ -145,12 +163,12 @@ try {
     for (const [case_, damage] of Object.entries(damages)) {
       const suffix = `${case_.replace(/ /g, "-")}-${runtime}`;
       writeRoot(runtime, suffix, "small");
-      init(runtime, suffix);
-      run(runtime, suffix, ["apply", "-auto-approve", "-input=false", "-no-color"]);
+      await init(runtime, suffix);
+      await run(runtime, suffix, ["apply", "-auto-approve", "-input=false", "-no-color"]);
       const secret = await core.readNamespacedSecret({ name: secretName(suffix), namespace });
       secret.data.tfstate = damage(Buffer.from(secret.data.tfstate, "base64")).toString("base64");
       await core.replaceNamespacedSecret({ name: secretName(suffix), namespace, body: secret });
-      const plan = run(runtime, suffix, ["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
+      const plan = await run(runtime, suffix, ["plan", "-input=false", "-no-color", "-detailed-exitcode"]);
       row(runtime, case_, {
         plan: `exit ${plan.exit}${plan.error ? ` (${plan.error})` : " (0 = no changes, 2 = changes)"}`,
         captf: await reading(suffix, runtime),
