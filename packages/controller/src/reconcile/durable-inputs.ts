@@ -221,3 +221,8 @@ export async function annotateDurableInputs(
     ),
   );
 }
+
+/** The exports hash of a pool's last successful apply; before that was recorded, the exports its durable inputs hold. */
+export function appliedExportsHash(durable: DurableInputs): string {
+  return durable.appliedClusterOutputsHash ?? exportsHash(durable.variables.captf_cluster_outputs as JsonValue | undefined);
+}

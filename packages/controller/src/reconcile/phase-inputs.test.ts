@@ -31,7 +31,7 @@ describe("reconcileInputs", () => {
   it.each([
     ["a missing owner needs someone to fix the objects", "WaitingForOwner", "Unknown"],
     ["a mismatched owner needs someone to fix the objects", "OwnerMismatch", "False"],
-  ])("%s: DependenciesReady %s", async (_what, reason, status) => {
+  ] as const)("%s: DependenciesReady %s", async (_what, reason, status) => {
     const pass = reconcilePass(new FakeObjects().client, {
       now,
       adapter: clusterAdapter,
