@@ -1,10 +1,12 @@
 import { decodeOutputs, replacingMergePatch, type JsonValue } from "@captf/contract";
 import { annotations, labels, replicasManagedByValue } from "@captf/contract/api";
 import { stateSecretSuffix } from "@captf/render";
+import { readStateEncryption } from "../state/encryption-secret.js";
 import { readState } from "../state/read-state.js";
 import { capiGroup, capiTypes } from "../api/cluster-api.js";
 import { maxPublishedExportsBytes } from "../api/terraformcluster.js";
-import { readBootstrapSecret, readObject, type PassReads } from "../reconcile/pass-reads.js";
+import type { StateEncryption } from "../api/workspace.js";
+import { readBootstrapSecret, readObject, type PassReads, type TerraformClusterObject } from "../reconcile/pass-reads.js";
 import type { KindAdapter, ReconcilerDeps, WorkspaceObject } from "../reconcile/types.js";
 import { decideRemediation, effectiveRemediation, nextUnhealthySamples, type StoredRemediation } from "./machine-remediation.js";
 import { ownerMismatch, type InfrastructureReference } from "./owner-check.js";
@@ -79,10 +81,15 @@ export async function clusterStateOutputs(
         .filter((name): name is string => Boolean(name)),
     };
   }
+  // A cluster whose state is encrypted is read with its own key; without a usable key its machines wait, as the cluster does.
+  const encryption = await readStateEncryption(deps.client, namespace, clusterStateEncryption(terraformCluster));
+  if (encryption.kind === "unavailable") return undefined;
   const state = await readState(
     deps.client,
     namespace,
     stateSecretSuffix({ role: "cluster", namespace, name: terraformCluster.metadata.name }),
+    undefined,
+    encryption.kind === "ready" ? encryption.decryption : undefined,
   );
   if (state.kind !== "ok" || !state.state.inputsHash) return undefined;
   const failureDomains = decodeOutputs("cluster", state.state.outputs).outputs.failure_domains;
@@ -90,6 +97,11 @@ export async function clusterStateOutputs(
     exports: (state.state.outputs.exports as JsonValue | undefined) ?? {},
     failureDomainNames: failureDomains.state === "ok" ? failureDomains.value.map((domain) => domain.name) : [],
   };
+}
+
+/** The TerraformCluster's spec.stateEncryption (the pass reads only the spec fields it uses). */
+function clusterStateEncryption(terraformCluster: TerraformClusterObject): StateEncryption | undefined {
+  return (terraformCluster.spec as { stateEncryption?: StateEncryption } | undefined)?.stateEncryption;
 }
 
 export const machineAdapter: KindAdapter<"machine"> = {

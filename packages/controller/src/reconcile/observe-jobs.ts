@@ -3,7 +3,7 @@ import { annotations, labels } from "@captf/contract/api";
 import { nameLabelValue } from "@captf/contract/object-names";
 import { completeRunResult, parseBrokerSummary, parseRunResult, type RunResult } from "@captf/contract/run-result";
 import { imageReferenceName } from "@captf/contract/oci";
-import { brokerContainerName } from "../jobs/build-job.js";
+import { brokerContainerName, sourceContainerName } from "../jobs/build-job.js";
 import type { JobOutcome, Operation } from "./decide-operation.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { finishedCondition, type JobConditions } from "../runtime/job-conditions.js";
@@ -32,7 +32,7 @@ export interface ObservedJob {
   bookkept: boolean;
   /** Only for a finished Job not bookkept yet. */
   result?: RunResult;
-  /** The `source` container's image ID, only for a finished Job not bookkept yet. */
+  /** The image the `source` container ran, by digest ({@link ranImageId}), only for a finished Job not bookkept yet. */
   imageId?: string;
   /** When the `source` container started (ms), only for a finished Job not bookkept yet: its queue time ends there. */
   sourceStartedAt?: number;
@@ -204,11 +204,21 @@ export async function observeJobs(
       deadlineExceeded,
       ...(result ? { result } : {}),
       ...(broker ? { broker } : {}),
-      ...(status?.imageID ? { imageId: status.imageID } : {}),
+      ...(ranImageId(job, status?.imageID) ? { imageId: ranImageId(job, status?.imageID) } : {}),
       ...(status?.state?.terminated?.startedAt ? { sourceStartedAt: Date.parse(String(status.state.terminated.startedAt)) } : {}),
     });
   }
   return observed;
+}
+
+/**
+ * What a finished Job ran, as a digest reference: the `source` container's image when the Job named a digest (an image a
+ * TerraformModulePolicy verified runs by the digest cosign signed, a multi-platform image's index, where a Pod's imageID may name
+ * the platform's manifest, whose digest carries no signature), else the Pod's image ID.
+ */
+export function ranImageId(job: V1Job, podImageId: string | undefined): string | undefined {
+  const named = job.spec?.template.spec?.containers.find((container) => container.name === sourceContainerName)?.image;
+  return named && /@sha256:[0-9a-f]{64}$/.test(named) ? named : podImageId || undefined;
 }
 
 /**
