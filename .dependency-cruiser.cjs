@@ -5,7 +5,7 @@
 /** packages/controller/src folders, lowest first; "." is the top-level files. */
 const controllerLayers = [
   ["api", "conditions"],
-  ["runtime", "metrics", "events", "monitoring"],
+  ["runtime", "metrics", "events", "monitoring", "tracing"],
   ["jobs"],
   ["state"],
   ["webhooks"],

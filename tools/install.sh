@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tools/install.sh - build the pinned external programs (etcd, OpenTofu, Terraform, kube-apiserver,
-# kube-controller-manager, Cluster API, promtool, cosign) from the Go module proxy into a cache outside the repo.
+# kube-controller-manager, Cluster API, promtool, cosign, a minimal OpenTelemetry Collector) from the Go module proxy
+# into a cache outside the repo.
 #
 # Usage: tools/install.sh [--only NAME]... [--list] [--print-env] [--help]
 #
 #   (no option)    build every tool that is not cached yet, both runtimes for the other architecture included
 #                  (the release's tests build and run every module image's arm64 platform), then write $CAPTF_TOOLS_DIR/env
-#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, cosign, prometheus-crds, tofu-arm64,
+#   --only NAME    restrict to one tool (etcd, tofu, terraform, kube, capi, promtool, cosign, otelcol, prometheus-crds, tofu-arm64,
 #                  terraform-arm64: the other architecture's runtimes for module images); may be repeated
 #   --list         print name, version, binary path and cached/missing; builds nothing
 #   --print-env    print the export lines of the env file to stdout; builds nothing
@@ -24,7 +25,7 @@ TOOLS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CAPTF_TOOLS_DIR="${CAPTF_TOOLS_DIR:-$HOME/.cache/captf/tools}"
 
 # name | main module (whose require line gives the version) | binary=package ...
-TOOLS=(etcd tofu terraform kube capi promtool cosign)
+TOOLS=(etcd tofu terraform kube capi promtool cosign otelcol)
 declare -A TOOL_MODULE=(
   [etcd]=go.etcd.io/etcd/server/v3
   [tofu]=github.com/opentofu/opentofu
@@ -33,6 +34,7 @@ declare -A TOOL_MODULE=(
   [capi]=sigs.k8s.io/cluster-api
   [promtool]=github.com/prometheus/prometheus
   [cosign]=github.com/sigstore/cosign/v2
+  [otelcol]=go.opentelemetry.io/collector/otelcol
 )
 declare -A TOOL_BINS=(
   [etcd]="etcd=go.etcd.io/etcd/server/v3"
@@ -42,6 +44,7 @@ declare -A TOOL_BINS=(
   [capi]="capi-manager=sigs.k8s.io/cluster-api/core clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl"
   [promtool]="promtool=github.com/prometheus/prometheus/cmd/promtool"
   [cosign]="cosign=github.com/sigstore/cosign/v2/cmd/cosign"
+  [otelcol]="otelcol=captf.local/tools/otelcol"  # tools/otelcol/main.go: the OTLP receiver and the file exporter
 )
 
 # Data, not programs: files copied out of a module (no build), named like binaries.

@@ -98,6 +98,15 @@ export const managerFlags: readonly FlagDefinition[] = [
     group: "Diagnostics",
   },
   {
+    name: "tracing-otlp-endpoint",
+    type: "string",
+    default: "",
+    description:
+      "OTLP/HTTP base URL (http://collector:4318) the manager and its Jobs send traces to; " +
+      "empty: traces only when OTEL_TRACES_EXPORTER=otlp (docs/tracing.md)",
+    group: "Diagnostics",
+  },
+  {
     name: "kubeconfig",
     type: "string",
     default: "",
@@ -311,6 +320,8 @@ export interface ManagerSettings {
   driftDefaultIntervalMillis: number;
   clusterOperationGate: boolean;
   stateBackups: number;
+  /** `--tracing-otlp-endpoint`; tracing is on with it or with OTEL_TRACES_EXPORTER=otlp. */
+  tracing: { otlpEndpoint: string };
   maxActiveJobs: number;
   clusterMaxActiveJobs: number;
   /** Cipher suites and curves in OpenSSL's names (Node's), translated from Go's; empty = Node's defaults. */
@@ -604,6 +615,7 @@ function readSettings(read: FlagReader, env: Readonly<Record<string, string | un
     driftDefaultIntervalMillis: read.duration("drift-default-interval", true),
     clusterOperationGate: read.bool("cluster-operation-gate"),
     stateBackups: read.int("state-backups", 0),
+    tracing: { otlpEndpoint: read.text("tracing-otlp-endpoint") },
     maxActiveJobs: read.int("max-active-jobs", 0),
     clusterMaxActiveJobs: read.int("cluster-max-active-jobs", 0),
     diagnostics: {

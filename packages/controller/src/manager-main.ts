@@ -14,6 +14,7 @@ import { contractVersion } from "@captf/contract";
 import { kubeEventRecorder } from "./events/event-recorder.js";
 import { notifyingRecorder, receiverNotifier } from "./notifications/notifier.js";
 import { parseManagerFlags, type ManagerSettings } from "./flags.js";
+import { managerTracing, type ManagerTracing } from "./tracing/manager-tracing.js";
 import { identityController, mirrorLabelSelector } from "./identity/identity-controller.js";
 import { identityCredentials } from "./identity/job-credentials.js";
 import { namespaceSweepController, sweepNamespaceLogged } from "./identity/namespace-sweep.js";
@@ -86,13 +87,15 @@ export interface ManagerControllerDeps {
   instance: string;
   /** Whose informer caches the controllers' watches share and the passes read from. */
   manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>;
+  /** With tracing on: spans of the passes and the Jobs, and the Jobs' trace context (docs/tracing.md). */
+  tracing?: ManagerTracing;
   /** Handed the read cache and the Job slots the passes share, for tests that check what they hold. */
   wired?: (parts: { cache: ReadCache; jobSlots: JobSlots }) => void;
 }
 
 /** Every Job's init container copies the runner bundle out of `--runner-image`. */
-export function managerJobEnvironment(settings: Pick<ManagerSettings, "runnerImage">): JobEnvironment {
-  return { ...defaultJobEnvironment, runnerImage: settings.runnerImage };
+export function managerJobEnvironment(settings: Pick<ManagerSettings, "runnerImage">, tracing?: ManagerTracing): JobEnvironment {
+  return { ...defaultJobEnvironment, runnerImage: settings.runnerImage, ...(tracing ? { tracing } : {}) };
 }
 
 /** Every controller the manager runs, in the order they are added. */
@@ -110,7 +113,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   const events = notifyingRecorder(kubeEventRecorder(client, { instance: deps.instance, logger }), notifier);
   const reconcilerDeps: ReconcilerDeps = {
     client,
-    jobEnvironment: managerJobEnvironment(settings),
+    jobEnvironment: managerJobEnvironment(settings, deps.tracing),
     cache,
     credentials: identityCredentials({ client, cache }, events),
     events,
@@ -126,6 +129,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   };
   // captf_jobs_active is read from the Job cache the controllers' Job watches fill.
   const jobCache = deps.manager.informer(builtinTypes.job);
+  deps.tracing?.watchJobs(jobCache);
   deps.metrics.captf.setActiveJobsSource(() => activeJobCounts(jobCache.list()));
   // Always wired: a cluster's own spec.maxActiveJobs applies even when the flags set no limit.
   const podCache = {
@@ -144,6 +148,7 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     concurrency,
     manager: deps.manager,
     ...(settings.watchFilter ? { watchFilter: settings.watchFilter } : {}),
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
   return [
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
@@ -377,11 +382,15 @@ export async function runManager(
     return 1;
   }
   const signal = io.signal ?? shutdownSignal(logger);
+  const tracing = managerTracing(settings.tracing, env, {
+    onError: (error) => logger.error({ err: error }, "tracing: cannot load the SDK"),
+  });
+  if (tracing) logger.info({ endpoint: settings.tracing.otlpEndpoint || "from OTEL_* variables" }, "tracing on: spans exported over OTLP");
   let admission: AdmissionServer | undefined;
   const shardsStop = new AbortController();
   let shardsRun: Promise<void> | undefined;
   try {
-    const deps = { client, logger, metrics, instance: hostname(), manager };
+    const deps = { client, logger, metrics, instance: hostname(), manager, ...(tracing ? { tracing } : {}) };
     const sharding = managerSharding(settings, { logger, metrics, client, manager });
     addManagerControllers(manager, createManagerControllers(deps, settings), sharding?.gate);
     admission = await startAdmissionServer({
@@ -403,6 +412,7 @@ export async function runManager(
     shardsStop.abort();
     await shardsRun;
     await admission?.close();
+    await tracing?.shutdown();
     client.close();
   }
 }

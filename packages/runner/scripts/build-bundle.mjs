@@ -6,6 +6,7 @@
 //   <out>/runner.mjs  what Jobs start: it loads runner.cjs
 //   <out>/runner.cjs  the runner and every dependency a run needs as one CommonJS file (esbuild)
 //   <out>/runner-yargs.mjs what only help and usage errors load (yargs), apart so a run never parses it
+//   <out>/runner-tracing.cjs the OpenTelemetry SDK, apart so a run with tracing off never parses it (docs/tracing.md)
 //   <out>/broker.cjs  the state broker sidecar's entry: the broker alone, as one CommonJS file
 // Copied into /captf/bin (by `runner copy`, which points node's interpreter and runpath at the
 // copy), it runs in any Linux root of the same architecture, with or without a libc of its own; it
@@ -34,6 +35,7 @@ const { values } = parseArgs({
 });
 const out = resolve(values.out);
 const yargsModule = "runner-yargs.mjs";
+const tracingModule = "runner-tracing.cjs";
 const binDir = values["bin-dir"];
 const arch = values.arch ?? hostArchitecture();
 
@@ -74,7 +76,18 @@ await build({
   banner: { js: 'const __captfModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
   plugins: [
     { name: "yargs-module", setup: (b) => b.onResolve({ filter: /^yargs$/ }, () => ({ path: `./${yargsModule}`, external: true })) },
+    // contract's tracing.ts imports the SDK only when tracing is on: from its own file.
+    {
+      name: "tracing-module",
+      setup: (b) => b.onResolve({ filter: /^\.\/otel-export\.js$/ }, () => ({ path: `./${tracingModule}`, external: true })),
+    },
   ],
+});
+await build({
+  ...common,
+  entryPoints: [join(packageDir, "..", "contract", "src", "otel-export.ts")],
+  outfile: join(out, tracingModule),
+  format: "cjs",
 });
 // The broker sidecar's own entry, broker.cjs: the same form, without the runner's code.
 await build({

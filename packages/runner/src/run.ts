@@ -36,6 +36,7 @@ import { checksPlanBeforeApply, erroredStateFile, erroredStatePushStep, restoreS
 import { type FailurePoint, type Operation } from "@captf/contract/run-result";
 import { failureSummary, stateNotSavedSummary } from "./summary.js";
 import { decryptIfEncrypted, encryptingRuntimeProblem, encryptionSecrets, encryptionVariable } from "./state-encryption.js";
+import { noRunTracing, startRunTracing, type RunTracing } from "./tracing.js";
 import { assembleRestoreState, checkImageLayout, countManagedAddresses, prepareWorkspace, type PreparedWorkspace } from "./workspace.js";
 
 /** Everything `runner run` was told, flags parsed. */
@@ -136,6 +137,7 @@ class Run {
   startVersion: () => void = () => {};
   /** A plan's human output, held until show-json has named its sensitive values. */
   heldPlanOutput = "";
+  tracing: RunTracing = noRunTracing;
   private secrets: Secret[] = [];
 
   constructor(
@@ -182,6 +184,7 @@ class Run {
  */
 export async function runOperation(options: RunOptions, io: RunIo): Promise<RunOutcome> {
   const run = new Run(options, io);
+  run.tracing = await startRunTracing(io.env);
   const prepared = await prepare(run);
   if ("kind" in prepared) return finish(run, prepared);
   startVersionBesideFirstStep(run, prepared);
@@ -196,6 +199,8 @@ async function finish(run: Run, stop: Stop | undefined): Promise<RunOutcome> {
   run.startVersion();
   result.runtime.version = await run.version;
   const took = roundSeconds(monotonicMs() - run.started);
+  const traced = { op: options.op, image: options.image, runtimeVersion: result.runtime.version };
+  await run.tracing.finish(stop ? { ...traced, error: { kind: stop.kind, step: stop.step } } : traced);
   if (!stop) {
     run.emit("Normal", "RunFinished", options.op, `${options.op} succeeded in ${took}s`);
     run.log.info("run finished", { op: options.op, seconds: took });
@@ -436,20 +441,22 @@ async function execute(run: Run, prepared: PreparedWorkspace, step: StepInvocati
   const stderr = new RedactingLineWriter(io.stderr, currentRedactor);
   const scanner = step.name === "apply" || step.name === "destroy" ? new ChangesScanner() : undefined;
   const passThrough = step.stdout === "log" || step.stdout === "capture-and-log";
-  const outcome = await runStep({
-    command: [...options.bin, ...step.args],
-    cwd: prepared.rootDir,
-    env: prepared.env,
-    captureStdout: step.stdout !== "log" && step.stdout !== "hold-for-plan",
-    onStdout: (text) => {
-      scanner?.write(text);
-      if (passThrough) stdout.write(text);
-      else if (step.stdout === "hold-for-plan") run.heldPlanOutput += text;
-    },
-    onStderr: (text) => stderr.write(text),
-    signal: io.signal,
-    stopTimeoutMs: options.stopTimeoutMs,
-  });
+  const runRuntime = (traceEnv: Readonly<Record<string, string>> | undefined) =>
+    runStep({
+      command: [...options.bin, ...step.args],
+      cwd: prepared.rootDir,
+      env: traceEnv ? { ...prepared.env, ...traceEnv } : prepared.env,
+      captureStdout: step.stdout !== "log" && step.stdout !== "hold-for-plan",
+      onStdout: (text) => {
+        scanner?.write(text);
+        if (passThrough) stdout.write(text);
+        else if (step.stdout === "hold-for-plan") run.heldPlanOutput += text;
+      },
+      onStderr: (text) => stderr.write(text),
+      signal: io.signal,
+      stopTimeoutMs: options.stopTimeoutMs,
+    });
+  const outcome = await run.tracing.step(step.name, runRuntime, (finished) => failed(step, finished));
   stdout.flush();
   stderr.flush();
   const changes: Changes | undefined = scanner?.changes();

@@ -30,6 +30,7 @@ describe("tools/install.sh", () => {
     expect(run.stdout).toMatch(/^capi\s+v1\.14\.2\s+missing\s+\S+\/bin\/clusterctl$/m);
     expect(run.stdout).toMatch(/^promtool\s+v0\.316\.0\s+missing\s+\S+\/promtool-v0\.316\.0\/bin\/promtool$/m);
     expect(run.stdout).toMatch(/^cosign\s+v2\.6\.5\s+missing\s+\S+\/cosign-v2\.6\.5\/bin\/cosign$/m);
+    expect(run.stdout).toMatch(/^otelcol\s+v0\.161\.0\s+missing\s+\S+\/otelcol-v0\.161\.0\/bin\/otelcol$/m);
   });
 
   it("lists every Debian program the tests take from PATH, found or with its apt-get line", () => {

@@ -14,6 +14,8 @@ export const toolVariables = {
   promtool: "CAPTF_PROMTOOL",
   // Signs module images in the loopback registry for the signature verifier's suites.
   cosign: "CAPTF_COSIGN",
+  // A minimal OpenTelemetry Collector (OTLP receiver, file exporter): the tracing suites' real collector.
+  otelcol: "CAPTF_OTELCOL",
   // The Prometheus operator's CRDs (tools/install.sh --only prometheus-crds): files, not programs.
   "prometheusrule-crd": "CAPTF_PROMETHEUSRULE_CRD",
   "servicemonitor-crd": "CAPTF_SERVICEMONITOR_CRD",

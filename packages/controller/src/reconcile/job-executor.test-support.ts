@@ -18,6 +18,8 @@ export interface JobExecutor {
   runPending(): Promise<number>;
   /** What each Pod's runner wrote to stdout and stderr (its container log), by Pod name. */
   logs: Map<string, string>;
+  /** The runner bundle the Pods run (built from the sources, --js-only). */
+  bundle: string;
   close(): void;
 }
 
@@ -93,6 +95,10 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
       }
       secretEnv[entry.name] = Buffer.from(value, "base64").toString("utf8");
     }
+    // The trace context and OTLP settings (docs/tracing.md) as the container has them; its other values name paths of a real Pod.
+    for (const entry of container.env ?? [])
+      if (entry.value !== undefined && (entry.name === "TRACEPARENT" || entry.name.startsWith("OTEL_")))
+        secretEnv[entry.name] = entry.value;
     const work = join(base, name);
     const config = join(work, "config");
     mkdirSync(config, { recursive: true });
@@ -268,6 +274,7 @@ export function startJobExecutor(options: JobExecutorOptions): JobExecutor {
 
   return {
     logs,
+    bundle,
     async runPending() {
       const pods = await core.listNamespacedPod({ namespace: options.namespace });
       let ran = 0;

@@ -20,6 +20,7 @@ import type { Manager } from "../runtime/manager.js";
 import { capiTypes } from "../api/cluster-api.js";
 import { terraformClusterType, workspaceResourceType } from "../api/resource-types.js";
 import { variablesSourceWatches } from "./variables-source-watches.js";
+import type { ManagerTracing } from "../tracing/manager-tracing.js";
 
 export { capiTypes, workspaceResourceType };
 import { reconcileWorkspace } from "./workspace-reconciler.js";
@@ -140,6 +141,8 @@ export interface WorkspaceControllerOptions {
   manager?: Pick<Manager, "informer">;
   /** `--watch-filter`: watch only objects carrying `cluster.x-k8s.io/watch-filter=<value>`. */
   watchFilter?: string;
+  /** With tracing on: each pass runs inside its span, in the trace of the object's uid (docs/tracing.md). */
+  tracing?: ManagerTracing;
 }
 
 /**
@@ -206,22 +209,32 @@ export function workspaceController<R extends Role>(
         options.watchFilter ? watchFilterSelector(options.watchFilter) : undefined,
       ),
     );
+  // The object's cached copy: a pass's span is in the trace of its uid.
+  const own =
+    options.tracing && options.manager
+      ? options.manager.informer(
+          workspaceResourceType(adapter),
+          watches[0]!.labelSelector ? { labelSelector: watches[0]!.labelSelector } : {},
+        )
+      : undefined;
   return {
     name: adapter.kind.toLowerCase(),
     kind: adapter.kind,
     concurrency: options.concurrency ?? 10,
     watches,
     async reconcile(_key, context) {
-      const result = await reconcileWorkspace(
-        { ...deps, logger: deps.logger ?? context.logger },
-        adapter,
-        context.namespace!,
-        context.name,
-      ).catch((error: unknown) => {
-        const outcome = goneDuringPass(error, adapter.plural, context.name);
-        if (outcome) return outcome;
-        throw error;
-      });
+      const pass = () =>
+        reconcileWorkspace({ ...deps, logger: deps.logger ?? context.logger }, adapter, context.namespace!, context.name).catch(
+          (error: unknown) => {
+            const outcome = goneDuringPass(error, adapter.plural, context.name);
+            if (outcome) return outcome;
+            throw error;
+          },
+        );
+      const { tracing } = options;
+      const uid = () => own?.get(context.namespace, context.name)?.metadata?.uid;
+      const subject = () => ({ kind: adapter.kind, namespace: context.namespace!, name: context.name, uid: uid() });
+      const result = tracing ? await tracing.pass(subject(), pass) : await pass();
       if (result.action === "gone") deps.jobSlots?.forget?.(`${context.namespace}/${adapter.kind}/${context.name}`);
       context.logger.info({ action: result.action }, "reconciled");
       return queueResult(result);
