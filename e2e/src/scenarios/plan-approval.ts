@@ -1,11 +1,34 @@
 // Plan approval: a cluster input change under applyPolicy Manual shows its plan in status.plan and
 // applies nothing until captf.io/approve-plan names the plan's hash; then one apply, and both clear.
+// The plan Job kept the plan's diff, masked, and kubectl captf plan show --diff prints it.
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
 import { expect, it } from "@jest/globals";
 import { waitFor } from "@captf/testkit";
 import { labels } from "@captf/contract/api";
-import { demoClusterName } from "../demo-objects.js";
+import { planDiffDataKey, planDiffSecretName } from "@captf/contract/plan-diff";
+import { demoClusterName, demoNamespace } from "../demo-objects.js";
 import type { TerraformObject } from "../objects.js";
-import { infra, mergePatch, scenarioTimeout, type Scenario } from "./shared-plane.js";
+import { infra, mergePatch, scenarioTimeout, type Scenario, type SharedPlane } from "./shared-plane.js";
+
+const plugin = fileURLToPath(new URL("../../../packages/kubectl-captf/bin/kubectl-captf.js", import.meta.url));
+
+/** The pending plan's diff as the plan Job's runner kept it (through its broker, with the Job's own token), and as the plugin prints it. */
+async function keptPlanDiff(shared: SharedPlane): Promise<{ kept: string; printed: string }> {
+  const name = planDiffSecretName({ namespace: demoNamespace, kind: "TerraformCluster", name: demoClusterName });
+  const secret = await shared.core.readNamespacedSecret({ namespace: demoNamespace, name });
+  const kept = gunzipSync(Buffer.from(secret.data![planDiffDataKey]!, "base64")).toString("utf8");
+  const printed = await new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [plugin, "plan", "show", `terraformcluster/${demoClusterName}`, "--diff", "-n", demoNamespace],
+      { env: { ...process.env, KUBECONFIG: shared.plane.kubeconfigPath } },
+      (error, stdout, stderr) => (error ? reject(new Error(`kubectl captf plan show --diff: ${stderr}`)) : resolve(stdout)),
+    ),
+  );
+  return { kept, printed };
+}
 
 export const approvePlan: Scenario = (shared) => {
   it(
@@ -44,6 +67,13 @@ export const approvePlan: Scenario = (shared) => {
       expect(planned.status!.plan!.planHash).toMatch(/^p1:[0-9a-f]{64}$/);
       expect(JSON.stringify(planned.status!.plan)).toMatch(/terraform_data\.load_balancer/);
       expect(await clusterJobs("apply")).toBe(appliesBefore);
+      const { kept, printed } = await keptPlanDiff(shared);
+      expect(JSON.parse(kept)).toMatchObject({ planHash: planned.status!.plan!.planHash, job: planned.status!.plan!.job });
+      expect(printed).toContain(`plan ${planned.status!.plan!.planHash}, made by Job ${planned.status!.plan!.job}`);
+      expect(printed).toMatch(/~ resource "terraform_data" "load_balancer" \{/);
+      const { credential, variable, bootstrap } = shared.secrets;
+      for (const value of [credential, variable, bootstrap])
+        expect([kept.includes(value), printed.includes(value)]).toEqual([false, false]);
 
       await custom.patchNamespacedCustomObject(
         {
