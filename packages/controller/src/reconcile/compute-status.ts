@@ -27,49 +27,65 @@ export type InputsOutcome<Rendered = unknown> =
   | { kind: "pending"; reason: string; message: string; condition: "DependenciesReady" | "ApplyJobSucceeded"; status: "Unknown" | "False" }
   | { kind: "none" };
 
-/** The facts of one pass that the status is computed from; a phase that did not run leaves its fact undefined. */
+/**
+ * The facts of one pass that the status is computed from, each noted with the step that sets it (gatherScope, or a phase of
+ * phases.ts); a phase that did not run leaves its fact undefined.
+ */
 export interface StatusScope {
+  /** gatherScope. */
   role: Role;
+  /** gatherScope. */
   kind: string;
+  /** gatherScope. */
   now: number;
+  /** gatherScope (reconcileOutputs: the generation its spec patch made). */
   generation?: number;
+  /** gatherScope: the conditions as read. */
   previous: readonly Condition[] | undefined;
+  /** gatherScope. */
   paused: boolean;
-  /** What pauses it: the Cluster's spec.paused, or the object's own annotation. */
+  /** gatherScope: what pauses it, the Cluster's spec.paused or the object's own annotation. */
   pausedBy?: "Cluster" | "annotation";
+  /** gatherScope. */
   deleting: boolean;
-  /** Undefined: inherited from a TerraformCluster that is not found. */
+  /** reconcileDeletionFacts; undefined: inherited from a TerraformCluster that is not found. */
   deletionPolicy?: DeletionPolicy | undefined;
-  /** A deleting cluster: its machines and pools that still exist. */
+  /** reconcileDeletionFacts: a deleting cluster's machines and pools that still exist. */
   dependents?: number;
+  /** gatherScope. */
   clusterName: string;
-  /** A provisioned machine runs on the inputs its durable inputs pinned. */
+  /** gatherScope: a provisioned machine runs on the inputs its durable inputs pinned. */
   pinned: boolean;
+  /** reconcileInputs (reconcileHeldExports: a pool's held inputs). */
   inputs: InputsOutcome;
-  /** IdentityAllowed, CredentialsMirrored and RunnerRBACReady as the credentials resolver computed them. */
+  /** reconcileCredentials (reconcileOperation for a deleting object): IdentityAllowed, CredentialsMirrored, RunnerRBACReady. */
   credentials: { type: string; value: ConditionValue }[];
-  /** RunnerRBACReady of a ServiceAccount other than captf-runner named by the Job policy. */
+  /** reconcileCredentials: RunnerRBACReady of a ServiceAccount other than captf-runner named by the Job policy. */
   serviceAccount?: ConditionValue;
-  /** A cluster or pool apply Job that disappeared while it ran, noticed this pass. */
+  /** reconcileJobs: a cluster or pool apply Job that disappeared while it ran, noticed this pass. */
   vanishedApply?: string;
-  /** Pool: the change of the cluster's exports it holds for approval (it renders those of its last successful apply). */
+  /** reconcileHeldExports: the change of the cluster's exports a pool holds for approval (it renders its last applied ones). */
   heldExports?: { pending: PendingExports; approvalHash: string };
   /**
-   * Pool: the blocked Job, still the newest apply, whose change of the exports was withdrawn, and the apply before it (undefined: pruned).
+   * reconcileHeldExports: a pool's blocked Job, still the newest apply, whose change of the exports was withdrawn, and the apply
+   * before it (undefined: pruned).
    */
   withdrawnExports?: { job: string; applyBefore?: ObservedJob };
-  /** An apply that may have applied part of its change is on record (`captf.io/interrupted-apply`): the inputs are not known applied. */
+  /** recordDecision: an apply that may have applied part of its change is on record (`captf.io/interrupted-apply`). */
   interruptedApply?: boolean;
-  /** Restore Jobs bookkept this pass, oldest first. */
+  /** reconcileJobs: restore Jobs bookkept this pass, oldest first. */
   restores: { job: string; serial: number; succeeded: boolean; summary?: string }[];
-  /** `captf.io/restore-state` names no complete backup: its value. */
+  /** reconcileState: `captf.io/restore-state` names no complete backup: its value. */
   restoreBackupNotFound?: string;
-  /** The state as this object may use it (lineage checked); undefined before it was read. */
+  /** reconcileState: the state as this object may use it (lineage checked); undefined before it was read. */
   state?: StateReading;
+  /** reconcileState. */
   stateLost?: boolean;
+  /** reconcileState. */
   lock?: StateLockFinding;
-  /** UIDs of deleted objects whose retained state is in the way (not adopted). */
+  /** reconcileRetainedState: UIDs of deleted objects whose retained state is in the way (not adopted). */
   retainedBy?: string[];
+  /** reconcileDrift. */
   drift?: {
     action: DriftPolicy["action"];
     /** The newest drift or refresh Job bookkept this pass. */
@@ -77,21 +93,23 @@ export interface StatusScope {
     /** A remediation apply that succeeded after the newest finding. */
     remediatedBy?: string;
   };
-  /** OutputsValid (undefined: keep) and InfrastructureHealthy, when the state held outputs. */
+  /** reconcileOutputs: OutputsValid (undefined: keep) and InfrastructureHealthy, when the state held outputs. */
   outputs?: { outputsValid?: ConditionValue; health: ConditionValue };
-  /** The newest Job that finished this pass (with a run result, or not bookkept yet). */
+  /** reconcileOutputs: the newest Job that finished this pass (with a run result, or not bookkept yet). */
   newestJob?: ObservedJob;
+  /** reconcilePlans. */
   planShown?: PlanPreview;
-  /** The hash of the inputs rendered now; a pinned machine's is the one it applied. */
+  /** reconcileInputs (reconcileHeldExports): the hash of the inputs rendered now; a pinned machine's is the one it applied. */
   currentHash?: string;
-  /** Conditions the kind wrote back to its owner (pool autoscaling, machine remediation). */
+  /** reconcileOutputs: conditions the kind wrote back to its owner (pool autoscaling, machine remediation). */
   ownerConditions: { type: string; value: ConditionValue }[];
+  /** gatherScope (as read), then reconcileOutputs. */
   provisioned: boolean;
-  /** Cluster: the control-plane endpoint host known after this pass (its spec, the module's, or the Cluster's). */
+  /** reconcileOutputs: a cluster's control-plane endpoint host after this pass (its spec, the module's, or the Cluster's). */
   endpointHost?: string;
-  /** ImageVerified as the act step's signature check left it (a refusal is the pass's wait); undefined: keep. */
+  /** reconcileOperation: ImageVerified as the signature check left it (a refusal is the pass's wait); undefined: keep. */
   imageVerified?: ConditionValue;
-  /** Status fields the phases gathered (state backups, plan, contract fields, ...). */
+  /** Status fields the phases gathered: state backups (reconcileState), plan (reconcilePlans), contract fields (reconcileOutputs), ... */
   fields: Record<string, unknown>;
 }
 
