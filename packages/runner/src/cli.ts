@@ -21,7 +21,7 @@ import { operations, type Operation } from "@captf/contract/run-result";
 import { runnerVersion } from "./version.js";
 import { BrokerUsageError, brokerFlags, brokerSummary } from "./broker/command.js";
 import { parseFast } from "./flags.js";
-import { createPlanDiffKeeper, type PlanDiffKeeper } from "./plan-diff-store.js";
+import type { PlanDiffKeeper } from "./plan-diff-store.js";
 
 /** Exit codes of every runner command. */
 export const exitCodes = { ok: 0, failure: 1, usage: 2 } as const;
@@ -369,17 +369,25 @@ function eventRecorder(args: Record<string, unknown>, io: CliIo, broker?: Promis
   }
 }
 
-/** Where a plan's diff is kept: the object's plan diff Secret, written through the broker; none outside a Job. */
+/**
+ * Where a plan's diff is kept: the object's plan diff Secret, written through the broker; none outside a Job.
+ * Loaded when a plan is kept: its Secret's name and labels need node:crypto, which a run's start never loads.
+ */
 function planDiffKeeper(args: Record<string, unknown>, broker?: Promise<ApiEndpoint>): PlanDiffKeeper | undefined {
   const object = args["event-object"];
   const job = args["job-name"];
   if (!broker || typeof object !== "string" || typeof job !== "string" || job === "") return undefined;
+  let owner: ReturnType<typeof parseObjectReference>;
   try {
-    return createPlanDiffKeeper({ endpoint: broker, object: parseObjectReference(object), job });
+    owner = parseObjectReference(object);
   } catch {
     // A malformed --event-object: eventRecorder logs it.
     return undefined;
   }
+  return async (input) => {
+    const { createPlanDiffKeeper } = await import("./plan-diff-store.js");
+    await createPlanDiffKeeper({ endpoint: broker, object: owner, job })(input);
+  };
 }
 
 async function closeEvents(events: EventRecorder): Promise<void> {
