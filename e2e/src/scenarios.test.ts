@@ -14,6 +14,7 @@ import { hostileModuleContained } from "./scenarios/hostile-module-contained.js"
 import { interruptedRuns } from "./scenarios/interrupted-runs.js";
 import { moduleAuthor } from "./scenarios/module-author.js";
 import { noSecretLeaks } from "./scenarios/no-secret-leaks.js";
+import { declareNotificationReceivers, notificationsDelivered } from "./scenarios/notifications.js";
 import { approvePlan } from "./scenarios/plan-approval.js";
 import { roll } from "./scenarios/roll.js";
 import { scale } from "./scenarios/scale.js";
@@ -27,12 +28,14 @@ import { teardown } from "./scenarios/teardown.js";
 const scenarios: Scenario[] = [
   bringUp,
   scale,
+  declareNotificationReceivers,
   roll,
   approvePlan,
   failingModule,
   interruptedRuns,
   healthRemediation,
   noSecretLeaks,
+  notificationsDelivered,
   clusterctlGenerate,
   clusterctlMove,
   hostileModuleContained,

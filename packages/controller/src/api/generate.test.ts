@@ -65,11 +65,18 @@ describe("the CRDs", () => {
     },
   );
 
-  it("gives every kind with a status the status subresource, and the two status-less templates none", () => {
+  it("gives every kind with a status the status subresource, and the status-less templates and module policy none", () => {
     const withStatus = kindDefinitions
       .filter((definition) => "subresources" in versionOf(definition.kind))
       .map((definition) => definition.kind);
-    expect(withStatus).toEqual([kinds.cluster, kinds.machine, kinds.machineTemplate, kinds.machinePool, kinds.clusterIdentity]);
+    expect(withStatus).toEqual([
+      kinds.cluster,
+      kinds.machine,
+      kinds.machineTemplate,
+      kinds.machinePool,
+      kinds.clusterIdentity,
+      kinds.notificationReceiver,
+    ]);
   });
 
   it("makes the identity cluster-scoped and part of clusterctl's move hierarchy", () => {

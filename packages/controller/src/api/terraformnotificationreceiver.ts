@@ -7,7 +7,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import { kinds, managerEventReasons } from "@captf/contract/api";
 import { LabelSelectorSchema } from "./kubernetes-types.js";
 import { ageColumn, kindSchema, type KindDefinition } from "./resource.js";
-import { cel, described, dnsLabelPattern, dnsSubdomainPattern, setList, StringEnum } from "./schema.js";
+import { cel, described, dnsLabelPattern, dnsSubdomainPattern, setList, StringEnum, Timestamp } from "./schema.js";
 
 /** The event reasons a receiver gets when it names none: what needs a person. */
 export const defaultNotificationReasons = [
@@ -108,11 +108,36 @@ export const TerraformNotificationReceiverSpecSchema = Type.Object(
 );
 export type TerraformNotificationReceiverSpec = Static<typeof TerraformNotificationReceiverSpecSchema>;
 
+export const TerraformNotificationReceiverStatusSchema = Type.Object(
+  {
+    lastSentTime: Type.Optional(Timestamp({ description: "When a notification was last delivered (written at most once a minute)." })),
+    lastFailure: Type.Optional(
+      Type.Object(
+        {
+          time: Timestamp({ description: "When it happened." }),
+          result: StringEnum(["failed", "dropped"] as const, {
+            description: "failed: given up after the retries, or refused for good; dropped: the manager's queue was full.",
+          }),
+          reason: Type.String({ description: "The event reason of the notification." }),
+          message: Type.String({
+            description: "Why: the HTTP status, the socket error's code, or the Secret that could not be read; never the URL or key.",
+            maxLength: 1024,
+          }),
+        },
+        { description: "The last notification that was not delivered." },
+      ),
+    ),
+  },
+  { description: "What the manager observed of its deliveries to this receiver." },
+);
+export type TerraformNotificationReceiverStatus = Static<typeof TerraformNotificationReceiverStatusSchema>;
+
 export const TerraformNotificationReceiverSchema = kindSchema(
   "TerraformNotificationReceiver sends the manager's events that need a person (a plan awaiting approval, a destructive plan " +
     "blocked, drift found, a Job failed, Ready lost and regained, state unreadable) to a webhook, a Slack-compatible incoming " +
     "webhook or a CloudEvents endpoint, filtered by namespace, kind and event reason. Delivery never holds up a reconcile.",
   TerraformNotificationReceiverSpecSchema,
+  TerraformNotificationReceiverStatusSchema,
 );
 export type TerraformNotificationReceiver = Static<typeof TerraformNotificationReceiverSchema>;
 
@@ -128,6 +153,11 @@ export const terraformNotificationReceiverDefinition: KindDefinition<typeof Terr
     "One notification per event the manager records (once per transition, never per pass); see docs/notifications.md.",
   ],
   schema: TerraformNotificationReceiverSchema,
-  statusSubresource: false,
-  printerColumns: [ageColumn],
+  statusSubresource: true,
+  printerColumns: [
+    { name: "Type", type: "string", jsonPath: ".spec.type", description: "webhook, slack or cloudevents" },
+    { name: "Last Sent", type: "date", jsonPath: ".status.lastSentTime", description: "When a notification was last delivered" },
+    { name: "Last Failure", type: "string", jsonPath: ".status.lastFailure.message", description: "Why the last one was not" },
+    ageColumn,
+  ],
 };

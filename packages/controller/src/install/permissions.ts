@@ -20,7 +20,12 @@ export interface Permission {
 export const workspacePlurals = ["terraformclusters", "terraformmachines", "terraformmachinepools"] as const;
 const allPlurals = kindDefinitions.map((definition) => definition.plural);
 /** The kinds whose status a controller writes. */
-const statusPlurals = [...workspacePlurals, "terraformclusteridentities", "terraformmachinetemplates"].map((plural) => `${plural}/status`);
+const statusPlurals = [
+  ...workspacePlurals,
+  "terraformclusteridentities",
+  "terraformmachinetemplates",
+  "terraformnotificationreceivers",
+].map((plural) => `${plural}/status`);
 
 /** The manager's ClusterRole: every namespace it reconciles in, and its own for the leader election Lease. */
 export const managerPermissions: readonly Permission[] = [
@@ -46,7 +51,7 @@ export const managerPermissions: readonly Permission[] = [
     verbs: ["patch"],
     why:
       "one status patch per pass (conditions, activeJob, lastRun, contract fields); an identity's Ready and namespaces; a " +
-      "machine template's capacity, nodeInfo and conditions",
+      "machine template's capacity, nodeInfo and conditions; a notification receiver's last delivery and failure",
   },
   {
     apiGroup,

@@ -12,6 +12,8 @@ export type AttemptOutcome = { ok: true } | { ok: false; retry: boolean; error: 
 export interface Delivery {
   /** The receiver's name: the metric's label and the logs' field. */
   receiver: string;
+  /** The event reason notified, for the receiver's status. */
+  reason?: string;
   /** One try; a throw counts as a retryable failure with its message. */
   attempt(): Promise<AttemptOutcome>;
 }

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import type * as k8s from "@kubernetes/client-node";
@@ -151,7 +151,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     };
 
     // The no-op cluster module: `generation` replaces a resource (a destructive plan), `fail` fails the plan, `note` changes one
-    // in place (a plan to approve), a marker file changes one (drift).
+    // in place (a plan to approve), a marker file in the module's own (temporary) directory changes one (drift).
     moduleDir = extendedClusterModule("captf-notify-module-", {
       "notify.tf": [
         'variable "generation" {\n  type    = string\n  default = "1"\n}\n\n',
@@ -159,7 +159,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         'variable "note" {\n  type    = string\n  default = ""\n}\n\n',
         'resource "terraform_data" "replaced" {\n  triggers_replace = var.generation\n}\n\n',
         'resource "terraform_data" "noted" {\n  input = var.note\n}\n\n',
-        'resource "terraform_data" "marked" {\n  input = fileexists("${path.module}/../marker-${var.captf_object.name}")\n}\n\n',
+        'resource "terraform_data" "marked" {\n  input = fileexists("${path.module}/marker-${var.captf_object.name}")\n}\n\n',
         'resource "terraform_data" "check" {\n  lifecycle {\n    precondition {\n      condition     = var.fail != "yes"\n',
         '      error_message = "the test asked this plan to fail"\n    }\n  }\n}\n',
       ].join(""),
@@ -251,7 +251,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     await patchCluster("blocked", { spec: { variables: { generation: "2" } } });
     await patchCluster("failing", { spec: { variables: { fail: "yes" } } });
     await patchCluster("manual", { spec: { variables: { note: "approve me" } } });
-    writeFileSync(join(dirname(moduleDir), "marker-drifting"), "");
+    writeFileSync(join(moduleDir, "marker-drifting"), "");
     expect(await pass(clusterAdapter, "blocked")).toMatch(/^started apply/);
     expect(await pass(clusterAdapter, "failing")).toMatch(/^started apply/);
     expect(await pass(clusterAdapter, "manual")).toMatch(/^started plan/);
@@ -261,8 +261,30 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const state = await plane.core.readNamespacedSecret({ name: stateSecretName(suffix), namespace });
     state.data!.tfstate = Buffer.from("not gzip").toString("base64");
     await plane.core.replaceNamespacedSecret({ name: stateSecretName(suffix), namespace, body: state });
-    for (let round = 0; round < 2; round++)
-      for (const name of ["blocked", "failing", "manual", "drifting", "corrupt"]) await pass(clusterAdapter, name);
+    // Passes until each transition's event is recorded (a pass may still wait on a lease under load), then one more that finds
+    // nothing new.
+    const transitions: [string, string][] = [
+      ["blocked", "DestructivePlanBlocked"],
+      ["failing", "JobFailed"],
+      ["manual", "PlanReady"],
+      ["drifting", "DriftDetected"],
+      ["corrupt", "StateUnreadable"],
+    ];
+    for (const [name, reason] of transitions) {
+      await waitFor(
+        async () => {
+          await pass(clusterAdapter, name);
+          return (await eventsApi.listNamespacedEvent({ namespace })).items.some(
+            (event) => event.regarding?.name === name && event.reason === reason,
+          )
+            ? true
+            : undefined;
+        },
+        120_000,
+        `${reason} on ${name}`,
+      );
+      await pass(clusterAdapter, name);
+    }
 
     // The pass that recorded ReadyLost did not wait for the hanging receiver, whose request is still open after it.
     await createReceiver(receiverNames.hang, { type: "slack", urlSecretRef: { name: "hook", namespace, key: "hang" } });
@@ -292,7 +314,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       "ReadyRegained m",
       "StateUnreadable corrupt",
     ]);
-    expect(seen("/slack", (body) => body.text.split(":")[0])).toEqual([
+    expect(seen("/slack", (body) => body.text.split(":")[0] ?? "")).toEqual([
       "[Normal] ReadyRegained",
       "[Warning] ReadyLost",
       "[Warning] ReadyLost",
@@ -311,8 +333,25 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const failures = logs.filter((line) => line.includes("a notification was not delivered")).map((line) => JSON.parse(line) as unknown);
     expect(failures).toHaveLength(8);
     expect(failures[0]).toMatchObject({ receiver: receiverNames.down, result: "failed", error: "the request failed (ECONNREFUSED)" });
+    // The receivers' status: the last delivery, and why the last one failed (no URL).
+    const statusOf = async (name: string) =>
+      (
+        (await plane.custom.getClusterCustomObject({ ...infra, plural: "terraformnotificationreceivers", name })) as {
+          status?: { lastSentTime?: string; lastFailure?: { result: string; reason: string; message: string } };
+        }
+      ).status;
+    const downFailure = await waitFor(async () => (await statusOf(receiverNames.down))?.lastFailure, 10_000, "the down receiver's status");
+    expect(downFailure).toEqual({
+      time: expect.any(String),
+      result: "failed",
+      reason: "ReadyLost",
+      message: "the request failed (ECONNREFUSED)",
+    });
+    expect(await statusOf(receiverNames.hook)).toEqual({ lastSentTime: expect.any(String) });
     const events = JSON.stringify((await eventsApi.listNamespacedEvent({ namespace })).items);
+    const statuses = JSON.stringify(await Promise.all(Object.values(receiverNames).map(statusOf)));
     for (const canary of [signingKey, urlCanary]) {
+      expect(statuses).not.toContain(canary);
       expect(logs.join("")).not.toContain(canary);
       expect(events).not.toContain(canary);
     }

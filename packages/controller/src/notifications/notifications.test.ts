@@ -10,6 +10,7 @@ import { DeliveryQueue, type AttemptOutcome, type Delivery } from "./delivery-qu
 import { selectsEvent, selectsNamespace, type Notification } from "./notification.js";
 import { notifyingRecorder, receiverNotifier, type SendRequest } from "./notifier.js";
 import { notificationRequest, signBody, slackMessage } from "./payloads.js";
+import { receiverStatusPatch } from "./receiver-status.js";
 import type { NotificationResult } from "../metrics/captf-metrics.js";
 import type { NotificationRequest } from "./payloads.js";
 
@@ -204,6 +205,7 @@ describe("receiverNotifier", () => {
   it("sends each recorded event to the receivers that select it, URL and key from Secrets; counts it; records the event too", async () => {
     const clock = new FakeClock();
     const sent: NotificationRequest[] = [];
+    const statusPatches: unknown[] = [];
     const send: SendRequest = async (request) => {
       sent.push(request);
       return { ok: true };
@@ -222,6 +224,7 @@ describe("receiverNotifier", () => {
       }),
       "get secrets": () => secret({ url: "http://canary-host.example/hook-canary-path", secret: "canary-key" }),
       "get namespaces": () => ({ metadata: { name: "team-a", labels: { team: "a" } } }),
+      "patchStatus terraformnotificationreceivers": (call) => void statusPatches.push({ name: call.name, body: call.body }),
     });
     const registry = new Registry();
     const metrics = new CaptfMetrics(registry);
@@ -237,6 +240,7 @@ describe("receiverNotifier", () => {
     expect(sent[0]!.url).toBe("http://canary-host.example/hook-canary-path");
     expect(sent[0]!.headers["x-captf-signature"]).toBe(signBody(sent[0]!.body, Buffer.from("canary-key")));
     expect(await seriesValue(registry, "captf_notifications_total", { receiver: "ops", result: "sent" })).toBe(1);
+    expect(statusPatches).toEqual([{ name: "ops", body: { status: { lastSentTime: "2023-11-14T22:13:20Z" } } }]);
     // One list serves the events that follow within its lifetime.
     expect(client.calls.filter((call) => call.startsWith("list"))).toHaveLength(1);
   });
@@ -244,7 +248,7 @@ describe("receiverNotifier", () => {
   it("a receiver whose URL Secret is missing retries, then fails, naming the Secret and not its value", async () => {
     const clock = new FakeClock();
     const warnings: unknown[] = [];
-    const logger = { warn: (fields: unknown) => warnings.push(fields) } as never;
+    const logger = { warn: (fields: unknown) => warnings.push(fields), debug: () => undefined } as never;
     const client = fakeClient({
       "list terraformnotificationreceivers": () => ({
         items: [receiver("ops", { url: undefined, urlSecretRef: { name: "gone", namespace: "x" } })],
@@ -278,5 +282,31 @@ describe("receiverNotifier", () => {
     notifier.notify({ ...notification, id: "second" });
     await clock.advance(0);
     expect(await seriesValue(registry, "captf_notifications_total", { receiver: "slow", result: "dropped" })).toBe(1);
+  });
+});
+
+describe("receiverStatusPatch", () => {
+  const at = Date.parse("2026-12-07T15:00:00Z");
+  it("a success's time, again only a minute after the last one written; each failure with its reason and message", () => {
+    expect(receiverStatusPatch({ receiver: "r", result: "sent", reason: "JobFailed", at }, undefined)).toEqual({
+      lastSentTime: "2026-12-07T15:00:00Z",
+    });
+    expect(receiverStatusPatch({ receiver: "r", result: "sent", reason: "JobFailed", at: at + 59_000 }, at)).toBeUndefined();
+    expect(receiverStatusPatch({ receiver: "r", result: "sent", reason: "JobFailed", at: at + 60_000 }, at)).toEqual({
+      lastSentTime: "2026-12-07T15:01:00Z",
+    });
+    expect(
+      receiverStatusPatch({ receiver: "r", result: "failed", reason: "ReadyLost", error: "the receiver answered HTTP 404", at }, at),
+    ).toEqual({
+      lastFailure: { time: "2026-12-07T15:00:00Z", result: "failed", reason: "ReadyLost", message: "the receiver answered HTTP 404" },
+    });
+    expect(receiverStatusPatch({ receiver: "r", result: "dropped", reason: "PlanReady", at }, undefined)).toEqual({
+      lastFailure: {
+        time: "2026-12-07T15:00:00Z",
+        result: "dropped",
+        reason: "PlanReady",
+        message: "the manager's notification queue was full",
+      },
+    });
   });
 });

@@ -19,6 +19,7 @@ import type { KubeApi } from "../runtime/kube-client.js";
 import { DeliveryQueue, deliveryQueueDefaults, type AttemptOutcome, type DeliveryQueueOptions } from "./delivery-queue.js";
 import { selectsEvent, selectsEveryNamespace, selectsNamespace, type Notification, type Receiver } from "./notification.js";
 import { notificationRequest, type NotificationRequest } from "./payloads.js";
+import { receiverStatusWriter } from "./receiver-status.js";
 
 export const notificationReceiverType = resourceTypeOf(terraformNotificationReceiverDefinition);
 
@@ -120,11 +121,13 @@ export function receiverNotifier(options: NotifierOptions): Notifier {
     }
     return listed.receivers;
   };
+  const writeStatus = receiverStatusWriter(client, notificationReceiverType, clock, logger);
   const queue = new DeliveryQueue({
     ...deliveryQueueDefaults,
     ...options.queue,
     clock,
     onResult(delivery, result, error) {
+      writeStatus({ receiver: delivery.receiver, result, reason: delivery.reason ?? "", error });
       options.metrics?.notifications.inc({ receiver: delivery.receiver, result });
       if (result !== "sent") logger?.warn({ receiver: delivery.receiver, result, error }, "a notification was not delivered");
     },
@@ -139,7 +142,11 @@ export function receiverNotifier(options: NotifierOptions): Notifier {
         : undefined;
     for (const receiver of selecting) {
       if (!selectsNamespace(receiver.spec, namespace, labels)) continue;
-      queue.enqueue({ receiver: receiver.name, attempt: () => attemptDelivery(client, send, receiver, notification) });
+      queue.enqueue({
+        receiver: receiver.name,
+        reason: notification.reason,
+        attempt: () => attemptDelivery(client, send, receiver, notification),
+      });
     }
   };
   const dispatching = new Set<Promise<void>>();
