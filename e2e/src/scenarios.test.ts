@@ -27,15 +27,15 @@ import { teardown } from "./scenarios/teardown.js";
  */
 const scenarios: Scenario[] = [
   bringUp,
-  scale,
   declareNotificationReceivers,
+  scale,
   roll,
   approvePlan,
   failingModule,
   interruptedRuns,
   healthRemediation,
-  noSecretLeaks,
   notificationsDelivered,
+  noSecretLeaks,
   clusterctlGenerate,
   clusterctlMove,
   hostileModuleContained,
