@@ -23,6 +23,8 @@ export interface DeliveryQueueOptions {
   capacity: number;
   /** Tries in flight at once. */
   concurrency: number;
+  /** Tries in flight at once to one receiver: one that hangs holds only these slots, the others' deliveries go on. */
+  receiverConcurrency: number;
   /** Tries per delivery, the first included. */
   maxAttempts: number;
   /** The wait before the second try; doubled after each failure up to maxBackoffMillis. */
@@ -33,7 +35,14 @@ export interface DeliveryQueueOptions {
   onResult(delivery: Delivery, result: NotificationResult, error?: string): void;
 }
 
-export const deliveryQueueDefaults = { capacity: 256, concurrency: 4, maxAttempts: 5, baseBackoffMillis: 1000, maxBackoffMillis: 30_000 };
+export const deliveryQueueDefaults = {
+  capacity: 256,
+  concurrency: 4,
+  receiverConcurrency: 2,
+  maxAttempts: 5,
+  baseBackoffMillis: 1000,
+  maxBackoffMillis: 30_000,
+};
 
 interface Held {
   delivery: Delivery;
@@ -46,6 +55,7 @@ export class DeliveryQueue {
   readonly #ready: Held[] = [];
   #held = 0;
   #inFlight = 0;
+  readonly #inFlightTo = new Map<string, number>();
   #idle: (() => void)[] = [];
 
   constructor(options: DeliveryQueueOptions) {
@@ -77,10 +87,14 @@ export class DeliveryQueue {
   }
 
   #pump(): void {
-    while (this.#inFlight < this.#o.concurrency && this.#ready.length > 0) {
-      const held = this.#ready.shift()!;
+    while (this.#inFlight < this.#o.concurrency) {
+      // The oldest delivery whose receiver has a slot left.
+      const index = this.#ready.findIndex((held) => (this.#inFlightTo.get(held.delivery.receiver) ?? 0) < this.#o.receiverConcurrency);
+      if (index < 0) return;
+      const [held] = this.#ready.splice(index, 1);
       this.#inFlight++;
-      void this.#try(held);
+      this.#inFlightTo.set(held!.delivery.receiver, (this.#inFlightTo.get(held!.delivery.receiver) ?? 0) + 1);
+      void this.#try(held!);
     }
   }
 
@@ -91,6 +105,9 @@ export class DeliveryQueue {
         (error: unknown): AttemptOutcome => ({ ok: false, retry: true, error: error instanceof Error ? error.message : String(error) }),
       );
     this.#inFlight--;
+    const receiver = held.delivery.receiver;
+    if ((this.#inFlightTo.get(receiver) ?? 0) <= 1) this.#inFlightTo.delete(receiver);
+    else this.#inFlightTo.set(receiver, this.#inFlightTo.get(receiver)! - 1);
     if (outcome.ok) this.#finish(held, "sent");
     else if (outcome.retry && held.failures + 1 < this.#o.maxAttempts) {
       const wait = exponentialBackoffMillis(held.failures, this.#o.baseBackoffMillis, this.#o.maxBackoffMillis);

@@ -112,12 +112,13 @@ describe("payloads", () => {
 });
 
 /** A queue on a fake clock whose deliveries answer from a script, and what ended how. */
-function scriptedQueue(options: { capacity?: number; maxAttempts?: number; concurrency?: number } = {}) {
+function scriptedQueue(options: { capacity?: number; maxAttempts?: number; concurrency?: number; receiverConcurrency?: number } = {}) {
   const clock = new FakeClock();
   const results: { receiver: string; result: NotificationResult; error?: string | undefined }[] = [];
   const queue = new DeliveryQueue({
     capacity: options.capacity ?? 10,
     concurrency: options.concurrency ?? 2,
+    receiverConcurrency: options.receiverConcurrency ?? 2,
     maxAttempts: options.maxAttempts ?? 5,
     baseBackoffMillis: 1000,
     maxBackoffMillis: 4000,
@@ -186,6 +187,20 @@ describe("DeliveryQueue", () => {
     expect(queue.enqueue(delivery("d", [{ ok: true }]))).toBe(true);
     await clock.advance(0);
     expect(results.at(-1)).toEqual({ receiver: "d", result: "sent", error: undefined });
+  });
+
+  it("a receiver that hangs holds its own slots only: another receiver's deliveries, queued behind, still go", async () => {
+    const { queue, results, delivery } = scriptedQueue({ concurrency: 3, receiverConcurrency: 2 });
+    const hung = () => ({ receiver: "hung", attempt: () => new Promise<AttemptOutcome>(() => undefined) });
+    for (let index = 0; index < 5; index++) queue.enqueue(hung());
+    queue.enqueue(delivery("healthy", [{ ok: true }]));
+    queue.enqueue(delivery("healthy", [{ ok: true }]));
+    await flushPromises();
+    expect(results).toEqual([
+      { receiver: "healthy", result: "sent", error: undefined },
+      { receiver: "healthy", result: "sent", error: undefined },
+    ]);
+    expect(queue.size).toBe(5);
   });
 
   it("never makes enqueue wait: a delivery that hangs holds a slot, not the caller", async () => {
