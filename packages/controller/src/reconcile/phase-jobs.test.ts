@@ -2,9 +2,13 @@
 // Secret deleted, an event) and kept on the pass to be marked after the status.
 import { describe, expect, it } from "@jest/globals";
 import { runSecretName } from "../jobs/build-job.js";
+import { annotations } from "@captf/contract/api";
+import type { V1Secret } from "@kubernetes/client-node";
+import { clusterAdapter } from "../kinds/adapters.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { FakeObjects } from "../runtime/fake-client.test-support.js";
-import { passNamespace } from "./phase-pass.test-support.js";
+import { durableInputsSecretName, type DurableInputs } from "./durable-inputs.js";
+import { passNamespace, passOwner } from "./phase-pass.test-support.js";
 import { reconcileJobs } from "./phase-jobs.js";
 import { machineJob, reconcilePass } from "./reconcile-pass.test-support.js";
 
@@ -34,5 +38,23 @@ describe("reconcileJobs", () => {
     expect(pass.facts.jobs).toEqual([]);
     expect(pass.facts.toMark).toEqual([]);
     expect(server.writes).toEqual([]);
+  });
+
+  it("a cluster's apply Job the status recorded running and the API server no longer has: interrupted, on the durable inputs", async () => {
+    const server = new FakeObjects();
+    const durableName = durableInputsSecretName("cluster", passOwner.name);
+    server.seed(builtinTypes.secret, passNamespace, { metadata: { name: durableName } });
+    const pass = reconcilePass(server.client, {
+      now,
+      adapter: clusterAdapter,
+      object: { status: { conditions: [], activeJob: { name: "m-apply-2", operation: "apply" } as never } },
+    });
+    pass.durable = { variables: {}, unpullableImages: [] } as unknown as DurableInputs;
+    await reconcileJobs(pass);
+    expect(pass.scope.vanishedApply).toBe("m-apply-2");
+    const durable = (await server.get(builtinTypes.secret, passNamespace, durableName)) as V1Secret;
+    expect(durable.metadata?.annotations?.[annotations.interruptedApply]).toBe("m-apply-2");
+    expect(pass.durable.interruptedApply).toBe("m-apply-2");
+    expect(pass.recorded).toEqual(["JobInterrupted"]);
   });
 });

@@ -4,8 +4,9 @@ import { annotations, groupVersion } from "@captf/contract/api";
 import { exportsHash, stateSecretName } from "@captf/render";
 import { runSecretName } from "../jobs/build-job.js";
 import type { JobResult, MetricKind } from "../metrics/captf-metrics.js";
-import { ignoreNotFound, isNotFound } from "../runtime/api-errors.js";
+import { ignoreNotFound } from "../runtime/api-errors.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import { passClient } from "../runtime/pass-client.js";
 import { finishedCondition } from "../runtime/job-conditions.js";
 import { adoptState, type StateOwner } from "../state/state-ownership.js";
 import { guardedApprovalHash, stateNotSavedMessage, vanishedApplyMessage } from "./compute-status.js";
@@ -274,10 +275,7 @@ export async function noticeVanishedApply(pass: Pass, jobs: readonly ObservedJob
   ) {
     const vanished = recordedJob.name;
     // Live: a Job missing from the cache may be lag, and this writes the interruption down.
-    const gone = await client.get(builtinTypes.job, namespace, vanished).then(
-      () => false,
-      (error) => (isNotFound(error) ? true : Promise.reject(error)),
-    );
+    const gone = (await passClient(deps).live.get(builtinTypes.job, namespace, vanished)) === undefined;
     if (gone && durable.interruptedApply !== vanished) {
       // A pool's lost Job that rendered a change of the exports may have applied part of it (the durable inputs are its).
       const rendered =

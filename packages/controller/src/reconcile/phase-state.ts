@@ -47,7 +47,7 @@ async function readObjectState(pass: Pass, jobs: readonly ObservedJob[]): Promis
     namespace,
     suffix,
     undefined,
-    deps.cache ? { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) } : undefined,
+    { cache: deps.cache, freshAsOf: newestResourceVersion(jobs.map((job) => job.job.metadata?.resourceVersion)) },
     encryption.kind === "ready" ? encryption.decryption : undefined,
   );
   // A state of another lineage is another state (pushed or restored over this object's): nothing runs on it.

@@ -3,6 +3,7 @@
  * (another controller's object, deletionPolicy Retain) and the finalizer's removal once the destroy is done.
  */
 import type { Role } from "@captf/contract";
+import type { V1Secret } from "@kubernetes/client-node";
 import { annotations, finalizers, labels } from "@captf/contract/api";
 import { stateLockLeaseName, stateSecretSuffix } from "@captf/render";
 import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
@@ -88,8 +89,8 @@ async function dropFinalizer(pass: ReconcilePass): Promise<PhaseResult> {
   const { client } = deps;
   const decision = pass.facts.decision!;
   if (decision.cleanupState) {
-    const secrets = await client.list(builtinTypes.secret, namespace, { labelSelector: `tfstateSecretSuffix=${suffix}` });
-    for (const secret of secrets.items) await client.delete(builtinTypes.secret, namespace, secret.metadata!.name!).catch(ignoreNotFound);
+    const secrets = await pass.reads.live.list<V1Secret>(builtinTypes.secret, namespace, `tfstateSecretSuffix=${suffix}`);
+    for (const secret of secrets) await client.delete(builtinTypes.secret, namespace, secret.metadata!.name!).catch(ignoreNotFound);
     void events.record(
       subject,
       "Destroyed",

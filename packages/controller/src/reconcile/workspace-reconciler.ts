@@ -52,6 +52,7 @@ export async function reconcileWorkspace<R extends Role>(
   const held = await reconcileFinalizer(deps, adapter, object);
   if (held) return held;
 
+  // The phases serve every kind: they take the pass of any role (a KindAdapter<R> is not a KindAdapter<Role> to TypeScript).
   const pass = (await gatherScope(deps, adapter, object, now)) as unknown as ReconcilePass;
   for (const { phase } of passPhases) {
     const step = await phase(pass);

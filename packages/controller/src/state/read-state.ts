@@ -29,7 +29,7 @@ export async function observeState(
   namespace: string,
   suffix: string,
   limits: StateLimits = defaultStateLimits,
-  cached?: { cache: ReadCache; freshAsOf: string | undefined },
+  cached?: { cache: ReadCache | undefined; freshAsOf: string | undefined },
   decryption?: StateDecryption,
 ): Promise<StateObservation> {
   const labelSelector = `${backendSuffixLabel}=${suffix}`;
