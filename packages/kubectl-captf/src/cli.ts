@@ -77,7 +77,8 @@ async function buildCli(
                 default: false,
                 describe:
                   "print the plan's changes attribute by attribute, as tofu show does (sensitive values and values known only " +
-                  "after apply masked), from the diff its Job kept in the object's plan diff Secret (get on that Secret needed)",
+                  "after apply masked), from the diff its Job kept in the object's plan diff Secret (get on that Secret needed); " +
+                  "with no plan pending, the plan the last apply was blocked before (DestructivePlanBlocked), of any kind",
               })
               .example("$0 plan show terraformcluster/demo", "the plan waiting for approval, and the command that approves it")
               .example("$0 plan show terraformcluster/demo --diff", "what that plan changes, as tofu show prints it; -o json for the data"),

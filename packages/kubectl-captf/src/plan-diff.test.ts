@@ -97,11 +97,30 @@ describe("which diff plan show --diff shows", () => {
   const logs = "kubectl captf logs terraformcluster/demo";
 
   it("the one of the plan pending", () => {
-    expect(planDiffDecision(pending, gz(kept), logs)).toEqual({ ok: { plan: pending.status!.plan, diff: kept } });
+    expect(planDiffDecision(pending, gz(kept), logs)).toEqual({ ok: { plan: { planHash: "p1:x", job: "j", blocked: false }, diff: kept } });
+  });
+
+  // A machine's last apply stopped before destroying (DestructivePlanBlocked): its Job's diff, whatever its kind.
+  const blocked = (job: string): CaptfObject => ({
+    kind: "TerraformMachine",
+    metadata: { name: "m", namespace: "team-a" },
+    status: { lastRun: { job, operation: "apply", error: { kind: "blocked", summary: "the plan deletes or replaces 1 resource(s)" } } },
+  });
+
+  it("the one of the plan the last apply was blocked before, when no plan waits", () => {
+    expect(planDiffDecision(blocked("j"), gz(kept), logs)).toEqual({
+      ok: { plan: { planHash: "p1:x", job: "j", blocked: true }, diff: kept },
+    });
   });
 
   it.each<[string, CaptfObject, KeptDiff, RegExp]>([
-    ["no plan pending", cluster(), gz(kept), /has no plan waiting for approval/],
+    ["no plan pending", cluster(), gz(kept), /has no plan waiting for approval.*and its last apply was not blocked/],
+    [
+      "another Job's diff than the blocked one",
+      blocked("k"),
+      gz(kept),
+      /the diff kept is of plan p1:x \(Job j\), not of .*the plan Job k was blocked before/,
+    ],
     [
       "no Secret",
       pending,
@@ -119,7 +138,7 @@ describe("which diff plan show --diff shows", () => {
       "a superseded or newer plan's diff",
       cluster({ planHash: "p1:y", job: "k" }),
       gz(kept),
-      /the diff kept is of plan p1:x \(Job j\), not of the pending p1:y \(Job k\)/,
+      /the diff kept is of plan p1:x \(Job j\), not of the pending .*plan p1:y \(Job k\)/,
     ],
     [
       "a diff too large to keep",

@@ -46,13 +46,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     ({ deps, eventsApi } = planeReconcilerDeps(plane, "plan-diff-test"));
-    // The no-op cluster module with a resource of a sensitive variable and one of a plain one.
+    // The no-op cluster module with a resource of a sensitive variable, one of a plain one, and one its generation replaces.
     module = extendedClusterModule("captf-diffed-module-", {
       "diffed.tf":
         'variable "password" {\n  type      = string\n  sensitive = true\n}\n\n' +
         'variable "size" {\n  type    = string\n  default = "1"\n}\n\n' +
         'resource "terraform_data" "secret" {\n  input = var.password\n}\n\n' +
-        'resource "terraform_data" "sized" {\n  input = { size = var.size, tags = ["a", var.size] }\n}\n',
+        'resource "terraform_data" "sized" {\n  input = { size = var.size, tags = ["a", var.size] }\n}\n\n' +
+        'variable "generation" {\n  type    = string\n  default = "1"\n}\n\n' +
+        'resource "terraform_data" "generation" {\n  triggers_replace = [var.generation]\n}\n',
     });
     executor = startJobExecutor({
       kubeconfigPath: plane.kubeconfigPath,
@@ -221,7 +223,44 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const shown = await kubectlCaptf("plan", "show", "terraformcluster/diffed", "--diff");
     expect(shown.code).toBe(1);
     expect(shown.stderr).toContain(
-      `the diff kept is of plan ${diff.planHash} (Job ${diff.job}), not of the pending p1:another (Job c-diffed-plan-a9)`,
+      `the diff kept is of plan ${diff.planHash} (Job ${diff.job}), not of the pending plan p1:another (Job c-diffed-plan-a9)`,
     );
   }, 60_000);
+
+  it("shows the plan an apply was blocked before (DestructivePlanBlocked), with no plan waiting for approval", async () => {
+    await writeVariables("guarded-vars", oldCanary, true);
+    await createTerraformCluster(plane, namespace, "guarded", {
+      source: { image: tofuImage },
+      variablesFrom: [{ secretRef: { name: "guarded-vars" } }],
+    });
+    expect(await pass("guarded")).toBe("added finalizer");
+    expect(await pass("guarded")).toMatch(/^started apply \(NoState\)/);
+    await runJobs();
+    await pass("guarded");
+    await plane.custom.patchNamespacedCustomObject(
+      { ...infra, namespace, plural: "terraformclusters", name: "guarded", body: { spec: { variables: { generation: "2" } } } },
+      mergePatchOptions(),
+    );
+    expect(await pass("guarded")).toMatch(/^started apply \(InputsChanged\)/);
+    await runJobs();
+    expect(await pass("guarded")).toBe("DestructivePlanBlocked");
+    const blocked = await get("guarded");
+    expect(blocked.status.plan).toBeUndefined();
+    const job = blocked.status.lastRun!.job;
+
+    const text = await kubectlCaptf("plan", "show", "terraformcluster/guarded", "--diff");
+    expect(text).toMatchObject({ code: 0, stderr: "" });
+    expect(text.stdout).toMatch(
+      new RegExp(`^TerraformCluster ${namespace}/guarded: plan p1:[0-9a-f]{64}, made by Job ${job}, which it stopped before destroying`),
+    );
+    expect(text.stdout).toMatch(
+      / {2}# module\.role\.terraform_data\.generation must be replaced\n-\/\+ resource "terraform_data" "generation" \{\n/,
+    );
+    expect(text.stdout).toMatch(/ {6}~ triggers_replace = \[\n {10}- "1",\n {10}\+ "2",\n {8}\]/);
+    const json = JSON.parse((await kubectlCaptf("plan", "show", "terraformcluster/guarded", "--diff", "-o", "json")).stdout) as {
+      plan: { job: string; blocked?: boolean };
+    };
+    expect(json.plan).toMatchObject({ job, blocked: true });
+    expect(text.stdout).not.toContain(oldCanary);
+  }, 180_000);
 });
