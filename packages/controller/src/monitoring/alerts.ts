@@ -1,6 +1,6 @@
 /**
- * The alerts shipped as the PrometheusRule `captf-alerts` (group `captf`): the reference's eleven
- * and four about the manager itself. Each alert's runbook is its page docs/runbooks/<alert>.md; a
+ * The alerts shipped as the PrometheusRule `captf-alerts` (group `captf`): the reference's eleven,
+ * four about the manager itself and one about notifications. Each alert's runbook is its page docs/runbooks/<alert>.md; a
  * promtool unit test (config/monitoring/alerts.test.yaml) fires and clears each one.
  */
 export type AlertSeverity = "critical" | "warning" | "info";
@@ -158,6 +158,15 @@ export const alertRules: readonly AlertRule[] = [
     expr: "captf_ready < 1",
     summary: `${object} not Ready for an hour`,
     description: `The Ready condition of ${object} has been False or Unknown for over an hour.`,
+  },
+  {
+    alert: "CAPTFNotificationsFailing",
+    severity: "warning",
+    expr: 'sum by (receiver) (increase(captf_notifications_total{result=~"failed|dropped"}[30m])) > 0',
+    summary: "Notifications to {{ $labels.receiver }} are not delivered",
+    description:
+      "Notifications to the TerraformNotificationReceiver {{ $labels.receiver }} failed after their retries or were dropped " +
+      "in the last 30 minutes: the people it stands for are not told of plans, drift or failures.",
   },
 ];
 
