@@ -7,7 +7,7 @@ import { annotations } from "@captf/contract/api";
 import type { DurableInputs } from "./durable-inputs.js";
 import { holdsExports, pendingChangeGone } from "./held-exports.js";
 import { next, type InputsOutcome, type Phase, type ReconcilePass, type RenderedInputs, type WorkspaceObject } from "./types.js";
-import { patchObject } from "./workspace-phases.js";
+import { patchObject } from "./pass-writes.js";
 
 /** The pool's inputs rendered with the exports of its last successful apply while it holds a change of them; else undefined. */
 export function heldInputs(

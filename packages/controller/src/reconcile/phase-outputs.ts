@@ -17,7 +17,7 @@ import {
   type ReconcilePass,
   type WorkspaceObject,
 } from "./types.js";
-import { patchObject } from "./workspace-phases.js";
+import { patchObject } from "./pass-writes.js";
 
 /** What the pass writes to the object itself, as one patch: the contract fields and its own annotations. */
 interface ObjectPatch {

@@ -5,7 +5,7 @@
 import { annotations } from "@captf/contract/api";
 import { bookkeepPlans, planSupersession } from "./plan-approval.js";
 import { next, type Phase } from "./types.js";
-import { patchObject } from "./workspace-phases.js";
+import { patchObject } from "./pass-writes.js";
 
 export const reconcilePlans: Phase = async (pass) => {
   const { deps, adapter, object, events, subject, scope, facts } = pass;
