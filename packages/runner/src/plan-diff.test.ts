@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "@jest/globals";
+import fc from "fast-check";
 import { maskReason, planDiffDataKey, planDiffSecretName, readPlanDiff, type PlanDiff } from "@captf/contract/plan-diff";
 import { brokerScope, checkBody, decideRequest } from "./broker/policy.js";
 import { parsePlanDocument, planSensitiveValues } from "./plan.js";
@@ -115,6 +116,50 @@ describe("maskValue", () => {
       s: { "captf:masked": "sensitive" },
     });
     expect(maskReason({ "captf:masked": "sensitive", more: 1 })).toBeUndefined();
+  });
+});
+
+describe("maskValue on any value and any marks (fast-check, 300 runs)", () => {
+  /** A sensitivity mask of `value`: true at some nodes, drawn from `bits`, mirroring its shape elsewhere. */
+  function maskOf(value: unknown, bits: () => boolean): unknown {
+    if (bits()) return true;
+    if (Array.isArray(value)) return value.map((entry) => maskOf(entry, bits));
+    if (typeof value === "object" && value !== null)
+      return Object.fromEntries(Object.entries(value).map(([key, entry]) => [key, maskOf(entry, bits)]));
+    return false;
+  }
+  /** Every path where the mask is true, with the masked value found there. */
+  function marked(mask: unknown, masked: unknown, into: unknown[] = []): unknown[] {
+    if (mask === true) into.push(masked);
+    else if (typeof mask === "object" && mask !== null && typeof masked === "object" && masked !== null && maskReason(masked) === undefined)
+      for (const [key, entry] of Object.entries(mask)) marked(entry, (masked as Record<string, unknown>)[key], into);
+    return into;
+  }
+  /** The strings and keys a masked value shows, its marks left out. */
+  function shown(value: unknown, into: string[] = []): string[] {
+    if (typeof value === "string") into.push(value);
+    else if (typeof value === "object" && value !== null && maskReason(value) === undefined)
+      for (const [key, entry] of Object.entries(value)) {
+        if (!Array.isArray(value)) into.push(key);
+        shown(entry, into);
+      }
+    return into;
+  }
+  // An arbitrary rule for which texts are secrets: about a third of them.
+  const isSecret = (text: string) => text.length % 3 === 1;
+
+  it("hides every marked value and shows no text the run knows as a secret, at any depth", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.array(fc.boolean(), { minLength: 1, maxLength: 64 }), (value, drawn) => {
+        let index = 0;
+        const bits = () => drawn[index++ % drawn.length]! && index % 3 === 0;
+        const mask = maskOf(value, bits);
+        const masked = maskValue(value, mask, undefined, isSecret);
+        for (const hidden of marked(mask, masked)) expect(hidden).toEqual({ "captf:masked": "sensitive" });
+        expect(shown(masked).filter(isSecret)).toEqual([]);
+      }),
+      { numRuns: 300, seed: 3303 },
+    );
   });
 });
 
