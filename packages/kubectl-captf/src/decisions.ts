@@ -105,6 +105,7 @@ export function formatPlan(object: CaptfObject, plan: PlanPreview, reference: st
     for (const entry of plan.resources) lines.push(`    ${entry}`);
     if (plan.truncated) lines.push("    … (more resources than status.plan lists)");
   }
+  lines.push(`what it changes: kubectl captf plan show ${reference} --diff`);
   if (approvedHash === plan.planHash)
     lines.push(`approved${approvedBy ? ` by ${approvedBy}` : ""}: the manager applies it if it plans the same again`);
   else lines.push(`approve it: kubectl captf plan approve ${reference} --hash ${plan.planHash}`);

@@ -145,6 +145,7 @@ describe("plans", () => {
         "    a.b (create)",
         "    a.c (update)",
         "    … (more resources than status.plan lists)",
+        "what it changes: kubectl captf plan show tfc/demo --diff",
         "approve it: kubectl captf plan approve tfc/demo --hash p1:aaa",
         "",
       ].join("\n"),
