@@ -18,6 +18,7 @@ import { declareNotificationReceivers, notificationsDelivered } from "./scenario
 import { approvePlan } from "./scenarios/plan-approval.js";
 import { roll } from "./scenarios/roll.js";
 import { scale } from "./scenarios/scale.js";
+import { signedEncryptedState } from "./scenarios/signed-encrypted-state.js";
 import { SharedPlane, type Scenario } from "./scenarios/shared-plane.js";
 import { teardown } from "./scenarios/teardown.js";
 
@@ -40,6 +41,7 @@ const scenarios: Scenario[] = [
   clusterctlMove,
   hostileModuleContained,
   moduleAuthor,
+  signedEncryptedState,
   teardown,
 ];
 
@@ -56,6 +58,7 @@ describeWithTools(
     "umoci",
     "skopeo",
     "docker-registry",
+    "cosign",
   ],
   "captf under Cluster API, installed from its manifests",
   () => {
