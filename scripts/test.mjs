@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, readdirSync, existsSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { hostArchitecture, nodeRelease, pinnedNodeDir } from "../packages/runner/scripts/pinned-node.mjs";
 import { childCoverage } from "./lib/child-coverage.mjs";
-import { addLineCounts, coverageFigures, mergeCoverage, packageLineFloor, planJestRuns } from "./lib/test-plan.mjs";
+import { addLineCounts, coverageFigures, coverageFloorFailures, mergeCoverage, planJestRuns } from "./lib/test-plan.mjs";
 
 const results = { passed: 0, failed: 0, notes: [] };
 
@@ -152,7 +152,7 @@ function countJestReport({ name, report }, { exit, seconds }) {
 }
 
 // Line coverage per package, from the runs' merged coverage and the processes they started; a package
-// under the floor is broken down by folder. The floor is enforced for contract and render (jest.config.js).
+// under the floor is broken down by folder and fails the run (only a whole run measures every package).
 try {
   const coverage = JSON.parse(readFileSync(".test-results/coverage/coverage-final.json", "utf8"));
   console.log("\nline coverage (jest and the processes the suites start):");
@@ -162,9 +162,12 @@ try {
     for (const folder of figure.folders ?? [])
       console.log(`    ${folder.name.padEnd(24)} ${folder.percent.toFixed(1)}% (${folder.covered}/${folder.total})`);
   }
-  const under = figures.filter((figure) => figure.percent < packageLineFloor);
-  if (under.length > 0)
-    results.notes.push(`\nunder the ${packageLineFloor} % line floor (not enforced yet): ${under.map((figure) => figure.name).join(", ")}`);
+  if (filters.length === 0) {
+    for (const failure of coverageFloorFailures(figures)) {
+      results.failed++;
+      results.notes.push(`\nline coverage FAILED: ${failure}`);
+    }
+  }
 } catch {
   console.log("\nline coverage: not available");
 }

@@ -1,13 +1,7 @@
-import base from "../../jest.base.js";
+import { jestProject } from "../../jest.base.js";
 // src/reference.ts, src/events.ts and src/anchors.ts run in child processes (the generator's --check,
 // VitePress), which jest does not instrument: counting them would report their lines as never run.
-export default {
-  ...base,
+export default jestProject(import.meta.url, {
   displayName: "docs",
-  collectCoverageFrom: [
-    ...base.collectCoverageFrom,
-    "!<rootDir>/src/reference.ts",
-    "!<rootDir>/src/events.ts",
-    "!<rootDir>/src/anchors.ts",
-  ],
-};
+  coveragePathIgnorePatterns: ["/node_modules/", "\\.generated\\.ts$", "/packages/docs/src/(reference|events|anchors)\\.ts$"],
+});

@@ -1,2 +1,2 @@
-import base from "../../jest.base.js";
-export default { ...base, displayName: "module-gcp-machinepool" };
+import { jestProject } from "../../jest.base.js";
+export default jestProject(import.meta.url, { displayName: "module-gcp-machinepool" });

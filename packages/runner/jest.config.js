@@ -1,7 +1,6 @@
-import base from "../../jest.base.js";
-export default {
-  ...base,
+import { jestProject } from "../../jest.base.js";
+export default jestProject(import.meta.url, {
   displayName: "runner",
-  globalSetup: "<rootDir>/../testkit/jest-global-setup.mjs",
-  globalTeardown: "<rootDir>/../testkit/jest-global-teardown.mjs",
-};
+  globalSetup: "<rootDir>/packages/testkit/jest-global-setup.mjs",
+  globalTeardown: "<rootDir>/packages/testkit/jest-global-teardown.mjs",
+});

@@ -94,7 +94,8 @@ export function planJestRuns({ filters, projects, host, pinned, pinnedProblem })
 
 /**
  * One istanbul coverage map (coverage-final.json) from several: a file in more than one has its
- * statement, function and branch counts added (the same instrumentation gives the same maps).
+ * statement, function and branch counts added when both runs instrumented it alike (the same
+ * statements); else (one package's source compiled under two packages' tsconfigs) its lines' counts.
  */
 export function mergeCoverage(maps) {
   const merged = {};
@@ -103,6 +104,10 @@ export function mergeCoverage(maps) {
       const seen = merged[file];
       if (!seen) {
         merged[file] = structuredClone(coverage);
+        continue;
+      }
+      if (JSON.stringify(seen.statementMap) !== JSON.stringify(coverage.statementMap)) {
+        merged[file] = addLineCounts({ [file]: seen }, { [file]: coverage })[file];
         continue;
       }
       for (const id of Object.keys(coverage.s)) seen.s[id] = (seen.s[id] ?? 0) + coverage.s[id];
@@ -191,5 +196,15 @@ export function coverageFigures(coverage, floor = packageLineFloor) {
         percent: percent(folder),
       }));
       return { ...figure, folders: byFolder.sort((a, b) => a.percent - b.percent || a.name.localeCompare(b.name)) };
+    });
+}
+
+/** Why the run fails on coverage: one line per package under `floor`, with its figure; empty when none is. */
+export function coverageFloorFailures(figures, floor = packageLineFloor) {
+  return figures
+    .filter((figure) => figure.percent < floor)
+    .map((figure) => {
+      const lines = `${figure.percent.toFixed(1)} % of its lines covered (${figure.covered}/${figure.total})`;
+      return `${figure.name}: ${lines}, under the ${floor} % floor`;
     });
 }

@@ -33,6 +33,7 @@ interface TestPlanModule {
   lineCoverage(coverage: Coverage): { covered: number; total: number };
   addLineCounts(base: Record<string, Coverage>, extra: Record<string, Coverage>): Record<string, Coverage>;
   coverageFigures(coverage: Record<string, Coverage>, floor?: number): CoverageFigure[];
+  coverageFloorFailures(figures: CoverageFigure[], floor?: number): string[];
 }
 interface CoverageFigure {
   name: string;
@@ -42,9 +43,8 @@ interface CoverageFigure {
   folders?: { name: string; covered: number; total: number; percent: number }[];
 }
 
-const { pinnedNodeProjects, planJestRuns, mergeCoverage, lineCoverage, addLineCounts, coverageFigures } = (await import(
-  pathToFileURL(fileURLToPath(new URL("../../../scripts/lib/test-plan.mjs", import.meta.url))).href
-)) as TestPlanModule;
+const { pinnedNodeProjects, planJestRuns, mergeCoverage, lineCoverage, addLineCounts, coverageFigures, coverageFloorFailures } =
+  (await import(pathToFileURL(fileURLToPath(new URL("../../../scripts/lib/test-plan.mjs", import.meta.url))).href)) as TestPlanModule;
 
 const projects = ["contract", "controller", "lint", "runner", "testkit", "e2e"];
 const host = { path: "/usr/bin/node", version: "v20.20.2" };
@@ -146,6 +146,21 @@ describe("mergeCoverage", () => {
     expect(merged["/r/packages/controller/src/c.ts"]).toMatchObject({ s: { "0": 5 } });
   });
 
+  it("adds a file's counts line by line when two runs instrumented it differently", () => {
+    const other: Coverage = {
+      statementMap: { "0": { start: { line: 2 } }, "1": { start: { line: 1 } } },
+      s: { "0": 3, "1": 0 },
+      f: {},
+      b: {},
+    };
+    const merged = mergeCoverage([
+      { "/r/packages/contract/src/a.ts": file({ "0": 1, "1": 0, "2": 0 }, {}, {}) },
+      { "/r/packages/contract/src/a.ts": other },
+    ]);
+    expect(merged["/r/packages/contract/src/a.ts"]).toMatchObject({ s: { "0": 1, "1": 3, "2": 3 } });
+    expect(lineCoverage(merged["/r/packages/contract/src/a.ts"]!)).toEqual({ covered: 2, total: 2 });
+  });
+
   it("counts a line covered when any statement starting on it ran", () => {
     expect(lineCoverage(file({ "0": 0, "1": 0, "2": 1 }, {}, {}))).toEqual({ covered: 1, total: 2 });
     expect(lineCoverage(file({ "0": 0, "1": 0, "2": 0 }, {}, {}))).toEqual({ covered: 0, total: 2 });
@@ -195,5 +210,7 @@ describe("coverage of the processes tests start", () => {
       },
       { name: "render", covered: 2, total: 2, percent: 100 },
     ]);
+    expect(coverageFloorFailures(figures, 85)).toEqual(["controller: 60.0 % of its lines covered (6/10), under the 85 % floor"]);
+    expect(coverageFloorFailures(figures, 60)).toEqual([]);
   });
 });
