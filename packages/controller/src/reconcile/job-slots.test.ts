@@ -52,19 +52,35 @@ describe("JobSlots", () => {
     const cache: SlotJob[] = [];
     const pods: KubeObject[] = [];
     let now = 0;
+    /** Timers the Job cache set, as [due, run]: `advance` runs those due, as the clock reaches them. */
+    const timers: [number, () => void][] = [];
     const jobInformer = indexedArray(cache as KubeObject[]);
     const slots = new JobSlots(
-      slotJobCache(jobInformer, { informer: indexedArray(pods), labelSelector: "captf.io/managed=true" }, () => now),
+      slotJobCache(
+        jobInformer,
+        { informer: indexedArray(pods), labelSelector: "captf.io/managed=true" },
+        () => now,
+        (run, ms) => void timers.push([now + ms, run]),
+      ),
       { manager: limit, clusterDefault: 0 },
       () => now,
     );
+    const advance = (ms: number) => {
+      const until = now + ms;
+      for (let due = timers.findIndex(([at]) => at <= until); due >= 0; due = timers.findIndex(([at]) => at <= until)) {
+        const [at, run] = timers.splice(due, 1)[0]!;
+        now = Math.max(now, at);
+        run();
+      }
+      now = until;
+    };
     /** What a pass does between its look at the count and the Job's creation, synchronously. */
     const take = (owner: string) => {
       const wait = jobSlotWait("apply", slots.usage("ns", "c", owner), { manager: limit, cluster: 0 });
       if (!wait) slots.reserve({ owner, namespace: "ns", clusterName: "c", job: `${owner}-job` });
       return wait === undefined;
     };
-    return { cache, pods, slots, take, jobInformer, advance: (ms: number) => (now += ms) };
+    return { cache, pods, slots, take, jobInformer, advance, timers };
   };
 
   it("gives concurrent passes no more slots than the limit before any of their Jobs shows in the cache", () => {
@@ -96,6 +112,21 @@ describe("JobSlots", () => {
     slots.settle("a", { createdJob: "a-job" });
     jobInformer.deleted(job("a-job", "c") as KubeObject);
     expect(take("b")).toBe(true);
+  });
+
+  it("forgets a deleted Job a minute after it went, by itself: no other delete or pass is needed", () => {
+    const { slots, jobInformer, advance, timers } = setup(1);
+    jobInformer.deleted(job("a-job", "c") as KubeObject);
+    advance(reservationTtlMs / 2);
+    jobInformer.deleted(job("b-job", "c") as KubeObject);
+    expect(slots.held.goneJobs).toEqual(["ns/a-job", "ns/b-job"]);
+    // One timer at a time, for the oldest.
+    expect(timers).toHaveLength(1);
+    advance(reservationTtlMs / 2);
+    expect(slots.held.goneJobs).toEqual(["ns/b-job"]);
+    advance(reservationTtlMs / 2);
+    expect(slots.held.goneJobs).toEqual([]);
+    expect(timers).toEqual([]);
   });
 
   it("gives the slot back when the pass ends without creating its Job", () => {

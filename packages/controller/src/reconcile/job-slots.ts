@@ -93,6 +93,8 @@ export interface SlotJobCache {
   running(): Iterable<SlotJob>;
   /** Whether the cache shows the Job, or saw it go within the last minute (a reservation for it is over either way). */
   shown(namespace: string, name: string): boolean;
+  /** The Jobs (`namespace/name`) seen to go within the last minute: the record expires by itself. */
+  gone(): string[];
   /** Whether the Job's Pod has ended (Succeeded or Failed: captf's Jobs run one Pod), per the Pod cache. */
   podEnded(namespace: string, jobName: string): boolean;
   /** Whether the Job is cached and not finished. */
@@ -112,6 +114,49 @@ export function podEnded(pod: KubeObject | undefined): boolean {
   return phase === "Succeeded" || phase === "Failed";
 }
 
+/** Runs `run` in `ms` without keeping the process alive for it. */
+export type Later = (run: () => void, ms: number) => void;
+
+const unrefLater: Later = (run, ms) => void setTimeout(run, ms).unref();
+
+/**
+ * The Jobs seen to go, each for {@link reservationTtlMs}: one timer at a time, set for the oldest, drops them as they expire, so the
+ * record empties by itself when nothing else is deleted.
+ */
+function goneJobs(now: () => number, later: Later): { add(key: string): void; has(key: string): boolean; keys(): string[] } {
+  const gone = new Map<string, number>();
+  let timerSet = false;
+  const dropExpired = () => {
+    for (const [key, at] of gone)
+      if (at + reservationTtlMs <= now()) gone.delete(key);
+      else break;
+  };
+  const expireOldest = () => {
+    const oldest = gone.values().next();
+    if (timerSet || oldest.done) return;
+    timerSet = true;
+    later(
+      () => {
+        timerSet = false;
+        dropExpired();
+        expireOldest();
+      },
+      Math.max(0, oldest.value + reservationTtlMs - now()),
+    );
+  };
+  return {
+    add: (key) => {
+      dropExpired();
+      // Deleted again (a Job of the same name): it goes to the end, in the order of expiry.
+      gone.delete(key);
+      gone.set(key, now());
+      expireOldest();
+    },
+    has: (key) => gone.has(key),
+    keys: () => [...gone.keys()],
+  };
+}
+
 /**
  * The slots' view of the Job informer (its running captf Jobs indexed) and of the manager's Pod
  * informer (indexed by `job-name`, with its label selector): call before the informers start.
@@ -120,18 +165,12 @@ export function slotJobCache(
   jobs: Pick<Informer<KubeObject>, "addIndex" | "addHandlers" | "byIndex" | "get">,
   pods?: { informer: Pick<Informer<KubeObject>, "byIndex">; labelSelector: string },
   now: () => number = Date.now,
+  later: Later = unrefLater,
 ): SlotJobCache {
   jobs.addIndex(runningIndex, (job) => (runningCaptfJob(job as SlotJob) ? ["running"] : []));
   // A Job created and deleted before any pass counted the slots leaves no reservation behind.
-  const gone = new Map<string, number>();
-  jobs.addHandlers({
-    delete: (job) => {
-      for (const [key, at] of gone)
-        if (at + reservationTtlMs <= now()) gone.delete(key);
-        else break;
-      gone.set(objectKey(job), now());
-    },
-  });
+  const gone = goneJobs(now, later);
+  jobs.addHandlers({ delete: (job) => gone.add(objectKey(job)) });
   const podEndedFor = (namespace: string, jobName: string) =>
     (pods?.informer.byIndex(labelIndexName(jobNameLabel), jobName) ?? []).some(
       (pod) => pod.metadata?.namespace === namespace && podEnded(pod),
@@ -142,6 +181,7 @@ export function slotJobCache(
         (job) => !podEndedFor(job.metadata?.namespace ?? "", job.metadata?.name ?? ""),
       ),
     shown: (namespace, name) => jobs.get(namespace, name) !== undefined || gone.has(`${namespace}/${name}`),
+    gone: gone.keys,
     podEnded: podEndedFor,
     jobRunning: (namespace, name) => {
       const job = jobs.get(namespace, name);
@@ -309,8 +349,9 @@ export class JobSlots implements JobSlotSource {
   }
 
   /** Entries held, by what they hold: for tests that check a deleted owner leaves none. */
-  get held(): { reserved: string[]; waiting: string[]; promised: string[]; undelivered: string[] } {
+  get held(): { reserved: string[]; waiting: string[]; promised: string[]; undelivered: string[]; goneJobs: string[] } {
     return {
+      goneJobs: this.#jobs.gone(),
       reserved: [...this.#reserved.keys()],
       waiting: [...this.#waiting.keys()],
       promised: [...this.#promised.keys()],
