@@ -3,7 +3,8 @@
 // bench/controller-jobs.mjs's stand-in kubelet, and destroys them once deleted. Then nothing the
 // manager keeps per object holds anything of them: the informer caches (and their indexes), the
 // per-object metric series, the read cache's expectations, the work queues and their backoff, and the
-// Job slots' reservations, waiters and promises. While they exist, the same checks find them.
+// Job slots' reservations, waiters, promises and record of deleted Jobs (which expires by itself). While
+// they exist, the same checks find them. The watch of the identity's Secret stops once no identity names it.
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { pino } from "pino";
@@ -11,7 +12,7 @@ import { describeWithTools, sharedControlPlane, waitFor } from "@captf/testkit";
 import { bootstrapManager } from "./bootstrap.js";
 import { parseManagerFlags } from "./flags.js";
 import { addManagerControllers, createManagerControllers, managerBuildInfo } from "./manager-main.js";
-import type { JobSlots } from "./reconcile/job-slots.js";
+import { reservationTtlMs, type JobSlots } from "./reconcile/job-slots.js";
 import {
   capiGroup as capi,
   createNoopCluster,
@@ -20,7 +21,7 @@ import {
   infraGroup as infra,
   removeNoopObjects,
 } from "./reconcile/noop-clusters.test-support.js";
-import { preparePlane, type PlaneClients } from "./reconcile/plane.test-support.js";
+import { mergePatchOptions, preparePlane, type PlaneClients } from "./reconcile/plane.test-support.js";
 import type { ReadBack } from "./reconcile/read-back.test-support.js";
 import type { ControllerRunner } from "./runtime/controller.js";
 import type { Informer } from "./runtime/informer.js";
@@ -65,7 +66,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
       }
     ).items;
 
-  it("holds nothing of deleted TerraformMachines: caches, metric series, expectations, queues, Job slots", async () => {
+  it("holds nothing of deleted machines (caches, series, expectations, queues, Job slots), no watch of an unnamed Secret", async () => {
     const parsed = await parseManagerFlags(
       [
         `--kubeconfig=${sharedControlPlane().kubeconfigPath}`,
@@ -89,6 +90,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
     const recording = {
       client: manager.client,
       objectWatch: manager.objectWatch.bind(manager),
+      releaseObjectWatch: manager.releaseObjectWatch.bind(manager),
       informer: ((type, request) => {
         const informer = manager.informer(type, request);
         informers.add(informer as unknown as Informer<KubeObject>);
@@ -112,6 +114,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
     };
     completer = startJobCompleter({ client: plane.client, namespace, logger: pino({ level: "silent" }) });
     await completer.synced();
+    const watchesBefore = manager.objectWatches;
     const uids = await createObjects();
     await waitFor(
       async () => ((await terraformMachines()).every((item) => item.status?.initialization?.provisioned === true) ? true : undefined),
@@ -123,6 +126,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
     // with their name, keys of theirs queued, waiting, in flight or backing off, Job slot entries of theirs, expectations.
     const ofMachine = (text: string) =>
       uids.includes(text) ||
+      machineNames.some((name) => text.startsWith(`${namespace}/captf-m-${name}-`)) ||
       machineNames.some((name) => [name, `${namespace}/${name}`].some((own) => text === own || text.startsWith(`${own}-`))) ||
       machineNames.some((name) => text.endsWith(`/TerraformMachine/${name}`));
     const metadataTexts = (object: KubeObject) => {
@@ -160,6 +164,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
     const before = await held();
     expect(before.cached.length).toBeGreaterThan(machineCount);
     expect(before.series.filter((line) => line.startsWith("captf_ready{"))).toHaveLength(machineCount);
+    const watchesSecret = (name: string) => manager.objectWatches.some((id) => id.startsWith(`${namespace}/${name} `));
+    expect(watchesSecret("credentials")).toBe(true);
 
     // As Cluster API deletes a Machine: its TerraformMachine first (destroyed by a Job), then the Machine and its bootstrap Secret.
     for (const name of machineNames)
@@ -182,17 +188,48 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
       await plane.custom.deleteNamespacedCustomObject({ ...capi, namespace, plural: "machines", name });
       await plane.core.deleteNamespacedSecret({ namespace, name: `${name}-bootstrap` });
     }
+    // Their Jobs go by garbage collection after them: the Job slots record them as gone, for a minute.
+    await waitFor(
+      async () => ((await held()).jobSlots.some((entry) => entry.startsWith("goneJobs ")) ? true : undefined),
+      60_000,
+      "the machines' Jobs recorded as gone",
+    );
+
+    // The identity's Secret: its watch stops when the identity names another, and none is left once the identity is deleted.
+    await plane.core.createNamespacedSecret({ namespace, body: { metadata: { name: "credentials-2" }, stringData: { NOOP_TOKEN: "2" } } });
+    await plane.custom.patchClusterCustomObject(
+      {
+        ...infra,
+        plural: "terraformclusteridentities",
+        name: identityName,
+        body: { spec: { secretRef: { name: "credentials-2", namespace } } },
+      },
+      mergePatchOptions(),
+    );
+    await waitFor(
+      async () => (watchesSecret("credentials") ? undefined : true),
+      30_000,
+      "the watch of the Secret no identity names stopped",
+    );
+    await plane.custom.deleteClusterCustomObject({ ...infra, plural: "terraformclusteridentities", name: identityName });
+    await waitFor(
+      async () => (JSON.stringify(manager.objectWatches) === JSON.stringify(watchesBefore) ? true : undefined),
+      30_000,
+      "the Secret watches as before the identity",
+    ).catch(() => undefined);
+    expect(manager.objectWatches).toEqual(watchesBefore);
+
     const empty = { cached: [], series: [], queued: [], jobSlots: [], expectations: 0 };
-    // Their Jobs and Pods go by garbage collection after them: the caches empty once those deletes are seen.
+    // Their Pods go by garbage collection too; the Job slots forget a deleted Job a minute after it went, with nothing else deleted.
     const after = await waitFor(
       async () => {
         const now = await held();
         return JSON.stringify(now) === JSON.stringify(empty) ? now : undefined;
       },
-      60_000,
+      reservationTtlMs + 30_000,
       "nothing of the machines held",
     ).catch(() => held());
     expect(after).toEqual(empty);
     expect(completer.stats.errors).toEqual([]);
-  }, 240_000);
+  }, 330_000);
 });

@@ -86,7 +86,7 @@ export interface ManagerControllerDeps {
   /** The events' reportingInstance: the Pod's name. */
   instance: string;
   /** Whose informer caches the controllers' watches share and the passes read from. */
-  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>;
+  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch" | "releaseObjectWatch">>;
   /** With tracing on: spans of the passes and the Jobs, and the Jobs' trace context (docs/tracing.md). */
   tracing?: ManagerTracing;
   /** Handed the read cache and the Job slots the passes share, for tests that check what they hold. */
@@ -154,7 +154,10 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
     workspaceController(clusterAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformCluster)),
     workspaceController(machineAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachine)),
     workspaceController(poolAdapter, reconcilerDeps, controllerOptions(settings.concurrency.terraformMachinePool)),
-    identityController({ client, events }, { cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } }),
+    identityController(
+      { client, events, unexpectedWrites: deps.client },
+      { cache: { reads: cache, mirrors: () => mirrorCache.list() as V1Secret[] } },
+    ),
     machineTemplateController(
       { client, events, metrics: deps.metrics.captf },
       { concurrency: settings.concurrency.terraformMachineTemplate },

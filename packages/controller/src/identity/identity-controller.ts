@@ -26,6 +26,11 @@ export interface IdentityControllerClients {
   client: KubeApi;
   /** Where IdentitySecretFound / IdentitySecretNotFound go (the default namespace: the identity has none); without it, nowhere. */
   events?: EventRecorder;
+  /**
+   * The client whose writes the read cache does not expect, for the identity's ownerReference on its Secret: no cache but the Secret's
+   * by-name watch shows it, and that watch stops once no identity names the Secret, so nothing would ever meet the expectation.
+   */
+  unexpectedWrites?: KubeApi;
 }
 
 export interface IdentityControllerOptions {
@@ -117,9 +122,14 @@ export function identityController(clients: IdentityControllerClients, options: 
       const ownerReferences = secret && sourceOwnerReferences(secret, identity);
       if (ownerReferences) {
         // The resourceVersion makes the list's replacement conditional: a concurrent change of it is a conflict, tried again.
-        await client.patch(builtinTypes.secret, identity.spec.secretRef.namespace, identity.spec.secretRef.name, {
-          metadata: { ownerReferences, resourceVersion: secret.metadata?.resourceVersion },
-        });
+        await (clients.unexpectedWrites ?? client).patch(
+          builtinTypes.secret,
+          identity.spec.secretRef.namespace,
+          identity.spec.secretRef.name,
+          {
+            metadata: { ownerReferences, resourceVersion: secret.metadata?.resourceVersion },
+          },
+        );
       }
       const decision = decideIdentityStatus({ identity, source, mirrors, now: now() });
       if (decision.changed) {

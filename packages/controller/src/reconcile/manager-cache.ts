@@ -11,6 +11,7 @@
 import { labels } from "@captf/contract/api";
 import type { Role } from "@captf/contract";
 import { identityResourceType } from "../identity/ensure-credentials.js";
+import { identitySecretWatches } from "../identity/secret-watches.js";
 import { runnerRbacName } from "../identity/runner-rbac.js";
 import { runSecretName } from "../jobs/build-job.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
@@ -95,7 +96,7 @@ export function cachedJob<T extends CachedJobShape>(job: T): T {
 
 /** Requests the informers (before the manager starts) and serves the pass's reads from them. */
 export function managerReadCache(
-  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch">>,
+  manager: Pick<Manager, "informer" | "client"> & Partial<Pick<Manager, "objectWatch" | "releaseObjectWatch">>,
   adapters: readonly Pick<KindAdapter<Role>, "kind" | "plural">[],
   options: { watchFilterSelector?: string; sharded?: boolean } = {},
 ): ReadCache {
@@ -126,11 +127,9 @@ export function managerReadCache(
     },
     capiSecrets,
   );
-  // An identity's source Secret (any namespace, no label): a watch of its own, by name.
-  if (manager.objectWatch)
-    cache.watchByName(builtinTypes.secret, (namespace, name) =>
-      manager.objectWatch!(builtinTypes.secret, namespace, name, withoutManagedFields),
-    );
+  // An identity's source Secret (any namespace, no label): a watch of its own, by name, while an identity names it.
+  const sourceSecretWatches = identitySecretWatches(manager, withoutManagedFields);
+  if (sourceSecretWatches) cache.watchByName(builtinTypes.secret, sourceSecretWatches);
   cache.add(builtinTypes.lease, {
     informer: manager.informer(builtinTypes.lease, { labelSelector: managedSecretSelector, transform: withoutManagedFields }),
     scoped: true,

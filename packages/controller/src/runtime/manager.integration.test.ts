@@ -174,6 +174,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "the ma
       "the watched ConfigMap in its watch",
     );
     expect(watch.list({ namespace }).map((object) => object.metadata?.name)).toEqual(["watched"]);
+    // Released, it stops: a change of the object no longer reaches it, and the next request starts a new watch.
+    const watched = manager.objectWatches;
+    manager.releaseObjectWatch(builtinTypes.configMap, namespace, "watched");
+    expect(manager.objectWatches).toEqual(watched.filter((id) => !id.startsWith(`${namespace}/watched `)));
+    await client.patch(builtinTypes.configMap, namespace, "watched", { metadata: { labels: { other: "y" } } }, "merge");
+    const next = manager.objectWatch(builtinTypes.configMap, namespace, "watched");
+    expect(next).not.toBe(watch);
+    await eventually(() => next.get(namespace, "watched")?.metadata?.labels?.other === "y", 10_000, "the change in the new watch");
+    expect(watch.get(namespace, "watched")?.metadata?.labels?.other).toBe("x");
   });
 
   it("serves probes and metrics, and reconciles with controller-runtime's outcomes", async () => {

@@ -203,7 +203,7 @@ export class Manager {
     name: string,
     transform?: (object: T) => T,
   ): Informer<T> {
-    const id = `${namespace ?? ""}/${name} ${informerId(type, undefined)}`;
+    const id = objectWatchId(type, namespace, name);
     let informer = this.#objectWatches.get(id) as Informer<T> | undefined;
     if (!informer) {
       informer = new Informer<T>({
@@ -219,6 +219,20 @@ export class Manager {
       if (this.#started && !this.#shuttingDown) informer.start();
     }
     return informer;
+  }
+
+  /** Stops the watch of one object by name: nothing reads that object any more (a later request starts a new watch). */
+  releaseObjectWatch(type: ResourceType, namespace: string | undefined, name: string): void {
+    const id = objectWatchId(type, namespace, name);
+    const informer = this.#objectWatches.get(id);
+    if (!informer) return;
+    this.#objectWatches.delete(id);
+    void informer.stop();
+  }
+
+  /** The objects watched by name, as `namespace/name type`. */
+  get objectWatches(): string[] {
+    return [...this.#objectWatches.keys()];
   }
 
   /** Registers a controller: its watches become handlers on the shared informers. */
@@ -389,6 +403,10 @@ function informerId(type: ResourceType, labelSelector: string | undefined, field
 }
 
 /** Resolves once any of the signals aborts. */
+function objectWatchId(type: ResourceType, namespace: string | undefined, name: string): string {
+  return `${namespace ?? ""}/${name} ${informerId(type, undefined)}`;
+}
+
 function untilAborted(...signals: AbortSignal[]): Promise<void> {
   if (signals.some((s) => s.aborted)) return Promise.resolve();
   return new Promise((resolve) => {

@@ -67,8 +67,8 @@ export function newestResourceVersion(versions: readonly (string | undefined)[])
 /** The cache name of reads served by a watch of their own object (`cache: watchedByName`). */
 export const watchedByName = "by-name";
 
-/** Gives the watch of one object (started, or starting: read live until it syncs). */
-export type ObjectWatch = (namespace: string | undefined, name: string) => CacheSource["informer"];
+/** Gives the watch of one object (started, or starting: read live until it syncs); undefined: read it live. */
+export type ObjectWatch = (namespace: string | undefined, name: string) => CacheSource["informer"] | undefined;
 
 export interface ReadCacheCounts {
   cached: number;
