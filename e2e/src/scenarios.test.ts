@@ -21,6 +21,7 @@ import { scale } from "./scenarios/scale.js";
 import { signedEncryptedState } from "./scenarios/signed-encrypted-state.js";
 import { SharedPlane, type Scenario } from "./scenarios/shared-plane.js";
 import { teardown } from "./scenarios/teardown.js";
+import { traces } from "./scenarios/traces.js";
 
 /**
  * The scenarios in the order they run: a later one may use what an earlier one left (the demo, the clusterctl clusters);
@@ -28,6 +29,7 @@ import { teardown } from "./scenarios/teardown.js";
  */
 const scenarios: Scenario[] = [
   bringUp,
+  traces,
   declareNotificationReceivers,
   scale,
   roll,
@@ -59,6 +61,7 @@ describeWithTools(
     "skopeo",
     "docker-registry",
     "cosign",
+    "otelcol",
   ],
   "captf under Cluster API, installed from its manifests",
   () => {

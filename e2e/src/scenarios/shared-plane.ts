@@ -3,7 +3,7 @@
 // out. scenarios.test.ts starts it before the first scenario and stops it after the last.
 import { randomBytes } from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
-import { waitFor } from "@captf/testkit";
+import { startCollector, waitFor, type Collector } from "@captf/testkit";
 import { demoClusterName, demoNamespace, type DemoSecrets } from "../demo-objects.js";
 import { startManagementPlane, type ManagementPlane } from "../management-plane.js";
 import type { CustomObject, CustomObjectList } from "../objects.js";
@@ -29,11 +29,17 @@ export class SharedPlane {
     variable: `canary-variable-${randomBytes(8).toString("hex")}`,
     bootstrap: `canary-bootstrap-${randomBytes(8).toString("hex")}`,
   };
+  /** The OpenTelemetry Collector the manager and its Jobs send traces to (docs/tracing.md). */
+  collector: Collector | undefined;
   private started: ManagementPlane | undefined;
   private clients: { custom: k8s.CustomObjectsApi; core: k8s.CoreV1Api; batch: k8s.BatchV1Api; events: k8s.EventsV1Api } | undefined;
 
   readonly start = async (): Promise<void> => {
-    const plane = await startManagementPlane({ log: (line) => this.planeLog.push(`${new Date().toISOString()} ${line}`) });
+    this.collector = await startCollector();
+    const plane = await startManagementPlane({
+      log: (line) => this.planeLog.push(`${new Date().toISOString()} ${line}`),
+      managerArgs: [`--tracing-otlp-endpoint=${this.collector.endpoint}`],
+    });
     this.started = plane;
     this.clients = {
       custom: plane.kubeConfig.makeApiClient(k8s.CustomObjectsApi),
@@ -45,6 +51,7 @@ export class SharedPlane {
 
   readonly stop = async (): Promise<void> => {
     await this.started?.stop();
+    await this.collector?.stop();
   };
 
   get plane(): ManagementPlane {
