@@ -129,6 +129,29 @@ describe("createEventRecorder", () => {
     ]);
   });
 
+  it("closes a connection left unused for its idle timeout, so the next event goes out on a new one", async () => {
+    // The server never closes a connection (keepAliveTimeout 0): only the recorder's idle timeout can.
+    const server = await startEventsServer({ keepAliveTimeoutMillis: 0 });
+    const logs: string[] = [];
+    const recorder = createEventRecorder({
+      endpoint: { server: server.url },
+      regarding,
+      instance: "pod",
+      idleConnectionMillis: 200,
+      log: (message) => logs.push(message),
+    });
+    recorder.emit("Normal", "RunStarted", "apply", "apply started");
+    while (server.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const first = server.connections[0]!;
+    if (!first.destroyed) await new Promise((resolve) => first.once("close", resolve));
+    recorder.emit("Normal", "RunFinished", "apply", "apply succeeded in 1s");
+    await recorder.close();
+    await server.close();
+    expect(logs).toEqual([]);
+    expect(server.requests.map((request) => request.body.reason)).toEqual(["RunStarted", "RunFinished"]);
+    expect(server.connections).toHaveLength(2);
+  });
+
   it("reaches an API server over TLS with the cluster CA", async () => {
     execFileSync(
       "openssl",

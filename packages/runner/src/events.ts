@@ -94,9 +94,18 @@ export interface EventRecorderOptions {
   instance: string;
   timeoutMs?: number;
   maxConsecutiveFailures?: number;
+  /** How long an unused kept-alive connection stays open. Default {@link idleConnectionMillis}. */
+  idleConnectionMillis?: number;
   /** Called once on the first failure and once when the recorder gives up; never with a response body. */
   log: (message: string) => void;
 }
+
+/**
+ * How long an unused kept-alive connection to the API server stays open: the client closes it
+ * before the API server (90 s) or a common proxy (60 s and up) does, so an event is not written
+ * into a connection the other side is closing at that moment (ECONNRESET, EPIPE).
+ */
+export const idleConnectionMillis = 30_000;
 
 /** MicroTime's wire form: RFC 3339 with six fractional digits. */
 function microTime(date: Date): string {
@@ -117,7 +126,8 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     );
     const secure = url.protocol === "https:";
     const http = secure ? process.getBuiltinModule("node:https") : process.getBuiltinModule("node:http");
-    const agent = secure ? new http.Agent({ keepAlive: true, ca: endpoint.ca }) : new http.Agent({ keepAlive: true });
+    const kept = { keepAlive: true, timeout: options.idleConnectionMillis ?? idleConnectionMillis };
+    const agent = secure ? new http.Agent({ ...kept, ca: endpoint.ca }) : new http.Agent(kept);
     return { url, http, agent, tokenFile: endpoint.tokenFile };
   };
   // Loaded at the first POST (in a run, once its first step has started and the runtime's version

@@ -2,14 +2,17 @@
  * A small JSON client for the Kubernetes API: any resource by group/version/plural, raw objects in
  * and out (no class conversion, so a watched object and a listed one look the same), typed errors,
  * and a watch stream the informer can abort. Authentication and TLS come from client-node's
- * `KubeConfig`; connections are kept alive and reused.
+ * `KubeConfig`; connections are kept alive and reused, closed after 30 s unused, and a request the
+ * server dropped as it reused a connection is sent once more when that is safe (stale-connection.ts).
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Socket } from "node:net";
 import { createInterface } from "node:readline";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ResourceType } from "../api/resource.js";
 import { KubeApiError, type KubeStatus } from "./api-errors.js";
+import { failedOnClosedIdleConnection, idleConnectionMillis, isReplayable } from "./stale-connection.js";
 
 // Where a kind lives is an API fact; the client names it too for the callers that import it from here.
 export type { ResourceType };
@@ -88,6 +91,8 @@ export interface KubeClientOptions {
   metrics?: KubeClientMetricsSink;
   /** Extra headers on every request (e.g. a User-Agent). */
   userAgent?: string;
+  /** How long an unused kept-alive connection stays open. Default 30 s. */
+  idleConnectionMillis?: number;
 }
 
 /** Which patch a body is; strategic merges lists by key (ownerReferences by uid, `$setElementOrder`), merge replaces them. */
@@ -120,6 +125,7 @@ export class KubeClient {
   readonly #timeoutMillis: number;
   readonly #metrics: KubeClientMetricsSink | undefined;
   readonly #userAgent: string;
+  readonly #idleConnectionMillis: number;
   #agent: { key: string; agent: HttpAgent } | undefined;
 
   constructor(kubeConfig: KubeConfig, options: KubeClientOptions = {}) {
@@ -130,6 +136,7 @@ export class KubeClient {
     this.#timeoutMillis = options.timeoutMillis ?? 30_000;
     this.#metrics = options.metrics;
     this.#userAgent = options.userAgent ?? "captf-manager";
+    this.#idleConnectionMillis = options.idleConnectionMillis ?? idleConnectionMillis;
   }
 
   /** One request; parses the JSON answer, throws {@link KubeApiError} on a non-2xx status. */
@@ -283,14 +290,20 @@ export class KubeClient {
     }
     const agent = this.#reusableAgent(tls);
     const send = url.protocol === "http:" ? httpRequest : httpsRequest;
-    return new Promise<IncomingMessage>((resolve, reject) => {
-      if (options.signal?.aborted) return reject(abortError());
-      const request = send(url, { method, headers, agent, signal: options.signal, timeout: timeoutMillis }, resolve);
-      request.on("error", (error) => reject(options.signal?.aborted ? abortError() : error));
-      request.on("timeout", () => request.destroy(new Error(`${method} ${path}: no answer within ${timeoutMillis} ms`)));
-      if (payload !== undefined) request.write(payload);
-      request.end();
-    });
+    // A watch has no timeout (0): the agent's idle timeout must not cut a quiet stream.
+    const request = { method, headers, agent, signal: options.signal, timeout: timeoutMillis ?? 0 };
+    const attempt = () => sendOnce(send, url, request, payload, `${method} ${path}`);
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof ClosedIdleConnection)) throw error;
+      if (!isReplayable(method, options.body)) throw error.cause;
+      // The pool's other idle connections are older than the one the server closed: open a new one.
+      dropIdleConnections(agent);
+      return attempt().catch((again: unknown) => {
+        throw again instanceof ClosedIdleConnection ? again.cause : again;
+      });
+    }
   }
 
   /** One keep-alive agent per TLS identity; a proxy's agent (from client-node) is used as it comes. */
@@ -302,8 +315,12 @@ export class KubeClient {
       this.#agent?.agent.destroy();
       const agent =
         this.#server.protocol === "http:"
-          ? new HttpAgent({ keepAlive: true })
-          : new HttpsAgent({ keepAlive: true, ...(material as Record<string, unknown>) } as ConstructorParameters<typeof HttpsAgent>[0]);
+          ? new HttpAgent({ keepAlive: true, timeout: this.#idleConnectionMillis })
+          : new HttpsAgent({
+              keepAlive: true,
+              timeout: this.#idleConnectionMillis,
+              ...(material as Record<string, unknown>),
+            } as ConstructorParameters<typeof HttpsAgent>[0]);
       this.#agent = { key, agent };
     }
     return this.#agent.agent;
@@ -314,6 +331,46 @@ export class KubeClient {
     this.#agent?.agent.destroy();
     this.#agent = undefined;
   }
+}
+
+/** A request that failed on a kept-alive connection the server closed before answering; `cause` is Node's error. */
+class ClosedIdleConnection extends Error {}
+
+/** Sends one request; a failure on a reused connection the server closed unanswered rejects with {@link ClosedIdleConnection}. */
+function sendOnce(
+  send: typeof httpRequest,
+  url: URL,
+  options: RequestOptions & { method: string; timeout: number },
+  payload: string | undefined,
+  what: string,
+): Promise<IncomingMessage> {
+  const { signal, timeout } = options;
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError());
+    const request = send(url, options, resolve);
+    let socket: Socket | undefined;
+    let readBefore = 0;
+    request.on("socket", (assigned) => {
+      socket = assigned;
+      readBefore = assigned.bytesRead;
+    });
+    request.on("error", (error) => {
+      if (signal?.aborted) return reject(abortError());
+      const answered = (socket?.bytesRead ?? readBefore) - readBefore;
+      reject(
+        failedOnClosedIdleConnection(error, request.reusedSocket, answered)
+          ? new ClosedIdleConnection(error.message, { cause: error })
+          : error,
+      );
+    });
+    request.on("timeout", () => request.destroy(new Error(`${what}: no answer within ${timeout} ms`)));
+    if (payload !== undefined) request.write(payload);
+    request.end();
+  });
+}
+
+function dropIdleConnections(agent: HttpAgent): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 function readBody(response: IncomingMessage): Promise<string> {

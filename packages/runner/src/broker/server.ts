@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "n
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { join } from "node:path";
 import type { BrokerRefusal as Refusal, BrokerSummary } from "@captf/contract/run-result";
-import type { ApiEndpoint, EventRecorder } from "../events.js";
+import { type ApiEndpoint, type EventRecorder, idleConnectionMillis } from "../events.js";
 import { brokerKubeconfigFile } from "./connection.js";
 import { checkBody, decideRequest, narrowListQuery, narrowSecretList, type BrokerScope } from "./policy.js";
 import { decodeProtobufObject, protobufContentType } from "./protobuf.js";
@@ -228,7 +228,8 @@ function upstreamClientOf(session: BrokerSession): NonNullable<BrokerSession["up
   const { http, upstreamUrl } = session;
   const { ca } = session.options.upstream;
   const client = upstreamUrl.protocol === "https:" ? (process.getBuiltinModule("node:https") as unknown as typeof http) : http;
-  session.upstreamClient = { client, agent: new client.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }) };
+  const agent = new client.Agent({ keepAlive: true, timeout: idleConnectionMillis, ...(ca ? { ca } : {}) });
+  session.upstreamClient = { client, agent };
   return session.upstreamClient;
 }
 
