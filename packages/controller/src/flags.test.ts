@@ -61,6 +61,7 @@ describe("the manager flags", () => {
       driftDefaultIntervalMillis: 1_800_000,
       clusterOperationGate: true,
       stateBackups: 5,
+      tracing: { otlpEndpoint: "" },
       maxActiveJobs: 0,
       clusterMaxActiveJobs: 0,
       diagnostics: { address: ":8443", insecure: false, tlsCipherSuites: [], tlsCurvePreferences: [], tlsMinVersion: "TLSv1.2" },

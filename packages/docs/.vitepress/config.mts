@@ -55,6 +55,7 @@ export const sidebar: DefaultTheme.SidebarItem[] = [
       { text: "Webhooks", link: "/webhooks" },
       { text: "Metrics and alerts", link: "/metrics" },
       { text: "Notifications", link: "/notifications" },
+      { text: "Tracing", link: "/tracing" },
       { text: "Scaling the manager: shards", link: "/scaling" },
       { text: "Reliability drills", link: "/reliability" },
       {
