@@ -34,9 +34,14 @@ const layerRules = controllerLayers.slice(0, -1).map((folders, index) => {
   const exceptions = allowedUpward.filter((port) => folders.some((folder) => port.from.startsWith(`${folder}/`)));
   return {
     name: `controller-layer-${index + 1}`,
-    comment: `${folders.join(", ")} (layer ${index + 1}) imports nothing from ${higher.join(", ")}: move the shared fact down (ARCHITECTURE.md)`,
+    comment:
+      `${folders.join(", ")} (layer ${index + 1}) imports nothing from ${higher.join(", ")}: ` +
+      "move the shared fact down (ARCHITECTURE.md)",
     severity: "error",
-    from: { path: folders.map(folderPattern), ...(exceptions.length > 0 ? { pathNot: exceptions.map((port) => `${source}${port.from}`) } : {}) },
+    from: {
+      path: folders.map(folderPattern),
+      ...(exceptions.length > 0 ? { pathNot: exceptions.map((port) => `${source}${port.from}`) } : {}),
+    },
     to: { path: higher.map(folderPattern) },
   };
 });
@@ -76,7 +81,11 @@ module.exports = {
     // Type-only imports count: a cycle of types is still a cycle for a reader.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.base.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["@captf/source", "import", "types", "default"], extensions: [".ts", ".js", ".mjs", ".cjs", ".json"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["@captf/source", "import", "types", "default"],
+      extensions: [".ts", ".js", ".mjs", ".cjs", ".json"],
+    },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

@@ -23,7 +23,13 @@ const moduleBin = fileURLToPath(new URL("../bin/captf-module.js", import.meta.ur
 
 /** The runtimes' environment: no user CLI configuration, no checkpoint calls. */
 function runtimeEnv(cliConfig?: string): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH ?? "", HOME: tmpdir(), CHECKPOINT_DISABLE: "1", TF_IN_AUTOMATION: "1", ...(cliConfig ? { TF_CLI_CONFIG_FILE: cliConfig } : {}) };
+  return {
+    PATH: process.env.PATH ?? "",
+    HOME: tmpdir(),
+    CHECKPOINT_DISABLE: "1",
+    TF_IN_AUTOMATION: "1",
+    ...(cliConfig ? { TF_CLI_CONFIG_FILE: cliConfig } : {}),
+  };
 }
 
 function run(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = runtimeEnv()) {
@@ -31,10 +37,26 @@ function run(command: string, args: readonly string[], cwd: string, env: NodeJS.
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, output: `${result.stdout}${result.stderr}` };
 }
 
+/** A CLI configuration that installs providers from the filesystem mirror at `path` and from nowhere else. */
+function mirrorOnlyCliConfig(path: string): string {
+  const mirror = `  filesystem_mirror {\n    path    = "${path}"\n    include = ["*/*/*"]\n  }\n`;
+  return `provider_installation {\n${mirror}  direct {\n    exclude = ["*/*/*"]\n  }\n}\n`;
+}
+
+/** Unpacks an image of an OCI layout (`<layout>:<tag>`) into an OCI runtime bundle at `bundle` (its rootfs/ and config). */
+function unpackImage(image: string, bundle: string): void {
+  execFileSync("umoci", ["unpack", ...(process.getuid?.() !== 0 ? ["--rootless"] : []), "--image", image, bundle]);
+}
+
 async function captfModule(argv: string[], cwd: string, env: Record<string, string> = {}) {
   let stdout = "";
   let stderr = "";
-  const code = await main(argv, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, cwd, env });
+  const code = await main(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    cwd,
+    env,
+  });
   return { code, stdout, stderr };
 }
 
@@ -87,44 +109,74 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
     beforeAll(async () => {
       layout = join(work, "image");
       const runtimes = ["--runtime", tofu, ...(tofuOther ? ["--runtime", tofuOther] : [])];
-      const build = await captfModule(["build", ...runtimes, "--out", layout, "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"], machine());
+      const build = await captfModule(
+        ["build", ...runtimes, "--out", layout, "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"],
+        machine(),
+      );
       expect([build.code, build.stderr]).toEqual([0, ""]);
-      report = JSON.parse(build.stdout);
+      report = JSON.parse(build.stdout) as typeof report;
     }, 300_000);
 
     it("is an index of this machine's platform and, when its runtime is given, the other one", () => {
-      expect(report.platforms.map((platform) => platform.platform)).toEqual([`linux/${hostArchitecture}`, ...(tofuOther ? [`linux/${hostArchitecture === "amd64" ? "arm64" : "amd64"}`] : [])]);
-      const index = JSON.parse(execFileSync("skopeo", ["inspect", "--raw", `oci:${layout}:v0.1.0`], { encoding: "utf8" })) as { manifests: { digest: string; platform: { os: string } }[] };
+      expect(report.platforms.map((platform) => platform.platform)).toEqual([
+        `linux/${hostArchitecture}`,
+        ...(tofuOther ? [`linux/${hostArchitecture === "amd64" ? "arm64" : "amd64"}`] : []),
+      ]);
+      const index = JSON.parse(execFileSync("skopeo", ["inspect", "--raw", `oci:${layout}:v0.1.0`], { encoding: "utf8" })) as {
+        manifests: { digest: string; platform: { os: string } }[];
+      };
       expect(index.manifests.map((manifest) => manifest.platform.os)).toEqual(report.platforms.map(() => "linux"));
     });
 
     it("runs as 65532 with the contract's labels, on every platform alike", () => {
       for (const platform of report.platforms) {
-        const config = JSON.parse(execFileSync("skopeo", ["inspect", "--config", `oci:${layout}:${platform.ref}`], { encoding: "utf8" })) as { architecture: string; config: { User: string; Labels: Record<string, string>; Entrypoint?: string[] } };
+        const config = JSON.parse(
+          execFileSync("skopeo", ["inspect", "--config", `oci:${layout}:${platform.ref}`], { encoding: "utf8" }),
+        ) as { architecture: string; config: { User: string; Labels: Record<string, string>; Entrypoint?: string[] } };
         expect(`linux/${config.architecture}`).toBe(platform.platform);
         expect(config.config.User).toBe("65532:65532");
         expect(config.config.Entrypoint).toBeUndefined();
         expect(config.config.Labels).toEqual(report.labels);
-        expect(config.config.Labels).toMatchObject({ "io.captf.contract": "v1alpha1", "io.captf.role": "machine", "io.captf.runtime": "tofu", "io.captf.runtime.version": expect.stringMatching(/^\d+\.\d+\.\d+/), "org.opencontainers.image.version": "v0.1.0", "org.opencontainers.image.revision": "0123456789ab" });
+        expect(config.config.Labels).toMatchObject({
+          "io.captf.contract": "v1alpha1",
+          "io.captf.role": "machine",
+          "io.captf.runtime": "tofu",
+          "io.captf.runtime.version": expect.stringMatching(/^\d+\.\d+\.\d+/),
+          "org.opencontainers.image.version": "v0.1.0",
+          "org.opencontainers.image.revision": "0123456789ab",
+        });
       }
     });
 
     it("holds the module at /captf/module, the runtime at /captf/runtime and the SBOM", () => {
       const bundle = join(work, "bundle");
-      execFileSync("umoci", ["unpack", ...(process.getuid?.() !== 0 ? ["--rootless"] : []), "--image", `${layout}:v0.1.0-${hostArchitecture}`, bundle]);
+      unpackImage(`${layout}:v0.1.0-${hostArchitecture}`, bundle);
       const rootfs = join(bundle, "rootfs");
-      for (const file of ["inputs.tf", "outputs.tf", "main.tf", "versions.tf", "tests/machine.tftest.hcl"]) expect(readFileSync(join(rootfs, "captf/module", file), "utf8")).toBe(readFileSync(join(machine(), file), "utf8"));
+      for (const file of ["inputs.tf", "outputs.tf", "main.tf", "versions.tf", "tests/machine.tftest.hcl"])
+        expect(readFileSync(join(rootfs, "captf/module", file), "utf8")).toBe(readFileSync(join(machine(), file), "utf8"));
       expect(existsSync(join(rootfs, "captf/module/.terraform"))).toBe(false);
       expect(statSync(join(rootfs, "captf/runtime")).mode & 0o755).toBe(0o755);
       expect(execFileSync(join(rootfs, "captf/runtime"), ["version"], { encoding: "utf8", env: runtimeEnv() })).toMatch(/^OpenTofu v/);
-      const sbom = JSON.parse(readFileSync(join(rootfs, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as { bomFormat: string; specVersion: string; components: { name: string }[] };
+      const sbom = JSON.parse(readFileSync(join(rootfs, "usr/share/doc/captf/sbom.cdx.json"), "utf8")) as {
+        bomFormat: string;
+        specVersion: string;
+        components: { name: string }[];
+      };
       expect([sbom.bomFormat, sbom.specVersion]).toEqual(["CycloneDX", "1.5"]);
-      expect(sbom.components.map((component) => component.name)).toEqual(expect.arrayContaining(["tofu", "/captf/module/inputs.tf", "/captf/module/tests/machine.tftest.hcl"]));
-      for (const path of ["captf/work", "captf/bin", "captf/config", "captf/providers"]) expect([path, existsSync(join(rootfs, path))]).toEqual([path, false]);
+      expect(sbom.components.map((component) => component.name)).toEqual(
+        expect.arrayContaining(["tofu", "/captf/module/inputs.tf", "/captf/module/tests/machine.tftest.hcl"]),
+      );
+      for (const path of ["captf/work", "captf/bin", "captf/config", "captf/providers"])
+        expect([path, existsSync(join(rootfs, path))]).toEqual([path, false]);
     });
 
     it("passes `tfcapi-lint image --strict` on every platform", () => {
-      const lint = run(process.execPath, [lintBin, "image", `oci:${layout}:v0.1.0`, "--role", "machine", "--all-platforms", "--strict"], work, process.env);
+      const lint = run(
+        process.execPath,
+        [lintBin, "image", `oci:${layout}:v0.1.0`, "--role", "machine", "--all-platforms", "--strict"],
+        work,
+        process.env,
+      );
       expect([lint.code, lint.stdout]).toEqual([0, expect.stringContaining("0 error(s), 0 warning(s)")]);
     });
 
@@ -148,8 +200,12 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
 
     it("is built again, the same digest, with --runtime-from the image (a layout's, a registry's) and --push into a registry", async () => {
       const fromLayout = await captfModule(
-        ["build", "--runtime-from", `oci:${layout}:v0.1.0`, "--out", join(work, "image-from-layout"), "--tag", "v0.1.0"]
-          .concat(["--revision", "0123456789ab", "-o", "json"]),
+        ["build", "--runtime-from", `oci:${layout}:v0.1.0`, "--out", join(work, "image-from-layout"), "--tag", "v0.1.0"].concat([
+          "--revision",
+          "0123456789ab",
+          "-o",
+          "json",
+        ]),
         machine(),
       );
       expect([fromLayout.code, fromLayout.stderr]).toEqual([0, ""]);
@@ -162,11 +218,25 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
         const buildArgs = ["build", machine(), "--runtime-from", base, "--push", target, "--plain-http", "--revision", "0123456789ab"];
         const build = run(process.execPath, [moduleBin, ...buildArgs, "-o", "json"], work, process.env);
         expect([build.code, build.stderr]).toEqual([0, ""]);
-        const built = JSON.parse(build.stdout) as { digest: string; runtime: { name: string }; pushed: { digest: string; destination: string } };
-        expect([built.digest, built.pushed.digest, built.pushed.destination, built.runtime.name]).toEqual([report.digest, report.digest, target, "tofu"]);
+        const built = JSON.parse(build.stdout) as {
+          digest: string;
+          runtime: { name: string };
+          pushed: { digest: string; destination: string };
+        };
+        expect([built.digest, built.pushed.digest, built.pushed.destination, built.runtime.name]).toEqual([
+          report.digest,
+          report.digest,
+          target,
+          "tofu",
+        ]);
         const raw = execFileSync("skopeo", ["inspect", "--raw", "--tls-verify=false", `docker://${target}`]);
         expect(`sha256:${createHash("sha256").update(raw).digest("hex")}`).toBe(report.digest);
-        const missing = run(process.execPath, [moduleBin, ...buildArgs.slice(0, 3), `${registry.host}/modules/none:v1`, "--push", target, "--plain-http"], work, process.env);
+        const missing = run(
+          process.execPath,
+          [moduleBin, ...buildArgs.slice(0, 3), `${registry.host}/modules/none:v1`, "--push", target, "--plain-http"],
+          work,
+          process.env,
+        );
         expect([missing.code, missing.stderr]).toEqual([1, expect.stringContaining("modules/none")]);
       } finally {
         await registry.stop();
@@ -175,12 +245,22 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
 
     it("has the same digest when built again from the same inputs, into another layout or the same one", async () => {
       const runtimes = ["--runtime", tofu, ...(tofuOther ? ["--runtime", tofuOther] : [])];
-      const again = await captfModule(["build", ...runtimes, "--out", join(work, "image-again"), "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"], machine());
-      expect(JSON.parse(again.stdout).digest).toBe(report.digest);
-      const same = await captfModule(["build", ...runtimes, "--out", layout, "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"], machine());
-      expect(JSON.parse(same.stdout).digest).toBe(report.digest);
-      const other = await captfModule(["build", "--runtime", tofu, "--out", join(work, "image-later"), "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"], machine(), { SOURCE_DATE_EPOCH: "1700000000" });
-      expect(JSON.parse(other.stdout).created).toBe("2023-11-14T22:13:20.000Z");
+      const again = await captfModule(
+        ["build", ...runtimes, "--out", join(work, "image-again"), "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"],
+        machine(),
+      );
+      expect((JSON.parse(again.stdout) as { digest: string }).digest).toBe(report.digest);
+      const same = await captfModule(
+        ["build", ...runtimes, "--out", layout, "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"],
+        machine(),
+      );
+      expect((JSON.parse(same.stdout) as { digest: string }).digest).toBe(report.digest);
+      const other = await captfModule(
+        ["build", "--runtime", tofu, "--out", join(work, "image-later"), "--tag", "v0.1.0", "--revision", "0123456789ab", "-o", "json"],
+        machine(),
+        { SOURCE_DATE_EPOCH: "1700000000" },
+      );
+      expect((JSON.parse(other.stdout) as { created: string }).created).toBe("2023-11-14T22:13:20.000Z");
     }, 300_000);
   });
 
@@ -199,8 +279,15 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
         writeFileSync(join(packageDir, "terraform-provider-fake_v1.0.0"), `#!/bin/sh\necho fake ${arch}\n`);
         chmodSync(join(packageDir, "terraform-provider-fake_v1.0.0"), 0o755);
       }
-      writeFileSync(join(dir, "providers.tf"), 'terraform {\n  required_providers {\n    fake = {\n      source  = "example/fake"\n      version = "1.0.0"\n    }\n  }\n}\n');
-      const lock = run(tofu, ["providers", "lock", "-no-color", `-fs-mirror=${mirror}`, "-platform=linux_amd64", "-platform=linux_arm64"], dir);
+      writeFileSync(
+        join(dir, "providers.tf"),
+        'terraform {\n  required_providers {\n    fake = {\n      source  = "example/fake"\n      version = "1.0.0"\n    }\n  }\n}\n',
+      );
+      const lock = run(
+        tofu,
+        ["providers", "lock", "-no-color", `-fs-mirror=${mirror}`, "-platform=linux_amd64", "-platform=linux_arm64"],
+        dir,
+      );
       expect([lock.code, lock.stderr]).toEqual([0, ""]);
       layout = join(work, "provider-image");
     });
@@ -211,21 +298,38 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
       expect(build.stderr).toMatch(/providers mirror could not fetch the module's providers .*pass --providers/s);
     }, 120_000);
 
-    it("ships the locked package at /captf/providers, matched to the lock file, and the image's runtime installs it from there", async () => {
-      const build = await captfModule(["build", "--runtime", tofu, "--providers", mirror, "--out", layout, "--tag", "v1", "-o", "json"], dir);
+    it("ships the locked package at /captf/providers, matched to the lock file, " +
+      "and the image's runtime installs it from there", async () => {
+      const build = await captfModule(
+        ["build", "--runtime", tofu, "--providers", mirror, "--out", layout, "--tag", "v1", "-o", "json"],
+        dir,
+      );
       expect([build.code, build.stderr]).toEqual([0, ""]);
       const report = JSON.parse(build.stdout) as { platforms: { providers: { address: string; path: string; verified: boolean }[] }[] };
-      expect(report.platforms[0]!.providers).toEqual([{ address: "registry.opentofu.org/example/fake", version: "1.0.0", layout: "unpacked", path: `/captf/providers/registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}`, verified: true }]);
+      expect(report.platforms[0]!.providers).toEqual([
+        {
+          address: "registry.opentofu.org/example/fake",
+          version: "1.0.0",
+          layout: "unpacked",
+          path: `/captf/providers/registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}`,
+          verified: true,
+        },
+      ]);
 
       const bundle = join(work, "provider-bundle");
-      execFileSync("umoci", ["unpack", ...(process.getuid?.() !== 0 ? ["--rootless"] : []), "--image", `${layout}:v1-${hostArchitecture}`, bundle]);
+      unpackImage(`${layout}:v1-${hostArchitecture}`, bundle);
       const rootfs = join(bundle, "rootfs");
       // A root as captf generates it, calling the image's module, installing from the image's mirror only.
       const root = join(work, "provider-root");
       mkdirSync(root);
       writeFileSync(join(root, "main.tf"), `module "role" {\n  source = "${join(rootfs, "captf/module")}"\n}\n`);
-      writeFileSync(join(work, "image-mirror.tfrc"), `provider_installation {\n  filesystem_mirror {\n    path    = "${join(rootfs, "captf/providers")}"\n    include = ["*/*/*"]\n  }\n  direct {\n    exclude = ["*/*/*"]\n  }\n}\n`);
-      const init = run(join(rootfs, "captf/runtime"), ["init", "-backend=false", "-input=false", "-no-color"], root, runtimeEnv(join(work, "image-mirror.tfrc")));
+      writeFileSync(join(work, "image-mirror.tfrc"), mirrorOnlyCliConfig(join(rootfs, "captf/providers")));
+      const init = run(
+        join(rootfs, "captf/runtime"),
+        ["init", "-backend=false", "-input=false", "-no-color"],
+        root,
+        runtimeEnv(join(work, "image-mirror.tfrc")),
+      );
       expect([init.code, init.output]).toEqual([0, expect.stringContaining("Installed example/fake v1.0.0")]);
     }, 120_000);
 
@@ -235,22 +339,36 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
       const typeDir = join(packedMirror, "registry.opentofu.org/example/fake");
       mkdirSync(typeDir, { recursive: true });
       for (const arch of ["amd64", "arm64"])
-        writeFileSync(join(typeDir, `terraform-provider-fake_1.0.0_linux_${arch}.zip`), storedZip({ "terraform-provider-fake_v1.0.0": `#!/bin/sh\necho fake ${arch}\n` }));
+        writeFileSync(
+          join(typeDir, `terraform-provider-fake_1.0.0_linux_${arch}.zip`),
+          storedZip({ "terraform-provider-fake_v1.0.0": `#!/bin/sh\necho fake ${arch}\n` }),
+        );
       const packedDir = join(work, "with-packed-provider");
       execFileSync("cp", ["-r", dir, packedDir]);
       rmSync(join(packedDir, ".terraform.lock.hcl"));
-      const lock = run(tofu, ["providers", "lock", "-no-color", `-fs-mirror=${packedMirror}`, "-platform=linux_amd64", "-platform=linux_arm64"], packedDir);
+      const lock = run(
+        tofu,
+        ["providers", "lock", "-no-color", `-fs-mirror=${packedMirror}`, "-platform=linux_amd64", "-platform=linux_arm64"],
+        packedDir,
+      );
       expect([lock.code, lock.stderr]).toEqual([0, ""]);
       const packedLayout = join(work, "packed-provider-image");
-      const build = await captfModule(["build", "--runtime", tofu, "--providers", packedMirror, "--out", packedLayout, "--tag", "v1", "-o", "json"], packedDir);
+      const build = await captfModule(
+        ["build", "--runtime", tofu, "--providers", packedMirror, "--out", packedLayout, "--tag", "v1", "-o", "json"],
+        packedDir,
+      );
       expect([build.code, build.stderr]).toEqual([0, ""]);
       const report = JSON.parse(build.stdout) as { platforms: { providers: { layout: string; path: string; verified: boolean }[] }[] };
       // A lock made from a mirror lists h1: hashes only; a packed package is matched by the zh: a registry's lock lists.
-      const shipped = { layout: "packed", path: `/captf/providers/registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}`, verified: false };
+      const shipped = {
+        layout: "packed",
+        path: `/captf/providers/registry.opentofu.org/example/fake/1.0.0/linux_${hostArchitecture}`,
+        verified: false,
+      };
       expect(report.platforms[0]!.providers).toEqual([expect.objectContaining(shipped)]);
 
       const bundle = join(work, "packed-provider-bundle");
-      execFileSync("umoci", ["unpack", ...(process.getuid?.() !== 0 ? ["--rootless"] : []), "--image", `${packedLayout}:v1-${hostArchitecture}`, bundle]);
+      unpackImage(`${packedLayout}:v1-${hostArchitecture}`, bundle);
       const providers = join(bundle, "rootfs/captf/providers");
       expect(readdirSync(providers, { recursive: true }).map(String).sort()).toEqual([
         "registry.opentofu.org",
@@ -263,14 +381,24 @@ describeWithTools(["tofu", "terraform", "umoci", "skopeo", "docker-registry"], "
       const root = join(work, "packed-provider-root");
       mkdirSync(root);
       writeFileSync(join(root, "main.tf"), `module "role" {\n  source = "${join(bundle, "rootfs/captf/module")}"\n}\n`);
-      writeFileSync(join(work, "packed-image-mirror.tfrc"), `provider_installation {\n  filesystem_mirror {\n    path    = "${providers}"\n    include = ["*/*/*"]\n  }\n  direct {\n    exclude = ["*/*/*"]\n  }\n}\n`);
-      const init = run(join(bundle, "rootfs/captf/runtime"), ["init", "-backend=false", "-input=false", "-no-color"], root, runtimeEnv(join(work, "packed-image-mirror.tfrc")));
+      writeFileSync(join(work, "packed-image-mirror.tfrc"), mirrorOnlyCliConfig(providers));
+      const init = run(
+        join(bundle, "rootfs/captf/runtime"),
+        ["init", "-backend=false", "-input=false", "-no-color"],
+        root,
+        runtimeEnv(join(work, "packed-image-mirror.tfrc")),
+      );
       expect([init.code, init.output]).toEqual([0, expect.stringContaining("Installed example/fake v1.0.0")]);
     }, 120_000);
   });
 
   it("the installed command says what is missing when umoci is not on PATH", () => {
-    const build = run(process.execPath, [moduleBin, "build", "--runtime", tofu, "--out", join(work, "no-umoci"), "--tag", "v1", join(work, "machine")], work, { PATH: "/nonexistent", HOME: tmpdir() });
+    const build = run(
+      process.execPath,
+      [moduleBin, "build", "--runtime", tofu, "--out", join(work, "no-umoci"), "--tag", "v1", join(work, "machine")],
+      work,
+      { PATH: "/nonexistent", HOME: tmpdir() },
+    );
     expect(build.code).toBe(1);
     expect(build.stderr).toMatch(/umoci is required to build images and is not on PATH/);
   });

@@ -7,7 +7,12 @@ import { main } from "./cli.js";
 async function run(argv: string[], cwd = process.cwd()) {
   let stdout = "";
   let stderr = "";
-  const code = await main(argv, { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, cwd, env: {} });
+  const code = await main(argv, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    cwd,
+    env: {},
+  });
   return { code, stdout, stderr };
 }
 
@@ -32,7 +37,12 @@ describe("captf-module", () => {
     try {
       const { code, stdout } = await run(["init", "--role", "machinepool", "pool", "-o", "json"], dir);
       expect(code).toBe(0);
-      expect(JSON.parse(stdout)).toEqual({ dir: join(dir, "pool"), role: "machinepool", files: ["README.md", "versions.tf", "inputs.tf", "main.tf", "outputs.tf", "tests/machinepool.tftest.hcl", ".gitignore"], replaced: [] });
+      expect(JSON.parse(stdout)).toEqual({
+        dir: join(dir, "pool"),
+        role: "machinepool",
+        files: ["README.md", "versions.tf", "inputs.tf", "main.tf", "outputs.tf", "tests/machinepool.tftest.hcl", ".gitignore"],
+        replaced: [],
+      });
       const again = await run(["init", "--role", "machinepool", "pool"], dir);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/^captf-module: \/.*\/pool is not empty .*--force/);

@@ -13,7 +13,12 @@ const exitCodeHelp = `Exit codes:
 3: a usage error: a bad flag, role or value`;
 
 function outputOption<T>(y: Argv<T>) {
-  return y.option("output", { alias: "o", choices: outputFormats, default: "text" as OutputFormat, describe: "text, or json: one document describing what was done" });
+  return y.option("output", {
+    alias: "o",
+    choices: outputFormats,
+    default: "text" as OutputFormat,
+    describe: "text, or json: one document describing what was done",
+  });
 }
 
 /** `init [dir]`: the directory, role, runtime and --force. */
@@ -21,8 +26,16 @@ function initCommandOptions<T>(y: Argv<T>) {
   return outputOption(y)
     .positional("dir", { type: "string", default: ".", describe: "the module directory: absent or empty (see --force)" })
     .option("role", { choices: roles, demandOption: true, describe: "the role the module plays: cluster, machine or machinepool" })
-    .option("runtime", { choices: inputRuntimes, default: "tofu" as Runtime, describe: "the runtime inputs.tf's header names (both read the same declarations)" })
-    .option("force", { type: "boolean", default: false, describe: "write into a directory that has entries: the skeleton's files replace files of the same name, others stay" })
+    .option("runtime", {
+      choices: inputRuntimes,
+      default: "tofu" as Runtime,
+      describe: "the runtime inputs.tf's header names (both read the same declarations)",
+    })
+    .option("force", {
+      type: "boolean",
+      default: false,
+      describe: "write into a directory that has entries: the skeleton's files replace files of the same name, others stay",
+    })
     .usage(
       "Usage: $0 init [dir] --role <role> [--force] [-o json]\n\n" +
         "Writes a module skeleton that passes `tfcapi-lint module --strict` as generated: inputs.tf (the role's contract " +
@@ -40,13 +53,40 @@ function initCommandOptions<T>(y: Argv<T>) {
 function buildCommandOptions<T>(y: Argv<T>) {
   return outputOption(y)
     .positional("dir", { type: "string", default: ".", describe: "the module directory" })
-    .option("runtime", { type: "string", array: true, default: [] as string[], describe: "a tofu or terraform binary, [linux/<arch>=]<path>; once per platform (linux/amd64, linux/arm64), the platform read from the binary" })
-    .option("runtime-from", { type: "string", describe: "instead of --runtime: an existing module image (<registry>/<name>:<tag>, or oci:<layout>:<tag>) whose /captf/runtime each platform ships" })
+    .option("runtime", {
+      type: "string",
+      array: true,
+      default: [] as string[],
+      describe:
+        "a tofu or terraform binary, [linux/<arch>=]<path>; " +
+        "once per platform (linux/amd64, linux/arm64), the platform read from the binary",
+    })
+    .option("runtime-from", {
+      type: "string",
+      describe:
+        "instead of --runtime: an existing module image (<registry>/<name>:<tag>, or oci:<layout>:<tag>) " +
+        "whose /captf/runtime each platform ships",
+    })
     .option("out", { type: "string", describe: "the OCI layout directory to build into (created, or added to); optional with --push" })
-    .option("tag", { type: "string", describe: "the tag of the image index; each platform's image is <tag>-<arch> (default with --push: its tag)" })
-    .option("push", { type: "string", describe: "build straight into a registry: <registry>/<repository>:<tag> (credentials as push finds them)" })
-    .option("plain-http", { type: "boolean", default: false, describe: "speak plain HTTP to the registries of --push and --runtime-from (a local one)" })
-    .option("providers", { type: "string", describe: "a filesystem provider mirror (as `tofu providers mirror` writes it) holding the locked providers; without it they are fetched from their registries" })
+    .option("tag", {
+      type: "string",
+      describe: "the tag of the image index; each platform's image is <tag>-<arch> (default with --push: its tag)",
+    })
+    .option("push", {
+      type: "string",
+      describe: "build straight into a registry: <registry>/<repository>:<tag> (credentials as push finds them)",
+    })
+    .option("plain-http", {
+      type: "boolean",
+      default: false,
+      describe: "speak plain HTTP to the registries of --push and --runtime-from (a local one)",
+    })
+    .option("providers", {
+      type: "string",
+      describe:
+        "a filesystem provider mirror (as `tofu providers mirror` writes it) holding the locked providers; " +
+        "without it they are fetched from their registries",
+    })
     .option("role", { choices: roles, describe: "the role (default: read from the module's contract inputs)" })
     .option("runtime-name", { choices: runtimeNames, describe: "which runtime the binaries are, when none of them runs on this machine" })
     .option("runtime-version", { type: "string", describe: "their release, when none of them runs on this machine" })
@@ -54,7 +94,12 @@ function buildCommandOptions<T>(y: Argv<T>) {
     .option("version", { type: "string", describe: "org.opencontainers.image.version (default: the tag)" })
     .option("source", { type: "string", describe: "org.opencontainers.image.source: where the module's code lives" })
     .option("revision", { type: "string", describe: "org.opencontainers.image.revision: the module's commit" })
-    .option("label", { type: "string", array: true, default: [] as string[], describe: "another label, key=value (repeatable); it wins over the built-in ones" })
+    .option("label", {
+      type: "string",
+      array: true,
+      default: [] as string[],
+      describe: "another label, key=value (repeatable); it wins over the built-in ones",
+    })
     .usage(
       "Usage: $0 build [dir] (--runtime <path>... | --runtime-from <image>) (--out <oci-layout> --tag <tag> | --push <ref>) " +
         "[--providers <mirror>] [-o json]\n\n" +
@@ -69,8 +114,14 @@ function buildCommandOptions<T>(y: Argv<T>) {
         exitCodeHelp,
     )
     .example("$0 build --runtime $(command -v tofu) --out ./image --tag v0.1.0", "this machine's platform")
-    .example("$0 build --runtime ./tofu-amd64 --runtime ./tofu-arm64 --providers ~/mirror --out ./image --tag v0.1.0", "both platforms, providers from a mirror")
-    .example("$0 build --runtime-from ghcr.io/captf-io/noop-machine:v0.1.0 --push registry.example.com/m:v0.2.0", "runtime of an image, into a registry");
+    .example(
+      "$0 build --runtime ./tofu-amd64 --runtime ./tofu-arm64 --providers ~/mirror --out ./image --tag v0.1.0",
+      "both platforms, providers from a mirror",
+    )
+    .example(
+      "$0 build --runtime-from ghcr.io/captf-io/noop-machine:v0.1.0 --push registry.example.com/m:v0.2.0",
+      "runtime of an image, into a registry",
+    );
 }
 
 /** `push <source> <destination>`: the layout, the registry and --plain-http. */
@@ -153,7 +204,15 @@ async function buildCli(io: CliIo, setExit: (code: number) => void): Promise<Arg
       initCommandOptions,
       async (a) => {
         const { runInit } = await import("./init/init-command.js");
-        setExit(runInit(io, { role: a.role as Role, dir: resolve(cwd, a.dir as string), runtime: a.runtime as Runtime, force: a.force as boolean, format: a.output as OutputFormat }));
+        setExit(
+          runInit(io, {
+            role: a.role as Role,
+            dir: resolve(cwd, a.dir as string),
+            runtime: a.runtime as Runtime,
+            force: a.force as boolean,
+            format: a.output as OutputFormat,
+          }),
+        );
       },
     )
     .command(
@@ -256,7 +315,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       return exitCodes.usage;
     }
     io.stderr.write(`captf-module: ${error instanceof Error ? error.message : String(error)}\n`);
-    if (io.env?.CAPTF_MODULE_DEBUG && error instanceof Error && error.stack && !(error instanceof CommandError)) io.stderr.write(`${error.stack}\n`);
+    if (io.env?.CAPTF_MODULE_DEBUG && error instanceof Error && error.stack && !(error instanceof CommandError))
+      io.stderr.write(`${error.stack}\n`);
     return exitCodes.failed;
   }
 }

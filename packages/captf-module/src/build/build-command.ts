@@ -20,7 +20,8 @@ export function parseRuntimeFlag(value: string): { arch?: string; path: string }
     if (/^[a-z]+\/[a-z0-9]+=/.test(value)) throw new UsageError(`--runtime ${value}: the platform must be linux/amd64 or linux/arm64`);
     return { path: value };
   }
-  if (!(imageArchitectures as readonly string[]).includes(match[1]!)) throw new UsageError(`--runtime ${value}: the platform must be linux/amd64 or linux/arm64`);
+  if (!(imageArchitectures as readonly string[]).includes(match[1]!))
+    throw new UsageError(`--runtime ${value}: the platform must be linux/amd64 or linux/arm64`);
   return { arch: match[1], path: match[2]! };
 }
 
@@ -62,12 +63,21 @@ export interface BuildFlags {
 /** The report's text; `pushed` and no layout of the user's: the image is named where it was pushed. */
 function text(result: BuildReport, pushed: PushReport | undefined, keptLayout: boolean): string {
   const where = keptLayout ? result.layout : "a temporary layout";
-  const lines = [`captf-module: ${where}:${result.tag} = ${result.digest}`, `  ${result.role} module, ${result.runtime.name} ${result.runtime.version}, user ${result.user}, created ${result.created}`];
+  const lines = [
+    `captf-module: ${where}:${result.tag} = ${result.digest}`,
+    `  ${result.role} module, ${result.runtime.name} ${result.runtime.version}, user ${result.user}, created ${result.created}`,
+  ];
   for (const platform of result.platforms) {
-    const providers = platform.providers.length === 0 ? "no providers" : platform.providers.map((entry) => `${entry.address} ${entry.version}${entry.verified ? "" : " (not in the lock file's hashes)"}`).join(", ");
+    const providers =
+      platform.providers.length === 0
+        ? "no providers"
+        : platform.providers
+            .map((entry) => `${entry.address} ${entry.version}${entry.verified ? "" : " (not in the lock file's hashes)"}`)
+            .join(", ");
     lines.push(`  ${platform.platform}: ${where}:${platform.ref} = ${platform.digest} (${providers})`);
   }
-  const image = keptLayout || !pushed ? `oci:${result.layout}:${result.tag}` : `${pushed.destination.replace(/:[^:/]+$/, "")}@${pushed.digest}`;
+  const image =
+    keptLayout || !pushed ? `oci:${result.layout}:${result.tag}` : `${pushed.destination.replace(/:[^:/]+$/, "")}@${pushed.digest}`;
   const check = `check it: tfcapi-lint image ${image} --role ${result.role} --all-platforms --strict`;
   return `${lines.join("\n")}\n${pushed ? pushText(pushed) : ""}${check}\n`;
 }
@@ -80,7 +90,8 @@ export async function runBuild(io: CliIo, flags: BuildFlags): Promise<number> {
   const tag = flags.tag ?? destination?.tag;
   if (tag === undefined) throw new UsageError("--tag: name the image's tag (or build straight into a registry with --push)");
   if (!tagPattern.test(tag)) throw new UsageError(`--tag ${tag}: a tag is 1 to 128 letters, digits, _ . and -, not starting with . or -`);
-  if (flags.out === undefined && destination === undefined) throw new UsageError("--out: name the OCI layout to build into, or --push a registry");
+  if (flags.out === undefined && destination === undefined)
+    throw new UsageError("--out: name the OCI layout to build into, or --push a registry");
   if ((flags.runtimeFrom === undefined) === (flags.runtime.length === 0))
     throw new UsageError("name the runtime once: --runtime <binary> (per platform) or --runtime-from <image>");
   const cwd = io.cwd ?? process.cwd();

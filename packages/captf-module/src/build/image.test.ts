@@ -13,12 +13,32 @@ describe("building an image", () => {
   });
 
   it("leaves the author's working files out of /captf/module", () => {
-    for (const path of [".terraform", ".terraform/providers/x", ".git", "terraform.tfstate", "terraform.tfstate.backup", "terraform.tfstate.d/ws", "sub/.terraform", ".terraform.tfstate.lock.info"]) expect(isWorkingFile(path)).toBe(true);
-    for (const path of ["main.tf", ".terraform.lock.hcl", "tests/machine.tftest.hcl", "modules/net/main.tf", "README.md"]) expect(isWorkingFile(path)).toBe(false);
+    for (const path of [
+      ".terraform",
+      ".terraform/providers/x",
+      ".git",
+      "terraform.tfstate",
+      "terraform.tfstate.backup",
+      "terraform.tfstate.d/ws",
+      "sub/.terraform",
+      ".terraform.tfstate.lock.info",
+    ])
+      expect(isWorkingFile(path)).toBe(true);
+    for (const path of ["main.tf", ".terraform.lock.hcl", "tests/machine.tftest.hcl", "modules/net/main.tf", "README.md"])
+      expect(isWorkingFile(path)).toBe(false);
   });
 
   it("labels the image with the contract's labels, the OCI ones, and the caller's over them", () => {
-    const labels = imageLabels({ role: "machine", runtime: "tofu", runtimeVersion: "1.12.6", title: "aws-machine", version: "v1.0.0", created: "1970-01-01T00:00:00.000Z", revision: "abc", extra: { "org.opencontainers.image.title": "mine", "io.captf.capacity": '{"cpu":"4"}' } });
+    const labels = imageLabels({
+      role: "machine",
+      runtime: "tofu",
+      runtimeVersion: "1.12.6",
+      title: "aws-machine",
+      version: "v1.0.0",
+      created: "1970-01-01T00:00:00.000Z",
+      revision: "abc",
+      extra: { "org.opencontainers.image.title": "mine", "io.captf.capacity": '{"cpu":"4"}' },
+    });
     expect(labels).toMatchObject({
       "io.captf.contract": "v1alpha1",
       "io.captf.role": "machine",
@@ -33,17 +53,47 @@ describe("building an image", () => {
   });
 
   it("lists the runtime, each provider file and each module file in the SBOM", () => {
-    const components = imageComponents({ name: "terraform", version: "1.5.7", arch: "arm64", sha256: "aa" }, [{ path: "registry.terraform.io/hashicorp/random/3.6.3/linux_arm64/terraform-provider-random_v3.6.3_x5", address: "registry.opentofu.org/hashicorp/random", version: "3.6.3", sha256: "bb" }], [{ path: "main.tf", sha256: "cc" }]);
+    const components = imageComponents(
+      { name: "terraform", version: "1.5.7", arch: "arm64", sha256: "aa" },
+      [
+        {
+          path: "registry.terraform.io/hashicorp/random/3.6.3/linux_arm64/terraform-provider-random_v3.6.3_x5",
+          address: "registry.opentofu.org/hashicorp/random",
+          version: "3.6.3",
+          sha256: "bb",
+        },
+      ],
+      [{ path: "main.tf", sha256: "cc" }],
+    );
     expect(components).toEqual([
-      { type: "application", bomRef: "pkg:golang/github.com/hashicorp/terraform@v1.5.7?arch=arm64", name: "terraform", version: "1.5.7", purl: "pkg:golang/github.com/hashicorp/terraform@v1.5.7", hashes: { "SHA-256": "aa" } },
-      { type: "application", bomRef: "provider:registry.terraform.io/hashicorp/random/3.6.3/linux_arm64/terraform-provider-random_v3.6.3_x5", name: "registry.opentofu.org/hashicorp/random", version: "3.6.3", purl: "pkg:terraform/hashicorp/random@3.6.3", hashes: { "SHA-256": "bb" } },
+      {
+        type: "application",
+        bomRef: "pkg:golang/github.com/hashicorp/terraform@v1.5.7?arch=arm64",
+        name: "terraform",
+        version: "1.5.7",
+        purl: "pkg:golang/github.com/hashicorp/terraform@v1.5.7",
+        hashes: { "SHA-256": "aa" },
+      },
+      {
+        type: "application",
+        bomRef: "provider:registry.terraform.io/hashicorp/random/3.6.3/linux_arm64/terraform-provider-random_v3.6.3_x5",
+        name: "registry.opentofu.org/hashicorp/random",
+        version: "3.6.3",
+        purl: "pkg:terraform/hashicorp/random@3.6.3",
+        hashes: { "SHA-256": "bb" },
+      },
       { type: "file", bomRef: "file:/captf/module/main.tf", name: "/captf/module/main.tf", hashes: { "SHA-256": "cc" } },
     ]);
   });
 
   it("takes one runtime binary per platform, at least one", () => {
     expect(() => checkRuntimeBinaries([])).toThrow(/pass --runtime/);
-    expect(() => checkRuntimeBinaries([{ arch: "amd64", path: "/a" }, { arch: "amd64", path: "/b" }])).toThrow(/two runtime binaries for linux\/amd64/);
+    expect(() =>
+      checkRuntimeBinaries([
+        { arch: "amd64", path: "/a" },
+        { arch: "amd64", path: "/b" },
+      ]),
+    ).toThrow(/two runtime binaries for linux\/amd64/);
   });
 
   it("reads --runtime with or without its platform, and --label key=value", () => {

@@ -9,7 +9,19 @@
 // org.opencontainers.image.* labels. Every time in it is one (SOURCE_DATE_EPOCH, else the module's
 // last commit, else the epoch), so two builds of the same inputs give one index digest.
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, relative, resolve, sep } from "node:path";
 import { contractVersion, type Role } from "@captf/contract/roles";
@@ -86,7 +98,9 @@ export interface BuildReport {
 /** The role whose identifying contract input the module declares: machinepool_name, machine_name or control_plane_initialized. */
 export function roleOfModule(texts: readonly string[]): Role | undefined {
   const declares = (name: string) => texts.some((text) => new RegExp(`^\\s*variable\\s+"${name}"`, "m").test(text));
-  const found = (["machinepool", "machine", "cluster"] as const).filter((role) => declares({ machinepool: "machinepool_name", machine: "machine_name", cluster: "control_plane_initialized" }[role]));
+  const found = (["machinepool", "machine", "cluster"] as const).filter((role) =>
+    declares({ machinepool: "machinepool_name", machine: "machine_name", cluster: "control_plane_initialized" }[role]),
+  );
   return found.length === 1 ? found[0] : undefined;
 }
 
@@ -97,13 +111,30 @@ function moduleTexts(moduleDir: string): string[] {
     .map((name) => readFileSync(join(moduleDir, name), "utf8"));
 }
 
+// A working directory (anywhere in the path), a state file or its backup, the lock OpenTofu leaves next to local state.
+const workingFilePatterns = [
+  /(^|\/)(\.git|\.terraform|terraform\.tfstate\.d)(\/|$)/,
+  /(^|\/)[^/]*\.tfstate(\.[^/]*)?$/,
+  /(^|\/)\.terraform\.tfstate\.lock\.info$/,
+];
+
 /** Entries of a module directory that are the author's working files, never the module's. */
 export function isWorkingFile(relativePath: string): boolean {
-  return /(^|\/)(\.git|\.terraform|terraform\.tfstate\.d)(\/|$)|(^|\/)[^/]*\.tfstate(\.[^/]*)?$|(^|\/)\.terraform\.tfstate\.lock\.info$/.test(relativePath);
+  return workingFilePatterns.some((pattern) => pattern.test(relativePath));
 }
 
 /** The image's labels: the contract's, the OCI annotations' and the caller's (which win). */
-export function imageLabels(options: { role: Role; runtime: RuntimeName; runtimeVersion: string; title: string; version: string; created: string; source?: string; revision?: string; extra?: Readonly<Record<string, string>> }): Record<string, string> {
+export function imageLabels(options: {
+  role: Role;
+  runtime: RuntimeName;
+  runtimeVersion: string;
+  title: string;
+  version: string;
+  created: string;
+  source?: string;
+  revision?: string;
+  extra?: Readonly<Record<string, string>>;
+}): Record<string, string> {
   return {
     "io.captf.contract": contractVersion,
     "io.captf.role": options.role,
@@ -121,19 +152,45 @@ export function imageLabels(options: { role: Role; runtime: RuntimeName; runtime
 
 /** Every regular file under `dir`, relative and sorted. */
 function filesUnder(dir: string): string[] {
-  return (readdirSync(dir, { recursive: true }) as string[]).filter((path) => statSync(join(dir, path)).isFile()).map((path) => path.split(sep).join("/")).sort();
+  return (readdirSync(dir, { recursive: true }) as string[])
+    .filter((path) => statSync(join(dir, path)).isFile())
+    .map((path) => path.split(sep).join("/"))
+    .sort();
 }
 
 /** The SBOM components of one platform: the runtime, each provider package file, each module file. */
-export function imageComponents(runtime: { name: RuntimeName; version: string; arch: string; sha256: string }, providers: readonly { path: string; address: string; version: string; sha256: string }[], moduleFiles: readonly { path: string; sha256: string }[]): ComponentDescription[] {
+export function imageComponents(
+  runtime: { name: RuntimeName; version: string; arch: string; sha256: string },
+  providers: readonly { path: string; address: string; version: string; sha256: string }[],
+  moduleFiles: readonly { path: string; sha256: string }[],
+): ComponentDescription[] {
   const purl = `pkg:golang/${runtimeModules[runtime.name]}@v${runtime.version}`;
   return [
-    { type: "application", bomRef: `${purl}?arch=${runtime.arch}`, name: runtime.name, version: runtime.version, purl, hashes: { "SHA-256": runtime.sha256 } },
+    {
+      type: "application",
+      bomRef: `${purl}?arch=${runtime.arch}`,
+      name: runtime.name,
+      version: runtime.version,
+      purl,
+      hashes: { "SHA-256": runtime.sha256 },
+    },
     ...providers.map((file) => {
       const [, namespace, type] = file.address.split("/");
-      return { type: "application" as const, bomRef: `provider:${file.path}`, name: file.address, version: file.version, purl: `pkg:terraform/${namespace}/${type}@${file.version}`, hashes: { "SHA-256": file.sha256 } };
+      return {
+        type: "application" as const,
+        bomRef: `provider:${file.path}`,
+        name: file.address,
+        version: file.version,
+        purl: `pkg:terraform/${namespace}/${type}@${file.version}`,
+        hashes: { "SHA-256": file.sha256 },
+      };
     }),
-    ...moduleFiles.map((file) => ({ type: "file" as const, bomRef: `file:/captf/module/${file.path}`, name: `/captf/module/${file.path}`, hashes: { "SHA-256": file.sha256 } })),
+    ...moduleFiles.map((file) => ({
+      type: "file" as const,
+      bomRef: `file:/captf/module/${file.path}`,
+      name: `/captf/module/${file.path}`,
+      hashes: { "SHA-256": file.sha256 },
+    })),
   ];
 }
 
@@ -142,8 +199,14 @@ function run(command: string, args: readonly string[]): string {
     return execFileSync(command, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 << 20 });
   } catch (error) {
     const failure = error as NodeJS.ErrnoException & { stderr?: string };
-    if (failure.code === "ENOENT") throw new CommandError(`${command} is required to build images and is not on PATH (Debian: apt-get install -y ${command})`, "ToolMissing");
-    throw new CommandError(`${command} ${args.join(" ")} failed: ${failure.stderr?.trim() || failure.message}`, "ToolFailed", { cause: error });
+    if (failure.code === "ENOENT")
+      throw new CommandError(
+        `${command} is required to build images and is not on PATH (Debian: apt-get install -y ${command})`,
+        "ToolMissing",
+      );
+    throw new CommandError(`${command} ${args.join(" ")} failed: ${failure.stderr?.trim() || failure.message}`, "ToolFailed", {
+      cause: error,
+    });
   }
 }
 
@@ -156,20 +219,28 @@ function identifyRuntime(options: BuildOptions): { name: RuntimeName; version: s
   const runnable = options.runtimes.find((binary) => binary.arch === hostArchitecture);
   if (runnable) {
     const probed = probeRuntime(runnable.path);
-    if (options.runtimeName && options.runtimeName !== probed.name) throw new CommandError(`--runtime-name ${options.runtimeName}, but ${runnable.path} is ${probed.name}`, "RuntimeMismatch");
-    if (options.runtimeVersion && options.runtimeVersion !== probed.version) throw new CommandError(`--runtime-version ${options.runtimeVersion}, but ${runnable.path} is ${probed.version}`, "RuntimeMismatch");
+    if (options.runtimeName && options.runtimeName !== probed.name)
+      throw new CommandError(`--runtime-name ${options.runtimeName}, but ${runnable.path} is ${probed.name}`, "RuntimeMismatch");
+    if (options.runtimeVersion && options.runtimeVersion !== probed.version)
+      throw new CommandError(`--runtime-version ${options.runtimeVersion}, but ${runnable.path} is ${probed.version}`, "RuntimeMismatch");
     return probed;
   }
   if (options.runtimeName && options.runtimeVersion) return { name: options.runtimeName, version: options.runtimeVersion };
-  throw new CommandError(`no runtime binary for this machine (linux/${hostArchitecture}) to ask its version: add one, or say which the binaries are with --runtime-name and --runtime-version`, "RuntimeUnknown");
+  throw new CommandError(
+    `no runtime binary for this machine (linux/${hostArchitecture}) to ask its version: ` +
+      "add one, or say which the binaries are with --runtime-name and --runtime-version",
+    "RuntimeUnknown",
+  );
 }
 
 /** Checks each binary's platform and that no platform is given twice. */
 export function checkRuntimeBinaries(runtimes: readonly RuntimeBinary[]): void {
-  if (runtimes.length === 0) throw new CommandError("no runtime: pass --runtime <path to tofu or terraform> (once per platform)", "RuntimeMissing");
+  if (runtimes.length === 0)
+    throw new CommandError("no runtime: pass --runtime <path to tofu or terraform> (once per platform)", "RuntimeMissing");
   const seen = new Set<string>();
   for (const binary of runtimes) {
-    if (seen.has(binary.arch)) throw new CommandError(`two runtime binaries for linux/${binary.arch}: pass one per platform`, "RuntimeTwice");
+    if (seen.has(binary.arch))
+      throw new CommandError(`two runtime binaries for linux/${binary.arch}: pass one per platform`, "RuntimeTwice");
     seen.add(binary.arch);
   }
 }
@@ -179,7 +250,12 @@ export function buildModuleImage(options: BuildOptions): BuildReport {
   const layout = resolve(options.out);
   checkRuntimeBinaries(options.runtimes);
   const role = options.role ?? roleOfModule(moduleTexts(moduleDir));
-  if (!role) throw new CommandError(`${options.moduleDir}: cannot tell the module's role from its contract inputs (machinepool_name, machine_name or control_plane_initialized): pass --role`, "RoleUnknown");
+  if (!role)
+    throw new CommandError(
+      `${options.moduleDir}: cannot tell the module's role from its contract inputs ` +
+        "(machinepool_name, machine_name or control_plane_initialized): pass --role",
+      "RoleUnknown",
+    );
   const runtime = identifyRuntime(options);
   const perPlatform = options.platformProviders;
   if (perPlatform && options.providersDir) {
@@ -195,12 +271,28 @@ export function buildModuleImage(options: BuildOptions): BuildReport {
   const createdIso = created.toISOString();
   const title = options.title ?? basename(moduleDir);
   const version = options.version ?? options.tag;
-  const labels = imageLabels({ role, runtime: runtime.name, runtimeVersion: runtime.version, title, version, created: createdIso, source: options.source, revision: options.revision, extra: options.labels });
+  const labels = imageLabels({
+    role,
+    runtime: runtime.name,
+    runtimeVersion: runtime.version,
+    title,
+    version,
+    created: createdIso,
+    source: options.source,
+    revision: options.revision,
+    extra: options.labels,
+  });
 
   const work = mkdtempSync(join(tmpdir(), "captf-module-build-"));
   const fetchWith = options.runtimes.find((binary) => binary.arch === hostArchitecture)?.path ?? options.runtimes[0]!.path;
   const fromRegistries = providers.length > 0 && !options.providersDir && !perPlatform;
-  const fetched = fromRegistries ? mirrorFromRegistries(fetchWith, moduleDir, options.runtimes.map((binary) => binary.arch)) : undefined;
+  const fetched = fromRegistries
+    ? mirrorFromRegistries(
+        fetchWith,
+        moduleDir,
+        options.runtimes.map((binary) => binary.arch),
+      )
+    : undefined;
   try {
     const mirrorDir = options.providersDir ? resolve(options.providersDir) : fetched?.mirror;
     const existed = existsSync(join(layout, "index.json"));
@@ -227,13 +319,30 @@ export function buildModuleImage(options: BuildOptions): BuildReport {
         ref,
         digest: descriptor.digest,
         runtime: binary.path,
-        providers: packages.map((entry) => ({ address: entry.address, version: entry.version, layout: entry.layout, path: `/captf/providers/${entry.target}`, verified: entry.matchedHash !== undefined })),
+        providers: packages.map((entry) => ({
+          address: entry.address,
+          version: entry.version,
+          layout: entry.layout,
+          path: `/captf/providers/${entry.target}`,
+          verified: entry.matchedHash !== undefined,
+        })),
       });
     }
     const digest = tagIndex(layout, options.tag, manifests, createdIso);
     // Blobs of the images this build replaced.
     if (existed) run("umoci", ["gc", "--layout", layout]);
-    return { layout, tag: options.tag, digest, role, runtime, created: createdIso, user: moduleImageUser, labels, sbom: sbomPath, platforms };
+    return {
+      layout,
+      tag: options.tag,
+      digest,
+      role,
+      runtime,
+      created: createdIso,
+      user: moduleImageUser,
+      labels,
+      sbom: sbomPath,
+      platforms,
+    };
   } finally {
     fetched?.remove();
     rmSync(work, { recursive: true, force: true });
@@ -280,7 +389,8 @@ function buildPlatform(build: PlatformBuild): void {
     },
   });
   // Readable by the image's user whatever the author's umask: files 0644, directories 0755.
-  for (const path of ["", ...(readdirSync(stagedModule, { recursive: true }) as string[])]) chmodSync(join(stagedModule, path), statSync(join(stagedModule, path)).isDirectory() ? 0o755 : 0o644);
+  for (const path of ["", ...(readdirSync(stagedModule, { recursive: true }) as string[])])
+    chmodSync(join(stagedModule, path), statSync(join(stagedModule, path)).isDirectory() ? 0o755 : 0o644);
 
   const providersRoot = join(work, `providers-${arch}`);
   if (build.packages.length > 0) {
@@ -294,22 +404,50 @@ function buildPlatform(build: PlatformBuild): void {
   const addressOf = (path: string) => build.packages.find((entry) => path === entry.target || path.startsWith(`${entry.target}/`))!;
   const components = imageComponents(
     { name: build.runtime.name, version: build.runtime.version, arch, sha256: sha256File(build.binary) },
-    providerFiles.map((path) => ({ path, address: addressOf(path).address, version: addressOf(path).version, sha256: sha256File(join(providersRoot, path)) })),
+    providerFiles.map((path) => ({
+      path,
+      address: addressOf(path).address,
+      version: addressOf(path).version,
+      sha256: sha256File(join(providersRoot, path)),
+    })),
     filesUnder(stagedModule).map((path) => ({ path, sha256: sha256File(join(stagedModule, path)) })),
   );
   const sbomFile = join(moduleRoot, sbomPath);
   mkdirSync(join(sbomFile, ".."), { recursive: true });
-  writeFileSync(sbomFile, cycloneDxJson({ subject: { type: "container", name: build.title, version: build.version, properties: { "oci:architecture": arch } }, created: createdIso, components }));
+  writeFileSync(
+    sbomFile,
+    cycloneDxJson({
+      subject: { type: "container", name: build.title, version: build.version, properties: { "oci:architecture": arch } },
+      created: createdIso,
+      components,
+    }),
+  );
   for (const dir of [runtimeRoot, moduleRoot, ...(build.packages.length > 0 ? [providersRoot] : [])]) stampTimes(dir, created);
 
   const target = `${build.layout}:${build.ref}`;
   const history = ["--history.created", createdIso];
   run("umoci", ["new", "--image", target]);
-  const insert = (source: string, path: string, createdBy: string) => run("umoci", ["insert", ...rootless, "--image", target, ...history, "--history.created_by", createdBy, source, path]);
+  const insert = (source: string, path: string, createdBy: string) =>
+    run("umoci", ["insert", ...rootless, "--image", target, ...history, "--history.created_by", createdBy, source, path]);
   insert(runtimeRoot, "/", `${build.runtime.name} v${build.runtime.version} for linux/${arch} at /captf/runtime`);
   insert(moduleRoot, "/", `the ${build.role} module at /captf/module, the SBOM at ${sbomPath}`);
   if (build.packages.length > 0) insert(providersRoot, "/captf/providers", "the locked providers at /captf/providers");
-  const config = ["config", "--image", target, "--no-history", "--created", createdIso, "--config.user", moduleImageUser, "--config.workingdir", "/", "--architecture", arch, "--os", "linux"];
+  const config = [
+    "config",
+    "--image",
+    target,
+    "--no-history",
+    "--created",
+    createdIso,
+    "--config.user",
+    moduleImageUser,
+    "--config.workingdir",
+    "/",
+    "--architecture",
+    arch,
+    "--os",
+    "linux",
+  ];
   for (const [key, value] of Object.entries(build.labels)) config.push("--config.label", `${key}=${value}`);
   run("umoci", config);
 }
@@ -319,6 +457,7 @@ export function runtimeBinaryOf(path: string, arch?: string): RuntimeBinary {
   if (!existsSync(path) || !statSync(path).isFile()) throw new CommandError(`--runtime ${path}: no such file`, "RuntimeMissing");
   const read = binaryArchitecture(path);
   if (!read) throw new CommandError(`--runtime ${path}: not a linux/amd64 or linux/arm64 executable (ELF)`, "RuntimeNotElf");
-  if (arch && arch !== read) throw new CommandError(`--runtime linux/${arch}=${path}: the binary is built for linux/${read}`, "RuntimeWrongPlatform");
+  if (arch && arch !== read)
+    throw new CommandError(`--runtime linux/${arch}=${path}: the binary is built for linux/${read}`, "RuntimeWrongPlatform");
   return { arch: read, path };
 }

@@ -14,11 +14,14 @@ import { join } from "node:path";
 export function sourceDate(gitDir: string, sourceDateEpoch?: string): Date {
   if (sourceDateEpoch) {
     const seconds = Number(sourceDateEpoch);
-    if (!Number.isInteger(seconds) || seconds < 0) throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970, not ${JSON.stringify(sourceDateEpoch)}`);
+    if (!Number.isInteger(seconds) || seconds < 0)
+      throw new TypeError(`SOURCE_DATE_EPOCH must be whole seconds since 1970, not ${JSON.stringify(sourceDateEpoch)}`);
     return new Date(seconds * 1000);
   }
   try {
-    const seconds = Number(execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: gitDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim());
+    const seconds = Number(
+      execFileSync("git", ["log", "-1", "--format=%ct"], { cwd: gitDir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(),
+    );
     return Number.isInteger(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date(0);
   } catch {
     return new Date(0);
@@ -60,8 +63,10 @@ export interface Descriptor {
   annotations?: Record<string, string>;
 }
 
-function layoutIndex(layout: string): { manifests: Descriptor[] } & Record<string, unknown> {
-  return JSON.parse(readFileSync(join(layout, "index.json"), "utf8"));
+type LayoutIndex = { manifests: Descriptor[] } & Record<string, unknown>;
+
+function layoutIndex(layout: string): LayoutIndex {
+  return JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as LayoutIndex;
 }
 
 /** The manifest descriptor `ref` names in the layout's index.json, with its platform (linux/`arch`). */
@@ -73,12 +78,22 @@ export function platformDescriptor(layout: string, ref: string, arch: string): D
 
 /** Writes the OCI index of `manifests` as a blob, names it `tag` in the layout's index.json and returns its digest. */
 export function tagIndex(layout: string, tag: string, manifests: readonly Descriptor[], createdIso: string): string {
-  const index = JSON.stringify({ schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json", manifests, annotations: { "org.opencontainers.image.created": createdIso } });
+  const index = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: "application/vnd.oci.image.index.v1+json",
+    manifests,
+    annotations: { "org.opencontainers.image.created": createdIso },
+  });
   const digest = sha256(index);
   writeFileSync(join(layout, "blobs/sha256", digest), index);
   const top = layoutIndex(layout);
   top.manifests = top.manifests.filter((manifest) => manifest.annotations?.[refNameAnnotation] !== tag);
-  top.manifests.push({ mediaType: "application/vnd.oci.image.index.v1+json", digest: `sha256:${digest}`, size: Buffer.byteLength(index), annotations: { [refNameAnnotation]: tag } });
+  top.manifests.push({
+    mediaType: "application/vnd.oci.image.index.v1+json",
+    digest: `sha256:${digest}`,
+    size: Buffer.byteLength(index),
+    annotations: { [refNameAnnotation]: tag },
+  });
   writeFileSync(join(layout, "index.json"), JSON.stringify(top));
   return `sha256:${digest}`;
 }

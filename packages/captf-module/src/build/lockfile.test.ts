@@ -28,7 +28,14 @@ provider "registry.opentofu.org/example/fake" {
 describe("the lock file", () => {
   it("pins each provider's address, version and hashes, sorted by address", () => {
     expect(parseLockFile(lock)).toEqual([
-      { address: "registry.opentofu.org/example/fake", host: "registry.opentofu.org", namespace: "example", type: "fake", version: "1.0.0", hashes: ["h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc="] },
+      {
+        address: "registry.opentofu.org/example/fake",
+        host: "registry.opentofu.org",
+        namespace: "example",
+        type: "fake",
+        version: "1.0.0",
+        hashes: ["h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc="],
+      },
       {
         address: "registry.opentofu.org/hashicorp/random",
         host: "registry.opentofu.org",
@@ -48,13 +55,16 @@ describe("the lock file", () => {
   it("is required of a module that declares providers, and not of one that only mentions them in a comment", () => {
     const dir = mkdtempSync(join(tmpdir(), "captf-module-lock-"));
     try {
-      writeFileSync(join(dir, "versions.tf"), 'terraform {\n  # required_providers {\n  #   google = {}\n  # }\n}\n');
+      writeFileSync(join(dir, "versions.tf"), "terraform {\n  # required_providers {\n  #   google = {}\n  # }\n}\n");
       expect(declaresProviders(dir)).toBe(false);
       expect(moduleProviders(dir)).toEqual([]);
       writeFileSync(join(dir, "versions.tf"), 'terraform {\n  required_providers {\n    fake = { source = "example/fake" }\n  }\n}\n');
       expect(() => moduleProviders(dir)).toThrow(/has no \.terraform\.lock\.hcl: run `tofu init`/);
       writeFileSync(join(dir, ".terraform.lock.hcl"), lock);
-      expect(moduleProviders(dir).map((provider) => provider.address)).toEqual(["registry.opentofu.org/example/fake", "registry.opentofu.org/hashicorp/random"]);
+      expect(moduleProviders(dir).map((provider) => provider.address)).toEqual([
+        "registry.opentofu.org/example/fake",
+        "registry.opentofu.org/hashicorp/random",
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -27,7 +27,10 @@ export function parseLockFile(text: string, file = lockFileName): LockedProvider
     const address = /^"([^"]+)"/.exec(block)?.[1];
     const version = /^\s*version\s*=\s*"([^"]+)"/m.exec(block)?.[1];
     const parts = address?.split("/");
-    if (!address || !version || parts?.length !== 3) throw new Error(`${file}: a provider block without an address host/namespace/type or a version: ${JSON.stringify(block.split("\n", 1)[0])}`);
+    if (!address || !version || parts?.length !== 3)
+      throw new Error(
+        `${file}: a provider block without an address host/namespace/type or a version: ${JSON.stringify(block.split("\n", 1)[0])}`,
+      );
     const hashList = /^\s*hashes\s*=\s*\[([^\]]*)\]/m.exec(block)?.[1] ?? "";
     const hashes = [...hashList.matchAll(/"([^"]+)"/g)].map((match) => match[1]!);
     providers.push({ address, host: parts[0]!, namespace: parts[1]!, type: parts[2]!, version, hashes });
@@ -53,7 +56,8 @@ export function moduleProviders(moduleDir: string): LockedProvider[] {
   if (existsSync(path)) return parseLockFile(readFileSync(path, "utf8"), path);
   if (declaresProviders(moduleDir)) {
     throw new Error(
-      `${moduleDir} declares required_providers but has no ${lockFileName}: run \`tofu init\` there (or \`tofu providers lock -platform=linux_amd64 -platform=linux_arm64\`) and keep the file with the module`,
+      `${moduleDir} declares required_providers but has no ${lockFileName}: run \`tofu init\` there ` +
+        "(or `tofu providers lock -platform=linux_amd64 -platform=linux_arm64`) and keep the file with the module",
     );
   }
   return [];

@@ -31,12 +31,23 @@ const fake: LockedProvider = {
   version: "1.0.0",
   hashes: ["h1:rX0Yh9/zlgVIwilj2UvXNo/snQfE1MtHEzEygEV2OuE=", "h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc="],
 };
-const packed: LockedProvider = { address: "registry.terraform.io/example/packed", host: "registry.terraform.io", namespace: "example", type: "packed", version: "2.0.0", hashes: [`zh:${sha256(zipBytes)}`] };
+const packed: LockedProvider = {
+  address: "registry.terraform.io/example/packed",
+  host: "registry.terraform.io",
+  namespace: "example",
+  type: "packed",
+  version: "2.0.0",
+  hashes: [`zh:${sha256(zipBytes)}`],
+};
 
 describe("the image's provider mirror", () => {
   it("hashes an unpacked package as the runtimes' lock files do (h1:)", () => {
-    expect(packageHashV1(join(mirror, "registry.opentofu.org/example/fake/1.0.0/linux_amd64"))).toBe("h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc=");
-    expect(packageHashV1(join(mirror, "registry.opentofu.org/example/fake/1.0.0/linux_arm64"))).toBe("h1:rX0Yh9/zlgVIwilj2UvXNo/snQfE1MtHEzEygEV2OuE=");
+    expect(packageHashV1(join(mirror, "registry.opentofu.org/example/fake/1.0.0/linux_amd64"))).toBe(
+      "h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc=",
+    );
+    expect(packageHashV1(join(mirror, "registry.opentofu.org/example/fake/1.0.0/linux_arm64"))).toBe(
+      "h1:rX0Yh9/zlgVIwilj2UvXNo/snQfE1MtHEzEygEV2OuE=",
+    );
   });
 
   it("ships a default registry's provider under the image runtime's own registry", () => {
@@ -48,8 +59,18 @@ describe("the image's provider mirror", () => {
   it("takes each locked package of the platform, unpacked or packed, matched to the lock file's hashes", () => {
     const found = selectMirrorPackages([fake, packed], mirror, "tofu", "amd64");
     expect(found.map(({ address, layout, target, matchedHash }) => ({ address, layout, target, matchedHash }))).toEqual([
-      { address: fake.address, layout: "unpacked", target: "registry.opentofu.org/example/fake/1.0.0/linux_amd64", matchedHash: "h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc=" },
-      { address: packed.address, layout: "packed", target: "registry.opentofu.org/example/packed/2.0.0/linux_amd64", matchedHash: `zh:${sha256(zipBytes)}` },
+      {
+        address: fake.address,
+        layout: "unpacked",
+        target: "registry.opentofu.org/example/fake/1.0.0/linux_amd64",
+        matchedHash: "h1:zTYhOL7eZqAc2+aHZ6wRGaFRHmYVvVrnIEWGIwKzVWc=",
+      },
+      {
+        address: packed.address,
+        layout: "packed",
+        target: "registry.opentofu.org/example/packed/2.0.0/linux_amd64",
+        matchedHash: `zh:${sha256(zipBytes)}`,
+      },
     ]);
     const staged = mkdtempSync(join(tmpdir(), "captf-module-staged-"));
     try {
@@ -74,11 +95,15 @@ describe("the image's provider mirror", () => {
   });
 
   it("names every package the mirror lacks, with the command that fills it", () => {
-    expect(() => selectMirrorPackages([fake, packed], mirror, "tofu", "arm64")).toThrow(/lacks registry\.terraform\.io\/example\/packed 2\.0\.0 \(linux_arm64\): fill it with `tofu providers mirror -platform=linux_arm64/);
+    expect(() => selectMirrorPackages([fake, packed], mirror, "tofu", "arm64")).toThrow(
+      /lacks registry\.terraform\.io\/example\/packed 2\.0\.0 \(linux_arm64\): fill it with `tofu providers mirror -platform=linux_arm64/,
+    );
   });
 
   it("refuses a packed package whose hash the lock file does not list", () => {
-    expect(() => selectMirrorPackages([{ ...packed, hashes: [`zh:${sha256("another build")}`] }], mirror, "terraform", "amd64")).toThrow(/which \.terraform\.lock\.hcl does not list/);
+    expect(() => selectMirrorPackages([{ ...packed, hashes: [`zh:${sha256("another build")}`] }], mirror, "terraform", "amd64")).toThrow(
+      /which \.terraform\.lock\.hcl does not list/,
+    );
   });
 
   it("takes an unpacked package whose h1: the lock file lacks (it lists only the platforms it was made on), unmatched", () => {

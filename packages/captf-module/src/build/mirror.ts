@@ -48,7 +48,12 @@ export interface MirroredPackage {
  * runtime's registry host or the locked one). Throws naming every package that is missing, and any
  * packed package whose hash the lock file does not list.
  */
-export function selectMirrorPackages(providers: readonly LockedProvider[], mirrorDir: string, runtime: RuntimeName, arch: string): MirroredPackage[] {
+export function selectMirrorPackages(
+  providers: readonly LockedProvider[],
+  mirrorDir: string,
+  runtime: RuntimeName,
+  arch: string,
+): MirroredPackage[] {
   const platform = `linux_${arch}`;
   const found: MirroredPackage[] = [];
   const missing: string[] = [];
@@ -57,8 +62,16 @@ export function selectMirrorPackages(providers: readonly LockedProvider[], mirro
     const hosts = [...new Set([host, provider.host])];
     const zipName = `terraform-provider-${provider.type}_${provider.version}_${platform}.zip`;
     const candidates = hosts.flatMap((from) => [
-      { layout: "unpacked" as const, source: join(mirrorDir, from, provider.namespace, provider.type, provider.version, platform), target: join(host, provider.namespace, provider.type, provider.version, platform) },
-      { layout: "packed" as const, source: join(mirrorDir, from, provider.namespace, provider.type, zipName), target: join(host, provider.namespace, provider.type, provider.version, platform) },
+      {
+        layout: "unpacked" as const,
+        source: join(mirrorDir, from, provider.namespace, provider.type, provider.version, platform),
+        target: join(host, provider.namespace, provider.type, provider.version, platform),
+      },
+      {
+        layout: "packed" as const,
+        source: join(mirrorDir, from, provider.namespace, provider.type, zipName),
+        target: join(host, provider.namespace, provider.type, provider.version, platform),
+      },
     ]);
     const hit = candidates.find((candidate) => existsSync(candidate.source));
     if (!hit) {
@@ -69,10 +82,18 @@ export function selectMirrorPackages(providers: readonly LockedProvider[], mirro
     const listed = provider.hashes.filter((entry) => entry.startsWith(hash.slice(0, 3)));
     if (listed.includes(hash)) found.push({ address: provider.address, version: provider.version, platform, ...hit, matchedHash: hash });
     // A lock file lists every platform's zh: (the registry's checksums) but h1: only of the platforms it was made on.
-    else if (hit.layout === "packed" && listed.length > 0) throw new Error(`${relative(mirrorDir, hit.source)} in ${mirrorDir} has ${hash}, which ${lockFileName} does not list for ${provider.address} ${provider.version}: the mirror holds another build`);
+    else if (hit.layout === "packed" && listed.length > 0)
+      throw new Error(
+        `${relative(mirrorDir, hit.source)} in ${mirrorDir} has ${hash}, ` +
+          `which ${lockFileName} does not list for ${provider.address} ${provider.version}: the mirror holds another build`,
+      );
     else found.push({ address: provider.address, version: provider.version, platform, ...hit });
   }
-  if (missing.length > 0) throw new Error(`the provider mirror ${mirrorDir} lacks ${missing.join(", ")}: fill it with \`tofu providers mirror -platform=${platform} ${mirrorDir}\` in the module`);
+  if (missing.length > 0)
+    throw new Error(
+      `the provider mirror ${mirrorDir} lacks ${missing.join(", ")}: ` +
+        `fill it with \`tofu providers mirror -platform=${platform} ${mirrorDir}\` in the module`,
+    );
   return found;
 }
 
@@ -93,7 +114,10 @@ function unzip(zip: string, into: string): void {
     execFileSync("unzip", ["-q", "-o", zip, "-d", into], { stdio: ["ignore", "ignore", "pipe"] });
   } catch (error) {
     const failure = error as NodeJS.ErrnoException & { stderr?: Buffer };
-    if (failure.code === "ENOENT") throw new Error(`unzip is required to ship the packed provider ${zip} unpacked, and is not on PATH (Debian: apt-get install -y unzip)`);
+    if (failure.code === "ENOENT")
+      throw new Error(
+        `unzip is required to ship the packed provider ${zip} unpacked, and is not on PATH (Debian: apt-get install -y unzip)`,
+      );
     throw new Error(`unzip ${zip} failed: ${failure.stderr?.toString().trim() || failure.message}`);
   }
 }
@@ -103,7 +127,11 @@ function unzip(zip: string, into: string): void {
  * `runtimeBinary providers mirror` (which follows the lock file) into a new temporary directory;
  * `remove` deletes it.
  */
-export function mirrorFromRegistries(runtimeBinary: string, moduleDir: string, architectures: readonly string[]): { mirror: string; remove(): void } {
+export function mirrorFromRegistries(
+  runtimeBinary: string,
+  moduleDir: string,
+  architectures: readonly string[],
+): { mirror: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), "captf-module-mirror-"));
   const copy = join(dir, "module");
   cpSync(moduleDir, copy, { recursive: true, filter: (path) => !/(^|\/)\.terraform$/.test(path) });
@@ -117,7 +145,10 @@ export function mirrorFromRegistries(runtimeBinary: string, moduleDir: string, a
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     const stderr = (error as { stderr?: string }).stderr?.trim();
-    throw new Error(`${runtimeBinary} providers mirror could not fetch the module's providers (${stderr || (error as Error).message}): without a registry, pass --providers <a filesystem mirror>`);
+    throw new Error(
+      `${runtimeBinary} providers mirror could not fetch the module's providers (${stderr || (error as Error).message}): ` +
+        "without a registry, pass --providers <a filesystem mirror>",
+    );
   }
   return { mirror: join(dir, "mirror"), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -143,7 +174,14 @@ export function platformMirrorPackages(mirrorDir: string, arch: string): Mirrore
       if (version === undefined) continue;
       const target = packed ? `${typePath}/${version}/${platform}` : `${entry}/${platform}`;
       const layout = packed ? "packed" : "unpacked";
-      found.push({ address: `${host}/${namespace}/${type}`, version, platform, layout, source: join(mirrorDir, packed ? entry : target), target });
+      found.push({
+        address: `${host}/${namespace}/${type}`,
+        version,
+        platform,
+        layout,
+        source: join(mirrorDir, packed ? entry : target),
+        target,
+      });
     }
   }
   return found;

@@ -33,7 +33,10 @@ interface PlatformImage {
 async function platformImage(source: ImageSource, bytes: Buffer, what: string): Promise<PlatformImage> {
   const manifest = parseDocument(bytes, what);
   if (!manifest.config) throw new CommandError(`${what} has no config: not an image`, "RuntimeImageInvalid");
-  const config = (await readJsonBlob(source, manifest.config)) as { architecture?: string; config?: { Labels?: Record<string, string> | null } };
+  const config = (await readJsonBlob(source, manifest.config)) as {
+    architecture?: string;
+    config?: { Labels?: Record<string, string> | null };
+  };
   return { arch: config.architecture ?? "", layers: manifest.layers ?? [], labels: config.config?.Labels ?? {} };
 }
 
@@ -55,14 +58,22 @@ async function runtimeBytes(source: ImageSource, layers: readonly Descriptor[]):
       },
     );
     if (found === "removed") return undefined;
-    if (found === "link") throw new CommandError("its /captf/runtime is not a regular file: take the runtime from an image built by captf-module", "RuntimeImageInvalid");
+    if (found === "link")
+      throw new CommandError(
+        "its /captf/runtime is not a regular file: take the runtime from an image built by captf-module",
+        "RuntimeImageInvalid",
+      );
     if (found) return found;
   }
   return undefined;
 }
 
 /** Writes each platform's runtime of `image` into `into` and says which runtime it is. */
-export async function runtimesFromImage(image: string, into: string, options: { insecure: boolean; env: Readonly<Record<string, string | undefined>> }): Promise<ImageRuntimes> {
+export async function runtimesFromImage(
+  image: string,
+  into: string,
+  options: { insecure: boolean; env: Readonly<Record<string, string | undefined>> },
+): Promise<ImageRuntimes> {
   try {
     return await readRuntimes(image, into, openSource(image, options.insecure, options.env));
   } catch (error) {
@@ -98,7 +109,10 @@ async function readRuntimes(image: string, into: string, source: ImageSource): P
   if (runtimes.length === 0)
     throw new CommandError(`${image} has no /captf/runtime for linux/amd64 or linux/arm64: name a captf module image`, "RuntimeMissing");
   if (labelled.size > 1)
-    throw new CommandError(`${image}'s platforms name different runtimes (${[...labelled].join(", ")}): its io.captf.runtime labels disagree`, "RuntimeMismatch");
+    throw new CommandError(
+      `${image}'s platforms name different runtimes (${[...labelled].join(", ")}): its io.captf.runtime labels disagree`,
+      "RuntimeMismatch",
+    );
   const [name, version] = [...labelled][0]!.split(" ");
   const known = (runtimeNames as readonly string[]).includes(name!) && version !== "";
   return { image, runtimes, ...(known ? { name: name as RuntimeName, version: version! } : {}) };

@@ -25,7 +25,10 @@ describe("a runtime binary", () => {
 
   it("says which runtime and release it is in the first line of its version", () => {
     expect(parseRuntimeVersion("OpenTofu v1.12.6\non linux_amd64\n")).toEqual({ name: "tofu", version: "1.12.6" });
-    expect(parseRuntimeVersion("Terraform v1.5.7\non linux_amd64\n\nYour version of Terraform is out of date!\n")).toEqual({ name: "terraform", version: "1.5.7" });
+    expect(parseRuntimeVersion("Terraform v1.5.7\non linux_amd64\n\nYour version of Terraform is out of date!\n")).toEqual({
+      name: "terraform",
+      version: "1.5.7",
+    });
     expect(parseRuntimeVersion("OpenTofu v1.13.0-beta1\n")).toEqual({ name: "tofu", version: "1.13.0-beta1" });
     expect(parseRuntimeVersion("Packer v1.9.0\n")).toBeUndefined();
   });

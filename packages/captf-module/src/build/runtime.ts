@@ -8,7 +8,10 @@ export const runtimeNames = ["tofu", "terraform"] as const;
 export type RuntimeName = (typeof runtimeNames)[number];
 
 /** The Go module each runtime is built from, for the SBOM's purl. */
-export const runtimeModules: Record<RuntimeName, string> = { tofu: "github.com/opentofu/opentofu", terraform: "github.com/hashicorp/terraform" };
+export const runtimeModules: Record<RuntimeName, string> = {
+  tofu: "github.com/opentofu/opentofu",
+  terraform: "github.com/hashicorp/terraform",
+};
 
 export { hostArchitecture, imageArchitectures, type ImageArchitecture };
 
@@ -49,11 +52,17 @@ export function parseRuntimeVersion(text: string): { name: RuntimeName; version:
 export function probeRuntime(binary: string): { name: RuntimeName; version: string } {
   let output: string;
   try {
-    output = execFileSync(binary, ["version"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "", CHECKPOINT_DISABLE: "1" }, timeout: 30_000 });
+    output = execFileSync(binary, ["version"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { PATH: process.env.PATH ?? "", CHECKPOINT_DISABLE: "1" },
+      timeout: 30_000,
+    });
   } catch (error) {
     throw new Error(`${binary} version failed: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`);
   }
   const runtime = parseRuntimeVersion(output);
-  if (!runtime) throw new Error(`${binary} is neither OpenTofu nor Terraform: its version printed ${JSON.stringify(output.split("\n", 1)[0])}`);
+  if (!runtime)
+    throw new Error(`${binary} is neither OpenTofu nor Terraform: its version printed ${JSON.stringify(output.split("\n", 1)[0])}`);
   return runtime;
 }

@@ -27,9 +27,22 @@ export interface SbomDocument {
   components: readonly ComponentDescription[];
 }
 
-function componentModel({ type, name, bomRef, version, purl, license, hashes = {}, properties = {} }: ComponentDescription): Models.Component {
+function componentModel({
+  type,
+  name,
+  bomRef,
+  version,
+  purl,
+  license,
+  hashes = {},
+  properties = {},
+}: ComponentDescription): Models.Component {
   // A component without a bom-ref would get a random one from the serializer: name it after itself.
-  const component = new Models.Component(type as Enums.ComponentType, name, { bomRef: bomRef ?? (version ? `${name}@${version}` : name), version, purl: purl as never });
+  const component = new Models.Component(type as Enums.ComponentType, name, {
+    bomRef: bomRef ?? (version ? `${name}@${version}` : name),
+    version,
+    purl: purl as never,
+  });
   if (license) component.licenses.add(new Models.SpdxLicense(license));
   for (const [algorithm, content] of Object.entries(hashes)) component.hashes.set(algorithm as Enums.HashAlgorithm, content);
   for (const [property, value] of Object.entries(properties)) component.properties.add(new Models.Property(property, value));
@@ -42,7 +55,9 @@ export function cycloneDxBom({ subject, created, components, tool = "captf-modul
   tools.components.add(new Models.Component(Enums.ComponentType.Application, tool));
   tools.components.add(new Models.Component(Enums.ComponentType.Library, "@cyclonedx/cyclonedx-library", { version: libraryVersion }));
   // No serial number: a random one would give each build its own document.
-  const bom = new Models.Bom({ metadata: new Models.Metadata({ timestamp: new Date(created), tools, component: componentModel(subject) }) });
+  const bom = new Models.Bom({
+    metadata: new Models.Metadata({ timestamp: new Date(created), tools, component: componentModel(subject) }),
+  });
   for (const component of components) bom.components.add(componentModel(component));
   return bom;
 }

@@ -28,11 +28,15 @@ export interface InitReport {
 export function initModule(options: Omit<InitOptions, "format">): InitReport {
   const dir = resolve(options.dir);
   if (existsSync(dir)) {
-    if (!statSync(dir).isDirectory()) throw new CommandError(`${options.dir} exists and is not a directory: name a new or empty directory`, "NotADirectory");
+    if (!statSync(dir).isDirectory())
+      throw new CommandError(`${options.dir} exists and is not a directory: name a new or empty directory`, "NotADirectory");
     const entries = readdirSync(dir);
     if (entries.length > 0 && !options.force) {
       const shown = entries.slice(0, 5).join(", ") + (entries.length > 5 ? `, and ${entries.length - 5} more` : "");
-      throw new CommandError(`${options.dir} is not empty (${shown}): name an empty directory, or pass --force to write the skeleton's files over it`, "DirectoryNotEmpty");
+      throw new CommandError(
+        `${options.dir} is not empty (${shown}): name an empty directory, or pass --force to write the skeleton's files over it`,
+        "DirectoryNotEmpty",
+      );
     }
   }
   const files = moduleSkeleton(options.role, options.runtime);
@@ -51,7 +55,9 @@ export function runInit(io: CliIo, options: InitOptions): number {
   const lines = [
     `captf-module: a ${result.role} module in ${result.dir}: ${result.files.join(", ")}`,
     ...(result.replaced.length > 0 ? [`replaced (--force): ${result.replaced.join(", ")}`] : []),
-    "next: tfcapi-lint module . --role " + result.role + " --strict; tofu init && tofu test; captf-module build --runtime <tofu binary> --out <dir> --tag <tag>",
+    "next: tfcapi-lint module . --role " +
+      result.role +
+      " --strict; tofu init && tofu test; captf-module build --runtime <tofu binary> --out <dir> --tag <tag>",
   ];
   report(io, options.format, result, `${lines.join("\n")}\n`);
   return exitCodes.ok;

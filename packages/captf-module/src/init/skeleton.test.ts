@@ -71,7 +71,16 @@ describe("init's directory", () => {
     const result = initModule({ role: "machine", dir, runtime: "tofu", force: true });
     expect(result.replaced).toEqual(["main.tf"]);
     expect(readFileSync(join(dir, "variables.tf"), "utf8")).toBe("# my own inputs\n");
-    expect(readdirSync(dir).sort()).toEqual([".gitignore", "README.md", "inputs.tf", "main.tf", "outputs.tf", "tests", "variables.tf", "versions.tf"]);
+    expect(readdirSync(dir).sort()).toEqual([
+      ".gitignore",
+      "README.md",
+      "inputs.tf",
+      "main.tf",
+      "outputs.tf",
+      "tests",
+      "variables.tf",
+      "versions.tf",
+    ]);
   });
 
   it("refuses a file where the directory should be", () => {

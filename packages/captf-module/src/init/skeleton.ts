@@ -88,13 +88,19 @@ locals {
 }
 `,
     outputs: {
-      control_plane_endpoint: { description: "The API server's endpoint: the user's, else the one this module creates.", value: "local.control_plane_endpoint" },
+      control_plane_endpoint: {
+        description: "The API server's endpoint: the user's, else the one this module creates.",
+        value: "local.control_plane_endpoint",
+      },
       failure_domains: { description: "The failure domains machines may be placed in; [] for none.", value: "[]" },
       exports: {
         description: "What every machine and pool module receives as captf_cluster_outputs: stable identifiers only.",
         value: "{\n    cluster_id = terraform_data.cluster.id\n  }",
       },
-      health: { description: "The cluster infrastructure's health: running and healthy until the module observes otherwise.", value: health },
+      health: {
+        description: "The cluster infrastructure's health: running and healthy until the module observes otherwise.",
+        value: health,
+      },
     },
     testVariables: `${commonTestVariables("cluster", "demo")}
   control_plane_endpoint    = null
@@ -102,7 +108,10 @@ locals {
   control_plane_initialized = false
   cluster_network           = null`,
     asserts: [
-      ['output.control_plane_endpoint == { host = "demo.default.example.invalid", port = 6443 }', "Without a user endpoint the module must return its own, on port 6443."],
+      [
+        'output.control_plane_endpoint == { host = "demo.default.example.invalid", port = 6443 }',
+        "Without a user endpoint the module must return its own, on port 6443.",
+      ],
       ["output.exports.cluster_id == terraform_data.cluster.id", "exports must carry the cluster's id."],
       ['output.health.state == "running" && output.health.healthy', "health must be running and healthy."],
     ],
@@ -130,7 +139,10 @@ resource "terraform_data" "instance" {
         value: 'terraform_data.instance.id != "" ? "example:///${var.captf_object.namespace}/${terraform_data.instance.id}" : null',
       },
       addresses: { description: "The instance's addresses ({type, address}: InternalIP, ExternalIP, Hostname, ...).", value: "[]" },
-      failure_domain: { description: "The failure domain the instance runs in (the requested one, when one was).", value: "var.failure_domain" },
+      failure_domain: {
+        description: "The failure domain the instance runs in (the requested one, when one was).",
+        value: "var.failure_domain",
+      },
       interruptible: { description: "Whether the instance can be taken away (a spot instance): false here.", value: "false" },
       health: { description: "The instance's health: report what your cloud says about it.", value: health },
     },
@@ -194,7 +206,11 @@ resource "terraform_data" "autoscaler" {
 }
 
 locals {
-  desired_capacity = var.autoscaling.enabled ? min(max(one(terraform_data.autoscaler[*].output.desired_capacity), local.min_size), local.max_size) : var.replicas
+  desired_capacity = (
+    var.autoscaling.enabled
+    ? min(max(one(terraform_data.autoscaler[*].output.desired_capacity), local.min_size), local.max_size)
+    : var.replicas
+  )
 
   # One provider ID per member, as the Nodes will carry them: read them from
   # your group's instances.
@@ -202,7 +218,10 @@ locals {
 }
 `,
     outputs: {
-      provider_id: { description: "The group's own ID.", value: 'terraform_data.group.id != "" ? "example-group:///${var.captf_object.namespace}/${terraform_data.group.id}" : null' },
+      provider_id: {
+        description: "The group's own ID.",
+        value: 'terraform_data.group.id != "" ? "example-group:///${var.captf_object.namespace}/${terraform_data.group.id}" : null',
+      },
       provider_id_list: { description: "Every member's provider ID, sorted and de-duplicated.", value: "sort(distinct(local.member_ids))" },
       replicas: { description: "The group's desired count, as the cloud reports it.", value: "local.desired_capacity" },
       instances: {
@@ -242,7 +261,10 @@ locals {
     asserts: [
       ["output.replicas == 2", "replicas must be the requested count while autoscaling is off."],
       ["length(output.provider_id_list) == 2", "provider_id_list must list one ID per member."],
-      ['[for instance in output.instances : instance.failure_domain] == ["zone-a", "zone-b"]', "Members must spread over the cluster's failure domains."],
+      [
+        '[for instance in output.instances : instance.failure_domain] == ["zone-a", "zone-b"]',
+        "Members must spread over the cluster's failure domains.",
+      ],
       ['output.health.state == "running" && output.health.healthy', "health must be running and healthy."],
     ],
   },
@@ -257,7 +279,8 @@ function outputsTf(role: Role): string {
     const value = output.value.includes("\n") ? "value =" : "value       =";
     return `output "${name}" {\n  description = ${JSON.stringify(output.description)}\n  ${value} ${output.value}\n}`;
   });
-  return `# The ${role} role's contract outputs (${contractVersion}): every one must be declared.\n# A null output means "not known yet"; captf waits for it.\n\n${blocks.join("\n\n")}\n`;
+  const header = `# The ${role} role's contract outputs (${contractVersion}): every one must be declared.\n`;
+  return `${header}# A null output means "not known yet"; captf waits for it.\n\n${blocks.join("\n\n")}\n`;
 }
 
 function testTf(role: Role): string {

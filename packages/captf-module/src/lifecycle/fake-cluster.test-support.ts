@@ -177,7 +177,8 @@ export class FakeCluster implements LifecycleClient {
     // What to run next, as the manager decides it (much simplified).
     const pool = this.objects.get(key({ kind: "MachinePool", namespace: subject.metadata.namespace, name }));
     const members = Array.isArray(subject.spec?.providerIDList) ? subject.spec.providerIDList.length : 0;
-    const changed = this.appliedGenerations.get(name) !== subject.metadata.generation || (pool !== undefined && pool.spec?.replicas !== members);
+    const changed =
+      this.appliedGenerations.get(name) !== subject.metadata.generation || (pool !== undefined && pool.spec?.replicas !== members);
     const restore = subject.metadata.annotations?.[annotations.restoreState];
     const drift = (subject.spec?.drift as { intervalSeconds?: number } | undefined)?.intervalSeconds;
     let operation: string | undefined;

@@ -23,7 +23,13 @@ export function pushText(result: PushReport): string {
 }
 
 /** Pushes `layout:tag` with the credentials the environment or the Docker config file has for the destination. */
-export function pushBuiltImage(io: CliIo, layout: string, tag: string, destination: PushOptions["destination"], plainHttp: boolean): Promise<PushReport> {
+export function pushBuiltImage(
+  io: CliIo,
+  layout: string,
+  tag: string,
+  destination: PushOptions["destination"],
+  plainHttp: boolean,
+): Promise<PushReport> {
   const { credentials, origin } = findRegistryCredentials(destination.registry, io.env ?? process.env);
   return pushLayout({ layout, tag, destination, credentials, credentialsOrigin: origin, plainHttp });
 }

@@ -171,7 +171,10 @@ class Registry {
         case "unsupported":
           return this.refused(401, `it asks for unsupported authentication ${refusal.scheme}`);
         case "plain-http-token-service":
-          return new CommandError(`the token service ${refusal.host} of ${registry} is plain HTTP; pass --plain-http to allow it`, "plain-http");
+          return new CommandError(
+            `the token service ${refusal.host} of ${registry} is plain HTTP; pass --plain-http to allow it`,
+            "plain-http",
+          );
         case "token-service-unreachable":
           return new CommandError(`cannot reach the token service ${refusal.host} of ${registry}: ${refusal.cause}`, "unreachable");
         case "token-service-refused":
