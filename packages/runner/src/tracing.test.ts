@@ -2,7 +2,7 @@ import { describe, expect, it } from "@jest/globals";
 import { noRunTracing, startRunTracing, stepUser } from "./tracing.js";
 
 describe("the runner's tracing", () => {
-  it.each([
+  it.each<[Record<string, string>, string]>([
     [{}, "no switch"],
     [{ OTEL_TRACES_EXPORTER: "otlp" }, "no TRACEPARENT"],
     [{ OTEL_TRACES_EXPORTER: "otlp", TRACEPARENT: "00-zz" }, "a TRACEPARENT that is not one"],
