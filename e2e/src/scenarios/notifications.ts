@@ -175,6 +175,12 @@ export const notificationsDelivered: Scenario = (shared) => {
           120_000,
           `captf_notifications_total{receiver="${receivers.down}",result="failed"} reaching ${matched.length}`,
         );
+        // The shipped RBAC lets the manager write the receivers' status: why the down one fails, when the webhook last got one.
+        type ReceiverStatus = { status?: { lastSentTime?: string; lastFailure?: { result: string; message: string } } };
+        const statusOf = async (name: string) => ((await custom.getClusterCustomObject({ ...receiverApi, name })) as ReceiverStatus).status;
+        const downFailure = await waitFor(async () => (await statusOf(receivers.down))?.lastFailure, 60_000, "the down receiver's status");
+        expect(downFailure).toMatchObject({ result: "failed", message: "the request failed (ECONNREFUSED)" });
+        expect((await statusOf(receivers.webhook))?.lastSentTime).toBeDefined();
         const log = await plane.managerLog();
         expect(log).toContain("a notification was not delivered");
         expect(log).not.toContain(state.urlCanary);
