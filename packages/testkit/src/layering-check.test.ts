@@ -2,7 +2,7 @@
 // it: it must refuse a cycle, an import up the controller's layers and a port reaching past its
 // port, and let the allowed ports and downward imports through.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "@jest/globals";
@@ -86,5 +86,19 @@ describe("the layering check", () => {
       "packages/runner/src/b.ts": 'import type { A } from "./a.js";\nexport type B = A | 2;\n',
     });
     expect(result.violations).toEqual(["no-circular packages/runner/src/a.ts -> packages/runner/src/b.ts"]);
+  });
+
+  it("puts every folder of the controller in a layer, in the order docs/testing.md's table gives", () => {
+    const config = readFileSync(join(repo, ".dependency-cruiser.cjs"), "utf8");
+    const listed = /const controllerLayers = (\[[\s\S]*?\n\]);/.exec(config)?.[1];
+    const layers = JSON.parse(listed!.replace(/,(\s*\])/g, "$1")) as string[][];
+    const docs = readFileSync(join(repo, "docs/testing.md"), "utf8");
+    const table = docs.slice(docs.indexOf("**Inside the controller**"));
+    const documented = [...table.matchAll(/^\| (\d+) \| ([^|]+) \|/gm)].map(([, , folders]) =>
+      [...folders!.matchAll(/`([^`]+)`/g)].map(([, folder]) => folder).concat(folders!.includes("top-level files") ? ["."] : []),
+    );
+    expect(documented).toEqual(layers);
+    const folders = readdirSync(join(repo, controller), { withFileTypes: true }).filter((entry) => entry.isDirectory());
+    expect(folders.map((entry) => entry.name).filter((name) => !layers.flat().includes(name))).toEqual([]);
   });
 });
