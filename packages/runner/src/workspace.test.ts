@@ -52,6 +52,12 @@ describe("stepEnvironment", () => {
     expect(dropped).toEqual(["KUBE_CONFIG_PATH", "TF_CLI_ARGS", "TF_LOG", "TF_VAR_name", "TF_WORKSPACE"]);
   });
 
+  it("names a USER for every runtime command when OpenTofu's tracing is on and the Pod has none (version checks too)", () => {
+    expect(stepEnvironment({ OTEL_TRACES_EXPORTER: "otlp" }, "/w").env.USER).toBe("captf-runner");
+    expect(stepEnvironment({ OTEL_TRACES_EXPORTER: "otlp", USER: "ops" }, "/w").env.USER).toBe("ops");
+    expect(stepEnvironment({}, "/w").env.USER).toBeUndefined();
+  });
+
   it("keeps the Job's TMPDIR and sets TF_CLI_CONFIG_FILE only for a mirror, replacing any inherited one", () => {
     expect(stepEnvironment({ TMPDIR: "/tmp", TF_CLI_CONFIG_FILE: "/evil" }, "/w").env).toEqual({
       TMPDIR: "/tmp",

@@ -2,6 +2,7 @@
 import { accessSync, chmodSync, constants as fsConstants, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { restoreStateFile } from "./steps.js";
+import { stepUser } from "./tracing.js";
 
 /** The image does not follow the image contract; the message names what is missing and where. */
 export class ImageLayoutError extends Error {
@@ -72,7 +73,8 @@ const keptRuntimeNames = new Set(["TF_IN_AUTOMATION", "TF_INPUT", "KUBE_NAMESPAC
  * (TF_VAR_* would override the rendered inputs, TF_CLI_ARGS* rewrite the steps, TF_LOG log
  * provider traffic, KUBE_* redirect the backend), except the three the Job sets. TF_DATA_DIR and
  * HOME are forced under the work directory, TMPDIR defaults there, and TF_CLI_CONFIG_FILE is set
- * only for a provider mirror. With `stateEncryption`, TF_ENCRYPTION is kept too.
+ * only for a provider mirror. With `stateEncryption`, TF_ENCRYPTION is kept too. With OTEL_TRACES_EXPORTER, USER is set
+ * when the Pod has none (see stepUser).
  */
 export function stepEnvironment(
   base: Readonly<Record<string, string | undefined>>,
@@ -97,6 +99,8 @@ export function stepEnvironment(
   env.HOME = workdir;
   env.TMPDIR ??= join(workdir, "tmp");
   if (cliConfigFile) env.TF_CLI_CONFIG_FILE = cliConfigFile;
+  // OpenTofu traces whenever OTEL_TRACES_EXPORTER is set, in every command the runner starts (version, state push), not only steps.
+  if (env.OTEL_TRACES_EXPORTER) Object.assign(env, stepUser(env));
   return { env, dropped: dropped.sort() };
 }
 
