@@ -36,22 +36,19 @@ const flushTimeoutMs = 5000;
 export async function startRunTracing(env: Readonly<Record<string, string | undefined>>): Promise<RunTracing> {
   const job = otlpTracesEnabled(env) ? parseTraceparent(env.TRACEPARENT) : undefined;
   if (!job) return noRunTracing;
-  return exportingRunTracing(await loadSpanRecorder({ serviceName: "captf-runner" }), job, stepUser(env));
+  return exportingRunTracing(await loadSpanRecorder({ serviceName: "captf-runner" }), job);
 }
 
 /**
  * OpenTofu's tracing (a CGO_ENABLED=0 build) names the process's user from $USER, or fails its init and the step with it ("user:
- * Current requires cgo or $USER set") when the Pod's uid has no passwd entry, as captf's 65532 has none in most images. Pure.
+ * Current requires cgo or $USER set") when the Pod's uid has no passwd entry, as captf's 65532 has none in most images: every
+ * runtime command, version checks included, gets it through stepEnvironment (workspace.ts). Pure.
  */
 export function stepUser(env: Readonly<Record<string, string | undefined>>): Readonly<Record<string, string>> {
   return env.USER ? {} : { USER: "captf-runner" };
 }
 
-function exportingRunTracing(
-  recorder: SpanRecorder,
-  job: { traceId: string; spanId: string },
-  user: Readonly<Record<string, string>>,
-): RunTracing {
+function exportingRunTracing(recorder: SpanRecorder, job: { traceId: string; spanId: string }): RunTracing {
   const startMs = Date.now();
   const runSpanId = randomSpanId();
   const { traceId } = job;
@@ -59,7 +56,7 @@ function exportingRunTracing(
     async step(name, run, failed) {
       const spanId = randomSpanId();
       const started = Date.now();
-      const outcome = await run({ ...user, TRACEPARENT: formatTraceparent(traceId, spanId) });
+      const outcome = await run({ TRACEPARENT: formatTraceparent(traceId, spanId) });
       recorder.record({
         name: `step ${name}`,
         traceId,
