@@ -1,6 +1,6 @@
 // Memory that comes back (issue 35 §1): the manager's shipped wiring (createManagerControllers, in
 // process, on the shared control plane) provisions TerraformMachines through their Jobs, completed by
-// bench/controller-jobs.mjs's stand-in kubelet, and destroys them once deleted. Then nothing the
+// bench/lib/controller-jobs.mjs's stand-in kubelet, and destroys them once deleted. Then nothing the
 // manager keeps per object holds anything of them: the informer caches (and their indexes), the
 // per-object metric series, the read cache's expectations, the work queues and their backoff, and the
 // Job slots' reservations, waiters, promises and record of deleted Jobs (which expires by itself). While
@@ -109,7 +109,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "what t
     addManagerControllers(recording, controllers, undefined);
     running = manager.run(stop.signal);
 
-    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/controller-jobs.mjs", import.meta.url)))) as {
+    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/lib/controller-jobs.mjs", import.meta.url)))) as {
       startJobCompleter: (options: unknown) => NonNullable<typeof completer>;
     };
     completer = startJobCompleter({ client: plane.client, namespace, logger: pino({ level: "silent" }) });

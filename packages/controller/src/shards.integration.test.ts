@@ -2,7 +2,7 @@
 // clusters with a machine each, as issue 16 asks (CAPTF_SHARD_CLUSTERS sets another count). Each object is reconciled by the holder of its
 // shard alone;
 // one manager is SIGKILLed while every machine's apply Job runs (the Pods are completed only
-// afterwards, by bench/controller-jobs.mjs's stand-in kubelet): its clusters move to the others,
+// afterwards, by bench/lib/controller-jobs.mjs's stand-in kubelet): its clusters move to the others,
 // every machine ends with exactly one apply Job, bookkept once; then 3 → 1 → 3 replicas. At each
 // step every replica's caches of the sharded kinds hold the objects of its shards and no other
 // (captf_shard_cached_objects), and every object carries its shard label, written once by its holder.
@@ -290,7 +290,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager"], "manage
     await victim.exited;
 
     // Now the stand-in kubelet completes every Pod; the survivors bookkeep every run.
-    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/controller-jobs.mjs", import.meta.url)))) as {
+    const { startJobCompleter } = (await import(fileURLToPath(new URL("../../../bench/lib/controller-jobs.mjs", import.meta.url)))) as {
       startJobCompleter: (options: unknown) => { stop(): Promise<void>; synced(): Promise<void>; stats: { errors: string[] } };
     };
     const started = startJobCompleter({ client, namespace, logger: pino({ level: "silent" }) });

@@ -1,6 +1,6 @@
 // bench/controller-fixtures.mjs's objects on a test's plane: an identity, externally managed clusters
 // (no cluster Job) and machines of the no-op module, each a Machine owning its TerraformMachine, whose
-// Jobs bench/controller-jobs.mjs's stand-in kubelet completes.
+// Jobs bench/lib/controller-jobs.mjs's stand-in kubelet completes.
 import { apiGroup, apiVersion, labels } from "@captf/contract/api";
 import { mergePatchOptions, type PlaneClients } from "./plane.test-support.js";
 import type { CapiObject } from "./read-back.test-support.js";

@@ -8,7 +8,7 @@ import { decodeOutputs, outputValuesFromState } from "@captf/contract";
 import { stateSecretName } from "@captf/render";
 import { decodeStateSecrets } from "./decode-state.js";
 
-const drill = fileURLToPath(new URL("../../../../bench/drills/output-documents.mjs", import.meta.url));
+const drill = fileURLToPath(new URL("../../../../bench/lib/output-documents.mjs", import.meta.url));
 const runs = { numRuns: 200, seed: 1717 };
 
 describe("fuzzed output documents and state Secrets", () => {

@@ -2,7 +2,7 @@
 // TerraformCluster, TerraformMachine and TerraformMachinePool objects (from the CRDs' schemas,
 // pushed toward the edges) created with dryRun through the real API server and captf's webhooks,
 // with a fixed seed. The API server's schema validation and the documented rules (restated in the
-// drill, not taken from the validators) are the oracle: see bench/drills/admission-objects.mjs.
+// drill, not taken from the validators) are the oracle: see bench/lib/admission-objects.mjs.
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
@@ -21,7 +21,7 @@ import { buildValidatingWebhookConfiguration } from "./configuration.js";
 import { kubernetesAdmissionFacts } from "./facts.js";
 import { startAdmissionServer } from "./server.js";
 
-const drills = (file: string) => fileURLToPath(new URL(`../../../../bench/drills/${file}`, import.meta.url));
+const benchLib = (file: string) => fileURLToPath(new URL(`../../../../bench/lib/${file}`, import.meta.url));
 const roles: Record<string, Role> = { TerraformCluster: "cluster", TerraformMachine: "machine", TerraformMachinePool: "machinepool" };
 
 type Chain = { dryRunCreate: (kind: string, body: unknown) => Promise<unknown>; metadata: unknown; stop: () => Promise<void> };
@@ -49,7 +49,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
   beforeAll(async () => {
     const clients = planeClients();
     await installCrds(clients.extensions);
-    const { startAdmissionChain } = (await import(drills("admission-chain.mjs"))) as {
+    const { startAdmissionChain } = (await import(benchLib("admission-chain.mjs"))) as {
       startAdmissionChain: (options: unknown) => Promise<Chain>;
     };
     const probe = minimalCluster();
@@ -74,7 +74,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "go"], "
   });
 
   it("never crashes the webhook; refuses every invalid object with a field path and admits every valid one", async () => {
-    const { admissionProperty } = (await import(drills("admission-objects.mjs"))) as {
+    const { admissionProperty } = (await import(benchLib("admission-objects.mjs"))) as {
       admissionProperty: (fc: unknown, options: unknown) => fc.IAsyncProperty<unknown>;
     };
     const property = admissionProperty(fc, { kinds, dryRunCreate: chain.dryRunCreate, apiVersion: groupVersion, metadata: chain.metadata });
