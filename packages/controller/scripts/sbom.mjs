@@ -41,7 +41,10 @@ export function lockfileComponents(lockfile, importers) {
     const importer = pendingImporters.pop();
     if (seenImporters.has(importer)) continue;
     seenImporters.add(importer);
-    for (const [name, { version }] of Object.entries({ ...lockfile.importers[importer]?.dependencies, ...lockfile.importers[importer]?.optionalDependencies })) {
+    for (const [name, { version }] of Object.entries({
+      ...lockfile.importers[importer]?.dependencies,
+      ...lockfile.importers[importer]?.optionalDependencies,
+    })) {
       if (version.startsWith("link:")) {
         const linked = join(importer, version.slice("link:".length));
         const manifest = JSON.parse(readFileSync(join(repoDir, linked, "package.json"), "utf8"));
@@ -59,7 +62,8 @@ export function lockfileComponents(lockfile, importers) {
     const integrity = lockfile.packages[`${name}@${version}`]?.resolution?.integrity;
     components.set(`${name}@${version}`, { name, version, integrity });
     const snapshot = lockfile.snapshots[key] ?? {};
-    for (const [dependency, resolved] of Object.entries({ ...snapshot.dependencies, ...snapshot.optionalDependencies })) pendingSnapshots.push(`${dependency}@${resolved}`);
+    for (const [dependency, resolved] of Object.entries({ ...snapshot.dependencies, ...snapshot.optionalDependencies }))
+      pendingSnapshots.push(`${dependency}@${resolved}`);
   }
   return [...components.values()]
     .sort((a, b) => (a.name === b.name ? a.version.localeCompare(b.version) : a.name.localeCompare(b.name)))
@@ -70,7 +74,9 @@ export function lockfileComponents(lockfile, importers) {
       version,
       purl: npmPurl(name, version),
       license,
-      hashes: integrity?.startsWith("sha512-") ? { "SHA-512": Buffer.from(integrity.slice("sha512-".length), "base64").toString("hex") } : {},
+      hashes: integrity?.startsWith("sha512-")
+        ? { "SHA-512": Buffer.from(integrity.slice("sha512-".length), "base64").toString("hex") }
+        : {},
     }));
 }
 
@@ -93,7 +99,9 @@ export function imageLockfileComponents() {
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { version: { type: "string", default: "0.0.0" }, created: { type: "string", default: new Date(0).toISOString() } } });
+  const { values } = parseArgs({
+    options: { version: { type: "string", default: "0.0.0" }, created: { type: "string", default: new Date(0).toISOString() } },
+  });
   const subject = { type: "container", name: "captf-controller", version: values.version };
   process.stdout.write(cycloneDxJson({ subject, created: values.created, components: imageLockfileComponents() }));
 }
