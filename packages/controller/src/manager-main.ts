@@ -12,7 +12,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { contractVersion } from "@captf/contract";
 import { kubeEventRecorder } from "./events/event-recorder.js";
-import { notifyingRecorder, receiverNotifier } from "./notifications/notifier.js";
+import { notificationReceiverType, notifyingRecorder, receiverNotifier, type ReceiverObject } from "./notifications/notifier.js";
 import { parseManagerFlags, type ManagerSettings } from "./flags.js";
 import { managerTracing, type ManagerTracing } from "./tracing/manager-tracing.js";
 import { identityController, mirrorLabelSelector } from "./identity/identity-controller.js";
@@ -109,7 +109,12 @@ export function createManagerControllers(deps: ManagerControllerDeps, settings: 
   // Every write recorded as an expectation of the read cache.
   const client = recordingWrites(deps.client, cache);
   // Each event recorded is also a notification to the TerraformNotificationReceivers that select it.
-  const notifier = receiverNotifier({ client, logger, metrics: deps.metrics.captf });
+  const notifier = receiverNotifier({
+    client,
+    receivers: deps.manager.informer<ReceiverObject>(notificationReceiverType),
+    logger,
+    metrics: deps.metrics.captf,
+  });
   const events = notifyingRecorder(kubeEventRecorder(client, { instance: deps.instance, logger }), notifier);
   const reconcilerDeps: ReconcilerDeps = {
     client,

@@ -21,6 +21,8 @@ export interface Delivery {
 export interface DeliveryQueueOptions {
   /** Deliveries held at once, waiting, in flight or between retries; one more is dropped. */
   capacity: number;
+  /** Deliveries to one receiver held at once; one more is dropped, so one that hangs cannot fill the queue the others share. */
+  receiverCapacity: number;
   /** Tries in flight at once. */
   concurrency: number;
   /** Tries in flight at once to one receiver: one that hangs holds only these slots, the others' deliveries go on. */
@@ -37,6 +39,7 @@ export interface DeliveryQueueOptions {
 
 export const deliveryQueueDefaults = {
   capacity: 256,
+  receiverCapacity: 64,
   concurrency: 4,
   receiverConcurrency: 2,
   maxAttempts: 5,
@@ -56,6 +59,7 @@ export class DeliveryQueue {
   #held = 0;
   #inFlight = 0;
   readonly #inFlightTo = new Map<string, number>();
+  readonly #heldFor = new Map<string, number>();
   #idle: (() => void)[] = [];
 
   constructor(options: DeliveryQueueOptions) {
@@ -68,12 +72,18 @@ export class DeliveryQueue {
     return this.#held;
   }
 
-  /** Takes the delivery, or drops it (reported as dropped) when the queue is full. Never waits. */
+  /** Takes the delivery, or drops it (reported as dropped) when the queue or its receiver's share is full. Never waits. */
   enqueue(delivery: Delivery): boolean {
     if (this.#held >= this.#o.capacity) {
-      this.#o.onResult(delivery, "dropped");
+      this.#o.onResult(delivery, "dropped", "the manager's notification queue was full");
       return false;
     }
+    const heldForReceiver = this.#heldFor.get(delivery.receiver) ?? 0;
+    if (heldForReceiver >= this.#o.receiverCapacity) {
+      this.#o.onResult(delivery, "dropped", `the receiver's share of the notification queue (${this.#o.receiverCapacity}) was full`);
+      return false;
+    }
+    this.#heldFor.set(delivery.receiver, heldForReceiver + 1);
     this.#held++;
     this.#ready.push({ delivery, failures: 0 });
     this.#pump();
@@ -122,6 +132,9 @@ export class DeliveryQueue {
 
   #finish(held: Held, result: NotificationResult, error?: string): void {
     this.#held--;
+    const receiver = held.delivery.receiver;
+    if ((this.#heldFor.get(receiver) ?? 0) <= 1) this.#heldFor.delete(receiver);
+    else this.#heldFor.set(receiver, this.#heldFor.get(receiver)! - 1);
     this.#o.onResult(held.delivery, result, error);
     if (this.#held === 0) for (const resolve of this.#idle.splice(0)) resolve();
   }

@@ -27,7 +27,8 @@ import {
   type PlaneClients,
 } from "../reconcile/plane.test-support.js";
 import { reconcileWorkspace, type KindAdapter, type ReconcilerDeps } from "../reconcile/workspace-reconciler.js";
-import { notifyingRecorder, receiverNotifier, type Notifier } from "./notifier.js";
+import { Informer } from "../runtime/informer.js";
+import { notificationReceiverType, notifyingRecorder, receiverNotifier, type Notifier, type ReceiverObject } from "./notifier.js";
 
 const clusterImage = "registry.invalid/captf/notify-cluster:v1";
 const machineImage = "registry.invalid/captf/notify-machine:v1";
@@ -93,6 +94,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   let eventsApi: k8s.EventsV1Api;
   let deps: ReconcilerDeps;
   let notifier: Notifier;
+  let receiverWatch: Informer<ReceiverObject> | undefined;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let moduleDir = "";
   let skew = 0;
@@ -136,8 +138,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     const planeDeps = planeReconcilerDeps(plane, "notifications-test");
     eventsApi = planeDeps.eventsApi;
     // Short back-off and time limit so the receiver that is down gives up within the test.
+    // The receivers' watch, as the manager's informer keeps them.
+    receiverWatch = new Informer<ReceiverObject>({
+      client: plane.client,
+      type: notificationReceiverType,
+      logger: pino({ level: "silent" }),
+    });
+    receiverWatch.start();
+    expect(await receiverWatch.waitForSync(30_000)).toBe(true);
     notifier = receiverNotifier({
       client: plane.client,
+      receivers: receiverWatch,
       logger,
       metrics,
       queue: { baseBackoffMillis: 200, maxBackoffMillis: 400, maxAttempts: 3, concurrency: 8 },
@@ -184,6 +195,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   }, 180_000);
 
   afterAll(async () => {
+    await receiverWatch?.stop();
     executor?.close();
     for (const response of receiver?.hanging ?? []) response.destroy();
     receiver?.server.close();
@@ -287,8 +299,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     }
 
     // The pass that recorded ReadyLost did not wait for the hanging receiver, whose request is still open after it.
+    // A receiver declared now takes the next event: the watch brings it, no list to wait for.
     await createReceiver(receiverNames.hang, { type: "slack", urlSecretRef: { name: "hook", namespace, key: "hang" } });
-    await new Promise((resolve) => setTimeout(resolve, 5100));
+    await waitFor(async () => receiverWatch!.get(undefined, receiverNames.hang), 10_000, "the hanging receiver in the watch");
     writeFileSync(join(work, "health-m"), JSON.stringify({ state: "running", healthy: false, message: "again", reasons: [] }));
     expect(await pass(machineAdapter, "m", 40 * 60_000)).toMatch(/^started drift/);
     await runJobs();

@@ -6,11 +6,12 @@ import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { seriesValue } from "../metrics/series.test-support.js";
 import { FakeClock, flushPromises } from "../runtime/clock.test-support.js";
 import { fakeClient } from "../runtime/fake-client.test-support.js";
+import { fakeInformer } from "../runtime/read-cache.test-support.js";
 import { DeliveryQueue, type AttemptOutcome, type Delivery } from "./delivery-queue.js";
 import { selectsEvent, selectsNamespace, type Notification } from "./notification.js";
-import { notifyingRecorder, receiverNotifier, type SendRequest } from "./notifier.js";
+import { notificationReceiverType, notifyingRecorder, receiverNotifier, type ReceiverCache, type SendRequest } from "./notifier.js";
 import { notificationRequest, signBody, slackMessage } from "./payloads.js";
-import { receiverStatusPatch } from "./receiver-status.js";
+import { receiverStatusPatch, receiverStatusWriter } from "./receiver-status.js";
 import type { NotificationResult } from "../metrics/captf-metrics.js";
 import type { NotificationRequest } from "./payloads.js";
 
@@ -112,11 +113,14 @@ describe("payloads", () => {
 });
 
 /** A queue on a fake clock whose deliveries answer from a script, and what ended how. */
-function scriptedQueue(options: { capacity?: number; maxAttempts?: number; concurrency?: number; receiverConcurrency?: number } = {}) {
+function scriptedQueue(
+  options: { capacity?: number; receiverCapacity?: number; maxAttempts?: number; concurrency?: number; receiverConcurrency?: number } = {},
+) {
   const clock = new FakeClock();
   const results: { receiver: string; result: NotificationResult; error?: string | undefined }[] = [];
   const queue = new DeliveryQueue({
     capacity: options.capacity ?? 10,
+    receiverCapacity: options.receiverCapacity ?? options.capacity ?? 10,
     concurrency: options.concurrency ?? 2,
     receiverConcurrency: options.receiverConcurrency ?? 2,
     maxAttempts: options.maxAttempts ?? 5,
@@ -180,7 +184,7 @@ describe("DeliveryQueue", () => {
     expect(queue.enqueue(delivery("a", []))).toBe(true);
     expect(queue.enqueue(delivery("b", []))).toBe(true);
     expect(queue.enqueue(delivery("c", []))).toBe(false);
-    expect(results).toEqual([{ receiver: "c", result: "dropped", error: undefined }]);
+    expect(results).toEqual([{ receiver: "c", result: "dropped", error: "the manager's notification queue was full" }]);
     await flushPromises();
     await clock.advance(1000);
     expect(results.map((r) => `${r.receiver} ${r.result}`)).toEqual(["c dropped", "a failed", "b failed"]);
@@ -203,6 +207,29 @@ describe("DeliveryQueue", () => {
     expect(queue.size).toBe(5);
   });
 
+  it("a receiver that hangs holds at most its share of the queue: more of its own are dropped, the others' still taken", async () => {
+    const { clock, queue, results, delivery } = scriptedQueue({ capacity: 8, receiverCapacity: 2, concurrency: 4 });
+    const hung = () => ({ receiver: "hung", attempt: () => new Promise<AttemptOutcome>(() => undefined) });
+    const taken = Array.from({ length: 10 }, () => queue.enqueue(hung()));
+    expect(taken.filter(Boolean)).toHaveLength(2);
+    expect(results).toHaveLength(8);
+    expect(results[0]).toEqual({
+      receiver: "hung",
+      result: "dropped",
+      error: "the receiver's share of the notification queue (2) was full",
+    });
+    // The other receivers' deliveries fit in the rest of the queue, retried as usual.
+    const tries: number[] = [];
+    for (let index = 0; index < 2; index++)
+      expect(queue.enqueue(delivery("flaky", [{ ok: false, retry: true, error: "HTTP 503" }, { ok: true }], tries))).toBe(true);
+    expect(queue.enqueue(delivery("healthy", [{ ok: true }]))).toBe(true);
+    await flushPromises();
+    await clock.advance(1000);
+    expect(results.slice(8).map((r) => `${r.receiver} ${r.result}`)).toEqual(["healthy sent", "flaky sent", "flaky sent"]);
+    expect(tries).toHaveLength(4);
+    expect(queue.size).toBe(2);
+  });
+
   it("never makes enqueue wait: a delivery that hangs holds a slot, not the caller", async () => {
     const { queue, delivery } = scriptedQueue({ concurrency: 1 });
     queue.enqueue({ receiver: "hung", attempt: () => new Promise<AttemptOutcome>(() => undefined) });
@@ -213,6 +240,12 @@ describe("DeliveryQueue", () => {
 
 describe("receiverNotifier", () => {
   const receiver = (name: string, fields: Partial<TerraformNotificationReceiverSpec>) => ({ metadata: { name }, spec: spec(fields) });
+  /** The receivers' watch, holding `receivers`. */
+  const watched = (...receivers: ReturnType<typeof receiver>[]) => {
+    const informer = fakeInformer();
+    for (const object of receivers) informer.put(object);
+    return { informer, cache: informer as unknown as ReceiverCache };
+  };
   const secret = (data: Record<string, string>) => ({
     data: Object.fromEntries(Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString("base64")])),
   });
@@ -225,25 +258,23 @@ describe("receiverNotifier", () => {
       sent.push(request);
       return { ok: true };
     };
-    const client = fakeClient({
-      "list terraformnotificationreceivers": () => ({
-        items: [
-          receiver("ops", {
-            url: undefined,
-            urlSecretRef: { name: "hook", namespace: "captf-system" },
-            signingSecretRef: { name: "hook", namespace: "captf-system" },
-            namespaceSelector: { matchLabels: { team: "a" } },
-          }),
-          receiver("clusters-only", { kinds: ["TerraformCluster"] }),
-        ],
+    const { cache } = watched(
+      receiver("ops", {
+        url: undefined,
+        urlSecretRef: { name: "hook", namespace: "captf-system" },
+        signingSecretRef: { name: "hook", namespace: "captf-system" },
+        namespaceSelector: { matchLabels: { team: "a" } },
       }),
+      receiver("clusters-only", { kinds: ["TerraformCluster"] }),
+    );
+    const client = fakeClient({
       "get secrets": () => secret({ url: "http://canary-host.example/hook-canary-path", secret: "canary-key" }),
       "get namespaces": () => ({ metadata: { name: "team-a", labels: { team: "a" } } }),
       "patchStatus terraformnotificationreceivers": (call) => void statusPatches.push({ name: call.name, body: call.body }),
     });
     const registry = new Registry();
     const metrics = new CaptfMetrics(registry);
-    const notifier = receiverNotifier({ client, metrics, clock, send });
+    const notifier = receiverNotifier({ client, receivers: cache, metrics, clock, send });
     const recorded: string[] = [];
     const recorder = notifyingRecorder({ record: async (_subject, reason) => void recorded.push(reason) }, notifier, clock);
     const subject = { ...notification.object, uid: "u1" };
@@ -256,22 +287,61 @@ describe("receiverNotifier", () => {
     expect(sent[0]!.headers["x-captf-signature"]).toBe(signBody(sent[0]!.body, Buffer.from("canary-key")));
     expect(await seriesValue(registry, "captf_notifications_total", { receiver: "ops", result: "sent" })).toBe(1);
     expect(statusPatches).toEqual([{ name: "ops", body: { status: { lastSentTime: "2023-11-14T22:13:20Z" } } }]);
-    // One list serves the events that follow within its lifetime.
-    expect(client.calls.filter((call) => call.startsWith("list"))).toHaveLength(1);
+    // The receivers come from the watch: never listed per event.
+    expect(client.calls.filter((call) => call.startsWith("list"))).toEqual([]);
+  });
+
+  it("a receiver the watch adds takes the next event at once; one it deletes takes none, and its last success is forgotten", async () => {
+    const clock = new FakeClock();
+    const sent: string[] = [];
+    const statusPatches: string[] = [];
+    const client = fakeClient({
+      "patchStatus terraformnotificationreceivers": (call) => void statusPatches.push(String(call.name)),
+    });
+    const { informer, cache } = watched();
+    const notifier = receiverNotifier({
+      client,
+      receivers: cache,
+      clock,
+      send: async (request) => {
+        sent.push(request.url);
+        return { ok: true };
+      },
+    });
+    notifier.notify(notification);
+    await notifier.idle();
+    expect(sent).toEqual([]);
+    informer.put(receiver("ops", { url: "http://receiver.example/ops" }));
+    notifier.notify(notification);
+    await notifier.idle();
+    expect(sent).toEqual(["http://receiver.example/ops"]);
+    informer.remove("ops");
+    notifier.notify(notification);
+    await notifier.idle();
+    expect(sent).toHaveLength(1);
+    // Declared again within the minute: a new object, whose first success is written.
+    informer.put(receiver("ops", { url: "http://receiver.example/ops" }));
+    notifier.notify(notification);
+    await notifier.idle();
+    expect(sent).toHaveLength(2);
+    expect(statusPatches).toEqual(["ops", "ops"]);
   });
 
   it("a receiver whose URL Secret is missing retries, then fails, naming the Secret and not its value", async () => {
     const clock = new FakeClock();
     const warnings: unknown[] = [];
     const logger = { warn: (fields: unknown) => warnings.push(fields), debug: () => undefined } as never;
-    const client = fakeClient({
-      "list terraformnotificationreceivers": () => ({
-        items: [receiver("ops", { url: undefined, urlSecretRef: { name: "gone", namespace: "x" } })],
-      }),
-      "get secrets": () => Promise.reject(new Error("404")),
-    });
+    const client = fakeClient({ "get secrets": () => Promise.reject(new Error("404")) });
+    const { cache } = watched(receiver("ops", { url: undefined, urlSecretRef: { name: "gone", namespace: "x" } }));
     const registry = new Registry();
-    const notifier = receiverNotifier({ client, clock, logger, metrics: new CaptfMetrics(registry), send: async () => ({ ok: true }) });
+    const notifier = receiverNotifier({
+      client,
+      receivers: cache,
+      clock,
+      logger,
+      metrics: new CaptfMetrics(registry),
+      send: async () => ({ ok: true }),
+    });
     notifier.notify(notification);
     for (let wait = 0; wait < 10; wait++) {
       await flushPromises();
@@ -284,10 +354,11 @@ describe("receiverNotifier", () => {
 
   it("counts a drop when the queue is full", async () => {
     const clock = new FakeClock();
-    const client = fakeClient({ "list terraformnotificationreceivers": () => ({ items: [receiver("slow", {})] }) });
+    const client = fakeClient({});
     const registry = new Registry();
     const notifier = receiverNotifier({
       client,
+      receivers: watched(receiver("slow", {})).cache,
       clock,
       metrics: new CaptfMetrics(registry),
       send: () => new Promise<AttemptOutcome>(() => undefined),
@@ -297,6 +368,26 @@ describe("receiverNotifier", () => {
     notifier.notify({ ...notification, id: "second" });
     await clock.advance(0);
     expect(await seriesValue(registry, "captf_notifications_total", { receiver: "slow", result: "dropped" })).toBe(1);
+  });
+});
+
+describe("receiverStatusWriter", () => {
+  it("remembers a receiver's last written success until it is deleted: a new receiver of its name gets its first one written", async () => {
+    const clock = new FakeClock();
+    const patched: string[] = [];
+    const client = fakeClient({ "patchStatus terraformnotificationreceivers": (call) => void patched.push(String(call.name)) });
+    const writer = receiverStatusWriter(client, notificationReceiverType, clock);
+    const sent = (receiver: string) => writer.write({ receiver, result: "sent", reason: "ReadyLost" });
+    sent("ops");
+    sent("dev");
+    await clock.advance(10_000);
+    sent("ops");
+    expect(patched).toEqual(["ops", "dev"]);
+    expect([...writer.remembered].sort()).toEqual(["dev", "ops"]);
+    writer.forget("ops");
+    expect(writer.remembered).toEqual(["dev"]);
+    sent("ops");
+    expect(patched).toEqual(["ops", "dev", "ops"]);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * The notifier: a tap on the event recorder hands each event to the receivers that select it, through the bounded
- * {@link DeliveryQueue}. The receivers are read live (at most every few seconds), the namespace's labels and the
- * receivers' Secrets at each use, so a change counts at once. Nothing here waits on a pass: `notify` returns at once.
+ * {@link DeliveryQueue}. The receivers come from a watch (the manager's informer), the namespace's labels and the
+ * receivers' Secrets are read at each use, so a change counts at once. Nothing here waits on a pass: `notify` returns at once.
  * URLs and signing keys never reach a log, an event or a metric: errors name the receiver and the HTTP status or
  * socket error code only.
  */
@@ -15,7 +15,8 @@ import type { EventRecorder, EventSubject } from "../events/event-recorder.js";
 import type { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
 import { realClock, type Clock } from "../runtime/clock.js";
-import type { KubeApi } from "../runtime/kube-client.js";
+import type { Informer } from "../runtime/informer.js";
+import type { KubeApi, KubeObject } from "../runtime/kube-client.js";
 import { DeliveryQueue, deliveryQueueDefaults, type AttemptOutcome, type DeliveryQueueOptions } from "./delivery-queue.js";
 import { selectsEvent, selectsEveryNamespace, selectsNamespace, type Notification, type Receiver } from "./notification.js";
 import { notificationRequest, type NotificationRequest } from "./payloads.js";
@@ -23,8 +24,10 @@ import { receiverStatusWriter } from "./receiver-status.js";
 
 export const notificationReceiverType = resourceTypeOf(terraformNotificationReceiverDefinition);
 
-/** How long one list of the receivers serves the events that follow it (a burst of events shares one list). */
-export const receiverListTtlMillis = 5000;
+/** The receivers as a watch keeps them: the manager's informer of TerraformNotificationReceivers. */
+export type ReceiverCache = Pick<Informer<ReceiverObject>, "list" | "addHandlers">;
+/** A TerraformNotificationReceiver as the informer caches it. */
+export type ReceiverObject = KubeObject & Pick<TerraformNotificationReceiver, "spec">;
 /** One try's time limit. */
 export const deliveryTimeoutMillis = 10_000;
 
@@ -59,6 +62,8 @@ export function httpSender(timeoutMillis = deliveryTimeoutMillis): SendRequest {
 
 export interface NotifierOptions {
   client: KubeApi;
+  /** The receivers, watched: a new, changed or deleted one counts for the next event. */
+  receivers: ReceiverCache;
   logger?: Logger | undefined;
   metrics?: Pick<CaptfMetrics, "notifications"> | undefined;
   clock?: Clock;
@@ -109,31 +114,22 @@ export function receiverNotifier(options: NotifierOptions): Notifier {
   const { client, logger } = options;
   const clock = options.clock ?? realClock;
   const send = options.send ?? httpSender();
-  let listed: { at: number; receivers: Promise<Receiver[]> } | undefined;
-  const receivers = () => {
-    if (!listed || clock.now() - listed.at >= receiverListTtlMillis) {
-      const read = client.list<TerraformNotificationReceiver>(notificationReceiverType, undefined).then(
-        (list) => list.items.map((item) => ({ name: item.metadata?.name ?? "", spec: item.spec })),
-        // No CRD installed, or no permission: nothing to notify.
-        () => [],
-      );
-      listed = { at: clock.now(), receivers: read };
-    }
-    return listed.receivers;
-  };
-  const writeStatus = receiverStatusWriter(client, notificationReceiverType, clock, logger);
+  const receivers = (): Receiver[] => options.receivers.list().map((item) => ({ name: item.metadata?.name ?? "", spec: item.spec }));
+  const status = receiverStatusWriter(client, notificationReceiverType, clock, logger);
+  // A deleted receiver's bookkeeping goes with it.
+  options.receivers.addHandlers({ delete: (receiver) => status.forget(receiver.metadata?.name ?? "") });
   const queue = new DeliveryQueue({
     ...deliveryQueueDefaults,
     ...options.queue,
     clock,
     onResult(delivery, result, error) {
-      writeStatus({ receiver: delivery.receiver, result, reason: delivery.reason ?? "", error });
+      status.write({ receiver: delivery.receiver, result, reason: delivery.reason ?? "", error });
       options.metrics?.notifications.inc({ receiver: delivery.receiver, result });
       if (result !== "sent") logger?.warn({ receiver: delivery.receiver, result, error }, "a notification was not delivered");
     },
   });
   const dispatch = async (notification: Notification) => {
-    const selecting = (await receivers()).filter((receiver) => selectsEvent(receiver.spec, notification));
+    const selecting = receivers().filter((receiver) => selectsEvent(receiver.spec, notification));
     if (selecting.length === 0) return;
     const namespace = notification.object.namespace;
     const labels =

@@ -30,27 +30,37 @@ export function receiverStatusPatch(
     return lastSentWrittenAt !== undefined && outcome.at - lastSentWrittenAt < sentStatusIntervalMillis
       ? undefined
       : { lastSentTime: time };
-  const message = outcome.result === "dropped" ? "the manager's notification queue was full" : (outcome.error ?? "not delivered");
+  const message = outcome.error ?? (outcome.result === "dropped" ? "the manager's notification queue was full" : "not delivered");
   return { lastFailure: { time, result: outcome.result, reason: outcome.reason, message: message.slice(0, 1024) } };
 }
 
-/** Writes each outcome's patch to the receiver's status subresource; a failed write is logged at debug and forgotten. */
-export function receiverStatusWriter(
-  client: KubeApi,
-  type: ResourceType,
-  clock: Clock,
-  logger?: Logger,
-): (outcome: Omit<DeliveryOutcome, "at">) => void {
+export interface ReceiverStatusWriter {
+  /** Writes the outcome's patch to the receiver's status subresource; a failed write is logged at debug and forgotten. */
+  write(outcome: Omit<DeliveryOutcome, "at">): void;
+  /** Forgets a deleted receiver: a new one of its name gets its first success written. */
+  forget(receiver: string): void;
+  /** The receivers whose last written success it remembers. */
+  readonly remembered: readonly string[];
+}
+
+/** The status writer of the receivers: remembers when it last wrote each one's success, until the receiver is deleted. */
+export function receiverStatusWriter(client: KubeApi, type: ResourceType, clock: Clock, logger?: Logger): ReceiverStatusWriter {
   const sentWrittenAt = new Map<string, number>();
-  return (partial) => {
-    const outcome = { ...partial, at: clock.now() };
-    const patch = receiverStatusPatch(outcome, sentWrittenAt.get(outcome.receiver));
-    if (!patch) return;
-    if (patch.lastSentTime) sentWrittenAt.set(outcome.receiver, outcome.at);
-    void client
-      .patchStatus(type, undefined, outcome.receiver, { status: patch })
-      .catch((error: unknown) =>
-        logger?.debug({ receiver: outcome.receiver, error: (error as Error).message }, "receiver status not written"),
-      );
+  return {
+    write(partial) {
+      const outcome = { ...partial, at: clock.now() };
+      const patch = receiverStatusPatch(outcome, sentWrittenAt.get(outcome.receiver));
+      if (!patch) return;
+      if (patch.lastSentTime) sentWrittenAt.set(outcome.receiver, outcome.at);
+      void client
+        .patchStatus(type, undefined, outcome.receiver, { status: patch })
+        .catch((error: unknown) =>
+          logger?.debug({ receiver: outcome.receiver, error: (error as Error).message }, "receiver status not written"),
+        );
+    },
+    forget: (receiver) => void sentWrittenAt.delete(receiver),
+    get remembered() {
+      return [...sentWrittenAt.keys()];
+    },
   };
 }
