@@ -103,15 +103,15 @@ async function refusedPod(pass: Pass, job: V1Job): Promise<QuotaRefusal | undefi
   const { deps, namespace, now } = pass;
   const uid = job.metadata?.uid;
   if (!uid || !(now - Date.parse(String(job.metadata?.creationTimestamp)) >= podRefusalAfterMs)) return undefined;
-  const failures = await deps.client
-    .list<CoreV1Event>(builtinTypes.coreEvent, namespace, { fieldSelector: `involvedObject.uid=${uid},reason=FailedCreate` })
+  const failures = await passClient(deps)
+    .live.listByFields<CoreV1Event>(builtinTypes.coreEvent, namespace, `involvedObject.uid=${uid},reason=FailedCreate`)
     .catch((error: unknown) => {
       // Only a better message is lost: the Job still fails at its deadline.
       deps.logger?.info({ job: job.metadata?.name, err: error }, "reading the Job's FailedCreate events failed");
-      return { items: [] as CoreV1Event[] };
+      return [] as CoreV1Event[];
     });
   const at = (event: CoreV1Event) => Date.parse(String(event.lastTimestamp ?? event.eventTime ?? event.metadata.creationTimestamp));
-  const newest = failures.items.sort((a, b) => at(b) - at(a))[0];
+  const newest = failures.sort((a, b) => at(b) - at(a))[0];
   return newest?.message ? podRefusalOf(newest.message) : undefined;
 }
 

@@ -140,4 +140,15 @@ describe("startOperation: a Job started", () => {
       `started apply attempt 2 as Job ${name} with image i, because DriftDetected`,
     );
   });
+
+  it("adopts the Job an earlier pass created when the create conflicts (the answer was lost), read live", async () => {
+    const first = new FakeObjects();
+    const created = (await startOperation(request(first).start)).job!.name;
+    const server = new FakeObjects();
+    const existing = { metadata: { name: created, namespace: passNamespace, uid: "earlier-job" } };
+    server.seed(builtinTypes.job, passNamespace, existing);
+    const outcome = await startOperation(request(server).start);
+    expect(outcome.job?.name).toBe(created);
+    expect(((await server.get(builtinTypes.job, passNamespace, created)) as V1Job).metadata?.uid).toBe("earlier-job");
+  });
 });

@@ -44,6 +44,7 @@ import { httpStatusOf, isConflict } from "../runtime/api-errors.js";
 import type { MetricKind } from "../metrics/captf-metrics.js";
 import { checkRunImage } from "../signatures/run-image-check.js";
 import { builtinTypes } from "../runtime/builtin-types.js";
+import { passClient } from "../runtime/pass-client.js";
 
 /** A pass waiting for a Job slot looks again after this long if no freed slot woke it first. */
 const slotWaitBackstopMs = 60_000;
@@ -311,7 +312,8 @@ async function createJob<R extends Role>(
 ): Promise<V1Job | { refused: StartOutcome }> {
   const { deps, namespace, suffix } = request;
   const created = await deps.client.create(builtinTypes.job, namespace, body).catch(async (error) => {
-    if (isConflict(error)) return deps.client.get<V1Job>(builtinTypes.job, namespace, holder);
+    // Created by an earlier pass whose answer was lost: the Job the cache may not have yet, read live.
+    if (isConflict(error)) return (await passClient(deps).live.get<V1Job>(builtinTypes.job, namespace, holder)) ?? Promise.reject(error);
     // A refused create proves no Job exists: the lease goes back at once.
     const code = httpStatusOf(error);
     if (code !== undefined && code >= 400 && code < 500)

@@ -2,7 +2,7 @@
 // come from it and `.live` still goes to the API server.
 import { describe, expect, it } from "@jest/globals";
 import { builtinTypes } from "./builtin-types.js";
-import { FakeObjects } from "./fake-client.test-support.js";
+import { type FakeCall, FakeObjects, fakeClient } from "./fake-client.test-support.js";
 import { passClient } from "./pass-client.js";
 import type { ReadCache } from "./read-cache.js";
 
@@ -47,5 +47,16 @@ describe("passClient", () => {
     expect(await reads.live.list(builtinTypes.secret, "ns", "app=x")).toHaveLength(1);
     expect(answered).toHaveLength(3);
     expect(reads.client).toBe(server.client);
+  });
+
+  it("lists by field selector live, even with a cache: no informer indexes fields", async () => {
+    const queries: FakeCall["query"][] = [];
+    const client = fakeClient({ "list events": (call) => (queries.push(call.query), { items: [{ reason: "FailedCreate" }] }) });
+    const { cache, answered } = cacheHolding("cached");
+    const reads = passClient({ client, cache });
+    const selector = "involvedObject.uid=u1,reason=FailedCreate";
+    expect(await reads.live.listByFields(builtinTypes.coreEvent, "ns", selector)).toEqual([{ reason: "FailedCreate" }]);
+    expect(queries).toEqual([{ fieldSelector: selector }]);
+    expect(answered).toEqual([]);
   });
 });

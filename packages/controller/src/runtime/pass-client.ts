@@ -12,6 +12,8 @@ export interface LiveReads {
   /** The object, or undefined when it does not exist. */
   get<T>(type: ResourceType, namespace: string, name: string): Promise<T | undefined>;
   list<T>(type: ResourceType, namespace: string, labelSelector: string): Promise<T[]>;
+  /** The objects of a field selector: no cache indexes fields, so this read is always live. */
+  listByFields<T>(type: ResourceType, namespace: string, fieldSelector: string): Promise<T[]>;
 }
 
 export interface PassClient {
@@ -33,6 +35,8 @@ export function passClient(clients: { client: KubeApi; cache?: ReadCache | undef
     get: <T>(type: ResourceType, namespace: string, name: string) => undefinedIfNotFound(client.get<T>(type, namespace, name)),
     list: async <T>(type: ResourceType, namespace: string, labelSelector: string) =>
       (await client.list<T>(type, namespace, { labelSelector })).items,
+    listByFields: async <T>(type: ResourceType, namespace: string, fieldSelector: string) =>
+      (await client.list<T>(type, namespace, { fieldSelector })).items,
   };
   return {
     client,
