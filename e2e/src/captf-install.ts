@@ -5,15 +5,20 @@
 // Deployment under its own ServiceAccount on the chroot kubelet. Two things are stood in for the
 // plane's missing pieces: cert-manager (a serving certificate Secret and the CA injected into the
 // webhook configuration) and the Service network (the webhooks point at the Pod's port on
-// loopback, as the chroot kubelet's Pods share the host's).
+// loopback, as the chroot kubelet's Pods share the host's). When the test command measures child
+// processes, the manager's Deployment also gets NODE_V8_COVERAGE (the chroot kubelet binds the
+// coverage directory there) and the image's bundle its source map kept outside the image.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import * as k8s from "@kubernetes/client-node";
 import { noopModuleDirectory } from "@captf/module-noop";
 import {
   buildModuleImage,
+  bundleSourceMapDirectory,
+  childCoverageMeasured,
   freeLoopbackPort,
   generateServingCertificate,
   pushImage,
@@ -32,6 +37,8 @@ const imageScript = join(repoRoot, "packages/controller/scripts/build-manager-im
 
 export const managerNamespace = "captf-system";
 export const moduleTag = "v0.1.0-opentofu";
+/** Where the manager's NODE_V8_COVERAGE points in its Pod when the test command measures it (the kubelet binds it). */
+const managerCoveragePath = "/captf-coverage";
 
 export interface CaptfImages {
   manager: string;
@@ -48,7 +55,11 @@ export function buildAndPushImages(registry: LocalRegistry, workDir: string, log
   const started = Date.now();
   // This machine's architecture only: the published two-architecture index is the image test's subject.
   const arch = process.arch === "arm64" ? "arm64" : "amd64";
-  execFileSync(process.execPath, [imageScript, "--out", layout, "--tag", "e2e", "--arch", arch], { stdio: ["ignore", "ignore", "pipe"] });
+  const sourceMaps = bundleSourceMapDirectory(`captf-controller-${process.pid}-${Date.now()}`);
+  const mapArgs = sourceMaps ? ["--source-map-out", sourceMaps] : [];
+  execFileSync(process.execPath, [imageScript, "--out", layout, "--tag", "e2e", "--arch", arch, ...mapArgs], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const manager = `${registry.host}/captf/captf-controller:e2e`;
   pushImage(layout, "e2e", manager);
   log(`images: captf-controller built and pushed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -121,7 +132,10 @@ export async function installObjects(options: {
   return { webhookPort, healthPort, diagnosticsPort, webhookCaPem: serving.caPem, objects };
 }
 
-/** The shipped Deployment on free loopback ports (the chroot kubelet's Pods share the host's network). */
+/**
+ * The shipped Deployment on free loopback ports (the chroot kubelet's Pods share the host's network), writing its
+ * coverage when the test command measures it.
+ */
 function withPorts(
   deployment: k8s.V1Deployment,
   ports: { webhookPort: number; healthPort: number; diagnosticsPort: number },
@@ -137,5 +151,45 @@ function withPorts(
     `--diagnostics-address=127.0.0.1:${ports.diagnosticsPort}`,
     ...managerArgs,
   ];
+  if (childCoverageMeasured()) container.env = [...(container.env ?? []), { name: "NODE_V8_COVERAGE", value: managerCoveragePath }];
   return copy;
+}
+
+/**
+ * The lines of each packages/controller/src file (by its path from there) that the manager Pods which have exited so far
+ * ran, as the test command will count them (scripts/lib/child-coverage.mjs over pods/ and bundles/ only); undefined
+ * when the test command does not measure child processes.
+ */
+export async function managerCoveredLines(): Promise<Map<string, number> | undefined> {
+  const measured = process.env.CAPTF_CHILD_COVERAGE;
+  if (!measured) return undefined;
+  const { childCoverage } = (await import(pathToFileURL(join(repoRoot, "scripts/lib/child-coverage.mjs")).href)) as {
+    childCoverage(
+      dir: string,
+      root: string,
+    ): Promise<Record<string, { s: Record<string, number>; statementMap: Record<string, LineStart> }>>;
+  };
+  // The Pods' files alone: the directory's top level also holds what other suites' processes wrote.
+  const view = mkdtempSync(join(tmpdir(), "captf-manager-coverage-"));
+  try {
+    for (const name of ["pods", "bundles"]) symlinkSync(join(measured, name), join(view, name));
+    const covered = new Map<string, number>();
+    for (const [file, coverage] of Object.entries(await childCoverage(view, repoRoot))) {
+      const prefix = join(repoRoot, "packages/controller/src/");
+      if (!file.startsWith(prefix)) continue;
+      const lines = new Set(
+        Object.entries(coverage.statementMap)
+          .filter(([id]) => (coverage.s[id] ?? 0) > 0)
+          .map(([, at]) => at.start.line),
+      );
+      covered.set(file.slice(prefix.length), lines.size);
+    }
+    return covered;
+  } finally {
+    rmSync(view, { recursive: true, force: true });
+  }
+}
+
+interface LineStart {
+  start: { line: number };
 }

@@ -11,7 +11,9 @@ import { availableParallelism, freemem, tmpdir } from "node:os";
 import { join } from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import {
+  childCoverageMeasured,
   parallelPodsFor,
+  podCoverageDirectory,
   startChrootKubelet,
   startControlPlane,
   startLocalRegistry,
@@ -137,9 +139,12 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
         workDir: join(workDir, "kubelet"),
         maxParallel: options.maxParallelPods ?? parallelPodsFor(availableParallelism(), freemem()),
         log: (line) => log(`kubelet: ${line}`),
+        coverageDirectory: podCoverageDirectory(),
       }),
     );
     stops.push(() => kubelet.stop()); // started last, stopped first: no Pod outlives the plane
+    // The kubelet's stop kills what still runs, and a killed process writes no coverage: the manager goes first, by SIGTERM.
+    if (childCoverageMeasured()) stops.push(() => stopManager(kubeConfig, log));
     const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
     const managerPod = async () =>
       (
@@ -200,6 +205,26 @@ export async function startManagementPlane(options: ManagementPlaneOptions = {})
     await stop();
     throw error;
   }
+}
+
+/** Scales the manager's Deployment to none and waits for its Pods to end (SIGTERM; the manager drains, exits and writes its coverage). */
+async function stopManager(kubeConfig: k8s.KubeConfig, log: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  const apps = kubeConfig.makeApiClient(k8s.AppsV1Api);
+  const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+  const selector = "app.kubernetes.io/component=controller-manager";
+  for (const deployment of (await apps.listNamespacedDeployment({ namespace: managerNamespace, labelSelector: selector })).items)
+    await apps.patchNamespacedDeployment(
+      { name: deployment.metadata!.name!, namespace: managerNamespace, body: { spec: { replicas: 0 } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+  await waitFor(
+    async () =>
+      (await core.listNamespacedPod({ namespace: managerNamespace, labelSelector: selector })).items.length === 0 ? true : undefined,
+    60_000,
+    "the manager's Pods ended",
+  );
+  log(`manager stopped (its coverage written) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
 /** GETs the manager's /metrics: its serving certificate is its own, self-signed, so it is not verified. */

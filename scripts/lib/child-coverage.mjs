@@ -1,11 +1,14 @@
 // Coverage of the processes the tests start (the manager's and the runner's bundles, the CLIs' dist/):
 // scripts/test.mjs runs jest with NODE_V8_COVERAGE=<dir>, each node process writes its V8 coverage
 // there on exit, with the source maps it loaded (source-map-cache). This turns those files into
-// istanbul coverage of packages/*/src and adds it, line by line, to jest's own coverage.
+// istanbul coverage of packages/*/src and adds it, line by line, to jest's own coverage. The manager in
+// the e2e's Pods writes its files under <dir>/pods/ (the chroot kubelet binds it), from a bundle whose
+// image carries no map: <dir>/bundles/<name>/bundle.json names that bundle's URL in the Pod and its copy
+// and map here (packages/controller/scripts/build-manager-image.mjs --source-map-out).
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { mergeProcessCovs } from "@bcoe/v8-coverage";
 import V8ToIstanbul from "v8-to-istanbul";
 import { addLineCounts } from "./test-plan.mjs";
@@ -28,16 +31,42 @@ export function repositorySource(source, mapUrl, repoRoot) {
   return match ? join(repoRoot, "packages", match[1], "src", match[2]) : undefined;
 }
 
+/** The bundles of <dir>/bundles/ whose maps are kept beside them: the source-map-cache entry each would have had. */
+function bundlesBeside(dir) {
+  const bundlesDir = join(dir, "bundles");
+  if (!existsSync(bundlesDir)) return [];
+  return readdirSync(bundlesDir)
+    .filter((name) => existsSync(join(bundlesDir, name, "bundle.json")))
+    .map((name) => {
+      const { url, bundle, map } = JSON.parse(readFileSync(join(bundlesDir, name, "bundle.json"), "utf8"));
+      const text = readFileSync(join(bundlesDir, name, bundle), "utf8");
+      const mapFile = join(bundlesDir, name, map);
+      // As node's source-map-cache splits a script into lines.
+      const lineLengths = text.split(/\n|\u2028|\u2029/).map((line) => line.length);
+      return {
+        url,
+        length: text.length,
+        entry: { url: pathToFileURL(mapFile).href, data: JSON.parse(readFileSync(mapFile, "utf8")), lineLengths },
+      };
+    });
+}
+
+/** The kept map of a script that ran without one: same URL, and its top-level function spans the bundle's length. */
+function besideEntry(script, beside) {
+  const length = script.functions?.[0]?.ranges?.[0]?.endOffset;
+  return beside.find((bundle) => bundle.url === script.url && bundle.length === length)?.entry;
+}
+
 /**
  * The scripts of one process's V8 coverage that came from packages/*\/src through a source map, each
  * renamed after its generated code (mappings and line lengths): the same bundle built in two temp
  * dirs is one script, so the processes' counts can be merged before the (slow) source-map walk.
  */
-function scriptsOfProcess(report, repoRoot, maps) {
+function scriptsOfProcess(report, repoRoot, maps, beside) {
   const cache = report["source-map-cache"] ?? {};
   const result = [];
   for (const script of report.result ?? []) {
-    const entry = cache[script.url];
+    const entry = cache[script.url] ?? besideEntry(script, beside);
     // jest instruments the .ts files it loads itself.
     if (!entry?.data?.sources || !entry.lineLengths || script.url.endsWith(".ts")) continue;
     const sources = entry.data.sources.map((source) => repositorySource(source, entry.url ?? script.url, repoRoot));
@@ -54,14 +83,20 @@ export async function childCoverage(dir, repoRoot) {
   if (!existsSync(dir)) return {};
   const maps = new Map();
   const processes = [];
-  for (const name of readdirSync(dir).filter((file) => file.endsWith(".json"))) {
+  const beside = bundlesBeside(dir);
+  const podsDir = join(dir, "pods");
+  const files = [
+    ...readdirSync(dir).map((name) => join(dir, name)),
+    ...(existsSync(podsDir) ? readdirSync(podsDir).map((name) => join(podsDir, name)) : []),
+  ];
+  for (const file of files.filter((path) => path.endsWith(".json"))) {
     let report;
     try {
-      report = JSON.parse(readFileSync(join(dir, name), "utf8"));
+      report = JSON.parse(readFileSync(file, "utf8"));
     } catch {
       continue; // a process killed while writing its file
     }
-    const scripts = scriptsOfProcess(report, repoRoot, maps);
+    const scripts = scriptsOfProcess(report, repoRoot, maps, beside);
     if (scripts.result.length > 0) processes.push(scripts);
   }
   if (processes.length === 0) return {};

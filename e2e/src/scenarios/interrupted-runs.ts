@@ -1,10 +1,10 @@
 // Interruptions: a Job's Pod deleted mid-apply (held on the hold server, not raced) is reported
 // JobInterrupted and applied again; the manager's Pod deleted while a Job runs loses no run.
 import { expect, it } from "@jest/globals";
-import { waitFor } from "@captf/testkit";
+import { childCoverageMeasured, waitFor } from "@captf/testkit";
 import { labels } from "@captf/contract/api";
 import { applyObjects } from "../apply.js";
-import { managerNamespace } from "../captf-install.js";
+import { managerCoveredLines, managerNamespace } from "../captf-install.js";
 import { demoNamespace } from "../demo-objects.js";
 import { startHoldServer } from "../hold-server.js";
 import { listEventsOfReason } from "../progress.js";
@@ -113,6 +113,15 @@ export const interruptedRuns: Scenario = (shared) => {
         180_000,
         "a new manager Pod running",
       );
+      // Under the test command's coverage, the deleted manager ended by SIGTERM and wrote the lines it ran (docs/testing.md#coverage).
+      if (childCoverageMeasured()) {
+        await waitFor(
+          async () => ((await managerPods()).some((pod) => pod.metadata!.name === firstManager) ? undefined : true),
+          60_000,
+          "the deleted manager Pod gone",
+        );
+        expect((await managerCoveredLines())?.get("reconcile/workspace-controller.ts")).toBeGreaterThan(0);
+      }
       await waitReady(
         `${before.length + 1} demo-md-0 machines after the manager's replacement`,
         async () =>

@@ -2,9 +2,11 @@
 // Builds the manager as one ESM file, <out>/manager.mjs: bin/captf-manager.js with every dependency
 // bundled from source (the runner's bundle is built the same way, by packages/runner/scripts/build-bundle.mjs).
 // It runs with any Node >= 20 and needs nothing else; the image puts it at /opt/captf/manager.
-// Usage: node scripts/build-manager-bundle.mjs [--out <dir>] [--commit <id>] [--sourcemap]
+// Usage: node scripts/build-manager-bundle.mjs [--out <dir>] [--commit <id>] [--sourcemap | --sourcemap-beside]
 // --sourcemap adds manager.mjs.map (linked, no sources inlined): the test command's coverage of child
 // processes (NODE_V8_COVERAGE) maps the bundle's lines back to the TypeScript sources with it.
+// --sourcemap-beside writes the map without linking it: manager.mjs is byte for byte the one without a map
+// (the image's), and the map stays outside it (build-manager-image.mjs --source-map-out).
 // --commit defaults to `git rev-parse --short=12 HEAD` (or "unknown"); `manager --version` and
 // captf_build_info report it.
 import { mkdirSync, rmSync, statSync } from "node:fs";
@@ -20,6 +22,7 @@ const { values } = parseArgs({
     out: { type: "string", default: join(packageDir, "bundle") },
     commit: { type: "string" },
     sourcemap: { type: "boolean", default: false },
+    "sourcemap-beside": { type: "boolean", default: false },
   },
 });
 const out = resolve(values.out);
@@ -60,6 +63,7 @@ await build({
   plugins: [distToSource],
   logLevel: "warning",
   ...(values.sourcemap ? { sourcemap: "linked", sourcesContent: false } : {}),
+  ...(values["sourcemap-beside"] ? { sourcemap: "external", sourcesContent: false } : {}),
 });
 console.log(
   `build-manager-bundle: ${outfile} (commit ${commit}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +

@@ -12,11 +12,15 @@
 // org.opencontainers.image.* labels. Every time in it is the commit's (or SOURCE_DATE_EPOCH), so
 // two builds of one commit give one index digest.
 // Usage: node scripts/build-manager-image.mjs --out <oci-layout> --tag <tag> [--commit <id>] [--source <url>] [--arch amd64,arm64]
+//   [--source-map-out <dir>]
+// --source-map-out keeps the manager bundle's source map outside the image (which stays the same):
+// <dir>/manager.mjs, manager.mjs.map (sources absolute) and bundle.json naming the bundle's URL in the
+// image, for the test command's coverage of the manager in the e2e's Pods (scripts/lib/child-coverage.mjs).
 // Then, e.g.: skopeo copy --all oci:<oci-layout>:<tag> docker://<registry>/captf-controller:<tag>
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { architectures, nodeRelease, pinnedNodeDir, sharedLibraries } from "../../runner/scripts/pinned-node.mjs";
 import { compressedMiB, platformDescriptor, rootlessFlag, runOrExit, sha256File, sourceDate, stampTimes, tagIndex } from "../../../scripts/lib/oci-layout.mjs";
@@ -31,6 +35,7 @@ const { values } = parseArgs({
     commit: { type: "string" },
     source: { type: "string", default: "https://github.com/captf-io/captf" },
     arch: { type: "string", default: architectures.join(",") },
+    "source-map-out": { type: "string" },
   },
 });
 if (!values.out || !values.tag) {
@@ -42,6 +47,7 @@ const version = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8"
 const commit = values.commit ?? gitCommit();
 const platforms = values.arch.split(",");
 const runnerDir = "/opt/captf/runner";
+const managerDir = "/opt/captf/manager";
 const imageUser = "65532:65532";
 
 const run = (command, args) => runOrExit("build-manager-image", command, args);
@@ -116,7 +122,7 @@ function buildPlatform(work, arch, managerBundle, npmComponents) {
   const insert = (source, target, createdBy) => umoci("insert", ...rootless, "--image", ref, ...history, "--history.created_by", createdBy, source, target);
   insert(base, "/", "user 65532, /tmp, node on PATH, node's licence, the SBOM");
   insert(runnerBundle, runnerDir, `runner bundle with node v${nodeRelease.version} (packages/runner/scripts/build-bundle.mjs)`);
-  insert(managerBundle, "/opt/captf/manager", "manager bundle (packages/controller/scripts/build-manager-bundle.mjs)");
+  insert(managerBundle, managerDir, "manager bundle (packages/controller/scripts/build-manager-bundle.mjs)");
   umoci(
     "config",
     ...rootless,
@@ -132,7 +138,7 @@ function buildPlatform(work, arch, managerBundle, npmComponents) {
     "--config.entrypoint",
     "node",
     "--config.entrypoint",
-    "/opt/captf/manager/manager.mjs",
+    `${managerDir}/manager.mjs`,
     "--config.workingdir",
     "/",
     "--architecture",
@@ -144,12 +150,28 @@ function buildPlatform(work, arch, managerBundle, npmComponents) {
   return platformDescriptor(layout, `${values.tag}-${arch}`, arch);
 }
 
+/** Moves the bundle's (unlinked) map out of the image's layer into `dir`, with a copy of the bundle and where the image has it. */
+function keepSourceMap(bundleDir, dir) {
+  mkdirSync(dir, { recursive: true });
+  const mapFile = join(bundleDir, "manager.mjs.map");
+  const map = JSON.parse(readFileSync(mapFile, "utf8"));
+  // esbuild's sources are relative to the temp dir the bundle was built in.
+  map.sources = map.sources.map((source) => pathToFileURL(resolve(bundleDir, source)).href);
+  writeFileSync(join(dir, "manager.mjs.map"), JSON.stringify(map));
+  rmSync(mapFile);
+  cpSync(join(bundleDir, "manager.mjs"), join(dir, "manager.mjs"));
+  const bundle = { url: pathToFileURL(`${managerDir}/manager.mjs`).href, bundle: "manager.mjs", map: "manager.mjs.map" };
+  writeFileSync(join(dir, "bundle.json"), `${JSON.stringify(bundle)}\n`);
+}
+
 const started = Date.now();
 const work = mkdtempSync(join(tmpdir(), "captf-manager-image-"));
 let digest;
 try {
   const managerBundle = join(work, "manager");
-  process.stdout.write(run(process.execPath, [join(packageDir, "scripts/build-manager-bundle.mjs"), "--out", managerBundle, "--commit", commit]));
+  const bundleArgs = ["--out", managerBundle, "--commit", commit, ...(values["source-map-out"] ? ["--sourcemap-beside"] : [])];
+  process.stdout.write(run(process.execPath, [join(packageDir, "scripts/build-manager-bundle.mjs"), ...bundleArgs]));
+  if (values["source-map-out"]) keepSourceMap(managerBundle, resolve(values["source-map-out"]));
   if (!existsSync(join(layout, "index.json"))) umoci("init", "--layout", layout);
   const npmComponents = imageLockfileComponents();
   const manifests = platforms.map((arch) => buildPlatform(work, arch, managerBundle, npmComponents));

@@ -29,5 +29,5 @@ export {
 export { copyModuleForRun } from "./tofu.js";
 export { parseCollectedSpans, startCollector, type CollectedSpan, type Collector } from "./otel-collector.js";
 export { cosignKeyPair, cosignSign, startReferrersRegistry, type CosignKeyPair } from "./cosign.js";
-export { bundleCoverageFlags, childCoverageEnvironment } from "./child-coverage.js";
+export { bundleCoverageFlags, childCoverageEnvironment, childCoverageMeasured } from "./child-coverage.js";
 export { applyMergePatch } from "./fake-objects.js";

@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import {
+  chmodSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -8,6 +9,7 @@ import {
   readdirSync,
   realpathSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -259,6 +261,10 @@ describeWithTools(
     const userImage = "captf.invalid/user-test:kubelet-test";
     const kubeletLog: string[] = [];
     let moduleImage = "";
+    // Bound where a container's NODE_V8_COVERAGE points; world-writable, as the test command's pods/ directory.
+    const coverageDir = join(work, "coverage");
+    mkdirSync(coverageDir, { mode: 0o1777 });
+    chmodSync(coverageDir, 0o1777);
     let registry: LocalRegistry | undefined;
     let kubelet: ChrootKubelet | undefined;
     let core: k8s.CoreV1Api;
@@ -355,6 +361,7 @@ describeWithTools(
         imageResolver: kubeletImageResolver,
         log: (line) => kubeletLog.push(`${new Date().toISOString()} ${line}`),
       });
+        coverageDirectory: coverageDir,
     }, 180_000);
 
     afterAll(async () => {
@@ -828,6 +835,41 @@ describeWithTools(
         timeoutMillis,
       );
     }
+    it("binds its coverage directory where a container's NODE_V8_COVERAGE points: node, as its user, writes there on SIGTERM", async () => {
+      // As the manager in the e2e under the test command: uid 65532, a read-only root, exits on SIGTERM.
+      const script = `process.on("SIGTERM", () => process.exit(0)); console.log("handling SIGTERM"); setInterval(() => {}, 1000);`;
+      await core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: "covered" },
+          spec: {
+            restartPolicy: "Always",
+            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532 },
+            containers: [
+              {
+                name: "main",
+                image: runnerImage,
+                command: ["node", "-e", script],
+                env: [{ name: "NODE_V8_COVERAGE", value: "/captf-coverage" }],
+                securityContext: { readOnlyRootFilesystem: true },
+              },
+            ],
+          },
+        },
+      });
+      await waitFor("the covered container handles SIGTERM", async () =>
+        kubelet!.containerLog(namespace, "covered", "main").includes("handling SIGTERM") ? true : undefined,
+      );
+      expect(readdirSync(coverageDir)).toEqual([]);
+      await core.deleteNamespacedPod({ name: "covered", namespace });
+      await podGone("covered");
+      const written = readdirSync(coverageDir);
+      expect(written).toEqual([expect.stringMatching(/^coverage-\d+-\d+-\d+\.json$/)]);
+      expect(statSync(join(coverageDir, written[0]!)).uid).toBe(65532);
+      const report = JSON.parse(readFileSync(join(coverageDir, written[0]!), "utf8")) as { result: { url: string }[] };
+      expect(report.result.length).toBeGreaterThan(0);
+    }, 120_000);
+
 
     const initStatus = (pod: k8s.V1Pod, container: string) => pod.status?.initContainerStatuses?.find((s) => s.name === container);
     const podCondition = (pod: k8s.V1Pod, type: string) => pod.status?.conditions?.find((c) => c.type === type)?.status;

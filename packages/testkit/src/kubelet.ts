@@ -101,6 +101,11 @@ export interface ChrootKubeletOptions {
   serviceAccountTokens?: "request" | { token: string } | false;
   /** How often the Node's Ready condition is renewed. Default 10 s. */
   heartbeatSeconds?: number;
+  /**
+   * A host directory bound, writable, where a container's NODE_V8_COVERAGE points (an absolute path): the test command's
+   * coverage of the manager in its Pods (docs/testing.md#coverage). Default: none is bound.
+   */
+  coverageDirectory?: string;
   /** How container roots are made: "auto" (default) uses overlayfs when a probe mount works, else copies. */
   rootfs?: "auto" | "overlay" | "copy";
 }
@@ -1579,6 +1584,9 @@ class Kubelet implements ChrootKubelet {
 
   /** Starts the launch script in new mount, PID and UTS namespaces, its output appended to the container's log. */
   private spawnContainer(launch: ContainerLaunch, logPath: string): ChildProcess {
+    const coverage = env.get("NODE_V8_COVERAGE");
+    if (this.options.coverageDirectory && coverage?.startsWith("/"))
+      mounts.push({ source: this.options.coverageDirectory, target: resolveInRoot(image.rootfs, coverage), readOnly: false, file: false });
     const script = launchScript(launch, this.bin);
     const logFd = openSync(logPath, "a");
     try {

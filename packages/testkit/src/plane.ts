@@ -23,6 +23,7 @@ export { lintPublishedModuleImages } from "./module-image-lint.js";
 export type { LintMain, PublishedImageLint } from "./module-image-lint.js";
 export { clusterApiVersion, clusterApiCrdFiles, clusterApiCrdPaths, clusterApiModuleDirectory } from "./capi.js";
 export { startChrootKubelet, prepareRunnerImageRoot, parallelPodsFor, runsToCompletion } from "./kubelet.js";
+export { bundleSourceMapDirectory, childCoverageMeasured, podCoverageDirectory } from "./child-coverage.js";
 export type { ChrootKubelet, ChrootKubeletOptions, ImageResolver, ResolvedImage } from "./kubelet.js";
 export { generateServingCertificate } from "./certificates.js";
 export type { ServingCertificate } from "./certificates.js";

@@ -210,6 +210,25 @@ describeWithTools(
       });
     });
 
+    it("is the same image when its manager's source map is kept outside it (--source-map-out: the e2e under coverage)", () => {
+      const kept = join(work, "kept-map");
+      const mapped = join(work, "oci-mapped");
+      const args = ["--out", mapped, "--tag", "test", "--commit", "c0ffee", "--arch", hostArch, "--source-map-out", kept];
+      execFileSync(process.execPath, [imageScript, ...args], { stdio: "pipe" });
+      const hostManifest = (dir: string) => rawOf(`${dir}:test`).manifests.find((manifest) => manifest.platform.architecture === hostArch);
+      expect(hostManifest(mapped)?.digest).toBe(hostManifest(layout)?.digest);
+      expect(readdirSync(join(root, "opt/captf/manager"))).toEqual(["manager.mjs"]);
+      expect(JSON.parse(readFileSync(join(kept, "bundle.json"), "utf8"))).toEqual({
+        url: "file:///opt/captf/manager/manager.mjs",
+        bundle: "manager.mjs",
+        map: "manager.mjs.map",
+      });
+      expect(readFileSync(join(kept, "manager.mjs")).equals(readFileSync(join(root, "opt/captf/manager/manager.mjs")))).toBe(true);
+      const map = JSON.parse(readFileSync(join(kept, "manager.mjs.map"), "utf8")) as { sources: string[] };
+      const source = fileURLToPath(new URL("../reconcile/workspace-controller.ts", import.meta.url));
+      expect(map.sources).toContain(pathToFileURL(source).href);
+    }, 300_000);
+
     it("carries one node, the pinned LTS, linked onto PATH from the runner bundle", () => {
       const nodes: string[] = [];
       const walk = (dir: string) => {
