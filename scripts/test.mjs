@@ -123,7 +123,13 @@ async function mergeCoverageOf(dirs, childDir, out) {
     return {};
   });
   const files = Object.keys(children).length;
-  console.log(`\nchild-process coverage: ${files} source files from ${childDir} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  // The e2e's manager Pods write under pods/ (docs/testing.md#coverage): none there says the e2e lane measured no manager.
+  const podsDir = join(childDir, "pods");
+  const podFiles = existsSync(podsDir) ? readdirSync(podsDir).filter((name) => name.endsWith(".json")).length : 0;
+  console.log(
+    `\nchild-process coverage: ${files} source files from ${childDir} (${podFiles} process files of the e2e's manager Pods) ` +
+      `in ${((Date.now() - started) / 1000).toFixed(1)}s`,
+  );
   writeFileSync(join(out, "coverage-final.json"), JSON.stringify(addLineCounts(mergeCoverage(maps), children)));
   rmSync(childDir, { recursive: true, force: true });
 }
