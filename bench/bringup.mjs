@@ -26,15 +26,24 @@
 //
 // Needs root (the chroot kubelet) and the tools of tools/install.sh (etcd, tofu, kube, capi).
 import { execFile } from "node:child_process";
-import { loadavg } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
+import { availableParallelism, loadavg } from "node:os";
 import { parseArgs, promisify } from "node:util";
 import {
+  apiRequests,
+  apiRequestsBetween,
+  cpuBreakdown,
+  cpuLines,
   cycleLines,
   distribution,
   jobStarts,
+  machineBusyTicks,
   machineReady,
   memorySummary,
+  parseProcStat,
   peakOf,
+  planeComponents,
   residentMiB,
   secondsBetween,
 } from "./lib/bringup-report.mjs";
@@ -153,17 +162,25 @@ async function rssAfterGc(plane, profilerPort) {
 async function measureCycles(plane, profilerPort, added, cycles, run) {
   const rssBefore = await rssAfterGc(plane, profilerPort);
   console.log(`run ${run}: manager RSS after a forced GC, before scaling: ${rssBefore?.toFixed(1)} MiB`);
+  // A quiet window first: what each component uses when nothing is being scaled.
+  const quietBefore = cpuSnapshot(plane);
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
+  const idle = cpuBreakdown(quietBefore, cpuSnapshot(plane), new Map());
   let samples = [];
   const sampler = setInterval(async () => samples.push(await managerRss(plane)), 1_000);
   const figures = [];
   try {
     for (let cycle = 1; cycle <= cycles; cycle++) {
       samples = [];
-      const measured = await measureCycle(plane.kubeConfig, added);
+      const { cpu, ...measured } = await measureCycle(plane, added);
       const rssPeakMiB = peakOf(samples);
-      const figure = { cycle, ...measured, rssPeakMiB, rssAfterGcMiB: await rssAfterGc(plane, profilerPort) };
+      const figure = { cycle, ...measured, rssPeakMiB, rssAfterGcMiB: await rssAfterGc(plane, profilerPort), cpu: cpuFigures(cpu) };
       figures.push(figure);
       for (const line of cycleLines(`run ${run} cycle ${cycle}`, figure)) console.log(line);
+      for (const line of cpuLines(`run ${run} cycle ${cycle}`, cpu, availableParallelism(), idle)) console.log(line);
+      console.log(`run ${run} cycle ${cycle}: the API server's requests during the scale-up (count, seconds serving them):`);
+      for (const { request, count, seconds } of measured.requests)
+        console.log(`run ${run} cycle ${cycle}:   ${String(count).padStart(6)}  ${seconds.toFixed(1).padStart(6)} s  ${request}`);
     }
   } finally {
     clearInterval(sampler);
@@ -179,11 +196,70 @@ async function measureCycles(plane, profilerPort, added, cycles, run) {
   return { scaleCycles: figures, memory };
 }
 
+/** The API server's /metrics, read with the plane's kubeconfig. */
+async function apiserverMetrics(kubeConfig) {
+  const options = { method: "GET", headers: {} };
+  await kubeConfig.applyToHTTPSOptions(options);
+  const url = new URL(`${kubeConfig.getCurrentCluster().server}/metrics`);
+  return new Promise((resolve, reject) => {
+    const request = httpsRequest(url, options, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk) => (text += chunk));
+      response.on("end", () => resolve(text));
+    });
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+/**
+ * What CPU time the plane has used so far: the machine's busy ticks, this bench's long-lived plane processes (its
+ * descendants by command name), this process's own CPU and its ended children's, and the kubelet's container runs.
+ */
+function cpuSnapshot(plane) {
+  const processes = new Map();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      processes.set(Number(entry), parseProcStat(readFileSync(`/proc/${entry}/stat`, "utf8")));
+    } catch {
+      // Gone since the listing.
+    }
+  }
+  const plain = new Map();
+  for (const [pid, name] of planeComponents(processes, process.pid)) {
+    const stat = processes.get(pid);
+    plain.set(pid, { name, seconds: (stat.ownTicks + stat.childrenTicks) / 100 });
+  }
+  const self = parseProcStat(readFileSync("/proc/self/stat", "utf8"));
+  return {
+    at: Date.now(),
+    machineTicks: machineBusyTicks(readFileSync("/proc/stat", "utf8")),
+    processes: plain,
+    bench: { own: self.ownTicks / 100, children: self.childrenTicks / 100 },
+    containers: plane.kubelet.containerCpu(),
+  };
+}
+
+/** The breakdown's figures for the JSON line, rounded. */
+function cpuFigures(cpu) {
+  const round = (value) => Math.round(value * 100) / 100;
+  return {
+    wallSeconds: round(cpu.wallSeconds),
+    machineSeconds: round(cpu.machine),
+    planeSeconds: round(cpu.accounted),
+    components: Object.fromEntries(cpu.components.map(({ name, seconds }) => [name, round(seconds)])),
+    perJobP50: Object.fromEntries(cpu.perJob.map(({ name, p50 }) => [name.trim(), round(p50)])),
+  };
+}
+
 /**
  * One cycle once the demo is Ready: demo-md-0 scaled up by `added` Machines, measured to every new one Ready, then
  * back to its replicas, measured to the removed Machines and TerraformMachines gone.
  */
-async function measureCycle(kubeConfig, added) {
+async function measureCycle(plane, added) {
+  const kubeConfig = plane.kubeConfig;
   const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
   const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace: demoNamespace };
   const deploymentSelector = "cluster.x-k8s.io/deployment-name=demo-md-0";
@@ -205,16 +281,24 @@ async function measureCycle(kubeConfig, added) {
   const firstJob = new Map();
   const machineSeen = new Map();
   const machineReadyAt = new Map();
+  const latestMachines = new Map();
   const jobs = new Map();
   const pods = new Map();
   const firstSeen = (map, name, at) => map.has(name) || map.set(name, at);
   const base = `/apis/infrastructure.cluster.x-k8s.io/v1alpha1/namespaces/${demoNamespace}`;
   const stops = [
     await watchAll(kubeConfig, `${base}/terraformmachines`, "", (object, at) => firstSeen(created, object.metadata.name, at)),
-    await watchAll(kubeConfig, `/apis/cluster.x-k8s.io/v1beta2/namespaces/${demoNamespace}/machines`, deploymentSelector, (machine, at) => {
-      firstSeen(machineSeen, machine.metadata.name, at);
-      if (machineReady(machine)) firstSeen(machineReadyAt, machine.metadata.name, at);
-    }),
+    await watchAll(
+      kubeConfig,
+      `/apis/cluster.x-k8s.io/v1beta2/namespaces/${demoNamespace}/machines`,
+      deploymentSelector,
+      (machine, at, type) => {
+        if (type === "DELETED") latestMachines.delete(machine.metadata.name);
+        else latestMachines.set(machine.metadata.name, machine);
+        firstSeen(machineSeen, machine.metadata.name, at);
+        if (machineReady(machine)) firstSeen(machineReadyAt, machine.metadata.name, at);
+      },
+    ),
     await watchAll(kubeConfig, `/apis/batch/v1/namespaces/${demoNamespace}/jobs`, `${ownerKindLabel}=TerraformMachine`, (job, at) => {
       firstSeen(firstJob, job.metadata.labels[ownerNameLabel], at);
       jobs.set(job.metadata.name, job);
@@ -225,20 +309,27 @@ async function measureCycle(kubeConfig, added) {
     ),
   ];
   try {
+    const requestsBefore = apiRequests(await apiserverMetrics(kubeConfig));
+    const cpuBefore = cpuSnapshot(plane);
     const scaled = Date.now();
     await scaleTo(from + added);
     let infrastructureSeconds;
+    // From the Machines' watch, so that the wait itself lists nothing (its lists were API server CPU the plane was charged
+    // for); the demo's whole progress is read only once every new Machine is Ready.
     for (;;) {
-      const fresh = (await machines()).filter((machine) => !before.has(machine.metadata.name));
+      const fresh = [...latestMachines.values()].filter((machine) => !before.has(machine.metadata.name));
       const infrastructureReady = (machine) =>
         (machine.status?.conditions ?? []).some((condition) => condition.type === "InfrastructureReady" && condition.status === "True");
       if (infrastructureSeconds === undefined && fresh.length === added && fresh.every(infrastructureReady))
         infrastructureSeconds = (Date.now() - scaled) / 1000;
-      if (infrastructureSeconds !== undefined && (await readProgress(kubeConfig, demoNamespace, demoClusterName)).ready) break;
+      const allReady = fresh.length === added && fresh.every(machineReady);
+      if (infrastructureSeconds !== undefined && allReady && (await readProgress(kubeConfig, demoNamespace, demoClusterName)).ready) break;
       if (Date.now() - scaled > 600_000) throw new Error(`the scale-up by ${added} not Ready within 600 s`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     const readySeconds = (Date.now() - scaled) / 1000;
+    const cpuAfter = cpuSnapshot(plane);
+    const requests = apiRequestsBetween(requestsBefore, apiRequests(await apiserverMetrics(kubeConfig)));
 
     const newMachines = new Map([...machineSeen].filter(([name]) => !before.has(name)));
     const newTerraformMachines = new Map([...created].filter(([name]) => !existing.has(name)));
@@ -247,6 +338,13 @@ async function measureCycle(kubeConfig, added) {
       .filter((job) => job.status?.startTime && job.status?.completionTime)
       .map((job) => (new Date(job.status.completionTime).getTime() - new Date(job.status.startTime).getTime()) / 1000);
     const starts = jobStarts(theirJobs, [...pods.values()], new Set(theirJobs.map((job) => job.metadata.name)));
+    const jobNames = new Set(theirJobs.map((job) => job.metadata.name));
+    const jobPods = new Map(
+      [...pods.values()]
+        .filter((pod) => jobNames.has(pod.metadata.labels["batch.kubernetes.io/job-name"]))
+        .map((pod) => [pod.metadata.name, plane.kubelet.containerLog(demoNamespace, pod.metadata.name, "source")]),
+    );
+    const cpu = cpuBreakdown(cpuBefore, cpuAfter, jobPods);
 
     const scaledDown = Date.now();
     await scaleTo(from);
@@ -268,6 +366,8 @@ async function measureCycle(kubeConfig, added) {
       jobToInitStart: distribution(starts.init.map((job) => job.seconds)),
       jobToContainerStart: distribution(starts.main.map((job) => job.seconds)),
       scaleDownSeconds,
+      cpu,
+      requests,
     };
   } finally {
     for (const stop of stops) stop();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@jest/globals";
-import { DurationSyntaxError, parseDuration, wholeSeconds } from "./durations.js";
+import { execFileSync } from "node:child_process";
+import { DurationSyntaxError, endedChildrenCpuSeconds, ownCpuSeconds, parseDuration, wholeSeconds } from "./durations.js";
 
 describe("parseDuration", () => {
   it.each([
@@ -21,5 +22,23 @@ describe("parseDuration", () => {
 
   it("passes whole seconds to -lock-timeout", () => {
     expect(wholeSeconds(parseDuration("1m0.9s"))).toBe(60);
+  });
+});
+
+describe("CPU seconds", () => {
+  it("reads the ended children's from /proc/self/stat's cutime and cstime (ticks of 1/100 s), whatever the command name holds", () => {
+    const stat = "42 (node (x) y) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 30 20 20 0 1 0 100 0 0";
+    expect(endedChildrenCpuSeconds(stat)).toBe(0.5);
+    expect(endedChildrenCpuSeconds("42 (node) S 1")).toBeUndefined();
+  });
+
+  it("counts a child's CPU once it has ended, and this process's own apart", () => {
+    const before = endedChildrenCpuSeconds()!;
+    const own = ownCpuSeconds();
+    // CPU time, not wall time: the child spins until it has used 0.3 s.
+    const burn = "const t = process.cpuUsage(); while ((u => u.user + u.system)(process.cpuUsage(t)) < 300000);";
+    execFileSync(process.execPath, ["-e", burn]);
+    expect(endedChildrenCpuSeconds()! - before).toBeGreaterThanOrEqual(0.29);
+    expect(ownCpuSeconds()).toBeGreaterThan(own);
   });
 });

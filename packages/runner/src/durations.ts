@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+
 /** Thrown for a duration flag that is not a Go-style duration. */
 export class DurationSyntaxError extends Error {
   constructor(readonly text: string) {
@@ -42,4 +44,32 @@ export function monotonicMs(): number {
 /** Whole seconds of a duration, as OpenTofu's `-lock-timeout=<n>s` takes them. */
 export function wholeSeconds(milliseconds: number): number {
   return Math.floor(milliseconds / 1000);
+}
+
+/**
+ * CPU seconds (user + system) of this process's children that have ended and been waited for, from
+ * /proc/self/stat's cutime and cstime: the difference across a step is what its runtime command (and the
+ * providers it started) used. Undefined where /proc is not Linux's.
+ */
+export function endedChildrenCpuSeconds(stat = readProcSelfStat()): number | undefined {
+  if (stat === undefined) return undefined;
+  // After the command name, which may hold spaces and parentheses: state is field 3, cutime 16, cstime 17.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[13]) + Number(fields[14]);
+  // USER_HZ is 100 on every Linux architecture the runner ships for.
+  return Number.isFinite(ticks) ? ticks / 100 : undefined;
+}
+
+function readProcSelfStat(): string | undefined {
+  try {
+    return readFileSync("/proc/self/stat", "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process's own CPU seconds (user + system) so far. */
+export function ownCpuSeconds(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
 }

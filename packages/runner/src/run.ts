@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { RunnerEventReason } from "@captf/contract/api";
 import { ChangesScanner } from "./changes.js";
 import { type Changes } from "@captf/contract/run-result";
-import { monotonicMs, wholeSeconds } from "./durations.js";
+import { endedChildrenCpuSeconds, monotonicMs, ownCpuSeconds, wholeSeconds } from "./durations.js";
 import type { EventRecorder, EventType } from "./events.js";
 import { runStep, type StepOutcome } from "./exec.js";
 import type { PlanDiffKeeper } from "./plan-diff-store.js";
@@ -86,6 +86,11 @@ export interface RunOutcome {
 
 function roundSeconds(milliseconds: number): number {
   return Math.round(milliseconds / 10) / 100;
+}
+
+/** CPU seconds between two readings, to the hundredth; undefined without them (not Linux). */
+function cpuSince(before: number | undefined, after: number | undefined): number | undefined {
+  return before === undefined || after === undefined ? undefined : Math.round((after - before) * 100) / 100;
 }
 
 async function readOptional(path: string): Promise<string | undefined> {
@@ -203,7 +208,9 @@ async function finish(run: Run, stop: Stop | undefined): Promise<RunOutcome> {
   await run.tracing.finish(stop ? { ...traced, error: { kind: stop.kind, step: stop.step } } : traced);
   if (!stop) {
     run.emit("Normal", "RunFinished", options.op, `${options.op} succeeded in ${took}s`);
-    run.log.info("run finished", { op: options.op, seconds: took });
+    // The runner's own CPU and its commands' (the Pod's runner container, less the broker and the copy beside it).
+    const cpuSeconds = cpuSince(0, ownCpuSeconds());
+    run.log.info("run finished", { op: options.op, seconds: took, cpuSeconds, commandsCpuSeconds: endedChildrenCpuSeconds() });
     return { result, exitCode: 0 };
   }
   result.error = { kind: stop.kind, step: stop.step, summary: run.redact(stop.summary) };
@@ -334,11 +341,14 @@ async function runSteps(run: Run, prepared: PreparedWorkspace): Promise<Stop | u
     }
     run.emit("Normal", "StepStarted", step.name, `step ${step.name} started`);
     run.log.info("step started", { step: step.name });
+    const childrenCpu = endedChildrenCpuSeconds();
     const running = execute(run, prepared, step);
     run.startVersion();
     const outcome = await running;
     run.result.steps.push({ name: step.name, exit: outcome.exit, seconds: outcome.seconds });
-    run.log.info("step finished", { step: step.name, exit: outcome.exit, seconds: outcome.seconds });
+    // The CPU its command (and the providers that command started) used; the first step's includes `version`, run beside it.
+    const cpuSeconds = cpuSince(childrenCpu, endedChildrenCpuSeconds());
+    run.log.info("step finished", { step: step.name, exit: outcome.exit, seconds: outcome.seconds, cpuSeconds });
     if (step.name === "plan") lastPlanExit = outcome.exit;
     const verdict = await afterStep(run, prepared, step, outcome, checked);
     if (verdict === "done") return undefined;

@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { groupVersion, labels } from "@captf/contract/api";
+import { cpuHierarchy } from "./container-cpu.js";
 import { parseRunResult } from "@captf/contract/run-result";
 import { freeLoopbackPort } from "./control-plane.js";
 import { describeWithTools } from "./integration.js";
@@ -260,11 +261,11 @@ describeWithTools(
     // The runner image's root plus id, chroot and a root-only file, for running as a user.
     const userImage = "captf.invalid/user-test:kubelet-test";
     const kubeletLog: string[] = [];
-    let moduleImage = "";
     // Bound where a container's NODE_V8_COVERAGE points; world-writable, as the test command's pods/ directory.
     const coverageDir = join(work, "coverage");
     mkdirSync(coverageDir, { mode: 0o1777 });
     chmodSync(coverageDir, 0o1777);
+    let moduleImage = "";
     let registry: LocalRegistry | undefined;
     let kubelet: ChrootKubelet | undefined;
     let core: k8s.CoreV1Api;
@@ -360,8 +361,8 @@ describeWithTools(
         namespaces: [namespace],
         imageResolver: kubeletImageResolver,
         log: (line) => kubeletLog.push(`${new Date().toISOString()} ${line}`),
-      });
         coverageDirectory: coverageDir,
+      });
     }, 180_000);
 
     afterAll(async () => {
@@ -696,6 +697,36 @@ describeWithTools(
       expect(state.data?.tfstate).toBeDefined();
     }, 240_000);
 
+    it("accounts each container run's CPU in a cgroup of its own, the processes it started and waited for included", async () => {
+      // The container's node spends 0.3 s of CPU in a child it waits for, then exits: CPU time, not wall time, so load does not matter.
+      const burn = "const t = process.cpuUsage(); while ((u => u.user + u.system)(process.cpuUsage(t)) < 300000);";
+      const script = `require("child_process").execFileSync(process.execPath, ["-e", ${JSON.stringify(burn)}])`;
+      await batch.createNamespacedJob({
+        namespace,
+        body: {
+          metadata: { name: "cpu-accounted" },
+          spec: {
+            backoffLimit: 0,
+            template: {
+              spec: { restartPolicy: "Never", containers: [{ name: "main", image: runnerImage, command: ["node", "-e", script] }] },
+            },
+          },
+        },
+      });
+      const { pod } = await finishedJob("cpu-accounted");
+      expect(pod.status?.phase).toBe("Succeeded");
+      const runs = kubelet!.containerCpu().filter((run) => run.pod === pod.metadata!.name);
+      expect(runs).toEqual([
+        { namespace, pod: pod.metadata!.name, container: "main", restart: 0, seconds: expect.any(Number), running: false },
+      ]);
+      expect(runs[0]!.seconds).toBeGreaterThanOrEqual(0.3);
+      // The run's cgroup is gone with it.
+      const root = cpuHierarchy()!.root;
+      const cgroups = readdirSync(root).filter((name) => name.startsWith(`captf-kubelet-${kubelet!.nodeName}-`));
+      expect(cgroups).toHaveLength(1);
+      expect(readdirSync(join(root, cgroups[0]!)).filter((name) => name.startsWith(pod.metadata!.uid!))).toEqual([]);
+    }, 120_000);
+
     it("fails a Pod whose container exits non-zero, and its Job (backoffLimit 0)", async () => {
       await batch.createNamespacedJob({
         namespace,
@@ -804,37 +835,6 @@ describeWithTools(
       expect(withMarker()).toEqual([]);
     }, 120_000);
 
-    it("fails a Pod that outlives its activeDeadlineSeconds", async () => {
-      await core.createNamespacedPod({
-        namespace,
-        body: {
-          metadata: { name: "deadline" },
-          spec: {
-            restartPolicy: "Never",
-            activeDeadlineSeconds: 2,
-            terminationGracePeriodSeconds: 1,
-            containers: [{ name: "main", image: runnerImage, command: ["node", "-e", "setInterval(() => {}, 1000)"] }],
-          },
-        },
-      });
-      const pod = await waitFor("the deadline Pod fails", async () => {
-        const current = await core.readNamespacedPod({ name: "deadline", namespace });
-        return current.status?.phase === "Failed" ? current : undefined;
-      });
-      expect({ reason: pod.status?.reason, main: terminated(pod, "main")?.exitCode }).toEqual({ reason: "DeadlineExceeded", main: 137 });
-    }, 120_000);
-
-    /** Waits for a Pod of the namespace to reach Succeeded or Failed. */
-    async function endedPod(name: string, timeoutMillis = 60_000): Promise<k8s.V1Pod> {
-      return waitFor(
-        `Pod ${name} ends`,
-        async () => {
-          const current = await core.readNamespacedPod({ name, namespace });
-          return current.status?.phase === "Succeeded" || current.status?.phase === "Failed" ? current : undefined;
-        },
-        timeoutMillis,
-      );
-    }
     it("binds its coverage directory where a container's NODE_V8_COVERAGE points: node, as its user, writes there on SIGTERM", async () => {
       // As the manager in the e2e under the test command: uid 65532, a read-only root, exits on SIGTERM.
       const script = `process.on("SIGTERM", () => process.exit(0)); console.log("handling SIGTERM"); setInterval(() => {}, 1000);`;
@@ -870,6 +870,37 @@ describeWithTools(
       expect(report.result.length).toBeGreaterThan(0);
     }, 120_000);
 
+    it("fails a Pod that outlives its activeDeadlineSeconds", async () => {
+      await core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: "deadline" },
+          spec: {
+            restartPolicy: "Never",
+            activeDeadlineSeconds: 2,
+            terminationGracePeriodSeconds: 1,
+            containers: [{ name: "main", image: runnerImage, command: ["node", "-e", "setInterval(() => {}, 1000)"] }],
+          },
+        },
+      });
+      const pod = await waitFor("the deadline Pod fails", async () => {
+        const current = await core.readNamespacedPod({ name: "deadline", namespace });
+        return current.status?.phase === "Failed" ? current : undefined;
+      });
+      expect({ reason: pod.status?.reason, main: terminated(pod, "main")?.exitCode }).toEqual({ reason: "DeadlineExceeded", main: 137 });
+    }, 120_000);
+
+    /** Waits for a Pod of the namespace to reach Succeeded or Failed. */
+    async function endedPod(name: string, timeoutMillis = 60_000): Promise<k8s.V1Pod> {
+      return waitFor(
+        `Pod ${name} ends`,
+        async () => {
+          const current = await core.readNamespacedPod({ name, namespace });
+          return current.status?.phase === "Succeeded" || current.status?.phase === "Failed" ? current : undefined;
+        },
+        timeoutMillis,
+      );
+    }
 
     const initStatus = (pod: k8s.V1Pod, container: string) => pod.status?.initContainerStatuses?.find((s) => s.name === container);
     const podCondition = (pod: k8s.V1Pod, type: string) => pod.status?.conditions?.find((c) => c.type === type)?.status;

@@ -25,6 +25,8 @@ import { constants as osConstants, cpus, release, tmpdir, totalmem } from "node:
 import { dirname, join, posix } from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
+import { ContainerCgroups, type ContainerCpu } from "./container-cpu.js";
+import { LatestStatusWrites } from "./status-writes.js";
 import { requireTool } from "./tools.js";
 
 /**
@@ -99,15 +101,17 @@ export interface ChrootKubeletOptions {
    * serviceAccountToken volume gets `{ token }` too when given, else a requested token.
    */
   serviceAccountTokens?: "request" | { token: string } | false;
-  /** How often the Node's Ready condition is renewed. Default 10 s. */
-  heartbeatSeconds?: number;
   /**
    * A host directory bound, writable, where a container's NODE_V8_COVERAGE points (an absolute path): the test command's
    * coverage of the manager in its Pods (docs/testing.md#coverage). Default: none is bound.
    */
   coverageDirectory?: string;
+  /** How often the Node's Ready condition is renewed. Default 10 s. */
+  heartbeatSeconds?: number;
   /** How container roots are made: "auto" (default) uses overlayfs when a probe mount works, else copies. */
   rootfs?: "auto" | "overlay" | "copy";
+  /** Each container run in a cgroup of its own that accounts its CPU ({@link ChrootKubelet.containerCpu}). Default true, where possible. */
+  cpuAccounting?: boolean;
 }
 
 export interface ChrootKubelet {
@@ -117,6 +121,8 @@ export interface ChrootKubelet {
   readonly rootfsMode: "overlay" | "copy";
   /** Everything a container wrote to stdout and stderr (all its restarts), or "" if it never ran. */
   containerLog(namespace: string, pod: string, container: string): string;
+  /** The CPU time of every container run so far, ended and running, in the order they started; [] without accounting. */
+  containerCpu(): ContainerCpu[];
   /** Kills every container, stops watching, deletes the Node, removes the work dir it created. */
   stop(): Promise<void>;
 }
@@ -684,7 +690,7 @@ interface PodTask {
   /** Resolves once the Pod is ending (stopped, or its sidecars stopping), so back-offs and waits end early. */
   ending: Promise<void>;
   end: () => void;
-  statusChain: Promise<void>;
+  statusWrites: LatestStatusWrites;
   conditionTimes: Map<string, { status: string; time: string }>;
   /** The API object is gone (DELETED event): write nothing more. */
   gone: boolean;
@@ -963,6 +969,9 @@ class Kubelet implements ChrootKubelet {
   private heartbeat?: NodeJS.Timeout;
   private readonly serviceEnv: [string, string][];
   private readonly caPem: Buffer | undefined;
+  private cgroups?: ContainerCgroups;
+  /** Container runs accounted, in the order they started: a running one's figure is read when asked. */
+  private readonly cpuRuns: (ContainerCpu & { procs: string })[] = [];
 
   constructor(private readonly options: ChrootKubeletOptions) {
     this.nodeName = options.nodeName;
@@ -1015,7 +1024,12 @@ class Kubelet implements ChrootKubelet {
     return join(this.workDir, "logs", `${namespace}_${pod}_${container}.log`);
   }
 
+  containerCpu(): ContainerCpu[] {
+    return this.cpuRuns.map(({ procs, ...run }) => (run.running && this.cgroups ? { ...run, seconds: this.cgroups.seconds(procs) } : run));
+  }
+
   async start(): Promise<void> {
+    if (this.options.cpuAccounting ?? true) this.cgroups = ContainerCgroups.open(`captf-kubelet-${this.nodeName}-${process.pid}`);
     const wanted = this.options.rootfs ?? "auto";
     this.rootfsMode = wanted === "copy" ? "copy" : (await this.overlayWorks()) ? "overlay" : "copy";
     if (wanted === "overlay" && this.rootfsMode !== "overlay")
@@ -1029,7 +1043,10 @@ class Kubelet implements ChrootKubelet {
     this.heartbeat.unref();
     const scopes = this.options.namespaces?.length ? [...this.options.namespaces] : [undefined];
     for (const namespace of scopes) this.loops.push(this.watchLoop(namespace));
-    this.log(`node ${this.nodeName} ready (${this.rootfsMode} roots, ${this.maxParallel} at a time, work dir ${this.workDir})`);
+    const accounting = this.cgroups ? "CPU accounted per container" : "no CPU accounting";
+    this.log(
+      `node ${this.nodeName} ready (${this.rootfsMode} roots, ${this.maxParallel} at a time, ${accounting}, work dir ${this.workDir})`,
+    );
   }
 
   private async overlayWorks(): Promise<boolean> {
@@ -1218,7 +1235,7 @@ class Kubelet implements ChrootKubelet {
       sidecarsStopping: false,
       ending,
       end,
-      statusChain: Promise.resolve(),
+      statusWrites: new LatestStatusWrites(),
       conditionTimes: new Map(),
       gone: false,
     };
@@ -1368,7 +1385,7 @@ class Kubelet implements ChrootKubelet {
     this.finished.add(task.uid);
     this.log(`${task.namespace}/${task.name} ${phase}${podReason ? ` (${podReason.reason})` : ""}`);
     this.writeStatus(task, phase, podReason);
-    await task.statusChain;
+    await task.statusWrites.settled();
     this.tasks.delete(task.uid);
     if (task.stop?.reason === "deleted" || task.pod.metadata?.deletionTimestamp) await this.finalize(task.pod);
   }
@@ -1473,7 +1490,8 @@ class Kubelet implements ChrootKubelet {
       return fail(describeError(error));
     }
 
-    const child = this.spawnContainer(launch, logPath);
+    const cpu = this.accountCpu(task, spec.name, record.restartCount);
+    const child = this.spawnContainer(launch, logPath, cpu?.procs);
     task.processes.set(spec.name, child);
     record.state = { running: { startedAt: started } };
     this.log(`${task.namespace}/${task.name}/${spec.name} started: ${launch.argv.join(" ")}`);
@@ -1502,6 +1520,7 @@ class Kubelet implements ChrootKubelet {
       this.signalContainers(task, task.killAt <= Date.now() ? "SIGKILL" : "SIGTERM", (r) => r === record);
 
     const [code, signal, spawnError] = await exited;
+    if (cpu) this.endCpuAccount(cpu);
     task.processes.delete(spec.name);
     record.started = false;
     const finishedAt = now();
@@ -1565,6 +1584,9 @@ class Kubelet implements ChrootKubelet {
     env.set("HOSTNAME", this.podHostname(task.pod));
     const containerEnv = prepared.env.get(spec.name) ?? [];
     for (const [name, value] of containerEnv) env.set(name, value);
+    const coverage = env.get("NODE_V8_COVERAGE");
+    if (this.options.coverageDirectory && coverage?.startsWith("/"))
+      mounts.push({ source: this.options.coverageDirectory, target: resolveInRoot(image.rootfs, coverage), readOnly: false, file: false });
     const lookup = new Map(containerEnv);
     const argv = resolveContainerCommand(spec, image).map((arg) => expandReferences(arg, (name) => lookup.get(name)));
     if (argv.length === 0) return `container "${spec.name}" has no command and its image ${spec.image} none either`;
@@ -1582,23 +1604,40 @@ class Kubelet implements ChrootKubelet {
     };
   }
 
-  /** Starts the launch script in new mount, PID and UTS namespaces, its output appended to the container's log. */
-  private spawnContainer(launch: ContainerLaunch, logPath: string): ChildProcess {
-    const coverage = env.get("NODE_V8_COVERAGE");
-    if (this.options.coverageDirectory && coverage?.startsWith("/"))
-      mounts.push({ source: this.options.coverageDirectory, target: resolveInRoot(image.rootfs, coverage), readOnly: false, file: false });
+  /** A cgroup for a container run about to start, recorded in {@link containerCpu}; undefined without accounting. */
+  private accountCpu(task: PodTask, container: string, restart: number): (ContainerCpu & { procs: string }) | undefined {
+    if (!this.cgroups) return undefined;
+    const run = { namespace: task.namespace, pod: task.name, container, restart, seconds: 0, running: true };
+    const accounted = { ...run, procs: this.cgroups.create(task.uid, container, restart) };
+    this.cpuRuns.push(accounted);
+    return accounted;
+  }
+
+  /** A container run has ended: its CPU time is final, its cgroup goes. */
+  private endCpuAccount(run: ContainerCpu & { procs: string }): void {
+    run.seconds = this.cgroups!.seconds(run.procs);
+    run.running = false;
+    this.cgroups!.remove(run.procs);
+  }
+
+  /**
+   * Starts the launch script in new mount, PID and UTS namespaces, its output appended to the container's log; with
+   * `cgroupProcs`, its first process joins that cgroup before anything else runs, so the cgroup counts all of it.
+   */
+  private spawnContainer(launch: ContainerLaunch, logPath: string, cgroupProcs?: string): ChildProcess {
     const script = launchScript(launch, this.bin);
     const logFd = openSync(logPath, "a");
+    const unshare = [this.bin.unshare, "--mount", "--propagation", "private", "--pid", "--uts", "--fork", "--kill-child", "--"];
+    const command = [...unshare, this.bin.sh, "-c", script];
+    const joined = cgroupProcs
+      ? [this.bin.sh, "-c", 'echo $$ > "$1" && shift && exec "$@"', "join-cgroup", cgroupProcs, ...command]
+      : command;
     try {
-      return spawn(
-        this.bin.unshare,
-        ["--mount", "--propagation", "private", "--pid", "--uts", "--fork", "--kill-child", "--", this.bin.sh, "-c", script],
-        {
-          detached: true,
-          stdio: ["ignore", logFd, logFd],
-          env: { PATH: defaultPath },
-        },
-      );
+      return spawn(joined[0]!, joined.slice(1), {
+        detached: true,
+        stdio: ["ignore", logFd, logFd],
+        env: { PATH: defaultPath },
+      });
     } finally {
       closeSync(logFd);
     }
@@ -2115,7 +2154,7 @@ class Kubelet implements ChrootKubelet {
       containerStatuses: mains.map((r) => this.containerStatus(r)),
     };
     const options = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch);
-    task.statusChain = task.statusChain.then(async () => {
+    task.statusWrites.write(async () => {
       if (task.gone) return;
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
@@ -2149,6 +2188,7 @@ class Kubelet implements ChrootKubelet {
     this.queue.length = 0;
     await Promise.allSettled([...this.runs, ...this.loops]);
     await this.core.deleteNode({ name: this.nodeName }).catch(() => undefined);
+    this.cgroups?.close();
     if (this.ownsWorkDir) rmSync(this.workDir, { recursive: true, force: true });
     else rmSync(join(this.workDir, "pods"), { recursive: true, force: true });
     this.log(`node ${this.nodeName} stopped`);
