@@ -13,6 +13,7 @@ import { healthRemediation } from "./scenarios/health-remediation.js";
 import { hostileModuleContained } from "./scenarios/hostile-module-contained.js";
 import { interruptedRuns } from "./scenarios/interrupted-runs.js";
 import { moduleAuthor } from "./scenarios/module-author.js";
+import { needsAPerson } from "./scenarios/needs-a-person.js";
 import { noSecretLeaks } from "./scenarios/no-secret-leaks.js";
 import { declareNotificationReceivers, notificationsDelivered } from "./scenarios/notifications.js";
 import { approvePlan } from "./scenarios/plan-approval.js";
@@ -37,6 +38,7 @@ const scenarios: Scenario[] = [
   failingModule,
   interruptedRuns,
   healthRemediation,
+  needsAPerson,
   notificationsDelivered,
   noSecretLeaks,
   clusterctlGenerate,
