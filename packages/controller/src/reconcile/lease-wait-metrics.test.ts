@@ -62,6 +62,7 @@ async function startRestore<R extends Role>(server: FakeObjects, adapter?: KindA
     serviceAccountRefusal: undefined,
     forceUnlock: undefined,
     afterFailedApply: undefined,
+    appliedInputsHash: undefined,
   });
   const leases = (await server.list(builtinTypes.lease, passNamespace)).items.map((lease) => (lease as V1Lease).metadata!.name!).sort();
   return { registry, reason: outcome.wait?.value.reason, leases };

@@ -55,6 +55,7 @@ async function startDecided(pass: ReconcilePass): Promise<void> {
       serviceAccountRefusal: facts.serviceAccountRefusal,
       forceUnlock: facts.lock.kind === "stale" ? facts.lock.unlockId : undefined,
       afterFailedApply: failedApplyBefore(facts.jobs),
+      appliedInputsHash: facts.state.kind === "ok" ? facts.state.state.inputsHash : undefined,
     }),
   );
   facts.action = started.action;

@@ -45,6 +45,7 @@ function request(
     serviceAccountRefusal: undefined,
     forceUnlock: undefined,
     afterFailedApply: undefined,
+    appliedInputsHash: undefined,
     ...overrides,
   };
   return { start, recorded: pass.recorded };

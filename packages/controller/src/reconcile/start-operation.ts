@@ -65,6 +65,8 @@ export interface StartRequest<R extends Role> extends Pass<R> {
   forceUnlock: string | undefined;
   /** The failed apply Job an apply started now follows (`captf.io/after-failed-apply`). */
   afterFailedApply: string | undefined;
+  /** The inputs hash the state records (the last successful apply's), for InputsChanged's note. */
+  appliedInputsHash: string | undefined;
 }
 
 export interface StartOutcome {
@@ -342,7 +344,14 @@ function recordJobStart<R extends Role>(request: StartRequest<R>, holder: string
       "DestroyInputsMismatch",
       destroyInputsMismatchNote(holder, run.destroyInputsMismatch, request.afterFailedApply),
     );
-  const start = jobStartEvents({ op, job: holder, decision, inputsHash: run.inputsHash, previousApplyHash: durable?.inputsHash });
+  const start = jobStartEvents({
+    op,
+    job: holder,
+    decision,
+    inputsHash: run.inputsHash,
+    startedApplyHash: durable?.inputsHash,
+    appliedHash: request.appliedInputsHash,
+  });
   for (const event of start.events) void events.record(subject, event.reason, event.note);
   if (start.inputsHashChanged) deps.metrics?.inputsHashChanges.inc({ kind: adapter.kind });
   if (request.forceUnlock) {

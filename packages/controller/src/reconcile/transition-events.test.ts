@@ -199,7 +199,8 @@ describe("jobStartEvents", () => {
       job: "j",
       decision: { reason: "InputsChanged" },
       inputsHash: "h2:new",
-      previousApplyHash: "h2:old",
+      startedApplyHash: "h2:old",
+      appliedHash: "h2:old",
       ...extra,
     });
 
@@ -210,15 +211,22 @@ describe("jobStartEvents", () => {
     });
   });
 
+  it("names the last successful apply's hash, not that of an apply started since that did not succeed (a blocked plan)", () => {
+    expect(start({ startedApplyHash: "h2:blocked" }).events).toEqual([
+      expect.objectContaining({ reason: "InputsChanged", note: expect.stringContaining("(h2:old -> h2:new)") }),
+    ]);
+    expect(start({ startedApplyHash: undefined, appliedHash: undefined }).events[0]?.note).toContain("(none -> h2:new)");
+  });
+
   it("no InputsChanged for a retry of the same inputs, nor for other reasons or operations", () => {
-    expect(start({ previousApplyHash: "h2:new" })).toEqual({ events: [], inputsHashChanged: false });
+    expect(start({ startedApplyHash: "h2:new" })).toEqual({ events: [], inputsHashChanged: false });
     expect(start({ decision: { reason: "NoState" } })).toEqual({ events: [], inputsHashChanged: false });
     expect(start({ op: "plan" })).toEqual({ events: [], inputsHashChanged: false });
   });
 
   it("DriftRemediationStarted when a remediation apply starts", () => {
     expect(
-      start({ decision: { reason: "DriftRemediation", remediation: true }, previousApplyHash: "h2:new" }).events.map(
+      start({ decision: { reason: "DriftRemediation", remediation: true }, startedApplyHash: "h2:new" }).events.map(
         (event) => event.reason,
       ),
     ).toEqual(["DriftRemediationStarted"]);

@@ -216,17 +216,20 @@ export function jobStartEvents(start: {
   job: string;
   decision: Pick<Decision, "reason" | "remediation">;
   inputsHash: string;
-  previousApplyHash: string | undefined;
+  /** The inputs hash of the last apply started (the durable inputs'), successful or not. */
+  startedApplyHash: string | undefined;
+  /** The inputs hash the state records: the last successful apply's. */
+  appliedHash: string | undefined;
 }): { events: TransitionEvent[]; inputsHashChanged: boolean } {
   const events: TransitionEvent[] = [];
   // A retry of the same inputs wrote their hash to the durable inputs when it started: no second event.
   const inputsHashChanged =
-    start.op === "apply" && start.decision.reason === "InputsChanged" && start.inputsHash !== start.previousApplyHash;
+    start.op === "apply" && start.decision.reason === "InputsChanged" && start.inputsHash !== start.startedApplyHash;
   if (inputsHashChanged)
     events.push(
       event(
         "InputsChanged",
-        `the inputs changed since the last successful apply (${start.previousApplyHash ?? "none"} -> ${start.inputsHash}): Job ` +
+        `the inputs changed since the last successful apply (${start.appliedHash ?? "none"} -> ${start.inputsHash}): Job ` +
           `${start.job} applies them`,
       ),
     );
