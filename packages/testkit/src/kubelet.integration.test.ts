@@ -140,11 +140,12 @@ describe("the chroot kubelet's pure parts", () => {
 
   it("quotes everything it puts into the launch script", () => {
     const bin = Object.fromEntries(
-      ["sh", "env", "unshare", "mount", "mkdir", "mknod", "touch", "ln", "hostname"].map((name) => [name, `/bin/${name}`]),
+      ["sh", "env", "unshare", "mount", "mkdir", "mknod", "touch", "cp", "hostname"].map((name) => [name, `/bin/${name}`]),
     ) as unknown as HostPrograms;
     const script = launchScript(
       {
         root: { dir: "/r" },
+        devices: "/k/devices",
         mounts: [{ source: "/v/it's", target: "/data", readOnly: true, file: false }],
         readOnlyRoot: true,
         hostname: "p",
@@ -155,10 +156,12 @@ describe("the chroot kubelet's pure parts", () => {
       },
       bin,
     );
-    expect(script).toContain(`/bin/mount --bind '/v/it'\\''s' "$R"'/data'`);
-    expect(script).toContain(`/bin/mount -o remount,bind,ro "$R"'/data'`);
+    // A read-only bind in one command (mount(8) remounts it itself), /dev from the kubelet's template in one copy.
+    expect(script).toContain(`/bin/mount --bind -o ro '/v/it'\\''s' "$R"'/data'`);
+    expect(script).toContain(`/bin/cp -a '/k/devices/.' "$R/dev/"`);
+    expect(script).not.toContain("mknod");
     expect(script).toContain(`exec /bin/env -i 'A=x'\\''; rm -rf / #' /bin/unshare --root="$R" --wd='/w' -- '/bin/echo' '$(HOME) \`id\`'`);
-    expect(script.indexOf(`remount,bind,ro "$R" ||`)).toBeGreaterThan(script.indexOf("--bind '/v/it"));
+    expect(script.indexOf(`remount,bind,ro "$R" ||`)).toBeGreaterThan(script.indexOf("--bind -o ro '/v/it"));
   });
 
   it("runs a container as runAsUser/runAsGroup, else the Pod's, else the image's numeric User, refusing root under runAsNonRoot", () => {
@@ -218,11 +221,12 @@ describe("the chroot kubelet's pure parts", () => {
       "--clear-groups",
     ]);
     const bin = Object.fromEntries(
-      ["sh", "env", "unshare", "mount", "mkdir", "mknod", "touch", "ln", "hostname", "setpriv"].map((name) => [name, `/bin/${name}`]),
+      ["sh", "env", "unshare", "mount", "mkdir", "mknod", "touch", "cp", "hostname", "setpriv"].map((name) => [name, `/bin/${name}`]),
     ) as unknown as HostPrograms;
     const script = launchScript(
       {
         root: { dir: "/r" },
+        devices: "/k/devices",
         mounts: [],
         readOnlyRoot: false,
         hostname: "p",
@@ -725,6 +729,43 @@ describeWithTools(
       const cgroups = readdirSync(root).filter((name) => name.startsWith(`captf-kubelet-${kubelet!.nodeName}-`));
       expect(cgroups).toHaveLength(1);
       expect(readdirSync(join(root, cgroups[0]!)).filter((name) => name.startsWith(pod.metadata!.uid!))).toEqual([]);
+    }, 120_000);
+
+    it("gives every container its own /dev as a runtime does: the usual nodes, shm, the fd links", async () => {
+      const script = `
+        const fs = require("fs");
+        const dev = (name) => { const s = fs.lstatSync("/dev/" + name); return [s.isCharacterDevice(), (s.mode & 0o7777).toString(8)]; };
+        fs.writeFileSync("/dev/null", "gone");
+        fs.writeFileSync("/dev/shm/mine", "x");
+        const zero = Buffer.alloc(4, 1);
+        fs.readSync(fs.openSync("/dev/zero", "r"), zero);
+        fs.writeFileSync("/dev/termination-log", JSON.stringify({
+          nodes: ["null", "zero", "random", "urandom", "tty"].map(dev),
+          zero: [...zero],
+          shm: (fs.statSync("/dev/shm").mode & 0o7777).toString(8),
+          fd: fs.readlinkSync("/dev/fd"),
+          stdout: fs.readlinkSync("/dev/stdout"),
+        }));`;
+      await batch.createNamespacedJob({
+        namespace,
+        body: {
+          metadata: { name: "devices" },
+          spec: {
+            backoffLimit: 0,
+            template: {
+              spec: { restartPolicy: "Never", containers: [{ name: "main", image: runnerImage, command: ["node", "-e", script] }] },
+            },
+          },
+        },
+      });
+      const { pod } = await finishedJob("devices");
+      expect(JSON.parse(terminated(pod, "main")?.message ?? "{}")).toEqual({
+        nodes: Array.from({ length: 5 }, () => [true, "666"]),
+        zero: [0, 0, 0, 0],
+        shm: "1777",
+        fd: "/proc/self/fd",
+        stdout: "/proc/self/fd/1",
+      });
     }, 120_000);
 
     it("fails a Pod whose container exits non-zero, and its Job (backoffLimit 0)", async () => {

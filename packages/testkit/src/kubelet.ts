@@ -16,6 +16,7 @@ import {
   realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { request as httpRequest } from "node:http";
@@ -440,7 +441,7 @@ export interface HostPrograms {
   mkdir: string;
   mknod: string;
   touch: string;
-  ln: string;
+  cp: string;
   hostname: string;
   setpriv: string;
 }
@@ -448,6 +449,8 @@ export interface HostPrograms {
 export interface ContainerLaunch {
   /** The container root: an overlay to mount at `merged`, or a directory (a private copy). */
   root: { overlay: { lower: string; upper: string; work: string; merged: string } } | { dir: string };
+  /** The kubelet's /dev template (see {@link prepareDeviceTemplate}): copied, nodes and links, onto the container's tmpfs /dev. */
+  devices: string;
   /** Bind mounts, in order; targets are link-free absolute paths inside the root. */
   mounts: readonly { source: string; target: string; readOnly: boolean; file: boolean }[];
   readOnlyRoot: boolean;
@@ -485,25 +488,12 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
   } else {
     lines.push(`${bin.mount} --bind "$R" "$R" || fail "cannot bind the container root"`);
   }
-  const devices = [
-    ["null", "1 3"],
-    ["zero", "1 5"],
-    ["random", "1 8"],
-    ["urandom", "1 9"],
-    ["tty", "5 0"],
-  ].map(([name, numbers]) => `${bin.mknod} -m 666 "$R/dev/${name}" c ${numbers}`);
-  const links = [
-    ["/proc/self/fd", "fd"],
-    ["/proc/self/fd/0", "stdin"],
-    ["/proc/self/fd/1", "stdout"],
-    ["/proc/self/fd/2", "stderr"],
-  ].map(([from, name]) => `${bin.ln} -s ${from} "$R/dev/${name}"`);
+  // One copy of the kubelet's template, not a process per node and link: each process here is CPU every container pays.
   lines.push(
     `${bin.mkdir} -p "$R/proc" "$R/dev" || fail "cannot create /proc and /dev"`,
     `${bin.mount} -t proc proc "$R/proc" || fail "cannot mount /proc"`,
     `${bin.mount} -t tmpfs -o mode=755,nosuid tmpfs "$R/dev" || fail "cannot mount /dev"`,
-    `${devices.join(" && ")} || fail "cannot create the device nodes"`,
-    `${bin.mkdir} -m 1777 "$R/dev/shm" && ${links.join(" && ")} || fail "cannot populate /dev"`,
+    `${bin.cp} -a ${quote(`${launch.devices}/.`)} "$R/dev/" || fail "cannot populate /dev"`,
   );
   for (const mount of launch.mounts) {
     const target = `"$R"${quote(mount.target)}`;
@@ -513,8 +503,9 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
         `${bin.mkdir} -p ${parent} && { [ -e ${target} ] || ${bin.touch} ${target}; } || fail ${quote(`cannot create ${mount.target}`)}`,
       );
     } else lines.push(`${bin.mkdir} -p ${target} || fail ${quote(`cannot create ${mount.target}`)}`);
-    lines.push(`${bin.mount} --bind ${quote(mount.source)} ${target} || fail ${quote(`cannot mount ${mount.target}`)}`);
-    if (mount.readOnly) lines.push(`${bin.mount} -o remount,bind,ro ${target} || fail ${quote(`cannot make ${mount.target} read-only`)}`);
+    // A read-only one in the same command: mount(8) remounts the bind read-only itself.
+    const options = mount.readOnly ? " -o ro" : "";
+    lines.push(`${bin.mount} --bind${options} ${quote(mount.source)} ${target} || fail ${quote(`cannot mount ${mount.target}`)}`);
   }
   lines.push(
     `${bin.mkdir} -p "$R"${quote(launch.workingDirInRoot)} || fail ${quote(`cannot create the working directory ${launch.workingDir}`)}`,
@@ -533,6 +524,33 @@ export function launchScript(launch: ContainerLaunch, bin: HostPrograms): string
     );
   }
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Lays out in `dir` what every container's /dev holds, as a container runtime gives it: the nodes null, zero, random,
+ * urandom and tty (mode 666), shm (1777), and fd, stdin, stdout and stderr linked into /proc/self/fd. Made once per
+ * kubelet; each launch copies it onto the container's own tmpfs.
+ */
+export function prepareDeviceTemplate(dir: string, mknod: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, "shm"), { recursive: true });
+  chmodSync(dir, 0o755);
+  chmodSync(join(dir, "shm"), 0o1777);
+  for (const [name, major, minor] of [
+    ["null", "1", "3"],
+    ["zero", "1", "5"],
+    ["random", "1", "8"],
+    ["urandom", "1", "9"],
+    ["tty", "5", "0"],
+  ] as const)
+    execFileSync(mknod, ["-m", "666", join(dir, name), "c", major, minor]);
+  for (const [target, name] of [
+    ["/proc/self/fd", "fd"],
+    ["/proc/self/fd/0", "stdin"],
+    ["/proc/self/fd/1", "stdout"],
+    ["/proc/self/fd/2", "stderr"],
+  ] as const)
+    symlinkSync(target, join(dir, name));
 }
 
 /**
@@ -1005,11 +1023,17 @@ class Kubelet implements ChrootKubelet {
       mkdir: findProgram("mkdir"),
       mknod: findProgram("mknod"),
       touch: findProgram("touch"),
-      ln: findProgram("ln"),
+      cp: findProgram("cp"),
       hostname: findProgram("hostname"),
       setpriv: findProgram("setpriv"),
     };
     for (const dir of ["images", "pods", "logs"]) mkdirSync(join(this.workDir, dir), { recursive: true });
+    prepareDeviceTemplate(this.devicesDir, this.bin.mknod);
+  }
+
+  /** What every container's /dev starts as ({@link prepareDeviceTemplate}). */
+  private get devicesDir(): string {
+    return join(this.workDir, "devices");
   }
 
   containerLog(namespace: string, pod: string, container: string): string {
@@ -1567,7 +1591,7 @@ class Kubelet implements ChrootKubelet {
         },
       };
     } else {
-      await execFileAsync(findProgram("cp"), ["-a", "--reflink=auto", `${image.rootfs}/.`, join(containerDir, "rootfs")]);
+      await execFileAsync(this.bin.cp, ["-a", "--reflink=auto", `${image.rootfs}/.`, join(containerDir, "rootfs")]);
       root = { dir: join(containerDir, "rootfs") };
     }
     const user = prepared.users.get(spec.name)!;
@@ -1593,6 +1617,7 @@ class Kubelet implements ChrootKubelet {
     const workingDir = spec.workingDir || image.workingDir || "/";
     return {
       root,
+      devices: this.devicesDir,
       mounts,
       readOnlyRoot: Boolean(spec.securityContext?.readOnlyRootFilesystem),
       hostname: this.podHostname(task.pod),
