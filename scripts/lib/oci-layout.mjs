@@ -1,12 +1,13 @@
 // What every captf image build shares. The layout pieces (one build time for every file, layer and
 // config, file hashes, the OCI index of the platforms' manifests, so two builds of one commit give one
 // digest) are captf-module's, the one image builder's (packages/captf-module/src/build/layout.ts), from its
-// build (`pnpm build` first); here only what the repository's scripts add: umoci and skopeo as child
-// processes that end the build on failure.
+// build (`pnpm build` first), with the umoci assembly of one platform's image (assembleImage, given
+// runOrExit); here only what the repository's scripts add: umoci and skopeo as child processes that end the
+// build on failure.
 import { execFileSync } from "node:child_process";
 import * as captfModule from "../../packages/captf-module/dist/index.js";
 
-export const { platformDescriptor, sha256, sha256File, stampTimes, tagIndex } = captfModule;
+export const { assembleImage, platformDescriptor, sha256, sha256File, stampTimes, tagIndex } = captfModule;
 
 /** The build's one time: SOURCE_DATE_EPOCH, else the commit's of `gitDir`, else the epoch. */
 export function sourceDate(gitDir) {
@@ -23,9 +24,6 @@ export function runOrExit(tool, command, args, options = {}) {
     process.exit(1);
   }
 }
-
-/** umoci's --rootless when not root: files then keep this user's ids, mapped to 0 in the layer. */
-export const rootlessFlag = process.getuid?.() !== 0 ? ["--rootless"] : [];
 
 /** The compressed size of `layout:ref`'s layers in MiB, one decimal. */
 export function compressedMiB(tool, layout, ref) {

@@ -8,8 +8,16 @@ export { initModule } from "./init/init-command.js";
 export type { InitReport } from "./init/init-command.js";
 export { buildModuleImage, imageLabels, moduleImageUser, roleOfModule, sbomPath } from "./build/image.js";
 export type { BuildOptions, BuildReport, PlatformReport, RuntimeBinary } from "./build/image.js";
-export { platformDescriptor, sha256, sha256File, sourceDate, stampTimes, tagIndex } from "./build/layout.js";
-export type { Descriptor } from "./build/layout.js";
+export {
+  assembleImage,
+  platformDescriptor,
+  sha256,
+  sha256File,
+  sourceDate,
+  stampTimes,
+  tagIndex,
+} from "./build/layout.js";
+export type { CommandRunner, Descriptor, ImageAssembly, ImageLayer } from "./build/layout.js";
 export { cycloneDxBom, cycloneDxJson } from "./build/sbom.js";
 export type { ComponentDescription, SbomDocument } from "./build/sbom.js";
 export { hostArchitecture, imageArchitectures } from "./build/runtime.js";

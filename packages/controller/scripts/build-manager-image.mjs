@@ -23,7 +23,16 @@ import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { architectures, nodeRelease, pinnedNodeDir, sharedLibraries } from "../../runner/scripts/pinned-node.mjs";
-import { compressedMiB, platformDescriptor, rootlessFlag, runOrExit, sha256File, sourceDate, stampTimes, tagIndex } from "../../../scripts/lib/oci-layout.mjs";
+import {
+  assembleImage,
+  compressedMiB,
+  platformDescriptor,
+  runOrExit,
+  sha256File,
+  sourceDate,
+  stampTimes,
+  tagIndex,
+} from "../../../scripts/lib/oci-layout.mjs";
 import { gitCommit } from "./build-info.mjs";
 import { cycloneDxJson, imageLockfileComponents } from "./sbom.mjs";
 
@@ -51,7 +60,6 @@ const managerDir = "/opt/captf/manager";
 const imageUser = "65532:65532";
 
 const run = (command, args) => runOrExit("build-manager-image", command, args);
-const rootless = rootlessFlag;
 const umoci = (...args) => run("umoci", args);
 const created = sourceDate(packageDir);
 const createdIso = created.toISOString();
@@ -81,7 +89,10 @@ function sbomOf(arch, npmComponents) {
 /** Layer 1: the user, the writable-looking directories, the node on PATH, node's licence and the SBOM. */
 function layOutBase(root, arch, sbom) {
   mkdirSync(join(root, "etc"), { recursive: true });
-  writeFileSync(join(root, "etc/passwd"), "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n");
+  writeFileSync(
+    join(root, "etc/passwd"),
+    "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
+  );
   writeFileSync(join(root, "etc/group"), "root:x:0:\nnonroot:x:65532:\n");
   mkdirSync(join(root, "home/nonroot"), { recursive: true });
   chmodSync(join(root, "home/nonroot"), 0o755);
@@ -110,43 +121,41 @@ function labels() {
 
 /** Builds `<tag>-<arch>` into the layout and returns its manifest descriptor. */
 function buildPlatform(work, arch, managerBundle, npmComponents) {
-  const ref = `${layout}:${values.tag}-${arch}`;
   const runnerBundle = join(work, `runner-${arch}`);
   const base = join(work, `base-${arch}`);
-  process.stdout.write(run(process.execPath, [join(packageDir, "../runner/scripts/build-bundle.mjs"), "--out", runnerBundle, "--bin-dir", runnerDir, "--arch", arch]));
+  process.stdout.write(
+    run(process.execPath, [
+      join(packageDir, "../runner/scripts/build-bundle.mjs"),
+      "--out",
+      runnerBundle,
+      "--bin-dir",
+      runnerDir,
+      "--arch",
+      arch,
+    ]),
+  );
   layOutBase(base, arch, sbomOf(arch, npmComponents));
   for (const dir of [base, runnerBundle, managerBundle]) stampTimes(dir, created);
 
-  const history = ["--history.created", createdIso];
-  umoci("new", "--image", ref);
-  const insert = (source, target, createdBy) => umoci("insert", ...rootless, "--image", ref, ...history, "--history.created_by", createdBy, source, target);
-  insert(base, "/", "user 65532, /tmp, node on PATH, node's licence, the SBOM");
-  insert(runnerBundle, runnerDir, `runner bundle with node v${nodeRelease.version} (packages/runner/scripts/build-bundle.mjs)`);
-  insert(managerBundle, managerDir, "manager bundle (packages/controller/scripts/build-manager-bundle.mjs)");
-  umoci(
-    "config",
-    ...rootless,
-    "--image",
-    ref,
-    "--no-history",
-    "--created",
-    createdIso,
-    "--config.user",
-    imageUser,
-    "--config.env",
-    "PATH=/usr/local/bin:/usr/bin:/bin",
-    "--config.entrypoint",
-    "node",
-    "--config.entrypoint",
-    `${managerDir}/manager.mjs`,
-    "--config.workingdir",
-    "/",
-    "--architecture",
+  assembleImage(run, {
+    layout,
+    ref: `${values.tag}-${arch}`,
+    created,
+    layers: [
+      { source: base, path: "/", createdBy: "user 65532, /tmp, node on PATH, node's licence, the SBOM" },
+      {
+        source: runnerBundle,
+        path: runnerDir,
+        createdBy: `runner bundle with node v${nodeRelease.version} (packages/runner/scripts/build-bundle.mjs)`,
+      },
+      { source: managerBundle, path: managerDir, createdBy: "manager bundle (packages/controller/scripts/build-manager-bundle.mjs)" },
+    ],
     arch,
-    "--os",
-    "linux",
-    ...Object.entries(labels()).flatMap(([key, value]) => ["--config.label", `${key}=${value}`]),
-  );
+    user: imageUser,
+    env: ["PATH=/usr/local/bin:/usr/bin:/bin"],
+    entrypoint: ["node", `${managerDir}/manager.mjs`],
+    labels: labels(),
+  });
   return platformDescriptor(layout, `${values.tag}-${arch}`, arch);
 }
 
@@ -182,8 +191,8 @@ try {
 }
 
 const sizes = platforms.map((arch) => `${arch} ${compressedMiB("build-manager-image", layout, `${values.tag}-${arch}`)} MiB`);
+const seconds = ((Date.now() - started) / 1000).toFixed(1);
 console.log(
-  `build-manager-image: ${layout}:${values.tag} = ${digest} (version ${version}, commit ${commit}, node v${nodeRelease.version}) in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
-    `${platforms.join(" and ")}, 3 layers each, compressed ${sizes.join(", ")}`,
+  `build-manager-image: ${layout}:${values.tag} = ${digest} (version ${version}, commit ${commit}, node v${nodeRelease.version}) ` +
+    `in ${seconds}s: ${platforms.join(" and ")}, 3 layers each, compressed ${sizes.join(", ")}`,
 );
-

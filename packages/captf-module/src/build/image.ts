@@ -26,7 +26,7 @@ import { tmpdir } from "node:os";
 import { basename, join, relative, resolve, sep } from "node:path";
 import { contractVersion, type Role } from "@captf/contract/roles";
 import { CommandError } from "../io.js";
-import { platformDescriptor, sha256File, sourceDate, stampTimes, tagIndex, type Descriptor } from "./layout.js";
+import { assembleImage, platformDescriptor, sha256File, sourceDate, stampTimes, tagIndex, type Descriptor } from "./layout.js";
 import { moduleProviders, type LockedProvider } from "./lockfile.js";
 import { mirrorFromRegistries, platformMirrorPackages, selectMirrorPackages, stageMirror, type MirroredPackage } from "./mirror.js";
 import { binaryArchitecture, hostArchitecture, probeRuntime, runtimeModules, type RuntimeName } from "./runtime.js";
@@ -371,7 +371,6 @@ interface PlatformBuild {
 function buildPlatform(build: PlatformBuild): void {
   const { work, arch, created } = build;
   const createdIso = created.toISOString();
-  const rootless = process.getuid?.() !== 0 ? ["--rootless"] : [];
 
   const runtimeRoot = join(work, `runtime-${arch}`);
   mkdirSync(join(runtimeRoot, "captf"), { recursive: true });
@@ -424,32 +423,20 @@ function buildPlatform(build: PlatformBuild): void {
   );
   for (const dir of [runtimeRoot, moduleRoot, ...(build.packages.length > 0 ? [providersRoot] : [])]) stampTimes(dir, created);
 
-  const target = `${build.layout}:${build.ref}`;
-  const history = ["--history.created", createdIso];
-  run("umoci", ["new", "--image", target]);
-  const insert = (source: string, path: string, createdBy: string) =>
-    run("umoci", ["insert", ...rootless, "--image", target, ...history, "--history.created_by", createdBy, source, path]);
-  insert(runtimeRoot, "/", `${build.runtime.name} v${build.runtime.version} for linux/${arch} at /captf/runtime`);
-  insert(moduleRoot, "/", `the ${build.role} module at /captf/module, the SBOM at ${sbomPath}`);
-  if (build.packages.length > 0) insert(providersRoot, "/captf/providers", "the locked providers at /captf/providers");
-  const config = [
-    "config",
-    "--image",
-    target,
-    "--no-history",
-    "--created",
-    createdIso,
-    "--config.user",
-    moduleImageUser,
-    "--config.workingdir",
-    "/",
-    "--architecture",
+  const providersLayer = { source: providersRoot, path: "/captf/providers", createdBy: "the locked providers at /captf/providers" };
+  assembleImage(run, {
+    layout: build.layout,
+    ref: build.ref,
+    created,
+    layers: [
+      { source: runtimeRoot, path: "/", createdBy: `${build.runtime.name} v${build.runtime.version} for linux/${arch} at /captf/runtime` },
+      { source: moduleRoot, path: "/", createdBy: `the ${build.role} module at /captf/module, the SBOM at ${sbomPath}` },
+      ...(build.packages.length > 0 ? [providersLayer] : []),
+    ],
     arch,
-    "--os",
-    "linux",
-  ];
-  for (const [key, value] of Object.entries(build.labels)) config.push("--config.label", `${key}=${value}`);
-  run("umoci", config);
+    user: moduleImageUser,
+    labels: build.labels,
+  });
 }
 
 /** The platform a runtime binary is for, read from its ELF header; throws naming the file when it is neither amd64 nor arm64 Linux. */

@@ -1,7 +1,7 @@
 // What every captf image build shares: one build time for every file, layer and config, file
-// hashes, and the OCI index of the platforms' manifests, so two builds of the same inputs give one
-// digest. scripts/lib/oci-layout.mjs (the manager's and the repository's image builds) imports
-// these from here.
+// hashes, one platform's image assembled with umoci from its layers and config, and the OCI index of
+// the platforms' manifests, so two builds of the same inputs give one digest. scripts/lib/oci-layout.mjs
+// (the manager's and the repository's image builds) imports these from here.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, lutimesSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from "node:fs";
@@ -96,4 +96,53 @@ export function tagIndex(layout: string, tag: string, manifests: readonly Descri
   });
   writeFileSync(join(layout, "index.json"), JSON.stringify(top));
   return `sha256:${digest}`;
+}
+
+/** Runs a command and returns its stdout; throws (or ends the build) on failure. */
+export type CommandRunner = (command: string, args: readonly string[]) => string;
+
+/** One layer: the directory `source`'s contents put at `path` in the image, its history line saying what they are. */
+export interface ImageLayer {
+  source: string;
+  path: string;
+  createdBy: string;
+}
+
+/** One platform's image: its layers in order and its config (linux/`arch`, working directory /). */
+export interface ImageAssembly {
+  layout: string;
+  ref: string;
+  created: Date;
+  layers: readonly ImageLayer[];
+  arch: string;
+  user: string;
+  env?: readonly string[];
+  entrypoint?: readonly string[];
+  labels: Readonly<Record<string, string>>;
+  /** umoci's --rootless for the layers: files keep this user's ids, mapped to 0 in the layer. Default: when not root. */
+  rootless?: boolean;
+}
+
+/** The umoci commands that build `layout:ref` from scratch: `new`, an `insert` per layer, then `config`. */
+export function imageAssemblyCommands(image: ImageAssembly): string[][] {
+  const target = `${image.layout}:${image.ref}`;
+  const createdIso = image.created.toISOString();
+  const rootless = (image.rootless ?? process.getuid?.() !== 0) ? ["--rootless"] : [];
+  const inserts = image.layers.map((layer) => [
+    ...["insert", ...rootless, "--image", target, "--history.created", createdIso, "--history.created_by", layer.createdBy],
+    ...[layer.source, layer.path],
+  ]);
+  const config = [
+    ...["config", "--image", target, "--no-history", "--created", createdIso, "--config.user", image.user],
+    ...(image.env ?? []).flatMap((line) => ["--config.env", line]),
+    ...(image.entrypoint ?? []).flatMap((word) => ["--config.entrypoint", word]),
+    ...["--config.workingdir", "/", "--architecture", image.arch, "--os", "linux"],
+    ...Object.entries(image.labels).flatMap(([key, value]) => ["--config.label", `${key}=${value}`]),
+  ];
+  return [["new", "--image", target], ...inserts, config];
+}
+
+/** Builds one platform's image into the layout with umoci, through `run` (which fails the build on an error). */
+export function assembleImage(run: CommandRunner, image: ImageAssembly): void {
+  for (const args of imageAssemblyCommands(image)) run("umoci", args);
 }
