@@ -5,7 +5,7 @@ import { gzipSync } from "node:zlib";
 import { renderBackendRoot } from "@captf/render";
 import { describeWithTools, moduleRuntimes, runtimeNames, runtimeVersion } from "@captf/testkit";
 import { emptyPlanHash } from "@captf/contract/run-result";
-import { localBackendOverride, RunnerFixture, stepNamesOf } from "./runner-fixture.test-support.js";
+import { localBackendOverride, logLinesOf, RunnerFixture, stepNamesOf } from "./runner-fixture.test-support.js";
 
 jest.setTimeout(60_000);
 
@@ -42,6 +42,15 @@ for (const runtime of runtimeNames) {
       });
       expect(stepNamesOf(run)).toEqual(["init", "validate", "apply"]);
       expect(run.result.steps.every((step) => step.exit === 0 && step.seconds > 0)).toBe(true);
+      // Where the run's CPU went: each step's command, and the runner's own at the end.
+      const cpu = logLinesOf(run).filter((line) => line.msg === "step finished" || line.msg === "run finished");
+      expect(cpu.map((line) => [line.msg, line.step, typeof line.cpuSeconds])).toEqual([
+        ["step finished", "init", "number"],
+        ["step finished", "validate", "number"],
+        ["step finished", "apply", "number"],
+        ["run finished", undefined, "number"],
+      ]);
+      expect(cpu.at(-1)!.commandsCpuSeconds).toBeGreaterThan(0);
       const state = await fixture.state();
       expect(state.outputs.provider_id!.value).toBe("noop:///alpha");
       expect(state.outputs.generation!.value).toBe(1);
@@ -256,6 +265,8 @@ for (const runtime of runtimeNames) {
         summary: 'Error: Extraneous JSON object property: No argument or block type is named "undeclared_input".',
       });
       expect(stepNamesOf(run)).toEqual(["init", "validate"]);
+      const finished = logLinesOf(run).find((line) => line.msg === "run finished");
+      expect(finished).toMatchObject({ level: "error", error: "step", step: "validate", cpuSeconds: expect.any(Number) });
     });
   });
 }

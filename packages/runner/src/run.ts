@@ -88,6 +88,11 @@ function roundSeconds(milliseconds: number): number {
   return Math.round(milliseconds / 10) / 100;
 }
 
+/** The runner's own CPU seconds and its commands' together, for its last log line: its container's, less its launch. */
+function runCpu(): { cpuSeconds: number | undefined; commandsCpuSeconds: number | undefined } {
+  return { cpuSeconds: cpuSince(0, ownCpuSeconds()), commandsCpuSeconds: endedChildrenCpuSeconds() };
+}
+
 /** CPU seconds between two readings, to the hundredth; undefined without them (not Linux). */
 function cpuSince(before: number | undefined, after: number | undefined): number | undefined {
   return before === undefined || after === undefined ? undefined : Math.round((after - before) * 100) / 100;
@@ -208,9 +213,7 @@ async function finish(run: Run, stop: Stop | undefined): Promise<RunOutcome> {
   await run.tracing.finish(stop ? { ...traced, error: { kind: stop.kind, step: stop.step } } : traced);
   if (!stop) {
     run.emit("Normal", "RunFinished", options.op, `${options.op} succeeded in ${took}s`);
-    // The runner's own CPU and its commands' (the Pod's runner container, less the broker and the copy beside it).
-    const cpuSeconds = cpuSince(0, ownCpuSeconds());
-    run.log.info("run finished", { op: options.op, seconds: took, cpuSeconds, commandsCpuSeconds: endedChildrenCpuSeconds() });
+    run.log.info("run finished", { op: options.op, seconds: took, ...runCpu() });
     return { result, exitCode: 0 };
   }
   result.error = { kind: stop.kind, step: stop.step, summary: run.redact(stop.summary) };
@@ -224,7 +227,7 @@ async function finish(run: Run, stop: Stop | undefined): Promise<RunOutcome> {
   }[stop.kind];
   const where = stop.step && stop.kind !== "image-layout" ? ` in step ${stop.step}` : "";
   run.emit("Warning", "RunFinished", options.op, `${options.op} ${outcome}${where} after ${took}s (exit 1)`);
-  run.log.error("run finished", { op: options.op, error: stop.kind, step: stop.step ?? undefined, seconds: took });
+  run.log.error("run finished", { op: options.op, error: stop.kind, step: stop.step ?? undefined, seconds: took, ...runCpu() });
   return { result, exitCode: 1 };
 }
 

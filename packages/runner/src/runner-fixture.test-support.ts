@@ -210,3 +210,11 @@ export async function stateInSecret(
 export function stepNamesOf(run: RunnerRun): string[] {
   return run.result.steps.map((step) => step.name);
 }
+
+/** The runner's own log lines (one JSON object a line on its stderr), the runtime's output left out. */
+export function logLinesOf(run: RunnerRun): Record<string, unknown>[] {
+  return run.stderr
+    .split("\n")
+    .filter((line) => line.startsWith('{"ts":'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
