@@ -451,10 +451,12 @@ describeWithTools(
       const file = (path) => ({ mode: (fs.statSync(path).mode & 0o777).toString(8), text: fs.readFileSync(path, "utf8") });
       let rootWrite = "ok";
       try { fs.writeFileSync("/probe", "x"); } catch (error) { rootWrite = error.code; }
+      let readOnlyVolumeWrite = "ok";
+      try { fs.writeFileSync("/etc/conf/new", "x"); } catch (error) { readOnlyVolumeWrite = error.code; }
       const finish = (status, body) => fs.writeFileSync("/dev/termination-log", JSON.stringify({
         env: { POD_NAME: e.POD_NAME, NS: e.NS, GREETING: e.GREETING, FROM_SECRET: e.FROM_SECRET, S_a: e.S_a, S_b: e.S_b,
           HOSTNAME: e.HOSTNAME, PATH: e.PATH },
-        argv: process.argv.slice(1), cwd: process.cwd(), hostname: os.hostname(), pid: process.pid, rootWrite,
+        argv: process.argv.slice(1), cwd: process.cwd(), hostname: os.hostname(), pid: process.pid, rootWrite, readOnlyVolumeWrite,
         fromInit: fs.readFileSync("/shared/from-init", "utf8"),
         files: { a: file("/etc/conf/sub/a.txt"), b: file("/etc/conf/b.txt"), name: file("/etc/podinfo/name") },
         saNamespace: fs.readFileSync(sa + "/namespace", "utf8"),
@@ -544,6 +546,7 @@ describeWithTools(
         hostname: "environment",
         pid: 1,
         rootWrite: "EROFS",
+        readOnlyVolumeWrite: "EROFS",
         fromInit: "hello from init",
         files: { a: { mode: "400", text: "1" }, b: { mode: "440", text: "2" }, name: { mode: "644", text: "environment" } },
         saNamespace: namespace,
