@@ -11,7 +11,7 @@ import { describeWithTools } from "@captf/testkit";
 import { planHashPlaceholder } from "./demo.js";
 
 const demo = fileURLToPath(new URL("../bin/captf-demo.mjs", import.meta.url));
-const planeDirectories = () => readdirSync(tmpdir()).filter((name) => name.startsWith("captf-e2e-plane-"));
+const planeDirectories = (dir: string) => readdirSync(dir).filter((name) => name.startsWith("captf-e2e-plane-"));
 
 it("answers --help and refuses a bad flag with exit 2", () => {
   const help = spawnSync(process.execPath, [demo, "--help"], { encoding: "utf8" });
@@ -62,9 +62,14 @@ describeWithTools(
   "pnpm demo",
   () => {
     it("brings the demo to Ready, every command it prints works on the plane, Ctrl-C exits 0 removing what it started", async () => {
-      const before = planeDirectories();
+      // A TMPDIR of its own: other planes on this machine (a bench, another suite) come and go in the shared one.
+      const temp = mkdtempSync(join(tmpdir(), "captf-demo-tmp-"));
       // Its own process group, as in a terminal: Ctrl-C reaches the demo and every program it started.
-      const child = spawn(process.execPath, [demo, "--timeout", "420"], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [demo, "--timeout", "420"], {
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, TMPDIR: temp },
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
@@ -78,16 +83,20 @@ describeWithTools(
         expect(stdout.split("\n").some((line) => /^ {2}tools: (etcd|tofu|kube|capi) \S+ cached$|^ {2}tools: built /.test(line))).toBe(true);
         expect(stdout).toMatch(/^Cluster\/demo\s+Provisioned\s+Ready$/m);
         await runPrintedCommands(printedCommands(stdout));
+        // The plane's directory is in this TMPDIR while it runs, so its absence afterwards says something.
+        expect(planeDirectories(temp)).toHaveLength(1);
       } finally {
         if (child.exitCode === null) process.kill(-child.pid!, "SIGINT");
       }
       const code = await exited;
       if (code !== 0) throw new Error(`exit ${code} after Ctrl-C\n${stdout}\n${stderr}`);
       expect(stdout.trim().split("\n").at(-1)).toBe("demo: stopping everything it started ...");
-      expect(planeDirectories()).toEqual(before);
+      expect(planeDirectories(temp)).toEqual([]);
       // The control plane's own directory (etcd's data, certificates, the token file) is the kubeconfig's.
       const kubeconfig = /^ {2}export KUBECONFIG=(\S+)$/m.exec(stdout)?.[1];
+      expect(kubeconfig?.startsWith(`${temp}/`)).toBe(true);
       expect(kubeconfig && existsSync(dirname(kubeconfig))).toBe(false);
+      rmSync(temp, { recursive: true, force: true });
     }, 900_000);
   },
 );
