@@ -1,7 +1,6 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
-import type * as k8s from "@kubernetes/client-node";
 import { stateSecretSuffix } from "@captf/render";
 import { describeWithTools, waitFor } from "@captf/testkit";
 import { clusterAdapter } from "../kinds/adapters.js";
@@ -13,11 +12,11 @@ import {
   createTerraformCluster,
   extendedClusterModule,
   mergePatchOptions,
-  planeReconcilerDeps,
+  managerEventsOnce,
   preparePlane,
+  skewablePasses,
   type PlaneClients,
 } from "./plane.test-support.js";
-import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 import type { TerraformCluster } from "../api/terraformcluster.js";
 import type { ReadBack } from "./read-back.test-support.js";
 
@@ -38,18 +37,14 @@ const opLabel = "captf.infrastructure.cluster.x-k8s.io/op";
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "a cluster's apply paths", () => {
   const namespace = `applypaths-${Date.now().toString(36)}`;
   let plane: PlaneClients;
-  let deps: ReconcilerDeps;
-  let eventsApi: k8s.EventsV1Api;
+  let passes: ReturnType<typeof skewablePasses>;
   let executor: JobExecutor;
   let moduleDir = "";
-  // Tests move time forward by skewing the pass clock.
-  let skew = 0;
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    const reconcilerDeps = planeReconcilerDeps(plane, "apply-paths-test");
-    eventsApi = reconcilerDeps.eventsApi;
-    deps = { ...reconcilerDeps.deps, now: () => Date.now() + skew };
+    // Tests move time forward by skewing the pass clock.
+    passes = skewablePasses(plane, namespace, "apply-paths-test");
     // The no-op cluster module with a resource `generation` replaces, one `size` updates, one a marker file updates (a plan that
     // differs from the approved one, or drift), and a check that fails the plan while `fail` is "yes", or the apply while the marker
     // and a fail marker are both there (a remediation apply that fails).
@@ -94,27 +89,17 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
           Number(b.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]) -
           Number(a.metadata?.labels?.["captf.infrastructure.cluster.x-k8s.io/attempt"]),
       )[0]!;
-  const pass = async (name: string, ahead = 0) => {
-    skew = ahead;
-    try {
-      return await reconcileWorkspace(deps, clusterAdapter, namespace, name);
-    } finally {
-      skew = 0;
-    }
-  };
+  const pass = (name: string, ahead = 0) => passes.pass(clusterAdapter, name, ahead);
   const runJobs = () => allJobsFinished(plane.batch, namespace, executor);
   const patchCluster = (name: string, body: Json) =>
     plane.custom.patchNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name, body }, mergePatchOptions());
   /** The manager's events about one cluster, once `reason` is among them (events are recorded in the background). */
   const eventsOnce = (name: string, reason: string) =>
-    waitFor(
-      async () => {
-        const events = (await eventsApi.listNamespacedEvent({ namespace })).items.filter(
-          (event) => event.regarding?.name === name && event.reportingController === "captf-manager",
-        );
-        return events.some((event) => event.reason === reason) ? events : undefined;
-      },
-      30_000,
+    managerEventsOnce(
+      passes.eventsApi,
+      namespace,
+      name,
+      (events) => events.some((event) => event.reason === reason),
       `a ${reason} event about ${name}`,
     );
 

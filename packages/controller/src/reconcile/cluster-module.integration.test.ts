@@ -11,6 +11,7 @@ import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { seriesValue } from "../metrics/series.test-support.js";
 import { clusterAdapter, machineAdapter, poolAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { createMachine, createMachinePool } from "./machine-fixture.test-support.js";
 import { allJobsFinished, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
 import { durableInputsSecretName } from "./durable-inputs.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
@@ -146,52 +147,6 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     });
   }
 
-  /** A MachinePool of the cluster with its bootstrap data Secret, and its TerraformMachinePool running the module image. */
-  async function createPool(name: string, clusterName: string, image: string): Promise<void> {
-    await plane.core.createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
-    });
-    const machinePool = (await plane.custom.createNamespacedCustomObject({
-      ...capi,
-      namespace,
-      plural: "machinepools",
-      body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2",
-        kind: "MachinePool",
-        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
-        spec: {
-          clusterName,
-          replicas: 1,
-          template: {
-            spec: {
-              clusterName,
-              bootstrap: { dataSecretName: `${name}-bootstrap` },
-              infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name },
-            },
-          },
-        },
-      },
-    })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({
-      ...infra,
-      namespace,
-      plural: "terraformmachinepools",
-      body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-        kind: "TerraformMachinePool",
-        metadata: {
-          name,
-          labels: { "cluster.x-k8s.io/cluster-name": clusterName },
-          ownerReferences: [
-            { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "MachinePool", name, uid: machinePool.metadata.uid, controller: true },
-          ],
-        },
-        spec: { source: { image } },
-      },
-    });
-  }
-
   const getCluster = (name: string) =>
     plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
   const condition = (object: Cluster | Pool, type: string) => (object.status?.conditions ?? []).find((c) => c.type === type);
@@ -218,86 +173,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         message: expect.stringContaining("fractional or exponent number at /ratio"),
       });
 
-      await plane.core.createNamespacedSecret({
-        namespace,
-        body: { metadata: { name: "frac-bootstrap" }, stringData: { value: "#cloud-config\n" } },
-      });
-      const machine = (await plane.custom.createNamespacedCustomObject({
-        ...capi,
-        namespace,
-        plural: "machines",
-        body: {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "Machine",
-          metadata: { name: "frac-m", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
-          spec: {
-            clusterName: "frac",
-            bootstrap: { dataSecretName: "frac-bootstrap" },
-            infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "frac-m" },
-          },
-        },
-      })) as { metadata: { uid: string } };
-      await plane.custom.createNamespacedCustomObject({
-        ...infra,
-        namespace,
-        plural: "terraformmachines",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachine",
-          metadata: {
-            name: "frac-m",
-            labels: { "cluster.x-k8s.io/cluster-name": "frac" },
-            ownerReferences: [
-              { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "frac-m", uid: machine.metadata.uid, controller: true },
-            ],
-          },
-          spec: { source: { image: "registry.invalid/captf/noop-machine:v1" } },
-        },
-      });
-      const machinePool = (await plane.custom.createNamespacedCustomObject({
-        ...capi,
-        namespace,
-        plural: "machinepools",
-        body: {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "MachinePool",
-          metadata: { name: "frac-p", labels: { "cluster.x-k8s.io/cluster-name": "frac" } },
-          spec: {
-            clusterName: "frac",
-            replicas: 1,
-            template: {
-              spec: {
-                clusterName: "frac",
-                bootstrap: { dataSecretName: "frac-bootstrap" },
-                infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachinePool", name: "frac-p" },
-              },
-            },
-          },
-        },
-      })) as { metadata: { uid: string } };
-      await plane.custom.createNamespacedCustomObject({
-        ...infra,
-        namespace,
-        plural: "terraformmachinepools",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachinePool",
-          metadata: {
-            name: "frac-p",
-            labels: { "cluster.x-k8s.io/cluster-name": "frac" },
-            ownerReferences: [
-              {
-                apiVersion: "cluster.x-k8s.io/v1beta2",
-                kind: "MachinePool",
-                name: "frac-p",
-                uid: machinePool.metadata.uid,
-                controller: true,
-              },
-            ],
-          },
-          spec: { source: { image: "registry.invalid/captf/noop-machinepool:v1" } },
-        },
-      });
+      // The cluster is there already: createMachine keeps it.
+      await createMachine(plane, namespace, "frac-m", "registry.invalid/captf/noop-machine:v1", { clusterName: "frac" });
+      await createMachinePool(plane, namespace, "frac-p", { clusterName: "frac", image: "registry.invalid/captf/noop-machinepool:v1" });
 
       for (const [adapter, plural, name] of [
         [machineAdapter, "terraformmachines", "frac-m"],
@@ -354,7 +232,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       "same", async () => {
       await createCluster("ex", "registry.invalid/captf/exporting:v1");
       await drive("ex", (c) => c.status?.initialization?.provisioned === true);
-      await createPool("ex-p", "ex", "registry.invalid/captf/export-bound-pool:v1");
+      await createMachinePool(plane, namespace, "ex-p", { clusterName: "ex", image: "registry.invalid/captf/export-bound-pool:v1" });
       await drivePool((p) => p.status?.initialization?.provisioned === true);
       expect(args(await newestApply())).not.toContain("--guard-deletes");
 
@@ -500,7 +378,10 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
       await createCluster("failex", "registry.invalid/captf/exporting:v1");
       await drive("failex", (c) => c.status?.initialization?.provisioned === true);
-      await createPool("fail-p", "failex", "registry.invalid/captf/export-failing-pool:v1");
+      await createMachinePool(plane, namespace, "fail-p", {
+        clusterName: "failex",
+        image: "registry.invalid/captf/export-failing-pool:v1",
+      });
       await drivePool((p) => p.status?.initialization?.provisioned === true);
       const appliedHash = (await durable())["captf.io/applied-cluster-outputs-hash"];
 

@@ -3,6 +3,7 @@ import { noopModuleDirectory } from "@captf/module-noop";
 import { describeWithTools } from "@captf/testkit";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { createExternalCluster, createMachine } from "./machine-fixture.test-support.js";
 import { allJobsFinished, preparePlane } from "./plane.test-support.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 import { pino } from "pino";
@@ -48,69 +49,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: noopModuleDirectory("machine") } });
-    const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
-    await plane.custom.createNamespacedCustomObject({
-      group: "infrastructure.cluster.x-k8s.io",
-      version: "v1alpha1",
-      namespace,
-      plural: "terraformclusters",
-      body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-        kind: "TerraformCluster",
-        metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-        spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
-      },
-    });
-    await plane.custom.createNamespacedCustomObject({
-      ...capi,
-      plural: "clusters",
-      body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2",
-        kind: "Cluster",
-        metadata: { name: "ext" },
-        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
-      },
-    });
+    await createExternalCluster(plane, namespace);
   }, 120_000);
   afterAll(() => executor?.close());
-
-  async function createMachine(name: string): Promise<void> {
-    await plane.core.createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
-    });
-    const machine = (await plane.custom.createNamespacedCustomObject({
-      group: "cluster.x-k8s.io",
-      version: "v1beta2",
-      namespace,
-      plural: "machines",
-      body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2",
-        kind: "Machine",
-        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
-        spec: {
-          clusterName: "ext",
-          bootstrap: { dataSecretName: `${name}-bootstrap` },
-          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name },
-        },
-      },
-    })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({
-      group: "infrastructure.cluster.x-k8s.io",
-      version: "v1alpha1",
-      namespace,
-      plural: "terraformmachines",
-      body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-        kind: "TerraformMachine",
-        metadata: {
-          name,
-          ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }],
-        },
-        spec: { source: { image } },
-      },
-    });
-  }
 
   /** The manager's read cache over this namespace's informers (started here), or none: every read live. */
   let cache: ReadCache | undefined;
@@ -166,7 +107,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         cache = startCache();
         await waitFor(async () => (informers.every((informer) => informer.hasSynced()) ? true : undefined));
       }
-      await createMachine(name);
+      await createMachine(plane, namespace, name, image);
       let kills = 0;
       for (let pass = 0; pass < 30; pass++) {
         // Each pass is killed after `budget` writes while kills last, then the manager runs clean.

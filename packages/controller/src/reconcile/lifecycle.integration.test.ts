@@ -16,6 +16,7 @@ import { CaptfMetrics } from "../metrics/captf-metrics.js";
 import { seriesValue, seriesValues } from "../metrics/series.test-support.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { startJobExecutor, type JobExecutor } from "./job-executor.test-support.js";
+import { createExternalCluster, createMachine as createFixtureMachine, createTerraformMachine } from "./machine-fixture.test-support.js";
 import { allJobsFinished, planeReconcilerDeps, preparePlane, type PlaneClients, mergePatchOptions } from "./plane.test-support.js";
 import { clusterLeaseName, runLeaseName } from "./run-lease.js";
 import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
@@ -80,71 +81,15 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         'test asked this plan to fail"\n  }\n}\n',
     );
     executor = startJobExecutor({ kubeconfigPath: plane.kubeconfigPath, namespace, modules: { [image]: moduleDir } });
-    await plane.custom.createNamespacedCustomObject({
-      ...infra,
-      namespace,
-      plural: "terraformclusters",
-      body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-        kind: "TerraformCluster",
-        metadata: { name: "c", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-        spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" } },
-      },
-    });
-    await plane.custom.createNamespacedCustomObject({
-      ...capi,
-      namespace,
-      plural: "clusters",
-      body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2",
-        kind: "Cluster",
-        metadata: { name: "c" },
-        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "c" } },
-      },
-    });
+    await createExternalCluster(plane, namespace, {}, "c");
   }, 120_000);
   afterAll(() => {
     executor?.close();
     if (moduleDir) rmSync(moduleDir, { recursive: true, force: true });
   });
 
-  async function createMachine(name: string, spec: Json = {}, metadata: Json = {}): Promise<void> {
-    await plane.core.createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
-    });
-    const machine = (await plane.custom.createNamespacedCustomObject({
-      ...capi,
-      namespace,
-      plural: "machines",
-      body: {
-        apiVersion: "cluster.x-k8s.io/v1beta2",
-        kind: "Machine",
-        metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "c" } },
-        spec: {
-          clusterName: "c",
-          bootstrap: { dataSecretName: `${name}-bootstrap` },
-          infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name },
-        },
-      },
-    })) as { metadata: { uid: string } };
-    await plane.custom.createNamespacedCustomObject({
-      ...infra,
-      namespace,
-      plural: "terraformmachines",
-      body: {
-        apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-        kind: "TerraformMachine",
-        metadata: {
-          name,
-          labels: { "cluster.x-k8s.io/cluster-name": "c" },
-          ...metadata,
-          ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }],
-        },
-        spec: { source: { image }, ...spec },
-      },
-    });
-  }
+  const createMachine = (name: string, spec: Json = {}, metadata: Json = {}) =>
+    createFixtureMachine(plane, namespace, name, image, { clusterName: "c", machineSpec: spec, metadata });
 
   const getMachine = (name: string) =>
     plane.custom
@@ -674,22 +619,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         plural: "machines",
         name: "kept",
       })) as CapiObject;
-      await plane.custom.createNamespacedCustomObject({
-        ...infra,
-        namespace,
-        plural: "terraformmachines",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachine",
-          metadata: {
-            name: "kept",
-            labels: { "cluster.x-k8s.io/cluster-name": "c" },
-            ownerReferences: [
-              { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "kept", uid: machine.metadata.uid, controller: true },
-            ],
-          },
-          spec: { source: { image } },
-        },
+      await createTerraformMachine(plane, namespace, "kept", image, {
+        owner: { name: "kept", uid: machine.metadata.uid },
+        clusterName: "c",
       });
       await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "kept")).action).toBe("RetainedStateFound");
@@ -859,17 +791,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   describe("an infrastructure object without its owner", () => {
     it("waits with DependenciesReady=Unknown/WaitingForOwner and starts no Job", async () => {
-      await plane.custom.createNamespacedCustomObject({
-        ...infra,
-        namespace,
-        plural: "terraformmachines",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachine",
-          metadata: { name: "orphan", labels: { "cluster.x-k8s.io/cluster-name": "c" } },
-          spec: { source: { image } },
-        },
-      });
+      await createTerraformMachine(plane, namespace, "orphan", image, { clusterName: "c" });
       await reconcileWorkspace(deps, machineAdapter, namespace, "orphan");
       const result = await reconcileWorkspace(deps, machineAdapter, namespace, "orphan");
       expect(result.action).toBe("waiting: WaitingForOwner");
@@ -1140,21 +1062,9 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         plural: "machines",
         name: "paused",
       })) as CapiObject;
-      await plane.custom.createNamespacedCustomObject({
-        ...infra,
-        namespace,
-        plural: "terraformmachines",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachine",
-          metadata: {
-            name: "claimer",
-            labels: { "cluster.x-k8s.io/cluster-name": "c" },
-            ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "paused", uid: machine.metadata.uid }],
-          },
-          spec: { source: { image } },
-        },
-      });
+      // Owned by the Machine "paused" without being its controller: that Machine points at "paused".
+      const owner = { name: "paused", uid: machine.metadata.uid };
+      await createTerraformMachine(plane, namespace, "claimer", image, { owner, controller: false, clusterName: "c" });
       await reconcileWorkspace(deps, machineAdapter, namespace, "claimer");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "claimer")).action).toBe("waiting: OwnerMismatch");
       const claimer = await getMachine("claimer");

@@ -13,11 +13,12 @@ export const condition = (machine: Machine, type: string) => machine.status?.con
 /** Creating what an earlier machine of the namespace already created is fine. */
 const existingIsFine = (error: unknown) => ((error as { code?: number }).code === 409 ? undefined : Promise.reject(error));
 
-/** The externally managed TerraformCluster "ext" and its Cluster (both kept when already there): its machines and pools get exports {}. */
+/** The externally managed TerraformCluster `name` and its Cluster (both kept when already there): its machines and pools get exports {}. */
 export async function createExternalCluster(
   plane: PlaneClients,
   namespace: string,
   clusterSpec: Record<string, unknown> = {},
+  name = "ext",
 ): Promise<void> {
   await plane.custom
     .createNamespacedCustomObject({
@@ -27,7 +28,7 @@ export async function createExternalCluster(
       body: {
         apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
         kind: "TerraformCluster",
-        metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
+        metadata: { name, annotations: { "cluster.x-k8s.io/managed-by": "external" } },
         spec: { source: { image: "registry.invalid/captf/noop-cluster:v0.1.0" }, identityRef: { name: "id" }, ...clusterSpec },
       },
     })
@@ -40,11 +41,51 @@ export async function createExternalCluster(
       body: {
         apiVersion: "cluster.x-k8s.io/v1beta2",
         kind: "Cluster",
-        metadata: { name: "ext" },
-        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
+        metadata: { name },
+        spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name } },
       },
     })
     .catch(existingIsFine);
+}
+
+/**
+ * A TerraformMachine of the cluster running `image`, owned by the Machine `owner` (as its controller unless `controller` is
+ * false), or by none.
+ */
+export async function createTerraformMachine(
+  plane: PlaneClients,
+  namespace: string,
+  name: string,
+  image: string,
+  options: {
+    owner?: { name: string; uid: string };
+    controller?: boolean;
+    clusterName?: string;
+    /** Over the metadata's name and label (ownerReferences stay the owner's). */
+    metadata?: Record<string, unknown>;
+    /** Over spec.source. */
+    spec?: Record<string, unknown>;
+  },
+): Promise<void> {
+  const { owner, controller = true, clusterName = "ext" } = options;
+  await plane.custom.createNamespacedCustomObject({
+    ...infra,
+    namespace,
+    plural: "terraformmachines",
+    body: {
+      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
+      kind: "TerraformMachine",
+      metadata: {
+        name,
+        labels: { "cluster.x-k8s.io/cluster-name": clusterName },
+        ...options.metadata,
+        ...(owner && {
+          ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", ...owner, ...(controller ? { controller } : {}) }],
+        }),
+      },
+      spec: { source: { image }, ...options.spec },
+    },
+  });
 }
 
 /** A TerraformMachine of an externally managed cluster (shared by the namespace's machines), with its Machine and bootstrap data. */
@@ -53,9 +94,19 @@ export async function createMachine(
   namespace: string,
   name: string,
   image: string,
-  extra: { clusterSpec?: Record<string, unknown>; machineSpec?: Record<string, unknown> } = {},
+  extra: {
+    /** The externally managed cluster's name; default "ext". */
+    clusterName?: string;
+    clusterSpec?: Record<string, unknown>;
+    machineSpec?: Record<string, unknown>;
+    /** Over the TerraformMachine's metadata (its name and cluster label). */
+    metadata?: Record<string, unknown>;
+    /** The Machine's spec.bootstrap; default: it names the bootstrap data Secret created here. */
+    bootstrap?: Record<string, unknown>;
+  } = {},
 ): Promise<void> {
-  await createExternalCluster(plane, namespace, extra.clusterSpec);
+  const clusterName = extra.clusterName ?? "ext";
+  await createExternalCluster(plane, namespace, extra.clusterSpec, clusterName);
   await plane.core.createNamespacedSecret({
     namespace,
     body: { metadata: { name: `${name}-bootstrap` }, stringData: { value: "#cloud-config\n" } },
@@ -67,29 +118,16 @@ export async function createMachine(
     body: {
       apiVersion: "cluster.x-k8s.io/v1beta2",
       kind: "Machine",
-      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
+      metadata: { name, labels: { "cluster.x-k8s.io/cluster-name": clusterName } },
       spec: {
-        clusterName: "ext",
-        bootstrap: { dataSecretName: `${name}-bootstrap` },
+        clusterName,
+        bootstrap: extra.bootstrap ?? { dataSecretName: `${name}-bootstrap` },
         infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name },
       },
     },
   })) as { metadata: { uid: string } };
-  await plane.custom.createNamespacedCustomObject({
-    ...infra,
-    namespace,
-    plural: "terraformmachines",
-    body: {
-      apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-      kind: "TerraformMachine",
-      metadata: {
-        name,
-        labels: { "cluster.x-k8s.io/cluster-name": "ext" },
-        ownerReferences: [{ apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name, uid: machine.metadata.uid, controller: true }],
-      },
-      spec: { source: { image }, ...extra.machineSpec },
-    },
-  });
+  const owner = { name, uid: machine.metadata.uid };
+  await createTerraformMachine(plane, namespace, name, image, { owner, clusterName, metadata: extra.metadata, spec: extra.machineSpec });
 }
 
 export const readMachine = (plane: PlaneClients, namespace: string, name: string) =>

@@ -1,35 +1,17 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
-import { noopModuleDirectory } from "@captf/module-noop";
-import {
-  buildModuleImage,
-  describeWithTools,
-  prepareRunnerImageRoot,
-  pushImage,
-  requireTool,
-  sharedControlPlane,
-  startChrootKubelet,
-  startLocalRegistry,
-  waitFor,
-  type ChrootKubelet,
-  type LocalRegistry,
-} from "@captf/testkit";
+import { describeWithTools, waitFor } from "@captf/testkit";
 import { defaultJobEnvironment } from "../jobs/build-job.js";
 import { machineAdapter } from "../kinds/adapters.js";
 import { KubeClient } from "../runtime/kube-client.js";
 import { Manager } from "../runtime/manager.js";
+import { createMachine } from "./machine-fixture.test-support.js";
+import { runnerImage, startNoopMachineKubelet, type NoopMachineKubelet } from "./noop-kubelet.test-support.js";
 import { preparePlane } from "./plane.test-support.js";
 import { workspaceController } from "./workspace-controller.js";
 import type { TerraformMachine } from "../api/terraformmachine.js";
 import type { ReadBack } from "./read-back.test-support.js";
-
-const runnerImage = "captf-controller:e2e";
 
 // The manager as it runs: informers, work queue, leader election and the TerraformMachine
 // controller, with no pass driven by the test. The chroot kubelet runs the Jobs.
@@ -38,39 +20,15 @@ describeWithTools(
   "the manager reconciling a TerraformMachine on its own",
   () => {
     const namespace = `manager-e2e-${Date.now().toString(36)}`;
-    const work = mkdtempSync(join(tmpdir(), "captf-manager-e2e-"));
     let plane: Awaited<ReturnType<typeof preparePlane>>;
-    let registry: LocalRegistry;
-    let kubelet: ChrootKubelet;
+    let kubelet: NoopMachineKubelet;
     let client: KubeClient;
     const stop = new AbortController();
     let running: Promise<unknown>;
 
     beforeAll(async () => {
       plane = await preparePlane(namespace);
-      registry = await startLocalRegistry();
-      buildModuleImage(join(work, "layout"), "v0.1.0", {
-        moduleDir: noopModuleDirectory("machine"),
-        runtime: requireTool("tofu"),
-        runtimeVersion: "1.12.6",
-        role: "machine",
-      });
-      const image = `${registry.host}/captf/noop-machine:v0.1.0`;
-      pushImage(join(work, "layout"), "v0.1.0", image);
-      const bundle = join(work, "bundle");
-      execFileSync(
-        process.execPath,
-        [fileURLToPath(new URL("../../../runner/scripts/build-bundle.mjs", import.meta.url)), "--out", bundle],
-        { stdio: "pipe" },
-      );
-      const runnerRoot = prepareRunnerImageRoot(join(work, "runner-image"), bundle);
-      kubelet = await startChrootKubelet({
-        kubeconfigPath: plane.kubeconfigPath,
-        nodeName: `manager-e2e-${Date.now().toString(36)}`,
-        namespaces: [namespace],
-        imageResolver: (reference) => (reference === runnerImage ? runnerRoot : undefined),
-        serviceAccountTokens: { token: sharedControlPlane().token },
-      });
+      kubelet = await startNoopMachineKubelet(plane, namespace, "manager-e2e");
 
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(plane.kubeconfigPath);
@@ -93,63 +51,10 @@ describeWithTools(
       manager.addController(workspaceController(machineAdapter, deps, { concurrency: 2, manager }));
       running = manager.run(stop.signal);
 
-      const capi = { group: "cluster.x-k8s.io", version: "v1beta2", namespace };
-      await plane.custom.createNamespacedCustomObject({
-        group: "infrastructure.cluster.x-k8s.io",
-        version: "v1alpha1",
-        namespace,
-        plural: "terraformclusters",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformCluster",
-          metadata: { name: "ext", annotations: { "cluster.x-k8s.io/managed-by": "external" } },
-          spec: { source: { image: "registry.invalid/unused:v1" }, identityRef: { name: "id" } },
-        },
-      });
-      await plane.custom.createNamespacedCustomObject({
-        ...capi,
-        plural: "clusters",
-        body: {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "Cluster",
-          metadata: { name: "ext" },
-          spec: { infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformCluster", name: "ext" } },
-        },
-      });
-      await plane.core.createNamespacedSecret({
-        namespace,
-        body: { metadata: { name: "m-0-bootstrap" }, stringData: { value: "#cloud-config\n" } },
-      });
-      const machine = (await plane.custom.createNamespacedCustomObject({
-        ...capi,
-        plural: "machines",
-        body: {
-          apiVersion: "cluster.x-k8s.io/v1beta2",
-          kind: "Machine",
-          metadata: { name: "m-0", labels: { "cluster.x-k8s.io/cluster-name": "ext" } },
-          spec: {
-            clusterName: "ext",
-            bootstrap: {},
-            infrastructureRef: { apiGroup: "infrastructure.cluster.x-k8s.io", kind: "TerraformMachine", name: "m-0" },
-          },
-        },
-      })) as { metadata: { uid: string } };
-      await plane.custom.createNamespacedCustomObject({
-        group: "infrastructure.cluster.x-k8s.io",
-        version: "v1alpha1",
-        namespace,
-        plural: "terraformmachines",
-        body: {
-          apiVersion: "infrastructure.cluster.x-k8s.io/v1alpha1",
-          kind: "TerraformMachine",
-          metadata: {
-            name: "m-0",
-            ownerReferences: [
-              { apiVersion: "cluster.x-k8s.io/v1beta2", kind: "Machine", name: "m-0", uid: machine.metadata.uid, controller: true },
-            ],
-          },
-          spec: { source: { image } },
-        },
+      // No bootstrap data yet: the first test gives the Machine its Secret.
+      await createMachine(plane, namespace, "m-0", kubelet.image, {
+        clusterSpec: { source: { image: "registry.invalid/unused:v1" } },
+        bootstrap: {},
       });
     }, 240_000);
 
@@ -158,8 +63,6 @@ describeWithTools(
       await running;
       client?.close();
       await kubelet?.stop();
-      await registry?.stop();
-      rmSync(work, { recursive: true, force: true });
     }, 60_000);
 
     it("waits for bootstrap data, and starts its apply as soon as the Machine names it (the Machine watch, not the 30 s " +

@@ -14,11 +14,10 @@ import {
   createTerraformCluster,
   extendedClusterModule,
   mergePatchOptions,
-  planeReconcilerDeps,
   preparePlane,
+  skewablePasses,
   type PlaneClients,
 } from "./plane.test-support.js";
-import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 import type { TerraformCluster } from "../api/terraformcluster.js";
 import type { ReadBack } from "./read-back.test-support.js";
 
@@ -38,14 +37,13 @@ const newCanary = "CANARY-plan-diff-new-2b8e41";
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "terraform", "go"], "plan diffs", () => {
   const namespace = `plan-diff-${Date.now().toString(36)}`;
   let plane: PlaneClients;
-  let deps: ReconcilerDeps;
+  let passes: ReturnType<typeof skewablePasses>;
   let executor: JobExecutor;
-  let eventsApi: k8s.EventsV1Api;
   let module = "";
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    ({ deps, eventsApi } = planeReconcilerDeps(plane, "plan-diff-test"));
+    passes = skewablePasses(plane, namespace, "plan-diff-test");
     // The no-op cluster module with a resource of a sensitive variable, one of a plain one, and one its generation replaces.
     module = extendedClusterModule("captf-diffed-module-", {
       "diffed.tf":
@@ -70,7 +68,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   const get = (name: string) =>
     plane.custom.getNamespacedCustomObject({ ...infra, namespace, plural: "terraformclusters", name }) as Promise<Cluster>;
-  const pass = async (name: string) => (await reconcileWorkspace(deps, clusterAdapter, namespace, name)).action;
+  const pass = async (name: string) => (await passes.pass(clusterAdapter, name)).action;
   const runJobs = () => allJobsFinished(plane.batch, namespace, executor);
   const kubectlCaptf = (...args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -127,7 +125,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
 
   async function expectNoCanaryAnywhere(cluster: string, printed: string[]): Promise<void> {
     const { secret } = await keptDiff(cluster);
-    const events = (await eventsApi.listNamespacedEvent({ namespace })).items.map((event) => `${event.reason} ${event.note}`);
+    const events = (await passes.eventsApi.listNamespacedEvent({ namespace })).items.map((event) => `${event.reason} ${event.note}`);
     const logs = [...executor.logs.values()];
     for (const [where, text] of [
       ["the diff Secret", gunzipSync(Buffer.from(secret.data![planDiffDataKey]!, "base64")).toString("utf8")],

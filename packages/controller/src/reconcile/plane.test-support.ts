@@ -8,7 +8,8 @@ import { noopModuleDirectory } from "@captf/module-noop";
 import { installCrds } from "../api/crds.test-support.js";
 import { kubeEventRecorder } from "../events/event-recorder.js";
 import { KubeClient } from "../runtime/kube-client.js";
-import type { ReconcilerDeps } from "./workspace-reconciler.js";
+import type { Role } from "@captf/contract";
+import { reconcileWorkspace, type KindAdapter, type PassResult, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 export interface PlaneClients {
   kubeconfigPath: string;
@@ -97,6 +98,45 @@ export function planeReconcilerDeps(plane: PlaneClients, instance: string): { de
   kc.loadFromFile(plane.kubeconfigPath);
   const eventsApi = kc.makeApiClient(k8s.EventsV1Api);
   return { eventsApi, deps: { client: plane.client, events: kubeEventRecorder(plane.client, { instance }) } };
+}
+
+/**
+ * Reconciler deps on the plane whose pass clock a test can move forward, with its events API, and one pass of an object:
+ * `pass(adapter, name, ahead)` runs as if `ahead` ms later (a requeue's or a timeout's time come).
+ */
+export function skewablePasses(plane: PlaneClients, namespace: string, instance: string) {
+  let skew = 0;
+  const { deps: planeDeps, eventsApi } = planeReconcilerDeps(plane, instance);
+  const deps: ReconcilerDeps = { ...planeDeps, now: () => Date.now() + skew };
+  const pass = async <R extends Role>(adapter: KindAdapter<R>, name: string, ahead = 0): Promise<PassResult> => {
+    skew = ahead;
+    try {
+      return await reconcileWorkspace(deps, adapter, namespace, name);
+    } finally {
+      skew = 0;
+    }
+  };
+  return { deps, eventsApi, pass };
+}
+
+/** The manager's events about `name`, once `enough` holds for them (events are recorded in the background). */
+export function managerEventsOnce(
+  eventsApi: k8s.EventsV1Api,
+  namespace: string,
+  name: string,
+  enough: (events: k8s.EventsV1Event[]) => boolean,
+  what: string,
+): Promise<k8s.EventsV1Event[]> {
+  return waitFor(
+    async () => {
+      const events = (await eventsApi.listNamespacedEvent({ namespace })).items.filter(
+        (event) => event.regarding?.name === name && event.reportingController === "captf-manager",
+      );
+      return enough(events) ? events : undefined;
+    },
+    30_000,
+    what,
+  );
 }
 
 /** A client-node call's options for a JSON merge patch (client-node's default patch is a JSON patch). */

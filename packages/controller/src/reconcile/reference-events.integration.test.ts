@@ -15,12 +15,12 @@ import {
   createTerraformCluster,
   extendedClusterModule,
   mergePatchOptions,
-  planeReconcilerDeps,
+  managerEventsOnce,
   preparePlane,
+  skewablePasses,
   type PlaneClients,
 } from "./plane.test-support.js";
 import { runLeaseName } from "./run-lease.js";
-import { reconcileWorkspace, type ReconcilerDeps } from "./workspace-reconciler.js";
 
 const machineImage = "registry.invalid/captf/fallback-machine:v1";
 // What the executor reports as the image ID of a Job it ran: the digest the apply pins.
@@ -42,20 +42,16 @@ const pullMessage = `failed to pull and unpack image "${pinnedDigest}": 404 Not 
 describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", "go"], "the reference's image and destroy events", () => {
   const namespace = `refevents-${Date.now().toString(36)}`;
   let plane: PlaneClients;
-  let deps: ReconcilerDeps;
-  let eventsApi: k8s.EventsV1Api;
+  let passes: ReturnType<typeof skewablePasses>;
   let executor: JobExecutor;
   let clusterModule = "";
   // What the registry does not serve (a test may lose an image), and the kubelet's answer.
   const unpullable = new Map<string, { reason: string; message: string }>();
-  // Tests move time forward by skewing the pass clock.
-  let skew = 0;
 
   beforeAll(async () => {
     plane = await preparePlane(namespace);
-    const reconcilerDeps = planeReconcilerDeps(plane, "reference-events-test");
-    eventsApi = reconcilerDeps.eventsApi;
-    deps = { ...reconcilerDeps.deps, now: () => Date.now() + skew };
+    // Tests move time forward by skewing the pass clock.
+    passes = skewablePasses(plane, namespace, "reference-events-test");
     // The no-op cluster module with a resource `size` updates, whose apply fails after the update while a fail marker is there: its
     // output is known only once applied, so the check runs after the change, as a provider's error after a partial apply would.
     clusterModule = extendedClusterModule("captf-reference-events-module-", {
@@ -82,14 +78,8 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     if (clusterModule) rmSync(clusterModule, { recursive: true, force: true });
   });
 
-  const pass = async (adapter: typeof machineAdapter | typeof clusterAdapter, name: string, ahead = 0) => {
-    skew = ahead;
-    try {
-      return (await reconcileWorkspace(deps, adapter, namespace, name)).action;
-    } finally {
-      skew = 0;
-    }
-  };
+  const pass = async (adapter: typeof machineAdapter | typeof clusterAdapter, name: string, ahead = 0) =>
+    (await passes.pass(adapter, name, ahead)).action;
   const runJobs = () => allJobsFinished(plane.batch, namespace, executor);
   const jobsOf = async (name: string, op: string) =>
     (
@@ -104,17 +94,12 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
       (error: { code?: number }) => (error.code === 404 ? true : Promise.reject(error)),
     );
   /** The manager's events of `reason` about one object, once there are `count` (events are recorded in the background). */
-  const eventNotes = (name: string, reason: string, count = 1) =>
-    waitFor(
-      async () => {
-        const notes = (await eventsApi.listNamespacedEvent({ namespace })).items
-          .filter((event) => event.regarding?.name === name && event.reportingController === "captf-manager" && event.reason === reason)
-          .map((event) => event.note ?? "");
-        return notes.length >= count ? notes : undefined;
-      },
-      30_000,
-      `${count} ${reason} event(s) about ${name}`,
-    );
+  const eventNotes = async (name: string, reason: string, count = 1) => {
+    const ofReason = (events: k8s.EventsV1Event[]) => events.filter((event) => event.reason === reason);
+    const what = `${count} ${reason} event(s) about ${name}`;
+    const events = await managerEventsOnce(passes.eventsApi, namespace, name, (all) => ofReason(all).length >= count, what);
+    return ofReason(events).map((event) => event.note ?? "");
+  };
   /** Passes (running the Jobs they start) until `until` holds for the pass's action; the actions. */
   async function passUntil(adapter: typeof machineAdapter | typeof clusterAdapter, name: string, until: RegExp): Promise<string[]> {
     const actions: string[] = [];
@@ -202,7 +187,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
     expect(await absent(readMachine(plane, namespace, "gc"))).toBe(true);
     // One fallback for the one Job; the kubelet's message is in no note.
     expect(await eventNotes("gc", "ImagePullFallback")).toHaveLength(1);
-    const notes = (await eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "gc");
+    const notes = (await passes.eventsApi.listNamespacedEvent({ namespace })).items.filter((event) => event.regarding?.name === "gc");
     expect(JSON.stringify(notes)).not.toContain(pullCanary);
   }, 240_000);
 
