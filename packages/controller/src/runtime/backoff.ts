@@ -1,4 +1,5 @@
-// The manager's one back-off formula: the work queue, retried Jobs and image inspections all wait by it.
+// The manager's one back-off formula: the work queue, retried Jobs, image inspections, notifications and the informers'
+// rewatch all wait by it.
 
 /** `base · 2^failures`, capped at `max`: the wait before the next try after `failures` failures (0 waits `base`). */
 export function exponentialBackoffMillis(failures: number, baseMillis: number, maxMillis: number): number {

@@ -17,6 +17,7 @@
 import type { Logger } from "pino";
 import { realClock, sleep, type Clock, type TimerHandle } from "./clock.js";
 import { isGone, KubeApiError, type KubeStatus } from "./api-errors.js";
+import { exponentialBackoffMillis } from "./backoff.js";
 import { resourcePath, type KubeClient, type KubeObject, type ResourceType, type WatchEvent } from "./kube-client.js";
 import { matchesLabels, parseLabelSelector, type LabelRequirement } from "./label-selector.js";
 
@@ -286,7 +287,8 @@ export class Informer<T extends KubeObject> {
     const o = this.#options;
     const initial = o.backoffInitialMillis ?? informerDefaults.backoffInitialMillis;
     const max = o.backoffMaxMillis ?? informerDefaults.backoffMaxMillis;
-    let backoff = initial;
+    // Failed lists or watches in a row: the wait before the next try is the manager's one back-off formula of it.
+    let failures = 0;
     this.#scheduleResync();
     while (!stop.aborted) {
       try {
@@ -299,12 +301,12 @@ export class Informer<T extends KubeObject> {
           const resyncUnchanged = this.#resourceVersion === undefined;
           this.#rescopeDue = false;
           await this.#listAndReplace(stop, resyncUnchanged);
-          backoff = initial;
+          failures = 0;
         }
         // Rescoped while listing: list the new scope before watching.
         if (this.#rescopeDue || this.#selectsNothing()) continue;
         const receivedAny = await this.#watch(stop);
-        if (receivedAny) backoff = initial;
+        if (receivedAny) failures = 0;
         o.metrics?.watchRestarted("ended");
       } catch (error) {
         if (stop.aborted) break;
@@ -323,10 +325,9 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         o.metrics?.watchRestarted("error");
-        const delay = jitter(backoff);
+        const delay = jitter(exponentialBackoffMillis(failures++, initial, max));
         this.#log.warn({ err: error, retryInMillis: delay }, "list/watch failed, retrying");
         await sleep(this.#clock, delay, stop);
-        backoff = Math.min(backoff * 2, max);
       }
     }
   }
