@@ -620,7 +620,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         name: "kept",
       })) as CapiObject;
       await createTerraformMachine(plane, namespace, "kept", image, {
-        owner: { name: "kept", uid: machine.metadata.uid },
+        owner: { name: "kept", uid: machine.metadata.uid! },
         clusterName: "c",
       });
       await reconcileWorkspace(deps, machineAdapter, namespace, "kept");
@@ -1063,7 +1063,7 @@ describeWithTools(["etcd", "kube-apiserver", "kube-controller-manager", "tofu", 
         name: "paused",
       })) as CapiObject;
       // Owned by the Machine "paused" without being its controller: that Machine points at "paused".
-      const owner = { name: "paused", uid: machine.metadata.uid };
+      const owner = { name: "paused", uid: machine.metadata.uid! };
       await createTerraformMachine(plane, namespace, "claimer", image, { owner, controller: false, clusterName: "c" });
       await reconcileWorkspace(deps, machineAdapter, namespace, "claimer");
       expect((await reconcileWorkspace(deps, machineAdapter, namespace, "claimer")).action).toBe("waiting: OwnerMismatch");
